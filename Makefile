@@ -1,0 +1,47 @@
+# Two commands for a new machine: `make demo` and `make test`.
+# Both create or reuse .venv and install what they need. Where the system Python already has a
+# CUDA build of torch (GPU servers, often offline), the venv sees it instead of installing another.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.kernelevo-installed
+
+.PHONY: demo test lint doctor clean-venv
+
+$(STAMP): pyproject.toml Makefile
+	@set -e; \
+	if [ ! -x $(BIN)/python ]; then \
+	  if $(PYTHON) -c 'import sys, torch; sys.exit(0 if torch.version.cuda else 1)' 2>/dev/null; then \
+	    echo "kernelevo: using the system's CUDA build of torch ($$($(PYTHON) -c 'import torch; print(torch.__version__)'))"; \
+	    $(PYTHON) -m venv --system-site-packages $(VENV); \
+	  else \
+	    $(PYTHON) -m venv $(VENV); \
+	  fi; \
+	fi; \
+	$(BIN)/python -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null 2>&1 || true; \
+	if ! $(BIN)/python -c 'import torch' 2>/dev/null; then \
+	  echo "kernelevo: installing torch 2.13.0"; \
+	  $(BIN)/python -m pip install -q --disable-pip-version-check torch==2.13.0 2>&1 | grep -v 'is ignored: it is neither' || true; \
+	fi; \
+	echo "kernelevo: installing kernelevo and its dependencies into $(VENV)"; \
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[dev]' 2>&1 | grep -v 'is ignored: it is neither' || true; \
+	$(BIN)/python -c 'import kernelevo.sandbox, torch, triton, pydantic' ; \
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/kernelevo doctor
+	$(BIN)/kernelevo eval softmax tasks/examples/softmax_triton.py
+
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+doctor: $(STAMP)
+	$(BIN)/kernelevo doctor
+
+clean-venv:
+	rm -rf $(VENV)

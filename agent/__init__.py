@@ -1,0 +1,1 @@
+"""How kernelevo decides: the optimizer graph and its policies (issue 3), and the command line."""

@@ -1,0 +1,192 @@
+"""The ``kernelevo`` command line.
+
+Exit codes, the same for every command: 0 success (for eval: accepted); 1 rejected, or no correct
+candidate found; 2 bad usage or unreadable input; 3 something the environment lacks (no GPU where
+one is required, no Docker engine); 4 interrupted, resumable.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+app = typer.Typer(
+    name="kernelevo",
+    help="Make GPU code faster with no human in the loop: write, verify and evolve CUDA/Triton kernels.\n\n"
+    "Start with `kernelevo doctor` (what this machine offers), `kernelevo tasks` (the built-in problems) and "
+    "`kernelevo eval TASK CANDIDATE` (judge a kernel).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+out = Console()
+err = Console(stderr=True)
+
+EXIT_OK, EXIT_REJECTED, EXIT_USAGE, EXIT_ENVIRONMENT, EXIT_INTERRUPTED = 0, 1, 2, 3, 4
+
+
+class SizeChoice(str, Enum):
+    small = "small"
+    full = "full"
+
+
+class SandboxChoice(str, Enum):
+    process = "process"
+
+
+def _fail(message: str, code: int, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps({"error": message}))
+    err.print(f"[red]error:[/red] {message}", highlight=False)
+    raise typer.Exit(code)
+
+
+def _default_size() -> str:
+    from kernelevo.sandbox.evaluate import detect_device
+
+    return "full" if detect_device() == "cuda" else "small"
+
+
+@app.command("eval")
+def eval_command(
+    task: Annotated[str, typer.Argument(help="A KernelBench-format .py file, or a built-in task name (see `kernelevo tasks`).")],
+    candidate: Annotated[Path, typer.Argument(help="A .py file defining ModelNew with custom Triton or CUDA kernels.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")] = False,
+    timeout: Annotated[float, typer.Option(help="Seconds before the candidate's process group is killed.", min=1)] = 300.0,
+    memory: Annotated[Optional[str], typer.Option(help="Memory limit of the candidate's process, e.g. 2g or 512m.")] = None,
+    sandbox: Annotated[SandboxChoice, typer.Option(help="Where candidates run.")] = SandboxChoice.process,
+    seeds: Annotated[int, typer.Option(help="Input sets (seeds and value scales) to check against.", min=1, max=50)] = 5,
+    size: Annotated[Optional[SizeChoice], typer.Option(help="Problem size; default small without a GPU, full with one.")] = None,
+    gpu: Annotated[int, typer.Option(help="Index of the GPU to use.", min=0)] = 0,
+    workdir: Annotated[Optional[Path], typer.Option(help="Keep job folders (logs, results) here.")] = None,
+    no_compile_baseline: Annotated[bool, typer.Option("--no-compile-baseline", help="Skip timing torch.compile of the reference.")] = False,
+) -> None:
+    """Judge CANDIDATE against TASK: correct or not (and why), and how fast, measured by the harness.
+
+    Examples:
+      kernelevo eval softmax tasks/examples/softmax_triton.py
+      kernelevo eval my_task.py my_kernel.py --json --timeout 120 --memory 8g
+    """
+    from kernelevo.sandbox.evaluate import EvalConfig, EvalError, Evaluator
+    from kernelevo.sandbox.isolation import parse_size
+    from kernelevo.tasks import TaskError, load_task
+
+    try:
+        if memory:
+            parse_size(memory)
+        loaded = load_task(task, (size.value if size else _default_size()))  # type: ignore[arg-type]
+    except (TaskError, ValueError) as exc:
+        _fail(str(exc), EXIT_USAGE, as_json)
+    if not candidate.is_file():
+        _fail(f"candidate file not found: {candidate}", EXIT_USAGE, as_json)
+    config = EvalConfig(timeout_s=timeout, memory=memory, seeds=seeds, gpu=gpu, workdir=workdir,
+                        measure_compile=not no_compile_baseline)
+    try:
+        with Evaluator(config) as evaluator:
+            if not as_json:
+                err.print(f"[dim]judging {candidate} against {loaded.name} ({loaded.size}) on {evaluator.device}...[/dim]")
+            verdict, code = evaluator.evaluate(loaded, candidate)
+    except EvalError as exc:
+        _fail(str(exc), exc.exit_code, as_json)
+    except KeyboardInterrupt:
+        _fail("interrupted", EXIT_INTERRUPTED, as_json)
+    if as_json:
+        print(verdict.model_dump_json())
+    else:
+        _print_verdict(verdict)
+    raise typer.Exit(code)
+
+
+def _print_verdict(verdict) -> None:  # noqa: ANN001 - a Verdict
+    table = Table(title=f"{verdict.candidate} vs {verdict.task} ({verdict.size})", show_lines=False)
+    table.add_column("check")
+    table.add_column("")
+    table.add_column("detail", overflow="fold")
+    for check in verdict.checks:
+        table.add_row(check.name, "[green]pass[/green]" if check.passed else "[red]FAIL[/red]", check.detail)
+    out.print(table)
+    status = "[green]ACCEPTED[/green]" if verdict.correct else "[red]REJECTED[/red]"
+    out.print(f"{status}" + (f": {verdict.reason}" if verdict.reason else ""), highlight=False)
+    if verdict.runtime_ms is not None:
+        if verdict.timing == "cuda-events":
+            line = f"candidate {verdict.runtime_ms:.4g} ms, eager {verdict.reference_runtime_ms:.4g} ms"
+            if verdict.speedup:
+                line += f", speedup {verdict.speedup:.2f}x"
+            if verdict.compile_runtime_ms:
+                line += f"; torch.compile {verdict.compile_runtime_ms:.4g} ms ({verdict.speedup_vs_compile:.2f}x)"
+            if verdict.roofline_fraction:
+                line += f"; {100 * verdict.roofline_fraction:.0f}% of the {verdict.bound}-bound roofline"
+            if verdict.noise_pct is not None:
+                line += f"; noise {verdict.noise_pct:.1f}%"
+        else:
+            line = (f"{verdict.timing} times (not speedups): candidate {verdict.runtime_ms:.4g} ms, "
+                    f"reference {verdict.reference_runtime_ms:.4g} ms; run on a GPU to measure speed")
+        out.print(line, highlight=False)
+    iso = verdict.isolation
+    if iso:
+        from kernelevo.sandbox.models import Isolation
+
+        isolation = Isolation.model_validate(iso)
+        out.print(f"[dim]isolation: {isolation.summary()}[/dim]", highlight=False)
+        for warning in isolation.warnings:
+            out.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
+    out.print(f"[dim]device: {verdict.device}[/dim]", highlight=False)
+
+
+@app.command("tasks")
+def tasks_command(
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list.")] = False,
+    size: Annotated[SizeChoice, typer.Option(help="Which size's overrides to show.")] = SizeChoice.full,
+) -> None:
+    """List the built-in tasks (any KernelBench-format file works as TASK too)."""
+    from kernelevo.tasks import builtin_names, load_task
+
+    loaded = [load_task(name, size.value) for name in builtin_names()]  # type: ignore[arg-type]
+    if as_json:
+        print(json.dumps([{"name": t.name, "dtype": t.dtype or "float32", "strict": not t.allow_partial,
+                           "description": t.description, "path": str(t.path)} for t in loaded]))
+        return
+    table = Table(title=f"built-in tasks ({len(loaded)})")
+    for column in ("name", "dtype", "replacement", "description"):
+        table.add_column(column, overflow="fold")
+    for t in loaded:
+        table.add_row(t.name, t.dtype or "float32", "partial" if t.allow_partial else "strict", t.description)
+    out.print(table)
+
+
+@app.command("doctor")
+def doctor_command(as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list.")] = False) -> None:
+    """Show what this machine offers: GPU, driver, CUDA, nvcc, ncu, Triton mode, Docker, isolation."""
+    from kernelevo.sandbox.environment import probe_environment
+
+    probes = probe_environment()
+    if as_json:
+        print(json.dumps([p.model_dump() for p in probes]))
+        return
+    table = Table(title="kernelevo doctor")
+    table.add_column("item")
+    table.add_column("")
+    table.add_column("detail", overflow="fold")
+    for p in probes:
+        table.add_row(p.item, "[green]yes[/green]" if p.available else "[yellow]no[/yellow]", p.detail)
+    out.print(table)
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        sys.exit(EXIT_INTERRUPTED)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Prompt templates, loaded as package resources."""

@@ -1,0 +1,118 @@
+"""What this machine offers kernelevo: GPU, driver, CUDA, compilers, profilers, Triton mode, Docker,
+and the isolation the process sandbox can enforce. Every probe degrades to "not available"."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+
+from pydantic import BaseModel
+
+from kernelevo.sandbox import isolation
+
+
+class Probe(BaseModel):
+    item: str
+    available: bool
+    detail: str
+
+
+def _version(cmd: list[str], pattern: str) -> str | None:
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    match = re.search(pattern, out.stdout + out.stderr)
+    return match.group(1) if match else None
+
+
+def _gpu() -> list[Probe]:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        count = pynvml.nvmlDeviceGetCount()
+        names = []
+        for i in range(count):
+            name = pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(i))
+            names.append(name.decode() if isinstance(name, bytes) else name)
+        driver = pynvml.nvmlSystemGetDriverVersion()
+        driver = driver.decode() if isinstance(driver, bytes) else driver
+        return [Probe(item="GPU", available=count > 0, detail=", ".join(f"{i}: {n}" for i, n in enumerate(names))),
+                Probe(item="driver", available=True, detail=f"NVIDIA {driver} (NVML works)")]
+    except Exception as exc:
+        reason = type(exc).__name__
+        return [Probe(item="GPU", available=False, detail=f"none found (NVML: {reason})"),
+                Probe(item="driver", available=False, detail="no NVIDIA driver")]
+
+
+def _torch() -> list[Probe]:
+    try:
+        import torch
+    except ImportError:
+        return [Probe(item="torch", available=False, detail="not installed")]
+    cuda = torch.version.cuda
+    usable = torch.cuda.is_available()
+    probes = [Probe(item="torch", available=True,
+                    detail=f"{torch.__version__}" + (f", CUDA {cuda} build" if cuda else ", CPU build"))]
+    probes.append(Probe(item="CUDA", available=usable,
+                        detail=f"usable from torch (CUDA {cuda})" if usable else "not usable from torch"))
+    try:
+        import triton
+
+        mode = "compiles for the GPU" if usable else "runs kernels on the CPU interpreter (TRITON_INTERPRET=1); timings mean nothing"
+        probes.append(Probe(item="Triton", available=True, detail=f"{triton.__version__}: {mode}"))
+    except ImportError:
+        probes.append(Probe(item="Triton", available=False, detail="not installed"))
+    return probes
+
+
+def _tools() -> list[Probe]:
+    from kernelevo.sandbox.cuda_gate import find_nvcc
+
+    probes = []
+    nvcc = find_nvcc()
+    version = _version([nvcc, "--version"], r"release ([\d.]+)") if nvcc else None
+    probes.append(Probe(item="nvcc", available=bool(version),
+                        detail=f"{version} at {nvcc}" if version else "not found: CUDA candidates cannot compile"))
+    ncu = shutil.which("ncu")
+    version = _version([ncu, "--version"], r"Version ([\d.]+)") if ncu else None
+    probes.append(Probe(item="ncu", available=bool(version),
+                        detail=f"{version} at {ncu}" if version else "not found: no Nsight Compute metrics"))
+    return probes
+
+
+def _docker() -> Probe:
+    try:
+        import docker
+
+        client = docker.from_env(timeout=5)
+        version = client.version().get("Version", "?")
+        return Probe(item="Docker engine", available=True, detail=f"{version} reachable")
+    except Exception as exc:
+        return Probe(item="Docker engine", available=False, detail=f"not reachable ({type(exc).__name__})")
+
+
+def _isolation() -> list[Probe]:
+    tier = isolation.tier()
+    words = {
+        "bwrap": "bubblewrap: net/pid/ipc/uts/mount namespaces, read-only root, private /tmp, home hidden",
+        "unshare": "unshare: net and pid namespaces with a private /proc (install bubblewrap for a read-only root)",
+        "none": "no namespaces available: candidates share the network, /proc and files (install bubblewrap)",
+    }
+    group = isolation.Cgroup.create(64 * 1024 * 1024, 64)
+    if group is not None:
+        limits = f"cgroup v{group.version}: memory and process limits enforced by the kernel"
+        group.remove()
+    else:
+        limits = "no writable cgroups: memory and process limits are polled"
+    return [Probe(item="isolation", available=tier != "none", detail=words[tier]),
+            Probe(item="limits", available=group is not None, detail=limits),
+            Probe(item="user", available=True, detail="root" if os.geteuid() == 0 else f"uid {os.geteuid()}")]
+
+
+def probe_environment() -> list[Probe]:
+    """Every probe, in the order ``kernelevo doctor`` shows them."""
+    return [*_gpu(), *_torch(), *_tools(), _docker(), *_isolation()]

@@ -1,0 +1,220 @@
+"""Judge one candidate against one task: static checks, the cached clean reference, the sandboxed
+candidate run, then the verdict. The optimizer process never imports candidate code."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from kernelevo.sandbox import cache
+from kernelevo.sandbox.cuda_gate import compile_gate
+from kernelevo.sandbox.isolation import scrubbed_env
+from kernelevo.sandbox.judge import judge, process_failure
+from kernelevo.sandbox.models import Ceilings, Check, Job, ReferenceResult, TimingPolicy, Verdict
+from kernelevo.sandbox.process import ProcessSandbox, RunSpec
+from kernelevo.sandbox.protocol import Sandbox
+from kernelevo.sandbox.static_checks import check_candidate
+from kernelevo.tasks.task import Task
+
+
+class EvalError(Exception):
+    """Evaluation could not happen at all; ``exit_code`` follows the CLI contract (2 input, 3 environment)."""
+
+    def __init__(self, message: str, exit_code: int = 2) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+class EvalConfig(BaseModel):
+    """How to judge: limits of the sandboxed process and what to measure."""
+
+    timeout_s: float = 300.0
+    """Wall-clock limit of the candidate's process (compile included)."""
+    reference_timeout_s: float = 1200.0
+    memory: str | None = None
+    """Memory limit of the candidate's process, e.g. ``8g`` (None: no limit)."""
+    pids_limit: int = 512
+    seeds: int = Field(default=5, ge=1, le=50)
+    gpu: int = 0
+    workdir: Path | None = None
+    """Keep job folders here; default: a temporary folder removed afterwards."""
+    cache_dir: Path = Field(default_factory=cache.default_cache_dir)
+    measure_compile: bool = True
+    timing: TimingPolicy = Field(default_factory=TimingPolicy)
+
+
+def detect_device() -> str:
+    """``cuda`` where a GPU is usable, else ``cpu`` (``KERNELEVO_DEVICE`` overrides)."""
+    forced = os.environ.get("KERNELEVO_DEVICE")
+    if forced in {"cpu", "cuda"}:
+        return forced
+    try:
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    except Exception:
+        return "cpu"
+
+
+def gpu_name(index: int) -> str:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        name = pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(index))
+        return name.decode() if isinstance(name, bytes) else name
+    except Exception:
+        import torch
+
+        return torch.cuda.get_device_name(index)
+
+
+class Evaluator:
+    """Evaluates candidates for tasks; keeps one workspace (and compile cache) per instance."""
+
+    def __init__(self, config: EvalConfig | None = None, sandbox: Sandbox | None = None) -> None:
+        self.config = config or EvalConfig()
+        self.sandbox = sandbox or ProcessSandbox()
+        self.device = detect_device()
+        self._own_workspace = self.config.workdir is None
+        root = self.config.workdir or Path(tempfile.mkdtemp(prefix="kernelevo-eval-"))
+        self.workspace = root.resolve()
+        self.workspace.mkdir(parents=True, exist_ok=True)
+        (self.workspace / "cache").mkdir(exist_ok=True)
+        self._jobs = 0
+
+    def close(self) -> None:
+        if self._own_workspace:
+            shutil.rmtree(self.workspace, ignore_errors=True)
+
+    def __enter__(self) -> Evaluator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # jobs -------------------------------------------------------------------------------------
+    def _env(self) -> dict[str, str]:
+        compile_cache = self.workspace / "cache"
+        extra = {
+            "PYTHONUNBUFFERED": "1",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "TRITON_CACHE_DIR": str(compile_cache / "triton"),
+            "TORCH_EXTENSIONS_DIR": str(compile_cache / "torch_extensions"),
+            "TORCHINDUCTOR_CACHE_DIR": str(compile_cache / "inductor"),
+            "XDG_CACHE_HOME": str(compile_cache / "xdg"),
+        }
+        if self.device == "cuda":
+            visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+            ids = [v.strip() for v in visible.split(",")] if visible else None
+            extra["CUDA_VISIBLE_DEVICES"] = ids[self.config.gpu] if ids else str(self.config.gpu)
+        else:
+            extra["TRITON_INTERPRET"] = "1"
+            extra["CUDA_VISIBLE_DEVICES"] = ""
+        return scrubbed_env(extra)
+
+    def _job(self, task: Task, mode: str, candidate: Path | None, **extra: object) -> tuple[Job, RunSpec]:
+        self._jobs += 1
+        job_dir = self.workspace / "jobs" / f"{self._jobs:04d}-{mode}"
+        job_dir.mkdir(parents=True, exist_ok=True)
+        task_copy = job_dir / "task.py"
+        shutil.copyfile(task.path, task_copy)
+        job = Job(
+            mode=mode, task_path=task_copy, size=task.size, dtype=task.dtype, atol=task.atol, rtol=task.rtol,
+            allow_partial=task.allow_partial, declared_flops=task.declared_flops,
+            declared_bytes=task.declared_bytes, seeds=list(range(1, self.config.seeds + 1)),
+            device=self.device, timing=self.config.timing, measure_compile=self.config.measure_compile,
+            result_path=job_dir / "result.json", **extra,
+        )
+        if candidate is not None:
+            job.candidate_path = job_dir / "candidate.py"
+            shutil.copyfile(candidate, job.candidate_path)
+        (job_dir / "job.json").write_text(job.model_dump_json(indent=1))
+        memory = None
+        if mode == "candidate" and self.config.memory:
+            from kernelevo.sandbox.isolation import parse_size
+
+            memory = parse_size(self.config.memory)
+        spec = RunSpec(
+            cmd=[sys.executable, "-m", "kernelevo.sandbox.harness", str(job_dir / "job.json")],
+            job_dir=job_dir, result_path=job.result_path,
+            timeout_s=self.config.timeout_s if mode == "candidate" else self.config.reference_timeout_s,
+            memory_bytes=memory, memory_text=self.config.memory if memory else None,
+            pids_limit=self.config.pids_limit, env=self._env(),
+            writable=[self.workspace / "cache"], hidden=[self.config.cache_dir.resolve(), self.workspace],
+        )
+        return job, spec
+
+    # the clean reference ------------------------------------------------------------------------
+    def _device_label(self) -> str:
+        return gpu_name(self.config.gpu) if self.device == "cuda" else "cpu"
+
+    def ceilings_path(self) -> Path:
+        import torch
+
+        return self.config.cache_dir / "ceilings" / f"{cache.slug(self._device_label())}-torch{torch.__version__}.json"
+
+    def reference(self, task: Task) -> tuple[ReferenceResult, Ceilings | None]:
+        """The task's clean reference measurements, from the cache or from a fresh reference job."""
+        import torch
+
+        key = cache.key_of(task.sha256, task.size, self.config.seeds, self._device_label(), torch.__version__,
+                           task.dtype, self.config.measure_compile, self.config.timing.model_dump(), 2)
+        path = self.config.cache_dir / "references" / f"{cache.slug(task.name)}-{key}.json"
+        ceilings = cache.load(self.ceilings_path(), Ceilings) if self.device == "cuda" else None
+        cached = cache.load(path, ReferenceResult)
+        if cached is not None and (self.device == "cpu" or ceilings is not None):
+            return cached, ceilings
+        _, spec = self._job(task, "reference", None, measure_ceilings=self.device == "cuda" and ceilings is None)
+        outcome = self.sandbox.run(spec)
+        failure = process_failure(outcome, None)
+        if failure is None and outcome.result is not None and outcome.result.error:
+            failure = outcome.result.error
+        if failure is not None or outcome.result is None or outcome.result.reference is None:
+            raise EvalError(f"the task's reference could not be measured: {failure or 'no result'}", exit_code=2)
+        result = outcome.result.reference
+        if result.ceilings is not None:
+            cache.store(self.ceilings_path(), result.ceilings)
+            ceilings = result.ceilings
+            result.ceilings = None
+        cache.store(path, result)
+        return result, ceilings
+
+    # candidates ---------------------------------------------------------------------------------
+    def evaluate(self, task: Task, candidate: Path) -> tuple[Verdict, int]:
+        """Judge ``candidate``; returns the verdict and the CLI exit code (0 accepted, 1 rejected, 3 no GPU)."""
+        began = time.monotonic()
+        try:
+            source = candidate.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise EvalError(f"cannot read the candidate {candidate}: {exc}") from None
+        static = check_candidate(source, strict=not task.allow_partial)
+        base = dict(task=task.name, candidate=str(candidate), size=task.size, isolation={},
+                    device=self._device_label())
+        if not static.passed:
+            return Verdict(compiled=False, correct=False, reason=static.first_failure(), checks=static.checks,
+                           **base), 1
+        if self.device == "cpu" and "cuda" in static.kinds:
+            gate = compile_gate(static.cuda_sources, self.workspace / "cuda-gate")
+            checks = [*static.checks, gate]
+            reason = ("CUDA candidates need a GPU to be judged; the compile gate "
+                      + ("passed: " if gate.passed else "failed: ") + gate.detail)
+            return Verdict(compiled=gate.passed, correct=False, reason=reason, checks=checks, **base), (
+                3 if gate.passed else 1)
+        reference, ceilings = self.reference(task)
+        _, spec = self._job(task, "candidate", candidate)
+        outcome = self.sandbox.run(spec)
+        verdict = judge(task, str(candidate), static.checks, reference, ceilings, outcome, self.config.memory)
+        verdict.wall_s = round(time.monotonic() - began, 3)
+        return verdict, 0 if verdict.correct else 1
+
+
+def static_only_checks(source: str, strict: bool) -> list[Check]:
+    """The static checks alone (for tools that want a cheap first opinion)."""
+    return check_candidate(source, strict=strict).checks

@@ -1,0 +1,267 @@
+"""What the process sandbox can enforce on this machine, and how.
+
+Tiers, best first: bubblewrap (network, PID, IPC and UTS namespaces, a private /proc, a read-only
+root with a private /tmp, the home folder hidden, only the job's folder writable); ``unshare``
+(network and PID namespaces with a private /proc); none (a process group, with a warning).
+Memory and process limits come from cgroups (v2, or v1 memory and pids controllers) where this
+process may create them; otherwise memory and process counts are polled and the job is killed when
+over. As root, uid-based limits do not hold and RLIMIT_AS breaks CUDA, so neither is used.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CGROUP_ROOT = Path(os.environ.get("KERNELEVO_CGROUP_ROOT", "/sys/fs/cgroup"))
+CGROUP_PREFIX = "kernelevo"
+
+# The only environment variables that reach candidate code; nothing else of the parent's does.
+ENV_ALLOWLIST = (
+    "PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "CUDA_HOME", "CUDA_PATH",
+    "TORCH_CUDA_ARCH_LIST", "TRITON_PTXAS_PATH", "TRITON_CUOBJDUMP_PATH", "TRITON_NVDISASM_PATH",
+    "TRITON_LIBCUDA_PATH", "NVIDIA_DRIVER_CAPABILITIES", "MAX_JOBS", "CC", "CXX",
+)
+_SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "AUTH")
+
+
+def scrubbed_env(extra: dict[str, str]) -> dict[str, str]:
+    """The allowlisted variables of this process plus ``extra``; never anything that looks secret."""
+    env = {k: os.environ[k] for k in ENV_ALLOWLIST if k in os.environ}
+    env.update(extra)
+    return {k: v for k, v in env.items() if not any(m in k.upper() for m in _SECRET_MARKERS)}
+
+
+def _runs(cmd: list[str]) -> bool:
+    try:
+        return subprocess.run(cmd, capture_output=True, timeout=20).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+@functools.lru_cache(maxsize=1)
+def bwrap_path() -> str | None:
+    """A working bubblewrap, or None."""
+    path = os.environ.get("KERNELEVO_BWRAP") or shutil.which("bwrap")
+    if path and _runs([path, "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--unshare-net",
+                       "--unshare-pid", "--die-with-parent", "true"]):
+        return path
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def unshare_works() -> bool:
+    path = shutil.which("unshare")
+    return bool(path) and _runs([path, "--net", "--pid", "--fork", "--mount-proc", "true"])
+
+
+def tier() -> str:
+    """The namespace tier this machine offers: ``bwrap``, ``unshare`` or ``none``."""
+    if os.environ.get("KERNELEVO_ISOLATION") in {"bwrap", "unshare", "none"}:
+        wanted = os.environ["KERNELEVO_ISOLATION"]
+        if wanted == "bwrap" and bwrap_path() or wanted == "unshare" and unshare_works() or wanted == "none":
+            return wanted
+    if bwrap_path():
+        return "bwrap"
+    if unshare_works():
+        return "unshare"
+    return "none"
+
+
+def _python_paths() -> list[Path]:
+    """Folders the harness needs to read: the interpreter, its packages, and kernelevo's sources."""
+    import kernelevo.sandbox
+    import kernelevo.tasks
+
+    paths = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent}
+    paths |= {Path(p) for p in sys.path if p and Path(p).is_dir()}
+    paths |= {Path(kernelevo.sandbox.__file__).parent, Path(kernelevo.tasks.__file__).parent}
+    return sorted(p.resolve() for p in paths)
+
+
+def bwrap_command(cmd: list[str], job_dir: Path, writable: list[Path], hidden: list[Path]) -> list[str]:
+    """Wrap ``cmd`` in bubblewrap: read-only root, private /tmp and /proc, only ``writable`` writable."""
+    path = bwrap_path()
+    assert path
+    args = [path, "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--tmpfs", "/dev/shm",
+            "--proc", "/proc", "--tmpfs", "/tmp"]
+    home = Path(os.environ.get("HOME", "/"))
+    masks = [p for p in [*hidden, home] if str(p) not in {"/", ""} and p.exists()]
+    for mask in masks:
+        args += ["--tmpfs", str(mask)]
+    # Re-expose what the harness must read that a mask covered (e.g. a venv inside $HOME).
+    for needed in _python_paths():
+        if any(needed.is_relative_to(m) for m in masks):
+            args += ["--ro-bind", str(needed), str(needed)]
+    for folder in writable:
+        args += ["--bind", str(folder), str(folder)]
+    args += ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent",
+             "--new-session", "--chdir", str(job_dir), "--"]
+    return args + cmd
+
+
+def unshare_command(cmd: list[str]) -> list[str]:
+    path = shutil.which("unshare")
+    assert path
+    return [path, "--net", "--pid", "--fork", "--mount-proc", "--kill-child", *cmd]
+
+
+@dataclass
+class Cgroup:
+    """A cgroup (v2, or v1 memory+pids) for one job; ``procs`` are the files to join it through."""
+
+    version: int
+    dirs: list[Path]
+    memory_bytes: int | None
+    pids: int | None
+    procs: list[Path] = field(default_factory=list)
+
+    @classmethod
+    def create(cls, memory_bytes: int | None, pids: int | None) -> Cgroup | None:
+        """A new cgroup with the limits, or None where this process may not make one."""
+        name = f"{CGROUP_PREFIX}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        try:
+            if (CGROUP_ROOT / "memory").is_dir() and (CGROUP_ROOT / "memory" / "cgroup.procs").exists():
+                return cls._create_v1(name, memory_bytes, pids)
+            if (CGROUP_ROOT / "cgroup.controllers").exists():
+                return cls._create_v2(name, memory_bytes, pids)
+        except OSError:
+            return None
+        return None
+
+    @classmethod
+    def _create_v1(cls, name: str, memory_bytes: int | None, pids: int | None) -> Cgroup:
+        dirs = []
+        mem = CGROUP_ROOT / "memory" / name
+        mem.mkdir()
+        dirs.append(mem)
+        try:
+            if memory_bytes:
+                (mem / "memory.limit_in_bytes").write_text(str(memory_bytes))
+                swap = mem / "memory.memsw.limit_in_bytes"
+                if swap.exists():
+                    swap.write_text(str(memory_bytes))
+            if pids and (CGROUP_ROOT / "pids").is_dir():
+                pid_dir = CGROUP_ROOT / "pids" / name
+                pid_dir.mkdir()
+                dirs.append(pid_dir)
+                (pid_dir / "pids.max").write_text(str(pids))
+        except OSError:
+            for d in reversed(dirs):
+                d.rmdir()
+            raise
+        has_pids = len(dirs) > 1
+        return cls(1, dirs, memory_bytes, pids if has_pids else None, [d / "cgroup.procs" for d in dirs])
+
+    @classmethod
+    def _create_v2(cls, name: str, memory_bytes: int | None, pids: int | None) -> Cgroup:
+        parent = CGROUP_ROOT / CGROUP_PREFIX
+        parent.mkdir(exist_ok=True)
+        wanted = {"memory", "pids"} & set((CGROUP_ROOT / "cgroup.controllers").read_text().split())
+        (parent / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in sorted(wanted)))
+        group = parent / name
+        group.mkdir()
+        if memory_bytes:
+            (group / "memory.max").write_text(str(memory_bytes))
+            if (group / "memory.swap.max").exists():
+                (group / "memory.swap.max").write_text("0")
+        if pids:
+            (group / "pids.max").write_text(str(pids))
+        return cls(2, [group], memory_bytes, pids, [group / "cgroup.procs"])
+
+    def members(self) -> list[int]:
+        found: set[int] = set()
+        for procs in self.procs:
+            try:
+                found |= {int(p) for p in procs.read_text().split()}
+            except OSError:
+                pass
+        return sorted(found)
+
+    def kill_all(self) -> None:
+        if self.version == 2 and (self.dirs[0] / "cgroup.kill").exists():
+            try:
+                (self.dirs[0] / "cgroup.kill").write_text("1")
+            except OSError:
+                pass
+        for _ in range(50):
+            members = self.members()
+            if not members:
+                return
+            for pid in members:
+                try:
+                    os.kill(pid, 9)
+                except OSError:
+                    pass
+
+    def oom_killed(self) -> bool:
+        """Whether the kernel's OOM killer struck inside this cgroup."""
+        try:
+            if self.version == 2:
+                events = (self.dirs[0] / "memory.events").read_text()
+            else:
+                events = (self.dirs[0] / "memory.oom_control").read_text()
+                if int((self.dirs[0] / "memory.failcnt").read_text() or 0) > 0 and "oom_kill " not in events:
+                    return True
+        except OSError:
+            return False
+        for line in events.splitlines():
+            key, _, value = line.partition(" ")
+            if key == "oom_kill" and int(value) > 0:
+                return True
+        return False
+
+    def pids_exhausted(self) -> bool:
+        for d in self.dirs:
+            events = d / "pids.events"
+            try:
+                if events.exists() and int(events.read_text().split()[-1]) > 0:
+                    return True
+            except (OSError, ValueError, IndexError):
+                pass
+        return False
+
+    def remove(self) -> None:
+        self.kill_all()
+        for d in reversed(self.dirs):
+            try:
+                d.rmdir()
+            except OSError:
+                pass
+
+
+def cleanup_stale_cgroups() -> int:
+    """Remove cgroups left by kernelevo processes that no longer run; returns how many."""
+    removed = 0
+    candidates = list((CGROUP_ROOT / "memory").glob(f"{CGROUP_PREFIX}-*")) + list(
+        (CGROUP_ROOT / "pids").glob(f"{CGROUP_PREFIX}-*")) + list((CGROUP_ROOT / CGROUP_PREFIX).glob(f"{CGROUP_PREFIX}-*"))
+    for d in candidates:
+        try:
+            owner = int(d.name.split("-")[1])
+        except (IndexError, ValueError):
+            continue
+        if owner != os.getpid() and Path(f"/proc/{owner}").exists():
+            continue
+        group = Cgroup(2 if d.parent.name == CGROUP_PREFIX else 1, [d], None, None, [d / "cgroup.procs"])
+        group.remove()
+        removed += not d.exists()
+    return removed
+
+
+def parse_size(text: str) -> int:
+    """``2g``, ``512m``, ``1.5G``, ``1048576`` -> bytes."""
+    units = {"k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+    value = text.strip().lower().removesuffix("b").removesuffix("i")
+    if not value:
+        raise ValueError("empty size")
+    scale = units.get(value[-1], 1)
+    number = float(value[:-1] if value[-1] in units else value)
+    if number <= 0:
+        raise ValueError(f"size must be positive: {text}")
+    return int(number * scale)

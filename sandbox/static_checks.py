@@ -1,0 +1,425 @@
+"""Static checks on a candidate's source, run before any of it is imported.
+
+The first line of defence (docs/EVALUATION.md): a candidate must define ``ModelNew``, define and
+launch at least one custom kernel (``@triton.jit`` or ``load_inline``), keep out of harness internals
+(imports outside an allowlist, dynamic attribute access, dunders, monkeypatching), never hide a
+launch behind a broad ``except``, and in strict tasks never call torch to compute. What static
+analysis cannot see (tensor methods, operators, aliases built at run time) is caught at run time by
+the harness's op recorder.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from kernelevo.sandbox.models import Check
+
+# Modules a candidate may import. Anything else (os, sys, gc, inspect, ctypes, importlib,
+# subprocess, socket, ...) gives a way around the harness and is rejected.
+ALLOWED_IMPORTS = {
+    "__future__",
+    "math",
+    "typing",
+    "typing_extensions",
+    "functools",
+    "itertools",
+    "dataclasses",
+    "enum",
+    "numbers",
+    "collections",
+    "torch",
+    "torch.nn",
+    "torch.nn.functional",
+    "torch.utils.cpp_extension",
+    "torch.cuda",
+    "triton",
+}
+ALLOWED_IMPORT_PREFIXES = ("triton.",)
+
+FORBIDDEN_BUILTINS = {
+    "eval": "runs code the checker cannot see",
+    "exec": "runs code the checker cannot see",
+    "compile": "builds code the checker cannot see",
+    "__import__": "imports modules around the import allowlist",
+    "globals": "reaches module state of the harness",
+    "locals": "reaches frames of the harness",
+    "vars": "reaches object internals",
+    "delattr": "removes attributes (monkeypatching)",
+    "open": "touches files; candidates compute, they do not read or write files",
+    "input": "reads from the terminal",
+    "breakpoint": "stops the harness",
+    "exit": "ends the harness early",
+    "quit": "ends the harness early",
+}
+
+ALLOWED_DUNDERS = {"__init__", "__name__", "__qualname__", "__doc__"}
+
+# torch functions that allocate, describe or reshape without computing the task's work.
+TORCH_GLUE = {
+    "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full",
+    "full_like", "arange", "tensor", "as_tensor", "is_tensor", "numel", "finfo", "iinfo",
+    "get_default_dtype", "no_grad", "inference_mode", "enable_grad", "device", "dtype", "Size",
+    "Tensor", "Generator", "manual_seed", "reshape", "flatten", "squeeze", "unsqueeze", "transpose",
+    "permute", "t", "chunk", "split", "narrow", "unbind", "broadcast_shapes", "is_floating_point",
+    "result_type", "promote_types", "can_cast",
+}
+TORCH_GLUE_PREFIXES = ("cuda.", "utils.cpp_extension.", "nn.")
+# Always rejected, strict or not: they change global state the reference and the harness rely on,
+# or hand the work to torch's own compiler.
+TORCH_FORBIDDEN = {
+    "compile": "torch.compile is the baseline, not a custom kernel",
+    "set_default_dtype": "changes global state the reference depends on",
+    "set_default_device": "changes global state the reference depends on",
+    "set_default_tensor_type": "changes global state the reference depends on",
+    "use_deterministic_algorithms": "turns off the harness's poisoning of fresh memory",
+    "set_deterministic_debug_mode": "changes global state the harness depends on",
+    "set_float32_matmul_precision": "changes the reference's precision",
+    "set_flush_denormal": "changes the reference's arithmetic",
+    "set_num_threads": "changes global state the reference depends on",
+}
+TORCH_FORBIDDEN_PREFIXES = ("overrides", "library", "utils._", "_", "backends", "fx", "export", "jit")
+
+# nn classes that only hold parameters; calling any other nn module computes the reference's work.
+NN_HOLDERS = {"Parameter", "ParameterList", "ParameterDict", "ModuleList", "ModuleDict", "Module", "Identity"}
+
+
+@dataclass
+class StaticReport:
+    """What the static checks found."""
+
+    checks: list[Check] = field(default_factory=list)
+    triton_kernels: list[str] = field(default_factory=list)
+    uses_load_inline: bool = False
+    cuda_sources: list[str] = field(default_factory=list)
+    cpp_sources: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.checks)
+
+    @property
+    def kinds(self) -> list[str]:
+        return (["triton"] if self.triton_kernels else []) + (["cuda"] if self.uses_load_inline else [])
+
+    def first_failure(self) -> str | None:
+        return next((c.detail for c in self.checks if not c.passed), None)
+
+
+def _root_name(node: ast.AST) -> str | None:
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+class _Analyzer(ast.NodeVisitor):
+    def __init__(self, strict: bool) -> None:
+        self.strict = strict
+        self.aliases: dict[str, str] = {}
+        self.problems: dict[str, list[str]] = {}
+        self.triton_kernels: list[str] = []
+        self.launched: set[str] = set()
+        self.load_inline_calls: list[ast.Call] = []
+        self.nn_compute_attrs: dict[str, str] = {}
+        self.nn_calls: list[tuple[str, int]] = []
+        self.module_strings: dict[str, ast.AST] = {}
+        self.scopes: list[set[str]] = [set()]
+        self.in_kernel = 0
+        self.has_model_new = False
+        self.model_new_forward = False
+
+    def flag(self, check: str, message: str, node: ast.AST) -> None:
+        self.problems.setdefault(check, []).append(f"line {getattr(node, 'lineno', '?')}: {message}")
+
+    def resolve(self, node: ast.AST) -> str | None:
+        """The dotted name an expression refers to, through import aliases, or None."""
+        parts: list[str] = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return None
+        base = self.aliases.get(node.id)
+        if base is None:
+            return None
+        return ".".join([base, *reversed(parts)])
+
+    # imports --------------------------------------------------------------------------------
+    def _check_module(self, module: str, node: ast.AST) -> None:
+        if module not in ALLOWED_IMPORTS and not module.startswith(ALLOWED_IMPORT_PREFIXES):
+            self.flag("imports", f"import of `{module}` is not allowed in candidates", node)
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self._check_module(alias.name, node)
+            if alias.asname:
+                self.aliases[alias.asname] = alias.name
+            else:
+                top = alias.name.split(".")[0]
+                self.aliases[top] = top
+        self.generic_visit(node)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        module = node.module or ""
+        if node.level:
+            self.flag("imports", "relative imports are not allowed in candidates", node)
+        self._check_module(module, node)
+        for alias in node.names:
+            if alias.name == "*":
+                self.flag("imports", f"`from {module} import *` hides what is used", node)
+                continue
+            full = f"{module}.{alias.name}"
+            if module in ALLOWED_IMPORTS or module.startswith(ALLOWED_IMPORT_PREFIXES):
+                # `from torch import nn` imports a module: check it like `import torch.nn`.
+                if full.startswith("torch.") and full.count(".") == 1 and alias.name[0].islower():
+                    self._check_torch_name(full, node, call=False)
+            self.aliases[alias.asname or alias.name] = full
+        self.generic_visit(node)
+
+    # definitions ----------------------------------------------------------------------------
+    def _is_jit_decorator(self, dec: ast.AST) -> bool:
+        target = dec.func if isinstance(dec, ast.Call) else dec
+        name = self.resolve(target) or ""
+        return name in {"triton.jit", "triton.autotune", "triton.heuristics", "triton.runtime.jit.jit"}
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        is_kernel = any(self._is_jit_decorator(d) for d in node.decorator_list)
+        if is_kernel:
+            self.triton_kernels.append(node.name)
+        for dec in node.decorator_list:
+            self.visit(dec)
+        params = {a.arg for a in node.args.args + node.args.kwonlyargs + node.args.posonlyargs}
+        if node.args.vararg:
+            params.add(node.args.vararg.arg)
+        if node.args.kwarg:
+            params.add(node.args.kwarg.arg)
+        local = params | {
+            t.id for n in ast.walk(node) for t in getattr(n, "targets", [getattr(n, "target", None)])
+            if isinstance(t, ast.Name)
+        }
+        self.scopes.append(local)
+        self.in_kernel += is_kernel
+        for stmt in node.body:
+            self.visit(stmt)
+        self.in_kernel -= is_kernel
+        self.scopes.pop()
+
+    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        if node.name == "ModelNew":
+            self.has_model_new = True
+            self.model_new_forward = any(
+                isinstance(s, ast.FunctionDef) and s.name == "forward" for s in node.body
+            )
+        self.generic_visit(node)
+
+    # assignments: monkeypatching, nn modules, source strings --------------------------------
+    def _check_target(self, target: ast.AST, node: ast.AST) -> None:
+        if isinstance(target, (ast.Tuple, ast.List)):
+            for element in target.elts:
+                self._check_target(element, node)
+            return
+        if isinstance(target, (ast.Attribute, ast.Subscript)):
+            root = _root_name(target)
+            if root == "self" or (root is not None and root in self.scopes[-1] and root not in self.aliases):
+                return
+            what = ast.unparse(target)
+            self.flag("no monkeypatching", f"assigns to `{what}`, which the candidate does not own", node)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        for target in node.targets:
+            self._check_target(target, node)
+            if len(self.scopes) == 1 and isinstance(target, ast.Name):
+                self.scopes[0].add(target.id)
+                self.module_strings[target.id] = node.value
+            if isinstance(target, ast.Attribute) and _root_name(target) == "self":
+                self._note_nn_module(target.attr, node.value)
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self._check_target(node.target, node)
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self._check_target(node.target, node)
+        self.generic_visit(node)
+
+    def visit_Delete(self, node: ast.Delete) -> None:
+        for target in node.targets:
+            self._check_target(target, node)
+        self.generic_visit(node)
+
+    def _note_nn_module(self, attr: str, value: ast.AST) -> None:
+        if isinstance(value, ast.Call):
+            name = self.resolve(value.func) or ""
+            if name.startswith("torch.nn.") and name.count(".") == 2:
+                cls = name.rsplit(".", 1)[1]
+                if cls not in NN_HOLDERS:
+                    self.nn_compute_attrs[attr] = cls
+
+    # expressions ------------------------------------------------------------------------------
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr.startswith("__") and node.attr.endswith("__") and node.attr not in ALLOWED_DUNDERS:
+            self.flag("no harness access", f"reaches `{node.attr}`, an object internal", node)
+        name = self.resolve(node)
+        if name and name.startswith("torch.") and not self.in_kernel:
+            rest = name[len("torch."):]
+            if rest.startswith(TORCH_FORBIDDEN_PREFIXES) and not rest.startswith("nn."):
+                self.flag("no harness access", f"uses `{name}`, a torch internal the harness relies on", node)
+        self.generic_visit(node)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if node.id in FORBIDDEN_BUILTINS and node.id not in self.aliases:
+            self.flag("no harness access", f"`{node.id}` {FORBIDDEN_BUILTINS[node.id]}", node)
+        if node.id == "__builtins__":
+            self.flag("no harness access", "reaches `__builtins__`", node)
+        self.generic_visit(node)
+
+    def _check_torch_name(self, name: str, node: ast.AST, call: bool) -> None:
+        rest = name[len("torch."):]
+        if rest in TORCH_FORBIDDEN:
+            self.flag("no harness access", f"`{name}`: {TORCH_FORBIDDEN[rest]}", node)
+            return
+        if not call or not self.strict or self.in_kernel:
+            return
+        if rest.startswith("nn.functional.") or rest.startswith(("linalg.", "fft.", "special.", "ops.")):
+            self.flag("no torch compute", f"`{name}` computes in torch; this task is strict", node)
+        elif "." not in rest and rest not in TORCH_GLUE and rest[:1].islower():
+            self.flag("no torch compute", f"`{name}` computes in torch; this task is strict", node)
+        elif rest.startswith("Tensor.") and rest.split(".", 1)[1] not in TORCH_GLUE:
+            self.flag("no torch compute", f"`{name}` computes in torch; this task is strict", node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        name = self.resolve(func)
+        if isinstance(func, ast.Name) and func.id in {"getattr", "setattr", "hasattr"}:
+            self._check_dynamic_attr(func.id, node)
+        if name and name.startswith("torch."):
+            self._check_torch_name(name, node, call=True)
+            if name.endswith("cpp_extension.load_inline"):
+                self.load_inline_calls.append(node)
+            elif name.endswith("cpp_extension.load"):
+                self.flag("kernel defined", "use load_inline: sources must travel inside the candidate", node)
+        if isinstance(func, ast.Subscript) and isinstance(func.value, ast.Name):
+            self.launched.add(func.value.id)
+        if (
+            self.strict
+            and not self.in_kernel
+            and isinstance(func, ast.Attribute)
+            and _root_name(func) == "self"
+        ):
+            target = func.value if func.attr in {"forward", "__call__"} else func
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+                if target.value.id == "self" and target.attr in self.nn_compute_attrs:
+                    self.nn_calls.append((target.attr, node.lineno))
+        self.generic_visit(node)
+
+    def _check_dynamic_attr(self, builtin: str, node: ast.Call) -> None:
+        args = node.args
+        literal = len(args) >= 2 and isinstance(args[1], ast.Constant) and isinstance(args[1].value, str)
+        if builtin == "setattr":
+            if not (args and isinstance(args[0], ast.Name) and args[0].id == "self" and literal):
+                self.flag("no monkeypatching", "`setattr` on something other than `self`", node)
+            return
+        if not literal:
+            self.flag("no harness access", f"`{builtin}` with a computed name hides what is reached", node)
+        elif args[1].value.startswith("__"):
+            self.flag("no harness access", f"`{builtin}` reaches `{args[1].value}`", node)
+        elif args and (resolved := self.resolve(args[0])) and resolved.startswith("torch"):
+            self._check_torch_name(f"{resolved}.{args[1].value}", node, call=True)
+
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        if isinstance(node.op, ast.MatMult) and self.strict and not self.in_kernel:
+            self.flag("no torch compute", "`@` multiplies tensors in torch; this task is strict", node)
+        self.generic_visit(node)
+
+    def visit_Try(self, node: ast.Try) -> None:
+        for handler in node.handlers:
+            if self._is_broad(handler.type):
+                caught = ast.unparse(handler.type) if handler.type else "everything"
+                self.flag(
+                    "no fallback",
+                    f"`except {caught}` could hide a failed launch behind a fallback; catch specific errors",
+                    handler,
+                )
+        self.generic_visit(node)
+
+    visit_TryStar = visit_Try  # type: ignore[assignment]
+
+    def _is_broad(self, node: ast.AST | None) -> bool:
+        if node is None:
+            return True
+        if isinstance(node, ast.Tuple):
+            return any(self._is_broad(e) for e in node.elts)
+        return isinstance(node, ast.Name) and node.id in {"Exception", "BaseException"}
+
+
+def _strings(node: ast.AST | None, module_strings: dict[str, ast.AST], depth: int = 0) -> list[str]:
+    """String constants an expression evaluates to, following module-level names."""
+    if node is None or depth > 4:
+        return []
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    if isinstance(node, ast.Name) and node.id in module_strings:
+        return _strings(module_strings[node.id], module_strings, depth + 1)
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [s for e in node.elts for s in _strings(e, module_strings, depth + 1)]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left = _strings(node.left, module_strings, depth + 1)
+        right = _strings(node.right, module_strings, depth + 1)
+        return ["".join(left + right)] if left and right else []
+    return []
+
+
+def check_candidate(source: str, strict: bool = True) -> StaticReport:
+    """Run every static check on ``source``; ``strict`` forbids torch compute."""
+    report = StaticReport()
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        report.checks.append(Check(name="syntax", passed=False, detail=f"syntax error at line {exc.lineno}: {exc.msg}"))
+        return report
+    analyzer = _Analyzer(strict)
+    analyzer.visit(tree)
+    for attr, line in analyzer.nn_calls:
+        cls = analyzer.nn_compute_attrs[attr]
+        analyzer.flag(
+            "no torch compute",
+            f"calls `self.{attr}` (nn.{cls}) to compute; nn modules may hold parameters, not do the work",
+            ast.Constant(value=None, lineno=line),
+        )
+    report.triton_kernels = analyzer.triton_kernels
+    report.uses_load_inline = bool(analyzer.load_inline_calls)
+    for call in analyzer.load_inline_calls:
+        kwargs = {k.arg: k.value for k in call.keywords if k.arg}
+        report.cuda_sources += _strings(kwargs.get("cuda_sources"), analyzer.module_strings)
+        cpp = kwargs.get("cpp_sources", call.args[1] if len(call.args) > 1 else None)
+        report.cpp_sources += _strings(cpp, analyzer.module_strings)
+
+    checks = report.checks
+    if analyzer.has_model_new and analyzer.model_new_forward:
+        checks.append(Check(name="ModelNew", passed=True, detail="defines ModelNew.forward"))
+    else:
+        what = "ModelNew has no forward method" if analyzer.has_model_new else "no class ModelNew"
+        checks.append(Check(name="ModelNew", passed=False, detail=f"{what}: a candidate defines `class ModelNew(nn.Module)` with `forward`"))
+    problems = analyzer.problems
+    if not report.triton_kernels and not report.uses_load_inline:
+        problems.setdefault("kernel defined", []).append(
+            "no custom kernel: define one with @triton.jit or torch.utils.cpp_extension.load_inline"
+        )
+    unlaunched = [k for k in report.triton_kernels if k not in analyzer.launched]
+    if report.triton_kernels and len(unlaunched) == len(report.triton_kernels) and not report.uses_load_inline:
+        problems.setdefault("kernel launched", []).append(
+            f"Triton kernel(s) {', '.join(unlaunched)} are defined but never launched (`kernel[grid](...)`)"
+        )
+    names = ["kernel defined", "kernel launched", "imports", "no harness access", "no monkeypatching", "no fallback"]
+    names.append("no torch compute" if strict else "torch compute (partial replacement allowed)")
+    for name in names:
+        found = problems.get(name.split(" (")[0], [])
+        if name.startswith("torch compute"):
+            checks.append(Check(name="no torch compute", passed=True, detail="the task allows partial replacement"))
+            continue
+        detail = "; ".join(found[:4]) + (f" (+{len(found) - 4} more)" if len(found) > 4 else "")
+        checks.append(Check(name=f"static: {name}", passed=not found, detail=detail or "ok"))
+    return report

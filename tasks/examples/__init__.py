@@ -1,0 +1,1 @@
+"""Candidates shipped with kernelevo: honest, readable examples for the built-in tasks."""
