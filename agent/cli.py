@@ -11,7 +11,7 @@ import json
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -57,17 +57,23 @@ def _default_size() -> str:
 
 @app.command("eval")
 def eval_command(
-    task: Annotated[str, typer.Argument(help="A KernelBench-format .py file, or a built-in task name (see `kernelevo tasks`).")],
+    task: Annotated[str, typer.Argument(
+        help="A KernelBench-format .py file, or a built-in task name (see `kernelevo tasks`).")],
     candidate: Annotated[Path, typer.Argument(help="A .py file defining ModelNew with custom Triton or CUDA kernels.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")] = False,
-    timeout: Annotated[float, typer.Option(help="Seconds before the candidate's process group is killed.", min=1)] = 300.0,
-    memory: Annotated[Optional[str], typer.Option(help="Memory limit of the candidate's process, e.g. 2g or 512m.")] = None,
+    timeout: Annotated[float, typer.Option(
+        help="Seconds before the candidate's process group is killed.", min=1)] = 300.0,
+    memory: Annotated[str | None, typer.Option(
+        help="Memory limit of the candidate's process, e.g. 2g or 512m.")] = None,
     sandbox: Annotated[SandboxChoice, typer.Option(help="Where candidates run.")] = SandboxChoice.process,
-    seeds: Annotated[int, typer.Option(help="Input sets (seeds and value scales) to check against.", min=1, max=50)] = 5,
-    size: Annotated[Optional[SizeChoice], typer.Option(help="Problem size; default small without a GPU, full with one.")] = None,
+    seeds: Annotated[int, typer.Option(
+        help="Input sets (seeds and value scales) to check against.", min=1, max=50)] = 5,
+    size: Annotated[SizeChoice | None, typer.Option(
+        help="Problem size; default small without a GPU, full with one.")] = None,
     gpu: Annotated[int, typer.Option(help="Index of the GPU to use.", min=0)] = 0,
-    workdir: Annotated[Optional[Path], typer.Option(help="Keep job folders (logs, results) here.")] = None,
-    no_compile_baseline: Annotated[bool, typer.Option("--no-compile-baseline", help="Skip timing torch.compile of the reference.")] = False,
+    workdir: Annotated[Path | None, typer.Option(help="Keep job folders (logs, results) here.")] = None,
+    no_compile_baseline: Annotated[bool, typer.Option(
+        "--no-compile-baseline", help="Skip timing torch.compile of the reference.")] = False,
 ) -> None:
     """Judge CANDIDATE against TASK: correct or not (and why), and how fast, measured by the harness.
 
@@ -92,7 +98,8 @@ def eval_command(
     try:
         with Evaluator(config) as evaluator:
             if not as_json:
-                err.print(f"[dim]judging {candidate} against {loaded.name} ({loaded.size}) on {evaluator.device}...[/dim]")
+                err.print(f"[dim]judging {candidate} against {loaded.name} ({loaded.size}) "
+                          f"on {evaluator.device}...[/dim]")
             verdict, code = evaluator.evaluate(loaded, candidate)
     except EvalError as exc:
         _fail(str(exc), exc.exit_code, as_json)

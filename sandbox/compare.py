@@ -8,7 +8,6 @@ call these captured functions only, never tensor methods or operators.
 from __future__ import annotations
 
 import torch
-
 from kernelevo.sandbox.models import TensorPrint
 
 _abs = torch.abs
@@ -52,7 +51,8 @@ def describe_mismatch(out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: f
     if out.shape != ref.shape:
         return f"output shape {tuple(out.shape)} != reference {tuple(ref.shape)}"
     if out.dtype != ref.dtype:
-        return f"output dtype {str(out.dtype).removeprefix('torch.')} != reference {str(ref.dtype).removeprefix('torch.')}"
+        got, want = str(out.dtype).removeprefix("torch."), str(ref.dtype).removeprefix("torch.")
+        return f"output dtype {got} != reference {want}"
     if out.device != ref.device:
         return f"output on {out.device}, reference on {ref.device}"
     if out.numel() == 0:

@@ -43,7 +43,8 @@ def compile_gate(cuda_sources: list[str], workdir: Path, arch: str = "sm_90a", t
         return Check(name="cuda compile gate", passed=False, detail="nvcc not found (set CUDA_HOME)")
     if not cuda_sources:
         return Check(name="cuda compile gate", passed=False,
-                     detail="no CUDA source found statically: pass cuda_sources= a string literal or a module-level string")
+                     detail="no CUDA source found statically: pass cuda_sources= a string literal "
+                     "or a module-level string")
     import torch
     from torch.utils.cpp_extension import include_paths
 
@@ -55,7 +56,15 @@ def compile_gate(cuda_sources: list[str], workdir: Path, arch: str = "sm_90a", t
            "--expt-relaxed-constexpr", "-DTORCH_EXTENSION_NAME=kernelevo_gate",
            f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}",
            "-I", sysconfig.get_paths()["include"], "-o", str(workdir / "candidate_kernels.cubin"), str(source)]
-    for path in include_paths():
+    paths = include_paths()
+    # A CPU build of torch ships c10/cuda headers but not this generated one; CUDA builds define
+    # only the shared-library switch in it, so a one-line shim stands in for the compile gate.
+    if not any((Path(p) / "c10/cuda/impl/cuda_cmake_macros.h").exists() for p in paths):
+        shim = workdir / "shim" / "c10" / "cuda" / "impl"
+        shim.mkdir(parents=True, exist_ok=True)
+        (shim / "cuda_cmake_macros.h").write_text("#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n")
+        paths = [*paths, str(workdir / "shim")]
+    for path in paths:
         cmd[1:1] = ["-I", path]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)

@@ -8,9 +8,8 @@ import re
 import shutil
 import subprocess
 
-from pydantic import BaseModel
-
 from kernelevo.sandbox import isolation
+from pydantic import BaseModel
 
 
 class Probe(BaseModel):
@@ -62,7 +61,8 @@ def _torch() -> list[Probe]:
     try:
         import triton
 
-        mode = "compiles for the GPU" if usable else "runs kernels on the CPU interpreter (TRITON_INTERPRET=1); timings mean nothing"
+        mode = ("compiles for the GPU" if usable else
+                "runs kernels on the CPU interpreter (TRITON_INTERPRET=1); timings mean nothing")
         probes.append(Probe(item="Triton", available=True, detail=f"{triton.__version__}: {mode}"))
     except ImportError:
         probes.append(Probe(item="Triton", available=False, detail="not installed"))

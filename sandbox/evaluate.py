@@ -10,8 +10,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from pydantic import BaseModel, Field
-
 from kernelevo.sandbox import cache
 from kernelevo.sandbox.cuda_gate import compile_gate
 from kernelevo.sandbox.isolation import scrubbed_env
@@ -21,6 +19,7 @@ from kernelevo.sandbox.process import ProcessSandbox, RunSpec
 from kernelevo.sandbox.protocol import Sandbox
 from kernelevo.sandbox.static_checks import check_candidate
 from kernelevo.tasks.task import Task
+from pydantic import BaseModel, Field
 
 
 class EvalError(Exception):
@@ -207,12 +206,19 @@ class Evaluator:
                       + ("passed: " if gate.passed else "failed: ") + gate.detail)
             return Verdict(compiled=gate.passed, correct=False, reason=reason, checks=checks, **base), (
                 3 if gate.passed else 1)
+        verdict = self.run_in_sandbox(task, candidate, static.checks)
+        verdict.wall_s = round(time.monotonic() - began, 3)
+        return verdict, 0 if verdict.correct else 1
+
+    def run_in_sandbox(self, task: Task, candidate: Path, static_checks: list[Check]) -> Verdict:
+        """The runtime half of :meth:`evaluate`: the sandboxed harness and the judge.
+
+        Tests call it directly to prove that the runtime defences hold without the static ones.
+        """
         reference, ceilings = self.reference(task)
         _, spec = self._job(task, "candidate", candidate)
         outcome = self.sandbox.run(spec)
-        verdict = judge(task, str(candidate), static.checks, reference, ceilings, outcome, self.config.memory)
-        verdict.wall_s = round(time.monotonic() - began, 3)
-        return verdict, 0 if verdict.correct else 1
+        return judge(task, str(candidate), static_checks, reference, ceilings, outcome, self.config.memory)
 
 
 def static_only_checks(source: str, strict: bool) -> list[Check]:

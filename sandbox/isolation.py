@@ -239,8 +239,8 @@ class Cgroup:
 def cleanup_stale_cgroups() -> int:
     """Remove cgroups left by kernelevo processes that no longer run; returns how many."""
     removed = 0
-    candidates = list((CGROUP_ROOT / "memory").glob(f"{CGROUP_PREFIX}-*")) + list(
-        (CGROUP_ROOT / "pids").glob(f"{CGROUP_PREFIX}-*")) + list((CGROUP_ROOT / CGROUP_PREFIX).glob(f"{CGROUP_PREFIX}-*"))
+    folders = [CGROUP_ROOT / "memory", CGROUP_ROOT / "pids", CGROUP_ROOT / CGROUP_PREFIX]
+    candidates = [d for folder in folders for d in folder.glob(f"{CGROUP_PREFIX}-*")]
     for d in candidates:
         try:
             owner = int(d.name.split("-")[1])
@@ -258,10 +258,11 @@ def parse_size(text: str) -> int:
     """``2g``, ``512m``, ``1.5G``, ``1048576`` -> bytes."""
     units = {"k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
     value = text.strip().lower().removesuffix("b").removesuffix("i")
-    if not value:
-        raise ValueError("empty size")
-    scale = units.get(value[-1], 1)
-    number = float(value[:-1] if value[-1] in units else value)
+    try:
+        scale = units.get(value[-1], 1)
+        number = float(value[:-1] if value[-1] in units else value)
+    except (IndexError, ValueError):
+        raise ValueError(f"a memory size looks like 2g, 512m or 1048576, not {text!r}") from None
     if number <= 0:
-        raise ValueError(f"size must be positive: {text}")
+        raise ValueError(f"a memory size must be positive, not {text!r}")
     return int(number * scale)

@@ -5,7 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel as _PydanticModel
+from pydantic import ConfigDict, Field
+
+
+class BaseModel(_PydanticModel):
+    """Models that round-trip NaN and Inf through JSON (a wrong output is often NaN)."""
+
+    model_config = ConfigDict(ser_json_inf_nan="constants")
 
 HarnessMode = Literal["reference", "candidate"]
 

@@ -103,7 +103,7 @@ class StaticReport:
         return (["triton"] if self.triton_kernels else []) + (["cuda"] if self.uses_load_inline else [])
 
     def first_failure(self) -> str | None:
-        return next((c.detail for c in self.checks if not c.passed), None)
+        return next((f"{c.name}: {c.detail}" for c in self.checks if not c.passed), None)
 
 
 def _root_name(node: ast.AST) -> str | None:
@@ -169,9 +169,11 @@ class _Analyzer(ast.NodeVisitor):
                 self.flag("imports", f"`from {module} import *` hides what is used", node)
                 continue
             full = f"{module}.{alias.name}"
-            if module in ALLOWED_IMPORTS or module.startswith(ALLOWED_IMPORT_PREFIXES):
-                # `from torch import nn` imports a module: check it like `import torch.nn`.
-                if full.startswith("torch.") and full.count(".") == 1 and alias.name[0].islower():
+            if full.startswith("torch."):
+                rest = full[len("torch."):]
+                if rest.startswith(TORCH_FORBIDDEN_PREFIXES) or alias.name.startswith("_"):
+                    self.flag("no harness access", f"imports `{full}`, a torch internal the harness relies on", node)
+                else:
                     self._check_torch_name(full, node, call=False)
             self.aliases[alias.asname or alias.name] = full
         self.generic_visit(node)
@@ -402,7 +404,8 @@ def check_candidate(source: str, strict: bool = True) -> StaticReport:
         checks.append(Check(name="ModelNew", passed=True, detail="defines ModelNew.forward"))
     else:
         what = "ModelNew has no forward method" if analyzer.has_model_new else "no class ModelNew"
-        checks.append(Check(name="ModelNew", passed=False, detail=f"{what}: a candidate defines `class ModelNew(nn.Module)` with `forward`"))
+        checks.append(Check(name="ModelNew", passed=False,
+                            detail=f"{what}: a candidate defines `class ModelNew(nn.Module)` with `forward`"))
     problems = analyzer.problems
     if not report.triton_kernels and not report.uses_load_inline:
         problems.setdefault("kernel defined", []).append(

@@ -1,0 +1,25 @@
+"""relu: allocates far more memory than the limit (loophole 14: killed and reported)."""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)
+
+
+def launch_copy(x, y):
+    copy_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        hog = torch.empty(8 * 1024**3, dtype=torch.uint8, device=x.device)  # poisoned, so touched
+        y = torch.empty_like(x)
+        launch_copy(x, y)
+        return y

@@ -1,0 +1,21 @@
+"""softmax: defines a Triton kernel but never launches it; a tensor method computes (loophole 1)."""
+
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)
+
+
+def unused_helper(x, y):
+    pass  # copy_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return x.softmax(-1)

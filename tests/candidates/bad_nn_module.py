@@ -1,0 +1,30 @@
+"""mlp_block: calls the nn.Linear modules it holds to compute (loophole 1)."""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)
+
+
+def launch_copy(x, y):
+    copy_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, dim, hidden):
+        super().__init__()
+        self.up = nn.Linear(dim, hidden)
+        self.act = nn.GELU()
+        self.down = nn.Linear(hidden, dim)
+
+    def forward(self, x):
+        y = torch.empty_like(x)
+        launch_copy(x, y)
+        return self.down(self.act(self.up(y)))

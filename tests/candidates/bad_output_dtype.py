@@ -1,0 +1,33 @@
+"""relu: returns a bfloat16 output for a float32 task (loophole 9)."""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)
+
+
+def launch_copy(x, y):
+    copy_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        launch_copy(x, y)
+        out = torch.empty(x.shape, dtype=torch.bfloat16, device=x.device)
+        relu_to_bf16[(triton.cdiv(x.numel(), 1024),)](y, out, x.numel(), BLOCK=1024)
+        return out
+
+
+@triton.jit
+def relu_to_bf16(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=mask), 0.0).to(tl.bfloat16), mask=mask)

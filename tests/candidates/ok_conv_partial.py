@@ -1,0 +1,36 @@
+"""conv_relu_scale (partial replacement allowed): cuDNN/torch convolution, fused Triton epilogue."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def epilogue_kernel(y_ptr, x_ptr, bias_ptr, scale_ptr, out_ptr, n, hw, channels, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    c = (offs // hw) % channels
+    y = tl.load(y_ptr + offs, mask=mask)
+    x = tl.load(x_ptr + offs, mask=mask)
+    b = tl.load(bias_ptr + c, mask=mask)
+    s = tl.load(scale_ptr + c, mask=mask)
+    tl.store(out_ptr + offs, tl.maximum(y + b, 0.0) * s + x, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.conv = nn.Conv2d(channels, channels, kernel_size=3, padding=1, bias=False)
+        self.bias = nn.Parameter(torch.randn(channels, 1, 1) * 0.1)
+        self.scale = nn.Parameter(1.0 + 0.1 * torch.randn(channels, 1, 1))
+
+    def forward(self, x):
+        x = x.contiguous()
+        y = F.conv2d(x, self.conv.weight, padding=1)
+        out = torch.empty_like(y)
+        n = y.numel()
+        hw = y.shape[2] * y.shape[3]
+        epilogue_kernel[(triton.cdiv(n, 1024),)](y, x, self.bias, self.scale, out, n, hw, y.shape[1], BLOCK=1024)
+        return out

@@ -1,0 +1,73 @@
+"""Shared fixtures: evaluators with short limits, candidate paths, and the CI rule for skips.
+
+Tests that need a service or tool that CI provides (bubblewrap) skip on a developer's machine that
+lacks it, with the reason, and fail under CI (``CI=true``), where .ci/run must provide it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from kernelevo.sandbox import isolation
+from kernelevo.sandbox.evaluate import EvalConfig, Evaluator, detect_device
+from kernelevo.sandbox.models import TimingPolicy
+
+ROOT = Path(__file__).resolve().parents[1]
+CANDIDATES = ROOT / "tests" / "candidates"
+IN_CI = os.environ.get("CI") == "true"
+ON_GPU = detect_device() == "cuda"
+
+
+def candidate(name: str) -> Path:
+    return CANDIDATES / f"{name}.py"
+
+
+def require_bwrap() -> None:
+    """Full isolation needs bubblewrap: skip without it on a developer's machine, fail in CI."""
+    if isolation.tier() != "bwrap":
+        message = "bubblewrap (bwrap) is not installed: `apt-get install bubblewrap` for full isolation"
+        if IN_CI:
+            pytest.fail(f"CI must provide bubblewrap (.ci/run installs it): {message}")
+        pytest.skip(message)
+
+
+def require_gpu() -> None:
+    if not ON_GPU:
+        pytest.skip("needs a CUDA GPU")
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("kernelevo-cache")
+
+
+def _timing() -> TimingPolicy:
+    # Enough runs to exercise every timing path on a GPU without spending the lease on tiny tasks.
+    return TimingPolicy(warmup=2, min_runs=10, max_runs=40, budget_s=0.2, spot_checks=2)
+
+
+@pytest.fixture(scope="session")
+def evaluator(tmp_path_factory: pytest.TempPathFactory, cache_dir: Path):
+    config = EvalConfig(timeout_s=180, memory="4g", workdir=tmp_path_factory.mktemp("ws"), cache_dir=cache_dir,
+                        measure_compile=False, timing=_timing())
+    with Evaluator(config) as ev:
+        yield ev
+
+
+@pytest.fixture()
+def make_evaluator(tmp_path: Path, cache_dir: Path):
+    """An evaluator with custom limits (e.g. a short timeout), sharing the reference cache."""
+    made: list[Evaluator] = []
+
+    def make(**overrides: object) -> Evaluator:
+        config = EvalConfig(workdir=tmp_path / f"ws{len(made)}", cache_dir=cache_dir, measure_compile=False,
+                            timing=_timing(), **overrides)
+        ev = Evaluator(config)
+        made.append(ev)
+        return ev
+
+    yield make
+    for ev in made:
+        ev.close()

@@ -1,0 +1,100 @@
+"""The command-line contract: --json shape, exit codes, readable errors without tracebacks."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ON_GPU, ROOT, candidate
+
+FIELDS = {"compiled", "correct", "reason", "checks", "runtime_ms", "reference_runtime_ms", "compile_runtime_ms",
+          "speedup", "speedup_vs_compile", "timing", "device", "isolation"}
+
+
+def kernelevo(*args: str, cache: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, KERNELEVO_CACHE=str(cache))
+    return subprocess.run([sys.executable, "-m", "kernelevo.agent.cli", *args], capture_output=True, text=True,
+                          env=env, cwd=ROOT, timeout=600)
+
+
+def test_eval_json_accepts_the_shipped_softmax(cache_dir: Path) -> None:
+    done = kernelevo("eval", "softmax", "tasks/examples/softmax_triton.py", "--json", "--size", "small",
+                     "--no-compile-baseline", cache=cache_dir)
+    assert done.returncode == 0, done.stderr
+    verdict = json.loads(done.stdout)  # exactly one JSON object on stdout
+    assert FIELDS <= set(verdict)
+    assert verdict["correct"] and verdict["compiled"] and verdict["reason"] is None
+    assert all({"name", "passed", "detail"} <= set(c) for c in verdict["checks"])
+    if not ON_GPU:
+        assert verdict["timing"] == "cpu-interpreter" and verdict["speedup"] is None
+        assert verdict["runtime_ms"] > 0
+
+
+def test_eval_rejection_exits_1_with_a_reason(cache_dir: Path) -> None:
+    done = kernelevo("eval", "relu", str(candidate("bad_input_mutation")), "--size", "small", cache=cache_dir)
+    assert done.returncode == 1
+    assert "REJECTED" in done.stdout and "inputs unchanged" in done.stdout
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["eval", "no_such_task", "x.py"], "unknown task"),
+    (["eval", "softmax", "missing_candidate.py", "--size", "small"], "candidate file not found"),
+    (["eval", "softmax", "tasks/examples/softmax_triton.py", "--memory", "lots"], "size"),
+    (["eval", "softmax"], "Missing argument"),
+    (["eval", "softmax", "x.py", "--sandbox", "vm"], "Invalid value"),
+])
+def test_bad_usage_exits_2_without_a_traceback(cache_dir: Path, args: list[str], words: str) -> None:
+    done = kernelevo(*args, cache=cache_dir)
+    assert done.returncode == 2
+    assert words in done.stderr
+    assert "Traceback" not in done.stderr + done.stdout
+
+
+def test_bad_usage_with_json_still_prints_one_object(cache_dir: Path) -> None:
+    done = kernelevo("eval", "no_such_task", "x.py", "--json", cache=cache_dir)
+    assert done.returncode == 2 and "error" in json.loads(done.stdout)
+
+
+def test_malformed_task_file_exits_2(tmp_path: Path, cache_dir: Path) -> None:
+    task = tmp_path / "broken.py"
+    task.write_text("import torch\nclass Model: pass\n")
+    done = kernelevo("eval", str(task), "tasks/examples/softmax_triton.py", cache=cache_dir)
+    assert done.returncode == 2 and "get_inputs" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_reference_that_fails_is_a_clear_input_error(tmp_path: Path, cache_dir: Path) -> None:
+    task = tmp_path / "nan_task.py"
+    task.write_text("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
+                    "        return torch.log(x - 100)\n\ndef get_inputs():\n    return [torch.rand(8)]\n\n"
+                    "def get_init_inputs():\n    return []\n")
+    done = kernelevo("eval", str(task), str(candidate("ok_relu_empty")), "--size", "small", cache=cache_dir)
+    assert done.returncode == 2 and "not finite" in done.stderr
+
+
+@pytest.mark.skipif(ON_GPU, reason="on a GPU the CUDA candidate is judged instead")
+def test_cuda_candidate_without_gpu_passes_the_compile_gate_and_exits_3(cache_dir: Path) -> None:
+    done = kernelevo("eval", "relu", str(candidate("ok_cuda_relu")), "--json", "--size", "small", cache=cache_dir)
+    verdict = json.loads(done.stdout)
+    assert done.returncode == 3, verdict["reason"]
+    gate = next(c for c in verdict["checks"] if c["name"] == "cuda compile gate")
+    assert gate["passed"] and "registers" in gate["detail"]
+    assert "need a GPU" in verdict["reason"]
+
+
+def test_tasks_and_doctor(cache_dir: Path) -> None:
+    tasks = kernelevo("tasks", "--json", cache=cache_dir)
+    assert tasks.returncode == 0 and len(json.loads(tasks.stdout)) >= 12
+    doctor = kernelevo("doctor", "--json", cache=cache_dir)
+    items = {p["item"]: p for p in json.loads(doctor.stdout)}
+    assert {"GPU", "driver", "CUDA", "nvcc", "ncu", "Triton", "Docker engine", "isolation"} <= set(items)
+    assert items["GPU"]["available"] == ON_GPU
+
+
+def test_help_teaches() -> None:
+    done = subprocess.run([sys.executable, "-m", "kernelevo.agent.cli", "eval", "--help"], capture_output=True,
+                          text=True, cwd=ROOT)
+    assert done.returncode == 0 and "Examples" in done.stdout and "--memory" in done.stdout

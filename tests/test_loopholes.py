@@ -1,0 +1,149 @@
+"""Every loophole class of docs/EVALUATION.md: known-wrong candidates are rejected for the right
+reason, known-correct ones (two kernels, scratch buffers, torch.empty outputs) are accepted.
+
+They run on the CPU through the Triton interpreter (and on a GPU where there is one)."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import pytest
+from conftest import ON_GPU, candidate, require_bwrap
+from kernelevo.tasks import load_task
+
+ACCEPTED = [
+    ("relu", "ok_relu_empty"),
+    ("softmax", "ok_softmax_two_kernels"),
+    ("row_argmax", "ok_argmax_first_tie"),
+    ("cross_entropy", "ok_cross_entropy"),
+    ("conv_relu_scale", "ok_conv_partial"),
+    ("softmax", "../../tasks/examples/softmax_triton"),
+]
+
+
+@pytest.mark.parametrize(("task", "name"), ACCEPTED)
+def test_honest_candidates_are_accepted(evaluator, task: str, name: str) -> None:
+    verdict, code = evaluator.evaluate(load_task(task, "small"), candidate(name))
+    assert verdict.correct, verdict.reason
+    assert code == 0
+    assert verdict.compiled
+    assert sum(verdict.launches.values()) >= 1
+    names = {c.name for c in verdict.checks}
+    assert {"ghost replay", "buffer refilled", "inputs unchanged", "agrees with the clean reference process"} <= names
+
+
+# (loophole number, task, candidate, the check that must fail, words the reason must contain)
+REJECTED = [
+    (1, "softmax", "bad_torch_only", "static: kernel defined", "no custom kernel"),
+    (1, "softmax", "bad_never_launched", "static: kernel launched", "never launched"),
+    (1, "softmax", "bad_method_compute", "no torch compute", "aten._softmax"),
+    (1, "mlp_block", "bad_nn_module", "static: no torch compute", "nn.Linear"),
+    (2, "softmax", "bad_broad_except", "static: no fallback", "except Exception"),
+    (2, "softmax", "bad_narrow_fallback", "custom kernel launched", "failed launches"),
+    (3, "conv_relu_scale", "bad_dead_kernel", "ghost replay", "no-op"),
+    (4, "relu", "bad_stale_memory", "correct: set 0", "NaN"),
+    (5, "relu", "bad_input_mutation", "inputs unchanged", "modified"),
+    (6, "relu", "bad_result_cache", "buffer refilled", "outside"),
+    (7, "relu", "bad_subclass_output", "plain tensors", "plain torch.Tensor"),
+    (7, "relu", "bad_thread", "static: imports", "threading"),
+    (8, "relu", "bad_patch_allclose", "static: no monkeypatching", "torch.allclose"),
+    (9, "softmax", "bad_half_precision", "correct: set 3", "outside"),
+    (9, "relu", "bad_output_dtype", "correct: set 0", "dtype bfloat16"),
+    (10, "softmax", "bad_no_max_subtraction", "correct: set 3", "large values"),
+    (10, "row_argmax", "bad_argmax_last_tie", "correct: set 4", "ties"),
+]
+
+
+@pytest.mark.parametrize(("loophole", "task", "name", "check", "words"), REJECTED,
+                         ids=[f"{r[0]}-{r[2]}" for r in REJECTED])
+def test_known_wrong_candidates_are_rejected(evaluator, loophole: int, task: str, name: str, check: str,
+                                             words: str) -> None:
+    verdict, code = evaluator.evaluate(load_task(task, "small"), candidate(name))
+    assert not verdict.correct
+    assert code == 1
+    failed = [c for c in verdict.checks if not c.passed]
+    assert failed and failed[0].name.startswith(check), [(c.name, c.detail) for c in failed]
+    assert words in verdict.reason, verdict.reason
+
+
+# Runtime defences alone: the static checks (which reject these outright) are skipped.
+def test_patched_comparers_do_not_fool_the_harness(evaluator) -> None:
+    verdict = evaluator.run_in_sandbox(load_task("relu", "small"), candidate("bad_patch_runtime"), [])
+    failed = {c.name: c.detail for c in verdict.checks if not c.passed}
+    assert not verdict.correct
+    assert any(name.startswith("correct:") for name in failed), failed  # captured comparers still compare
+    assert "torch.equal" in failed["harness integrity"]
+
+
+def test_forged_result_file_is_refused(evaluator) -> None:
+    verdict = evaluator.run_in_sandbox(load_task("relu", "small"), candidate("bad_forge_result"), [])
+    assert not verdict.correct
+    assert "not signed by the harness" in verdict.reason
+
+
+def test_threads_left_running_are_caught_at_run_time(evaluator) -> None:
+    verdict = evaluator.run_in_sandbox(load_task("relu", "small"), candidate("bad_thread"), [])
+    assert not verdict.correct
+    assert verdict.reason.startswith("no new threads")
+
+
+def test_self_reported_speed_is_ignored(evaluator) -> None:
+    """Loophole 15: a candidate's own claims on stdout never become figures."""
+    verdict, code = evaluator.evaluate(load_task("relu", "small"), candidate("ok_but_boasts"))
+    assert code == 0
+    if not ON_GPU:
+        assert verdict.speedup is None and verdict.timing == "cpu-interpreter"
+    else:
+        assert verdict.speedup is not None and verdict.speedup < 100
+
+
+def test_escape_attempts_fail_in_the_sandbox(evaluator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loophole 14: secrets, the parent's environment, the host's network and files stay out of reach."""
+    require_bwrap()
+    monkeypatch.setenv("KERNELEVO_TEST_SECRET", "hunter2")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-real")
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    home = Path(os.path.expanduser("~"))
+    secret = home / ".kernelevo-test-secret"
+    secret.write_text("top secret")
+    marker_home, marker_tmp = home / "escape-marker", Path("/tmp/kernelevo-escape-marker")
+    for marker in (marker_home, marker_tmp):
+        marker.unlink(missing_ok=True)
+    source = candidate("bad_escape").read_text()
+    source = source.replace("PORT = 0", f"PORT = {listener.getsockname()[1]}")
+    source = source.replace('SECRET_FILE = ""', f'SECRET_FILE = "{secret}"')
+    path = tmp_path / "escape.py"
+    path.write_text(source)
+    try:
+        verdict = evaluator.run_in_sandbox(load_task("relu", "small"), path, [])
+    finally:
+        listener.close()
+        secret.unlink()
+    assert verdict.correct, verdict.reason  # any successful probe poisons the output
+    assert not marker_home.exists() and not marker_tmp.exists()
+
+
+def test_hang_is_killed_at_the_timeout(make_evaluator) -> None:
+    ev = make_evaluator(timeout_s=8)
+    verdict, code = ev.evaluate(load_task("relu", "small"), candidate("bad_hang"))
+    assert code == 1
+    assert "timed out after 8 s" in verdict.reason and "process group was killed" in verdict.reason
+
+
+def test_crash_becomes_a_verdict(evaluator) -> None:
+    verdict, code = evaluator.evaluate(load_task("relu", "small"), candidate("bad_segfault"))
+    assert code == 1 and not verdict.correct
+    if not ON_GPU:  # on a GPU the wild access is an illegal-address error instead of a signal
+        assert "SIGSEGV" in verdict.reason
+
+
+@pytest.mark.skipif(ON_GPU, reason="the memory limit is on host memory; on a GPU the hog allocates device memory")
+def test_memory_hog_is_killed_and_reported(make_evaluator) -> None:
+    ev = make_evaluator(memory="2g", timeout_s=120)
+    verdict, code = ev.evaluate(load_task("relu", "small"), candidate("bad_memory_hog"))
+    assert code == 1
+    assert "ran out of memory" in verdict.reason and "2g" in verdict.reason

@@ -1,0 +1,140 @@
+"""The process sandbox on its own: limits, kills, isolation and the signed result channel, with
+small scripts instead of candidates."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import require_bwrap
+from kernelevo.sandbox import isolation
+from kernelevo.sandbox.process import ProcessSandbox, RunSpec
+
+
+def run(tmp_path: Path, code: str, **limits: object):
+    script = tmp_path / "job" / "script.py"
+    script.parent.mkdir(parents=True, exist_ok=True)
+    script.write_text(code)
+    spec = RunSpec(cmd=[sys.executable, str(script)], job_dir=script.parent,
+                   result_path=script.parent / "result.json", env=isolation.scrubbed_env({}),
+                   timeout_s=limits.pop("timeout_s", 30), **limits)
+    return ProcessSandbox().run(spec)
+
+
+def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
+    code = ("import subprocess, time\n"
+            "subprocess.Popen(['sleep', '300'])\n"
+            "subprocess.Popen(['setsid', 'sleep', '301'])\n"
+            "time.sleep(300)\n")
+    began = time.monotonic()
+    outcome = run(tmp_path, code, timeout_s=3)
+    assert outcome.timed_out and time.monotonic() - began < 20
+    time.sleep(0.5)
+    leftovers = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _cmdline(p) in ("sleep 300", "sleep 301")]
+    assert not leftovers
+
+
+def _cmdline(proc: Path) -> str:
+    try:
+        return (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+    except OSError:
+        return ""
+
+
+def test_segfault_is_reported_as_a_signal(tmp_path: Path) -> None:
+    outcome = run(tmp_path, "import ctypes\nctypes.string_at(1)\n")
+    assert outcome.signal and outcome.signal.startswith("SIGSEGV")
+    assert outcome.result is None
+
+
+def test_abort_is_reported_as_a_signal(tmp_path: Path) -> None:
+    outcome = run(tmp_path, "import os\nos.abort()\n")
+    assert outcome.signal and outcome.signal.startswith("SIGABRT")
+
+
+def test_memory_limit_kills_and_says_out_of_memory(tmp_path: Path) -> None:
+    code = "blocks = []\nwhile True:\n    blocks.append(bytearray(64 * 1024 * 1024))\n"
+    outcome = run(tmp_path, code, memory_bytes=256 * 1024**2, memory_text="256m", timeout_s=60)
+    assert outcome.out_of_memory, outcome
+    assert not outcome.timed_out
+
+
+def test_process_burst_stops_at_the_pids_limit(tmp_path: Path) -> None:
+    code = ("import subprocess, time\nprocs = []\nfailed = 0\n"
+            "for _ in range(200):\n"
+            "    try:\n        procs.append(subprocess.Popen(['sleep', '30']))\n"
+            "    except OSError:\n        failed += 1\n"
+            "print('started', len(procs), 'failed', failed, flush=True)\n")
+    outcome = run(tmp_path, code, pids_limit=32, timeout_s=60)
+    started = int(outcome.log_tail.split("started")[1].split()[0]) if "started" in outcome.log_tail else 0
+    assert outcome.too_many_processes or started < 32, outcome.log_tail
+
+
+def test_environment_is_scrubbed_and_the_parent_is_invisible(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    require_bwrap()
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-should-not-leak")
+    code = ("import os\n"
+            "seen = [k for k in os.environ if 'KEY' in k or 'SECRET' in k]\n"
+            "try:\n    parent = open(f'/proc/{os.getppid()}/environ', 'rb').read()\n"
+            "except OSError:\n    parent = b''\n"
+            "pids = [p for p in os.listdir('/proc') if p.isdigit()]\n"
+            "print('SEEN', seen, b'sk-should-not-leak' in parent, len(pids), flush=True)\n")
+    outcome = run(tmp_path, code)
+    assert "SEEN [] False" in outcome.log_tail
+    assert int(outcome.log_tail.split("SEEN [] False")[1].split()[0]) <= 3  # only the sandbox's own processes
+
+
+def test_no_network_and_no_writes_outside_the_job_folder(tmp_path: Path) -> None:
+    require_bwrap()
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    outside = Path.home() / "kernelevo-sandbox-write-probe"
+    outside.unlink(missing_ok=True)
+    code = ("import socket, pathlib\n"
+            f"try:\n    socket.create_connection(('127.0.0.1', {listener.getsockname()[1]}), timeout=2)\n"
+            "    print('NET open')\nexcept OSError:\n    print('NET closed')\n"
+            f"for target in ['{outside}', '/tmp/kernelevo-probe', 'inside.txt']:\n"
+            "    try:\n        pathlib.Path(target).write_text('x')\n        print('WROTE', target)\n"
+            "    except OSError:\n        print('DENIED', target)\n")
+    try:
+        outcome = run(tmp_path, code)
+    finally:
+        listener.close()
+    assert "NET closed" in outcome.log_tail
+    assert not outside.exists()
+    assert not Path("/tmp/kernelevo-probe").exists()
+    assert (tmp_path / "job" / "inside.txt").exists()  # its own folder is writable
+    assert outcome.isolation.read_only_root and outcome.isolation.network == "none"
+
+
+def test_result_must_be_signed_by_the_key_on_stdin(tmp_path: Path) -> None:
+    code = ("import sys, json, hmac, hashlib\nkey = sys.stdin.readline().strip().encode()\n"
+            "payload = json.dumps({'mode': 'reference', 'error': 'fine'})\n"
+            "sig = hmac.new(key, payload.encode(), hashlib.sha256).hexdigest()\n"
+            "open('result.json', 'w').write(json.dumps({'payload': payload, 'signature': sig}))\n")
+    assert run(tmp_path, code).result.error == "fine"
+    forged = code.replace("key = sys.stdin.readline().strip().encode()", "key = b'guess'")
+    outcome = run(tmp_path, forged)
+    assert outcome.result is None and "not signed" in outcome.result_problem
+
+
+def test_isolation_report_names_what_was_enforced(tmp_path: Path) -> None:
+    outcome = run(tmp_path, "print('hi')\n", memory_bytes=512 * 1024**2, memory_text="512m")
+    iso = outcome.isolation
+    assert iso.memory_limit == "512m" and iso.memory_enforced_by
+    assert iso.env == "scrubbed" and iso.timeout_s == 30
+    if isolation.tier() == "bwrap":
+        assert {"net", "pid", "mount"} <= set(iso.namespaces)
+
+
+def test_no_cgroups_are_left_behind(tmp_path: Path) -> None:
+    run(tmp_path, "print('hi')\n", memory_bytes=256 * 1024**2, memory_text="256m")
+    root = isolation.CGROUP_ROOT
+    mine = [p for p in list((root / "memory").glob("kernelevo-*")) + list((root / "kernelevo").glob("kernelevo-*"))
+            if p.name.split("-")[1] == str(os.getpid())]
+    assert not mine

@@ -1,0 +1,107 @@
+"""The static checks: honest multi-kernel candidates pass (the glue allowlist holds), each kind of
+static rejection fires with a clear message."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import CANDIDATES, ROOT
+from kernelevo.sandbox.static_checks import check_candidate
+
+HONEST = sorted(p for p in CANDIDATES.glob("ok_*.py")) + [ROOT / "tasks/examples/softmax_triton.py"]
+
+HEADER = """
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def k(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+"""
+
+
+def model(body: str, init: str = "") -> str:
+    init_block = f"    def __init__(self):\n        super().__init__()\n{init}\n" if init else ""
+    return HEADER + f"class ModelNew(nn.Module):\n{init_block}    def forward(self, x):\n{body}\n"
+
+
+@pytest.mark.parametrize("path", HONEST, ids=lambda p: p.stem)
+def test_honest_candidates_pass_static_checks(path) -> None:
+    strict = "partial" not in path.stem
+    report = check_candidate(path.read_text(), strict=strict)
+    assert report.passed, report.first_failure()
+
+
+def test_glue_allowlist_accepts_allocation_views_and_casts() -> None:
+    body = """        y = torch.empty_like(x).contiguous()
+        z = torch.zeros(4, device=x.device, dtype=torch.float32)
+        w = x.reshape(-1).view(x.shape).to(torch.float32).float().transpose(0, 1).t()
+        k[(triton.cdiv(x.numel(), 128),)](y, x.numel(), BLOCK=128)
+        return y.view(x.shape)"""
+    assert check_candidate(model(body)).passed
+
+
+@pytest.mark.parametrize(("body", "check", "words"), [
+    ("        k[(1,)](x, 1, BLOCK=4)\n        return torch.softmax(x, -1)", "no torch compute", "torch.softmax"),
+    ("        k[(1,)](x, 1, BLOCK=4)\n        import torch.nn.functional as F\n        return F.gelu(x)", "no torch compute", "gelu"),
+    ("        k[(1,)](x, 1, BLOCK=4)\n        return x @ x", "no torch compute", "`@`"),
+    ("        k[(1,)](x, 1, BLOCK=4)\n        return getattr(torch, 'soft' + 'max')(x, -1)", "no harness access", "computed name"),
+    ("        k[(1,)](x, 1, BLOCK=4)\n        return getattr(torch, 'softmax')(x, -1)", "no torch compute", "torch.softmax"),
+    ("        k[(1,)](x, 1, BLOCK=4)\n        return eval('x')", "no harness access", "eval"),
+    ("        k[(1,)](x, 1, BLOCK=4)\n        return x.__class__", "no harness access", "__class__"),
+    ("        k[(1,)](x, 1, BLOCK=4)\n        torch.compile(x)\n        return x", "no harness access", "torch.compile"),
+    ("        k[(1,)](x, 1, BLOCK=4)\n        torch.use_deterministic_algorithms(False)\n        return x",
+     "no harness access", "poisoning"),
+    ("        k[(1,)](x, 1, BLOCK=4)\n        torch.Tensor.add = None\n        return x", "no monkeypatching", "torch.Tensor.add"),
+    ("        k[(1,)](x, 1, BLOCK=4)\n        setattr(torch, 'equal', None)\n        return x", "no monkeypatching", "setattr"),
+    ("        k[(1,)](x, 1, BLOCK=4)\n        import os\n        return x", "imports", "`os`"),
+    ("        k[(1,)](x, 1, BLOCK=4)\n        from torch import _C\n        return x", "no harness access", "torch._C"),
+    ("        try:\n            k[(1,)](x, 1, BLOCK=4)\n        except:\n            pass\n        return x", "no fallback", "except everything"),
+    ("        try:\n            k[(1,)](x, 1, BLOCK=4)\n        except (ValueError, BaseException):\n            pass\n        return x",
+     "no fallback", "BaseException"),
+    ("        k[(1,)](x, 1, BLOCK=4)\n        open('/etc/passwd')\n        return x", "no harness access", "open"),
+])
+def test_static_rejections(body: str, check: str, words: str) -> None:
+    report = check_candidate(model(body))
+    failed = {c.name: c.detail for c in report.checks if not c.passed}
+    assert f"static: {check}" in failed, failed
+    assert words in failed[f"static: {check}"]
+
+
+def test_torch_compute_is_allowed_when_the_task_allows_partial_replacement() -> None:
+    body = "        k[(1,)](x, 1, BLOCK=4)\n        return torch.relu(x)"
+    assert not check_candidate(model(body), strict=True).passed
+    assert check_candidate(model(body), strict=False).passed
+
+
+def test_nn_modules_may_hold_parameters_but_not_compute() -> None:
+    init = "        self.lin = nn.Linear(4, 4)\n        self.w = nn.Parameter(torch.ones(4))"
+    holds = "        k[(1,)](self.lin.weight, 1, BLOCK=4)\n        return self.w"
+    assert check_candidate(model(holds, init)).passed
+    computes = "        k[(1,)](x, 1, BLOCK=4)\n        return self.lin(x)"
+    assert "self.lin" in check_candidate(model(computes, init)).first_failure()
+
+
+def test_missing_model_new_and_syntax_errors() -> None:
+    assert "no class ModelNew" in check_candidate(HEADER).first_failure()
+    assert "syntax error" in check_candidate("def broken(:\n").first_failure()
+
+
+def test_kernel_code_may_use_operators() -> None:
+    """Inside @triton.jit bodies `@` and arithmetic are device code, not torch compute."""
+    source = HEADER.replace("tl.load(x_ptr + offs, mask=offs < n)", "tl.load(x_ptr + offs, mask=offs < n) * 2") + (
+        "@triton.jit\ndef mm(a_ptr, BLOCK: tl.constexpr):\n    a = tl.load(a_ptr + tl.arange(0, BLOCK))\n"
+        "    b = a[:, None] * a[None, :]\n    c = b @ b\n\n\n"
+        "class ModelNew(nn.Module):\n    def forward(self, x):\n        k[(1,)](x, 1, BLOCK=4)\n        mm[(1,)](x, BLOCK=16)\n        return x\n")
+    assert check_candidate(source).passed, check_candidate(source).first_failure()
+
+
+def test_cuda_sources_are_found_for_the_compile_gate() -> None:
+    report = check_candidate((CANDIDATES / "ok_cuda_relu.py").read_text())
+    assert report.kinds == ["cuda"]
+    assert "relu_vec4" in report.cuda_sources[0]
+    assert report.cpp_sources == ["torch::Tensor relu(torch::Tensor x);"]

@@ -1,0 +1,102 @@
+"""Tasks: KernelBench files load unchanged, extras are read, the built-in suite is sound."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from kernelevo.tasks import TaskError, builtin_names, load_task
+from kernelevo.tasks.loader import import_task_module
+
+KERNELBENCH_FILE = '''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    """Simple model that performs a ReLU activation."""
+    def __init__(self):
+        super(Model, self).__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x)
+
+batch_size = 16
+dim = 16384
+
+def get_inputs():
+    x = torch.randn(batch_size, dim)
+    return [x]
+
+def get_init_inputs():
+    return []  # No special initialization inputs needed
+'''
+
+
+def test_a_kernelbench_file_loads_unchanged(tmp_path: Path) -> None:
+    path = tmp_path / "19_ReLU.py"
+    path.write_text(KERNELBENCH_FILE)
+    task = load_task(str(path), "small")
+    assert task.name == "19_ReLU" and not task.builtin and not task.allow_partial
+    assert task.dtype is None and task.tolerances("float32") == (1e-4, 1e-4)
+    assert task.tolerances("bfloat16") == (1e-2, 1e-2)
+
+
+def test_the_builtin_suite_covers_the_families() -> None:
+    names = builtin_names()
+    assert len(names) >= 12
+    for family in ["softmax", "log_softmax", "layernorm", "rmsnorm", "cross_entropy", "row_sum", "row_max",
+                   "row_argmax", "matmul_bias_gelu", "attention", "conv_relu_scale", "mlp_block",
+                   "elementwise_chain"]:
+        assert family in names
+
+
+@pytest.mark.parametrize("name", builtin_names())
+def test_every_builtin_task_runs_at_small_size(name: str) -> None:
+    task = load_task(name, "small")
+    module = import_task_module(task.path, "small")
+    torch.manual_seed(0)
+    model = module.Model(*module.get_init_inputs())
+    inputs = module.get_inputs()
+    if task.dtype:
+        dtype = getattr(torch, task.dtype)
+        model = model.to(dtype)
+        inputs = [x.to(dtype) if x.is_floating_point() else x for x in inputs]
+    out = model(*inputs)
+    assert torch.isfinite(out.float()).all()
+    assert sum(x.numel() for x in inputs) < 100_000  # small enough for the CPU interpreter
+    assert task.description
+
+
+def test_small_overrides_change_module_globals() -> None:
+    module = import_task_module(load_task("softmax").path, "small")
+    assert (module.rows, module.cols) == (7, 1000)
+    module = import_task_module(load_task("softmax").path, "full")
+    assert (module.rows, module.cols) == (32768, 16384)
+
+
+def test_extras_are_read() -> None:
+    task = load_task("matmul_bias_gelu", "small")
+    assert task.dtype == "bfloat16" and task.atol == 2e-2
+    assert task.declared_flops == 2 * 33 * 48 * 80
+    assert load_task("conv_relu_scale").allow_partial
+
+
+@pytest.mark.parametrize(("content", "words"), [
+    ("def broken(:\n", "syntax error"),
+    ("import torch\nclass Model(torch.nn.Module): pass\n", "defines `get_inputs`"),
+    ("raise RuntimeError('boom')\n", "RuntimeError: boom"),
+    (KERNELBENCH_FILE + "SMALL = {'nope': 1}\n", "does not define"),
+    (KERNELBENCH_FILE + "DTYPE = 'int8'\n", "DTYPE must be"),
+])
+def test_malformed_tasks_get_clear_messages(tmp_path: Path, content: str, words: str) -> None:
+    path = tmp_path / "task.py"
+    path.write_text(content)
+    with pytest.raises(TaskError, match=words.replace("(", r"\(").replace(")", r"\)")):
+        load_task(str(path), "small")
+
+
+def test_unknown_task_names_list_the_builtins() -> None:
+    with pytest.raises(TaskError, match="softmax"):
+        load_task("no_such_task")
+    with pytest.raises(TaskError, match="not found"):
+        load_task("missing.py")
