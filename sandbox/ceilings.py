@@ -11,6 +11,7 @@ from __future__ import annotations
 import statistics
 
 import torch
+
 from kernelevo.sandbox.models import Ceilings
 
 _MATMUL_DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "tf32": torch.float32}

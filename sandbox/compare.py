@@ -8,6 +8,7 @@ call these captured functions only, never tensor methods or operators.
 from __future__ import annotations
 
 import torch
+
 from kernelevo.sandbox.models import TensorPrint
 
 _abs = torch.abs

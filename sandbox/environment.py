@@ -8,8 +8,9 @@ import re
 import shutil
 import subprocess
 
-from kernelevo.sandbox import isolation
 from pydantic import BaseModel
+
+from kernelevo.sandbox import isolation
 
 
 class Probe(BaseModel):

@@ -10,6 +10,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from pydantic import BaseModel, Field
+
 from kernelevo.sandbox import cache
 from kernelevo.sandbox.cuda_gate import compile_gate
 from kernelevo.sandbox.isolation import scrubbed_env
@@ -19,7 +21,6 @@ from kernelevo.sandbox.process import ProcessSandbox, RunSpec
 from kernelevo.sandbox.protocol import Sandbox
 from kernelevo.sandbox.static_checks import check_candidate
 from kernelevo.tasks.task import Task
-from pydantic import BaseModel, Field
 
 
 class EvalError(Exception):

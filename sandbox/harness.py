@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+
 from kernelevo.sandbox import compare, telemetry, timing, workload
 from kernelevo.sandbox.launches import LaunchRecorder, OpRecorder
 from kernelevo.sandbox.models import (

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
+
 from kernelevo.sandbox.models import TimingPolicy, TimingStats
 
 _perf_counter = time.perf_counter

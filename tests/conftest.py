@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from kernelevo.sandbox import isolation
 from kernelevo.sandbox.evaluate import EvalConfig, Evaluator, detect_device
 from kernelevo.sandbox.models import TimingPolicy

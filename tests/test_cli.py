@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from conftest import ON_GPU, ROOT, candidate
 
 FIELDS = {"compiled", "correct", "reason", "checks", "runtime_ms", "reference_runtime_ms", "compile_runtime_ms",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+
 from kernelevo.sandbox.compare import compare_prints, describe_mismatch, differs, fingerprint, sample_positions
 
 

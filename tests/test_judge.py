@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from kernelevo.sandbox.ceilings import speed_of_light_ms
 from kernelevo.sandbox.cuda_gate import summarize_ptxas
 from kernelevo.sandbox.isolation import parse_size, scrubbed_env

@@ -10,6 +10,7 @@ import socket
 from pathlib import Path
 
 import pytest
+
 from conftest import ON_GPU, candidate, require_bwrap
 from kernelevo.tasks import load_task
 

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from conftest import require_bwrap
 from kernelevo.sandbox import isolation
 from kernelevo.sandbox.process import ProcessSandbox, RunSpec

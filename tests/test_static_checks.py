@@ -4,6 +4,7 @@ static rejection fires with a clear message."""
 from __future__ import annotations
 
 import pytest
+
 from conftest import CANDIDATES, ROOT
 from kernelevo.sandbox.static_checks import check_candidate
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
+
 from kernelevo.tasks import TaskError, builtin_names, load_task
 from kernelevo.tasks.loader import import_task_module
 

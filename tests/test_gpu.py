@@ -1,0 +1,116 @@
+"""Checks that need a CUDA GPU: CUDA candidates judged, timing with events, L2 flushes, side streams,
+telemetry and the measured ceilings. Skipped without a GPU; run on the H200."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import ON_GPU, candidate, require_gpu
+from kernelevo.tasks import load_task
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not ON_GPU, reason="needs a CUDA GPU")]
+
+RELU_64M = '''"""relu over 64M fp32 elements: large enough that timing measures the kernel, not the launch."""
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+def get_inputs():
+    return [torch.randn(64 * 1024 * 1024 + 3)]
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.fixture(scope="module")
+def relu_task(tmp_path_factory: pytest.TempPathFactory):
+    path = tmp_path_factory.mktemp("tasks") / "relu_64m.py"
+    path.write_text(RELU_64M)
+    return load_task(str(path), "full")
+
+
+def test_cuda_candidate_is_judged_end_to_end(evaluator, relu_task) -> None:
+    verdict, code = evaluator.evaluate(relu_task, candidate("ok_cuda_relu"))
+    assert code == 0, verdict.reason
+    assert verdict.timing == "cuda-events" and verdict.speedup and verdict.speedup > 0
+    assert any(name.endswith(".relu") for name in verdict.launches)
+    assert verdict.roofline_fraction is not None and 0 < verdict.roofline_fraction <= 1 / 0.75
+
+
+def test_triton_candidate_is_judged_with_cuda_events(evaluator, relu_task) -> None:
+    verdict, code = evaluator.evaluate(relu_task, candidate("ok_relu_empty"))
+    assert code == 0, verdict.reason
+    assert verdict.timing == "cuda-events" and verdict.runtime_ms > 0 and verdict.reference_runtime_ms > 0
+    assert verdict.telemetry and verdict.telemetry.get("available") and verdict.telemetry.get("sm_clock_mhz")
+    assert verdict.bound == "memory" and verdict.achieved_gbps > 100
+    names = {c.name for c in verdict.checks}
+    assert {"speed of light", "reference timing stable", "timed runs correct"} <= names
+
+
+def test_work_on_a_side_stream_is_timed(evaluator, relu_task) -> None:
+    main, _ = evaluator.evaluate(relu_task, candidate("ok_relu_empty"))
+    side, code = evaluator.evaluate(relu_task, candidate("ok_side_stream"))
+    assert code == 0, side.reason
+    # 512 MB moved: on the side stream it takes as long as on the main stream, not a few microseconds.
+    assert side.runtime_ms > 0.5 * main.runtime_ms
+
+
+def test_l2_is_flushed_before_every_timed_run() -> None:
+    require_gpu()
+    import torch
+
+    from kernelevo.sandbox.models import TimingPolicy
+    from kernelevo.sandbox.timing import l2_flush_buffer, time_cuda
+
+    flush = l2_flush_buffer()
+    seen = []
+
+    def fn(x):
+        torch.cuda.synchronize()
+        seen.append(bool((flush[:: 1 << 20] == 0).all()))  # zeroed since the last run?
+        flush.fill_(1)
+        return x
+
+    x = torch.ones(4, device="cuda")
+    times, _ = time_cuda(fn, [[x]], TimingPolicy(warmup=1, min_runs=5, max_runs=5, budget_s=0.0), flush)
+    assert len(times) == 5 and seen[1:] == [True] * 5  # the warm-up call is not flushed
+
+
+def test_gpu_crash_is_a_verdict(evaluator) -> None:
+    verdict, code = evaluator.evaluate(load_task("relu", "small"), candidate("bad_segfault"))
+    assert code == 1 and not verdict.correct and verdict.reason
+
+
+def test_ceilings_are_measured_and_plausible(evaluator) -> None:
+    from kernelevo.sandbox import cache
+    from kernelevo.sandbox.models import Ceilings
+
+    evaluator.reference(load_task("relu", "small"))
+    ceilings = cache.load(evaluator.ceilings_path(), Ceilings)
+    assert ceilings is not None
+    assert 1000 < ceilings.copy_gbps < 20000
+    assert ceilings.matmul_tflops["bfloat16"] > ceilings.matmul_tflops["tf32"] > 10
+
+
+def test_reference_timing_matches_triton_do_bench(evaluator, relu_task) -> None:
+    """The harness's eager time agrees with triton.testing.do_bench within 10% (bench: 5%)."""
+    import torch
+    import triton
+
+    reference, _ = evaluator.reference(relu_task)
+    x = torch.randn(64 * 1024 * 1024 + 3, device="cuda")
+    ms = triton.testing.do_bench(lambda: torch.relu(x), warmup=100, rep=500, return_mode="median")
+    assert abs(reference.eager.median_ms / ms - 1) < 0.10, (reference.eager.median_ms, ms)
+
+
+def test_path_task_and_tmp_candidate_work(evaluator, tmp_path: Path, relu_task) -> None:
+    copy = tmp_path / "mine.py"
+    copy.write_text(candidate("ok_relu_empty").read_text())
+    verdict, code = evaluator.evaluate(relu_task, copy)
+    assert code == 0, verdict.reason
