@@ -12,8 +12,10 @@ from kernelevo.tasks.task import Task
 # A time below this fraction of the speed-of-light floor is rejected. The floor uses measured
 # ceilings (a torch copy, a torch matmul), which good kernels can beat by a little, never by 25%.
 SPEED_OF_LIGHT_MARGIN = 0.75
-# The reference timed in the candidate's process may differ from the clean baseline by this much.
+# The reference timed in the candidate's process may differ from the clean baseline by this much,
+# and by at least this many milliseconds (launch jitter dominates calls of a few microseconds).
 MIN_DRIFT_TOLERANCE = 0.10
+MIN_DRIFT_MS = 0.05
 
 
 def process_failure(outcome: JobOutcome, memory_text: str | None) -> str | None:
@@ -112,7 +114,8 @@ def _judge_gpu_timing(verdict: Verdict, task: Task, reference: ReferenceResult, 
         verdict.speedup = eager / runtime
         if rerun_ms is not None:
             drift = rerun_ms / eager - 1
-            allowed = max(MIN_DRIFT_TOLERANCE, 3 * (verdict.noise_pct or 0) / 100, reference.eager.iqr_fraction)
+            allowed = max(MIN_DRIFT_TOLERANCE, 3 * (verdict.noise_pct or 0) / 100, reference.eager.iqr_fraction,
+                          MIN_DRIFT_MS / eager)
             checks.append(Check(
                 name="reference timing stable", passed=abs(drift) <= allowed,
                 detail=f"reference took {rerun_ms:.4g} ms in the candidate's process vs {eager:.4g} ms in the "

@@ -93,9 +93,9 @@ def test_ceilings_are_measured_and_plausible(evaluator) -> None:
 
     evaluator.reference(load_task("relu", "small"))
     ceilings = cache.load(evaluator.ceilings_path(), Ceilings)
-    assert ceilings is not None
-    assert 1000 < ceilings.copy_gbps < 20000
-    assert ceilings.matmul_tflops["bfloat16"] > ceilings.matmul_tflops["tf32"] > 10
+    assert ceilings is not None, evaluator.ceilings_path()
+    assert 1000 < ceilings.copy_gbps < 20000, ceilings
+    assert ceilings.matmul_tflops["bfloat16"] > ceilings.matmul_tflops["tf32"] > 10, ceilings
 
 
 def test_reference_timing_matches_triton_do_bench(evaluator, relu_task) -> None:

@@ -63,6 +63,12 @@ def test_faster_than_light_is_rejected() -> None:
     assert not verdict.correct and verdict.reason.startswith("speed of light")
 
 
+def test_tiny_calls_get_an_absolute_drift_allowance() -> None:
+    reference, job = outcome(candidate_ms=0.008, rerun_ms=0.015, eager_ms=0.010)  # +50%, but only 5 us
+    verdict = judge(task(), "c.py", [], reference, None, job, None)
+    assert verdict.correct, verdict.reason
+
+
 def test_reference_drift_is_rejected() -> None:
     reference, job = outcome(candidate_ms=1.5, rerun_ms=3.0)  # the reference got 50% slower
     verdict = judge(task(), "c.py", [], reference, CEILINGS, job, None)
