@@ -75,6 +75,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", ".")))
     parser.add_argument("--cache", type=Path, default=Path("/tmp/kernelevo-bench-cache"))
     parser.add_argument("--skip-sizing", action="store_true")
+    parser.add_argument("--sizing", default="", help="comma-separated tasks to size (default: all)")
+    parser.add_argument("--only", default="", help="comma-separated eval labels to run (default: all)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     state_path = args.out / "harness_bench.json"
@@ -97,7 +99,7 @@ def main() -> None:
     }
     save()
     if not args.skip_sizing and "eager_do_bench" not in state:
-        state["eager_do_bench"] = eager_do_bench(builtin_names())
+        state["eager_do_bench"] = eager_do_bench(args.sizing.split(",") if args.sizing else builtin_names())
         save()
 
     runs = state.setdefault("evals", {})
@@ -109,15 +111,17 @@ def main() -> None:
         ("relu-cuda-again", "relu", "tests/candidates/ok_cuda_relu.py", ["--no-compile-baseline"]),
         ("layernorm-bad", "layernorm", "tests/candidates/bad_torch_only.py", ["--no-compile-baseline"]),
     ]
+    only = set(args.only.split(",")) if args.only else None
     for label, task, cand, extra in plan:
-        if label in runs:
+        if label in runs or (only and label not in only):
             continue
         verdict, wall = kernelevo_eval(task, cand, args.cache, *extra)
         verdict["bench_wall_s"] = wall
         runs[label] = verdict
         save()
         keys = ("correct", "runtime_ms", "reference_runtime_ms", "compile_runtime_ms", "speedup",
-                "speedup_vs_compile", "noise_pct", "harness_overhead_s", "roofline_fraction", "reason", "error")
+                "speedup_vs_compile", "noise_pct", "harness_overhead_s", "phases", "roofline_fraction", "reason",
+                "error")
         print(label, {k: verdict.get(k) for k in keys}, f"wall {wall:.1f}s", flush=True)
 
     ceilings = sorted((args.cache / "ceilings").glob("*.json"))

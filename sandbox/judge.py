@@ -74,6 +74,7 @@ def judge(task: Task, candidate_name: str, static_checks: list[Check], reference
     verdict.compiled = result.compiled
     verdict.first_call_ms = result.first_call_ms
     verdict.launches = result.launches
+    verdict.phases = result.phases
     verdict.telemetry = result.telemetry
     verdict.device = result.device
     if result.compiled and result.output_prints:

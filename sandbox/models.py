@@ -29,6 +29,8 @@ class TimingPolicy(BaseModel):
     """How the harness times on a GPU: warm-up, then until ``budget_s`` is spent (within the bounds)."""
 
     warmup: int = 3
+    warmup_s: float = 0.25
+    """Warm up for at least this long: an idle GPU's clocks take a while to ramp up."""
     min_runs: int = 25
     max_runs: int = 200
     budget_s: float = 1.0
@@ -227,4 +229,7 @@ class Verdict(BaseModel):
     launches: dict[str, int] = Field(default_factory=dict)
     telemetry: dict | None = None
     harness_overhead_s: float | None = None
+    """Wall time of the candidate's job minus its own import, first call (compile) and timed runs."""
+    phases: dict[str, float] = Field(default_factory=dict)
+    """Seconds the harness spent in each phase of the candidate's job."""
     wall_s: float | None = None

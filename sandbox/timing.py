@@ -59,9 +59,12 @@ def time_cuda(
     ``keep`` outputs of runs chosen at random (unknown to the code being timed) are returned as
     ``{run: (input_set, output)}`` so that the harness can check what the timed runs computed.
     """
-    for i in range(policy.warmup):
+    began = _perf_counter()
+    i = 0
+    while i < policy.warmup or (_perf_counter() - began < policy.warmup_s and i < 10 * policy.max_runs):
         fn(*input_sets[i % len(input_sets)])
-    _synchronize()
+        _synchronize()
+        i += 1
     rng = rng or random.Random()
     chosen = set(rng.sample(range(policy.min_runs), min(keep, policy.min_runs)))
     kept: dict[int, tuple[int, Any]] = {}

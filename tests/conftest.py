@@ -46,7 +46,7 @@ def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _timing() -> TimingPolicy:
     # Enough runs to exercise every timing path on a GPU without spending the lease on tiny tasks.
-    return TimingPolicy(warmup=2, min_runs=10, max_runs=40, budget_s=0.2, spot_checks=2)
+    return TimingPolicy(warmup=2, warmup_s=0.0, min_runs=10, max_runs=40, budget_s=0.2, spot_checks=2)
 
 
 @pytest.fixture(scope="session")

@@ -4,9 +4,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-DESCRIPTION = "softmax(Q K^T / sqrt(d)) V, bf16, batch 16, 16 heads, 2048 tokens, head dim 128"
+DESCRIPTION = "softmax(Q K^T / sqrt(d)) V, bf16, batch 32, 16 heads, 2048 tokens, head dim 128"
 DTYPE = torch.bfloat16
-batch, heads, seq, head_dim = 16, 16, 2048, 128
+batch, heads, seq, head_dim = 32, 16, 2048, 128
 SMALL = {"batch": 1, "heads": 2, "seq": 40, "head_dim": 16}
 
 
