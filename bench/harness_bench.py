@@ -8,7 +8,8 @@ Measures, on the GPU it runs on:
 4. harness overhead per evaluation with baselines cached;
 5. a CUDA (load_inline) candidate and a Triton candidate judged end to end.
 
-Usage: python bench/harness_bench.py [--out DIR] [--tasks a,b] [--skip-sizing]
+Usage: python bench/harness_bench.py [--out DIR] [--sizing a,b] [--only label,...] [--skip-sizing]
+Where the checkout has no .git (e.g. a copy on a GPU server), set KERNELEVO_COMMIT to the commit.
 Resumable: each step's result is written to DIR/harness_bench.json as it completes and reused.
 """
 
@@ -94,7 +95,7 @@ def main() -> None:
         "gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
         "python": sys.version.split()[0],
         "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                 cwd=ROOT).stdout.strip() or os.environ.get("KERNELEVO_COMMIT", "?"),
+                                 cwd=ROOT).stdout.strip() or os.environ.get("KERNELEVO_COMMIT", "unknown"),
         "date": time.strftime("%Y-%m-%d"),
     }
     save()

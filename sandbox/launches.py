@@ -7,18 +7,22 @@ Installed by the harness before any candidate code is imported:
   counted as failed, never as a launch;
 - in *ghost* mode the launches do nothing (extension calls are undone: tensor arguments restored,
   returned tensors poisoned), so the harness can check that the kernels' work reaches the output;
-- :class:`OpRecorder` records the aten ops a candidate's forward dispatches outside of launches;
-  strict tasks allow only the glue in :data:`GLUE_OPS`.
+- :class:`OpRecorder` records the aten ops a candidate's forward runs outside of launches, through
+  torch's profiler (which also sees ops called from C++ extensions); strict tasks allow only the glue
+  in :data:`GLUE_OPS`. Launches run inside a profiler range named with a random nonce, so candidate
+  code cannot fake one to hide torch work.
 """
 
 from __future__ import annotations
 
 import functools
+import secrets
 from collections import Counter
 from typing import Any
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch.autograd.profiler import profile as _profile
+from torch.autograd.profiler import record_function as _record_function
 
 # aten ops that allocate, view, copy or cast: the glue a strict candidate may run in torch.
 GLUE_OPS = frozenset({
@@ -44,6 +48,7 @@ class LaunchRecorder:
         self.ghost = False
         self.in_launch = 0
         self.installed: list[str] = []
+        self.marker = f"kernelevo::launch::{secrets.token_hex(8)}"
 
     @property
     def total(self) -> int:
@@ -92,7 +97,8 @@ class LaunchRecorder:
                 return None
             recorder.in_launch += 1
             try:
-                result = original(fn_self, *args, grid=grid, warmup=warmup, **kwargs)
+                with _record_function(recorder.marker):
+                    result = original(fn_self, *args, grid=grid, warmup=warmup, **kwargs)
             except BaseException:
                 recorder.failed[name] += 1
                 raise
@@ -150,18 +156,38 @@ class _ExtensionProxy:
         return launch
 
 
-class OpRecorder(TorchDispatchMode):
-    """Records aten ops dispatched while active, except inside custom kernel launches."""
+class OpRecorder:
+    """Records the aten ops run while active, except inside custom kernel launches.
+
+    Uses torch's profiler rather than a TorchDispatchMode: entering a dispatch mode imports
+    torch._dynamo, which costs seconds in every evaluation process.
+    """
 
     def __init__(self, launches: LaunchRecorder) -> None:
-        super().__init__()
         self.launches = launches
         self.ops: Counter[str] = Counter()
 
-    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-        if not self.launches.in_launch:
-            self.ops[func.overloadpacket.__name__] += 1
-        return func(*args, **(kwargs or {}))
+    def __enter__(self) -> OpRecorder:
+        self._profile = _profile(use_cpu=True)
+        self._profile.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._profile.__exit__(*exc)
+        for event in self._profile.function_events:
+            if event.name.startswith("aten::") and not self._excluded(event):
+                self.ops[event.name[len("aten::"):]] += 1
+        del self._profile
+
+    def _excluded(self, event: Any) -> bool:
+        """Inside a launch, or the internals of a glue op (e.g. the fill of a poisoned ``empty``)."""
+        parent = event.cpu_parent
+        while parent is not None:
+            name = parent.name
+            if name == self.launches.marker or (name.startswith("aten::") and name[6:] in GLUE_OPS):
+                return True
+            parent = parent.cpu_parent
+        return False
 
     def compute_ops(self) -> dict[str, int]:
         """The recorded ops that are not glue."""

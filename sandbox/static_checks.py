@@ -78,7 +78,9 @@ TORCH_FORBIDDEN = {
     "set_flush_denormal": "changes the reference's arithmetic",
     "set_num_threads": "changes global state the reference depends on",
 }
-TORCH_FORBIDDEN_PREFIXES = ("overrides", "library", "utils._", "_", "backends", "fx", "export", "jit")
+TORCH_FORBIDDEN_PREFIXES = (
+    "overrides", "library", "utils._", "_", "backends", "fx", "export", "jit", "profiler", "autograd.profiler",
+)
 
 # nn classes that only hold parameters; calling any other nn module computes the reference's work.
 NN_HOLDERS = {"Parameter", "ParameterList", "ParameterDict", "ModuleList", "ModuleDict", "Module", "Identity"}
