@@ -48,22 +48,14 @@ def eager_do_bench(names: list[str]) -> dict[str, float]:
     import torch
 
     from kernelevo.tasks import load_task
-    from kernelevo.tasks.loader import import_task_module
+    from kernelevo.tasks.loader import instantiate
 
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     result = {}
     for name in names:
-        task = load_task(name, "full")
-        module = import_task_module(task.path, "full")
-        torch.manual_seed(1)
-        with torch.device("cuda"), torch.no_grad():
-            model = module.Model(*module.get_init_inputs())
-            inputs = module.get_inputs()
-            if task.dtype:
-                dtype = getattr(torch, task.dtype)
-                model = model.to(dtype)
-                inputs = [x.to(dtype) if x.is_floating_point() else x for x in inputs]
+        with torch.no_grad():
+            model, inputs = instantiate(load_task(name, "full"), "cuda", seed=1)
             result[name] = _median_ms(model, inputs)
         del model, inputs
         torch.cuda.empty_cache()

@@ -115,3 +115,24 @@ def load_task(spec: str, size: Size = "full") -> Task:
         declared_bytes=_optional_float(module, "bytes_moved", path),
         sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
     )
+
+
+def instantiate(task: Task, device: str = "cpu", seed: int = 0) -> tuple[object, list[object]]:
+    """The task's reference model and one input set on ``device``, cast to the task's ``DTYPE``.
+
+    For scripts and tests; the harness builds its own, with seeds and value variants per input set.
+    """
+    import torch
+
+    module = import_task_module(task.path, task.size)
+    torch.manual_seed(seed)
+    with torch.device(device):
+        model = module.Model(*module.get_init_inputs())
+        inputs = list(module.get_inputs())
+    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
+    model = model.to(device)
+    if task.dtype:
+        dtype = getattr(torch, task.dtype)
+        model = model.to(dtype)
+        inputs = [x.to(dtype) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
+    return model, inputs

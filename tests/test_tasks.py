@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from kernelevo.tasks import TaskError, builtin_names, load_task
-from kernelevo.tasks.loader import import_task_module
+from kernelevo.tasks.loader import import_task_module, instantiate
 
 KERNELBENCH_FILE = '''import torch
 import torch.nn as nn
@@ -54,14 +54,7 @@ def test_the_builtin_suite_covers_the_families() -> None:
 @pytest.mark.parametrize("name", builtin_names())
 def test_every_builtin_task_runs_at_small_size(name: str) -> None:
     task = load_task(name, "small")
-    module = import_task_module(task.path, "small")
-    torch.manual_seed(0)
-    model = module.Model(*module.get_init_inputs())
-    inputs = module.get_inputs()
-    if task.dtype:
-        dtype = getattr(torch, task.dtype)
-        model = model.to(dtype)
-        inputs = [x.to(dtype) if x.is_floating_point() else x for x in inputs]
+    model, inputs = instantiate(task)
     out = model(*inputs)
     assert torch.isfinite(out.float()).all()
     assert sum(x.numel() for x in inputs) < 100_000  # small enough for the CPU interpreter
