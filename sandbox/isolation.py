@@ -89,13 +89,12 @@ def bwrap_command(cmd: list[str], job_dir: Path, writable: list[Path], hidden: l
     """Wrap ``cmd`` in bubblewrap: read-only root, private /tmp and /proc, only ``writable`` writable."""
     path = bwrap_path()
     assert path
-    args = [path, "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--tmpfs", "/dev/shm",
-            "--proc", "/proc", "--tmpfs", "/tmp"]
+    args = [path, "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--tmpfs", "/dev/shm", "--proc", "/proc"]
     home = Path(os.environ.get("HOME", "/"))
-    masks = [p for p in [*hidden, home] if str(p) not in {"/", ""} and p.exists()]
+    masks = [Path("/tmp")] + [p for p in [*hidden, home] if str(p) not in {"/", ""} and p.exists()]
     for mask in masks:
         args += ["--tmpfs", str(mask)]
-    # Re-expose what the harness must read that a mask covered (e.g. a venv inside $HOME).
+    # Re-expose what the harness must read that a mask covered (a venv in $HOME or in /tmp, say).
     for needed in _python_paths():
         if any(needed.is_relative_to(m) for m in masks):
             args += ["--ro-bind", str(needed), str(needed)]
