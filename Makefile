@@ -31,7 +31,10 @@ $(STAMP): pyproject.toml Makefile
 
 demo: $(STAMP)
 	$(BIN)/kernelevo doctor
-	$(BIN)/kernelevo eval softmax tasks/examples/softmax_triton.py
+	@run=runs/demo-softmax-$$(date +%Y%m%d-%H%M%S); \
+	$(BIN)/kernelevo optimize softmax --max-evals 9 --run-dir $$run; code=$$?; \
+	$(BIN)/kernelevo status $$run; \
+	echo "the reasoning trace: $(BIN)/kernelevo trace $$run"; exit $$code
 
 test: $(STAMP)
 	$(BIN)/ruff check .

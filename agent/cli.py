@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
@@ -40,6 +41,10 @@ class SizeChoice(str, Enum):
 
 class SandboxChoice(str, Enum):
     process = "process"
+
+
+class PolicyChoice(str, Enum):
+    builtin = "builtin"
 
 
 def _fail(message: str, code: int, as_json: bool) -> None:
@@ -146,6 +151,153 @@ def _print_verdict(verdict) -> None:  # noqa: ANN001 - a Verdict
         for warning in isolation.warnings:
             out.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
     out.print(f"[dim]device: {verdict.device}[/dim]", highlight=False)
+
+
+def _run_dir_for(task: str) -> Path:
+    stem = Path(task).stem if task.endswith(".py") else task
+    return Path("runs") / f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+@app.command("optimize")
+def optimize_command(
+    task: Annotated[str, typer.Argument(help="A KernelBench-format .py file, or a built-in task name.")],
+    policy: Annotated[PolicyChoice, typer.Option(help="Who proposes kernels: the built-in strategist.")] = (
+        PolicyChoice.builtin),
+    max_evals: Annotated[int | None, typer.Option(help="Distinct candidates the harness may judge.", min=1)] = 20,
+    max_minutes: Annotated[float | None, typer.Option(help="Wall-clock budget in minutes.", min=0)] = None,
+    run_dir: Annotated[Path | None, typer.Option(help="Run folder (default: runs/<task>-<timestamp>).")] = None,
+    sandbox: Annotated[SandboxChoice, typer.Option(help="Where candidates run.")] = SandboxChoice.process,
+    size: Annotated[SizeChoice | None, typer.Option(
+        help="Problem size; default small without a GPU, full with one.")] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds per candidate before it is killed.", min=1)] = 300.0,
+    memory: Annotated[str | None, typer.Option(help="Memory limit per candidate, e.g. 8g.")] = None,
+    batch: Annotated[int, typer.Option(help="Candidates proposed per generation.", min=1, max=64)] = 3,
+) -> None:
+    """Search for a faster, verified replacement of TASK, with no human in the loop.
+
+    Every candidate is judged by the harness; the best is re-judged with fresh seeds before it is
+    called best. Stop with Ctrl-C at any time and continue with `kernelevo resume RUN_DIR`.
+
+    Examples:
+      kernelevo optimize softmax --max-evals 12
+      kernelevo optimize my_task.py --max-minutes 60 --run-dir runs/night1
+    """
+    from kernelevo.agent.budget import Budget
+    from kernelevo.agent.runner import RunConfig, create, drive
+    from kernelevo.sandbox.isolation import parse_size
+    from kernelevo.tasks import TaskError, load_task
+
+    try:
+        if memory:
+            parse_size(memory)
+        loaded = load_task(task, (size.value if size else _default_size()))  # type: ignore[arg-type]
+    except (TaskError, ValueError) as exc:
+        _fail(str(exc), EXIT_USAGE, False)
+    folder = run_dir or _run_dir_for(task)
+    config = RunConfig(task=str(loaded.path) if not loaded.builtin else loaded.name, size=loaded.size,
+                       policy=policy.value, budget=Budget(max_evals=max_evals, max_minutes=max_minutes),
+                       timeout_s=timeout, memory=memory, batch=batch)
+    try:
+        create(config, folder).close()
+    except FileExistsError as exc:
+        _fail(str(exc), EXIT_USAGE, False)
+    raise typer.Exit(drive(folder, first=True))
+
+
+@app.command("resume")
+def resume_command(run_dir: Annotated[Path, typer.Argument(help="A run folder made by `kernelevo optimize`.")]) -> None:
+    """Continue an interrupted run within its remaining budget."""
+    from kernelevo.agent.runner import drive
+
+    _require_run(run_dir, False)
+    raise typer.Exit(drive(run_dir, first=False))
+
+
+def _require_run(run_dir: Path, as_json: bool) -> None:
+    if not (run_dir / "run.sqlite").is_file():
+        _fail(f"{run_dir} is not a kernelevo run folder (no run.sqlite)", EXIT_USAGE, as_json)
+
+
+@app.command("status")
+def status_command(
+    run_dir: Annotated[Path, typer.Argument(help="A run folder.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Where a run stands: state, evaluations, the best verified candidate."""
+    from kernelevo.agent.report import status
+    from kernelevo.agent.store import RunStore
+
+    _require_run(run_dir, as_json)
+    store = RunStore(run_dir)
+    info = status(store)
+    store.close()
+    if as_json:
+        print(json.dumps(info))
+        return
+    out.print(f"[bold]{info['task']}[/bold] ({info['size']}), {info['policy']} policy: {info['state']}"
+              + (f" ({info['reason']})" if info["reason"] else ""), highlight=False)
+    out.print(f"evaluations {info['evaluations']}/{info['max_evals'] or '-'}, correct {info['correct']}",
+              highlight=False)
+    best = info["best"]
+    if best:
+        speed = f", {best['speedup']:.2f}x over eager" if best.get("speedup") else ""
+        tag = "verified with fresh seeds" if best["verified"] else "not yet re-judged"
+        out.print(f"best {best['candidate'][:10]}: {best['runtime_ms']:.4g} ms{speed} ({tag})", highlight=False,
+                  markup=False)
+        if best.get("note"):
+            out.print(f"[dim]{best['note']}[/dim]", highlight=False)
+    table = Table()
+    for column in ("id", "gen", "strategy", "parent", "result"):
+        table.add_column(column)
+    for c in info["candidates"]:
+        result = "pending" if c["correct"] is None else (f"{c['runtime_ms']:.4g} ms" if c["correct"] else "rejected")
+        table.add_row(c["id"][:10], str(c["generation"]), c["strategy"], (c["parent"] or "")[:10], result)
+    out.print(table)
+
+
+@app.command("trace")
+def trace_command(
+    run_dir: Annotated[Path, typer.Argument(help="A run folder.")],
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line, each with a `type`.")] = False,
+    candidate: Annotated[str | None, typer.Option(help="Follow one candidate's lineage (an id or its prefix).")] = None,
+) -> None:
+    """The run's reasoning trace: proposals and why, verdicts, selections, as a timeline."""
+    from kernelevo.agent.report import describe, format_time, timeline
+    from kernelevo.agent.store import RunStore
+
+    _require_run(run_dir, as_json)
+    store = RunStore(run_dir)
+    try:
+        events = timeline(store, candidate)
+    except KeyError:
+        store.close()
+        _fail(f"no candidate {candidate} in {run_dir}", EXIT_USAGE, as_json)
+    store.close()
+    for event in events:
+        if as_json:
+            print(json.dumps(event))
+        else:
+            out.print(f"{format_time(event['ts'])}  {describe(event)}", highlight=False, soft_wrap=True, markup=False)
+
+
+@app.command("export")
+def export_command(
+    run_dir: Annotated[Path, typer.Argument(help="A finished run folder.")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the candidate file.")],
+) -> None:
+    """Write the best verified candidate as a standalone file that `kernelevo eval` accepts."""
+    from kernelevo.agent.store import RunStore
+
+    _require_run(run_dir, False)
+    store = RunStore(run_dir)
+    best = store.meta("best")
+    if not best:
+        store.close()
+        _fail(f"{run_dir} has no verified best candidate (state: {store.state()})", EXIT_REJECTED, False)
+    source = store.source_path(best["id"]).read_text()
+    store.close()
+    output.write_text(source)
+    err.print(f"wrote {output} (candidate {best['id'][:10]}, {best['runtime_ms']:.4g} ms)")
 
 
 @app.command("tasks")

@@ -41,6 +41,10 @@ class EvalConfig(BaseModel):
     """Memory limit of the candidate's process, e.g. ``8g`` (None: no limit)."""
     pids_limit: int = 512
     seeds: int = Field(default=5, ge=1, le=50)
+    seed_offset: int = 0
+    """Input sets use seeds offset+1 .. offset+seeds: a final re-judge uses fresh ones."""
+    compile_cache: Path | None = None
+    """Triton/extension/inductor caches (default: inside the workspace). A run shares one across resumes."""
     gpu: int = 0
     workdir: Path | None = None
     """Keep job folders here; default: a temporary folder removed afterwards."""
@@ -86,7 +90,8 @@ class Evaluator:
         root = self.config.workdir or Path(tempfile.mkdtemp(prefix="kernelevo-eval-"))
         self.workspace = root.resolve()
         self.workspace.mkdir(parents=True, exist_ok=True)
-        (self.workspace / "cache").mkdir(exist_ok=True)
+        self.compile_cache = (self.config.compile_cache or self.workspace / "cache").resolve()
+        self.compile_cache.mkdir(parents=True, exist_ok=True)
         self._jobs = 0
 
     def close(self) -> None:
@@ -101,7 +106,7 @@ class Evaluator:
 
     # jobs -------------------------------------------------------------------------------------
     def _env(self) -> dict[str, str]:
-        compile_cache = self.workspace / "cache"
+        compile_cache = self.compile_cache
         extra = {
             "PYTHONUNBUFFERED": "1",
             "PYTHONDONTWRITEBYTECODE": "1",
@@ -128,7 +133,8 @@ class Evaluator:
         job = Job(
             mode=mode, task_path=task_copy, size=task.size, dtype=task.dtype, atol=task.atol, rtol=task.rtol,
             allow_partial=task.allow_partial, declared_flops=task.declared_flops,
-            declared_bytes=task.declared_bytes, seeds=list(range(1, self.config.seeds + 1)),
+            declared_bytes=task.declared_bytes,
+            seeds=[self.config.seed_offset + i for i in range(1, self.config.seeds + 1)],
             device=self.device, timing=self.config.timing, measure_compile=self.config.measure_compile,
             result_path=job_dir / "result.json", **extra,
         )
@@ -147,7 +153,7 @@ class Evaluator:
             timeout_s=self.config.timeout_s if mode == "candidate" else self.config.reference_timeout_s,
             memory_bytes=memory, memory_text=self.config.memory if memory else None,
             pids_limit=self.config.pids_limit, env=self._env(),
-            writable=[self.workspace / "cache"], hidden=[self.config.cache_dir.resolve(), self.workspace],
+            writable=[self.compile_cache], hidden=[self.config.cache_dir.resolve(), self.workspace],
         )
         return job, spec
 
@@ -164,7 +170,8 @@ class Evaluator:
         """The task's clean reference measurements, from the cache or from a fresh reference job."""
         import torch
 
-        key = cache.key_of(task.sha256, task.size, self.config.seeds, self._device_label(), torch.__version__,
+        key = cache.key_of(task.sha256, task.size, self.config.seeds, self.config.seed_offset,
+                           self._device_label(), torch.__version__,
                            task.dtype, self.config.measure_compile, self.config.timing.model_dump(), 2)
         path = self.config.cache_dir / "references" / f"{cache.slug(task.name)}-{key}.json"
         ceilings = cache.load(self.ceilings_path(), Ceilings) if self.device == "cuda" else None

@@ -97,6 +97,15 @@ class ProcessSandbox:
 
     def __init__(self) -> None:
         isolation.cleanup_stale_cgroups()
+        self._active: dict[int, tuple[subprocess.Popen, isolation.Cgroup | None]] = {}
+        self._active_lock = threading.Lock()
+
+    def kill_all(self) -> None:
+        """Kill every job in flight (used when a run is stopped by a signal)."""
+        with self._active_lock:
+            active = list(self._active.values())
+        for proc, cgroup in active:
+            self._kill(proc, cgroup)
 
     def run(self, spec: RunSpec) -> JobOutcome:
         spec.job_dir.mkdir(parents=True, exist_ok=True)
@@ -144,6 +153,8 @@ class ProcessSandbox:
             except BrokenPipeError:
                 pass
             watch.start(proc.pid)
+            with self._active_lock:
+                self._active[proc.pid] = (proc, cgroup)
             try:
                 returncode = proc.wait(timeout=spec.timeout_s)
                 timed_out = False
@@ -153,6 +164,8 @@ class ProcessSandbox:
             finally:
                 watch.stop()
                 self._kill(proc, cgroup)
+                with self._active_lock:
+                    self._active.pop(proc.pid, None)
             if returncode is None:
                 returncode = proc.wait()
         wall = time.monotonic() - began

@@ -1,0 +1,170 @@
+"""The optimizer as a LangGraph StateGraph: plan -> evaluate (one Send per candidate) -> select,
+looping until the budget is spent or the search converges, then finalize (re-judge the best with
+fresh seeds). Nodes are safe to re-run after a crash: they reuse what the run store recorded."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Send
+
+from kernelevo.agent import archive as arch
+from kernelevo.agent.budget import Budget, Spent, evaluations_left, exhausted
+from kernelevo.agent.policy import Policy, SearchView
+from kernelevo.agent.state import EvaluateInput, State
+from kernelevo.agent.store import RunStore
+from kernelevo.sandbox.evaluate import Evaluator
+from kernelevo.sandbox.models import Verdict
+from kernelevo.tasks.task import Task
+
+
+class Stopped(Exception):
+    """The run is stopping (a signal): the evaluation in flight is not a verdict on its candidate."""
+
+
+@dataclass
+class Runtime:
+    """What the nodes use but the checkpoint does not hold: the run store, policy and evaluators."""
+
+    task: Task
+    store: RunStore
+    policy: Policy
+    budget: Budget
+    evaluator: Evaluator
+    final_evaluator: Evaluator
+    batch: int = 3
+    seed: int = 0
+    started: float = field(default_factory=time.monotonic)
+    elapsed_before: float = 0.0
+    progress: Any = None
+    stopping: bool = False
+
+    def judge(self, evaluator: Evaluator, cid: str) -> Verdict:
+        """Judge candidate ``cid``; raises Stopped if the run began stopping before or during it."""
+        if self.stopping:
+            raise Stopped()
+        verdict, _ = evaluator.evaluate(self.task, self.store.source_path(cid))
+        if self.stopping:
+            raise Stopped()
+        return verdict
+
+    def spent(self) -> Spent:
+        return Spent(evaluations=self.store.count_evaluations("search"),
+                     seconds=self.elapsed_before + time.monotonic() - self.started)
+
+
+def entry_of(cid: str, candidate: dict[str, Any], verdict: Verdict) -> arch.Entry:
+    return arch.Entry(id=cid, strategy=candidate["strategy"], cell=candidate["cell"], parent=candidate["parent"],
+                      correct=verdict.correct, runtime_ms=verdict.runtime_ms if verdict.correct else None,
+                      speedup=verdict.speedup if verdict.correct else None)
+
+
+def build_graph(rt: Runtime):
+    """The uncompiled StateGraph over ``rt``."""
+
+    def plan(state: State) -> dict[str, Any]:
+        generation = state.get("generation", 0)
+        reason = exhausted(rt.budget, rt.spent())
+        if reason:
+            rt.store.event("decision", None, action="stop", reason=reason)
+            return {"pending": [], "stop_reason": reason}
+        left = evaluations_left(rt.budget, rt.spent())
+        count = rt.batch if left is None else min(rt.batch, left)
+        params: dict[str, dict[str, Any]] = {}
+        tried: set[str] = set()
+        for c in rt.store.candidates():
+            note = json.loads(rt.store.candidate(c["id"])["note"] or "{}")
+            params[c["id"]] = note.get("params", {})
+            tried.add(c["strategy"] + json.dumps(note.get("params", {}), sort_keys=True))
+        view = SearchView(task=rt.task, generation=generation, archive=state.get("archive", {}),
+                          entries=state.get("results", []), tried=tried, params=params,
+                          rng=random.Random(rt.seed * 1000 + generation))
+        proposals = rt.policy.propose(view, count)
+        pending = []
+        for p in proposals:
+            cell = arch.cell_key(p["strategy"], p["descriptor"])
+            note = json.dumps({"why": p["why"], "params": p["params"]})
+            cid, new = rt.store.add_candidate(p["source"], p["parent"], p["strategy"], cell, note, generation)
+            if rt.store.evaluation(cid) is not None:
+                rt.store.event("decision", cid, action="duplicate", generation=generation,
+                               reason="same source as a candidate already judged")
+                continue
+            if new:
+                rt.store.event("decision", cid, action="propose", generation=generation, strategy=p["strategy"],
+                               params=p["params"], parent=p["parent"], why=p["why"])
+            pending.append(cid)
+        if not pending:
+            reason = "search converged: the policy has nothing new to try"
+            rt.store.event("decision", None, action="stop", reason=reason)
+            return {"pending": [], "stop_reason": reason}
+        return {"pending": pending, "generation": generation + 1}
+
+    def route(state: State) -> list[Send] | Literal["finalize"]:
+        if state.get("pending"):
+            return [Send("evaluate", {"id": cid}) for cid in state["pending"]]
+        return "finalize"
+
+    def evaluate(payload: EvaluateInput) -> dict[str, Any]:
+        cid = payload["id"]
+        candidate = rt.store.candidate(cid)
+        assert candidate is not None
+        verdict = rt.store.evaluation(cid)
+        if verdict is None:
+            verdict = rt.judge(rt.evaluator, cid)
+            rt.store.record_evaluation(cid, "search", verdict)
+            rt.store.event("verdict", cid, kind="search", correct=verdict.correct, reason=verdict.reason,
+                           runtime_ms=verdict.runtime_ms, speedup=verdict.speedup, timing=verdict.timing,
+                           roofline=verdict.roofline_fraction, checks_failed=[c.name for c in verdict.checks
+                                                                              if not c.passed])
+            if rt.progress:
+                rt.progress(rt, cid, verdict)
+        return {"results": [entry_of(cid, candidate, verdict)]}
+
+    def select(state: State) -> dict[str, Any]:
+        archive = dict(state.get("archive", {}))
+        results = state.get("results", [])
+        for entry in results[state.get("processed", 0):]:
+            if arch.insert(archive, entry):
+                rt.store.event("decision", entry["id"], action="elite", cell=entry["cell"],
+                               runtime_ms=entry["runtime_ms"], reason="fastest correct candidate in its cell")
+            elif entry["correct"]:
+                rt.store.event("decision", entry["id"], action="not kept", cell=entry["cell"],
+                               runtime_ms=entry["runtime_ms"], reason="slower than its cell's elite")
+        best = arch.best(archive)
+        return {"archive": archive, "best": best, "processed": len(results)}
+
+    def finalize(state: State) -> dict[str, Any]:
+        elites = sorted((e for e in state.get("archive", {}).values()), key=lambda e: e["runtime_ms"])
+        for entry in elites[:3]:
+            cid = entry["id"]
+            verdict = rt.store.evaluation(cid, "final")
+            if verdict is None:
+                verdict = rt.judge(rt.final_evaluator, cid)
+                rt.store.record_evaluation(cid, "final", verdict)
+                rt.store.event("verdict", cid, kind="final", correct=verdict.correct, reason=verdict.reason,
+                               runtime_ms=verdict.runtime_ms, speedup=verdict.speedup, timing=verdict.timing)
+            if verdict.correct:
+                rt.store.event("decision", cid, action="best", reason="re-judged with fresh seeds and accepted",
+                               runtime_ms=verdict.runtime_ms, speedup=verdict.speedup)
+                return {"final": {"id": cid, "runtime_ms": verdict.runtime_ms, "speedup": verdict.speedup,
+                                  "timing": verdict.timing}}
+            rt.store.event("decision", cid, action="demoted",
+                           reason=f"failed the fresh-seed re-judge: {verdict.reason}")
+        return {"final": None}
+
+    graph = StateGraph(State)
+    graph.add_node("plan", plan)
+    graph.add_node("evaluate", evaluate)
+    graph.add_node("select", select)
+    graph.add_node("finalize", finalize)
+    graph.add_edge(START, "plan")
+    graph.add_conditional_edges("plan", route, ["evaluate", "finalize"])
+    graph.add_edge("evaluate", "select")
+    graph.add_edge("select", "plan")
+    graph.add_edge("finalize", END)
+    return graph

@@ -1,0 +1,96 @@
+"""Reading a run back: its status as one object, and its trace as a readable timeline."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from kernelevo.agent.store import RunStore
+
+
+def status(store: RunStore) -> dict[str, Any]:
+    """The ``kernelevo status --json`` object."""
+    candidates = store.candidates()
+    best = store.meta("best")
+    timing = None
+    if best is None and store.meta("state") != "finished":
+        correct = [c for c in candidates if c["correct"] and c["runtime_ms"] is not None]
+        if correct:
+            top = min(correct, key=lambda c: c["runtime_ms"])
+            verdict = store.evaluation(top["id"])
+            timing = verdict.timing if verdict else None
+            best = {"id": top["id"], "runtime_ms": top["runtime_ms"], "speedup": top["speedup"], "timing": timing,
+                    "verified": False}
+    elif best is not None:
+        best = dict(best, verified=True)
+    config = store.meta("config", {})
+    return {
+        "state": store.state(),
+        "reason": store.meta("state_reason"),
+        "task": config.get("task"),
+        "size": config.get("size"),
+        "policy": config.get("policy"),
+        "evaluations": store.count_evaluations("search"),
+        "max_evals": (config.get("budget") or {}).get("max_evals"),
+        "correct": sum(1 for c in candidates if c["correct"]),
+        "best": None if best is None else {
+            "candidate": best["id"], "runtime_ms": best["runtime_ms"], "speedup": best.get("speedup"),
+            "timing": best.get("timing"), "verified": best.get("verified", False),
+            "note": "CPU interpreter time: chosen by it, never called a speedup"
+            if best.get("timing") == "cpu-interpreter" else None},
+        "elapsed_s": store.meta("elapsed_s"),
+        "candidates": [{"id": c["id"], "correct": c["correct"], "runtime_ms": c["runtime_ms"], "parent": c["parent"],
+                        "strategy": c["strategy"], "generation": c["generation"]} for c in candidates],
+    }
+
+
+def lineage(store: RunStore, cid: str) -> list[str]:
+    """``cid`` and its ancestors, oldest first."""
+    chain = []
+    seen = set()
+    current: str | None = cid
+    while current and current not in seen:
+        seen.add(current)
+        chain.append(current)
+        row = store.candidate(current)
+        current = row["parent"] if row else None
+    return list(reversed(chain))
+
+
+def describe(event: dict[str, Any]) -> str:
+    """One trace event in words."""
+    kind, cid = event["type"], (event.get("candidate") or "")[:10]
+    if kind == "decision":
+        action = event.get("action")
+        if action == "propose":
+            parent = f" from {event['parent'][:10]}" if event.get("parent") else ""
+            params = ", ".join(f"{k}={v}" for k, v in (event.get("params") or {}).items())
+            return f"propose {cid} [{event.get('strategy')}: {params}]{parent}: {event.get('why')}"
+        if action in ("start", "resume"):
+            return f"{action}: {event.get('policy')} policy on {event.get('family')}"
+        return f"{action} {cid}: {event.get('reason', '')}".replace("  ", " ").strip()
+    if kind == "verdict":
+        label = "final verdict" if event.get("kind") == "final" else "verdict"
+        if event.get("correct"):
+            speed = f", {event['speedup']:.2f}x over eager" if event.get("speedup") else ""
+            note = " (CPU interpreter time)" if event.get("timing") == "cpu-interpreter" else ""
+            return f"{label} {cid}: correct, {event['runtime_ms']:.4g} ms{speed}{note}"
+        return f"{label} {cid}: rejected: {event.get('reason')}"
+    return f"{kind} {cid}: " + ", ".join(f"{k}={v}" for k, v in event.items()
+                                          if k not in ("seq", "ts", "type", "candidate"))
+
+
+def timeline(store: RunStore, candidate: str | None = None) -> list[dict[str, Any]]:
+    """The trace's events, all or those of one candidate's lineage."""
+    events = store.events()
+    if candidate:
+        matches = [c["id"] for c in store.candidates() if c["id"].startswith(candidate)]
+        if not matches:
+            raise KeyError(candidate)
+        chain = set(lineage(store, matches[0]))
+        events = [e for e in events if e.get("candidate") in chain]
+    return events
+
+
+def format_time(ts: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(ts))

@@ -1,0 +1,163 @@
+"""Start, resume and stop optimizer runs. One process works on a run at a time (the run's lock);
+SIGINT and SIGTERM stop cleanly and leave a resumable run; the final state and its reason are
+stored in the run folder."""
+
+from __future__ import annotations
+
+import signal
+import sqlite3
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from langgraph.checkpoint.sqlite import SqliteSaver
+from pydantic import BaseModel, Field
+
+from kernelevo.agent.budget import Budget
+from kernelevo.agent.builtin.policy import BuiltinPolicy
+from kernelevo.agent.builtin.recognize import CannotCover
+from kernelevo.agent.graph import Runtime, Stopped, build_graph
+from kernelevo.agent.store import RunStore
+from kernelevo.sandbox.evaluate import EvalConfig, EvalError, Evaluator
+from kernelevo.sandbox.models import TimingPolicy, Verdict
+from kernelevo.tasks import load_task
+
+EXIT_OK, EXIT_NONE_CORRECT, EXIT_USAGE, EXIT_ENVIRONMENT, EXIT_INTERRUPTED = 0, 1, 2, 3, 4
+FINAL_SEED_OFFSET = 1000
+
+
+class RunConfig(BaseModel):
+    """Everything needed to start or resume a run; stored in the run folder (no secrets)."""
+
+    task: str
+    size: str
+    policy: str = "builtin"
+    budget: Budget = Field(default_factory=Budget)
+    timeout_s: float = 300.0
+    memory: str | None = None
+    seeds: int = 5
+    batch: int = 3
+    seed: int = 0
+    timing: TimingPolicy = Field(default_factory=TimingPolicy)
+    measure_compile: bool = True
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def progress_line(rt: Runtime, cid: str, verdict: Verdict) -> None:
+    spent = rt.spent()
+    limit = rt.budget.max_evals
+    best = rt.store.candidates()
+    correct = [c for c in best if c["correct"]]
+    fastest = min((c["runtime_ms"] for c in correct if c["runtime_ms"] is not None), default=None)
+    if verdict.correct:
+        what = f"correct {verdict.runtime_ms:.4g} ms" + (f" ({verdict.speedup:.2f}x)" if verdict.speedup else "")
+    else:
+        what = f"rejected: {(verdict.reason or '')[:90]}"
+    timing = " (CPU interpreter times)" if verdict.timing == "cpu-interpreter" else ""
+    _log(f"[{spent.evaluations}/{limit if limit is not None else '-'}] {cid[:10]} {what}; "
+         f"best {fastest:.4g} ms{timing}" if fastest is not None else
+         f"[{spent.evaluations}/{limit if limit is not None else '-'}] {cid[:10]} {what}")
+
+
+def create(config: RunConfig, run_dir: Path) -> RunStore:
+    if (run_dir / "run.sqlite").exists():
+        raise FileExistsError(f"{run_dir} already holds a run: use `kernelevo resume {run_dir}`")
+    store = RunStore(run_dir)
+    store.set_meta("config", config.model_dump(mode="json"))
+    store.set_meta("created", time.strftime("%Y-%m-%dT%H:%M:%S"))
+    store.set_meta("elapsed_s", 0.0)
+    store.set_state("interrupted", "created")
+    return store
+
+
+def drive(run_dir: Path, first: bool, progress: Callable[..., Any] | None = progress_line) -> int:
+    """Run (or resume) the optimizer on ``run_dir`` until it finishes, fails or is stopped."""
+    store = RunStore(run_dir)
+    if not store.acquire():
+        store.close()
+        _log(f"error: another process is working on {run_dir}")
+        return EXIT_USAGE
+    config = RunConfig.model_validate(store.meta("config"))
+    if not first and store.meta("state") == "finished":
+        _log(f"{run_dir} has finished: {store.meta('state_reason')}")
+        store.close()
+        return EXIT_OK if store.meta("best") else EXIT_NONE_CORRECT
+    try:
+        task = load_task(config.task, config.size)  # type: ignore[arg-type]
+        policy = BuiltinPolicy()
+        policy.prepare(task)
+    except CannotCover as exc:
+        reason = f"the built-in policy cannot cover this task: {exc}"
+        store.set_state("failed", reason)
+        store.event("decision", None, action="stop", reason=reason)
+        store.close()
+        _log(f"error: {reason}")
+        return EXIT_NONE_CORRECT
+    except Exception as exc:  # the task file itself is unusable
+        store.set_state("failed", str(exc))
+        store.close()
+        _log(f"error: {exc}")
+        return EXIT_USAGE
+    common = dict(timeout_s=config.timeout_s, memory=config.memory, seeds=config.seeds, timing=config.timing,
+                  measure_compile=config.measure_compile, compile_cache=run_dir / "cache")
+    stamp = f"{int(time.time())}"
+    evaluator = Evaluator(EvalConfig(workdir=run_dir / "work" / stamp, **common))
+    final = Evaluator(EvalConfig(workdir=run_dir / "work" / f"{stamp}-final", seed_offset=FINAL_SEED_OFFSET,
+                                 **common), sandbox=evaluator.sandbox)
+    rt = Runtime(task=task, store=store, policy=policy, budget=config.budget, evaluator=evaluator,
+                 final_evaluator=final, batch=config.batch, seed=config.seed,
+                 elapsed_before=float(store.meta("elapsed_s", 0.0)), progress=progress)
+    def on_signal(signum: int, frame: Any) -> None:
+        rt.stopping = True
+        evaluator.sandbox.kill_all()  # type: ignore[attr-defined]
+        raise KeyboardInterrupt
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    connection = sqlite3.connect(store.db_path, check_same_thread=False)
+    app = build_graph(rt).compile(checkpointer=SqliteSaver(connection))
+    cfg = {"configurable": {"thread_id": "run"}, "recursion_limit": 100_000, "max_concurrency": 1}
+    store.set_state("running")
+    store.event("decision", None, action="start" if first else "resume", policy=policy.name,
+                family=policy.describe(), budget=config.budget.model_dump())
+    _log(f"{'optimizing' if first else 'resuming'} {task.name} ({task.size}) with the {policy.name} policy: "
+         f"{policy.describe()}; run folder {run_dir}")
+    try:
+        snapshot = app.get_state(cfg)
+        if first or not snapshot.values:
+            app.invoke({"generation": 0, "results": [], "processed": 0, "archive": {}, "best": None}, cfg)
+        elif snapshot.next:
+            app.invoke(None, cfg)
+        values = app.get_state(cfg).values
+        result = values.get("final")
+        store.set_meta("best", result)
+        reason = values.get("stop_reason") or "finished"
+        store.set_state("finished", reason)
+        if result:
+            speed = f", {result['speedup']:.2f}x over eager" if result.get("speedup") else ""
+            _log(f"finished ({reason}): best {result['id'][:10]} {result['runtime_ms']:.4g} ms{speed}, "
+                 "re-judged with fresh seeds")
+            return EXIT_OK
+        _log(f"finished ({reason}) without a correct candidate")
+        return EXIT_NONE_CORRECT
+    except (KeyboardInterrupt, Stopped):
+        store.set_state("interrupted", "stopped by a signal; `kernelevo resume` continues")
+        store.event("decision", None, action="interrupted", reason="stopped by a signal")
+        _log(f"interrupted: resume with `kernelevo resume {run_dir}`")
+        return EXIT_INTERRUPTED
+    except EvalError as exc:
+        store.set_state("failed", str(exc))
+        _log(f"error: {exc}")
+        return exc.exit_code
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        store.set_meta("elapsed_s", rt.spent().seconds)
+        evaluator.close()
+        final.close()
+        connection.close()
+        store.close()
