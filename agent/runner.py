@@ -85,8 +85,9 @@ def drive(run_dir: Path, first: bool, progress: Callable[..., Any] | None = prog
     config = RunConfig.model_validate(store.meta("config"))
     if not first and store.meta("state") == "finished":
         _log(f"{run_dir} has finished: {store.meta('state_reason')}")
+        found = bool(store.meta("best"))
         store.close()
-        return EXIT_OK if store.meta("best") else EXIT_NONE_CORRECT
+        return EXIT_OK if found else EXIT_NONE_CORRECT
     try:
         task = load_task(config.task, config.size)  # type: ignore[arg-type]
         policy = BuiltinPolicy()

@@ -82,7 +82,9 @@ class BuiltinPolicy:
         # round robin, so that no single parent takes the whole generation.
         parents: list[str] = []
         top = best(view.archive)
-        for parent in ([top] if top else []) + select_parents(view.archive, count * 2, view.rng):
+        # ... and every other elite, fastest first, before the search may be called converged.
+        others = sorted(view.archive.values(), key=lambda e: e["runtime_ms"] or float("inf"))
+        for parent in ([top] if top else []) + select_parents(view.archive, count * 2, view.rng) + others:
             if parent["id"] not in parents and parent["id"] in view.params:
                 parents.append(parent["id"])
         queues = [(pid, iter(self._neighbours(view.archive_strategy(pid), view.params[pid]))) for pid in parents]

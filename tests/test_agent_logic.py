@@ -1,0 +1,130 @@
+"""Pure logic of the optimizer: archive, selection, budgets, run store, family recognition, policy."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from kernelevo.agent import archive as arch
+from kernelevo.agent.budget import Budget, Spent, evaluations_left, exhausted
+from kernelevo.agent.builtin.policy import BuiltinPolicy, key
+from kernelevo.agent.builtin.recognize import CannotCover, recognise
+from kernelevo.agent.policy import SearchView
+from kernelevo.agent.store import RunStore
+from kernelevo.sandbox.models import Verdict
+from kernelevo.tasks import load_task
+
+
+def entry(cid: str, ms: float | None, strategy: str = "s", cell: str = "s|w4", correct: bool = True) -> arch.Entry:
+    return arch.Entry(id=cid, strategy=strategy, cell=cell, parent=None, correct=correct, runtime_ms=ms, speedup=None)
+
+
+def test_archive_keeps_the_fastest_per_cell_and_diversity_across_cells() -> None:
+    archive: dict[str, arch.Entry] = {}
+    assert arch.insert(archive, entry("a", 2.0))
+    assert not arch.insert(archive, entry("b", 3.0))
+    assert arch.insert(archive, entry("c", 1.5))
+    assert arch.insert(archive, entry("d", 5.0, "t", "t|w8"))  # a slower strategy survives in its own cell
+    assert not arch.insert(archive, entry("e", 0.1, correct=False))
+    assert {e["id"] for e in archive.values()} == {"c", "d"}
+    assert arch.best(archive)["id"] == "c"
+
+
+def test_selection_mostly_exploits_and_sometimes_explores() -> None:
+    archive = {"x": entry("fast", 1.0, cell="x"), "y": entry("slow", 9.0, cell="y")}
+    picks = [p["id"] for p in arch.select_parents(archive, 1000, random.Random(0), explore=0.3)]
+    assert 600 < picks.count("fast") < 800 and picks.count("slow") > 200
+    assert arch.select_parents({}, 3, random.Random(0)) == []
+
+
+def test_strategy_stats() -> None:
+    stats = arch.strategy_stats([entry("a", 2.0), entry("b", None, correct=False), entry("c", 1.0, "t")])
+    assert stats["s"] == {"tried": 2, "correct": 1, "best_speedup": None, "best_ms": 2.0}
+
+
+def test_budgets() -> None:
+    budget = Budget(max_evals=5, max_minutes=1, max_tokens=100, max_cost_usd=1.0, price_in=1e6, price_out=0)
+    assert exhausted(budget, Spent(evaluations=4, seconds=10)) is None
+    assert "evaluation budget" in exhausted(budget, Spent(evaluations=5))
+    assert "time budget" in exhausted(budget, Spent(seconds=61))
+    assert "token budget" in exhausted(budget, Spent(tokens_in=60, tokens_out=40))
+    assert "cost budget" in exhausted(budget, Spent(tokens_in=2))
+    assert evaluations_left(budget, Spent(evaluations=3)) == 2
+    assert evaluations_left(Budget(max_evals=None), Spent(evaluations=3)) is None
+
+
+def test_store_deduplicates_by_content_and_keeps_verdicts(tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "run")
+    a, new_a = store.add_candidate("print(1)\n", None, "s", "s|w4", "{}", 0)
+    b, new_b = store.add_candidate("print(1)\n", "x", "t", "t|w4", "{}", 1)
+    assert a == b and new_a and not new_b
+    assert store.source_path(a).read_text() == "print(1)\n"
+    verdict = Verdict(task="t", candidate="c", size="small", compiled=True, correct=True, reason=None, checks=[],
+                      device="cpu", isolation={}, runtime_ms=1.5)
+    store.record_evaluation(a, "search", verdict)
+    assert store.evaluation(a).runtime_ms == 1.5 and store.evaluation(a, "final") is None
+    assert store.count_evaluations() == 1
+    store.event("decision", a, action="propose", why="because")
+    assert store.events()[0]["why"] == "because"
+    store.set_state("running")
+    store.close()
+    reopened = RunStore(tmp_path / "run")
+    assert reopened.state() == "interrupted"  # marked running, but no process holds the run
+    assert reopened.candidates()[0]["correct"] is True
+
+
+def test_the_run_lock_is_exclusive(tmp_path: Path) -> None:
+    first, second = RunStore(tmp_path / "run"), RunStore(tmp_path / "run")
+    assert first.acquire()
+    assert not second.acquire()
+    first.release()
+    assert second.acquire()
+
+
+@pytest.mark.parametrize(("name", "kind"), [("relu", "unary"), ("softmax", "softmax"),
+                                             ("log_softmax", "log_softmax"), ("row_sum", "sum"), ("row_max", "max")])
+def test_recognises_builtin_families(name: str, kind: str) -> None:
+    assert recognise(load_task(name, "small")).kind == kind
+
+
+@pytest.mark.parametrize(("body", "kind", "op"), [
+    ("self.f = nn.Softmax(dim=-1)\n    def forward(self, x):\n        return self.f(x)", "softmax", None),
+    ("pass\n    def forward(self, x):\n        return x.sigmoid()", "unary", "sigmoid"),
+    ("pass\n    def forward(self, x):\n        return torch.nn.functional.silu(x)", "unary", "silu"),
+    ("pass\n    def forward(self, x):\n        return x.sum(dim=-1)", "sum", None),
+])
+def test_families_are_recognised_by_structure_not_name(tmp_path: Path, body: str, kind: str, op: str | None) -> None:
+    path = tmp_path / "my_mystery_layer.py"
+    path.write_text("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n    def __init__(self):\n"
+                    f"        super().__init__()\n        {body}\n\n"
+                    "def get_inputs():\n    return [torch.randn(4, 33)]\n\ndef get_init_inputs():\n    return []\n")
+    family = recognise(load_task(str(path), "small"))
+    assert (family.kind, family.op) == (kind, op)
+
+
+@pytest.mark.parametrize(("name", "words"), [("layernorm", "no built-in template for `norm`"),
+                                              ("elementwise_chain", "runs 7 ops"),
+                                              ("cross_entropy", "single-input"),
+                                              ("row_argmax", "argmax")])
+def test_uncovered_tasks_say_why(name: str, words: str) -> None:
+    with pytest.raises(CannotCover, match=words):
+        recognise(load_task(name, "small"))
+
+
+def test_policy_seeds_then_mutates_without_repeating() -> None:
+    policy = BuiltinPolicy()
+    task = load_task("softmax", "small")
+    policy.prepare(task)
+    first = policy.propose(SearchView(task=task, generation=0, archive={}, entries=[], tried=set()), 3)
+    assert len(first) == 3 and all(p["parent"] is None and p["why"].startswith("seed") for p in first)
+    params = {f"id{i}": p["params"] for i, p in enumerate(first)}
+    tried = {key(p["strategy"], p["params"]) for p in first}
+    archive = {f"c{i}": arch.Entry(id=f"id{i}", strategy=p["strategy"], cell=f"c{i}", parent=None, correct=True,
+                                   runtime_ms=float(i + 1), speedup=None) for i, p in enumerate(first)}
+    second = policy.propose(SearchView(task=task, generation=1, archive=archive, entries=[], tried=tried,
+                                       params=params, rng=random.Random(1)), 3)
+    assert second and all(key(p["strategy"], p["params"]) not in tried for p in second)
+    assert second[0]["parent"] == "id0"  # the best elite is mutated first
+    assert "ModelNew" in second[0]["source"]

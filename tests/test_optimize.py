@@ -1,0 +1,127 @@
+"""`kernelevo optimize` end to end with the built-in policy (CPU interpreter): budgets, status,
+trace, export, kill -9 and resume, SIGTERM, and tasks the policy cannot cover."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from conftest import ROOT
+
+
+def env(cache: Path) -> dict[str, str]:
+    return dict(os.environ, KERNELEVO_CACHE=str(cache), PYTHONUNBUFFERED="1")
+
+
+def kernelevo(cache: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kernelevo.agent.cli", *args], capture_output=True, text=True,
+                          env=env(cache), cwd=ROOT, timeout=timeout)
+
+
+def status(cache: Path, run: Path) -> dict:
+    done = kernelevo(cache, "status", str(run), "--json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_optimize_finishes_with_a_verified_candidate(tmp_path: Path, cache_dir: Path) -> None:
+    run = tmp_path / "run"
+    done = kernelevo(cache_dir, "optimize", "softmax", "--size", "small", "--max-evals", "5", "--run-dir", str(run))
+    assert done.returncode == 0, done.stderr
+    info = status(cache_dir, run)
+    assert info["state"] == "finished" and info["evaluations"] == 5 and info["correct"] >= 1
+    best = info["best"]
+    assert best["verified"] and best["speedup"] is None and best["timing"] == "cpu-interpreter"
+    assert {"id", "correct", "runtime_ms", "parent", "strategy"} <= set(info["candidates"][0])
+    assert any(c["parent"] for c in info["candidates"])  # later generations descend from elites
+
+    trace = kernelevo(cache_dir, "trace", str(run), "--json")
+    events = [json.loads(line) for line in trace.stdout.splitlines()]
+    assert {"decision", "verdict"} <= {e["type"] for e in events}
+    assert any(e.get("kind") == "final" for e in events if e["type"] == "verdict")
+    readable = kernelevo(cache_dir, "trace", str(run)).stdout
+    assert "propose" in readable and "verdict" in readable and "re-judged with fresh seeds" in readable
+    child = next(c for c in info["candidates"] if c["parent"])
+    lineage = kernelevo(cache_dir, "trace", str(run), "--candidate", child["id"][:8], "--json").stdout
+    assert {json.loads(line)["candidate"] for line in lineage.splitlines()} >= {child["id"], child["parent"]}
+
+    exported = tmp_path / "best.py"
+    assert kernelevo(cache_dir, "export", str(run), "-o", str(exported)).returncode == 0
+    judged = kernelevo(cache_dir, "eval", "softmax", str(exported), "--size", "small", "--json")
+    assert judged.returncode == 0 and json.loads(judged.stdout)["correct"]
+
+
+def test_budget_is_never_exceeded(tmp_path: Path, cache_dir: Path) -> None:
+    run = tmp_path / "run"
+    done = kernelevo(cache_dir, "optimize", "relu", "--size", "small", "--max-evals", "4", "--batch", "3",
+                     "--run-dir", str(run))
+    assert done.returncode == 0, done.stderr
+    info = status(cache_dir, run)
+    assert info["evaluations"] == 4 and "evaluation budget spent" in info["reason"]
+
+
+def _start(cache: Path, run: Path, evals: int) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "kernelevo.agent.cli", "optimize", "softmax", "--size", "small",
+                             "--max-evals", str(evals), "--batch", "2", "--run-dir", str(run)],
+                            env=env(cache), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+
+
+def _wait_for_evaluations(cache: Path, run: Path, count: int, proc: subprocess.Popen, limit: float = 300) -> None:
+    began = time.monotonic()
+    while time.monotonic() - began < limit:
+        if (run / "run.sqlite").exists() and status(cache, run)["evaluations"] >= count:
+            return
+        assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
+        time.sleep(0.5)
+    raise AssertionError("no progress")
+
+
+def test_kill_9_then_resume_loses_no_evaluation(tmp_path: Path, cache_dir: Path) -> None:
+    run = tmp_path / "run"
+    proc = _start(cache_dir, run, 6)
+    _wait_for_evaluations(cache_dir, run, 2, proc)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before = status(cache_dir, run)
+    assert before["state"] == "interrupted"
+    judged = {c["id"] for c in before["candidates"] if c["correct"] is not None}
+    assert len(judged) >= 2
+    done = kernelevo(cache_dir, "resume", str(run))
+    assert done.returncode == 0, done.stderr
+    after = status(cache_dir, run)
+    assert after["state"] == "finished" and after["evaluations"] == 6
+    assert judged <= {c["id"] for c in after["candidates"] if c["correct"] is not None}
+    assert len({c["id"] for c in after["candidates"]}) == len(after["candidates"])  # no duplicates
+    assert kernelevo(cache_dir, "resume", str(run)).returncode == 0  # a finished run stays finished
+
+
+def test_sigterm_stops_cleanly_and_resumes(tmp_path: Path, cache_dir: Path) -> None:
+    run = tmp_path / "run"
+    proc = _start(cache_dir, run, 5)
+    _wait_for_evaluations(cache_dir, run, 1, proc)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=120) == 4
+    assert status(cache_dir, run)["state"] == "interrupted"
+    done = kernelevo(cache_dir, "resume", str(run))
+    assert done.returncode == 0, done.stderr
+    assert status(cache_dir, run)["evaluations"] == 5
+
+
+def test_uncovered_task_exits_1_and_says_why(tmp_path: Path, cache_dir: Path) -> None:
+    run = tmp_path / "run"
+    done = kernelevo(cache_dir, "optimize", "layernorm", "--size", "small", "--run-dir", str(run))
+    assert done.returncode == 1
+    assert "cannot cover" in done.stderr and "Traceback" not in done.stderr
+    assert status(cache_dir, run)["state"] == "failed"
+
+
+def test_usage_errors(tmp_path: Path, cache_dir: Path) -> None:
+    assert kernelevo(cache_dir, "optimize", "nope", "--run-dir", str(tmp_path / "r")).returncode == 2
+    assert kernelevo(cache_dir, "status", str(tmp_path)).returncode == 2
+    assert kernelevo(cache_dir, "optimize", "softmax", "--policy", "llm").returncode == 2
