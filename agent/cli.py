@@ -45,6 +45,7 @@ class SandboxChoice(str, Enum):
 
 class PolicyChoice(str, Enum):
     builtin = "builtin"
+    llm = "llm"
 
 
 def _fail(message: str, code: int, as_json: bool) -> None:
@@ -161,8 +162,18 @@ def _run_dir_for(task: str) -> Path:
 @app.command("optimize")
 def optimize_command(
     task: Annotated[str, typer.Argument(help="A KernelBench-format .py file, or a built-in task name.")],
-    policy: Annotated[PolicyChoice, typer.Option(help="Who proposes kernels: the built-in strategist.")] = (
-        PolicyChoice.builtin),
+    policy: Annotated[PolicyChoice | None, typer.Option(
+        help="Who proposes kernels: the built-in strategist (no LLM) or a model (--model).")] = None,
+    model: Annotated[str | None, typer.Option(
+        help="Model name at an OpenAI-compatible endpoint; implies --policy llm.")] = None,
+    base_url: Annotated[str | None, typer.Option(
+        help="OpenAI-compatible endpoint, e.g. http://localhost:11434/v1.")] = None,
+    api_key_env: Annotated[str, typer.Option(help="Environment variable that holds the API key.")] = "OPENAI_API_KEY",
+    max_tokens: Annotated[int | None, typer.Option(help="Token budget (input + output).", min=1)] = None,
+    max_cost_usd: Annotated[float | None, typer.Option(
+        help="Cost budget in USD (needs --price-in/--price-out).")] = None,
+    price_in: Annotated[float, typer.Option(help="USD per million input tokens.")] = 0.0,
+    price_out: Annotated[float, typer.Option(help="USD per million output tokens.")] = 0.0,
     max_evals: Annotated[int | None, typer.Option(help="Distinct candidates the harness may judge.", min=1)] = 20,
     max_minutes: Annotated[float | None, typer.Option(help="Wall-clock budget in minutes.", min=0)] = None,
     run_dir: Annotated[Path | None, typer.Option(help="Run folder (default: runs/<task>-<timestamp>).")] = None,
@@ -187,6 +198,11 @@ def optimize_command(
     from kernelevo.sandbox.isolation import parse_size
     from kernelevo.tasks import TaskError, load_task
 
+    chosen = policy.value if policy else ("llm" if model else "builtin")
+    if chosen == "llm" and not model:
+        _fail("--policy llm needs --model NAME (and usually --base-url URL)", EXIT_USAGE, False)
+    if chosen == "builtin" and model:
+        _fail("--model goes with the LLM policy, not --policy builtin", EXIT_USAGE, False)
     try:
         if memory:
             parse_size(memory)
@@ -194,9 +210,11 @@ def optimize_command(
     except (TaskError, ValueError) as exc:
         _fail(str(exc), EXIT_USAGE, False)
     folder = run_dir or _run_dir_for(task)
+    budget = Budget(max_evals=max_evals, max_minutes=max_minutes, max_tokens=max_tokens, max_cost_usd=max_cost_usd,
+                    price_in=price_in, price_out=price_out)
     config = RunConfig(task=str(loaded.path) if not loaded.builtin else loaded.name, size=loaded.size,
-                       policy=policy.value, budget=Budget(max_evals=max_evals, max_minutes=max_minutes),
-                       timeout_s=timeout, memory=memory, batch=batch)
+                       policy=chosen, budget=budget, timeout_s=timeout, memory=memory, batch=batch, model=model,
+                       base_url=base_url, api_key_env=api_key_env)
     try:
         create(config, folder).close()
     except FileExistsError as exc:

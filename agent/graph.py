@@ -55,7 +55,23 @@ class Runtime:
 
     def spent(self) -> Spent:
         return Spent(evaluations=self.store.count_evaluations("search"),
-                     seconds=self.elapsed_before + time.monotonic() - self.started)
+                     seconds=self.elapsed_before + time.monotonic() - self.started,
+                     tokens_in=int(self.store.meta("tokens_in", 0)), tokens_out=int(self.store.meta("tokens_out", 0)))
+
+    def judge_and_record(self, cid: str) -> Verdict:
+        """Judge a candidate for the search (once: a recorded verdict is reused) and trace it."""
+        verdict = self.store.evaluation(cid)
+        if verdict is not None:
+            return verdict
+        verdict = self.judge(self.evaluator, cid)
+        self.store.record_evaluation(cid, "search", verdict)
+        self.store.event("verdict", cid, kind="search", correct=verdict.correct, reason=verdict.reason,
+                         runtime_ms=verdict.runtime_ms, speedup=verdict.speedup, timing=verdict.timing,
+                         roofline=verdict.roofline_fraction,
+                         checks_failed=[c.name for c in verdict.checks if not c.passed])
+        if self.progress:
+            self.progress(self, cid, verdict)
+        return verdict
 
 
 def entry_of(cid: str, candidate: dict[str, Any], verdict: Verdict) -> arch.Entry:
@@ -90,7 +106,8 @@ def build_graph(rt: Runtime):
             cell = arch.cell_key(p["strategy"], p["descriptor"])
             note = json.dumps({"why": p["why"], "params": p["params"]})
             cid, new = rt.store.add_candidate(p["source"], p["parent"], p["strategy"], cell, note, generation)
-            if rt.store.evaluation(cid) is not None:
+            written_now = (rt.store.candidate(cid) or {}).get("generation") == generation
+            if rt.store.evaluation(cid) is not None and not written_now:
                 rt.store.event("decision", cid, action="duplicate", generation=generation,
                                reason="same source as a candidate already judged")
                 continue
@@ -113,16 +130,7 @@ def build_graph(rt: Runtime):
         cid = payload["id"]
         candidate = rt.store.candidate(cid)
         assert candidate is not None
-        verdict = rt.store.evaluation(cid)
-        if verdict is None:
-            verdict = rt.judge(rt.evaluator, cid)
-            rt.store.record_evaluation(cid, "search", verdict)
-            rt.store.event("verdict", cid, kind="search", correct=verdict.correct, reason=verdict.reason,
-                           runtime_ms=verdict.runtime_ms, speedup=verdict.speedup, timing=verdict.timing,
-                           roofline=verdict.roofline_fraction, checks_failed=[c.name for c in verdict.checks
-                                                                              if not c.passed])
-            if rt.progress:
-                rt.progress(rt, cid, verdict)
+        verdict = rt.judge_and_record(cid)
         return {"results": [entry_of(cid, candidate, verdict)]}
 
     def select(state: State) -> dict[str, Any]:

@@ -4,6 +4,7 @@ stored in the run folder."""
 
 from __future__ import annotations
 
+import os
 import signal
 import sqlite3
 import sys
@@ -19,6 +20,7 @@ from kernelevo.agent.budget import Budget
 from kernelevo.agent.builtin.policy import BuiltinPolicy
 from kernelevo.agent.builtin.recognize import CannotCover
 from kernelevo.agent.graph import Runtime, Stopped, build_graph
+from kernelevo.agent.llm_policy import PolicyUnavailable
 from kernelevo.agent.store import RunStore
 from kernelevo.sandbox.evaluate import EvalConfig, EvalError, Evaluator
 from kernelevo.sandbox.models import TimingPolicy, Verdict
@@ -42,6 +44,12 @@ class RunConfig(BaseModel):
     seed: int = 0
     timing: TimingPolicy = Field(default_factory=TimingPolicy)
     measure_compile: bool = True
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    """The name of the environment variable holding the key: the key itself is never stored."""
+    model_timeout_s: float = 120.0
+    model_retries: int = 2
 
 
 def _log(message: str) -> None:
@@ -90,7 +98,15 @@ def drive(run_dir: Path, first: bool, progress: Callable[..., Any] | None = prog
         return EXIT_OK if found else EXIT_NONE_CORRECT
     try:
         task = load_task(config.task, config.size)  # type: ignore[arg-type]
-        policy = BuiltinPolicy()
+        policy: Any
+        if config.policy == "llm":
+            from kernelevo.agent.llm_policy import LLMPolicy
+
+            policy = LLMPolicy(config.model or "", config.base_url,
+                               os.environ.get(config.api_key_env) or "no-key-set",
+                               timeout_s=config.model_timeout_s, max_retries=config.model_retries)
+        else:
+            policy = BuiltinPolicy()
         policy.prepare(task)
     except CannotCover as exc:
         reason = f"the built-in policy cannot cover this task: {exc}"
@@ -113,6 +129,8 @@ def drive(run_dir: Path, first: bool, progress: Callable[..., Any] | None = prog
     rt = Runtime(task=task, store=store, policy=policy, budget=config.budget, evaluator=evaluator,
                  final_evaluator=final, batch=config.batch, seed=config.seed,
                  elapsed_before=float(store.meta("elapsed_s", 0.0)), progress=progress)
+    if hasattr(policy, "attach"):
+        policy.attach(rt)
     def on_signal(signum: int, frame: Any) -> None:
         rt.stopping = True
         evaluator.sandbox.kill_all()  # type: ignore[attr-defined]
@@ -149,6 +167,11 @@ def drive(run_dir: Path, first: bool, progress: Callable[..., Any] | None = prog
         store.set_state("interrupted", "stopped by a signal; `kernelevo resume` continues")
         store.event("decision", None, action="interrupted", reason="stopped by a signal")
         _log(f"interrupted: resume with `kernelevo resume {run_dir}`")
+        return EXIT_INTERRUPTED
+    except PolicyUnavailable as exc:
+        store.set_state("interrupted", f"{exc}; `kernelevo resume` continues")
+        store.event("decision", None, action="interrupted", reason=str(exc))
+        _log(f"interrupted: {exc}\nresume with `kernelevo resume {run_dir}`")
         return EXIT_INTERRUPTED
     except EvalError as exc:
         store.set_state("failed", str(exc))

@@ -1,0 +1,195 @@
+"""The LLM policy: a model behind any OpenAI-compatible endpoint (langchain-openai's ChatOpenAI)
+writes, checks and improves kernels through the tools, one turn per generation, and reflects on
+the results as strategy notes for later generations. Every request, response, tool call and result
+goes to the run's trace; the API key never does."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_openai import ChatOpenAI
+
+from kernelevo import prompts
+from kernelevo.agent.archive import strategy_stats
+from kernelevo.agent.budget import exhausted
+from kernelevo.agent.policy import Proposal, SearchView
+from kernelevo.tasks.task import Task
+from kernelevo.tools import ToolContext, make_tools
+
+
+class PolicyUnavailable(Exception):
+    """The model cannot be reached or keeps failing: the run stops, resumable."""
+
+
+def _short(value: Any, limit: int = 4000) -> Any:
+    if isinstance(value, str) and len(value) > limit:
+        return value[: limit // 2] + f"\n... [{len(value) - limit} characters] ...\n" + value[-limit // 2:]
+    if isinstance(value, dict):
+        return {k: _short(v, limit) for k, v in value.items()}
+    return value
+
+
+class LLMPolicy:
+    name = "llm"
+
+    def __init__(self, model: str, base_url: str | None, api_key: str, max_steps: int = 16,
+                 timeout_s: float = 120.0, max_retries: int = 2, reflect: bool = True) -> None:
+        self.model = model
+        self.base_url = base_url
+        self.llm = ChatOpenAI(model=model, base_url=base_url, api_key=api_key, timeout=timeout_s,
+                              max_retries=max_retries, temperature=0.2)
+        self.max_steps = max_steps
+        self.reflect = reflect
+        self.rt: Any = None
+        self.task: Task | None = None
+
+    def prepare(self, task: Task) -> None:
+        self.task = task
+
+    def attach(self, runtime: Any) -> None:
+        """Give the policy the run it works on (store, evaluator, budget)."""
+        self.rt = runtime
+
+    def describe(self) -> str:
+        return f"model {self.model}" + (f" at {self.base_url}" if self.base_url else "")
+
+    # prompts ----------------------------------------------------------------------------------
+    def _task_prompt(self) -> str:
+        rt, task = self.rt, self.task
+        assert rt is not None and task is not None
+        reference, ceilings = rt.evaluator.reference(task)
+        dtype = task.dtype or (reference.output_prints[0][0].dtype if reference.output_prints[0] else "float32")
+        atol, rtol = task.tolerances(dtype)
+        eager = reference.eager
+        eager_text = (f"{eager.median_ms:.4g} ms ({'CPU' if reference.device == 'cpu' else reference.device})"
+                      if eager else "not measured")
+        return prompts.render("task", task=task, source=task.path.read_text(), dtype=dtype, atol=atol, rtol=rtol,
+                              flops=f"{reference.flops:.3g}", bytes=f"{reference.bytes:.3g}", device=reference.device,
+                              ceilings=ceilings, eager=eager_text)
+
+    def _population(self) -> str:
+        rt = self.rt
+        rows = rt.store.candidates()
+        if not rows:
+            return "no candidates yet"
+        lines = []
+        for c in rows[-30:]:
+            result = "pending" if c["correct"] is None else (f"{c['runtime_ms']:.4g} ms" if c["correct"]
+                                                             else f"rejected: {(c['reason'] or '')[:80]}")
+            lines.append(f"- {c['id'][:10]} ({c['strategy']}, parent {(c['parent'] or '-')[:10]}): {result}")
+        entries = [{"strategy": c["strategy"], "correct": bool(c["correct"]), "runtime_ms": c["runtime_ms"],
+                    "speedup": c["speedup"]} for c in rows if c["correct"] is not None]
+        stats = strategy_stats(entries)  # type: ignore[arg-type]
+        lines.append("strategies: " + "; ".join(f"{s}: {v['correct']}/{v['tried']} correct" for s, v in stats.items()))
+        return "\n".join(lines)
+
+    def _notes(self) -> list[str]:
+        return list(self.rt.store.meta("notes", []))
+
+    # one turn ---------------------------------------------------------------------------------
+    def _invoke(self, llm: Any, messages: list[BaseMessage], step: int, generation: int) -> AIMessage:
+        store = self.rt.store
+        store.event("model_request", None, generation=generation, step=step, messages=len(messages),
+                    last=_short(str(messages[-1].content), 2000))
+        try:
+            reply = llm.invoke(messages)
+        except Exception as exc:  # network, HTTP 5xx after retries, timeouts: all stop the run resumably
+            store.event("model_error", None, generation=generation, step=step, error=f"{type(exc).__name__}: {exc}")
+            raise PolicyUnavailable(f"the model endpoint failed after retries: {type(exc).__name__}: {exc}") from None
+        usage = reply.usage_metadata or {}
+        store.set_meta("tokens_in", int(store.meta("tokens_in", 0)) + int(usage.get("input_tokens", 0)))
+        store.set_meta("tokens_out", int(store.meta("tokens_out", 0)) + int(usage.get("output_tokens", 0)))
+        reasoning = (reply.additional_kwargs or {}).get("reasoning_content") or (
+            reply.response_metadata or {}).get("reasoning")
+        store.event("model_response", None, generation=generation, step=step, content=_short(str(reply.content)),
+                    reasoning=_short(reasoning) if reasoning else None,
+                    tool_calls=[{"name": c["name"], "args": _short(c["args"], 1500)} for c in reply.tool_calls],
+                    invalid_tool_calls=[{"name": c.get("name"), "error": c.get("error")}
+                                        for c in reply.invalid_tool_calls],
+                    usage={"input": usage.get("input_tokens"), "output": usage.get("output_tokens")})
+        return reply
+
+    def propose(self, view: SearchView, count: int) -> list[Proposal]:
+        rt = self.rt
+        assert rt is not None and self.task is not None, "attach() and prepare() first"
+        ctx = ToolContext(task=self.task, store=rt.store, judge=rt.judge_and_record,
+                          budget_left=lambda: exhausted(rt.budget, rt.spent()), population=self._population,
+                          notes=self._notes, generation=view.generation)
+        tools = make_tools(ctx)
+        by_name = {t.name: t for t in tools}
+        llm = self.llm.bind_tools(tools)
+        strict = not self.task.allow_partial
+        dtype = self.task.dtype or "float32"
+        atol, rtol = self.task.tolerances(dtype)
+        elites = sorted(view.archive.values(), key=lambda e: e["runtime_ms"] or float("inf"))[:8]
+        messages: list[BaseMessage] = [
+            SystemMessage(prompts.render("system", strict=strict, atol=atol, rtol=rtol)),
+            HumanMessage(self._task_prompt() + "\n" + prompts.render("playbook") + "\n" +
+                         prompts.render("generation", generation=view.generation, count=count, elites=elites,
+                                        notes=self._notes()[-6:])),
+        ]
+        nudged = False
+        for step in range(self.max_steps):
+            if exhausted(rt.budget, rt.spent()) or rt.stopping:
+                break
+            reply = self._invoke(llm, messages, step, view.generation)
+            messages.append(reply)
+            if reply.invalid_tool_calls:
+                for bad in reply.invalid_tool_calls:
+                    text = f"could not parse the arguments of {bad.get('name')}: {bad.get('error')}; send valid JSON"
+                    rt.store.event("tool_result", None, name=bad.get("name"), result=text, error=True)
+                    messages.append(ToolMessage(text, tool_call_id=bad.get("id") or "invalid"))
+                continue
+            if not reply.tool_calls:
+                if not ctx.written and not nudged:
+                    nudged = True
+                    messages.append(HumanMessage("Please use the tools: write a candidate with write_kernel, then "
+                                                 "check it with check_kernel."))
+                    continue
+                break
+            for call in reply.tool_calls:
+                rt.store.event("tool_call", None, name=call["name"], args=_short(call["args"], 3000),
+                               call_id=call.get("id"))
+                tool = by_name.get(call["name"])
+                if tool is None:
+                    result = f"there is no tool {call['name']!r}; the tools are: {', '.join(by_name)}"
+                else:
+                    try:
+                        result = tool.invoke(call["args"])
+                    except Exception as exc:  # invalid arguments and tool failures go back to the model
+                        result = f"{call['name']} failed: {type(exc).__name__}: {str(exc)[:600]}"
+                rt.store.event("tool_result", None, name=call["name"], result=_short(str(result), 3000))
+                messages.append(ToolMessage(str(result), tool_call_id=call.get("id") or call["name"]))
+        if self.reflect and ctx.written and not rt.stopping:
+            self._reflect(ctx, view.generation)
+        return [Proposal(source=rt.store.source_path(cid).read_text(),
+                         strategy=(rt.store.candidate(cid) or {}).get("strategy") or "llm", descriptor="llm",
+                         params={}, parent=(rt.store.candidate(cid) or {}).get("parent"), why="written by the model")
+                for cid in ctx.written]
+
+    def _reflect(self, ctx: ToolContext, generation: int) -> None:
+        results = []
+        for cid in ctx.written:
+            verdict = self.rt.store.evaluation(cid)
+            results.append({"id": cid, "strategy": (self.rt.store.candidate(cid) or {}).get("strategy", ""),
+                            "correct": bool(verdict and verdict.correct),
+                            "runtime_ms": verdict.runtime_ms if verdict else None,
+                            "speedup": verdict.speedup if verdict else None})
+        if not any(r["runtime_ms"] is not None or not r["correct"] for r in results):
+            return
+        messages: list[BaseMessage] = [SystemMessage("You are a kernel engineer writing short notes."),
+                                       HumanMessage(prompts.render("reflection", generation=generation,
+                                                                   results=results))]
+        reply = self._invoke(self.llm, messages, -1, generation)
+        note = str(reply.content).strip()
+        if note:
+            notes = self._notes() + [note[:1000]]
+            self.rt.store.set_meta("notes", notes[-20:])
+            self.rt.store.event("decision", None, action="note", reason=note[:1000])
+
+
+def tool_schemas(ctx: ToolContext) -> list[dict[str, Any]]:
+    """The tools' JSON schemas as the model sees them (for documentation and tests)."""
+    return [json.loads(json.dumps(t.args_schema.model_json_schema())) for t in make_tools(ctx)]

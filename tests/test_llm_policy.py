@@ -1,0 +1,152 @@
+"""The LLM policy through the real ChatOpenAI client against a scripted server on 127.0.0.1:
+a full run, bad replies and arguments, HTTP errors, an endpoint that is down, and the API key
+never reaching the run folder."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+
+from conftest import candidate
+from fake_openai import FakeOpenAI, tool_call
+from kernelevo.agent.budget import Budget
+from kernelevo.agent.report import status
+from kernelevo.agent.runner import RunConfig, create, drive
+from kernelevo.agent.store import RunStore, source_id
+from kernelevo.sandbox.models import TimingPolicy
+
+KEY = "sk-kernelevo-test-key-never-stored"
+GOOD = candidate("ok_relu_empty").read_text()
+NO_MODEL_NEW = GOOD.replace("class ModelNew", "class SomethingElse")
+
+
+def run_with(tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch, base_url: str, evals: int = 1,
+             **extra: object) -> tuple[int, Path]:
+    monkeypatch.setenv("KERNELEVO_CACHE", str(cache_dir))
+    monkeypatch.setenv("KERNELEVO_TEST_KEY", KEY)
+    run = tmp_path / "run"
+    config = RunConfig(task="relu", size="small", policy="llm", model="fake-coder", base_url=base_url,
+                       api_key_env="KERNELEVO_TEST_KEY", budget=Budget(max_evals=evals), batch=1,
+                       measure_compile=False, timing=TimingPolicy(warmup=1, warmup_s=0, min_runs=5, budget_s=0.1),
+                       **extra)
+    if not (run / "run.sqlite").exists():
+        create(config, run).close()
+    return drive(run, first=not (run / "checkpointed").exists(), progress=None), run
+
+
+def events(run: Path) -> list[dict]:
+    store = RunStore(run)
+    found = store.events()
+    store.close()
+    return found
+
+
+def test_a_scripted_model_writes_a_correct_candidate(tmp_path, cache_dir, monkeypatch) -> None:
+    cid = source_id(GOOD)
+    script = [
+        {"content": "I will write a grid kernel.", "tool_calls": [tool_call("write_kernel",
+                                                                              {"source": GOOD, "strategy": "grid"})]},
+        {"tool_calls": [tool_call("check_kernel", {"candidate": cid[:10]})]},
+        # the evaluation budget (1) is spent by the check: the turn ends, then the reflection
+        {"content": "A plain blocked grid is correct; next try wider blocks."},
+    ]
+    with FakeOpenAI(script) as server:
+        code, run = run_with(tmp_path, cache_dir, monkeypatch, server.base_url)
+    assert code == 0
+    store = RunStore(run)
+    info = status(store)
+    assert info["state"] == "finished" and info["evaluations"] == 1
+    assert info["best"]["candidate"] == cid and info["best"]["verified"]
+    assert store.meta("tokens_in") == 300 and store.meta("tokens_out") == 60  # usage from the three responses
+    assert store.meta("notes") == ["A plain blocked grid is correct; next try wider blocks."]
+    store.close()
+    kinds = {e["type"] for e in events(run)}
+    assert {"model_request", "model_response", "tool_call", "tool_result", "verdict", "decision"} <= kinds
+    results = [e for e in events(run) if e["type"] == "tool_result"]
+    assert "ACCEPTED" in results[1]["result"]  # the model saw the harness's own verdict
+    # the request carried the tools' schemas and the key only as a header, never in the run folder
+    assert {t["function"]["name"] for t in server.requests[0]["tools"]} >= {"write_kernel", "check_kernel"}
+    assert server.headers[0].get("authorization") == f"Bearer {KEY}"
+    for path in run.rglob("*"):
+        if path.is_file():
+            assert KEY.encode() not in path.read_bytes(), path
+
+
+def test_bad_replies_and_arguments_do_not_lose_the_run(tmp_path, cache_dir, monkeypatch) -> None:
+    bad, good = source_id(NO_MODEL_NEW), source_id(GOOD)
+    script = [
+        {"content": "Let me think about it first."},                                   # no tool call
+        {"tool_calls": [tool_call("write_kernel", "{not json")]},                      # malformed arguments
+        {"tool_calls": [tool_call("write_kernel", {"source": GOOD})]},                 # missing field
+        {"tool_calls": [tool_call("launch_rockets", {})]},                             # no such tool
+        {"tool_calls": [tool_call("write_kernel", {"source": NO_MODEL_NEW, "strategy": "broken"})]},
+        {"tool_calls": [tool_call("check_kernel", {"candidate": bad})]},                # rejected by the harness
+        {"tool_calls": [tool_call("write_kernel", {"source": GOOD, "strategy": "grid", "parent": bad[:8]})]},
+        {"tool_calls": [tool_call("write_kernel", {"source": GOOD, "strategy": "grid"})]},  # the same twice
+        {"tool_calls": [tool_call("check_kernel", {"candidate": good})]},
+        {"content": "done"},
+        {"content": "Class ModelNew is required; the grid kernel works."},
+    ]
+    with FakeOpenAI(script) as server:
+        code, run = run_with(tmp_path, cache_dir, monkeypatch, server.base_url, evals=2)
+    assert code == 0
+    results = [e["result"] for e in events(run) if e["type"] == "tool_result"]
+    text = "\n".join(results)
+    assert "could not parse the arguments" in text
+    assert "write_kernel failed" in text and "strategy" in text
+    assert "there is no tool 'launch_rockets'" in text
+    assert "static checks FAIL" in text and "REJECTED" in text
+    assert "identical to candidate" in text
+    nudges = [e for e in events(run) if e["type"] == "model_request" and "Please use the tools" in e["last"]]
+    assert nudges
+    info = status(RunStore(run))
+    assert info["evaluations"] == 2 and info["best"]["candidate"] == good
+
+
+def test_http_errors_are_retried(tmp_path, cache_dir, monkeypatch) -> None:
+    script = [{"status": 500}, {"status": 503},
+              {"tool_calls": [tool_call("write_kernel", {"source": GOOD, "strategy": "grid"})]},
+              {"tool_calls": [tool_call("check_kernel", {"candidate": source_id(GOOD)})]},
+              {"content": "note"}]
+    with FakeOpenAI(script) as server:
+        code, run = run_with(tmp_path, cache_dir, monkeypatch, server.base_url)
+    assert code == 0
+    assert len(server.requests) == 5  # two failures retried, write, check, reflection
+
+
+def test_endpoint_down_interrupts_cleanly_and_resumes(tmp_path, cache_dir, monkeypatch) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    code, run = run_with(tmp_path, cache_dir, monkeypatch, f"http://127.0.0.1:{port}/v1", model_retries=1)
+    assert code == 4
+    store = RunStore(run)
+    assert store.state() == "interrupted" and "endpoint failed" in store.meta("state_reason")
+    store.close()
+    script = [{"tool_calls": [tool_call("write_kernel", {"source": GOOD, "strategy": "grid"})]},
+              {"tool_calls": [tool_call("check_kernel", {"candidate": source_id(GOOD)})]},
+              {"content": "done"}, {"content": "note"}]
+    with FakeOpenAI(script, port=port):
+        assert drive(run, first=False, progress=None) == 0
+    info = status(RunStore(run))
+    assert info["state"] == "finished" and info["best"]["candidate"] == source_id(GOOD)
+
+
+def test_a_slow_endpoint_times_out_and_interrupts(tmp_path, cache_dir, monkeypatch) -> None:
+    with FakeOpenAI([{"sleep": 5}, {"sleep": 5}, {"sleep": 5}]) as server:
+        code, run = run_with(tmp_path, cache_dir, monkeypatch, server.base_url, model_timeout_s=1, model_retries=1)
+    assert code == 4
+    assert any(e["type"] == "model_error" and "Timeout" in e["error"] for e in events(run))
+
+
+def test_trace_json_lines_have_types(tmp_path, cache_dir, monkeypatch) -> None:
+    script = [{"tool_calls": [tool_call("write_kernel", {"source": GOOD, "strategy": "grid"})]},
+              {"tool_calls": [tool_call("check_kernel", {"candidate": source_id(GOOD)})]},
+              {"content": "done"}, {"content": "note"}]
+    with FakeOpenAI(script) as server:
+        _, run = run_with(tmp_path, cache_dir, monkeypatch, server.base_url)
+    for event in events(run):
+        assert json.loads(json.dumps(event))["type"]

@@ -1,0 +1,192 @@
+"""The agent's tools: write, compile, check, profile and read back kernels; list the population;
+read the strategy notes. Each returns concise text the model can act on."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from langchain_core.tools import BaseTool, StructuredTool
+from pydantic import BaseModel, Field
+
+from kernelevo.sandbox.cuda_gate import compile_gate
+from kernelevo.sandbox.models import Verdict
+from kernelevo.sandbox.static_checks import check_candidate
+from kernelevo.tasks.task import Task
+
+
+class CandidateStore(Protocol):
+    """What the tools need of a run's store (the agent's RunStore satisfies it)."""
+
+    def add_candidate(self, source: str, parent: str | None, strategy: str, cell: str, note: str,
+                      generation: int) -> tuple[str, bool]: ...
+    def source_path(self, cid: str) -> Path: ...
+    def evaluation(self, cid: str, kind: str = "search") -> Verdict | None: ...
+    def candidates(self) -> list[dict[str, Any]]: ...
+
+
+@dataclass
+class ToolContext:
+    """What one turn of the model may touch."""
+
+    task: Task
+    store: CandidateStore
+    judge: Callable[[str], Verdict]
+    """Judge a stored candidate with the harness (records it; counts against the budget)."""
+    budget_left: Callable[[], str | None]
+    """None while evaluations remain, else why not."""
+    population: Callable[[], str]
+    notes: Callable[[], list[str]]
+    generation: int = 0
+    written: list[str] = field(default_factory=list)
+    """Candidates written in this turn, in order."""
+
+
+def _trim(text: str, limit: int = 1200) -> str:
+    return text if len(text) <= limit else text[: limit // 2] + "\n...\n" + text[-limit // 2:]
+
+
+def summarize_verdict(cid: str, verdict: Verdict) -> str:
+    """A verdict in a few lines: accepted with its figures, or the failing check and why."""
+    if not verdict.correct:
+        failed = next((c for c in verdict.checks if not c.passed), None)
+        where = f" (check `{failed.name}`)" if failed else ""
+        return f"{cid[:10]} REJECTED{where}: {_trim(verdict.reason or 'no reason given')}"
+    line = f"{cid[:10]} ACCEPTED: {verdict.runtime_ms:.4g} ms"
+    if verdict.timing == "cpu-interpreter":
+        return line + f" under the CPU interpreter (reference {verdict.reference_runtime_ms:.4g} ms); not a speedup"
+    if verdict.speedup:
+        line += f", {verdict.speedup:.2f}x over eager ({verdict.reference_runtime_ms:.4g} ms)"
+    if verdict.speedup_vs_compile:
+        line += f", {verdict.speedup_vs_compile:.2f}x over torch.compile"
+    if verdict.roofline_fraction:
+        line += f"; {100 * verdict.roofline_fraction:.0f}% of the {verdict.bound}-bound roofline"
+    return line
+
+
+class WriteArgs(BaseModel):
+    source: str = Field(description="The whole candidate file: imports, kernels and class ModelNew.")
+    strategy: str = Field(description="A short name for the idea, e.g. 'online-softmax' or 'vec4-grid-stride'.")
+    parent: str | None = Field(default=None, description="The candidate id this one improves on, if any.")
+
+
+class CandidateArgs(BaseModel):
+    candidate: str = Field(description="A candidate id (or its first 8+ characters).")
+
+
+class NoArgs(BaseModel):
+    pass
+
+
+def make_tools(ctx: ToolContext) -> list[BaseTool]:
+    """The tools bound to one turn's context."""
+
+    def resolve(prefix: str) -> str | None:
+        matches = [c["id"] for c in ctx.store.candidates() if c["id"].startswith(prefix.strip())]
+        return matches[0] if len(prefix.strip()) >= 6 and len(matches) == 1 else None
+
+    def write_kernel(source: str, strategy: str, parent: str | None = None) -> str:
+        parent_id = resolve(parent) if parent else None
+        strict = not ctx.task.allow_partial
+        report = check_candidate(source, strict=strict)
+        cid, new = ctx.store.add_candidate(source, parent_id, strategy.strip()[:40] or "unnamed",
+                                           f"{strategy.strip()[:40]}|llm", '{"why": "written by the model"}',
+                                           ctx.generation)
+        if cid not in ctx.written:
+            ctx.written.append(cid)
+        if not new:
+            judged = ctx.store.evaluation(cid)
+            return f"identical to candidate {cid[:10]}" + (
+                f", already judged: {summarize_verdict(cid, judged)}" if judged else " (not judged yet)")
+        status = "static checks pass" if report.passed else f"static checks FAIL: {report.first_failure()}"
+        return f"saved as candidate {cid[:10]} ({len(source.splitlines())} lines); {status}"
+
+    def compile_kernel(candidate: str) -> str:
+        cid = resolve(candidate)
+        if cid is None:
+            return f"no candidate {candidate!r}: use an id returned by write_kernel"
+        source = ctx.store.source_path(cid).read_text()
+        report = check_candidate(source, strict=not ctx.task.allow_partial)
+        lines = ["static checks pass" if report.passed else f"static checks FAIL: {report.first_failure()}"]
+        if report.uses_load_inline:
+            with tempfile.TemporaryDirectory() as tmp:
+                gate = compile_gate(report.cuda_sources, Path(tmp))
+            lines.append(f"nvcc: {'ok' if gate.passed else 'FAILED'}: {_trim(gate.detail, 1500)}")
+        if report.triton_kernels:
+            lines.append(f"Triton kernels {', '.join(report.triton_kernels)} compile at their first launch, "
+                         "inside check_kernel")
+        return "; ".join(lines)
+
+    def check_kernel(candidate: str) -> str:
+        cid = resolve(candidate)
+        if cid is None:
+            return f"no candidate {candidate!r}: use an id returned by write_kernel"
+        judged = ctx.store.evaluation(cid)
+        if judged is not None:
+            return "already judged: " + summarize_verdict(cid, judged)
+        spent = ctx.budget_left()
+        if spent:
+            return f"not judged: {spent}"
+        return summarize_verdict(cid, ctx.judge(cid))
+
+    def profile_kernel(candidate: str) -> str:
+        cid = resolve(candidate)
+        verdict = ctx.store.evaluation(cid) if cid else None
+        if verdict is None:
+            return f"no judged candidate {candidate!r}: check_kernel it first"
+        if not verdict.correct:
+            return summarize_verdict(cid, verdict)
+        parts = [f"time {verdict.runtime_ms:.4g} ms ({verdict.timing})"]
+        if verdict.timing == "cuda-events":
+            parts.append(f"eager {verdict.reference_runtime_ms:.4g} ms")
+            if verdict.compile_runtime_ms:
+                parts.append(f"torch.compile {verdict.compile_runtime_ms:.4g} ms")
+            if verdict.roofline_fraction is not None:
+                parts.append(f"{verdict.bound}-bound, {100 * verdict.roofline_fraction:.0f}% of the roofline, "
+                             f"{verdict.achieved_gbps:.0f} GB/s, {verdict.achieved_tflops:.1f} TFLOP/s")
+            if verdict.noise_pct is not None:
+                parts.append(f"noise {verdict.noise_pct:.1f}%")
+            tele = verdict.telemetry or {}
+            if tele.get("available"):
+                reasons = ", ".join(tele.get("throttle_reasons") or []) or "none"
+                parts.append(f"SM {tele.get('sm_clock_mhz')} MHz, {tele.get('power_w')} W, "
+                             f"{tele.get('temperature_c')} C, throttle: {reasons}")
+        else:
+            parts.append("CPU interpreter: no GPU profile here")
+        if verdict.first_call_ms is not None:
+            parts.append(f"first call (compile) {verdict.first_call_ms:.0f} ms")
+        return "; ".join(parts)
+
+    def read_result(candidate: str) -> str:
+        cid = resolve(candidate)
+        verdict = ctx.store.evaluation(cid) if cid else None
+        if verdict is None:
+            return f"no judged candidate {candidate!r}"
+        lines = [summarize_verdict(cid, verdict)]
+        lines += [f"{'pass' if c.passed else 'FAIL'} {c.name}: {_trim(c.detail, 300)}" for c in verdict.checks]
+        return "\n".join(lines)
+
+    def list_population() -> str:
+        return ctx.population()
+
+    def read_notes() -> str:
+        notes = ctx.notes()
+        return "\n".join(f"- {n}" for n in notes) if notes else "no notes yet"
+
+    specs = [
+        (write_kernel, "write_kernel", "Save a complete candidate file; returns its id and the static checks.",
+         WriteArgs),
+        (compile_kernel, "compile_kernel", "Cheap gate: static checks, and nvcc with register/spill report for "
+         "CUDA sources.", CandidateArgs),
+        (check_kernel, "check_kernel", "Ask the harness to judge a candidate (spends one evaluation).",
+         CandidateArgs),
+        (profile_kernel, "profile_kernel", "Timings, roofline and GPU telemetry of a judged candidate.",
+         CandidateArgs),
+        (read_result, "read_result", "Every harness check of a judged candidate.", CandidateArgs),
+        (list_population, "list_population", "The elites and the strategies tried so far.", NoArgs),
+        (read_notes, "read_notes", "Strategy notes from earlier generations.", NoArgs),
+    ]
+    return [StructuredTool.from_function(func=f, name=n, description=d, args_schema=a) for f, n, d, a in specs]
