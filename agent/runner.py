@@ -57,19 +57,25 @@ def _log(message: str) -> None:
 
 
 def progress_line(rt: Runtime, cid: str, verdict: Verdict) -> None:
+    """One line per judged candidate: budget used, its result, the best so far, tokens and cost."""
     spent = rt.spent()
     limit = rt.budget.max_evals
-    best = rt.store.candidates()
-    correct = [c for c in best if c["correct"]]
-    fastest = min((c["runtime_ms"] for c in correct if c["runtime_ms"] is not None), default=None)
+    correct = [c for c in rt.store.candidates() if c["correct"] and c["runtime_ms"] is not None]
     if verdict.correct:
         what = f"correct {verdict.runtime_ms:.4g} ms" + (f" ({verdict.speedup:.2f}x)" if verdict.speedup else "")
     else:
         what = f"rejected: {(verdict.reason or '')[:90]}"
-    timing = " (CPU interpreter times)" if verdict.timing == "cpu-interpreter" else ""
-    _log(f"[{spent.evaluations}/{limit if limit is not None else '-'}] {cid[:10]} {what}; "
-         f"best {fastest:.4g} ms{timing}" if fastest is not None else
-         f"[{spent.evaluations}/{limit if limit is not None else '-'}] {cid[:10]} {what}")
+    generation = (rt.store.candidate(cid) or {}).get("generation")
+    parts = [f"[{spent.evaluations}/{limit if limit is not None else '-'}]", f"gen {generation}", f"{cid[:10]} {what}"]
+    if correct:
+        top = min(correct, key=lambda c: c["runtime_ms"])
+        best = f"best {top['runtime_ms']:.4g} ms" + (f" ({top['speedup']:.2f}x)" if top["speedup"] else "")
+        parts.append(best + (" (CPU interpreter times)" if verdict.timing == "cpu-interpreter" else ""))
+    if spent.tokens_in or spent.tokens_out:
+        parts.append(f"tokens {spent.tokens_in + spent.tokens_out}")
+        if rt.budget.price_in or rt.budget.price_out:
+            parts.append(f"${spent.cost_usd(rt.budget):.2f}")
+    _log("; ".join(parts))
 
 
 def create(config: RunConfig, run_dir: Path) -> RunStore:

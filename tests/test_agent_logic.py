@@ -128,3 +128,15 @@ def test_policy_seeds_then_mutates_without_repeating() -> None:
     assert second and all(key(p["strategy"], p["params"]) not in tried for p in second)
     assert second[0]["parent"] == "id0"  # the best elite is mutated first
     assert "ModelNew" in second[0]["source"]
+
+
+def test_langgraph_json_names_a_graph_that_builds() -> None:
+    import json as _json
+
+    from conftest import ROOT
+    from kernelevo.agent.studio import make_graph
+
+    spec = _json.loads((ROOT / "langgraph.json").read_text())
+    assert spec["graphs"]["kernelevo"] == "./agent/studio.py:make_graph"
+    graph = make_graph()
+    assert {"plan", "evaluate", "select", "finalize"} <= set(graph.get_graph().nodes)

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
+from kernelevo import prompts
 from kernelevo.sandbox.cuda_gate import compile_gate
 from kernelevo.sandbox.models import Verdict
 from kernelevo.sandbox.static_checks import check_candidate
@@ -130,7 +131,11 @@ def make_tools(ctx: ToolContext) -> list[BaseTool]:
         spent = ctx.budget_left()
         if spent:
             return f"not judged: {spent}"
-        return summarize_verdict(cid, ctx.judge(cid))
+        verdict = ctx.judge(cid)
+        if verdict.correct:
+            return summarize_verdict(cid, verdict)
+        failed = next((c.name for c in verdict.checks if not c.passed), "unknown")
+        return prompts.render("repair", id=cid[:10], reason=_trim(verdict.reason or "no reason given"), check=failed)
 
     def profile_kernel(candidate: str) -> str:
         cid = resolve(candidate)
