@@ -135,7 +135,9 @@ def make_tools(ctx: ToolContext) -> list[BaseTool]:
         if verdict.correct:
             return summarize_verdict(cid, verdict)
         failed = next((c.name for c in verdict.checks if not c.passed), "unknown")
-        return prompts.render("repair", id=cid[:10], reason=_trim(verdict.reason or "no reason given"), check=failed)
+        guidance = prompts.render("repair", id=cid[:10], reason=_trim(verdict.reason or "no reason given", 300),
+                                  check=failed)
+        return summarize_verdict(cid, verdict) + "\n\n" + guidance
 
     def profile_kernel(candidate: str) -> str:
         cid = resolve(candidate)
