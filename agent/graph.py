@@ -5,6 +5,7 @@ fresh seeds). Nodes are safe to re-run after a crash: they reuse what the run st
 from __future__ import annotations
 
 import json
+import queue
 import random
 import time
 from dataclasses import dataclass, field
@@ -43,6 +44,17 @@ class Runtime:
     elapsed_before: float = 0.0
     progress: Any = None
     stopping: bool = False
+    pool: list[Evaluator] = field(default_factory=list)
+    """Evaluators pinned to distinct GPUs: several candidates in evaluation at once, one per GPU."""
+
+    def __post_init__(self) -> None:
+        self._free: queue.Queue[Evaluator] = queue.Queue()
+        for evaluator in self.pool or [self.evaluator]:
+            self._free.put(evaluator)
+
+    @property
+    def parallelism(self) -> int:
+        return max(len(self.pool), 1)
 
     def judge(self, evaluator: Evaluator, cid: str) -> Verdict:
         """Judge candidate ``cid``; raises Stopped if the run began stopping before or during it."""
@@ -63,11 +75,16 @@ class Runtime:
         verdict = self.store.evaluation(cid)
         if verdict is not None:
             return verdict
-        verdict = self.judge(self.evaluator, cid)
+        evaluator = self._free.get()  # blocks until a GPU (an evaluator) is free
+        started = time.time()
+        try:
+            verdict = self.judge(evaluator, cid)
+        finally:
+            self._free.put(evaluator)
         self.store.record_evaluation(cid, "search", verdict)
         self.store.event("verdict", cid, kind="search", correct=verdict.correct, reason=verdict.reason,
                          runtime_ms=verdict.runtime_ms, speedup=verdict.speedup, timing=verdict.timing,
-                         roofline=verdict.roofline_fraction,
+                         roofline=verdict.roofline_fraction, started=started, device=verdict.device,
                          checks_failed=[c.name for c in verdict.checks if not c.passed])
         if self.progress:
             self.progress(self, cid, verdict)

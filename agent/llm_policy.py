@@ -150,7 +150,9 @@ class LLMPolicy:
                     continue
                 break
             for call in reply.tool_calls:
-                rt.store.event("tool_call", None, name=call["name"], args=_short(call["args"], 3000),
+                subject = self._subject(call["args"])
+                written_before = len(ctx.written)
+                rt.store.event("tool_call", subject, name=call["name"], args=_short(call["args"], 3000),
                                call_id=call.get("id"))
                 tool = by_name.get(call["name"])
                 if tool is None:
@@ -160,7 +162,9 @@ class LLMPolicy:
                         result = tool.invoke(call["args"])
                     except Exception as exc:  # invalid arguments and tool failures go back to the model
                         result = f"{call['name']} failed: {type(exc).__name__}: {str(exc)[:600]}"
-                rt.store.event("tool_result", None, name=call["name"], result=_short(str(result), 3000))
+                if len(ctx.written) > written_before:
+                    subject = ctx.written[-1]
+                rt.store.event("tool_result", subject, name=call["name"], result=_short(str(result), 3000))
                 messages.append(ToolMessage(str(result), tool_call_id=call.get("id") or call["name"]))
         if self.reflect and ctx.written and not rt.stopping:
             self._reflect(ctx, view.generation)
@@ -168,6 +172,14 @@ class LLMPolicy:
                          strategy=(rt.store.candidate(cid) or {}).get("strategy") or "llm", descriptor="llm",
                          params={}, parent=(rt.store.candidate(cid) or {}).get("parent"), why="written by the model")
                 for cid in ctx.written]
+
+    def _subject(self, args: Any) -> str | None:
+        """The candidate a tool call is about (its ``candidate`` argument), for the trace."""
+        prefix = args.get("candidate") if isinstance(args, dict) else None
+        if not isinstance(prefix, str) or len(prefix.strip()) < 6:
+            return None
+        matches = [c["id"] for c in self.rt.store.candidates() if c["id"].startswith(prefix.strip())]
+        return matches[0] if len(matches) == 1 else None
 
     def _reflect(self, ctx: ToolContext, generation: int) -> None:
         results = []

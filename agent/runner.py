@@ -78,6 +78,21 @@ def progress_line(rt: Runtime, cid: str, verdict: Verdict) -> None:
     _log("; ".join(parts))
 
 
+def device_count() -> int:
+    """Evaluations that may run at once: one per visible GPU (``KERNELEVO_PARALLEL`` overrides,
+    which also lets tests simulate several devices on the CPU)."""
+    forced = os.environ.get("KERNELEVO_PARALLEL")
+    if forced:
+        return max(int(forced), 1)
+    from kernelevo.sandbox.evaluate import detect_device
+
+    if detect_device() != "cuda":
+        return 1
+    import torch
+
+    return max(torch.cuda.device_count(), 1)
+
+
 def create(config: RunConfig, run_dir: Path) -> RunStore:
     if (run_dir / "run.sqlite").exists():
         raise FileExistsError(f"{run_dir} already holds a run: use `kernelevo resume {run_dir}`")
@@ -129,12 +144,17 @@ def drive(run_dir: Path, first: bool, progress: Callable[..., Any] | None = prog
     common = dict(timeout_s=config.timeout_s, memory=config.memory, seeds=config.seeds, timing=config.timing,
                   measure_compile=config.measure_compile, compile_cache=run_dir / "cache")
     stamp = f"{int(time.time())}"
-    evaluator = Evaluator(EvalConfig(workdir=run_dir / "work" / stamp, **common))
+    count = device_count()
+    pool = [Evaluator(EvalConfig(workdir=run_dir / "work" / f"{stamp}-gpu{i}", gpu=i, **common))
+            for i in range(count)]
+    evaluator = pool[0]
+    for other in pool[1:]:
+        other.sandbox = evaluator.sandbox  # one sandbox object: a stop kills every job in flight
     final = Evaluator(EvalConfig(workdir=run_dir / "work" / f"{stamp}-final", seed_offset=FINAL_SEED_OFFSET,
                                  **common), sandbox=evaluator.sandbox)
     rt = Runtime(task=task, store=store, policy=policy, budget=config.budget, evaluator=evaluator,
                  final_evaluator=final, batch=config.batch, seed=config.seed,
-                 elapsed_before=float(store.meta("elapsed_s", 0.0)), progress=progress)
+                 elapsed_before=float(store.meta("elapsed_s", 0.0)), progress=progress, pool=pool)
     if hasattr(policy, "attach"):
         policy.attach(rt)
     def on_signal(signum: int, frame: Any) -> None:
@@ -145,13 +165,15 @@ def drive(run_dir: Path, first: bool, progress: Callable[..., Any] | None = prog
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     connection = sqlite3.connect(store.db_path, check_same_thread=False)
     app = build_graph(rt).compile(checkpointer=SqliteSaver(connection))
-    cfg = {"configurable": {"thread_id": "run"}, "recursion_limit": 100_000, "max_concurrency": 1}
+    cfg = {"configurable": {"thread_id": "run"}, "recursion_limit": 100_000,
+           "max_concurrency": rt.parallelism}
     store.set_state("running")
     store.event("decision", None, action="start" if first else "resume", policy=policy.name,
                 family=policy.describe(), budget=config.budget.model_dump())
     _log(f"{'optimizing' if first else 'resuming'} {task.name} ({task.size}) with the {policy.name} policy: "
-         f"{policy.describe()}; run folder {run_dir}")
+         f"{policy.describe()}; {rt.parallelism} evaluation(s) at once; run folder {run_dir}")
     try:
+        evaluator.reference(task)  # measured once, before any candidate, and cached for the pool
         snapshot = app.get_state(cfg)
         if first or not snapshot.values:
             app.invoke({"generation": 0, "results": [], "processed": 0, "archive": {}, "best": None}, cfg)
@@ -187,7 +209,8 @@ def drive(run_dir: Path, first: bool, progress: Callable[..., Any] | None = prog
         for s, handler in previous.items():
             signal.signal(s, handler)
         store.set_meta("elapsed_s", rt.spent().seconds)
-        evaluator.close()
+        for member in pool:
+            member.close()
         final.close()
         connection.close()
         store.close()

@@ -67,6 +67,7 @@ def test_a_scripted_model_writes_a_correct_candidate(tmp_path, cache_dir, monkey
     assert {"model_request", "model_response", "tool_call", "tool_result", "verdict", "decision"} <= kinds
     results = [e for e in events(run) if e["type"] == "tool_result"]
     assert "ACCEPTED" in results[1]["result"]  # the model saw the harness's own verdict
+    assert all(e["candidate"] == cid for e in results)  # tool events are linked to the candidate
     # the request carried the tools' schemas and the key only as a header, never in the run folder
     assert {t["function"]["name"] for t in server.requests[0]["tools"]} >= {"write_kernel", "check_kernel"}
     assert server.headers[0].get("authorization") == f"Bearer {KEY}"

@@ -125,3 +125,20 @@ def test_usage_errors(tmp_path: Path, cache_dir: Path) -> None:
     assert kernelevo(cache_dir, "optimize", "nope", "--run-dir", str(tmp_path / "r")).returncode == 2
     assert kernelevo(cache_dir, "status", str(tmp_path)).returncode == 2
     assert kernelevo(cache_dir, "optimize", "softmax", "--policy", "llm").returncode == 2
+
+
+def test_several_evaluations_run_at_once_with_several_devices(tmp_path: Path, cache_dir: Path) -> None:
+    """One evaluation per device at a time; two simulated devices overlap (the CPU stands in for GPUs)."""
+    run = tmp_path / "run"
+    environment = dict(env(cache_dir), KERNELEVO_PARALLEL="2")
+    done = subprocess.run([sys.executable, "-m", "kernelevo.agent.cli", "optimize", "relu", "--size", "small",
+                           "--max-evals", "4", "--batch", "4", "--run-dir", str(run)], capture_output=True,
+                          text=True, env=environment, cwd=ROOT, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "2 evaluation(s) at once" in done.stderr
+    verdicts = [json.loads(line) for line in kernelevo(cache_dir, "trace", str(run), "--json").stdout.splitlines()]
+    spans = [(e["started"], e["ts"]) for e in verdicts if e["type"] == "verdict" and e.get("kind") == "search"]
+    assert len(spans) == 4
+    overlapping = sum(1 for i, a in enumerate(spans) for b in spans[i + 1:] if a[0] < b[1] and b[0] < a[1])
+    assert overlapping >= 1
+    assert status(cache_dir, run)["evaluations"] == 4
