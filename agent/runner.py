@@ -4,6 +4,7 @@ stored in the run folder."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sqlite3
@@ -56,26 +57,54 @@ def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def progress_line(rt: Runtime, cid: str, verdict: Verdict) -> None:
-    """One line per judged candidate: budget used, its result, the best so far, tokens and cost."""
+def summary(rt: Runtime) -> str:
+    """The run in one line: generation, evaluations of budget, best so far, tokens and cost."""
     spent = rt.spent()
     limit = rt.budget.max_evals
-    correct = [c for c in rt.store.candidates() if c["correct"] and c["runtime_ms"] is not None]
-    if verdict.correct:
-        what = f"correct {verdict.runtime_ms:.4g} ms" + (f" ({verdict.speedup:.2f}x)" if verdict.speedup else "")
-    else:
-        what = f"rejected: {(verdict.reason or '')[:90]}"
-    generation = (rt.store.candidate(cid) or {}).get("generation")
-    parts = [f"[{spent.evaluations}/{limit if limit is not None else '-'}]", f"gen {generation}", f"{cid[:10]} {what}"]
+    rows = rt.store.candidates()
+    correct = [c for c in rows if c["correct"] and c["runtime_ms"] is not None]
+    parts = [f"gen {max((c['generation'] for c in rows), default=0)}",
+             f"{spent.evaluations}/{limit if limit is not None else '-'} evaluations"]
     if correct:
         top = min(correct, key=lambda c: c["runtime_ms"])
-        best = f"best {top['runtime_ms']:.4g} ms" + (f" ({top['speedup']:.2f}x)" if top["speedup"] else "")
-        parts.append(best + (" (CPU interpreter times)" if verdict.timing == "cpu-interpreter" else ""))
+        verdict = rt.store.evaluation(top["id"])
+        cpu = verdict is not None and verdict.timing == "cpu-interpreter"
+        parts.append(f"best {top['runtime_ms']:.4g} ms" + (f" ({top['speedup']:.2f}x)" if top["speedup"] else "")
+                     + (" (CPU interpreter)" if cpu else ""))
+    else:
+        parts.append("no correct candidate yet")
     if spent.tokens_in or spent.tokens_out:
         parts.append(f"tokens {spent.tokens_in + spent.tokens_out}")
         if rt.budget.price_in or rt.budget.price_out:
             parts.append(f"${spent.cost_usd(rt.budget):.2f}")
-    _log("; ".join(parts))
+    return " · ".join(parts)
+
+
+def progress_line(rt: Runtime, cid: str, verdict: Verdict) -> None:
+    """One line per judged candidate (log-friendly): its result, then the run's summary."""
+    if verdict.correct:
+        what = f"correct {verdict.runtime_ms:.4g} ms" + (f" ({verdict.speedup:.2f}x)" if verdict.speedup else "")
+    else:
+        what = f"rejected: {(verdict.reason or '')[:90]}"
+    _log(f"{cid[:10]} {what} | {summary(rt)}")
+
+
+class LiveProgress:
+    """On a terminal: the per-candidate lines above a status line that updates in place."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+
+        self.console = Console(stderr=True)
+        self.status = self.console.status("measuring the reference and judging the first candidates", spinner="dots")
+
+    def __call__(self, rt: Runtime, cid: str, verdict: Verdict) -> None:
+        if verdict.correct:
+            what = f"correct {verdict.runtime_ms:.4g} ms" + (f" ({verdict.speedup:.2f}x)" if verdict.speedup else "")
+        else:
+            what = f"rejected: {(verdict.reason or '')[:90]}"
+        self.console.print(f"{cid[:10]} {what}", markup=False, highlight=False)
+        self.status.update(summary(rt))
 
 
 def device_count() -> int:
@@ -104,8 +133,14 @@ def create(config: RunConfig, run_dir: Path) -> RunStore:
     return store
 
 
-def drive(run_dir: Path, first: bool, progress: Callable[..., Any] | None = progress_line) -> int:
+def default_progress() -> Callable[..., Any]:
+    return LiveProgress() if sys.stderr.isatty() else progress_line
+
+
+def drive(run_dir: Path, first: bool, progress: Callable[..., Any] | None = None) -> int:
     """Run (or resume) the optimizer on ``run_dir`` until it finishes, fails or is stopped."""
+    if progress is None:
+        progress = default_progress()
     store = RunStore(run_dir)
     if not store.acquire():
         store.close()
@@ -175,10 +210,12 @@ def drive(run_dir: Path, first: bool, progress: Callable[..., Any] | None = prog
     try:
         evaluator.reference(task)  # measured once, before any candidate, and cached for the pool
         snapshot = app.get_state(cfg)
-        if first or not snapshot.values:
-            app.invoke({"generation": 0, "results": [], "processed": 0, "archive": {}, "best": None}, cfg)
-        elif snapshot.next:
-            app.invoke(None, cfg)
+        live = progress.status if isinstance(progress, LiveProgress) else contextlib.nullcontext()
+        with live:
+            if first or not snapshot.values:
+                app.invoke({"generation": 0, "results": [], "processed": 0, "archive": {}, "best": None}, cfg)
+            elif snapshot.next:
+                app.invoke(None, cfg)
         values = app.get_state(cfg).values
         result = values.get("final")
         store.set_meta("best", result)

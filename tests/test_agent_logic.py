@@ -140,3 +140,20 @@ def test_langgraph_json_names_a_graph_that_builds() -> None:
     assert spec["graphs"]["kernelevo"] == "./agent/studio.py:make_graph"
     graph = make_graph()
     assert {"plan", "evaluate", "select", "finalize"} <= set(graph.get_graph().nodes)
+
+
+def test_progress_summary_reads_like_a_status_line(tmp_path: Path) -> None:
+    from kernelevo.agent.graph import Runtime
+    from kernelevo.agent.runner import summary
+
+    store = RunStore(tmp_path / "run")
+    rt = Runtime(task=load_task("relu", "small"), store=store, policy=BuiltinPolicy(),
+                 budget=Budget(max_evals=10, price_in=2.0, price_out=8.0), evaluator=None, final_evaluator=None)
+    assert summary(rt) == "gen 0 · 0/10 evaluations · no correct candidate yet"
+    cid, _ = store.add_candidate("x = 1\n", None, "blocked", "blocked|w4", "{}", 2)
+    store.record_evaluation(cid, "search", Verdict(task="t", candidate="c", size="small", compiled=True, correct=True,
+                                                   reason=None, checks=[], device="H200", isolation={},
+                                                   runtime_ms=1.25, speedup=1.6, timing="cuda-events"))
+    store.set_meta("tokens_in", 1000)
+    store.set_meta("tokens_out", 500)
+    assert summary(rt) == "gen 2 · 1/10 evaluations · best 1.25 ms (1.60x) · tokens 1500 · $0.01"
