@@ -55,6 +55,19 @@ def _fail(message: str, code: int, as_json: bool) -> None:
     raise typer.Exit(code)
 
 
+def _load_task(task: str, size: SizeChoice | None, memory: str | None, as_json: bool):  # noqa: ANN202
+    """Check --memory and load TASK at --size (small without a GPU); bad input exits 2."""
+    from kernelevo.sandbox.isolation import parse_size
+    from kernelevo.tasks import TaskError, load_task
+
+    try:
+        if memory:
+            parse_size(memory)
+        return load_task(task, (size.value if size else _default_size()))  # type: ignore[arg-type]
+    except (TaskError, ValueError) as exc:
+        _fail(str(exc), EXIT_USAGE, as_json)
+
+
 def _default_size() -> str:
     from kernelevo.sandbox.evaluate import detect_device
 
@@ -88,15 +101,8 @@ def eval_command(
       kernelevo eval my_task.py my_kernel.py --json --timeout 120 --memory 8g
     """
     from kernelevo.sandbox.evaluate import EvalConfig, EvalError, Evaluator
-    from kernelevo.sandbox.isolation import parse_size
-    from kernelevo.tasks import TaskError, load_task
 
-    try:
-        if memory:
-            parse_size(memory)
-        loaded = load_task(task, (size.value if size else _default_size()))  # type: ignore[arg-type]
-    except (TaskError, ValueError) as exc:
-        _fail(str(exc), EXIT_USAGE, as_json)
+    loaded = _load_task(task, size, memory, as_json)
     if not candidate.is_file():
         _fail(f"candidate file not found: {candidate}", EXIT_USAGE, as_json)
     config = EvalConfig(timeout_s=timeout, memory=memory, seeds=seeds, gpu=gpu, workdir=workdir,
@@ -195,20 +201,13 @@ def optimize_command(
     """
     from kernelevo.agent.budget import Budget
     from kernelevo.agent.runner import RunConfig, create, drive
-    from kernelevo.sandbox.isolation import parse_size
-    from kernelevo.tasks import TaskError, load_task
 
     chosen = policy.value if policy else ("llm" if model else "builtin")
     if chosen == "llm" and not model:
         _fail("--policy llm needs --model NAME (and usually --base-url URL)", EXIT_USAGE, False)
     if chosen == "builtin" and model:
         _fail("--model goes with the LLM policy, not --policy builtin", EXIT_USAGE, False)
-    try:
-        if memory:
-            parse_size(memory)
-        loaded = load_task(task, (size.value if size else _default_size()))  # type: ignore[arg-type]
-    except (TaskError, ValueError) as exc:
-        _fail(str(exc), EXIT_USAGE, False)
+    loaded = _load_task(task, size, memory, False)
     folder = run_dir or _run_dir_for(task)
     budget = Budget(max_evals=max_evals, max_minutes=max_minutes, max_tokens=max_tokens, max_cost_usd=max_cost_usd,
                     price_in=price_in, price_out=price_out)

@@ -80,13 +80,18 @@ def summary(rt: Runtime) -> str:
     return " · ".join(parts)
 
 
-def progress_line(rt: Runtime, cid: str, verdict: Verdict) -> None:
-    """One line per judged candidate (log-friendly): its result, then the run's summary."""
+def result_words(cid: str, verdict: Verdict) -> str:
+    """A judged candidate in a few words: its time and speedup, or why it was rejected."""
     if verdict.correct:
         what = f"correct {verdict.runtime_ms:.4g} ms" + (f" ({verdict.speedup:.2f}x)" if verdict.speedup else "")
     else:
         what = f"rejected: {(verdict.reason or '')[:90]}"
-    _log(f"{cid[:10]} {what} | {summary(rt)}")
+    return f"{cid[:10]} {what}"
+
+
+def progress_line(rt: Runtime, cid: str, verdict: Verdict) -> None:
+    """One line per judged candidate (log-friendly): its result, then the run's summary."""
+    _log(f"{result_words(cid, verdict)} | {summary(rt)}")
 
 
 class LiveProgress:
@@ -99,11 +104,7 @@ class LiveProgress:
         self.status = self.console.status("measuring the reference and judging the first candidates", spinner="dots")
 
     def __call__(self, rt: Runtime, cid: str, verdict: Verdict) -> None:
-        if verdict.correct:
-            what = f"correct {verdict.runtime_ms:.4g} ms" + (f" ({verdict.speedup:.2f}x)" if verdict.speedup else "")
-        else:
-            what = f"rejected: {(verdict.reason or '')[:90]}"
-        self.console.print(f"{cid[:10]} {what}", markup=False, highlight=False)
+        self.console.print(result_words(cid, verdict), markup=False, highlight=False)
         self.status.update(summary(rt))
 
 

@@ -33,6 +33,17 @@ import triton
 import triton.language as tl
 '''
 
+# Every candidate's ModelNew: make the input contiguous, then the strategy's allocation and launch.
+MODEL = '''
+
+class ModelNew(nn.Module):
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+{body}'''
+
 UNARY_BLOCKED = '''
 
 @triton.jit
@@ -41,19 +52,11 @@ def unary_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     mask = offs < n
     x = tl.load(x_ptr + offs, mask=mask).to(tl.float32)
     tl.store(y_ptr + offs, ({expr}).to(y_ptr.dtype.element_ty), mask=mask)
-
-
-class ModelNew(nn.Module):
-    def __init__(self, *args, **kwargs):
-        super().__init__()
-
-    def forward(self, x):
-        x = x.contiguous()
-        y = torch.empty_like(x)
+''' + MODEL.replace("{body}", '''        y = torch.empty_like(x)
         n = x.numel()
         unary_kernel[(triton.cdiv(n, {BLOCK}),)](x, y, n, BLOCK={BLOCK}, num_warps={num_warps})
         return y
-'''
+''')
 
 UNARY_PERSISTENT = '''
 
@@ -67,20 +70,12 @@ def unary_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
         mask = offs < n
         x = tl.load(x_ptr + offs, mask=mask).to(tl.float32)
         tl.store(y_ptr + offs, ({expr}).to(y_ptr.dtype.element_ty), mask=mask)
-
-
-class ModelNew(nn.Module):
-    def __init__(self, *args, **kwargs):
-        super().__init__()
-
-    def forward(self, x):
-        x = x.contiguous()
-        y = torch.empty_like(x)
+''' + MODEL.replace("{body}", '''        y = torch.empty_like(x)
         n = x.numel()
         programs = max(1, min(triton.cdiv(n, {BLOCK}), {programs}))
         unary_kernel[(programs,)](x, y, n, BLOCK={BLOCK}, num_warps={num_warps})
         return y
-'''
+''')
 
 ROW_ONLINE = '''
 
@@ -112,20 +107,12 @@ def row_kernel(x_ptr, y_ptr, n_cols, BLOCK: tl.constexpr, LOG: tl.constexpr):
         else:
             y = tl.exp(x - row_max) / row_sum
         tl.store(y_row + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
-
-
-class ModelNew(nn.Module):
-    def __init__(self, *args, **kwargs):
-        super().__init__()
-
-    def forward(self, x):
-        x = x.contiguous()
-        n_cols = x.shape[-1]
+''' + MODEL.replace("{body}", '''        n_cols = x.shape[-1]
         rows = x.numel() // max(n_cols, 1)
         y = torch.empty_like(x)
         row_kernel[(rows,)](x, y, n_cols, BLOCK={BLOCK}, LOG={log}, num_warps={num_warps})
         return y
-'''
+''')
 
 ROW_REGISTERS = '''
 
@@ -144,15 +131,7 @@ def row_kernel(x_ptr, y_ptr, n_cols, BLOCK: tl.constexpr, LOG: tl.constexpr):
     else:
         y = e / total
     tl.store(y_ptr + row * n_cols + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
-
-
-class ModelNew(nn.Module):
-    def __init__(self, *args, **kwargs):
-        super().__init__()
-
-    def forward(self, x):
-        x = x.contiguous()
-        n_cols = x.shape[-1]
+''' + MODEL.replace("{body}", '''        n_cols = x.shape[-1]
         rows = x.numel() // max(n_cols, 1)
         y = torch.empty_like(x)
         block = max(triton.next_power_of_2(n_cols), 16)
@@ -160,7 +139,7 @@ class ModelNew(nn.Module):
             raise ValueError("row too long for the registers strategy")
         row_kernel[(rows,)](x, y, n_cols, BLOCK=block, LOG={log}, num_warps={num_warps})
         return y
-'''
+''')
 
 ROW_REDUCE = '''
 
@@ -187,20 +166,12 @@ def reduce_kernel(x_ptr, y_ptr, n_cols, BLOCK: tl.constexpr, IS_MAX: tl.constexp
     else:
         result = tl.sum(acc, axis=0)
     tl.store(y_ptr + row, result.to(y_ptr.dtype.element_ty))
-
-
-class ModelNew(nn.Module):
-    def __init__(self, *args, **kwargs):
-        super().__init__()
-
-    def forward(self, x):
-        x = x.contiguous()
-        n_cols = x.shape[-1]
+''' + MODEL.replace("{body}", '''        n_cols = x.shape[-1]
         rows = x.numel() // max(n_cols, 1)
         y = torch.empty(x.shape[:-1], dtype=x.dtype, device=x.device)
         reduce_kernel[(rows,)](x, y, n_cols, BLOCK={BLOCK}, IS_MAX={is_max}, num_warps={num_warps})
         return y
-'''
+''')
 
 STRATEGIES = {
     "unary": ["blocked", "persistent"],
