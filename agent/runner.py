@@ -108,9 +108,14 @@ class LiveProgress:
         self.status.update(summary(rt))
 
 
+JOBS_PER_GPU = 2
+"""Evaluations in flight per GPU: while one holds the GPU (its lock), the next starts its process
+(Python, torch and triton imports), so the GPU waits less between evaluations."""
+
+
 def device_count() -> int:
-    """Evaluations that may run at once: one per visible GPU (``KERNELEVO_PARALLEL`` overrides,
-    which also lets tests simulate several devices on the CPU)."""
+    """Visible GPUs (``KERNELEVO_PARALLEL`` overrides, which also lets tests simulate several
+    devices on the CPU)."""
     forced = os.environ.get("KERNELEVO_PARALLEL")
     if forced:
         return max(int(forced), 1)
@@ -121,6 +126,16 @@ def device_count() -> int:
     import torch
 
     return max(torch.cuda.device_count(), 1)
+
+
+def evaluator_slots() -> list[int]:
+    """The GPU of each evaluator in the pool: ``JOBS_PER_GPU`` per GPU (``KERNELEVO_JOBS_PER_GPU``
+    overrides); one per simulated device on the CPU."""
+    count = device_count()
+    from kernelevo.sandbox.evaluate import detect_device
+
+    per_gpu = int(os.environ.get("KERNELEVO_JOBS_PER_GPU", JOBS_PER_GPU)) if detect_device() == "cuda" else 1
+    return [gpu for gpu in range(count) for _ in range(max(per_gpu, 1))]
 
 
 def create(config: RunConfig, run_dir: Path) -> RunStore:
@@ -180,16 +195,15 @@ def drive(run_dir: Path, first: bool, progress: Callable[..., Any] | None = None
     common = dict(timeout_s=config.timeout_s, memory=config.memory, seeds=config.seeds, timing=config.timing,
                   measure_compile=config.measure_compile, compile_cache=run_dir / "cache")
     stamp = f"{int(time.time())}"
-    count = device_count()
-    pool = [Evaluator(EvalConfig(workdir=run_dir / "work" / f"{stamp}-gpu{i}", gpu=i, **common))
-            for i in range(count)]
+    pool = [Evaluator(EvalConfig(workdir=run_dir / "work" / f"{stamp}-slot{n}-gpu{gpu}", gpu=gpu, **common))
+            for n, gpu in enumerate(evaluator_slots())]
     evaluator = pool[0]
     for other in pool[1:]:
         other.sandbox = evaluator.sandbox  # one sandbox object: a stop kills every job in flight
     final = Evaluator(EvalConfig(workdir=run_dir / "work" / f"{stamp}-final", seed_offset=FINAL_SEED_OFFSET,
                                  **common), sandbox=evaluator.sandbox)
     rt = Runtime(task=task, store=store, policy=policy, budget=config.budget, evaluator=evaluator,
-                 final_evaluator=final, batch=config.batch, seed=config.seed,
+                 final_evaluator=final, batch=max(config.batch, len(pool)), seed=config.seed,
                  elapsed_before=float(store.meta("elapsed_s", 0.0)), progress=progress, pool=pool)
     if hasattr(policy, "attach"):
         policy.attach(rt)

@@ -3,6 +3,7 @@ candidate run, then the verdict. The optimizer process never imports candidate c
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import sys
@@ -154,12 +155,23 @@ class Evaluator:
             memory_bytes=memory, memory_text=self.config.memory if memory else None,
             pids_limit=self.config.pids_limit, env=self._env(),
             writable=[self.compile_cache], hidden=[self.config.cache_dir.resolve(), self.workspace],
+            device_lock=self.device_lock_path(),
         )
         return job, spec
 
     # the clean reference ------------------------------------------------------------------------
     def _device_label(self) -> str:
         return gpu_name(self.config.gpu) if self.device == "cuda" else "cpu"
+
+    def device_lock_path(self) -> Path | None:
+        """The lock shared by every job on this evaluator's GPU (None on the CPU: interpreter times mean
+        nothing, so CPU jobs need not wait for each other)."""
+        if self.device != "cuda":
+            return None
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        ids = [v.strip() for v in visible.split(",")] if visible else None
+        physical = ids[self.config.gpu] if ids else str(self.config.gpu)
+        return self.config.cache_dir / "locks" / f"gpu-{cache.slug(physical)}.lock"
 
     def ceilings_path(self) -> Path:
         import torch
@@ -174,6 +186,14 @@ class Evaluator:
                            self._device_label(), torch.__version__,
                            task.dtype, self.config.measure_compile, self.config.timing.model_dump(), 2)
         path = self.config.cache_dir / "references" / f"{cache.slug(task.name)}-{key}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # One reference job per task at a time, across evaluators and processes: the others wait for
+        # its result instead of measuring the same thing again.
+        with open(path.with_suffix(".lock"), "a+") as lock:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+            return self._reference(task, path)
+
+    def _reference(self, task: Task, path: Path) -> tuple[ReferenceResult, Ceilings | None]:
         ceilings = cache.load(self.ceilings_path(), Ceilings) if self.device == "cuda" else None
         cached = cache.load(path, ReferenceResult)
         if cached is not None and (self.device == "cpu" or ceilings is not None):

@@ -501,6 +501,8 @@ def main(argv: list[str] | None = None) -> int:
     started_at = time.time()
     argv = sys.argv[1:] if argv is None else argv
     key = sys.stdin.readline().strip().encode()
+    # Started (Python, torch, triton imported); wait until the sandbox lets this job onto the GPU.
+    sys.stdin.readline()
     job = Job.model_validate_json(Path(argv[0]).read_text())
     faulthandler.enable(all_threads=False)
     progress = _Progress(Path(argv[0]).with_name("progress"))

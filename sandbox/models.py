@@ -166,6 +166,10 @@ class Isolation(BaseModel):
     pids_limit: int | None = None
     timeout_s: float | None = None
     env: str = "scrubbed"
+    device_lock: str | None = None
+    """The GPU lock the job ran under (jobs sharing it never overlap on the GPU)."""
+    device_lock_wait_s: float | None = None
+    """Seconds the started process waited for that lock (not counted in its timeout or wall time)."""
     warnings: list[str] = Field(default_factory=list)
 
     def summary(self) -> str:

@@ -9,6 +9,7 @@ result comes back through a file, signed with a key sent on stdin.
 
 from __future__ import annotations
 
+import fcntl
 import hmac
 import json
 import os
@@ -20,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 from hashlib import sha256
 from pathlib import Path
+from typing import Any
 
 from kernelevo.sandbox import isolation
 from kernelevo.sandbox.models import HarnessResult, Isolation, JobOutcome
@@ -57,6 +59,28 @@ class RunSpec:
     env: dict[str, str] = field(default_factory=dict)
     writable: list[Path] = field(default_factory=list)
     hidden: list[Path] = field(default_factory=list)
+    device_lock: Path | None = None
+    """A lock file for the job's GPU. The process starts (Python, torch, triton) at once, then waits
+    on its stdin until this sandbox holds the lock, and runs its GPU work while the lock is held:
+    jobs that share a GPU, from any kernelevo process on the machine, never overlap on it, and no
+    job's timeout counts the wait. Candidate code runs only after the lock is taken and cannot
+    release it: the lock belongs to this (trusted) process."""
+
+
+def _take_lock(path: Path, proc: subprocess.Popen) -> tuple[Any, float]:
+    """Hold an exclusive flock on ``path`` (waiting while another job holds it); stop waiting if
+    ``proc`` died meanwhile (e.g. killed by a stop). Returns the open file and the seconds waited."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = open(path, "a+")  # noqa: SIM115 - held until the job ends
+    began = time.monotonic()
+    while True:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return handle, time.monotonic() - began
+        except BlockingIOError:
+            if proc.poll() is not None:
+                return handle, time.monotonic() - began
+            time.sleep(0.02)
 
 
 def _process_tree(root: int) -> list[int]:
@@ -146,15 +170,22 @@ class ProcessSandbox:
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
                                     cwd=spec.job_dir, env=env, start_new_session=True)
-            try:
-                assert proc.stdin is not None
-                proc.stdin.write((key + "\n").encode())
-                proc.stdin.close()
-            except BrokenPipeError:
-                pass
             watch.start(proc.pid)
             with self._active_lock:
                 self._active[proc.pid] = (proc, cgroup)
+            lock = None
+            try:
+                assert proc.stdin is not None
+                proc.stdin.write((key + "\n").encode())
+                proc.stdin.flush()
+                if spec.device_lock is not None:
+                    iso.device_lock = str(spec.device_lock)
+                    lock, waited = _take_lock(spec.device_lock, proc)
+                    iso.device_lock_wait_s = round(waited, 3)
+                proc.stdin.write(b"go\n")
+                proc.stdin.close()
+            except BrokenPipeError:
+                pass
             try:
                 returncode = proc.wait(timeout=spec.timeout_s)
                 timed_out = False
@@ -166,9 +197,12 @@ class ProcessSandbox:
                 self._kill(proc, cgroup)
                 with self._active_lock:
                     self._active.pop(proc.pid, None)
+                if lock is not None:
+                    lock.close()  # closing the file releases the flock
             if returncode is None:
                 returncode = proc.wait()
-        wall = time.monotonic() - began
+        # The wall time the job itself took: start-up, then everything after it was let onto the GPU.
+        wall = time.monotonic() - began - (iso.device_lock_wait_s or 0.0)
         outcome = JobOutcome(returncode=returncode, timed_out=timed_out, wall_s=wall, isolation=iso)
         if cgroup is not None:
             outcome.out_of_memory = cgroup.oom_killed()

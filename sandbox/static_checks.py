@@ -55,8 +55,11 @@ FORBIDDEN_BUILTINS = {
 
 ALLOWED_DUNDERS = {"__init__", "__name__", "__qualname__", "__doc__"}
 
-# torch functions that allocate, describe or reshape without computing the task's work.
+# torch functions that allocate, describe or reshape without computing the task's work. Random
+# fills are here because candidates create their parameters the way the reference does (the same
+# calls under the same seed); random numbers never compute a task's answer.
 TORCH_GLUE = {
+    "randn", "rand", "randint", "randperm", "randn_like", "rand_like", "randint_like", "normal",
     "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full",
     "full_like", "arange", "tensor", "as_tensor", "is_tensor", "numel", "finfo", "iinfo",
     "get_default_dtype", "no_grad", "inference_mode", "enable_grad", "device", "dtype", "Size",

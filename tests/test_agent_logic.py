@@ -83,34 +83,64 @@ def test_the_run_lock_is_exclusive(tmp_path: Path) -> None:
     assert second.acquire()
 
 
-@pytest.mark.parametrize(("name", "kind"), [("relu", "unary"), ("softmax", "softmax"),
-                                             ("log_softmax", "log_softmax"), ("row_sum", "sum"), ("row_max", "max")])
-def test_recognises_builtin_families(name: str, kind: str) -> None:
-    assert recognise(load_task(name, "small")).kind == kind
-
-
-@pytest.mark.parametrize(("body", "kind", "op"), [
-    ("self.f = nn.Softmax(dim=-1)\n    def forward(self, x):\n        return self.f(x)", "softmax", None),
-    ("pass\n    def forward(self, x):\n        return x.sigmoid()", "unary", "sigmoid"),
-    ("pass\n    def forward(self, x):\n        return torch.nn.functional.silu(x)", "unary", "silu"),
-    ("pass\n    def forward(self, x):\n        return x.sum(dim=-1)", "sum", None),
+@pytest.mark.parametrize(("name", "kind", "ops"), [
+    ("relu", "pointwise", ["relu"]), ("elementwise_chain", "pointwise", ["mul", "add", "gelu", "sigmoid", "mul", "mul",
+                                                                         "sub"]),
+    ("swiglu", "pointwise", ["silu", "mul"]), ("softmax", "row", ["softmax"]), ("log_softmax", "row", ["log_softmax"]),
+    ("row_sum", "row", ["sum"]), ("row_max", "row", ["amax"]), ("row_argmax", "row", ["argmax"]),
+    ("layernorm", "row", ["layer_norm"]), ("rmsnorm", "row", ["square", "mean", "add", "rsqrt", "mul", "mul"]),
+    ("cross_entropy", "cross_entropy", ["cross_entropy"]),
 ])
-def test_families_are_recognised_by_structure_not_name(tmp_path: Path, body: str, kind: str, op: str | None) -> None:
+def test_recognises_builtin_tasks(name: str, kind: str, ops: list[str]) -> None:
+    plan = recognise(load_task(name, "full"))
+    assert (plan.kind, plan.ops) == (kind, ops)
+
+
+def test_plans_carry_the_full_size_shapes() -> None:
+    plan = recognise(load_task("rmsnorm", "full"))
+    assert (plan.rows, plan.cols, plan.dtype) == (131072, 8192, "bfloat16")
+    assert recognise(load_task("swiglu", "full")).cols == 16384  # half of the chunked input
+
+
+@pytest.mark.parametrize(("body", "kind", "ops"), [
+    ("self.f = nn.Softmax(dim=-1)\n    def forward(self, x):\n        return self.f(x)", "row", ["softmax"]),
+    ("pass\n    def forward(self, x):\n        return x.sigmoid()", "pointwise", ["sigmoid"]),
+    ("pass\n    def forward(self, x):\n        return torch.nn.functional.silu(x) * 2", "pointwise", ["silu", "mul"]),
+    ("pass\n    def forward(self, x):\n        return x.sum(dim=-1)", "row", ["sum"]),
+    ("pass\n    def forward(self, x):\n        return x - x.mean(-1, keepdim=True)", "row", ["mean", "sub"]),
+])
+def test_families_are_recognised_by_structure_not_name(tmp_path: Path, body: str, kind: str, ops: list[str]) -> None:
     path = tmp_path / "my_mystery_layer.py"
     path.write_text("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n    def __init__(self):\n"
                     f"        super().__init__()\n        {body}\n\n"
                     "def get_inputs():\n    return [torch.randn(4, 33)]\n\ndef get_init_inputs():\n    return []\n")
-    family = recognise(load_task(str(path), "small"))
-    assert (family.kind, family.op) == (kind, op)
+    plan = recognise(load_task(str(path), "small"))
+    assert (plan.kind, plan.ops) == (kind, ops)
 
 
-@pytest.mark.parametrize(("name", "words"), [("layernorm", "no built-in template for `norm`"),
-                                              ("elementwise_chain", "runs 7 ops"),
-                                              ("cross_entropy", "single-input"),
-                                              ("row_argmax", "argmax")])
+@pytest.mark.parametrize(("name", "words"), [("attention", "no template for `scaled_dot_product_attention`"),
+                                              ("conv_relu_scale", "Conv2d")])
 def test_uncovered_tasks_say_why(name: str, words: str) -> None:
     with pytest.raises(CannotCover, match=words):
         recognise(load_task(name, "small"))
+
+
+@pytest.mark.parametrize(("forward", "words"), [
+    ("return x.sum(dim=0)", "over dim 0"),
+    ("return x - x.sum(-1)", "without keepdim"),  # runs only because the input is square; wrong per row
+    ("return x ** 1.7", "exponent 1.7"),
+    ("return x[:, :3] * 2", "indexes a tensor"),
+    ("return torch.cumsum(x, -1)", "no template for `cumsum`"),
+    ("return x.t() * 2", "no template for `t`"),
+])
+def test_structures_outside_the_templates_say_why(tmp_path: Path, forward: str, words: str) -> None:
+    path = tmp_path / "odd.py"
+    shape = "6, 6" if "sum(-1)" in forward else "5, 7"
+    path.write_text("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n"
+                    f"    def forward(self, x):\n        {forward}\n\n"
+                    f"def get_inputs():\n    return [torch.randn({shape})]\n\ndef get_init_inputs():\n    return []\n")
+    with pytest.raises(CannotCover, match=words):
+        recognise(load_task(str(path), "small"))
 
 
 def test_policy_seeds_then_mutates_without_repeating() -> None:

@@ -139,3 +139,60 @@ def test_no_cgroups_are_left_behind(tmp_path: Path) -> None:
     mine = [p for p in list((root / "memory").glob("kernelevo-*")) + list((root / "kernelevo").glob("kernelevo-*"))
             if p.name.split("-")[1] == str(os.getpid())]
     assert not mine
+
+
+def test_jobs_sharing_a_device_lock_never_overlap_and_the_wait_is_not_timed(tmp_path: Path) -> None:
+    """Three jobs on one GPU lock: each starts at once, runs only while it holds the lock, and the
+    time spent waiting for it counts neither in its timeout (1.8 s here, for 1 s of work each) nor
+    in its wall time."""
+    import threading
+
+    code = ("import sys, time\n"
+            "sys.stdin.readline(); sys.stdin.readline()  # the key, then the go-ahead\n"
+            "t0 = time.time(); time.sleep(1.0)\n"
+            "open('span.txt', 'w').write(f'{t0} {time.time()}')\n")
+    lock = tmp_path / "locks" / "gpu-0.lock"
+    outcomes = {}
+
+    def job(n: int) -> None:
+        script = tmp_path / f"job{n}" / "script.py"
+        script.parent.mkdir(parents=True)
+        script.write_text(code)
+        spec = RunSpec(cmd=[sys.executable, str(script)], job_dir=script.parent, result_path=script.parent / "r.json",
+                       env=isolation.scrubbed_env({}), timeout_s=1.8, device_lock=lock)
+        outcomes[n] = ProcessSandbox().run(spec)
+
+    threads = [threading.Thread(target=job, args=(n,)) for n in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not any(o.timed_out for o in outcomes.values())
+    spans = sorted(tuple(map(float, (tmp_path / f"job{n}" / "span.txt").read_text().split())) for n in range(3))
+    assert all(a[1] <= b[0] + 0.01 for a, b in zip(spans, spans[1:]))  # one after another, never together
+    waits = sorted(o.isolation.device_lock_wait_s for o in outcomes.values())
+    assert waits[-1] > 1.5 and all(o.wall_s < 1.8 + 1.5 for o in outcomes.values())
+    assert {o.isolation.device_lock for o in outcomes.values()} == {str(lock)}
+
+
+def test_a_job_killed_while_waiting_for_the_device_lock_frees_its_thread(tmp_path: Path) -> None:
+    import fcntl
+    import threading
+
+    lock = tmp_path / "gpu.lock"
+    holder = open(lock, "a+")  # another job holds the GPU
+    fcntl.flock(holder.fileno(), fcntl.LOCK_EX)
+    sandbox = ProcessSandbox()
+    script = tmp_path / "job" / "script.py"
+    script.parent.mkdir()
+    script.write_text("import sys\nsys.stdin.readline(); sys.stdin.readline()\n")
+    spec = RunSpec(cmd=[sys.executable, str(script)], job_dir=script.parent, result_path=script.parent / "r.json",
+                   env=isolation.scrubbed_env({}), timeout_s=30, device_lock=lock)
+    done = []
+    thread = threading.Thread(target=lambda: done.append(sandbox.run(spec)))
+    thread.start()
+    time.sleep(1.0)
+    sandbox.kill_all()  # a stop (SIGINT/SIGTERM) while the job waits
+    thread.join(timeout=10)
+    holder.close()
+    assert done and done[0].returncode is not None and done[0].returncode != 0

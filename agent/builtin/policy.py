@@ -1,71 +1,116 @@
-"""The built-in policy (no LLM): a parameter search over Triton templates for the families that
-:mod:`recognize` covers. Generation 0 tries heuristic seeds; later generations mutate the archive's
-elites one parameter at a time, or switch strategy, never repeating a parameter set."""
+"""The built-in policy (no LLM): a search over Triton templates generated from the reference's structure.
+
+Generation 0 tries seeds chosen by heuristics from the shapes and dtype; later generations mutate
+the archive's elites one parameter at a time (block sizes, rows per program, warps), or switch
+strategy, never repeating a parameter set. An empty proposal means the neighbourhood of every elite
+has been tried: the search has converged.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from kernelevo.agent.archive import best, select_parents
-from kernelevo.agent.builtin.recognize import Family, recognise
-from kernelevo.agent.builtin.templates import STRATEGIES, render
+from kernelevo.agent.builtin.codegen import online_pairs
+from kernelevo.agent.builtin.recognize import Plan, recognise
+from kernelevo.agent.builtin.templates import MAX_REGISTER_BLOCK, STRATEGIES, WHY_STRATEGY, render
 from kernelevo.agent.policy import Proposal, SearchView
 from kernelevo.tasks.task import Task
 
-BLOCKS = [256, 512, 1024, 2048, 4096, 8192]
-WARPS = [1, 2, 4, 8, 16]
-PROGRAMS = [264, 528, 1056, 2112]  # multiples of the H200's 132 SMs
-
-SEEDS: dict[str, list[tuple[str, dict[str, int]]]] = {
-    "unary": [("blocked", {"BLOCK": 1024, "num_warps": 4}), ("blocked", {"BLOCK": 4096, "num_warps": 8}),
-              ("persistent", {"BLOCK": 2048, "num_warps": 8, "programs": 1056})],
-    "softmax": [("online", {"BLOCK": 2048, "num_warps": 8}), ("registers", {"num_warps": 16}),
-                ("online", {"BLOCK": 4096, "num_warps": 16})],
-    "sum": [("blocked-reduce", {"BLOCK": 1024, "num_warps": 4}), ("blocked-reduce", {"BLOCK": 4096, "num_warps": 8})],
+STEPS: dict[str, list[int]] = {
+    "BLOCK_R": [1, 2, 4, 8, 16, 32, 64],
+    "BLOCK_C": [64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384],
+    "num_warps": [1, 2, 4, 8, 16, 32],
 }
-SEEDS["log_softmax"] = SEEDS["softmax"]
-SEEDS["max"] = SEEDS["sum"]
-
-WHY_STRATEGY = {
-    "blocked": "one program per block of elements: the simplest coalesced pass, 16-byte loads when BLOCK allows",
-    "persistent": "a fixed grid of a few programs per SM that strides over the tensor: fewer launches of "
-                  "programs, better for very large tensors",
-    "online": "online softmax over column blocks: two reads and one write per element, any row length",
-    "registers": "the whole row in registers: one read and one write, for rows up to 16384",
-    "blocked-reduce": "one program per row with a vector accumulator: one read per element",
-}
+ELEMENTS_PER_THREAD = 16
+"""Registers strategy: aim for this many elements of a tile per thread (fp32 registers stay below spills)."""
 
 
 def key(strategy: str, params: dict[str, Any]) -> str:
     return strategy + json.dumps(params, sort_keys=True)
 
 
+def next_pow2(n: int) -> int:
+    return 1 << max(int(n) - 1, 0).bit_length()
+
+
+def _clamp(value: int, name: str) -> int:
+    values = STEPS[name]
+    return min(values, key=lambda v: abs(v - value))
+
+
+def seeds(plan: Plan) -> list[tuple[str, dict[str, Any], str]]:
+    """Starting points from the shapes: (strategy, params, why)."""
+    out: list[tuple[str, dict[str, Any], str]] = []
+    if plan.kind == "pointwise":
+        flat = plan.program is not None and plan.program.main_chunks == 1 and all(
+            o.kind == "row" for o in plan.program.operands)
+        if flat:
+            for block, warps in ((2048, 4), (4096, 8), (1024, 4), (8192, 8)):
+                out.append(("tiled", {"BLOCK_C": block, "num_warps": warps},
+                            f"seed: flat tiles of {block} elements ({block // (warps * 32)} per thread)"))
+        else:
+            block_c = min(next_pow2(plan.cols), 1024)
+            block_r = _clamp(max(1, 4096 // block_c), "BLOCK_R")
+            out.append(("tiled", {"BLOCK_R": block_r, "BLOCK_C": block_c, "num_warps": 8},
+                        f"seed: {block_r} x {block_c} tiles, whole cache lines of each row"))
+            out.append(("tiled", {"BLOCK_R": max(1, block_r // 2), "BLOCK_C": block_c, "num_warps": 4},
+                        "seed: smaller tiles, more programs in flight"))
+            wide = min(next_pow2(plan.cols), 4096)
+            out.append(("tiled", {"BLOCK_R": _clamp(max(1, 8192 // wide), "BLOCK_R"), "BLOCK_C": wide,
+                                  "num_warps": 8}, "seed: wide tiles along the row"))
+        return out
+    if plan.kind == "cross_entropy":
+        for block, warps in ((2048, 8), (4096, 8), (8192, 16)):
+            out.append(("looped", {"BLOCK_R": 1, "BLOCK_C": block, "num_warps": warps},
+                        f"seed: online log-sum-exp in blocks of {block} columns"))
+        return out
+    block_c = max(next_pow2(plan.cols), 16)
+    fits = block_c <= MAX_REGISTER_BLOCK.get(plan.dtype, 16384)
+    online = bool(plan.program and online_pairs(plan.program))
+    if fits:
+        block_r = _clamp(max(1, 2048 // block_c), "BLOCK_R")
+        warps = _clamp(max(1, block_r * block_c // (32 * ELEMENTS_PER_THREAD)), "num_warps")
+        out.append(("registers", {"BLOCK_R": block_r, "num_warps": warps},
+                    f"seed: {block_r} row(s) of {block_c} per program, {block_r * block_c // (warps * 32)} "
+                    "elements per thread"))
+        out.append(("registers", {"BLOCK_R": block_r, "num_warps": _clamp(warps * 2, "num_warps")},
+                    "seed: the same tile with twice the warps (fewer registers per thread)"))
+        out.append(("registers", {"BLOCK_R": _clamp(block_r * 2, "BLOCK_R"), "num_warps": warps},
+                    "seed: two tiles' worth of rows per program"))
+    looped: dict[str, Any] = {"BLOCK_R": 1, "BLOCK_C": min(block_c, 4096), "num_warps": 8}
+    if online:
+        looped["online"] = True
+    out.append(("looped", looped, "seed: column blocks of " + str(looped["BLOCK_C"]) +
+                (", online max and sum" if online else "")))
+    return out
+
+
 class BuiltinPolicy:
-    """Template search for a few op families (the built-in strategist issue widens it)."""
+    """Template search over the plans :func:`recognise` makes."""
 
     name = "builtin"
 
     def __init__(self) -> None:
-        self.family: Family | None = None
+        self.plan: Plan | None = None
 
     def prepare(self, task: Task) -> None:
-        self.family = recognise(task)
+        self.plan = recognise(task)
 
     def describe(self) -> str:
-        assert self.family is not None
-        f = self.family
-        what = f"unary {f.op}" if f.kind == "unary" else f"{f.kind} over the last dimension"
-        return f"{what}, {f.dtype}, rank {f.rank}"
+        assert self.plan is not None
+        return self.plan.describe()
 
     def _proposal(self, strategy: str, params: dict[str, Any], parent: str | None, why: str) -> Proposal:
-        assert self.family is not None
-        descriptor = f"w{params.get('num_warps')}"
-        return Proposal(source=render(self.family, strategy, params, why), strategy=strategy, descriptor=descriptor,
+        assert self.plan is not None
+        descriptor = f"r{params.get('BLOCK_R', 1)}w{params.get('num_warps')}"
+        return Proposal(source=render(self.plan, strategy, params, why), strategy=strategy, descriptor=descriptor,
                         params=params, parent=parent, why=why)
 
     def propose(self, view: SearchView, count: int) -> list[Proposal]:
-        assert self.family is not None, "prepare() first"
+        assert self.plan is not None, "prepare() first"
         proposals: list[Proposal] = []
         seen = set(view.tried)
 
@@ -76,10 +121,10 @@ class BuiltinPolicy:
                 proposals.append(self._proposal(strategy, params, parent, why))
 
         if view.generation == 0 or not view.archive:
-            for strategy, params in SEEDS[self.family.kind]:
-                add(strategy, dict(params), None, f"seed: {WHY_STRATEGY[strategy]}")
+            for strategy, params, why in seeds(self.plan):
+                add(strategy, dict(params), None, why)
         # The best elite first (exploit), then parents drawn with exploration; one neighbour each,
-        # round robin, so that no single parent takes the whole generation.
+        # round robin, so that no single parent takes the whole generation ...
         parents: list[str] = []
         top = best(view.archive)
         # ... and every other elite, fastest first, before the search may be called converged.
@@ -100,22 +145,28 @@ class BuiltinPolicy:
                     break
         return proposals
 
-    def _neighbours(self, strategy: str, params: dict[str, Any]):
+    def _neighbours(self, strategy: str, params: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any], str]]:
         """Parameter sets one step away from ``params``, most promising first."""
-        steps = {"BLOCK": BLOCKS, "num_warps": WARPS, "programs": PROGRAMS}
-        for name, values in steps.items():
+        for name, values in STEPS.items():
             if name not in params:
                 continue
             i = values.index(params[name]) if params[name] in values else 0
             for j in (i + 1, i - 1):
                 if 0 <= j < len(values):
                     changed = dict(params, **{name: values[j]})
-                    direction = "more" if j > i else "fewer"
+                    direction = "more" if j > i else "fewer" if name != "BLOCK_C" else "smaller"
+                    if name == "BLOCK_C" and j > i:
+                        direction = "larger"
                     why = f"mutation: {name} {params[name]} -> {values[j]} ({direction}) from the elite"
                     yield strategy, changed, why
-        assert self.family is not None
-        for other in STRATEGIES[self.family.kind]:
+        if "online" in params:
+            yield strategy, dict(params, online=not params["online"]), (
+                f"mutation: online {'off' if params['online'] else 'on'}: "
+                + ("one pass fewer over the row" if not params["online"] else "fewer exponentials per element"))
+        assert self.plan is not None
+        for other in STRATEGIES[self.plan.kind]:
             if other != strategy:
-                seed = next(p for s, p in SEEDS[self.family.kind] if s == other)
-                yield other, dict(seed, num_warps=params.get("num_warps", seed["num_warps"])), (
-                    f"switch strategy to {other}: {WHY_STRATEGY[other]}")
+                for s, seed, _ in seeds(self.plan):
+                    if s == other:
+                        yield other, dict(seed), f"switch strategy to {other}: {WHY_STRATEGY[other]}"
+                        break

@@ -1,100 +1,155 @@
-"""Recognise a task's op family from the structure of ``Model.forward`` (torch.fx), never its name."""
+"""Recognise what a task computes from the structure of ``Model.forward`` (torch.fx), never its name.
+
+The result is a :class:`Plan`: a row program (pointwise chains, reductions, softmax, norms; see
+:mod:`lower`) or a whole-op template (cross-entropy), the reference's ``__init__`` to copy into
+``ModelNew`` so that parameters match, and the shapes at the size being optimised (which seed the
+search's heuristics).
+"""
 
 from __future__ import annotations
 
-import operator
-from dataclasses import dataclass
+import inspect
+import math
+import textwrap
+import types
+from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 import torch.fx
-import torch.nn as nn
 import torch.nn.functional as F
 
+from kernelevo.agent.builtin.lower import CannotCover, Program, lower, trace
 from kernelevo.tasks.loader import import_task_module
 from kernelevo.tasks.task import Task
 
-UNARY = {
-    torch.relu: "relu", F.relu: "relu", torch.sigmoid: "sigmoid", F.sigmoid: "sigmoid", torch.tanh: "tanh",
-    F.tanh: "tanh", F.silu: "silu", torch.exp: "exp", torch.abs: "abs", torch.neg: "neg", operator.neg: "neg",
-    F.gelu: "gelu",
-}
-UNARY_METHODS = {"relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh", "exp": "exp", "abs": "abs", "neg": "neg"}
-UNARY_MODULES = {nn.ReLU: "relu", nn.Sigmoid: "sigmoid", nn.Tanh: "tanh", nn.SiLU: "silu", nn.GELU: "gelu"}
-ROW_FUNCTIONS = {torch.softmax: "softmax", F.softmax: "softmax", torch.log_softmax: "log_softmax",
-                 F.log_softmax: "log_softmax", torch.sum: "sum", torch.amax: "max"}
-ROW_METHODS = {"softmax": "softmax", "log_softmax": "log_softmax", "sum": "sum", "amax": "max"}
-ROW_MODULES = {nn.Softmax: "softmax", nn.LogSoftmax: "log_softmax"}
+__all__ = ["CannotCover", "Plan", "recognise"]
+
+SIMPLE = (int, float, str, bool, type(None))
 
 
 @dataclass
-class Family:
-    """What the built-in policy recognised: ``kind`` is unary, softmax, log_softmax, sum or max."""
+class Plan:
+    """What the built-in policy will generate for a task."""
 
     kind: str
+    """pointwise, row or cross_entropy."""
+    program: Program | None
+    init: str
+    """``ModelNew.__init__``: the reference's own, so that parameters are created identically."""
+    imports: list[str]
+    rows: int
+    cols: int
     dtype: str
-    rank: int
-    op: str | None = None
-    """For ``unary``: which op (relu, sigmoid, ...)."""
+    ops: list[str] = field(default_factory=list)
+    inputs: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        shape = f"{self.rows} rows x {self.cols} columns, {self.dtype}"
+        if self.kind == "cross_entropy":
+            return f"cross-entropy over {self.cols} classes ({shape})"
+        ops = ", ".join(self.ops) if len(self.ops) <= 8 else ", ".join(self.ops[:8]) + ", ..."
+        if self.kind == "pointwise":
+            return f"pointwise chain of {len(self.ops)} op{'s' if len(self.ops) != 1 else ''} ({ops}); {shape}"
+        return f"row program ({ops}) over the last dimension; {shape}"
 
 
-class CannotCover(Exception):
-    """The built-in policy has no template for this task; the message says why."""
-
-
-def _dim_is_last(node: torch.fx.Node, rank: int, position: int = 1) -> bool:
-    dim = node.kwargs.get("dim", node.args[position] if len(node.args) > position else None)
-    return dim in (-1, rank - 1)
-
-
-def recognise(task: Task) -> Family:
-    """Trace the reference and match it against the families the built-in templates cover."""
-    module = import_task_module(task.path, "small")
+def init_source(cls: type) -> tuple[str, list[str]]:
+    """The source of ``cls.__init__`` renamed for ``ModelNew``, and the imports and constants it needs."""
+    init = cls.__dict__.get("__init__")
+    if init is None:
+        return "def __init__(self, *args, **kwargs):\n    super().__init__()\n", []
     try:
-        torch.manual_seed(0)
-        model = module.Model(*module.get_init_inputs())
+        source = textwrap.dedent(inspect.getsource(init))
+    except (OSError, TypeError) as exc:
+        raise CannotCover(f"the reference's __init__ has no readable source ({exc})") from None
+    source = source.replace(f"super({cls.__name__}, self)", "super()")
+    needs: list[str] = []
+    closure = inspect.getclosurevars(init)
+    if set(closure.nonlocals) - {"__class__"}:
+        raise CannotCover("the reference's __init__ uses closure variables")
+    for name, value in sorted(closure.globals.items()):
+        if isinstance(value, types.ModuleType):
+            if name in ("torch", "nn", "triton", "tl"):
+                continue
+            line = f"import {value.__name__}" if value.__name__ == name else f"import {value.__name__} as {name}"
+            needs.append(line)
+        elif isinstance(value, SIMPLE) or (isinstance(value, tuple) and all(isinstance(v, SIMPLE) for v in value)):
+            needs.append(f"{name} = {value!r}")
+        else:
+            raise CannotCover(f"the reference's __init__ uses `{name}` ({type(value).__name__}), which a generated "
+                              "candidate cannot carry")
+    return source, needs
+
+
+def _full_shapes(task: Task) -> list[tuple[int, ...]]:
+    """The input shapes at the size being optimised, without allocating them."""
+    module = import_task_module(task.path, task.size)
+    torch.manual_seed(0)
+    with torch.device("meta"):
         inputs = module.get_inputs()
-        graph = torch.fx.symbolic_trace(model).graph
-    except Exception as exc:
-        raise CannotCover(f"the reference could not be traced with torch.fx ({type(exc).__name__}: {exc})") from None
-    tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
-    if len(tensors) != 1 or len(inputs) != 1 or not tensors[0].is_floating_point():
-        raise CannotCover("the built-in templates cover single-input floating-point ops; this task takes "
-                          f"{len(inputs)} input(s)")
-    x = tensors[0]
-    dtype = task.dtype or str(x.dtype).removeprefix("torch.")
-    calls = [n for n in graph.nodes if n.op in ("call_function", "call_method", "call_module")]
-    if len(calls) != 1:
-        raise CannotCover(f"the reference runs {len(calls)} ops; the built-in templates cover one op "
-                          "(a unary elementwise op, softmax or log-softmax, or a sum or max over the last dim)")
+    return [tuple(x.shape) for x in inputs if isinstance(x, torch.Tensor)]
+
+
+def _small(task: Task) -> tuple[torch.nn.Module, list[Any], Any]:
+    module = import_task_module(task.path, "small")
+    torch.manual_seed(0)
+    model = module.Model(*module.get_init_inputs())
+    inputs = list(module.get_inputs())
+    if task.dtype:
+        dtype = getattr(torch, task.dtype)
+        model = model.to(dtype)
+        inputs = [x.to(dtype) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
+    return model.eval(), inputs, module
+
+
+def _cross_entropy(gm: torch.fx.GraphModule, inputs: list[Any]) -> dict[str, Any] | None:
+    calls = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output")]
+    if len(calls) != 1 or calls[0].op != "call_function" or calls[0].target is not F.cross_entropy:
+        return None
     node = calls[0]
-    rank = x.dim()
-    kind = None
-    if node.op == "call_function":
-        kind = UNARY.get(node.target) or ROW_FUNCTIONS.get(node.target)
-        if node.target is F.gelu and node.kwargs.get("approximate", "none") != "none":
-            kind = None
-    elif node.op == "call_method":
-        kind = UNARY_METHODS.get(node.target) or ROW_METHODS.get(node.target)
-    else:
-        sub = model.get_submodule(node.target)
-        kind = UNARY_MODULES.get(type(sub)) or ROW_MODULES.get(type(sub))
-        if kind in ("softmax", "log_softmax") and sub.dim not in (-1, rank - 1):
-            kind = None
-        if isinstance(sub, nn.GELU) and sub.approximate != "none":
-            kind = None
-        if kind:
-            return _family(kind, dtype, rank)
-    if kind is None:
-        target = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", str(node.target))
-        raise CannotCover(f"no built-in template for `{target}`")
-    if kind in ("softmax", "log_softmax", "sum", "max"):
-        keepdim = node.kwargs.get("keepdim", False)
-        if not _dim_is_last(node, rank) or keepdim or node.kwargs.get("dtype") is not None:
-            raise CannotCover(f"{kind} is covered over the last dimension only (without keepdim or dtype)")
-    return _family(kind, dtype, rank)
+    kw = dict(node.kwargs)
+    for i, name in enumerate(("weight", "size_average", "ignore_index", "reduce", "reduction", "label_smoothing")):
+        if len(node.args) > 2 + i:
+            kw[name] = node.args[2 + i]
+    if kw.get("weight") is not None or kw.get("size_average") is not None or kw.get("reduce") is not None:
+        raise CannotCover("cross_entropy with class weights or legacy reduction arguments is not covered")
+    if kw.get("label_smoothing", 0.0) != 0.0:
+        raise CannotCover("cross_entropy with label smoothing is not covered")
+    reduction = kw.get("reduction", "mean")
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    if reduction not in ("mean", "sum", "none") or len(inputs) != 2 or node.args[:2] != tuple(placeholders):
+        raise CannotCover("cross_entropy is covered for (logits, targets) inputs with mean, sum or no reduction")
+    logits, targets = inputs
+    if logits.dim() != 2 or targets.dim() != 1 or targets.dtype not in (torch.int64, torch.int32) \
+            or not logits.is_floating_point():
+        raise CannotCover("cross_entropy is covered for [batch, classes] logits and [batch] integer targets")
+    return {"reduction": reduction, "ignore_index": int(kw.get("ignore_index", -100))}
 
 
-def _family(kind: str, dtype: str, rank: int) -> Family:
-    if kind in ("softmax", "log_softmax", "sum", "max"):
-        return Family(kind=kind, dtype=dtype, rank=rank)
-    return Family(kind="unary", dtype=dtype, rank=rank, op=kind)
+def recognise(task: Task) -> Plan:
+    """Trace the reference and decide what the templates can generate for it."""
+    model, inputs, _ = _small(task)
+    try:
+        shapes = _full_shapes(task)
+    except Exception:  # a get_inputs that cannot run on the meta device: fall back to the small shapes
+        shapes = [tuple(x.shape) for x in inputs if isinstance(x, torch.Tensor)]
+    if not shapes:
+        raise CannotCover("the task has no tensor inputs")
+    main = shapes[0]
+    cols = main[-1] if main else 1
+    rows = math.prod(main[:-1]) if main else 1
+    dtype = task.dtype or str(next(x for x in inputs if isinstance(x, torch.Tensor)).dtype).removeprefix("torch.")
+    init, imports = init_source(type(model))
+    gm = trace(model, inputs)
+    names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+    ce = _cross_entropy(gm, inputs)
+    if ce is not None:
+        return Plan(kind="cross_entropy", program=None, init=init, imports=imports, rows=rows, cols=cols,
+                    dtype=dtype, ops=["cross_entropy"], inputs=names, extra=ce)
+    program = lower(model, inputs)
+    if program.main_chunks > 1:
+        cols //= program.main_chunks
+    return Plan(kind=program.kind, program=program, init=init, imports=imports, rows=rows, cols=cols, dtype=dtype,
+                ops=program.ops, inputs=names)

@@ -1,0 +1,573 @@
+"""Lower a reference's ``forward`` (traced with torch.fx) to a row program: the IR the templates compile.
+
+A row program computes one output from tensors viewed as ``[rows, cols]`` (``cols`` is the last
+dimension): every value is per element (``elem``), per row (``row``: a reduction over the last
+dimension), per column (``col``: a parameter of shape ``[cols]``) or a constant. Pointwise chains of
+any length, reductions over the last dimension, softmax, log-softmax, LayerNorm, RMSNorm and
+variance all lower to it, whatever the reference's names; what does not lower raises
+:class:`CannotCover` with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.fx
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.fx.passes.shape_prop import ShapeProp
+
+
+class CannotCover(Exception):
+    """The built-in templates cannot cover this task; the message says why."""
+
+
+@dataclass
+class Operand:
+    """A tensor the kernel reads: a forward input (``row``) or a parameter of shape ``[cols]`` (``col``)."""
+
+    name: str
+    source: str
+    """The Python expression that gives the tensor inside ``ModelNew.forward``."""
+    kind: str
+    chunks: int = 1
+    """For an input split with ``chunk(n, -1)``: ``n``; the kernel reads columns ``[k*cols, (k+1)*cols)``."""
+
+
+@dataclass
+class Node:
+    """One SSA value. ``op`` is a primitive (see ``codegen.ELEMENTWISE``), ``load``, a reduction or ``const``."""
+
+    name: str
+    op: str
+    args: list[Any]
+    level: str
+    """elem, row, col or const."""
+    dtype: str = "float32"
+    round_to: str | None = None
+    """bfloat16 or float16: round the fp32 result like eager does for that dtype."""
+
+
+@dataclass
+class Program:
+    """What the kernel computes: operands, nodes in order, and the output node."""
+
+    operands: list[Operand]
+    nodes: list[Node]
+    output: str
+    out_level: str
+    """elem (same shape as the inputs' rows x cols) or row (one value per row)."""
+    out_dtype: str
+    out_keepdim: bool
+    main: str
+    """The forward input whose shape gives rows and (with ``chunks``) cols."""
+    main_chunks: int
+    inputs: list[str]
+    """The forward's parameter names, in order."""
+    ops: list[str] = field(default_factory=list)
+    """The reference's ops as written (for the description)."""
+
+    @property
+    def reductions(self) -> list[Node]:
+        return [n for n in self.nodes if n.op in REDUCTIONS]
+
+    @property
+    def kind(self) -> str:
+        return "row" if self.reductions else "pointwise"
+
+    def node(self, name: str) -> Node:
+        return next(n for n in self.nodes if n.name == name)
+
+
+REDUCTIONS = {"sum", "max", "min", "argmax", "argmin"}
+N_COLS = "n_cols"
+"""The row length as the kernel sees it at run time (an argument of every generated kernel)."""
+LOW_PRECISION = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
+
+# Elementwise ops of the reference, by target, as the primitive they lower to.
+UNARY_TARGETS: dict[Any, str] = {
+    torch.relu: "relu", F.relu: "relu", torch.sigmoid: "sigmoid", F.sigmoid: "sigmoid", torch.tanh: "tanh",
+    F.tanh: "tanh", F.silu: "silu", torch.exp: "exp", torch.log: "log", torch.abs: "abs", torch.neg: "neg",
+    operator.neg: "neg", torch.sqrt: "sqrt", torch.rsqrt: "rsqrt", torch.erf: "erf", torch.square: "square",
+    torch.reciprocal: "reciprocal", F.mish: "mish", F.softplus: "softplus", F.hardswish: "hardswish",
+    F.hardsigmoid: "hardsigmoid", F.elu: "elu", torch.nn.functional.relu6: "relu6", F.leaky_relu: "leaky_relu",
+}
+UNARY_METHODS = {
+    "relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh", "exp": "exp", "log": "log", "abs": "abs", "neg": "neg",
+    "sqrt": "sqrt", "rsqrt": "rsqrt", "erf": "erf", "square": "square", "reciprocal": "reciprocal",
+}
+UNARY_MODULES: dict[type, str] = {
+    nn.ReLU: "relu", nn.Sigmoid: "sigmoid", nn.Tanh: "tanh", nn.SiLU: "silu", nn.Mish: "mish",
+    nn.Hardswish: "hardswish", nn.Hardsigmoid: "hardsigmoid", nn.ReLU6: "relu6",
+}
+BINARY_TARGETS: dict[Any, str] = {
+    operator.add: "add", torch.add: "add", operator.sub: "sub", torch.sub: "sub", operator.mul: "mul",
+    torch.mul: "mul", operator.truediv: "div", torch.div: "div", torch.maximum: "maximum",
+    torch.minimum: "minimum", operator.pow: "pow", torch.pow: "pow",
+}
+BINARY_METHODS = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "pow": "pow", "maximum": "maximum",
+                  "minimum": "minimum"}
+PASS_METHODS = {"contiguous", "float", "to", "type_as", "half", "bfloat16", "double", "clone"}
+IDENTITY_MODULES = (nn.Identity, nn.Dropout)
+REDUCE_TARGETS = {torch.sum: "sum", torch.mean: "mean", torch.amax: "amax", torch.amin: "amin",
+                  torch.argmax: "argmax", torch.argmin: "argmin", torch.max: "max", torch.min: "min",
+                  torch.var: "var"}
+REDUCE_METHODS = {"sum": "sum", "mean": "mean", "amax": "amax", "amin": "amin", "argmax": "argmax",
+                  "argmin": "argmin", "max": "max", "min": "min", "var": "var"}
+ROW_FUNCTIONS = {torch.softmax: "softmax", F.softmax: "softmax", torch.log_softmax: "log_softmax",
+                 F.log_softmax: "log_softmax", F.layer_norm: "layer_norm"}
+if hasattr(F, "rms_norm"):
+    ROW_FUNCTIONS[F.rms_norm] = "rms_norm"
+
+
+def trace(model: nn.Module, inputs: list[Any]) -> torch.fx.GraphModule:
+    """``model`` traced with torch.fx, each node annotated with its shape and dtype."""
+    try:
+        gm = torch.fx.symbolic_trace(model)
+        ShapeProp(gm).propagate(*inputs)
+    except Exception as exc:
+        raise CannotCover(f"the reference could not be traced with torch.fx ({type(exc).__name__}: {exc})") from None
+    return gm
+
+
+def _name(target: Any) -> str:
+    return target if isinstance(target, str) else getattr(target, "__name__", str(target))
+
+
+class _Lowering:
+    def __init__(self, gm: torch.fx.GraphModule, inputs: list[Any]) -> None:
+        self.gm = gm
+        self.inputs = inputs
+        self.nodes: list[Node] = []
+        self.operands: list[Operand] = []
+        self.values: dict[str, Any] = {}
+        """fx node name -> our node name, a Python number, or a tuple of them (chunk, max)."""
+        self.ops: list[str] = []
+        self.main: str | None = None
+        self.main_chunks = 1
+        self.rows_shape: tuple[int, ...] | None = None
+        self.cols: int | None = None
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def add(self, op: str, args: list[Any], level: str, dtype: str = "float32", round_to: str | None = None) -> str:
+        name = f"v{len(self.nodes)}"
+        self.nodes.append(Node(name=name, op=op, args=args, level=level, dtype=dtype, round_to=round_to))
+        return name
+
+    def level(self, value: Any) -> str:
+        if isinstance(value, (int, float)):
+            return "const"
+        return next(n.level for n in self.nodes if n.name == value)
+
+    def arg(self, a: Any) -> Any:
+        if isinstance(a, torch.fx.Node):
+            if a.name not in self.values:
+                raise CannotCover(f"`{a.name}` is not something the templates compute")
+            value = self.values[a.name]
+            if isinstance(value, tuple):
+                raise CannotCover(f"`{a.name}` is a tuple; only its elements can be used")
+            if value is IGNORED:
+                raise CannotCover(f"`{a.name}` (a tensor's dtype, shape or device) is used as a value")
+            return value
+        if isinstance(a, bool) or not isinstance(a, (int, float)):
+            raise CannotCover(f"argument {a!r} is neither a tensor nor a number")
+        return float(a)
+
+    def meta(self, node: torch.fx.Node) -> tuple[tuple[int, ...], torch.dtype] | None:
+        tm = node.meta.get("tensor_meta")
+        if tm is None or not hasattr(tm, "shape"):
+            return None
+        return tuple(tm.shape), tm.dtype
+
+    def elem_shape(self) -> tuple[int, ...]:
+        assert self.rows_shape is not None and self.cols is not None
+        return (*self.rows_shape, self.cols)
+
+    def classify(self, node: torch.fx.Node) -> str:
+        """elem, row (keepdim), rowflat (reduced dim dropped) or col, from the node's shape."""
+        meta = self.meta(node)
+        if meta is None:
+            raise CannotCover(f"`{node.name}` has no tensor shape")
+        shape = meta[0]
+        if shape == self.elem_shape():
+            return "elem"
+        if shape == (*self.rows_shape, 1):
+            return "row"
+        if shape == tuple(self.rows_shape) and len(self.rows_shape) > 0:
+            return "rowflat"
+        if len(shape) >= 1 and shape[-1] == self.cols and math.prod(shape) == self.cols:
+            return "col"
+        raise CannotCover(f"`{node.name}` has shape {list(shape)}; the templates handle tensors shaped like the "
+                          f"input {list(self.elem_shape())}, one value per row, or one per column")
+
+    def rounding(self, node: torch.fx.Node) -> tuple[str, str | None]:
+        meta = self.meta(node)
+        dtype = meta[1] if meta else torch.float32
+        low = LOW_PRECISION.get(dtype)
+        name = str(dtype).removeprefix("torch.")
+        if not dtype.is_floating_point and dtype != torch.int64:
+            raise CannotCover(f"`{node.name}` is {name}; the templates compute floating-point values")
+        if dtype == torch.float64:
+            raise CannotCover("float64 is not covered by the templates")
+        return name, low
+
+    def combine_levels(self, levels: list[str], node: torch.fx.Node) -> str:
+        kinds = {lv for lv in levels if lv != "const"}
+        if "elem" in kinds:
+            return "elem"
+        if "row" in kinds and "col" in kinds:
+            raise CannotCover(f"`{node.name}` mixes per-row and per-column values without a per-element one")
+        return kinds.pop() if kinds else "const"
+
+    # -- lowering --------------------------------------------------------------------------------
+    def placeholder(self, node: torch.fx.Node, value: Any) -> None:
+        if not isinstance(value, torch.Tensor):
+            raise CannotCover(f"input `{node.name}` is not a tensor")
+        if not value.is_floating_point():
+            raise CannotCover(f"input `{node.name}` is {value.dtype}; the templates read floating-point inputs")
+        if self.main is None:
+            self.main = node.name
+            users = list(node.users)
+            chunk = [u for u in users if _is_chunk(u)]
+            if chunk and len(chunk) == len(users):
+                n = _chunk_count(chunk[0])
+                if value.shape[-1] % n:
+                    raise CannotCover("chunk of a last dimension that does not divide evenly")
+                self.main_chunks = n
+            self.rows_shape = tuple(value.shape[:-1]) if value.dim() else ()
+            self.cols = value.shape[-1] // self.main_chunks if value.dim() else 1
+        shape = tuple(value.shape)
+        operand = Operand(name=f"in{len(self.operands)}", source=node.name, kind="row")
+        if self.main_chunks > 1 and node.name == self.main:
+            operand.chunks = self.main_chunks
+            self.operands.append(operand)
+            parts = tuple(self.add("load", [operand.name, k], "elem", *self.rounding_of(value))
+                          for k in range(self.main_chunks))
+            self.values[node.name] = parts
+            return
+        if shape != self.elem_shape():
+            raise CannotCover(f"input `{node.name}` has shape {list(shape)}, unlike the first input "
+                              f"{list(self.elem_shape())}")
+        self.operands.append(operand)
+        self.values[node.name] = self.add("load", [operand.name, 0], "elem", *self.rounding_of(value))
+
+    def rounding_of(self, t: torch.Tensor) -> tuple[str, str | None]:
+        return str(t.dtype).removeprefix("torch."), LOW_PRECISION.get(t.dtype)
+
+    def get_attr(self, node: torch.fx.Node) -> None:
+        value = _fetch_attr(self.gm, str(node.target))
+        if not isinstance(value, torch.Tensor):
+            raise CannotCover(f"attribute `{node.target}` is not a tensor")
+        if value.dim() == 0 or value.numel() != self.cols or value.shape[-1] != self.cols:
+            raise CannotCover(f"parameter `{node.target}` has shape {list(value.shape)}; the templates read "
+                              f"parameters with one value per column ({self.cols})")
+        operand = Operand(name=f"p{len(self.operands)}", source=f"self.{node.target}", kind="col")
+        self.operands.append(operand)
+        self.values[node.name] = self.add("load", [operand.name, 0], "col", *self.rounding_of(value))
+
+    def elementwise(self, node: torch.fx.Node, op: str, args: list[Any]) -> None:
+        values = [self.arg(a) for a in args]
+        level = self.combine_levels([self.level(v) for v in values], node)
+        expect = self.classify(node)
+        if level == "const":
+            raise CannotCover(f"`{node.name}` computes on constants only")
+        if {"row": "row", "rowflat": "row"}.get(expect, expect) != level:
+            raise CannotCover(f"`{node.name}` broadcasts in a way the templates do not follow")
+        flat = [v for v in values if isinstance(v, str) and v in self.rowflat]
+        if flat and (expect != "rowflat" or len(flat) != len([v for v in values if isinstance(v, str)])):
+            # A reduced value without keepdim broadcasts along the last dimension in torch, not per row.
+            raise CannotCover(f"`{node.name}` combines a reduction without keepdim with other tensors")
+        dtype, low = self.rounding(node)
+        self.values[node.name] = self.add(op, values, level, dtype, low)
+        if expect == "rowflat":
+            self.rowflat.add(self.values[node.name])
+        self.ops.append(op)
+
+    def reduce(self, node: torch.fx.Node, kind: str, x: Any, dim: Any, keepdim: bool, extra: dict[str, Any]) -> None:
+        src = self.arg(x)
+        if self.level(src) != "elem":
+            raise CannotCover(f"`{node.name}` reduces something that is not per element")
+        rank = len(self.elem_shape())
+        dims = dim if isinstance(dim, (list, tuple)) else [dim]
+        if dim is None or len(dims) != 1 or dims[0] not in (-1, rank - 1):
+            raise CannotCover(f"`{kind}` over dim {dim}; the templates reduce over the last dimension only")
+        self.ops.append(kind)
+        meta = self.meta(node)
+        out_dtype, low = self.rounding(node) if meta else ("float32", None)
+        cols = N_COLS
+        if kind in ("sum", "amax", "amin", "argmax", "argmin"):
+            op = {"amax": "max", "amin": "min"}.get(kind, kind)
+            result = self.add(op, [src], "row", out_dtype, low if op not in ("argmax", "argmin") else None)
+        elif kind == "mean":
+            total = self.add("sum", [src], "row")
+            result = self.add("div", [total, cols], "row", out_dtype, low)
+        elif kind == "var":
+            correction = extra.get("correction")
+            if correction is None:
+                correction = 1.0 if extra.get("unbiased", True) else 0.0
+            mean = self.add("div", [self.add("sum", [src], "row"), cols], "row")
+            centred = self.add("sub", [src, mean], "elem")
+            squares = self.add("sum", [self.add("mul", [centred, centred], "elem")], "row")
+            result = self.add("div", [squares, f"(n_cols - {float(correction)!r})"], "row", out_dtype, low)
+        elif kind in ("max", "min"):
+            # torch.max(x, dim) -> (values, indices)
+            values = self.add(kind, [src], "row", out_dtype, low)
+            indices = self.add("arg" + kind, [src], "row", "int64")
+            self.values[node.name] = (values, indices)
+            if not keepdim:
+                self.rowflat.update((values, indices))
+            return
+        else:
+            raise CannotCover(f"no template for the reduction `{kind}`")
+        self.values[node.name] = result
+        if not keepdim:
+            self.rowflat.add(result)
+
+    def composite(self, node: torch.fx.Node, kind: str, x: Any, extra: dict[str, Any]) -> None:
+        src = self.arg(x)
+        if self.level(src) != "elem":
+            raise CannotCover(f"`{kind}` of something that is not per element")
+        self.ops.append(kind)
+        dtype, low = self.rounding(node)
+        cols = N_COLS
+        if kind in ("softmax", "log_softmax"):
+            rank = len(self.elem_shape())
+            if extra.get("dim") not in (-1, rank - 1):
+                raise CannotCover(f"{kind} over dim {extra.get('dim')}; the templates cover the last dimension")
+            if extra.get("dtype") is not None:
+                raise CannotCover(f"{kind} with a dtype argument is not covered")
+            m = self.add("max", [src], "row")
+            z = self.add("sub", [src, m], "elem")
+            e = self.add("exp", [z], "elem")
+            s = self.add("sum", [e], "row")
+            if kind == "softmax":
+                out = self.add("div", [e, s], "elem", dtype, low)
+            else:
+                out = self.add("sub", [z, self.add("log", [s], "row")], "elem", dtype, low)
+        else:  # layer_norm, rms_norm
+            shape = extra.get("normalized_shape")
+            if shape is not None and tuple(shape) != (self.cols,):
+                raise CannotCover(f"{kind} over {list(shape)}; the templates normalise the last dimension only")
+            eps = extra.get("eps")
+            if eps is None:
+                eps = torch.finfo(torch.float32).eps if kind == "rms_norm" else 1e-5
+            if kind == "layer_norm":
+                mean = self.add("div", [self.add("sum", [src], "row"), cols], "row")
+                centred = self.add("sub", [src, mean], "elem")
+                var = self.add("div", [self.add("sum", [self.add("mul", [centred, centred], "elem")], "row"), cols],
+                               "row")
+            else:
+                centred = src
+                var = self.add("div", [self.add("sum", [self.add("mul", [src, src], "elem")], "row"), cols], "row")
+            scale = self.add("rsqrt", [self.add("add", [var, float(eps)], "row")], "row")
+            out = self.add("mul", [centred, scale], "elem")
+            for what, op in (("weight", "mul"), ("bias", "add")):
+                param = extra.get(what)
+                if param is None:
+                    continue
+                value = param.name if isinstance(param, _Lowered) else self.arg(param)
+                if self.level(value) != "col":
+                    raise CannotCover(f"{kind}'s {what} is not one value per column")
+                out = self.add(op, [out, value], "elem")
+            self.nodes[-1].round_to = low
+            self.nodes[-1].dtype = dtype
+        self.values[node.name] = out
+
+    def lower(self) -> Program:
+        self.rowflat: set[str] = set()
+        placeholders = iter(self.inputs)
+        output = None
+        for node in self.gm.graph.nodes:
+            if node.op == "placeholder":
+                self.placeholder(node, next(placeholders))
+            elif node.op == "get_attr":
+                self.get_attr(node)
+            elif node.op == "output":
+                output = node.args[0]
+            else:
+                self.call(node)
+        if not isinstance(output, torch.fx.Node) or not isinstance(self.values.get(output.name), str):
+            raise CannotCover("the reference returns something other than one tensor")
+        out = self.values[output.name]
+        out_node = self.node(out)
+        if out_node.level not in ("elem", "row"):
+            raise CannotCover("the reference's output is not computed per element or per row")
+        if out_node.op == "load":
+            raise CannotCover("the reference returns an input unchanged")
+        assert self.main is not None
+        return Program(operands=self.operands, nodes=self.nodes, output=out, out_level=out_node.level,
+                       out_dtype=out_node.dtype, out_keepdim=out not in self.rowflat, main=self.main,
+                       main_chunks=self.main_chunks, inputs=[n.name for n in self.gm.graph.nodes
+                                                             if n.op == "placeholder"], ops=self.ops)
+
+    def node(self, name: str) -> Node:
+        return next(n for n in self.nodes if n.name == name)
+
+    def call(self, node: torch.fx.Node) -> None:  # noqa: C901 - one dispatch table, read top to bottom
+        target, args, kwargs = node.target, list(node.args), dict(node.kwargs)
+        if node.op == "call_module":
+            sub = self.gm.get_submodule(str(target))
+            if isinstance(sub, IDENTITY_MODULES):
+                self.values[node.name] = self.arg(args[0])
+                return
+            if type(sub) in UNARY_MODULES:
+                return self.elementwise(node, UNARY_MODULES[type(sub)], args[:1])
+            if isinstance(sub, nn.GELU):
+                return self.elementwise(node, "gelu_tanh" if sub.approximate == "tanh" else "gelu", args[:1])
+            if isinstance(sub, nn.LeakyReLU):
+                return self.elementwise(node, "leaky_relu", [args[0], sub.negative_slope])
+            if isinstance(sub, (nn.Softmax, nn.LogSoftmax)):
+                kind = "softmax" if isinstance(sub, nn.Softmax) else "log_softmax"
+                return self.composite(node, kind, args[0], {"dim": sub.dim})
+            if isinstance(sub, nn.LayerNorm):
+                return self.composite(node, "layer_norm", args[0], self._norm_params(node, sub, ("weight", "bias")))
+            if type(sub).__name__ == "RMSNorm" and hasattr(sub, "normalized_shape"):
+                return self.composite(node, "rms_norm", args[0], self._norm_params(node, sub, ("weight",)))
+            raise CannotCover(f"no template for the module `{target}` ({type(sub).__name__})")
+        name = _name(target)
+        method = node.op == "call_method"
+        if target is getattr and args[1] in ("dtype", "shape", "device"):
+            self.values[node.name] = IGNORED
+            return
+        if (method and name == "chunk") or (not method and target is torch.chunk):
+            if isinstance(args[0], torch.fx.Node) and args[0].name == self.main and self.main_chunks > 1:
+                self.values[node.name] = self.values[self.main]
+                return
+            raise CannotCover("chunk of something other than the first input")
+        if target in (operator.getitem,) or (target is getattr and args[1] in ("values", "indices")):
+            value = self.values.get(args[0].name) if isinstance(args[0], torch.fx.Node) else None
+            index = args[1]
+            if isinstance(value, tuple):
+                if index in ("values", "indices"):
+                    index = 0 if index == "values" else 1
+                self.values[node.name] = value[index]
+                return
+            raise CannotCover(f"`{node.name}` indexes a tensor; the templates cover whole tensors")
+        if (method and name in UNARY_METHODS) or (not method and target in UNARY_TARGETS):
+            op = UNARY_METHODS[name] if method else UNARY_TARGETS[target]
+            if op == "leaky_relu":
+                return self.elementwise(node, op, [args[0], kwargs.get("negative_slope", args[1] if len(args) > 1
+                                                                       else 0.01)])
+            if op == "elu" and kwargs.get("alpha", args[1] if len(args) > 1 else 1.0) != 1.0:
+                raise CannotCover("elu with alpha other than 1")
+            if op == "softplus" and (kwargs.get("beta", 1.0) != 1.0 or kwargs.get("threshold", 20.0) != 20.0):
+                raise CannotCover("softplus with a non-default beta or threshold")
+            return self.elementwise(node, op, args[:1])
+        if not method and target is F.gelu:
+            approximate = kwargs.get("approximate", "none")
+            return self.elementwise(node, "gelu_tanh" if approximate == "tanh" else "gelu", args[:1])
+        if (method and name in BINARY_METHODS) or (not method and target in BINARY_TARGETS):
+            op = BINARY_METHODS[name] if method else BINARY_TARGETS[target]
+            if kwargs.get("alpha", 1) != 1 or kwargs.get("rounding_mode") is not None:
+                raise CannotCover(f"`{name}` with alpha or rounding_mode")
+            other = args[1] if len(args) > 1 else kwargs.get("other", kwargs.get("exponent"))
+            if op == "pow":
+                if not isinstance(other, (int, float)) or float(other) not in POW_EXPONENTS:
+                    raise CannotCover(f"pow with exponent {other!r}; the templates cover {sorted(POW_EXPONENTS)}")
+                return self.elementwise(node, POW_EXPONENTS[float(other)], [args[0]])
+            return self.elementwise(node, op, [args[0], other])
+        if target in (operator.sub, operator.truediv) or (not method and target in (torch.rsub,)):
+            raise CannotCover(f"no template for `{name}`")
+        if (method and name in ("clamp", "clip", "clamp_min", "clamp_max")) or (
+                not method and target in (torch.clamp, torch.clip)):
+            lo = kwargs.get("min", args[1] if len(args) > 1 and name != "clamp_max" else None)
+            hi = kwargs.get("max", args[2] if len(args) > 2 else (args[1] if name == "clamp_max" else None))
+            value = args[0]
+            if lo is None and hi is None:
+                raise CannotCover("clamp without bounds")
+            for bound in (lo, hi):
+                if bound is not None and not isinstance(bound, (int, float)):
+                    raise CannotCover("clamp with tensor bounds")
+            self.elementwise(node, "clamp", [value, -math.inf if lo is None else lo, math.inf if hi is None else hi])
+            return
+        if (method and name in PASS_METHODS) or (not method and target is torch.Tensor.contiguous):
+            src = self.arg(args[0])
+            dtype, low = self.rounding(node)
+            if self.node(src).dtype == dtype:
+                self.values[node.name] = src
+            else:
+                self.values[node.name] = self.add("cast", [src], self.level(src), dtype, low)
+            return
+        if (method and name in REDUCE_METHODS) or (not method and target in REDUCE_TARGETS):
+            kind = REDUCE_METHODS[name] if method else REDUCE_TARGETS[target]
+            dim = kwargs.get("dim", args[1] if len(args) > 1 else None)
+            keepdim = bool(kwargs.get("keepdim", args[2] if len(args) > 2 else False))
+            if kwargs.get("dtype") is not None:
+                raise CannotCover(f"`{kind}` with a dtype argument is not covered")
+            if kind in ("max", "min") and dim is None:
+                raise CannotCover(f"`{kind}` over the whole tensor is not covered")
+            if kind in ("max", "min") and isinstance(dim, torch.fx.Node):
+                raise CannotCover(f"`{kind}` of two tensors is not covered (use maximum/minimum)")
+            extra = {"unbiased": kwargs.get("unbiased", True), "correction": kwargs.get("correction")}
+            return self.reduce(node, kind, args[0], dim, keepdim, extra)
+        if (method and name in ("softmax", "log_softmax")) or (not method and target in ROW_FUNCTIONS):
+            kind = name if method else ROW_FUNCTIONS[target]
+            if kind in ("softmax", "log_softmax"):
+                dim = kwargs.get("dim", args[1] if len(args) > 1 else None)
+                return self.composite(node, kind, args[0], {"dim": dim, "dtype": kwargs.get("dtype")})
+            shape = kwargs.get("normalized_shape", args[1] if len(args) > 1 else None)
+            positions = ("weight", "bias", "eps") if kind == "layer_norm" else ("weight", "eps")
+            extra = {"normalized_shape": shape}
+            for i, what in enumerate(positions):
+                extra[what] = kwargs.get(what, args[2 + i] if len(args) > 2 + i else None)
+            return self.composite(node, kind, args[0], extra)
+        raise CannotCover(f"no template for `{name}`")
+
+    def _norm_params(self, node: torch.fx.Node, sub: nn.Module, names: tuple[str, ...]) -> dict[str, Any]:
+        extra: dict[str, Any] = {"normalized_shape": tuple(sub.normalized_shape), "eps": sub.eps}
+        for what in names:
+            param = getattr(sub, what, None)
+            if param is None:
+                continue
+            if param.shape != (self.cols,):
+                raise CannotCover(f"{type(sub).__name__}.{what} is not one value per column")
+            operand = Operand(name=f"p{len(self.operands)}", source=f"self.{node.target}.{what}", kind="col")
+            self.operands.append(operand)
+            extra[what] = _Lowered(self.add("load", [operand.name, 0], "col", *self.rounding_of(param)))
+        return extra
+
+
+@dataclass
+class _Lowered:
+    """A value already lowered (a module's parameter), passed where fx nodes usually go."""
+
+    name: str
+
+
+IGNORED = object()
+"""Marks fx values that carry no data the kernel needs (``x.dtype``, ``x.shape``)."""
+
+
+POW_EXPONENTS = {2.0: "square", 3.0: "cube", 0.5: "sqrt", -0.5: "rsqrt", -1.0: "reciprocal", 1.0: "identity"}
+
+
+def _is_chunk(node: torch.fx.Node) -> bool:
+    return (node.op == "call_method" and node.target == "chunk") or (
+        node.op == "call_function" and node.target is torch.chunk)
+
+
+def _chunk_count(node: torch.fx.Node) -> int:
+    n = node.kwargs.get("chunks", node.args[1] if len(node.args) > 1 else None)
+    dim = node.kwargs.get("dim", node.args[2] if len(node.args) > 2 else 0)
+    if not isinstance(n, int) or dim != -1:
+        raise CannotCover("chunk along a dimension other than the last")
+    return n
+
+
+def _fetch_attr(gm: torch.nn.Module, target: str) -> Any:
+    obj: Any = gm
+    for part in target.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def lower(model: nn.Module, inputs: list[Any]) -> Program:
+    """The row program of ``model`` on ``inputs`` (small inputs are enough: only shapes matter)."""
+    gm = trace(model, inputs)
+    low = _Lowering(gm, inputs)
+    program = low.lower()
+    return program
