@@ -184,7 +184,7 @@ class Evaluator:
 
         key = cache.key_of(task.sha256, task.size, self.config.seeds, self.config.seed_offset,
                            self._device_label(), torch.__version__,
-                           task.dtype, self.config.measure_compile, self.config.timing.model_dump(), 2)
+                           task.dtype, self.config.measure_compile, self.config.timing.model_dump(), 3)
         path = self.config.cache_dir / "references" / f"{cache.slug(task.name)}-{key}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         # One reference job per task at a time, across evaluators and processes: the others wait for
@@ -244,7 +244,8 @@ class Evaluator:
         Tests call it directly to prove that the runtime defences hold without the static ones.
         """
         reference, ceilings = self.reference(task)
-        _, spec = self._job(task, "candidate", candidate)
+        excess = [[p.excess for p in prints] if prints else [] for prints in reference.output_prints]
+        _, spec = self._job(task, "candidate", candidate, excess=excess)
         outcome = self.sandbox.run(spec)
         return judge(task, str(candidate), static_checks, reference, ceilings, outcome, self.config.memory)
 

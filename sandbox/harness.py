@@ -177,6 +177,40 @@ def _prints(outputs: list[Any], job: Job) -> list[TensorPrint] | None:
     return prints if all(p.finite for p in prints) else None
 
 
+def _float64_model(model: torch.nn.Module) -> torch.nn.Module | None:
+    """A float64 copy of the reference, to measure how exact eager itself is (None if it cannot be made)."""
+    import copy
+
+    try:
+        return copy.deepcopy(model).double()
+    except Exception:  # a model that cannot be copied or cast: no allowance, the plain tolerance holds
+        return None
+
+
+def _set_excess(prints: list[TensorPrint], outs: list[Any], exact: torch.nn.Module, inputs: list[Any],
+                job: Job) -> None:
+    """Record, per output, how far eager strays from float64 beyond the tolerance (TensorPrint.excess)."""
+    wide = [_to_double(x) for x in inputs]
+    try:
+        want = compare.flat_outputs(exact(*wide))
+    except Exception:  # an op without float64 support (or out of memory): the plain tolerance holds
+        return
+    finally:
+        del wide
+    tensors = [o for o in outs if isinstance(o, torch.Tensor)]
+    wanted = [w for w in want if isinstance(w, torch.Tensor)]
+    for p, o, w in zip(prints, tensors, wanted):
+        atol, rtol = _tolerance(job, o)
+        p.excess = compare.excess_error(o, w, atol, rtol)
+    del want, wanted
+    if job.device == "cuda":
+        torch.cuda.empty_cache()
+
+
+def _to_double(x: Any) -> Any:
+    return x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+
+
 def run_reference(job: Job, progress: _Progress) -> ReferenceResult:
     """Everything that needs no candidate: measured in a process no candidate code ever ran in."""
     module = import_task_module(job.task_path, job.size)
@@ -185,9 +219,12 @@ def run_reference(job: Job, progress: _Progress) -> ReferenceResult:
     progress("reference outputs")
     prints: list[list[TensorPrint] | None] = []
     first_out: Any = None
+    exact = _float64_model(model)
     for i, inputs in enumerate(sets):
         out = model(*inputs)
         prints.append(_prints(compare.flat_outputs(out), job))
+        if prints[-1] is not None and exact is not None:
+            _set_excess(prints[-1], compare.flat_outputs(out), exact, inputs, job)
         if i == 0:
             first_out = out
     if prints[0] is None:
@@ -271,14 +308,17 @@ def _tolerance(job: Job, out: torch.Tensor) -> tuple[float, float]:
     return (job.atol if job.atol is not None else default, job.rtol if job.rtol is not None else default)
 
 
-def _match(outs: list[Any], refs: list[Any], job: Job) -> str | None:
+def _match(outs: list[Any], refs: list[Any], job: Job, index: int) -> str | None:
+    """Do the candidate's outputs on input set ``index`` match the reference's?"""
     if len(outs) != len(refs):
         return f"returned {len(outs)} outputs, the reference returns {len(refs)}"
+    excess = job.excess[index] if index < len(job.excess) else []
     for k, (o, r) in enumerate(zip(outs, refs)):
         if not isinstance(r, torch.Tensor):
             continue
         atol, rtol = _tolerance(job, r)
-        problem = compare.describe_mismatch(o, r, atol, rtol)
+        slack = compare.SLACK_FACTOR * (excess[k] if k < len(excess) else 0.0)
+        problem = compare.describe_mismatch(o, r, atol, rtol, slack)
         if problem:
             return (f"output {k}: " if len(refs) > 1 else "") + problem
     return None
@@ -389,14 +429,14 @@ def run_candidate(job: Job, progress: _Progress) -> CandidateResult:
             refs.append(ref)
             out_prints.append([compare.fingerprint(o, job.sample_seed) for o in outs
                                if isinstance(o, torch.Tensor)] if plain else None)
-            mismatch = _match(outs, ref, job)
+            mismatch = _match(outs, ref, job, i)
             note = " (candidate ran before the reference)" if i == 0 else ""
             checks.add(f"correct: {label}", mismatch is None, mismatch or f"within tolerance{note}")
         checks.add("inputs unchanged", problem is None, problem or "every input equals its private copy")
 
         if refs[0] is not None:
             outs = call(sets[0])
-            mismatch = _match(outs, refs[0], job)
+            mismatch = _match(outs, refs[0], job, 0)
             checks.add("candidate after reference", mismatch is None, mismatch or "same answer after the reference ran")
         if len(sets) > 1 and refs[1] is not None and refs[0] is not None:
             progress("refilled buffers")
@@ -405,7 +445,7 @@ def run_candidate(job: Job, progress: _Progress) -> CandidateResult:
             for k in tensors:
                 _copy_(sets[0][k], sets[1][k])
             outs = call(sets[0])
-            mismatch = _match(outs, refs[1], job)
+            mismatch = _match(outs, refs[1], job, 1)
             checks.add("buffer refilled", mismatch is None,
                        mismatch or "new values in the same buffers gave the new answer")
             for k in tensors:
@@ -482,7 +522,7 @@ def _time_candidate(job: Job, candidate: torch.nn.Module, reference: torch.nn.Mo
     result.reference = timing.stats(ref_times)
     problems = []
     for run, (which, out) in {**kept_a, **{k + 10_000: v for k, v in kept_b.items()}}.items():
-        mismatch = _match(compare.flat_outputs(out), refs[index[which]], job)
+        mismatch = _match(compare.flat_outputs(out), refs[index[which]], job, index[which])
         if mismatch:
             problems.append(f"timed run {run % 10_000} on set {index[which]}: {mismatch}")
     checks.add("timed runs correct", not problems,

@@ -61,6 +61,8 @@ class Job(BaseModel):
     measure_ceilings: bool = False
     measure_compile: bool = True
     result_path: Path
+    excess: list[list[float]] = Field(default_factory=list)
+    """Candidate jobs: the reference's excess error per input set and output (from the clean process)."""
 
 
 class TensorPrint(BaseModel):
@@ -73,6 +75,10 @@ class TensorPrint(BaseModel):
     abs_sum: float
     sample: list[float]
     """Values at positions drawn from ``Job.sample_seed``."""
+    excess: float = 0.0
+    """Reference prints only: how far eager itself strays from a float64 run of the same model on the
+    same inputs beyond ``atol + rtol*|ref|`` (largest excess over the elements; 0 for nearly every
+    task, large where fp32 sums cancel). See ``compare.SLACK_FACTOR``."""
 
 
 class TimingStats(BaseModel):

@@ -65,3 +65,30 @@ def test_fingerprints_catch_a_wrong_element_outside_the_samples() -> None:
 def test_fingerprint_of_non_finite_output_is_rejected() -> None:
     ref = fingerprint(torch.ones(10), 1)
     assert "NaN" in compare_prints(fingerprint(torch.full((10,), float("nan")), 1), ref, 1e-4, 1e-4)
+
+
+def test_excess_error_is_what_eager_strays_beyond_the_tolerance() -> None:
+    from kernelevo.sandbox.compare import excess_error
+
+    exact = torch.tensor([1.0, 100.0, -3.0], dtype=torch.float64)
+    assert excess_error(exact.float(), exact, 1e-4, 1e-4) == 0.0
+    off = torch.tensor([1.0, 100.0, -3.05])
+    assert abs(excess_error(off, exact, 1e-4, 1e-4) - (0.05 - 1e-4 - 3e-4)) < 1e-6
+    assert excess_error(torch.tensor([1, 2]), torch.tensor([1, 2]), 0, 0) == 0.0
+
+
+def test_slack_widens_the_bound_by_exactly_its_amount() -> None:
+    ref = torch.zeros(4)
+    assert describe_mismatch(ref + 0.02, ref, 1e-4, 1e-4, slack=0.03) is None
+    message = describe_mismatch(ref + 0.04, ref, 1e-4, 1e-4, slack=0.03)
+    assert message and "eager's own error" in message
+
+
+def test_out_of_process_prints_allow_the_reference_excess_too() -> None:
+    ref = torch.zeros(8)
+    want = fingerprint(ref, 3)
+    got = fingerprint(ref + 0.02, 3)
+    assert compare_prints(got, want, 1e-4, 1e-4) is not None
+    want.excess = 0.01  # eager itself strays 0.01 beyond the tolerance: up to 3x that is allowed
+    assert compare_prints(got, want, 1e-4, 1e-4) is None
+    assert compare_prints(fingerprint(ref + 0.05, 3), want, 1e-4, 1e-4) is not None

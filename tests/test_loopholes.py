@@ -148,3 +148,43 @@ def test_memory_hog_is_killed_and_reported(make_evaluator) -> None:
     verdict, code = ev.evaluate(load_task("relu", "small"), candidate("bad_memory_hog"))
     assert code == 1
     assert "ran out of memory" in verdict.reason and "2g" in verdict.reason
+
+
+CANCELLING_SUM = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x.sum(dim=-1)
+
+
+def get_inputs():
+    big = torch.randn(4, 2048) * 1000
+    return [torch.cat([big, -big + torch.randn(4, 2048)], dim=-1)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_eager_own_error_is_allowed_but_a_precision_downgrade_is_not(evaluator, tmp_path: Path) -> None:
+    """Row sums whose terms cancel: eager's fp32 result is itself ~1e-2 from float64, far beyond
+    1e-4 of the small result. An honest kernel that sums in another order must pass (it fails with
+    the plain tolerance); the same kernel reading its inputs as bf16 must still fail."""
+    from kernelevo.agent.builtin.recognize import recognise
+    from kernelevo.agent.builtin.templates import render
+
+    (tmp_path / "cancel.py").write_text(CANCELLING_SUM)
+    task = load_task(str(tmp_path / "cancel.py"), "full")
+    honest = render(recognise(task), "registers", {"BLOCK_R": 1, "num_warps": 4}, "test")
+    downgraded = honest.replace("other=0.0).to(tl.float32)", "other=0.0).to(tl.bfloat16).to(tl.float32)")
+    assert downgraded != honest
+    for name, source, accepted in (("honest", honest, True), ("bf16", downgraded, False)):
+        path = tmp_path / f"{name}.py"
+        path.write_text(source)
+        verdict, code = evaluator.evaluate(task, path)
+        assert (code == 0) is accepted, verdict.reason
+        if not accepted:
+            assert "eager's own error" in verdict.reason
