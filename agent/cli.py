@@ -290,11 +290,15 @@ def trace_command(
         store.close()
         _fail(f"no candidate {candidate} in {run_dir}", EXIT_USAGE, as_json)
     store.close()
+    generation = None
     for event in events:
         if as_json:
             print(json.dumps(event))
-        else:
-            out.print(f"{format_time(event['ts'])}  {describe(event)}", highlight=False, soft_wrap=True, markup=False)
+            continue
+        if event.get("action") == "propose" and event.get("generation") != generation:
+            generation = event.get("generation")
+            out.print(f"-- generation {generation} --", highlight=False, markup=False)
+        out.print(f"{format_time(event['ts'])}  {describe(event)}", highlight=False, soft_wrap=True, markup=False)
 
 
 @app.command("export")

@@ -84,7 +84,8 @@ class Runtime:
         self.store.record_evaluation(cid, "search", verdict)
         self.store.event("verdict", cid, kind="search", correct=verdict.correct, reason=verdict.reason,
                          runtime_ms=verdict.runtime_ms, speedup=verdict.speedup, timing=verdict.timing,
-                         roofline=verdict.roofline_fraction, started=started, device=verdict.device,
+                         roofline=verdict.roofline_fraction, bound=verdict.bound,
+                         vs_compile=verdict.speedup_vs_compile, started=started, device=verdict.device,
                          checks_failed=[c.name for c in verdict.checks if not c.passed])
         if self.progress:
             self.progress(self, cid, verdict)
@@ -172,7 +173,9 @@ def build_graph(rt: Runtime):
                 verdict = rt.judge(rt.final_evaluator, cid)
                 rt.store.record_evaluation(cid, "final", verdict)
                 rt.store.event("verdict", cid, kind="final", correct=verdict.correct, reason=verdict.reason,
-                               runtime_ms=verdict.runtime_ms, speedup=verdict.speedup, timing=verdict.timing)
+                               runtime_ms=verdict.runtime_ms, speedup=verdict.speedup, timing=verdict.timing,
+                               roofline=verdict.roofline_fraction, bound=verdict.bound,
+                               vs_compile=verdict.speedup_vs_compile)
             if verdict.correct:
                 rt.store.event("decision", cid, action="best", reason="re-judged with fresh seeds and accepted",
                                runtime_ms=verdict.runtime_ms, speedup=verdict.speedup)

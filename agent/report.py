@@ -73,6 +73,12 @@ def describe(event: dict[str, Any]) -> str:
         label = "final verdict" if event.get("kind") == "final" else "verdict"
         if event.get("correct"):
             speed = f", {event['speedup']:.2f}x over eager" if event.get("speedup") else ""
+            if event.get("vs_compile"):
+                speed += f", {event['vs_compile']:.2f}x over torch.compile"
+            if event.get("roofline"):
+                ceiling = {"memory": "copy bandwidth", "compute": "matmul peak"}.get(event.get("bound") or "",
+                                                                                   "roofline")
+                speed += f", {event['roofline']:.0%} of the {ceiling}"
             note = " (CPU interpreter time)" if event.get("timing") == "cpu-interpreter" else ""
             return f"{label} {cid}: correct, {event['runtime_ms']:.4g} ms{speed}{note}"
         return f"{label} {cid}: rejected: {event.get('reason')}"

@@ -53,8 +53,8 @@ def run_task(name: str, out: Path, max_evals: int, env: dict[str, str], size: st
             log.write_text(log.read_text() + done.stdout + done.stderr if log.exists() else done.stdout + done.stderr)
     wall = time.monotonic() - began
     status = json.loads(cli("status", str(run_dir), "--json", env=env).stdout)
-    row: dict = {"task": name, "state": status["state"], "evaluations": status["evaluations"],
-                 "correct": status["correct"], "wall_s": round(wall, 1)}
+    row: dict = {"task": name, "commit": versions()["commit"], "state": status["state"],
+                 "evaluations": status["evaluations"], "correct": status["correct"], "wall_s": round(wall, 1)}
     store = RunStore(run_dir)
     try:
         row["search_s"] = store.meta("elapsed_s")
