@@ -90,10 +90,18 @@ def test_the_run_lock_is_exclusive(tmp_path: Path) -> None:
     ("row_sum", "row", ["sum"]), ("row_max", "row", ["amax"]), ("row_argmax", "row", ["argmax"]),
     ("layernorm", "row", ["layer_norm"]), ("rmsnorm", "row", ["square", "mean", "add", "rsqrt", "mul", "mul"]),
     ("cross_entropy", "cross_entropy", ["cross_entropy"]),
+    ("matmul_bias_gelu", "matmul", ["linear", "add", "gelu_tanh", "mul"]),
+    ("mlp_block", "matmul", ["linear", "add", "gelu", "linear", "add"]),
 ])
 def test_recognises_builtin_tasks(name: str, kind: str, ops: list[str]) -> None:
     plan = recognise(load_task(name, "full"))
     assert (plan.kind, plan.ops) == (kind, ops)
+
+
+def test_matmul_chains_carry_the_full_size_gemms() -> None:
+    plan = recognise(load_task("mlp_block", "full"))
+    assert [(s.k, s.n) for s in plan.extra["stages"]] == [(4096, 16384), (16384, 4096)]
+    assert plan.rows == 8192 and plan.dtype == "bfloat16"
 
 
 def test_plans_carry_the_full_size_shapes() -> None:

@@ -71,6 +71,14 @@ CASES = [
     ("argmin", "        pass", "        return torch.argmin(x, dim=-1)", "torch.randn(6, {cols})", ""),
     ("cross-entropy-sum", "        pass", "        return F.cross_entropy(x, t, reduction='sum')",
      "torch.randn(6, {cols}), torch.randint(0, {cols}, (6,))", ""),
+    ("linear-relu-fp32", "        self.fc = nn.Linear(n, 40)", "        return torch.relu(self.fc(x)) * 2.0",
+     "torch.randn(2, 3, {cols})", ""),
+    ("mlp-two-stages-bf16", "        self.up = nn.Linear(n, 64)\n        self.down = nn.Linear(64, 24, bias=False)",
+     "        return self.down(F.gelu(self.up(x), approximate='tanh'))", "torch.randn(7, {cols})",
+     "DTYPE = torch.bfloat16"),
+    ("matmul-param-fp16", "        self.w = nn.Parameter(torch.randn(n, 48) * 0.05)\n"
+     "        self.b = nn.Parameter(torch.randn(48))", "        return F.silu(x @ self.w + self.b)",
+     "torch.randn(9, {cols})", "DTYPE = torch.float16"),
 ]
 
 
@@ -85,7 +93,8 @@ def _write(tmp_path: Path, case: tuple[str, str, str, str, str], cols: int) -> P
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_every_seed_is_judged_correct(evaluator, tmp_path: Path, case: tuple[str, str, str, str, str]) -> None:
-    task = load_task(str(_write(tmp_path, case, 1000)), "full")
+    cols = 200 if "linear" in case[0] or "mlp" in case[0] or "matmul" in case[0] else 1000
+    task = load_task(str(_write(tmp_path, case, cols)), "full")
     plan = recognise(task)
     tried = set()
     for strategy, params, why in seeds(plan):

@@ -23,6 +23,11 @@ STEPS: dict[str, list[int]] = {
     "BLOCK_R": [1, 2, 4, 8, 16, 32, 64],
     "BLOCK_C": [64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384],
     "num_warps": [1, 2, 4, 8, 16, 32],
+    "BLOCK_M": [32, 64, 128, 256],
+    "BLOCK_N": [32, 64, 128, 256],
+    "BLOCK_K": [16, 32, 64, 128],
+    "GROUP_M": [1, 4, 8, 16],
+    "num_stages": [2, 3, 4, 5],
 }
 ELEMENTS_PER_THREAD = 8
 """Registers strategy: aim for this many elements of a tile per thread (fp32 registers stay below spills)."""
@@ -59,6 +64,15 @@ def seeds(plan: Plan) -> list[tuple[str, dict[str, Any], str]]:
                 out.append(("tiled", {"BLOCK_R": block_r, "BLOCK_C": block_c, "num_warps": warps},
                             f"seed: {block_r} x {block_c} tiles, {block_r * block_c // (warps * 32)} elements "
                             "per thread"))
+        return out
+    if plan.kind == "matmul":
+        # Tensor-core tiles known to suit Hopper; fp32 tasks keep fp32 accuracy with 3xTF32.
+        precision = {"precision": "tf32x3"} if plan.dtype == "float32" else {}
+        for bm, bn, bk, warps, stages in ((128, 256, 64, 8, 3), (128, 128, 64, 4, 4), (256, 128, 64, 8, 3),
+                                          (64, 128, 64, 4, 4)):
+            out.append(("gemm", {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_warps": warps,
+                                 "num_stages": stages, **precision},
+                        f"seed: {bm} x {bn} tiles, K steps of {bk}, {stages} stages in flight"))
         return out
     if plan.kind == "cross_entropy":
         for block, warps in ((2048, 8), (4096, 8), (8192, 16)):
@@ -103,7 +117,10 @@ class BuiltinPolicy:
 
     def _proposal(self, strategy: str, params: dict[str, Any], parent: str | None, why: str) -> Proposal:
         assert self.plan is not None
-        descriptor = f"r{params.get('BLOCK_R', 1)}w{params.get('num_warps')}"
+        if "BLOCK_M" in params:
+            descriptor = f"m{params['BLOCK_M']}n{params['BLOCK_N']}w{params.get('num_warps')}"
+        else:
+            descriptor = f"r{params.get('BLOCK_R', 1)}w{params.get('num_warps')}"
         return Proposal(source=render(self.plan, strategy, params, why), strategy=strategy, descriptor=descriptor,
                         params=params, parent=parent, why=why)
 

@@ -19,6 +19,7 @@ import torch
 import torch.fx
 import torch.nn.functional as F
 
+from kernelevo.agent.builtin import matmul
 from kernelevo.agent.builtin.lower import CannotCover, Program, lower, trace
 from kernelevo.tasks.loader import import_task_module
 from kernelevo.tasks.task import Task
@@ -33,7 +34,7 @@ class Plan:
     """What the built-in policy will generate for a task."""
 
     kind: str
-    """pointwise, row or cross_entropy."""
+    """pointwise, row, cross_entropy or matmul."""
     program: Program | None
     init: str
     """``ModelNew.__init__``: the reference's own, so that parameters are created identically."""
@@ -49,6 +50,12 @@ class Plan:
         shape = f"{self.rows} rows x {self.cols} columns, {self.dtype}"
         if self.kind == "cross_entropy":
             return f"cross-entropy over {self.cols} classes ({shape})"
+        if self.kind == "matmul":
+            parts = []
+            for st in self.extra["stages"]:
+                epilogue = f" + {', '.join(st.epilogue.ops) or 'bias'}" if st.epilogue else ""
+                parts.append(f"GEMM {st.k}->{st.n}{epilogue}")
+            return f"matmul chain ({'; '.join(parts)}) on {self.rows} rows, {self.dtype}"
         ops = ", ".join(self.ops) if len(self.ops) <= 8 else ", ".join(self.ops[:8]) + ", ..."
         if self.kind == "pointwise":
             return f"pointwise chain of {len(self.ops)} op{'s' if len(self.ops) != 1 else ''} ({ops}); {shape}"
@@ -90,6 +97,21 @@ def _full_shapes(task: Task) -> list[tuple[int, ...]]:
     with torch.device("meta"):
         inputs = module.get_inputs()
     return [tuple(x.shape) for x in inputs if isinstance(x, torch.Tensor)]
+
+
+def _full_weight_shapes(task: Task, stages: list[matmul.Stage]) -> None:
+    """Give each stage its GEMM sizes at the size being optimised (a model built on the meta device)."""
+    try:
+        module = import_task_module(task.path, task.size)
+        with torch.device("meta"):
+            model = module.Model(*module.get_init_inputs())
+    except Exception:  # keep the small sizes: they only describe the plan
+        return
+    for st in stages:
+        w: Any = model
+        for part in st.weight.removeprefix("self.").split("."):
+            w = getattr(w, part)
+        st.n, st.k = (int(w.shape[0]), int(w.shape[1])) if st.transposed else (int(w.shape[1]), int(w.shape[0]))
 
 
 def _small(task: Task) -> tuple[torch.nn.Module, list[Any], Any]:
@@ -148,6 +170,12 @@ def recognise(task: Task) -> Plan:
     if ce is not None:
         return Plan(kind="cross_entropy", program=None, init=init, imports=imports, rows=rows, cols=cols,
                     dtype=dtype, ops=["cross_entropy"], inputs=names, extra=ce)
+    if any(matmul._linear(gm, n) is not None for n in gm.graph.nodes if n.op.startswith("call")):
+        stages = matmul.lower_chain(model, inputs)
+        _full_weight_shapes(task, stages)
+        ops = [op for st in stages for op in (["linear"] + (st.epilogue.ops if st.epilogue else []))]
+        return Plan(kind="matmul", program=None, init=init, imports=imports, rows=rows, cols=cols, dtype=dtype,
+                    ops=ops, inputs=names, extra={"stages": stages})
     program = lower(model, inputs)
     if program.main_chunks > 1:
         cols //= program.main_chunks

@@ -10,13 +10,14 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-from kernelevo.agent.builtin import codegen
+from kernelevo.agent.builtin import codegen, matmul
 from kernelevo.agent.builtin.recognize import Plan
 
 STRATEGIES = {
     "pointwise": ["tiled"],
     "row": ["registers", "looped"],
     "cross_entropy": ["looped"],
+    "matmul": ["gemm"],
 }
 
 WHY_STRATEGY = {
@@ -26,6 +27,8 @@ WHY_STRATEGY = {
                  "reductions the row needs",
     "looped": "rows processed in column blocks, for rows too long for registers; the second and later passes "
               "mostly hit L2",
+    "gemm": "one tiled tensor-core GEMM per linear, with its bias and the ops after it applied to the fp32 "
+            "accumulator in registers: the epilogue costs no extra pass over memory",
     "online": "online softmax: the max and the sum of exp(x - max) in one pass, rescaling the running sum when "
               "the max grows",
 }
@@ -129,6 +132,19 @@ def render(plan: Plan, strategy: str, params: dict[str, Any], why: str) -> str:
             mean=reduction == "mean", loss_dtype=f"{logits}.dtype" if reduction == "none" else "torch.float32",
             **params)
         return head + CROSS_ENTROPY_KERNELS + _model(plan.init, forward)
+    if plan.kind == "matmul":
+        stages = plan.extra["stages"]
+        head = HEADER.format(title=f"Fused Triton GEMMs for a {plan.describe()}.", strategy=strategy, params=shown,
+                             why=why, strategy_why=WHY_STRATEGY[strategy], imports=imports,
+                             bytes_note="each stage reads its input and weight (tiles reused from L2 and shared "
+                                        "memory) and writes its output once.")
+        precision = params.get("precision")
+        kernels = "\n\n".join(matmul.kernel(st, i, precision) for i, st in enumerate(stages))
+        helper = codegen.ROUND_TO_BF16 + "\n\n" if any(st.out_dtype == "bfloat16" for st in stages) else ""
+        interpreter = "from triton.runtime.interpreter import InterpretedFunction\n"
+        head = head.replace("import triton.language as tl\n", "import triton.language as tl\n" + interpreter)
+        return (head + helper + kernels + matmul.INTERPRETER_NOTE
+                + _model(plan.init, matmul.forward(stages, plan.inputs[0], params)))
     program = plan.program
     assert program is not None
     head = HEADER.format(title=f"Fused Triton kernel for a {plan.describe()}.", strategy=strategy, params=shown,

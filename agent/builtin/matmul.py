@@ -1,0 +1,263 @@
+"""Matmul chains: ``linear -> pointwise epilogue -> linear -> ...`` as one Triton GEMM per linear,
+each with its bias and epilogue fused (no intermediate tensor for the epilogue's ops).
+
+Recognised from the traced graph: a ``nn.Linear``, ``F.linear`` or a matmul with a 2-D parameter
+starts a stage; the pointwise ops after it, up to the next linear, are that stage's epilogue,
+lowered to a row program (:mod:`lower`) whose only input is the accumulator.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.fx
+import torch.nn as nn
+import torch.nn.functional as F
+
+from kernelevo.agent.builtin import codegen
+from kernelevo.agent.builtin.lower import CannotCover, Program, lower
+
+MATMUL_TARGETS = (torch.matmul, operator.matmul, torch.mm)
+
+
+@dataclass
+class Stage:
+    """One GEMM: ``x @ W^T`` (``transposed``: W is [N, K], as nn.Linear holds it) or ``x @ W``."""
+
+    weight: str
+    """Python expression of the weight inside ``ModelNew.forward``."""
+    transposed: bool
+    n: int
+    k: int
+    epilogue: Program | None
+    """The bias and pointwise ops after the GEMM (None: the accumulator is stored as it is)."""
+    out_dtype: str
+
+
+class _Capture(torch.fx.Interpreter):
+    """Runs the graph and keeps every node's value (for example inputs of the epilogues)."""
+
+    def __init__(self, gm: torch.fx.GraphModule) -> None:
+        super().__init__(gm)
+        self.seen: dict[str, Any] = {}
+
+    def run_node(self, n: torch.fx.Node) -> Any:
+        value = super().run_node(n)
+        self.seen[n.name] = value
+        return value
+
+
+def _linear(gm: torch.fx.GraphModule, node: torch.fx.Node) -> tuple[torch.fx.Node, str, bool, Any] | None:
+    """(input, weight expression, transposed, bias: an fx get_attr node, a qualified name or None)."""
+    if node.op == "call_module":
+        sub = gm.get_submodule(str(node.target))
+        if isinstance(sub, nn.Linear):
+            bias = f"{node.target}.bias" if sub.bias is not None else None
+            return node.args[0], f"self.{node.target}.weight", True, bias
+        return None
+    if node.op == "call_function" and node.target is F.linear:
+        weight = node.args[1] if len(node.args) > 1 else node.kwargs.get("weight")
+        bias = node.args[2] if len(node.args) > 2 else node.kwargs.get("bias")
+        if isinstance(weight, torch.fx.Node) and weight.op == "get_attr":
+            return node.args[0], f"self.{weight.target}", True, bias
+        raise CannotCover("F.linear with a weight that is not a parameter")
+    if (node.op == "call_function" and node.target in MATMUL_TARGETS) or (
+            node.op == "call_method" and node.target in ("matmul", "mm")):
+        weight = node.args[1]
+        if isinstance(weight, torch.fx.Node) and weight.op == "get_attr":
+            return node.args[0], f"self.{weight.target}", False, None
+        raise CannotCover("a matmul of two inputs (only a matmul with a weight parameter is covered)")
+    return None
+
+
+def _param(gm: torch.fx.GraphModule, expression: str) -> torch.Tensor:
+    obj: Any = gm
+    for part in expression.removeprefix("self.").split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def lower_chain(model: nn.Module, inputs: list[Any]) -> list[Stage]:
+    """The stages of a matmul chain, or CannotCover."""
+    try:
+        gm = torch.fx.symbolic_trace(model)
+    except Exception as exc:
+        raise CannotCover(f"the reference could not be traced with torch.fx ({type(exc).__name__}: {exc})") from None
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != 1 or len(inputs) != 1 or not isinstance(inputs[0], torch.Tensor):
+        raise CannotCover("matmul chains are covered for one input tensor")
+    capture = _Capture(gm)
+    try:
+        capture.run(*inputs)
+    except Exception as exc:
+        raise CannotCover(f"the reference does not run on its small inputs ({exc})") from None
+    groups: list[tuple[torch.fx.Node, tuple[torch.fx.Node, str, bool, Any], list[torch.fx.Node]]] = []
+    current: torch.fx.Node = placeholders[0]
+    output = None
+    for node in gm.graph.nodes:
+        if node.op in ("placeholder", "get_attr"):
+            continue
+        if node.op == "output":
+            output = node.args[0]
+            continue
+        found = _linear(gm, node)
+        if found is not None:
+            source = found[0]
+            last = groups[-1][2][-1] if groups and groups[-1][2] else (groups[-1][0] if groups else current)
+            if source is not last:
+                raise CannotCover("a linear whose input is not the previous stage's result")
+            groups.append((node, found, []))
+            continue
+        if not groups:
+            raise CannotCover("ops before the first linear are not covered in a matmul chain")
+        groups[-1][2].append(node)
+    if not groups:
+        raise CannotCover("no linear layer or matmul with a weight")
+    last_node = groups[-1][2][-1] if groups[-1][2] else groups[-1][0]
+    if output is not last_node:
+        raise CannotCover("the reference's output is not the last stage's result")
+    stages = []
+    for linear, (_, weight, transposed, bias), epilogue_nodes in groups:
+        w = _param(gm, weight)
+        if w.dim() != 2:
+            raise CannotCover(f"weight {weight} is not a matrix")
+        n, k = (w.shape[0], w.shape[1]) if transposed else (w.shape[1], w.shape[0])
+        acc = capture.seen[linear.name]
+        program = _epilogue(gm, linear, bias, epilogue_nodes, acc, capture)
+        out = capture.seen[epilogue_nodes[-1].name] if epilogue_nodes else acc
+        stages.append(Stage(weight=weight, transposed=transposed, n=int(n), k=int(k), epilogue=program,
+                            out_dtype=str(out.dtype).removeprefix("torch.")))
+    return stages
+
+
+def _epilogue(gm: torch.fx.GraphModule, linear: torch.fx.Node, bias: Any, nodes: list[torch.fx.Node],
+              acc: torch.Tensor, capture: _Capture) -> Program | None:
+    """The epilogue as its own graph (input: the GEMM's fp32 accumulator, before the bias), lowered."""
+    if bias is None and not nodes:
+        return None
+    graph = torch.fx.Graph()
+    env: dict[torch.fx.Node, torch.fx.Node] = {}
+    start = graph.placeholder("acc")
+    if bias is not None:
+        b = graph.get_attr(bias) if isinstance(bias, str) else graph.get_attr(str(bias.target))
+        start = graph.call_function(operator.add, (start, b))
+    env[linear] = start
+
+    def mapped(n: torch.fx.Node) -> torch.fx.Node:
+        if n in env:
+            return env[n]
+        if n.op == "get_attr":
+            env[n] = graph.get_attr(str(n.target))
+            return env[n]
+        raise CannotCover(f"the epilogue uses `{n.name}`, which is not the stage's result or a parameter")
+
+    for node in nodes:
+        env[node] = graph.node_copy(node, mapped)
+    graph.output(env[nodes[-1]] if nodes else start)
+    sub = torch.fx.GraphModule(gm, graph)
+    program = lower(sub, [acc])
+    if program.kind != "pointwise":
+        raise CannotCover("a reduction after a linear is not covered in a matmul chain")
+    if bias is not None:
+        # Eager (cuBLAS) adds the bias to the fp32 accumulator and rounds once: so do we.
+        program.nodes[0].round_to = None
+    return program
+
+
+MATMUL_KERNEL = '''@triton.jit
+def {name}(a_ptr, w_ptr, {operands}out_ptr, M, N, K, stride_am, stride_ak, stride_wn, stride_wk,
+{pad}BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+{pad}WIDEN: tl.constexpr):
+    # Grouped ordering: GROUP_M row-blocks share each column-block of W while it is in L2.
+    pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    in_group = GROUP_M * num_pid_n
+    first_m = (pid // in_group) * GROUP_M
+    group_m = min(num_pid_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % in_group) % group_m
+    pid_n = (pid % in_group) // group_m
+    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    ks = tl.arange(0, BLOCK_K)
+    row_ok = rows < M
+    col_ok = cols < N
+    rows64 = rows.to(tl.int64)
+    a_ptrs = a_ptr + rows64[:, None] * stride_am + ks[None, :] * stride_ak
+    w_ptrs = w_ptr + ks[:, None] * stride_wk + cols[None, :] * stride_wn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        k_ok = ks < K - k * BLOCK_K
+        a = tl.load(a_ptrs, mask=row_ok[:, None] & k_ok[None, :], other=0.0)
+        w = tl.load(w_ptrs, mask=k_ok[:, None] & col_ok[None, :], other=0.0)
+        if WIDEN:
+            a = a.to(tl.float32)
+            w = w.to(tl.float32)
+        acc = tl.dot(a, w, acc{precision})
+        a_ptrs += BLOCK_K * stride_ak
+        w_ptrs += BLOCK_K * stride_wk
+    # Epilogue, on the fp32 accumulator while it is still in registers.
+    mask = row_ok[:, None] & col_ok[None, :]
+{epilogue}
+    tl.store(out_ptr + rows64[:, None] * N + cols[None, :], {result}.to(out_ptr.dtype.element_ty), mask=mask)
+'''
+
+
+def kernel(stage: Stage, index: int, precision: str | None) -> str:
+    """The fused GEMM kernel of one stage."""
+    name = f"stage{index}_kernel"
+    program = stage.epilogue
+    lines: list[str] = []
+    operands = ""
+    # No epilogue: round the accumulator to the output dtype ourselves (see codegen.ROUND_TO_BF16).
+    result = "round_to_bf16(acc)" if stage.out_dtype == "bfloat16" else "acc"
+    if program is not None:
+        em = codegen._Emitter(program)
+        cols = [o for o in program.operands if o.kind == "col"]
+        operands = "".join(f"{o.name}_ptr, " for o in cols)
+        needed = em.deps(program.output)
+        for node in program.nodes:
+            if node.name not in needed:
+                continue
+            if node.op == "load" and em.operands[node.args[0]].kind == "row":
+                lines.append(f"{node.name} = {codegen._rounded(node, 'acc')}")
+            else:
+                lines.append(em.statement(node))
+        result = program.output
+    return MATMUL_KERNEL.format(
+        name=name, operands=operands, pad=" " * (len(name) + 5), precision=f", input_precision=\"{precision}\""
+        if precision else "", epilogue="\n".join("    " + line for line in lines) or "    pass", result=result)
+
+
+INTERPRETER_NOTE = '''
+
+# Triton's CPU interpreter multiplies bf16 and fp16 tiles wrongly (triton 3.9), so there the tiles
+# are widened to fp32 before tl.dot. On a GPU this is False: the dot runs on the tensor cores.
+INTERPRETED = isinstance(stage0_kernel, InterpretedFunction)
+'''
+
+
+def forward(stages: list[Stage], input_name: str, params: dict[str, Any]) -> str:
+    """``ModelNew.forward``: flatten to [M, K], one launch per stage, restore the leading dims."""
+    body = [f"{input_name} = {input_name}.contiguous()",
+            f"h = {input_name}.reshape(-1, {input_name}.shape[-1])",
+            f"BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M = {params['BLOCK_M']}, {params['BLOCK_N']}, {params['BLOCK_K']}, "
+            f"{params['GROUP_M']}"]
+    for i, stage in enumerate(stages):
+        w = stage.weight
+        strides = f"{w}.stride(0), {w}.stride(1)" if stage.transposed else f"{w}.stride(1), {w}.stride(0)"
+        cols = [o.source for o in stage.epilogue.operands if o.kind == "col"] if stage.epilogue else []
+        n = f"{w}.shape[0]" if stage.transposed else f"{w}.shape[1]"
+        body += [f"out = torch.empty((h.shape[0], {n}), dtype=torch.{stage.out_dtype}, device=h.device)",
+                 f"grid = (triton.cdiv(h.shape[0], BLOCK_M) * triton.cdiv({n}, BLOCK_N),)",
+                 f"stage{i}_kernel[grid](",
+                 f"    h, {w}, {''.join(c + ', ' for c in cols)}out, h.shape[0], {n}, h.shape[1], h.stride(0), "
+                 f"h.stride(1), {strides},",
+                 "    BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M, WIDEN=INTERPRETED,",
+                 f"    num_warps={params['num_warps']}, num_stages={params['num_stages']})",
+                 "h = out"]
+    body.append(f"return h.reshape(*{input_name}.shape[:-1], h.shape[-1])")
+    return f"def forward(self, {input_name}):\n" + "\n".join("    " + line for line in body) + "\n"
