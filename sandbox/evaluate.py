@@ -4,6 +4,7 @@ candidate run, then the verdict. The optimizer process never imports candidate c
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import shutil
 import sys
@@ -237,6 +238,37 @@ class Evaluator:
         verdict = self.run_in_sandbox(task, candidate, static.checks)
         verdict.wall_s = round(time.monotonic() - began, 3)
         return verdict, 0 if verdict.correct else 1
+
+    def triton_gate(self, task: Task, candidate: Path, capability: int = 90) -> dict:
+        """Compile the candidate's Triton kernels for a GPU target, in the sandbox, without running them
+        (``sandbox/triton_gate.py``): ``{"ok", "kernels": [{kernel, ok, resources | error}], "error"}``."""
+        self._jobs += 1
+        job_dir = self.workspace / "jobs" / f"{self._jobs:04d}-triton-gate"
+        job_dir.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(task.path, job_dir / "task.py")
+        shutil.copyfile(candidate, job_dir / "candidate.py")
+        job = {"task": str(job_dir / "task.py"), "candidate": str(job_dir / "candidate.py"), "size": task.size,
+               "dtype": task.dtype, "capability": capability, "result": str(job_dir / "gate.json")}
+        (job_dir / "job.json").write_text(json.dumps(job))
+        env = self._env()
+        env.pop("TRITON_INTERPRET", None)  # real JITFunctions: the gate compiles them, never runs them
+        memory = None
+        if self.config.memory:
+            from kernelevo.sandbox.isolation import parse_size
+
+            memory = parse_size(self.config.memory)
+        spec = RunSpec(cmd=[sys.executable, "-m", "kernelevo.sandbox.triton_gate", str(job_dir / "job.json")],
+                       job_dir=job_dir, result_path=job_dir / "gate.json", timeout_s=min(self.config.timeout_s, 300),
+                       memory_bytes=memory, memory_text=self.config.memory if memory else None,
+                       pids_limit=self.config.pids_limit, env=env, writable=[self.compile_cache],
+                       hidden=[self.config.cache_dir.resolve(), self.workspace])
+        outcome = self.sandbox.run(spec)
+        try:
+            return json.loads((job_dir / "gate.json").read_text())
+        except (OSError, ValueError):
+            failure = process_failure(outcome, None) or "no result"
+            return {"ok": False, "kernels": [], "error": f"the gate process failed: {failure}",
+                    "log": outcome.log_tail[-1500:]}
 
     def run_in_sandbox(self, task: Task, candidate: Path, static_checks: list[Check]) -> Verdict:
         """The runtime half of :meth:`evaluate`: the sandboxed harness and the judge.

@@ -49,6 +49,7 @@ def test_a_scripted_model_writes_a_correct_candidate(tmp_path, cache_dir, monkey
     script = [
         {"content": "I will write a grid kernel.", "tool_calls": [tool_call("write_kernel",
                                                                               {"source": GOOD, "strategy": "grid"})]},
+        {"tool_calls": [tool_call("compile_kernel", {"candidate": cid[:10]})]},
         {"tool_calls": [tool_call("check_kernel", {"candidate": cid[:10]})]},
         # the evaluation budget (1) is spent by the check: the turn ends, then the reflection
         {"content": "A plain blocked grid is correct; next try wider blocks."},
@@ -60,13 +61,14 @@ def test_a_scripted_model_writes_a_correct_candidate(tmp_path, cache_dir, monkey
     info = status(store)
     assert info["state"] == "finished" and info["evaluations"] == 1
     assert info["best"]["candidate"] == cid and info["best"]["verified"]
-    assert store.meta("tokens_in") == 300 and store.meta("tokens_out") == 60  # usage from the three responses
+    assert store.meta("tokens_in") == 400 and store.meta("tokens_out") == 80  # usage from the four responses
     assert store.meta("notes") == ["A plain blocked grid is correct; next try wider blocks."]
     store.close()
     kinds = {e["type"] for e in events(run)}
     assert {"model_request", "model_response", "tool_call", "tool_result", "verdict", "decision"} <= kinds
     results = [e for e in events(run) if e["type"] == "tool_result"]
-    assert "ACCEPTED" in results[1]["result"]  # the model saw the harness's own verdict
+    assert "for sm_90a: ok" in results[1]["result"]  # the compile gate, with no GPU
+    assert "ACCEPTED" in results[2]["result"]  # the model saw the harness's own verdict
     assert all(e["candidate"] == cid for e in results)  # tool events are linked to the candidate
     # the request carried the tools' schemas and the key only as a header, never in the run folder
     assert {t["function"]["name"] for t in server.requests[0]["tools"]} >= {"write_kernel", "check_kernel"}

@@ -42,12 +42,33 @@ class ToolContext:
     population: Callable[[], str]
     notes: Callable[[], list[str]]
     generation: int = 0
+    triton_gate: Callable[[str], dict] | None = None
+    """Compile a stored candidate's Triton kernels for the GPU target without running them
+    (``Evaluator.triton_gate``); None where no gate is available."""
     written: list[str] = field(default_factory=list)
     """Candidates written in this turn, in order."""
 
 
 def _trim(text: str, limit: int = 1200) -> str:
     return text if len(text) <= limit else text[: limit // 2] + "\n...\n" + text[-limit // 2:]
+
+
+def describe_triton_gate(result: dict) -> str:
+    """The Triton gate's report in a few lines: per kernel, registers and spills, or the compiler's error."""
+    target = result.get("target", "the GPU")
+    if not result.get("kernels"):
+        return f"Triton compile for {target}: FAILED: {_trim(result.get('error') or 'no result', 1500)}"
+    lines = []
+    for k in result["kernels"]:
+        shape = ", ".join(f"{n}={v}" for n, v in k.get("constexprs", {}).items())
+        if k.get("ok"):
+            detail = k.get("resources") or "compiled"
+            if k.get("shared_bytes"):
+                detail += f", {k['shared_bytes']} bytes of shared memory"
+            lines.append(f"Triton {k['kernel']} ({shape}) for {target}: ok, {detail}")
+        else:
+            lines.append(f"Triton {k['kernel']} ({shape}) for {target}: FAILED:\n{_trim(k.get('error', ''), 1500)}")
+    return "\n".join(lines)
 
 
 def summarize_verdict(cid: str, verdict: Verdict) -> str:
@@ -117,9 +138,12 @@ def make_tools(ctx: ToolContext) -> list[BaseTool]:
                 gate = compile_gate(report.cuda_sources, Path(tmp))
             lines.append(f"nvcc: {'ok' if gate.passed else 'FAILED'}: {_trim(gate.detail, 1500)}")
         if report.triton_kernels:
-            lines.append(f"Triton kernels {', '.join(report.triton_kernels)} compile at their first launch, "
-                         "inside check_kernel")
-        return "; ".join(lines)
+            if ctx.triton_gate is None or not report.passed:
+                lines.append(f"Triton kernels {', '.join(report.triton_kernels)} compile at their first launch, "
+                             "inside check_kernel")
+            else:
+                lines.append(describe_triton_gate(ctx.triton_gate(cid)))
+        return "\n".join(lines)
 
     def check_kernel(candidate: str) -> str:
         cid = resolve(candidate)

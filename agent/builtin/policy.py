@@ -68,8 +68,10 @@ def seeds(plan: Plan) -> list[tuple[str, dict[str, Any], str]]:
     if plan.kind == "matmul":
         # Tensor-core tiles known to suit Hopper; fp32 tasks keep fp32 accuracy with 3xTF32.
         precision = {"precision": "tf32x3"} if plan.dtype == "float32" else {}
-        for bm, bn, bk, warps, stages in ((128, 256, 64, 8, 3), (128, 128, 64, 4, 4), (256, 128, 64, 8, 3),
-                                          (64, 128, 64, 4, 4)):
+        # Ordered by the Triton compile gate's report for sm_90a (triton 3.9): the first two fit in
+        # registers with a gelu epilogue; the wider tiles spill.
+        for bm, bn, bk, warps, stages in ((128, 128, 64, 8, 3), (64, 128, 64, 4, 4), (128, 256, 64, 8, 3),
+                                          (256, 128, 64, 8, 3)):
             out.append(("gemm", {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_warps": warps,
                                  "num_stages": stages, **precision},
                         f"seed: {bm} x {bn} tiles, K steps of {bk}, {stages} stages in flight"))

@@ -1,0 +1,40 @@
+"""The Triton compile gate: a candidate's kernels compiled for sm_90a without a GPU, in the sandbox,
+with the register and spill report, or the compiler's error pointing at the line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import candidate
+from kernelevo.tasks import load_task
+from kernelevo.tools.kernel_tools import describe_triton_gate
+
+
+def test_an_honest_kernel_compiles_for_hopper_with_its_resources(evaluator) -> None:
+    result = evaluator.triton_gate(load_task("relu", "full"), candidate("ok_relu_empty"))
+    assert result["ok"] and result["target"] == "sm_90a"
+    (kernel,) = result["kernels"]
+    assert kernel["ok"] and "registers" in kernel["resources"]
+    assert "ok" in describe_triton_gate(result) and "registers" in describe_triton_gate(result)
+
+
+def test_a_compile_error_names_the_line(evaluator, tmp_path: Path) -> None:
+    broken = tmp_path / "broken.py"
+    broken.write_text(candidate("ok_relu_empty").read_text().replace("tl.maximum(x, 0.0)",
+                                                                      "tl.maximum(x, undefined_name)"))
+    result = evaluator.triton_gate(load_task("relu", "full"), broken)
+    assert not result["ok"]
+    text = describe_triton_gate(result)
+    assert "FAILED" in text and "undefined_name" in text and "tl.maximum(x, undefined_name)" in text
+
+
+def test_a_forward_that_fails_or_launches_nothing_is_reported(evaluator, tmp_path: Path) -> None:
+    silent = tmp_path / "silent.py"
+    source = candidate("ok_relu_empty").read_text()
+    silent.write_text(source.replace("relu_kernel[(triton.cdiv(n, 1024),)](x, y, n, BLOCK=1024)", "pass"))
+    result = evaluator.triton_gate(load_task("relu", "full"), silent)
+    assert not result["ok"] and "launched no Triton kernel" in result["error"]
+    failing = tmp_path / "failing.py"
+    failing.write_text(source.replace("n = x.numel()", "n = x.numel() // 0"))
+    result = evaluator.triton_gate(load_task("relu", "full"), failing)
+    assert not result["ok"] and "ZeroDivisionError" in result["error"]
