@@ -76,6 +76,10 @@ CASES = [
     ("mlp-two-stages-bf16", "        self.up = nn.Linear(n, 64)\n        self.down = nn.Linear(64, 24, bias=False)",
      "        return self.down(F.gelu(self.up(x), approximate='tanh'))", "torch.randn(7, {cols})",
      "DTYPE = torch.bfloat16"),
+    ("attention-causal-bf16", "        pass", "        return F.scaled_dot_product_attention(q, k, v, is_causal=True)",
+     "torch.randn(1, 2, 50, 32), torch.randn(1, 2, 50, 32), torch.randn(1, 2, 50, 32)", "DTYPE = torch.bfloat16"),
+    ("attention-scaled-fp32", "        pass", "        return F.scaled_dot_product_attention(q, k, v, scale=0.3)",
+     "torch.randn(2, 1, 37, 16), torch.randn(2, 1, 37, 16), torch.randn(2, 1, 37, 16)", ""),
     ("matmul-param-fp16", "        self.w = nn.Parameter(torch.randn(n, 48) * 0.05)\n"
      "        self.b = nn.Parameter(torch.randn(48))", "        return F.silu(x @ self.w + self.b)",
      "torch.randn(9, {cols})", "DTYPE = torch.float16"),
@@ -84,7 +88,8 @@ CASES = [
 
 def _write(tmp_path: Path, case: tuple[str, str, str, str, str], cols: int) -> Path:
     name, init, body, inputs, header = case
-    args = "x, t" if "cross" in name else ("x, y" if inputs.count("torch.randn") == 2 else "x")
+    args = "x, t" if "cross" in name else "q, k, v" if "attention" in name else (
+        "x, y" if inputs.count("torch.randn") == 2 else "x")
     path = tmp_path / "mystery.py"
     path.write_text(TASK.format(header=header, cols=cols, init=init, args=args, body=body,
                                 inputs=inputs.format(cols=cols)))

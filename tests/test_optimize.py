@@ -115,7 +115,7 @@ def test_sigterm_stops_cleanly_and_resumes(tmp_path: Path, cache_dir: Path) -> N
 
 def test_uncovered_task_exits_1_and_says_why(tmp_path: Path, cache_dir: Path) -> None:
     run = tmp_path / "run"
-    done = kernelevo(cache_dir, "optimize", "attention", "--size", "small", "--run-dir", str(run))
+    done = kernelevo(cache_dir, "optimize", "conv_relu_scale", "--size", "small", "--run-dir", str(run))
     assert done.returncode == 1
     assert "cannot cover" in done.stderr and "Traceback" not in done.stderr
     assert status(cache_dir, run)["state"] == "failed"

@@ -76,6 +76,14 @@ def seeds(plan: Plan) -> list[tuple[str, dict[str, Any], str]]:
                                  "num_stages": stages, **precision},
                         f"seed: {bm} x {bn} tiles, K steps of {bk}, {stages} stages in flight"))
         return out
+    if plan.kind == "attention":
+        d = plan.extra["head_dim"]
+        for bm, bn, warps, stages in ((128, 64, 8, 3), (128, 128, 8, 3), (64, 64, 4, 3)):
+            if d >= 256 and bn > 64:
+                continue
+            out.append(("flash", {"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": warps, "num_stages": stages},
+                        f"seed: {bm} queries per program, keys in blocks of {bn}"))
+        return out
     if plan.kind == "cross_entropy":
         for block, warps in ((2048, 8), (4096, 8), (8192, 16)):
             out.append(("looped", {"BLOCK_R": 1, "BLOCK_C": block, "num_warps": warps},

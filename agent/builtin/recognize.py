@@ -34,7 +34,7 @@ class Plan:
     """What the built-in policy will generate for a task."""
 
     kind: str
-    """pointwise, row, cross_entropy or matmul."""
+    """pointwise, row, cross_entropy, matmul or attention."""
     program: Program | None
     init: str
     """``ModelNew.__init__``: the reference's own, so that parameters are created identically."""
@@ -50,6 +50,10 @@ class Plan:
         shape = f"{self.rows} rows x {self.cols} columns, {self.dtype}"
         if self.kind == "cross_entropy":
             return f"cross-entropy over {self.cols} classes ({shape})"
+        if self.kind == "attention":
+            causal = "causal " if self.extra["causal"] else ""
+            return (f"{causal}attention, sequence {self.extra['seq']}, head dim {self.extra['head_dim']}, "
+                    f"{self.rows // self.extra['seq']} heads in all, {self.dtype}")
         if self.kind == "matmul":
             parts = []
             for st in self.extra["stages"]:
@@ -150,6 +154,32 @@ def _cross_entropy(gm: torch.fx.GraphModule, inputs: list[Any]) -> dict[str, Any
     return {"reduction": reduction, "ignore_index": int(kw.get("ignore_index", -100))}
 
 
+def _attention(gm: torch.fx.GraphModule, inputs: list[Any]) -> dict[str, Any] | None:
+    calls = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output")]
+    if len(calls) != 1 or calls[0].op != "call_function" or calls[0].target is not F.scaled_dot_product_attention:
+        return None
+    node = calls[0]
+    kw = dict(node.kwargs)
+    for i, name in enumerate(("attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")):
+        if len(node.args) > 3 + i:
+            kw[name] = node.args[3 + i]
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    if tuple(node.args[:3]) != tuple(placeholders) or len(inputs) != 3:
+        raise CannotCover("attention is covered for forward(q, k, v) passed straight to scaled_dot_product_attention")
+    if kw.get("attn_mask") is not None or kw.get("dropout_p", 0.0) != 0.0 or kw.get("enable_gqa", False):
+        raise CannotCover("attention with a mask, dropout or grouped-query heads is not covered")
+    q, k, v = inputs
+    if not (q.dim() == 4 and q.shape == k.shape == v.shape):
+        raise CannotCover("attention is covered for q, k, v of one shape [batch, heads, seq, head_dim]")
+    head_dim = q.shape[-1]
+    if head_dim not in (16, 32, 64, 128, 256):
+        raise CannotCover(f"attention with head_dim {head_dim} (covered: 16, 32, 64, 128, 256)")
+    scale = kw.get("scale")
+    if scale is not None and not isinstance(scale, (int, float)):
+        raise CannotCover("attention with a scale that is not a number")
+    return {"causal": bool(kw.get("is_causal", False)), "scale": scale}
+
+
 def recognise(task: Task) -> Plan:
     """Trace the reference and decide what the templates can generate for it."""
     model, inputs, _ = _small(task)
@@ -170,6 +200,12 @@ def recognise(task: Task) -> Plan:
     if ce is not None:
         return Plan(kind="cross_entropy", program=None, init=init, imports=imports, rows=rows, cols=cols,
                     dtype=dtype, ops=["cross_entropy"], inputs=names, extra=ce)
+    attention = _attention(gm, inputs)
+    if attention is not None:
+        b, h, seq, d = shapes[0]
+        return Plan(kind="attention", program=None, init=init, imports=imports, rows=b * h * seq, cols=d,
+                    dtype=dtype, ops=["scaled_dot_product_attention"], inputs=names,
+                    extra={**attention, "seq": seq, "head_dim": d})
     if any(matmul._linear(gm, n) is not None for n in gm.graph.nodes if n.op.startswith("call")):
         stages = matmul.lower_chain(model, inputs)
         _full_weight_shapes(task, stages)

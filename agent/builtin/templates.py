@@ -18,6 +18,7 @@ STRATEGIES = {
     "row": ["registers", "looped"],
     "cross_entropy": ["looped"],
     "matmul": ["gemm"],
+    "attention": ["flash"],
 }
 
 WHY_STRATEGY = {
@@ -29,6 +30,8 @@ WHY_STRATEGY = {
               "mostly hit L2",
     "gemm": "one tiled tensor-core GEMM per linear, with its bias and the ops after it applied to the fp32 "
             "accumulator in registers: the epilogue costs no extra pass over memory",
+    "flash": "flash attention: each program keeps a block of queries and streams the keys and values through "
+             "on-chip memory with an online softmax, so the seq x seq scores never reach memory",
     "online": "online softmax: the max and the sum of exp(x - max) in one pass, rescaling the running sum when "
               "the max grows",
 }
@@ -112,6 +115,74 @@ CROSS_ENTROPY_FORWARD = '''def forward(self, {logits}, {targets}):
 '''
 
 
+ATTENTION_KERNEL = '''@triton.jit
+def attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, seq, scale_log2e, stride_b, stride_h, stride_s, H,
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr,
+                     WIDEN: tl.constexpr):
+    # One program: BLOCK_M queries of one (batch, head). Keys and values stream through in blocks of
+    # BLOCK_N; the running max m and sum l rescale the output accumulator (online softmax, in log2).
+    start_m = tl.program_id(0)
+    bh = tl.program_id(1)
+    base = (bh // H).to(tl.int64) * stride_b + (bh % H).to(tl.int64) * stride_h
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    q = tl.load(q_ptr + base + offs_m[:, None] * stride_s + offs_d[None, :], mask=offs_m[:, None] < seq, other=0.0)
+    if WIDEN:
+        q = q.to(tl.float32)
+    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    if CAUSAL:
+        end = tl.minimum((start_m + 1) * BLOCK_M, seq)  # keys after the last query of the block are masked
+    else:
+        end = seq
+    for start_n in range(0, end, BLOCK_N):
+        cols = start_n + offs_n
+        k = tl.load(k_ptr + base + cols[None, :] * stride_s + offs_d[:, None], mask=cols[None, :] < seq, other=0.0)
+        v = tl.load(v_ptr + base + cols[:, None] * stride_s + offs_d[None, :], mask=cols[:, None] < seq, other=0.0)
+        if WIDEN:
+            k = k.to(tl.float32)
+            v = v.to(tl.float32)
+        s = tl.dot(q, k) * scale_log2e
+        valid = cols[None, :] < seq
+        if CAUSAL:
+            valid = valid & (cols[None, :] <= offs_m[:, None])
+        s = tl.where(valid, s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, axis=1))
+        alpha = tl.exp2(m_i - m_new)
+        p = tl.exp2(s - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+        m_i = m_new
+    out = acc / l_i[:, None]
+    tl.store(o_ptr + base + offs_m[:, None] * stride_s + offs_d[None, :], out.to(o_ptr.dtype.element_ty),
+             mask=offs_m[:, None] < seq)
+'''
+
+ATTENTION_FORWARD = '''def forward(self, {q}, {k}, {v}):
+    {q} = {q}.contiguous()
+    {k} = {k}.contiguous()
+    {v} = {v}.contiguous()
+    batch, heads, seq, head_dim = {q}.shape
+    out = torch.empty_like({q})
+    scale = {scale}
+    BLOCK_M, BLOCK_N = {BLOCK_M}, {BLOCK_N}
+    attention_kernel[(triton.cdiv(seq, BLOCK_M), batch * heads)](
+        {q}, {k}, {v}, out, seq, scale * 1.4426950408889634, {q}.stride(0), {q}.stride(1), {q}.stride(2), heads,
+        BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, HEAD_DIM=head_dim, CAUSAL={causal}, WIDEN=INTERPRETED,
+        num_warps={num_warps}, num_stages={num_stages})
+    return out
+'''
+
+INTERPRETED = '''
+
+# Triton's CPU interpreter multiplies bf16 and fp16 tiles wrongly (triton 3.9), so there the tiles
+# are widened to fp32 before tl.dot. On a GPU this is False: the dots run on the tensor cores.
+INTERPRETED = isinstance({kernel}, InterpretedFunction)
+'''
+
+
 def _model(init: str, forward: str) -> str:
     return ("\n\nclass ModelNew(nn.Module):\n" + textwrap.indent(init.rstrip() + "\n", "    ") + "\n"
             + textwrap.indent(forward, "    "))
@@ -132,6 +203,19 @@ def render(plan: Plan, strategy: str, params: dict[str, Any], why: str) -> str:
             mean=reduction == "mean", loss_dtype=f"{logits}.dtype" if reduction == "none" else "torch.float32",
             **params)
         return head + CROSS_ENTROPY_KERNELS + _model(plan.init, forward)
+    if plan.kind == "attention":
+        head = HEADER.format(title=f"Flash attention forward in Triton: {plan.describe()}.", strategy=strategy,
+                             params=shown, why=why, strategy_why=WHY_STRATEGY[strategy], imports=imports,
+                             bytes_note="q, k and v read once per block of queries (k and v again for every "
+                                        "block, mostly from L2) and the output written once.")
+        head = head.replace("import torch\n", "import math\n\nimport torch\n", 1)
+        head = head.replace("import triton.language as tl\n", "import triton.language as tl\n"
+                            "from triton.runtime.interpreter import InterpretedFunction\n")
+        q, k, v = plan.inputs
+        scale = repr(float(plan.extra["scale"])) if plan.extra["scale"] is not None else "1.0 / math.sqrt(head_dim)"
+        forward = ATTENTION_FORWARD.format(q=q, k=k, v=v, scale=scale, causal=plan.extra["causal"], **params)
+        return (head + ATTENTION_KERNEL + INTERPRETED.format(kernel="attention_kernel")
+                + _model(plan.init, forward))
     if plan.kind == "matmul":
         stages = plan.extra["stages"]
         head = HEADER.format(title=f"Fused Triton GEMMs for a {plan.describe()}.", strategy=strategy, params=shown,
