@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import ROOT
 from kernelevo.agent import archive as arch
 from kernelevo.agent.budget import Budget, Spent, evaluations_left, exhausted
 from kernelevo.agent.builtin.policy import BuiltinPolicy, key
@@ -127,10 +128,20 @@ def test_families_are_recognised_by_structure_not_name(tmp_path: Path, body: str
     assert (plan.kind, plan.ops) == (kind, ops)
 
 
-@pytest.mark.parametrize(("name", "words"), [("conv_relu_scale", "Conv2d")])
-def test_uncovered_tasks_say_why(name: str, words: str) -> None:
-    with pytest.raises(CannotCover, match=words):
+def test_every_builtin_task_is_covered() -> None:
+    from kernelevo.tasks import builtin_names
+
+    for name in builtin_names():
         recognise(load_task(name, "small"))
+
+
+def test_a_convolution_stays_in_torch_only_where_the_task_allows_it(tmp_path: Path) -> None:
+    source = (ROOT / "tasks" / "builtin" / "conv_relu_scale.py").read_text()
+    assert "(torch)" in recognise(load_task("conv_relu_scale", "small")).ops[0]
+    strict = tmp_path / "strict_conv.py"
+    strict.write_text(source.replace("ALLOW_PARTIAL = True", "ALLOW_PARTIAL = False"))
+    with pytest.raises(CannotCover, match="Conv2d"):
+        recognise(load_task(str(strict), "small"))
 
 
 @pytest.mark.parametrize(("forward", "words"), [

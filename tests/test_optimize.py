@@ -115,7 +115,11 @@ def test_sigterm_stops_cleanly_and_resumes(tmp_path: Path, cache_dir: Path) -> N
 
 def test_uncovered_task_exits_1_and_says_why(tmp_path: Path, cache_dir: Path) -> None:
     run = tmp_path / "run"
-    done = kernelevo(cache_dir, "optimize", "conv_relu_scale", "--size", "small", "--run-dir", str(run))
+    task = tmp_path / "prefix_sum.py"
+    task.write_text("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
+                    "        return torch.cumsum(x, dim=-1)\n\ndef get_inputs():\n    return [torch.randn(4, 9)]\n\n"
+                    "def get_init_inputs():\n    return []\n")
+    done = kernelevo(cache_dir, "optimize", str(task), "--size", "small", "--run-dir", str(run))
     assert done.returncode == 1
     assert "cannot cover" in done.stderr and "Traceback" not in done.stderr
     assert status(cache_dir, run)["state"] == "failed"

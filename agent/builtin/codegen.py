@@ -114,6 +114,10 @@ class _Emitter:
 
     def load(self, node: Node) -> str:
         operand = self.operands[node.args[0]]
+        if operand.kind == "channel":
+            n = operand.name
+            return (f"tl.load({n}_ptr + (rows // {n}_div) % {n}_mod, mask=row_ok, other=0.0).to(tl.float32)"
+                    "[:, None]")
         if operand.kind == "col":
             return f"tl.load({operand.name}_ptr + cols, mask=col_ok, other=0.0).to(tl.float32)[None, :]"
         offset = f"{node.args[1]} * n_cols + " if node.args[1] else ""
@@ -161,6 +165,8 @@ def kernel(program: Program, strategy: str, online: bool = False) -> str:
         params.append(f"{o.name}_ptr")
         if o.kind == "row":
             params.append(f"{o.name}_stride")
+        elif o.kind == "channel":
+            params += [f"{o.name}_div", f"{o.name}_mod"]
     signature = ", ".join([*params, "out_ptr", "n_rows", "n_cols", "BLOCK_R: tl.constexpr", "BLOCK_C: tl.constexpr"])
     body: list[str] = []
     if strategy == "tiled":
@@ -347,7 +353,9 @@ def forward(program: Program, strategy: str, params: dict[str, Any], max_block: 
     row_operands = [o for o in program.operands if o.kind == "row"]
     flat = strategy == "tiled" and program.main_chunks == 1 and all(o.kind == "row" for o in program.operands)
     lines = [f"def forward(self, {', '.join(program.inputs)}):"]
-    body = [f"{o.source} = {o.source}.contiguous()" for o in row_operands]
+    body = [f"{name} = {expression}  # left in torch (the task allows partial replacement)"
+            for name, expression in program.torch_prefix]
+    body += [f"{o.source} = {o.source}.contiguous()" for o in row_operands]
     if flat:
         body += ["# Nothing broadcasts per column: treat the tensor as one long row.",
                  f"n_rows, n_cols = 1, {main}.numel()"]
@@ -363,6 +371,9 @@ def forward(program: Program, strategy: str, params: dict[str, Any], max_block: 
         args.append(o.source)
         if o.kind == "row":
             args.append("n_cols" if flat else f"{o.source}.shape[-1]")
+        elif o.kind == "channel":
+            d = o.channel_dim
+            args += [f"{main}.shape[{d + 1}:-1].numel()", f"{main}.shape[{d}]"]
     if strategy == "registers":
         body += ["block_c = max(triton.next_power_of_2(n_cols), 16)",
                  f"if block_c > {max_block}:",

@@ -36,6 +36,10 @@ class Operand:
     kind: str
     chunks: int = 1
     """For an input split with ``chunk(n, -1)``: ``n``; the kernel reads columns ``[k*cols, (k+1)*cols)``."""
+    channel_dim: int | None = None
+    """For a ``channel`` operand (a parameter such as ``[C, 1, 1]`` on ``[N, C, H, W]``): the input
+    dimension it varies along, counted from the end (-3 here); row r of the ``[rows, cols]`` view
+    reads element ``(r // prod(shape[channel_dim+1:-1])) % shape[channel_dim]``."""
 
 
 @dataclass
@@ -69,6 +73,9 @@ class Program:
     inputs: list[str]
     """The forward's parameter names, in order."""
     ops: list[str] = field(default_factory=list)
+    torch_prefix: list[tuple[str, str]] = field(default_factory=list)
+    """Partial replacement: ``(name, expression)`` computed in torch in ``forward`` before the kernel
+    (e.g. ``("t0", "self.conv(x)")``); the kernel reads each as an input."""
     """The reference's ops as written (for the description)."""
 
     @property
@@ -139,7 +146,10 @@ def _name(target: Any) -> str:
 
 
 class _Lowering:
-    def __init__(self, gm: torch.fx.GraphModule, inputs: list[Any]) -> None:
+    def __init__(self, gm: torch.fx.GraphModule, inputs: list[Any], partial: bool = False) -> None:
+        self.partial = partial
+        self.torch_prefix: list[tuple[str, str]] = []
+        self.torch_sources: dict[str, str] = {}
         self.gm = gm
         self.inputs = inputs
         self.nodes: list[Node] = []
@@ -201,8 +211,21 @@ class _Lowering:
             return "rowflat"
         if len(shape) >= 1 and shape[-1] == self.cols and math.prod(shape) == self.cols:
             return "col"
+        if self.channel_dim(shape) is not None:
+            return "row"
         raise CannotCover(f"`{node.name}` has shape {list(shape)}; the templates handle tensors shaped like the "
                           f"input {list(self.elem_shape())}, one value per row, or one per column")
+
+    def channel_dim(self, shape: tuple[int, ...]) -> int | None:
+        """The dimension a per-channel tensor (e.g. ``[C, 1, 1]`` on ``[N, C, H, W]``) varies along, or None."""
+        full = self.elem_shape()
+        if not shape or len(shape) > len(full) or shape[-1] != 1 or len(full) < 2:
+            return None
+        aligned = (1,) * (len(full) - len(shape)) + tuple(shape)
+        varying = [i for i, (a, b) in enumerate(zip(aligned, full)) if a != 1]
+        if len(varying) != 1 or aligned[varying[0]] != full[varying[0]] or varying[0] >= len(full) - 1:
+            return None
+        return varying[0]
 
     def rounding(self, node: torch.fx.Node) -> tuple[str, str | None]:
         meta = self.meta(node)
@@ -262,9 +285,16 @@ class _Lowering:
         value = _fetch_attr(self.gm, str(node.target))
         if not isinstance(value, torch.Tensor):
             raise CannotCover(f"attribute `{node.target}` is not a tensor")
+        channel = self.channel_dim(tuple(value.shape))
+        if channel is not None:
+            operand = Operand(name=f"p{len(self.operands)}", source=f"self.{node.target}", kind="channel",
+                              channel_dim=channel - len(self.elem_shape()))
+            self.operands.append(operand)
+            self.values[node.name] = self.add("load", [operand.name, 0], "row", *self.rounding_of(value))
+            return
         if value.dim() == 0 or value.numel() != self.cols or value.shape[-1] != self.cols:
             raise CannotCover(f"parameter `{node.target}` has shape {list(value.shape)}; the templates read "
-                              f"parameters with one value per column ({self.cols})")
+                              f"parameters with one value per column ({self.cols}) or per channel")
         operand = Operand(name=f"p{len(self.operands)}", source=f"self.{node.target}", kind="col")
         self.operands.append(operand)
         self.values[node.name] = self.add("load", [operand.name, 0], "col", *self.rounding_of(value))
@@ -389,7 +419,11 @@ class _Lowering:
             elif node.op == "output":
                 output = node.args[0]
             else:
-                self.call(node)
+                try:
+                    self.call(node)
+                except CannotCover:
+                    if not self.partial or not self.keep_in_torch(node):
+                        raise
         if not isinstance(output, torch.fx.Node) or not isinstance(self.values.get(output.name), str):
             raise CannotCover("the reference returns something other than one tensor")
         out = self.values[output.name]
@@ -402,10 +436,38 @@ class _Lowering:
         return Program(operands=self.operands, nodes=self.nodes, output=out, out_level=out_node.level,
                        out_dtype=out_node.dtype, out_keepdim=out not in self.rowflat, main=self.main,
                        main_chunks=self.main_chunks, inputs=[n.name for n in self.gm.graph.nodes
-                                                             if n.op == "placeholder"], ops=self.ops)
+                                                             if n.op == "placeholder"], ops=self.ops,
+                       torch_prefix=self.torch_prefix)
 
     def node(self, name: str) -> Node:
         return next(n for n in self.nodes if n.name == name)
+
+    def keep_in_torch(self, node: torch.fx.Node) -> bool:
+        """Partial replacement: leave a module the templates cannot generate (a convolution, say) in
+        torch, if it reads only forward inputs or other such modules; the kernel then reads its result."""
+        if node.op != "call_module" or node.kwargs:
+            return False
+        sources = {o.source for o in self.operands if o.kind == "row"}
+        names = []
+        for a in node.args:
+            if not isinstance(a, torch.fx.Node):
+                return False
+            source = self.torch_sources.get(a.name, a.name)
+            if source not in sources:
+                return False
+            names.append(source)
+        meta = self.meta(node)
+        if meta is None or meta[0] != self.elem_shape() or not meta[1].is_floating_point:
+            return False
+        name = f"t{len(self.torch_prefix)}"
+        self.torch_prefix.append((name, f"self.{node.target}({', '.join(names)})"))
+        self.torch_sources[node.name] = name
+        operand = Operand(name=f"in{len(self.operands)}", source=name, kind="row")
+        self.operands.append(operand)
+        dtype = str(meta[1]).removeprefix("torch.")
+        self.values[node.name] = self.add("load", [operand.name, 0], "elem", dtype, LOW_PRECISION.get(meta[1]))
+        self.ops.append(f"{node.target} (torch)")
+        return True
 
     def call(self, node: torch.fx.Node) -> None:  # noqa: C901 - one dispatch table, read top to bottom
         target, args, kwargs = node.target, list(node.args), dict(node.kwargs)
@@ -565,9 +627,10 @@ def _fetch_attr(gm: torch.nn.Module, target: str) -> Any:
     return obj
 
 
-def lower(model: nn.Module, inputs: list[Any]) -> Program:
-    """The row program of ``model`` on ``inputs`` (small inputs are enough: only shapes matter)."""
+def lower(model: nn.Module, inputs: list[Any], partial: bool = False) -> Program:
+    """The row program of ``model`` on ``inputs`` (small inputs are enough: only shapes matter).
+    With ``partial`` (the task allows it), modules the templates cannot generate may stay in torch."""
     gm = trace(model, inputs)
-    low = _Lowering(gm, inputs)
+    low = _Lowering(gm, inputs, partial)
     program = low.lower()
     return program

@@ -212,7 +212,7 @@ def recognise(task: Task) -> Plan:
         ops = [op for st in stages for op in (["linear"] + (st.epilogue.ops if st.epilogue else []))]
         return Plan(kind="matmul", program=None, init=init, imports=imports, rows=rows, cols=cols, dtype=dtype,
                     ops=ops, inputs=names, extra={"stages": stages})
-    program = lower(model, inputs)
+    program = lower(model, inputs, partial=task.allow_partial)
     if program.main_chunks > 1:
         cols //= program.main_chunks
     return Plan(kind=program.kind, program=program, init=init, imports=imports, rows=rows, cols=cols, dtype=dtype,
