@@ -84,6 +84,8 @@ CASES = [
      "        self.g = nn.Parameter(torch.randn(3, 1, 1))",
      "        return torch.sigmoid(self.conv(x)) * self.g + x", "torch.randn(2, 3, 5, {cols} // 100)",
      "ALLOW_PARTIAL = True"),
+    ("linear-residual-bf16", "        self.fc = nn.Linear(n, n)", "        return x + 0.5 * F.silu(self.fc(x))",
+     "torch.randn(3, 4, {cols})", "DTYPE = torch.bfloat16"),
     ("matmul-param-fp16", "        self.w = nn.Parameter(torch.randn(n, 48) * 0.05)\n"
      "        self.b = nn.Parameter(torch.randn(48))", "        return F.silu(x @ self.w + self.b)",
      "torch.randn(9, {cols})", "DTYPE = torch.float16"),
@@ -103,6 +105,7 @@ def _write(tmp_path: Path, case: tuple[str, str, str, str, str], cols: int) -> P
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_every_seed_is_judged_correct(evaluator, tmp_path: Path, case: tuple[str, str, str, str, str]) -> None:
     cols = 200 if "linear" in case[0] or "mlp" in case[0] or "matmul" in case[0] else 1000
+    cols = 64 if "residual" in case[0] else cols
     task = load_task(str(_write(tmp_path, case, cols)), "full")
     plan = recognise(task)
     tried = set()

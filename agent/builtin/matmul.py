@@ -126,7 +126,7 @@ def lower_chain(model: nn.Module, inputs: list[Any]) -> list[Stage]:
             raise CannotCover(f"weight {weight} is not a matrix")
         n, k = (w.shape[0], w.shape[1]) if transposed else (w.shape[1], w.shape[0])
         acc = capture.seen[linear.name]
-        program = _epilogue(gm, linear, bias, epilogue_nodes, acc, capture)
+        program = _epilogue(gm, linear, bias, epilogue_nodes, acc, capture, placeholders[0])
         out = capture.seen[epilogue_nodes[-1].name] if epilogue_nodes else acc
         stages.append(Stage(weight=weight, transposed=transposed, n=int(n), k=int(k), epilogue=program,
                             out_dtype=str(out.dtype).removeprefix("torch.")))
@@ -134,8 +134,9 @@ def lower_chain(model: nn.Module, inputs: list[Any]) -> list[Stage]:
 
 
 def _epilogue(gm: torch.fx.GraphModule, linear: torch.fx.Node, bias: Any, nodes: list[torch.fx.Node],
-              acc: torch.Tensor, capture: _Capture) -> Program | None:
-    """The epilogue as its own graph (input: the GEMM's fp32 accumulator, before the bias), lowered."""
+              acc: torch.Tensor, capture: _Capture, chain_input: torch.fx.Node) -> Program | None:
+    """The epilogue as its own graph (inputs: the GEMM's accumulator, before the bias, and, for a
+    residual, the chain's input), lowered."""
     if bias is None and not nodes:
         return None
     graph = torch.fx.Graph()
@@ -145,6 +146,7 @@ def _epilogue(gm: torch.fx.GraphModule, linear: torch.fx.Node, bias: Any, nodes:
         b = graph.get_attr(bias) if isinstance(bias, str) else graph.get_attr(str(bias.target))
         start = graph.call_function(operator.add, (start, b))
     env[linear] = start
+    example = [acc]
 
     def mapped(n: torch.fx.Node) -> torch.fx.Node:
         if n in env:
@@ -152,13 +154,23 @@ def _epilogue(gm: torch.fx.GraphModule, linear: torch.fx.Node, bias: Any, nodes:
         if n.op == "get_attr":
             env[n] = graph.get_attr(str(n.target))
             return env[n]
-        raise CannotCover(f"the epilogue uses `{n.name}`, which is not the stage's result or a parameter")
+        if n is chain_input and capture.seen[n.name].shape == acc.shape:
+            # A residual: the chain's input added back (same shape as this stage's output).
+            env[n] = graph.placeholder("residual")
+            example.append(capture.seen[n.name])
+            return env[n]
+        raise CannotCover(f"the epilogue uses `{n.name}`, which is not the stage's result, a parameter or a "
+                          "residual of the chain's input")
 
     for node in nodes:
         env[node] = graph.node_copy(node, mapped)
     graph.output(env[nodes[-1]] if nodes else start)
+    # Placeholders must come first in an fx graph: move the residual's next to the accumulator's.
+    for node in list(graph.nodes):
+        if node.op == "placeholder" and node.target == "residual":
+            next(iter(graph.nodes)).append(node)
     sub = torch.fx.GraphModule(gm, graph)
-    program = lower(sub, [acc])
+    program = lower(sub, example)
     if program.kind != "pointwise":
         raise CannotCover("a reduction after a linear is not covered in a matmul chain")
     if bias is not None:
@@ -216,13 +228,14 @@ def kernel(stage: Stage, index: int, precision: str | None) -> str:
     result = "round_to_bf16(acc)" if stage.out_dtype == "bfloat16" else "acc"
     if program is not None:
         em = codegen._Emitter(program)
-        cols = [o for o in program.operands if o.kind == "col"]
-        operands = "".join(f"{o.name}_ptr, " for o in cols)
+        extra = program.operands[1:]  # the first operand is the accumulator
+        operands = "".join(f"{o.name}_ptr, {o.name}_stride, " if o.kind == "row" else f"{o.name}_ptr, "
+                           for o in extra)
         needed = em.deps(program.output)
         for node in program.nodes:
             if node.name not in needed:
                 continue
-            if node.op == "load" and em.operands[node.args[0]].kind == "row":
+            if node.op == "load" and node.args[0] == program.operands[0].name:
                 lines.append(f"{node.name} = {codegen._rounded(node, 'acc')}")
             else:
                 lines.append(em.statement(node))
@@ -243,13 +256,15 @@ INTERPRETED = isinstance(stage0_kernel, InterpretedFunction)
 def forward(stages: list[Stage], input_name: str, params: dict[str, Any]) -> str:
     """``ModelNew.forward``: flatten to [M, K], one launch per stage, restore the leading dims."""
     body = [f"{input_name} = {input_name}.contiguous()",
-            f"h = {input_name}.reshape(-1, {input_name}.shape[-1])",
+            f"h = h0 = {input_name}.reshape(-1, {input_name}.shape[-1])",
             f"BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M = {params['BLOCK_M']}, {params['BLOCK_N']}, {params['BLOCK_K']}, "
             f"{params['GROUP_M']}"]
     for i, stage in enumerate(stages):
         w = stage.weight
         strides = f"{w}.stride(0), {w}.stride(1)" if stage.transposed else f"{w}.stride(1), {w}.stride(0)"
-        cols = [o.source for o in stage.epilogue.operands if o.kind == "col"] if stage.epilogue else []
+        cols = []
+        for o in stage.epilogue.operands[1:] if stage.epilogue else []:
+            cols += ["h0", "h0.stride(0)"] if o.kind == "row" else [o.source]
         n = f"{w}.shape[0]" if stage.transposed else f"{w}.shape[1]"
         body += [f"out = torch.empty((h.shape[0], {n}), dtype=torch.{stage.out_dtype}, device=h.device)",
                  f"grid = (triton.cdiv(h.shape[0], BLOCK_M) * triton.cdiv({n}, BLOCK_N),)",
