@@ -123,23 +123,33 @@ def gate(candidate: Path, task_path: Path, size: str, dtype: str | None, capabil
     arch = f"sm_{capability}a" if capability >= 90 else f"sm_{capability}"
     reports, seen = [], set()
     for fn, bound, options in launches:
-        constexprs, signature = {}, {}
-        for param, name in zip(fn.params, fn.arg_names):
+        constexprs, signature, attrs = {}, {}, {}
+        for i, (param, name) in enumerate(zip(fn.params, fn.arg_names)):
             value = bound.get(name, param.default if hasattr(param, "default") else None)
             if param.is_constexpr:
                 signature[name] = "constexpr"
                 constexprs[name] = value
-            else:
-                signature[name] = _type_of(value)
+                continue
+            signature[name] = _type_of(value)
+            # As Triton's launcher specialises: tensors (allocations are 256-byte aligned) and integers
+            # divisible by 16 are marked so, which is what lets it emit 16-byte vector loads.
+            aligned = not isinstance(value, (float, bool)) and (not isinstance(value, int) or value % 16 == 0)
+            if aligned and not getattr(param, "do_not_specialize", False):
+                attrs[(i,)] = [["tt.divisibility", 16]]
         key = (fn.__name__, json.dumps(signature), json.dumps(constexprs, default=str), json.dumps(options))
         if key in seen:
             continue
         seen.add(key)
         report: dict[str, Any] = {"kernel": fn.__name__, "constexprs": {k: str(v) for k, v in constexprs.items()}}
         try:
-            compiled = triton.compile(ASTSource(fn=fn, signature=signature, constexprs=constexprs),
-                                      target=GPUTarget("cuda", capability, 32),
-                                      options={k: v for k, v in options.items() if k in ("num_warps", "num_stages")})
+            target = GPUTarget("cuda", capability, 32)
+            launch = {k: v for k, v in options.items() if k in ("num_warps", "num_stages")}
+            try:
+                source = ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
+                compiled = triton.compile(source, target=target, options=launch)
+            except (TypeError, KeyError, AttributeError):  # a Triton whose attrs take another form
+                compiled = triton.compile(ASTSource(fn=fn, signature=signature, constexprs=constexprs),
+                                          target=target, options=launch)
             report.update(ok=True, resources=resources(compiled.asm["ptx"], arch),
                           shared_bytes=int(getattr(compiled.metadata, "shared", 0) or 0))
         except Exception as exc:
