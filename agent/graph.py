@@ -45,7 +45,8 @@ class Runtime:
     progress: Any = None
     stopping: bool = False
     pool: list[Evaluator] = field(default_factory=list)
-    """Evaluators pinned to distinct GPUs: several candidates in evaluation at once, one per GPU."""
+    """Evaluators pinned to GPUs (JOBS_PER_GPU each): several candidates in evaluation at once, never two
+    on one GPU at the same moment (the GPU lock)."""
 
     def __post_init__(self) -> None:
         self._free: queue.Queue[Evaluator] = queue.Queue()
@@ -96,6 +97,10 @@ def entry_of(cid: str, candidate: dict[str, Any], verdict: Verdict) -> arch.Entr
     return arch.Entry(id=cid, strategy=candidate["strategy"], cell=candidate["cell"], parent=candidate["parent"],
                       correct=verdict.correct, runtime_ms=verdict.runtime_ms if verdict.correct else None,
                       speedup=verdict.speedup if verdict.correct else None)
+
+
+FINAL_CONTENDERS = 3
+"""Elites re-judged at the end of a run on a GPU (not counted as evaluations)."""
 
 
 def build_graph(rt: Runtime):
@@ -165,8 +170,12 @@ def build_graph(rt: Runtime):
         return {"archive": archive, "best": best, "processed": len(results)}
 
     def finalize(state: State) -> dict[str, Any]:
+        """Re-judge the fastest elites with fresh seeds; the fastest re-judged one is the best. On a GPU
+        up to FINAL_CONTENDERS are re-judged, because the search's fastest is partly the luckiest draw
+        of its own noise; under the interpreter, whose times rank nothing, the first correct one wins."""
         elites = sorted((e for e in state.get("archive", {}).values()), key=lambda e: e["runtime_ms"])
-        for entry in elites[:3]:
+        contenders: list[tuple[str, Verdict]] = []
+        for entry in elites[:FINAL_CONTENDERS]:
             cid = entry["id"]
             verdict = rt.store.evaluation(cid, "final")
             if verdict is None:
@@ -176,14 +185,23 @@ def build_graph(rt: Runtime):
                                runtime_ms=verdict.runtime_ms, speedup=verdict.speedup, timing=verdict.timing,
                                roofline=verdict.roofline_fraction, bound=verdict.bound,
                                vs_compile=verdict.speedup_vs_compile)
-            if verdict.correct:
-                rt.store.event("decision", cid, action="best", reason="re-judged with fresh seeds and accepted",
-                               runtime_ms=verdict.runtime_ms, speedup=verdict.speedup)
-                return {"final": {"id": cid, "runtime_ms": verdict.runtime_ms, "speedup": verdict.speedup,
-                                  "timing": verdict.timing}}
-            rt.store.event("decision", cid, action="demoted",
-                           reason=f"failed the fresh-seed re-judge: {verdict.reason}")
-        return {"final": None}
+            if not verdict.correct:
+                rt.store.event("decision", cid, action="demoted",
+                               reason=f"failed the fresh-seed re-judge: {verdict.reason}")
+                continue
+            contenders.append((cid, verdict))
+            if verdict.timing != "cuda-events":
+                break
+        if not contenders:
+            return {"final": None}
+        cid, verdict = min(contenders, key=lambda c: c[1].runtime_ms or float("inf"))
+        reason = "re-judged with fresh seeds and accepted"
+        if len(contenders) > 1:
+            reason += f"; the fastest of {len(contenders)} elites re-judged"
+        rt.store.event("decision", cid, action="best", reason=reason, runtime_ms=verdict.runtime_ms,
+                       speedup=verdict.speedup)
+        return {"final": {"id": cid, "runtime_ms": verdict.runtime_ms, "speedup": verdict.speedup,
+                          "timing": verdict.timing}}
 
     graph = StateGraph(State)
     graph.add_node("plan", plan)

@@ -206,3 +206,31 @@ def test_progress_summary_reads_like_a_status_line(tmp_path: Path) -> None:
     store.set_meta("tokens_in", 1000)
     store.set_meta("tokens_out", 500)
     assert summary(rt) == "gen 2 · 1/10 evaluations · best 1.25 ms (1.60x) · tokens 1500 · $0.01"
+
+
+@pytest.mark.parametrize(("timing", "rejudged", "best"), [("cuda-events", 3, 1), ("cpu-interpreter", 1, 0)])
+def test_the_final_step_rejudges_the_top_elites_and_keeps_the_fastest(tmp_path: Path, timing: str, rejudged: int,
+                                                                      best: int) -> None:
+    """On a GPU the search's fastest is partly its luckiest draw: the three fastest elites are re-judged
+    and the fastest re-judged one wins. Under the interpreter the first correct one does."""
+    from kernelevo.agent.graph import Runtime, build_graph
+
+    store = RunStore(tmp_path / "run")
+    ids = [store.add_candidate(f"x = {i}\n", None, "tiled", f"tiled|c{i}", "{}", 0)[0] for i in range(4)]
+    searched = [1.0, 1.05, 1.1, 1.2]
+    rejudged_ms = {store.source_path(c): ms for c, ms in zip(ids, [1.15, 1.02, 1.12, 0.5])}
+    calls = []
+
+    class FakeEvaluator:
+        def evaluate(self, task, path):  # noqa: ANN001, ANN202
+            calls.append(path)
+            return Verdict(task="t", candidate=str(path), size="full", compiled=True, correct=True, reason=None,
+                           checks=[], device="H200", isolation={}, runtime_ms=rejudged_ms[path], timing=timing), 0
+
+    rt = Runtime(task=load_task("relu", "small"), store=store, policy=BuiltinPolicy(), budget=Budget(max_evals=0),
+                 evaluator=FakeEvaluator(), final_evaluator=FakeEvaluator())
+    archive = {f"c{i}": arch.Entry(id=c, strategy="tiled", cell=f"c{i}", parent=None, correct=True,
+                                   runtime_ms=searched[i], speedup=None) for i, c in enumerate(ids)}
+    out = build_graph(rt).compile().invoke({"archive": archive, "generation": 1})
+    assert out["final"]["id"] == ids[best]
+    assert len(calls) == rejudged and store.evaluation(ids[3], "final") is None  # the 4th is never re-judged
