@@ -130,15 +130,26 @@ def _small(task: Task) -> tuple[torch.nn.Module, list[Any], Any]:
     return model.eval(), inputs, module
 
 
-def _cross_entropy(gm: torch.fx.GraphModule, inputs: list[Any]) -> dict[str, Any] | None:
+def _single_call(gm: torch.fx.GraphModule, target: Any, names: tuple[str, ...],
+                 first: int) -> tuple[torch.fx.Node, dict[str, Any]] | None:
+    """The graph's only op if it calls ``target``, with its arguments after the first ``first`` by name."""
     calls = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output")]
-    if len(calls) != 1 or calls[0].op != "call_function" or calls[0].target is not F.cross_entropy:
+    if len(calls) != 1 or calls[0].op != "call_function" or calls[0].target is not target:
         return None
     node = calls[0]
     kw = dict(node.kwargs)
-    for i, name in enumerate(("weight", "size_average", "ignore_index", "reduce", "reduction", "label_smoothing")):
-        if len(node.args) > 2 + i:
-            kw[name] = node.args[2 + i]
+    for i, name in enumerate(names):
+        if len(node.args) > first + i:
+            kw[name] = node.args[first + i]
+    return node, kw
+
+
+def _cross_entropy(gm: torch.fx.GraphModule, inputs: list[Any]) -> dict[str, Any] | None:
+    found = _single_call(gm, F.cross_entropy, ("weight", "size_average", "ignore_index", "reduce", "reduction",
+                                               "label_smoothing"), 2)
+    if found is None:
+        return None
+    node, kw = found
     if kw.get("weight") is not None or kw.get("size_average") is not None or kw.get("reduce") is not None:
         raise CannotCover("cross_entropy with class weights or legacy reduction arguments is not covered")
     if kw.get("label_smoothing", 0.0) != 0.0:
@@ -155,14 +166,11 @@ def _cross_entropy(gm: torch.fx.GraphModule, inputs: list[Any]) -> dict[str, Any
 
 
 def _attention(gm: torch.fx.GraphModule, inputs: list[Any]) -> dict[str, Any] | None:
-    calls = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output")]
-    if len(calls) != 1 or calls[0].op != "call_function" or calls[0].target is not F.scaled_dot_product_attention:
+    found = _single_call(gm, F.scaled_dot_product_attention,
+                         ("attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa"), 3)
+    if found is None:
         return None
-    node = calls[0]
-    kw = dict(node.kwargs)
-    for i, name in enumerate(("attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")):
-        if len(node.args) > 3 + i:
-            kw[name] = node.args[3 + i]
+    node, kw = found
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if tuple(node.args[:3]) != tuple(placeholders) or len(inputs) != 3:
         raise CannotCover("attention is covered for forward(q, k, v) passed straight to scaled_dot_product_attention")
