@@ -81,7 +81,8 @@ def round_to_bf16(x):
 '''
 
 
-def _rounded(node: Node, expr: str) -> str:
+def rounded(node: Node, expr: str) -> str:
+    """``expr`` rounded as eager rounds ``node``'s result (bf16 or fp16), kept in fp32."""
     if node.round_to == "bfloat16":
         return f"round_to_bf16({expr})"
     if node.round_to == "float16":
@@ -89,8 +90,8 @@ def _rounded(node: Node, expr: str) -> str:
     return expr
 
 
-class _Emitter:
-    """Writes the kernel body for one strategy."""
+class Emitter:
+    """Writes a row program's statements: loads, elementwise ops and reductions over a tile."""
 
     def __init__(self, program: Program) -> None:
         self.p = program
@@ -127,15 +128,15 @@ class _Emitter:
     def statement(self, node: Node) -> str:
         if node.op == "load":
             return f"{node.name} = {self.load(node)}"
-        return f"{node.name} = {_rounded(node, elementwise(node.op, node.args))}"
+        return f"{node.name} = {rounded(node, elementwise(node.op, node.args))}"
 
     def reduce_registers(self, node: Node) -> str:
         src = node.args[0]
         if node.op == "sum":
-            return f"{node.name} = {_rounded(node, f'tl.sum(tl.where(mask, {src}, 0.0), axis=1)[:, None]')}"
+            return f"{node.name} = {rounded(node, f'tl.sum(tl.where(mask, {src}, 0.0), axis=1)[:, None]')}"
         if node.op in ("max", "min"):
             fill = NEG_INF if node.op == "max" else POS_INF
-            return f"{node.name} = {_rounded(node, f'tl.{node.op}(tl.where(mask, {src}, {fill}), axis=1)[:, None]')}"
+            return f"{node.name} = {rounded(node, f'tl.{node.op}(tl.where(mask, {src}, {fill}), axis=1)[:, None]')}"
         fill = NEG_INF if node.op == "argmax" else POS_INF
         return (f"{node.name} = tl.{node.op}(tl.where(mask, {src}, {fill}), axis=1, tie_break_left=True)"
                 f"[:, None].to(tl.int64)")
@@ -159,7 +160,7 @@ def _indent(lines: list[str], depth: int) -> list[str]:
 
 def kernel(program: Program, strategy: str, online: bool = False) -> str:
     """The ``@triton.jit`` function for ``program`` with ``strategy``."""
-    em = _Emitter(program)
+    em = Emitter(program)
     params = []
     for o in program.operands:
         params.append(f"{o.name}_ptr")
@@ -217,10 +218,10 @@ def _loop_head() -> list[str]:
 
 def online_pairs(program: Program) -> dict[str, str]:
     """Sums of ``exp(a - max(a))`` in ``program`` that can share a loop with their max: {sum: max}."""
-    return _online_pairs(program, _Emitter(program))
+    return _online_pairs(program, Emitter(program))
 
 
-def _online_pairs(program: Program, em: _Emitter) -> dict[str, str]:
+def _online_pairs(program: Program, em: Emitter) -> dict[str, str]:
     """sum reductions of ``exp(a - max(a))`` that can share a loop with their max: {sum: max}."""
     pairs: dict[str, str] = {}
     for s in program.nodes:
@@ -238,7 +239,7 @@ def _online_pairs(program: Program, em: _Emitter) -> dict[str, str]:
     return pairs
 
 
-def _looped(program: Program, em: _Emitter, row_nodes: list[Node], online: bool) -> list[str]:
+def _looped(program: Program, em: Emitter, row_nodes: list[Node], online: bool) -> list[str]:
     """Passes over the row: each computes the reductions whose inputs are known, then the output."""
     reductions = [n for n in program.nodes if n.op in ("sum", "max", "min", "argmax", "argmin")]
     pairs = _online_pairs(program, em) if online else {}
@@ -277,7 +278,7 @@ def _looped(program: Program, em: _Emitter, row_nodes: list[Node], online: bool)
     return lines
 
 
-def _pass(program: Program, em: _Emitter, batch: list[Node], pairs: dict[str, str], known: set[str]) -> list[str]:
+def _pass(program: Program, em: Emitter, batch: list[Node], pairs: dict[str, str], known: set[str]) -> list[str]:
     lines: list[str] = []
     paired_max = {pairs[r.name] for r in batch if r.name in pairs}
     lines.append(f"# pass: {', '.join(f'{r.op} {r.name}' for r in batch)}")
@@ -326,7 +327,7 @@ def _pass(program: Program, em: _Emitter, batch: list[Node], pairs: dict[str, st
     for r in batch:
         acc = f"{r.name}_acc"
         if r.name in paired_max:
-            lines.append(f"{r.name} = {_rounded(r, f'tl.max({acc}, axis=1)[:, None]')}")
+            lines.append(f"{r.name} = {rounded(r, f'tl.max({acc}, axis=1)[:, None]')}")
     for r in batch:
         acc = f"{r.name}_acc"
         if r.name in pairs:
@@ -336,9 +337,9 @@ def _pass(program: Program, em: _Emitter, batch: list[Node], pairs: dict[str, st
         elif r.name in paired_max:
             continue
         elif r.op == "sum":
-            lines.append(f"{r.name} = {_rounded(r, f'tl.sum({acc}, axis=1)[:, None]')}")
+            lines.append(f"{r.name} = {rounded(r, f'tl.sum({acc}, axis=1)[:, None]')}")
         elif r.op in ("max", "min"):
-            lines.append(f"{r.name} = {_rounded(r, f'tl.{r.op}({acc}, axis=1)[:, None]')}")
+            lines.append(f"{r.name} = {rounded(r, f'tl.{r.op}({acc}, axis=1)[:, None]')}")
         else:
             best = "tl.max" if r.op == "argmax" else "tl.min"
             lines += [f"{r.name}_best = {best}({acc}, axis=1)[:, None]",

@@ -227,7 +227,7 @@ def kernel(stage: Stage, index: int, precision: str | None) -> str:
     # No epilogue: round the accumulator to the output dtype ourselves (see codegen.ROUND_TO_BF16).
     result = "round_to_bf16(acc)" if stage.out_dtype == "bfloat16" else "acc"
     if program is not None:
-        em = codegen._Emitter(program)
+        em = codegen.Emitter(program)
         extra = program.operands[1:]  # the first operand is the accumulator
         operands = "".join(f"{o.name}_ptr, {o.name}_stride, " if o.kind == "row" else f"{o.name}_ptr, "
                            for o in extra)
@@ -236,7 +236,7 @@ def kernel(stage: Stage, index: int, precision: str | None) -> str:
             if node.name not in needed:
                 continue
             if node.op == "load" and node.args[0] == program.operands[0].name:
-                lines.append(f"{node.name} = {codegen._rounded(node, 'acc')}")
+                lines.append(f"{node.name} = {codegen.rounded(node, 'acc')}")
             else:
                 lines.append(em.statement(node))
         result = program.output
