@@ -40,6 +40,8 @@ class SizeChoice(str, Enum):
 
 
 class SandboxChoice(str, Enum):
+    auto = "auto"
+    docker = "docker"
     process = "process"
 
 
@@ -84,7 +86,9 @@ def eval_command(
         help="Seconds before the candidate's process group is killed.", min=1)] = 300.0,
     memory: Annotated[str | None, typer.Option(
         help="Memory limit of the candidate's process, e.g. 2g or 512m.")] = None,
-    sandbox: Annotated[SandboxChoice, typer.Option(help="Where candidates run.")] = SandboxChoice.process,
+    sandbox: Annotated[SandboxChoice, typer.Option(
+        help="Where candidates run: docker, process, or auto (Docker when an engine and the image are there).")
+    ] = SandboxChoice.auto,
     seeds: Annotated[int, typer.Option(
         help="Input sets (seeds and value scales) to check against.", min=1, max=50)] = 5,
     size: Annotated[SizeChoice | None, typer.Option(
@@ -107,8 +111,9 @@ def eval_command(
         _fail(f"candidate file not found: {candidate}", EXIT_USAGE, as_json)
     config = EvalConfig(timeout_s=timeout, memory=memory, seeds=seeds, gpu=gpu, workdir=workdir,
                         measure_compile=not no_compile_baseline)
+    chosen = _sandbox(sandbox.value, as_json)
     try:
-        with Evaluator(config) as evaluator:
+        with Evaluator(config, sandbox=chosen) as evaluator:
             if not as_json:
                 err.print(f"[dim]judging {candidate} against {loaded.name} ({loaded.size}) "
                           f"on {evaluator.device}...[/dim]")
@@ -122,6 +127,20 @@ def eval_command(
     else:
         _print_verdict(verdict)
     raise typer.Exit(code)
+
+
+def _sandbox(choice: str, as_json: bool):  # noqa: ANN202 - a Sandbox
+    """The sandbox for ``--sandbox``; Docker asked for but unavailable is exit code 3, in one line."""
+    from kernelevo.sandbox.choose import make_sandbox
+    from kernelevo.sandbox.docker_sandbox import DockerUnavailable
+
+    try:
+        chosen, warning = make_sandbox(choice)
+    except DockerUnavailable as exc:
+        _fail(str(exc), EXIT_ENVIRONMENT, as_json)
+    if warning:
+        err.print(warning, markup=False, highlight=False)
+    return chosen
 
 
 def _print_verdict(verdict) -> None:  # noqa: ANN001 - a Verdict
@@ -183,7 +202,9 @@ def optimize_command(
     max_evals: Annotated[int | None, typer.Option(help="Distinct candidates the harness may judge.", min=1)] = 20,
     max_minutes: Annotated[float | None, typer.Option(help="Wall-clock budget in minutes.", min=0)] = None,
     run_dir: Annotated[Path | None, typer.Option(help="Run folder (default: runs/<task>-<timestamp>).")] = None,
-    sandbox: Annotated[SandboxChoice, typer.Option(help="Where candidates run.")] = SandboxChoice.process,
+    sandbox: Annotated[SandboxChoice, typer.Option(
+        help="Where candidates run: docker, process, or auto (Docker when an engine and the image are there).")
+    ] = SandboxChoice.auto,
     size: Annotated[SizeChoice | None, typer.Option(
         help="Problem size; default small without a GPU, full with one.")] = None,
     timeout: Annotated[float, typer.Option(help="Seconds per candidate before it is killed.", min=1)] = 300.0,
@@ -213,7 +234,7 @@ def optimize_command(
                     price_in=price_in, price_out=price_out)
     config = RunConfig(task=str(loaded.path) if not loaded.builtin else loaded.name, size=loaded.size,
                        policy=chosen, budget=budget, timeout_s=timeout, memory=memory, batch=batch, model=model,
-                       base_url=base_url, api_key_env=api_key_env)
+                       base_url=base_url, api_key_env=api_key_env, sandbox=sandbox.value)
     try:
         create(config, folder).close()
     except FileExistsError as exc:
@@ -340,6 +361,45 @@ def tasks_command(
     for t in loaded:
         table.add_row(t.name, t.dtype or "float32", "partial" if t.allow_partial else "strict", t.description)
     out.print(table)
+
+
+sandbox_app = typer.Typer(help="The Docker sandbox's image.", no_args_is_help=True)
+app.add_typer(sandbox_app, name="sandbox")
+
+
+@sandbox_app.command("build")
+def sandbox_build_command(
+    dockerfile: Annotated[Path | None, typer.Option(
+        help="Build from this Dockerfile instead (needs a registry for its base image), e.g. sandbox/Dockerfile.")
+    ] = None,
+    tag: Annotated[str, typer.Option(help="The image's tag.")] = "kernelevo-sandbox:local",
+) -> None:
+    """Build the Docker sandbox's image.
+
+    By default from local files only (no registry, as in an air-gapped cluster): an almost empty
+    root filesystem imported with `docker import`; /usr, the Python installation, the virtual
+    environment and kernelevo are bind-mounted read-only into each container at run time.
+
+    Examples:
+      kernelevo sandbox build
+      kernelevo sandbox build --dockerfile sandbox/Dockerfile --tag kernelevo-sandbox:cuda
+    """
+    from kernelevo.sandbox.docker_sandbox import DockerUnavailable, build_image, client
+
+    try:
+        if dockerfile is None:
+            image = build_image(tag)
+        else:
+            if not dockerfile.is_file():
+                _fail(f"no Dockerfile at {dockerfile}", EXIT_USAGE, False)
+            built, _ = client().images.build(path=str(dockerfile.resolve().parent), dockerfile=dockerfile.name,
+                                             tag=tag, rm=True)
+            image = built.id
+    except DockerUnavailable as exc:
+        _fail(str(exc), EXIT_ENVIRONMENT, False)
+    except Exception as exc:  # a build error: say it in one line
+        _fail(f"the image could not be built: {str(exc).splitlines()[0][:300]}", EXIT_ENVIRONMENT, False)
+    out.print(f"built {tag} ({image[:19]})", highlight=False, markup=False)
 
 
 @app.command("doctor")

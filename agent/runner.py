@@ -51,6 +51,8 @@ class RunConfig(BaseModel):
     """The name of the environment variable holding the key: the key itself is never stored."""
     model_timeout_s: float = 120.0
     model_retries: int = 2
+    sandbox: str = "process"
+    """auto, docker or process (runs made before this field existed used the process sandbox)."""
 
 
 def _log(message: str) -> None:
@@ -194,12 +196,23 @@ def drive(run_dir: Path, first: bool, progress: Callable[..., Any] | None = None
         return EXIT_USAGE
     common = dict(timeout_s=config.timeout_s, memory=config.memory, seeds=config.seeds, timing=config.timing,
                   measure_compile=config.measure_compile, compile_cache=run_dir / "cache")
+    from kernelevo.sandbox.choose import make_sandbox
+    from kernelevo.sandbox.docker_sandbox import DockerUnavailable
+
+    try:
+        sandbox, warning = make_sandbox(config.sandbox)
+    except DockerUnavailable as exc:
+        store.set_state("interrupted", str(exc))
+        store.close()
+        _log(f"error: {exc}")
+        return EXIT_ENVIRONMENT
+    if warning:
+        _log(warning)
     stamp = f"{int(time.time())}"
-    pool = [Evaluator(EvalConfig(workdir=run_dir / "work" / f"{stamp}-slot{n}-gpu{gpu}", gpu=gpu, **common))
-            for n, gpu in enumerate(evaluator_slots())]
+    # One sandbox object for the whole pool: a stop kills every job in flight.
+    pool = [Evaluator(EvalConfig(workdir=run_dir / "work" / f"{stamp}-slot{n}-gpu{gpu}", gpu=gpu, **common),
+                      sandbox=sandbox) for n, gpu in enumerate(evaluator_slots())]
     evaluator = pool[0]
-    for other in pool[1:]:
-        other.sandbox = evaluator.sandbox  # one sandbox object: a stop kills every job in flight
     final = Evaluator(EvalConfig(workdir=run_dir / "work" / f"{stamp}-final", seed_offset=FINAL_SEED_OFFSET,
                                  **common), sandbox=evaluator.sandbox)
     rt = Runtime(task=task, store=store, policy=policy, budget=config.budget, evaluator=evaluator,

@@ -89,9 +89,16 @@ def _docker() -> Probe:
     try:
         import docker
 
+        from kernelevo.sandbox.docker_sandbox import IMAGE
+
         client = docker.from_env(timeout=5)
         version = client.version().get("Version", "?")
-        return Probe(item="Docker engine", available=True, detail=f"{version} reachable")
+        try:
+            client.images.get(IMAGE)
+            image = f"image {IMAGE} present (--sandbox auto uses Docker)"
+        except Exception:
+            image = f"no image {IMAGE}: `kernelevo sandbox build`"
+        return Probe(item="Docker engine", available=True, detail=f"{version} reachable; {image}")
     except Exception as exc:
         return Probe(item="Docker engine", available=False, detail=f"not reachable ({type(exc).__name__})")
 

@@ -540,9 +540,14 @@ def _write_signed(path: Path, result: HarnessResult, key: bytes) -> None:
 def main(argv: list[str] | None = None) -> int:
     started_at = time.time()
     argv = sys.argv[1:] if argv is None else argv
-    key = sys.stdin.readline().strip().encode()
-    # Started (Python, torch, triton imported); wait until the sandbox lets this job onto the GPU.
-    sys.stdin.readline()
+    key_file = os.environ.pop("KERNELEVO_KEY_FILE", None)
+    if key_file:  # the Docker sandbox: the key comes as a file, gone before any candidate code runs
+        key = Path(key_file).read_text().strip().encode()
+        Path(key_file).unlink()
+    else:
+        key = sys.stdin.readline().strip().encode()
+        # Started (Python, torch, triton imported); wait until the sandbox lets this job onto the GPU.
+        sys.stdin.readline()
     job = Job.model_validate_json(Path(argv[0]).read_text())
     faulthandler.enable(all_threads=False)
     progress = _Progress(Path(argv[0]).with_name("progress"))

@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -228,11 +229,20 @@ class Cgroup:
 
     def remove(self) -> None:
         self.kill_all()
+        # A killed process leaves its cgroup a moment after it dies (EBUSY until then): retry briefly.
+        deadline = time.monotonic() + 2.0
         for d in reversed(self.dirs):
-            try:
-                d.rmdir()
-            except OSError:
-                pass
+            while True:
+                try:
+                    d.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        break
+                    self.kill_all()
+                    time.sleep(0.02)
 
 
 def cleanup_stale_cgroups() -> int:
@@ -245,8 +255,8 @@ def cleanup_stale_cgroups() -> int:
             owner = int(d.name.split("-")[1])
         except (IndexError, ValueError):
             continue
-        if owner != os.getpid() and Path(f"/proc/{owner}").exists():
-            continue
+        if owner == os.getpid() or Path(f"/proc/{owner}").exists():
+            continue  # a live process's (ours included: another sandbox in this process may be starting a job)
         group = Cgroup(2 if d.parent.name == CGROUP_PREFIX else 1, [d], None, None, [d / "cgroup.procs"])
         group.remove()
         removed += not d.exists()

@@ -14,3 +14,7 @@ class Sandbox(Protocol):
     def run(self, spec: RunSpec) -> JobOutcome:
         """Run ``spec.cmd`` isolated, within its limits, and report how it ended."""
         ...
+
+    def kill_all(self) -> None:
+        """Kill every job in flight (a run being stopped)."""
+        ...

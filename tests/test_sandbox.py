@@ -168,6 +168,8 @@ def test_jobs_sharing_a_device_lock_never_overlap_and_the_wait_is_not_timed(tmp_
     for t in threads:
         t.join()
     assert not any(o.timed_out for o in outcomes.values())
+    for n, o in outcomes.items():
+        assert (tmp_path / f"job{n}" / "span.txt").exists(), (o.returncode, o.signal, o.log_tail, o.isolation)
     spans = sorted(tuple(map(float, (tmp_path / f"job{n}" / "span.txt").read_text().split())) for n in range(3))
     assert all(a[1] <= b[0] + 0.01 for a, b in zip(spans, spans[1:]))  # one after another, never together
     waits = sorted(o.isolation.device_lock_wait_s for o in outcomes.values())

@@ -1,0 +1,134 @@
+"""The Docker sandbox, on a real engine: honest candidates are judged inside containers; candidate
+code reaches no network, no host files, no secrets; memory, process and time limits hold; no
+container is left behind. Skips without an engine on a developer's machine; fails under CI=true,
+where .ci/run starts one."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import IN_CI, candidate
+from kernelevo.sandbox import isolation
+from kernelevo.sandbox.process import RunSpec
+from kernelevo.tasks import load_task
+
+
+@pytest.fixture(scope="module")
+def docker_sandbox():
+    from kernelevo.sandbox import docker_sandbox as ds
+
+    try:
+        ds.client()
+        if not ds.image_present():
+            ds.build_image()
+        sandbox = ds.DockerSandbox()
+    except ds.DockerUnavailable as exc:
+        if IN_CI:
+            pytest.fail(f"CI must provide a Docker engine (.ci/run starts one): {exc}")
+        pytest.skip(str(exc))
+    yield sandbox
+    leftovers = sandbox.client.containers.list(all=True, filters={"label": ds.LABEL})
+    assert not leftovers, f"containers left behind: {[c.name for c in leftovers]}"
+
+
+def run(sandbox, tmp_path: Path, code: str, **limits: object):
+    script = tmp_path / "job" / "script.py"
+    script.parent.mkdir(parents=True, exist_ok=True)
+    script.write_text(code)
+    spec = RunSpec(cmd=[sys.executable, str(script)], job_dir=script.parent, result_path=script.parent / "result.json",
+                   env=isolation.scrubbed_env({}), timeout_s=limits.pop("timeout_s", 60), **limits)
+    return sandbox.run(spec)
+
+
+def test_an_honest_candidate_is_accepted_in_a_container(docker_sandbox, tmp_path: Path, cache_dir: Path) -> None:
+    from kernelevo.sandbox.evaluate import EvalConfig, Evaluator
+
+    config = EvalConfig(timeout_s=180, memory="4g", workdir=tmp_path / "ws", cache_dir=cache_dir)
+    with Evaluator(config, sandbox=docker_sandbox) as ev:
+        verdict, code = ev.evaluate(load_task("relu", "small"), candidate("ok_relu_empty"))
+        assert code == 0, verdict.reason
+        assert verdict.isolation["sandbox"] == "docker" and verdict.isolation["network"] == "none"
+        escape = tmp_path / "escape.py"
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        secret = Path.home() / ".kernelevo-docker-secret"
+        secret.write_text("top secret")
+        source = candidate("bad_escape").read_text().replace("PORT = 0", f"PORT = {listener.getsockname()[1]}")
+        escape.write_text(source.replace('SECRET_FILE = ""', f'SECRET_FILE = "{secret}"'))
+        try:
+            verdict = ev.run_in_sandbox(load_task("relu", "small"), escape, [])
+        finally:
+            listener.close()
+            secret.unlink()
+        assert verdict.correct, verdict.reason  # any successful probe poisons its output
+
+
+def test_no_network_no_host_files_no_secrets(docker_sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-should-not-leak")
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    outside = Path.home() / "kernelevo-docker-write-probe"
+    outside.unlink(missing_ok=True)
+    home_listing = sorted(os.listdir(Path.home()))[:3]
+    code = ("import os, socket, pathlib\n"
+            f"try:\n    socket.create_connection(('127.0.0.1', {listener.getsockname()[1]}), timeout=2)\n"
+            "    print('NET open')\nexcept OSError:\n    print('NET closed')\n"
+            f"for target in ['{outside}', '/tmp/kernelevo-docker-probe', 'inside.txt', '/usr/probe']:\n"
+            "    try:\n        pathlib.Path(target).write_text('x')\n        print('WROTE', target)\n"
+            "    except OSError:\n        print('DENIED', target)\n"
+            f"print('HOME', os.path.exists('{Path.home()}') and sorted(os.listdir('{Path.home()}'))[:3] == "
+            f"{home_listing!r})\n"
+            "print('KEYS', [k for k in os.environ if 'KEY' in k and k != 'KERNELEVO_KEY_FILE'])\n"
+            "print('UID', os.getuid())\n")
+    try:
+        outcome = run(docker_sandbox, tmp_path, code)
+    finally:
+        listener.close()
+    log = outcome.log_tail
+    assert "NET closed" in log and "DENIED /usr/probe" in log, log
+    assert not outside.exists() and not Path("/tmp/kernelevo-docker-probe").exists()
+    assert (tmp_path / "job" / "inside.txt").exists()  # its own folder is writable
+    assert "HOME False" in log and "KEYS []" in log and "UID 65534" in log, log
+    assert outcome.isolation.read_only_root and outcome.isolation.sandbox == "docker"
+
+
+def test_memory_limit_kills_and_says_out_of_memory(docker_sandbox, tmp_path: Path) -> None:
+    code = "blocks = []\nwhile True:\n    blocks.append(bytearray(64 * 1024 * 1024))\n"
+    outcome = run(docker_sandbox, tmp_path, code, memory_bytes=256 * 1024**2, memory_text="256m")
+    assert outcome.out_of_memory and not outcome.timed_out, outcome
+
+
+def test_a_hang_is_killed_at_the_timeout(docker_sandbox, tmp_path: Path) -> None:
+    outcome = run(docker_sandbox, tmp_path, "import time\ntime.sleep(300)\n", timeout_s=4)
+    assert outcome.timed_out and outcome.wall_s < 60
+
+
+def test_process_burst_stops_at_the_pids_limit(docker_sandbox, tmp_path: Path) -> None:
+    code = ("import subprocess\nprocs = []\nfailed = 0\n"
+            "for _ in range(200):\n"
+            "    try:\n        procs.append(subprocess.Popen(['sleep', '30']))\n"
+            "    except OSError:\n        failed += 1\n"
+            "print('started', len(procs), 'failed', failed, flush=True)\n")
+    outcome = run(docker_sandbox, tmp_path, code, pids_limit=32)
+    started = int(outcome.log_tail.split("started")[1].split()[0]) if "started" in outcome.log_tail else 0
+    assert started < 32, outcome.log_tail
+
+
+def test_the_result_is_signed_with_a_key_the_job_reads_once(docker_sandbox, tmp_path: Path) -> None:
+    code = ("import os, json, hmac, hashlib, pathlib\n"
+            "path = pathlib.Path(os.environ['KERNELEVO_KEY_FILE'])\nkey = path.read_text().strip().encode()\n"
+            "path.unlink()\n"
+            "payload = json.dumps({'mode': 'reference', 'error': 'fine'})\n"
+            "sig = hmac.new(key, payload.encode(), hashlib.sha256).hexdigest()\n"
+            "open('result.json', 'w').write(json.dumps({'payload': payload, 'signature': sig}))\n")
+    assert run(docker_sandbox, tmp_path, code).result.error == "fine"
+    forged = code.replace("key = path.read_text().strip().encode()", "key = b'guess'")
+    outcome = run(docker_sandbox, tmp_path, forged)
+    assert outcome.result is None and "not signed" in outcome.result_problem
