@@ -132,3 +132,28 @@ def test_the_result_is_signed_with_a_key_the_job_reads_once(docker_sandbox, tmp_
     forged = code.replace("key = path.read_text().strip().encode()", "key = b'guess'")
     outcome = run(docker_sandbox, tmp_path, forged)
     assert outcome.result is None and "not signed" in outcome.result_problem
+
+
+def test_leftovers_of_a_killed_run_are_removed_at_the_next_start(docker_sandbox) -> None:
+    from kernelevo.sandbox import docker_sandbox as ds
+
+    dead_owner = "999999999"  # no such process
+    stale = docker_sandbox.client.containers.create(ds.IMAGE, command=["/bin/true"],
+                                                    labels={ds.LABEL: "1", "org.kernelevo.owner": dead_owner})
+    ds.DockerSandbox()  # a new run starts
+    remaining = [c.id for c in docker_sandbox.client.containers.list(all=True, filters={"label": ds.LABEL})]
+    assert stale.id not in remaining
+
+
+def test_docker_asked_for_without_an_engine_is_exit_code_3(tmp_path: Path) -> None:
+    import subprocess
+
+    env = dict(os.environ, DOCKER_HOST=f"unix://{tmp_path}/no-engine.sock")
+    done = subprocess.run([sys.executable, "-m", "kernelevo.agent.cli", "eval", "relu", str(candidate("ok_relu_empty")),
+                           "--sandbox", "docker"], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 3
+    assert "no Docker engine is reachable" in done.stderr and "Traceback" not in done.stderr
+    auto = subprocess.run([sys.executable, "-m", "kernelevo.agent.cli", "eval", "relu", str(candidate("ok_relu_empty")),
+                           "--json"], capture_output=True, text=True, env=env, timeout=300)
+    assert auto.returncode == 0, auto.stderr  # auto falls back to the process sandbox ...
+    assert "using the process sandbox" in auto.stderr  # ... and says so
