@@ -1,7 +1,7 @@
 """Harness overhead per evaluation inside one run (one Evaluator, one workspace and compile cache),
 as in an optimizer run: the same candidate judged N times; prints overhead and phases of each.
 
-Usage: python bench/overhead_bench.py [TASK] [CANDIDATE] [N]
+Usage: python bench/overhead_bench.py [TASK] [CANDIDATE] [N] [SANDBOX]   (SANDBOX: process or docker)
 """
 
 from __future__ import annotations
@@ -19,15 +19,18 @@ def main() -> None:
     task = sys.argv[1] if len(sys.argv) > 1 else "relu"
     cand = Path(sys.argv[2] if len(sys.argv) > 2 else "tests/candidates/ok_relu_empty.py")
     runs = int(sys.argv[3]) if len(sys.argv) > 3 else 3
+    from kernelevo.sandbox.choose import make_sandbox
+
+    sandbox, _ = make_sandbox(sys.argv[4] if len(sys.argv) > 4 else "process")
     config = EvalConfig(measure_compile=False, cache_dir=Path(tempfile.mkdtemp(prefix="kernelevo-oh-")))
-    with Evaluator(config) as ev:
+    with Evaluator(config, sandbox=sandbox) as ev:
         loaded = load_task(task, "full" if ev.device == "cuda" else "small")
         ev.reference(loaded)
         for i in range(runs):
             verdict, _ = ev.evaluate(loaded, cand)
-            print(json.dumps({"run": i, "correct": verdict.correct, "runtime_ms": verdict.runtime_ms,
-                              "harness_overhead_s": verdict.harness_overhead_s, "wall_s": verdict.wall_s,
-                              "phases": verdict.phases}), flush=True)
+            print(json.dumps({"run": i, "sandbox": sandbox.name, "correct": verdict.correct,
+                              "runtime_ms": verdict.runtime_ms, "harness_overhead_s": verdict.harness_overhead_s,
+                              "wall_s": verdict.wall_s, "phases": verdict.phases}), flush=True)
 
 
 if __name__ == "__main__":
