@@ -38,3 +38,30 @@ def test_a_forward_that_fails_or_launches_nothing_is_reported(evaluator, tmp_pat
     failing.write_text(source.replace("n = x.numel()", "n = x.numel() // 0"))
     result = evaluator.triton_gate(load_task("relu", "full"), failing)
     assert not result["ok"] and "ZeroDivisionError" in result["error"]
+
+
+def test_every_builtin_plan_compiles_for_hopper(evaluator, tmp_path: Path) -> None:
+    """What the interpreter cannot show (types, layouts, register pressure): one seed of every strategy
+    of every built-in task, at full size, compiles for sm_90a without spilling."""
+    from kernelevo.agent.builtin.policy import BuiltinPolicy, seeds
+    from kernelevo.agent.builtin.templates import render
+    from kernelevo.tasks import builtin_names
+
+    problems = []
+    for name in builtin_names():
+        task = load_task(name, "full")
+        policy = BuiltinPolicy()
+        policy.prepare(task)
+        done = set()
+        for strategy, params, why in seeds(policy.plan):
+            if strategy in done:
+                continue
+            done.add(strategy)
+            path = tmp_path / f"{name}-{strategy}.py"
+            path.write_text(render(policy.plan, strategy, params, why))
+            result = evaluator.triton_gate(task, path)
+            if not result["ok"]:
+                problems.append(f"{name}/{strategy}: {describe_triton_gate(result)[:300]}")
+            problems += [f"{name}/{strategy}: {k['resources']}" for k in result["kernels"]
+                         if "spill stores" in k.get("resources", "")]
+    assert not problems, "\n".join(problems)
