@@ -12,7 +12,6 @@ harness deletes before it imports the candidate.
 
 from __future__ import annotations
 
-import fcntl
 import io
 import os
 import secrets
@@ -24,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelevo.sandbox.models import Isolation, JobOutcome
-from kernelevo.sandbox.process import RunSpec, _read_result, _tail, describe_signal
+from kernelevo.sandbox.process import RunSpec, finish_outcome, take_lock
 
 IMAGE = "kernelevo-sandbox:local"
 LABEL = "org.kernelevo.job"
@@ -193,19 +192,15 @@ class DockerSandbox:
         if gpu:
             requests = [DeviceRequest(device_ids=[gpu], capabilities=[["gpu"]])]
             env["CUDA_VISIBLE_DEVICES"] = "0"  # the container sees only its GPU, as device 0
-        iso = Isolation(sandbox="docker", namespaces=["net", "pid", "ipc", "uts", "mount", "user"],
+        iso = Isolation(sandbox="docker", namespaces=["net", "pid", "ipc", "uts", "mount"],
                         read_only_root=True, private_tmp=True, home_hidden=True, network="none",
                         memory_limit=spec.memory_text, memory_enforced_by="docker (cgroup)" if spec.memory_bytes
                         else None, pids_limit=spec.pids_limit, timeout_s=spec.timeout_s)
-        iso.namespaces.remove("user")  # no user namespace remapping: the user is nobody instead
         lock = None
-        if spec.device_lock is not None:
+        if spec.device_lock is not None:  # held around the whole container (no start-up overlap here)
             iso.device_lock = str(spec.device_lock)
-            began_wait = time.monotonic()
-            lock = open(spec.device_lock, "a+")  # noqa: SIM115 - held until the job ends
-            spec.device_lock.parent.mkdir(parents=True, exist_ok=True)
-            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
-            iso.device_lock_wait_s = round(time.monotonic() - began_wait, 3)
+            lock, waited = take_lock(spec.device_lock)
+            iso.device_lock_wait_s = round(waited, 3)
         spec.result_path.unlink(missing_ok=True)
         began = time.monotonic()
         container = None
@@ -259,13 +254,7 @@ class DockerSandbox:
         log_path.write_bytes(log)
         outcome = JobOutcome(returncode=returncode, timed_out=timed_out, wall_s=wall, isolation=iso,
                              out_of_memory=oom, too_many_processes=pids_hit)
-        if returncode is not None and returncode > 128 and not spec.result_path.exists():
-            outcome.signal = describe_signal(returncode - 128)
-        outcome.log_tail = _tail(log_path)
-        progress = spec.job_dir / "progress"
-        outcome.phase = progress.read_text().strip() if progress.exists() else None
-        outcome.result, outcome.result_problem = _read_result(spec.result_path, key)
-        return outcome
+        return finish_outcome(outcome, spec, log_path, key)
 
 
 def _pids_exhausted(container_id: str) -> bool:

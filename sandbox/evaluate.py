@@ -126,6 +126,14 @@ class Evaluator:
             extra["CUDA_VISIBLE_DEVICES"] = ""
         return scrubbed_env(extra)
 
+    def _memory_bytes(self) -> int | None:
+        """The configured memory limit of a candidate's process, in bytes (None: no limit)."""
+        if not self.config.memory:
+            return None
+        from kernelevo.sandbox.isolation import parse_size
+
+        return parse_size(self.config.memory)
+
     def _job(self, task: Task, mode: str, candidate: Path | None, **extra: object) -> tuple[Job, RunSpec]:
         self._jobs += 1
         job_dir = self.workspace / "jobs" / f"{self._jobs:04d}-{mode}"
@@ -144,11 +152,7 @@ class Evaluator:
             job.candidate_path = job_dir / "candidate.py"
             shutil.copyfile(candidate, job.candidate_path)
         (job_dir / "job.json").write_text(job.model_dump_json(indent=1))
-        memory = None
-        if mode == "candidate" and self.config.memory:
-            from kernelevo.sandbox.isolation import parse_size
-
-            memory = parse_size(self.config.memory)
+        memory = self._memory_bytes() if mode == "candidate" else None
         spec = RunSpec(
             cmd=[sys.executable, "-m", "kernelevo.sandbox.harness", str(job_dir / "job.json")],
             job_dir=job_dir, result_path=job.result_path,
@@ -252,11 +256,7 @@ class Evaluator:
         (job_dir / "job.json").write_text(json.dumps(job))
         env = self._env()
         env.pop("TRITON_INTERPRET", None)  # real JITFunctions: the gate compiles them, never runs them
-        memory = None
-        if self.config.memory:
-            from kernelevo.sandbox.isolation import parse_size
-
-            memory = parse_size(self.config.memory)
+        memory = self._memory_bytes()
         spec = RunSpec(cmd=[sys.executable, "-m", "kernelevo.sandbox.triton_gate", str(job_dir / "job.json")],
                        job_dir=job_dir, result_path=job_dir / "gate.json", timeout_s=min(self.config.timeout_s, 300),
                        memory_bytes=memory, memory_text=self.config.memory if memory else None,

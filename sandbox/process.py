@@ -18,6 +18,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from hashlib import sha256
 from pathlib import Path
@@ -67,9 +68,10 @@ class RunSpec:
     release it: the lock belongs to this (trusted) process."""
 
 
-def _take_lock(path: Path, proc: subprocess.Popen) -> tuple[Any, float]:
-    """Hold an exclusive flock on ``path`` (waiting while another job holds it); stop waiting if
-    ``proc`` died meanwhile (e.g. killed by a stop). Returns the open file and the seconds waited."""
+def take_lock(path: Path, give_up: Callable[[], bool] = lambda: False) -> tuple[Any, float]:
+    """Hold an exclusive flock on ``path`` (waiting while another job holds it); stop waiting when
+    ``give_up()`` says so (e.g. the job died, killed by a stop). Returns the open file (closing it
+    releases the lock) and the seconds waited."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle = open(path, "a+")  # noqa: SIM115 - held until the job ends
     began = time.monotonic()
@@ -78,9 +80,22 @@ def _take_lock(path: Path, proc: subprocess.Popen) -> tuple[Any, float]:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
             return handle, time.monotonic() - began
         except BlockingIOError:
-            if proc.poll() is not None:
+            if give_up():
                 return handle, time.monotonic() - began
             time.sleep(0.02)
+
+
+def finish_outcome(outcome: JobOutcome, spec: RunSpec, log_path: Path, key: str) -> JobOutcome:
+    """What every sandbox reads after its job ended: a signal behind an exit code above 128 (when no
+    result came back), the log's tail, the last phase announced, and the signed result."""
+    code = outcome.returncode
+    if outcome.signal is None and code is not None and code > 128 and not spec.result_path.exists():
+        outcome.signal = describe_signal(code - 128)
+    outcome.log_tail = _tail(log_path)
+    progress = spec.job_dir / "progress"
+    outcome.phase = progress.read_text().strip() if progress.exists() else None
+    outcome.result, outcome.result_problem = _read_result(spec.result_path, key)
+    return outcome
 
 
 def _process_tree(root: int) -> list[int]:
@@ -180,7 +195,7 @@ class ProcessSandbox:
                 proc.stdin.flush()
                 if spec.device_lock is not None:
                     iso.device_lock = str(spec.device_lock)
-                    lock, waited = _take_lock(spec.device_lock, proc)
+                    lock, waited = take_lock(spec.device_lock, give_up=lambda: proc.poll() is not None)
                     iso.device_lock_wait_s = round(waited, 3)
                 proc.stdin.write(b"go\n")
                 proc.stdin.close()
@@ -212,13 +227,7 @@ class ProcessSandbox:
         outcome.too_many_processes |= watch.over_pids
         if returncode is not None and returncode < 0:
             outcome.signal = describe_signal(-returncode)
-        elif returncode is not None and returncode > 128 and not spec.result_path.exists():
-            outcome.signal = describe_signal(returncode - 128)
-        outcome.log_tail = _tail(log_path)
-        progress = spec.job_dir / "progress"
-        outcome.phase = progress.read_text().strip() if progress.exists() else None
-        outcome.result, outcome.result_problem = _read_result(spec.result_path, key)
-        return outcome
+        return finish_outcome(outcome, spec, log_path, key)
 
     @staticmethod
     def _kill(proc: subprocess.Popen, cgroup: isolation.Cgroup | None) -> None:

@@ -81,6 +81,15 @@ def round_to_bf16(x):
 '''
 
 
+INTERPRETER_IMPORT = "from triton.runtime.interpreter import InterpretedFunction\n"
+INTERPRETED = '''
+
+# Triton's CPU interpreter multiplies bf16 and fp16 tiles wrongly (triton 3.9), so there the tiles
+# are widened to fp32 before tl.dot. On a GPU this is False: the dots run on the tensor cores.
+INTERPRETED = isinstance({kernel}, InterpretedFunction)
+'''
+
+
 def rounded(node: Node, expr: str) -> str:
     """``expr`` rounded as eager rounds ``node``'s result (bf16 or fp16), kept in fp32."""
     if node.round_to == "bfloat16":

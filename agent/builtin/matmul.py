@@ -245,14 +245,6 @@ def kernel(stage: Stage, index: int, precision: str | None) -> str:
         if precision else "", epilogue="\n".join("    " + line for line in lines) or "    pass", result=result)
 
 
-INTERPRETER_NOTE = '''
-
-# Triton's CPU interpreter multiplies bf16 and fp16 tiles wrongly (triton 3.9), so there the tiles
-# are widened to fp32 before tl.dot. On a GPU this is False: the dot runs on the tensor cores.
-INTERPRETED = isinstance(stage0_kernel, InterpretedFunction)
-'''
-
-
 def forward(stages: list[Stage], input_name: str, params: dict[str, Any]) -> str:
     """``ModelNew.forward``: flatten to [M, K], one launch per stage, restore the leading dims."""
     body = [f"{input_name} = {input_name}.contiguous()",

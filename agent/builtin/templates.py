@@ -175,12 +175,8 @@ ATTENTION_FORWARD = '''def forward(self, {q}, {k}, {v}):
     return out
 '''
 
-INTERPRETED = '''
-
-# Triton's CPU interpreter multiplies bf16 and fp16 tiles wrongly (triton 3.9), so there the tiles
-# are widened to fp32 before tl.dot. On a GPU this is False: the dots run on the tensor cores.
-INTERPRETED = isinstance({kernel}, InterpretedFunction)
-'''
+def _with_interpreter_import(head: str) -> str:
+    return head.replace("import triton.language as tl\n", "import triton.language as tl\n" + codegen.INTERPRETER_IMPORT)
 
 
 def _model(init: str, forward: str) -> str:
@@ -208,13 +204,11 @@ def render(plan: Plan, strategy: str, params: dict[str, Any], why: str) -> str:
                              params=shown, why=why, strategy_why=WHY_STRATEGY[strategy], imports=imports,
                              bytes_note="q, k and v read once per block of queries (k and v again for every "
                                         "block, mostly from L2) and the output written once.")
-        head = head.replace("import torch\n", "import math\n\nimport torch\n", 1)
-        head = head.replace("import triton.language as tl\n", "import triton.language as tl\n"
-                            "from triton.runtime.interpreter import InterpretedFunction\n")
+        head = _with_interpreter_import(head.replace("import torch\n", "import math\n\nimport torch\n", 1))
         q, k, v = plan.inputs
         scale = repr(float(plan.extra["scale"])) if plan.extra["scale"] is not None else "1.0 / math.sqrt(head_dim)"
         forward = ATTENTION_FORWARD.format(q=q, k=k, v=v, scale=scale, causal=plan.extra["causal"], **params)
-        return (head + ATTENTION_KERNEL + INTERPRETED.format(kernel="attention_kernel")
+        return (head + ATTENTION_KERNEL + codegen.INTERPRETED.format(kernel="attention_kernel")
                 + _model(plan.init, forward))
     if plan.kind == "matmul":
         stages = plan.extra["stages"]
@@ -225,9 +219,7 @@ def render(plan: Plan, strategy: str, params: dict[str, Any], why: str) -> str:
         precision = params.get("precision")
         kernels = "\n\n".join(matmul.kernel(st, i, precision) for i, st in enumerate(stages))
         helper = codegen.ROUND_TO_BF16 + "\n\n" if any(st.out_dtype == "bfloat16" for st in stages) else ""
-        interpreter = "from triton.runtime.interpreter import InterpretedFunction\n"
-        head = head.replace("import triton.language as tl\n", "import triton.language as tl\n" + interpreter)
-        return (head + helper + kernels + matmul.INTERPRETER_NOTE
+        return (_with_interpreter_import(head) + helper + kernels + codegen.INTERPRETED.format(kernel="stage0_kernel")
                 + _model(plan.init, matmul.forward(stages, plan.inputs[0], params)))
     program = plan.program
     assert program is not None
