@@ -129,6 +129,67 @@ def eval_command(
     raise typer.Exit(code)
 
 
+@app.command("profile")
+def profile_command(
+    task: Annotated[str, typer.Argument(help="A KernelBench-format .py file, or a built-in task name.")],
+    candidate: Annotated[Path, typer.Argument(help="A .py file defining ModelNew.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")] = False,
+    no_ncu: Annotated[bool, typer.Option("--no-ncu", help="Skip the Nsight Compute pass.")] = False,
+    timeout: Annotated[float, typer.Option(help="Seconds before a candidate's process is killed.", min=1)] = 300.0,
+    memory: Annotated[str | None, typer.Option(help="Memory limit of the candidate's processes, e.g. 8g.")] = None,
+    sandbox: Annotated[SandboxChoice, typer.Option(help="Where candidates run: docker, process or auto.")
+                       ] = SandboxChoice.auto,
+    size: Annotated[SizeChoice | None, typer.Option(
+        help="Problem size; default small without a GPU, full with one.")] = None,
+    gpu: Annotated[int, typer.Option(help="Index of the GPU to use.", min=0)] = 0,
+) -> None:
+    """Judge CANDIDATE, then profile it: roofline, GPU telemetry, compiler report (registers, spills,
+    shared memory) and Nsight Compute counters (DRAM and SM throughput, occupancy, L2 hit rate, stall
+    reasons), ending in a one-line diagnosis.
+
+    The counters come from a separate pass under ncu, so the harness's timings stay clean. Whatever
+    cannot be collected here (no GPU, no ncu, counters refused by the driver) says so; the rest is
+    still reported. Exit code 1 when the candidate is rejected (nothing to profile).
+
+    Examples:
+      kernelevo profile softmax tasks/examples/softmax_triton.py
+      kernelevo profile rmsnorm best.py --json
+    """
+    from kernelevo.sandbox.evaluate import EvalConfig, EvalError, Evaluator
+    from kernelevo.sandbox.profiling import HarnessProfiler, describe
+
+    loaded = _load_task(task, size, memory, as_json)
+    if not candidate.is_file():
+        _fail(f"candidate file not found: {candidate}", EXIT_USAGE, as_json)
+    config = EvalConfig(timeout_s=timeout, memory=memory, gpu=gpu)
+    chosen = _sandbox(sandbox.value, as_json)
+    try:
+        with Evaluator(config, sandbox=chosen) as evaluator:
+            if not as_json:
+                err.print(f"[dim]judging {candidate} against {loaded.name} ({loaded.size}) on "
+                          f"{evaluator.device}...[/dim]")
+            verdict, code = evaluator.evaluate(loaded, candidate)
+            if not verdict.correct:
+                if as_json:
+                    print(json.dumps({"verdict": verdict.model_dump(mode="json"), "profile": None}))
+                else:
+                    _print_verdict(verdict)
+                    err.print("nothing to profile: the candidate was rejected", highlight=False)
+                raise typer.Exit(code)
+            if not as_json:
+                err.print("[dim]profiling (compiler report, then Nsight Compute)...[/dim]")
+            profile = HarnessProfiler(evaluator, use_ncu=not no_ncu).profile(loaded, candidate, verdict)
+    except EvalError as exc:
+        _fail(str(exc), exc.exit_code, as_json)
+    except KeyboardInterrupt:
+        _fail("interrupted", EXIT_INTERRUPTED, as_json)
+    if as_json:
+        print(json.dumps({"verdict": verdict.model_dump(mode="json"), "profile": profile.model_dump(mode="json")}))
+    else:
+        out.print(describe(profile), highlight=False, markup=False, soft_wrap=True)
+    raise typer.Exit(EXIT_OK)
+
+
 def _sandbox(choice: str, as_json: bool):  # noqa: ANN202 - a Sandbox
     """The sandbox for ``--sandbox``; Docker asked for but unavailable is exit code 3, in one line."""
     from kernelevo.sandbox.choose import make_sandbox
@@ -284,6 +345,8 @@ def status_command(
                   markup=False)
         if best.get("note"):
             out.print(f"[dim]{best['note']}[/dim]", highlight=False)
+        if best.get("diagnosis"):
+            out.print(f"diagnosis: {best['diagnosis']}", highlight=False, markup=False)
     table = Table()
     for column in ("id", "gen", "strategy", "parent", "result"):
         table.add_column(column)

@@ -20,7 +20,8 @@ from kernelevo.agent.policy import Policy, SearchView
 from kernelevo.agent.state import EvaluateInput, State
 from kernelevo.agent.store import RunStore
 from kernelevo.sandbox.evaluate import Evaluator
-from kernelevo.sandbox.models import Verdict
+from kernelevo.sandbox.models import Profile, Verdict
+from kernelevo.sandbox.profiling import HarnessProfiler
 from kernelevo.tasks.task import Task
 
 
@@ -65,6 +66,23 @@ class Runtime:
         if self.stopping:
             raise Stopped()
         return verdict
+
+    def profile(self, cid: str) -> Profile:
+        """Profile a judged candidate (compiler report, Nsight Compute where there is a GPU and ncu),
+        once: the profile is kept in the run store and traced with its diagnosis."""
+        kept = self.store.meta(f"profile:{cid}")
+        if kept:
+            return Profile.model_validate(kept)
+        verdict = self.store.evaluation(cid, "final") or self.store.evaluation(cid)
+        evaluator = self._free.get()
+        try:
+            profile = HarnessProfiler(evaluator).profile(self.task, self.store.source_path(cid), verdict)
+        finally:
+            self._free.put(evaluator)
+        self.store.set_meta(f"profile:{cid}", profile.model_dump(mode="json"))
+        self.store.event("profile", cid, diagnosis=profile.diagnosis, kernels=len(profile.kernels),
+                         unavailable=profile.unavailable)
+        return profile
 
     def spent(self) -> Spent:
         return Spent(evaluations=self.store.count_evaluations("search"),
@@ -200,6 +218,12 @@ def build_graph(rt: Runtime):
             reason += f"; the fastest of {len(contenders)} elites re-judged"
         rt.store.event("decision", cid, action="best", reason=reason, runtime_ms=verdict.runtime_ms,
                        speedup=verdict.speedup)
+        if verdict.timing == "cuda-events":
+            # What the reader of the run (and a model that resumes it) wants to know about the winner.
+            try:
+                rt.profile(cid)
+            except Exception as exc:  # advice only: a failed profile never costs the run its result
+                rt.store.event("profile", cid, diagnosis=None, error=f"{type(exc).__name__}: {exc}")
         return {"final": {"id": cid, "runtime_ms": verdict.runtime_ms, "speedup": verdict.speedup,
                           "timing": verdict.timing}}
 

@@ -117,7 +117,8 @@ class LLMPolicy:
         ctx = ToolContext(task=self.task, store=rt.store, judge=rt.judge_and_record,
                           budget_left=lambda: exhausted(rt.budget, rt.spent()), population=self._population,
                           notes=self._notes, generation=view.generation,
-                          triton_gate=lambda cid: rt.evaluator.triton_gate(self.task, rt.store.source_path(cid)))
+                          triton_gate=lambda cid: rt.evaluator.triton_gate(self.task, rt.store.source_path(cid)),
+                          profile=rt.profile)
         tools = make_tools(ctx)
         by_name = {t.name: t for t in tools}
         llm = self.llm.bind_tools(tools)

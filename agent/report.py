@@ -24,6 +24,11 @@ def status(store: RunStore) -> dict[str, Any]:
     elif best is not None:
         best = dict(best, verified=True)
     config = store.meta("config", {})
+    diagnosis = None
+    if best is not None:
+        kept = store.meta(f"profile:{best['id']}")
+        verdict = store.evaluation(best["id"], "final") or store.evaluation(best["id"])
+        diagnosis = (kept or {}).get("diagnosis") or (verdict.diagnosis if verdict else None)
     return {
         "state": store.state(),
         "reason": store.meta("state_reason"),
@@ -35,7 +40,7 @@ def status(store: RunStore) -> dict[str, Any]:
         "correct": sum(1 for c in candidates if c["correct"]),
         "best": None if best is None else {
             "candidate": best["id"], "runtime_ms": best["runtime_ms"], "speedup": best.get("speedup"),
-            "timing": best.get("timing"), "verified": best.get("verified", False),
+            "timing": best.get("timing"), "verified": best.get("verified", False), "diagnosis": diagnosis,
             "note": "CPU interpreter time: chosen by it, never called a speedup"
             if best.get("timing") == "cpu-interpreter" else None},
         "elapsed_s": store.meta("elapsed_s"),
@@ -82,6 +87,11 @@ def describe(event: dict[str, Any]) -> str:
             note = " (CPU interpreter time)" if event.get("timing") == "cpu-interpreter" else ""
             return f"{label} {cid}: correct, {event['runtime_ms']:.4g} ms{speed}{note}"
         return f"{label} {cid}: rejected: {event.get('reason')}"
+    if kind == "profile":
+        if event.get("error"):
+            return f"profile {cid}: failed: {event['error']}"
+        missing = "; ".join(f"{k} not available ({v})" for k, v in (event.get("unavailable") or {}).items())
+        return f"profile {cid}: {event.get('diagnosis')}" + (f" [{missing}]" if missing else "")
     return f"{kind} {cid}: " + ", ".join(f"{k}={v}" for k, v in event.items()
                                           if k not in ("seq", "ts", "type", "candidate"))
 

@@ -18,7 +18,7 @@ from kernelevo.sandbox import cache
 from kernelevo.sandbox.cuda_gate import compile_gate
 from kernelevo.sandbox.isolation import scrubbed_env
 from kernelevo.sandbox.judge import judge, process_failure
-from kernelevo.sandbox.models import Ceilings, Check, Job, ReferenceResult, TimingPolicy, Verdict
+from kernelevo.sandbox.models import Ceilings, Check, Job, KernelMetrics, ReferenceResult, TimingPolicy, Verdict
 from kernelevo.sandbox.process import ProcessSandbox, RunSpec
 from kernelevo.sandbox.protocol import Sandbox
 from kernelevo.sandbox.static_checks import check_candidate
@@ -269,6 +269,55 @@ class Evaluator:
             failure = process_failure(outcome, None) or "no result"
             return {"ok": False, "kernels": [], "error": f"the gate process failed: {failure}",
                     "log": outcome.log_tail[-1500:]}
+
+    def ncu_pass(self, task: Task, candidate: Path) -> tuple[list[KernelMetrics], str | None, float]:
+        """Nsight Compute over one call of the candidate's forward, in the sandbox and under the GPU lock
+        (``sandbox/profile_target.py``): ``(kernels, why not, seconds)``. A separate pass from the
+        timing one, so that ncu's replays never touch the timed numbers."""
+        from kernelevo.sandbox import ncu
+
+        if self.device != "cuda":
+            return [], "no GPU (the CPU interpreter runs no GPU kernels)", 0.0
+        binary = ncu.find_ncu()
+        if binary is None:
+            return [], "ncu not found (install Nsight Compute, or set KERNELEVO_NCU to its path)", 0.0
+        self._jobs += 1
+        job_dir = self.workspace / "jobs" / f"{self._jobs:04d}-ncu"
+        job_dir.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(task.path, job_dir / "task.py")
+        shutil.copyfile(candidate, job_dir / "candidate.py")
+        job = {"task": str(job_dir / "task.py"), "candidate": str(job_dir / "candidate.py"), "size": task.size,
+               "dtype": task.dtype, "seed": self.config.seed_offset + 1, "result": str(job_dir / "target.json")}
+        (job_dir / "job.json").write_text(json.dumps(job))
+        log = job_dir / "ncu.csv"
+        cmd = [binary, "--csv", "--log-file", str(log), "--profile-from-start", "off", "--clock-control", "none",
+               "--target-processes", "all", "--launch-count", str(ncu.LAUNCH_LIMIT),
+               "--metrics", ",".join(ncu.METRICS),
+               sys.executable, "-m", "kernelevo.sandbox.profile_target", str(job_dir / "job.json")]
+        memory = self._memory_bytes()
+        spec = RunSpec(cmd=cmd, job_dir=job_dir, result_path=job_dir / "target.json",
+                       timeout_s=self.config.timeout_s * 2, memory_bytes=memory,
+                       memory_text=self.config.memory if memory else None, pids_limit=self.config.pids_limit,
+                       env=self._env(), writable=[self.compile_cache],
+                       hidden=[self.config.cache_dir.resolve(), self.workspace], device_lock=self.device_lock_path())
+        began = time.monotonic()
+        outcome = self.sandbox.run(spec)
+        seconds = round(time.monotonic() - began, 1)
+        text = log.read_text(errors="replace") if log.exists() else ""
+        kernels = ncu.parse(text)
+        if kernels:
+            return kernels, None, seconds
+        why = ncu.refusal(text + "\n" + outcome.log_tail)
+        if why is None:
+            try:
+                target = json.loads((job_dir / "target.json").read_text())
+            except (OSError, ValueError):
+                target = {}
+            if target.get("error"):
+                why = f"the candidate failed under ncu: {target['error'][:300]}"
+            else:
+                why = f"ncu gave no metrics ({process_failure(outcome, None) or 'no kernel was profiled'})"
+        return [], why, seconds
 
     def run_in_sandbox(self, task: Task, candidate: Path, static_checks: list[Check]) -> Verdict:
         """The runtime half of :meth:`evaluate`: the sandboxed harness and the judge.

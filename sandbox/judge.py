@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from kernelevo.sandbox.ceilings import speed_of_light_ms
 from kernelevo.sandbox.compare import compare_prints
+from kernelevo.sandbox.diagnosis import verdict_diagnosis
 from kernelevo.sandbox.models import Ceilings, Check, JobOutcome, ReferenceResult, TensorPrint, Verdict
 from kernelevo.tasks.task import Task
 
@@ -100,6 +101,8 @@ def judge(task: Task, candidate_name: str, static_checks: list[Check], reference
     if verdict.correct and outcome.result.candidate.started_at is not None:
         own = sum(result.phases.get(p, 0.0) for p in ("importing the candidate", "first call", "timing"))
         verdict.harness_overhead_s = round(max(outcome.wall_s - own, 0.0), 3)
+    if verdict.correct:
+        verdict.diagnosis = verdict_diagnosis(verdict)
     return verdict
 
 

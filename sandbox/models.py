@@ -243,3 +243,54 @@ class Verdict(BaseModel):
     phases: dict[str, float] = Field(default_factory=dict)
     """Seconds the harness spent in each phase of the candidate's job."""
     wall_s: float | None = None
+    diagnosis: str | None = None
+    """For an accepted candidate: its roofline and GPU state in one line (``sandbox/diagnosis.py``)."""
+
+
+class KernelMetrics(BaseModel):
+    """One kernel of a candidate as Nsight Compute measured it (its launches in the profiled call folded)."""
+
+    name: str
+    launches: int = 1
+    duration_us: float
+    """Total GPU time of its launches under ncu (clocks left alone; replay makes this a guide, not a timing)."""
+    dram_pct: float | None = None
+    """DRAM throughput, % of the peak sustained while it ran."""
+    sm_pct: float | None = None
+    achieved_occupancy_pct: float | None = None
+    theoretical_occupancy_pct: float | None = None
+    registers: int | None = None
+    shared_bytes: int | None = None
+    l2_hit_pct: float | None = None
+    dram_bytes: float | None = None
+    block: str = ""
+    grid: str = ""
+    stalls: dict[str, float] = Field(default_factory=dict)
+    """Warps stalled per issue, by reason (ncu's smsp__average_warps_issue_stalled_*)."""
+
+    def top_stalls(self, n: int = 2) -> list[tuple[str, float]]:
+        """The largest stall reasons; ``selected`` (the warp issued) is not a stall."""
+        real = [(k, v) for k, v in self.stalls.items() if k != "selected" and v > 0]
+        return sorted(real, key=lambda kv: -kv[1])[:n]
+
+
+class Profile(BaseModel):
+    """What the profile tool and ``kernelevo profile`` report for one candidate: advice, never a verdict."""
+
+    task: str
+    candidate: str
+    device: str
+    runtime_ms: float | None = None
+    timing: str | None = None
+    bound: str | None = None
+    roofline_fraction: float | None = None
+    achieved_gbps: float | None = None
+    achieved_tflops: float | None = None
+    telemetry: dict | None = None
+    compiler: list[dict] = Field(default_factory=list)
+    """Per compiled kernel: registers, spills and shared memory from ptxas (Triton gate or nvcc)."""
+    kernels: list[KernelMetrics] = Field(default_factory=list)
+    unavailable: dict[str, str] = Field(default_factory=dict)
+    """Sections that could not be collected ("ncu", "nvml", "compiler", "timing") and why."""
+    diagnosis: str = ""
+    ncu_seconds: float | None = None

@@ -1,6 +1,21 @@
-"""Nsight Compute: the metrics kernelevo asks for, and the parser of ncu's ``--csv`` output."""
+"""Nsight Compute: the metrics kernelevo asks for, where ncu is, and the parser of its ``--csv`` output.
+
+ncu's long CSV format has one row per (kernel launch, metric), numbers with thousands separators
+("2,147,532,032"), and ``==PROF==``/``==WARNING==``/``==ERROR==`` lines mixed in when it writes to a
+terminal. Everything here is pure text handling, tested on captures from the H200
+(tests/fixtures/ncu/).
+"""
 
 from __future__ import annotations
+
+import csv
+import glob
+import io
+import os
+import shutil
+from collections import OrderedDict
+
+from kernelevo.sandbox.models import KernelMetrics
 
 STALL_PREFIX = "smsp__average_warps_issue_stalled_"
 STALL_SUFFIX = "_per_issue_active.ratio"
@@ -21,3 +36,158 @@ METRICS = [
     "dram__bytes_write.sum",
     f"regex:{STALL_PREFIX}.*_per_issue_active\\.ratio",
 ]
+
+LAUNCH_LIMIT = 64
+"""Kernel launches profiled per pass at most: each is replayed once per counter pass."""
+
+STALL_WORDS = {
+    "long_scoreboard": "long scoreboard (waiting on global/local memory)",
+    "short_scoreboard": "short scoreboard (shared memory or special math)",
+    "barrier": "barrier (waiting at __syncthreads)",
+    "math_pipe_throttle": "math pipe throttle (an arithmetic unit is saturated)",
+    "mio_throttle": "MIO throttle (shared-memory instruction queue full)",
+    "lg_throttle": "LG throttle (too many global/local memory instructions)",
+    "wait": "wait (fixed-latency dependency)",
+    "not_selected": "not selected (other warps issued: plenty of work)",
+    "no_instruction": "no instruction (instruction cache miss)",
+    "branch_resolving": "branch resolving",
+    "dispatch_stall": "dispatch stall",
+    "drain": "drain (waiting for stores at exit)",
+    "imc_miss": "immediate constant cache miss",
+    "membar": "memory barrier",
+    "gmma": "GMMA (waiting on warpgroup matrix multiply)",
+    "tex_throttle": "texture throttle",
+    "sleeping": "sleeping",
+    "misc": "misc",
+}
+
+
+def find_ncu() -> str | None:
+    """The ncu binary: ``KERNELEVO_NCU``, then the PATH, then CUDA's and Nsight's usual places."""
+    explicit = os.environ.get("KERNELEVO_NCU")
+    if explicit:
+        return explicit if os.access(explicit, os.X_OK) else None
+    found = shutil.which("ncu")
+    if found:
+        return found
+    for pattern in ("/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/*/ncu", "/usr/local/cuda-*/bin/ncu"):
+        hits = sorted(glob.glob(pattern))
+        if hits and os.access(hits[-1], os.X_OK):
+            return hits[-1]
+    return None
+
+
+def number(text: str) -> float | None:
+    """ncu's number text ("2,147,532,032", "96.55", "n/a") as a float, or None."""
+    cleaned = text.strip().replace(",", "")
+    if not cleaned or cleaned.lower() in ("n/a", "nan"):
+        return None
+    try:
+        return float(cleaned)
+    except ValueError:
+        return None
+
+
+def _csv_lines(text: str) -> str:
+    return "\n".join(line for line in text.splitlines() if line.startswith('"'))
+
+
+def parse_launches(text: str) -> list[dict]:
+    """One dict per profiled launch: ``{"id", "name", "block", "grid", "metrics": {name: float}}``."""
+    launches: OrderedDict[str, dict] = OrderedDict()
+    for row in csv.DictReader(io.StringIO(_csv_lines(text))):
+        if "Metric Name" not in row or row.get("ID") in (None, "ID"):
+            continue
+        launch = launches.setdefault(row["ID"], {"id": int(row["ID"]), "name": row.get("Kernel Name", "?"),
+                                                 "block": row.get("Block Size", ""), "grid": row.get("Grid Size", ""),
+                                                 "metrics": {}})
+        value = number(row.get("Metric Value", ""))
+        if value is not None:
+            launch["metrics"][row["Metric Name"]] = value
+    return list(launches.values())
+
+
+def short_name(name: str) -> str:
+    """A kernel's name without C++ template and argument noise (``void at::foo<4, ...>(int)`` -> ``at::foo``)."""
+    name = name.strip()
+    if name.startswith("void "):
+        name = name[5:]
+    depth, out = 0, []
+    for ch in name:
+        if ch in "<(":
+            depth += 1
+        elif ch in ">)":
+            depth -= 1
+        elif depth == 0:
+            out.append(ch)
+    return "".join(out).strip() or name
+
+
+def summarize(launches: list[dict]) -> list[KernelMetrics]:
+    """Launches of the same kernel folded together (times summed, rates time-weighted), slowest first."""
+    groups: OrderedDict[str, list[dict]] = OrderedDict()
+    for launch in launches:
+        groups.setdefault(short_name(launch["name"]), []).append(launch)
+    kernels = []
+    for name, group in groups.items():
+        times = [g["metrics"].get("gpu__time_duration.sum", 0.0) for g in group]
+        total_ns = sum(times)
+
+        def weighted(metric: str, group: list[dict] = group, times: list[float] = times,
+                     total_ns: float = total_ns) -> float | None:
+            pairs = [(g["metrics"][metric], t) for g, t in zip(group, times, strict=True) if metric in g["metrics"]]
+            if not pairs:
+                return None
+            if total_ns <= 0:
+                return sum(v for v, _ in pairs) / len(pairs)
+            return sum(v * t for v, t in pairs) / sum(t for _, t in pairs)
+
+        first = group[0]["metrics"]
+        stalls = {}
+        for metric in first:
+            if metric.startswith(STALL_PREFIX) and metric.endswith(STALL_SUFFIX):
+                reason = metric[len(STALL_PREFIX):-len(STALL_SUFFIX)]
+                value = weighted(metric)
+                if value is not None:
+                    stalls[reason] = round(value, 3)
+        shared = sum(first.get(m, 0.0) for m in ("launch__shared_mem_per_block_static",
+                                                  "launch__shared_mem_per_block_dynamic"))
+        read = sum(g["metrics"].get("dram__bytes_read.sum", 0.0) for g in group)
+        written = sum(g["metrics"].get("dram__bytes_write.sum", 0.0) for g in group)
+        kernels.append(KernelMetrics(
+            name=name, launches=len(group), duration_us=round(total_ns / 1000.0, 3),
+            dram_pct=weighted("dram__throughput.avg.pct_of_peak_sustained_elapsed"),
+            sm_pct=weighted("sm__throughput.avg.pct_of_peak_sustained_elapsed"),
+            achieved_occupancy_pct=weighted("sm__warps_active.avg.pct_of_peak_sustained_active"),
+            theoretical_occupancy_pct=first.get("sm__maximum_warps_per_active_cycle_pct"),
+            registers=int(first["launch__registers_per_thread"]) if "launch__registers_per_thread" in first
+            else None,
+            shared_bytes=int(shared), l2_hit_pct=weighted("lts__t_sector_hit_rate.pct"),
+            dram_bytes=read + written, block=group[0]["block"], grid=group[0]["grid"], stalls=stalls,
+        ))
+    kernels.sort(key=lambda k: -k.duration_us)
+    return kernels
+
+
+def parse(text: str) -> list[KernelMetrics]:
+    """ncu's ``--csv`` output (a log file or captured stdout) as per-kernel summaries."""
+    return summarize(parse_launches(text))
+
+
+def refusal(log: str) -> str | None:
+    """Why ncu could not profile, in words, from its log; None when it did not say it failed."""
+    text = log or ""
+    if "ERR_NVGPUCTRPERM" in text:
+        return ("ncu was refused the GPU's performance counters (ERR_NVGPUCTRPERM): run as root or load the "
+                "driver with NVreg_RestrictProfilingToAdminUsers=0")
+    if "LibraryNotLoaded" in text or "Failed to initialize the profiler" in text:
+        return "ncu cannot read hardware counters on this machine (the profiler did not initialise)"
+    if "Failed to find metric" in text or "Invalid metric" in text:
+        line = next((line for line in text.splitlines() if "metric" in line.lower() and "==ERROR==" in line), "")
+        return f"this ncu does not know a metric kernelevo asks for: {line.strip()[:200]}"
+    if "No kernels were profiled" in text:
+        return "no kernel ran in the profiled call (is the candidate launching anything on the GPU?)"
+    errors = [line.strip() for line in text.splitlines() if line.startswith("==ERROR==")]
+    if errors:
+        return "ncu failed: " + errors[0][9:].strip()[:300]
+    return None

@@ -50,9 +50,10 @@ def _ptxas_candidates() -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def resources(ptx: str, arch: str) -> str:
+def resources(ptx: str, arch: str) -> dict[str, Any]:
     """Registers, spills and shared memory from ``ptxas -v`` on ``ptx``: the first ptxas that accepts
-    this PTX version (Triton's own, then the system's); empty if none does."""
+    this PTX version (Triton's own, then the system's). ``{"resources": text, "registers": n,
+    "spill_bytes": n}``; only ``{"resources": ""}`` if no ptxas does."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "k.ptx"
         path.write_text(ptx)
@@ -62,16 +63,20 @@ def resources(ptx: str, arch: str) -> str:
             if done.returncode == 0:
                 break
         else:
-            return ""
+            return {"resources": ""}
     text = done.stdout + done.stderr
     regs = re.search(r"Used (\d+) registers", text)
     spill = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", text)
-    parts = []
+    parts: list[str] = []
+    report: dict[str, Any] = {}
     if regs:
         parts.append(f"{regs.group(1)} registers")
+        report["registers"] = int(regs.group(1))
     if spill:
         parts.append(f"{spill.group(1)} bytes spill stores" if int(spill.group(1)) else "no spills")
-    return ", ".join(parts)
+        report["spill_bytes"] = int(spill.group(1)) + int(spill.group(2))
+    report["resources"] = ", ".join(parts)
+    return report
 
 
 def _record_launches(candidate: Path, task_path: Path, size: str, dtype: str | None) -> list[tuple[Any, dict, dict]]:
@@ -150,7 +155,7 @@ def gate(candidate: Path, task_path: Path, size: str, dtype: str | None, capabil
             except (TypeError, KeyError, AttributeError):  # a Triton whose attrs take another form
                 compiled = triton.compile(ASTSource(fn=fn, signature=signature, constexprs=constexprs),
                                           target=target, options=launch)
-            report.update(ok=True, resources=resources(compiled.asm["ptx"], arch),
+            report.update(ok=True, **resources(compiled.asm["ptx"], arch),
                           shared_bytes=int(getattr(compiled.metadata, "shared", 0) or 0))
         except Exception as exc:
             report.update(ok=False, error="".join(traceback.format_exception_only(type(exc), exc)).strip())

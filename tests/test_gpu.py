@@ -114,3 +114,24 @@ def test_path_task_and_tmp_candidate_work(evaluator, tmp_path: Path, relu_task) 
     copy.write_text(candidate("ok_relu_empty").read_text())
     verdict, code = evaluator.evaluate(relu_task, copy)
     assert code == 0, verdict.reason
+
+
+def test_a_profile_reads_ncus_counters_in_the_sandbox(evaluator, relu_task) -> None:
+    """The ncu pass on a real GPU: the candidate's own kernel, its counters, and a diagnosis; where
+    the driver refuses counters (some virtualised GPUs), a clear reason and the rest of the profile."""
+    from kernelevo.sandbox.ncu import find_ncu
+    from kernelevo.sandbox.profiling import HarnessProfiler
+
+    if find_ncu() is None:
+        pytest.skip("ncu is not installed here")
+    verdict, code = evaluator.evaluate(relu_task, candidate("ok_relu_empty"))
+    assert code == 0, verdict.reason
+    profile = HarnessProfiler(evaluator).profile(relu_task, candidate("ok_relu_empty"), verdict)
+    assert profile.compiler and profile.compiler[0]["registers"] > 0
+    assert profile.diagnosis.startswith("memory-bound; ")
+    if "ncu" in profile.unavailable:
+        assert "counters" in profile.unavailable["ncu"] or "ncu" in profile.unavailable["ncu"]
+        return
+    relu = next(k for k in profile.kernels if "relu_kernel" in k.name)
+    assert relu.dram_pct > 30 and relu.registers and relu.dram_bytes > 256e6  # 64M fp32 in, 64M out
+    assert "occupancy" in profile.diagnosis and "top stall" in profile.diagnosis

@@ -14,7 +14,8 @@ from pydantic import BaseModel, Field
 
 from kernelevo import prompts
 from kernelevo.sandbox.cuda_gate import compile_gate
-from kernelevo.sandbox.models import Verdict
+from kernelevo.sandbox.models import Profile, Verdict
+from kernelevo.sandbox.profiling import describe as describe_profile
 from kernelevo.sandbox.static_checks import check_candidate
 from kernelevo.tasks.task import Task
 
@@ -45,6 +46,9 @@ class ToolContext:
     triton_gate: Callable[[str], dict] | None = None
     """Compile a stored candidate's Triton kernels for the GPU target without running them
     (``Evaluator.triton_gate``); None where no gate is available."""
+    profile: Callable[[str], Profile] | None = None
+    """Profile a judged candidate (compiler report, Nsight Compute counters where available, diagnosis);
+    None where only the verdict's own figures can be shown."""
     written: list[str] = field(default_factory=list)
     """Candidates written in this turn, in order."""
 
@@ -69,6 +73,22 @@ def describe_triton_gate(result: dict) -> str:
         else:
             lines.append(f"Triton {k['kernel']} ({shape}) for {target}: FAILED:\n{_trim(k.get('error', ''), 1500)}")
     return "\n".join(lines)
+
+
+def _verdict_figures(verdict: Verdict) -> str:
+    """What the verdict alone says about speed: times, roofline, telemetry, its diagnosis."""
+    parts = [f"time {verdict.runtime_ms:.4g} ms ({verdict.timing})"]
+    if verdict.timing == "cuda-events":
+        parts.append(f"eager {verdict.reference_runtime_ms:.4g} ms")
+        if verdict.compile_runtime_ms:
+            parts.append(f"torch.compile {verdict.compile_runtime_ms:.4g} ms")
+        if verdict.noise_pct is not None:
+            parts.append(f"noise {verdict.noise_pct:.1f}%")
+    else:
+        parts.append("CPU interpreter: no GPU profile here")
+    if verdict.diagnosis:
+        parts.append(f"diagnosis: {verdict.diagnosis}")
+    return "; ".join(parts)
 
 
 def summarize_verdict(cid: str, verdict: Verdict) -> str:
@@ -170,26 +190,12 @@ def make_tools(ctx: ToolContext) -> list[BaseTool]:
             return f"no judged candidate {candidate!r}: check_kernel it first"
         if not verdict.correct:
             return summarize_verdict(cid, verdict)
-        parts = [f"time {verdict.runtime_ms:.4g} ms ({verdict.timing})"]
-        if verdict.timing == "cuda-events":
-            parts.append(f"eager {verdict.reference_runtime_ms:.4g} ms")
-            if verdict.compile_runtime_ms:
-                parts.append(f"torch.compile {verdict.compile_runtime_ms:.4g} ms")
-            if verdict.roofline_fraction is not None:
-                parts.append(f"{verdict.bound}-bound, {100 * verdict.roofline_fraction:.0f}% of the roofline, "
-                             f"{verdict.achieved_gbps:.0f} GB/s, {verdict.achieved_tflops:.1f} TFLOP/s")
-            if verdict.noise_pct is not None:
-                parts.append(f"noise {verdict.noise_pct:.1f}%")
-            tele = verdict.telemetry or {}
-            if tele.get("available"):
-                reasons = ", ".join(tele.get("throttle_reasons") or []) or "none"
-                parts.append(f"SM {tele.get('sm_clock_mhz')} MHz, {tele.get('power_w')} W, "
-                             f"{tele.get('temperature_c')} C, throttle: {reasons}")
-        else:
-            parts.append("CPU interpreter: no GPU profile here")
-        if verdict.first_call_ms is not None:
-            parts.append(f"first call (compile) {verdict.first_call_ms:.0f} ms")
-        return "; ".join(parts)
+        if ctx.profile is not None:
+            try:
+                return describe_profile(ctx.profile(cid))
+            except Exception as exc:  # the profile is advice: say what failed, keep the turn going
+                return f"profiling failed ({type(exc).__name__}: {_trim(str(exc), 300)}); " + _verdict_figures(verdict)
+        return _verdict_figures(verdict)
 
     def read_result(candidate: str) -> str:
         cid = resolve(candidate)
@@ -214,7 +220,8 @@ def make_tools(ctx: ToolContext) -> list[BaseTool]:
          "CUDA sources.", CandidateArgs),
         (check_kernel, "check_kernel", "Ask the harness to judge a candidate (spends one evaluation).",
          CandidateArgs),
-        (profile_kernel, "profile_kernel", "Timings, roofline and GPU telemetry of a judged candidate.",
+        (profile_kernel, "profile_kernel", "Profile a judged candidate: roofline, GPU telemetry, registers and "
+         "spills, Nsight Compute counters (DRAM/SM throughput, occupancy, stall reasons) and a diagnosis.",
          CandidateArgs),
         (read_result, "read_result", "Every harness check of a judged candidate.", CandidateArgs),
         (list_population, "list_population", "The elites and the strategies tried so far.", NoArgs),

@@ -182,7 +182,7 @@ def _epilogue(gm: torch.fx.GraphModule, linear: torch.fx.Node, bias: Any, nodes:
 MATMUL_KERNEL = '''@triton.jit
 def {name}(a_ptr, w_ptr, {operands}out_ptr, M, N, K, stride_am, stride_ak, stride_wn, stride_wk,
 {pad}BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-{pad}WIDEN: tl.constexpr):
+{pad}EVEN_K: tl.constexpr, WIDE: tl.constexpr, WIDEN: tl.constexpr):
     # Grouped ordering: GROUP_M row-blocks share each column-block of W while it is in L2.
     pid = tl.program_id(0)
     num_pid_m = tl.cdiv(M, BLOCK_M)
@@ -195,16 +195,25 @@ def {name}(a_ptr, w_ptr, {operands}out_ptr, M, N, K, stride_am, stride_ak, strid
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     ks = tl.arange(0, BLOCK_K)
-    row_ok = rows < M
-    col_ok = cols < N
-    rows64 = rows.to(tl.int64)
-    a_ptrs = a_ptr + rows64[:, None] * stride_am + ks[None, :] * stride_ak
-    w_ptrs = w_ptr + ks[:, None] * stride_wk + cols[None, :] * stride_wn
+    # Loads wrap out-of-range rows and columns back into the matrix instead of masking them (their
+    # results are never stored): the K loop carries no row or column masks, which keeps registers for
+    # the accumulator and lets the loads stay wide. Offsets are 32-bit unless the matrices need 64.
+    rows_a = tl.max_contiguous(tl.multiple_of(rows % M, BLOCK_M), BLOCK_M)
+    cols_w = tl.max_contiguous(tl.multiple_of(cols % N, BLOCK_N), BLOCK_N)
+    if WIDE:
+        rows_a = rows_a.to(tl.int64)
+        cols_w = cols_w.to(tl.int64)
+    a_ptrs = a_ptr + rows_a[:, None] * stride_am + ks[None, :] * stride_ak
+    w_ptrs = w_ptr + ks[:, None] * stride_wk + cols_w[None, :] * stride_wn
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k in range(0, tl.cdiv(K, BLOCK_K)):
-        k_ok = ks < K - k * BLOCK_K
-        a = tl.load(a_ptrs, mask=row_ok[:, None] & k_ok[None, :], other=0.0)
-        w = tl.load(w_ptrs, mask=k_ok[:, None] & col_ok[None, :], other=0.0)
+        if EVEN_K:
+            a = tl.load(a_ptrs)
+            w = tl.load(w_ptrs)
+        else:
+            k_ok = ks < K - k * BLOCK_K
+            a = tl.load(a_ptrs, mask=k_ok[None, :], other=0.0)
+            w = tl.load(w_ptrs, mask=k_ok[:, None], other=0.0)
         if WIDEN:
             a = a.to(tl.float32)
             w = w.to(tl.float32)
@@ -212,9 +221,16 @@ def {name}(a_ptr, w_ptr, {operands}out_ptr, M, N, K, stride_am, stride_ak, strid
         a_ptrs += BLOCK_K * stride_ak
         w_ptrs += BLOCK_K * stride_wk
     # Epilogue, on the fp32 accumulator while it is still in registers.
+    row_ok = rows < M
+    col_ok = cols < N
+    rows64 = rows.to(tl.int64)
     mask = row_ok[:, None] & col_ok[None, :]
 {epilogue}
-    tl.store(out_ptr + rows64[:, None] * N + cols[None, :], {result}.to(out_ptr.dtype.element_ty), mask=mask)
+    if WIDE:
+        out_offsets = rows64[:, None] * N + cols[None, :]
+    else:
+        out_offsets = rows[:, None] * N + cols[None, :]
+    tl.store(out_ptr + out_offsets, {result}.to(out_ptr.dtype.element_ty), mask=mask)
 '''
 
 
@@ -263,7 +279,9 @@ def forward(stages: list[Stage], input_name: str, params: dict[str, Any]) -> str
                  f"stage{i}_kernel[grid](",
                  f"    h, {w}, {''.join(c + ', ' for c in cols)}out, h.shape[0], {n}, h.shape[1], h.stride(0), "
                  f"h.stride(1), {strides},",
-                 "    BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M, WIDEN=INTERPRETED,",
+                 "    BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M,",
+                 f"    EVEN_K=h.shape[1] % BLOCK_K == 0, WIDE=max(h.shape[0], {n}) * max(h.shape[1], {n}) >= 2**31,",
+                 "    WIDEN=INTERPRETED,",
                  f"    num_warps={params['num_warps']}, num_stages={params['num_stages']})",
                  "h = out"]
     body.append(f"return h.reshape(*{input_name}.shape[:-1], h.shape[-1])")
