@@ -41,6 +41,28 @@ def _type_of(value: Any) -> str:
     raise TypeError(f"argument of type {type(value).__name__}")
 
 
+def _specialise(value: Any, param: Any) -> tuple[str, bool]:
+    """How Triton's launcher specialises one argument: its type (or "constexpr" for an integer equal
+    to 1) and whether it is marked 16-divisible (tensors, whose allocations are aligned, and integers
+    divisible by 16): the marks that let the compiler emit wide loads and drop stride arithmetic.
+    Triton's own specialiser where this Triton exposes it, else the same rules written out."""
+    specialize = not getattr(param, "do_not_specialize", False)
+    align = not getattr(param, "do_not_specialize_on_alignment", False)
+    try:
+        from triton._C.libtriton import native_specialize_impl
+        from triton.backends.compiler import BaseBackend
+
+        kind, key = native_specialize_impl(BaseBackend, value, False, specialize, align)[:2]
+        if kind == "constexpr" or (isinstance(kind, str) and kind[:1] in "*iuf" and kind != "constexpr"):
+            return kind, key == "D"
+    except (ImportError, TypeError, ValueError):
+        pass
+    if specialize and isinstance(value, int) and not isinstance(value, bool) and value == 1:
+        return "constexpr", False
+    aligned = not isinstance(value, (float, bool)) and (not isinstance(value, int) or value % 16 == 0)
+    return _type_of(value), aligned and specialize and align
+
+
 def _ptxas_candidates() -> list[str]:
     import triton
 
@@ -135,11 +157,13 @@ def gate(candidate: Path, task_path: Path, size: str, dtype: str | None, capabil
                 signature[name] = "constexpr"
                 constexprs[name] = value
                 continue
-            signature[name] = _type_of(value)
-            # As Triton's launcher specialises: tensors (allocations are 256-byte aligned) and integers
-            # divisible by 16 are marked so, which is what lets it emit 16-byte vector loads.
-            aligned = not isinstance(value, (float, bool)) and (not isinstance(value, int) or value % 16 == 0)
-            if aligned and not getattr(param, "do_not_specialize", False):
+            kind, aligned = _specialise(value, param)
+            if kind == "constexpr":  # as the launcher does: an integer argument equal to 1 is a constant
+                signature[name] = "constexpr"
+                constexprs[name] = value
+                continue
+            signature[name] = kind
+            if aligned:
                 attrs[(i,)] = [["tt.divisibility", 16]]
         key = (fn.__name__, json.dumps(signature), json.dumps(constexprs, default=str), json.dumps(options))
         if key in seen:

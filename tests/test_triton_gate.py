@@ -65,3 +65,18 @@ def test_every_builtin_plan_compiles_for_hopper(evaluator, tmp_path: Path) -> No
             problems += [f"{name}/{strategy}: {k['resources']}" for k in result["kernels"]
                          if "spill stores" in k.get("resources", "")]
     assert not problems, "\n".join(problems)
+
+
+def test_the_gate_specialises_arguments_as_the_launcher_does() -> None:
+    """An integer equal to 1 (a unit stride, say) is a constant and multiples of 16 are marked
+    divisible, as in Triton's launcher: without that the gate reported twice the registers."""
+    from types import SimpleNamespace
+
+    from kernelevo.sandbox.triton_gate import _specialise
+
+    plain = SimpleNamespace(do_not_specialize=False, do_not_specialize_on_alignment=False)
+    assert _specialise(1, plain) == ("constexpr", False)
+    assert _specialise(8192, plain) == ("i32", True)
+    assert _specialise(8193, plain) == ("i32", False)
+    assert _specialise(2.5, plain)[0] == "fp32"
+    assert _specialise(1, SimpleNamespace(do_not_specialize=True, do_not_specialize_on_alignment=False))[0] == "i32"
