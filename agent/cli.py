@@ -271,6 +271,8 @@ def optimize_command(
     timeout: Annotated[float, typer.Option(help="Seconds per candidate before it is killed.", min=1)] = 300.0,
     memory: Annotated[str | None, typer.Option(help="Memory limit per candidate, e.g. 8g.")] = None,
     batch: Annotated[int, typer.Option(help="Candidates proposed per generation.", min=1, max=64)] = 3,
+    report: Annotated[bool, typer.Option(
+        "--report", help="Keep RUN_DIR/report.html (see `kernelevo report`) up to date as the run goes.")] = False,
 ) -> None:
     """Search for a faster, verified replacement of TASK, with no human in the loop.
 
@@ -295,7 +297,7 @@ def optimize_command(
                     price_in=price_in, price_out=price_out)
     config = RunConfig(task=str(loaded.path) if not loaded.builtin else loaded.name, size=loaded.size,
                        policy=chosen, budget=budget, timeout_s=timeout, memory=memory, batch=batch, model=model,
-                       base_url=base_url, api_key_env=api_key_env, sandbox=sandbox.value)
+                       base_url=base_url, api_key_env=api_key_env, sandbox=sandbox.value, report=report)
     try:
         create(config, folder).close()
     except FileExistsError as exc:
@@ -354,6 +356,35 @@ def status_command(
         result = "pending" if c["correct"] is None else (f"{c['runtime_ms']:.4g} ms" if c["correct"] else "rejected")
         table.add_row(c["id"][:10], str(c["generation"]), c["strategy"], (c["parent"] or "")[:10], result)
     out.print(table)
+
+
+@app.command("report")
+def report_command(
+    run_dir: Annotated[Path, typer.Argument(help="A run folder (finished, running or interrupted).")],
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="Where to write the page "
+                                                "(default: RUN_DIR/report.html).")] = None,
+) -> None:
+    """Write the run as one self-contained HTML page: summary, speed over the run, lineage tree,
+    strategies, a sortable table of candidates, and per candidate its diff against its parent, every
+    harness check, its timings, its profile diagnosis and the trace that produced it.
+
+    The page needs no network (styles and scripts are inline); open it in any browser. On a run that
+    is still going, run it again (or start the run with `optimize --report`) to refresh.
+
+    Examples:
+      kernelevo report runs/softmax-20261129-221500
+      kernelevo report runs/night1 -o night1.html
+    """
+    from kernelevo.agent.html_report import write_report
+
+    _require_run(run_dir, False)
+    if output is not None and output.is_dir():
+        output = output / "report.html"
+    try:
+        path = write_report(run_dir, output)
+    except OSError as exc:
+        _fail(f"cannot write the report: {exc}", EXIT_USAGE, False)
+    out.print(f"wrote {path}", highlight=False, markup=False)
 
 
 @app.command("trace")

@@ -53,6 +53,37 @@ class RunConfig(BaseModel):
     model_retries: int = 2
     sandbox: str = "process"
     """auto, docker or process (runs made before this field existed used the process sandbox)."""
+    report: bool = False
+    """Keep RUN_DIR/report.html up to date while the run goes (``--report``)."""
+
+
+REPORT_EVERY_S = 20.0
+"""With --report, the page is rewritten after a verdict at most this often (and always at the end)."""
+
+
+class ReportRefresher:
+    """Progress that also rewrites the run's HTML report as verdicts come in (``optimize --report``)."""
+
+    def __init__(self, run_dir: Path, inner: Callable[..., Any] | None, every_s: float = REPORT_EVERY_S) -> None:
+        self.run_dir, self.inner, self.every_s = run_dir, inner, every_s
+        self.last = float("-inf")
+
+    def __call__(self, rt: Any, cid: str, verdict: Verdict) -> None:
+        if self.inner:
+            self.inner(rt, cid, verdict)
+        if time.monotonic() - self.last >= self.every_s:
+            self.write()
+
+    def write(self) -> Path | None:
+        from kernelevo.agent.html_report import write_report
+
+        try:
+            path = write_report(self.run_dir)
+        except Exception as exc:  # the report is a view: never let it stop the search
+            _log(f"warning: the report could not be written: {type(exc).__name__}: {exc}")
+            return None
+        self.last = time.monotonic()
+        return path
 
 
 def _log(message: str) -> None:
@@ -220,6 +251,10 @@ def drive(run_dir: Path, first: bool, progress: Callable[..., Any] | None = None
                  elapsed_before=float(store.meta("elapsed_s", 0.0)), progress=progress, pool=pool)
     if hasattr(policy, "attach"):
         policy.attach(rt)
+    live = progress.status if isinstance(progress, LiveProgress) else contextlib.nullcontext()
+    refresher = ReportRefresher(run_dir, progress) if config.report else None
+    if refresher is not None:
+        rt.progress = refresher
     def on_signal(signum: int, frame: Any) -> None:
         rt.stopping = True
         evaluator.sandbox.kill_all()  # type: ignore[attr-defined]
@@ -238,7 +273,8 @@ def drive(run_dir: Path, first: bool, progress: Callable[..., Any] | None = None
     try:
         evaluator.reference(task)  # measured once, before any candidate, and cached for the pool
         snapshot = app.get_state(cfg)
-        live = progress.status if isinstance(progress, LiveProgress) else contextlib.nullcontext()
+        if refresher is not None:
+            refresher.write()
         with live:
             if first or not snapshot.values:
                 app.invoke({"generation": 0, "results": [], "processed": 0, "archive": {}, "best": None}, cfg)
@@ -279,3 +315,5 @@ def drive(run_dir: Path, first: bool, progress: Callable[..., Any] | None = None
         final.close()
         connection.close()
         store.close()
+        if refresher is not None and (path := refresher.write()) is not None:
+            _log(f"report: {path}")

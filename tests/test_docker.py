@@ -157,3 +157,28 @@ def test_docker_asked_for_without_an_engine_is_exit_code_3(tmp_path: Path) -> No
                            "--json"], capture_output=True, text=True, env=env, timeout=300)
     assert auto.returncode == 0, auto.stderr  # auto falls back to the process sandbox ...
     assert "using the process sandbox" in auto.stderr  # ... and says so
+
+
+def test_sandbox_build_from_a_dockerfile(docker_sandbox, tmp_path: Path) -> None:
+    """`kernelevo sandbox build --dockerfile`: the path users with a registry take, exercised here with a
+    base image built from local files (no registry reachable); a broken Dockerfile is one clear line."""
+    from typer.testing import CliRunner
+
+    from kernelevo.agent.cli import app
+    from kernelevo.sandbox import docker_sandbox as ds
+
+    (tmp_path / "Dockerfile").write_text(f"FROM {ds.IMAGE}\nLABEL org.kernelevo.test=dockerfile\n")
+    runner = CliRunner()
+    done = runner.invoke(app, ["sandbox", "build", "--dockerfile", str(tmp_path / "Dockerfile"),
+                               "--tag", "kernelevo-sandbox:dockerfile-test"])
+    try:
+        assert done.exit_code == 0, done.output
+        image = docker_sandbox.client.images.get("kernelevo-sandbox:dockerfile-test")
+        assert image.labels.get("org.kernelevo.test") == "dockerfile"
+    finally:
+        docker_sandbox.client.images.remove("kernelevo-sandbox:dockerfile-test", force=True)
+    (tmp_path / "Dockerfile").write_text("FROM kernelevo-no-such-base:never\n")
+    broken = runner.invoke(app, ["sandbox", "build", "--dockerfile", str(tmp_path / "Dockerfile"),
+                                 "--tag", "kernelevo-sandbox:broken-test"])
+    assert broken.exit_code == 3 and "could not be built" in broken.output
+    assert len(broken.output.strip().splitlines()) <= 2
