@@ -305,11 +305,88 @@ def optimize_command(
     raise typer.Exit(drive(folder, first=True))
 
 
+@app.command("optimize-model")
+def optimize_model_command(
+    model_spec: Annotated[str, typer.Argument(
+        metavar="MODEL", help="A KernelBench-format file whose Model is a whole network, or file.py:ClassOrFactory "
+        "(then --inputs is required).")],
+    inputs: Annotated[str | None, typer.Option(help="file.py:function returning the example inputs (a list).")
+                      ] = None,
+    init: Annotated[str | None, typer.Option(help="file.py:function returning the constructor's arguments.")
+                    ] = None,
+    policy: Annotated[PolicyChoice | None, typer.Option(
+        help="Who proposes kernels: the built-in strategist (no LLM) or a model (--model).")] = None,
+    model: Annotated[str | None, typer.Option(help="Model name at an OpenAI-compatible endpoint.")] = None,
+    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint.")] = None,
+    api_key_env: Annotated[str, typer.Option(help="Environment variable that holds the API key.")] = "OPENAI_API_KEY",
+    max_evals: Annotated[int, typer.Option(help="Evaluations for the whole model, split across regions by "
+                                                "expected gain.", min=1)] = 24,
+    max_regions: Annotated[int, typer.Option(help="Optimize at most this many regions.", min=1)] = 8,
+    run_dir: Annotated[Path | None, typer.Option(help="Run folder (default: runs/<model>-<timestamp>).")] = None,
+    sandbox: Annotated[SandboxChoice, typer.Option(help="Where candidates run: docker, process or auto.")
+                       ] = SandboxChoice.auto,
+    timeout: Annotated[float, typer.Option(help="Seconds per candidate before it is killed.", min=1)] = 300.0,
+    memory: Annotated[str | None, typer.Option(help="Memory limit per candidate, e.g. 8g.")] = None,
+) -> None:
+    """Optimize a whole network: capture its graph, time each fusible region in context, optimize the
+    hottest regions under one budget (one region per GPU at a time), reassemble, and check the result
+    against the original end to end on fresh inputs.
+
+    Regions are tasks with the real shapes and dtypes captured from a run (RUN_DIR/regions/*.py).
+    Continue an interrupted run with `kernelevo resume RUN_DIR`; write the result with
+    `kernelevo export RUN_DIR -o optimized.py`, then `from optimized import optimize; fast = optimize(model)`.
+
+    Examples:
+      kernelevo optimize-model tasks/examples/tiny_transformer.py --max-evals 12
+      kernelevo optimize-model net.py:build_net --inputs net.py:example_inputs --init net.py:config
+    """
+    from kernelevo.agent.model_run import ModelRunConfig, ModelSpec
+
+    path, _, attr = model_spec.partition(":")
+    if not Path(path).is_file():
+        _fail(f"model file not found: {path}", EXIT_USAGE, False)
+    if attr and not inputs:
+        _fail("a file.py:ClassOrFactory model needs --inputs file.py:function", EXIT_USAGE, False)
+    chosen = policy.value if policy else ("llm" if model else "builtin")
+    if chosen == "llm" and not model:
+        _fail("--policy llm needs --model NAME (and usually --base-url URL)", EXIT_USAGE, False)
+    _sandbox(sandbox.value, False)  # an unavailable Docker engine is exit 3 now, not in every region
+    config = ModelRunConfig(spec=ModelSpec(path=str(Path(path).resolve()), attr=attr or "Model", inputs=inputs,
+                                           init=init),
+                            policy=chosen, max_evals=max_evals, max_regions=max_regions, sandbox=sandbox.value,
+                            timeout_s=timeout, memory=memory, model=model, base_url=base_url,
+                            api_key_env=api_key_env, size=_default_size())
+    folder = run_dir or _run_dir_for(path)
+    if folder.exists() and any(folder.iterdir()):
+        _fail(f"{folder} already exists: choose another --run-dir or `kernelevo resume {folder}`", EXIT_USAGE, False)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "model-config.json").write_text(config.model_dump_json(indent=1))
+    raise typer.Exit(_drive_model(config, folder))
+
+
+def _drive_model(config, folder: Path) -> int:  # noqa: ANN001 - a ModelRunConfig
+    from kernelevo.agent.model_run import optimize_model
+    from kernelevo.tasks.regions import CannotCapture
+
+    try:
+        return optimize_model(config, folder, lambda line: err.print(line, highlight=False, markup=False))
+    except (CannotCapture, FileNotFoundError, AttributeError, ValueError) as exc:
+        _fail(str(exc), EXIT_USAGE, False)
+    except KeyboardInterrupt:
+        _fail(f"interrupted: continue with `kernelevo resume {folder}`", EXIT_INTERRUPTED, False)
+    return EXIT_USAGE
+
+
 @app.command("resume")
 def resume_command(run_dir: Annotated[Path, typer.Argument(help="A run folder made by `kernelevo optimize`.")]) -> None:
     """Continue an interrupted run within its remaining budget."""
     from kernelevo.agent.runner import drive
 
+    if (run_dir / "model-config.json").is_file():
+        from kernelevo.agent.model_run import ModelRunConfig
+
+        config = ModelRunConfig.model_validate_json((run_dir / "model-config.json").read_text())
+        raise typer.Exit(_drive_model(config, run_dir))
     _require_run(run_dir, False)
     raise typer.Exit(drive(run_dir, first=False))
 
@@ -324,10 +401,14 @@ def status_command(
     run_dir: Annotated[Path, typer.Argument(help="A run folder.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
-    """Where a run stands: state, evaluations, the best verified candidate."""
+    """Where a run stands: state, evaluations, the best verified candidate (for a model run: each
+    region's time before and after, the end-to-end check and speedup, what was left alone and why)."""
     from kernelevo.agent.report import status
     from kernelevo.agent.store import RunStore
 
+    if (run_dir / "model-config.json").is_file():
+        _model_status(run_dir, as_json)
+        return
     _require_run(run_dir, as_json)
     store = RunStore(run_dir)
     info = status(store)
@@ -375,16 +456,51 @@ def report_command(
       kernelevo report runs/softmax-20261129-221500
       kernelevo report runs/night1 -o night1.html
     """
-    from kernelevo.agent.html_report import write_report
+    from kernelevo.agent.html_report import write_model_report, write_report
 
-    _require_run(run_dir, False)
+    model_run = (run_dir / "model-config.json").is_file()
+    if not model_run:
+        _require_run(run_dir, False)
     if output is not None and output.is_dir():
         output = output / "report.html"
     try:
-        path = write_report(run_dir, output)
-    except OSError as exc:
+        path = write_model_report(run_dir, output) if model_run else write_report(run_dir, output)
+    except OSError as exc:  # FileNotFoundError included: a model run that has not captured its model yet
         _fail(f"cannot write the report: {exc}", EXIT_USAGE, False)
     out.print(f"wrote {path}", highlight=False, markup=False)
+
+
+def _model_status(run_dir: Path, as_json: bool) -> None:
+    from kernelevo.agent.model_run import load_state
+
+    state = load_state(run_dir)
+    if state is None:
+        _fail(f"{run_dir} has not captured its model yet (no model.json)", EXIT_USAGE, as_json)
+    if as_json:
+        print(json.dumps(state))
+        return
+    e2e = state.get("end_to_end") or {}
+    out.print(f"[bold]{state['config']['spec']['path']}[/bold] on {state['device']}: {state['state']}; model time "
+              f"{state['total_ms']:.4g} ms in context", highlight=False)
+    table = Table()
+    for column in ("region", "kind", "share", "before ms", "after ms", "evals", "state", "why"):
+        table.add_column(column)
+    for r in state["regions"]:
+        table.add_row(r["name"], r["kind"], f"{100 * (r['share'] or 0):.0f}%",
+                      f"{r['before_ms']:.4g}" if r["before_ms"] is not None else "",
+                      f"{r['after_ms']:.4g}" if r.get("after_ms") is not None else "", str(r["evals"]), r["state"],
+                      r.get("reason") or "")
+    out.print(table)
+    if e2e:
+        if e2e.get("correct"):
+            speed = (f"{e2e['optimized_ms']:.4g} ms vs eager {e2e['eager_ms']:.4g} ms ({e2e['speedup']:.2f}x)"
+                     if e2e.get("speedup") else "CPU interpreter: no speedup measured")
+            if e2e.get("vs_compile"):
+                speed += f", {e2e['vs_compile']:.2f}x over torch.compile"
+            out.print(f"end to end: matches the original (max error {e2e['max_abs_error']:.3g}); {speed}",
+                      highlight=False, markup=False)
+        else:
+            out.print(f"end to end: FAILED: {e2e.get('reason')}", highlight=False, markup=False)
 
 
 @app.command("trace")
@@ -421,9 +537,20 @@ def export_command(
     run_dir: Annotated[Path, typer.Argument(help="A finished run folder.")],
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the candidate file.")],
 ) -> None:
-    """Write the best verified candidate as a standalone file that `kernelevo eval` accepts."""
+    """Write the best verified candidate as a standalone file that `kernelevo eval` accepts; for a
+    model run (`optimize-model`), a module with `optimize(model)` that puts the verified kernels into
+    the network: `from optimized import optimize; fast = optimize(model)`."""
     from kernelevo.agent.store import RunStore
 
+    if (run_dir / "model-config.json").is_file():
+        from kernelevo.agent.model_export import export
+
+        try:
+            count = export(run_dir, output)
+        except (OSError, ValueError) as exc:
+            _fail(f"cannot export {run_dir}: {exc}", EXIT_USAGE, False)
+        err.print(f"wrote {output} ({count} verified kernel(s))", highlight=False)
+        raise typer.Exit(EXIT_OK if count else EXIT_REJECTED)
     _require_run(run_dir, False)
     store = RunStore(run_dir)
     best = store.meta("best")

@@ -180,3 +180,77 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
     tmp.write_text(page)
     tmp.replace(target)  # a browser reloading it never sees half a page
     return target
+
+
+MODEL_PAGE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+<style>
+body {{ font: 14px/1.45 system-ui, sans-serif; margin: 0; color: #1d2330; background: #f6f7f9; }}
+header {{ background: #1d2330; color: #fff; padding: 12px 24px; }} header h1 {{ font-size: 18px; margin: 0; }}
+main {{ padding: 16px 24px; max-width: 1400px; }}
+section {{ background: #fff; border: 1px solid #dde1e8; border-radius: 6px; padding: 12px 16px; margin-bottom: 16px; }}
+table {{ border-collapse: collapse; width: 100%; font-size: 13px; }}
+th, td {{ text-align: left; padding: 3px 8px; border-bottom: 1px solid #eef0f4; vertical-align: top; }}
+.ok {{ color: #1f7a3a; }} .bad {{ color: #b42323; }} .muted {{ color: #778; }}
+.bar {{ background: #3b6fd6; height: 10px; display: inline-block; }}
+</style></head>
+<body><header><h1>{title}</h1><div class="muted">{subtitle}</div></header><main>
+<section id="end-to-end"><h2>End to end</h2>{e2e}</section>
+<section id="regions"><h2>Regions</h2><table id="region-table">
+<tr><th>region</th><th>kind</th><th>nodes</th><th>share of time</th><th>before ms</th><th>after ms</th>
+<th>evaluations</th><th>state</th><th>why</th><th>run</th></tr>
+{rows}
+</table><p class="muted">Times are measured in context (one forward of the whole network, each region timed
+where it runs).{cpu_note}</p></section>
+</main></body></html>
+"""
+
+
+def write_model_report(run_dir: Path, out: Path | None = None) -> Path:
+    """The report of a whole-model run: end-to-end result, each region's time before and after, what
+    was left alone and why, and a link to each optimized region's own report (written alongside)."""
+    from kernelevo.agent.model_run import load_state
+
+    state = load_state(run_dir)
+    if state is None:
+        raise FileNotFoundError(f"{run_dir} has not captured its model yet (no model.json)")
+    rows = []
+    for r in state["regions"]:
+        link = ""
+        if r.get("run_dir") and (Path(r["run_dir"]) / "run.sqlite").exists():
+            page = write_report(Path(r["run_dir"]))
+            link = f'<a href="{html.escape(str(page.relative_to(run_dir)))}">report</a>'
+        share = r.get("share") or 0.0
+        cls = {"optimized": "ok", "failed": "bad"}.get(r["state"], "muted")
+        fmt = (lambda v: "" if v is None else f"{v:.4g}")  # noqa: E731
+        rows.append(f'<tr class="region" data-name="{html.escape(r["name"])}"><td>{html.escape(r["name"])}</td>'
+                    f'<td>{html.escape(r["kind"])}</td><td>{html.escape(", ".join(r["nodes"]))}</td>'
+                    f'<td><span class="bar" style="width:{int(200 * share)}px"></span> {100 * share:.0f}%</td>'
+                    f'<td>{fmt(r.get("before_ms"))}</td><td>{fmt(r.get("after_ms"))}</td><td>{r["evals"]}</td>'
+                    f'<td class="{cls}">{html.escape(r["state"])}</td><td>{html.escape(r.get("reason") or "")}</td>'
+                    f"<td>{link}</td></tr>")
+    e2e = state.get("end_to_end") or {}
+    if not e2e:
+        e2e_html = '<p class="muted">not checked yet (the run has not finished)</p>'
+    elif e2e.get("correct"):
+        speed = (f"{e2e['optimized_ms']:.4g} ms against eager {e2e['eager_ms']:.4g} ms: "
+                 f"<b>{e2e['speedup']:.2f}x</b>" if e2e.get("speedup") else "CPU interpreter: no speedup measured")
+        if e2e.get("vs_compile"):
+            speed += f"; {e2e['vs_compile']:.2f}x against torch.compile ({e2e['compile_ms']:.4g} ms)"
+        e2e_html = (f'<p class="ok">matches the original on fresh inputs (max error {e2e["max_abs_error"]:.3g}), '
+                    f'{e2e["regions_replaced"]} regions replaced</p><p>{speed}</p>')
+    else:
+        e2e_html = f'<p class="bad">{html.escape(str(e2e.get("reason")))}</p>'
+    spec = state["config"]["spec"]
+    page = MODEL_PAGE.format(
+        title=html.escape(f"kernelevo: {Path(spec['path']).name} ({state['state']})"),
+        subtitle=html.escape(f"run {run_dir} · device {state['device']} · model time {state['total_ms']:.4g} ms "
+                             f"in context · {state['config']['max_evals']} evaluations · "
+                             f"{state['config']['policy']} policy"),
+        e2e=e2e_html, rows="\n".join(rows),
+        cpu_note=" On the CPU these are interpreter times: they rank nothing." if state["device"] != "cuda" else "")
+    target = out or (run_dir / "report.html")
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    tmp.write_text(page)
+    tmp.replace(target)
+    return target

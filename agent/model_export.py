@@ -1,0 +1,134 @@
+"""``kernelevo export`` of a model run: a module with ``optimize(model)`` that puts the verified
+kernels into the user's network, and the run-time half that does it (imported by that module).
+
+The exported file carries each kernel's source and provenance (run, candidate, verdicts). At load
+time every kernel checks itself against the original region on random inputs of the captured
+shapes; one that fails (or raises) is left out and the original region runs. A region whose inputs
+differ in shape or dtype from the captured ones also runs the original code.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn as nn
+
+from kernelevo.agent import model_run as mr
+from kernelevo.agent.store import RunStore
+from kernelevo.tasks import regions as rg
+
+
+def _random_like(meta: dict[str, Any], device: torch.device) -> torch.Tensor:
+    dtype = getattr(torch, meta["dtype"])
+    if dtype.is_floating_point:
+        return torch.randn(tuple(meta["shape"]), device=device).to(dtype)
+    return torch.randint(0, 8, tuple(meta["shape"]), device=device, dtype=dtype)
+
+
+def apply(model: nn.Module, spec: dict[str, Any], example_inputs: list[Any] | None = None) -> nn.Module:
+    """``model`` with the exported kernels in place of its regions (see the module docstring)."""
+    device = next((p.device for p in model.parameters()), torch.device("cpu"))
+    inputs = example_inputs or [_random_like(m, device) for m in spec["model_inputs"]]
+    gm = rg.capture(model.eval(), inputs)
+    found = rg.partition(gm)
+    if [r.nodes for r in found] != spec["regions"]:
+        warnings.warn("kernelevo: this model does not partition as the optimized one did; returning it unchanged",
+                      stacklevel=2)
+        return model
+    split_gm = rg.split(gm, found)
+    for entry in spec["kernels"]:
+        index = entry["index"]
+        region = found[index]
+        child = getattr(split_gm, f"submod_{index}")
+        try:
+            wrapped = mr.kernel_region(gm, region, child, entry["source"], entry["name"])
+            problem = self_check(wrapped, child, gm, region, device)
+        except Exception as exc:  # a kernel that cannot even load: the original region runs
+            problem = f"{type(exc).__name__}: {exc}"
+        if problem:
+            warnings.warn(f"kernelevo: region {region.name} keeps its original code: {problem}", stacklevel=2)
+            continue
+        setattr(split_gm, f"submod_{index}", wrapped)
+    return split_gm
+
+
+def self_check(wrapped: mr.KernelRegion, original: nn.Module, gm: Any, region: rg.Region,
+               device: torch.device) -> str | None:
+    """None when the kernel agrees with the original region on fresh random inputs of its shapes."""
+    by_name = {n.name: n for n in gm.graph.nodes}
+    placeholders = [n.name for n in original.graph.nodes if n.op == "placeholder"]
+    args = []
+    for name in placeholders:
+        meta = by_name[name].meta["tensor_meta"]
+        args.append(_random_like({"shape": list(meta.shape), "dtype": str(meta.dtype).removeprefix("torch.")},
+                                 device))
+    with torch.no_grad():
+        expected, got = original(*args), wrapped(*args)
+    ok, error = mr.compare(expected, got)
+    return None if ok else f"its self-check differs from the original by up to {error:.3g}"
+
+
+TEMPLATE = '''"""Kernels for {title}, found and verified by kernelevo.
+
+Usage:
+    from {stem} import optimize
+    fast = optimize(model)          # the same model, its optimized regions running these kernels
+
+Run {run} ({created}); end to end on {device}: {summary}.
+Needs kernelevo importable at run time. Each kernel checks itself at load time and falls back to the
+original region if it fails; inputs of other shapes or dtypes also run the original code.
+"""
+
+SPEC = {spec}
+
+
+def optimize(model, example_inputs=None):
+    """``model`` with its optimized regions replaced (a torch.fx GraphModule computing the same function)."""
+    from kernelevo.agent.model_export import apply
+
+    return apply(model, SPEC, example_inputs)
+'''
+
+
+def export(run_dir: Path, output: Path) -> int:
+    """Write ``output``; returns how many kernels it carries."""
+    state = mr.load_state(run_dir)
+    if state is None:
+        raise FileNotFoundError(f"{run_dir} is not a model run (no {mr.MODEL_FILE})")
+    e2e = state.get("end_to_end") or {}
+    kernels = []
+    if e2e.get("correct"):
+        for index, r in enumerate(state["regions"]):
+            if r["state"] != "optimized" or not r["candidate"]:
+                continue
+            store = RunStore(Path(r["run_dir"]))
+            search, final = store.evaluation(r["candidate"]), store.evaluation(r["candidate"], "final")
+            source = store.source_path(r["candidate"]).read_text()
+            store.close()
+            kernels.append({"index": index, "name": f"{Path(run_dir).name}_{r['name']}_{r['candidate'][:10]}",
+                            "region": r["name"], "source": source, "provenance": {
+                                "run": str(r["run_dir"]), "candidate": r["candidate"],
+                                "search": _brief(search), "final": _brief(final)}})
+    config = mr.ModelRunConfig.model_validate(state["config"])
+    model, inputs = mr.build(config.spec, "cpu")
+    spec = {"regions": [r["nodes"] for r in state["regions"]], "kernels": kernels,
+            "model_inputs": [{"shape": list(x.shape), "dtype": str(x.dtype).removeprefix("torch.")}
+                             for x in inputs if isinstance(x, torch.Tensor)]}
+    summary = (f"{e2e['speedup']:.2f}x over eager" if e2e.get("speedup") else
+               "verified equal to the original" if e2e.get("correct") else "not verified: no kernels exported")
+    output.write_text(TEMPLATE.format(title=config.spec.path, stem=output.stem, run=run_dir,
+                                      created=state.get("created", time.strftime("%Y-%m-%d")),
+                                      device=state.get("device"), summary=summary, spec=repr(spec)))
+    del model
+    return len(kernels)
+
+
+def _brief(verdict: Any) -> dict[str, Any] | None:
+    if verdict is None:
+        return None
+    return {"correct": verdict.correct, "runtime_ms": verdict.runtime_ms, "speedup": verdict.speedup,
+            "timing": verdict.timing, "device": verdict.device}

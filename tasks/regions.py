@@ -1,0 +1,306 @@
+"""A whole network as tasks: capture its forward graph, cut it into fusible regions, and write each
+region as a KernelBench-format task with the real shapes and dtypes captured from a run.
+
+- ``capture``: ``torch.fx.symbolic_trace`` of the model, then one run on example inputs
+  (``ShapeProp``) for every value's shape and dtype.
+- ``partition``: regions anchored at the ops that dominate model time (``nn.Linear``, ``nn.Conv2d``,
+  norms, softmax, ``scaled_dot_product_attention``) or at a pointwise op, each extended forward
+  along pointwise ops that only it uses: a matmul or convolution with its epilogue, a norm block, a
+  softmax block, a pointwise chain. Every region has one output. What a region cannot be written
+  as a task for (an unknown module type, a method it cannot re-create) stays in PyTorch, with why.
+- ``region_task_source``: the region as a standalone task file (``Model`` with the submodules it
+  uses, constructed from their own attributes; ``get_inputs`` with the captured shapes).
+- ``split``: the original network rebuilt as one submodule per region (``torch.fx`` split), which
+  is what timing in context and reassembly work on.
+
+Pure graph work: no GPU, no sandbox.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.fx
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.fx.passes.shape_prop import ShapeProp
+from torch.fx.passes.split_module import split_module
+
+POINTWISE_FUNCTIONS = {
+    torch.relu, torch.sigmoid, torch.tanh, torch.exp, torch.abs, torch.neg, torch.sqrt, torch.rsqrt, torch.add,
+    torch.sub, torch.mul, torch.div, torch.where, torch.clamp, torch.maximum, torch.minimum, torch.erf,
+    F.relu, F.gelu, F.silu, F.sigmoid, F.tanh, F.leaky_relu, F.softplus, F.mish, F.elu,
+    operator.add, operator.sub, operator.mul, operator.truediv, operator.neg, operator.pow,
+}
+POINTWISE_METHODS = {"relu", "sigmoid", "tanh", "exp", "abs", "neg", "sqrt", "rsqrt", "add", "sub", "mul", "div",
+                     "clamp", "pow"}
+WORK_KINDS = ("linear", "conv", "norm", "softmax", "attention", "matmul", "pointwise", "reduction", "module")
+"""Region kinds that do work; views, reshapes and copies stay between regions, in PyTorch."""
+POINTWISE_MODULES = (nn.ReLU, nn.GELU, nn.SiLU, nn.Sigmoid, nn.Tanh, nn.Dropout, nn.Identity, nn.LeakyReLU,
+                     nn.Mish, nn.ELU, nn.Softplus)
+ANCHOR_MODULES = {nn.Linear: "linear", nn.Conv2d: "conv", nn.LayerNorm: "norm", nn.Softmax: "softmax"}
+ANCHOR_FUNCTIONS = {F.linear: "linear", F.layer_norm: "norm", torch.softmax: "softmax", F.softmax: "softmax",
+                    F.log_softmax: "softmax", torch.log_softmax: "softmax",
+                    F.scaled_dot_product_attention: "attention", torch.matmul: "matmul", operator.matmul: "matmul"}
+if hasattr(nn, "RMSNorm"):
+    ANCHOR_MODULES[nn.RMSNorm] = "norm"
+if hasattr(F, "rms_norm"):
+    ANCHOR_FUNCTIONS[F.rms_norm] = "norm"
+
+
+class CannotCapture(Exception):
+    """The model's forward cannot be traced into a graph (data-dependent control flow, say)."""
+
+
+@dataclass
+class Region:
+    """A fusible piece of the network: its nodes (in order), its inputs and its one output."""
+
+    name: str
+    kind: str
+    nodes: list[str]
+    inputs: list[str]
+    output: str
+    modules: list[str] = field(default_factory=list)
+    """Qualified names of the submodules it calls (their parameters go with the region)."""
+    supported: bool = True
+    reason: str | None = None
+    """Why it stays in PyTorch, when it does."""
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def capture(model: nn.Module, inputs: list[Any]) -> torch.fx.GraphModule:
+    """The model's forward as a graph, every value annotated with its shape and dtype from one run."""
+    try:
+        gm = torch.fx.symbolic_trace(model)
+    except Exception as exc:
+        raise CannotCapture(f"torch.fx could not trace the model's forward: {type(exc).__name__}: {exc}") from None
+    with torch.no_grad():
+        ShapeProp(gm).propagate(*inputs)
+    return gm
+
+
+def _module(gm: torch.fx.GraphModule, node: torch.fx.Node) -> nn.Module | None:
+    return gm.get_submodule(node.target) if node.op == "call_module" else None
+
+
+def anchor_kind(gm: torch.fx.GraphModule, node: torch.fx.Node) -> str | None:
+    """What kind of region ``node`` starts, or None for a node that only joins one."""
+    if node.op == "call_module":
+        module = _module(gm, node)
+        for cls, kind in ANCHOR_MODULES.items():
+            if isinstance(module, cls):
+                return kind
+        if isinstance(module, POINTWISE_MODULES):
+            return "pointwise"
+        return "module"
+    if node.op == "call_function":
+        if node.target in ANCHOR_FUNCTIONS:
+            return ANCHOR_FUNCTIONS[node.target]
+        if node.target in POINTWISE_FUNCTIONS:
+            return "pointwise"
+    if node.op == "call_method":
+        if node.target in POINTWISE_METHODS:
+            return "pointwise"
+        if node.target in ("softmax", "log_softmax"):
+            return "softmax"
+        if node.target in ("mean", "sum", "amax", "max", "var"):
+            return "reduction"
+        return "view"
+    return None
+
+
+def _is_pointwise(gm: torch.fx.GraphModule, node: torch.fx.Node) -> bool:
+    return anchor_kind(gm, node) == "pointwise"
+
+
+def _tensor_meta(node: torch.fx.Node) -> Any:
+    return node.meta.get("tensor_meta")
+
+
+def partition(gm: torch.fx.GraphModule) -> list[Region]:
+    """Cut the graph into regions, in graph order (see the module's docstring)."""
+    taken: dict[str, str] = {}
+    regions: list[Region] = []
+    nodes = [n for n in gm.graph.nodes if n.op in ("call_module", "call_function", "call_method")]
+    for node in nodes:
+        if node.name in taken:
+            continue
+        kind = anchor_kind(gm, node)
+        if kind not in WORK_KINDS:
+            continue
+        members = [node]
+        # Extend along pointwise ops that consume this region's latest value (an epilogue; a
+        # residual add reads one more input), as long as that value has no other user: the region
+        # keeps one output.
+        while kind != "module" and len(members[-1].users) == 1:
+            (user,) = members[-1].users
+            if user.name in taken or not _is_pointwise(gm, user):
+                break
+            members.append(user)
+        names = [m.name for m in members]
+        for m in members:
+            taken[m.name] = f"r{len(regions)}"
+        member_set = set(names)
+        inputs: list[str] = []
+        for m in members:
+            for a in m.all_input_nodes:
+                if a.name not in member_set and a.op != "get_attr" and a.name not in inputs:
+                    inputs.append(a.name)
+        modules = [str(m.target) for m in members if m.op == "call_module"]
+        region = Region(name=f"r{len(regions)}_{kind}", kind=kind, nodes=names, inputs=inputs, output=names[-1],
+                        modules=modules)
+        why = _unsupported(gm, members, inputs)
+        if why:
+            region.supported, region.reason = False, why
+        regions.append(region)
+    return regions
+
+
+def _unsupported(gm: torch.fx.GraphModule, members: list[torch.fx.Node], inputs: list[str]) -> str | None:
+    by_name = {n.name: n for n in gm.graph.nodes}
+    for m in members:
+        if m.op == "call_module" and module_init(_module(gm, m)) is None:
+            return f"module type {type(_module(gm, m)).__name__} cannot be re-created in a task"
+        if any(a.op == "get_attr" for a in m.all_input_nodes):
+            return "it reads a parameter or buffer directly (get_attr)"
+    meta = _tensor_meta(members[-1])
+    if meta is None or not hasattr(meta, "shape"):
+        return "its output is not one tensor"
+    for name in inputs:
+        if not hasattr(_tensor_meta(by_name[name]), "shape"):
+            return f"input {name} is not a tensor"
+    return None
+
+
+def module_init(module: nn.Module | None) -> str | None:
+    """Python that constructs a module like ``module`` (same shapes and options); None if unknown."""
+    if module is None:
+        return None
+    if isinstance(module, nn.Linear):
+        return f"nn.Linear({module.in_features}, {module.out_features}, bias={module.bias is not None})"
+    if isinstance(module, nn.Conv2d):
+        return (f"nn.Conv2d({module.in_channels}, {module.out_channels}, {module.kernel_size}, "
+                f"stride={module.stride}, padding={module.padding!r}, dilation={module.dilation}, "
+                f"groups={module.groups}, bias={module.bias is not None})")
+    if isinstance(module, nn.LayerNorm):
+        return (f"nn.LayerNorm({tuple(module.normalized_shape)}, eps={module.eps}, "
+                f"elementwise_affine={module.elementwise_affine})")
+    if hasattr(nn, "RMSNorm") and isinstance(module, nn.RMSNorm):
+        return (f"nn.RMSNorm({tuple(module.normalized_shape)}, eps={module.eps}, "
+                f"elementwise_affine={module.elementwise_affine})")
+    if isinstance(module, nn.GELU):
+        return f"nn.GELU(approximate={module.approximate!r})"
+    if isinstance(module, nn.Softmax):
+        return f"nn.Softmax(dim={module.dim})"
+    if isinstance(module, nn.Dropout):
+        return f"nn.Dropout(p={module.p})"
+    if isinstance(module, nn.LeakyReLU):
+        return f"nn.LeakyReLU({module.negative_slope})"
+    simple = (nn.ReLU, nn.SiLU, nn.Sigmoid, nn.Tanh, nn.Identity, nn.Mish)
+    if isinstance(module, simple):
+        return f"nn.{type(module).__name__}()"
+    return None
+
+
+def attribute(qualified: str) -> str:
+    """A submodule's qualified name as one attribute name (``blocks.0.fc1`` -> ``blocks_0_fc1``)."""
+    return re.sub(r"\W", "_", qualified)
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def region_graph_module(gm: torch.fx.GraphModule, region: Region) -> torch.fx.GraphModule:
+    """The region alone as a GraphModule: placeholders for its inputs, its nodes, its output; the
+    submodules it calls as attributes of a fresh root (flattened names)."""
+    by_name = {n.name: n for n in gm.graph.nodes}
+    graph = torch.fx.Graph()
+    env: dict[str, torch.fx.Node] = {}
+    root = nn.Module()
+    for name in region.inputs:
+        env[name] = graph.placeholder(name)
+        env[name].meta = dict(by_name[name].meta)
+    for name in region.nodes:
+        node = by_name[name]
+        if node.op == "call_module":
+            flat = attribute(str(node.target))
+            root.add_module(flat, gm.get_submodule(node.target))
+            new = graph.call_module(flat, tuple(torch.fx.map_arg(node.args, lambda a: env[a.name])),
+                                    {k: torch.fx.map_arg(v, lambda a: env[a.name]) for k, v in node.kwargs.items()})
+        else:
+            new = graph.node_copy(node, lambda a: env[a.name])
+        new.meta = dict(node.meta)
+        env[name] = new
+    graph.output(env[region.output])
+    return torch.fx.GraphModule(root, graph)
+
+
+def region_task_source(gm: torch.fx.GraphModule, region: Region, allow_partial: bool = True) -> str:
+    """The region as a KernelBench-format task file with the captured shapes and dtypes."""
+    sub = region_graph_module(gm, region)
+    by_name = {n.name: n for n in gm.graph.nodes}
+    metas = [_tensor_meta(by_name[name]) for name in region.inputs]
+    dtypes = {_dtype_name(m.dtype) for m in metas if m.dtype.is_floating_point}
+    dtype = dtypes.pop() if len(dtypes) == 1 else None
+    init_lines = ["        super().__init__()"]
+    for qualified in region.modules:
+        init_lines.append(f"        self.{attribute(qualified)} = {module_init(gm.get_submodule(qualified))}")
+    code = sub.graph.python_code(root_module="self").src
+    forward = code.strip().splitlines()
+    body = "\n".join("    " + line for line in forward)
+    inputs = []
+    for meta in metas:
+        shape = tuple(meta.shape)
+        if meta.dtype.is_floating_point:
+            inputs.append(f"torch.randn({shape})")
+        elif meta.dtype == torch.bool:
+            inputs.append(f"torch.rand({shape}) > 0.5")
+        else:
+            inputs.append(f"torch.randint(0, 8, {shape}, dtype=torch.{_dtype_name(meta.dtype)})")
+    header = [f'"""Region {region.name} of a captured model: {", ".join(region.nodes)}."""', "",
+              "import torch", "import torch.nn as nn", "import torch.nn.functional as F", "from torch import device",
+              "import operator", "", f'DESCRIPTION = "region {region.name} ({region.kind}) of a captured model"']
+    if dtype and dtype != "float32":
+        header.append(f"DTYPE = torch.{dtype}")
+    if allow_partial:
+        header.append("ALLOW_PARTIAL = True")
+    return "\n".join([
+        *header, "", "",
+        "class Model(nn.Module):",
+        "    def __init__(self):",
+        *init_lines, "",
+        body, "", "",
+        "def get_inputs():",
+        f"    return [{', '.join(inputs)}]", "", "",
+        "def get_init_inputs():",
+        "    return []", "",
+    ])
+
+
+def split(gm: torch.fx.GraphModule, regions: list[Region]) -> torch.fx.GraphModule:
+    """The network as one submodule per region (``submod_<i>``, i its index in ``regions``) and one
+    for each stretch of nodes between regions: the same function, cut where the regions are."""
+    owner = {name: i for i, r in enumerate(regions) for name in r.nodes}
+    gaps: dict[str, int] = {}
+    counter = [len(regions)]
+    last_gap: list[int | None] = [None]
+
+    def place(node: torch.fx.Node) -> int:
+        if node.name in owner:
+            last_gap[0] = None
+            return owner[node.name]
+        if last_gap[0] is None:
+            last_gap[0] = counter[0]
+            counter[0] += 1
+        gaps[node.name] = last_gap[0]
+        return last_gap[0]
+
+    return split_module(gm, gm, place, keep_original_order=True)

@@ -1,0 +1,237 @@
+"""Whole-model optimization on the CPU: capture and partition of small networks with exact
+reassembly, region tasks that load, the budget split and the multi-GPU schedule (simulated), the
+kernel wrapper's fallbacks, and a model-level run with the built-in policy on a tiny transformer
+block, exported and imported as `optimize(model)`."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from typer.testing import CliRunner
+
+from conftest import ROOT
+from kernelevo.agent import model_run as mr
+from kernelevo.agent.cli import app
+from kernelevo.tasks import load_task
+from kernelevo.tasks import regions as rg
+from kernelevo.tasks.loader import instantiate
+
+TINY = ROOT / "tasks" / "examples" / "tiny_transformer.py"
+
+
+class MLP(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(24, 48), nn.Linear(48, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(self.fc2(F.relu(self.fc1(x))) * 2.0, dim=-1)
+
+
+class ConvBlock(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv, self.bn_free = nn.Conv2d(3, 8, 3, padding=1), nn.ReLU()
+        self.head = nn.Linear(8 * 6 * 6, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.bn_free(self.conv(x)) * 0.5
+        return self.head(y.flatten(1))
+
+
+def _tiny() -> tuple[nn.Module, list[torch.Tensor]]:
+    return mr.build(mr.ModelSpec(path=str(TINY)))
+
+
+@pytest.mark.parametrize(("make", "inputs", "kinds"), [
+    (MLP, lambda: [torch.randn(5, 24)], ["linear", "linear", "softmax"]),
+    (ConvBlock, lambda: [torch.randn(2, 3, 6, 6)], ["conv", "linear"]),
+    (None, None, ["norm", "linear", "attention", "linear", "norm", "linear", "linear"]),
+])
+def test_capture_partition_and_exact_reassembly(make, inputs, kinds) -> None:  # noqa: ANN001
+    model, args = (make().eval(), inputs()) if make else _tiny()
+    gm = rg.capture(model, args)
+    found = rg.partition(gm)
+    assert [r.kind for r in found] == kinds
+    with torch.no_grad():
+        assert torch.equal(rg.split(gm, found)(*args), model(*args))  # the same function, cut into pieces
+    every = [n for r in found for n in r.nodes]
+    assert len(every) == len(set(every))  # no node in two regions
+
+
+def test_regions_keep_their_epilogues() -> None:
+    model, args = _tiny()
+    found = rg.partition(rg.capture(model, args))
+    by_kind = [(r.kind, r.nodes) for r in found]
+    assert ("linear", ["fc1", "act"]) in by_kind  # linear + GELU
+    assert ("linear", ["proj", "add"]) in by_kind  # linear + residual add
+    assert ("linear", ["fc2", "add_1"]) in by_kind
+
+
+def test_each_region_is_a_task_with_the_captured_shapes(tmp_path: Path) -> None:
+    model, args = ConvBlock().eval(), [torch.randn(2, 3, 6, 6)]
+    gm = rg.capture(model, args)
+    for region in rg.partition(gm):
+        path = tmp_path / f"{region.name}.py"
+        path.write_text(rg.region_task_source(gm, region))
+        task = load_task(str(path), "full")
+        assert task.allow_partial  # a convolution may stay in torch while its epilogue is fused
+        reference, inputs = instantiate(task, "cpu", seed=0)
+        out = reference(*inputs)
+        expected = {n.name: n for n in gm.graph.nodes}[region.output].meta["tensor_meta"].shape
+        assert tuple(out.shape) == tuple(expected)
+
+
+def test_unknown_modules_stay_in_pytorch_with_the_reason() -> None:
+    class Net(nn.Module):  # torch.fx keeps torch.nn modules whole; BatchNorm has no task template
+        def __init__(self) -> None:
+            super().__init__()
+            self.norm, self.fc = nn.BatchNorm1d(4), nn.Linear(4, 4)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.fc(self.norm(x))
+
+    found = rg.partition(rg.capture(Net().eval(), [torch.randn(2, 4)]))
+    odd = next(r for r in found if r.kind == "module")
+    assert not odd.supported and "module type BatchNorm1d cannot be re-created" in odd.reason
+    assert next(r for r in found if r.kind == "linear").supported
+
+
+def test_an_untraceable_model_is_a_clear_error() -> None:
+    class Branchy(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x if x.sum() > 0 else -x
+
+    with pytest.raises(rg.CannotCapture, match="torch.fx could not trace"):
+        rg.capture(Branchy(), [torch.randn(3)])
+
+
+def _result(name: str, gain: float) -> mr.RegionResult:
+    return mr.RegionResult(name=name, kind="linear", nodes=[name], inputs=[], output=name, gain=gain)
+
+
+def test_the_budget_follows_expected_gain() -> None:
+    results = [_result("big", 0.6), _result("mid", 0.3), _result("tiny", 0.02)]
+    mr.plan_budget(results, 12)
+    assert [r.evals for r in results] == [8, 4, 0]
+    assert results[2].state == "left alone" and "budget" in results[2].reason
+    assert sum(r.evals for r in results) <= 12
+    few = [_result("a", 0.5), _result("b", 0.5)]
+    mr.plan_budget(few, 3)  # not enough for two regions of MIN_EVALS: one gets them all
+    assert sorted(r.evals for r in few) == [0, 3]
+
+
+def test_regions_run_one_per_gpu_at_a_time() -> None:
+    """The scheduler with a simulated device count: never more jobs in flight than GPUs, never two on
+    one GPU, every job run once."""
+    active: dict[int, str] = {}
+    peak, ran, lock = [0], [], threading.Lock()
+
+    def run(job: str, gpu: int) -> None:
+        with lock:
+            assert gpu not in active, f"GPU {gpu} given two jobs"
+            active[gpu] = job
+            peak[0] = max(peak[0], len(active))
+        time.sleep(0.05)
+        with lock:
+            del active[gpu]
+            ran.append(job)
+
+    jobs = [f"r{i}" for i in range(7)]
+    mr.schedule(jobs, 3, run)
+    assert sorted(ran) == sorted(jobs) and peak[0] == 3
+
+
+def test_a_kernel_region_falls_back_on_other_shapes_and_a_failed_self_check(tmp_path, monkeypatch) -> None:
+    from kernelevo.agent.model_export import apply
+
+    monkeypatch.setenv("KERNELEVO_KERNEL_DIR", str(tmp_path / "kernels"))
+    model, args = _tiny()
+    gm = rg.capture(model, args)
+    found = rg.partition(gm)
+    wrong = ("import torch\nimport torch.nn as nn\n\nclass ModelNew(nn.Module):\n    def __init__(self):\n"
+             "        super().__init__()\n        self.ln1 = nn.LayerNorm(64)\n\n    def forward(self, x):\n"
+             "        return self.ln1(x) + 1.0\n")
+    spec = {"regions": [r.nodes for r in found], "model_inputs": [{"shape": [2, 16, 64], "dtype": "float32"}],
+            "kernels": [{"index": 0, "name": "wrong_ln1", "source": wrong}]}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fast = apply(model, spec)
+    assert any("r0_norm keeps its original code" in str(w.message) for w in caught)
+    assert not isinstance(fast.submod_0, mr.KernelRegion)
+    with torch.no_grad():
+        assert torch.equal(fast(*args), model(*args))
+    # a kernel that agrees is kept, and inputs of other shapes run the original region
+    right = wrong.replace(" + 1.0", "")
+    spec["kernels"] = [{"index": 0, "name": "right_ln1", "source": right}]
+    fast = apply(model, spec)
+    assert isinstance(fast.submod_0, mr.KernelRegion)
+    other = torch.randn(1, 16, 64)
+    assert not fast.submod_0.matches((other,))
+    with torch.no_grad():
+        assert torch.allclose(fast(other), model(other), atol=1e-6)
+
+
+def test_a_tiny_transformer_block_end_to_end(tmp_path, cache_dir, monkeypatch) -> None:
+    """optimize-model with the built-in policy under the CPU interpreter, then status, export and the
+    exported module in use: the reassembled block computes what the original does."""
+    monkeypatch.setenv("KERNELEVO_CACHE", str(cache_dir))
+    monkeypatch.setenv("KERNELEVO_KERNEL_DIR", str(tmp_path / "kernels"))
+    runner = CliRunner()
+    run = tmp_path / "model-run"
+    done = runner.invoke(app, ["optimize-model", str(TINY), "--max-evals", "6", "--max-regions", "2",
+                               "--run-dir", str(run), "--sandbox", "process"])
+    assert done.exit_code == 0, done.output
+    state = json.loads(runner.invoke(app, ["status", str(run), "--json"]).stdout)
+    optimized = [r for r in state["regions"] if r["state"] == "optimized"]
+    assert len(optimized) == 2 and sum(r["evals"] for r in state["regions"]) <= 6
+    assert all(r["reason"] for r in state["regions"] if r["state"] == "left alone")
+    e2e = state["end_to_end"]
+    assert e2e["correct"] and e2e["regions_replaced"] == 2 and e2e["timing"] == "cpu-interpreter"
+    assert e2e["max_abs_error"] < 1e-3
+    out = tmp_path / "optimized.py"
+    exported = runner.invoke(app, ["export", str(run), "-o", str(out)])
+    assert exported.exit_code == 0, exported.output
+    # The exported module in a fresh process, as a user would import it (Triton's interpreter must be
+    # chosen before triton is imported, hence the subprocess here).
+    use = tmp_path / "use.py"
+    use.write_text(
+        "import importlib.util, json, sys, torch\n"
+        "from kernelevo.agent import model_run as mr\n"
+        f"spec = importlib.util.spec_from_file_location('optimized', {str(out)!r})\n"
+        "module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)\n"
+        f"model, _ = mr.build(mr.ModelSpec(path={str(TINY)!r}))\n"
+        "fast = module.optimize(model)\n"
+        "x = torch.randn(2, 16, 64)\n"
+        "with torch.no_grad():\n"
+        "    error = float((fast(x) - model(x)).abs().max())\n"
+        "print(json.dumps({'kernels': sum(isinstance(c, mr.KernelRegion) for c in fast.children()),"
+        " 'error': error}))\n")
+    env = dict(os.environ, TRITON_INTERPRET="1", KERNELEVO_KERNEL_DIR=str(tmp_path / "kernels"))
+    used = subprocess.run([sys.executable, str(use)], capture_output=True, text=True, env=env, timeout=600)
+    assert used.returncode == 0, used.stderr[-2000:]
+    result = json.loads(used.stdout.strip().splitlines()[-1])
+    assert result["kernels"] == 2 and result["error"] < 1e-4
+    # the run's report: the model page with every region, linking each optimized region's own page
+    from test_report import browse
+
+    assert runner.invoke(app, ["report", str(run)]).exit_code == 0
+    dom = browse(run / "report.html", "--dump-dom")
+    assert len(re.findall(r'<tr class="region"', dom)) == len(state["regions"])
+    assert dom.count(">report</a>") == 2 and "matches the original on fresh inputs" in dom
+    assert (run / "regions" / optimized[0]["name"] / "report.html").exists()
+    # resuming a finished model run does not redo its regions
+    again = runner.invoke(app, ["resume", str(run)])
+    assert again.exit_code == 0 and "optimizing" not in again.output
