@@ -536,6 +536,8 @@ def trace_command(
 def export_command(
     run_dir: Annotated[Path, typer.Argument(help="A finished run folder.")],
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the candidate file.")],
+    keep_slower: Annotated[bool, typer.Option(
+        "--keep-slower", help="Model runs: export the kernels even when the model ran slower end to end.")] = False,
 ) -> None:
     """Write the best verified candidate as a standalone file that `kernelevo eval` accepts; for a
     model run (`optimize-model`), a module with `optimize(model)` that puts the verified kernels into
@@ -546,7 +548,7 @@ def export_command(
         from kernelevo.agent.model_export import export
 
         try:
-            count = export(run_dir, output)
+            count = export(run_dir, output, keep_slower=keep_slower)
         except (OSError, ValueError) as exc:
             _fail(f"cannot export {run_dir}: {exc}", EXIT_USAGE, False)
         err.print(f"wrote {output} ({count} verified kernel(s))", highlight=False)

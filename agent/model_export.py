@@ -94,14 +94,16 @@ def optimize(model, example_inputs=None):
 '''
 
 
-def export(run_dir: Path, output: Path) -> int:
-    """Write ``output``; returns how many kernels it carries."""
+def export(run_dir: Path, output: Path, keep_slower: bool = False) -> int:
+    """Write ``output``; returns how many kernels it carries. A model the harness timed slower than
+    eager end to end gets none (its ``optimize`` returns the model as it is) unless ``keep_slower``."""
     state = mr.load_state(run_dir)
     if state is None:
         raise FileNotFoundError(f"{run_dir} is not a model run (no {mr.MODEL_FILE})")
     e2e = state.get("end_to_end") or {}
     kernels = []
-    if e2e.get("correct"):
+    slower = e2e.get("speedup") is not None and e2e["speedup"] < 1 and not keep_slower
+    if e2e.get("correct") and not slower:
         for index, r in enumerate(state["regions"]):
             if r["state"] != "optimized" or not r["candidate"]:
                 continue
@@ -118,7 +120,8 @@ def export(run_dir: Path, output: Path) -> int:
     spec = {"regions": [r["nodes"] for r in state["regions"]], "kernels": kernels,
             "model_inputs": [{"shape": list(x.shape), "dtype": str(x.dtype).removeprefix("torch.")}
                              for x in inputs if isinstance(x, torch.Tensor)]}
-    summary = (f"{e2e['speedup']:.2f}x over eager" if e2e.get("speedup") else
+    summary = (f"{e2e['speedup']:.2f}x against eager, slower: no kernels exported (--keep-slower keeps them)"
+               if slower else f"{e2e['speedup']:.2f}x over eager" if e2e.get("speedup") else
                "verified equal to the original" if e2e.get("correct") else "not verified: no kernels exported")
     output.write_text(TEMPLATE.format(title=config.spec.path, stem=output.stem, run=run_dir,
                                       created=state.get("created", time.strftime("%Y-%m-%d")),

@@ -235,3 +235,18 @@ def test_a_tiny_transformer_block_end_to_end(tmp_path, cache_dir, monkeypatch) -
     # resuming a finished model run does not redo its regions
     again = runner.invoke(app, ["resume", str(run)])
     assert again.exit_code == 0 and "optimizing" not in again.output
+
+
+def test_a_model_slower_end_to_end_exports_no_kernels(tmp_path: Path) -> None:
+    """The harness timed the reassembled model slower than eager: export writes `optimize` that
+    changes nothing, unless asked with --keep-slower."""
+    from kernelevo.agent.model_export import export
+
+    run = tmp_path / "run"
+    run.mkdir()
+    config = mr.ModelRunConfig(spec=mr.ModelSpec(path=str(TINY)))
+    state = {"config": config.model_dump(mode="json"), "device": "cuda", "regions": [],
+             "end_to_end": {"correct": True, "speedup": 0.73, "max_abs_error": 0.0}}
+    (run / mr.MODEL_FILE).write_text(json.dumps(state))
+    assert export(run, tmp_path / "optimized.py") == 0
+    assert "slower: no kernels exported" in (tmp_path / "optimized.py").read_text()
