@@ -84,6 +84,9 @@ CASES = [
      "        self.g = nn.Parameter(torch.randn(3, 1, 1))",
      "        return torch.sigmoid(self.conv(x)) * self.g + x", "torch.randn(2, 3, 5, {cols} // 100)",
      "ALLOW_PARTIAL = True"),
+    ("linear-plus-residual-input-bf16", "        self.fc = nn.Linear(n, 40)",
+     "        return x + self.fc(y) * 0.5", "torch.randn(3, 2, 40), torch.randn(3, 2, {cols})",
+     "DTYPE = torch.bfloat16"),
     ("linear-residual-bf16", "        self.fc = nn.Linear(n, n)", "        return x + 0.5 * F.silu(self.fc(x))",
      "torch.randn(3, 4, {cols})", "DTYPE = torch.bfloat16"),
     ("matmul-param-fp16", "        self.w = nn.Parameter(torch.randn(n, 48) * 0.05)\n"

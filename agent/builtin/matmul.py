@@ -9,6 +9,7 @@ lowered to a row program (:mod:`lower`) whose only input is the accumulator.
 from __future__ import annotations
 
 import operator
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +36,8 @@ class Stage:
     epilogue: Program | None
     """The bias and pointwise ops after the GEMM (None: the accumulator is stored as it is)."""
     out_dtype: str
+    chain_input: str = ""
+    """The name of the input the chain's first linear reads (others are epilogue residuals)."""
 
 
 class _Capture(torch.fx.Interpreter):
@@ -87,8 +90,15 @@ def lower_chain(model: nn.Module, inputs: list[Any]) -> list[Stage]:
     except Exception as exc:
         raise CannotCover(f"the reference could not be traced with torch.fx ({type(exc).__name__}: {exc})") from None
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    if len(placeholders) != 1 or len(inputs) != 1 or not isinstance(inputs[0], torch.Tensor):
-        raise CannotCover("matmul chains are covered for one input tensor")
+    if len(placeholders) != len(inputs) or not all(isinstance(x, torch.Tensor) for x in inputs):
+        raise CannotCover("matmul chains are covered for tensor inputs only")
+    # The chain's input is what the first linear reads; any other input may only be added in an
+    # epilogue (a residual stream, say), with the shape of that stage's output.
+    first = next((n for n in gm.graph.nodes if n.op.startswith("call") and _linear(gm, n) is not None), None)
+    chain_input = _linear(gm, first)[0] if first is not None else placeholders[0]
+    if chain_input not in placeholders:
+        raise CannotCover("ops before the first linear are not covered in a matmul chain")
+    placeholders = [chain_input] + [p for p in placeholders if p is not chain_input]
     capture = _Capture(gm)
     try:
         capture.run(*inputs)
@@ -126,17 +136,18 @@ def lower_chain(model: nn.Module, inputs: list[Any]) -> list[Stage]:
             raise CannotCover(f"weight {weight} is not a matrix")
         n, k = (w.shape[0], w.shape[1]) if transposed else (w.shape[1], w.shape[0])
         acc = capture.seen[linear.name]
-        program = _epilogue(gm, linear, bias, epilogue_nodes, acc, capture, placeholders[0])
+        program = _epilogue(gm, linear, bias, epilogue_nodes, acc, capture, placeholders[0], placeholders[1:])
         out = capture.seen[epilogue_nodes[-1].name] if epilogue_nodes else acc
         stages.append(Stage(weight=weight, transposed=transposed, n=int(n), k=int(k), epilogue=program,
-                            out_dtype=str(out.dtype).removeprefix("torch.")))
+                            out_dtype=str(out.dtype).removeprefix("torch."), chain_input=placeholders[0].name))
     return stages
 
 
 def _epilogue(gm: torch.fx.GraphModule, linear: torch.fx.Node, bias: Any, nodes: list[torch.fx.Node],
-              acc: torch.Tensor, capture: _Capture, chain_input: torch.fx.Node) -> Program | None:
+              acc: torch.Tensor, capture: _Capture, chain_input: torch.fx.Node,
+              extra_inputs: Sequence[torch.fx.Node] = ()) -> Program | None:
     """The epilogue as its own graph (inputs: the GEMM's accumulator, before the bias, and, for a
-    residual, the chain's input), lowered."""
+    residual, the chain's input or another input of the stage's output shape), lowered."""
     if bias is None and not nodes:
         return None
     graph = torch.fx.Graph()
@@ -159,16 +170,20 @@ def _epilogue(gm: torch.fx.GraphModule, linear: torch.fx.Node, bias: Any, nodes:
             env[n] = graph.placeholder("residual")
             example.append(capture.seen[n.name])
             return env[n]
+        if n in extra_inputs and capture.seen[n.name].shape == acc.shape:
+            # Another input of the output's shape (a transformer's residual stream): read per row.
+            env[n] = graph.placeholder(n.name)
+            example.append(capture.seen[n.name])
+            return env[n]
         raise CannotCover(f"the epilogue uses `{n.name}`, which is not the stage's result, a parameter or a "
-                          "residual of the chain's input")
+                          "residual input of the stage's output shape")
 
     for node in nodes:
         env[node] = graph.node_copy(node, mapped)
     graph.output(env[nodes[-1]] if nodes else start)
-    # Placeholders must come first in an fx graph: move the residual's next to the accumulator's.
-    for node in list(graph.nodes):
-        if node.op == "placeholder" and node.target == "residual":
-            next(iter(graph.nodes)).append(node)
+    # Placeholders must come first in an fx graph: move the residuals' next to the accumulator's.
+    for node in reversed([n for n in graph.nodes if n.op == "placeholder" and n.target != "acc"]):
+        next(iter(graph.nodes)).append(node)
     sub = torch.fx.GraphModule(gm, graph)
     program = lower(sub, example)
     if program.kind != "pointwise":
@@ -261,10 +276,14 @@ def kernel(stage: Stage, index: int, precision: str | None) -> str:
         if precision else "", epilogue="\n".join("    " + line for line in lines) or "    pass", result=result)
 
 
-def forward(stages: list[Stage], input_name: str, params: dict[str, Any]) -> str:
-    """``ModelNew.forward``: flatten to [M, K], one launch per stage, restore the leading dims."""
+def forward(stages: list[Stage], input_name: str, params: dict[str, Any], inputs: Sequence[str] = ()) -> str:
+    """``ModelNew.forward``: flatten to [M, K], one launch per stage, restore the leading dims.
+    ``inputs``: the reference's arguments in order (default: just ``input_name``); the others than
+    ``input_name`` are residuals added in an epilogue, flattened the same way."""
+    extra_inputs = [x for x in inputs if x != input_name]
     body = [f"{input_name} = {input_name}.contiguous()",
             f"h = h0 = {input_name}.reshape(-1, {input_name}.shape[-1])",
+            *[f"{x}_rows = {x}.contiguous().reshape(-1, {x}.shape[-1])" for x in extra_inputs],
             f"BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M = {params['BLOCK_M']}, {params['BLOCK_N']}, {params['BLOCK_K']}, "
             f"{params['GROUP_M']}"]
     for i, stage in enumerate(stages):
@@ -272,7 +291,11 @@ def forward(stages: list[Stage], input_name: str, params: dict[str, Any]) -> str
         strides = f"{w}.stride(0), {w}.stride(1)" if stage.transposed else f"{w}.stride(1), {w}.stride(0)"
         cols = []
         for o in stage.epilogue.operands[1:] if stage.epilogue else []:
-            cols += ["h0", "h0.stride(0)"] if o.kind == "row" else [o.source]
+            if o.kind == "row":
+                rows = "h0" if o.source == "residual" else f"{o.source}_rows"
+                cols += [rows, f"{rows}.stride(0)"]
+            else:
+                cols.append(o.source)
         n = f"{w}.shape[0]" if stage.transposed else f"{w}.shape[1]"
         body += [f"out = torch.empty((h.shape[0], {n}), dtype=torch.{stage.out_dtype}, device=h.device)",
                  f"grid = (triton.cdiv(h.shape[0], BLOCK_M) * triton.cdiv({n}, BLOCK_N),)",
@@ -285,4 +308,5 @@ def forward(stages: list[Stage], input_name: str, params: dict[str, Any]) -> str
                  f"    num_warps={params['num_warps']}, num_stages={params['num_stages']})",
                  "h = out"]
     body.append(f"return h.reshape(*{input_name}.shape[:-1], h.shape[-1])")
-    return f"def forward(self, {input_name}):\n" + "\n".join("    " + line for line in body) + "\n"
+    args = ", ".join(inputs or [input_name])
+    return f"def forward(self, {args}):\n" + "\n".join("    " + line for line in body) + "\n"

@@ -219,8 +219,9 @@ def render(plan: Plan, strategy: str, params: dict[str, Any], why: str) -> str:
         precision = params.get("precision")
         kernels = "\n\n".join(matmul.kernel(st, i, precision) for i, st in enumerate(stages))
         helper = codegen.ROUND_TO_BF16 + "\n\n" if any(st.out_dtype == "bfloat16" for st in stages) else ""
+        forward = matmul.forward(stages, stages[0].chain_input or plan.inputs[0], params, plan.inputs)
         return (_with_interpreter_import(head) + helper + kernels + codegen.INTERPRETED.format(kernel="stage0_kernel")
-                + _model(plan.init, matmul.forward(stages, plan.inputs[0], params)))
+                + _model(plan.init, forward))
     program = plan.program
     assert program is not None
     head = HEADER.format(title=f"Fused Triton kernel for a {plan.describe()}.", strategy=strategy, params=shown,
