@@ -327,6 +327,8 @@ def optimize_model_command(
                        ] = SandboxChoice.auto,
     timeout: Annotated[float, typer.Option(help="Seconds per candidate before it is killed.", min=1)] = 300.0,
     memory: Annotated[str | None, typer.Option(help="Memory limit per candidate, e.g. 8g.")] = None,
+    report: Annotated[bool, typer.Option(
+        "--report", help="Keep RUN_DIR/report.html (and each region's page) up to date as the run goes.")] = False,
 ) -> None:
     """Optimize a whole network: capture its graph, time each fusible region in context, optimize the
     hottest regions under one budget (one region per GPU at a time), reassemble, and check the result
@@ -355,7 +357,7 @@ def optimize_model_command(
                                            init=init),
                             policy=chosen, max_evals=max_evals, max_regions=max_regions, sandbox=sandbox.value,
                             timeout_s=timeout, memory=memory, model=model, base_url=base_url,
-                            api_key_env=api_key_env, size=_default_size())
+                            api_key_env=api_key_env, size=_default_size(), report=report)
     folder = run_dir or _run_dir_for(path)
     if folder.exists() and any(folder.iterdir()):
         _fail(f"{folder} already exists: choose another --run-dir or `kernelevo resume {folder}`", EXIT_USAGE, False)

@@ -329,6 +329,8 @@ class ModelRunConfig(BaseModel):
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
     max_regions: int = 8
+    report: bool = False
+    """Keep RUN_DIR/report.html (and each region's page) up to date as the run goes."""
 
 
 def _save(run_dir: Path, state: dict[str, Any]) -> None:
@@ -445,7 +447,7 @@ def optimize_regions(config: ModelRunConfig, run_dir: Path, state: dict[str, Any
             create(RunConfig(task=r["task"], size=config.size, policy=config.policy,
                              budget=Budget(max_evals=r["evals"]), timeout_s=config.timeout_s, memory=config.memory,
                              model=config.model, base_url=config.base_url, api_key_env=config.api_key_env,
-                             sandbox=config.sandbox), region_dir).close()
+                             sandbox=config.sandbox, report=config.report), region_dir).close()
         r["run_dir"] = str(region_dir)
         jobs.append(r["name"])
     _save(run_dir, state)
@@ -467,6 +469,8 @@ def optimize_regions(config: ModelRunConfig, run_dir: Path, state: dict[str, Any
             else:
                 r["state"], r["reason"] = "failed", reason or "no correct candidate"
             _save(run_dir, state)
+            if config.report:
+                _refresh_report(run_dir, log)
         log(f"region {name}: {by_name[name]['state']}" + (f" ({by_name[name]['reason']})" if by_name[name]["reason"]
                                                            else ""))
 
@@ -592,6 +596,15 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _refresh_report(run_dir: Path, log: Callable[[str], None]) -> None:
+    from kernelevo.agent.html_report import write_model_report
+
+    try:
+        write_model_report(run_dir)
+    except Exception as exc:  # a view of the run: never let it stop the run
+        log(f"warning: the report could not be written: {type(exc).__name__}: {exc}")
+
+
 def optimize_model(config: ModelRunConfig, run_dir: Path, log: Callable[[str], None]) -> int:
     """The whole run (or its continuation: prepared regions and finished region runs are reused)."""
     from kernelevo.sandbox.evaluate import detect_device
@@ -600,11 +613,16 @@ def optimize_model(config: ModelRunConfig, run_dir: Path, log: Callable[[str], N
     state = load_state(run_dir)
     if state is None:
         state = prepare(config, run_dir, device, log)
+    if config.report:
+        _refresh_report(run_dir, log)
     optimize_regions(config, run_dir, state, log, device_count() if device == "cuda" else 0)
     if any(r["state"] == "interrupted" for r in state["regions"]):
         log(f"interrupted: continue with `kernelevo resume {run_dir}`")
         return 4
     state = finish(config, run_dir, state, device, log)
+    if config.report:
+        _refresh_report(run_dir, log)
+        log(f"report: {run_dir / 'report.html'}")
     return 0 if state["end_to_end"]["correct"] else 1
 
 

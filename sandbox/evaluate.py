@@ -243,17 +243,23 @@ class Evaluator:
         verdict.wall_s = round(time.monotonic() - began, 3)
         return verdict, 0 if verdict.correct else 1
 
-    def triton_gate(self, task: Task, candidate: Path, capability: int = 90) -> dict:
-        """Compile the candidate's Triton kernels for a GPU target, in the sandbox, without running them
-        (``sandbox/triton_gate.py``): ``{"ok", "kernels": [{kernel, ok, resources | error}], "error"}``."""
+    def _side_job(self, task: Task, candidate: Path, label: str, result: str, **fields: object) -> Path:
+        """A job folder for a pass that advises rather than judges (the compile gate, ncu): copies of
+        the task and the candidate, and ``job.json`` with ``fields`` and where to write ``result``."""
         self._jobs += 1
-        job_dir = self.workspace / "jobs" / f"{self._jobs:04d}-triton-gate"
+        job_dir = self.workspace / "jobs" / f"{self._jobs:04d}-{label}"
         job_dir.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(task.path, job_dir / "task.py")
         shutil.copyfile(candidate, job_dir / "candidate.py")
         job = {"task": str(job_dir / "task.py"), "candidate": str(job_dir / "candidate.py"), "size": task.size,
-               "dtype": task.dtype, "capability": capability, "result": str(job_dir / "gate.json")}
+               "dtype": task.dtype, "result": str(job_dir / result), **fields}
         (job_dir / "job.json").write_text(json.dumps(job))
+        return job_dir
+
+    def triton_gate(self, task: Task, candidate: Path, capability: int = 90) -> dict:
+        """Compile the candidate's Triton kernels for a GPU target, in the sandbox, without running them
+        (``sandbox/triton_gate.py``): ``{"ok", "kernels": [{kernel, ok, resources | error}], "error"}``."""
+        job_dir = self._side_job(task, candidate, "triton-gate", "gate.json", capability=capability)
         env = self._env()
         env.pop("TRITON_INTERPRET", None)  # real JITFunctions: the gate compiles them, never runs them
         memory = self._memory_bytes()
@@ -281,14 +287,7 @@ class Evaluator:
         binary = ncu.find_ncu()
         if binary is None:
             return [], "ncu not found (install Nsight Compute, or set KERNELEVO_NCU to its path)", 0.0
-        self._jobs += 1
-        job_dir = self.workspace / "jobs" / f"{self._jobs:04d}-ncu"
-        job_dir.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(task.path, job_dir / "task.py")
-        shutil.copyfile(candidate, job_dir / "candidate.py")
-        job = {"task": str(job_dir / "task.py"), "candidate": str(job_dir / "candidate.py"), "size": task.size,
-               "dtype": task.dtype, "seed": self.config.seed_offset + 1, "result": str(job_dir / "target.json")}
-        (job_dir / "job.json").write_text(json.dumps(job))
+        job_dir = self._side_job(task, candidate, "ncu", "target.json", seed=self.config.seed_offset + 1)
         log = job_dir / "ncu.csv"
         cmd = [binary, "--csv", "--log-file", str(log), "--profile-from-start", "off", "--clock-control", "none",
                "--target-processes", "all", "--launch-count", str(ncu.LAUNCH_LIMIT),

@@ -192,7 +192,7 @@ def test_a_tiny_transformer_block_end_to_end(tmp_path, cache_dir, monkeypatch) -
     runner = CliRunner()
     run = tmp_path / "model-run"
     done = runner.invoke(app, ["optimize-model", str(TINY), "--max-evals", "6", "--max-regions", "2",
-                               "--run-dir", str(run), "--sandbox", "process"])
+                               "--run-dir", str(run), "--sandbox", "process", "--report"])
     assert done.exit_code == 0, done.output
     state = json.loads(runner.invoke(app, ["status", str(run), "--json"]).stdout)
     optimized = [r for r in state["regions"] if r["state"] == "optimized"]
@@ -224,9 +224,11 @@ def test_a_tiny_transformer_block_end_to_end(tmp_path, cache_dir, monkeypatch) -
     assert used.returncode == 0, used.stderr[-2000:]
     result = json.loads(used.stdout.strip().splitlines()[-1])
     assert result["kernels"] == 2 and result["error"] < 1e-4
-    # the run's report: the model page with every region, linking each optimized region's own page
+    # the run's report (kept up to date by --report; `kernelevo report` rewrites it): the model page
+    # with every region, linking each optimized region's own page
     from test_report import browse
 
+    assert (run / "report.html").exists() and "report: " in done.output
     assert runner.invoke(app, ["report", str(run)]).exit_code == 0
     dom = browse(run / "report.html", "--dump-dom")
     assert len(re.findall(r'<tr class="region"', dom)) == len(state["regions"])
