@@ -193,7 +193,9 @@ def schedule(jobs: list[str], gpus: int, run: Callable[[str, int], None]) -> Non
 
 
 def _region_process(run_dir: Path, gpu: int | None) -> int:
-    env = dict(os.environ)
+    from kernelevo.agent.runner import PARENT_ENV
+
+    env = dict(os.environ, **{PARENT_ENV: str(os.getpid())})  # the child stops if we are killed
     if gpu is not None:
         visible = env.get("CUDA_VISIBLE_DEVICES")
         ids = [v.strip() for v in visible.split(",")] if visible else None

@@ -9,6 +9,7 @@ import os
 import signal
 import sqlite3
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -186,8 +187,28 @@ def default_progress() -> Callable[..., Any]:
     return LiveProgress() if sys.stderr.isatty() else progress_line
 
 
+PARENT_ENV = "KERNELEVO_PARENT_PID"
+"""Set by a process that starts runs as children (``optimize-model``): the child stops like on SIGTERM
+(cleanly, resumable) when that parent is gone, even after ``kill -9`` of the parent."""
+
+
+def watch_parent() -> None:
+    """If started by a parent that asked for it, send ourselves SIGTERM once the parent has died."""
+    expected = os.environ.get(PARENT_ENV)
+    if not expected:
+        return
+
+    def watch() -> None:
+        while os.getppid() == int(expected):
+            time.sleep(0.5)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="kernelevo-parent-watch", daemon=True).start()
+
+
 def drive(run_dir: Path, first: bool, progress: Callable[..., Any] | None = None) -> int:
     """Run (or resume) the optimizer on ``run_dir`` until it finishes, fails or is stopped."""
+    watch_parent()
     if progress is None:
         progress = default_progress()
     store = RunStore(run_dir)

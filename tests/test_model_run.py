@@ -252,3 +252,85 @@ def test_a_model_slower_end_to_end_exports_no_kernels(tmp_path: Path) -> None:
     (run / mr.MODEL_FILE).write_text(json.dumps(state))
     assert export(run, tmp_path / "optimized.py") == 0
     assert "slower: no kernels exported" in (tmp_path / "optimized.py").read_text()
+
+
+def test_kill_9_mid_run_loses_nothing_and_resumes(tmp_path, cache_dir) -> None:
+    """kill -9 of optimize-model while a region is being optimized: the region's own process stops by
+    itself (resumable), and `kernelevo resume` finishes the model run with the verdicts already made."""
+    import signal
+
+    from kernelevo.agent.store import RunStore
+
+    run = tmp_path / "model-run"
+    env = dict(os.environ, KERNELEVO_CACHE=str(cache_dir), KERNELEVO_KERNEL_DIR=str(tmp_path / "kernels"))
+    cmd = [sys.executable, "-m", "kernelevo.agent.cli", "optimize-model", str(TINY), "--max-evals", "6",
+           "--max-regions", "2", "--run-dir", str(run), "--sandbox", "process"]
+    with open(tmp_path / "first.log", "w") as log:
+        proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 240
+    region = None
+    while time.monotonic() < deadline and proc.poll() is None:
+        found = sorted((run / "regions").glob("*/run.sqlite")) if (run / "regions").exists() else []
+        if found:
+            store = RunStore(found[0].parent)
+            judged = store.count_evaluations("search")
+            store.close()
+            if judged >= 1:
+                region = found[0].parent
+                break
+        time.sleep(0.5)
+    assert region is not None and proc.poll() is None, (tmp_path / "first.log").read_text()[-2000:]
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # the orphaned region process notices and stops
+        store = RunStore(region)
+        busy = store.held_elsewhere()
+        store.close()
+        if not busy:
+            break
+        time.sleep(0.5)
+    assert not busy, "the region's process outlived its parent"
+    store = RunStore(region)
+    judged_before = store.count_evaluations("search")
+    # stopped where it was (not left to run its budget out unwatched), and resumable
+    assert store.meta("state") == "interrupted" and "signal" in (store.meta("state_reason") or "")
+    store.close()
+    resumed = subprocess.run([sys.executable, "-m", "kernelevo.agent.cli", "resume", str(run)], env=env,
+                             capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    state = json.loads((run / "model.json").read_text())
+    assert state["end_to_end"]["correct"]
+    assert sum(r["state"] == "optimized" for r in state["regions"]) == 2
+    store = RunStore(region)
+    assert store.count_evaluations("search") >= judged_before  # nothing judged was lost
+    store.close()
+
+
+def test_optimize_model_bad_input_is_one_clear_line(tmp_path: Path) -> None:
+    runner = CliRunner()
+    missing = runner.invoke(app, ["optimize-model", str(tmp_path / "nope.py"), "--run-dir", str(tmp_path / "a")])
+    assert missing.exit_code == 2 and "model file not found" in missing.output
+    no_inputs = runner.invoke(app, ["optimize-model", f"{TINY}:Model", "--run-dir", str(tmp_path / "b")])
+    assert no_inputs.exit_code == 2 and "needs --inputs" in no_inputs.output
+    branchy = tmp_path / "branchy.py"
+    branchy.write_text("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n"
+                       "    def forward(self, x):\n        return x if x.sum() > 0 else -x\n\n"
+                       "def get_inputs():\n    return [torch.randn(4)]\n\ndef get_init_inputs():\n    return []\n")
+    untraceable = runner.invoke(app, ["optimize-model", str(branchy), "--run-dir", str(tmp_path / "c"),
+                                      "--sandbox", "process"])
+    assert untraceable.exit_code == 2 and "torch.fx could not trace" in untraceable.output
+    assert "Traceback" not in untraceable.output
+
+
+def test_a_class_with_input_and_init_functions(tmp_path: Path) -> None:
+    """MODEL as file.py:Class with --inputs and --init: built as given, captured as a KernelBench file is."""
+    net = tmp_path / "net.py"
+    net.write_text("import torch\nimport torch.nn as nn\n\nclass Net(nn.Module):\n"
+                   "    def __init__(self, width):\n        super().__init__()\n        self.fc = nn.Linear(width, width)\n"
+                   "    def forward(self, x):\n        return torch.relu(self.fc(x))\n\n"
+                   "def example():\n    return [torch.randn(3, 12)]\n\ndef config():\n    return [12]\n")
+    spec = mr.ModelSpec(path=str(net), attr="Net", inputs=f"{net}:example", init=f"{net}:config")
+    model, inputs = mr.build(spec)
+    assert model.fc.in_features == 12 and inputs[0].shape == (3, 12)
+    assert [r.nodes for r in rg.partition(rg.capture(model, inputs))] == [["fc", "relu"]]
