@@ -486,7 +486,7 @@ def _model_status(run_dir: Path, as_json: bool) -> None:
               f"{state['total_ms']:.4g} ms in context", highlight=False)
     table = Table()
     for column in ("region", "kind", "share", "before ms", "after ms", "evals", "state", "why"):
-        table.add_column(column)
+        table.add_column(column, no_wrap=column in ("region", "state"), overflow="fold")
     for r in state["regions"]:
         table.add_row(r["name"], r["kind"], f"{100 * (r['share'] or 0):.0f}%",
                       f"{r['before_ms']:.4g}" if r["before_ms"] is not None else "",
