@@ -109,8 +109,18 @@ def build_image(tag: str = IMAGE) -> str:
     """Import the default image from local files (no registry); returns its id."""
     c = client()
     repository, _, version = tag.partition(":")
+    try:
+        previous = c.images.get(tag).id
+    except Exception:
+        previous = None
     c.api.import_image_from_data(_rootfs_tar(), repository=repository, tag=version or "latest")
-    return c.images.get(tag).id
+    built = c.images.get(tag).id
+    if previous and previous != built:
+        try:  # the image this one replaces, now untagged: remove it unless a container still uses it
+            c.images.remove(previous)
+        except Exception:
+            pass
+    return built
 
 
 def image_present(tag: str = IMAGE) -> bool:

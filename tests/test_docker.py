@@ -182,3 +182,17 @@ def test_sandbox_build_from_a_dockerfile(docker_sandbox, tmp_path: Path) -> None
                                  "--tag", "kernelevo-sandbox:broken-test"])
     assert broken.exit_code == 3 and "could not be built" in broken.output
     assert len(broken.output.strip().splitlines()) <= 2
+
+
+def test_rebuilding_the_image_removes_the_one_it_replaces(docker_sandbox) -> None:
+    """`kernelevo sandbox build` twice leaves one image, not a trail of untagged ones."""
+    from kernelevo.sandbox import docker_sandbox as ds
+
+    tag = "kernelevo-sandbox:rebuild-test"
+    first = ds.build_image(tag)
+    second = ds.build_image(tag)
+    try:
+        ids = {image.id for image in docker_sandbox.client.images.list(all=True)}
+        assert second in ids and (first == second or first not in ids)
+    finally:
+        docker_sandbox.client.images.remove(tag, force=True)
