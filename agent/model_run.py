@@ -459,17 +459,10 @@ def optimize_regions(config: ModelRunConfig, run_dir: Path, state: dict[str, Any
     def run(name: str, gpu: int) -> None:
         log(f"region {name}: optimizing ({by_name[name]['evals']} evaluations, GPU {gpu})")
         code = _region_process(Path(by_name[name]["run_dir"]), gpu if gpus > 0 else None)
-        store = RunStore(Path(by_name[name]["run_dir"]))
-        best, run_state, reason = store.meta("best"), store.state(), store.meta("state_reason")
-        store.close()
+        outcome = region_outcome(Path(by_name[name]["run_dir"]), code)
         with lock:
             r = by_name[name]
-            if best:
-                r["state"], r["candidate"], r["reason"] = "optimized", best["id"], None
-            elif run_state in ("interrupted", "running"):
-                r["state"], r["reason"] = "interrupted", reason or f"exit code {code}"
-            else:
-                r["state"], r["reason"] = "failed", reason or "no correct candidate"
+            r["state"], r["candidate"], r["reason"] = outcome
             _save(run_dir, state)
             if config.report:
                 _refresh_report(run_dir, log)
@@ -596,6 +589,27 @@ def main(argv: list[str] | None = None) -> int:
                   "trace": traceback.format_exc()[-2000:]}
     Path(job["result"]).write_text(json.dumps(result))
     return 0
+
+
+def region_outcome(region_dir: Path, exit_code: int | None = None) -> tuple[str, str | None, str | None]:
+    """A finished region run as (state, candidate, reason). A best kernel that the harness timed
+    slower than eager on the GPU (its re-judged speedup below 1) is not used: the region keeps its
+    original code, and the reason says by how much the kernel lost."""
+    store = RunStore(region_dir)
+    try:
+        best, run_state, reason = store.meta("best"), store.state(), store.meta("state_reason")
+        if best:
+            verdict = store.evaluation(best["id"], "final") or store.evaluation(best["id"])
+            speedup = verdict.speedup if verdict is not None and verdict.timing == "cuda-events" else None
+            if speedup is not None and speedup < 1.0:
+                return ("left alone", None, f"its best kernel ({best['id'][:10]}) ran {speedup:.2f}x of eager's speed "
+                        "when re-judged: the original stays")
+            return "optimized", best["id"], None
+        if run_state in ("interrupted", "running"):
+            return "interrupted", None, reason or f"exit code {exit_code}"
+        return "failed", None, reason or "no correct candidate"
+    finally:
+        store.close()
 
 
 def _refresh_report(run_dir: Path, log: Callable[[str], None]) -> None:

@@ -334,3 +334,30 @@ def test_a_class_with_input_and_init_functions(tmp_path: Path) -> None:
     model, inputs = mr.build(spec)
     assert model.fc.in_features == 12 and inputs[0].shape == (3, 12)
     assert [r.nodes for r in rg.partition(rg.capture(model, inputs))] == [["fc", "relu"]]
+
+
+def test_a_region_whose_best_kernel_is_slower_keeps_its_original_code(tmp_path: Path) -> None:
+    """On a GPU the region's own harness verdict decides: a best kernel re-judged slower than eager is
+    not put into the model; under the interpreter (no speedup measured) the verified kernel is used."""
+    from kernelevo.agent.store import RunStore
+    from kernelevo.sandbox.models import Verdict
+
+    def region(name: str, timing: str, speedup: float | None) -> Path:
+        store = RunStore(tmp_path / name)
+        cid, _ = store.add_candidate(f"# kernel {name}\n", None, "gemm", "gemm|x", "{}", 0)
+        verdict = Verdict(task="r", candidate="c", size="full", compiled=True, correct=True, reason=None,
+                          checks=[], device="H200", isolation={}, runtime_ms=1.0, timing=timing, speedup=speedup)
+        store.record_evaluation(cid, "final", verdict)
+        store.set_meta("best", {"id": cid, "runtime_ms": 1.0, "speedup": speedup, "timing": timing})
+        store.set_state("finished", "budget spent")
+        store.close()
+        return tmp_path / name
+
+    state, candidate, reason = mr.region_outcome(region("slow", "cuda-events", 0.35))
+    assert (state, candidate) == ("left alone", None) and "0.35x of eager's speed" in reason
+    assert mr.region_outcome(region("fast", "cuda-events", 1.4))[0] == "optimized"
+    assert mr.region_outcome(region("cpu", "cpu-interpreter", None))[0] == "optimized"
+    empty = RunStore(tmp_path / "none")
+    empty.set_state("finished", "no correct candidate found")
+    empty.close()
+    assert mr.region_outcome(tmp_path / "none") == ("failed", None, "no correct candidate found")
