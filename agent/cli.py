@@ -107,17 +107,13 @@ def eval_command(
     from kernelevo.sandbox.evaluate import EvalConfig, EvalError, Evaluator
 
     loaded = _load_task(task, size, memory, as_json)
-    if not candidate.is_file():
-        _fail(f"candidate file not found: {candidate}", EXIT_USAGE, as_json)
+    _require_file(candidate, as_json)
     config = EvalConfig(timeout_s=timeout, memory=memory, seeds=seeds, gpu=gpu, workdir=workdir,
                         measure_compile=not no_compile_baseline)
     chosen = _sandbox(sandbox.value, as_json)
     try:
         with Evaluator(config, sandbox=chosen) as evaluator:
-            if not as_json:
-                err.print(f"[dim]judging {candidate} against {loaded.name} ({loaded.size}) "
-                          f"on {evaluator.device}...[/dim]")
-            verdict, code = evaluator.evaluate(loaded, candidate)
+            verdict, code = _judge(evaluator, loaded, candidate, as_json)
     except EvalError as exc:
         _fail(str(exc), exc.exit_code, as_json)
     except KeyboardInterrupt:
@@ -159,16 +155,12 @@ def profile_command(
     from kernelevo.sandbox.profiling import HarnessProfiler, describe
 
     loaded = _load_task(task, size, memory, as_json)
-    if not candidate.is_file():
-        _fail(f"candidate file not found: {candidate}", EXIT_USAGE, as_json)
+    _require_file(candidate, as_json)
     config = EvalConfig(timeout_s=timeout, memory=memory, gpu=gpu)
     chosen = _sandbox(sandbox.value, as_json)
     try:
         with Evaluator(config, sandbox=chosen) as evaluator:
-            if not as_json:
-                err.print(f"[dim]judging {candidate} against {loaded.name} ({loaded.size}) on "
-                          f"{evaluator.device}...[/dim]")
-            verdict, code = evaluator.evaluate(loaded, candidate)
+            verdict, code = _judge(evaluator, loaded, candidate, as_json)
             if not verdict.correct:
                 if as_json:
                     print(json.dumps({"verdict": verdict.model_dump(mode="json"), "profile": None}))
@@ -188,6 +180,18 @@ def profile_command(
     else:
         out.print(describe(profile), highlight=False, markup=False, soft_wrap=True)
     raise typer.Exit(EXIT_OK)
+
+
+def _require_file(candidate: Path, as_json: bool) -> None:
+    if not candidate.is_file():
+        _fail(f"candidate file not found: {candidate}", EXIT_USAGE, as_json)
+
+
+def _judge(evaluator, task, candidate: Path, as_json: bool):  # noqa: ANN001, ANN202 - Evaluator, Task
+    """``evaluator.evaluate``, saying first what is being judged (unless the output is JSON)."""
+    if not as_json:
+        err.print(f"[dim]judging {candidate} against {task.name} ({task.size}) on {evaluator.device}...[/dim]")
+    return evaluator.evaluate(task, candidate)
 
 
 def _sandbox(choice: str, as_json: bool):  # noqa: ANN202 - a Sandbox
