@@ -32,9 +32,10 @@ $(STAMP): pyproject.toml Makefile
 demo: $(STAMP)
 	$(BIN)/kernelevo doctor
 	@run=runs/demo-softmax-$$(date +%Y%m%d-%H%M%S); \
-	$(BIN)/kernelevo optimize softmax --max-evals 9 --run-dir $$run; code=$$?; \
+	$(BIN)/kernelevo optimize softmax --max-evals 9 --run-dir $$run --report; code=$$?; \
 	$(BIN)/kernelevo status $$run; \
-	echo "the reasoning trace: $(BIN)/kernelevo trace $$run"; exit $$code
+	echo "the reasoning trace: $(BIN)/kernelevo trace $$run"; \
+	echo "the run as a page (open it in a browser): $$run/report.html"; exit $$code
 
 test: $(STAMP)
 	$(BIN)/ruff check .

@@ -515,10 +515,25 @@ def trace_command(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line, each with a `type`.")] = False,
     candidate: Annotated[str | None, typer.Option(help="Follow one candidate's lineage (an id or its prefix).")] = None,
 ) -> None:
-    """The run's reasoning trace: proposals and why, verdicts, selections, as a timeline."""
+    """The run's reasoning trace: proposals and why, verdicts, selections, as a timeline. For a model
+    run, each region's trace in turn (RUN_DIR/regions/NAME is a run folder of its own)."""
     from kernelevo.agent.report import describe, format_time, timeline
     from kernelevo.agent.store import RunStore
 
+    if (run_dir / "model-config.json").is_file() and not (run_dir / "run.sqlite").exists():
+        regions = sorted(p.parent for p in (run_dir / "regions").glob("*/run.sqlite"))
+        if not regions:
+            _fail(f"{run_dir}: no region has been optimized yet", EXIT_USAGE, as_json)
+        for region in regions:
+            if as_json:  # one stream: each event says which region it belongs to
+                store = RunStore(region)
+                for event in store.events():
+                    print(json.dumps({**event, "region": region.name}))
+                store.close()
+                continue
+            out.print(f"== region {region.name} ==", highlight=False, markup=False)
+            trace_command(region, as_json=False, candidate=candidate)
+        return
     _require_run(run_dir, as_json)
     store = RunStore(run_dir)
     try:

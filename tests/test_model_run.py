@@ -234,6 +234,11 @@ def test_a_tiny_transformer_block_end_to_end(tmp_path, cache_dir, monkeypatch) -
     assert len(re.findall(r'<tr class="region"', dom)) == len(state["regions"])
     assert dom.count(">report</a>") == 2 and "matches the original on fresh inputs" in dom
     assert (run / "regions" / optimized[0]["name"] / "report.html").exists()
+    # the trace of a model run: each region's in turn
+    trace = runner.invoke(app, ["trace", str(run)])
+    assert trace.exit_code == 0 and trace.output.count("== region ") == 2 and "verdict" in trace.output
+    lines = [json.loads(line) for line in runner.invoke(app, ["trace", str(run), "--json"]).stdout.splitlines()]
+    assert {e["region"] for e in lines} == {r["name"] for r in optimized} and all("type" in e for e in lines)
     # resuming a finished model run does not redo its regions
     again = runner.invoke(app, ["resume", str(run)])
     assert again.exit_code == 0 and "optimizing" not in again.output
