@@ -27,9 +27,11 @@ def run(tmp_path: Path, code: str, **limits: object):
 
 
 def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
+    # Durations no one else on the machine is likely to sleep for: the check below scans all of /proc
+    # (a developer's own `sleep 300` in a shell once failed this test).
     code = ("import subprocess, time\n"
-            "subprocess.Popen(['sleep', '300'])\n"
-            "subprocess.Popen(['setsid', 'sleep', '301'])\n"
+            "subprocess.Popen(['sleep', '7301'])\n"
+            "subprocess.Popen(['setsid', 'sleep', '7302'])\n"
             "time.sleep(300)\n")
     began = time.monotonic()
     outcome = run(tmp_path, code, timeout_s=3)
@@ -39,7 +41,7 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
     deadline = time.monotonic() + 5
     while True:
         leftovers = [p for p in Path("/proc").iterdir()
-                     if p.name.isdigit() and _cmdline(p) in ("sleep 300", "sleep 301")]
+                     if p.name.isdigit() and _cmdline(p) in ("sleep 7301", "sleep 7302")]
         if not leftovers or time.monotonic() > deadline:
             break
         time.sleep(0.1)
