@@ -33,13 +33,12 @@ def apply(model: nn.Module, spec: dict[str, Any], example_inputs: list[Any] | No
     """``model`` with the exported kernels in place of its regions (see the module docstring)."""
     device = next((p.device for p in model.parameters()), torch.device("cpu"))
     inputs = example_inputs or [_random_like(m, device) for m in spec["model_inputs"]]
-    gm = rg.capture(model.eval(), inputs)
-    found = rg.partition(gm)
-    if [r.nodes for r in found] != spec["regions"]:
+    try:
+        gm, found, split_gm = mr.capture_split(model.eval(), inputs, spec["regions"])
+    except ValueError:
         warnings.warn("kernelevo: this model does not partition as the optimized one did; returning it unchanged",
                       stacklevel=2)
         return model
-    split_gm = rg.split(gm, found)
     for entry in spec["kernels"]:
         index = entry["index"]
         region = found[index]

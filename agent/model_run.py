@@ -248,15 +248,12 @@ def kernel_region(gm: torch.fx.GraphModule, region: rg.Region, split_child: torc
     module = load_kernel_module(source, name)
     original = rg.region_graph_module(gm, region)
     kernel = module.ModelNew()
-    device = next((p.device for p in original.parameters()), None)
-    missing, unexpected = kernel.load_state_dict(original.state_dict(), strict=False)
+    _, unexpected = kernel.load_state_dict(original.state_dict(), strict=False)
     if unexpected:
         raise ValueError(f"the kernel module does not hold the region's parameters {unexpected[:3]}")
-    if device is not None:
-        kernel = kernel.to(device)
-    first = next((p for p in original.parameters()), None)
+    first = next(iter(original.parameters()), None)
     if first is not None:
-        kernel = kernel.to(first.dtype)
+        kernel = kernel.to(first.device, first.dtype)
     kernel.eval()
     placeholders = [n.name for n in split_child.graph.nodes if n.op == "placeholder"]
     order = [placeholders.index(name) for name in region.inputs]
@@ -266,14 +263,21 @@ def kernel_region(gm: torch.fx.GraphModule, region: rg.Region, split_child: torc
     return KernelRegion(kernel, split_child, order, signature)
 
 
-def assemble(model: nn.Module, inputs: list[Any], regions: list[rg.Region],
-             kernels: dict[int, tuple[str, str]]) -> torch.fx.GraphModule:
-    """The network with region ``i`` replaced by ``kernels[i] = (source, name)``."""
+def capture_split(model: nn.Module, inputs: list[Any], region_nodes: list[list[str]]
+                  ) -> tuple[torch.fx.GraphModule, list[rg.Region], torch.fx.GraphModule]:
+    """Capture and partition ``model`` again and split it into its regions: (graph, regions, split);
+    ValueError if it no longer partitions into ``region_nodes`` (the regions it was optimized as)."""
     gm = rg.capture(model, inputs)
     found = rg.partition(gm)
-    if [r.nodes for r in found] != [r.nodes for r in regions]:
+    if [r.nodes for r in found] != region_nodes:
         raise ValueError("the model's graph no longer partitions as it did when it was optimized")
-    split_gm = rg.split(gm, found)
+    return gm, found, rg.split(gm, found)
+
+
+def assemble(model: nn.Module, inputs: list[Any], region_nodes: list[list[str]],
+             kernels: dict[int, tuple[str, str]]) -> torch.fx.GraphModule:
+    """The network with region ``i`` replaced by ``kernels[i] = (source, name)``."""
+    gm, found, split_gm = capture_split(model, inputs, region_nodes)
     for index, (source, name) in kernels.items():
         child = getattr(split_gm, f"submod_{index}")
         setattr(split_gm, f"submod_{index}", kernel_region(gm, found[index], child, source, name))
@@ -348,8 +352,6 @@ def load_state(run_dir: Path) -> dict[str, Any] | None:
 
 def prepare(config: ModelRunConfig, run_dir: Path, device: str, log: Callable[[str], None]) -> dict[str, Any]:
     """Capture, partition, write region tasks, time regions in context, split the budget."""
-    from kernelevo.sandbox.workload import count_bytes, count_flops
-
     run_dir.mkdir(parents=True, exist_ok=True)
     model, inputs = build(config.spec, device)
     gm = rg.capture(model, inputs)
@@ -371,8 +373,7 @@ def prepare(config: ModelRunConfig, run_dir: Path, device: str, log: Callable[[s
             path = run_dir / "regions" / f"{region.name}.py"
             path.write_text(rg.region_task_source(gm, region))
             result.task = str(path)
-            result.headroom = _headroom(rg.region_graph_module(gm, region), region, gm, ms, ceilings,
-                                        count_flops, count_bytes)
+            result.headroom = _headroom(rg.region_graph_module(gm, region), region, gm, ms, ceilings)
             result.gain = result.share * result.headroom
             if config.policy == "builtin":
                 why = _builtin_cannot(path, config.size)
@@ -405,12 +406,12 @@ def _ceilings(device: str) -> Any:
         return cache.load(evaluator.ceilings_path(), Ceilings)
 
 
-def _headroom(sub: nn.Module, region: rg.Region, gm: torch.fx.GraphModule, ms: float | None, ceilings: Any,
-              count_flops: Callable, count_bytes: Callable) -> float:
+def _headroom(sub: nn.Module, region: rg.Region, gm: torch.fx.GraphModule, ms: float | None, ceilings: Any) -> float:
     """1 - floor/time against the roofline where the GPU's ceilings are known; 1.0 otherwise."""
     if ceilings is None or not ms:
         return 1.0
     from kernelevo.sandbox.ceilings import speed_of_light_ms
+    from kernelevo.sandbox.workload import count_bytes, count_flops
 
     by_name = {n.name: n for n in gm.graph.nodes}
     metas = [by_name[i].meta["tensor_meta"] for i in region.inputs]
@@ -477,11 +478,7 @@ def check_end_to_end(spec: ModelSpec, found_nodes: list[list[str]], kernels: dic
     """Reassemble with ``kernels``, compare with the original on fresh inputs, time both (and
     torch.compile of the original on a GPU). Runs kernel code: call it in the sandbox (``finish``)."""
     model, inputs = build(spec, device, seed=0)
-    gm = rg.capture(model, inputs)
-    found = rg.partition(gm)
-    if [r.nodes for r in found] != found_nodes:
-        raise ValueError("the model no longer partitions as it did when its regions were captured")
-    assembled = assemble(model, inputs, found, kernels)
+    assembled = assemble(model, inputs, found_nodes, kernels)
     _, fresh = build(spec, device, seed=1234)
     with torch.no_grad():
         expected, got = model(*fresh), assembled(*fresh)
@@ -516,7 +513,6 @@ def finish(config: ModelRunConfig, run_dir: Path, state: dict[str, Any], device:
 
     from kernelevo.sandbox.choose import make_sandbox
     from kernelevo.sandbox.evaluate import EvalConfig, Evaluator
-    from kernelevo.sandbox.process import RunSpec
 
     sandbox, _ = make_sandbox(config.sandbox)
     with Evaluator(EvalConfig(timeout_s=config.timeout_s, memory=config.memory,
@@ -539,13 +535,10 @@ def finish(config: ModelRunConfig, run_dir: Path, state: dict[str, Any], device:
         job = {"spec": spec.model_dump(mode="json"), "regions": [r["nodes"] for r in state["regions"]],
                "kernels": kernels, "device": device, "result": str(job_dir / "e2e.json")}
         (job_dir / "job.json").write_text(json.dumps(job))
-        env = evaluator._env()
-        env["KERNELEVO_KERNEL_DIR"] = str(job_dir / "kernels")
-        run_spec = RunSpec(cmd=[sys.executable, "-m", "kernelevo.agent.model_run", str(job_dir / "job.json")],
-                           job_dir=job_dir, result_path=job_dir / "e2e.json", timeout_s=config.timeout_s * 4,
-                           memory_bytes=evaluator._memory_bytes(), memory_text=config.memory,
-                           env=env, writable=[evaluator.compile_cache],
-                           hidden=[evaluator.config.cache_dir.resolve()], device_lock=evaluator.device_lock_path())
+        run_spec = evaluator.side_spec(
+            [sys.executable, "-m", "kernelevo.agent.model_run", str(job_dir / "job.json")], job_dir,
+            job_dir / "e2e.json", config.timeout_s * 4, gpu=True)
+        run_spec.env["KERNELEVO_KERNEL_DIR"] = str(job_dir / "kernels")
         outcome = evaluator.sandbox.run(run_spec)
         try:
             result = json.loads((job_dir / "e2e.json").read_text())
@@ -574,12 +567,9 @@ def main(argv: list[str] | None = None) -> int:
     import traceback
 
     argv = sys.argv[1:] if argv is None else argv
-    key_file = os.environ.pop("KERNELEVO_KEY_FILE", None)
-    if key_file:
-        Path(key_file).unlink(missing_ok=True)
-    else:
-        sys.stdin.readline()  # the key (this job's figures are checked against the per-region verdicts)
-        sys.stdin.readline()  # "go": the GPU's lock is held for us
+    from kernelevo.sandbox.protocol import receive_key_and_go
+
+    receive_key_and_go()  # unsigned (see docs/EVALUATION.md); "go": the GPU's lock is held for us
     job = json.loads(Path(argv[0]).read_text())
     try:
         kernels = {int(k): (v[0], v[1]) for k, v in job["kernels"].items()}

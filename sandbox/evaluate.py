@@ -256,19 +256,27 @@ class Evaluator:
         (job_dir / "job.json").write_text(json.dumps(job))
         return job_dir
 
+    def side_spec(self, cmd: list[str], job_dir: Path, result_path: Path, timeout_s: float, *, gpu: bool = False,
+                  env: dict[str, str] | None = None) -> RunSpec:
+        """A sandboxed job beside the judging ones (the compile gate, the ncu pass, a model's end-to-end
+        check): this evaluator's limits and environment, its compile cache writable, the reference cache
+        and other jobs hidden; ``gpu`` jobs run under the GPU's lock."""
+        memory = self._memory_bytes()
+        return RunSpec(cmd=cmd, job_dir=job_dir, result_path=result_path, timeout_s=timeout_s, memory_bytes=memory,
+                       memory_text=self.config.memory if memory else None, pids_limit=self.config.pids_limit,
+                       env=self._env() if env is None else env, writable=[self.compile_cache],
+                       hidden=[self.config.cache_dir.resolve(), self.workspace],
+                       device_lock=self.device_lock_path() if gpu else None)
+
     def triton_gate(self, task: Task, candidate: Path, capability: int = 90) -> dict:
         """Compile the candidate's Triton kernels for a GPU target, in the sandbox, without running them
         (``sandbox/triton_gate.py``): ``{"ok", "kernels": [{kernel, ok, resources | error}], "error"}``."""
         job_dir = self._side_job(task, candidate, "triton-gate", "gate.json", capability=capability)
         env = self._env()
         env.pop("TRITON_INTERPRET", None)  # real JITFunctions: the gate compiles them, never runs them
-        memory = self._memory_bytes()
-        spec = RunSpec(cmd=[sys.executable, "-m", "kernelevo.sandbox.triton_gate", str(job_dir / "job.json")],
-                       job_dir=job_dir, result_path=job_dir / "gate.json", timeout_s=min(self.config.timeout_s, 300),
-                       memory_bytes=memory, memory_text=self.config.memory if memory else None,
-                       pids_limit=self.config.pids_limit, env=env, writable=[self.compile_cache],
-                       hidden=[self.config.cache_dir.resolve(), self.workspace])
-        outcome = self.sandbox.run(spec)
+        outcome = self.sandbox.run(self.side_spec(
+            [sys.executable, "-m", "kernelevo.sandbox.triton_gate", str(job_dir / "job.json")], job_dir,
+            job_dir / "gate.json", min(self.config.timeout_s, 300), env=env))
         try:
             return json.loads((job_dir / "gate.json").read_text())
         except (OSError, ValueError):
@@ -293,12 +301,7 @@ class Evaluator:
                "--target-processes", "all", "--launch-count", str(ncu.LAUNCH_LIMIT),
                "--metrics", ",".join(ncu.METRICS),
                sys.executable, "-m", "kernelevo.sandbox.profile_target", str(job_dir / "job.json")]
-        memory = self._memory_bytes()
-        spec = RunSpec(cmd=cmd, job_dir=job_dir, result_path=job_dir / "target.json",
-                       timeout_s=self.config.timeout_s * 2, memory_bytes=memory,
-                       memory_text=self.config.memory if memory else None, pids_limit=self.config.pids_limit,
-                       env=self._env(), writable=[self.compile_cache],
-                       hidden=[self.config.cache_dir.resolve(), self.workspace], device_lock=self.device_lock_path())
+        spec = self.side_spec(cmd, job_dir, job_dir / "target.json", self.config.timeout_s * 2, gpu=True)
         began = time.monotonic()
         outcome = self.sandbox.run(spec)
         seconds = round(time.monotonic() - began, 1)

@@ -42,6 +42,7 @@ from kernelevo.sandbox.models import (
     ReferenceResult,
     TensorPrint,
 )
+from kernelevo.sandbox.protocol import receive_key_and_go
 from kernelevo.tasks.loader import TaskError, import_task_module
 from kernelevo.tasks.task import default_tolerance
 
@@ -540,14 +541,9 @@ def _write_signed(path: Path, result: HarnessResult, key: bytes) -> None:
 def main(argv: list[str] | None = None) -> int:
     started_at = time.time()
     argv = sys.argv[1:] if argv is None else argv
-    key_file = os.environ.pop("KERNELEVO_KEY_FILE", None)
-    if key_file:  # the Docker sandbox: the key comes as a file, gone before any candidate code runs
-        key = Path(key_file).read_text().strip().encode()
-        Path(key_file).unlink()
-    else:
-        key = sys.stdin.readline().strip().encode()
-        # Started (Python, torch, triton imported); wait until the sandbox lets this job onto the GPU.
-        sys.stdin.readline()
+    # Started (Python, torch, triton imported): take the key, then wait until the sandbox lets this
+    # job onto the GPU. The Docker sandbox's key file is gone before any candidate code runs.
+    key = receive_key_and_go()
     job = Job.model_validate_json(Path(argv[0]).read_text())
     faulthandler.enable(all_threads=False)
     progress = _Progress(Path(argv[0]).with_name("progress"))

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import sys
 import traceback
 from pathlib import Path
 from typing import Any
+
+from kernelevo.sandbox.protocol import receive_key_and_go
 
 WARMUP_CALLS = 2
 
@@ -65,12 +66,7 @@ def run(job: dict) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    key_file = os.environ.pop("KERNELEVO_KEY_FILE", None)
-    if key_file:  # the Docker sandbox's way; this job signs nothing (its figures are advice)
-        Path(key_file).unlink(missing_ok=True)
-    else:
-        sys.stdin.readline()  # the key: unused here
-        sys.stdin.readline()  # "go": the sandbox holds the GPU's lock now
+    receive_key_and_go()  # this job signs nothing (its figures are advice); "go": the GPU's lock is ours
     job = json.loads(Path(argv[0]).read_text())
     try:
         result = run(job)

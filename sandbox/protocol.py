@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Protocol
 
 from kernelevo.sandbox.models import JobOutcome
@@ -18,3 +20,19 @@ class Sandbox(Protocol):
     def kill_all(self) -> None:
         """Kill every job in flight (a run being stopped)."""
         ...
+
+
+def receive_key_and_go() -> bytes:
+    """The child's side of a sandbox's start: the signing key, from a file the Docker sandbox names
+    (deleted at once) or from the first line on stdin; then, on stdin, wait for "go" (the sandbox
+    holds the GPU's lock from then on). Call it before any candidate code is imported."""
+    key_file = os.environ.pop("KERNELEVO_KEY_FILE", None)
+    if key_file:
+        key = Path(key_file).read_text().strip().encode()
+        Path(key_file).unlink(missing_ok=True)
+        return key
+    import sys
+
+    key = sys.stdin.readline().strip().encode()
+    sys.stdin.readline()
+    return key
