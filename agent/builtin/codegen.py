@@ -106,6 +106,9 @@ class Emitter:
         self.p = program
         self.by_name = {n.name: n for n in program.nodes}
         self.operands = {o.name: o for o in program.operands}
+        self.evict = ""
+        """Eviction hint for row loads: evict_last where a later pass reads the row again (keep it in
+        L2), evict_first on a row's last read (streaming: leave L2 to data that is reused)."""
 
     def deps(self, name: str, within_row: bool = False) -> set[str]:
         """``name`` and every node it depends on; with ``within_row``, not looking past per-row values
@@ -129,10 +132,13 @@ class Emitter:
             return (f"tl.load({n}_ptr + (rows // {n}_div) % {n}_mod, mask=row_ok, other=0.0).to(tl.float32)"
                     "[:, None]")
         if operand.kind == "col":
-            return f"tl.load({operand.name}_ptr + cols, mask=col_ok, other=0.0).to(tl.float32)[None, :]"
+            # Every row reads the same parameters: keep them in L2.
+            return (f"tl.load({operand.name}_ptr + cols, mask=col_ok, other=0.0, eviction_policy=\"evict_last\")"
+                    ".to(tl.float32)[None, :]")
         offset = f"{node.args[1]} * n_cols + " if node.args[1] else ""
+        hint = f", eviction_policy=\"{self.evict}\"" if self.evict else ""
         return (f"tl.load({operand.name}_ptr + (rows64 * {operand.name}_stride)[:, None] + ({offset}cols)[None, :], "
-                f"mask=mask, other=0.0).to(tl.float32)")
+                f"mask=mask, other=0.0{hint}).to(tl.float32)")
 
     def statement(self, node: Node) -> str:
         if node.op == "load":
@@ -177,7 +183,8 @@ def kernel(program: Program, strategy: str, online: bool = False) -> str:
             params.append(f"{o.name}_stride")
         elif o.kind == "channel":
             params += [f"{o.name}_div", f"{o.name}_mod"]
-    signature = ", ".join([*params, "out_ptr", "n_rows", "n_cols", "BLOCK_R: tl.constexpr", "BLOCK_C: tl.constexpr"])
+    signature = ", ".join([*params, "out_ptr", "n_rows", "n_cols", "BLOCK_R: tl.constexpr", "BLOCK_C: tl.constexpr",
+                           "EVEN_R: tl.constexpr", "EVEN_C: tl.constexpr", "WIDE: tl.constexpr"])
     body: list[str] = []
     if strategy == "tiled":
         body += ["# One tile per program: BLOCK_R rows by BLOCK_C columns.",
@@ -187,13 +194,17 @@ def kernel(program: Program, strategy: str, online: bool = False) -> str:
     else:
         body += ["# BLOCK_R whole rows per program.",
                  "rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)"]
-    body += ["row_ok = rows < n_rows", "rows64 = rows.to(tl.int64)"]
+    body += ["# Shapes that divide into whole tiles need no bounds checks: constant-true masks fold away.",
+             "if EVEN_R:", "    row_ok = tl.full([BLOCK_R], 1, tl.int1)", "else:", "    row_ok = rows < n_rows",
+             "# 32-bit offsets while every tensor has fewer than 2**31 elements: fewer instructions per address.",
+             "if WIDE:", "    rows64 = rows.to(tl.int64)", "else:", "    rows64 = rows"]
     out = program.output
     row_nodes = [n for n in program.nodes if n.level == "row"]
     if strategy in ("tiled", "registers"):
         if strategy == "registers":
             body += ["cols = tl.arange(0, BLOCK_C)"]
-        body += ["col_ok = cols < n_cols", "mask = row_ok[:, None] & col_ok[None, :]"]
+            em.evict = "evict_first"  # the row is read once
+        body += [*_col_ok(), "mask = row_ok[:, None] & col_ok[None, :]"]
         needed = em.deps(out)
         for node in program.nodes:
             if node.name not in needed:
@@ -218,10 +229,14 @@ def _store(program: Program) -> list[str]:
             "mask=mask)"]
 
 
+def _col_ok() -> list[str]:
+    return ["if EVEN_C:", "    col_ok = tl.full([BLOCK_C], 1, tl.int1)", "else:", "    col_ok = cols < n_cols"]
+
+
 def _loop_head() -> list[str]:
     return ["for start in range(0, n_cols, BLOCK_C):",
             "    cols = start + tl.arange(0, BLOCK_C)",
-            "    col_ok = cols < n_cols",
+            *_indent(_col_ok(), 1),
             "    mask = row_ok[:, None] & col_ok[None, :]"]
 
 
@@ -268,6 +283,8 @@ def _looped(program: Program, em: Emitter, row_nodes: list[Node], online: bool) 
                   and row_deps(r.args[0]) - {pairs[r.name]} <= known]
         if not batch:
             raise ValueError("the row program has a cycle")  # impossible for a traced graph
+        last_read = program.out_level == "row" and len(batch) == len(pending)
+        em.evict = "evict_first" if last_read else "evict_last"
         lines += _pass(program, em, batch, pairs, known)
         known |= {r.name for r in batch}
         pending = [r for r in pending if r not in batch]
@@ -281,6 +298,7 @@ def _looped(program: Program, em: Emitter, row_nodes: list[Node], online: bool) 
         lines += _store(program)
         return lines
     lines += _loop_head()
+    em.evict = "evict_first"
     needed = em.deps(program.output, within_row=True)
     body = [em.statement(n) for n in program.nodes if n.name in needed and n.level != "row"]
     lines += _indent(body + _store(program), 1)
@@ -397,9 +415,12 @@ def forward(program: Program, strategy: str, params: dict[str, Any], max_block: 
         block_c = str(params["BLOCK_C"])
         grid = "(triton.cdiv(n_rows, BLOCK_R) * triton.cdiv(n_cols, BLOCK_C),)"
     block_r = 1 if flat else params.get("BLOCK_R", 1)
+    sizes = ", ".join([f"{o.source}.numel()" for o in row_operands] + ["out.numel()"])
     body += [f"BLOCK_R, BLOCK_C = {block_r}, {block_c}",
              f"fused_kernel[{grid}](",
              f"    {', '.join(args)}, out, n_rows, n_cols, BLOCK_R=BLOCK_R, BLOCK_C=BLOCK_C,",
+             "    EVEN_R=n_rows % BLOCK_R == 0, EVEN_C=n_cols % BLOCK_C == 0,",
+             f"    WIDE=max({sizes}) >= 2**31,",
              f"    num_warps={params['num_warps']}{_stages(params)})",
              "return out"]
     return "\n".join(lines + _indent(body, 1)) + "\n"

@@ -107,6 +107,11 @@ def seeds(plan: Plan) -> list[tuple[str, dict[str, Any], str]]:
         looped["online"] = True
     out.append(("looped", looped, "seed: column blocks of " + str(looped["BLOCK_C"]) +
                 (", online max and sum" if online else "")))
+    if block_c >= 4096:
+        # Long rows: blocks of 2048 with 16 warps keep more loads in flight per SM (the shape
+        # torch.compile's reduction heuristic picks for such rows).
+        out.append(("looped", dict(looped, BLOCK_C=2048, num_warps=16),
+                    "seed: column blocks of 2048, 16 warps (4 elements per thread per block)"))
     return out
 
 
