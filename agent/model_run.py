@@ -214,13 +214,15 @@ class KernelRegion(nn.Module):
                  signature: list[tuple[tuple[int, ...], str]]) -> None:
         super().__init__()
         self.kernel, self.original, self.order, self.signature = kernel, original, order, signature
+        self.enabled = True
+        """False: the original runs (the end-to-end check times the region both ways in context)."""
 
     def matches(self, args: tuple[Any, ...]) -> bool:
         return all(isinstance(a, torch.Tensor) and tuple(a.shape) == shape and str(a.dtype) == dtype
                    for a, (shape, dtype) in zip((args[i] for i in self.order), self.signature, strict=True))
 
     def forward(self, *args: Any) -> Any:
-        if not self.matches(args):
+        if not self.enabled or not self.matches(args):
             return self.original(*args)
         return self.kernel(*[args[i].contiguous() for i in self.order])
 
@@ -473,10 +475,50 @@ def optimize_regions(config: ModelRunConfig, run_dir: Path, state: dict[str, Any
     schedule(jobs, max(gpus, 1), run)
 
 
+def slower_in_context(with_kernel: dict[str, float], without: dict[str, float], replaced: list[int]
+                      ) -> dict[int, tuple[float, float]]:
+    """Replaced regions whose piece of the network did not get faster in context: {index: (ms with
+    the kernel, ms with the original)}. Keeping the original is the safe default, so a tie reverts."""
+    slower = {}
+    for index in replaced:
+        kernel_ms, original_ms = with_kernel.get(f"submod_{index}"), without.get(f"submod_{index}")
+        if kernel_ms is not None and original_ms is not None and kernel_ms >= original_ms:
+            slower[index] = (kernel_ms, original_ms)
+    return slower
+
+
+def _arbitrate(assembled: torch.fx.GraphModule, fresh: list[Any], device: str, replaced: list[int]
+               ) -> dict[int, tuple[float, float]]:
+    """Time every replaced region in context with its kernel and with its original code (same
+    process, same inputs, interleaved), switch off the kernels that did not win, and say which."""
+    regions = {i: getattr(assembled, f"submod_{i}") for i in replaced}
+    with_kernel: dict[str, list[float]] = {}
+    without: dict[str, list[float]] = {}
+    for _ in range(3):  # interleaved rounds, so that a drift in clocks hits both sides alike
+        for enabled, into in ((True, with_kernel), (False, without)):
+            for region in regions.values():
+                region.enabled = enabled
+            for name, ms in region_times(assembled, fresh, device, repeats=7).items():
+                into.setdefault(name, []).append(ms)
+    for region in regions.values():
+        region.enabled = True
+    slower = slower_in_context({k: sorted(v)[len(v) // 2] for k, v in with_kernel.items()},
+                               {k: sorted(v)[len(v) // 2] for k, v in without.items()}, replaced)
+    for index in slower:
+        regions[index].enabled = False
+    return slower
+
+
 def check_end_to_end(spec: ModelSpec, found_nodes: list[list[str]], kernels: dict[int, tuple[str, str]],
-                     device: str) -> dict[str, Any]:
+                     device: str, in_context: bool | None = None) -> dict[str, Any]:
     """Reassemble with ``kernels``, compare with the original on fresh inputs, time both (and
-    torch.compile of the original on a GPU). Runs kernel code: call it in the sandbox (``finish``)."""
+    torch.compile of the original on a GPU). Runs kernel code: call it in the sandbox (``finish``).
+
+    With ``in_context`` (the default on a GPU), each replaced region is also timed in the network
+    with and without its kernel, and a kernel that does not make its piece faster there is left out
+    (``reverted``): a region can win alone, on a cold cache, and lose in the network, where its
+    inputs are still in L2 and launch overheads count.
+    """
     model, inputs = build(spec, device, seed=0)
     assembled = assemble(model, inputs, found_nodes, kernels)
     _, fresh = build(spec, device, seed=1234)
@@ -484,12 +526,24 @@ def check_end_to_end(spec: ModelSpec, found_nodes: list[list[str]], kernels: dic
         expected, got = model(*fresh), assembled(*fresh)
     ok, error = compare(expected, got)
     result: dict[str, Any] = {"correct": ok, "max_abs_error": error, "regions_replaced": len(kernels),
-                              "timing": "cuda-events" if device == "cuda" else "cpu-interpreter",
-                              "after": region_times(assembled, fresh, device)}
+                              "timing": "cuda-events" if device == "cuda" else "cpu-interpreter"}
     if not ok:
+        result["after"] = region_times(assembled, fresh, device)
         result["reason"] = (f"the reassembled model differs from the original by up to {error:.3g}: the kernels "
                             "are left out of the export")
         return result
+    if (device == "cuda" if in_context is None else in_context) and kernels:
+        slower = _arbitrate(assembled, fresh, device, sorted(kernels))
+        if slower:
+            result["reverted"] = {str(i): {"kernel_ms": k, "original_ms": o} for i, (k, o) in slower.items()}
+            result["regions_replaced"] = len(kernels) - len(slower)
+            with torch.no_grad():
+                ok, error = compare(expected, assembled(*fresh))
+            result.update(correct=ok, max_abs_error=error)
+            if not ok:  # cannot happen unless kernels interact; say so rather than export
+                result["reason"] = f"without the reverted kernels the model differs by up to {error:.3g}"
+                return result
+    result["after"] = region_times(assembled, fresh, device)
     result["eager_ms"] = time_call(lambda: model(*fresh), device)
     result["optimized_ms"] = time_call(lambda: assembled(*fresh), device)
     if device == "cuda":
@@ -506,7 +560,7 @@ def check_end_to_end(spec: ModelSpec, found_nodes: list[list[str]], kernels: dic
 
 
 def finish(config: ModelRunConfig, run_dir: Path, state: dict[str, Any], device: str,
-           log: Callable[[str], None]) -> dict[str, Any]:
+           log: Callable[[str], None], in_context: bool | None = None) -> dict[str, Any]:
     """Reassemble with every optimized region and check it end to end, in the sandbox (the kernels
     are model-written code): a job folder with copies of the model's files and the kernels' sources."""
     import shutil
@@ -533,7 +587,7 @@ def finish(config: ModelRunConfig, run_dir: Path, state: dict[str, Any], device:
                 source = (Path(r["run_dir"]) / "candidates" / f"{r['candidate']}.py").read_text()
                 kernels[str(index)] = [source, f"{r['name']}_{r['candidate'][:10]}"]
         job = {"spec": spec.model_dump(mode="json"), "regions": [r["nodes"] for r in state["regions"]],
-               "kernels": kernels, "device": device, "result": str(job_dir / "e2e.json")}
+               "kernels": kernels, "device": device, "result": str(job_dir / "e2e.json"), "in_context": in_context}
         (job_dir / "job.json").write_text(json.dumps(job))
         run_spec = evaluator.side_spec(
             [sys.executable, "-m", "kernelevo.agent.model_run", str(job_dir / "job.json")], job_dir,
@@ -545,8 +599,15 @@ def finish(config: ModelRunConfig, run_dir: Path, state: dict[str, Any], device:
         except (OSError, ValueError):
             result = {"correct": False, "reason": "the end-to-end check did not finish: "
                       + (outcome.log_tail[-600:] or f"exit code {outcome.returncode}")}
+    reverted = result.get("reverted") or {}
     for index, r in enumerate(state["regions"]):
         r["after_ms"] = (result.get("after") or {}).get(f"submod_{index}")
+        if str(index) in reverted:
+            times = reverted[str(index)]
+            r.update(state="left alone", reverted_candidate=r["candidate"], candidate=None,
+                     reason=f"its kernel ({r['candidate'][:10]}) won alone but not in the network: "
+                            f"{times['kernel_ms']:.3g} ms there against {times['original_ms']:.3g} ms for the original")
+            log(f"region {r['name']}: left alone ({r['reason']})")
     state["end_to_end"] = result
     state["state"] = "finished"
     _save(run_dir, state)
@@ -573,7 +634,8 @@ def main(argv: list[str] | None = None) -> int:
     job = json.loads(Path(argv[0]).read_text())
     try:
         kernels = {int(k): (v[0], v[1]) for k, v in job["kernels"].items()}
-        result = check_end_to_end(ModelSpec.model_validate(job["spec"]), job["regions"], kernels, job["device"])
+        result = check_end_to_end(ModelSpec.model_validate(job["spec"]), job["regions"], kernels, job["device"],
+                                  job.get("in_context"))
     except Exception as exc:
         result = {"correct": False, "reason": f"the end-to-end check failed: {type(exc).__name__}: {exc}",
                   "trace": traceback.format_exc()[-2000:]}

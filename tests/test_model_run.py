@@ -242,6 +242,30 @@ def test_a_tiny_transformer_block_end_to_end(tmp_path, cache_dir, monkeypatch) -
     # resuming a finished model run does not redo its regions
     again = runner.invoke(app, ["resume", str(run)])
     assert again.exit_code == 0 and "optimizing" not in again.output
+    # timed in the network with and without their kernels (the default on a GPU; forced here, where
+    # the interpreter makes every kernel slower): both kernels are left out, the regions say why,
+    # and export has nothing to write
+    saved = mr.load_state(run)
+    config = mr.ModelRunConfig.model_validate(saved["config"])
+    said: list[str] = []
+    final = mr.finish(config, run, saved, "cpu", said.append, in_context=True)
+    e2e = final["end_to_end"]
+    assert e2e["correct"] and e2e["regions_replaced"] == 0 and len(e2e["reverted"]) == 2
+    reverted = [r for r in final["regions"] if r.get("reverted_candidate")]
+    assert len(reverted) == 2 and all(r["state"] == "left alone" and r["candidate"] is None for r in reverted)
+    assert all("won alone but not in the network" in r["reason"] for r in reverted)
+    assert sum("left alone" in line for line in said) == 2
+    from kernelevo.agent.model_export import export
+
+    assert export(run, tmp_path / "none.py") == 0
+
+
+def test_a_kernel_that_does_not_win_in_context_is_reverted() -> None:
+    with_kernel = {"submod_0": 0.30, "submod_1": 0.10, "submod_2": 0.05, "submod_3": 0.2}
+    without = {"submod_0": 0.20, "submod_1": 0.12, "submod_2": 0.05, "submod_3": 0.3}
+    # submod_3 is not a replaced region; a tie (submod_2) keeps the original
+    assert mr.slower_in_context(with_kernel, without, [0, 1, 2]) == {0: (0.30, 0.20), 2: (0.05, 0.05)}
+    assert mr.slower_in_context(with_kernel, {}, [0]) == {}
 
 
 def test_a_model_slower_end_to_end_exports_no_kernels(tmp_path: Path) -> None:
