@@ -10,7 +10,7 @@ import pytest
 from conftest import ROOT
 from kernelevo.agent import archive as arch
 from kernelevo.agent.budget import Budget, Spent, evaluations_left, exhausted
-from kernelevo.agent.builtin.policy import BuiltinPolicy, key
+from kernelevo.agent.builtin.policy import BuiltinPolicy, key, seeds
 from kernelevo.agent.builtin.recognize import CannotCover, recognise
 from kernelevo.agent.policy import SearchView
 from kernelevo.agent.store import RunStore
@@ -177,6 +177,20 @@ def test_policy_seeds_then_mutates_without_repeating() -> None:
     assert second and all(key(p["strategy"], p["params"]) not in tried for p in second)
     assert second[0]["parent"] == "id0"  # the best elite is mutated first
     assert "ModelNew" in second[0]["source"]
+
+
+def test_the_persistent_grid_is_a_mutation_of_row_and_pointwise_kernels_only() -> None:
+    policy = BuiltinPolicy()
+    for name, expected in (("softmax", True), ("elementwise_chain", True), ("cross_entropy", False),
+                           ("matmul_bias_gelu", False)):
+        policy.prepare(load_task(name, "small"))
+        strategy, params, _ = seeds(policy.plan)[0]
+        moves = list(policy._neighbours(strategy, params))
+        persistent = [p for _, p, why in moves if p.get("PROGRAMS_PER_SM") and "persistent" in why]
+        assert bool(persistent) == expected, name
+        if expected:  # and once persistent, the programs per SM are tuned like any other parameter
+            again = {p.get("PROGRAMS_PER_SM") for _, p, _ in policy._neighbours(strategy, persistent[0])}
+            assert {1, 4} <= again
 
 
 def test_langgraph_json_names_a_graph_that_builds() -> None:

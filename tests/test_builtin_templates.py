@@ -144,3 +144,23 @@ def test_shapes_that_divide_into_tiles_run_without_bounds_checks(evaluator, tmp_
         candidate.write_text(source)
         verdict, code = evaluator.evaluate(task, candidate)
         assert code == 0, f"{strategy} {params}: {verdict.reason}"
+
+
+@pytest.mark.parametrize("name", ["chain-params", "softmax-module", "flat-gelu-tanh", "layernorm-by-hand"])
+def test_a_persistent_grid_loops_over_every_tile(evaluator, tmp_path: Path, name: str) -> None:
+    """PROGRAMS_PER_SM: 4 'SMs' under the interpreter, so each program takes several tiles (the
+    looped strategy with ragged column blocks too); every output element must still be written."""
+    case = next(c for c in CASES if c[0] == name)
+    # more tiles than the 4 programs: 11 rows (ragged for 2-row tiles), or 9 blocks of a flat tensor
+    case = (*case[:3], "torch.randn(9 * {cols})" if name.startswith("flat") else "torch.randn(11, {cols})", case[4])
+    task = load_task(str(_write(tmp_path, case, 1000)), "full")
+    plan = recognise(task)
+    persistent = [(s, dict(p, PROGRAMS_PER_SM=1), w) for s, p, w in seeds(plan) if s != "looped"][:1]
+    persistent += [(s, dict(p, BLOCK_C=256, PROGRAMS_PER_SM=1), w) for s, p, w in seeds(plan) if s == "looped"][:1]
+    for strategy, params, why in persistent:
+        source = render(plan, strategy, params, why)
+        assert "for pid in range(tl.program_id(0), n_tiles, tl.num_programs(0)):" in source
+        candidate = tmp_path / f"candidate_{strategy}.py"
+        candidate.write_text(source)
+        verdict, code = evaluator.evaluate(task, candidate)
+        assert code == 0, f"{strategy} {params}: {verdict.reason}"

@@ -173,8 +173,9 @@ def _indent(lines: list[str], depth: int) -> list[str]:
     return [("    " * depth + line) if line else "" for line in lines]
 
 
-def kernel(program: Program, strategy: str, online: bool = False) -> str:
-    """The ``@triton.jit`` function for ``program`` with ``strategy``."""
+def kernel(program: Program, strategy: str, online: bool = False, persistent: bool = False) -> str:
+    """The ``@triton.jit`` function for ``program`` with ``strategy``; ``persistent``: a fixed grid
+    (a few programs per SM) whose programs loop over the tiles, instead of one program per tile."""
     em = Emitter(program)
     params = []
     for o in program.operands:
@@ -188,12 +189,11 @@ def kernel(program: Program, strategy: str, online: bool = False) -> str:
     body: list[str] = []
     if strategy == "tiled":
         body += ["# One tile per program: BLOCK_R rows by BLOCK_C columns.",
-                 "pid = tl.program_id(0)", "tiles_c = tl.cdiv(n_cols, BLOCK_C)",
                  "rows = (pid // tiles_c) * BLOCK_R + tl.arange(0, BLOCK_R)",
                  "cols = (pid % tiles_c) * BLOCK_C + tl.arange(0, BLOCK_C)"]
     else:
         body += ["# BLOCK_R whole rows per program.",
-                 "rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)"]
+                 "rows = pid * BLOCK_R + tl.arange(0, BLOCK_R)"]
     body += ["# Shapes that divide into whole tiles need no bounds checks: constant-true masks fold away.",
              "if EVEN_R:", "    row_ok = tl.full([BLOCK_R], 1, tl.int1)", "else:", "    row_ok = rows < n_rows",
              "# 32-bit offsets while every tensor has fewer than 2**31 elements: fewer instructions per address.",
@@ -216,7 +216,16 @@ def kernel(program: Program, strategy: str, online: bool = False) -> str:
         body += _store(program)
     else:
         body += _looped(program, em, row_nodes, online)
-    lines = ["@triton.jit", f"def fused_kernel({signature}):", *_indent(body, 1)]
+    head = ["tiles_c = tl.cdiv(n_cols, BLOCK_C)"] if strategy == "tiled" else []
+    if persistent:
+        # A fixed grid of a few programs per SM, each looping over tiles: no tail wave of
+        # half-empty SMs, and launch and scheduling costs paid once per program, not per tile.
+        tiles = "tl.cdiv(n_rows, BLOCK_R)" + (" * tiles_c" if strategy == "tiled" else "")
+        head += [f"n_tiles = {tiles}",
+                 "for pid in range(tl.program_id(0), n_tiles, tl.num_programs(0)):", *_indent(body, 1)]
+    else:
+        head += ["pid = tl.program_id(0)", *body]
+    lines = ["@triton.jit", f"def fused_kernel({signature}):", *_indent(head, 1)]
     helper = ROUND_TO_BF16 + "\n\n" if any(n.round_to == "bfloat16" for n in program.nodes) else ""
     return helper + "\n".join(lines) + "\n"
 
@@ -415,6 +424,11 @@ def forward(program: Program, strategy: str, params: dict[str, Any], max_block: 
         block_c = str(params["BLOCK_C"])
         grid = "(triton.cdiv(n_rows, BLOCK_R) * triton.cdiv(n_cols, BLOCK_C),)"
     block_r = 1 if flat else params.get("BLOCK_R", 1)
+    if params.get("PROGRAMS_PER_SM"):
+        body += ["# Persistent: a few programs per SM loop over the tiles (4 'SMs' under the CPU interpreter).",
+                 f"sms = torch.cuda.get_device_properties({main}.device).multi_processor_count "
+                 f"if {main}.is_cuda else 4"]
+        grid = f"(max(1, min({grid[1:-2]}, sms * {params['PROGRAMS_PER_SM']})),)"
     sizes = ", ".join([f"{o.source}.numel()" for o in row_operands] + ["out.numel()"])
     body += [f"BLOCK_R, BLOCK_C = {block_r}, {block_c}",
              f"fused_kernel[{grid}](",

@@ -28,6 +28,7 @@ STEPS: dict[str, list[int]] = {
     "BLOCK_K": [16, 32, 64, 128],
     "GROUP_M": [1, 4, 8, 16],
     "num_stages": [2, 3, 4, 5],
+    "PROGRAMS_PER_SM": [1, 2, 4, 8],
 }
 ELEMENTS_PER_THREAD = 8
 """Registers strategy: aim for this many elements of a tile per thread (fp32 registers stay below spills)."""
@@ -189,6 +190,11 @@ class BuiltinPolicy:
                         direction = "larger"
                     why = f"mutation: {name} {params[name]} -> {values[j]} ({direction}) from the elite"
                     yield strategy, changed, why
+        assert self.plan is not None
+        if self.plan.kind in ("pointwise", "row") and "PROGRAMS_PER_SM" not in params:
+            yield strategy, dict(params, PROGRAMS_PER_SM=2), (
+                "mutation: persistent grid (2 programs per SM looping over the tiles): no tail wave, "
+                "per-program costs paid once")
         if "online" in params:
             yield strategy, dict(params, online=not params["online"]), (
                 f"mutation: online {'off' if params['online'] else 'on'}: "

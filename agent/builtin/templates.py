@@ -227,6 +227,7 @@ def render(plan: Plan, strategy: str, params: dict[str, Any], why: str) -> str:
     head = HEADER.format(title=f"Fused Triton kernel for a {plan.describe()}.", strategy=strategy, params=shown,
                          why=why, strategy_why=WHY_STRATEGY[strategy], imports=imports,
                          bytes_note=codegen.bytes_note(program))
-    body = codegen.kernel(program, strategy, online=bool(params.get("online")))
+    body = codegen.kernel(program, strategy, online=bool(params.get("online")),
+                          persistent=bool(params.get("PROGRAMS_PER_SM")))
     forward = codegen.forward(program, strategy, params, MAX_REGISTER_BLOCK.get(plan.dtype, 16384))
     return head + body + _model(plan.init, forward)
