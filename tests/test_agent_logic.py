@@ -193,6 +193,21 @@ def test_the_persistent_grid_is_a_mutation_of_row_and_pointwise_kernels_only() -
             assert {1, 4} <= again
 
 
+def test_split_k_is_seeded_only_where_output_tiles_leave_sms_idle(tmp_path: Path) -> None:
+    def plan_for(rows: int, k: int, n: int):  # noqa: ANN202
+        path = tmp_path / f"gemm_{rows}_{k}_{n}.py"
+        path.write_text("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n"
+                        f"    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear({k}, {n})\n\n"
+                        "    def forward(self, x):\n        return self.fc(x)\n\n"
+                        f"def get_inputs():\n    return [torch.randn({rows}, {k})]\n\ndef get_init_inputs():\n    return []\n")
+        return recognise(load_task(str(path), "full"))
+
+    narrow = [p for _, p, _ in seeds(plan_for(64, 4096, 512))]
+    assert narrow[0]["SPLIT_K"] >= 2 and all("SPLIT_K" not in p for p in narrow[1:])
+    assert not any("SPLIT_K" in p for _, p, _ in seeds(plan_for(1024, 1024, 2048)))  # 128 tiles of 64 x 128
+    assert not any("SPLIT_K" in p for _, p, _ in seeds(plan_for(64, 256, 512)))  # K too short to split
+
+
 def test_langgraph_json_names_a_graph_that_builds() -> None:
     import json as _json
 

@@ -164,3 +164,19 @@ def test_a_persistent_grid_loops_over_every_tile(evaluator, tmp_path: Path, name
         candidate.write_text(source)
         verdict, code = evaluator.evaluate(task, candidate)
         assert code == 0, f"{strategy} {params}: {verdict.reason}"
+
+
+@pytest.mark.parametrize("name", ["linear-relu-fp32", "mlp-two-stages-bf16", "linear-plus-residual-input-bf16"])
+def test_split_k_sums_every_share_of_k_before_the_epilogue(evaluator, tmp_path: Path, name: str) -> None:
+    """SPLIT_K=3 over 7 K tiles of 32 (the last one ragged): shares of 3, 3 and 1, each needed;
+    the reduce kernel adds them and applies the bias, activation and residual."""
+    case = next(c for c in CASES if c[0] == name)
+    task = load_task(str(_write(tmp_path, case, 200)), "full")
+    plan = recognise(task)
+    strategy, params, why = next(s for s in seeds(plan) if "SPLIT_K" not in s[1])
+    source = render(plan, strategy, dict(params, BLOCK_K=32, SPLIT_K=3), why)
+    assert "stage0_kernel_reduce[" in source
+    candidate = tmp_path / "candidate_split.py"
+    candidate.write_text(source)
+    verdict, code = evaluator.evaluate(task, candidate)
+    assert code == 0, verdict.reason

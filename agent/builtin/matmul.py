@@ -197,7 +197,7 @@ def _epilogue(gm: torch.fx.GraphModule, linear: torch.fx.Node, bias: Any, nodes:
 MATMUL_KERNEL = '''@triton.jit
 def {name}(a_ptr, w_ptr, {operands}out_ptr, M, N, K, stride_am, stride_ak, stride_wn, stride_wk,
 {pad}BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-{pad}EVEN_K: tl.constexpr, WIDE: tl.constexpr, WIDEN: tl.constexpr):
+{pad}EVEN_K: tl.constexpr, WIDE: tl.constexpr, WIDEN: tl.constexpr{split_arg}):
     # Grouped ordering: GROUP_M row-blocks share each column-block of W while it is in L2.
     pid = tl.program_id(0)
     num_pid_m = tl.cdiv(M, BLOCK_M)
@@ -221,7 +221,7 @@ def {name}(a_ptr, w_ptr, {operands}out_ptr, M, N, K, stride_am, stride_ak, strid
     a_ptrs = a_ptr + rows_a[:, None] * stride_am + ks[None, :] * stride_ak
     w_ptrs = w_ptr + ks[:, None] * stride_wk + cols_w[None, :] * stride_wn
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
+{k_loop}
         if EVEN_K:
             a = tl.load(a_ptrs)
             w = tl.load(w_ptrs)
@@ -235,22 +235,57 @@ def {name}(a_ptr, w_ptr, {operands}out_ptr, M, N, K, stride_am, stride_ak, strid
         acc = tl.dot(a, w, acc{precision})
         a_ptrs += BLOCK_K * stride_ak
         w_ptrs += BLOCK_K * stride_wk
-    # Epilogue, on the fp32 accumulator while it is still in registers.
     row_ok = rows < M
     col_ok = cols < N
     rows64 = rows.to(tl.int64)
     mask = row_ok[:, None] & col_ok[None, :]
+{finish}
+'''
+
+K_LOOP = "    for k in range(0, tl.cdiv(K, BLOCK_K)):"
+
+SPLIT_K_LOOP = '''    # Split-K: program (tile, s) sums the s-th share of the K tiles, so that a GEMM with few output
+    # tiles and a long K still fills every SM.
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    per_split = tl.cdiv(k_tiles, SPLIT_K)
+    k_first = tl.program_id(1) * per_split
+    a_ptrs += k_first * BLOCK_K * stride_ak
+    w_ptrs += k_first * BLOCK_K * stride_wk
+    for k in range(k_first, tl.minimum(k_first + per_split, k_tiles)):'''
+
+EPILOGUE = '''    # Epilogue, on the fp32 accumulator while it is still in registers.
 {epilogue}
     if WIDE:
         out_offsets = rows64[:, None] * N + cols[None, :]
     else:
         out_offsets = rows[:, None] * N + cols[None, :]
-    tl.store(out_ptr + out_offsets, {result}.to(out_ptr.dtype.element_ty), mask=mask)
+    tl.store(out_ptr + out_offsets, {result}.to(out_ptr.dtype.element_ty), mask=mask)'''
+
+SPLIT_K_STORE = '''    # The partial sum goes to slice s of an fp32 workspace; {name}_reduce adds the slices up.
+    part = tl.program_id(1).to(tl.int64) * M * N + rows64[:, None] * N + cols[None, :]
+    tl.store(out_ptr + part, acc, mask=mask)'''
+
+SPLIT_K_REDUCE = '''@triton.jit
+def {name}_reduce(ws_ptr, {operands}out_ptr, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+{pad}SPLIT_K: tl.constexpr, WIDE: tl.constexpr):
+    # Adds the SPLIT_K partial sums of each output tile in a fixed order (deterministic), then the
+    # epilogue, rounding once as the unsplit kernel does. Moves SPLIT_K x 4 bytes per output element.
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    row_ok = rows < M
+    col_ok = cols < N
+    rows64 = rows.to(tl.int64)
+    mask = row_ok[:, None] & col_ok[None, :]
+    offsets = rows64[:, None] * N + cols[None, :]
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for s in tl.static_range(SPLIT_K):
+        acc += tl.load(ws_ptr + (M * s).to(tl.int64) * N + offsets, mask=mask, other=0.0)
 '''
 
 
-def kernel(stage: Stage, index: int, precision: str | None) -> str:
-    """The fused GEMM kernel of one stage."""
+def kernel(stage: Stage, index: int, precision: str | None, split_k: int = 1) -> str:
+    """The fused GEMM kernel of one stage; with ``split_k`` > 1, a kernel that writes partial sums
+    and a ``_reduce`` kernel that adds them and applies the epilogue."""
     name = f"stage{index}_kernel"
     program = stage.epilogue
     lines: list[str] = []
@@ -271,9 +306,16 @@ def kernel(stage: Stage, index: int, precision: str | None) -> str:
             else:
                 lines.append(em.statement(node))
         result = program.output
-    return MATMUL_KERNEL.format(
-        name=name, operands=operands, pad=" " * (len(name) + 5), precision=f", input_precision=\"{precision}\""
-        if precision else "", epilogue="\n".join("    " + line for line in lines) or "    pass", result=result)
+    epilogue = EPILOGUE.format(epilogue="\n".join("    " + line for line in lines) or "    pass", result=result)
+    precision = f", input_precision=\"{precision}\"" if precision else ""
+    if split_k <= 1:
+        return MATMUL_KERNEL.format(name=name, operands=operands, pad=" " * (len(name) + 5), precision=precision,
+                                    split_arg="", k_loop=K_LOOP, finish=epilogue)
+    main = MATMUL_KERNEL.format(name=name, operands="", pad=" " * (len(name) + 5), precision=precision,
+                                split_arg=", SPLIT_K: tl.constexpr", k_loop=SPLIT_K_LOOP,
+                                finish=SPLIT_K_STORE.format(name=name))
+    reduce = SPLIT_K_REDUCE.format(name=name, operands=operands, pad=" " * (len(name) + 12))
+    return main + "\n\n" + reduce + epilogue + "\n"
 
 
 def forward(stages: list[Stage], input_name: str, params: dict[str, Any], inputs: Sequence[str] = ()) -> str:
@@ -297,16 +339,28 @@ def forward(stages: list[Stage], input_name: str, params: dict[str, Any], inputs
             else:
                 cols.append(o.source)
         n = f"{w}.shape[0]" if stage.transposed else f"{w}.shape[1]"
-        body += [f"out = torch.empty((h.shape[0], {n}), dtype=torch.{stage.out_dtype}, device=h.device)",
-                 f"grid = (triton.cdiv(h.shape[0], BLOCK_M) * triton.cdiv({n}, BLOCK_N),)",
-                 f"stage{i}_kernel[grid](",
-                 f"    h, {w}, {''.join(c + ', ' for c in cols)}out, h.shape[0], {n}, h.shape[1], h.stride(0), "
-                 f"h.stride(1), {strides},",
+        split = params.get("SPLIT_K", 1)
+        wide = f"WIDE=max(h.shape[0], {n}) * max(h.shape[1], {n}) >= 2**31"
+        body.append(f"out = torch.empty((h.shape[0], {n}), dtype=torch.{stage.out_dtype}, device=h.device)")
+        if split > 1:
+            body += [f"ws = torch.empty(({split}, h.shape[0], {n}), dtype=torch.float32, device=h.device)",
+                     f"grid = (triton.cdiv(h.shape[0], BLOCK_M) * triton.cdiv({n}, BLOCK_N), {split})"]
+        else:
+            body.append(f"grid = (triton.cdiv(h.shape[0], BLOCK_M) * triton.cdiv({n}, BLOCK_N),)")
+        epilogue_args = "".join(c + ", " for c in cols)
+        body += [f"stage{i}_kernel[grid](",
+                 f"    h, {w}, {'ws, ' if split > 1 else epilogue_args + 'out, '}h.shape[0], {n}, h.shape[1], "
+                 f"h.stride(0), h.stride(1), {strides},",
                  "    BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M,",
-                 f"    EVEN_K=h.shape[1] % BLOCK_K == 0, WIDE=max(h.shape[0], {n}) * max(h.shape[1], {n}) >= 2**31,",
-                 "    WIDEN=INTERPRETED,",
-                 f"    num_warps={params['num_warps']}, num_stages={params['num_stages']})",
-                 "h = out"]
+                 f"    EVEN_K=h.shape[1] % BLOCK_K == 0, {wide},",
+                 "    WIDEN=INTERPRETED," + (f" SPLIT_K={split}," if split > 1 else ""),
+                 f"    num_warps={params['num_warps']}, num_stages={params['num_stages']})"]
+        if split > 1:
+            # 64 x 64 tiles for the reduction: 32 fp32 values per thread, whatever the GEMM's tiles
+            body += [f"stage{i}_kernel_reduce[(triton.cdiv(h.shape[0], 64), triton.cdiv({n}, 64))](",
+                     f"    ws, {epilogue_args}out, h.shape[0], {n}, BLOCK_M=64, BLOCK_N=64, SPLIT_K={split}, {wide},",
+                     "    num_warps=4)"]
+        body.append("h = out")
     body.append(f"return h.reshape(*{input_name}.shape[:-1], h.shape[-1])")
     args = ", ".join(inputs or [input_name])
     return f"def forward(self, {args}):\n" + "\n".join("    " + line for line in body) + "\n"

@@ -29,7 +29,10 @@ STEPS: dict[str, list[int]] = {
     "GROUP_M": [1, 4, 8, 16],
     "num_stages": [2, 3, 4, 5],
     "PROGRAMS_PER_SM": [1, 2, 4, 8],
+    "SPLIT_K": [1, 2, 4, 8, 16],
 }
+SMS = 132
+"""Streaming multiprocessors the seeds plan for (an H100 or H200); the search corrects the guess."""
 ELEMENTS_PER_THREAD = 8
 """Registers strategy: aim for this many elements of a tile per thread (fp32 registers stay below spills)."""
 
@@ -76,6 +79,17 @@ def seeds(plan: Plan) -> list[tuple[str, dict[str, Any], str]]:
             out.append(("gemm", {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_warps": warps,
                                  "num_stages": stages, **precision},
                         f"seed: {bm} x {bn} tiles, K steps of {bk}, {stages} stages in flight"))
+        # Few output tiles and a long K (a narrow projection, a small batch): split K so that every
+        # SM has work; the partial sums are added in a second, deterministic pass.
+        stages_ = plan.extra["stages"]
+        tiles = min(-(-plan.rows // 64) * -(-st.n // 128) for st in stages_)
+        k = min(st.k for st in stages_)
+        if tiles < SMS and k >= 512:
+            split = _clamp(next_pow2(-(-SMS // tiles)), "SPLIT_K")
+            split = max(2, min(split, k // 256))
+            out.insert(0, ("gemm", {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 4,
+                                    "num_stages": 4, "SPLIT_K": _clamp(split, "SPLIT_K"), **precision},
+                           f"seed: {tiles} output tiles for {SMS} SMs: K split {split} ways, partial sums added after"))
         return out
     if plan.kind == "attention":
         d = plan.extra["head_dim"]

@@ -217,7 +217,7 @@ def render(plan: Plan, strategy: str, params: dict[str, Any], why: str) -> str:
                              bytes_note="each stage reads its input and weight (tiles reused from L2 and shared "
                                         "memory) and writes its output once.")
         precision = params.get("precision")
-        kernels = "\n\n".join(matmul.kernel(st, i, precision) for i, st in enumerate(stages))
+        kernels = "\n\n".join(matmul.kernel(st, i, precision, params.get("SPLIT_K", 1)) for i, st in enumerate(stages))
         helper = codegen.ROUND_TO_BF16 + "\n\n" if any(st.out_dtype == "bfloat16" for st in stages) else ""
         forward = matmul.forward(stages, stages[0].chain_input or plan.inputs[0], params, plan.inputs)
         return (_with_interpreter_import(head) + helper + kernels + codegen.INTERPRETED.format(kernel="stage0_kernel")
