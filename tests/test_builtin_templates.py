@@ -129,54 +129,54 @@ def test_every_seed_is_judged_correct(evaluator, tmp_path: Path, case: tuple[str
 EVEN_CASES = ["chain-params", "softmax-module", "rmsnorm-llama-bf16", "argmin", "layernorm-by-hand"]
 
 
+def _case(tmp_path: Path, name: str, cols: int, inputs: str | None = None):  # noqa: ANN202
+    """(task, plan) of CASES[name] at ``cols``, with other ``inputs`` if given."""
+    case = next(c for c in CASES if c[0] == name)
+    if inputs:
+        case = (*case[:3], inputs, case[4])
+    task = load_task(str(_write(tmp_path, case, cols)), "full")
+    return task, recognise(task)
+
+
+def _accepted(evaluator, task, plan, tmp_path: Path, strategy: str, params: dict, why: str, shows: str) -> None:  # noqa: ANN001
+    """Render ``params``, check the source ``shows`` the feature, and have the harness accept it."""
+    source = render(plan, strategy, params, why)
+    assert shows in source
+    candidate = tmp_path / f"candidate_{strategy}_{abs(hash(str(params)))}.py"
+    candidate.write_text(source)
+    verdict, code = evaluator.evaluate(task, candidate)
+    assert code == 0, f"{strategy} {params}: {verdict.reason}"
+
+
 @pytest.mark.parametrize("name", EVEN_CASES)
 def test_shapes_that_divide_into_tiles_run_without_bounds_checks(evaluator, tmp_path: Path, name: str) -> None:
     """8 x 1024: every seed's tiles divide the shape, so the kernels run with EVEN_R and EVEN_C set
     (constant-true masks) and must still be judged correct, ragged loop blocks included."""
-    case = next(c for c in CASES if c[0] == name)
-    case = (*case[:3], "torch.randn(8, {cols})", case[4])
-    task = load_task(str(_write(tmp_path, case, 1024)), "full")
-    plan = recognise(task)
+    task, plan = _case(tmp_path, name, 1024, "torch.randn(8, {cols})")
     for strategy, params, why in seeds(plan)[:2] + [s for s in seeds(plan) if s[0] == "looped"][:1]:
-        source = render(plan, strategy, params, why)
-        assert "EVEN_R=n_rows % BLOCK_R == 0, EVEN_C=n_cols % BLOCK_C == 0" in source
-        candidate = tmp_path / f"candidate_{strategy}_{len(source)}.py"
-        candidate.write_text(source)
-        verdict, code = evaluator.evaluate(task, candidate)
-        assert code == 0, f"{strategy} {params}: {verdict.reason}"
+        _accepted(evaluator, task, plan, tmp_path, strategy, params, why,
+                  "EVEN_R=n_rows % BLOCK_R == 0, EVEN_C=n_cols % BLOCK_C == 0")
 
 
 @pytest.mark.parametrize("name", ["chain-params", "softmax-module", "flat-gelu-tanh", "layernorm-by-hand"])
 def test_a_persistent_grid_loops_over_every_tile(evaluator, tmp_path: Path, name: str) -> None:
     """PROGRAMS_PER_SM: 4 'SMs' under the interpreter, so each program takes several tiles (the
     looped strategy with ragged column blocks too); every output element must still be written."""
-    case = next(c for c in CASES if c[0] == name)
     # more tiles than the 4 programs: 11 rows (ragged for 2-row tiles), or 9 blocks of a flat tensor
-    case = (*case[:3], "torch.randn(9 * {cols})" if name.startswith("flat") else "torch.randn(11, {cols})", case[4])
-    task = load_task(str(_write(tmp_path, case, 1000)), "full")
-    plan = recognise(task)
+    task, plan = _case(tmp_path, name, 1000,
+                       "torch.randn(9 * {cols})" if name.startswith("flat") else "torch.randn(11, {cols})")
     persistent = [(s, dict(p, PROGRAMS_PER_SM=1), w) for s, p, w in seeds(plan) if s != "looped"][:1]
     persistent += [(s, dict(p, BLOCK_C=256, PROGRAMS_PER_SM=1), w) for s, p, w in seeds(plan) if s == "looped"][:1]
     for strategy, params, why in persistent:
-        source = render(plan, strategy, params, why)
-        assert "for pid in range(tl.program_id(0), n_tiles, tl.num_programs(0)):" in source
-        candidate = tmp_path / f"candidate_{strategy}.py"
-        candidate.write_text(source)
-        verdict, code = evaluator.evaluate(task, candidate)
-        assert code == 0, f"{strategy} {params}: {verdict.reason}"
+        _accepted(evaluator, task, plan, tmp_path, strategy, params, why,
+                  "for pid in range(tl.program_id(0), n_tiles, tl.num_programs(0)):")
 
 
 @pytest.mark.parametrize("name", ["linear-relu-fp32", "mlp-two-stages-bf16", "linear-plus-residual-input-bf16"])
 def test_split_k_sums_every_share_of_k_before_the_epilogue(evaluator, tmp_path: Path, name: str) -> None:
     """SPLIT_K=3 over 7 K tiles of 32 (the last one ragged): shares of 3, 3 and 1, each needed;
     the reduce kernel adds them and applies the bias, activation and residual."""
-    case = next(c for c in CASES if c[0] == name)
-    task = load_task(str(_write(tmp_path, case, 200)), "full")
-    plan = recognise(task)
+    task, plan = _case(tmp_path, name, 200)
     strategy, params, why = next(s for s in seeds(plan) if "SPLIT_K" not in s[1])
-    source = render(plan, strategy, dict(params, BLOCK_K=32, SPLIT_K=3), why)
-    assert "stage0_kernel_reduce[" in source
-    candidate = tmp_path / "candidate_split.py"
-    candidate.write_text(source)
-    verdict, code = evaluator.evaluate(task, candidate)
-    assert code == 0, verdict.reason
+    _accepted(evaluator, task, plan, tmp_path, strategy, dict(params, BLOCK_K=32, SPLIT_K=3), why,
+              "stage0_kernel_reduce[")
