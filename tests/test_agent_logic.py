@@ -10,6 +10,7 @@ import pytest
 from conftest import ROOT
 from kernelevo.agent import archive as arch
 from kernelevo.agent.budget import Budget, Spent, evaluations_left, exhausted
+from kernelevo.agent.builtin import matmul
 from kernelevo.agent.builtin.policy import BuiltinPolicy, key, seeds
 from kernelevo.agent.builtin.recognize import CannotCover, recognise
 from kernelevo.agent.policy import SearchView
@@ -206,6 +207,11 @@ def test_split_k_is_seeded_only_where_output_tiles_leave_sms_idle(tmp_path: Path
     assert narrow[0]["SPLIT_K"] >= 2 and all("SPLIT_K" not in p for p in narrow[1:])
     assert not any("SPLIT_K" in p for _, p, _ in seeds(plan_for(1024, 1024, 2048)))  # 128 tiles of 64 x 128
     assert not any("SPLIT_K" in p for _, p, _ in seeds(plan_for(64, 256, 512)))  # K too short to split
+    # the TMA template needs rows of whole 16-byte units (fp32: K and N multiples of 4)
+    assert "gemm_tma" in [s for s, _, _ in seeds(plan_for(1024, 1024, 2048))]
+    odd = plan_for(64, 1022, 512)
+    assert "gemm_tma" not in [s for s, _, _ in seeds(odd)]
+    assert "1022 (K) is not a multiple of 16 bytes" in matmul.tma_ready(odd.extra["stages"], odd.rows, 4)
 
 
 def test_langgraph_json_names_a_graph_that_builds() -> None:

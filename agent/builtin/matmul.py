@@ -9,6 +9,7 @@ lowered to a row program (:mod:`lower`) whose only input is the accumulator.
 from __future__ import annotations
 
 import operator
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -283,9 +284,65 @@ def {name}_reduce(ws_ptr, {operands}out_ptr, M, N, BLOCK_M: tl.constexpr, BLOCK_
 '''
 
 
-def kernel(stage: Stage, index: int, precision: str | None, split_k: int = 1) -> str:
+TMA_KERNEL = '''@triton.jit
+def {name}(a_ptr, w_ptr, {operands}out_ptr, M, N, K, stride_a, stride_w, NUM_SMS,
+{pad}BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+{pad}W_NK: tl.constexpr, WIDE: tl.constexpr, WIDEN: tl.constexpr):
+    # Hopper's tensor memory accelerator (TMA): each program describes A and W once, then the copy
+    # engine moves whole tiles into shared memory (no per-element address arithmetic, zeros past the
+    # edges) while the tensor cores work. A persistent grid (one program per SM) walks the output
+    # tiles in grouped order, so that consecutive tiles reuse W's column blocks from L2.
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_a, 1], block_shape=[BLOCK_M, BLOCK_K])
+    if W_NK:  # nn.Linear's weight: [N, K], K contiguous
+        w_desc = tl.make_tensor_descriptor(w_ptr, shape=[N, K], strides=[stride_w, 1],
+                                           block_shape=[BLOCK_N, BLOCK_K])
+    else:
+        w_desc = tl.make_tensor_descriptor(w_ptr, shape=[K, N], strides=[stride_w, 1],
+                                           block_shape=[BLOCK_K, BLOCK_N])
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    in_group = GROUP_M * num_pid_n
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    for tile in tl.range(tl.program_id(0), num_pid_m * num_pid_n, NUM_SMS, flatten=True):
+        first_m = (tile // in_group) * GROUP_M
+        group_m = min(num_pid_m - first_m, GROUP_M)
+        pid_m = first_m + (tile % in_group) % group_m
+        pid_n = (tile % in_group) // group_m
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for k in range(k_tiles):
+            a = a_desc.load([pid_m * BLOCK_M, k * BLOCK_K])
+            if W_NK:
+                w = w_desc.load([pid_n * BLOCK_N, k * BLOCK_K]).T
+            else:
+                w = w_desc.load([k * BLOCK_K, pid_n * BLOCK_N])
+            if WIDEN:
+                a = a.to(tl.float32)
+                w = w.to(tl.float32)
+            acc = tl.dot(a, w, acc{precision})
+        rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        row_ok = rows < M
+        col_ok = cols < N
+        rows64 = rows.to(tl.int64)
+        mask = row_ok[:, None] & col_ok[None, :]
+{finish}
+'''
+
+
+def tma_ready(stages: Sequence[Stage], rows: int, itemsize: int) -> str | None:
+    """Why the TMA template cannot take these stages (None: it can): a descriptor needs row strides
+    that are multiples of 16 bytes."""
+    for st in stages:
+        for what, count in (("K", st.k), ("N", st.n)):
+            if count * itemsize % 16:
+                return f"a row of {count} ({what}) is not a multiple of 16 bytes"
+    return None if rows > 0 else "no rows"
+
+
+def kernel(stage: Stage, index: int, precision: str | None, split_k: int = 1, tma: bool = False) -> str:
     """The fused GEMM kernel of one stage; with ``split_k`` > 1, a kernel that writes partial sums
-    and a ``_reduce`` kernel that adds them and applies the epilogue."""
+    and a ``_reduce`` kernel that adds them and applies the epilogue; with ``tma``, the persistent
+    TMA kernel."""
     name = f"stage{index}_kernel"
     program = stage.epilogue
     lines: list[str] = []
@@ -308,6 +365,9 @@ def kernel(stage: Stage, index: int, precision: str | None, split_k: int = 1) ->
         result = program.output
     epilogue = EPILOGUE.format(epilogue="\n".join("    " + line for line in lines) or "    pass", result=result)
     precision = f", input_precision=\"{precision}\"" if precision else ""
+    if tma:
+        return TMA_KERNEL.format(name=name, operands=operands, pad=" " * (len(name) + 5), precision=precision,
+                                 finish=textwrap.indent(epilogue, "    "))
     if split_k <= 1:
         return MATMUL_KERNEL.format(name=name, operands=operands, pad=" " * (len(name) + 5), precision=precision,
                                     split_arg="", k_loop=K_LOOP, finish=epilogue)
@@ -318,16 +378,20 @@ def kernel(stage: Stage, index: int, precision: str | None, split_k: int = 1) ->
     return main + "\n\n" + reduce + epilogue + "\n"
 
 
-def forward(stages: list[Stage], input_name: str, params: dict[str, Any], inputs: Sequence[str] = ()) -> str:
+def forward(stages: list[Stage], input_name: str, params: dict[str, Any], inputs: Sequence[str] = (),
+            tma: bool = False) -> str:
     """``ModelNew.forward``: flatten to [M, K], one launch per stage, restore the leading dims.
     ``inputs``: the reference's arguments in order (default: just ``input_name``); the others than
-    ``input_name`` are residuals added in an epilogue, flattened the same way."""
+    ``input_name`` are residuals added in an epilogue, flattened the same way. ``tma``: the
+    persistent TMA kernels (:func:`tma_ready` says when they apply)."""
     extra_inputs = [x for x in inputs if x != input_name]
     body = [f"{input_name} = {input_name}.contiguous()",
             f"h = h0 = {input_name}.reshape(-1, {input_name}.shape[-1])",
             *[f"{x}_rows = {x}.contiguous().reshape(-1, {x}.shape[-1])" for x in extra_inputs],
             f"BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M = {params['BLOCK_M']}, {params['BLOCK_N']}, {params['BLOCK_K']}, "
             f"{params['GROUP_M']}"]
+    if tma:
+        body.append("sms = torch.cuda.get_device_properties(h.device).multi_processor_count if h.is_cuda else 4")
     for i, stage in enumerate(stages):
         w = stage.weight
         strides = f"{w}.stride(0), {w}.stride(1)" if stage.transposed else f"{w}.stride(1), {w}.stride(0)"
@@ -345,9 +409,21 @@ def forward(stages: list[Stage], input_name: str, params: dict[str, Any], inputs
         if split > 1:
             body += [f"ws = torch.empty(({split}, h.shape[0], {n}), dtype=torch.float32, device=h.device)",
                      f"grid = (triton.cdiv(h.shape[0], BLOCK_M) * triton.cdiv({n}, BLOCK_N), {split})"]
+        elif tma:
+            pass
         else:
             body.append(f"grid = (triton.cdiv(h.shape[0], BLOCK_M) * triton.cdiv({n}, BLOCK_N),)")
         epilogue_args = "".join(c + ", " for c in cols)
+        if tma:
+            # as many programs as SMs (4 under the CPU interpreter), each looping over output tiles
+            body += [f"tiles = triton.cdiv(h.shape[0], BLOCK_M) * triton.cdiv({n}, BLOCK_N)",
+                     f"stage{i}_kernel[(min(tiles, sms),)](",
+                     f"    h, {w}, {epilogue_args}out, h.shape[0], {n}, h.shape[1], h.stride(0), {w}.stride(0), sms,",
+                     "    BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M,",
+                     f"    W_NK={stage.transposed}, {wide}, WIDEN=INTERPRETED,",
+                     f"    num_warps={params['num_warps']}, num_stages={params['num_stages']})",
+                     "h = out"]
+            continue
         body += [f"stage{i}_kernel[grid](",
                  f"    h, {w}, {'ws, ' if split > 1 else epilogue_args + 'out, '}h.shape[0], {n}, h.shape[1], "
                  f"h.stride(0), h.stride(1), {strides},",

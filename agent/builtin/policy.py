@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from kernelevo.agent.archive import best, select_parents
+from kernelevo.agent.builtin import matmul
 from kernelevo.agent.builtin.codegen import online_pairs
 from kernelevo.agent.builtin.recognize import Plan, recognise
 from kernelevo.agent.builtin.templates import MAX_REGISTER_BLOCK, STRATEGIES, WHY_STRATEGY, render
@@ -79,6 +80,13 @@ def seeds(plan: Plan) -> list[tuple[str, dict[str, Any], str]]:
             out.append(("gemm", {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_warps": warps,
                                  "num_stages": stages, **precision},
                         f"seed: {bm} x {bn} tiles, K steps of {bk}, {stages} stages in flight"))
+        itemsize = 4 if plan.dtype == "float32" else 2
+        if matmul.tma_ready(plan.extra["stages"], plan.rows, itemsize) is None:
+            # The TMA template second and fourth, so that a short search measures both kinds.
+            for at, (bm, bn, warps, stages) in ((1, (128, 128, 8, 4)), (3, (128, 256, 8, 3))):
+                out.insert(at, ("gemm_tma", {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": 64, "GROUP_M": 8,
+                                             "num_warps": warps, "num_stages": stages, **precision},
+                                f"seed: TMA tiles of {bm} x {bn}, K steps of 64, {stages} stages, one program per SM"))
         # Few output tiles and a long K (a narrow projection, a small batch): split K so that every
         # SM has work; the partial sums are added in a second, deterministic pass.
         stages_ = plan.extra["stages"]

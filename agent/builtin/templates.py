@@ -17,7 +17,7 @@ STRATEGIES = {
     "pointwise": ["tiled"],
     "row": ["registers", "looped"],
     "cross_entropy": ["looped"],
-    "matmul": ["gemm"],
+    "matmul": ["gemm", "gemm_tma"],
     "attention": ["flash"],
 }
 
@@ -30,6 +30,9 @@ WHY_STRATEGY = {
               "mostly hit L2",
     "gemm": "one tiled tensor-core GEMM per linear, with its bias and the ops after it applied to the fp32 "
             "accumulator in registers: the epilogue costs no extra pass over memory",
+    "gemm_tma": "the GEMM on Hopper's tensor memory accelerator: whole tiles copied into shared memory by "
+                "the copy engine, a persistent grid of one program per SM walking the output tiles, the "
+                "epilogue fused as in gemm",
     "flash": "flash attention: each program keeps a block of queries and streams the keys and values through "
              "on-chip memory with an online softmax, so the seq x seq scores never reach memory",
     "online": "online softmax: the max and the sum of exp(x - max) in one pass, rescaling the running sum when "
@@ -175,6 +178,18 @@ ATTENTION_FORWARD = '''def forward(self, {q}, {k}, {v}):
     return out
 '''
 
+TMA_SCRATCH = '''def tma_scratch(size: int, alignment: int, stream):
+    # Descriptors built on the device (tl.make_tensor_descriptor) live in a small scratch buffer
+    # that Triton asks for at each launch.
+    return torch.empty(size, dtype=torch.int8, device="cuda")
+
+
+triton.set_allocator(tma_scratch)
+
+
+'''
+
+
 def _with_interpreter_import(head: str) -> str:
     return head.replace("import triton.language as tl\n", "import triton.language as tl\n" + codegen.INTERPRETER_IMPORT)
 
@@ -217,11 +232,14 @@ def render(plan: Plan, strategy: str, params: dict[str, Any], why: str) -> str:
                              bytes_note="each stage reads its input and weight (tiles reused from L2 and shared "
                                         "memory) and writes its output once.")
         precision = params.get("precision")
-        kernels = "\n\n".join(matmul.kernel(st, i, precision, params.get("SPLIT_K", 1)) for i, st in enumerate(stages))
+        tma = strategy == "gemm_tma"
+        kernels = "\n\n".join(matmul.kernel(st, i, precision, params.get("SPLIT_K", 1), tma)
+                                for i, st in enumerate(stages))
         helper = codegen.ROUND_TO_BF16 + "\n\n" if any(st.out_dtype == "bfloat16" for st in stages) else ""
-        forward = matmul.forward(stages, stages[0].chain_input or plan.inputs[0], params, plan.inputs)
-        return (_with_interpreter_import(head) + helper + kernels + codegen.INTERPRETED.format(kernel="stage0_kernel")
-                + _model(plan.init, forward))
+        forward = matmul.forward(stages, stages[0].chain_input or plan.inputs[0], params, plan.inputs, tma)
+        scratch = TMA_SCRATCH if tma else ""
+        return (_with_interpreter_import(head) + scratch + helper + kernels
+                + codegen.INTERPRETED.format(kernel="stage0_kernel") + _model(plan.init, forward))
     program = plan.program
     assert program is not None
     head = HEADER.format(title=f"Fused Triton kernel for a {plan.describe()}.", strategy=strategy, params=shown,
