@@ -214,6 +214,17 @@ def test_split_k_is_seeded_only_where_output_tiles_leave_sms_idle(tmp_path: Path
     assert "1022 (K) is not a multiple of 16 bytes" in matmul.tma_ready(odd.extra["stages"], odd.rows, 4)
 
 
+def test_row_splitting_is_seeded_for_few_long_rows_only(tmp_path: Path) -> None:
+    path = tmp_path / "few_rows.py"
+    path.write_text("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n"
+                    "    def forward(self, x):\n        return x.sum(dim=-1)\n\n"
+                    "def get_inputs():\n    return [torch.randn(8, 1 << 20)]\n\ndef get_init_inputs():\n    return []\n")
+    few = seeds(recognise(load_task(str(path), "full")))
+    assert few[0][0] == "split" and few[0][1]["SPLIT"] == 64  # 4 x 132 programs over 8 rows, at most 64
+    assert not any(s == "split" for s, _, _ in seeds(recognise(load_task("row_sum", "full"))))
+    assert not any(s == "split" for s, _, _ in seeds(recognise(load_task("softmax", "full"))))
+
+
 def test_langgraph_json_names_a_graph_that_builds() -> None:
     import json as _json
 

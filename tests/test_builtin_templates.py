@@ -69,6 +69,8 @@ CASES = [
     ("max-values-and-argmin", "        pass",
      "        v = x.max(dim=-1).values\n        return v - x.amin(-1)", "torch.randn(6, {cols})", ""),
     ("argmin", "        pass", "        return torch.argmin(x, dim=-1)", "torch.randn(6, {cols})", ""),
+    ("amax-of-squares-bf16", "        pass", "        return (x * x).amax(dim=-1, keepdim=True) * 0.5",
+     "torch.randn(3, {cols})", "DTYPE = torch.bfloat16"),
     ("cross-entropy-sum", "        pass", "        return F.cross_entropy(x, t, reduction='sum')",
      "torch.randn(6, {cols}), torch.randint(0, {cols}, (6,))", ""),
     ("linear-relu-fp32", "        self.fc = nn.Linear(n, 40)", "        return torch.relu(self.fc(x)) * 2.0",
@@ -180,3 +182,24 @@ def test_split_k_sums_every_share_of_k_before_the_epilogue(evaluator, tmp_path: 
     strategy, params, why = next(s for s in seeds(plan) if "SPLIT_K" not in s[1])
     _accepted(evaluator, task, plan, tmp_path, strategy, dict(params, BLOCK_K=32, SPLIT_K=3), why,
               "stage0_kernel_reduce[")
+
+
+@pytest.mark.parametrize("name", ["mean-then-scale", "amax-of-squares-bf16"])
+def test_split_rows_combine_every_chunk(evaluator, tmp_path: Path, name: str) -> None:
+    """3 rows of 5000 split 4 ways in blocks of 256: chunks of 1280 columns, the last one ragged;
+    finish_kernel combines them and applies what follows the reduction (the mean's division, the
+    scale, bf16 rounding)."""
+    from kernelevo.agent.builtin.codegen import splittable
+
+    task, plan = _case(tmp_path, name, 5000, "torch.randn(3, {cols})")
+    assert splittable(plan.program) is not None
+    _accepted(evaluator, task, plan, tmp_path, "split", {"BLOCK_C": 256, "SPLIT": 4, "num_warps": 4}, "test",
+              "finish_kernel[(triton.cdiv(n_rows, 16),)]")
+
+
+def test_only_single_reductions_split(tmp_path: Path) -> None:
+    from kernelevo.agent.builtin.codegen import splittable
+
+    for name in ("var-unbiased", "argmin", "softmax-module", "max-values-and-argmin", "chain-params"):
+        _, plan = _case(tmp_path, name, 1000)
+        assert plan.program is None or splittable(plan.program) is None, name

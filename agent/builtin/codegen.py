@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from kernelevo.agent.builtin.lower import Node, Program
@@ -186,6 +187,9 @@ def kernel(program: Program, strategy: str, online: bool = False, persistent: bo
             params += [f"{o.name}_div", f"{o.name}_mod"]
     signature = ", ".join([*params, "out_ptr", "n_rows", "n_cols", "BLOCK_R: tl.constexpr", "BLOCK_C: tl.constexpr",
                            "EVEN_R: tl.constexpr", "EVEN_C: tl.constexpr", "WIDE: tl.constexpr"])
+    if strategy == "split":
+        signature = signature.replace("out_ptr, n_rows, n_cols,", "ws_ptr, n_rows, n_cols, chunk,") + \
+            ", SPLIT: tl.constexpr"
     body: list[str] = []
     if strategy == "tiled":
         body += ["# One tile per program: BLOCK_R rows by BLOCK_C columns.",
@@ -214,6 +218,18 @@ def kernel(program: Program, strategy: str, online: bool = False, persistent: bo
             else:
                 body.append(em.statement(node))
         body += _store(program)
+    elif strategy == "split":
+        reduction = splittable(program)
+        assert reduction is not None, "split: one sum, max or min per row only"
+        em.evict = "evict_first"
+        # Program (row, s) reduces the s-th chunk of the row; finish_kernel combines the chunks.
+        partial = replace(reduction, round_to=None)  # rounded once, after the chunks are combined
+        em.by_name[partial.name] = partial
+        body += _pass(program, em, [partial], {}, set(), lo="tl.program_id(1) * chunk",
+                      hi="tl.minimum(tl.program_id(1) * chunk + chunk, n_cols)")
+        em.by_name[partial.name] = reduction
+        body.append(f"tl.store(ws_ptr + rows[:, None] * SPLIT + tl.program_id(1), {partial.name}, "
+                    "mask=row_ok[:, None])")
     else:
         body += _looped(program, em, row_nodes, online)
     head = ["tiles_c = tl.cdiv(n_cols, BLOCK_C)"] if strategy == "tiled" else []
@@ -227,7 +243,46 @@ def kernel(program: Program, strategy: str, online: bool = False, persistent: bo
         head += ["pid = tl.program_id(0)", *body]
     lines = ["@triton.jit", f"def fused_kernel({signature}):", *_indent(head, 1)]
     helper = ROUND_TO_BF16 + "\n\n" if any(n.round_to == "bfloat16" for n in program.nodes) else ""
-    return helper + "\n".join(lines) + "\n"
+    finish = "\n\n" + _finish_kernel(program, em) if strategy == "split" else ""
+    return helper + "\n".join(lines) + "\n" + finish
+
+
+REDUCTIONS = ("sum", "max", "min", "argmax", "argmin")
+
+
+def splittable(program: Program) -> Node | None:
+    """The one reduction of a program whose rows can be split across programs (None if it has
+    another shape): one value per row from a single sum, max or min of values that need no other
+    per-row value, and per-row ops after it."""
+    em = Emitter(program)
+    needed = em.deps(program.output)
+    reductions = [n for n in program.nodes if n.name in needed and n.op in REDUCTIONS]
+    if program.out_level != "row" or len(reductions) != 1 or reductions[0].op not in ("sum", "max", "min"):
+        return None
+    r = reductions[0]
+    if not isinstance(r.args[0], str) or any(em.by_name[d].level == "row" for d in em.deps(r.args[0])):
+        return None
+    return r
+
+
+def _finish_kernel(program: Program, em: Emitter) -> str:
+    r = splittable(program)
+    assert r is not None
+    combine = {"sum": "tl.sum", "max": "tl.max", "min": "tl.min"}[r.op]
+    fill = {"sum": "0.0", "max": NEG_INF, "min": POS_INF}[r.op]
+    needed = em.deps(program.output)
+    after = [em.statement(n) for n in program.nodes
+             if n.name in needed and n.name != r.name and n.level in ("row", "const")]
+    body = ["# Combines each row's SPLIT partial results in a fixed order, then the per-row ops after them.",
+            "rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)",
+            "row_ok = rows < n_rows",
+            "parts = tl.load(ws_ptr + rows[:, None] * SPLIT + tl.arange(0, SPLIT)[None, :], mask=row_ok[:, None], "
+            f"other={fill})",
+            f"{r.name} = {rounded(r, f'{combine}(parts, axis=1)[:, None]')}",
+            *after, *_store(program)]
+    return "\n".join(["@triton.jit",
+                      "def finish_kernel(ws_ptr, out_ptr, n_rows, n_cols, BLOCK_R: tl.constexpr, SPLIT: tl.constexpr):",
+                      *_indent(body, 1)]) + "\n"
 
 
 def _store(program: Program) -> list[str]:
@@ -242,8 +297,8 @@ def _col_ok() -> list[str]:
     return ["if EVEN_C:", "    col_ok = tl.full([BLOCK_C], 1, tl.int1)", "else:", "    col_ok = cols < n_cols"]
 
 
-def _loop_head() -> list[str]:
-    return ["for start in range(0, n_cols, BLOCK_C):",
+def _loop_head(lo: str = "0", hi: str = "n_cols") -> list[str]:
+    return [f"for start in range({lo}, {hi}, BLOCK_C):",
             "    cols = start + tl.arange(0, BLOCK_C)",
             *_indent(_col_ok(), 1),
             "    mask = row_ok[:, None] & col_ok[None, :]"]
@@ -314,7 +369,8 @@ def _looped(program: Program, em: Emitter, row_nodes: list[Node], online: bool) 
     return lines
 
 
-def _pass(program: Program, em: Emitter, batch: list[Node], pairs: dict[str, str], known: set[str]) -> list[str]:
+def _pass(program: Program, em: Emitter, batch: list[Node], pairs: dict[str, str], known: set[str],
+          lo: str = "0", hi: str = "n_cols") -> list[str]:
     lines: list[str] = []
     paired_max = {pairs[r.name] for r in batch if r.name in pairs}
     lines.append(f"# pass: {', '.join(f'{r.op} {r.name}' for r in batch)}")
@@ -358,7 +414,7 @@ def _pass(program: Program, em: Emitter, batch: list[Node], pairs: dict[str, str
                      f"{r.name}_idx = tl.where({r.name}_take, (cols[None, :] + tl.zeros([BLOCK_R, BLOCK_C], "
                      f"dtype=tl.int64)), {r.name}_idx)",
                      f"{acc} = tl.where({r.name}_take, {r.name}_x, {acc})"]
-    lines += _loop_head()
+    lines += _loop_head(lo, hi)
     lines += _indent(body, 1)
     for r in batch:
         acc = f"{r.name}_acc"
@@ -420,6 +476,21 @@ def forward(program: Program, strategy: str, params: dict[str, Any], max_block: 
     elif strategy == "looped":
         block_c = str(params["BLOCK_C"])
         grid = "(triton.cdiv(n_rows, BLOCK_R),)"
+    elif strategy == "split":
+        sizes = ", ".join([f"{o.source}.numel()" for o in row_operands] + ["out.numel()"])
+        split, block_c = params["SPLIT"], params["BLOCK_C"]
+        body += [f"BLOCK_C, SPLIT = {block_c}, {split}",
+                 "# Few, long rows: SPLIT programs per row, each reducing a chunk of whole column blocks.",
+                 f"ws = torch.empty((n_rows, SPLIT), dtype=torch.float32, device={main}.device)",
+                 "chunk = triton.cdiv(triton.cdiv(n_cols, BLOCK_C), SPLIT) * BLOCK_C",
+                 "fused_kernel[(n_rows, SPLIT)](",
+                 f"    {', '.join(args)}, ws, n_rows, n_cols, chunk, BLOCK_R=1, BLOCK_C=BLOCK_C,",
+                 f"    EVEN_R=True, EVEN_C=n_cols % BLOCK_C == 0, WIDE=max({sizes}) >= 2**31, SPLIT=SPLIT,",
+                 f"    num_warps={params['num_warps']})",
+                 "finish_kernel[(triton.cdiv(n_rows, 16),)](ws, out, n_rows, n_cols, BLOCK_R=16, SPLIT=SPLIT, "
+                 "num_warps=1)",
+                 "return out"]
+        return "\n".join(lines + _indent(body, 1)) + "\n"
     else:
         block_c = str(params["BLOCK_C"])
         grid = "(triton.cdiv(n_rows, BLOCK_R) * triton.cdiv(n_cols, BLOCK_C),)"

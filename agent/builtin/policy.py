@@ -14,7 +14,7 @@ from typing import Any
 
 from kernelevo.agent.archive import best, select_parents
 from kernelevo.agent.builtin import matmul
-from kernelevo.agent.builtin.codegen import online_pairs
+from kernelevo.agent.builtin.codegen import online_pairs, splittable
 from kernelevo.agent.builtin.recognize import Plan, recognise
 from kernelevo.agent.builtin.templates import MAX_REGISTER_BLOCK, STRATEGIES, WHY_STRATEGY, render
 from kernelevo.agent.policy import Proposal, SearchView
@@ -31,6 +31,7 @@ STEPS: dict[str, list[int]] = {
     "num_stages": [2, 3, 4, 5],
     "PROGRAMS_PER_SM": [1, 2, 4, 8],
     "SPLIT_K": [1, 2, 4, 8, 16],
+    "SPLIT": [2, 4, 8, 16, 32, 64],
 }
 SMS = 132
 """Streaming multiprocessors the seeds plan for (an H100 or H200); the search corrects the guess."""
@@ -113,6 +114,13 @@ def seeds(plan: Plan) -> list[tuple[str, dict[str, Any], str]]:
                         f"seed: online log-sum-exp in blocks of {block} columns"))
         return out
     block_c = max(next_pow2(plan.cols), 16)
+    if plan.program is not None and splittable(plan.program) and plan.rows < 2 * SMS and plan.cols >= 4096:
+        # Fewer rows than programs the GPU can run at once: split each row across programs.
+        split = max(2, min(next_pow2(-(-4 * SMS // max(plan.rows, 1))), 64, plan.cols // 2048))
+        split = _clamp(split, "SPLIT")
+        out.append(("split", {"BLOCK_C": 2048, "SPLIT": split, "num_warps": 8},
+                    f"seed: {plan.rows} rows for {SMS} SMs: each row split {split} ways, "
+                    "partial results combined after"))
     fits = block_c <= MAX_REGISTER_BLOCK.get(plan.dtype, 16384)
     online = bool(plan.program and online_pairs(plan.program))
     if fits:
@@ -213,7 +221,7 @@ class BuiltinPolicy:
                     why = f"mutation: {name} {params[name]} -> {values[j]} ({direction}) from the elite"
                     yield strategy, changed, why
         assert self.plan is not None
-        if self.plan.kind in ("pointwise", "row") and "PROGRAMS_PER_SM" not in params:
+        if self.plan.kind in ("pointwise", "row") and strategy != "split" and "PROGRAMS_PER_SM" not in params:
             yield strategy, dict(params, PROGRAMS_PER_SM=2), (
                 "mutation: persistent grid (2 programs per SM looping over the tiles): no tail wave, "
                 "per-program costs paid once")

@@ -15,7 +15,7 @@ from kernelevo.agent.builtin.recognize import Plan
 
 STRATEGIES = {
     "pointwise": ["tiled"],
-    "row": ["registers", "looped"],
+    "row": ["registers", "looped", "split"],
     "cross_entropy": ["looped"],
     "matmul": ["gemm", "gemm_tma"],
     "attention": ["flash"],
@@ -28,6 +28,8 @@ WHY_STRATEGY = {
                  "reductions the row needs",
     "looped": "rows processed in column blocks, for rows too long for registers; the second and later passes "
               "mostly hit L2",
+    "split": "each long row split across several programs, so that a few rows still fill every SM; a "
+             "second, small kernel combines each row's partial results",
     "gemm": "one tiled tensor-core GEMM per linear, with its bias and the ops after it applied to the fp32 "
             "accumulator in registers: the epilogue costs no extra pass over memory",
     "gemm_tma": "the GEMM on Hopper's tensor memory accelerator: whole tiles copied into shared memory by "
