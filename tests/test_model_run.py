@@ -24,6 +24,7 @@ from typer.testing import CliRunner
 from conftest import ROOT
 from kernelevo.agent import model_run as mr
 from kernelevo.agent.cli import app
+from kernelevo.agent.store import RunStore
 from kernelevo.tasks import load_task
 from kernelevo.tasks import regions as rg
 from kernelevo.tasks.loader import instantiate
@@ -197,6 +198,9 @@ def test_a_tiny_transformer_block_end_to_end(tmp_path, cache_dir, monkeypatch) -
     state = json.loads(runner.invoke(app, ["status", str(run), "--json"]).stdout)
     optimized = [r for r in state["regions"] if r["state"] == "optimized"]
     assert len(optimized) == 2 and sum(r["evals"] for r in state["regions"]) <= 6
+    store = RunStore(Path(optimized[0]["run_dir"]))
+    assert store.meta("config")["measure_compile"] is False  # torch.compile: once, for the whole model
+    store.close()
     assert all(r["reason"] for r in state["regions"] if r["state"] == "left alone")
     e2e = state["end_to_end"]
     assert e2e["correct"] and e2e["regions_replaced"] == 2 and e2e["timing"] == "cpu-interpreter"
