@@ -597,9 +597,11 @@ def finish(config: ModelRunConfig, run_dir: Path, state: dict[str, Any], device:
             job_dir / "e2e.json", config.timeout_s * 4, gpu=True)
         run_spec.env["KERNELEVO_KERNEL_DIR"] = str(job_dir / "kernels")
         outcome = evaluator.sandbox.run(run_spec)
-        try:
-            result = json.loads((job_dir / "e2e.json").read_text())
-        except (OSError, ValueError):
+        if outcome.payload is not None:
+            result = json.loads(outcome.payload)
+        elif (job_dir / "e2e.json").exists():
+            result = {"correct": False, "reason": f"the end-to-end result cannot be trusted: {outcome.result_problem}"}
+        else:
             result = {"correct": False, "reason": "the end-to-end check did not finish: "
                       + (outcome.log_tail[-600:] or f"exit code {outcome.returncode}")}
     reverted = result.get("reverted") or {}
@@ -628,12 +630,17 @@ def finish(config: ModelRunConfig, run_dir: Path, state: dict[str, Any], device:
 
 def main(argv: list[str] | None = None) -> int:
     """The sandboxed end-to-end check: ``python -m kernelevo.agent.model_run job.json``."""
+    import hashlib
+    import hmac
     import traceback
 
     argv = sys.argv[1:] if argv is None else argv
     from kernelevo.sandbox.protocol import receive_key_and_go
 
-    receive_key_and_go()  # unsigned (see docs/EVALUATION.md); "go": the GPU's lock is held for us
+    # The key, and what signs with it, before any kernel module is imported ("go": the GPU's lock
+    # is held for us): the result is signed as the harness signs its own.
+    key = receive_key_and_go()
+    sign, dumps, sha256 = hmac.new, json.dumps, hashlib.sha256
     job = json.loads(Path(argv[0]).read_text())
     try:
         kernels = {int(k): (v[0], v[1]) for k, v in job["kernels"].items()}
@@ -642,7 +649,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         result = {"correct": False, "reason": f"the end-to-end check failed: {type(exc).__name__}: {exc}",
                   "trace": traceback.format_exc()[-2000:]}
-    Path(job["result"]).write_text(json.dumps(result))
+    payload = dumps(result)
+    Path(job["result"]).write_text(dumps({"payload": payload, "signature": sign(key, payload.encode(),
+                                                                                  sha256).hexdigest()}))
     return 0
 
 

@@ -204,6 +204,9 @@ class JobOutcome(BaseModel):
     result: HarnessResult | None = None
     result_problem: str | None = None
     """Why no trustworthy result came back (missing, unreadable, or not signed by the harness)."""
+    payload: str | None = None
+    """The result file's payload when its signature checked out, whatever it holds (side jobs such
+    as a model's end-to-end check sign theirs too; ``result`` is set only for a harness result)."""
     log_tail: str = ""
     phase: str | None = None
     """The last phase the harness announced (for a timeout or a crash)."""

@@ -94,7 +94,7 @@ def finish_outcome(outcome: JobOutcome, spec: RunSpec, log_path: Path, key: str)
     outcome.log_tail = _tail(log_path)
     progress = spec.job_dir / "progress"
     outcome.phase = progress.read_text().strip() if progress.exists() else None
-    outcome.result, outcome.result_problem = _read_result(spec.result_path, key)
+    outcome.result, outcome.result_problem, outcome.payload = _read_result(spec.result_path, key)
     return outcome
 
 
@@ -288,18 +288,19 @@ def _tail(path: Path, limit: int = 3000) -> str:
     return data.decode(errors="replace")
 
 
-def _read_result(path: Path, key: str) -> tuple[HarnessResult | None, str | None]:
+def _read_result(path: Path, key: str) -> tuple[HarnessResult | None, str | None, str | None]:
+    """(harness result, why none, verified payload)."""
     if not path.exists():
-        return None, "the harness wrote no result"
+        return None, "the harness wrote no result", None
     try:
         envelope = json.loads(path.read_text())
         payload, signature = envelope["payload"], envelope["signature"]
     except (OSError, ValueError, KeyError, TypeError):
-        return None, "the result file is unreadable"
-    expected = hmac.new(key.encode(), payload.encode(), sha256).hexdigest()
+        return None, "the result file is unreadable", None
+    expected = hmac.new(key.encode(), str(payload).encode(), sha256).hexdigest()
     if not hmac.compare_digest(expected, str(signature)):
-        return None, "the result file is not signed by the harness: something other than the harness wrote it"
+        return None, "the result file is not signed by the harness: something other than the harness wrote it", None
     try:
-        return HarnessResult.model_validate_json(payload), None
+        return HarnessResult.model_validate_json(payload), None, payload
     except ValueError as exc:
-        return None, f"the result file does not parse: {exc}"
+        return None, f"the result file does not parse: {exc}", payload
