@@ -1,4 +1,4 @@
-"""Triton source for a row program (see :mod:`lower`), in one of three strategies.
+"""Triton source for a row program (see :mod:`lower`), in one of four strategies.
 
 - ``tiled``: pointwise programs only; each program owns a ``BLOCK_R x BLOCK_C`` tile (a flat run of
   ``BLOCK_C`` elements when nothing broadcasts per column): one read and one write per element.
@@ -7,6 +7,10 @@
 - ``looped``: for rows too long for registers, one loop over column blocks per dependent reduction,
   reloading the row (mostly from L2); with ``online`` a max and the sum of ``exp(x - max)`` share
   one loop (online softmax), rescaling the running sum whenever the running max grows.
+- ``split``: for a few long rows reduced to one value each (a single sum, max or min): several
+  programs per row each reduce a chunk, and ``finish_kernel`` combines the chunks.
+
+The first three also come with a persistent grid (a few programs per SM looping over the tiles).
 """
 
 from __future__ import annotations
