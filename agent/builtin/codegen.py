@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from kernelevo.agent.builtin.lower import Node, Program
+from kernelevo.agent.builtin.lower import REDUCTIONS, Node, Program
 
 NEG_INF = 'float("-inf")'
 POS_INF = 'float("inf")'
@@ -217,7 +217,7 @@ def kernel(program: Program, strategy: str, online: bool = False, persistent: bo
         for node in program.nodes:
             if node.name not in needed:
                 continue
-            if node.op in ("sum", "max", "min", "argmax", "argmin"):
+            if node.op in REDUCTIONS:
                 body.append(em.reduce_registers(node))
             else:
                 body.append(em.statement(node))
@@ -247,11 +247,9 @@ def kernel(program: Program, strategy: str, online: bool = False, persistent: bo
         head += ["pid = tl.program_id(0)", *body]
     lines = ["@triton.jit", f"def fused_kernel({signature}):", *_indent(head, 1)]
     helper = ROUND_TO_BF16 + "\n\n" if any(n.round_to == "bfloat16" for n in program.nodes) else ""
-    finish = "\n\n" + _finish_kernel(program, em) if strategy == "split" else ""
+    finish = "\n\n" + _finish_kernel(program, em, reduction) if strategy == "split" else ""
     return helper + "\n".join(lines) + "\n" + finish
 
-
-REDUCTIONS = ("sum", "max", "min", "argmax", "argmin")
 
 
 def splittable(program: Program) -> Node | None:
@@ -260,7 +258,7 @@ def splittable(program: Program) -> Node | None:
     per-row value, and per-row ops after it."""
     em = Emitter(program)
     needed = em.deps(program.output)
-    reductions = [n for n in program.nodes if n.name in needed and n.op in REDUCTIONS]
+    reductions = [n for n in program.reductions if n.name in needed]
     if program.out_level != "row" or len(reductions) != 1 or reductions[0].op not in ("sum", "max", "min"):
         return None
     r = reductions[0]
@@ -269,9 +267,7 @@ def splittable(program: Program) -> Node | None:
     return r
 
 
-def _finish_kernel(program: Program, em: Emitter) -> str:
-    r = splittable(program)
-    assert r is not None
+def _finish_kernel(program: Program, em: Emitter, r: Node) -> str:
     combine = {"sum": "tl.sum", "max": "tl.max", "min": "tl.min"}[r.op]
     fill = {"sum": "0.0", "max": NEG_INF, "min": POS_INF}[r.op]
     needed = em.deps(program.output)
@@ -333,7 +329,7 @@ def _online_pairs(program: Program, em: Emitter) -> dict[str, str]:
 
 def _looped(program: Program, em: Emitter, row_nodes: list[Node], online: bool) -> list[str]:
     """Passes over the row: each computes the reductions whose inputs are known, then the output."""
-    reductions = [n for n in program.nodes if n.op in ("sum", "max", "min", "argmax", "argmin")]
+    reductions = program.reductions
     pairs = _online_pairs(program, em) if online else {}
     known: set[str] = set()  # row values computed so far
     lines: list[str] = []
@@ -358,7 +354,7 @@ def _looped(program: Program, em: Emitter, row_nodes: list[Node], online: bool) 
         pending = [r for r in pending if r not in batch]
         # row values that became computable (e.g. mean = sum / n, rsqrt(var + eps))
         for node in row_nodes:
-            if node.name not in known and node.op not in ("sum", "max", "min", "argmax", "argmin", "load") and \
+            if node.name not in known and node.op not in REDUCTIONS and node.op != "load" and \
                     row_deps(node.name) - {node.name} <= known and node.name in needed_all:
                 lines.append(em.statement(node))
                 known.add(node.name)

@@ -329,14 +329,15 @@ def {name}(a_ptr, w_ptr, {operands}out_ptr, M, N, K, stride_a, stride_w, NUM_SMS
 '''
 
 
-def tma_ready(stages: Sequence[Stage], rows: int, itemsize: int) -> str | None:
+def tma_ready(stages: Sequence[Stage], dtype: str) -> str | None:
     """Why the TMA template cannot take these stages (None: it can): a descriptor needs row strides
     that are multiples of 16 bytes."""
+    itemsize = getattr(torch, dtype).itemsize
     for st in stages:
         for what, count in (("K", st.k), ("N", st.n)):
             if count * itemsize % 16:
                 return f"a row of {count} ({what}) is not a multiple of 16 bytes"
-    return None if rows > 0 else "no rows"
+    return None
 
 
 def kernel(stage: Stage, index: int, precision: str | None, split_k: int = 1, tma: bool = False) -> str:

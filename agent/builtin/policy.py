@@ -88,8 +88,7 @@ def seeds(plan: Plan) -> list[tuple[str, dict[str, Any], str]]:
             out.append(("gemm", {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_warps": warps,
                                  "num_stages": stages, **precision},
                         f"seed: {bm} x {bn} tiles, K steps of {bk}, {stages} stages in flight"))
-        itemsize = 4 if plan.dtype == "float32" else 2
-        if matmul.tma_ready(plan.extra["stages"], plan.rows, itemsize) is None and _has_tensor_descriptors():
+        if matmul.tma_ready(plan.extra["stages"], plan.dtype) is None and _has_tensor_descriptors():
             # The TMA template second and fourth, so that a short search measures both kinds.
             for at, (bm, bn, warps, stages) in ((1, (128, 128, 8, 4)), (3, (128, 256, 8, 3))):
                 out.insert(at, ("gemm_tma", {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": 64, "GROUP_M": 8,
