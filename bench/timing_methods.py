@@ -10,9 +10,10 @@ wait. This script times the same callables three ways, over the same rotated inp
   dispatches while the GPU is still busy and only GPU time falls between the events;
 - ``do_bench``: `triton.testing.do_bench`, median (back-to-back launches).
 
-Usage: python bench/timing_methods.py TASK[=CANDIDATE.py] ... [--busy-cpus N] [--out FILE]
-``--busy-cpus N`` keeps N processes spinning on the host meanwhile, as a second evaluation
-starting up does.
+Usage: python bench/timing_methods.py TASK[=CANDIDATE.py] ... [--seed] [--busy-cpus N] [--out FILE]
+``--seed`` also times the built-in policy's first seed candidate for each task (a Triton kernel,
+whose launcher has its own host cost). ``--busy-cpus N`` keeps N processes spinning on the host
+meanwhile, as a second evaluation starting up does.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import argparse
 import json
 import multiprocessing
 import statistics
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +32,7 @@ def _spin(stop: Any) -> None:
         pass
 
 
-def measure(spec: str) -> dict[str, Any]:
+def measure(spec: str, seed: bool = False, scratch: Path | None = None) -> dict[str, Any]:
     import importlib.util
 
     import torch
@@ -45,12 +47,26 @@ def measure(spec: str) -> dict[str, Any]:
     model, inputs = instantiate(task, device="cuda")
     sets = [inputs] + [instantiate(task, device="cuda", seed=s)[1] for s in (1, 2)]
     callables = {"eager": model, "compile": torch.compile(model)}
+    if seed and not candidate:
+        from kernelevo.agent.builtin.policy import seeds
+        from kernelevo.agent.builtin.recognize import recognise
+        from kernelevo.agent.builtin.templates import render
+
+        plan = recognise(task)
+        strategy, params, why = seeds(plan)[0]
+        assert scratch is not None
+        path = scratch / f"{name}_seed.py"
+        path.write_text(render(plan, strategy, dict(params), why))
+        candidate = str(path)
     if candidate:
         module_spec = importlib.util.spec_from_file_location("candidate", candidate)
         assert module_spec is not None and module_spec.loader is not None
         module = importlib.util.module_from_spec(module_spec)
         module_spec.loader.exec_module(module)
         callables["candidate"] = _candidate(module, task)
+        fn = callables["candidate"]
+        with torch.no_grad():
+            torch.testing.assert_close(fn(*inputs), model(*inputs), rtol=2e-2, atol=2e-2)
     policy = TimingPolicy()
     flush = timing.l2_flush_buffer()
     row: dict[str, Any] = {"task": name}
@@ -90,6 +106,7 @@ def _candidate(module: Any, task: Any) -> Any:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("tasks", nargs="+", help="TASK or TASK=CANDIDATE.py")
+    parser.add_argument("--seed", action="store_true", help="also time the built-in policy's first seed")
     parser.add_argument("--busy-cpus", type=int, default=0)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
@@ -98,7 +115,8 @@ def main() -> None:
     for p in spinners:
         p.start()
     try:
-        rows = [measure(spec) for spec in args.tasks]
+        with tempfile.TemporaryDirectory() as scratch:
+            rows = [measure(spec, args.seed, Path(scratch)) for spec in args.tasks]
     finally:
         stop.set()
     if args.out:
