@@ -180,6 +180,33 @@ def test_policy_seeds_then_mutates_without_repeating() -> None:
     assert "ModelNew" in second[0]["source"]
 
 
+def test_seeds_left_out_of_the_first_generation_are_measured_one_per_generation() -> None:
+    policy = BuiltinPolicy()
+    task = load_task("matmul_bias_gelu", "full")
+    policy.prepare(task)
+    all_seeds = [key(s, p) for s, p, _ in seeds(policy.plan)]
+    assert len(all_seeds) > 3
+    first = policy.propose(SearchView(task=task, generation=0, archive={}, entries=[], tried=set()), 3)
+    params = {f"id{i}": p["params"] for i, p in enumerate(first)}
+    tried = {key(p["strategy"], p["params"]) for p in first}
+    archive = {f"c{i}": arch.Entry(id=f"id{i}", strategy=p["strategy"], cell=f"c{i}", parent=None, correct=True,
+                                   runtime_ms=float(i + 1), speedup=None) for i, p in enumerate(first)}
+    second = policy.propose(SearchView(task=task, generation=1, archive=archive, entries=[], tried=tried,
+                                       params=params, rng=random.Random(1)), 3)
+    # The best elite's first step is its tile width (a GEMM's speed is in the tile, not the warps) ...
+    assert second[0]["parent"] == "id0" and second[0]["why"].startswith("mutation: BLOCK_N")
+    # ... then exactly one seed the first generation had no room for, in the seeds' own order.
+    fresh = [p for p in second if p["parent"] is None]
+    assert [key(p["strategy"], p["params"]) for p in fresh] == [all_seeds[3]]
+    assert fresh[0]["why"].startswith("seed (not yet measured)")
+    # With every neighbourhood spent, a seed still untried means the search has not converged.
+    spent = tried | {key(p["strategy"], p["params"]) for p in second}
+    policy._neighbours = lambda strategy, params: iter(())  # type: ignore[method-assign]
+    last = policy.propose(SearchView(task=task, generation=2, archive=archive, entries=[], tried=spent,
+                                     params=params, rng=random.Random(1)), 3)
+    assert [key(p["strategy"], p["params"]) for p in last] == [next(k for k in all_seeds if k not in spent)]
+
+
 def test_the_persistent_grid_is_a_mutation_of_row_and_pointwise_kernels_only() -> None:
     policy = BuiltinPolicy()
     for name, expected in (("softmax", True), ("elementwise_chain", True), ("cross_entropy", False),

@@ -160,6 +160,28 @@ def test_shapes_that_divide_into_tiles_run_without_bounds_checks(evaluator, tmp_
                   "EVEN_R=n_rows % BLOCK_R == 0, EVEN_C=n_cols % BLOCK_C == 0")
 
 
+@pytest.mark.parametrize("name", ["attention-causal-bf16", "attention-scaled-fp32"])
+def test_attention_without_masks_and_through_tma_descriptors(evaluator, tmp_path: Path, name: str) -> None:
+    """A sequence of 64 in blocks of 32 x 16: EVEN (no bounds masks) with pointer loads and with
+    tensor descriptors over the [batch * heads * seq, head_dim] rows; several heads, so that a tile
+    placed in the wrong head's rows would be caught. The seeds offer TMA only where the blocks divide."""
+    d = 32 if "bf16" in name else 16
+    task, plan = _case(tmp_path, name, 0, ", ".join([f"torch.randn(2, 3, 64, {d})"] * 3))
+    base = {"BLOCK_M": 32, "BLOCK_N": 16, "num_warps": 4, "num_stages": 2}
+    for tma in (False, True):
+        _accepted(evaluator, task, plan, tmp_path, "flash", dict(base, TMA=tma), "test",
+                  "TMA=True and even" if tma else "TMA=False and even")
+    assert any(p["TMA"] for _, p, _ in seeds(plan)) == plan_has_descriptors()
+    ragged, ragged_plan = _case(tmp_path, name, 0)  # 50 or 37 keys: no seed asks for TMA
+    assert not any(p["TMA"] for _, p, _ in seeds(ragged_plan))
+
+
+def plan_has_descriptors() -> bool:
+    import triton.language as tl
+
+    return hasattr(tl, "make_tensor_descriptor")
+
+
 @pytest.mark.parametrize("name", ["chain-params", "softmax-module", "flat-gelu-tanh", "layernorm-by-hand"])
 def test_a_persistent_grid_loops_over_every_tile(evaluator, tmp_path: Path, name: str) -> None:
     """PROGRAMS_PER_SM: 4 'SMs' under the interpreter, so each program takes several tiles (the

@@ -33,6 +33,13 @@ STEPS: dict[str, list[int]] = {
     "SPLIT_K": [1, 2, 4, 8, 16],
     "SPLIT": [2, 4, 8, 16, 32, 64],
 }
+MUTATION_ORDER: dict[str, tuple[str, ...]] = {
+    # Tensor-core kernels: the tile shape and the pipeline depth decide the speed (the warps mostly
+    # follow from the tile), so those are stepped first.
+    "matmul": ("BLOCK_N", "BLOCK_M", "num_stages", "BLOCK_K", "num_warps", "GROUP_M", "SPLIT_K"),
+    "attention": ("BLOCK_N", "BLOCK_M", "num_stages", "num_warps"),
+}
+"""The order in which parameters are stepped, per kind; other kinds follow :data:`STEPS`."""
 SMS = 132
 """Streaming multiprocessors the seeds plan for (an H100 or H200); the search corrects the guess."""
 ELEMENTS_PER_THREAD = 8
@@ -107,12 +114,19 @@ def seeds(plan: Plan) -> list[tuple[str, dict[str, Any], str]]:
                            f"seed: {tiles} output tiles for {SMS} SMs: K split {split} ways, partial sums added after"))
         return out
     if plan.kind == "attention":
-        d = plan.extra["head_dim"]
+        d, seq = plan.extra["head_dim"], plan.extra["seq"]
         for bm, bn, warps, stages in ((128, 64, 8, 3), (128, 128, 8, 3), (64, 64, 4, 3)):
             if d >= 256 and bn > 64:
                 continue
-            out.append(("flash", {"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": warps, "num_stages": stages},
-                        f"seed: {bm} queries per program, keys in blocks of {bn}"))
+            out.append(("flash", {"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": warps, "num_stages": stages,
+                                  "TMA": False}, f"seed: {bm} queries per program, keys in blocks of {bn}"))
+        if _has_tensor_descriptors():
+            # Where the sequence divides into the blocks, the same tiles through Hopper's copy engine:
+            # second and fourth, so that a short search measures both kinds of load.
+            tma = [(s, dict(p, TMA=True), w.replace("seed:", "seed: TMA loads,", 1)) for s, p, w in out
+                   if seq % p["BLOCK_M"] == 0 and seq % p["BLOCK_N"] == 0][:2]
+            for at, seed in zip((1, 3), tma, strict=False):
+                out.insert(at, seed)
         return out
     if plan.kind == "cross_entropy":
         for block, warps in ((2048, 8), (4096, 8), (8192, 16)):
@@ -190,6 +204,11 @@ class BuiltinPolicy:
         if view.generation == 0 or not view.archive:
             for strategy, params, why in seeds(self.plan):
                 add(strategy, dict(params), None, why)
+        # Seeds that did not fit in the first generation are different starting points (another
+        # template, another tile shape), not small steps: one of them per generation, after the best
+        # elite's first mutation, so that a short search still measures each kind once.
+        pending = next(((s, dict(p), w.replace("seed:", "seed (not yet measured):", 1)) for s, p, w in seeds(self.plan)
+                        if key(s, p) not in seen), None)
         # The best elite first (exploit), then parents drawn with exploration; one neighbour each,
         # round robin, so that no single parent takes the whole generation ...
         parents: list[str] = []
@@ -202,6 +221,11 @@ class BuiltinPolicy:
         queues = [(pid, iter(self._neighbours(view.archive_strategy(pid), view.params[pid]))) for pid in parents]
         while queues and len(proposals) < count:
             for pid, queue in list(queues):
+                if pending and proposals:
+                    add(pending[0], pending[1], None, pending[2])
+                    pending = None
+                    if len(proposals) >= count:
+                        break
                 for strategy, params, why in queue:
                     if key(strategy, params) not in seen:
                         add(strategy, params, pid, why)
@@ -210,11 +234,15 @@ class BuiltinPolicy:
                     queues.remove((pid, queue))
                 if len(proposals) >= count:
                     break
+        if pending:  # every elite's neighbourhood is spent: not converged while a seed is untried
+            add(pending[0], pending[1], None, pending[2])
         return proposals
 
     def _neighbours(self, strategy: str, params: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any], str]]:
         """Parameter sets one step away from ``params``, most promising first."""
-        for name, values in STEPS.items():
+        assert self.plan is not None
+        for name in MUTATION_ORDER.get(self.plan.kind, tuple(STEPS)):
+            values = STEPS[name]
             if name not in params:
                 continue
             i = values.index(params[name]) if params[name] in values else 0
@@ -226,11 +254,15 @@ class BuiltinPolicy:
                         direction = "larger"
                     why = f"mutation: {name} {params[name]} -> {values[j]} ({direction}) from the elite"
                     yield strategy, changed, why
-        assert self.plan is not None
         if self.plan.kind in ("pointwise", "row") and strategy != "split" and "PROGRAMS_PER_SM" not in params:
             yield strategy, dict(params, PROGRAMS_PER_SM=2), (
                 "mutation: persistent grid (2 programs per SM looping over the tiles): no tail wave, "
                 "per-program costs paid once")
+        if "TMA" in params:
+            yield strategy, dict(params, TMA=not params["TMA"]), (
+                f"mutation: TMA {'off' if params['TMA'] else 'on'}: "
+                + ("the copy engine moves whole tiles, no address arithmetic" if not params["TMA"]
+                   else "pointer loads, which the compiler pipelines its own way"))
         if "online" in params:
             yield strategy, dict(params, online=not params["online"]), (
                 f"mutation: online {'off' if params['online'] else 'on'}: "

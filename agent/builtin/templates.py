@@ -121,18 +121,34 @@ CROSS_ENTROPY_FORWARD = '''def forward(self, {logits}, {targets}):
 
 
 ATTENTION_KERNEL = '''@triton.jit
-def attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, seq, scale_log2e, stride_b, stride_h, stride_s, H,
+def attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, seq, rows, scale_log2e, stride_b, stride_h, stride_s, H,
                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr,
-                     WIDEN: tl.constexpr):
+                     EVEN: tl.constexpr, TMA: tl.constexpr, WIDEN: tl.constexpr):
     # One program: BLOCK_M queries of one (batch, head). Keys and values stream through in blocks of
     # BLOCK_N; the running max m and sum l rescale the output accumulator (online softmax, in log2).
+    # EVEN (the sequence divides into both blocks): no bounds masks and no -inf fill, which would
+    # otherwise cost a select per score. TMA (Hopper; contiguous q, k, v and EVEN): the copy engine
+    # brings whole tiles of the [batch * heads * seq, HEAD_DIM] rows into shared memory.
     start_m = tl.program_id(0)
     bh = tl.program_id(1)
     base = (bh // H).to(tl.int64) * stride_b + (bh % H).to(tl.int64) * stride_h
     offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, HEAD_DIM)
-    q = tl.load(q_ptr + base + offs_m[:, None] * stride_s + offs_d[None, :], mask=offs_m[:, None] < seq, other=0.0)
+    if TMA:
+        q_desc = tl.make_tensor_descriptor(q_ptr, shape=[rows, HEAD_DIM], strides=[HEAD_DIM, 1],
+                                           block_shape=[BLOCK_M, HEAD_DIM])
+        k_desc = tl.make_tensor_descriptor(k_ptr, shape=[rows, HEAD_DIM], strides=[HEAD_DIM, 1],
+                                           block_shape=[BLOCK_N, HEAD_DIM])
+        v_desc = tl.make_tensor_descriptor(v_ptr, shape=[rows, HEAD_DIM], strides=[HEAD_DIM, 1],
+                                           block_shape=[BLOCK_N, HEAD_DIM])
+        row0 = bh * seq
+        q = q_desc.load([row0 + start_m * BLOCK_M, 0])
+    elif EVEN:
+        q = tl.load(q_ptr + base + offs_m[:, None] * stride_s + offs_d[None, :])
+    else:
+        q = tl.load(q_ptr + base + offs_m[:, None] * stride_s + offs_d[None, :], mask=offs_m[:, None] < seq,
+                    other=0.0)
     if WIDEN:
         q = q.to(tl.float32)
     m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
@@ -144,25 +160,37 @@ def attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, seq, scale_log2e, stride_b, str
         end = seq
     for start_n in range(0, end, BLOCK_N):
         cols = start_n + offs_n
-        k = tl.load(k_ptr + base + cols[None, :] * stride_s + offs_d[:, None], mask=cols[None, :] < seq, other=0.0)
-        v = tl.load(v_ptr + base + cols[:, None] * stride_s + offs_d[None, :], mask=cols[:, None] < seq, other=0.0)
+        # k is read as stored (rows of HEAD_DIM contiguous values) and transposed in shared memory.
+        if TMA:
+            k = k_desc.load([row0 + start_n, 0])
+            v = v_desc.load([row0 + start_n, 0])
+        elif EVEN:
+            k = tl.load(k_ptr + base + cols[:, None] * stride_s + offs_d[None, :])
+            v = tl.load(v_ptr + base + cols[:, None] * stride_s + offs_d[None, :])
+        else:
+            k = tl.load(k_ptr + base + cols[:, None] * stride_s + offs_d[None, :], mask=cols[:, None] < seq,
+                        other=0.0)
+            v = tl.load(v_ptr + base + cols[:, None] * stride_s + offs_d[None, :], mask=cols[:, None] < seq,
+                        other=0.0)
         if WIDEN:
             k = k.to(tl.float32)
             v = v.to(tl.float32)
-        s = tl.dot(q, k) * scale_log2e
-        valid = cols[None, :] < seq
+        s = tl.dot(q, tl.trans(k)) * scale_log2e
+        if not EVEN:
+            s = tl.where(cols[None, :] < seq, s, float("-inf"))
         if CAUSAL:
-            valid = valid & (cols[None, :] <= offs_m[:, None])
-        s = tl.where(valid, s, float("-inf"))
+            s = tl.where(cols[None, :] <= offs_m[:, None], s, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, axis=1))
         alpha = tl.exp2(m_i - m_new)
         p = tl.exp2(s - m_new[:, None])
         l_i = l_i * alpha + tl.sum(p, axis=1)
         acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
         m_i = m_new
-    out = acc / l_i[:, None]
-    tl.store(o_ptr + base + offs_m[:, None] * stride_s + offs_d[None, :], out.to(o_ptr.dtype.element_ty),
-             mask=offs_m[:, None] < seq)
+    out = (acc / l_i[:, None]).to(o_ptr.dtype.element_ty)
+    if EVEN:
+        tl.store(o_ptr + base + offs_m[:, None] * stride_s + offs_d[None, :], out)
+    else:
+        tl.store(o_ptr + base + offs_m[:, None] * stride_s + offs_d[None, :], out, mask=offs_m[:, None] < seq)
 '''
 
 ATTENTION_FORWARD = '''def forward(self, {q}, {k}, {v}):
@@ -173,10 +201,11 @@ ATTENTION_FORWARD = '''def forward(self, {q}, {k}, {v}):
     out = torch.empty_like({q})
     scale = {scale}
     BLOCK_M, BLOCK_N = {BLOCK_M}, {BLOCK_N}
+    even = seq % BLOCK_M == 0 and seq % BLOCK_N == 0
     attention_kernel[(triton.cdiv(seq, BLOCK_M), batch * heads)](
-        {q}, {k}, {v}, out, seq, scale * 1.4426950408889634, {q}.stride(0), {q}.stride(1), {q}.stride(2), heads,
-        BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, HEAD_DIM=head_dim, CAUSAL={causal}, WIDEN=INTERPRETED,
-        num_warps={num_warps}, num_stages={num_stages})
+        {q}, {k}, {v}, out, seq, batch * heads * seq, scale * 1.4426950408889634, {q}.stride(0), {q}.stride(1),
+        {q}.stride(2), heads, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, HEAD_DIM=head_dim, CAUSAL={causal}, EVEN=even,
+        TMA={TMA} and even, WIDEN=INTERPRETED, num_warps={num_warps}, num_stages={num_stages})
     return out
 '''
 
@@ -224,8 +253,10 @@ def render(plan: Plan, strategy: str, params: dict[str, Any], why: str) -> str:
         head = _with_interpreter_import(head.replace("import torch\n", "import math\n\nimport torch\n", 1))
         q, k, v = plan.inputs
         scale = repr(float(plan.extra["scale"])) if plan.extra["scale"] is not None else "1.0 / math.sqrt(head_dim)"
-        forward = ATTENTION_FORWARD.format(q=q, k=k, v=v, scale=scale, causal=plan.extra["causal"], **params)
-        return (head + ATTENTION_KERNEL + codegen.INTERPRETED.format(kernel="attention_kernel")
+        forward = ATTENTION_FORWARD.format(q=q, k=k, v=v, scale=scale, causal=plan.extra["causal"],
+                                           **{"TMA": False, **params})
+        scratch = TMA_SCRATCH if params.get("TMA") else ""
+        return (head + scratch + ATTENTION_KERNEL + codegen.INTERPRETED.format(kernel="attention_kernel")
                 + _model(plan.init, forward))
     if plan.kind == "matmul":
         stages = plan.extra["stages"]
