@@ -134,6 +134,22 @@ def _record_launches(candidate: Path, task_path: Path, size: str, dtype: str | N
     return launches
 
 
+_GLOBAL_ACCESS = re.compile(r"\b(ld|st)\.global((?:\.[\w:]+)*)")
+
+
+def access_widths(ptx: str) -> dict[str, int]:
+    """The widest global load and store in ``ptx``, in bits (``ld.global.v4.b32`` is 128): where the
+    compiler could not prove alignment, it falls back to 32 bits or fewer per access."""
+    widest = {"load_bits": 0, "store_bits": 0}
+    for op, suffix in _GLOBAL_ACCESS.findall(ptx):
+        parts = suffix.split(".")
+        lanes = next((int(x[1:]) for x in parts if re.fullmatch(r"v\d", x)), 1)
+        bits = next((int(x[1:]) for x in parts if re.fullmatch(r"[bfsu]\d+", x)), 0)
+        name = "load_bits" if op == "ld" else "store_bits"
+        widest[name] = max(widest[name], lanes * bits)
+    return widest
+
+
 def gate(candidate: Path, task_path: Path, size: str, dtype: str | None, capability: int = 90) -> dict[str, Any]:
     """Compile every kernel ``candidate`` launches; a report per distinct launch."""
     import triton
@@ -179,7 +195,7 @@ def gate(candidate: Path, task_path: Path, size: str, dtype: str | None, capabil
             except (TypeError, KeyError, AttributeError):  # a Triton whose attrs take another form
                 compiled = triton.compile(ASTSource(fn=fn, signature=signature, constexprs=constexprs),
                                           target=target, options=launch)
-            report.update(ok=True, **resources(compiled.asm["ptx"], arch),
+            report.update(ok=True, **resources(compiled.asm["ptx"], arch), **access_widths(compiled.asm["ptx"]),
                           shared_bytes=int(getattr(compiled.metadata, "shared", 0) or 0))
         except Exception as exc:
             report.update(ok=False, error="".join(traceback.format_exception_only(type(exc), exc)).strip())

@@ -207,6 +207,55 @@ def test_seeds_left_out_of_the_first_generation_are_measured_one_per_generation(
     assert [key(p["strategy"], p["params"]) for p in last] == [next(k for k in all_seeds if k not in spent)]
 
 
+def test_vector_width_is_promised_only_where_rows_align_and_triton_cannot_see_it(tmp_path: Path) -> None:
+    from kernelevo.agent.builtin.policy import vector_width
+
+    def plan_for(cols: int, dtype: str = "float32"):  # noqa: ANN202
+        path = tmp_path / f"softmax_{cols}_{dtype}.py"
+        path.write_text((ROOT / "tasks" / "builtin" / "softmax.py").read_text()
+                        .replace("rows, cols = 32768, 16384", f"rows, cols = 8, {cols}")
+                        + f"\nDTYPE = torch.{dtype}\n")
+        return recognise(load_task(str(path), "full"))
+
+    # 16 bytes per load at most: 4 fp32 or 8 bf16 elements, fewer where the row length allows no more
+    assert [vector_width(plan_for(c)) for c in (1000, 1002, 4097, 4096)] == [4, 2, 1, 1]
+    assert vector_width(plan_for(1000, "bfloat16")) == 8
+    assert vector_width(recognise(load_task("matmul_bias_gelu", "small"))) == 1
+    plan = plan_for(1000)
+    assert all(p["VEC"] == 4 and "4-element boundaries" in w for _, p, w in seeds(plan))
+    assert not any("VEC" in p for _, p, _ in seeds(plan_for(4096)))
+    policy = BuiltinPolicy()
+    policy.plan = plan
+    strategy, params, _ = seeds(plan)[0]
+    off = [p for _, p, why in policy._neighbours(strategy, params) if why.startswith("mutation: VEC")]
+    assert [p["VEC"] for p in off] == [1]
+    assert [p["VEC"] for _, p, why in policy._neighbours(strategy, off[0]) if why.startswith("mutation: VEC")] == [4]
+
+
+def test_tiles_that_cannot_fit_in_shared_memory_are_not_proposed() -> None:
+    """On the H200, keys in blocks of 256 with head dim 128 and 3 stages asked for 425,984 bytes of
+    shared memory and failed to launch, twice in one 8-evaluation search; the estimate rules them out."""
+    from kernelevo.agent.builtin.policy import SHARED_BYTES, shared_bytes
+
+    policy = BuiltinPolicy()
+    task = load_task("attention", "full")
+    policy.prepare(task)
+    assert shared_bytes(policy.plan, {"BLOCK_M": 128, "BLOCK_N": 256, "num_stages": 3}) == 425984
+    first = seeds(policy.plan)
+    params = {f"id{i}": dict(p) for i, (_, p, _) in enumerate(first)}
+    archive = {f"c{i}": arch.Entry(id=f"id{i}", strategy=s, cell=f"c{i}", parent=None, correct=True,
+                                   runtime_ms=float(i + 1), speedup=None) for i, (s, _, _) in enumerate(first)}
+    tried = {key(s, p) for s, p, _ in first}
+    proposed = []
+    for generation in range(1, 6):
+        batch = policy.propose(SearchView(task=task, generation=generation, archive=archive, entries=[],
+                                          tried=tried | {key(p["strategy"], p["params"]) for p in proposed},
+                                          params=params, rng=random.Random(generation)), 3)
+        proposed += batch
+    assert proposed and all(shared_bytes(policy.plan, p["params"]) <= SHARED_BYTES for p in proposed)
+    assert any(p["params"]["BLOCK_N"] == 32 for p in proposed)  # smaller steps are still taken
+
+
 def test_the_persistent_grid_is_a_mutation_of_row_and_pointwise_kernels_only() -> None:
     policy = BuiltinPolicy()
     for name, expected in (("softmax", True), ("elementwise_chain", True), ("cross_entropy", False),

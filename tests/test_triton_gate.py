@@ -80,3 +80,36 @@ def test_the_gate_specialises_arguments_as_the_launcher_does() -> None:
     assert _specialise(8193, plain) == ("i32", False)
     assert _specialise(2.5, plain)[0] == "fp32"
     assert _specialise(1, SimpleNamespace(do_not_specialize=True, do_not_specialize_on_alignment=False))[0] == "i32"
+
+
+def test_a_promised_vector_width_turns_scalar_loads_into_16_byte_ones(evaluator, tmp_path: Path) -> None:
+    """Rows of 1000 bf16 values: Triton cannot prove 16-byte alignment (1000 is not a multiple of 16)
+    and reads one element per instruction; with VEC=8 the forward checks the promise and the loads
+    become 128 bits wide. The helper refuses a misaligned tensor."""
+    import importlib.util
+
+    import torch
+
+    from kernelevo.agent.builtin.policy import seeds
+    from kernelevo.agent.builtin.recognize import recognise
+    from kernelevo.agent.builtin.templates import render
+
+    task = load_task("rmsnorm", "small")
+    plan = recognise(task)
+    strategy, params, why = seeds(plan)[0]
+    widths = {}
+    for vec in (1, params["VEC"]):
+        path = tmp_path / f"vec{vec}.py"
+        path.write_text(render(plan, strategy, dict(params, VEC=vec), why))
+        result = evaluator.triton_gate(task, path)
+        assert result["ok"], describe_triton_gate(result)
+        widths[vec] = result["kernels"][0]["load_bits"]
+    assert widths == {1: 16, 8: 128}
+    assert "global loads up to 128 bits wide" in describe_triton_gate(result)
+    spec = importlib.util.spec_from_file_location("vec_candidate", tmp_path / "vec8.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    whole = torch.zeros(8 * 1000 + 8, dtype=torch.bfloat16)
+    assert module.aligned(8, (1000,), (whole[:8000].view(8, 1000),)) == 8
+    assert module.aligned(8, (1000,), (whole[1:8001].view(8, 1000),)) == 1  # starts 2 bytes in
+    assert module.aligned(8, (1004,), (whole,)) == 1

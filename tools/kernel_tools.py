@@ -58,7 +58,8 @@ def _trim(text: str, limit: int = 1200) -> str:
 
 
 def describe_triton_gate(result: dict) -> str:
-    """The Triton gate's report in a few lines: per kernel, registers and spills, or the compiler's error."""
+    """The Triton gate's report in a few lines: per kernel, registers, spills and access width, or the
+    compiler's error."""
     target = result.get("target", "the GPU")
     if not result.get("kernels"):
         return f"Triton compile for {target}: FAILED: {_trim(result.get('error') or 'no result', 1500)}"
@@ -69,6 +70,10 @@ def describe_triton_gate(result: dict) -> str:
             detail = k.get("resources") or "compiled"
             if k.get("shared_bytes"):
                 detail += f", {k['shared_bytes']} bytes of shared memory"
+            if k.get("load_bits"):
+                detail += f", global loads up to {k['load_bits']} bits wide"
+                if k["load_bits"] < 128:
+                    detail += " (no 16-byte vector loads)"
             lines.append(f"Triton {k['kernel']} ({shape}) for {target}: ok, {detail}")
         else:
             lines.append(f"Triton {k['kernel']} ({shape}) for {target}: FAILED:\n{_trim(k.get('error', ''), 1500)}")

@@ -190,7 +190,8 @@ def kernel(program: Program, strategy: str, online: bool = False, persistent: bo
         elif o.kind == "channel":
             params += [f"{o.name}_div", f"{o.name}_mod"]
     signature = ", ".join([*params, "out_ptr", "n_rows", "n_cols", "BLOCK_R: tl.constexpr", "BLOCK_C: tl.constexpr",
-                           "EVEN_R: tl.constexpr", "EVEN_C: tl.constexpr", "WIDE: tl.constexpr"])
+                           "EVEN_R: tl.constexpr", "EVEN_C: tl.constexpr", "WIDE: tl.constexpr",
+                           "VEC: tl.constexpr"])
     if strategy == "split":
         signature = signature.replace("out_ptr, n_rows, n_cols,", "ws_ptr, n_rows, n_cols, chunk,") + \
             ", SPLIT: tl.constexpr"
@@ -236,7 +237,14 @@ def kernel(program: Program, strategy: str, online: bool = False, persistent: bo
                     "mask=row_ok[:, None])")
     else:
         body += _looped(program, em, row_nodes, online)
-    head = ["tiles_c = tl.cdiv(n_cols, BLOCK_C)"] if strategy == "tiled" else []
+    strides = [f"{o.name}_stride" for o in program.operands if o.kind == "row"]
+    head = ["# VEC > 1: the host checked that row lengths, strides and pointers are multiples of VEC",
+            "# elements. Triton learns that by itself only for multiples of 16; otherwise it reads one",
+            "# element per instruction. Rounding down to a multiple of VEC (a no-op here) tells it, where",
+            "# tl.multiple_of on a scalar does not, and it then reads VEC * itemsize bytes at a time.",
+            "if VEC > 1:",
+            *[f"    {n} = {n} // VEC * VEC" for n in ["n_cols", *strides]]]
+    head += ["tiles_c = tl.cdiv(n_cols, BLOCK_C)"] if strategy == "tiled" else []
     if persistent:
         # A fixed grid of a few programs per SM, each looping over tiles: no tail wave of
         # half-empty SMs, and launch and scheduling costs paid once per program, not per tile.
@@ -479,13 +487,15 @@ def forward(program: Program, strategy: str, params: dict[str, Any], max_block: 
     elif strategy == "split":
         sizes = ", ".join([f"{o.source}.numel()" for o in row_operands] + ["out.numel()"])
         split, block_c = params["SPLIT"], params["BLOCK_C"]
-        body += [f"BLOCK_C, SPLIT = {block_c}, {split}",
+        vec = _vec_check(params, row_operands, args)
+        body += [*vec, f"BLOCK_C, SPLIT = {block_c}, {split}",
                  "# Few, long rows: SPLIT programs per row, each reducing a chunk of whole column blocks.",
                  f"ws = torch.empty((n_rows, SPLIT), dtype=torch.float32, device={main}.device)",
                  "chunk = triton.cdiv(triton.cdiv(n_cols, BLOCK_C), SPLIT) * BLOCK_C",
                  "fused_kernel[(n_rows, SPLIT)](",
                  f"    {', '.join(args)}, ws, n_rows, n_cols, chunk, BLOCK_R=1, BLOCK_C=BLOCK_C,",
                  f"    EVEN_R=True, EVEN_C=n_cols % BLOCK_C == 0, WIDE=max({sizes}) >= 2**31, SPLIT=SPLIT,",
+                 f"    VEC={'vec' if vec else 1},",
                  f"    num_warps={params['num_warps']})",
                  "finish_kernel[(triton.cdiv(n_rows, 16),)](ws, out, n_rows, n_cols, BLOCK_R=16, SPLIT=SPLIT, "
                  "num_warps=1)",
@@ -494,6 +504,8 @@ def forward(program: Program, strategy: str, params: dict[str, Any], max_block: 
     else:
         block_c = str(params["BLOCK_C"])
         grid = "(triton.cdiv(n_rows, BLOCK_R) * triton.cdiv(n_cols, BLOCK_C),)"
+    vec = _vec_check(params, row_operands, args)
+    body += vec
     block_r = 1 if flat else params.get("BLOCK_R", 1)
     if params.get("PROGRAMS_PER_SM"):
         body += ["# Persistent: a few programs per SM loop over the tiles (4 'SMs' under the CPU interpreter).",
@@ -505,10 +517,30 @@ def forward(program: Program, strategy: str, params: dict[str, Any], max_block: 
              f"fused_kernel[{grid}](",
              f"    {', '.join(args)}, out, n_rows, n_cols, BLOCK_R=BLOCK_R, BLOCK_C=BLOCK_C,",
              "    EVEN_R=n_rows % BLOCK_R == 0, EVEN_C=n_cols % BLOCK_C == 0,",
-             f"    WIDE=max({sizes}) >= 2**31,",
+             f"    WIDE=max({sizes}) >= 2**31, VEC={'vec' if vec else 1},",
              f"    num_warps={params['num_warps']}{_stages(params)})",
              "return out"]
     return "\n".join(lines + _indent(body, 1)) + "\n"
+
+
+ALIGNED = '''def aligned(vec, sizes, tensors):
+    """vec if every size and every tensor's address is a multiple of vec elements, else 1."""
+    if all(n % vec == 0 for n in sizes) and all(t.data_ptr() % (vec * t.element_size()) == 0 for t in tensors):
+        return vec
+    return 1
+
+
+'''
+
+
+def _vec_check(params: dict[str, Any], row_operands: list[Any], args: list[str]) -> list[str]:
+    """The line that sets ``vec`` to the requested vector width where the promise holds for these
+    tensors (see :data:`ALIGNED`); none without VEC."""
+    if params.get("VEC", 1) <= 1:
+        return []
+    strides = [args[args.index(o.source) + 1] for o in row_operands]
+    tensors = [o.source for o in row_operands] + ["out"]
+    return [f"vec = aligned({params['VEC']}, (n_cols, {', '.join(strides)}), ({', '.join(tensors)},))"]
 
 
 def _stages(params: dict[str, Any]) -> str:

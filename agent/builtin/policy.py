@@ -12,6 +12,8 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import torch
+
 from kernelevo.agent.archive import best, select_parents
 from kernelevo.agent.builtin import matmul
 from kernelevo.agent.builtin.codegen import online_pairs, splittable
@@ -40,6 +42,8 @@ MUTATION_ORDER: dict[str, tuple[str, ...]] = {
     "attention": ("BLOCK_N", "BLOCK_M", "num_stages", "num_warps"),
 }
 """The order in which parameters are stepped, per kind; other kinds follow :data:`STEPS`."""
+SHARED_BYTES = 232448
+"""Shared memory one program may use on an H100 or H200 (227 KiB); proposals that need more fail to launch."""
 SMS = 132
 """Streaming multiprocessors the seeds plan for (an H100 or H200); the search corrects the guess."""
 ELEMENTS_PER_THREAD = 8
@@ -66,8 +70,44 @@ def _has_tensor_descriptors() -> bool:
     return hasattr(tl, "make_tensor_descriptor")
 
 
+def vector_width(plan: Plan) -> int:
+    """The ``VEC`` worth promising the compiler for a row or pointwise plan (1: none). Triton proves
+    16-element alignment of a row length by itself; for others (1000, 4104) it reads one element per
+    instruction unless told that rows start on a boundary of VEC elements, VEC * itemsize <= 16 bytes."""
+    if plan.kind not in ("pointwise", "row") or plan.program is None:
+        return 1
+    flat = plan.program.main_chunks == 1 and all(o.kind == "row" for o in plan.program.operands)
+    n = plan.rows * plan.cols if plan.kind == "pointwise" and flat else plan.cols
+    if n % 16 == 0:
+        return 1
+    vec = 16 // getattr(torch, plan.dtype).itemsize
+    while vec > 1 and n % vec:
+        vec //= 2
+    return vec
+
+
+def shared_bytes(plan: Plan, params: dict[str, Any]) -> int:
+    """A lower bound on the shared memory a GEMM or attention tile pipeline takes: one buffer per
+    stage for the streamed operands (A and W; K and V) and, for attention, the resident Q block."""
+    stages, item = params.get("num_stages", 1), getattr(torch, plan.dtype).itemsize
+    if plan.kind == "matmul":
+        return stages * (params["BLOCK_M"] + params["BLOCK_N"]) * params["BLOCK_K"] * item
+    if plan.kind == "attention":
+        d = plan.extra["head_dim"]
+        return (params["BLOCK_M"] * d + stages * 2 * params["BLOCK_N"] * d) * item
+    return 0
+
+
 def seeds(plan: Plan) -> list[tuple[str, dict[str, Any], str]]:
     """Starting points from the shapes: (strategy, params, why)."""
+    vec = vector_width(plan)
+    if vec > 1:
+        note = f"; rows promised to start on {vec}-element boundaries (vector loads)"
+        return [(s, dict(p, VEC=vec), w + note) for s, p, w in _seeds(plan)]
+    return _seeds(plan)
+
+
+def _seeds(plan: Plan) -> list[tuple[str, dict[str, Any], str]]:
     out: list[tuple[str, dict[str, Any], str]] = []
     if plan.kind == "pointwise":
         flat = plan.program is not None and plan.program.main_chunks == 1 and all(
@@ -227,7 +267,7 @@ class BuiltinPolicy:
                     if len(proposals) >= count:
                         break
                 for strategy, params, why in queue:
-                    if key(strategy, params) not in seen:
+                    if key(strategy, params) not in seen and shared_bytes(self.plan, params) <= SHARED_BYTES:
                         add(strategy, params, pid, why)
                         break
                 else:
@@ -258,6 +298,11 @@ class BuiltinPolicy:
             yield strategy, dict(params, PROGRAMS_PER_SM=2), (
                 "mutation: persistent grid (2 programs per SM looping over the tiles): no tail wave, "
                 "per-program costs paid once")
+        if "VEC" in params:
+            vec = vector_width(self.plan) if params["VEC"] == 1 else 1
+            yield strategy, dict(params, VEC=vec), (
+                f"mutation: VEC {params['VEC']} -> {vec}: " + ("vector loads of the aligned rows" if vec > 1
+                                                             else "one element per load, as the compiler chooses"))
         if "TMA" in params:
             yield strategy, dict(params, TMA=not params["TMA"]), (
                 f"mutation: TMA {'off' if params['TMA'] else 'on'}: "

@@ -281,4 +281,5 @@ def render(plan: Plan, strategy: str, params: dict[str, Any], why: str) -> str:
     body = codegen.kernel(program, strategy, online=bool(params.get("online")),
                           persistent=bool(params.get("PROGRAMS_PER_SM")))
     forward = codegen.forward(program, strategy, params, MAX_REGISTER_BLOCK.get(plan.dtype, 16384))
-    return head + body + _model(plan.init, forward)
+    aligned = codegen.ALIGNED if params.get("VEC", 1) > 1 else ""
+    return head + aligned + body + _model(plan.init, forward)
