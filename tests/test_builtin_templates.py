@@ -82,6 +82,9 @@ CASES = [
      "torch.randn(1, 2, 50, 32), torch.randn(1, 2, 50, 32), torch.randn(1, 2, 50, 32)", "DTYPE = torch.bfloat16"),
     ("attention-scaled-fp32", "        pass", "        return F.scaled_dot_product_attention(q, k, v, scale=0.3)",
      "torch.randn(2, 1, 37, 16), torch.randn(2, 1, 37, 16), torch.randn(2, 1, 37, 16)", ""),
+    ("attention-negative-scale-fp32", "        pass",
+     "        return F.scaled_dot_product_attention(q, k, v, scale=-0.5)",
+     "torch.randn(1, 2, 24, 16), torch.randn(1, 2, 24, 16), torch.randn(1, 2, 24, 16)", ""),
     ("conv-partial", "        self.conv = nn.Conv2d(3, 3, 3, padding=1)\n"
      "        self.g = nn.Parameter(torch.randn(3, 1, 1))",
      "        return torch.sigmoid(self.conv(x)) * self.g + x", "torch.randn(2, 3, 5, {cols} // 100)",

@@ -123,7 +123,7 @@ CROSS_ENTROPY_FORWARD = '''def forward(self, {logits}, {targets}):
 ATTENTION_KERNEL = '''@triton.jit
 def attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, seq, rows, scale_log2e, stride_b, stride_h, stride_s, H,
                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr,
-                     EVEN: tl.constexpr, TMA: tl.constexpr, WIDEN: tl.constexpr):
+                     EVEN: tl.constexpr, TMA: tl.constexpr, SCALE_POSITIVE: tl.constexpr, WIDEN: tl.constexpr):
     # One program: BLOCK_M queries of one (batch, head). Keys and values stream through in blocks of
     # BLOCK_N; the running max m and sum l rescale the output accumulator (online softmax, in log2).
     # EVEN (the sequence divides into both blocks): no bounds masks and no -inf fill, which would
@@ -175,14 +175,22 @@ def attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, seq, rows, scale_log2e, stride_
         if WIDEN:
             k = k.to(tl.float32)
             v = v.to(tl.float32)
-        s = tl.dot(q, tl.trans(k)) * scale_log2e
+        s = tl.dot(q, tl.trans(k))
+        if not SCALE_POSITIVE:
+            s = s * scale_log2e
         if not EVEN:
             s = tl.where(cols[None, :] < seq, s, float("-inf"))
         if CAUSAL:
             s = tl.where(cols[None, :] <= offs_m[:, None], s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, axis=1))
+        if SCALE_POSITIVE:
+            # A positive scale commutes with max: the row max is scaled once, and each score takes
+            # one fused multiply-add (s * scale - m) before its exp2 instead of a multiply and a subtract.
+            m_new = tl.maximum(m_i, tl.max(s, axis=1) * scale_log2e)
+            p = tl.exp2(s * scale_log2e - m_new[:, None])
+        else:
+            m_new = tl.maximum(m_i, tl.max(s, axis=1))
+            p = tl.exp2(s - m_new[:, None])
         alpha = tl.exp2(m_i - m_new)
-        p = tl.exp2(s - m_new[:, None])
         l_i = l_i * alpha + tl.sum(p, axis=1)
         acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
         m_i = m_new
@@ -205,7 +213,8 @@ ATTENTION_FORWARD = '''def forward(self, {q}, {k}, {v}):
     attention_kernel[(triton.cdiv(seq, BLOCK_M), batch * heads)](
         {q}, {k}, {v}, out, seq, batch * heads * seq, scale * 1.4426950408889634, {q}.stride(0), {q}.stride(1),
         {q}.stride(2), heads, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, HEAD_DIM=head_dim, CAUSAL={causal}, EVEN=even,
-        TMA={TMA} and even, WIDEN=INTERPRETED, num_warps={num_warps}, num_stages={num_stages})
+        TMA={TMA} and even, SCALE_POSITIVE=scale > 0, WIDEN=INTERPRETED, num_warps={num_warps},
+        num_stages={num_stages})
     return out
 '''
 

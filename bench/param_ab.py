@@ -1,0 +1,118 @@
+"""Parameter sets of one built-in template side by side (not a test; needs a GPU).
+
+Renders the built-in policy's seed for a task with each ``--set`` override, checks every variant
+against the reference on fresh inputs, and times eager, torch.compile and each variant the same way
+(`triton.testing.do_bench`, median, after a warm-up), so that one template parameter is measured by
+itself rather than through a search. ``--edit`` rewrites one line of the task's source first (a
+shape the built-in tasks do not have, such as rows of 4100).
+
+Usage:
+  python bench/param_ab.py softmax --edit 'rows, cols = 32768, 16384=>rows, cols = 32768, 4100' \\
+      --set VEC=1 --set VEC=4
+  python bench/param_ab.py attention --seed 2 --set TMA=false --set TMA=true --out ab.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def parse_set(text: str) -> dict[str, Any]:
+    """``"VEC=4,TMA=true"`` -> ``{"VEC": 4, "TMA": True}`` (values read as JSON, else kept as text)."""
+    out: dict[str, Any] = {}
+    for part in filter(None, text.split(",")):
+        name, _, value = part.partition("=")
+        try:
+            out[name.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            out[name.strip()] = value
+    return out
+
+
+def task_file(name: str, edit: str | None, scratch: Path) -> str:
+    """The task to load: the built-in or file ``name``, with ``OLD=>NEW`` applied to its source."""
+    if not edit:
+        return name
+    from kernelevo.tasks import load_task
+
+    source = Path(load_task(name).path).read_text()
+    old, _, new = edit.partition("=>")
+    if old not in source:
+        raise SystemExit(f"--edit: {old!r} is not in the task's source")
+    path = scratch / f"{Path(name).stem}_edited.py"
+    path.write_text(source.replace(old, new, 1))
+    return str(path)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("task")
+    parser.add_argument("--seed", type=int, default=0, help="which of the policy's seeds (default: the first)")
+    parser.add_argument("--set", action="append", default=[], help="NAME=VALUE[,NAME=VALUE]: one variant")
+    parser.add_argument("--edit", help="OLD=>NEW: a one-line change to the task's source")
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--device", default="cuda", help="cpu: a smoke test under TRITON_INTERPRET=1 (no timings)")
+    args = parser.parse_args()
+
+    import importlib.util
+
+    import torch
+    import triton.testing
+
+    from kernelevo.agent.builtin.policy import seeds
+    from kernelevo.agent.builtin.recognize import recognise
+    from kernelevo.agent.builtin.templates import render
+    from kernelevo.tasks.loader import import_task_module, instantiate, load_task
+
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp, torch.no_grad():
+        scratch = Path(tmp)
+        task = load_task(task_file(args.task, args.edit, scratch))
+        plan = recognise(task)
+        strategy, params, why = seeds(plan)[args.seed]
+        model, inputs = instantiate(task, device=args.device)
+        expected = model(*inputs)
+        reference = import_task_module(task.path, task.size)
+        timed = {"eager": model}
+        if args.device == "cuda":
+            timed["torch.compile"] = torch.compile(model)
+        for i, text in enumerate(args.set or [""]):
+            variant = dict(params, **parse_set(text))
+            path = scratch / f"variant{i}.py"
+            path.write_text(render(plan, strategy, variant, why))
+            spec = importlib.util.spec_from_file_location(f"variant{i}", path)
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            torch.manual_seed(0)
+            with torch.device(args.device):
+                fn = module.ModelNew(*reference.get_init_inputs())
+            dtype = getattr(reference, "DTYPE", None)
+            fn = fn.to(dtype) if dtype is not None else fn
+            atol, rtol = task.tolerances(str(expected.dtype).removeprefix("torch."))
+            torch.testing.assert_close(fn(*inputs), expected, rtol=rtol, atol=atol)
+            timed[f"{strategy} {json.dumps(variant, sort_keys=True)}"] = fn
+        for label, fn in timed.items():
+            fn(*inputs)
+            if args.device != "cuda":
+                print(f"correct: {label}")
+                continue
+            ms = triton.testing.do_bench(lambda fn=fn: fn(*inputs), warmup=100, rep=500, return_mode="median")
+            rows.append({"callable": label, "ms": ms})
+            print(f"{ms:8.4f} ms  {label}", flush=True)
+    if not rows:
+        return
+    eager = rows[0]["ms"]
+    for row in rows:
+        row["vs_eager"] = eager / row["ms"]
+    result = {"task": args.task, "edit": args.edit, "plan": plan.describe(), "rows": rows}
+    if args.out:
+        args.out.write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
