@@ -163,36 +163,34 @@ def test_structures_outside_the_templates_say_why(tmp_path: Path, forward: str, 
         recognise(load_task(str(path), "small"))
 
 
-def test_policy_seeds_then_mutates_without_repeating() -> None:
+def _two_generations(name: str, size: str):  # noqa: ANN202
+    """The built-in policy's first generation of 3 for ``name``, judged in order (id0 fastest), and
+    its second: (policy, task, first, second, tried, archive, params)."""
     policy = BuiltinPolicy()
-    task = load_task("softmax", "small")
+    task = load_task(name, size)
     policy.prepare(task)
     first = policy.propose(SearchView(task=task, generation=0, archive={}, entries=[], tried=set()), 3)
-    assert len(first) == 3 and all(p["parent"] is None and p["why"].startswith("seed") for p in first)
     params = {f"id{i}": p["params"] for i, p in enumerate(first)}
     tried = {key(p["strategy"], p["params"]) for p in first}
     archive = {f"c{i}": arch.Entry(id=f"id{i}", strategy=p["strategy"], cell=f"c{i}", parent=None, correct=True,
                                    runtime_ms=float(i + 1), speedup=None) for i, p in enumerate(first)}
     second = policy.propose(SearchView(task=task, generation=1, archive=archive, entries=[], tried=tried,
                                        params=params, rng=random.Random(1)), 3)
+    return policy, task, first, second, tried, archive, params
+
+
+def test_policy_seeds_then_mutates_without_repeating() -> None:
+    _, _, first, second, tried, _, _ = _two_generations("softmax", "small")
+    assert len(first) == 3 and all(p["parent"] is None and p["why"].startswith("seed") for p in first)
     assert second and all(key(p["strategy"], p["params"]) not in tried for p in second)
     assert second[0]["parent"] == "id0"  # the best elite is mutated first
     assert "ModelNew" in second[0]["source"]
 
 
 def test_seeds_left_out_of_the_first_generation_are_measured_one_per_generation() -> None:
-    policy = BuiltinPolicy()
-    task = load_task("matmul_bias_gelu", "full")
-    policy.prepare(task)
+    policy, task, _, second, tried, archive, params = _two_generations("matmul_bias_gelu", "full")
     all_seeds = [key(s, p) for s, p, _ in seeds(policy.plan)]
     assert len(all_seeds) > 3
-    first = policy.propose(SearchView(task=task, generation=0, archive={}, entries=[], tried=set()), 3)
-    params = {f"id{i}": p["params"] for i, p in enumerate(first)}
-    tried = {key(p["strategy"], p["params"]) for p in first}
-    archive = {f"c{i}": arch.Entry(id=f"id{i}", strategy=p["strategy"], cell=f"c{i}", parent=None, correct=True,
-                                   runtime_ms=float(i + 1), speedup=None) for i, p in enumerate(first)}
-    second = policy.propose(SearchView(task=task, generation=1, archive=archive, entries=[], tried=tried,
-                                       params=params, rng=random.Random(1)), 3)
     # The best elite's first step is its tile width (a GEMM's speed is in the tile, not the warps) ...
     assert second[0]["parent"] == "id0" and second[0]["why"].startswith("mutation: BLOCK_N")
     # ... then exactly one seed the first generation had no room for, in the seeds' own order.
