@@ -10,6 +10,8 @@ Usage:
   python bench/param_ab.py softmax --edit 'rows, cols = 32768, 16384=>rows, cols = 32768, 4100' \\
       --set VEC=1 --set VEC=4
   python bench/param_ab.py attention --seed 2 --set TMA=false --set TMA=true --out ab.json
+  python bench/param_ab.py row_sum --edit 'rows, cols = 65536, 16384=>rows, cols = 64, 262144' \
+      --set seed=0 --set seed=1      # the split seed against the next one
 """
 
 from __future__ import annotations
@@ -52,7 +54,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("task")
     parser.add_argument("--seed", type=int, default=0, help="which of the policy's seeds (default: the first)")
-    parser.add_argument("--set", action="append", default=[], help="NAME=VALUE[,NAME=VALUE]: one variant")
+    parser.add_argument("--set", action="append", default=[],
+                        help="NAME=VALUE[,NAME=VALUE]: one variant; seed=N starts it from another seed")
     parser.add_argument("--edit", help="OLD=>NEW: a one-line change to the task's source")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--device", default="cuda", help="cpu: a smoke test under TRITON_INTERPRET=1 (no timings)")
@@ -73,7 +76,7 @@ def main() -> None:
         scratch = Path(tmp)
         task = load_task(task_file(args.task, args.edit, scratch))
         plan = recognise(task)
-        strategy, params, why = seeds(plan)[args.seed]
+        offered = seeds(plan)
         model, inputs = instantiate(task, device=args.device)
         expected = model(*inputs)
         reference = import_task_module(task.path, task.size)
@@ -81,7 +84,10 @@ def main() -> None:
         if args.device == "cuda":
             timed["torch.compile"] = torch.compile(model)
         for i, text in enumerate(args.set or [""]):
-            variant = dict(params, **parse_set(text))
+            override = parse_set(text)
+            # "seed=N" picks another of the policy's seeds (another strategy) for this variant
+            strategy, params, why = offered[override.pop("seed", args.seed)]
+            variant = dict(params, **override)
             path = scratch / f"variant{i}.py"
             path.write_text(render(plan, strategy, variant, why))
             spec = importlib.util.spec_from_file_location(f"variant{i}", path)
