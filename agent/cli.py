@@ -329,6 +329,9 @@ def optimize_model_command(
     run_dir: Annotated[Path | None, typer.Option(help="Run folder (default: runs/<model>-<timestamp>).")] = None,
     sandbox: Annotated[SandboxChoice, typer.Option(help="Where candidates run: docker, process or auto.")
                        ] = SandboxChoice.auto,
+    size: Annotated[SizeChoice | None, typer.Option(
+        help="For a KernelBench file: small applies its SMALL overrides; default small without a GPU, "
+             "full with one.")] = None,
     timeout: Annotated[float, typer.Option(help="Seconds per candidate before it is killed.", min=1)] = 300.0,
     memory: Annotated[str | None, typer.Option(help="Memory limit per candidate, e.g. 8g.")] = None,
     report: Annotated[bool, typer.Option(
@@ -343,7 +346,7 @@ def optimize_model_command(
     `kernelevo export RUN_DIR -o optimized.py`, then `from optimized import optimize; fast = optimize(model)`.
 
     Examples:
-      kernelevo optimize-model tasks/examples/tiny_transformer.py --max-evals 12
+      kernelevo optimize-model tasks/examples/transformer_block.py --max-evals 12 --size small
       kernelevo optimize-model net.py:build_net --inputs net.py:example_inputs --init net.py:config
     """
     from kernelevo.agent.model_run import ModelRunConfig, ModelSpec
@@ -357,11 +360,12 @@ def optimize_model_command(
     if chosen == "llm" and not model:
         _fail("--policy llm needs --model NAME (and usually --base-url URL)", EXIT_USAGE, False)
     _sandbox(sandbox.value, False)  # an unavailable Docker engine is exit 3 now, not in every region
+    chosen_size = size.value if size else _default_size()
     config = ModelRunConfig(spec=ModelSpec(path=str(Path(path).resolve()), attr=attr or "Model", inputs=inputs,
-                                           init=init),
+                                           init=init, size=chosen_size),
                             policy=chosen, max_evals=max_evals, max_regions=max_regions, sandbox=sandbox.value,
                             timeout_s=timeout, memory=memory, model=model, base_url=base_url,
-                            api_key_env=api_key_env, size=_default_size(), report=report)
+                            api_key_env=api_key_env, size=chosen_size, report=report)
     folder = run_dir or _run_dir_for(path)
     if folder.exists() and any(folder.iterdir()):
         _fail(f"{folder} already exists: choose another --run-dir or `kernelevo resume {folder}`", EXIT_USAGE, False)

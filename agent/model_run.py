@@ -19,7 +19,7 @@ import time
 import types
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 import torch.nn as nn
@@ -29,6 +29,7 @@ from kernelevo.agent.budget import Budget
 from kernelevo.agent.runner import RunConfig, create, device_count
 from kernelevo.agent.store import RunStore
 from kernelevo.tasks import regions as rg
+from kernelevo.tasks.loader import import_task_module
 
 MODEL_FILE = "model.json"
 MIN_EVALS = 2
@@ -46,6 +47,8 @@ class ModelSpec(BaseModel):
     init: str | None = None
     """``file.py:function`` returning the constructor's arguments (a list)."""
     dtype: str | None = None
+    size: Literal["full", "small"] = "full"
+    """For a KernelBench file: ``small`` applies its ``SMALL`` overrides (DTYPE included), as for tasks."""
 
 
 class RegionResult(BaseModel):
@@ -90,8 +93,10 @@ def _load_attr(spec: str, default_attr: str | None = None) -> tuple[Any, Path]:
 def build(spec: ModelSpec, device: str = "cpu", seed: int = 0) -> tuple[nn.Module, list[Any]]:
     """The model (eval mode, on ``device``) and one set of example inputs."""
     torch.manual_seed(seed)
-    if spec.inputs is None:  # a KernelBench file: Model, get_inputs, get_init_inputs
-        module, _ = _load_attr(spec.path)
+    if spec.inputs is None:  # a KernelBench file: Model, get_inputs, get_init_inputs, maybe SMALL
+        if not Path(spec.path).is_file():
+            raise FileNotFoundError(f"no such file: {spec.path}")
+        module = import_task_module(Path(spec.path), spec.size)
         factory, make_inputs = getattr(module, spec.attr), module.get_inputs
         init_args = list(module.get_init_inputs()) if hasattr(module, "get_init_inputs") else []
     else:

@@ -29,7 +29,7 @@ from kernelevo.tasks import load_task
 from kernelevo.tasks import regions as rg
 from kernelevo.tasks.loader import instantiate
 
-TINY = ROOT / "tasks" / "examples" / "tiny_transformer.py"
+TINY = ROOT / "tasks" / "examples" / "transformer_block.py"  # at --size small
 
 
 class MLP(nn.Module):
@@ -53,7 +53,7 @@ class ConvBlock(nn.Module):
 
 
 def _tiny() -> tuple[nn.Module, list[torch.Tensor]]:
-    return mr.build(mr.ModelSpec(path=str(TINY)))
+    return mr.build(mr.ModelSpec(path=str(TINY), size="small"))
 
 
 @pytest.mark.parametrize(("make", "inputs", "kinds"), [
@@ -192,8 +192,8 @@ def test_a_tiny_transformer_block_end_to_end(tmp_path, cache_dir, monkeypatch) -
     monkeypatch.setenv("KERNELEVO_KERNEL_DIR", str(tmp_path / "kernels"))
     runner = CliRunner()
     run = tmp_path / "model-run"
-    done = runner.invoke(app, ["optimize-model", str(TINY), "--max-evals", "6", "--max-regions", "2",
-                               "--run-dir", str(run), "--sandbox", "process", "--report"])
+    done = runner.invoke(app, ["optimize-model", str(TINY), "--size", "small", "--max-evals", "6",
+                               "--max-regions", "2", "--run-dir", str(run), "--sandbox", "process", "--report"])
     assert done.exit_code == 0, done.output
     state = json.loads(runner.invoke(app, ["status", str(run), "--json"]).stdout)
     optimized = [r for r in state["regions"] if r["state"] == "optimized"]
@@ -216,7 +216,7 @@ def test_a_tiny_transformer_block_end_to_end(tmp_path, cache_dir, monkeypatch) -
         "from kernelevo.agent import model_run as mr\n"
         f"spec = importlib.util.spec_from_file_location('optimized', {str(out)!r})\n"
         "module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)\n"
-        f"model, _ = mr.build(mr.ModelSpec(path={str(TINY)!r}))\n"
+        f"model, _ = mr.build(mr.ModelSpec(path={str(TINY)!r}, size='small'))\n"
         "fast = module.optimize(model)\n"
         "x = torch.randn(2, 16, 64)\n"
         "with torch.no_grad():\n"
@@ -292,7 +292,7 @@ def test_a_model_slower_end_to_end_exports_no_kernels(tmp_path: Path) -> None:
 
     run = tmp_path / "run"
     run.mkdir()
-    config = mr.ModelRunConfig(spec=mr.ModelSpec(path=str(TINY)))
+    config = mr.ModelRunConfig(spec=mr.ModelSpec(path=str(TINY), size="small"))
     state = {"config": config.model_dump(mode="json"), "device": "cuda", "regions": [],
              "end_to_end": {"correct": True, "speedup": 0.73, "max_abs_error": 0.0}}
     (run / mr.MODEL_FILE).write_text(json.dumps(state))
@@ -309,8 +309,8 @@ def test_kill_9_mid_run_loses_nothing_and_resumes(tmp_path, cache_dir) -> None:
 
     run = tmp_path / "model-run"
     env = dict(os.environ, KERNELEVO_CACHE=str(cache_dir), KERNELEVO_KERNEL_DIR=str(tmp_path / "kernels"))
-    cmd = [sys.executable, "-m", "kernelevo.agent.cli", "optimize-model", str(TINY), "--max-evals", "6",
-           "--max-regions", "2", "--run-dir", str(run), "--sandbox", "process"]
+    cmd = [sys.executable, "-m", "kernelevo.agent.cli", "optimize-model", str(TINY), "--size", "small",
+           "--max-evals", "6", "--max-regions", "2", "--run-dir", str(run), "--sandbox", "process"]
     with open(tmp_path / "first.log", "w") as log:
         proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 240
@@ -367,6 +367,20 @@ def test_optimize_model_bad_input_is_one_clear_line(tmp_path: Path) -> None:
                                       "--sandbox", "process"])
     assert untraceable.exit_code == 2 and "torch.fx could not trace" in untraceable.output
     assert "Traceback" not in untraceable.output
+
+
+def test_a_kernelbench_model_file_honours_its_small_size(tmp_path: Path) -> None:
+    """--size small applies the file's SMALL overrides, DTYPE included, as for tasks; a file that is not
+    KernelBench format is one clear error."""
+    small, (x,) = mr.build(mr.ModelSpec(path=str(TINY), size="small"))
+    assert small.fc1.in_features == 64 and x.shape == (2, 16, 64) and x.dtype == torch.float32
+    full, (y,) = mr.build(mr.ModelSpec(path=str(TINY)))
+    assert full.fc1.in_features == 1024 and y.shape == (8, 1024, 1024) and y.dtype == torch.bfloat16
+    assert full.fc1.weight.dtype == torch.bfloat16
+    bare = tmp_path / "bare.py"
+    bare.write_text("import torch.nn as nn\n\nclass Model(nn.Module):\n    pass\n")
+    with pytest.raises(ValueError, match="defines `get_inputs`"):
+        mr.build(mr.ModelSpec(path=str(bare)))
 
 
 def test_a_class_with_input_and_init_functions(tmp_path: Path) -> None:

@@ -1,6 +1,9 @@
-"""A pre-norm transformer block at a size where a GPU's timings mean something (bf16, 8 x 1024
-tokens, width 1024, 16 heads), for `kernelevo optimize-model` on a GPU. tiny_transformer.py is the
-same block at a size the CPU interpreter can run."""
+"""A pre-norm transformer block (attention and MLP with residuals), for `kernelevo optimize-model`.
+
+KernelBench format: Model is the whole network. Full size is where a GPU's timings mean something
+(bf16, 8 x 1024 tokens, width 1024, 16 heads); `--size small` (the default without a GPU) is the
+same block at a size the CPU interpreter can run (fp32, 2 x 16 tokens, width 64, 4 heads).
+"""
 
 import torch
 import torch.nn as nn
@@ -8,6 +11,7 @@ import torch.nn.functional as F
 
 DTYPE = torch.bfloat16
 batch, seq, dim, heads = 8, 1024, 1024, 16
+SMALL = {"batch": 2, "seq": 16, "dim": 64, "heads": 4, "DTYPE": torch.float32}
 
 
 class Model(nn.Module):
