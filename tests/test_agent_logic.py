@@ -230,6 +230,11 @@ def test_vector_width_is_promised_only_where_rows_align_and_triton_cannot_see_it
     off = [p for _, p, why in policy._neighbours(strategy, params) if why.startswith("mutation: VEC")]
     assert [p["VEC"] for p in off] == [1]
     assert [p["VEC"] for _, p, why in policy._neighbours(strategy, off[0]) if why.startswith("mutation: VEC")] == [8]
+    # STATIC goes on, then off again to the very same parameters (no second key for one kernel)
+    static = [p for _, p, why in policy._neighbours(strategy, params) if why.startswith("mutation: STATIC")]
+    assert static == [dict(params, STATIC=True)]
+    back = [p for _, p, why in policy._neighbours(strategy, static[0]) if why.startswith("mutation: STATIC")]
+    assert back == [params] and key(strategy, back[0]) == key(strategy, params)
 
 
 def test_tiles_that_cannot_fit_in_shared_memory_are_not_proposed() -> None:

@@ -163,6 +163,24 @@ def test_shapes_that_divide_into_tiles_run_without_bounds_checks(evaluator, tmp_
                   "EVEN_R=n_rows % BLOCK_R == 0, EVEN_C=n_cols % BLOCK_C == 0")
 
 
+@pytest.mark.parametrize(("name", "inputs"), [
+    ("chain-params", "torch.randn(5, {cols})"),
+    ("chunk-glu-bf16", None),
+    ("rmsnorm-llama-bf16", None),
+    ("mean-then-scale", "torch.randn(3, {cols})"),
+])
+def test_static_sizes_are_correct_for_every_strategy(evaluator, tmp_path: Path, name: str, inputs: str | None) -> None:
+    """STATIC: row length and strides as compile-time constants. Rows of 1000 (ragged blocks), the
+    first seed, a looped one with several column blocks, and the split strategy where it applies."""
+    task, plan = _case(tmp_path, name, 1000, inputs)
+    variants = [seeds(plan)[0]] + [(s, dict(p, BLOCK_C=256), w) for s, p, w in seeds(plan) if s == "looped"][:1]
+    if name == "mean-then-scale":
+        variants.append(("split", {"BLOCK_C": 256, "SPLIT": 4, "num_warps": 4}, "test"))
+    for strategy, params, why in variants:
+        _accepted(evaluator, task, plan, tmp_path, strategy, dict(params, STATIC=True), why,
+                  "n_cols: tl.constexpr")
+
+
 @pytest.mark.parametrize("name", ["attention-causal-bf16", "attention-scaled-fp32"])
 def test_attention_without_masks_and_through_tma_descriptors(evaluator, tmp_path: Path, name: str) -> None:
     """A sequence of 64 in blocks of 32 x 16: EVEN (no bounds masks) with pointer loads and with

@@ -85,7 +85,8 @@ def test_the_gate_specialises_arguments_as_the_launcher_does() -> None:
 def test_a_promised_vector_width_turns_scalar_loads_into_16_byte_ones(evaluator, tmp_path: Path) -> None:
     """Rows of 1000 bf16 values: Triton cannot prove 16-byte alignment (1000 is not a multiple of 16)
     and reads one element per instruction; with VEC=8 the forward checks the promise and the loads
-    become 128 bits wide. The helper refuses a misaligned tensor."""
+    become 128 bits wide. STATIC (the sizes as compile-time constants) gets the same loads without
+    the promise. The helper refuses a misaligned tensor."""
     import importlib.util
 
     import torch
@@ -98,15 +99,16 @@ def test_a_promised_vector_width_turns_scalar_loads_into_16_byte_ones(evaluator,
     plan = recognise(task)
     strategy, params, why = seeds(plan)[0]
     widths = {}
-    for vec in (1, params["VEC"]):
-        path = tmp_path / f"vec{vec}.py"
-        path.write_text(render(plan, strategy, dict(params, VEC=vec), why))
+    for label, change in (("none", {"VEC": 1}), ("vec", {}), ("static", {"VEC": 1, "STATIC": True})):
+        path = tmp_path / f"{label}.py"
+        path.write_text(render(plan, strategy, dict(params, **change), why))
         result = evaluator.triton_gate(task, path)
         assert result["ok"], describe_triton_gate(result)
-        widths[vec] = result["kernels"][0]["load_bits"]
-    assert widths == {1: 16, 8: 128}
+        widths[label] = result["kernels"][0]["load_bits"]
+    # STATIC (sizes as compile-time constants, as torch.compile's kernels have them) gets there too
+    assert widths == {"none": 16, "vec": 128, "static": 128}
     assert "global loads up to 128 bits wide" in describe_triton_gate(result)
-    spec = importlib.util.spec_from_file_location("vec_candidate", tmp_path / "vec8.py")
+    spec = importlib.util.spec_from_file_location("vec_candidate", tmp_path / "vec.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     whole = torch.zeros(8 * 1000 + 8, dtype=torch.bfloat16)

@@ -178,23 +178,28 @@ def _indent(lines: list[str], depth: int) -> list[str]:
     return [("    " * depth + line) if line else "" for line in lines]
 
 
-def kernel(program: Program, strategy: str, online: bool = False, persistent: bool = False) -> str:
+def kernel(program: Program, strategy: str, online: bool = False, persistent: bool = False,
+           static: bool = False) -> str:
     """The ``@triton.jit`` function for ``program`` with ``strategy``; ``persistent``: a fixed grid
     (a few programs per SM) whose programs loop over the tiles, instead of one program per tile."""
     em = Emitter(program)
+    # static: the row length and strides are compile-time constants, as in torch.compile's kernels
+    # (loop trip counts and alignment known exactly; one compile per distinct shape).
+    const = ": tl.constexpr" if static else ""
     params = []
     for o in program.operands:
         params.append(f"{o.name}_ptr")
         if o.kind == "row":
-            params.append(f"{o.name}_stride")
+            params.append(f"{o.name}_stride{const}")
         elif o.kind == "channel":
             params += [f"{o.name}_div", f"{o.name}_mod"]
-    signature = ", ".join([*params, "out_ptr", "n_rows", "n_cols", "BLOCK_R: tl.constexpr", "BLOCK_C: tl.constexpr",
+    target = ["ws_ptr", "n_rows", f"n_cols{const}", "chunk"] if strategy == "split" else \
+        ["out_ptr", "n_rows", f"n_cols{const}"]
+    signature = ", ".join([*params, *target, "BLOCK_R: tl.constexpr", "BLOCK_C: tl.constexpr",
                            "EVEN_R: tl.constexpr", "EVEN_C: tl.constexpr", "WIDE: tl.constexpr",
                            "VEC: tl.constexpr"])
     if strategy == "split":
-        signature = signature.replace("out_ptr, n_rows, n_cols,", "ws_ptr, n_rows, n_cols, chunk,") + \
-            ", SPLIT: tl.constexpr"
+        signature += ", SPLIT: tl.constexpr"
     body: list[str] = []
     if strategy == "tiled":
         body += ["# One tile per program: BLOCK_R rows by BLOCK_C columns.",
@@ -238,12 +243,13 @@ def kernel(program: Program, strategy: str, online: bool = False, persistent: bo
     else:
         body += _looped(program, em, row_nodes, online)
     strides = [f"{o.name}_stride" for o in program.operands if o.kind == "row"]
-    head = ["# VEC > 1: the host checked that row lengths, strides and pointers are multiples of VEC",
-            "# elements. Triton learns that by itself only for multiples of 16; otherwise it reads one",
-            "# element per instruction. Rounding down to a multiple of VEC (a no-op here) tells it, where",
-            "# tl.multiple_of on a scalar does not, and it then reads VEC * itemsize bytes at a time.",
-            "if VEC > 1:",
-            *[f"    {n} = {n} // VEC * VEC" for n in ["n_cols", *strides]]]
+    head = [] if static else [  # static sizes: the compiler knows their alignment exactly
+        "# VEC > 1: the host checked that row lengths, strides and pointers are multiples of VEC",
+        "# elements. Triton learns that by itself only for multiples of 16; otherwise it reads one",
+        "# element per instruction. Rounding down to a multiple of VEC (a no-op here) tells it, where",
+        "# tl.multiple_of on a scalar does not, and it then reads VEC * itemsize bytes at a time.",
+        "if VEC > 1:",
+        *[f"    {n} = {n} // VEC * VEC" for n in ["n_cols", *strides]]]
     head += ["tiles_c = tl.cdiv(n_cols, BLOCK_C)"] if strategy == "tiled" else []
     if persistent:
         # A fixed grid of a few programs per SM, each looping over tiles: no tail wave of

@@ -302,6 +302,14 @@ class BuiltinPolicy:
             yield strategy, dict(params, PROGRAMS_PER_SM=2), (
                 "mutation: persistent grid (2 programs per SM looping over the tiles): no tail wave, "
                 "per-program costs paid once")
+        if self.plan.kind in ("pointwise", "row"):
+            if params.get("STATIC"):
+                yield strategy, {k: v for k, v in params.items() if k != "STATIC"}, (
+                    "mutation: STATIC off: sizes as arguments, one compiled kernel for every shape")
+            else:
+                yield strategy, dict(params, STATIC=True), (
+                    "mutation: STATIC: row length and strides as compile-time constants (as torch.compile "
+                    "does): loop trip counts and alignment known exactly")
         if "VEC" in params:
             vec = vector_width(self.plan) if params["VEC"] == 1 else 1
             yield strategy, dict(params, VEC=vec), (

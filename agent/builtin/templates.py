@@ -288,7 +288,7 @@ def render(plan: Plan, strategy: str, params: dict[str, Any], why: str) -> str:
                          why=why, strategy_why=WHY_STRATEGY[strategy], imports=imports,
                          bytes_note=codegen.bytes_note(program))
     body = codegen.kernel(program, strategy, online=bool(params.get("online")),
-                          persistent=bool(params.get("PROGRAMS_PER_SM")))
+                          persistent=bool(params.get("PROGRAMS_PER_SM")), static=bool(params.get("STATIC")))
     forward = codegen.forward(program, strategy, params, MAX_REGISTER_BLOCK.get(plan.dtype, 16384))
     aligned = codegen.ALIGNED if params.get("VEC", 1) > 1 else ""
     return head + aligned + body + _model(plan.init, forward)
