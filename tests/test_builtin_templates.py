@@ -195,6 +195,11 @@ def test_attention_without_masks_and_through_tma_descriptors(evaluator, tmp_path
     assert any(p["TMA"] for _, p, _ in seeds(plan)) == plan_has_descriptors()
     ragged, ragged_plan = _case(tmp_path, name, 0)  # 50 or 37 keys: no seed asks for TMA
     assert not any(p["TMA"] for _, p, _ in seeds(ragged_plan))
+    # Ragged and in small blocks, so that causal programs have key blocks before their diagonal band
+    # (no masks there), and query blocks both larger and smaller than key blocks.
+    for bm, bn in ((32, 16), (16, 32)):
+        _accepted(evaluator, ragged, ragged_plan, tmp_path, "flash", dict(base, BLOCK_M=bm, BLOCK_N=bn), "test",
+                  "attention_keys(")
 
 
 def plan_has_descriptors() -> bool:

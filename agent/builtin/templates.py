@@ -121,44 +121,15 @@ CROSS_ENTROPY_FORWARD = '''def forward(self, {logits}, {targets}):
 
 
 ATTENTION_KERNEL = '''@triton.jit
-def attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, seq, rows, scale_log2e, stride_b, stride_h, stride_s, H,
-                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr,
-                     EVEN: tl.constexpr, TMA: tl.constexpr, SCALE_POSITIVE: tl.constexpr, WIDEN: tl.constexpr):
-    # One program: BLOCK_M queries of one (batch, head). Keys and values stream through in blocks of
-    # BLOCK_N; the running max m and sum l rescale the output accumulator (online softmax, in log2).
-    # EVEN (the sequence divides into both blocks): no bounds masks and no -inf fill, which would
-    # otherwise cost a select per score. TMA (Hopper; contiguous q, k, v and EVEN): the copy engine
-    # brings whole tiles of the [batch * heads * seq, HEAD_DIM] rows into shared memory.
-    start_m = tl.program_id(0)
-    bh = tl.program_id(1)
-    base = (bh // H).to(tl.int64) * stride_b + (bh % H).to(tl.int64) * stride_h
-    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+def attention_keys(acc, l_i, m_i, q, k_ptr, v_ptr, k_desc, v_desc, base, row0, offs_m, seq, stride_s, scale_log2e,
+                   lo, hi, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, EVEN: tl.constexpr, CAUSAL: tl.constexpr,
+                   TMA: tl.constexpr, SCALE_POSITIVE: tl.constexpr, WIDEN: tl.constexpr):
+    # Keys lo..hi for one block of queries, BLOCK_N at a time; the running max m and sum l rescale the
+    # output accumulator (online softmax, in log2). Not EVEN: keys may run past the sequence (masked
+    # loads, -inf scores). CAUSAL: keys after a query score -inf (only the diagonal band needs it).
     offs_n = tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, HEAD_DIM)
-    if TMA:
-        q_desc = tl.make_tensor_descriptor(q_ptr, shape=[rows, HEAD_DIM], strides=[HEAD_DIM, 1],
-                                           block_shape=[BLOCK_M, HEAD_DIM])
-        k_desc = tl.make_tensor_descriptor(k_ptr, shape=[rows, HEAD_DIM], strides=[HEAD_DIM, 1],
-                                           block_shape=[BLOCK_N, HEAD_DIM])
-        v_desc = tl.make_tensor_descriptor(v_ptr, shape=[rows, HEAD_DIM], strides=[HEAD_DIM, 1],
-                                           block_shape=[BLOCK_N, HEAD_DIM])
-        row0 = bh * seq
-        q = q_desc.load([row0 + start_m * BLOCK_M, 0])
-    elif EVEN:
-        q = tl.load(q_ptr + base + offs_m[:, None] * stride_s + offs_d[None, :])
-    else:
-        q = tl.load(q_ptr + base + offs_m[:, None] * stride_s + offs_d[None, :], mask=offs_m[:, None] < seq,
-                    other=0.0)
-    if WIDEN:
-        q = q.to(tl.float32)
-    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
-    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
-    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
-    if CAUSAL:
-        end = tl.minimum((start_m + 1) * BLOCK_M, seq)  # keys after the last query of the block are masked
-    else:
-        end = seq
-    for start_n in range(0, end, BLOCK_N):
+    for start_n in range(lo, hi, BLOCK_N):
         cols = start_n + offs_n
         # k is read as stored (rows of HEAD_DIM contiguous values) and transposed in shared memory.
         if TMA:
@@ -194,6 +165,58 @@ def attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, seq, rows, scale_log2e, stride_
         l_i = l_i * alpha + tl.sum(p, axis=1)
         acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
         m_i = m_new
+    return acc, l_i, m_i
+
+
+@triton.jit
+def attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, seq, rows, scale_log2e, stride_b, stride_h, stride_s, H,
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr,
+                     EVEN: tl.constexpr, TMA: tl.constexpr, SCALE_POSITIVE: tl.constexpr, WIDEN: tl.constexpr):
+    # One program: BLOCK_M queries of one (batch, head). EVEN (the sequence divides into both blocks):
+    # no bounds masks and no -inf fill, which would otherwise cost a select per score. TMA (Hopper;
+    # contiguous q, k, v and EVEN): the copy engine brings whole tiles of the
+    # [batch * heads * seq, HEAD_DIM] rows into shared memory.
+    start_m = tl.program_id(0)
+    bh = tl.program_id(1)
+    base = (bh // H).to(tl.int64) * stride_b + (bh % H).to(tl.int64) * stride_h
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    if TMA:
+        q_desc = tl.make_tensor_descriptor(q_ptr, shape=[rows, HEAD_DIM], strides=[HEAD_DIM, 1],
+                                           block_shape=[BLOCK_M, HEAD_DIM])
+        k_desc = tl.make_tensor_descriptor(k_ptr, shape=[rows, HEAD_DIM], strides=[HEAD_DIM, 1],
+                                           block_shape=[BLOCK_N, HEAD_DIM])
+        v_desc = tl.make_tensor_descriptor(v_ptr, shape=[rows, HEAD_DIM], strides=[HEAD_DIM, 1],
+                                           block_shape=[BLOCK_N, HEAD_DIM])
+        row0 = bh * seq
+        q = q_desc.load([row0 + start_m * BLOCK_M, 0])
+    else:
+        k_desc, v_desc, row0 = k_ptr, v_ptr, 0  # unused without TMA
+        if EVEN:
+            q = tl.load(q_ptr + base + offs_m[:, None] * stride_s + offs_d[None, :])
+        else:
+            q = tl.load(q_ptr + base + offs_m[:, None] * stride_s + offs_d[None, :], mask=offs_m[:, None] < seq,
+                        other=0.0)
+    if WIDEN:
+        q = q.to(tl.float32)
+    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    if CAUSAL:
+        # Key blocks wholly before this block's first query are seen by every query: no causal mask,
+        # and no bounds either (they end before the first query, inside the sequence). Only the
+        # diagonal band pays for masks; keys after the block's last query are skipped.
+        diag = (start_m * BLOCK_M) // BLOCK_N * BLOCK_N
+        acc, l_i, m_i = attention_keys(acc, l_i, m_i, q, k_ptr, v_ptr, k_desc, v_desc, base, row0, offs_m, seq,
+                                       stride_s, scale_log2e, 0, diag, BLOCK_N, HEAD_DIM, True, False, TMA,
+                                       SCALE_POSITIVE, WIDEN)
+        acc, l_i, m_i = attention_keys(acc, l_i, m_i, q, k_ptr, v_ptr, k_desc, v_desc, base, row0, offs_m, seq,
+                                       stride_s, scale_log2e, diag, tl.minimum((start_m + 1) * BLOCK_M, seq),
+                                       BLOCK_N, HEAD_DIM, EVEN, True, TMA, SCALE_POSITIVE, WIDEN)
+    else:
+        acc, l_i, m_i = attention_keys(acc, l_i, m_i, q, k_ptr, v_ptr, k_desc, v_desc, base, row0, offs_m, seq,
+                                       stride_s, scale_log2e, 0, seq, BLOCK_N, HEAD_DIM, EVEN, False, TMA,
+                                       SCALE_POSITIVE, WIDEN)
     out = (acc / l_i[:, None]).to(o_ptr.dtype.element_ty)
     if EVEN:
         tl.store(o_ptr + base + offs_m[:, None] * stride_s + offs_d[None, :], out)
