@@ -23,3 +23,25 @@ def test_ratios_within_the_timing_methods_spread_are_ties_not_wins() -> None:
     rows["e"] = {"task": "e", "evaluations": 8, "speedup": None}  # the CPU interpreter: not a speedup
     text = bench.table({"tasks": rows})
     assert "across 4 tasks; faster than torch.compile on 1 of 4 by more than 4%, within 4% of it on 2." in text
+
+
+def test_param_ab_renders_checks_and_runs_each_variant_on_the_cpu(tmp_path: Path) -> None:
+    """bench/param_ab.py's smoke path (the interpreter, no timings): the task edit, two variants from
+    two seeds, each checked against the reference. Keeps the GPU session's commands working."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "param_ab.py"), "row_sum", "--edit",
+                           "rows, cols = 65536, 16384=>rows, cols = 4, 20000", "--set", "seed=0",
+                           "--set", "seed=1,STATIC=true", "--device", "cpu"],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == ['correct: eager',
+                                        'correct: split {"BLOCK_C": 2048, "SPLIT": 8, "num_warps": 8}',
+                                        'correct: looped {"BLOCK_C": 4096, "BLOCK_R": 1, "STATIC": true, '
+                                        '"num_warps": 8}']
+    bad = subprocess.run([sys.executable, str(ROOT / "bench" / "param_ab.py"), "row_sum", "--edit", "nope=>x",
+                          "--device", "cpu"], capture_output=True, text=True, env=env, timeout=600)
+    assert bad.returncode != 0 and "is not in the task's source" in bad.stderr
