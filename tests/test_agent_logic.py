@@ -240,7 +240,7 @@ def test_vector_width_is_promised_only_where_rows_align_and_triton_cannot_see_it
 def test_tiles_that_cannot_fit_in_shared_memory_are_not_proposed() -> None:
     """On the H200, keys in blocks of 256 with head dim 128 and 3 stages asked for 425,984 bytes of
     shared memory and failed to launch, twice in one 8-evaluation search; the estimate rules them out."""
-    from kernelevo.agent.builtin.policy import SHARED_BYTES, shared_bytes
+    from kernelevo.agent.builtin.policy import HOPPER, shared_bytes
 
     policy = BuiltinPolicy()
     task = load_task("attention", "full")
@@ -257,8 +257,38 @@ def test_tiles_that_cannot_fit_in_shared_memory_are_not_proposed() -> None:
                                           tried=tried | {key(p["strategy"], p["params"]) for p in proposed},
                                           params=params, rng=random.Random(generation)), 3)
         proposed += batch
-    assert proposed and all(shared_bytes(policy.plan, p["params"]) <= SHARED_BYTES for p in proposed)
+    assert proposed and all(shared_bytes(policy.plan, p["params"]) <= HOPPER.shared_bytes for p in proposed)
     assert any(p["params"]["BLOCK_N"] == 32 for p in proposed)  # smaller steps are still taken
+
+
+def test_seeds_plan_for_the_gpu_at_hand(monkeypatch) -> None:
+    """On a GPU without TMA, with fewer SMs and less shared memory (an A100's figures), the policy
+    seeds no TMA kernel, splits K for its own SM count, and proposes no tile that cannot launch."""
+    from kernelevo.agent.builtin import policy as pol
+
+    assert pol.target() == pol.HOPPER  # no GPU here: the H100/H200 the gate compiles for
+    a100 = pol.Target(sms=108, shared_bytes=166912, tma=False)
+    monkeypatch.setattr(pol, "target", lambda: a100)
+    for name in ("matmul_bias_gelu", "attention"):
+        plan = recognise(load_task(name, "full"))
+        assert not any(s == "gemm_tma" or p.get("TMA") for s, p, _ in seeds(plan)), name
+    policy = BuiltinPolicy()
+    policy.prepare(load_task("attention", "full"))
+    parent = dict(seeds(policy.plan)[0][1], num_stages=4)  # 128 x 64 tiles: 163,840 bytes, fits both
+    too_big = dict(parent, BLOCK_M=256)  # 196,608 bytes: fits an H200, not an A100
+    assert a100.shared_bytes < pol.shared_bytes(policy.plan, too_big) <= pol.HOPPER.shared_bytes
+    archive = {"c0": arch.Entry(id="id0", strategy="flash", cell="c0", parent=None, correct=True, runtime_ms=1.0,
+                                speedup=None)}
+    task = load_task("attention", "full")
+
+    def proposed() -> list[dict]:
+        view = SearchView(task=task, generation=1, archive=archive, entries=[], params={"id0": parent},
+                          tried={key(s, p) for s, p, _ in seeds(policy.plan)}, rng=random.Random(0))
+        return [p["params"] for p in policy.propose(view, 3)]
+
+    assert proposed() and too_big not in proposed()
+    monkeypatch.setattr(pol, "target", lambda: pol.HOPPER)
+    assert too_big in proposed()  # the same step where the GPU has the room
 
 
 def test_the_persistent_grid_is_a_mutation_of_row_and_pointwise_kernels_only() -> None:

@@ -8,8 +8,10 @@ has been tried: the search has converged.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -42,10 +44,6 @@ MUTATION_ORDER: dict[str, tuple[str, ...]] = {
     "attention": ("BLOCK_N", "BLOCK_M", "num_stages", "num_warps"),
 }
 """The order in which parameters are stepped, per kind; other kinds follow :data:`STEPS`."""
-SHARED_BYTES = 232448
-"""Shared memory one program may use on an H100 or H200 (227 KiB); proposals that need more fail to launch."""
-SMS = 132
-"""Streaming multiprocessors the seeds plan for (an H100 or H200); the search corrects the guess."""
 ELEMENTS_PER_THREAD = 8
 """Registers strategy: aim for this many elements of a tile per thread (fp32 registers stay below spills)."""
 
@@ -63,11 +61,42 @@ def _clamp(value: int, name: str) -> int:
     return min(values, key=lambda v: abs(v - value))
 
 
+@dataclass(frozen=True)
+class Target:
+    """The GPU the seeds plan for."""
+
+    sms: int = 132
+    shared_bytes: int = 232448
+    """Shared memory one program may use; proposals that need more fail to launch."""
+    tma: bool = True
+    """Hopper or later: the TMA templates can run."""
+
+
+HOPPER = Target()
+"""An H100 or H200: what the Triton compile gate compiles for, and the plan without a GPU."""
+
+
+@functools.cache
+def target() -> Target:
+    """This machine's GPU (the first), as Triton's driver reports it; :data:`HOPPER` without one."""
+    try:
+        if not torch.cuda.is_available():
+            return HOPPER
+        from triton.runtime import driver
+
+        props = driver.active.utils.get_device_properties(0)
+        return Target(sms=int(props["multiprocessor_count"]), shared_bytes=int(props["max_shared_mem"]),
+                      tma=torch.cuda.get_device_capability(0)[0] >= 9)
+    except Exception:  # another Triton's driver API: plan for the GPU the seeds were written for
+        return HOPPER
+
+
 def _has_tensor_descriptors() -> bool:
-    """Whether the installed Triton builds TMA descriptors in kernels (``tl.make_tensor_descriptor``)."""
+    """Whether TMA templates can run: the installed Triton builds descriptors in kernels
+    (``tl.make_tensor_descriptor``) and the GPU has the copy engine for them."""
     import triton.language as tl
 
-    return hasattr(tl, "make_tensor_descriptor")
+    return hasattr(tl, "make_tensor_descriptor") and target().tma
 
 
 def vector_width(plan: Plan) -> int:
@@ -150,12 +179,13 @@ def _seeds(plan: Plan) -> list[tuple[str, dict[str, Any], str]]:
         stages_ = plan.extra["stages"]
         tiles = min(-(-plan.rows // 64) * -(-st.n // 128) for st in stages_)
         k = min(st.k for st in stages_)
-        if tiles < SMS and k >= 512:
-            split = _clamp(next_pow2(-(-SMS // tiles)), "SPLIT_K")
+        sms = target().sms
+        if tiles < sms and k >= 512:
+            split = _clamp(next_pow2(-(-sms // tiles)), "SPLIT_K")
             split = max(2, min(split, k // 256))
             out.insert(0, ("gemm", {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 4,
                                     "num_stages": 4, "SPLIT_K": _clamp(split, "SPLIT_K"), **precision},
-                           f"seed: {tiles} output tiles for {SMS} SMs: K split {split} ways, partial sums added after"))
+                           f"seed: {tiles} output tiles for {sms} SMs: K split {split} ways, partial sums added after"))
         return out
     if plan.kind == "attention":
         d, seq = plan.extra["head_dim"], plan.extra["seq"]
@@ -178,12 +208,13 @@ def _seeds(plan: Plan) -> list[tuple[str, dict[str, Any], str]]:
                         f"seed: online log-sum-exp in blocks of {block} columns"))
         return out
     block_c = max(next_pow2(plan.cols), 16)
-    if plan.program is not None and splittable(plan.program) and plan.rows < 2 * SMS and plan.cols >= 4096:
+    sms = target().sms
+    if plan.program is not None and splittable(plan.program) and plan.rows < 2 * sms and plan.cols >= 4096:
         # Fewer rows than programs the GPU can run at once: split each row across programs.
-        split = max(2, min(next_pow2(-(-4 * SMS // max(plan.rows, 1))), 64, plan.cols // 2048))
+        split = max(2, min(next_pow2(-(-4 * sms // max(plan.rows, 1))), 64, plan.cols // 2048))
         split = _clamp(split, "SPLIT")
         out.append(("split", {"BLOCK_C": 2048, "SPLIT": split, "num_warps": 8},
-                    f"seed: {plan.rows} rows for {SMS} SMs: each row split {split} ways, "
+                    f"seed: {plan.rows} rows for {sms} SMs: each row split {split} ways, "
                     "partial results combined after"))
     fits = block_c <= MAX_REGISTER_BLOCK.get(plan.dtype, 16384)
     online = bool(plan.program and online_pairs(plan.program))
@@ -263,6 +294,7 @@ class BuiltinPolicy:
             if parent["id"] not in parents and parent["id"] in view.params:
                 parents.append(parent["id"])
         queues = [(pid, iter(self._neighbours(view.archive_strategy(pid), view.params[pid]))) for pid in parents]
+        limit = target().shared_bytes
         while queues and len(proposals) < count:
             for pid, queue in list(queues):
                 if pending and proposals:
@@ -271,7 +303,7 @@ class BuiltinPolicy:
                     if len(proposals) >= count:
                         break
                 for strategy, params, why in queue:
-                    if key(strategy, params) not in seen and shared_bytes(self.plan, params) <= SHARED_BYTES:
+                    if key(strategy, params) not in seen and shared_bytes(self.plan, params) <= limit:
                         add(strategy, params, pid, why)
                         break
                 else:
