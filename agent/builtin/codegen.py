@@ -458,7 +458,7 @@ def forward(program: Program, strategy: str, params: dict[str, Any], max_block: 
     """``ModelNew.forward``: views, allocation and the launch."""
     main = program.main
     row_operands = [o for o in program.operands if o.kind == "row"]
-    flat = strategy == "tiled" and program.main_chunks == 1 and all(o.kind == "row" for o in program.operands)
+    flat = strategy == "tiled" and program.flat
     lines = [f"def forward(self, {', '.join(program.inputs)}):"]
     body = [f"{name} = {expression}  # left in torch (the task allows partial replacement)"
             for name, expression in program.torch_prefix]

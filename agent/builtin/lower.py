@@ -86,6 +86,12 @@ class Program:
     def kind(self) -> str:
         return "row" if self.reductions else "pointwise"
 
+    @property
+    def flat(self) -> bool:
+        """Nothing broadcasts per column and the input is not chunked: the tensor can be treated as
+        one long row (for the tiled strategy)."""
+        return self.main_chunks == 1 and all(o.kind == "row" for o in self.operands)
+
     def node(self, name: str) -> Node:
         return next(n for n in self.nodes if n.name == name)
 

@@ -407,13 +407,6 @@ def forward(stages: list[Stage], input_name: str, params: dict[str, Any], inputs
         split = params.get("SPLIT_K", 1)
         wide = f"WIDE=max(h.shape[0], {n}) * max(h.shape[1], {n}) >= 2**31"
         body.append(f"out = torch.empty((h.shape[0], {n}), dtype=torch.{stage.out_dtype}, device=h.device)")
-        if split > 1:
-            body += [f"ws = torch.empty(({split}, h.shape[0], {n}), dtype=torch.float32, device=h.device)",
-                     f"grid = (triton.cdiv(h.shape[0], BLOCK_M) * triton.cdiv({n}, BLOCK_N), {split})"]
-        elif tma:
-            pass
-        else:
-            body.append(f"grid = (triton.cdiv(h.shape[0], BLOCK_M) * triton.cdiv({n}, BLOCK_N),)")
         epilogue_args = "".join(c + ", " for c in cols)
         if tma:
             # as many programs as SMs (4 under the CPU interpreter), each looping over output tiles
@@ -425,6 +418,12 @@ def forward(stages: list[Stage], input_name: str, params: dict[str, Any], inputs
                      f"    num_warps={params['num_warps']}, num_stages={params['num_stages']})",
                      "h = out"]
             continue
+        tiles = f"triton.cdiv(h.shape[0], BLOCK_M) * triton.cdiv({n}, BLOCK_N)"
+        if split > 1:
+            body += [f"ws = torch.empty(({split}, h.shape[0], {n}), dtype=torch.float32, device=h.device)",
+                     f"grid = ({tiles}, {split})"]
+        else:
+            body.append(f"grid = ({tiles},)")
         body += [f"stage{i}_kernel[grid](",
                  f"    h, {w}, {'ws, ' if split > 1 else epilogue_args + 'out, '}h.shape[0], {n}, h.shape[1], "
                  f"h.stride(0), h.stride(1), {strides},",

@@ -105,11 +105,10 @@ def vector_width(plan: Plan) -> int:
     instruction unless told that rows start on a boundary of VEC elements, VEC * itemsize <= 16 bytes."""
     if plan.kind not in ("pointwise", "row") or plan.program is None:
         return 1
-    flat = plan.program.main_chunks == 1 and all(o.kind == "row" for o in plan.program.operands)
-    n = plan.rows * plan.cols if plan.kind == "pointwise" and flat else plan.cols
+    n = plan.rows * plan.cols if plan.kind == "pointwise" and plan.program.flat else plan.cols
     if n % 16 == 0:
         return 1
-    vec = 16 // getattr(torch, plan.dtype).itemsize
+    vec = 16 // plan.itemsize
     while vec > 1 and n % vec:
         vec //= 2
     return vec
@@ -118,7 +117,7 @@ def vector_width(plan: Plan) -> int:
 def shared_bytes(plan: Plan, params: dict[str, Any]) -> int:
     """A lower bound on the shared memory a GEMM or attention tile pipeline takes: one buffer per
     stage for the streamed operands (A and W; K and V) and, for attention, the resident Q block."""
-    stages, item = params.get("num_stages", 1), getattr(torch, plan.dtype).itemsize
+    stages, item = params.get("num_stages", 1), plan.itemsize
     if plan.kind == "matmul":
         return stages * (params["BLOCK_M"] + params["BLOCK_N"]) * params["BLOCK_K"] * item
     if plan.kind == "attention":
@@ -130,7 +129,7 @@ def shared_bytes(plan: Plan, params: dict[str, Any]) -> int:
 def seeds(plan: Plan) -> list[tuple[str, dict[str, Any], str]]:
     """Starting points from the shapes: (strategy, params, why)."""
     vec = vector_width(plan)
-    if vec > 1 and getattr(torch, plan.dtype).itemsize < 4:
+    if vec > 1 and plan.itemsize < 4:
         # On the H200, bf16 rows of 4100 took 0.319 ms with VEC=4 against 0.442 ms without: 16-bit
         # scalar loads are twice the instructions per byte of 32-bit ones.
         note = f"; rows promised to start on {vec}-element boundaries (vector loads)"
@@ -143,9 +142,7 @@ def seeds(plan: Plan) -> list[tuple[str, dict[str, Any], str]]:
 def _seeds(plan: Plan) -> list[tuple[str, dict[str, Any], str]]:
     out: list[tuple[str, dict[str, Any], str]] = []
     if plan.kind == "pointwise":
-        flat = plan.program is not None and plan.program.main_chunks == 1 and all(
-            o.kind == "row" for o in plan.program.operands)
-        if flat:
+        if plan.program is not None and plan.program.flat:
             # Small blocks first: on the H200 1024 elements and 4 warps (8 per thread) beat larger blocks.
             for block, warps in ((1024, 4), (512, 4), (2048, 8), (4096, 8)):
                 out.append(("tiled", {"BLOCK_C": block, "num_warps": warps},
@@ -276,13 +273,14 @@ class BuiltinPolicy:
                 seen.add(k)
                 proposals.append(self._proposal(strategy, params, parent, why))
 
+        offered = seeds(self.plan)
         if view.generation == 0 or not view.archive:
-            for strategy, params, why in seeds(self.plan):
+            for strategy, params, why in offered:
                 add(strategy, dict(params), None, why)
         # Seeds that did not fit in the first generation are different starting points (another
         # template, another tile shape), not small steps: one of them per generation, after the best
         # elite's first mutation, so that a short search still measures each kind once.
-        pending = next(((s, dict(p), w.replace("seed:", "seed (not yet measured):", 1)) for s, p, w in seeds(self.plan)
+        pending = next(((s, dict(p), w.replace("seed:", "seed (not yet measured):", 1)) for s, p, w in offered
                         if key(s, p) not in seen), None)
         # The best elite first (exploit), then parents drawn with exploration; one neighbour each,
         # round robin, so that no single parent takes the whole generation ...

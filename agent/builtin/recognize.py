@@ -46,6 +46,11 @@ class Plan:
     inputs: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element of the task's dtype."""
+        return getattr(torch, self.dtype).itemsize
+
     def describe(self) -> str:
         shape = f"{self.rows} rows x {self.cols} columns, {self.dtype}"
         if self.kind == "cross_entropy":
