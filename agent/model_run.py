@@ -639,17 +639,14 @@ def finish(config: ModelRunConfig, run_dir: Path, state: dict[str, Any], device:
 
 def main(argv: list[str] | None = None) -> int:
     """The sandboxed end-to-end check: ``python -m kernelevo.agent.model_run job.json``."""
-    import hashlib
-    import hmac
     import traceback
 
     argv = sys.argv[1:] if argv is None else argv
-    from kernelevo.sandbox.protocol import receive_key_and_go
+    from kernelevo.sandbox.protocol import receive_key_and_go, signed_writer
 
     # The key, and what signs with it, before any kernel module is imported ("go": the GPU's lock
     # is held for us): the result is signed as the harness signs its own.
-    key = receive_key_and_go()
-    sign, dumps, sha256 = hmac.new, json.dumps, hashlib.sha256
+    write_signed = signed_writer(receive_key_and_go())
     job = json.loads(Path(argv[0]).read_text())
     try:
         kernels = {int(k): (v[0], v[1]) for k, v in job["kernels"].items()}
@@ -658,9 +655,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         result = {"correct": False, "reason": f"the end-to-end check failed: {type(exc).__name__}: {exc}",
                   "trace": traceback.format_exc()[-2000:]}
-    payload = dumps(result)
-    Path(job["result"]).write_text(dumps({"payload": payload, "signature": sign(key, payload.encode(),
-                                                                                  sha256).hexdigest()}))
+    write_signed(Path(job["result"]), json.dumps(result))
     return 0
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 # Everything the harness relies on is imported, and captured, before any candidate code runs.
 import faulthandler
-import hashlib
 import hmac
 import importlib.util
 import json
@@ -42,15 +41,12 @@ from kernelevo.sandbox.models import (
     ReferenceResult,
     TensorPrint,
 )
-from kernelevo.sandbox.protocol import receive_key_and_go
+from kernelevo.sandbox.protocol import receive_key_and_go, signed_writer
 from kernelevo.tasks.loader import TaskError, import_task_module
 from kernelevo.tasks.task import default_tolerance
 
 _perf_counter = time.perf_counter
 _urandom = os.urandom
-_hmac_new = hmac.new
-_sha256 = hashlib.sha256
-_dumps = json.dumps
 _active_threads = threading.active_count
 _clone = torch.clone
 _copy_ = torch.Tensor.copy_
@@ -530,20 +526,12 @@ def _time_candidate(job: Job, candidate: torch.nn.Module, reference: torch.nn.Mo
                "; ".join(problems[:2]) or f"{len(kept_a) + len(kept_b)} timed runs chosen at random matched")
 
 
-def _write_signed(path: Path, result: HarnessResult, key: bytes) -> None:
-    payload = result.model_dump_json()
-    signature = _hmac_new(key, payload.encode(), _sha256).hexdigest()
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(_dumps({"payload": payload, "signature": signature}))
-    tmp.replace(path)
-
-
 def main(argv: list[str] | None = None) -> int:
     started_at = time.time()
     argv = sys.argv[1:] if argv is None else argv
     # Started (Python, torch, triton imported): take the key, then wait until the sandbox lets this
     # job onto the GPU. The Docker sandbox's key file is gone before any candidate code runs.
-    key = receive_key_and_go()
+    write_signed = signed_writer(receive_key_and_go())
     job = Job.model_validate_json(Path(argv[0]).read_text())
     faulthandler.enable(all_threads=False)
     progress = _Progress(Path(argv[0]).with_name("progress"))
@@ -561,7 +549,7 @@ def main(argv: list[str] | None = None) -> int:
         result = HarnessResult(mode=job.mode, error=str(exc))
     except Exception as exc:
         result = HarnessResult(mode=job.mode, error=f"the harness failed: {_trim(exc, 3000)}")
-    _write_signed(job.result_path, result, key)
+    write_signed(job.result_path, result.model_dump_json())
     return 0
 
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -36,3 +40,18 @@ def receive_key_and_go() -> bytes:
     key = sys.stdin.readline().strip().encode()
     sys.stdin.readline()
     return key
+
+
+def signed_writer(key: bytes) -> Callable[[Path, str], None]:
+    """A function that writes a payload where the sandbox reads it back (``process._read_result``):
+    ``{"payload", "signature"}``, HMAC-SHA256 with ``key``, replaced atomically. Make it before any
+    candidate code is imported: it keeps its own references to what it signs with."""
+    new, sha256, dumps = hmac.new, hashlib.sha256, json.dumps
+
+    def write(path: Path, payload: str) -> None:
+        signature = new(key, payload.encode(), sha256).hexdigest()
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(dumps({"payload": payload, "signature": signature}))
+        tmp.replace(path)
+
+    return write
