@@ -61,15 +61,13 @@ def main() -> None:
     parser.add_argument("--device", default="cuda", help="cpu: a smoke test under TRITON_INTERPRET=1 (no timings)")
     args = parser.parse_args()
 
-    import importlib.util
-
     import torch
     import triton.testing
 
     from kernelevo.agent.builtin.policy import seeds
     from kernelevo.agent.builtin.recognize import recognise
     from kernelevo.agent.builtin.templates import render
-    from kernelevo.tasks.loader import import_task_module, instantiate, load_task
+    from kernelevo.tasks.loader import instantiate, instantiate_candidate, load_task
 
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp, torch.no_grad():
@@ -79,7 +77,6 @@ def main() -> None:
         offered = seeds(plan)
         model, inputs = instantiate(task, device=args.device)
         expected = model(*inputs)
-        reference = import_task_module(task.path, task.size)
         timed = {"eager": model}
         if args.device == "cuda":
             timed["torch.compile"] = torch.compile(model)
@@ -90,15 +87,7 @@ def main() -> None:
             variant = dict(params, **override)
             path = scratch / f"variant{i}.py"
             path.write_text(render(plan, strategy, variant, why))
-            spec = importlib.util.spec_from_file_location(f"variant{i}", path)
-            assert spec is not None and spec.loader is not None
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-            torch.manual_seed(0)
-            with torch.device(args.device):
-                fn = module.ModelNew(*reference.get_init_inputs())
-            dtype = getattr(reference, "DTYPE", None)
-            fn = fn.to(dtype) if dtype is not None else fn
+            fn = instantiate_candidate(task, path, args.device)
             atol, rtol = task.tolerances(str(expected.dtype).removeprefix("torch."))
             torch.testing.assert_close(fn(*inputs), expected, rtol=rtol, atol=atol)
             timed[f"{strategy} {json.dumps(variant, sort_keys=True)}"] = fn

@@ -33,14 +33,12 @@ def _spin(stop: Any) -> None:
 
 
 def measure(spec: str, seed: bool = False, scratch: Path | None = None) -> dict[str, Any]:
-    import importlib.util
-
     import torch
     import triton.testing
 
     from kernelevo.sandbox import timing
     from kernelevo.sandbox.models import TimingPolicy
-    from kernelevo.tasks.loader import instantiate, load_task
+    from kernelevo.tasks.loader import instantiate, instantiate_candidate, load_task
 
     name, _, candidate = spec.partition("=")
     task = load_task(name)
@@ -59,12 +57,7 @@ def measure(spec: str, seed: bool = False, scratch: Path | None = None) -> dict[
         path.write_text(render(plan, strategy, dict(params), why))
         candidate = str(path)
     if candidate:
-        module_spec = importlib.util.spec_from_file_location("candidate", candidate)
-        assert module_spec is not None and module_spec.loader is not None
-        module = importlib.util.module_from_spec(module_spec)
-        module_spec.loader.exec_module(module)
-        callables["candidate"] = _candidate(module, task)
-        fn = callables["candidate"]
+        fn = callables["candidate"] = instantiate_candidate(task, Path(candidate), "cuda")
         with torch.no_grad():
             torch.testing.assert_close(fn(*inputs), model(*inputs), rtol=2e-2, atol=2e-2)
     policy = TimingPolicy()
@@ -87,20 +80,6 @@ def measure(spec: str, seed: bool = False, scratch: Path | None = None) -> dict[
             row[label] = {"harness_ms": statistics.median(harness), "preloaded_ms": statistics.median(times),
                           "do_bench_ms": bench}
     return row
-
-
-def _candidate(module: Any, task: Any) -> Any:
-    """The candidate's ModelNew built as the harness builds it (the reference's init arguments)."""
-    import torch
-
-    from kernelevo.tasks.loader import import_task_module
-
-    reference = import_task_module(task.path, task.size)
-    torch.manual_seed(0)
-    with torch.device("cuda"):
-        fn = module.ModelNew(*reference.get_init_inputs())
-    dtype = getattr(reference, "DTYPE", None)
-    return fn.to(dtype) if dtype is not None else fn
 
 
 def main() -> None:

@@ -136,3 +136,25 @@ def instantiate(task: Task, device: str = "cpu", seed: int = 0) -> tuple[object,
         model = model.to(dtype)
         inputs = [x.to(dtype) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
     return model, inputs
+
+
+def instantiate_candidate(task: Task, path: Path, device: str = "cpu", seed: int = 0) -> object:
+    """A candidate file's ``ModelNew``, built as :func:`instantiate` builds ``Model`` (the task's init
+    inputs under the same seed, so parameters match) and cast to the task's ``DTYPE``.
+
+    For scripts and tests; the harness builds its own, after its checks.
+    """
+    import torch
+
+    reference = import_task_module(task.path, task.size)
+    name = f"kernelevo_candidate_{hashlib.sha256(str(path).encode()).hexdigest()[:12]}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise TaskError(f"cannot load {path} as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    torch.manual_seed(seed)
+    with torch.device(device):
+        model = module.ModelNew(*reference.get_init_inputs())
+    model = model.to(device)
+    return model.to(getattr(torch, task.dtype)) if task.dtype else model
