@@ -39,7 +39,7 @@ def test_param_ab_renders_checks_and_runs_each_variant_on_the_cpu(tmp_path: Path
                           capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.splitlines() == ['correct: eager',
-                                        'correct: split {"BLOCK_C": 2048, "SPLIT": 8, "num_warps": 8}',
+                                        'correct: split {"BLOCK_C": 2048, "SPLIT": 8, "STATIC": true, "num_warps": 8}',
                                         'correct: looped {"BLOCK_C": 4096, "BLOCK_R": 1, "STATIC": true, '
                                         '"num_warps": 8}']
     bad = subprocess.run([sys.executable, str(ROOT / "bench" / "param_ab.py"), "row_sum", "--edit", "nope=>x",

@@ -99,7 +99,8 @@ def test_a_promised_vector_width_turns_scalar_loads_into_16_byte_ones(evaluator,
     plan = recognise(task)
     strategy, params, why = seeds(plan)[0]
     widths = {}
-    for label, change in (("none", {"VEC": 1}), ("vec", {}), ("static", {"VEC": 1, "STATIC": True})):
+    for label, change in (("none", {"VEC": 1, "STATIC": False}), ("vec", {"STATIC": False}),
+                          ("static", {"VEC": 1, "STATIC": True})):
         path = tmp_path / f"{label}.py"
         path.write_text(render(plan, strategy, dict(params, **change), why))
         result = evaluator.triton_gate(task, path)
