@@ -79,10 +79,18 @@ def elementwise(op: str, args: list[Any]) -> str:
 ROUND_TO_BF16 = '''@triton.jit
 def round_to_bf16(x):
     # fp32 -> nearest bf16 (ties to even), kept in fp32: eager rounds after every bf16 op, and so do we.
-    # Integer arithmetic rather than a cast, so that it rounds the same way in Triton's CPU interpreter.
-    bits = x.to(tl.uint32, bitcast=True)
-    bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
-    return bits.to(tl.float32, bitcast=True)
+    # On a GPU, one conversion instruction each way. Under Triton's CPU interpreter, integer
+    # arithmetic, so that it rounds there the same way.
+    if CAST_ROUNDS:
+        y = x.to(tl.bfloat16).to(tl.float32)
+    else:
+        bits = x.to(tl.uint32, bitcast=True)
+        bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+        y = bits.to(tl.float32, bitcast=True)
+    return y
+
+
+CAST_ROUNDS = tl.constexpr(type(round_to_bf16).__name__ != "InterpretedFunction")
 '''
 
 
