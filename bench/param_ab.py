@@ -10,8 +10,8 @@ Usage:
   python bench/param_ab.py softmax --edit 'rows, cols = 32768, 16384=>rows, cols = 32768, 4100' \\
       --set VEC=1 --set VEC=4
   python bench/param_ab.py attention --seed 2 --set TMA=false --set TMA=true --out ab.json
-  python bench/param_ab.py row_sum --edit 'rows, cols = 65536, 16384=>rows, cols = 64, 262144' \
-      --set seed=0 --set seed=1      # the split seed against the next one
+  python bench/param_ab.py row_sum --edit 'rows, cols = 65536, 16384=>rows, cols = 32, 8388608' \
+      --set seed=0 --set seed=2      # the split seed against the looped one
 """
 
 from __future__ import annotations

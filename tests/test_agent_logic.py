@@ -319,8 +319,10 @@ def test_split_k_is_seeded_only_where_output_tiles_leave_sms_idle(tmp_path: Path
                         f"def get_inputs():\n    return [torch.randn({rows}, {k})]\n\ndef get_init_inputs():\n    return []\n")
         return recognise(load_task(str(path), "full"))
 
-    narrow = [p for _, p, _ in seeds(plan_for(64, 4096, 512))]
-    assert narrow[0]["SPLIT_K"] >= 2 and all("SPLIT_K" not in p for p in narrow[1:])
+    narrow = [p for _, p, _ in seeds(plan_for(256, 65536, 1024))]  # 34 GFLOP: split first
+    assert narrow[0]["SPLIT_K"] == 8 and all("SPLIT_K" not in p for p in narrow[1:])
+    small = [p for _, p, _ in seeds(plan_for(64, 4096, 512))]  # 0.27 GFLOP: the split seed last
+    assert small[-1]["SPLIT_K"] >= 2 and all("SPLIT_K" not in p for p in small[:-1])
     assert not any("SPLIT_K" in p for _, p, _ in seeds(plan_for(1024, 1024, 2048)))  # 128 tiles of 64 x 128
     assert not any("SPLIT_K" in p for _, p, _ in seeds(plan_for(64, 256, 512)))  # K too short to split
     # the TMA template needs rows of whole 16-byte units (fp32: K and N multiples of 4)
@@ -335,8 +337,12 @@ def test_row_splitting_is_seeded_for_few_long_rows_only(tmp_path: Path) -> None:
     path.write_text("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n"
                     "    def forward(self, x):\n        return x.sum(dim=-1)\n\n"
                     "def get_inputs():\n    return [torch.randn(8, 1 << 20)]\n\ndef get_init_inputs():\n    return []\n")
-    few = seeds(recognise(load_task(str(path), "full")))
-    assert few[0][0] == "split" and few[0][1]["SPLIT"] == 64  # 4 x 132 programs over 8 rows, at most 64
+    few = seeds(recognise(load_task(str(path), "full")))  # 32 MiB: the split seed last
+    assert few[-1][0] == "split" and few[-1][1]["SPLIT"] == 64  # 4 x 132 programs over 8 rows, at most 64
+    assert [s for s, _, _ in few].count("split") == 1
+    path.write_text(path.read_text().replace("torch.randn(8, 1 << 20)", "torch.randn(32, 1 << 23)"))
+    big = seeds(recognise(load_task(str(path), "full")))  # 1 GiB: first
+    assert big[0][0] == "split" and big[0][1]["SPLIT"] == 32 and [s for s, _, _ in big].count("split") == 1
     assert not any(s == "split" for s, _, _ in seeds(recognise(load_task("row_sum", "full"))))
     assert not any(s == "split" for s, _, _ in seeds(recognise(load_task("softmax", "full"))))
 

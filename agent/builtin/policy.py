@@ -56,6 +56,12 @@ def next_pow2(n: int) -> int:
     return 1 << max(int(n) - 1, 0).bit_length()
 
 
+# Below these sizes the split seeds (split-K, row splitting) go last rather than first: their second
+# launch costs host time comparable to the GPU work (measured on the H200; see the seeds).
+SPLIT_FIRST_FLOPS = 16e9
+SPLIT_FIRST_BYTES = 256 << 20
+
+
 def _clamp(value: int, name: str) -> int:
     values = STEPS[name]
     return min(values, key=lambda v: abs(v - value))
@@ -138,9 +144,9 @@ def seeds(plan: Plan) -> list[tuple[str, dict[str, Any], str]]:
     elif vec > 1:  # fp32 rows of 4100: 0.393 ms without, 0.403 ms with; left to the search (a mutation)
         out = [(s, dict(p, VEC=1), w) for s, p, w in out]
     if plan.kind in ("pointwise", "row"):
-        # Sizes as compile-time constants, as torch.compile's kernels have them. On the H200: rmsnorm
-        # 131072 x 8192 in blocks of 2048, 1.190 -> 1.062 ms; bf16 rows of 4100, 0.263 -> 0.205 ms;
-        # swiglu 0.755 -> 0.735 ms; row_sum unchanged. Turning it off is a mutation.
+        # Sizes as compile-time constants, as torch.compile's kernels have them. On the H200, bf16
+        # rms norm rows of 4100 in blocks of 2048: 0.184 -> 0.158 ms (torch.compile 0.163); rmsnorm
+        # at 8192, swiglu, elementwise_chain and row_sum: within 2.1% either way. Turning it off is a mutation.
         out = [(s, dict(p, STATIC=True), w) for s, p, w in out]
     return out
 
@@ -186,9 +192,14 @@ def _seeds(plan: Plan) -> list[tuple[str, dict[str, Any], str]]:
         if tiles < sms and k >= 512:
             split = _clamp(next_pow2(-(-sms // tiles)), "SPLIT_K")
             split = max(2, min(split, k // 256))
-            out.insert(0, ("gemm", {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 4,
-                                    "num_stages": 4, "SPLIT_K": _clamp(split, "SPLIT_K"), **precision},
-                           f"seed: {tiles} output tiles for {sms} SMs: K split {split} ways, partial sums added after"))
+            seed = ("gemm", {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 4,
+                             "num_stages": 4, "SPLIT_K": _clamp(split, "SPLIT_K"), **precision},
+                    f"seed: {tiles} output tiles for {sms} SMs: K split {split} ways, partial sums added after")
+            # First only where the work is large. On the H200, for 256 x 1024 outputs: K = 65536,
+            # 0.076 ms split 8 ways against 0.325 ms unsplit; K = 8192 (4 GFLOP), 0.103 against 0.060
+            # ms, presumably the second launch's host cost (cuBLAS took 0.030 ms).
+            flops = sum(2 * plan.rows * st.n * st.k for st in stages_)
+            out.insert(0 if flops >= SPLIT_FIRST_FLOPS else len(out), seed)
         return out
     if plan.kind == "attention":
         d, seq = plan.extra["head_dim"], plan.extra["seq"]
@@ -212,13 +223,19 @@ def _seeds(plan: Plan) -> list[tuple[str, dict[str, Any], str]]:
         return out
     block_c = max(next_pow2(plan.cols), 16)
     sms = target().sms
+    split_seed = None
     if plan.program is not None and splittable(plan.program) and plan.rows < 2 * sms and plan.cols >= 4096:
         # Fewer rows than programs the GPU can run at once: split each row across programs.
         split = max(2, min(next_pow2(-(-4 * sms // max(plan.rows, 1))), 64, plan.cols // 2048))
         split = _clamp(split, "SPLIT")
-        out.append(("split", {"BLOCK_C": 2048, "SPLIT": split, "num_warps": 8},
-                    f"seed: {plan.rows} rows for {sms} SMs: each row split {split} ways, "
-                    "partial results combined after"))
+        split_seed = ("split", {"BLOCK_C": 2048, "SPLIT": split, "num_warps": 8},
+                      f"seed: {plan.rows} rows for {sms} SMs: each row split {split} ways, "
+                      "partial results combined after")
+        # First only for large inputs. On the H200: 32 rows x 8M fp32 (1 GiB), 0.266 ms split against
+        # 0.488 ms for the best unsplit seed; 64 x 262144 (64 MiB), 0.077 against 0.033 ms, presumably
+        # the second launch's host cost.
+        if plan.rows * plan.cols * plan.itemsize >= SPLIT_FIRST_BYTES:
+            out.append(split_seed)
     fits = block_c <= MAX_REGISTER_BLOCK.get(plan.dtype, 16384)
     online = bool(plan.program and online_pairs(plan.program))
     if fits:
@@ -241,6 +258,8 @@ def _seeds(plan: Plan) -> list[tuple[str, dict[str, Any], str]]:
         # torch.compile's reduction heuristic picks for such rows).
         out.append(("looped", dict(looped, BLOCK_C=2048, num_warps=16),
                     "seed: column blocks of 2048, 16 warps (4 elements per thread per block)"))
+    if split_seed and split_seed not in out:
+        out.append(split_seed)
     return out
 
 
@@ -337,6 +356,7 @@ class BuiltinPolicy:
         if self.plan.kind in ("pointwise", "row") and strategy != "split" and "PROGRAMS_PER_SM" not in params:
             # As many programs per SM as fill half its 64 warp slots: with 2 programs of 4 warps the
             # H200 ran swiglu at 1.639 ms against 0.755 ms for the plain grid (too few loads in flight).
+            # With 8 or 16 it still lost (0.80 against 0.74 ms), as did rmsnorm; a mutation only.
             per_sm = _clamp(next_pow2(max(1, 32 // params["num_warps"])), "PROGRAMS_PER_SM")
             yield strategy, dict(params, PROGRAMS_PER_SM=per_sm), (
                 f"mutation: persistent grid ({per_sm} programs per SM looping over the tiles): no tail wave, "
