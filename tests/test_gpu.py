@@ -78,7 +78,8 @@ def test_l2_is_flushed_before_every_timed_run() -> None:
         return x
 
     x = torch.ones(4, device="cuda")
-    times, _ = time_cuda(fn, [[x]], TimingPolicy(warmup=1, min_runs=5, max_runs=5, budget_s=0.0), flush)
+    times, _ = time_cuda(fn, [[x]], TimingPolicy(warmup=1, warmup_s=0.0, min_runs=5, max_runs=5,
+                                                       budget_s=0.0), flush)
     assert len(times) == 5 and seen[1:] == [True] * 5  # the warm-up call is not flushed
 
 
