@@ -2,8 +2,8 @@
 
 For each task the built-in policy covers, one `kernelevo optimize` run with a fixed search budget
 (full size, the process sandbox), then from the run's own database: eager and torch.compile times
-(measured by the harness's clean reference process), the best candidate's time after its final
-re-judge with fresh seeds, its achieved bandwidth, and its fraction of the ceilings the harness
+(measured by the harness's clean reference process), the best candidate's parameters and its time
+after its final re-judge with fresh seeds, its achieved bandwidth, and its fraction of the ceilings the harness
 measured on this GPU in the same run (copy bandwidth; matmul peak per dtype). Optionally,
 `torch.compile(mode="max-autotune")` on a few tasks, timed with triton.testing.do_bench.
 
@@ -65,8 +65,13 @@ def run_task(name: str, out: Path, max_evals: int, env: dict[str, str], size: st
         if best:
             final = store.evaluation(best["candidate"], "final") or store.evaluation(best["candidate"], "search")
             assert final is not None
-            row.update(best=best["candidate"], strategy=next(c["strategy"] for c in status["candidates"]
-                                                             if c["id"] == best["candidate"]),
+            winner = store.candidate(best["candidate"]) or {}
+            # which parameters won, and the policy's reason for proposing them
+            note = _json_or_text(winner.get("note"))
+            row.update(best=best["candidate"], variant=winner.get("cell"),
+                       params=note.get("params") if isinstance(note, dict) else None,
+                       why=note.get("why") if isinstance(note, dict) else note,
+                       strategy=next(c["strategy"] for c in status["candidates"] if c["id"] == best["candidate"]),
                        best_ms=final.runtime_ms, eager_ms=final.reference_runtime_ms,
                        compile_ms=final.compile_runtime_ms, speedup=final.speedup,
                        vs_compile=final.speedup_vs_compile, gbps=final.achieved_gbps, tflops=final.achieved_tflops,
@@ -82,6 +87,13 @@ def run_task(name: str, out: Path, max_evals: int, env: dict[str, str], size: st
     finally:
         store.close()
     return row
+
+
+def _json_or_text(text: str | None) -> object:
+    try:
+        return json.loads(text) if text else None
+    except json.JSONDecodeError:
+        return text
 
 
 def max_autotune(name: str) -> dict:

@@ -45,3 +45,23 @@ def test_param_ab_renders_checks_and_runs_each_variant_on_the_cpu(tmp_path: Path
     bad = subprocess.run([sys.executable, str(ROOT / "bench" / "param_ab.py"), "row_sum", "--edit", "nope=>x",
                           "--device", "cpu"], capture_output=True, text=True, env=env, timeout=600)
     assert bad.returncode != 0 and "is not in the task's source" in bad.stderr
+
+
+def test_builtin_bench_runs_a_task_and_records_the_winning_parameters(tmp_path: Path) -> None:
+    """bench/builtin_bench.py end to end at the small size under the interpreter (timings mean
+    nothing there): one finished run, read back from its database, with the winner's parameters and
+    the policy's reason for them, so that a GPU table says which variant won."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "builtin_bench.py"), "--out", str(tmp_path), "--size",
+                           "small", "--max-evals", "2", "--tasks", "relu"],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    row = json.loads((tmp_path / "builtin_bench.json").read_text())["tasks"]["relu"]
+    assert row["state"] == "finished" and row["evaluations"] == 2 and row["correct"] == 2
+    assert row["strategy"] == "tiled" and row["params"]["BLOCK_C"] in (512, 1024)
+    assert row["why"].startswith("seed: flat tiles of")
