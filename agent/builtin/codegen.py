@@ -90,7 +90,7 @@ def round_to_bf16(x):
     return y
 
 
-CAST_ROUNDS = tl.constexpr(type(round_to_bf16).__name__ != "InterpretedFunction")
+CAST_ROUNDS = tl.constexpr(not isinstance(round_to_bf16, InterpretedFunction))  # see INTERPRETER_IMPORT
 '''
 
 
@@ -268,9 +268,8 @@ def kernel(program: Program, strategy: str, online: bool = False, persistent: bo
     else:
         head += ["pid = tl.program_id(0)", *body]
     lines = ["@triton.jit", f"def fused_kernel({signature}):", *_indent(head, 1)]
-    helper = ROUND_TO_BF16 + "\n\n" if any(n.round_to == "bfloat16" for n in program.nodes) else ""
     finish = "\n\n" + _finish_kernel(program, em, reduction) if strategy == "split" else ""
-    return helper + "\n".join(lines) + "\n" + finish
+    return "\n".join(lines) + "\n" + finish
 
 
 
@@ -489,6 +488,8 @@ def forward(program: Program, strategy: str, params: dict[str, Any], max_block: 
         elif o.kind == "channel":
             d = o.channel_dim
             args += [f"{main}.shape[{d + 1}:-1].numel()", f"{main}.shape[{d}]"]
+    vec = _vec_check(params, row_operands, args)
+    body += vec
     if strategy == "registers":
         body += ["block_c = max(triton.next_power_of_2(n_cols), 16)",
                  f"if block_c > {max_block}:",
@@ -501,8 +502,7 @@ def forward(program: Program, strategy: str, params: dict[str, Any], max_block: 
     elif strategy == "split":
         sizes = ", ".join([f"{o.source}.numel()" for o in row_operands] + ["out.numel()"])
         split, block_c = params["SPLIT"], params["BLOCK_C"]
-        vec = _vec_check(params, row_operands, args)
-        body += [*vec, f"BLOCK_C, SPLIT = {block_c}, {split}",
+        body += [f"BLOCK_C, SPLIT = {block_c}, {split}",
                  "# Few, long rows: SPLIT programs per row, each reducing a chunk of whole column blocks.",
                  f"ws = torch.empty((n_rows, SPLIT), dtype=torch.float32, device={main}.device)",
                  "chunk = triton.cdiv(triton.cdiv(n_cols, BLOCK_C), SPLIT) * BLOCK_C",
@@ -518,8 +518,6 @@ def forward(program: Program, strategy: str, params: dict[str, Any], max_block: 
     else:
         block_c = str(params["BLOCK_C"])
         grid = "(triton.cdiv(n_rows, BLOCK_R) * triton.cdiv(n_cols, BLOCK_C),)"
-    vec = _vec_check(params, row_operands, args)
-    body += vec
     block_r = 1 if flat else params.get("BLOCK_R", 1)
     if params.get("PROGRAMS_PER_SM"):
         body += ["# Persistent: a few programs per SM loop over the tiles (4 'SMs' under the CPU interpreter).",

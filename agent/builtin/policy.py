@@ -223,7 +223,7 @@ def _seeds(plan: Plan) -> list[tuple[str, dict[str, Any], str]]:
         return out
     block_c = max(next_pow2(plan.cols), 16)
     sms = target().sms
-    split_seed = None
+    split_seed, split_first = None, False
     if plan.program is not None and splittable(plan.program) and plan.rows < 2 * sms and plan.cols >= 4096:
         # Fewer rows than programs the GPU can run at once: split each row across programs.
         split = max(2, min(next_pow2(-(-4 * sms // max(plan.rows, 1))), 64, plan.cols // 2048))
@@ -234,7 +234,8 @@ def _seeds(plan: Plan) -> list[tuple[str, dict[str, Any], str]]:
         # First only for large inputs. On the H200: 32 rows x 8M fp32 (1 GiB), 0.266 ms split against
         # 0.488 ms for the best unsplit seed; 64 x 262144 (64 MiB), 0.077 against 0.033 ms, presumably
         # the second launch's host cost.
-        if plan.rows * plan.cols * plan.itemsize >= SPLIT_FIRST_BYTES:
+        split_first = plan.rows * plan.cols * plan.itemsize >= SPLIT_FIRST_BYTES
+        if split_first:
             out.append(split_seed)
     fits = block_c <= MAX_REGISTER_BLOCK.get(plan.dtype, 16384)
     online = bool(plan.program and online_pairs(plan.program))
@@ -258,7 +259,7 @@ def _seeds(plan: Plan) -> list[tuple[str, dict[str, Any], str]]:
         # torch.compile's reduction heuristic picks for such rows).
         out.append(("looped", dict(looped, BLOCK_C=2048, num_warps=16),
                     "seed: column blocks of 2048, 16 warps (4 elements per thread per block)"))
-    if split_seed and split_seed not in out:
+    if split_seed and not split_first:
         out.append(split_seed)
     return out
 

@@ -314,4 +314,6 @@ def render(plan: Plan, strategy: str, params: dict[str, Any], why: str) -> str:
                           persistent=bool(params.get("PROGRAMS_PER_SM")), static=bool(params.get("STATIC")))
     forward = codegen.forward(program, strategy, params, MAX_REGISTER_BLOCK.get(plan.dtype, 16384))
     aligned = codegen.ALIGNED if params.get("VEC", 1) > 1 else ""
+    if any(n.round_to == "bfloat16" for n in program.nodes):
+        head, body = _with_interpreter_import(head), codegen.ROUND_TO_BF16 + "\n\n" + body
     return head + aligned + body + _model(plan.init, forward)
