@@ -71,7 +71,7 @@ def _load_task(task: str, size: SizeChoice | None, memory: str | None, as_json: 
 
 
 def _default_size() -> str:
-    from kernelevo.sandbox.evaluate import detect_device
+    from kernelevo.sandbox.judge.evaluate import detect_device
 
     return "full" if detect_device() == "cuda" else "small"
 
@@ -104,7 +104,7 @@ def eval_command(
       kernelevo eval softmax tasks/examples/softmax_triton.py
       kernelevo eval my_task.py my_kernel.py --json --timeout 120 --memory 8g
     """
-    from kernelevo.sandbox.evaluate import EvalConfig, EvalError, Evaluator
+    from kernelevo.sandbox.judge.evaluate import EvalConfig, EvalError, Evaluator
 
     loaded = _load_task(task, size, memory, as_json)
     _require_file(candidate, as_json)
@@ -151,8 +151,8 @@ def profile_command(
       kernelevo profile softmax tasks/examples/softmax_triton.py
       kernelevo profile rmsnorm best.py --json
     """
-    from kernelevo.sandbox.evaluate import EvalConfig, EvalError, Evaluator
-    from kernelevo.sandbox.profiling import HarnessProfiler, describe
+    from kernelevo.sandbox.judge.evaluate import EvalConfig, EvalError, Evaluator
+    from kernelevo.sandbox.advice.profiling import HarnessProfiler, describe
 
     loaded = _load_task(task, size, memory, as_json)
     _require_file(candidate, as_json)
@@ -196,8 +196,8 @@ def _judge(evaluator, task, candidate: Path, as_json: bool):  # noqa: ANN001, AN
 
 def _sandbox(choice: str, as_json: bool):  # noqa: ANN202 - a Sandbox
     """The sandbox for ``--sandbox``; Docker asked for but unavailable is exit code 3, in one line."""
-    from kernelevo.sandbox.choose import make_sandbox
-    from kernelevo.sandbox.docker_sandbox import DockerUnavailable
+    from kernelevo.sandbox.isolation.choose import make_sandbox
+    from kernelevo.sandbox.isolation.docker import DockerUnavailable
 
     try:
         chosen, warning = make_sandbox(choice)
@@ -632,7 +632,7 @@ def sandbox_build_command(
       kernelevo sandbox build
       kernelevo sandbox build --dockerfile sandbox/Dockerfile --tag kernelevo-sandbox:cuda
     """
-    from kernelevo.sandbox.docker_sandbox import DockerUnavailable, build_image, client
+    from kernelevo.sandbox.isolation.docker import DockerUnavailable, build_image, client
 
     try:
         if dockerfile is None:
@@ -653,7 +653,7 @@ def sandbox_build_command(
 @app.command("doctor")
 def doctor_command(as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list.")] = False) -> None:
     """Show what this machine offers: GPU, driver, CUDA, nvcc, ncu, Triton mode, Docker, isolation."""
-    from kernelevo.sandbox.environment import probe_environment
+    from kernelevo.sandbox.isolation.environment import probe_environment
 
     probes = probe_environment()
     if as_json:

@@ -405,8 +405,8 @@ def prepare(config: ModelRunConfig, run_dir: Path, device: str, log: Callable[[s
 def _ceilings(device: str) -> Any:
     if device != "cuda":
         return None
-    from kernelevo.sandbox import cache
-    from kernelevo.sandbox.evaluate import Evaluator
+    from kernelevo.sandbox.judge import cache
+    from kernelevo.sandbox.judge.evaluate import Evaluator
     from kernelevo.sandbox.models import Ceilings
 
     with Evaluator() as evaluator:
@@ -417,8 +417,8 @@ def _headroom(sub: nn.Module, region: rg.Region, gm: torch.fx.GraphModule, ms: f
     """1 - floor/time against the roofline where the GPU's ceilings are known; 1.0 otherwise."""
     if ceilings is None or not ms:
         return 1.0
-    from kernelevo.sandbox.ceilings import speed_of_light_ms
-    from kernelevo.sandbox.workload import count_bytes, count_flops
+    from kernelevo.sandbox.judge.ceilings import speed_of_light_ms
+    from kernelevo.sandbox.judge.workload import count_bytes, count_flops
 
     by_name = {n.name: n for n in gm.graph.nodes}
     metas = [by_name[i].meta["tensor_meta"] for i in region.inputs]
@@ -577,8 +577,8 @@ def finish(config: ModelRunConfig, run_dir: Path, state: dict[str, Any], device:
     are model-written code): a job folder with copies of the model's files and the kernels' sources."""
     import shutil
 
-    from kernelevo.sandbox.choose import make_sandbox
-    from kernelevo.sandbox.evaluate import EvalConfig, Evaluator
+    from kernelevo.sandbox.isolation.choose import make_sandbox
+    from kernelevo.sandbox.judge.evaluate import EvalConfig, Evaluator
 
     sandbox, _ = make_sandbox(config.sandbox)
     with Evaluator(EvalConfig(timeout_s=config.timeout_s, memory=config.memory,
@@ -642,7 +642,7 @@ def main(argv: list[str] | None = None) -> int:
     import traceback
 
     argv = sys.argv[1:] if argv is None else argv
-    from kernelevo.sandbox.protocol import receive_key_and_go, signed_writer
+    from kernelevo.sandbox.isolation.protocol import receive_key_and_go, signed_writer
 
     # The key, and what signs with it, before any kernel module is imported ("go": the GPU's lock
     # is held for us): the result is signed as the harness signs its own.
@@ -691,7 +691,7 @@ def _refresh_report(run_dir: Path, log: Callable[[str], None]) -> None:
 
 def optimize_model(config: ModelRunConfig, run_dir: Path, log: Callable[[str], None]) -> int:
     """The whole run (or its continuation: prepared regions and finished region runs are reused)."""
-    from kernelevo.sandbox.evaluate import detect_device
+    from kernelevo.sandbox.judge.evaluate import detect_device
 
     device = detect_device()
     state = load_state(run_dir)

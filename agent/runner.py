@@ -24,7 +24,7 @@ from kernelevo.agent.builtin.recognize import CannotCover
 from kernelevo.agent.graph import Runtime, Stopped, build_graph
 from kernelevo.agent.llm_policy import PolicyUnavailable
 from kernelevo.agent.store import RunStore
-from kernelevo.sandbox.evaluate import EvalConfig, EvalError, Evaluator
+from kernelevo.sandbox.judge.evaluate import EvalConfig, EvalError, Evaluator
 from kernelevo.sandbox.models import TimingPolicy, Verdict
 from kernelevo.tasks import load_task
 
@@ -153,7 +153,7 @@ def device_count() -> int:
     forced = os.environ.get("KERNELEVO_PARALLEL")
     if forced:
         return max(int(forced), 1)
-    from kernelevo.sandbox.evaluate import detect_device
+    from kernelevo.sandbox.judge.evaluate import detect_device
 
     if detect_device() != "cuda":
         return 1
@@ -166,7 +166,7 @@ def evaluator_slots() -> list[int]:
     """The GPU of each evaluator in the pool: ``JOBS_PER_GPU`` per GPU (``KERNELEVO_JOBS_PER_GPU``
     overrides); one per simulated device on the CPU."""
     count = device_count()
-    from kernelevo.sandbox.evaluate import detect_device
+    from kernelevo.sandbox.judge.evaluate import detect_device
 
     per_gpu = int(os.environ.get("KERNELEVO_JOBS_PER_GPU", JOBS_PER_GPU)) if detect_device() == "cuda" else 1
     return [gpu for gpu in range(count) for _ in range(max(per_gpu, 1))]
@@ -248,8 +248,8 @@ def drive(run_dir: Path, first: bool, progress: Callable[..., Any] | None = None
         return EXIT_USAGE
     common = dict(timeout_s=config.timeout_s, memory=config.memory, seeds=config.seeds, timing=config.timing,
                   measure_compile=config.measure_compile, compile_cache=run_dir / "cache")
-    from kernelevo.sandbox.choose import make_sandbox
-    from kernelevo.sandbox.docker_sandbox import DockerUnavailable
+    from kernelevo.sandbox.isolation.choose import make_sandbox
+    from kernelevo.sandbox.isolation.docker import DockerUnavailable
 
     try:
         sandbox, warning = make_sandbox(config.sandbox)

@@ -11,7 +11,7 @@ from kernelevo.agent.budget import Budget
 from kernelevo.agent.builtin.policy import BuiltinPolicy
 from kernelevo.agent.graph import Runtime, build_graph
 from kernelevo.agent.store import RunStore
-from kernelevo.sandbox.evaluate import EvalConfig, Evaluator
+from kernelevo.sandbox.judge.evaluate import EvalConfig, Evaluator
 from kernelevo.tasks import load_task
 
 

@@ -11,7 +11,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from kernelevo.sandbox.evaluate import EvalConfig, Evaluator
+from kernelevo.sandbox.judge.evaluate import EvalConfig, Evaluator
 from kernelevo.tasks import load_task
 
 
@@ -19,7 +19,7 @@ def main() -> None:
     task = sys.argv[1] if len(sys.argv) > 1 else "relu"
     cand = Path(sys.argv[2] if len(sys.argv) > 2 else "tests/candidates/ok_relu_empty.py")
     runs = int(sys.argv[3]) if len(sys.argv) > 3 else 3
-    from kernelevo.sandbox.choose import make_sandbox
+    from kernelevo.sandbox.isolation.choose import make_sandbox
 
     sandbox, _ = make_sandbox(sys.argv[4] if len(sys.argv) > 4 else "process")
     config = EvalConfig(measure_compile=False, cache_dir=Path(tempfile.mkdtemp(prefix="kernelevo-oh-")))

@@ -1,4 +1,5 @@
-"""Values that cross the process boundary between kernelevo and the sandboxed harness."""
+"""Values that cross a process boundary: from the oracle and the sandboxes to the judge, and the verdict
+to users and the agent. Pydantic, so that what a sandboxed process sends is validated, never trusted."""
 
 from __future__ import annotations
 
@@ -14,11 +15,8 @@ class BaseModel(_PydanticModel):
 
     model_config = ConfigDict(ser_json_inf_nan="constants")
 
-HarnessMode = Literal["reference", "candidate"]
-
-
 class Check(BaseModel):
-    """One check the harness ran, and what it found, in words a user understands."""
+    """One check the judge ran, and what it found, in words a user understands."""
 
     name: str
     passed: bool
@@ -26,7 +24,8 @@ class Check(BaseModel):
 
 
 class TimingPolicy(BaseModel):
-    """How the harness times on a GPU: warm-up, then until ``budget_s`` is spent (within the bounds)."""
+    """How candidates and baselines are timed on a GPU: warm-up, then timed calls until ``budget_s``
+    is spent (within the bounds), in two candidate blocks around a re-timing of the reference."""
 
     warmup: int = 3
     warmup_s: float = 0.25
@@ -34,52 +33,27 @@ class TimingPolicy(BaseModel):
     min_runs: int = 25
     max_runs: int = 200
     budget_s: float = 1.0
-    """Seconds of timed runs per block; each of the three blocks (candidate, reference, candidate)."""
+    """Seconds of timed calls per block (candidate, reference, candidate)."""
     spot_checks: int = 3
-    """Outputs of this many timed runs, chosen at random, are compared with the reference."""
+    """Outputs of this many timed calls per block are shipped and checked by the oracle; which ones
+    the session decides after each call, so the candidate cannot know in advance."""
 
 
-class Job(BaseModel):
-    """What the harness is asked to do; written to ``job.json`` in the job's own folder."""
+class OutputStats(BaseModel):
+    """The oracle's comparison of one candidate output with the reference's (raw tensors, in a
+    process no candidate code ran in)."""
 
-    mode: HarnessMode
-    task_path: Path
-    size: Literal["small", "full"]
-    dtype: str | None = None
-    atol: float | None = None
-    rtol: float | None = None
-    allow_partial: bool = False
-    declared_flops: float | None = None
-    declared_bytes: float | None = None
-    candidate_path: Path | None = None
-    seeds: list[int] = Field(default_factory=lambda: [1, 2, 3, 4, 5])
-    init_seed: int = 42
-    sample_seed: int = 1234
-    """Seeds the positions of the reference samples that the judge compares out of process."""
-    device: Literal["cuda", "cpu"] = "cpu"
-    timing: TimingPolicy = Field(default_factory=TimingPolicy)
-    measure_ceilings: bool = False
-    measure_compile: bool = True
-    result_path: Path
-    excess: list[list[float]] = Field(default_factory=list)
-    """Candidate jobs: the reference's excess error per input set and output (from the clean process)."""
-
-
-class TensorPrint(BaseModel):
-    """A fingerprint of one output tensor: enough for a judge outside the candidate's process."""
-
-    shape: list[int]
-    dtype: str
-    finite: bool
-    sum: float
-    abs_sum: float
-    sample: list[float]
-    """Values at positions drawn from ``Job.sample_seed``."""
+    problem: str | None = None
+    """Why the output is wrong, in words; None when it matches within the tolerance."""
+    elements: int = 0
     excess: float = 0.0
-    """Reference prints only: how far eager itself strays from a float64 run of the same model on the
-    same inputs beyond ``atol + rtol*|ref|`` (largest excess over the elements; 0 for nearly every
-    task, large where fp32 sums cancel). See ``compare.SLACK_FACTOR``."""
-
+    """How far eager itself strays from float64 beyond ``atol + rtol*|exact|`` (largest excess)."""
+    err_candidate: float | None = None
+    """Sum of |candidate - float64 reference| over the elements (None without a float64 reference)."""
+    err_eager: float | None = None
+    """Sum of |eager - float64 reference|."""
+    magnitude: float | None = None
+    """Sum of |float64 reference|."""
 
 class TimingStats(BaseModel):
     median_ms: float
@@ -105,11 +79,10 @@ class Ceilings(BaseModel):
 
 
 class ReferenceResult(BaseModel):
-    """What the clean reference process measured (no candidate code ever ran in it)."""
+    """Baselines measured in a clean process (no candidate code ever ran in it), cached per task:
+    the work one call does, eager and ``torch.compile`` times, and the GPU's ceilings."""
 
     device: str
-    output_prints: list[list[TensorPrint] | None] = Field(default_factory=list)
-    """Fingerprints of the outputs per input set; None where the reference itself was not finite."""
     flops: float
     bytes: float
     eager: TimingStats | None = None
@@ -120,46 +93,10 @@ class ReferenceResult(BaseModel):
     torch_version: str
     triton_version: str | None = None
     phases: dict[str, float] = Field(default_factory=dict)
-    started_at: float | None = None
-
-
-class CandidateResult(BaseModel):
-    """What the candidate process observed; the judge turns it into a verdict."""
-
-    device: str
-    compiled: bool
-    checks: list[Check]
-    output_prints: list[list[TensorPrint] | None] = Field(default_factory=list)
-    """Fingerprints of the candidate's outputs per input set, for the judge outside this process."""
-    reference_prints: list[list[TensorPrint] | None] = Field(default_factory=list)
-    """Fingerprints of the reference as computed in the candidate's process (tamper check)."""
-    launches: dict[str, int] = Field(default_factory=dict)
-    torch_ops: dict[str, int] = Field(default_factory=dict)
-    first_call_ms: float | None = None
-    timing: Literal["cuda-events", "cpu-interpreter", "cpu"] | None = None
-    candidate: TimingStats | None = None
-    candidate_blocks: list[float] = Field(default_factory=list)
-    """Median of each timed candidate block; their spread is the noise of this run."""
-    reference: TimingStats | None = None
-    telemetry: dict | None = None
-    phases: dict[str, float] = Field(default_factory=dict)
-    """Seconds spent in each harness phase."""
-    started_at: float | None = None
-    """Wall-clock time (epoch seconds) when the harness's main began: process start cost is before it."""
-
-
-class HarnessResult(BaseModel):
-    """The file the harness writes; ``payload`` is signed with a key the parent passed on stdin."""
-
-    mode: HarnessMode
-    reference: ReferenceResult | None = None
-    candidate: CandidateResult | None = None
-    error: str | None = None
-    """The harness could not run the job at all (e.g. the task's reference raised)."""
 
 
 class Isolation(BaseModel):
-    """What the sandbox enforced for one job: reported with every verdict."""
+    """What the sandbox enforced for one process: reported with every verdict."""
 
     sandbox: str = "process"
     namespaces: list[str] = Field(default_factory=list)
@@ -172,16 +109,23 @@ class Isolation(BaseModel):
     pids_limit: int | None = None
     timeout_s: float | None = None
     env: str = "scrubbed"
+    uid: int | None = None
+    """The process's user id as the host sees it (read from /proc by the sandbox, not reported by
+    the process)."""
+    capabilities: str | None = None
+    """Its effective capability set (hex, /proc/PID/status CapEff); 0 means none."""
     device_lock: str | None = None
     """The GPU lock the job ran under (jobs sharing it never overlap on the GPU)."""
     device_lock_wait_s: float | None = None
-    """Seconds the started process waited for that lock (not counted in its timeout or wall time)."""
+    """Seconds the job waited for that lock (not counted in its timeout or wall time)."""
     warnings: list[str] = Field(default_factory=list)
 
     def summary(self) -> str:
         parts = [self.sandbox]
         if self.namespaces:
             parts.append("namespaces " + ",".join(self.namespaces))
+        if self.uid is not None:
+            parts.append(f"uid {self.uid}, capabilities {self.capabilities or '?'}")
         if self.read_only_root:
             parts.append("read-only root")
         parts.append(f"network {self.network}")
@@ -193,7 +137,7 @@ class Isolation(BaseModel):
 
 
 class JobOutcome(BaseModel):
-    """How the sandboxed process ended, seen from outside it."""
+    """How a sandboxed process ended, seen from outside it."""
 
     returncode: int | None
     signal: str | None = None
@@ -201,15 +145,9 @@ class JobOutcome(BaseModel):
     out_of_memory: bool = False
     too_many_processes: bool = False
     wall_s: float
-    result: HarnessResult | None = None
-    result_problem: str | None = None
-    """Why no trustworthy result came back (missing, unreadable, or not signed by the harness)."""
-    payload: str | None = None
-    """The result file's payload when its signature checked out, whatever it holds (side jobs such
-    as a model's end-to-end check sign theirs too; ``result`` is set only for a harness result)."""
     log_tail: str = ""
     phase: str | None = None
-    """The last phase the harness announced (for a timeout or a crash)."""
+    """What the process was doing when it ended (for a timeout or a crash)."""
     isolation: Isolation
 
 
@@ -223,6 +161,9 @@ class Verdict(BaseModel):
     correct: bool
     reason: str | None
     checks: list[Check]
+    assurance: str = ""
+    """How far the verdict can be trusted: ``forensic`` (on a GPU, the kernel trace taken outside the
+    candidate's Python agrees), or why not (``interpreter: not forensic``, ``gpu: not forensic ...``)."""
     runtime_ms: float | None = None
     reference_runtime_ms: float | None = None
     compile_runtime_ms: float | None = None
@@ -232,6 +173,9 @@ class Verdict(BaseModel):
     device: str
     isolation: dict
     noise_pct: float | None = None
+    host_ms: float | None = None
+    """Median host time of the candidate's ``forward`` in its timed calls (for information: the
+    timed figure counts host time only where it kept the GPU waiting)."""
     first_call_ms: float | None = None
     flops: float | None = None
     bytes: float | None = None
@@ -241,13 +185,15 @@ class Verdict(BaseModel):
     bound: str | None = None
     launches: dict[str, int] = Field(default_factory=dict)
     telemetry: dict | None = None
+    forensic: dict | None = None
+    """The forensic pass's findings (kernels seen, their time per call) where one ran."""
     harness_overhead_s: float | None = None
-    """Wall time of the candidate's job minus its own import, first call (compile) and timed runs."""
+    """Wall time of the evaluation minus the candidate's import, first call and timed calls."""
     phases: dict[str, float] = Field(default_factory=dict)
-    """Seconds the harness spent in each phase of the candidate's job."""
+    """Seconds the evaluation spent in each phase."""
     wall_s: float | None = None
     diagnosis: str | None = None
-    """For an accepted candidate: its roofline and GPU state in one line (``sandbox/diagnosis.py``)."""
+    """For an accepted candidate: its roofline and GPU state in one line (``advice/diagnosis.py``)."""
 
 
 class KernelMetrics(BaseModel):

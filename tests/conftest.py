@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from kernelevo.sandbox import isolation
-from kernelevo.sandbox.evaluate import EvalConfig, Evaluator, detect_device
+from kernelevo.sandbox.isolation import namespaces
+from kernelevo.sandbox.judge.evaluate import EvalConfig, Evaluator, detect_device
 from kernelevo.sandbox.models import TimingPolicy
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,7 +27,7 @@ def candidate(name: str) -> Path:
 
 def require_bwrap() -> None:
     """Full isolation needs bubblewrap: skip without it on a developer's machine, fail in CI."""
-    if isolation.tier() != "bwrap":
+    if namespaces.tier() != "bwrap":
         message = "bubblewrap (bwrap) is not installed: `apt-get install bubblewrap` for full isolation"
         if IN_CI:
             pytest.fail(f"CI must provide bubblewrap (.ci/run installs it): {message}")

@@ -1,94 +1,136 @@
-"""Output comparison and out-of-process fingerprints (pure logic, CPU)."""
+"""The oracle's comparison of raw outputs, the tensor files that carry them, and the precision rule
+(pure logic, CPU)."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
+import pytest
 import torch
 
-from kernelevo.sandbox.compare import compare_prints, describe_mismatch, differs, fingerprint, sample_positions
+from kernelevo.sandbox import wire
+from kernelevo.sandbox.judge import compare
+from kernelevo.sandbox.judge.compare import compare_output, excess_error, layout_problem
+from kernelevo.sandbox.judge.record import PrecisionSums
+from kernelevo.sandbox.judge.rules import PRECISION_FACTOR, precision_problem
 
 
 def test_within_tolerance_passes_and_outside_reports_the_worst_element() -> None:
     ref = torch.randn(10, 20)
-    assert describe_mismatch(ref + 5e-5, ref, 1e-4, 1e-4) is None
+    assert compare_output(ref + 5e-5, ref, None, 1e-4, 1e-4).problem is None
     bad = ref.clone()
     bad[3, 7] += 1.0
-    message = describe_mismatch(bad, ref, 1e-4, 1e-4)
-    assert message and "1 of 200" in message and "(3, 7)" in message
+    problem = compare_output(bad, ref, None, 1e-4, 1e-4).problem
+    assert problem and "1 of 200" in problem and "(3, 7)" in problem
+
+
+def test_the_worst_element_is_found_across_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(compare, "CHUNK", 7)
+    ref = torch.randn(5, 9)
+    bad = ref.clone()
+    bad[1, 2] += 0.5
+    bad[4, 8] += 2.0
+    problem = compare_output(bad, ref, None, 1e-4, 1e-4).problem
+    assert "2 of 45" in problem and "(4, 8)" in problem
 
 
 def test_nan_and_inf_never_match() -> None:
     ref = torch.zeros(4)
-    assert "NaN" in describe_mismatch(torch.tensor([0.0, float("nan"), 0.0, 0.0]), ref, 1, 1)
+    problem = compare_output(torch.tensor([0.0, float("nan"), 0.0, 0.0]), ref, None, 1, 1).problem
+    assert "1 NaN" in problem
     inf = torch.tensor([float("inf")])
-    assert describe_mismatch(inf, inf, 1e-4, 1e-4) is not None
+    assert compare_output(inf, inf, None, 1e-4, 1e-4).problem is not None
 
 
 def test_dtype_shape_and_type_must_match() -> None:
     ref = torch.ones(3)
-    assert "dtype" in describe_mismatch(ref.half(), ref, 1, 1)
-    assert "shape" in describe_mismatch(torch.ones(4), ref, 1, 1)
+    assert "dtype" in compare_output(ref.half(), ref, None, 1, 1).problem
+    assert "shape" in compare_output(torch.ones(4), ref, None, 1, 1).problem
 
     class Sub(torch.Tensor):
         pass
 
-    assert "plain torch.Tensor" in describe_mismatch(ref.as_subclass(Sub), ref, 1, 1)
+    assert "plain torch.Tensor" in compare_output(ref.as_subclass(Sub), ref, None, 1, 1).problem
 
 
 def test_integer_outputs_must_match_exactly() -> None:
     ref = torch.tensor([1, 2, 3])
-    assert describe_mismatch(ref.clone(), ref, 1, 1) is None
-    assert "1 of 3 values differ" in describe_mismatch(torch.tensor([1, 2, 4]), ref, 1, 1)
+    assert compare_output(ref.clone(), ref, None, 1, 1).problem is None
+    assert "1 of 3 values differ" in compare_output(torch.tensor([1, 2, 4]), ref, None, 1, 1).problem
 
 
-def test_differs_treats_nan_as_changed() -> None:
-    a = torch.ones(3)
-    assert not differs(a, a.clone())
-    assert differs(a, torch.full((3,), float("nan")))
+def test_eager_own_error_becomes_slack_and_the_error_sums_are_kept() -> None:
+    exact = torch.linspace(-1, 1, 100, dtype=torch.float64)
+    eager = (exact + 0.01).float()  # eager itself 1e-2 off: far beyond atol 1e-4
+    stats = compare_output((exact - 0.01).float(), eager, exact, 1e-4, 1e-4)
+    assert stats.excess == pytest.approx(0.01 - 1e-4, rel=1e-2)  # largest where |exact| is smallest
+    assert stats.problem is None  # 0.02 from eager, within 1e-4 + 3 * 0.0099
+    assert stats.err_candidate == pytest.approx(1.0, rel=1e-3) and stats.err_eager == pytest.approx(1.0, rel=1e-3)
+    assert excess_error(eager, None, 1e-4, 1e-4) == 0.0
 
 
-def test_sample_positions_are_deterministic() -> None:
-    assert torch.equal(sample_positions(1000, 7), sample_positions(1000, 7))
-    assert not torch.equal(sample_positions(1000, 7), sample_positions(1000, 8))
+def test_strict_layout_compares_strides() -> None:
+    want = torch.randn(3, 4)
+    assert layout_problem([4, 1], want) is None
+    assert "strides" in layout_problem([1, 3], want)
 
 
-def test_fingerprints_catch_a_wrong_element_outside_the_samples() -> None:
-    ref = torch.randn(100_000)
-    good, bad = ref + 1e-6, ref.clone()
-    positions = set(sample_positions(ref.numel(), 3).tolist())
-    wrong = next(i for i in range(ref.numel()) if i not in positions)
-    bad[wrong] += 50.0  # invisible to the samples, visible to the sum
-    want = fingerprint(ref, 3)
-    assert compare_prints(fingerprint(good, 3), want, 1e-4, 1e-4) is None
-    assert "sum" in compare_prints(fingerprint(bad, 3), want, 1e-4, 1e-4)
+def test_tensor_files_round_trip_every_dtype_and_views(tmp_path: Path) -> None:
+    for dtype in (torch.float32, torch.bfloat16, torch.float16, torch.int64, torch.bool, torch.float64):
+        t = (torch.randn(6, 5) * 3).to(dtype)
+        meta = wire.write_tensor(t.T, tmp_path, f"{dtype}.bin")
+        assert meta.strides == [1, 5] and meta.type_name == "Tensor"
+        back = wire.read_tensor(meta, tmp_path, "cpu", 1 << 20)
+        assert back.dtype == dtype and torch.equal(back, t.T)
+    empty = wire.write_tensor(torch.empty(0, 3), tmp_path, "empty.bin")
+    assert wire.read_tensor(empty, tmp_path, "cpu", 10).shape == (0, 3)
 
 
-def test_fingerprint_of_non_finite_output_is_rejected() -> None:
-    ref = fingerprint(torch.ones(10), 1)
-    assert "NaN" in compare_prints(fingerprint(torch.full((10,), float("nan")), 1), ref, 1e-4, 1e-4)
+def test_a_tensor_file_must_be_a_plain_file_of_the_declared_size(tmp_path: Path) -> None:
+    meta = wire.write_tensor(torch.ones(4), tmp_path, "x.bin")
+    with pytest.raises(ValueError, match="needs 8"):
+        wire.read_tensor(meta.model_copy(update={"dtype": "float16"}), tmp_path, "cpu", 1 << 20)
+    with pytest.raises(ValueError, match="over the limit"):
+        wire.read_tensor(meta, tmp_path, "cpu", 8)
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"s" * 16)
+    os.symlink(secret, tmp_path / "link.bin")
+    with pytest.raises(OSError):  # never follows a link the other process planted
+        wire.read_tensor(meta.model_copy(update={"file": "link.bin"}), tmp_path, "cpu", 1 << 20)
+    for name in ("../x.bin", "", "a/b"):
+        with pytest.raises(ValueError):
+            wire.read_tensor(meta.model_copy(update={"file": name}), tmp_path, "cpu", 1 << 20)
+    with pytest.raises(ValueError, match="dtype"):
+        wire.read_tensor(meta.model_copy(update={"dtype": "complex64"}), tmp_path, "cpu", 1 << 20)
 
 
-def test_excess_error_is_what_eager_strays_beyond_the_tolerance() -> None:
-    from kernelevo.sandbox.compare import excess_error
-
-    exact = torch.tensor([1.0, 100.0, -3.0], dtype=torch.float64)
-    assert excess_error(exact.float(), exact, 1e-4, 1e-4) == 0.0
-    off = torch.tensor([1.0, 100.0, -3.05])
-    assert abs(excess_error(off, exact, 1e-4, 1e-4) - (0.05 - 1e-4 - 3e-4)) < 1e-6
-    assert excess_error(torch.tensor([1, 2]), torch.tensor([1, 2]), 0, 0) == 0.0
+def _sums(candidate: torch.Tensor, eager: torch.Tensor, exact: torch.Tensor) -> PrecisionSums:
+    sums = PrecisionSums()
+    sums.add(compare_output(candidate, eager, exact, 1e-4, 1e-4).model_dump())
+    return sums
 
 
-def test_slack_widens_the_bound_by_exactly_its_amount() -> None:
-    ref = torch.zeros(4)
-    assert describe_mismatch(ref + 0.02, ref, 1e-4, 1e-4, slack=0.03) is None
-    message = describe_mismatch(ref + 0.04, ref, 1e-4, 1e-4, slack=0.03)
-    assert message and "eager's own error" in message
+def test_the_precision_rule_catches_fp16_arithmetic_and_passes_another_summation_order() -> None:
+    torch.manual_seed(0)
+    x = torch.randn(64, 1000, dtype=torch.float64)
+    exact = torch.softmax(x, -1)
+    eager = torch.softmax(x.float(), -1)
+    other_order = (torch.exp(x.float() - x.float().max(-1, keepdim=True).values)
+                   / torch.exp(x.float() - x.float().max(-1, keepdim=True).values).flip(-1).sum(-1, keepdim=True))
+    assert precision_problem(_sums(other_order, eager, exact), "float32") is None
+    fp16 = eager.half().float()
+    problem = precision_problem(_sums(fp16, eager, exact), "float32")
+    assert problem and "lower precision" in problem
+    assert precision_problem(_sums(eager.bfloat16().float(), eager, exact), "float32")
 
 
-def test_out_of_process_prints_allow_the_reference_excess_too() -> None:
-    ref = torch.zeros(8)
-    want = fingerprint(ref, 3)
-    got = fingerprint(ref + 0.02, 3)
-    assert compare_prints(got, want, 1e-4, 1e-4) is not None
-    want.excess = 0.01  # eager itself strays 0.01 beyond the tolerance: up to 3x that is allowed
-    assert compare_prints(got, want, 1e-4, 1e-4) is None
-    assert compare_prints(fingerprint(ref + 0.05, 3), want, 1e-4, 1e-4) is not None
+def test_the_precision_rule_has_a_floor_where_eager_is_exact() -> None:
+    exact = torch.randn(1000, dtype=torch.float64).relu()
+    eager = exact.float()
+    assert precision_problem(_sums(eager, eager, exact), "float32") is None
+    nudged = eager * (1 + 2.0**-23)  # one ulp off everywhere: honest rounding, within the floor
+    assert precision_problem(_sums(nudged, eager, exact), "float32") is None
+    assert precision_problem(_sums(eager.half().float(), eager, exact), "float32")
+    assert precision_problem(_sums(eager.half().float(), eager, exact), "bfloat16") is None  # fp32 tasks only
+    assert PRECISION_FACTOR >= 16

@@ -14,13 +14,13 @@ import pytest
 
 from conftest import IN_CI, candidate
 from kernelevo.sandbox import isolation
-from kernelevo.sandbox.process import RunSpec
+from kernelevo.sandbox.isolation.process import RunSpec
 from kernelevo.tasks import load_task
 
 
 @pytest.fixture(scope="module")
 def docker_sandbox():
-    from kernelevo.sandbox import docker_sandbox as ds
+    from kernelevo.sandbox.isolation import docker as ds
 
     try:
         ds.client()
@@ -46,7 +46,7 @@ def run(sandbox, tmp_path: Path, code: str, **limits: object):
 
 
 def test_an_honest_candidate_is_accepted_in_a_container(docker_sandbox, tmp_path: Path, cache_dir: Path) -> None:
-    from kernelevo.sandbox.evaluate import EvalConfig, Evaluator
+    from kernelevo.sandbox.judge.evaluate import EvalConfig, Evaluator
 
     config = EvalConfig(timeout_s=180, memory="4g", workdir=tmp_path / "ws", cache_dir=cache_dir)
     with Evaluator(config, sandbox=docker_sandbox) as ev:
@@ -135,7 +135,7 @@ def test_the_result_is_signed_with_a_key_the_job_reads_once(docker_sandbox, tmp_
 
 
 def test_leftovers_of_a_killed_run_are_removed_at_the_next_start(docker_sandbox) -> None:
-    from kernelevo.sandbox import docker_sandbox as ds
+    from kernelevo.sandbox.isolation import docker as ds
 
     dead_owner = "999999999"  # no such process
     stale = docker_sandbox.client.containers.create(ds.IMAGE, command=["/bin/true"],
@@ -165,7 +165,7 @@ def test_sandbox_build_from_a_dockerfile(docker_sandbox, tmp_path: Path) -> None
     from typer.testing import CliRunner
 
     from kernelevo.agent.cli import app
-    from kernelevo.sandbox import docker_sandbox as ds
+    from kernelevo.sandbox.isolation import docker as ds
 
     (tmp_path / "Dockerfile").write_text(f"FROM {ds.IMAGE}\nLABEL org.kernelevo.test=dockerfile\n")
     runner = CliRunner()
@@ -186,7 +186,7 @@ def test_sandbox_build_from_a_dockerfile(docker_sandbox, tmp_path: Path) -> None
 
 def test_rebuilding_the_image_removes_the_one_it_replaces(docker_sandbox) -> None:
     """`kernelevo sandbox build` twice leaves one image, not a trail of untagged ones."""
-    from kernelevo.sandbox import docker_sandbox as ds
+    from kernelevo.sandbox.isolation import docker as ds
 
     tag = "kernelevo-sandbox:rebuild-test"
     first = ds.build_image(tag)

@@ -89,7 +89,7 @@ def test_gpu_crash_is_a_verdict(evaluator) -> None:
 
 
 def test_ceilings_are_measured_and_plausible(evaluator) -> None:
-    from kernelevo.sandbox import cache
+    from kernelevo.sandbox.judge import cache
     from kernelevo.sandbox.models import Ceilings
 
     evaluator.reference(load_task("relu", "small"))
@@ -120,8 +120,8 @@ def test_path_task_and_tmp_candidate_work(evaluator, tmp_path: Path, relu_task) 
 def test_a_profile_reads_ncus_counters_in_the_sandbox(evaluator, relu_task) -> None:
     """The ncu pass on a real GPU: the candidate's own kernel, its counters, and a diagnosis; where
     the driver refuses counters (some virtualised GPUs), a clear reason and the rest of the profile."""
-    from kernelevo.sandbox.ncu import find_ncu
-    from kernelevo.sandbox.profiling import HarnessProfiler
+    from kernelevo.sandbox.advice.ncu import find_ncu
+    from kernelevo.sandbox.advice.profiling import HarnessProfiler
 
     if find_ncu() is None:
         pytest.skip("ncu is not installed here")

@@ -1,4 +1,5 @@
-"""The judge's logic without a process: failures in words, speed of light, reference drift."""
+"""The judge's logic without a process: failures in words, times held to the judge's clock, speed
+of light, reference drift."""
 
 from __future__ import annotations
 
@@ -6,26 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from kernelevo.sandbox.ceilings import speed_of_light_ms
-from kernelevo.sandbox.cuda_gate import summarize_ptxas
-from kernelevo.sandbox.isolation import parse_size, scrubbed_env
-from kernelevo.sandbox.judge import judge, process_failure
-from kernelevo.sandbox.models import (
-    CandidateResult,
-    Ceilings,
-    Check,
-    HarnessResult,
-    Isolation,
-    JobOutcome,
-    ReferenceResult,
-    TensorPrint,
-    TimingStats,
-)
-from kernelevo.sandbox.telemetry import decode_throttle_reasons, snapshot
+from kernelevo.sandbox.advice.cuda_gate import summarize_ptxas
+from kernelevo.sandbox.isolation.cgroups import parse_size
+from kernelevo.sandbox.isolation.namespaces import scrubbed_env
+from kernelevo.sandbox.judge.ceilings import speed_of_light_ms
+from kernelevo.sandbox.judge.record import Record
+from kernelevo.sandbox.judge.telemetry import decode_throttle_reasons, snapshot
+from kernelevo.sandbox.judge.timing import Block
+from kernelevo.sandbox.judge.verdict import INTERPRETER, judge, process_failure
+from kernelevo.sandbox.models import Ceilings, Check, Isolation, JobOutcome, ReferenceResult, TimingStats
 from kernelevo.tasks.task import Task
 
 CEILINGS = Ceilings(device="H200", copy_gbps=4300.0, matmul_tflops={"bfloat16": 790.0, "tf32": 380.0})
-PRINT = TensorPrint(shape=[4], dtype="float32", finite=True, sum=1.0, abs_sum=1.0, sample=[0.25])
 
 
 def stats(ms: float) -> TimingStats:
@@ -36,50 +29,86 @@ def task() -> Task:
     return Task(name="t", path=Path("t.py"), sha256="0", size="full")
 
 
-def outcome(candidate_ms: float, rerun_ms: float, eager_ms: float = 2.0) -> tuple[ReferenceResult, JobOutcome]:
-    reference = ReferenceResult(device="H200", output_prints=[[PRINT]], flops=0.0, bytes=4.3e9,
-                                eager=stats(eager_ms), compiled=stats(1.5), torch_version="x")
-    result = CandidateResult(device="H200", compiled=True, checks=[Check(name="c", passed=True)],
-                             output_prints=[[PRINT]], reference_prints=[[PRINT]], timing="cuda-events",
-                             candidate=stats(candidate_ms), candidate_blocks=[candidate_ms, candidate_ms],
-                             reference=stats(rerun_ms))
-    job = JobOutcome(returncode=0, wall_s=3.0, isolation=Isolation(),
-                     result=HarnessResult(mode="candidate", candidate=result))
-    return reference, job
+def block(ms: float, overhead: float = 0.3, runs: int = 30) -> Block:
+    """Calls of ``ms`` that the judge's clock saw take ``overhead`` ms longer (refill, flush, messages)."""
+    b = Block()
+    for _ in range(runs):
+        b.add(ms, 0.01, ms + overhead)
+    return b
+
+
+def outcome(candidate_ms: float, rerun_ms: float, eager_ms: float = 2.0, device: str = "cuda",
+            overhead: float = 0.3) -> tuple[ReferenceResult, Record]:
+    baseline = ReferenceResult(device="H200", flops=0.0, bytes=4.3e9, eager=stats(eager_ms), compiled=stats(1.5),
+                               torch_version="x")
+    record = Record(device=device, checks=[Check(name="c", passed=True)], compiled=True,
+                    blocks=[block(candidate_ms, overhead), block(candidate_ms, overhead)],
+                    reference_block=block(rerun_ms))
+    return baseline, record
 
 
 def test_honest_timing_gives_speedups_and_roofline() -> None:
-    reference, job = outcome(candidate_ms=1.25, rerun_ms=2.02)
-    verdict = judge(task(), "c.py", [], reference, CEILINGS, job, None)
+    baseline, record = outcome(candidate_ms=1.25, rerun_ms=2.02)
+    verdict = judge(task(), "c.py", [], baseline, CEILINGS, record, None)
     assert verdict.correct, verdict.reason
     assert verdict.speedup == pytest.approx(1.6)
     assert verdict.speedup_vs_compile == pytest.approx(1.2)
     assert verdict.bound == "memory" and verdict.roofline_fraction == pytest.approx(0.8)
+    assert verdict.timing == "cuda-events" and verdict.noise_pct == 0.0
 
 
 def test_faster_than_light_is_rejected() -> None:
-    reference, job = outcome(candidate_ms=0.2, rerun_ms=2.0)  # 4.3 GB in 0.2 ms is 21 TB/s
-    verdict = judge(task(), "c.py", [], reference, CEILINGS, job, None)
+    baseline, record = outcome(candidate_ms=0.2, rerun_ms=2.0)  # 4.3 GB in 0.2 ms is 21 TB/s
+    verdict = judge(task(), "c.py", [], baseline, CEILINGS, record, None)
     assert not verdict.correct and verdict.reason.startswith("speed of light")
 
 
 def test_tiny_calls_get_an_absolute_drift_allowance() -> None:
-    reference, job = outcome(candidate_ms=0.008, rerun_ms=0.015, eager_ms=0.010)  # +50%, but only 5 us
-    verdict = judge(task(), "c.py", [], reference, None, job, None)
+    baseline, record = outcome(candidate_ms=0.008, rerun_ms=0.015, eager_ms=0.010)  # +50%, but only 5 us
+    verdict = judge(task(), "c.py", [], baseline, None, record, None)
     assert verdict.correct, verdict.reason
 
 
 def test_reference_drift_is_rejected() -> None:
-    reference, job = outcome(candidate_ms=1.5, rerun_ms=3.0)  # the reference got 50% slower
-    verdict = judge(task(), "c.py", [], reference, CEILINGS, job, None)
+    baseline, record = outcome(candidate_ms=1.5, rerun_ms=3.0)  # the reference got 50% slower
+    verdict = judge(task(), "c.py", [], baseline, CEILINGS, record, None)
     assert not verdict.correct and verdict.reason.startswith("reference timing stable")
 
 
-def test_out_of_process_fingerprints_overrule_the_candidate_process() -> None:
-    reference, job = outcome(candidate_ms=1.5, rerun_ms=2.0)
-    job.result.candidate.output_prints = [[PRINT.model_copy(update={"sample": [0.75]})]]
-    verdict = judge(task(), "c.py", [], reference, CEILINGS, job, None)
-    assert verdict.reason.startswith("agrees with the clean reference process")
+def test_times_longer_than_the_judges_clock_are_impossible() -> None:
+    baseline, record = outcome(candidate_ms=1.5, rerun_ms=2.0)
+    record.blocks[1].times_ms[3] = 50.0
+    verdict = judge(task(), "c.py", [], baseline, None, record, None)
+    assert verdict.reason.startswith("times agree with the judge's clock") and "more time than passed" in verdict.reason
+
+
+@pytest.mark.parametrize("device", ["cuda", "cpu"])
+def test_work_hidden_outside_the_timed_window_is_seen_on_the_judges_clock(device: str) -> None:
+    """Reported 0.1 ms calls that the judge's clock saw take 20 ms more than the reference's did."""
+    baseline, record = outcome(candidate_ms=0.1, rerun_ms=2.0, device=device, overhead=20.3)
+    verdict = judge(task(), "c.py", [], baseline, None, record, None)
+    assert not verdict.correct and "more wall time beyond its reported" in verdict.reason
+    baseline, record = outcome(candidate_ms=0.1, rerun_ms=2.0, device=device, overhead=0.4)
+    assert judge(task(), "c.py", [], baseline, None, record, None).correct
+
+
+def test_cpu_verdicts_say_they_are_not_forensic() -> None:
+    baseline, record = outcome(candidate_ms=5.0, rerun_ms=1.0, device="cpu")
+    verdict = judge(task(), "c.py", [], baseline, None, record, None)
+    assert verdict.correct and verdict.timing == "cpu-interpreter" and verdict.speedup is None
+    assert verdict.assurance == INTERPRETER and verdict.assurance.startswith("interpreter: not forensic")
+
+
+def test_a_session_that_broke_off_is_explained_by_how_the_process_ended() -> None:
+    baseline, record = outcome(candidate_ms=1.0, rerun_ms=2.0)
+    record.failure = "correctness call on set 2: the other side closed the channel"
+    record.worker = JobOutcome(returncode=-11, signal="SIGSEGV (segmentation fault)", wall_s=1.0,
+                               phase="correctness call on set 2", isolation=Isolation())
+    verdict = judge(task(), "c.py", [], baseline, None, record, None)
+    assert verdict.reason == "sandboxed run: crashed with SIGSEGV (segmentation fault) during correctness call on set 2"
+    record.worker = JobOutcome(returncode=0, wall_s=1.0, isolation=Isolation(), log_tail="bye\n")
+    assert "stopped answering during correctness call on set 2" in judge(task(), "c.py", [], baseline, None,
+                                                                          record, None).reason
 
 
 @pytest.mark.parametrize(("fields", "words"), [
@@ -87,8 +116,6 @@ def test_out_of_process_fingerprints_overrule_the_candidate_process() -> None:
     ({"out_of_memory": True}, "ran out of memory (limit 2g)"),
     ({"signal": "SIGSEGV (segmentation fault)", "returncode": -11}, "crashed with SIGSEGV"),
     ({"too_many_processes": True}, "too many processes"),
-    ({"result_problem": "the harness wrote no result", "returncode": 1, "log_tail": "Traceback\nBoom"},
-     "wrote no result (exit code 1): Traceback | Boom"),
 ])
 def test_process_failures_in_words(fields: dict, words: str) -> None:
     job = JobOutcome(returncode=fields.pop("returncode", None), wall_s=1.0,

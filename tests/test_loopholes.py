@@ -1,7 +1,10 @@
-"""Every loophole class of docs/EVALUATION.md: known-wrong candidates are rejected for the right
-reason, known-correct ones (two kernels, scratch buffers, torch.empty outputs) are accepted.
+"""Every loophole class of docs/EVALUATION.md, and every class of the judge review: known-wrong
+candidates are rejected for the right reason, known-correct ones (two kernels, scratch buffers,
+torch.empty outputs, constants held as tensors, transposed views, autotuning) are accepted.
 
-They run on the CPU through the Triton interpreter (and on a GPU where there is one)."""
+They run on the CPU through the Triton interpreter (and on a GPU where there is one). A class that
+only a GPU can tell apart (torch's work hidden from the in-process recorder) is accepted on the CPU
+with a verdict that says it is not forensic, and rejected on a GPU by the forensic kernel trace."""
 
 from __future__ import annotations
 
@@ -22,6 +25,9 @@ ACCEPTED = [
     ("cross_entropy", "ok_cross_entropy"),
     ("conv_relu_scale", "ok_conv_partial"),
     ("softmax", "../../tasks/examples/softmax_triton"),
+    ("relu", "ok_eps_tensor"),
+    ("softmax", "ok_transposed_view"),
+    ("softmax", "ok_autotune"),
 ]
 
 
@@ -33,7 +39,9 @@ def test_honest_candidates_are_accepted(evaluator, task: str, name: str) -> None
     assert verdict.compiled
     assert sum(verdict.launches.values()) >= 1
     names = {c.name for c in verdict.checks}
-    assert {"ghost replay", "buffer refilled", "inputs unchanged", "agrees with the clean reference process"} <= names
+    assert {"ghost replay", "inputs unchanged", "precision", "timed runs correct",
+            "times agree with the judge's clock"} <= names
+    assert verdict.assurance.startswith("forensic" if ON_GPU else "interpreter: not forensic")
 
 
 # (loophole number, task, candidate, the check that must fail, words the reason must contain)
@@ -47,11 +55,11 @@ REJECTED = [
     (3, "conv_relu_scale", "bad_dead_kernel", "ghost replay", "no-op"),
     (4, "relu", "bad_stale_memory", "correct: set 0", "NaN"),
     (5, "relu", "bad_input_mutation", "inputs unchanged", "modified"),
-    (6, "relu", "bad_result_cache", "buffer refilled", "outside"),
+    (6, "relu", "bad_result_cache", "correct: set 1", "outside"),
     (7, "relu", "bad_subclass_output", "plain tensors", "plain torch.Tensor"),
     (7, "relu", "bad_thread", "static: imports", "threading"),
     (8, "relu", "bad_patch_allclose", "static: no monkeypatching", "torch.allclose"),
-    (9, "softmax", "bad_half_precision", "correct: set 3", "outside"),
+    (9, "softmax", "bad_half_precision", "precision|correct: set 3", "lower precision|outside"),
     (9, "relu", "bad_output_dtype", "correct: set 0", "dtype bfloat16"),
     (10, "softmax", "bad_no_max_subtraction", "correct: set 3", "large values"),
     (10, "row_argmax", "bad_argmax_last_tie", "correct: set 4", "ties"),
@@ -66,29 +74,65 @@ def test_known_wrong_candidates_are_rejected(evaluator, loophole: int, task: str
     assert not verdict.correct
     assert code == 1
     failed = [c for c in verdict.checks if not c.passed]
-    assert failed and failed[0].name.startswith(check), [(c.name, c.detail) for c in failed]
+    # "a|b": either (fp16 arithmetic is outside the tolerance on some input sets, and always too imprecise)
+    assert failed and failed[0].name.startswith(tuple(check.split("|"))), [(c.name, c.detail) for c in failed]
+    assert any(w in verdict.reason for w in words.split("|")), verdict.reason
+
+
+# The judge review's classes, for the runtime defences alone: the static checks, which reject most
+# of these outright, are skipped. (class, task, candidate, the check that must fail, words)
+RUNTIME_REJECTED = [
+    (1, "relu", "bad_patch_judge_modules", "correct: set 0", "got 0.5"),
+    (1, "relu", "bad_patch_runtime", "correct: set 0", "outside"),
+    (2, "relu", "bad_forged_times", "times agree with the judge's clock", "more wall time"),
+    (2, "relu", "bad_forge_result", "correct: set 0", "returned 0 outputs"),
+    (4, "softmax", "bad_torch_on_thread", "no torch compute", "aten._softmax"),
+    (5, "softmax", "bad_torch_in_jit", "no torch compute", "aten._softmax"),
+    (7, "relu", "bad_python_scalars", "no host arithmetic", "read 3000 values into Python"),
+    (7, "relu", "bad_thread", "no new threads", "left running"),
+    (8, "softmax", "bad_predicts_inputs", "correct: set 0", "outside"),
+    (10, "conv_relu_scale", "bad_poison_link", "ghost replay", "still correct"),
+    (11, "softmax", "bad_fp16_softmax", "precision", "lower precision"),
+]
+
+
+@pytest.mark.parametrize(("review_class", "task", "name", "check", "words"), RUNTIME_REJECTED,
+                         ids=[f"{r[0]}-{r[2]}" for r in RUNTIME_REJECTED])
+def test_the_review_classes_are_rejected_at_run_time(evaluator, review_class: int, task: str, name: str, check: str,
+                                                     words: str) -> None:
+    verdict = evaluator.run_in_sandbox(load_task(task, "small"), candidate(name), [])
+    failed = [c for c in verdict.checks if not c.passed]
+    assert not verdict.correct and failed[0].name.startswith(check), [(c.name, c.detail) for c in failed]
     assert words in verdict.reason, verdict.reason
 
 
-# Runtime defences alone: the static checks (which reject these outright) are skipped.
-def test_patched_comparers_do_not_fool_the_harness(evaluator) -> None:
-    verdict = evaluator.run_in_sandbox(load_task("relu", "small"), candidate("bad_patch_runtime"), [])
-    failed = {c.name: c.detail for c in verdict.checks if not c.passed}
-    assert not verdict.correct
-    assert any(name.startswith("correct:") for name in failed), failed  # captured comparers still compare
-    assert "torch.equal" in failed["harness integrity"]
+# Torch's work hidden from the in-process recorder: only a trace taken outside the candidate's
+# Python can tell, so on the CPU the verdict says it is not forensic; on a GPU it is rejected.
+ONLY_A_GPU_TELLS = [(3, "softmax", "bad_blind_recorder"), (6, "softmax", "bad_detects_recording")]
 
 
-def test_forged_result_file_is_refused(evaluator) -> None:
-    verdict = evaluator.run_in_sandbox(load_task("relu", "small"), candidate("bad_forge_result"), [])
-    assert not verdict.correct
-    assert "not signed by the harness" in verdict.reason
+@pytest.mark.parametrize(("review_class", "task", "name"), ONLY_A_GPU_TELLS, ids=[r[2] for r in ONLY_A_GPU_TELLS])
+def test_hidden_torch_work_is_rejected_by_the_gpu_and_not_vouched_for_on_the_cpu(evaluator, review_class: int,
+                                                                                  task: str, name: str) -> None:
+    verdict = evaluator.run_in_sandbox(load_task(task, "small"), candidate(name), [])
+    if ON_GPU:
+        assert not verdict.correct and verdict.reason.startswith("forensic kernel trace"), verdict.reason
+    else:
+        assert verdict.assurance.startswith("interpreter: not forensic")
 
 
-def test_threads_left_running_are_caught_at_run_time(evaluator) -> None:
-    verdict = evaluator.run_in_sandbox(load_task("relu", "small"), candidate("bad_thread"), [])
-    assert not verdict.correct
-    assert verdict.reason.startswith("no new threads")
+def test_a_content_keyed_cache_never_hits(evaluator) -> None:
+    """Class 9: every call gets values no earlier call saw, so a memo keyed on a few values misses."""
+    verdict = evaluator.run_in_sandbox(load_task("relu", "small"), candidate("bad_content_cache"), [])
+    assert verdict.correct, verdict.reason  # it computes every time: that is all a cache can do here
+    logs = sorted(evaluator.workspace.glob("jobs/*-eval/worker/process.log"))
+    assert logs and "MEMO HITS" not in logs[-1].read_text()
+
+
+def test_a_transposed_view_fails_a_strict_layout(make_evaluator) -> None:
+    ev = make_evaluator(strict_layout=True)
+    verdict, _ = ev.evaluate(load_task("softmax", "small"), candidate("ok_transposed_view"))
+    assert not verdict.correct and "strides" in verdict.reason
 
 
 def test_self_reported_speed_is_ignored(evaluator) -> None:
@@ -102,31 +146,47 @@ def test_self_reported_speed_is_ignored(evaluator) -> None:
 
 
 def test_escape_attempts_fail_in_the_sandbox(evaluator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Loophole 14: secrets, the parent's environment, the host's network and files stay out of reach."""
+    """Loophole 14 and class 12: secrets, the parent's environment, the host's /proc, network, sockets
+    and files stay out of reach, and the candidate runs unprivileged."""
     require_bwrap()
     monkeypatch.setenv("KERNELEVO_TEST_SECRET", "hunter2")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-real")
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen()
+    host_socket = Path("/var/tmp") / f"kernelevo-test-{os.getpid()}.sock"
+    host_socket.unlink(missing_ok=True)
+    unix = socket.socket(socket.AF_UNIX)
+    unix.bind(str(host_socket))
+    unix.listen()
+    os.chmod(host_socket, 0o777)
     home = Path(os.path.expanduser("~"))
     secret = home / ".kernelevo-test-secret"
     secret.write_text("top secret")
-    marker_home, marker_tmp = home / "escape-marker", Path("/tmp/kernelevo-escape-marker")
-    for marker in (marker_home, marker_tmp):
+    markers = [home / "escape-marker", Path("/tmp/kernelevo-escape-marker"), Path("/var/tmp/kernelevo-escape-marker"),
+               Path("/usr/kernelevo-escape-marker")]
+    for marker in markers:
         marker.unlink(missing_ok=True)
     source = candidate("bad_escape").read_text()
     source = source.replace("PORT = 0", f"PORT = {listener.getsockname()[1]}")
     source = source.replace('SECRET_FILE = ""', f'SECRET_FILE = "{secret}"')
+    source = source.replace('HOST_SOCKET = ""', f'HOST_SOCKET = "{host_socket}"')
     path = tmp_path / "escape.py"
     path.write_text(source)
     try:
         verdict = evaluator.run_in_sandbox(load_task("relu", "small"), path, [])
     finally:
         listener.close()
+        unix.close()
+        host_socket.unlink(missing_ok=True)
         secret.unlink()
-    assert verdict.correct, verdict.reason  # any successful probe poisons the output
-    assert not marker_home.exists() and not marker_tmp.exists()
+    logs = sorted(evaluator.workspace.glob("jobs/*-eval/worker/process.log"))
+    probes = re.search(r"ESCAPE-PROBES (\{.*\})", logs[-1].read_text())
+    assert verdict.correct, (verdict.reason, probes and probes.group(1))  # any successful probe poisons the output
+    assert not any(marker.exists() for marker in markers)
+    assert verdict.isolation["capabilities"] == "0000000000000000"
+    if os.geteuid() == 0:
+        assert verdict.isolation["uid"] == 65534
 
 
 def test_hang_is_killed_at_the_timeout(make_evaluator) -> None:

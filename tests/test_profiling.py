@@ -11,10 +11,10 @@ from typer.testing import CliRunner
 
 from conftest import ROOT, candidate
 from kernelevo.agent.cli import app
-from kernelevo.sandbox import ncu
-from kernelevo.sandbox.diagnosis import diagnose, verdict_diagnosis
+from kernelevo.sandbox.advice import ncu
+from kernelevo.sandbox.advice.diagnosis import diagnose, verdict_diagnosis
 from kernelevo.sandbox.models import KernelMetrics, Profile, Verdict
-from kernelevo.sandbox.profiling import HarnessProfiler, describe
+from kernelevo.sandbox.advice.profiling import HarnessProfiler, describe
 from kernelevo.tasks import load_task
 
 FIXTURES = ROOT / "tests" / "fixtures" / "ncu"

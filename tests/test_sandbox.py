@@ -13,7 +13,7 @@ import pytest
 
 from conftest import require_bwrap
 from kernelevo.sandbox import isolation
-from kernelevo.sandbox.process import ProcessSandbox, RunSpec
+from kernelevo.sandbox.isolation.process import ProcessSandbox, RunSpec
 
 
 def run(tmp_path: Path, code: str, **limits: object):

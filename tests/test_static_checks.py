@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import CANDIDATES, ROOT
-from kernelevo.sandbox.static_checks import check_candidate
+from kernelevo.sandbox.judge.static_checks import check_candidate
 
 HONEST = sorted(p for p in CANDIDATES.glob("ok_*.py")) + [ROOT / "tasks/examples/softmax_triton.py"]
 

@@ -72,7 +72,7 @@ def test_the_gate_specialises_arguments_as_the_launcher_does() -> None:
     divisible, as in Triton's launcher: without that the gate reported twice the registers."""
     from types import SimpleNamespace
 
-    from kernelevo.sandbox.triton_gate import _specialise
+    from kernelevo.sandbox.child.triton_gate import _specialise
 
     plain = SimpleNamespace(do_not_specialize=False, do_not_specialize_on_alignment=False)
     assert _specialise(1, plain) == ("constexpr", False)

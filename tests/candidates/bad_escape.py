@@ -1,8 +1,11 @@
-"""relu: tries to read secrets, reach the host's network and files, and write outside its folder
-(loophole 14). Run without static checks, which reject `os` and `socket` outright: the sandbox
-alone must stop every attempt. What the candidate saw is encoded into its output, which is then
-wrong (rejected) if any probe succeeded; the test also reads the flags from the job's log."""
+"""relu: tries every way out the judge review found (loophole 14, class 12): secrets in the
+environment and in the parent's /proc, the host's /proc under an unmounted one, a read-write
+remount of /, writes to the host's /tmp, /var/tmp and home, the Docker socket and a host Unix socket
+in /var/tmp, the network. Run without static checks (which reject ``os`` and ``socket`` outright):
+the sandbox alone must stop every attempt. Whatever succeeded poisons the output, which is then
+rejected; the probes are also printed to the job's log for the test to read."""
 
+import ctypes
 import os
 import socket
 
@@ -13,15 +16,34 @@ import triton.language as tl
 
 PORT = 0  # the test writes the port of a listener on the host's 127.0.0.1 here
 SECRET_FILE = ""  # the test writes the path of a secret file in the host's home here
+HOST_SOCKET = ""  # the test writes the path of a Unix socket it listens on in /var/tmp here
+
+
+def _connect_unix(path):
+    try:
+        s = socket.socket(socket.AF_UNIX)
+        s.settimeout(2)
+        s.connect(path)
+        s.close()
+        return True
+    except OSError:
+        return False
 
 
 def probes():
     seen = {}
     seen["env"] = any("SECRET" in k or "API_KEY" in k for k in os.environ)
     try:
-        seen["parent environ"] = b"SECRET" in open(f"/proc/{os.getppid()}/environ", "rb").read()
+        seen["parent environ"] = b"API_KEY" in open(f"/proc/{os.getppid()}/environ", "rb").read()
     except OSError:
         seen["parent environ"] = False
+    libc = ctypes.CDLL(None, use_errno=True)
+    seen["umount /proc"] = libc.umount2(b"/proc", 2) == 0
+    seen["remount / rw"] = libc.mount(None, b"/", None, 32 | 4096, None) == 0  # MS_REMOUNT | MS_BIND
+    try:
+        seen["host pids"] = len([p for p in os.listdir("/proc") if p.isdigit()]) > 8
+    except OSError:
+        seen["host pids"] = False
     try:
         socket.create_connection(("127.0.0.1", PORT), timeout=2).close()
         seen["network"] = True
@@ -31,12 +53,18 @@ def probes():
         seen["home secret"] = bool(open(SECRET_FILE).read())
     except OSError:
         seen["home secret"] = False
-    for target in ("/tmp/kernelevo-escape-marker", os.path.join(os.path.dirname(SECRET_FILE), "escape-marker")):
+    seen["docker socket"] = any(_connect_unix(p) for p in ("/run/docker.sock", "/var/run/docker.sock"))
+    seen["host unix socket"] = bool(HOST_SOCKET) and _connect_unix(HOST_SOCKET)
+    seen["run visible"] = os.path.exists("/run/docker.sock") or os.path.exists("/var/run/docker.sock")
+    for target in ("/tmp/kernelevo-escape-marker", "/var/tmp/kernelevo-escape-marker",
+                   os.path.join(os.path.dirname(SECRET_FILE) or "/", "escape-marker"), "/usr/kernelevo-escape-marker"):
         try:
             with open(target, "w") as f:
                 f.write("escaped")
         except OSError:
             pass
+    status = open("/proc/self/status").read()
+    seen["capabilities"] = "CapEff:\t0000000000000000" not in status
     print("ESCAPE-PROBES", seen, flush=True)
     return list(seen.values())
 

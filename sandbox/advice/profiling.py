@@ -12,11 +12,11 @@ import re
 from pathlib import Path
 from typing import Protocol
 
-from kernelevo.sandbox.cuda_gate import compile_gate
-from kernelevo.sandbox.diagnosis import diagnose, from_verdict
-from kernelevo.sandbox.evaluate import Evaluator
+from kernelevo.sandbox.advice.cuda_gate import compile_gate
+from kernelevo.sandbox.advice.diagnosis import diagnose, from_verdict
+from kernelevo.sandbox.judge.evaluate import Evaluator
 from kernelevo.sandbox.models import Profile, Verdict
-from kernelevo.sandbox.static_checks import check_candidate
+from kernelevo.sandbox.judge.static_checks import check_candidate
 from kernelevo.tasks.task import Task
 
 

@@ -1,6 +1,6 @@
 """The program Nsight Compute watches: a candidate's ``forward``, once, between profiler start and stop.
 
-Run in the sandbox as ``ncu --profile-from-start off ... python -m kernelevo.sandbox.profile_target
+Run in the sandbox (under the GPU's lock) as ``ncu --profile-from-start off ... python -m kernelevo.sandbox.child.profile_target
 job.json``. Two warm-up calls first (Triton compiles, caches fill, allocations settle), then one
 call inside ``cudaProfilerStart``/``cudaProfilerStop``: ncu sees that call's kernels and nothing of
 the input generation. The timing pass never runs under ncu, so its numbers stay clean; what ncu
@@ -16,7 +16,6 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from kernelevo.sandbox.protocol import receive_key_and_go
 
 WARMUP_CALLS = 2
 
@@ -66,7 +65,6 @@ def run(job: dict) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    receive_key_and_go()  # this job signs nothing (its figures are advice); "go": the GPU's lock is ours
     job = json.loads(Path(argv[0]).read_text())
     try:
         result = run(job)

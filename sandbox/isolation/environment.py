@@ -10,7 +10,7 @@ import subprocess
 
 from pydantic import BaseModel
 
-from kernelevo.sandbox import isolation
+from kernelevo.sandbox.isolation import cgroups, namespaces
 
 
 class Probe(BaseModel):
@@ -71,7 +71,7 @@ def _torch() -> list[Probe]:
 
 
 def _tools() -> list[Probe]:
-    from kernelevo.sandbox.cuda_gate import find_nvcc
+    from kernelevo.sandbox.advice.cuda_gate import find_nvcc
 
     probes = []
     nvcc = find_nvcc()
@@ -89,7 +89,7 @@ def _docker() -> Probe:
     try:
         import docker
 
-        from kernelevo.sandbox.docker_sandbox import IMAGE
+        from kernelevo.sandbox.isolation.docker import IMAGE
 
         client = docker.from_env(timeout=5)
         version = client.version().get("Version", "?")
@@ -104,19 +104,22 @@ def _docker() -> Probe:
 
 
 def _isolation() -> list[Probe]:
-    tier = isolation.tier()
+    tier = namespaces.tier()
+    user = (f"uid {namespaces.SANDBOX_UID} (nobody)" if os.geteuid() == 0 else f"your own uid {os.geteuid()}")
     words = {
-        "bwrap": "bubblewrap: net/pid/ipc/uts/mount namespaces, read-only root, private /tmp, home hidden",
-        "unshare": "unshare: net and pid namespaces with a private /proc (install bubblewrap for a read-only root)",
-        "none": "no namespaces available: candidates share the network, /proc and files (install bubblewrap)",
+        "bwrap": f"bubblewrap: user, net, pid, ipc, uts and mount namespaces; jobs run as {user} with no capabilities; "
+                 "only /usr, /etc, /sys, Python and kernelevo visible (read-only); no /run, no host /tmp or sockets",
+        "unshare": "unshare only: net and pid namespaces; the host's files and /run are visible "
+                   "(install bubblewrap)",
+        "none": "NO ISOLATION: candidates share the network, /proc, sockets and files (install bubblewrap)",
     }
-    group = isolation.Cgroup.create(64 * 1024 * 1024, 64)
+    group = cgroups.Cgroup.create(64 * 1024 * 1024, 64)
     if group is not None:
         limits = f"cgroup v{group.version}: memory and process limits enforced by the kernel"
         group.remove()
     else:
         limits = "no writable cgroups: memory and process limits are polled"
-    return [Probe(item="isolation", available=tier != "none", detail=words[tier]),
+    return [Probe(item="isolation", available=tier == "bwrap", detail=words[tier]),
             Probe(item="limits", available=group is not None, detail=limits),
             Probe(item="user", available=True, detail="root" if os.geteuid() == 0 else f"uid {os.geteuid()}")]
 

@@ -3,8 +3,8 @@ there, otherwise the process sandbox, with a warning that says why)."""
 
 from __future__ import annotations
 
-from kernelevo.sandbox.process import ProcessSandbox
-from kernelevo.sandbox.protocol import Sandbox
+from kernelevo.sandbox.isolation.process import ProcessSandbox
+from kernelevo.sandbox.isolation.protocol import Sandbox
 
 CHOICES = ("auto", "docker", "process")
 
@@ -14,7 +14,7 @@ def make_sandbox(choice: str) -> tuple[Sandbox, str | None]:
     raises ``DockerUnavailable`` (the CLI's exit code 3)."""
     if choice == "process":
         return ProcessSandbox(), None
-    from kernelevo.sandbox.docker_sandbox import DockerSandbox, DockerUnavailable
+    from kernelevo.sandbox.isolation.docker import DockerSandbox, DockerUnavailable
 
     if choice == "docker":
         return DockerSandbox(), None

@@ -8,7 +8,7 @@ a hint for what to try next. Pure: it reads a :class:`Profile` and nothing else.
 from __future__ import annotations
 
 from kernelevo.sandbox.models import KernelMetrics, Profile, Verdict
-from kernelevo.sandbox.ncu import STALL_WORDS
+from kernelevo.sandbox.advice.ncu import STALL_WORDS
 
 
 def from_verdict(profile: Profile, verdict: Verdict | None) -> None:

@@ -107,6 +107,18 @@ def parse_launches(text: str) -> list[dict]:
     return list(launches.values())
 
 
+def launch_streams(text: str) -> dict[int, str]:
+    """The stream each profiled launch ran on, by launch id."""
+    streams: dict[int, str] = {}
+    for row in csv.DictReader(io.StringIO(_csv_lines(text))):
+        if row.get("ID") not in (None, "ID") and "Stream" in row:
+            try:
+                streams[int(row["ID"])] = row["Stream"]
+            except ValueError:
+                continue
+    return streams
+
+
 def short_name(name: str) -> str:
     """A kernel's name without C++ template and argument noise (``void at::foo<4, ...>(int)`` -> ``at::foo``)."""
     name = name.strip()

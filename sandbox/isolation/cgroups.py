@@ -1,20 +1,9 @@
-"""What the process sandbox can enforce on this machine, and how.
-
-Tiers, best first: bubblewrap (network, PID, IPC and UTS namespaces, a private /proc, a read-only
-root with a private /tmp, the home folder hidden, only the job's folder writable); ``unshare``
-(network and PID namespaces with a private /proc); none (a process group, with a warning).
-Memory and process limits come from cgroups (v2, or v1 memory and pids controllers) where this
-process may create them; otherwise memory and process counts are polled and the job is killed when
-over. As root, uid-based limits do not hold and RLIMIT_AS breaks CUDA, so neither is used.
-"""
+"""Memory and process limits through cgroups (v2, or v1 memory and pids controllers), where this
+process may create them; the sandbox polls memory and process counts where it may not."""
 
 from __future__ import annotations
 
-import functools
 import os
-import shutil
-import subprocess
-import sys
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -22,94 +11,6 @@ from pathlib import Path
 
 CGROUP_ROOT = Path(os.environ.get("KERNELEVO_CGROUP_ROOT", "/sys/fs/cgroup"))
 CGROUP_PREFIX = "kernelevo"
-
-# The only environment variables that reach candidate code; nothing else of the parent's does.
-ENV_ALLOWLIST = (
-    "PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "CUDA_HOME", "CUDA_PATH",
-    "TORCH_CUDA_ARCH_LIST", "TRITON_PTXAS_PATH", "TRITON_CUOBJDUMP_PATH", "TRITON_NVDISASM_PATH",
-    "TRITON_LIBCUDA_PATH", "NVIDIA_DRIVER_CAPABILITIES", "MAX_JOBS", "CC", "CXX",
-)
-_SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "AUTH")
-
-
-def scrubbed_env(extra: dict[str, str]) -> dict[str, str]:
-    """The allowlisted variables of this process plus ``extra``; never anything that looks secret."""
-    env = {k: os.environ[k] for k in ENV_ALLOWLIST if k in os.environ}
-    env.update(extra)
-    return {k: v for k, v in env.items() if not any(m in k.upper() for m in _SECRET_MARKERS)}
-
-
-def _runs(cmd: list[str]) -> bool:
-    try:
-        return subprocess.run(cmd, capture_output=True, timeout=20).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-
-
-@functools.lru_cache(maxsize=1)
-def bwrap_path() -> str | None:
-    """A working bubblewrap, or None."""
-    path = os.environ.get("KERNELEVO_BWRAP") or shutil.which("bwrap")
-    if path and _runs([path, "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--unshare-net",
-                       "--unshare-pid", "--die-with-parent", "true"]):
-        return path
-    return None
-
-
-@functools.lru_cache(maxsize=1)
-def unshare_works() -> bool:
-    path = shutil.which("unshare")
-    return bool(path) and _runs([path, "--net", "--pid", "--fork", "--mount-proc", "true"])
-
-
-def tier() -> str:
-    """The namespace tier this machine offers: ``bwrap``, ``unshare`` or ``none``."""
-    if os.environ.get("KERNELEVO_ISOLATION") in {"bwrap", "unshare", "none"}:
-        wanted = os.environ["KERNELEVO_ISOLATION"]
-        if wanted == "bwrap" and bwrap_path() or wanted == "unshare" and unshare_works() or wanted == "none":
-            return wanted
-    if bwrap_path():
-        return "bwrap"
-    if unshare_works():
-        return "unshare"
-    return "none"
-
-
-def _python_paths() -> list[Path]:
-    """Folders the harness needs to read: the interpreter, its packages, and kernelevo's sources."""
-    import kernelevo.sandbox
-    import kernelevo.tasks
-
-    paths = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent}
-    paths |= {Path(p) for p in sys.path if p and Path(p).is_dir()}
-    paths |= {Path(kernelevo.sandbox.__file__).parent, Path(kernelevo.tasks.__file__).parent}
-    return sorted(p.resolve() for p in paths)
-
-
-def bwrap_command(cmd: list[str], job_dir: Path, writable: list[Path], hidden: list[Path]) -> list[str]:
-    """Wrap ``cmd`` in bubblewrap: read-only root, private /tmp and /proc, only ``writable`` writable."""
-    path = bwrap_path()
-    assert path
-    args = [path, "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--tmpfs", "/dev/shm", "--proc", "/proc"]
-    home = Path(os.environ.get("HOME", "/"))
-    masks = [Path("/tmp")] + [p for p in [*hidden, home] if str(p) not in {"/", ""} and p.exists()]
-    for mask in masks:
-        args += ["--tmpfs", str(mask)]
-    # Re-expose what the harness must read that a mask covered (a venv in $HOME or in /tmp, say).
-    for needed in _python_paths():
-        if any(needed.is_relative_to(m) for m in masks):
-            args += ["--ro-bind", str(needed), str(needed)]
-    for folder in writable:
-        args += ["--bind", str(folder), str(folder)]
-    args += ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent",
-             "--new-session", "--chdir", str(job_dir), "--"]
-    return args + cmd
-
-
-def unshare_command(cmd: list[str]) -> list[str]:
-    path = shutil.which("unshare")
-    assert path
-    return [path, "--net", "--pid", "--fork", "--mount-proc", "--kill-child", *cmd]
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """A fast compile gate for Triton candidates: compile their kernels for a GPU target without a GPU.
 
-Run in the sandbox (``python -m kernelevo.sandbox.triton_gate job.json``), because it imports the
+Run in the sandbox (``python -m kernelevo.sandbox.child.triton_gate job.json``), because it imports the
 candidate. The candidate's ``forward`` runs once on the task's full-size shapes on torch's meta
 device (no memory, no data) with Triton's launcher replaced by a recorder; each recorded launch is
 then compiled ahead of time (``triton.compile`` for the target, sm_90 unless told otherwise) and its

@@ -6,15 +6,14 @@ almost empty root filesystem imported with ``docker import``. The toolchain is b
 at the same paths as on the host: /usr (with the merged-/usr links), the Python installation, the
 virtual environment and kernelevo's own source folders. Nothing else of the host is visible: not
 $HOME, not /tmp, not the run folders, not the reference cache. Files go in and out through the
-job's own folder, bind-mounted read-write; the harness's signing key goes in as a file that the
-harness deletes before it imports the candidate.
+job's own folder, bind-mounted read-write and handed to the container's user; the job talks over a
+socket in that folder.
 """
 
 from __future__ import annotations
 
 import io
 import os
-import secrets
 import sys
 import tarfile
 import threading
@@ -22,8 +21,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kernelevo.sandbox import wire
+from kernelevo.sandbox.isolation.namespaces import hand_over, process_identity
+from kernelevo.sandbox.isolation.process import Deadline, RunSpec, describe_signal, tail, take_lock
 from kernelevo.sandbox.models import Isolation, JobOutcome
-from kernelevo.sandbox.process import RunSpec, finish_outcome, take_lock
 
 IMAGE = "kernelevo-sandbox:local"
 LABEL = "org.kernelevo.job"
@@ -167,104 +168,155 @@ class DockerSandbox:
         # image borrows the host's, read-only, at the same paths.
         self.self_contained = (found.labels or {}).get(SELF_CONTAINED) == "1"
         self.binds = [] if self.self_contained else toolchain_paths()
-        self._active: dict[str, Any] = {}
+        self._active: dict[str, DockerJob] = {}
         self._lock = threading.Lock()
         remove_leftovers()
 
     def kill_all(self) -> None:
         with self._lock:
             active = list(self._active.values())
-        for container in active:
-            try:
-                container.kill()
-            except Exception:
-                pass
+        for job in active:
+            job.kill()
+
+    def start(self, spec: RunSpec) -> DockerJob:
+        job = DockerJob(self, spec)
+        with self._lock:
+            self._active[job.container.id] = job
+        return job
 
     def run(self, spec: RunSpec) -> JobOutcome:
+        return self.start(spec).wait()
+
+    def _forget(self, job: DockerJob) -> None:
+        with self._lock:
+            self._active.pop(job.container.id, None)
+
+
+class DockerJob:
+    """One container: its channel (a socket in the bind-mounted job folder), deadline and end."""
+
+    def __init__(self, owner: DockerSandbox, spec: RunSpec) -> None:
         from docker.types import DeviceRequest
 
-        spec.job_dir.mkdir(parents=True, exist_ok=True)
-        key = secrets.token_hex(32)
-        key_file = spec.job_dir / "harness.key"
-        key_file.write_text(key)
-        # The container's user (nobody) writes its results and logs here, and in the compile caches.
+        self.owner, self.spec, self.phase = owner, spec, None
+        # The container's user (nobody) reads and writes its job folder and compile cache.
         for folder in (spec.job_dir, *spec.writable):
-            folder.mkdir(parents=True, exist_ok=True)
-            os.chmod(folder, 0o777)
-        key_file.chmod(0o644)
-        env = dict(spec.env, KERNELEVO_KEY_FILE=str(key_file), HOME="/tmp")
-        volumes = {p: {"bind": p, "mode": "ro"} for p in self.binds}
-        volumes[str(spec.job_dir)] = {"bind": str(spec.job_dir), "mode": "rw"}
-        for w in spec.writable:
-            volumes[str(w)] = {"bind": str(w), "mode": "rw"}
+            hand_over(folder)
+        env = dict(spec.env, HOME="/tmp")
+        self.listener = None
+        if spec.channel:
+            self.listener = wire.Listener(spec.job_dir / "channel.sock")
+            env[wire.CHANNEL_ENV] = str(self.listener.path)
+        volumes = {p: {"bind": p, "mode": "ro"} for p in owner.binds}
+        for folder in spec.readable:
+            volumes[str(folder)] = {"bind": str(folder), "mode": "ro"}
+        for folder in (spec.job_dir, *spec.writable):
+            volumes[str(folder)] = {"bind": str(folder), "mode": "rw"}
         requests = []
         gpu = env.get("CUDA_VISIBLE_DEVICES", "")
-        if gpu:
+        if spec.gpu and gpu:
             requests = [DeviceRequest(device_ids=[gpu], capabilities=[["gpu"]])]
             env["CUDA_VISIBLE_DEVICES"] = "0"  # the container sees only its GPU, as device 0
-        iso = Isolation(sandbox="docker", namespaces=["net", "pid", "ipc", "uts", "mount"],
-                        read_only_root=True, private_tmp=True, home_hidden=True, network="none",
-                        memory_limit=spec.memory_text, memory_enforced_by="docker (cgroup)" if spec.memory_bytes
-                        else None, pids_limit=spec.pids_limit, timeout_s=spec.timeout_s)
-        lock = None
-        if spec.device_lock is not None:  # held around the whole container (no start-up overlap here)
-            iso.device_lock = str(spec.device_lock)
-            lock, waited = take_lock(spec.device_lock)
-            iso.device_lock_wait_s = round(waited, 3)
-        spec.result_path.unlink(missing_ok=True)
-        began = time.monotonic()
-        container = None
-        timed_out = False
+        self.isolation = Isolation(
+            sandbox="docker", namespaces=["net", "pid", "ipc", "uts", "mount"], read_only_root=True,
+            private_tmp=True, home_hidden=True, network="none", memory_limit=spec.memory_text,
+            memory_enforced_by="docker (cgroup)" if spec.memory_bytes else None, pids_limit=spec.pids_limit,
+            timeout_s=spec.timeout_s)
+        self.lock = None
+        if spec.device_lock is not None:
+            self.isolation.device_lock = str(spec.device_lock)
+            self.lock, waited = take_lock(spec.device_lock)
+            self.isolation.device_lock_wait_s = round(waited, 3)
+        command = list(spec.cmd)
+        if owner.self_contained and command and command[0] == sys.executable:
+            command[0] = "python"
+        self.began = time.monotonic()
+        self.timed_out = False
+        self._channel: wire.Channel | None = None
+        self.container = owner.client.containers.run(
+            owner.image, command=command, detach=True, network_disabled=True, read_only=True,
+            tmpfs={"/tmp": f"rw,exec,nosuid,size={TMPFS_SIZE},mode=1777"}, volumes=volumes,
+            working_dir=str(spec.job_dir), mem_limit=spec.memory_bytes or None,
+            memswap_limit=spec.memory_bytes or None, pids_limit=spec.pids_limit or None,
+            nano_cpus=int(owner.cpus * 1e9), cap_drop=["ALL"], security_opt=["no-new-privileges"], user=USER,
+            environment=env, labels={LABEL: "1", "org.kernelevo.owner": str(os.getpid())},
+            device_requests=requests, ipc_mode="private", shm_size="1g")
+        self.deadline = Deadline(spec.timeout_s, self._on_deadline)
+
+    def _on_deadline(self) -> None:
+        if self.alive():
+            self.timed_out = True
+            self.kill()
+
+    def alive(self) -> bool:
+        try:
+            self.container.reload()
+            return self.container.status in {"created", "running"}
+        except Exception:
+            return False
+
+    def remaining(self) -> float:
+        return self.deadline.remaining()
+
+    def extend(self, seconds: float) -> None:
+        self.deadline.extend(seconds)
+
+    def channel(self, timeout: float = 120.0) -> wire.Channel:
+        if self._channel is None:
+            assert self.listener is not None, "this job was started without a channel"
+            self._channel = self.listener.accept(min(timeout, self.remaining()), alive=self.alive)
+        return self._channel
+
+    def identity(self) -> tuple[int | None, str | None]:
+        try:
+            self.container.reload()
+            pid = int(self.container.attrs.get("State", {}).get("Pid") or 0)
+        except Exception:
+            return None, None
+        return process_identity(pid) if pid else (None, None)
+
+    def kill(self) -> None:
+        try:
+            self.container.kill()
+        except Exception:
+            pass
+
+    def wait(self, timeout: float | None = None) -> JobOutcome:
         returncode: int | None = None
-        oom = False
-        pids_hit = False
+        try:
+            returncode = int(self.container.wait(timeout=timeout if timeout is not None else self.remaining() + 5)
+                             ["StatusCode"])
+        except Exception:  # the wait timed out (or the engine dropped the call)
+            self.timed_out = self.timed_out or timeout is None
+            self.kill()
+        self.deadline.cancel()
+        oom = pids_hit = False
         log = b""
         try:
-            command = list(spec.cmd)
-            if self.self_contained and command and command[0] == sys.executable:
-                command[0] = "python"
-            container = self.client.containers.run(
-                self.image, command=command, detach=True, network_disabled=True, read_only=True,
-                tmpfs={"/tmp": f"rw,exec,nosuid,size={TMPFS_SIZE},mode=1777"}, volumes=volumes,
-                working_dir=str(spec.job_dir), mem_limit=spec.memory_bytes or None,
-                memswap_limit=spec.memory_bytes or None, pids_limit=spec.pids_limit or None,
-                nano_cpus=int(self.cpus * 1e9), cap_drop=["ALL"], security_opt=["no-new-privileges"], user=USER,
-                environment=env, labels={LABEL: "1", "org.kernelevo.owner": str(os.getpid())},
-                device_requests=requests, ipc_mode="private", shm_size="1g")
-            with self._lock:
-                self._active[container.id] = container
-            try:
-                returncode = int(container.wait(timeout=spec.timeout_s)["StatusCode"])
-            except Exception:  # the wait timed out (or the engine dropped the call)
-                timed_out = True
-                try:
-                    container.kill()
-                except Exception:
-                    pass
-            container.reload()
-            state = container.attrs.get("State", {})
+            self.container.reload()
+            state = self.container.attrs.get("State", {})
             oom = bool(state.get("OOMKilled"))
             if returncode is None:
                 returncode = state.get("ExitCode")
-            pids_hit = _pids_exhausted(container.id)
-            log = container.logs(stdout=True, stderr=True)
+            pids_hit = _pids_exhausted(self.container.id)
+            log = self.container.logs(stdout=True, stderr=True)
         finally:
-            if container is not None:
-                with self._lock:
-                    self._active.pop(container.id, None)
-                try:
-                    container.remove(force=True)
-                except Exception:
-                    pass
-            if lock is not None:
-                lock.close()
-            key_file.unlink(missing_ok=True)
-        wall = time.monotonic() - began
-        log_path = spec.job_dir / "harness.log"
+            self.owner._forget(self)
+            try:
+                self.container.remove(force=True)
+            except Exception:
+                pass
+            for closable in (self._channel, self.listener, self.lock):
+                if closable is not None:
+                    closable.close()
+        log_path = self.spec.job_dir / "process.log"
         log_path.write_bytes(log)
-        outcome = JobOutcome(returncode=returncode, timed_out=timed_out, wall_s=wall, isolation=iso,
-                             out_of_memory=oom, too_many_processes=pids_hit)
-        return finish_outcome(outcome, spec, log_path, key)
+        outcome = JobOutcome(returncode=returncode, timed_out=self.timed_out, wall_s=time.monotonic() - self.began,
+                             isolation=self.isolation, out_of_memory=oom, too_many_processes=pids_hit,
+                             phase=self.phase, log_tail=tail(log_path))
+        if returncode is not None and returncode > 128 and not oom:
+            outcome.signal = describe_signal(returncode - 128)
+        return outcome
 
 
 def _pids_exhausted(container_id: str) -> bool:

@@ -1,0 +1,99 @@
+"""Input sets from a seed: the task's own ``get_inputs()`` under that seed, then a value variant.
+
+The oracle and the candidate's process run this same code on the same seed and get the same
+values, so the inputs never have to travel: the trusted side keeps the seeds secret and reveals
+one only for the call that uses it. A candidate that tampers with its copy of this code computes
+on other inputs than the oracle, and its answers stop matching.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+from typing import Any
+
+import torch
+
+VARIANTS = (
+    ("as generated", 1.0, False),
+    ("as generated, another seed", 1.0, False),
+    ("small values (x0.01)", 0.01, False),
+    ("large values (x100)", 100.0, False),
+    ("ties (values on a 0.25 grid)", 1.0, True),
+)
+"""(label, scale, ties): checked calls cycle through them; timed calls use the first."""
+
+
+def variant_label(variant: int) -> str:
+    return VARIANTS[variant % len(VARIANTS)][0]
+
+
+def generate(module: Any, seed: int, variant: int, device: str, dtype: str | None) -> list[Any]:
+    """Input set for ``seed``: floating inputs cast to the task's dtype, scaled or rounded to ties
+    by the variant (integer inputs, such as class targets, keep the task's generator)."""
+    torch.manual_seed(seed)
+    random.seed(seed)
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed(seed % 2**32)
+    with torch.device(device):
+        raw = module.get_inputs()
+    _, scale, ties = VARIANTS[variant % len(VARIANTS)]
+    cast = getattr(torch, dtype) if dtype else None
+    inputs = []
+    for x in raw:
+        if isinstance(x, torch.Tensor):
+            x = x.to(device)
+            if x.is_floating_point():
+                if cast is not None:
+                    x = x.to(cast)
+                if ties:
+                    x = torch.round(x * 4) / 4
+                elif scale != 1.0:
+                    x = x * scale
+            x = x.contiguous()
+        inputs.append(x)
+    return inputs
+
+
+class InputBuffers:
+    """The same tensors for every call, refilled with each call's values: a kernel that keys a cache
+    on where its inputs live, rather than on what they hold, returns stale answers and fails."""
+
+    def __init__(self) -> None:
+        self.tensors: list[Any] | None = None
+
+    def fill(self, values: list[Any]) -> list[Any]:
+        if self.tensors is None or not self._same_layout(values):
+            self.tensors = list(values)
+            return self.tensors
+        for k, (buffer, value) in enumerate(zip(self.tensors, values)):
+            if isinstance(buffer, torch.Tensor):
+                buffer.copy_(value)
+            else:
+                self.tensors[k] = value
+        return self.tensors
+
+    def _same_layout(self, values: list[Any]) -> bool:
+        assert self.tensors is not None
+        if len(values) != len(self.tensors):
+            return False
+        for old, new in zip(self.tensors, values):
+            if isinstance(old, torch.Tensor) != isinstance(new, torch.Tensor):
+                return False
+            if isinstance(old, torch.Tensor) and (old.shape != new.shape or old.dtype != new.dtype):
+                return False
+        return True
+
+
+def build_model(cls: type, module: Any, device: str, dtype: str | None, init_seed: int) -> torch.nn.Module:
+    """Build ``cls`` as KernelBench does: the task's init inputs under the init seed, so that
+    ``Model`` and ``ModelNew`` get the same parameters; cast to the task's dtype; eval mode."""
+    torch.manual_seed(init_seed)
+    random.seed(init_seed)
+    with torch.device(device):
+        model = cls(*module.get_init_inputs())
+    model = model.to(device)
+    if dtype:
+        model = model.to(getattr(torch, dtype))
+    return model.eval()

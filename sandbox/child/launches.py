@@ -1,0 +1,244 @@
+"""First filters inside the candidate's process: which custom kernels launched, which torch ops ran,
+and a ghost mode in which the custom kernels do nothing.
+
+A candidate can read and patch everything here, so these records can only reject: a launch count of
+zero, a torch compute op, or an output that stays correct without the kernels is a verdict; a clean
+record is not proof (the oracle, the session's clock and, on a GPU, the forensic kernel trace are).
+
+- Every Triton launch (``JITFunction.run``, or ``InterpretedFunction.run`` under the interpreter) and
+  every call into a ``load_inline`` extension is counted once it returns; a launch that raised is
+  counted as failed, never as a launch.
+- In ghost mode a Triton launch is skipped and every tensor it was given is zeroed, except the call's
+  inputs and the model's parameters and buffers; an extension call runs, then its returned tensors
+  and its other tensor arguments are zeroed and the protected ones restored. Zeros, not NaN: a
+  kernel whose only link to the output is ``0 * scratch`` must leave the output correct without it.
+- :class:`OpRecorder` records the aten ops a forward runs, on every thread, through torch's profiler
+  (which also sees ops called from C++ extensions and from a jitted body under the interpreter);
+  strict tasks allow only :data:`GLUE_OPS`, and read at most a few values into Python.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import Counter
+from typing import Any
+
+import torch
+from torch._C._profiler import _ExperimentalConfig
+from torch.autograd.profiler import profile as _profile
+
+# aten ops that allocate, view, copy or cast: the glue a strict candidate may run in torch.
+GLUE_OPS = frozenset({
+    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like",
+    "new_zeros", "ones", "ones_like", "new_ones", "full", "full_like", "new_full", "fill", "fill_",
+    "zero_", "arange", "scalar_tensor", "lift", "lift_fresh", "lift_fresh_copy", "detach", "detach_", "alias",
+    "view", "_unsafe_view", "reshape", "_reshape_alias", "reshape_as", "view_as", "as_strided", "as_strided_",
+    "expand", "expand_as", "permute", "transpose", "transpose_", "t", "t_", "numpy_T", "mT", "mH",
+    "matrix_H", "adjoint", "swapaxes", "swapdims", "movedim", "moveaxis", "squeeze", "squeeze_", "unsqueeze",
+    "unsqueeze_", "flatten", "unflatten", "select", "slice", "narrow", "diagonal", "unfold", "split",
+    "split_with_sizes", "chunk", "unbind", "contiguous", "clone", "copy_", "_to_copy", "to", "conj", "_conj",
+    "resolve_conj", "resolve_neg", "positive", "_local_scalar_dense", "resize_", "set_", "record_stream",
+    "is_same_size", "_has_compatible_shallow_copy_type", "is_pinned", "_pin_memory", "sym_size",
+    "sym_stride", "sym_numel", "sym_storage_offset", "size", "stride", "dim", "numel", "item",
+    "requires_grad_",
+})
+
+# Ops that move a tensor's values into Python (``float(t)``, ``t.item()``, ``t.tolist()``,
+# ``t.numpy()``): arithmetic done there is not done in a kernel.
+# ``tolist`` and ``numpy`` begin with a ``resolve_neg`` of the whole tensor; ``item`` and ``float``
+# run ``item`` (or ``_local_scalar_dense``) once per value.
+MAX_HOST_READ_ELEMENTS = 16
+"""A strict candidate may read this many values into Python per call (an epsilon held as a tensor,
+a size): reading more is computing outside the kernels."""
+
+
+class LaunchRecorder:
+    """Counts custom kernel launches; in ghost mode turns them into no-ops that zero their tensors."""
+
+    def __init__(self) -> None:
+        self.launches: Counter[str] = Counter()
+        self.failed: Counter[str] = Counter()
+        self.ghosted: Counter[str] = Counter()
+        self.ghost = False
+        self.protected: set[int] = set()
+        """Storage addresses ghost mode must not zero: the call's inputs, the model's state."""
+        self.installed: list[str] = []
+
+    @property
+    def total(self) -> int:
+        return sum(self.launches.values())
+
+    def install(self) -> None:
+        """Wrap Triton's launch entry points and ``load_inline`` (idempotent)."""
+        if self.installed:
+            return
+        try:
+            from triton.runtime.jit import JITFunction
+
+            self._wrap_triton(JITFunction)
+            self.installed.append("triton")
+        except ImportError:
+            pass
+        try:
+            from triton.runtime.interpreter import InterpretedFunction
+
+            self._wrap_triton(InterpretedFunction)
+            self.installed.append("triton-interpreter")
+        except ImportError:
+            pass
+        import torch.utils.cpp_extension as cpp_extension
+
+        original = cpp_extension.load_inline
+
+        @functools.wraps(original)
+        def load_inline(*args: Any, **kwargs: Any) -> Any:
+            return _ExtensionProxy(original(*args, **kwargs), self)
+
+        cpp_extension.load_inline = load_inline
+        self.installed.append("load_inline")
+
+    def protect(self, tensors: list[Any]) -> None:
+        self.protected = {_storage(t) for t in tensors if isinstance(t, torch.Tensor)}
+
+    def zero_unprotected(self, values: list[Any]) -> None:
+        for value in values:
+            if isinstance(value, torch.Tensor) and _storage(value) not in self.protected and value.numel():
+                with torch.no_grad():
+                    value.zero_()
+
+    def _wrap_triton(self, cls: type) -> None:
+        original = cls.run
+        recorder = self
+
+        @functools.wraps(original)
+        def run(fn_self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+            if warmup:
+                return original(fn_self, *args, grid=grid, warmup=warmup, **kwargs)
+            name = _kernel_name(fn_self)
+            if recorder.ghost:
+                recorder.ghosted[name] += 1
+                recorder.zero_unprotected([*args, *kwargs.values()])
+                return None
+            try:
+                result = original(fn_self, *args, grid=grid, warmup=warmup, **kwargs)
+            except BaseException:
+                recorder.failed[name] += 1
+                raise
+            recorder.launches[name] += 1
+            return result
+
+        cls.run = run
+
+    def call_extension(self, name: str, fn: Any, args: tuple, kwargs: dict) -> Any:
+        """Call one function of a ``load_inline`` extension, recording (or ghosting) it."""
+        if not self.ghost:
+            try:
+                result = fn(*args, **kwargs)
+            except BaseException:
+                self.failed[name] += 1
+                raise
+            self.launches[name] += 1
+            return result
+        self.ghosted[name] += 1
+        tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
+        saved = [(t, t.clone()) for t in tensors if _storage(t) in self.protected]
+        result = fn(*args, **kwargs)
+        returned = [r for r in (result if isinstance(result, (tuple, list)) else [result])]
+        self.zero_unprotected([*tensors, *returned])
+        for tensor, copy in saved:
+            tensor.copy_(copy)
+        return result
+
+
+def _storage(t: torch.Tensor) -> int:
+    try:
+        return t.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError):
+        return t.data_ptr()
+
+
+def _kernel_name(fn: Any) -> str:
+    inner = getattr(fn, "fn", None)
+    return getattr(inner, "__name__", None) or getattr(fn, "__name__", None) or repr(fn)
+
+
+class _ExtensionProxy:
+    """Stands in for a compiled extension module: calls through it are recorded launches."""
+
+    def __init__(self, module: Any, recorder: LaunchRecorder) -> None:
+        self._module = module
+        self._recorder = recorder
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._module, name)
+        if name.startswith("_") or not callable(attr):
+            return attr
+        recorder = self._recorder
+        label = f"{getattr(self._module, '__name__', 'ext')}.{name}"
+
+        def launch(*args: Any, **kwargs: Any) -> Any:
+            return recorder.call_extension(label, attr, args, kwargs)
+
+        return launch
+
+
+class OpRecorder:
+    """Records the aten ops run while active, on every thread, launches included.
+
+    Uses torch's profiler rather than a TorchDispatchMode: entering a dispatch mode imports
+    torch._dynamo, which costs seconds in every evaluation process.
+    """
+
+    def __init__(self) -> None:
+        self.ops: Counter[str] = Counter()
+        """Every op recorded so far."""
+        self.call_ops: Counter[str] = Counter()
+        """The ops of the last recorded call."""
+        self.host_reads = 0
+        """Elements read into Python during the last recorded call."""
+
+    def __enter__(self) -> OpRecorder:
+        self._profile = _profile(use_cpu=True, record_shapes=True,
+                                 experimental_config=_ExperimentalConfig(profile_all_threads=True))
+        self._profile.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._profile.__exit__(*exc)
+        self.host_reads = 0
+        self.call_ops = Counter()
+        for event in self._profile.function_events:
+            if not event.name.startswith("aten::") or self._inside_glue(event):
+                continue
+            op = event.name[len("aten::"):]
+            self.call_ops[op] += 1
+            if op in ("_local_scalar_dense", "item"):
+                self.host_reads += 1
+            elif op == "resolve_neg":
+                self.host_reads += _numel(event)
+        self.ops.update(self.call_ops)
+        del self._profile
+
+    @staticmethod
+    def _inside_glue(event: Any) -> bool:
+        """The internals of a glue op (e.g. the fill of a poisoned ``empty``) are the glue op's."""
+        parent = event.cpu_parent
+        while parent is not None:
+            if parent.name.startswith("aten::") and parent.name[6:] in GLUE_OPS:
+                return True
+            parent = parent.cpu_parent
+        return False
+
+    def compute_ops(self) -> dict[str, int]:
+        """The last call's ops that are not glue."""
+        return {op: n for op, n in self.call_ops.items() if op not in GLUE_OPS}
+
+
+def _numel(event: Any) -> int:
+    shapes = getattr(event, "input_shapes", None) or []
+    if not shapes or not shapes[0]:
+        return 1
+    count = 1
+    for d in shapes[0]:
+        count *= int(d)
+    return count

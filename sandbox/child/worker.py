@@ -1,0 +1,238 @@
+"""The candidate's process: ``python -m kernelevo.sandbox.child.worker``, inside the sandbox.
+
+It connects to its channel, says hello once Python, torch and Triton are imported, and then does
+only what the session asks, one message at a time: build ``ModelNew``; call it on inputs made from
+a seed the session reveals with that call (or read from files the oracle wrote); time one call;
+write an output's raw bytes for the oracle; call it with the custom kernels turned off; report its
+first filters. It holds no key, no reference output and no tolerance, and decides nothing: whatever
+it reports is raw data the trusted side checks, or a finding that can only reject.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import importlib.util
+import sys
+import threading
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kernelevo.sandbox import wire
+from kernelevo.sandbox.child import autotune, inputs
+from kernelevo.sandbox.child.launches import LaunchRecorder, OpRecorder
+from kernelevo.sandbox.child.timed import TimedCall, warm_up
+from kernelevo.tasks.loader import import_task_module
+
+MARKER_CYCLES = 1000
+"""The forensic pass's marker: ``torch.cuda._sleep`` launched once the reference's own constructor
+ran and before the candidate is imported; every kernel after it is the candidate's."""
+
+
+def _poison(on: bool) -> None:
+    """Fill fresh ``empty`` allocations with NaN (integers with their max) during checked calls."""
+    torch.utils.deterministic.fill_uninitialized_memory = on
+    setter = getattr(torch._C, "_set_deterministic_algorithms", None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if setter is not None:  # the eager switch alone: torch.use_deterministic_algorithms imports inductor
+            setter(on, warn_only=True)
+        else:
+            torch.use_deterministic_algorithms(on, warn_only=True)
+
+
+def _flat(out: Any) -> list[Any]:
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+def _import_candidate(path: Path) -> Any:
+    spec = importlib.util.spec_from_file_location("candidate", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["candidate"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+class Worker:
+    """Serves one session's requests."""
+
+    def __init__(self, channel: wire.Channel) -> None:
+        self.channel = channel
+        self.recorder = LaunchRecorder()
+        self.recorder.install()
+        self.autotune_first = autotune.judge_first_config_under_interpreter()
+        self.ops = OpRecorder()
+        self.buffers = inputs.InputBuffers()
+        self.model: torch.nn.Module | None = None
+        self.task: Any = None
+        self.job: dict[str, Any] = {}
+        self.timer: TimedCall | None = None
+        self.kept: Any = None
+        self.threads_before = threading.active_count()
+        self.shipped = 0
+
+    # requests ---------------------------------------------------------------------------------
+    def build(self, msg: dict[str, Any]) -> dict[str, Any]:
+        self.job = msg
+        device, dtype, seed = msg["device"], msg.get("dtype"), int(msg["init_seed"])
+        self.task = import_task_module(Path(msg["task"]), msg["size"])
+        if msg.get("reference_first"):
+            reference = inputs.build_model(self.task.Model, self.task, device, dtype, seed)
+            torch.cuda.synchronize()
+            torch.cuda._sleep(MARKER_CYCLES)
+            torch.cuda.synchronize()
+            del reference
+        began = time.perf_counter()
+        try:
+            module = _import_candidate(Path(msg["candidate"]))
+            if not hasattr(module, "ModelNew"):
+                return {"ok": False, "error": "the candidate defines no ModelNew"}
+            self.model = inputs.build_model(module.ModelNew, self.task, device, dtype, seed)
+        except Exception as exc:
+            return {"ok": False, "error": f"importing the candidate or building ModelNew failed: "
+                    f"{wire.describe_exception(exc)}"}
+        self.threads_before = threading.active_count()
+        return {"ok": True, "seconds": time.perf_counter() - began, "autotune_first_config": self.autotune_first}
+
+    def _inputs(self, msg: dict[str, Any]) -> list[Any]:
+        device, dtype = self.job["device"], self.job.get("dtype")
+        if msg.get("inputs") is not None:  # the forensic pass: the oracle's files, copied in, no kernels
+            inbox = Path(self.job["inbox"])
+            return [wire.read_tensor(wire.TensorFile.model_validate(v["tensor"]), inbox, device, 1 << 40)
+                    if "tensor" in v else v["value"] for v in msg["inputs"]]
+        values = inputs.generate(self.task, int(msg["seed"]), int(msg.get("variant", 0)), device, dtype)
+        return self.buffers.fill(values)
+
+    def call(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """A checked call: poisoned allocations, ops recorded, inputs compared, outputs shipped."""
+        assert self.model is not None
+        args = self._inputs(msg)
+        recorded = bool(msg.get("record", True))
+        copies = [a.clone() if isinstance(a, torch.Tensor) else a for a in args] if recorded else []
+        before, failed_before = dict(self.recorder.launches), dict(self.recorder.failed)
+        ghost = bool(msg.get("ghost"))
+        self.recorder.protect([*args, *self.model.parameters(), *self.model.buffers()])
+        _poison(bool(msg.get("poison", True)))
+        began = time.perf_counter()
+        try:
+            with torch.no_grad():
+                self.recorder.ghost = ghost
+                if recorded:
+                    with self.ops:
+                        out = self.model(*args)
+                else:
+                    out = self.model(*args)
+                self._sync()
+        except Exception as exc:
+            return {"ok": False, "error": f"the call raised: {wire.describe_exception(exc)}"}
+        finally:
+            self.recorder.ghost = False
+            _poison(False)
+        host_ms = (time.perf_counter() - began) * 1e3
+        changed = [k for k, (a, c) in enumerate(zip(args, copies))
+                   if isinstance(a, torch.Tensor) and not torch.equal(a, c)]
+        reply = self._ship(out, str(msg.get("name", "call")))
+        reply.update(host_ms=host_ms, inputs_changed=changed,
+                     launches=_delta(self.recorder.launches, before),
+                     failed=_delta(self.recorder.failed, failed_before),
+                     compute_ops=self.ops.compute_ops() if recorded else {},
+                     host_reads=self.ops.host_reads if recorded else 0)
+        return reply
+
+    def warmup(self, msg: dict[str, Any]) -> dict[str, Any]:
+        assert self.model is not None
+        args = self._inputs(msg)
+        with torch.no_grad():
+            calls = warm_up(self.model, args, self.job["device"], int(msg.get("calls", 3)),
+                            float(msg.get("seconds", 0.0)))
+        return {"ok": True, "calls": calls}
+
+    def timed(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """One timed call on fresh inputs; its output is kept until the next call, in case the session
+        asks for it (it decides only after the call)."""
+        assert self.model is not None
+        if self.timer is None:
+            self.timer = TimedCall(self.job["device"])
+        args = self._inputs(msg)
+        self.kept = None
+        with torch.no_grad():
+            out, gpu_ms, host_ms, lag_ms = self.timer(self.model, args)
+        self.kept = out
+        return {"ok": True, "gpu_ms": gpu_ms, "host_ms": host_ms, "lag_ms": lag_ms}
+
+    def ship(self, msg: dict[str, Any]) -> dict[str, Any]:
+        if self.kept is None:
+            return {"ok": False, "error": "no output is kept"}
+        reply = self._ship(self.kept, str(msg.get("name", "timed")))
+        self.kept = None
+        return reply
+
+    def finish(self, msg: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": True, "new_threads": threading.active_count() - self.threads_before,
+                "launches": dict(self.recorder.launches), "ops": dict(self.ops.ops),
+                "modules": sorted(m for m in sys.modules if m.startswith("kernelevo"))}
+
+    # helpers ----------------------------------------------------------------------------------
+    def _sync(self) -> None:
+        if self.job["device"] == "cuda":
+            torch.cuda.synchronize()
+
+    def _ship(self, out: Any, name: str) -> dict[str, Any]:
+        outbox = Path(self.job["outbox"])
+        files = []
+        for k, value in enumerate(_flat(out)):
+            if not isinstance(value, torch.Tensor):
+                return {"ok": False, "error": f"output {k} is a {type(value).__name__}, not a tensor"}
+            self.shipped += 1
+            files.append(wire.write_tensor(value, outbox, f"{name}-{self.shipped}-{k}.bin").model_dump())
+        return {"ok": True, "outputs": files}
+
+
+def _delta(now: dict[str, int], before: dict[str, int]) -> dict[str, int]:
+    return {k: v - before.get(k, 0) for k, v in now.items() if v - before.get(k, 0)}
+
+
+HANDLERS = {"build": Worker.build, "call": Worker.call, "warmup": Worker.warmup, "timed": Worker.timed,
+            "ship": Worker.ship, "finish": Worker.finish}
+
+
+def serve(channel: wire.Channel) -> None:
+    """Answer requests until ``finish`` (or until the channel closes)."""
+    worker = Worker(channel)
+    channel.send({"ok": True, "hello": "worker", "pid": __import__("os").getpid()})
+    while True:
+        try:
+            msg = channel.recv()
+        except wire.ChannelError:
+            return
+        handler = HANDLERS.get(str(msg.get("op")))
+        if handler is None:
+            channel.send({"ok": False, "error": f"unknown request {msg.get('op')!r}"})
+            continue
+        try:
+            reply = handler(worker, msg)
+        except Exception as exc:  # a request that failed is an answer, never a crash of the worker
+            reply = {"ok": False, "error": wire.describe_exception(exc, 3000)}
+        channel.send(reply)
+        if msg.get("op") == "finish":
+            return
+
+
+def main() -> int:
+    faulthandler.enable(all_threads=False)
+    torch.set_grad_enabled(False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    serve(wire.connect())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

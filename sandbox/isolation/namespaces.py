@@ -1,0 +1,218 @@
+"""What the process sandbox can enforce on this machine, and how.
+
+Tiers, best first:
+
+- ``bwrap``: bubblewrap. Network, PID, IPC, UTS and cgroup namespaces; a new root that holds only what
+  a job needs, read-only: /usr and the library links, /etc, /sys, the Python installation and
+  kernelevo's sources, the GPU's device nodes; a private /proc, /tmp, /var/tmp and /dev/shm; the
+  job's own folder and its compile cache writable. Nothing else of the host: not /run (no Docker
+  socket, no host sockets), not the host's /tmp or /var/tmp, not $HOME, not the run folders or the
+  reference cache. The job runs as an unprivileged user with no capabilities and ``no_new_privs``:
+  when kernelevo runs as root, bubblewrap builds the sandbox as root (so it can bind what root can
+  read) and the job then switches to uid 65534 inside it; otherwise bubblewrap runs in a user
+  namespace as the user who started kernelevo.
+- ``unshare``: network and PID namespaces with a private /proc, then the unprivileged user.
+- ``none``: the unprivileged user at most, with a warning.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+SANDBOX_UID = 65534
+"""The host user a sandboxed process runs as when kernelevo runs as root (nobody)."""
+
+# The only environment variables that reach candidate code; nothing else of the parent's does.
+ENV_ALLOWLIST = (
+    "PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "CUDA_HOME", "CUDA_PATH",
+    "TORCH_CUDA_ARCH_LIST", "TRITON_PTXAS_PATH", "TRITON_CUOBJDUMP_PATH", "TRITON_NVDISASM_PATH",
+    "TRITON_LIBCUDA_PATH", "NVIDIA_DRIVER_CAPABILITIES", "MAX_JOBS", "CC", "CXX",
+)
+_SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "AUTH")
+
+
+def scrubbed_env(extra: dict[str, str]) -> dict[str, str]:
+    """The allowlisted variables of this process plus ``extra``; never anything that looks secret."""
+    env = {k: os.environ[k] for k in ENV_ALLOWLIST if k in os.environ}
+    env.update(extra)
+    return {k: v for k, v in env.items() if not any(m in k.upper() for m in _SECRET_MARKERS)}
+
+
+def _runs(cmd: list[str]) -> bool:
+    try:
+        return subprocess.run(cmd, capture_output=True, timeout=20).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def drop_privileges() -> list[str]:
+    """A command prefix that runs what follows as the unprivileged sandbox user (empty unless root)."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv:
+        return [setpriv, f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_UID}", "--clear-groups", "--no-new-privs",
+                "--bounding-set=-all", "--inh-caps=-all"]
+    code = (f"import os,sys,ctypes;os.setgroups([]);os.setgid({SANDBOX_UID});os.setuid({SANDBOX_UID});"
+            "ctypes.CDLL(None).prctl(38,1,0,0,0);os.execvp(sys.argv[1],sys.argv[1:])")  # 38: PR_SET_NO_NEW_PRIVS
+    return [sys.executable, "-c", code]
+
+
+@functools.lru_cache(maxsize=1)
+def bwrap_path() -> str | None:
+    path = os.environ.get("KERNELEVO_BWRAP") or shutil.which("bwrap")
+    return path if path and _runs([path, "--version"]) else None
+
+
+def _probe(path: str) -> bool:
+    return _runs(bwrap_command(["true"], Path("/"), [], [], gpu=False, bwrap=path))
+
+
+@functools.lru_cache(maxsize=1)
+def bwrap_works() -> bool:
+    path = bwrap_path()
+    return bool(path) and _probe(path)
+
+
+@functools.lru_cache(maxsize=1)
+def disable_userns_supported() -> bool:
+    path = bwrap_path()
+    return bool(path) and os.geteuid() != 0 and _runs([path, *_system_binds(), "--unshare-all", "--uid",
+                                                       str(SANDBOX_UID), "--disable-userns", "--cap-drop", "ALL",
+                                                       "true"])
+
+
+@functools.lru_cache(maxsize=1)
+def unshare_works() -> bool:
+    path = shutil.which("unshare")
+    return bool(path) and _runs([path, "--net", "--pid", "--fork", "--mount-proc", "true"])
+
+
+def tier() -> str:
+    """The namespace tier this machine offers: ``bwrap``, ``unshare`` or ``none``."""
+    wanted = os.environ.get("KERNELEVO_ISOLATION")
+    if wanted == "bwrap" and bwrap_works() or wanted == "unshare" and unshare_works() or wanted == "none":
+        return wanted
+    if bwrap_works():
+        return "bwrap"
+    return "unshare" if unshare_works() else "none"
+
+
+def _system_binds() -> list[str]:
+    """The system's programs and libraries, read-only, with the merged-/usr links as the host has them."""
+    args = ["--ro-bind", "/usr", "/usr"]
+    for name in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        path = Path(name)
+        if path.is_symlink():
+            args += ["--symlink", os.readlink(path), name]
+        elif path.is_dir():
+            args += ["--ro-bind", name, name]
+    return args
+
+
+def python_paths() -> list[Path]:
+    """Folders a job must read: the interpreter, its packages and kernelevo's sources."""
+    import kernelevo.sandbox
+    import kernelevo.tasks
+
+    paths = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent}
+    paths |= {Path(p) for p in sys.path if p and Path(p).is_dir()}
+    paths |= {Path(kernelevo.sandbox.__file__).parent, Path(kernelevo.tasks.__file__).parent}
+    return _outermost(sorted(p.resolve() for p in paths))
+
+
+def _outermost(paths: list[Path]) -> list[Path]:
+    kept: list[Path] = []
+    for p in sorted(set(paths), key=lambda q: len(q.parts)):
+        if not any(p == k or p.is_relative_to(k) for k in kept):
+            kept.append(p)
+    return kept
+
+
+def gpu_devices() -> list[str]:
+    """The NVIDIA device nodes a GPU job needs (control, each GPU, UVM, capabilities)."""
+    dev = Path("/dev")
+    return sorted(str(p) for p in dev.glob("nvidia*")) if dev.is_dir() else []
+
+
+_HOST_TREES = (Path("/usr"), Path("/etc"), Path("/sys"), Path("/proc"), Path("/dev"))
+
+
+def _parents(folders: list[Path]) -> list[str]:
+    """``--dir`` for every folder above a bind that no host tree provides, traversable by the job's
+    user (bubblewrap would copy the host's modes, and /root or a mkdtemp folder is 0700)."""
+    args, made = [], {Path("/"), Path("/tmp"), Path("/var/tmp"), Path("/dev/shm")}
+    for folder in folders:
+        for parent in reversed(folder.parents):
+            if parent in made or any(parent.is_relative_to(t) for t in _HOST_TREES):
+                continue
+            made.add(parent)
+            args += ["--perms", "0755", "--dir", str(parent)]
+    return args
+
+
+def bwrap_command(cmd: list[str], job_dir: Path, writable: list[Path], readable: list[Path], gpu: bool,
+                  bwrap: str | None = None) -> list[str]:
+    """Wrap ``cmd`` in bubblewrap (see the module's docstring for what the job sees)."""
+    path = bwrap or bwrap_path()
+    assert path
+    args = [path, *_system_binds(), "--ro-bind", "/etc", "/etc", "--ro-bind-try", "/sys", "/sys", "--proc", "/proc",
+            "--dev", "/dev"]
+    for private in ("/dev/shm", "/tmp", "/var/tmp"):
+        args += ["--perms", "1777", "--tmpfs", private]
+    for device in gpu_devices() if gpu else []:
+        args += ["--dev-bind", device, device]
+    reads = [f for f in _outermost([*python_paths(), *readable]) if not any(f.is_relative_to(t) for t in _HOST_TREES)]
+    args += _parents(_outermost([*reads, *writable]))
+    for folder in reads:
+        args += ["--ro-bind", str(folder), str(folder)]
+    for folder in writable:
+        args += ["--bind", str(folder), str(folder)]
+    args += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+             "--hostname", "sandbox", "--die-with-parent", "--new-session", "--chdir", str(job_dir)]
+    if os.geteuid() == 0:  # built as root; the job itself switches to the unprivileged user
+        args += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP",
+                 "--", *drop_privileges()]
+    else:
+        args += ["--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--cap-drop", "ALL"]
+        args += ["--disable-userns"] if disable_userns_supported() else []
+        args += ["--"]
+    return args + cmd
+
+
+def unshare_command(cmd: list[str]) -> list[str]:
+    path = shutil.which("unshare")
+    assert path
+    return [path, "--net", "--pid", "--fork", "--mount-proc", "--kill-child", *drop_privileges(), *cmd]
+
+
+def hand_over(folder: Path) -> None:
+    """Let the sandbox's user write ``folder`` (as root: make it that user's; otherwise it is ours)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() == 0:
+        for root, dirs, files in os.walk(folder):
+            for name in [*dirs, *files]:
+                try:
+                    os.lchown(os.path.join(root, name), SANDBOX_UID, SANDBOX_UID)
+                except OSError:
+                    pass
+        os.chown(folder, SANDBOX_UID, SANDBOX_UID)
+
+
+def process_identity(pid: int) -> tuple[int | None, str | None]:
+    """(uid, effective capabilities in hex) of a process, read from the host's /proc."""
+    uid = caps = None
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("Uid:"):
+                uid = int(line.split()[1])
+            elif line.startswith("CapEff:"):
+                caps = line.split()[1]
+    except (OSError, ValueError, IndexError):
+        pass
+    return uid, caps

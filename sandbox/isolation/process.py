@@ -1,0 +1,357 @@
+"""The process sandbox: one fresh, isolated process per job; its end is observed from outside.
+
+A job is spawned (never forked) as a new session in its own folder, with a scrubbed environment,
+inside the best namespaces the machine offers (``namespaces.py``), as an unprivileged user, in a
+cgroup with memory and process limits. A watchdog kills the whole group at the job's deadline. How
+the process ended (exit code, signal, timeout, out of memory, too many processes) comes from the
+kernel, not from the process. A job that talks does so over its channel, a socket in its own folder.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernelevo.sandbox import wire
+from kernelevo.sandbox.isolation import cgroups, namespaces
+from kernelevo.sandbox.models import Isolation, JobOutcome
+
+_SIGNAL_WORDS = {
+    "SIGSEGV": "segmentation fault",
+    "SIGABRT": "abort",
+    "SIGBUS": "bus error",
+    "SIGFPE": "floating-point exception",
+    "SIGILL": "illegal instruction",
+    "SIGKILL": "killed",
+}
+
+
+def describe_signal(number: int) -> str:
+    try:
+        name = signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+    word = _SIGNAL_WORDS.get(name)
+    return f"{name} ({word})" if word else name
+
+
+@dataclass
+class RunSpec:
+    """One process to run in a sandbox."""
+
+    cmd: list[str]
+    job_dir: Path
+    timeout_s: float
+    memory_bytes: int | None = None
+    memory_text: str | None = None
+    pids_limit: int | None = 512
+    env: dict[str, str] = field(default_factory=dict)
+    writable: list[Path] = field(default_factory=list)
+    """Folders besides ``job_dir`` the job may write (its compile cache)."""
+    readable: list[Path] = field(default_factory=list)
+    """Folders the job may read that no other job of the evaluation may (another process's outbox)."""
+    gpu: bool = False
+    device_lock: Path | None = None
+    """A lock file for the job's GPU, held from the job's start to its end (side jobs: the compile gate,
+    the ncu pass). An evaluation session takes the lock itself, after its processes have started."""
+    channel: bool = False
+    """Listen on ``job_dir/channel.sock`` for the job to connect to (``KERNELEVO_CHANNEL``)."""
+
+
+def take_lock(path: Path, give_up: Callable[[], bool] = lambda: False) -> tuple[Any, float]:
+    """Hold an exclusive flock on ``path`` (waiting while another job holds it); stop waiting when
+    ``give_up()`` says so. Returns the open file (closing it releases the lock) and the seconds waited."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = open(path, "a+")  # noqa: SIM115 - held until the job ends
+    began = time.monotonic()
+    while True:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return handle, time.monotonic() - began
+        except BlockingIOError:
+            if give_up():
+                return handle, time.monotonic() - began
+            time.sleep(0.02)
+
+
+class Deadline:
+    """Calls ``on_expiry`` once ``seconds`` have passed, unless cancelled first; ``extend`` moves it
+    (a job waiting for the GPU's lock does not spend its own time)."""
+
+    def __init__(self, seconds: float, on_expiry: Callable[[], None]) -> None:
+        self.at = time.monotonic() + seconds
+        self.on_expiry = on_expiry
+        self._cancelled = threading.Event()
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self) -> None:
+        while not self._cancelled.wait(min(max(self.at - time.monotonic(), 0.0), 0.25)):
+            if time.monotonic() >= self.at:
+                self.on_expiry()
+                return
+
+    def extend(self, seconds: float) -> None:
+        self.at += seconds
+
+    def remaining(self) -> float:
+        return max(self.at - time.monotonic(), 0.0)
+
+    def cancel(self) -> None:
+        self._cancelled.set()
+
+
+def process_tree(root: int) -> list[int]:
+    """``root`` and its descendants, parents before children."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop(0)
+        found.append(pid)
+        todo.extend(children.get(pid, []))
+    return found
+
+
+def _rss_bytes(pids: list[int]) -> int:
+    total = 0
+    for pid in pids:
+        try:
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) * 1024
+        except (OSError, ValueError):
+            pass
+    return total
+
+
+def tail(path: Path, limit: int = 3000) -> str:
+    try:
+        data = path.read_bytes()[-limit:]
+    except OSError:
+        return ""
+    return data.decode(errors="replace")
+
+
+def isolation_for(tier: str, spec: RunSpec) -> Isolation:
+    iso = Isolation(sandbox="process", timeout_s=spec.timeout_s, memory_limit=spec.memory_text,
+                    pids_limit=spec.pids_limit)
+    if tier == "bwrap":
+        iso.namespaces = ["net", "pid", "ipc", "uts", "mount", "cgroup"] + ([] if os.geteuid() == 0 else ["user"])
+        iso.read_only_root = iso.private_tmp = iso.home_hidden = True
+        iso.network = "none"
+    elif tier == "unshare":
+        iso.namespaces, iso.network = ["net", "pid", "mount"], "none"
+        iso.warnings.append("no bubblewrap: the root file system is the host's, readable, and /run with the "
+                            "host's sockets is visible (install bubblewrap)")
+    else:
+        iso.warnings.append("NO ISOLATION: candidate code shares this machine's network, /proc, sockets and "
+                            "files (install bubblewrap)")
+    return iso
+
+
+class ProcessSandbox:
+    """Runs jobs in fresh isolated processes (the default sandbox)."""
+
+    name = "process"
+
+    def __init__(self) -> None:
+        cgroups.cleanup_stale_cgroups()
+        self._active: dict[int, ProcessJob] = {}
+        self._active_lock = threading.Lock()
+
+    def kill_all(self) -> None:
+        """Kill every job in flight (used when a run is stopped by a signal)."""
+        with self._active_lock:
+            active = list(self._active.values())
+        for job in active:
+            job.kill()
+
+    def start(self, spec: RunSpec) -> ProcessJob:
+        job = ProcessJob(spec, self)
+        with self._active_lock:
+            self._active[job.pid] = job
+        return job
+
+    def run(self, spec: RunSpec) -> JobOutcome:
+        """Start the job and wait for its end (a job that needs no conversation)."""
+        return self.start(spec).wait()
+
+    def _forget(self, job: ProcessJob) -> None:
+        with self._active_lock:
+            self._active.pop(job.pid, None)
+
+
+class ProcessJob:
+    """One started job: its channel, its deadline, and how it ended."""
+
+    def __init__(self, spec: RunSpec, owner: ProcessSandbox) -> None:
+        self.spec, self.owner = spec, owner
+        self.phase: str | None = None
+        spec.job_dir.mkdir(parents=True, exist_ok=True)
+        tier = namespaces.tier()
+        self.isolation = isolation_for(tier, spec)
+        namespaces.hand_over(spec.job_dir)
+        env = dict(spec.env)
+        self.listener = None
+        if spec.channel:
+            self.listener = wire.Listener(spec.job_dir / "channel.sock")
+            env[wire.CHANNEL_ENV] = str(self.listener.path)
+        cmd = self._command(tier)
+        self.cgroup = cgroups.Cgroup.create(spec.memory_bytes, spec.pids_limit)
+        if self.cgroup is not None:
+            self.isolation.memory_enforced_by = f"cgroup v{self.cgroup.version}" if spec.memory_bytes else None
+            cmd = ["/bin/sh", "-c", 'for f in $KE_CG; do echo $$ > "$f" || exit 97; done; unset KE_CG; exec "$@"',
+                   "sh", *cmd]
+            env["KE_CG"] = " ".join(str(p) for p in self.cgroup.procs)
+        else:
+            self.isolation.memory_enforced_by = "polling" if spec.memory_bytes else None
+            self.isolation.warnings.append("no cgroups: memory and process limits are polled")
+        self.lock = None
+        if spec.device_lock is not None:
+            self.isolation.device_lock = str(spec.device_lock)
+            self.lock, waited = take_lock(spec.device_lock)
+            self.isolation.device_lock_wait_s = round(waited, 3)
+        self.log_path = spec.job_dir / "process.log"
+        self.began = time.monotonic()
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                         cwd=spec.job_dir, env=env, start_new_session=True)
+        self.pid = self.proc.pid
+        self.timed_out = False
+        self._channel: wire.Channel | None = None
+        self._watch = _Watch(spec, self.cgroup)
+        self._watch.start(self.pid)
+        self.deadline = Deadline(spec.timeout_s, self._on_deadline)
+
+    def _command(self, tier: str) -> list[str]:
+        spec = self.spec
+        if tier == "bwrap":
+            return namespaces.bwrap_command(spec.cmd, spec.job_dir, [spec.job_dir, *spec.writable], spec.readable,
+                                            spec.gpu)
+        if tier == "unshare":
+            return namespaces.unshare_command(spec.cmd)
+        return [*namespaces.drop_privileges(), *spec.cmd]
+
+    def _on_deadline(self) -> None:
+        if self.proc.poll() is None:
+            self.timed_out = True
+            self.kill()
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def remaining(self) -> float:
+        return self.deadline.remaining()
+
+    def extend(self, seconds: float) -> None:
+        self.deadline.extend(seconds)
+
+    def channel(self, timeout: float = 120.0) -> wire.Channel:
+        """The job's connected channel (waits for it to connect, at most ``timeout`` seconds)."""
+        if self._channel is None:
+            assert self.listener is not None, "this job was started without a channel"
+            self._channel = self.listener.accept(min(timeout, self.remaining()), alive=self.alive)
+        return self._channel
+
+    def identity(self) -> tuple[int | None, str | None]:
+        """The uid and capabilities of the job's innermost process, read from the host's /proc."""
+        tree = process_tree(self.pid) if self.alive() else []
+        return namespaces.process_identity(tree[-1]) if tree else (None, None)
+
+    def kill(self) -> None:
+        for pid in process_tree(self.pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        if self.cgroup is not None:
+            self.cgroup.kill_all()
+
+    def wait(self, timeout: float | None = None) -> JobOutcome:
+        """Wait for the job's end (killing it at its deadline) and say how it ended."""
+        try:
+            returncode = self.proc.wait(timeout=timeout if timeout is not None else self.remaining() + 5)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            returncode = self.proc.wait()
+        self.deadline.cancel()
+        self._watch.stop()
+        self.kill()  # anything the job left behind
+        self.owner._forget(self)
+        if self._channel is not None:
+            self._channel.close()
+        if self.listener is not None:
+            self.listener.close()
+        if self.lock is not None:
+            self.lock.close()
+        wall = time.monotonic() - self.began
+        outcome = JobOutcome(returncode=returncode, timed_out=self.timed_out, wall_s=wall,
+                             isolation=self.isolation, phase=self.phase)
+        if self.cgroup is not None:
+            outcome.out_of_memory = self.cgroup.oom_killed()
+            outcome.too_many_processes = self.cgroup.pids_exhausted()
+            self.cgroup.remove()
+        outcome.out_of_memory |= self._watch.over_memory
+        outcome.too_many_processes |= self._watch.over_pids
+        if returncode is not None and returncode < 0:
+            outcome.signal = describe_signal(-returncode)
+        elif returncode is not None and returncode > 128:
+            outcome.signal = describe_signal(returncode - 128)
+        outcome.log_tail = tail(self.log_path)
+        return outcome
+
+
+class _Watch:
+    """Polls memory and process counts where no cgroup enforces them."""
+
+    def __init__(self, spec: RunSpec, cgroup: cgroups.Cgroup | None) -> None:
+        self.memory = spec.memory_bytes if cgroup is None else None
+        self.pids = spec.pids_limit if cgroup is None or cgroup.pids is None else None
+        self.over_memory = self.over_pids = False
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self, pid: int) -> None:
+        if self.memory or self.pids:
+            self._thread = threading.Thread(target=self._loop, args=(pid,), daemon=True)
+            self._thread.start()
+
+    def _loop(self, pid: int) -> None:
+        while not self._stop.wait(0.1):
+            tree = process_tree(pid)
+            if self.pids and len(tree) > self.pids:
+                self.over_pids = True
+            elif self.memory and _rss_bytes(tree) > self.memory:
+                self.over_memory = True
+            else:
+                continue
+            for member in tree:
+                try:
+                    os.kill(member, signal.SIGKILL)
+                except OSError:
+                    pass
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread:
+            self._thread.join(timeout=2)

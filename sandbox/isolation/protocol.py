@@ -1,0 +1,56 @@
+"""The seam between judging and where a job runs: a Sandbox starts a RunSpec as a Job, which talks
+over its channel (if it has one) and reports how it ended."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from kernelevo.sandbox import wire
+from kernelevo.sandbox.isolation.process import RunSpec
+from kernelevo.sandbox.models import Isolation, JobOutcome
+
+
+class Job(Protocol):
+    isolation: Isolation
+    phase: str | None
+    """What the job is doing, set by whoever drives it: an outcome reports it."""
+
+    def channel(self, timeout: float = 120.0) -> wire.Channel:
+        """The job's connected channel."""
+        ...
+
+    def alive(self) -> bool: ...
+
+    def remaining(self) -> float:
+        """Seconds left before the job's deadline."""
+        ...
+
+    def extend(self, seconds: float) -> None:
+        """Move the deadline (time spent waiting for the GPU is not the job's)."""
+        ...
+
+    def identity(self) -> tuple[int | None, str | None]:
+        """The uid and effective capabilities of the job's process, as the host sees them."""
+        ...
+
+    def kill(self) -> None: ...
+
+    def wait(self, timeout: float | None = None) -> JobOutcome:
+        """Wait for the end (killing the job at its deadline) and say how it ended."""
+        ...
+
+
+class Sandbox(Protocol):
+    name: str
+
+    def start(self, spec: RunSpec) -> Job:
+        """Start ``spec.cmd`` isolated, within its limits."""
+        ...
+
+    def run(self, spec: RunSpec) -> JobOutcome:
+        """Start, then wait for the end."""
+        ...
+
+    def kill_all(self) -> None:
+        """Kill every job in flight (a run being stopped)."""
+        ...

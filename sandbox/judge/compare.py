@@ -1,0 +1,104 @@
+"""Comparing a candidate's raw output with the reference's, in the oracle (a process no candidate
+code ever ran in).
+
+Per output tensor: type, shape and dtype must match; integer outputs must be equal; floating
+outputs must satisfy ``|out - ref| <= atol + rtol*|ref| + slack``, where the slack is
+``SLACK_FACTOR`` times eager's own excess error against a float64 run of the same model on the same
+inputs (so a correct kernel that sums in another order passes where eager itself is that far from
+the exact answer). NaN and Inf never match. Alongside, the sums the precision rule needs
+(``rules.py``): how far the candidate and eager each are from float64. Work is done in chunks of
+``CHUNK`` elements, so a comparison never holds more than a few float64 copies of a chunk.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kernelevo.sandbox.models import OutputStats
+
+SLACK_FACTOR = 3.0
+"""A candidate may exceed ``atol + rtol*|ref|`` by this many times eager's own excess error."""
+CHUNK = 1 << 24
+
+
+def _chunks(*tensors: torch.Tensor | None) -> list[tuple[torch.Tensor | None, ...]]:
+    flats = [t.reshape(-1) if t is not None else None for t in tensors]
+    numel = flats[0].numel() if flats[0] is not None else 0
+    return [tuple(f[i:i + CHUNK] if f is not None else None for f in flats) for i in range(0, numel, CHUNK)]
+
+
+def excess_error(ref: torch.Tensor, exact: torch.Tensor | None, atol: float, rtol: float) -> float:
+    """The largest amount by which ``ref`` strays from ``exact`` beyond ``atol + rtol*|exact|``."""
+    if exact is None or not ref.is_floating_point() or ref.numel() == 0 or ref.shape != exact.shape:
+        return 0.0
+    worst = 0.0
+    for r, e in _chunks(ref, exact):
+        r64, e64 = r.double(), e.double()
+        over = (r64 - e64).abs() - (e64.abs() * rtol + atol)
+        worst = max(worst, float(over.max()))
+    return worst if worst != float("inf") else 0.0
+
+
+def _problem_in_kind(got: torch.Tensor, want: torch.Tensor) -> str | None:
+    if type(got) is not torch.Tensor:
+        return f"output is a {type(got).__name__}, not a plain torch.Tensor"
+    if got.shape != want.shape:
+        return f"output shape {tuple(got.shape)} != reference {tuple(want.shape)}"
+    if got.dtype != want.dtype:
+        have, need = str(got.dtype).removeprefix("torch."), str(want.dtype).removeprefix("torch.")
+        return f"output dtype {have} != reference {need}"
+    return None
+
+
+def compare_output(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | None, atol: float,
+                   rtol: float) -> OutputStats:
+    """Does ``got`` match ``want`` (eager's output on the same inputs)? ``exact``: float64, or None."""
+    stats = OutputStats(elements=want.numel())
+    stats.problem = _problem_in_kind(got, want)
+    if stats.problem or want.numel() == 0:
+        return stats
+    if not want.is_floating_point():
+        wrong = sum(int((g != w).sum()) for g, w in _chunks(got, want))
+        if wrong:
+            stats.problem = f"{wrong} of {want.numel()} values differ (integer output must match exactly)"
+        return stats
+    stats.excess = excess_error(want, exact, atol, rtol)
+    slack = SLACK_FACTOR * stats.excess
+    bad = nan = 0
+    worst = (-1.0, 0, 0.0, 0.0)  # (how far over, flat index, got, expected)
+    err_c = err_e = magnitude = 0.0
+    offset = 0
+    for g, w, x in _chunks(got, want, exact):
+        g64, w64 = g.double(), w.double()
+        over = (g64 - w64).abs() - (w64.abs() * rtol + atol + slack)
+        over = torch.where(torch.isnan(over), torch.full_like(over, float("inf")), over)
+        failing = over > 0
+        bad += int(failing.sum())
+        nan += int(torch.isnan(g64).sum())
+        if bad:
+            k = int(over.argmax())
+            if float(over[k]) > worst[0]:
+                worst = (float(over[k]), offset + k, float(g64[k]), float(w64[k]))
+        if x is not None:
+            x64 = x.double()
+            err_c += float((g64 - x64).abs().sum())
+            err_e += float((w64 - x64).abs().sum())
+            magnitude += float(x64.abs().sum())
+        offset += g.numel()
+    if exact is not None:
+        stats.err_candidate, stats.err_eager, stats.magnitude = err_c, err_e, magnitude
+    if bad:
+        at = tuple(int(i) for i in torch.unravel_index(torch.tensor(worst[1]), want.shape))
+        allowed = f"{atol:g} + {rtol:g}*|ref|" + (f" + {slack:.3g} (eager's own error)" if slack else "")
+        stats.problem = (f"{bad} of {want.numel()} values outside |out - ref| <= {allowed}; worst at {at}: "
+                         f"got {worst[2]:.6g}, expected {worst[3]:.6g}")
+        if nan:
+            stats.problem += f"; {nan} NaN (unwritten memory is poisoned with NaN)"
+    return stats
+
+
+def layout_problem(strides: list[int], want: torch.Tensor) -> str | None:
+    """With a strict layout: the candidate's output must have the reference output's strides."""
+    if want.numel() > 1 and list(want.stride()) != list(strides):
+        return f"output strides {tuple(strides)} != reference {tuple(want.stride())} (strict layout)"
+    return None

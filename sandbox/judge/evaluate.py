@@ -1,0 +1,329 @@
+"""Judge one candidate against one task: static checks, the cached clean baselines, a session with
+the oracle and the candidate's process, the forensic pass on a GPU, then the verdict. The optimizer
+process never imports candidate code."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from kernelevo.sandbox.advice.cuda_gate import compile_gate
+from kernelevo.sandbox.isolation.namespaces import hand_over, scrubbed_env
+from kernelevo.sandbox.isolation.process import ProcessSandbox, RunSpec
+from kernelevo.sandbox.isolation.protocol import Sandbox
+from kernelevo.sandbox.judge import cache, forensic
+from kernelevo.sandbox.judge.session import Plan, Session, Stop
+from kernelevo.sandbox.judge.static_checks import check_candidate
+from kernelevo.sandbox.judge.verdict import judge, process_failure
+from kernelevo.sandbox.models import Ceilings, Check, ReferenceResult, TimingPolicy, Verdict
+from kernelevo.tasks.task import Task
+
+BASELINE_SEEDS = [1, 2, 3, 4, 5]
+"""Baselines are times, not checks: fixed seeds keep the cache valid across evaluations."""
+
+
+class EvalError(Exception):
+    """Evaluation could not happen at all; ``exit_code`` follows the CLI contract (2 input, 3 environment)."""
+
+    def __init__(self, message: str, exit_code: int = 2) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+class EvalConfig(BaseModel):
+    """How to judge: limits of the sandboxed processes and what to measure."""
+
+    timeout_s: float = 300.0
+    """Wall-clock limit of the candidate's process (compile included)."""
+    reference_timeout_s: float = 1200.0
+    memory: str | None = None
+    """Memory limit of the candidate's process, e.g. ``8g`` (None: no limit)."""
+    pids_limit: int = 512
+    seeds: int = Field(default=5, ge=1, le=50)
+    """Input sets checked per evaluation, each from a seed drawn afresh (and kept from the candidate)."""
+    seed_offset: int = 0
+    """Kept for run folders and commands that name it; every evaluation draws its own secret seeds."""
+    compile_cache: Path | None = None
+    """Candidates' Triton/extension caches (default: inside the workspace). A run shares one across resumes."""
+    gpu: int = 0
+    workdir: Path | None = None
+    """Keep job folders here; default: a temporary folder removed afterwards."""
+    cache_dir: Path = Field(default_factory=cache.default_cache_dir)
+    measure_compile: bool = True
+    strict_layout: bool = False
+    """Outputs must have the reference output's strides, not only its values."""
+    forensic: bool = True
+    """On a GPU, trace the kernels of every candidate about to be accepted (needs Nsight Compute)."""
+    timing: TimingPolicy = Field(default_factory=TimingPolicy)
+
+
+def detect_device() -> str:
+    """``cuda`` where a GPU is usable, else ``cpu`` (``KERNELEVO_DEVICE`` overrides)."""
+    forced = os.environ.get("KERNELEVO_DEVICE")
+    if forced in {"cpu", "cuda"}:
+        return forced
+    try:
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    except Exception:
+        return "cpu"
+
+
+def gpu_name(index: int) -> str:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        name = pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(index))
+        return name.decode() if isinstance(name, bytes) else name
+    except Exception:
+        import torch
+
+        return torch.cuda.get_device_name(index)
+
+
+class Evaluator:
+    """Evaluates candidates for tasks; keeps one workspace (and compile caches) per instance."""
+
+    def __init__(self, config: EvalConfig | None = None, sandbox: Sandbox | None = None) -> None:
+        self.config = config or EvalConfig()
+        self.sandbox = sandbox or ProcessSandbox()
+        self.device = detect_device()
+        self._own_workspace = self.config.workdir is None
+        root = self.config.workdir or Path(tempfile.mkdtemp(prefix="kernelevo-eval-"))
+        self.workspace = root.resolve()
+        self.workspace.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.workspace, 0o755)
+        self.compile_cache = (self.config.compile_cache or self.workspace / "cache").resolve()
+        hand_over(self.compile_cache)
+        # The clean processes compile (torch.compile's baseline) in a cache no candidate can write:
+        # a poisoned inductor cache would run a candidate's code in them.
+        self.trusted_cache = self.workspace / "trusted-cache"
+        self.trusted_cache.mkdir(parents=True, exist_ok=True)
+        hand_over(self.trusted_cache)
+        self._jobs = 0
+
+    def close(self) -> None:
+        if self._own_workspace:
+            shutil.rmtree(self.workspace, ignore_errors=True)
+
+    def __enter__(self) -> Evaluator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # jobs -------------------------------------------------------------------------------------
+    def env(self, trusted: bool = False) -> dict[str, str]:
+        caches = self.trusted_cache if trusted else self.compile_cache
+        extra = {
+            "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1", "HOME": "/tmp",
+            "TRITON_CACHE_DIR": str(caches / "triton"), "TORCH_EXTENSIONS_DIR": str(caches / "torch_extensions"),
+            "TORCHINDUCTOR_CACHE_DIR": str(caches / "inductor"), "XDG_CACHE_HOME": str(caches / "xdg"),
+            "TRITON_CACHE_AUTOTUNING": "1",
+        }
+        if self.device == "cuda":
+            visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+            ids = [v.strip() for v in visible.split(",")] if visible else None
+            extra["CUDA_VISIBLE_DEVICES"] = ids[self.config.gpu] if ids else str(self.config.gpu)
+        else:
+            extra["TRITON_INTERPRET"] = "1"
+            extra["CUDA_VISIBLE_DEVICES"] = ""
+        return scrubbed_env(extra)
+
+    def memory_bytes(self) -> int | None:
+        if not self.config.memory:
+            return None
+        from kernelevo.sandbox.isolation.cgroups import parse_size
+
+        return parse_size(self.config.memory)
+
+    def job_dir(self, label: str) -> Path:
+        self._jobs += 1
+        folder = self.workspace / "jobs" / f"{self._jobs:04d}-{label}"
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
+
+    def spec(self, module: str, job_dir: Path, timeout_s: float, *, trusted: bool, readable: list[Path] | None = None,
+             channel: bool = True, gpu_lock: bool = False, cmd: list[str] | None = None,
+             env: dict[str, str] | None = None) -> RunSpec:
+        """A sandboxed job: this evaluator's limits (host memory for candidate jobs) and environment, the
+        right compile cache writable, nothing else of the workspace visible."""
+        memory = None if trusted else self.memory_bytes()
+        gpu = self.device == "cuda"
+        return RunSpec(cmd=cmd or [sys.executable, "-m", module], job_dir=job_dir, timeout_s=timeout_s,
+                       memory_bytes=memory, memory_text=self.config.memory if memory else None,
+                       pids_limit=self.config.pids_limit, env=env if env is not None else self.env(trusted),
+                       writable=[self.trusted_cache if trusted else self.compile_cache], readable=readable or [],
+                       gpu=gpu, channel=channel, device_lock=self.device_lock_path() if gpu_lock else None)
+
+    def device_lock_path(self) -> Path | None:
+        """The lock shared by every job on this evaluator's GPU (None on the CPU: interpreter times mean
+        nothing, so CPU jobs need not wait for each other)."""
+        if self.device != "cuda":
+            return None
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        ids = [v.strip() for v in visible.split(",")] if visible else None
+        physical = ids[self.config.gpu] if ids else str(self.config.gpu)
+        return self.config.cache_dir / "locks" / f"gpu-{cache.slug(physical)}.lock"
+
+    # the clean baselines -----------------------------------------------------------------------
+    def device_label(self) -> str:
+        return gpu_name(self.config.gpu) if self.device == "cuda" else "cpu"
+
+    def ceilings_path(self) -> Path:
+        import torch
+
+        return self.config.cache_dir / "ceilings" / f"{cache.slug(self.device_label())}-torch{torch.__version__}.json"
+
+    def baseline(self, task: Task) -> tuple[ReferenceResult, Ceilings | None]:
+        """The task's clean baselines, from the cache or from a fresh oracle job."""
+        import torch
+
+        key = cache.key_of(task.sha256, task.size, self.device_label(), torch.__version__, task.dtype,
+                           self.config.measure_compile, self.config.timing.model_dump(), 4)
+        path = self.config.cache_dir / "references" / f"{cache.slug(task.name)}-{key}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # One baseline job per task at a time, across evaluators and processes.
+        with open(path.with_suffix(".lock"), "a+") as lock:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+            ceilings = cache.load(self.ceilings_path(), Ceilings) if self.device == "cuda" else None
+            cached = cache.load(path, ReferenceResult)
+            if cached is not None and (self.device == "cpu" or ceilings is not None):
+                return cached, ceilings
+            result = self._measure_baseline(task, measure_ceilings=self.device == "cuda" and ceilings is None)
+            if result.ceilings is not None:
+                cache.store(self.ceilings_path(), result.ceilings)
+                ceilings, result.ceilings = result.ceilings, None
+            cache.store(path, result)
+            return result, ceilings
+
+    def _measure_baseline(self, task: Task, measure_ceilings: bool) -> ReferenceResult:
+        job_dir = self.job_dir("baseline")
+        shutil.copyfile(task.path, job_dir / "task.py")
+        job = self.sandbox.start(self.spec("kernelevo.sandbox.judge.oracle", job_dir, self.config.reference_timeout_s,
+                                           trusted=True, gpu_lock=self.device == "cuda"))
+        try:
+            reply = _baseline_conversation(job, task, job_dir, self.device, self.config, measure_ceilings)
+        except Stop as stop:
+            outcome = job.wait(5)
+            why = process_failure(outcome, None) or f"{stop.detail} during {stop.phase}"
+            tail = " | ".join(outcome.log_tail.strip().splitlines()[-4:])
+            raise EvalError(f"the task's reference could not be measured: {why}" + (f" ({tail})" if tail else ""))
+        job.wait(30)
+        return ReferenceResult.model_validate(reply["result"])
+
+    # candidates ---------------------------------------------------------------------------------
+    def evaluate(self, task: Task, candidate: Path) -> tuple[Verdict, int]:
+        """Judge ``candidate``; returns the verdict and the CLI exit code (0 accepted, 1 rejected, 3 no GPU)."""
+        began = time.monotonic()
+        try:
+            source = candidate.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise EvalError(f"cannot read the candidate {candidate}: {exc}") from None
+        static = check_candidate(source, strict=not task.allow_partial)
+        base = dict(task=task.name, candidate=str(candidate), size=task.size, isolation={},
+                    device=self.device_label())
+        if not static.passed:
+            return Verdict(compiled=False, correct=False, reason=static.first_failure(), checks=static.checks,
+                           **base), 1
+        if self.device == "cpu" and "cuda" in static.kinds:
+            gate = compile_gate(static.cuda_sources, self.workspace / "cuda-gate")
+            reason = ("CUDA candidates need a GPU to be judged; the compile gate "
+                      + ("passed: " if gate.passed else "failed: ") + gate.detail)
+            return Verdict(compiled=gate.passed, correct=False, reason=reason, checks=[*static.checks, gate],
+                           **base), (3 if gate.passed else 1)
+        verdict = self.run_in_sandbox(task, candidate, static.checks)
+        verdict.wall_s = round(time.monotonic() - began, 3)
+        return verdict, 0 if verdict.correct else 1
+
+    def run_in_sandbox(self, task: Task, candidate: Path, static_checks: list[Check]) -> Verdict:
+        """The runtime half of :meth:`evaluate`: the session with the oracle and the candidate's process,
+        then the forensic pass for a candidate about to be accepted on a GPU.
+
+        Tests call it directly to prove that the runtime defences hold without the static ones.
+        """
+        baseline, ceilings = self.baseline(task)
+        folder = self.job_dir("eval")
+        record = self._session(task, candidate, folder, forensic_pass=False)
+        if record.reference_error:
+            raise EvalError(record.reference_error)
+        verdict = judge(task, str(candidate), static_checks, baseline, ceilings, record, self.config.memory)
+        if verdict.correct and self.device == "cuda":
+            forensic.apply(verdict, self, task, candidate, folder / "forensic")
+        return verdict
+
+    def _session(self, task: Task, candidate: Path, folder: Path, forensic_pass: bool):  # noqa: ANN202 - Record
+        oracle_dir, worker_dir = folder / "oracle", folder / "worker"
+        for d in (oracle_dir / "out", worker_dir / "out"):
+            d.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(task.path, oracle_dir / "task.py")
+        shutil.copyfile(task.path, worker_dir / "task.py")
+        shutil.copyfile(candidate, worker_dir / "candidate.py")
+        oracle = self.sandbox.start(self.spec("kernelevo.sandbox.judge.oracle", oracle_dir,
+                                              self.config.reference_timeout_s, trusted=True,
+                                              readable=[worker_dir / "out"]))
+        worker = self.sandbox.start(self.spec("kernelevo.sandbox.child.worker", worker_dir, self.config.timeout_s,
+                                              trusted=False))
+        plan = Plan(task=task, task_path=worker_dir / "task.py", candidate_path=worker_dir / "candidate.py",
+                    device=self.device, timing=self.config.timing, checked_sets=self.config.seeds,
+                    strict_layout=self.config.strict_layout, worker_outbox=worker_dir / "out",
+                    oracle_task_path=oracle_dir / "task.py")
+        session = Session(plan, oracle, worker, self.device_lock_path())
+        record = session.run()
+        session.close()
+        record.worker, record.oracle = worker.wait(10), oracle.wait(10)
+        record.worker_isolation = worker.isolation
+        return record
+
+
+    # advice (never a verdict) ------------------------------------------------------------------
+    def triton_gate(self, task: Task, candidate: Path, capability: int = 90) -> dict:
+        from kernelevo.sandbox.advice.side_jobs import triton_gate
+
+        return triton_gate(self, task, candidate, capability)
+
+    def ncu_pass(self, task: Task, candidate: Path):  # noqa: ANN201 - (kernels, why not, seconds)
+        from kernelevo.sandbox.advice.side_jobs import ncu_pass
+
+        return ncu_pass(self, task, candidate)
+
+
+def _baseline_conversation(job, task: Task, job_dir: Path, device: str, config: EvalConfig,  # noqa: ANN001
+                           measure_ceilings: bool) -> dict:
+    from kernelevo.sandbox import wire
+
+    def ask(message: dict, phase: str) -> dict:
+        job.phase = phase
+        try:
+            reply = job.channel().request(message, timeout=max(job.remaining(), 0.01))
+        except wire.ChannelError as exc:
+            raise Stop("oracle", phase, str(exc)) from None
+        if not reply.get("ok"):
+            raise Stop("oracle", phase, str(reply.get("error")))
+        return reply
+
+    try:
+        job.channel().recv(timeout=min(180.0, job.remaining()))
+    except wire.ChannelError as exc:
+        raise Stop("oracle", "starting", str(exc)) from None
+    ask({"op": "load", "task": str(job_dir / "task.py"), "size": task.size, "dtype": task.dtype, "device": device,
+         "init_seed": 42}, "loading the reference")
+    reply = ask({"op": "baseline", "timing": config.timing.model_dump(), "seeds": BASELINE_SEEDS,
+                 "measure_compile": config.measure_compile, "measure_ceilings": measure_ceilings,
+                 "declared_flops": task.declared_flops, "declared_bytes": task.declared_bytes}, "measuring baselines")
+    ask({"op": "finish"}, "finishing")
+    return reply
+
+
+def static_only_checks(source: str, strict: bool) -> list[Check]:
+    """The static checks alone (for tools that want a cheap first opinion)."""
+    return check_candidate(source, strict=strict).checks

@@ -1,0 +1,207 @@
+"""The forensic pass: on a GPU, the list of kernels that actually ran, taken outside the candidate's
+Python by Nsight Compute, for every candidate about to be accepted.
+
+A second candidate process runs under ``ncu`` (one metric, the kernel's duration; every kernel of the
+process from its start, on every thread and stream). Before it imports the candidate it builds the
+task's own ``Model`` and launches a marker kernel: the kernels before the marker are what the
+reference's constructor launches, which ``ModelNew`` may launch again when it builds its parameters
+the same way. Then ``ModelNew`` is built and called on ``CALLS`` input sets the oracle writes as
+files (so the harness itself launches no kernels), and the oracle checks the outputs.
+
+The rules (``analyse``, pure):
+
+- a custom kernel (one the candidate's source defines) must have run;
+- in a strict task, no library kernel (aten, cuBLAS, cuDNN, inductor: anything the candidate did not
+  define, except copies and fills) may run after the marker beyond the constructor's allowance;
+- the kernels after the marker, per call, must not take longer than the candidate's timed calls did
+  (``MARGIN``): timed calls that ran something faster than the checked calls were not these calls.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernelevo.sandbox.advice import ncu
+from kernelevo.sandbox.judge.static_checks import check_candidate
+from kernelevo.sandbox.models import Check, Verdict
+from kernelevo.tasks.task import Task
+
+CALLS = 3
+MARGIN = 0.8
+"""A candidate's median timed call may be this much shorter than its kernels' time per call under
+ncu (clock and cache noise); shorter still means the timed calls ran other kernels."""
+LAUNCH_CAP = 5000
+MARKER = "spin_kernel"
+_GLUE = re.compile(r"FillFunctor|copy_kernel|CopyFunctor|_copy_kernel|fill_kernel")
+
+
+def custom_kernel_names(source: str) -> set[str]:
+    """The kernels the candidate's source defines: its ``@triton.jit`` functions and CUDA ``__global__``s."""
+    report = check_candidate(source, strict=False)
+    names = set(report.triton_kernels)
+    for cuda in report.cuda_sources:
+        names |= set(re.findall(r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?[\w:<>,\s*&]*?\b(\w+)\s*\(", cuda))
+    return names
+
+
+def base_name(name: str) -> str:
+    """``void ns::kernel<T>(int, float*)`` -> ``kernel``; ``softmax_kernel`` -> itself."""
+    short = ncu.short_name(name)
+    return short.split("::")[-1].strip()
+
+
+def classify(name: str, custom: set[str]) -> str:
+    """``marker``, ``custom``, ``glue`` (library copies and fills) or ``library`` (anything else)."""
+    if MARKER in name:
+        return "marker"
+    if base_name(name) in custom:
+        return "custom"
+    return "glue" if _GLUE.search(name) else "library"
+
+
+@dataclass
+class Findings:
+    kernels: int = 0
+    custom_launches: int = 0
+    per_call_ms: float = 0.0
+    """Kernel time per call after the marker, less the constructor's allowance (per stream, the longest)."""
+    custom_share: float = 0.0
+    library_extra: dict[str, int] = field(default_factory=dict)
+    """Library kernels after the marker beyond the constructor's allowance, by short name."""
+    problems: list[str] = field(default_factory=list)
+
+
+def analyse(launches: list[dict[str, Any]], custom: set[str], calls: int, strict: bool,
+            timed_ms: float | None) -> Findings:
+    """Apply the rules to ncu's launches (in launch order: ``{"name", "metrics", "stream"}``)."""
+    found = Findings(kernels=len(launches))
+    marks = [i for i, launch in enumerate(launches) if classify(launch["name"], custom) == "marker"]
+    if not marks:
+        found.problems.append("the harness's marker kernel never ran: the trace cannot be read")
+        return found
+    allowance = Counter(launch["name"] for launch in launches[:marks[0]])
+    per_stream: dict[str, float] = {}
+    custom_ns = total_ns = 0.0
+    extra: Counter[str] = Counter()
+    for launch in launches[marks[0] + 1:]:
+        kind, name = classify(launch["name"], custom), launch["name"]
+        if kind == "marker":
+            continue
+        if allowance[name] > 0:
+            allowance[name] -= 1
+            continue
+        ns = float(launch["metrics"].get("gpu__time_duration.sum") or 0.0)
+        stream = str(launch.get("stream", ""))
+        per_stream[stream] = per_stream.get(stream, 0.0) + ns
+        total_ns += ns
+        if kind == "custom":
+            found.custom_launches += 1
+            custom_ns += ns
+        elif kind == "library":
+            extra[ncu.short_name(name)] += 1
+    found.per_call_ms = max(per_stream.values(), default=0.0) / 1e6 / max(calls, 1)
+    found.custom_share = custom_ns / total_ns if total_ns else 0.0
+    found.library_extra = dict(extra)
+    if found.custom_launches == 0:
+        found.problems.append("no kernel of the candidate's own ran on the GPU")
+    if strict and extra:
+        names = ", ".join(f"{k} x{v}" for k, v in extra.most_common(4))
+        found.problems.append(f"library kernels did the work on the GPU: {names}; this task is strict: the work "
+                              "must run in the candidate's own kernels")
+    if timed_ms is not None and found.per_call_ms > 0 and timed_ms < MARGIN * found.per_call_ms:
+        found.problems.append(f"the timed calls took {timed_ms:.4g} ms, yet the kernels of a checked call take "
+                              f"{found.per_call_ms:.4g} ms on the GPU: the timed calls did not run these kernels")
+    return found
+
+
+def read_trace(path: Path) -> list[dict[str, Any]]:
+    """ncu's CSV log as launches in order, durations in nanoseconds."""
+    text = path.read_text(errors="replace") if path.exists() else ""
+    launches = ncu.parse_launches(text)
+    streams = ncu.launch_streams(text)
+    for launch in launches:
+        launch["stream"] = streams.get(launch["id"], "")
+    return launches
+
+
+def apply(verdict: Verdict, evaluator: Any, task: Task, candidate: Path, folder: Path) -> None:
+    """Run the forensic pass for an accepted verdict on a GPU and fold its findings in."""
+    if not evaluator.config.forensic:
+        verdict.assurance = "gpu: not forensic (the forensic pass was turned off)"
+        return
+    binary = ncu.find_ncu()
+    if binary is None:
+        verdict.assurance = "gpu: not forensic (Nsight Compute's ncu was not found: install it or set KERNELEVO_NCU)"
+        return
+    began = time.monotonic()
+    launches, failure = run_pass(evaluator, task, candidate, folder, binary)
+    seconds = round(time.monotonic() - began, 2)
+    if failure is not None:
+        verdict.checks.append(Check(name="forensic pass", passed=False, detail=failure))
+    else:
+        custom = custom_kernel_names(candidate.read_text())
+        found = analyse(launches, custom, CALLS, not task.allow_partial, verdict.runtime_ms)
+        verdict.forensic = {"kernels": found.kernels, "custom_launches": found.custom_launches,
+                            "per_call_ms": round(found.per_call_ms, 6), "custom_share": round(found.custom_share, 4),
+                            "library_kernels": found.library_extra, "seconds": seconds}
+        detail = "; ".join(found.problems) or (
+            f"{found.kernels} kernels traced outside the candidate's Python; its own did "
+            f"{100 * found.custom_share:.0f}% of the GPU time, {found.per_call_ms:.4g} ms per call")
+        verdict.checks.append(Check(name="forensic kernel trace", passed=not found.problems, detail=detail))
+        verdict.assurance = "forensic: the kernels Nsight Compute saw agree with the verdict"
+    failed = [c for c in verdict.checks if not c.passed]
+    if failed:
+        verdict.correct = False
+        verdict.reason = f"{failed[0].name}: {failed[0].detail}"
+        verdict.assurance = "forensic: rejected by the kernel trace"
+    verdict.phases["forensic pass"] = seconds
+
+
+def run_pass(evaluator: Any, task: Task, candidate: Path, folder: Path, binary: str
+             ) -> tuple[list[dict[str, Any]], str | None]:
+    """The forensic session: ``(launches, why it failed)``."""
+    from kernelevo.sandbox.judge.session import Plan, Session
+
+    oracle_dir, worker_dir = folder / "oracle", folder / "worker"
+    for d in (oracle_dir / "out", worker_dir / "out"):
+        d.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(task.path, oracle_dir / "task.py")
+    shutil.copyfile(task.path, worker_dir / "task.py")
+    shutil.copyfile(candidate, worker_dir / "candidate.py")
+    log = worker_dir / "ncu.csv"
+    cmd = [binary, "--csv", "--log-file", str(log), "--metrics", "gpu__time_duration.sum", "--print-units", "base",
+           "--clock-control", "none", "--cache-control", "none", "--target-processes", "all",
+           "--launch-count", str(LAUNCH_CAP), sys.executable, "-m", "kernelevo.sandbox.child.worker"]
+    oracle = evaluator.sandbox.start(evaluator.spec("kernelevo.sandbox.judge.oracle", oracle_dir,
+                                                    evaluator.config.reference_timeout_s, trusted=True,
+                                                    readable=[worker_dir / "out"]))
+    worker = evaluator.sandbox.start(evaluator.spec("", worker_dir, evaluator.config.timeout_s * 2, trusted=False,
+                                                    readable=[oracle_dir / "out", Path(binary).resolve().parent],
+                                                    cmd=cmd))
+    plan = Plan(task=task, task_path=worker_dir / "task.py", candidate_path=worker_dir / "candidate.py",
+                device=evaluator.device, timing=evaluator.config.timing, checked_sets=CALLS,
+                worker_outbox=worker_dir / "out", oracle_task_path=oracle_dir / "task.py", forensic=True,
+                oracle_outbox=oracle_dir / "out")
+    session = Session(plan, oracle, worker, evaluator.device_lock_path())
+    record = session.run()
+    session.close()
+    outcome = worker.wait(30)
+    oracle.wait(10)
+    if record.reference_error:
+        return [], record.reference_error
+    failed = [c for c in record.checks if not c.passed]
+    if record.failure or failed:
+        why = record.failure or f"{failed[0].name}: {failed[0].detail}"
+        refusal = ncu.refusal(outcome.log_tail + (log.read_text(errors="replace") if log.exists() else ""))
+        return [], f"under the kernel trace the candidate failed: {refusal or why}"
+    launches = read_trace(log)
+    if len(launches) >= LAUNCH_CAP:
+        return [], f"the candidate launched more than {LAUNCH_CAP} kernels in {CALLS} calls: too many to trace"
+    return launches, None

@@ -1,0 +1,279 @@
+"""The oracle: ``python -m kernelevo.sandbox.judge.oracle``, a sandboxed process that runs the task's
+own ``Model`` and never imports candidate code.
+
+For a judgement it builds the reference, makes each input set from a seed the session keeps secret
+from the candidate, computes eager's outputs (and a float64 run of the same model, where the checks
+need one), and compares the raw outputs the candidate's process wrote with them. It also re-times
+the reference through the same protocol the candidate is timed with. For the cache of baselines it
+counts the work one call does, times eager and ``torch.compile`` and measures the GPU's ceilings.
+"""
+
+from __future__ import annotations
+
+import copy
+import faulthandler
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kernelevo.sandbox import wire
+from kernelevo.sandbox.child import inputs
+from kernelevo.sandbox.child.timed import TimedCall, call_ms, warm_up
+from kernelevo.sandbox.judge import compare, telemetry, workload
+from kernelevo.sandbox.judge.timing import stats
+from kernelevo.sandbox.models import OutputStats, ReferenceResult, TimingPolicy
+from kernelevo.tasks.loader import TaskError, import_task_module
+
+def _flat(out: Any) -> list[Any]:
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+def _kind_problem(meta: wire.TensorFile, want: Any) -> str | None:
+    """What is wrong with an output before its bytes are read: its type, device, shape or dtype."""
+    if not isinstance(want, torch.Tensor):
+        return "the reference's output here is not a tensor"
+    if meta.type_name != "Tensor" or meta.device != want.device.type:
+        return f"output is a {meta.type_name} on {meta.device}; a plain torch.Tensor on {want.device.type} is expected"
+    if list(meta.shape) != list(want.shape):
+        return f"output shape {tuple(meta.shape)} != reference {tuple(want.shape)}"
+    need = str(want.dtype).removeprefix("torch.")
+    if meta.dtype != need:
+        return f"output dtype {meta.dtype} != reference {need}"
+    return None
+
+
+def _finite(values: list[Any]) -> bool:
+    return all(bool(torch.isfinite(v).all()) for v in values if isinstance(v, torch.Tensor) and v.is_floating_point())
+
+
+class Oracle:
+    """Serves one session: the reference's outputs on chosen inputs, and comparisons with them."""
+
+    def __init__(self) -> None:
+        self.task: Any = None
+        self.model: torch.nn.Module | None = None
+        self.exact_model: torch.nn.Module | None | bool = None
+        self.job: dict[str, Any] = {}
+        self.expected: dict[str, tuple[list[Any], list[Any] | None]] = {}
+        self.buffers = inputs.InputBuffers()
+        self.timer: TimedCall | None = None
+
+    def load(self, msg: dict[str, Any]) -> dict[str, Any]:
+        self.job = msg
+        self.task = import_task_module(Path(msg["task"]), msg["size"])
+        self.model = inputs.build_model(self.task.Model, self.task, msg["device"], msg.get("dtype"),
+                                        int(msg["init_seed"]))
+        return {"ok": True}
+
+    def _exact(self) -> torch.nn.Module | None:
+        """A float64 copy of the reference (None where the model cannot be copied or cast)."""
+        if self.exact_model is None:
+            try:
+                self.exact_model = copy.deepcopy(self.model).double()
+            except Exception:  # no float64 run: the plain tolerance holds, the precision rule cannot
+                self.exact_model = False
+        return self.exact_model or None
+
+    def _inputs(self, msg: dict[str, Any]) -> list[Any]:
+        return inputs.generate(self.task, int(msg["seed"]), int(msg.get("variant", 0)), self.job["device"],
+                               self.job.get("dtype"))
+
+    def expect(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Eager's outputs (and float64's, if asked) on the input set of ``seed``, kept under ``key``."""
+        assert self.model is not None
+        args = self._inputs(msg)
+        with torch.no_grad():
+            want = _flat(self.model(*args))
+        if not _finite(want):
+            return {"ok": True, "finite": False}
+        exact = None
+        if msg.get("exact") and any(isinstance(w, torch.Tensor) and w.is_floating_point() for w in want):
+            exact = self._run_exact(args, len(want))
+        self.expected[str(msg["key"])] = (want, exact)
+        reply: dict[str, Any] = {"ok": True, "finite": True, "exact": exact is not None,
+                                 "outputs": [{"dtype": str(w.dtype).removeprefix("torch."), "shape": list(w.shape)}
+                                             for w in want if isinstance(w, torch.Tensor)]}
+        if msg.get("write_inputs"):
+            outbox = Path(self.job["outbox"])
+            reply["inputs"] = [{"tensor": wire.write_tensor(a, outbox, f"in-{msg['key']}-{k}.bin").model_dump()}
+                               if isinstance(a, torch.Tensor) else {"value": a} for k, a in enumerate(args)]
+        return reply
+
+    def _run_exact(self, args: list[Any], count: int) -> list[Any] | None:
+        model = self._exact()
+        if model is None:
+            return None
+        wide = [a.double() if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
+        try:
+            with torch.no_grad():
+                exact = _flat(model(*wide))
+        except Exception:  # an op without float64 support, or out of memory: no float64 reference
+            return None
+        return exact if len(exact) == count else None
+
+    def compare(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Compare the candidate's outputs (files in its outbox) with those expected under ``key``."""
+        want, exact = self.expected.pop(str(msg["key"]))
+        metas = [wire.TensorFile.model_validate(m) for m in msg["outputs"]]
+        if len(metas) != len(want):
+            return {"ok": True, "problem": f"returned {len(metas)} outputs, the reference returns {len(want)}",
+                    "stats": []}
+        folder = Path(msg["folder"])
+        found: list[dict[str, Any]] = []
+        for k, (meta, w) in enumerate(zip(metas, want)):
+            problem = _kind_problem(meta, w)
+            if problem:
+                found.append(OutputStats(problem=problem).model_dump())
+                continue
+            try:
+                got = wire.read_tensor(meta, folder, w.device.type, w.numel() * w.element_size())
+            except (OSError, ValueError) as exc:
+                found.append(OutputStats(problem=f"the output's file is unusable: {exc}").model_dump())
+                continue
+            result = compare.compare_output(got, w, exact[k] if exact is not None else None, float(msg["atol"]),
+                                            float(msg["rtol"]))
+            if result.problem is None and msg.get("strict_layout"):
+                result.problem = compare.layout_problem(meta.strides, w)
+            del got
+            found.append(result.model_dump())
+        problems = [f"output {k}: {s['problem']}" if len(found) > 1 else s["problem"]
+                    for k, s in enumerate(found) if s["problem"]]
+        return {"ok": True, "problem": problems[0] if problems else None, "stats": found}
+
+    def drop(self, msg: dict[str, Any]) -> dict[str, Any]:
+        self.expected.pop(str(msg["key"]), None)
+        return {"ok": True}
+
+    def warmup(self, msg: dict[str, Any]) -> dict[str, Any]:
+        args = self.buffers.fill(self._inputs(msg))
+        with torch.no_grad():
+            calls = warm_up(self.model, args, self.job["device"], int(msg.get("calls", 3)),
+                            float(msg.get("seconds", 0.0)))
+        return {"ok": True, "calls": calls}
+
+    def timed(self, msg: dict[str, Any]) -> dict[str, Any]:
+        if self.timer is None:
+            self.timer = TimedCall(self.job["device"])
+        args = self.buffers.fill(self._inputs(msg))
+        with torch.no_grad():
+            out, gpu_ms, host_ms, lag_ms = self.timer(self.model, args)
+        del out
+        return {"ok": True, "gpu_ms": gpu_ms, "host_ms": host_ms, "lag_ms": lag_ms}
+
+    def baseline(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """The cached baselines: work per call, eager and torch.compile times, the GPU's ceilings."""
+        assert self.model is not None
+        device = self.job["device"]
+        policy = TimingPolicy.model_validate(msg["timing"])
+        seeds = [int(s) for s in msg["seeds"]]
+        args = self._inputs({"seed": seeds[0]})
+        phases: dict[str, float] = {}
+        began = time.perf_counter()
+        with torch.no_grad():
+            first_out = self.model(*args)
+        flops = msg.get("declared_flops")
+        flops = float(flops) if flops is not None else float(workload.count_flops(self.model, args))
+        nbytes = msg.get("declared_bytes")
+        nbytes = float(nbytes) if nbytes is not None else float(workload.count_bytes(self.model, args, first_out))
+        del first_out, args
+        phases["counting work"] = time.perf_counter() - began
+        result = ReferenceResult(device=torch.cuda.get_device_name() if device == "cuda" else "cpu", flops=flops,
+                                 bytes=nbytes, torch_version=torch.__version__, triton_version=_triton_version())
+        before = telemetry.snapshot() if device == "cuda" else {}
+        result.eager = self._time_locally(self.model, policy, seeds, phases, "timing eager")
+        if device == "cuda" and msg.get("measure_compile", True):
+            began = time.perf_counter()
+            try:
+                compiled = torch.compile(self.model)
+                result.compiled = self._time_locally(compiled, policy, seeds, phases, "timing torch.compile")
+            except Exception as exc:  # a baseline that cannot compile is reported, not fatal
+                result.compile_error = wire.describe_exception(exc, 400)
+            phases.setdefault("timing torch.compile", time.perf_counter() - began)
+        if device == "cuda":
+            result.telemetry = telemetry.around(before, telemetry.snapshot())
+            if msg.get("measure_ceilings"):
+                began = time.perf_counter()
+                torch.cuda.empty_cache()
+                from kernelevo.sandbox.judge.ceilings import measure_ceilings
+
+                result.ceilings = measure_ceilings()
+                phases["measuring ceilings"] = time.perf_counter() - began
+        result.phases = {k: round(v, 4) for k, v in phases.items()}
+        return {"ok": True, "result": result.model_dump(mode="json")}
+
+    def _time_locally(self, fn: Any, policy: TimingPolicy, seeds: list[int], phases: dict[str, float],
+                      phase: str) -> Any:
+        """Time ``fn`` with the same timed call the candidate gets, each call on a fresh input set."""
+        device = self.job["device"]
+        began = time.perf_counter()
+        buffers = inputs.InputBuffers()
+        timer = TimedCall(device)
+        with torch.no_grad():
+            warm_up(fn, buffers.fill(self._inputs({"seed": seeds[0]})), device,
+                    policy.warmup if device == "cuda" else 1, policy.warmup_s if device == "cuda" else 0.0)
+            times: list[float] = []
+            timed_began = time.perf_counter()
+            runs = policy.max_runs if device == "cuda" else 3
+            while len(times) < runs and (len(times) < (policy.min_runs if device == "cuda" else 3)
+                                         or time.perf_counter() - timed_began < policy.budget_s):
+                args = buffers.fill(self._inputs({"seed": seeds[len(times) % len(seeds)] + 7919 * len(times)}))
+                out, gpu_ms, _, lag_ms = timer(fn, args)
+                del out
+                times.append(call_ms(gpu_ms, lag_ms))
+        phases[phase] = time.perf_counter() - began
+        return stats(times)
+
+
+def _triton_version() -> str | None:
+    try:
+        import triton
+
+        return triton.__version__
+    except ImportError:
+        return None
+
+
+HANDLERS = {"load": Oracle.load, "expect": Oracle.expect, "compare": Oracle.compare, "drop": Oracle.drop,
+            "warmup": Oracle.warmup, "timed": Oracle.timed, "baseline": Oracle.baseline}
+
+
+def serve(channel: wire.Channel) -> None:
+    oracle = Oracle()
+    channel.send({"ok": True, "hello": "oracle", "pid": os.getpid()})
+    while True:
+        try:
+            msg = channel.recv()
+        except wire.ChannelError:
+            return
+        op = str(msg.get("op"))
+        if op == "finish":
+            channel.send({"ok": True})
+            return
+        handler = HANDLERS.get(op)
+        try:
+            reply = handler(oracle, msg) if handler else {"ok": False, "error": f"unknown request {op!r}"}
+        except TaskError as exc:
+            reply = {"ok": False, "error": str(exc), "task_error": True}
+        except Exception as exc:  # the reference failed: the session says so in words
+            reply = {"ok": False, "error": wire.describe_exception(exc, 3000)}
+        channel.send(reply)
+
+
+def main() -> int:
+    faulthandler.enable(all_threads=False)
+    torch.set_grad_enabled(False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.backends.cuda.matmul.allow_tf32 = False  # fp32 references and baselines in IEEE fp32
+        torch.backends.cudnn.allow_tf32 = False
+    serve(wire.connect())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

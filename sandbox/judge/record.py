@@ -1,0 +1,61 @@
+"""What a judging session found, before it becomes a verdict (plain data, no I/O)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kernelevo.sandbox.judge.timing import Block
+from kernelevo.sandbox.models import Check, Isolation, JobOutcome
+
+
+@dataclass
+class PrecisionSums:
+    """Sums over every checked output that has a float64 reference (``rules.precision_problem``)."""
+
+    err_candidate: float = 0.0
+    err_eager: float = 0.0
+    magnitude: float = 0.0
+    outputs: int = 0
+
+    def add(self, stats: dict) -> None:
+        if stats.get("err_candidate") is None:
+            return
+        self.err_candidate += stats["err_candidate"]
+        self.err_eager += stats["err_eager"]
+        self.magnitude += stats["magnitude"]
+        self.outputs += 1
+
+
+@dataclass
+class Record:
+    """One session: the checks it ran, the times it saw, and how its processes ended."""
+
+    device: str
+    checks: list[Check] = field(default_factory=list)
+    compiled: bool = False
+    first_call_ms: float | None = None
+    launches: dict[str, int] = field(default_factory=dict)
+    torch_ops: dict[str, int] = field(default_factory=dict)
+    precision: PrecisionSums = field(default_factory=PrecisionSums)
+    blocks: list[Block] = field(default_factory=list)
+    """The candidate's timed blocks (two on a GPU)."""
+    reference_block: Block | None = None
+    """The reference, re-timed in the oracle through the same protocol between the candidate's blocks."""
+    telemetry: dict | None = None
+    phases: dict[str, float] = field(default_factory=dict)
+    worker: JobOutcome | None = None
+    oracle: JobOutcome | None = None
+    worker_isolation: Isolation | None = None
+    failure: str | None = None
+    """Why the session could not finish: the candidate's process ended, hung, or broke the protocol."""
+    reference_error: str | None = None
+    """The task's own reference failed (not the candidate's fault)."""
+    worker_modules: list[str] = field(default_factory=list)
+
+    def add(self, name: str, passed: bool, detail: str = "") -> bool:
+        self.checks.append(Check(name=name, passed=passed, detail=detail))
+        return passed
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None and self.reference_error is None and all(c.passed for c in self.checks)

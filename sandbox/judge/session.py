@@ -1,0 +1,365 @@
+"""One judgement, driven from the trusted side: the oracle and the candidate's process talk only to
+this session, which picks the inputs, keeps the clock and writes down what it saw.
+
+The seeds of every input set are drawn here, per evaluation, and revealed to the candidate's
+process only in the request of the call that uses them, after ``ModelNew`` is built: an
+``__init__`` cannot know them, and every timed call gets values no earlier call saw, so no cache can
+answer it. The candidate's outputs go to the oracle as raw bytes and are compared there. Outputs of
+timed calls are checked too: after each timed call the session decides, at random, whether to ask
+for its output, so the candidate cannot tell in advance which calls are looked at. The session's own
+clock runs around every call; ``timing.py`` holds the candidate's reported times to it.
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+import time
+from contextlib import nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kernelevo.sandbox import wire
+from kernelevo.sandbox.child.inputs import VARIANTS, variant_label
+from kernelevo.sandbox.child.launches import MAX_HOST_READ_ELEMENTS
+from kernelevo.sandbox.child.timed import call_ms
+from kernelevo.sandbox.isolation.process import take_lock
+from kernelevo.sandbox.isolation.protocol import Job
+from kernelevo.sandbox.judge import rules, telemetry
+from kernelevo.sandbox.judge.record import Record
+from kernelevo.sandbox.judge.timing import Block
+from kernelevo.sandbox.models import TimingPolicy
+from kernelevo.tasks.task import Task
+
+CONNECT_TIMEOUT_S = 180.0
+"""How long a process may take to start (Python, torch and Triton imports) and connect."""
+
+
+class Stop(Exception):
+    """The session cannot go on: ``who`` ("worker" or "oracle") failed during ``phase``."""
+
+    def __init__(self, who: str, phase: str, detail: str) -> None:
+        super().__init__(detail)
+        self.who, self.phase, self.detail = who, phase, detail
+
+
+@dataclass
+class Plan:
+    """What to judge and how."""
+
+    task: Task
+    task_path: Path
+    candidate_path: Path
+    device: str
+    timing: TimingPolicy
+    checked_sets: int = 5
+    init_seed: int = 42
+    strict_layout: bool = False
+    worker_outbox: Path | None = None
+    oracle_task_path: Path | None = None
+    """The oracle's own copy of the task file (it cannot see the candidate's folder)."""
+    forensic: bool = False
+    """The forensic pass: the reference's constructor and a marker kernel before the candidate is
+    imported, inputs as files from the oracle, checked calls only (``forensic.py``)."""
+    oracle_outbox: Path | None = None
+
+
+def fresh_seed() -> int:
+    return secrets.randbelow(2**31 - 1) + 1
+
+
+class Session:
+    """Drives one oracle and one candidate process through a judgement."""
+
+    def __init__(self, plan: Plan, oracle: Job, worker: Job, device_lock: Path | None) -> None:
+        self.plan, self.oracle, self.worker, self.device_lock = plan, oracle, worker, device_lock
+        self.record = Record(device=plan.device)
+        self.rng = random.Random(secrets.randbits(64))
+        self._keys = 0
+
+    # talking ----------------------------------------------------------------------------------
+    def ask(self, job: Job, who: str, phase: str, message: dict[str, Any]) -> dict[str, Any]:
+        job.phase = phase
+        try:
+            reply = job.channel(CONNECT_TIMEOUT_S).request(message, timeout=max(job.remaining(), 0.01))
+        except wire.ChannelError as exc:
+            raise Stop(who, phase, str(exc)) from None
+        if who == "oracle" and not reply.get("ok"):
+            raise Stop("oracle", phase, str(reply.get("error")))
+        return reply
+
+    def key(self) -> str:
+        self._keys += 1
+        return f"k{self._keys}"
+
+    def tolerance(self, dtype: str) -> dict[str, float]:
+        atol, rtol = self.plan.task.tolerances(dtype)
+        return {"atol": atol, "rtol": rtol}
+
+    # the whole judgement ----------------------------------------------------------------------
+    def run(self) -> Record:
+        began = time.monotonic()
+        try:
+            for job, who in ((self.oracle, "oracle"), (self.worker, "worker")):
+                self._hello(job, who)
+            with self._gpu():
+                self._phases(began)
+        except Stop as stop:
+            if stop.who == "oracle":
+                self.record.reference_error = f"the task's reference failed during {stop.phase}: {stop.detail}"
+            else:
+                self.record.failure = f"{stop.phase}: {stop.detail}"
+        return self.record
+
+    def close(self) -> None:
+        """End both processes: the candidate's is killed if it is still running (a finished one has
+        exited), the oracle is asked to finish."""
+        if self.worker.alive():
+            self.worker.kill()
+        try:
+            self.oracle.channel(1.0).request({"op": "finish"}, timeout=30)
+        except wire.ChannelError:
+            self.oracle.kill()
+
+    def _hello(self, job: Job, who: str) -> None:
+        job.phase = "starting"
+        try:
+            job.channel(CONNECT_TIMEOUT_S).recv(timeout=min(CONNECT_TIMEOUT_S, job.remaining()))
+        except wire.ChannelError as exc:
+            raise Stop(who, "starting", str(exc)) from None
+        uid, caps = job.identity()
+        job.isolation.uid, job.isolation.capabilities = uid, caps
+
+    def _gpu(self) -> Any:
+        """Hold the GPU's lock for the judgement (both processes have started; waiting costs neither
+        its timeout)."""
+        if self.device_lock is None:
+            return nullcontext()
+        handle, waited = take_lock(self.device_lock)
+        for job in (self.oracle, self.worker):
+            job.extend(waited)
+            job.isolation.device_lock, job.isolation.device_lock_wait_s = str(self.device_lock), round(waited, 3)
+        return handle
+
+    def _phases(self, began: float) -> None:
+        plan = self.plan
+        self.ask(self.oracle, "oracle", "loading the reference",
+                 {"op": "load", "task": str(plan.oracle_task_path or plan.task_path), "size": plan.task.size, "dtype": plan.task.dtype,
+                  "device": plan.device, "init_seed": plan.init_seed})
+        if not self._build():
+            return
+        if plan.forensic:
+            self._forensic_calls()
+            return
+        self._checks()
+        if self.record.ok:
+            self._timing()
+        if self.record.ok:
+            self._ghost()
+        if self.record.ok:
+            self._finish()
+        self.record.phases["total"] = round(time.monotonic() - began, 4)
+
+    # phases -----------------------------------------------------------------------------------
+    def _build(self) -> bool:
+        plan = self.plan
+        began = time.monotonic()
+        reply = self.ask(self.worker, "worker", "importing the candidate and building ModelNew",
+                         {"op": "build", "task": str(plan.task_path), "candidate": str(plan.candidate_path),
+                          "size": plan.task.size, "dtype": plan.task.dtype, "device": plan.device,
+                          "init_seed": plan.init_seed, "outbox": str(plan.worker_outbox),
+                          "inbox": str(plan.oracle_outbox or ""), "reference_first": plan.forensic})
+        self.record.phases["importing the candidate"] = round(time.monotonic() - began, 4)
+        if not reply.get("ok"):
+            self.record.add("import", False, str(reply.get("error")))
+            return False
+        self.record.add("import", True, "imported; ModelNew built with the task's init inputs and seed")
+        return True
+
+    def _checked_call(self, index: int, seed: int) -> None:
+        variant = index % len(VARIANTS)
+        label = f"set {index} ({variant_label(variant)})"
+        key = self.key()
+        expected = self.ask(self.oracle, "oracle", f"reference outputs for {label}",
+                            {"op": "expect", "key": key, "seed": seed, "variant": variant, "exact": True})
+        began = time.monotonic()
+        reply = self.ask(self.worker, "worker", f"correctness call on {label}",
+                         {"op": "call", "seed": seed, "variant": variant, "record": True, "name": f"set{index}"})
+        if index == 0:
+            self.record.first_call_ms = (time.monotonic() - began) * 1e3
+        self._filters(reply, index)
+        if not reply.get("ok"):
+            self.ask(self.oracle, "oracle", "dropping an expectation", {"op": "drop", "key": key})
+            self.record.add(f"correct: {label}", False, str(reply.get("error")))
+            return
+        if not expected.get("finite"):
+            self.record.add(f"correct: {label}", True, "skipped: the reference itself is not finite here")
+            return
+        found = self._compare(key, reply, expected, f"comparing {label}")
+        self.record.add(f"correct: {label}", found["problem"] is None, found["problem"] or
+                        "within tolerance, judged by the oracle from the raw output")
+        if found["problem"] is None:
+            for stats, meta in zip(found["stats"], expected.get("outputs", [])):
+                if meta["dtype"] in rules.PRECISION_FLOOR:
+                    self.record.precision.add(stats)
+
+    def _compare(self, key: str, reply: dict[str, Any], expected: dict[str, Any], phase: str) -> dict[str, Any]:
+        dtype = next((o["dtype"] for o in expected.get("outputs", [])), self.plan.task.dtype or "float32")
+        return self.ask(self.oracle, "oracle", phase,
+                        {"op": "compare", "key": key, "outputs": reply.get("outputs", []),
+                         "folder": str(self.plan.worker_outbox), "strict_layout": self.plan.strict_layout,
+                         **self.tolerance(dtype)})
+
+    def _filters(self, reply: dict[str, Any], index: int) -> None:
+        """The worker's own records: first filters, which can only reject."""
+        record = self.record
+        for name, count in (reply.get("launches") or {}).items():
+            record.launches[str(name)] = record.launches.get(str(name), 0) + int(count)
+        for name, count in (reply.get("compute_ops") or {}).items():
+            record.torch_ops[str(name)] = record.torch_ops.get(str(name), 0) + int(count)
+        if index == 0 and reply.get("ok"):
+            record.compiled = True
+            failed = reply.get("failed") or {}
+            record.add("custom kernel launched", bool(record.launches),
+                       ", ".join(f"{k} x{v}" for k, v in record.launches.items()) or
+                       "no custom kernel ran" + (f"; failed launches: {failed}" if failed else ""))
+            outputs = reply.get("outputs") or []
+            plain = all(o.get("type_name") == "Tensor" and o.get("device") == self.plan.device for o in outputs)
+            record.add("plain tensors", plain, "outputs are plain torch.Tensors on the device" if plain else
+                       "outputs must be plain torch.Tensors on the task's device (no subclasses, lazy or meta tensors)")
+        if reply.get("inputs_changed"):
+            record.add("inputs unchanged", False, f"input {reply['inputs_changed'][0]} was modified by the call")
+        reads = int(reply.get("host_reads") or 0)
+        if reads > MAX_HOST_READ_ELEMENTS and not self.plan.task.allow_partial:
+            record.add("no host arithmetic", False, f"forward read {reads} values into Python (at most "
+                       f"{MAX_HOST_READ_ELEMENTS} may be); this task is strict: the work must run in custom kernels")
+
+    def _checks(self) -> None:
+        began = time.monotonic()
+        for index in range(self.plan.checked_sets):
+            self._checked_call(index, fresh_seed())
+            if not self.record.ok:
+                break
+        record = self.record
+        if record.ok:
+            record.add("inputs unchanged", True, "every input equals its copy after every call")
+            compute = {k: v for k, v in record.torch_ops.items()}
+            if self.plan.task.allow_partial:
+                record.add("no torch compute", True, "partial replacement allowed" +
+                           (f"; torch computed: {', '.join(sorted(compute))}" if compute else ""))
+            else:
+                record.add("no torch compute", not compute, "only glue ran in torch" if not compute else
+                           f"torch computed {', '.join(f'aten.{k}' for k in sorted(compute))}; this task is strict: "
+                           "the work must run in custom kernels")
+            dtype = self.plan.task.dtype or "float32"
+            problem = rules.precision_problem(record.precision, dtype)
+            record.add("precision", problem is None, problem or rules.precision_detail(record.precision))
+        record.phases["correctness"] = round(time.monotonic() - began, 4)
+
+    def _timing(self) -> None:
+        began = time.monotonic()
+        gpu = self.plan.device == "cuda"
+        before = telemetry.snapshot() if gpu else {}
+        checked = problems = 0
+        blocks = 2 if gpu else 1
+        for number in range(blocks):
+            block, found = self._timed_block(self.worker, "worker", f"timed block {number + 1}")
+            self.record.blocks.append(block)
+            checked += found[0]
+            problems += len(found[1])
+            if found[1]:
+                self.record.add("timed runs correct", False, found[1][0])
+                return
+            if number == 0:
+                self.record.reference_block, _ = self._timed_block(self.oracle, "oracle", "re-timing the reference")
+        if gpu:
+            self.record.telemetry = telemetry.around(before, telemetry.snapshot())
+        self.record.add("timed runs correct", True,
+                        f"{checked} timed calls, chosen after they ran, matched the reference")
+        self.record.phases["timing"] = round(time.monotonic() - began, 4)
+
+    def _timed_block(self, job: Job, who: str, phase: str) -> tuple[Block, tuple[int, list[str]]]:
+        policy, gpu = self.plan.timing, self.plan.device == "cuda"
+        self.ask(job, who, f"{phase}: warm-up", {"op": "warmup", "seed": fresh_seed(),
+                                                  "calls": policy.warmup if gpu else 1,
+                                                  "seconds": policy.warmup_s if gpu else 0.0})
+        least, most = (policy.min_runs, policy.max_runs) if gpu else (3, 3)
+        keep = set(self.rng.sample(range(least), min(policy.spot_checks, least))) if who == "worker" else set()
+        block, checked, problems = Block(), 0, []
+        while len(block.times_ms) < most and (len(block.times_ms) < least or sum(block.wall_ms) < 1e3 * policy.budget_s):
+            seed = fresh_seed()
+            sent = time.perf_counter()
+            reply = self.ask(job, who, phase, {"op": "timed", "seed": seed})
+            wall = (time.perf_counter() - sent) * 1e3
+            if not reply.get("ok"):
+                raise Stop(who, phase, str(reply.get("error")))
+            block.add(call_ms(float(reply["gpu_ms"]), float(reply["lag_ms"])), float(reply["host_ms"]), wall)
+            if len(block.times_ms) - 1 in keep:
+                checked += 1
+                problem = self._check_timed(seed, len(block.times_ms) - 1)
+                if problem:
+                    problems.append(problem)
+                    break
+        return block, (checked, problems)
+
+    def _check_timed(self, seed: int, run: int) -> str | None:
+        reply = self.ask(self.worker, "worker", "shipping a timed output", {"op": "ship", "name": f"timed{run}"})
+        if not reply.get("ok"):
+            return f"timed run {run}: {reply.get('error')}"
+        key = self.key()
+        expected = self.ask(self.oracle, "oracle", "reference outputs for a timed run",
+                            {"op": "expect", "key": key, "seed": seed, "variant": 0, "exact": True})
+        if not expected.get("finite"):
+            self.ask(self.oracle, "oracle", "dropping an expectation", {"op": "drop", "key": key})
+            return None
+        found = self._compare(key, reply, expected, "comparing a timed output")
+        return f"timed run {run}: {found['problem']}" if found["problem"] else None
+
+    def _ghost(self) -> None:
+        seed, key = fresh_seed(), self.key()
+        expected = self.ask(self.oracle, "oracle", "reference outputs for the ghost call",
+                            {"op": "expect", "key": key, "seed": seed, "variant": 0, "exact": True})
+        reply = self.ask(self.worker, "worker", "ghost replay",
+                         {"op": "call", "seed": seed, "ghost": True, "record": False, "name": "ghost"})
+        if not reply.get("ok"):
+            self.ask(self.oracle, "oracle", "dropping an expectation", {"op": "drop", "key": key})
+            self.record.add("ghost replay", True, f"with its kernels turned off the candidate failed "
+                            f"({str(reply.get('error'))[:200]})")
+            return
+        if not expected.get("finite"):
+            self.ask(self.oracle, "oracle", "dropping an expectation", {"op": "drop", "key": key})
+            self.record.add("ghost replay", True, "skipped: the reference is not finite on this input set")
+            return
+        found = self._compare(key, reply, expected, "comparing the ghost call")
+        wrong = found["problem"] is not None
+        self.record.add("ghost replay", wrong, "without the custom kernels the output is wrong: they do the work"
+                        if wrong else "with every custom kernel turned into a no-op (its buffers zeroed) the output "
+                        "is still correct: the kernels' work never reaches the output")
+
+    def _forensic_calls(self) -> None:
+        """Checked calls on inputs the oracle writes as files: no kernel of the harness's own runs."""
+        for index in range(self.plan.checked_sets):
+            key = self.key()
+            expected = self.ask(self.oracle, "oracle", "writing inputs for the forensic pass",
+                                {"op": "expect", "key": key, "seed": fresh_seed(), "variant": 0, "exact": False,
+                                 "write_inputs": True})
+            reply = self.ask(self.worker, "worker", f"forensic call {index}",
+                             {"op": "call", "inputs": expected.get("inputs"), "record": False, "poison": False,
+                              "name": f"forensic{index}"})
+            if not reply.get("ok"):
+                self.record.add("forensic call", False, str(reply.get("error")))
+                return
+            if expected.get("finite"):
+                found = self._compare(key, reply, expected, f"comparing forensic call {index}")
+                if found["problem"]:
+                    self.record.add("forensic call", False, f"call {index}: {found['problem']}")
+                    return
+        self._finish()
+
+    def _finish(self) -> None:
+        reply = self.ask(self.worker, "worker", "finishing", {"op": "finish"})
+        self.record.worker_modules = [str(m) for m in reply.get("modules") or []]
+        new_threads = int(reply.get("new_threads") or 0)
+        self.record.add("no new threads", new_threads <= 0, "no threads left running" if new_threads <= 0
+                        else f"{new_threads} new thread(s) left running")

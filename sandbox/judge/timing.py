@@ -1,0 +1,83 @@
+"""Timing statistics and the rules that hold reported times to the judge's own clock (pure logic).
+
+A timed call's time comes from the process that ran it (``child/timed.py``): for a candidate, an
+untrusted figure. The session times every call from outside too, from sending the request to
+reading the answer; that wall time includes the input refill, the L2 flush and the messages, which
+the reference's own timed calls, made through the same protocol in the oracle, measure. A candidate
+whose reported times leave more of the wall clock unexplained than the reference's did, beyond the
+noise allowance below, did work outside its timed windows (or reported less than it took).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from kernelevo.sandbox.models import TimingStats
+
+# The reference timed in the oracle may differ from its cached clean baseline by this much, and by
+# at least this many milliseconds (launch jitter dominates calls of a few microseconds).
+MIN_DRIFT_TOLERANCE = 0.10
+MIN_DRIFT_MS = 0.05
+# Unexplained wall time per call beyond the reference's: this fraction of the call, plus this many ms
+# (on the CPU, where a few interpreter calls on a busy host are all there is, a coarser allowance).
+UNEXPLAINED_FRACTION = 0.25
+UNEXPLAINED_MS = {"cuda": 0.2, "cpu": 2.0}
+
+
+def stats(times_ms: Sequence[float]) -> TimingStats:
+    ordered = sorted(times_ms)
+    n = len(ordered)
+    return TimingStats(
+        median_ms=statistics.median(ordered),
+        mean_ms=statistics.fmean(ordered),
+        min_ms=ordered[0],
+        p10_ms=ordered[int(0.1 * (n - 1))],
+        p90_ms=ordered[int(0.9 * (n - 1))],
+        runs=n,
+    )
+
+
+@dataclass
+class Block:
+    """One block of timed calls as the session saw them."""
+
+    times_ms: list[float] = field(default_factory=list)
+    """What the process reported per call (events, plus lag past the end event)."""
+    host_ms: list[float] = field(default_factory=list)
+    wall_ms: list[float] = field(default_factory=list)
+    """The session's own clock around each call's request and answer."""
+
+    def add(self, time_ms: float, host_ms: float, wall_ms: float) -> None:
+        self.times_ms.append(time_ms)
+        self.host_ms.append(host_ms)
+        self.wall_ms.append(wall_ms)
+
+    def unexplained_ms(self) -> float:
+        """Median wall time per call not covered by the reported time (or by the host's own time in
+        ``forward``, which the flush can hide from the events but never from the wall clock)."""
+        return statistics.median(w - max(t, h) for t, h, w in zip(self.times_ms, self.host_ms, self.wall_ms))
+
+
+def impossible_calls(block: Block) -> list[int]:
+    """Calls whose reported time exceeds the wall time the session measured around them."""
+    return [i for i, (t, w) in enumerate(zip(block.times_ms, block.wall_ms)) if t > w + 0.05]
+
+
+def unexplained_problem(candidate: Block, reference: Block, device: str) -> str | None:
+    """Did the candidate's calls take more wall time beyond their reported times than the reference's?"""
+    if not candidate.times_ms or not reference.times_ms:
+        return None
+    extra = candidate.unexplained_ms() - reference.unexplained_ms()
+    call = statistics.median(candidate.times_ms)
+    allowed = UNEXPLAINED_FRACTION * call + UNEXPLAINED_MS["cuda" if device == "cuda" else "cpu"]
+    if extra <= allowed:
+        return None
+    return (f"each timed call took {extra:.3g} ms more wall time beyond its reported {call:.3g} ms than the "
+            f"reference's calls did (allowed {allowed:.3g} ms): work outside the timed window, or a time "
+            "reported short")
+
+
+def drift_allowance(eager: TimingStats, noise_pct: float | None) -> float:
+    return max(MIN_DRIFT_TOLERANCE, 3 * (noise_pct or 0) / 100, eager.iqr_fraction, MIN_DRIFT_MS / eager.median_ms)

@@ -1,0 +1,140 @@
+"""From what a session recorded to a verdict (pure logic): how the candidate's process ended, the
+checks the session ran, the times it held to its own clock, the clean baselines, the speed of light
+and, on a GPU, the forensic pass."""
+
+from __future__ import annotations
+
+import statistics
+
+from kernelevo.sandbox.advice.diagnosis import verdict_diagnosis
+from kernelevo.sandbox.judge.ceilings import speed_of_light_ms
+from kernelevo.sandbox.judge.record import Record
+from kernelevo.sandbox.judge.timing import Block, drift_allowance, impossible_calls, stats, unexplained_problem
+from kernelevo.sandbox.models import Ceilings, Check, JobOutcome, ReferenceResult, Verdict
+from kernelevo.tasks.task import Task
+
+# A time below this fraction of the speed-of-light floor is rejected. The floor uses measured
+# ceilings (a torch copy, a torch matmul), which good kernels can beat by a little, never by 25%.
+SPEED_OF_LIGHT_MARGIN = 0.75
+INTERPRETER = ("interpreter: not forensic (the CPU interpreter runs no GPU kernels: what ran in torch is known "
+               "only from inside the candidate's process)")
+
+
+def process_failure(outcome: JobOutcome | None, memory_text: str | None) -> str | None:
+    """Why a process ended early, in words; None where the kernel reports nothing unusual."""
+    if outcome is None:
+        return None
+    during = f" during {outcome.phase}" if outcome.phase else ""
+    if outcome.timed_out:
+        return f"timed out after {outcome.isolation.timeout_s:.0f} s{during}; the whole process group was killed"
+    if outcome.out_of_memory:
+        return f"ran out of memory{during} (limit {memory_text}); the process was killed"
+    if outcome.too_many_processes:
+        return f"started too many processes{during} (limit {outcome.isolation.pids_limit}); killed"
+    if outcome.signal:
+        return f"crashed with {outcome.signal}{during}"
+    return None
+
+
+def _failure_reason(record: Record, memory_text: str | None) -> str:
+    killed = process_failure(record.worker, memory_text)
+    if killed:
+        return killed
+    tail = (record.worker.log_tail.strip().splitlines()[-6:] if record.worker else [])
+    code = f" (exit code {record.worker.returncode})" if record.worker and record.worker.returncode else ""
+    return f"the candidate's process stopped answering during {record.failure}{code}" + (
+        ": " + " | ".join(tail) if tail else "")
+
+
+def judge(task: Task, candidate: str, static_checks: list[Check], baseline: ReferenceResult,
+          ceilings: Ceilings | None, record: Record, memory_text: str | None) -> Verdict:
+    checks = [*static_checks, *record.checks]
+    iso = record.worker_isolation.model_dump() if record.worker_isolation else {}
+    verdict = Verdict(task=task.name, candidate=candidate, size=task.size, compiled=record.compiled, correct=False,
+                      reason=None, checks=checks, device=baseline.device, isolation=iso, flops=baseline.flops,
+                      bytes=baseline.bytes, first_call_ms=record.first_call_ms, launches=record.launches,
+                      phases=record.phases, telemetry=record.telemetry,
+                      assurance=INTERPRETER if record.device != "cuda" else "gpu: not forensic (no forensic pass ran)")
+    if record.failure is not None:
+        checks.append(Check(name="sandboxed run", passed=False, detail=_failure_reason(record, memory_text)))
+    if record.blocks and record.ok:
+        _judge_times(verdict, task, baseline, ceilings, record, checks)
+    verdict.checks = checks
+    failed = [c for c in checks if not c.passed]
+    verdict.correct = not failed
+    verdict.reason = f"{failed[0].name}: {failed[0].detail}" if failed else None
+    if verdict.correct:
+        own = sum(record.phases.get(p, 0.0) for p in ("importing the candidate", "timing"))
+        verdict.harness_overhead_s = round(max(record.phases.get("total", 0.0) - own, 0.0), 3)
+        verdict.diagnosis = verdict_diagnosis(verdict)
+    return verdict
+
+
+def _judge_times(verdict: Verdict, task: Task, baseline: ReferenceResult, ceilings: Ceilings | None,
+                 record: Record, checks: list[Check]) -> None:
+    times = [t for block in record.blocks for t in block.times_ms]
+    verdict.runtime_ms = stats(times).median_ms
+    verdict.host_ms = statistics.median(h for block in record.blocks for h in block.host_ms)
+    _cross_check(record, checks)
+    if record.device != "cuda":
+        verdict.timing = "cpu-interpreter"
+        if record.reference_block and record.reference_block.times_ms:
+            verdict.reference_runtime_ms = stats(record.reference_block.times_ms).median_ms
+        return
+    verdict.timing = "cuda-events"
+    medians = [stats(b.times_ms).median_ms for b in record.blocks if b.times_ms]
+    if len(medians) == 2 and min(medians) > 0:
+        verdict.noise_pct = round(100 * abs(medians[0] - medians[1]) / min(medians), 2)
+    if baseline.eager is not None:
+        eager = baseline.eager.median_ms
+        verdict.reference_runtime_ms, verdict.speedup = eager, eager / verdict.runtime_ms
+        if record.reference_block and record.reference_block.times_ms:
+            rerun = stats(record.reference_block.times_ms).median_ms
+            drift, allowed = rerun / eager - 1, drift_allowance(baseline.eager, verdict.noise_pct)
+            checks.append(Check(
+                name="reference timing stable", passed=abs(drift) <= allowed,
+                detail=f"the reference took {rerun:.4g} ms in the oracle during this evaluation vs {eager:.4g} ms in "
+                f"its cached baseline ({100 * drift:+.1f}%, allowed ±{100 * allowed:.0f}%)"
+                + ("" if abs(drift) <= allowed else ": the GPU's state changed (clocks, another load)")))
+    if baseline.compiled is not None:
+        verdict.compile_runtime_ms = baseline.compiled.median_ms
+        verdict.speedup_vs_compile = baseline.compiled.median_ms / verdict.runtime_ms
+    if ceilings is not None:
+        _speed_of_light(verdict, task, baseline, ceilings, checks)
+
+
+def _cross_check(record: Record, checks: list[Check]) -> None:
+    """The candidate's reported times against the session's own clock."""
+    impossible = [i for block in record.blocks for i in impossible_calls(block)]
+    if impossible:
+        checks.append(Check(name="times agree with the judge's clock", passed=False,
+                            detail=f"{len(impossible)} timed calls reported more time than passed on the judge's "
+                            "clock around them: the times were not measured honestly"))
+        return
+    problem = None
+    if record.reference_block is not None:
+        merged = Block()
+        for block in record.blocks:
+            for t, h, w in zip(block.times_ms, block.host_ms, block.wall_ms):
+                merged.add(t, h, w)
+        problem = unexplained_problem(merged, record.reference_block, record.device)
+    checks.append(Check(name="times agree with the judge's clock", passed=problem is None,
+                        detail=problem or "every call's reported time fits the wall time the judge measured around "
+                        "it, as the reference's do"))
+
+
+def _speed_of_light(verdict: Verdict, task: Task, baseline: ReferenceResult, ceilings: Ceilings,
+                    checks: list[Check]) -> None:
+    runtime = verdict.runtime_ms
+    assert runtime is not None
+    floor_ms, bound = speed_of_light_ms(baseline.flops, baseline.bytes, ceilings, task.dtype or "float32")
+    verdict.bound = bound
+    verdict.roofline_fraction = floor_ms / runtime if runtime > 0 else None
+    verdict.achieved_gbps = baseline.bytes / (runtime * 1e-3) / 1e9
+    verdict.achieved_tflops = baseline.flops / (runtime * 1e-3) / 1e12
+    possible = runtime >= SPEED_OF_LIGHT_MARGIN * floor_ms
+    checks.append(Check(
+        name="speed of light", passed=possible,
+        detail=f"{runtime:.4g} ms vs a {bound}-bound floor of {floor_ms:.4g} ms ({100 * floor_ms / runtime:.0f}% of "
+        "the roofline)" + ("" if possible else ": faster than this GPU can move the bytes or do the FLOPs: a timing "
+                           "escape or a bug")))

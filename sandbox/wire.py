@@ -1,0 +1,229 @@
+"""The channel between kernelevo and a sandboxed process, and the raw tensors that cross it.
+
+Imported on both sides of the trust boundary; it decides nothing. One Unix socket per job, in the
+job's own folder: the sandbox listens, the process connects (``KERNELEVO_CHANNEL`` names the path).
+Messages are length-prefixed JSON objects (a 4-byte big-endian length), never pickles, so a hostile
+process can send wrong values but no code. Tensors cross as files: raw bytes in logical (row-major)
+order with their dtype and shape, plus the strides the producer's tensor had; the reader opens them
+without following links and checks their size before reading.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import socket
+import stat
+import struct
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+CHANNEL_ENV = "KERNELEVO_CHANNEL"
+MAX_MESSAGE = 16 * 1024 * 1024
+"""Larger messages are refused: tensors travel as files, never inside a message."""
+
+# The dtypes a tensor file may declare, by the name torch prints without its prefix.
+DTYPES = ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool")
+
+
+class ChannelError(Exception):
+    """The other side closed the channel, sent something malformed, or did not answer in time."""
+
+
+class ChannelTimeout(ChannelError):
+    pass
+
+
+class Channel:
+    """One connected socket carrying JSON messages."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self._buffer = b""
+
+    def send(self, message: dict[str, Any]) -> None:
+        data = json.dumps(message, allow_nan=True).encode()
+        try:
+            self.sock.sendall(struct.pack(">I", len(data)) + data)
+        except OSError as exc:
+            raise ChannelError(f"the channel closed while sending ({exc.__class__.__name__})") from None
+
+    def recv(self, timeout: float | None = None) -> dict[str, Any]:
+        """The next message; ``timeout`` seconds at most (None: wait for ever)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        header = self._read(4, deadline)
+        (size,) = struct.unpack(">I", header)
+        if size > MAX_MESSAGE:
+            raise ChannelError(f"a message of {size} bytes is over the limit of {MAX_MESSAGE}")
+        body = self._read(size, deadline)
+        try:
+            message = json.loads(body)
+        except ValueError:
+            raise ChannelError("a message that is not JSON") from None
+        if not isinstance(message, dict):
+            raise ChannelError("a message that is not a JSON object")
+        return message
+
+    def request(self, message: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+        self.send(message)
+        return self.recv(timeout)
+
+    def _read(self, count: int, deadline: float | None) -> bytes:
+        while len(self._buffer) < count:
+            wait = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            if wait is not None and wait <= 0:
+                raise ChannelTimeout("no answer in time")
+            ready, _, _ = select.select([self.sock], [], [], wait)
+            if not ready:
+                raise ChannelTimeout("no answer in time")
+            try:
+                chunk = self.sock.recv(max(count - len(self._buffer), 1 << 16))
+            except OSError as exc:
+                raise ChannelError(f"the channel broke ({exc.__class__.__name__})") from None
+            if not chunk:
+                raise ChannelError("the other side closed the channel")
+            self._buffer += chunk
+        data, self._buffer = self._buffer[:count], self._buffer[count:]
+        return data
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+class Listener:
+    """The parent's end: a socket file in the job's folder that its one process connects to."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.unlink(missing_ok=True)
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(str(path))
+        os.chmod(path, 0o777)  # the sandbox's unprivileged user connects to it
+        self.sock.listen(1)
+
+    def accept(self, timeout: float, alive: Any = lambda: True) -> Channel:
+        """The first connection within ``timeout`` seconds; gives up early once ``alive()`` is False."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise ChannelTimeout("the process never connected to its channel")
+            ready, _, _ = select.select([self.sock], [], [], min(left, 0.1))
+            if ready:
+                conn, _ = self.sock.accept()
+                self.close()
+                return Channel(conn)
+            if not alive():
+                raise ChannelError("the process ended before it connected to its channel")
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        finally:
+            self.path.unlink(missing_ok=True)
+
+
+def connect(path: str | None = None) -> Channel:
+    """The sandboxed process's end (the path from ``KERNELEVO_CHANNEL`` unless given)."""
+    target = path or os.environ.get(CHANNEL_ENV)
+    if not target:
+        raise ChannelError(f"{CHANNEL_ENV} is not set: this program runs inside a kernelevo sandbox")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(target)
+    return Channel(sock)
+
+
+class TensorFile(BaseModel):
+    """One tensor written to a file: what the reader needs, and the producer's layout."""
+
+    file: str
+    """The file's name inside the producer's exchange folder (no path: the reader joins it)."""
+    dtype: str
+    shape: list[int]
+    strides: list[int] = Field(default_factory=list)
+    """The producer tensor's strides in elements (its bytes in the file are always row-major)."""
+    storage_offset: int = 0
+    device: str = "cpu"
+    type_name: str = "Tensor"
+    """The producer object's class name: only a plain ``Tensor`` is an acceptable output."""
+
+
+def write_tensor(t: Any, folder: Path, name: str) -> TensorFile:
+    """Write tensor ``t``'s values (row-major) to ``folder/name``."""
+    import torch
+
+    meta = TensorFile(file=name, dtype=str(t.dtype).removeprefix("torch."), shape=list(t.shape),
+                      strides=list(t.stride()), storage_offset=int(t.storage_offset()), device=t.device.type,
+                      type_name=type(t).__name__)
+    flat = torch.Tensor.contiguous(t.detach()).reshape(-1)
+    raw = flat.view(torch.uint8) if flat.dtype != torch.bool else flat.to(torch.uint8)
+    data = raw.cpu().numpy()
+    path = folder / name
+    tmp = path.with_name(path.name + ".part")
+    with open(tmp, "wb") as handle:
+        data.tofile(handle)
+    tmp.replace(path)
+    return meta
+
+
+def _itemsize(dtype: str) -> int:
+    import torch
+
+    return torch.empty((), dtype=getattr(torch, dtype)).element_size()
+
+
+def read_tensor(meta: TensorFile, folder: Path, device: str, limit: int) -> Any:
+    """Read a tensor file written by another process: the name must be a plain file in ``folder``
+    (no links, no other folders), its size must match its dtype and shape, and stay under ``limit``."""
+    import numpy as np
+    import torch
+
+    if meta.dtype not in DTYPES:
+        raise ValueError(f"dtype {meta.dtype!r} is not one a tensor file may carry")
+    if "/" in meta.file or meta.file in {"", ".", ".."} or any(d < 0 for d in meta.shape):
+        raise ValueError(f"a malformed tensor file entry ({meta.file!r}, shape {meta.shape})")
+    numel = 1
+    for d in meta.shape:
+        numel *= d
+    expected = numel * _itemsize(meta.dtype)
+    if expected > limit:
+        raise ValueError(f"a tensor of {expected} bytes is over the limit of {limit}")
+    fd = os.open(folder / meta.file, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError(f"{meta.file} is not a plain file")
+        if info.st_size != expected:
+            raise ValueError(f"{meta.file} holds {info.st_size} bytes; {meta.dtype} {meta.shape} needs {expected}")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = np.fromfile(handle, dtype=np.uint8, count=expected)
+    finally:
+        os.close(fd)
+    raw = torch.from_numpy(data)
+    if meta.dtype == "bool":
+        flat = raw.to(torch.bool)
+    else:
+        flat = raw.view(getattr(torch, meta.dtype)) if numel else torch.empty(0, dtype=getattr(torch, meta.dtype))
+    return flat.reshape(meta.shape).to(device)
+
+
+def describe_exception(exc: BaseException, limit: int = 1500) -> str:
+    """An exception in a few lines for a message: its text and the candidate's own frames."""
+    import traceback
+
+    frames = [
+        f"{Path(f.filename).name}:{f.lineno}"
+        for f in traceback.extract_tb(exc.__traceback__)
+        if "candidate" in Path(f.filename).name
+    ]
+    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    if len(text) > limit:
+        text = text[: limit // 2] + "\n...\n" + text[-limit // 2:]
+    return text + (f" (at {', '.join(frames[-3:])})" if frames else "")
