@@ -46,8 +46,10 @@ class OutputStats(BaseModel):
     problem: str | None = None
     """Why the output is wrong, in words; None when it matches within the tolerance."""
     elements: int = 0
-    excess: float = 0.0
-    """How far eager itself strays from float64 beyond ``atol + rtol*|exact|`` (largest excess)."""
+    eager_error: float = 0.0
+    """How far eager itself strays from a float64 run on the same inputs (its largest error)."""
+    sensitivity: float = 0.0
+    """How far eager's output moves when every input moves by one unit in its last place."""
     err_candidate: float | None = None
     """Sum of |candidate - float64 reference| over the elements (None without a float64 reference)."""
     err_eager: float | None = None

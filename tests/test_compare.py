@@ -11,7 +11,7 @@ import torch
 
 from kernelevo.sandbox import wire
 from kernelevo.sandbox.judge import compare
-from kernelevo.sandbox.judge.compare import compare_output, excess_error, layout_problem
+from kernelevo.sandbox.judge.compare import compare_output, largest_difference, layout_problem
 from kernelevo.sandbox.judge.record import PrecisionSums
 from kernelevo.sandbox.judge.rules import PRECISION_FACTOR, precision_problem
 
@@ -64,10 +64,12 @@ def test_eager_own_error_becomes_slack_and_the_error_sums_are_kept() -> None:
     exact = torch.linspace(-1, 1, 100, dtype=torch.float64)
     eager = (exact + 0.01).float()  # eager itself 1e-2 off: far beyond atol 1e-4
     stats = compare_output((exact - 0.01).float(), eager, exact, 1e-4, 1e-4)
-    assert stats.excess == pytest.approx(0.01 - 1e-4, rel=1e-2)  # largest where |exact| is smallest
-    assert stats.problem is None  # 0.02 from eager, within 1e-4 + 3 * 0.0099
+    assert stats.eager_error == pytest.approx(0.01, rel=1e-3)
+    assert stats.problem is None  # 0.02 from eager, within 1e-4 + 3 * 0.01
     assert stats.err_candidate == pytest.approx(1.0, rel=1e-3) and stats.err_eager == pytest.approx(1.0, rel=1e-3)
-    assert excess_error(eager, None, 1e-4, 1e-4) == 0.0
+    assert largest_difference(eager, None) == 0.0
+    assert compare_output((exact - 0.05).float(), eager, exact, 1e-4, 1e-4, sensitivity=0.03).problem is None
+    assert compare_output((exact + 0.05).float(), eager, exact, 1e-4, 1e-4).problem  # 0.04 > 0.0301
 
 
 def test_strict_layout_compares_strides() -> None:

@@ -248,4 +248,4 @@ def test_eager_own_error_is_allowed_but_a_precision_downgrade_is_not(evaluator, 
         verdict, code = evaluator.evaluate(task, path)
         assert (code == 0) is accepted, verdict.reason
         if not accepted:
-            assert "eager's own error" in verdict.reason
+            assert "the output's own rounding scale" in verdict.reason

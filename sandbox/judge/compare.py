@@ -2,10 +2,13 @@
 code ever ran in).
 
 Per output tensor: type, shape and dtype must match; integer outputs must be equal; floating
-outputs must satisfy ``|out - ref| <= atol + rtol*|ref| + slack``, where the slack is
-``SLACK_FACTOR`` times eager's own excess error against a float64 run of the same model on the same
-inputs (so a correct kernel that sums in another order passes where eager itself is that far from
-the exact answer). NaN and Inf never match. Alongside, the sums the precision rule needs
+outputs must satisfy ``|out - ref| <= atol + rtol*|ref| + slack``. The slack is ``SLACK_FACTOR``
+times the larger of two measures of how far rounding alone moves this output on these inputs:
+eager's own largest error against a float64 run of the same model, and the largest change in eager's
+output when every input is moved by one unit in its last place (``sensitivity``). A correct kernel
+that sums in another order then passes where the answer is that sensitive (a sum whose terms cancel,
+say), whether or not eager happened to be lucky on these inputs; where the output is well
+conditioned, the slack is a few units in the last place and changes nothing. NaN and Inf never match. Alongside, the sums the precision rule needs
 (``rules.py``): how far the candidate and eager each are from float64. Work is done in chunks of
 ``CHUNK`` elements, so a comparison never holds more than a few float64 copies of a chunk.
 """
@@ -17,7 +20,7 @@ import torch
 from kernelevo.sandbox.models import OutputStats
 
 SLACK_FACTOR = 3.0
-"""A candidate may exceed ``atol + rtol*|ref|`` by this many times eager's own excess error."""
+"""A candidate may exceed ``atol + rtol*|ref|`` by this many times the output's rounding scale."""
 CHUNK = 1 << 24
 
 
@@ -27,16 +30,14 @@ def _chunks(*tensors: torch.Tensor | None) -> list[tuple[torch.Tensor | None, ..
     return [tuple(f[i:i + CHUNK] if f is not None else None for f in flats) for i in range(0, numel, CHUNK)]
 
 
-def excess_error(ref: torch.Tensor, exact: torch.Tensor | None, atol: float, rtol: float) -> float:
-    """The largest amount by which ``ref`` strays from ``exact`` beyond ``atol + rtol*|exact|``."""
-    if exact is None or not ref.is_floating_point() or ref.numel() == 0 or ref.shape != exact.shape:
+def largest_difference(a: torch.Tensor, b: torch.Tensor | None) -> float:
+    """max |a - b| in float64 (0 where there is nothing to compare, or it is not finite)."""
+    if b is None or not a.is_floating_point() or a.numel() == 0 or a.shape != b.shape:
         return 0.0
     worst = 0.0
-    for r, e in _chunks(ref, exact):
-        r64, e64 = r.double(), e.double()
-        over = (r64 - e64).abs() - (e64.abs() * rtol + atol)
-        worst = max(worst, float(over.max()))
-    return worst if worst != float("inf") else 0.0
+    for x, y in _chunks(a, b):
+        worst = max(worst, float((x.double() - y.double()).abs().max()))
+    return worst if worst == worst and worst != float("inf") else 0.0
 
 
 def _problem_in_kind(got: torch.Tensor, want: torch.Tensor) -> str | None:
@@ -51,8 +52,9 @@ def _problem_in_kind(got: torch.Tensor, want: torch.Tensor) -> str | None:
 
 
 def compare_output(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | None, atol: float,
-                   rtol: float) -> OutputStats:
-    """Does ``got`` match ``want`` (eager's output on the same inputs)? ``exact``: float64, or None."""
+                   rtol: float, sensitivity: float = 0.0) -> OutputStats:
+    """Does ``got`` match ``want`` (eager's output on the same inputs)? ``exact``: float64, or None;
+    ``sensitivity``: how far eager's output moves when its inputs move by one unit in the last place."""
     stats = OutputStats(elements=want.numel())
     stats.problem = _problem_in_kind(got, want)
     if stats.problem or want.numel() == 0:
@@ -62,8 +64,8 @@ def compare_output(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | 
         if wrong:
             stats.problem = f"{wrong} of {want.numel()} values differ (integer output must match exactly)"
         return stats
-    stats.excess = excess_error(want, exact, atol, rtol)
-    slack = SLACK_FACTOR * stats.excess
+    stats.eager_error, stats.sensitivity = largest_difference(want, exact), sensitivity
+    slack = SLACK_FACTOR * max(stats.eager_error, sensitivity)
     bad = nan = 0
     worst = (-1.0, 0, 0.0, 0.0)  # (how far over, flat index, got, expected)
     err_c = err_e = magnitude = 0.0
@@ -89,7 +91,7 @@ def compare_output(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | 
         stats.err_candidate, stats.err_eager, stats.magnitude = err_c, err_e, magnitude
     if bad:
         at = tuple(int(i) for i in torch.unravel_index(torch.tensor(worst[1]), want.shape))
-        allowed = f"{atol:g} + {rtol:g}*|ref|" + (f" + {slack:.3g} (eager's own error)" if slack else "")
+        allowed = f"{atol:g} + {rtol:g}*|ref|" + (f" + {slack:.3g} (the output's own rounding scale)" if slack else "")
         stats.problem = (f"{bad} of {want.numel()} values outside |out - ref| <= {allowed}; worst at {at}: "
                          f"got {worst[2]:.6g}, expected {worst[3]:.6g}")
         if nan:

@@ -91,10 +91,11 @@ class Oracle:
             want = _flat(self.model(*args))
         if not _finite(want):
             return {"ok": True, "finite": False}
-        exact = None
+        exact, sensitivity = None, [0.0] * len(want)
         if msg.get("exact") and any(isinstance(w, torch.Tensor) and w.is_floating_point() for w in want):
             exact = self._run_exact(args, len(want))
-        self.expected[str(msg["key"])] = (want, exact)
+            sensitivity = self._sensitivity(args, want, int(msg["seed"]))
+        self.expected[str(msg["key"])] = (want, exact, sensitivity)
         reply: dict[str, Any] = {"ok": True, "finite": True, "exact": exact is not None,
                                  "outputs": [{"dtype": str(w.dtype).removeprefix("torch."), "shape": list(w.shape)}
                                              for w in want if isinstance(w, torch.Tensor)]}
@@ -103,6 +104,24 @@ class Oracle:
             reply["inputs"] = [{"tensor": wire.write_tensor(a, outbox, f"in-{msg['key']}-{k}.bin").model_dump()}
                                if isinstance(a, torch.Tensor) else {"value": a} for k, a in enumerate(args)]
         return reply
+
+    def _sensitivity(self, args: list[Any], want: list[Any], seed: int) -> list[float]:
+        """How far each output moves when every floating input moves by one unit in its last place
+        (up or down at random): the rounding scale of the answer on these inputs."""
+        generator = torch.Generator(device=self.job["device"]).manual_seed(seed ^ 0x5EED)
+        moved = []
+        for a in args:
+            if isinstance(a, torch.Tensor) and a.is_floating_point():
+                sign = torch.randint(0, 2, a.shape, generator=generator, device=a.device).to(a.dtype) * 2 - 1
+                a = a + a * (sign * torch.finfo(a.dtype).eps)
+            moved.append(a)
+        try:
+            with torch.no_grad():
+                out = _flat(self.model(*moved))
+        except Exception:  # the reference refuses the moved inputs: no sensitivity, eager's error stands
+            return [0.0] * len(want)
+        return [compare.largest_difference(o, w) if isinstance(w, torch.Tensor) and isinstance(o, torch.Tensor) else 0.0
+                for o, w in zip(out, want)]
 
     def _run_exact(self, args: list[Any], count: int) -> list[Any] | None:
         model = self._exact()
@@ -118,7 +137,7 @@ class Oracle:
 
     def compare(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Compare the candidate's outputs (files in its outbox) with those expected under ``key``."""
-        want, exact = self.expected.pop(str(msg["key"]))
+        want, exact, sensitivity = self.expected.pop(str(msg["key"]))
         metas = [wire.TensorFile.model_validate(m) for m in msg["outputs"]]
         if len(metas) != len(want):
             return {"ok": True, "problem": f"returned {len(metas)} outputs, the reference returns {len(want)}",
@@ -136,7 +155,7 @@ class Oracle:
                 found.append(OutputStats(problem=f"the output's file is unusable: {exc}").model_dump())
                 continue
             result = compare.compare_output(got, w, exact[k] if exact is not None else None, float(msg["atol"]),
-                                            float(msg["rtol"]))
+                                            float(msg["rtol"]), sensitivity[k])
             if result.problem is None and msg.get("strict_layout"):
                 result.problem = compare.layout_problem(meta.strides, w)
             del got
