@@ -59,7 +59,7 @@ def _fail(message: str, code: int, as_json: bool) -> None:
 
 def _load_task(task: str, size: SizeChoice | None, memory: str | None, as_json: bool):  # noqa: ANN202
     """Check --memory and load TASK at --size (small without a GPU); bad input exits 2."""
-    from kernelevo.sandbox.isolation import parse_size
+    from kernelevo.sandbox.isolation.cgroups import parse_size
     from kernelevo.tasks import TaskError, load_task
 
     try:
@@ -151,8 +151,8 @@ def profile_command(
       kernelevo profile softmax tasks/examples/softmax_triton.py
       kernelevo profile rmsnorm best.py --json
     """
-    from kernelevo.sandbox.judge.evaluate import EvalConfig, EvalError, Evaluator
     from kernelevo.sandbox.advice.profiling import HarnessProfiler, describe
+    from kernelevo.sandbox.judge.evaluate import EvalConfig, EvalError, Evaluator
 
     loaded = _load_task(task, size, memory, as_json)
     _require_file(candidate, as_json)

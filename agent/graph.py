@@ -19,9 +19,9 @@ from kernelevo.agent.budget import Budget, Spent, evaluations_left, exhausted
 from kernelevo.agent.policy import Policy, SearchView
 from kernelevo.agent.state import EvaluateInput, State
 from kernelevo.agent.store import RunStore
+from kernelevo.sandbox.advice.profiling import HarnessProfiler
 from kernelevo.sandbox.judge.evaluate import Evaluator
 from kernelevo.sandbox.models import Profile, Verdict
-from kernelevo.sandbox.advice.profiling import HarnessProfiler
 from kernelevo.tasks.task import Task
 
 

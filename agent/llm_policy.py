@@ -59,8 +59,8 @@ class LLMPolicy:
     def _task_prompt(self) -> str:
         rt, task = self.rt, self.task
         assert rt is not None and task is not None
-        reference, ceilings = rt.evaluator.reference(task)
-        dtype = task.dtype or (reference.output_prints[0][0].dtype if reference.output_prints[0] else "float32")
+        reference, ceilings = rt.evaluator.baseline(task)
+        dtype = task.dtype or (reference.output_dtypes[0] if reference.output_dtypes else "float32")
         atol, rtol = task.tolerances(dtype)
         eager = reference.eager
         eager_text = (f"{eager.median_ms:.4g} ms ({'CPU' if reference.device == 'cpu' else reference.device})"

@@ -10,66 +10,14 @@ differ in shape or dtype from the captured ones also runs the original code.
 from __future__ import annotations
 
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn as nn
 
 from kernelevo.agent import model_run as mr
+from kernelevo.agent.model_runtime import apply, self_check  # noqa: F401 - where exported modules used to find them
 from kernelevo.agent.store import RunStore
-from kernelevo.tasks import regions as rg
-
-
-def _random_like(meta: dict[str, Any], device: torch.device) -> torch.Tensor:
-    dtype = getattr(torch, meta["dtype"])
-    if dtype.is_floating_point:
-        return torch.randn(tuple(meta["shape"]), device=device).to(dtype)
-    return torch.randint(0, 8, tuple(meta["shape"]), device=device, dtype=dtype)
-
-
-def apply(model: nn.Module, spec: dict[str, Any], example_inputs: list[Any] | None = None) -> nn.Module:
-    """``model`` with the exported kernels in place of its regions (see the module docstring)."""
-    device = next((p.device for p in model.parameters()), torch.device("cpu"))
-    inputs = example_inputs or [_random_like(m, device) for m in spec["model_inputs"]]
-    try:
-        gm, found, split_gm = mr.capture_split(model.eval(), inputs, spec["regions"])
-    except ValueError:
-        warnings.warn("kernelevo: this model does not partition as the optimized one did; returning it unchanged",
-                      stacklevel=2)
-        return model
-    for entry in spec["kernels"]:
-        index = entry["index"]
-        region = found[index]
-        child = getattr(split_gm, f"submod_{index}")
-        try:
-            wrapped = mr.kernel_region(gm, region, child, entry["source"], entry["name"])
-            problem = self_check(wrapped, child, gm, region, device)
-        except Exception as exc:  # a kernel that cannot even load: the original region runs
-            problem = f"{type(exc).__name__}: {exc}"
-        if problem:
-            warnings.warn(f"kernelevo: region {region.name} keeps its original code: {problem}", stacklevel=2)
-            continue
-        setattr(split_gm, f"submod_{index}", wrapped)
-    return split_gm
-
-
-def self_check(wrapped: mr.KernelRegion, original: nn.Module, gm: Any, region: rg.Region,
-               device: torch.device) -> str | None:
-    """None when the kernel agrees with the original region on fresh random inputs of its shapes."""
-    by_name = {n.name: n for n in gm.graph.nodes}
-    placeholders = [n.name for n in original.graph.nodes if n.op == "placeholder"]
-    args = []
-    for name in placeholders:
-        meta = by_name[name].meta["tensor_meta"]
-        args.append(_random_like({"shape": list(meta.shape), "dtype": str(meta.dtype).removeprefix("torch.")},
-                                 device))
-    with torch.no_grad():
-        expected, got = original(*args), wrapped(*args)
-    ok, error = mr.compare(expected, got)
-    return None if ok else f"its self-check differs from the original by up to {error:.3g}"
-
 
 TEMPLATE = '''"""Kernels for {title}, found and verified by kernelevo.
 
@@ -87,7 +35,7 @@ SPEC = {spec}
 
 def optimize(model, example_inputs=None):
     """``model`` with its optimized regions replaced (a torch.fx GraphModule computing the same function)."""
-    from kernelevo.agent.model_export import apply
+    from kernelevo.agent.model_runtime import apply
 
     return apply(model, SPEC, example_inputs)
 '''

@@ -292,7 +292,7 @@ def drive(run_dir: Path, first: bool, progress: Callable[..., Any] | None = None
     _log(f"{'optimizing' if first else 'resuming'} {task.name} ({task.size}) with the {policy.name} policy: "
          f"{policy.describe()}; {rt.parallelism} evaluation(s) at once; run folder {run_dir}")
     try:
-        evaluator.reference(task)  # measured once, before any candidate, and cached for the pool
+        evaluator.baseline(task)  # measured once, before any candidate, and cached for the pool
         snapshot = app.get_state(cfg)
         if refresher is not None:
             refresher.write()

@@ -25,7 +25,7 @@ def main() -> None:
     config = EvalConfig(measure_compile=False, cache_dir=Path(tempfile.mkdtemp(prefix="kernelevo-oh-")))
     with Evaluator(config, sandbox=sandbox) as ev:
         loaded = load_task(task, "full" if ev.device == "cuda" else "small")
-        ev.reference(loaded)
+        ev.baseline(loaded)
         for i in range(runs):
             verdict, _ = ev.evaluate(loaded, cand)
             print(json.dumps({"run": i, "sandbox": sandbox.name, "correct": verdict.correct,

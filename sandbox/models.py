@@ -3,9 +3,6 @@ to users and the agent. Pydantic, so that what a sandboxed process sends is vali
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Literal
-
 from pydantic import BaseModel as _PydanticModel
 from pydantic import ConfigDict, Field
 
@@ -50,6 +47,8 @@ class OutputStats(BaseModel):
     """How far eager itself strays from a float64 run on the same inputs (its largest error)."""
     sensitivity: float = 0.0
     """How far eager's output moves when every input moves by one unit in its last place."""
+    max_abs_error: float = 0.0
+    """The largest |candidate - eager| over the elements."""
     err_candidate: float | None = None
     """Sum of |candidate - float64 reference| over the elements (None without a float64 reference)."""
     err_eager: float | None = None
@@ -87,6 +86,7 @@ class ReferenceResult(BaseModel):
     device: str
     flops: float
     bytes: float
+    output_dtypes: list[str] = Field(default_factory=list)
     eager: TimingStats | None = None
     compiled: TimingStats | None = None
     compile_error: str | None = None
@@ -179,6 +179,8 @@ class Verdict(BaseModel):
     """Median host time of the candidate's ``forward`` in its timed calls (for information: the
     timed figure counts host time only where it kept the GPU waiting)."""
     first_call_ms: float | None = None
+    max_abs_error: float | None = None
+    """The largest |candidate - eager| over every checked output."""
     flops: float | None = None
     bytes: float | None = None
     achieved_gbps: float | None = None

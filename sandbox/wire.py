@@ -98,15 +98,28 @@ class Channel:
 
 
 class Listener:
-    """The parent's end: a socket file in the job's folder that its one process connects to."""
+    """The parent's end: a socket file in the job's folder that its one process connects to.
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        path.unlink(missing_ok=True)
+    A socket's path may not exceed 108 bytes, and job folders lie deep in run folders: the socket is
+    bound through the folder's descriptor here, and the process, which starts in its job folder,
+    connects to the bare name (``env_value``)."""
+
+    NAME = "channel.sock"
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / self.NAME
+        self.path.unlink(missing_ok=True)
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.bind(str(path))
-        os.chmod(path, 0o777)  # the sandbox's unprivileged user connects to it
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            self.sock.bind(f"/proc/self/fd/{fd}/{self.NAME}")
+        finally:
+            os.close(fd)
+        os.chmod(self.path, 0o777)  # the sandbox's unprivileged user connects to it
         self.sock.listen(1)
+
+    env_value = NAME
+    """What ``KERNELEVO_CHANNEL`` holds: the name, relative to the job's folder."""
 
     def accept(self, timeout: float, alive: Any = lambda: True) -> Channel:
         """The first connection within ``timeout`` seconds; gives up early once ``alive()`` is False."""

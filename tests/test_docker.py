@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from conftest import IN_CI, candidate
-from kernelevo.sandbox import isolation
+from kernelevo.sandbox import wire
+from kernelevo.sandbox.isolation.namespaces import scrubbed_env
 from kernelevo.sandbox.isolation.process import RunSpec
 from kernelevo.tasks import load_task
 
@@ -40,8 +41,8 @@ def run(sandbox, tmp_path: Path, code: str, **limits: object):
     script = tmp_path / "job" / "script.py"
     script.parent.mkdir(parents=True, exist_ok=True)
     script.write_text(code)
-    spec = RunSpec(cmd=[sys.executable, str(script)], job_dir=script.parent, result_path=script.parent / "result.json",
-                   env=isolation.scrubbed_env({}), timeout_s=limits.pop("timeout_s", 60), **limits)
+    spec = RunSpec(cmd=[sys.executable, str(script)], job_dir=script.parent, env=scrubbed_env({}),
+                   timeout_s=limits.pop("timeout_s", 60), **limits)
     return sandbox.run(spec)
 
 
@@ -53,6 +54,7 @@ def test_an_honest_candidate_is_accepted_in_a_container(docker_sandbox, tmp_path
         verdict, code = ev.evaluate(load_task("relu", "small"), candidate("ok_relu_empty"))
         assert code == 0, verdict.reason
         assert verdict.isolation["sandbox"] == "docker" and verdict.isolation["network"] == "none"
+        assert verdict.isolation["uid"] == 65534 and verdict.isolation["capabilities"] == "0000000000000000"
         escape = tmp_path / "escape.py"
         listener = socket.socket()
         listener.bind(("127.0.0.1", 0))
@@ -85,7 +87,7 @@ def test_no_network_no_host_files_no_secrets(docker_sandbox, tmp_path: Path, mon
             "    except OSError:\n        print('DENIED', target)\n"
             f"print('HOME', os.path.exists('{Path.home()}') and sorted(os.listdir('{Path.home()}'))[:3] == "
             f"{home_listing!r})\n"
-            "print('KEYS', [k for k in os.environ if 'KEY' in k and k != 'KERNELEVO_KEY_FILE'])\n"
+            "print('KEYS', [k for k in os.environ if 'KEY' in k])\n"
             "print('UID', os.getuid())\n")
     try:
         outcome = run(docker_sandbox, tmp_path, code)
@@ -121,17 +123,36 @@ def test_process_burst_stops_at_the_pids_limit(docker_sandbox, tmp_path: Path) -
     assert started < 32, outcome.log_tail
 
 
-def test_the_result_is_signed_with_a_key_the_job_reads_once(docker_sandbox, tmp_path: Path) -> None:
-    code = ("import os, json, hmac, hashlib, pathlib\n"
-            "path = pathlib.Path(os.environ['KERNELEVO_KEY_FILE'])\nkey = path.read_text().strip().encode()\n"
-            "path.unlink()\n"
-            "payload = json.dumps({'mode': 'reference', 'error': 'fine'})\n"
-            "sig = hmac.new(key, payload.encode(), hashlib.sha256).hexdigest()\n"
-            "open('result.json', 'w').write(json.dumps({'payload': payload, 'signature': sig}))\n")
-    assert run(docker_sandbox, tmp_path, code).result.error == "fine"
-    forged = code.replace("key = path.read_text().strip().encode()", "key = b'guess'")
-    outcome = run(docker_sandbox, tmp_path, forged)
-    assert outcome.result is None and "not signed" in outcome.result_problem
+def test_a_container_talks_over_the_socket_in_its_job_folder(docker_sandbox, tmp_path: Path) -> None:
+    script = tmp_path / "job" / "script.py"
+    script.parent.mkdir(parents=True)
+    script.write_text("from kernelevo.sandbox import wire\nc = wire.connect()\nc.send({'n': c.recv()['n'] + 1})\n")
+    job = docker_sandbox.start(RunSpec(cmd=[sys.executable, str(script)], job_dir=script.parent, env=scrubbed_env({}),
+                                       timeout_s=60, channel=True))
+    assert job.channel(60).request({"n": 41}, timeout=30) == {"n": 42}
+    assert job.wait().returncode == 0
+    assert wire.CHANNEL_ENV  # the socket path travels in the environment
+
+
+def test_optimize_model_on_a_private_run_folder_under_docker(docker_sandbox, tmp_path: Path, cache_dir: Path) -> None:
+    """Class 14 of the judge review: a run folder made by ``mktemp -d`` (mode 0700, root's) and kernel
+    files the parent writes there must be readable by the container's user."""
+    import subprocess
+    import tempfile
+
+    run_dir = Path(tempfile.mkdtemp(prefix="kernelevo-docker-run-"))
+    try:
+        env = dict(os.environ, KERNELEVO_CACHE=str(cache_dir))
+        done = subprocess.run([sys.executable, "-m", "kernelevo.agent.cli", "optimize-model",
+                               str(Path(__file__).resolve().parents[1] / "tasks" / "examples" / "transformer_block.py"),
+                               "--size", "small", "--max-evals", "2", "--run-dir", str(run_dir / "run"),
+                               "--sandbox", "docker"], capture_output=True, text=True, env=env, timeout=1500)
+        assert done.returncode in (0, 1), done.stderr[-3000:]
+        assert "PermissionError" not in done.stdout + done.stderr, (done.stdout + done.stderr)[-3000:]
+        assert "end to end:" in done.stdout + done.stderr, (done.stdout + done.stderr)[-3000:]
+        assert "FAILED" not in (done.stdout + done.stderr).split("end to end:")[-1], (done.stdout + done.stderr)[-2000:]
+    finally:
+        subprocess.run(["rm", "-rf", str(run_dir)], check=False)
 
 
 def test_leftovers_of_a_killed_run_are_removed_at_the_next_start(docker_sandbox) -> None:

@@ -246,18 +246,24 @@ def test_a_tiny_transformer_block_end_to_end(tmp_path, cache_dir, monkeypatch) -
     # resuming a finished model run does not redo its regions
     again = runner.invoke(app, ["resume", str(run)])
     assert again.exit_code == 0 and "optimizing" not in again.output
-    # a kernel that forges the end-to-end result (it overwrites the result file as the job exits) is
-    # caught: the result must carry the signature of the key the sandbox handed the job
+    # a wrong kernel that also writes a "verdict" where the old end-to-end job read its result changes
+    # nothing: the network is judged like any candidate, by the oracle, from raw outputs
     saved = mr.load_state(run)
     config = mr.ModelRunConfig.model_validate(saved["config"])
     source_path = Path(optimized[0]["run_dir"]) / "candidates" / f"{optimized[0]['candidate']}.py"
     honest_source = source_path.read_text()
-    source_path.write_text(honest_source + (
-        "\nimport atexit, json, pathlib, sys\n"
-        "atexit.register(lambda: (pathlib.Path(sys.argv[1]).parent / 'e2e.json').write_text(json.dumps("
-        "{'correct': True, 'speedup': 100.0, 'max_abs_error': 0.0, 'regions_replaced': 2})))\n"))
+    forging = re.sub(r"(\n    def forward\(self, (.*)\):\n)", r"\1        self._forge()\n", honest_source, count=1)
+    assert forging != honest_source
+    source_path.write_text(forging.replace("class ModelNew(nn.Module):", (
+        "class ModelNew(nn.Module):\n"
+        "    def _forge(self):\n"
+        "        import json, pathlib\n"
+        "        pathlib.Path('e2e.json').write_text(json.dumps({'correct': True, 'speedup': 100.0}))\n"
+        "        pathlib.Path('result.json').write_text(json.dumps({'correct': True, 'speedup': 100.0}))\n"), 1)
+        .replace("        return ", "        return 1.0 + ", 1))
     forged = mr.finish(config, run, saved, "cpu", lambda line: None)["end_to_end"]
-    assert not forged["correct"] and "cannot be trusted" in forged["reason"], forged
+    assert not forged["correct"] and forged["reason"].startswith("correct: set 0"), forged
+    assert forged.get("speedup") is None and forged["regions_replaced"] == 0
     source_path.write_text(honest_source)
     # timed in the network with and without their kernels (the default on a GPU; forced here, where
     # the interpreter makes every kernel slower): both kernels are left out, the regions say why,

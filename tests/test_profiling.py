@@ -13,8 +13,8 @@ from conftest import ROOT, candidate
 from kernelevo.agent.cli import app
 from kernelevo.sandbox.advice import ncu
 from kernelevo.sandbox.advice.diagnosis import diagnose, verdict_diagnosis
-from kernelevo.sandbox.models import KernelMetrics, Profile, Verdict
 from kernelevo.sandbox.advice.profiling import HarnessProfiler, describe
+from kernelevo.sandbox.models import KernelMetrics, Profile, Verdict
 from kernelevo.tasks import load_task
 
 FIXTURES = ROOT / "tests" / "fixtures" / "ncu"

@@ -1,5 +1,5 @@
-"""The process sandbox on its own: limits, kills, isolation and the signed result channel, with
-small scripts instead of candidates."""
+"""The process sandbox on its own: limits, kills, isolation, the unprivileged user and the channel,
+with small scripts instead of candidates."""
 
 from __future__ import annotations
 
@@ -12,18 +12,21 @@ from pathlib import Path
 import pytest
 
 from conftest import require_bwrap
-from kernelevo.sandbox import isolation
+from kernelevo.sandbox import wire
+from kernelevo.sandbox.isolation import cgroups, namespaces
 from kernelevo.sandbox.isolation.process import ProcessSandbox, RunSpec
 
 
-def run(tmp_path: Path, code: str, **limits: object):
-    script = tmp_path / "job" / "script.py"
+def spec_for(tmp_path: Path, code: str, name: str = "job", **limits: object) -> RunSpec:
+    script = tmp_path / name / "script.py"
     script.parent.mkdir(parents=True, exist_ok=True)
     script.write_text(code)
-    spec = RunSpec(cmd=[sys.executable, str(script)], job_dir=script.parent,
-                   result_path=script.parent / "result.json", env=isolation.scrubbed_env({}),
+    return RunSpec(cmd=[sys.executable, str(script)], job_dir=script.parent, env=namespaces.scrubbed_env({}),
                    timeout_s=limits.pop("timeout_s", 30), **limits)
-    return ProcessSandbox().run(spec)
+
+
+def run(tmp_path: Path, code: str, **limits: object):
+    return ProcessSandbox().run(spec_for(tmp_path, code, **limits))
 
 
 def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
@@ -67,7 +70,6 @@ def _cmdline(proc: Path) -> str:
 def test_segfault_is_reported_as_a_signal(tmp_path: Path) -> None:
     outcome = run(tmp_path, "import ctypes\nctypes.string_at(1)\n")
     assert outcome.signal and outcome.signal.startswith("SIGSEGV")
-    assert outcome.result is None
 
 
 def test_abort_is_reported_as_a_signal(tmp_path: Path) -> None:
@@ -131,15 +133,76 @@ def test_no_network_and_no_writes_outside_the_job_folder(tmp_path: Path) -> None
     assert outcome.isolation.read_only_root and outcome.isolation.network == "none"
 
 
-def test_result_must_be_signed_by_the_key_on_stdin(tmp_path: Path) -> None:
-    code = ("import sys, json, hmac, hashlib\nkey = sys.stdin.readline().strip().encode()\n"
-            "payload = json.dumps({'mode': 'reference', 'error': 'fine'})\n"
-            "sig = hmac.new(key, payload.encode(), hashlib.sha256).hexdigest()\n"
-            "open('result.json', 'w').write(json.dumps({'payload': payload, 'signature': sig}))\n")
-    assert run(tmp_path, code).result.error == "fine"
-    forged = code.replace("key = sys.stdin.readline().strip().encode()", "key = b'guess'")
-    outcome = run(tmp_path, forged)
-    assert outcome.result is None and "not signed" in outcome.result_problem
+def test_a_job_talks_over_its_channel_and_its_identity_is_read_from_outside(tmp_path: Path) -> None:
+    code = ("import os, time\nfrom kernelevo.sandbox import wire\nc = wire.connect()\n"
+            "c.send({'hello': os.getuid()})\nmsg = c.recv()\nc.send({'echo': msg['x'] * 2})\ntime.sleep(0.5)\n")
+    sandbox = ProcessSandbox()
+    job = sandbox.start(spec_for(tmp_path, code, channel=True))
+    channel = job.channel(60)
+    hello = channel.recv(timeout=60)
+    uid, caps = job.identity()
+    assert channel.request({"x": 21}, timeout=10) == {"echo": 42}
+    outcome = job.wait()
+    assert outcome.returncode == 0 and not outcome.timed_out
+    assert uid == hello["hello"] or namespaces.tier() == "bwrap"  # inside a user namespace it reads 65534 too
+    if os.geteuid() == 0 and namespaces.tier() == "bwrap":
+        assert uid == namespaces.SANDBOX_UID and caps == "0000000000000000"
+
+
+def test_a_malformed_or_oversized_message_is_refused(tmp_path: Path) -> None:
+    import struct
+
+    left, right = socket.socketpair()
+    a, b = wire.Channel(left), wire.Channel(right)
+    left.sendall(struct.pack(">I", 5) + b"nope!")
+    with pytest.raises(wire.ChannelError, match="not JSON"):
+        b.recv(timeout=2)
+    left.sendall(struct.pack(">I", wire.MAX_MESSAGE + 1))
+    with pytest.raises(wire.ChannelError, match="over the limit"):
+        b.recv(timeout=2)
+    with pytest.raises(wire.ChannelTimeout):
+        b.recv(timeout=0.2)
+    a.close()
+    with pytest.raises(wire.ChannelError):
+        b.recv(timeout=2)
+
+
+def test_the_sandbox_user_has_no_privilege_no_host_sockets_and_no_host_files(tmp_path: Path) -> None:
+    """Class 12 of the judge review, from a plain script: what a root-run sandbox once let through."""
+    require_bwrap()
+    probe_socket = Path("/var/tmp") / f"kernelevo-probe-{os.getpid()}.sock"
+    probe_socket.unlink(missing_ok=True)
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(probe_socket))
+    server.listen()
+    os.chmod(probe_socket, 0o777)
+    markers = [Path("/tmp") / f"kernelevo-host-{os.getpid()}", Path("/var/tmp") / f"kernelevo-host-{os.getpid()}"]
+    for marker in markers:
+        marker.write_text("host")
+    code = ("import ctypes, os, socket\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            "def unix(p):\n    s = socket.socket(socket.AF_UNIX)\n    s.settimeout(1)\n"
+            "    try:\n        s.connect(p)\n        return True\n    except OSError:\n        return False\n"
+            "status = open('/proc/self/status').read()\n"
+            "found = {\n"
+            "  'root': os.getuid() == 0,\n"
+            "  'caps': 'CapEff:\\t0000000000000000' not in status,\n"
+            "  'umount': libc.umount2(b'/proc', 2) == 0,\n"
+            "  'remount': libc.mount(None, b'/', None, 32 | 4096, None) == 0,\n"
+            "  'run': os.path.exists('/run') and bool(os.listdir('/run')),\n"
+            f"  'host socket': unix('{probe_socket}'),\n"
+            "  'docker': unix('/var/run/docker.sock') or unix('/run/docker.sock'),\n"
+            f"  'host tmp': any(os.path.exists(p) for p in {[str(m) for m in markers]}),\n"
+            "}\n"
+            "print('FOUND', sorted(k for k, v in found.items() if v), flush=True)\n")
+    try:
+        outcome = run(tmp_path, code)
+    finally:
+        server.close()
+        probe_socket.unlink(missing_ok=True)
+        for marker in markers:
+            marker.unlink()
+    assert outcome.log_tail.split("FOUND")[-1].strip() == "[]", outcome.log_tail
 
 
 def test_isolation_report_names_what_was_enforced(tmp_path: Path) -> None:
@@ -147,13 +210,13 @@ def test_isolation_report_names_what_was_enforced(tmp_path: Path) -> None:
     iso = outcome.isolation
     assert iso.memory_limit == "512m" and iso.memory_enforced_by
     assert iso.env == "scrubbed" and iso.timeout_s == 30
-    if isolation.tier() == "bwrap":
+    if namespaces.tier() == "bwrap":
         assert {"net", "pid", "mount"} <= set(iso.namespaces)
 
 
 def test_no_cgroups_are_left_behind(tmp_path: Path) -> None:
     run(tmp_path, "print('hi')\n", memory_bytes=256 * 1024**2, memory_text="256m")
-    root = isolation.CGROUP_ROOT
+    root = cgroups.CGROUP_ROOT
     mine = [p for p in list((root / "memory").glob("kernelevo-*")) + list((root / "kernelevo").glob("kernelevo-*"))
             if p.name.split("-")[1] == str(os.getpid())]
     assert not mine
@@ -165,20 +228,14 @@ def test_jobs_sharing_a_device_lock_never_overlap_and_the_wait_is_not_timed(tmp_
     in its wall time."""
     import threading
 
-    code = ("import sys, time\n"
-            "sys.stdin.readline(); sys.stdin.readline()  # the key, then the go-ahead\n"
+    code = ("import time\n"
             "t0 = time.time(); time.sleep(1.0)\n"
             "open('span.txt', 'w').write(f'{t0} {time.time()}')\n")
     lock = tmp_path / "locks" / "gpu-0.lock"
     outcomes = {}
 
     def job(n: int) -> None:
-        script = tmp_path / f"job{n}" / "script.py"
-        script.parent.mkdir(parents=True)
-        script.write_text(code)
-        spec = RunSpec(cmd=[sys.executable, str(script)], job_dir=script.parent, result_path=script.parent / "r.json",
-                       env=isolation.scrubbed_env({}), timeout_s=1.8, device_lock=lock)
-        outcomes[n] = ProcessSandbox().run(spec)
+        outcomes[n] = ProcessSandbox().run(spec_for(tmp_path, code, name=f"job{n}", timeout_s=1.8, device_lock=lock))
 
     threads = [threading.Thread(target=job, args=(n,)) for n in range(3)]
     for t in threads:
@@ -203,11 +260,7 @@ def test_a_job_killed_while_waiting_for_the_device_lock_frees_its_thread(tmp_pat
     holder = open(lock, "a+")  # another job holds the GPU
     fcntl.flock(holder.fileno(), fcntl.LOCK_EX)
     sandbox = ProcessSandbox()
-    script = tmp_path / "job" / "script.py"
-    script.parent.mkdir()
-    script.write_text("import sys\nsys.stdin.readline(); sys.stdin.readline()\n")
-    spec = RunSpec(cmd=[sys.executable, str(script)], job_dir=script.parent, result_path=script.parent / "r.json",
-                   env=isolation.scrubbed_env({}), timeout_s=30, device_lock=lock)
+    spec = spec_for(tmp_path, "print('started')\n", timeout_s=30, device_lock=lock)
     done = []
     thread = threading.Thread(target=lambda: done.append(sandbox.run(spec)))
     thread.start()

@@ -14,9 +14,9 @@ from pydantic import BaseModel, Field
 
 from kernelevo import prompts
 from kernelevo.sandbox.advice.cuda_gate import compile_gate
-from kernelevo.sandbox.models import Profile, Verdict
 from kernelevo.sandbox.advice.profiling import describe as describe_profile
 from kernelevo.sandbox.judge.static_checks import check_candidate
+from kernelevo.sandbox.models import Profile, Verdict
 from kernelevo.tasks.task import Task
 
 

@@ -1,7 +1,9 @@
 """A compile gate for CUDA candidates on machines without a GPU: nvcc on the candidate's sources.
 
 ``nvcc -cubin -Xptxas -v`` for Hopper (sm_90a) reports registers, spills and shared memory per
-kernel. It proves the sources compile; judging the candidate still needs a GPU.
+kernel. It proves the sources compile; judging the candidate still needs a GPU. nvcc runs in the
+process sandbox, as the candidate's process does: an ``#include`` of a host file would otherwise put
+its first lines into an error message the model reads.
 """
 
 from __future__ import annotations
@@ -36,6 +38,20 @@ def summarize_ptxas(text: str) -> str:
     return f"{len(registers)} kernel(s): {span} registers, {spill}"
 
 
+def _sandboxed(cmd: list[str], workdir: Path, includes: list[str]) -> list[str]:
+    """``cmd`` in the best sandbox this machine offers, with ``workdir`` writable and the includes readable."""
+    from kernelevo.sandbox.isolation import namespaces
+
+    namespaces.hand_over(workdir)
+    tier = namespaces.tier()
+    if tier == "bwrap":
+        nvcc_root = Path(cmd[0]).resolve().parent.parent
+        return namespaces.bwrap_command(cmd, workdir, [workdir], [nvcc_root, *map(Path, includes)], gpu=False)
+    if tier == "unshare":
+        return namespaces.unshare_command(cmd)
+    return [*namespaces.drop_privileges(), *cmd]
+
+
 def compile_gate(cuda_sources: list[str], workdir: Path, arch: str = "sm_90a", timeout_s: float = 600) -> Check:
     """Compile the candidate's CUDA sources to a cubin; the check says what ptxas reported."""
     nvcc = find_nvcc()
@@ -67,7 +83,7 @@ def compile_gate(cuda_sources: list[str], workdir: Path, arch: str = "sm_90a", t
     for path in paths:
         cmd[1:1] = ["-I", path]
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+        done = subprocess.run(_sandboxed(cmd, workdir, paths), capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
         return Check(name="cuda compile gate", passed=False, detail=f"nvcc took longer than {timeout_s:.0f} s")
     output = done.stdout + done.stderr

@@ -7,8 +7,8 @@ a hint for what to try next. Pure: it reads a :class:`Profile` and nothing else.
 
 from __future__ import annotations
 
-from kernelevo.sandbox.models import KernelMetrics, Profile, Verdict
 from kernelevo.sandbox.advice.ncu import STALL_WORDS
+from kernelevo.sandbox.models import KernelMetrics, Profile, Verdict
 
 
 def from_verdict(profile: Profile, verdict: Verdict | None) -> None:

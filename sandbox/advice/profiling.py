@@ -15,8 +15,8 @@ from typing import Protocol
 from kernelevo.sandbox.advice.cuda_gate import compile_gate
 from kernelevo.sandbox.advice.diagnosis import diagnose, from_verdict
 from kernelevo.sandbox.judge.evaluate import Evaluator
-from kernelevo.sandbox.models import Profile, Verdict
 from kernelevo.sandbox.judge.static_checks import check_candidate
+from kernelevo.sandbox.models import Profile, Verdict
 from kernelevo.tasks.task import Task
 
 

@@ -1,6 +1,7 @@
 """The program Nsight Compute watches: a candidate's ``forward``, once, between profiler start and stop.
 
-Run in the sandbox (under the GPU's lock) as ``ncu --profile-from-start off ... python -m kernelevo.sandbox.child.profile_target
+Run in the sandbox (under the GPU's lock) as
+``ncu --profile-from-start off ... python -m kernelevo.sandbox.child.profile_target
 job.json``. Two warm-up calls first (Triton compiles, caches fill, allocations settle), then one
 call inside ``cudaProfilerStart``/``cudaProfilerStop``: ncu sees that call's kernels and nothing of
 the input generation. The timing pass never runs under ncu, so its numbers stay clean; what ncu
@@ -15,7 +16,6 @@ import sys
 import traceback
 from pathlib import Path
 from typing import Any
-
 
 WARMUP_CALLS = 2
 

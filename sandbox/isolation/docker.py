@@ -205,8 +205,8 @@ class DockerJob:
         env = dict(spec.env, HOME="/tmp")
         self.listener = None
         if spec.channel:
-            self.listener = wire.Listener(spec.job_dir / "channel.sock")
-            env[wire.CHANNEL_ENV] = str(self.listener.path)
+            self.listener = wire.Listener(spec.job_dir)
+            env[wire.CHANNEL_ENV] = self.listener.env_value
         volumes = {p: {"bind": p, "mode": "ro"} for p in owner.binds}
         for folder in spec.readable:
             volumes[str(folder)] = {"bind": str(folder), "mode": "ro"}
@@ -233,6 +233,7 @@ class DockerJob:
         self.began = time.monotonic()
         self.timed_out = False
         self._channel: wire.Channel | None = None
+        self.greeted = False
         self.container = owner.client.containers.run(
             owner.image, command=command, detach=True, network_disabled=True, read_only=True,
             tmpfs={"/tmp": f"rw,exec,nosuid,size={TMPFS_SIZE},mode=1777"}, volumes=volumes,
@@ -260,6 +261,11 @@ class DockerJob:
 
     def extend(self, seconds: float) -> None:
         self.deadline.extend(seconds)
+
+    def set_deadline(self, seconds: float) -> None:
+        self.deadline.cancel()
+        self.deadline = Deadline(seconds, self._on_deadline)
+        self.isolation.timeout_s = seconds
 
     def channel(self, timeout: float = 120.0) -> wire.Channel:
         if self._channel is None:

@@ -117,12 +117,14 @@ def _system_binds() -> list[str]:
 
 def python_paths() -> list[Path]:
     """Folders a job must read: the interpreter, its packages and kernelevo's sources."""
+    import kernelevo.agent
     import kernelevo.sandbox
     import kernelevo.tasks
 
     paths = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent}
     paths |= {Path(p) for p in sys.path if p and Path(p).is_dir()}
-    paths |= {Path(kernelevo.sandbox.__file__).parent, Path(kernelevo.tasks.__file__).parent}
+    # kernelevo's sources (the agent's too: a reassembled network imports its run-time half)
+    paths |= {Path(m.__file__).parent for m in (kernelevo.sandbox, kernelevo.tasks, kernelevo.agent)}
     return _outermost(sorted(p.resolve() for p in paths))
 
 

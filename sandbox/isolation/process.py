@@ -174,9 +174,12 @@ class ProcessSandbox:
         cgroups.cleanup_stale_cgroups()
         self._active: dict[int, ProcessJob] = {}
         self._active_lock = threading.Lock()
+        self.stopped = threading.Event()
+        """Set by ``kill_all``: jobs still waiting for the GPU's lock give up and start nothing."""
 
     def kill_all(self) -> None:
-        """Kill every job in flight (used when a run is stopped by a signal)."""
+        """Kill every job in flight and stop jobs waiting to start (a run stopped by a signal)."""
+        self.stopped.set()
         with self._active_lock:
             active = list(self._active.values())
         for job in active:
@@ -210,8 +213,8 @@ class ProcessJob:
         env = dict(spec.env)
         self.listener = None
         if spec.channel:
-            self.listener = wire.Listener(spec.job_dir / "channel.sock")
-            env[wire.CHANNEL_ENV] = str(self.listener.path)
+            self.listener = wire.Listener(spec.job_dir)
+            env[wire.CHANNEL_ENV] = self.listener.env_value
         cmd = self._command(tier)
         self.cgroup = cgroups.Cgroup.create(spec.memory_bytes, spec.pids_limit)
         if self.cgroup is not None:
@@ -225,8 +228,10 @@ class ProcessJob:
         self.lock = None
         if spec.device_lock is not None:
             self.isolation.device_lock = str(spec.device_lock)
-            self.lock, waited = take_lock(spec.device_lock)
+            self.lock, waited = take_lock(spec.device_lock, give_up=owner.stopped.is_set)
             self.isolation.device_lock_wait_s = round(waited, 3)
+            if owner.stopped.is_set():  # stopped while waiting: start nothing (the process below exits at once)
+                cmd = ["/bin/sh", "-c", "exit 143"]
         self.log_path = spec.job_dir / "process.log"
         self.began = time.monotonic()
         with open(self.log_path, "wb") as log:
@@ -235,6 +240,7 @@ class ProcessJob:
         self.pid = self.proc.pid
         self.timed_out = False
         self._channel: wire.Channel | None = None
+        self.greeted = False
         self._watch = _Watch(spec, self.cgroup)
         self._watch.start(self.pid)
         self.deadline = Deadline(spec.timeout_s, self._on_deadline)
@@ -261,6 +267,12 @@ class ProcessJob:
 
     def extend(self, seconds: float) -> None:
         self.deadline.extend(seconds)
+
+    def set_deadline(self, seconds: float) -> None:
+        """A new deadline, ``seconds`` from now (a kept process handed its work)."""
+        self.deadline.cancel()
+        self.deadline = Deadline(seconds, self._on_deadline)
+        self.isolation.timeout_s = seconds
 
     def channel(self, timeout: float = 120.0) -> wire.Channel:
         """The job's connected channel (waits for it to connect, at most ``timeout`` seconds)."""

@@ -12,6 +12,8 @@ from kernelevo.sandbox.models import Isolation, JobOutcome
 
 class Job(Protocol):
     isolation: Isolation
+    greeted: bool
+    """Whether the job's greeting on its channel has been read (kept processes greet once)."""
     phase: str | None
     """What the job is doing, set by whoever drives it: an outcome reports it."""
 
@@ -27,6 +29,10 @@ class Job(Protocol):
 
     def extend(self, seconds: float) -> None:
         """Move the deadline (time spent waiting for the GPU is not the job's)."""
+        ...
+
+    def set_deadline(self, seconds: float) -> None:
+        """A new deadline, ``seconds`` from now."""
         ...
 
     def identity(self) -> tuple[int | None, str | None]:

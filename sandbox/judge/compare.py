@@ -8,9 +8,10 @@ eager's own largest error against a float64 run of the same model, and the large
 output when every input is moved by one unit in its last place (``sensitivity``). A correct kernel
 that sums in another order then passes where the answer is that sensitive (a sum whose terms cancel,
 say), whether or not eager happened to be lucky on these inputs; where the output is well
-conditioned, the slack is a few units in the last place and changes nothing. NaN and Inf never match. Alongside, the sums the precision rule needs
-(``rules.py``): how far the candidate and eager each are from float64. Work is done in chunks of
-``CHUNK`` elements, so a comparison never holds more than a few float64 copies of a chunk.
+conditioned, the slack is a few units in the last place and changes nothing. NaN and Inf never match.
+Alongside, the sums the precision rule needs (``rules.py``): how far the candidate and eager each
+are from float64. Work is done in chunks of ``CHUNK`` elements, so a comparison never holds more
+than a few float64 copies of a chunk.
 """
 
 from __future__ import annotations
@@ -67,12 +68,15 @@ def compare_output(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | 
     stats.eager_error, stats.sensitivity = largest_difference(want, exact), sensitivity
     slack = SLACK_FACTOR * max(stats.eager_error, sensitivity)
     bad = nan = 0
+    largest = 0.0
     worst = (-1.0, 0, 0.0, 0.0)  # (how far over, flat index, got, expected)
     err_c = err_e = magnitude = 0.0
     offset = 0
     for g, w, x in _chunks(got, want, exact):
         g64, w64 = g.double(), w.double()
-        over = (g64 - w64).abs() - (w64.abs() * rtol + atol + slack)
+        difference = (g64 - w64).abs()
+        largest = max(largest, float(torch.nan_to_num(difference, nan=float("inf")).max()))
+        over = difference - (w64.abs() * rtol + atol + slack)
         over = torch.where(torch.isnan(over), torch.full_like(over, float("inf")), over)
         failing = over > 0
         bad += int(failing.sum())
@@ -87,6 +91,7 @@ def compare_output(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | 
             err_e += float((w64 - x64).abs().sum())
             magnitude += float(x64.abs().sum())
         offset += g.numel()
+    stats.max_abs_error = largest
     if exact is not None:
         stats.err_candidate, stats.err_eager, stats.magnitude = err_c, err_e, magnitude
     if bad:

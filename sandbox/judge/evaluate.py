@@ -10,16 +10,19 @@ import shutil
 import sys
 import tempfile
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
 from kernelevo.sandbox.advice.cuda_gate import compile_gate
 from kernelevo.sandbox.isolation.namespaces import hand_over, scrubbed_env
-from kernelevo.sandbox.isolation.process import ProcessSandbox, RunSpec
+from kernelevo.sandbox.isolation.process import ProcessSandbox, RunSpec, take_lock
 from kernelevo.sandbox.isolation.protocol import Sandbox
 from kernelevo.sandbox.judge import cache, forensic
-from kernelevo.sandbox.judge.session import Plan, Session, Stop
+from kernelevo.sandbox.judge.forensic import FORENSIC_CALLS, forensic_command
+from kernelevo.sandbox.judge.processes import Processes
+from kernelevo.sandbox.judge.session import Plan, Session, Stop, oracle_asker
 from kernelevo.sandbox.judge.static_checks import check_candidate
 from kernelevo.sandbox.judge.verdict import judge, process_failure
 from kernelevo.sandbox.models import Ceilings, Check, ReferenceResult, TimingPolicy, Verdict
@@ -110,8 +113,11 @@ class Evaluator:
         self.trusted_cache.mkdir(parents=True, exist_ok=True)
         hand_over(self.trusted_cache)
         self._jobs = 0
+        self.readable: list[Path] = []
+        self.processes = Processes(self)
 
     def close(self) -> None:
+        self.processes.close()
         if self._own_workspace:
             shutil.rmtree(self.workspace, ignore_errors=True)
 
@@ -154,7 +160,7 @@ class Evaluator:
 
     def spec(self, module: str, job_dir: Path, timeout_s: float, *, trusted: bool, readable: list[Path] | None = None,
              channel: bool = True, gpu_lock: bool = False, cmd: list[str] | None = None,
-             env: dict[str, str] | None = None) -> RunSpec:
+             env: dict[str, str] | None = None, extra_writable: list[Path] | None = None) -> RunSpec:
         """A sandboxed job: this evaluator's limits (host memory for candidate jobs) and environment, the
         right compile cache writable, nothing else of the workspace visible."""
         memory = None if trusted else self.memory_bytes()
@@ -162,7 +168,8 @@ class Evaluator:
         return RunSpec(cmd=cmd or [sys.executable, "-m", module], job_dir=job_dir, timeout_s=timeout_s,
                        memory_bytes=memory, memory_text=self.config.memory if memory else None,
                        pids_limit=self.config.pids_limit, env=env if env is not None else self.env(trusted),
-                       writable=[self.trusted_cache if trusted else self.compile_cache], readable=readable or [],
+                       writable=[self.trusted_cache if trusted else self.compile_cache, *(extra_writable or [])],
+                       readable=readable or [],
                        gpu=gpu, channel=channel, device_lock=self.device_lock_path() if gpu_lock else None)
 
     def device_lock_path(self) -> Path | None:
@@ -207,18 +214,26 @@ class Evaluator:
             return result, ceilings
 
     def _measure_baseline(self, task: Task, measure_ceilings: bool) -> ReferenceResult:
-        job_dir = self.job_dir("baseline")
-        shutil.copyfile(task.path, job_dir / "task.py")
-        job = self.sandbox.start(self.spec("kernelevo.sandbox.judge.oracle", job_dir, self.config.reference_timeout_s,
-                                           trusted=True, gpu_lock=self.device == "cuda"))
+        """The baselines, measured by the task's oracle while this evaluator holds the GPU."""
+        oracle = self.processes.oracle(task, self.readable)
+        lock = take_lock(self.device_lock_path())[0] if self.device == "cuda" else nullcontext()
         try:
-            reply = _baseline_conversation(job, task, job_dir, self.device, self.config, measure_ceilings)
+            with lock:
+                ask = oracle_asker(oracle, self.config.reference_timeout_s)
+                ask({"op": "load", "task": str(oracle.folder / "task.py"), "size": task.size, "dtype": task.dtype,
+                     "device": self.device, "init_seed": 42, "outbox": str(oracle.outbox)}, "loading the reference")
+                reply = ask({"op": "baseline", "timing": self.config.timing.model_dump(), "seeds": BASELINE_SEEDS,
+                             "measure_compile": self.config.measure_compile, "measure_ceilings": measure_ceilings,
+                             "declared_flops": task.declared_flops, "declared_bytes": task.declared_bytes},
+                            "measuring baselines")
         except Stop as stop:
-            outcome = job.wait(5)
-            why = process_failure(outcome, None) or f"{stop.detail} during {stop.phase}"
-            tail = " | ".join(outcome.log_tail.strip().splitlines()[-4:])
-            raise EvalError(f"the task's reference could not be measured: {why}" + (f" ({tail})" if tail else ""))
-        job.wait(30)
+            self.processes.drop_oracle(oracle)
+            outcome = oracle.job.wait(5)
+            why = process_failure(outcome, None) or (stop.detail if stop.task_error else
+                                                     f"{stop.detail} (during {stop.phase})")
+            tail = "" if stop.task_error else " | ".join(outcome.log_tail.strip().splitlines()[-4:])
+            raise EvalError(f"the task's reference could not be measured: {why}" + (f" ({tail})" if tail else "")
+                            ) from None
         return ReferenceResult.model_validate(reply["result"])
 
     # candidates ---------------------------------------------------------------------------------
@@ -245,45 +260,53 @@ class Evaluator:
         verdict.wall_s = round(time.monotonic() - began, 3)
         return verdict, 0 if verdict.correct else 1
 
-    def run_in_sandbox(self, task: Task, candidate: Path, static_checks: list[Check]) -> Verdict:
+    def run_in_sandbox(self, task: Task, candidate: Path, static_checks: list[Check],
+                       readable: list[Path] | None = None) -> Verdict:
         """The runtime half of :meth:`evaluate`: the session with the oracle and the candidate's process,
-        then the forensic pass for a candidate about to be accepted on a GPU.
+        then the forensic pass for a candidate about to be accepted on a GPU. ``readable``: folders both
+        processes may read (a model's own files, for a whole network judged end to end).
 
         Tests call it directly to prove that the runtime defences hold without the static ones.
         """
+        self.readable = list(readable or [])
+        if not self.readable:
+            self.processes.warm()
         baseline, ceilings = self.baseline(task)
-        folder = self.job_dir("eval")
-        record = self._session(task, candidate, folder, forensic_pass=False)
+        record = self._session(task, candidate)
         if record.reference_error:
             raise EvalError(record.reference_error)
         verdict = judge(task, str(candidate), static_checks, baseline, ceilings, record, self.config.memory)
         if verdict.correct and self.device == "cuda":
-            forensic.apply(verdict, self, task, candidate, folder / "forensic")
+            forensic.apply(verdict, self, task, candidate)
         return verdict
 
-    def _session(self, task: Task, candidate: Path, folder: Path, forensic_pass: bool):  # noqa: ANN202 - Record
-        oracle_dir, worker_dir = folder / "oracle", folder / "worker"
-        for d in (oracle_dir / "out", worker_dir / "out"):
-            d.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(task.path, oracle_dir / "task.py")
-        shutil.copyfile(task.path, worker_dir / "task.py")
-        shutil.copyfile(candidate, worker_dir / "candidate.py")
-        oracle = self.sandbox.start(self.spec("kernelevo.sandbox.judge.oracle", oracle_dir,
-                                              self.config.reference_timeout_s, trusted=True,
-                                              readable=[worker_dir / "out"]))
-        worker = self.sandbox.start(self.spec("kernelevo.sandbox.child.worker", worker_dir, self.config.timeout_s,
-                                              trusted=False))
-        plan = Plan(task=task, task_path=worker_dir / "task.py", candidate_path=worker_dir / "candidate.py",
+    def _session(self, task: Task, candidate: Path, forensic: str | None = None):  # noqa: ANN202 - Record
+        """One session (``forensic``: ncu's path, for the forensic pass): its Record."""
+        oracle = self.processes.oracle(task, self.readable)
+        readable = list(self.readable)
+        cmd = None
+        if forensic is not None:
+            readable += [oracle.outbox, Path(forensic).resolve().parent]
+            cmd = forensic_command(forensic)
+        worker = self.processes.worker(readable, cmd)
+        shutil.copyfile(task.path, worker.folder / "task.py")
+        shutil.copyfile(candidate, worker.folder / "candidate.py")
+        plan = Plan(task=task, task_path=worker.folder / "task.py", candidate_path=worker.folder / "candidate.py",
                     device=self.device, timing=self.config.timing, checked_sets=self.config.seeds,
-                    strict_layout=self.config.strict_layout, worker_outbox=worker_dir / "out",
-                    oracle_task_path=oracle_dir / "task.py")
-        session = Session(plan, oracle, worker, self.device_lock_path())
+                    strict_layout=self.config.strict_layout, worker_outbox=worker.outbox,
+                    oracle_task_path=oracle.folder / "task.py", forensic=forensic is not None,
+                    oracle_outbox=oracle.outbox, oracle_timeout_s=self.config.reference_timeout_s)
+        if forensic is not None:
+            plan.checked_sets = FORENSIC_CALLS
+        session = Session(plan, oracle.job, worker.job, self.device_lock_path())
         record = session.run()
         session.close()
-        record.worker, record.oracle = worker.wait(10), oracle.wait(10)
-        record.worker_isolation = worker.isolation
+        record.worker = worker.job.wait(10)
+        record.worker_isolation = worker.job.isolation
+        record.worker_folder = worker.folder
+        if record.reference_error:
+            self.processes.drop_oracle(oracle)
         return record
-
 
     # advice (never a verdict) ------------------------------------------------------------------
     def triton_gate(self, task: Task, candidate: Path, capability: int = 90) -> dict:
@@ -295,33 +318,6 @@ class Evaluator:
         from kernelevo.sandbox.advice.side_jobs import ncu_pass
 
         return ncu_pass(self, task, candidate)
-
-
-def _baseline_conversation(job, task: Task, job_dir: Path, device: str, config: EvalConfig,  # noqa: ANN001
-                           measure_ceilings: bool) -> dict:
-    from kernelevo.sandbox import wire
-
-    def ask(message: dict, phase: str) -> dict:
-        job.phase = phase
-        try:
-            reply = job.channel().request(message, timeout=max(job.remaining(), 0.01))
-        except wire.ChannelError as exc:
-            raise Stop("oracle", phase, str(exc)) from None
-        if not reply.get("ok"):
-            raise Stop("oracle", phase, str(reply.get("error")))
-        return reply
-
-    try:
-        job.channel().recv(timeout=min(180.0, job.remaining()))
-    except wire.ChannelError as exc:
-        raise Stop("oracle", "starting", str(exc)) from None
-    ask({"op": "load", "task": str(job_dir / "task.py"), "size": task.size, "dtype": task.dtype, "device": device,
-         "init_seed": 42}, "loading the reference")
-    reply = ask({"op": "baseline", "timing": config.timing.model_dump(), "seeds": BASELINE_SEEDS,
-                 "measure_compile": config.measure_compile, "measure_ceilings": measure_ceilings,
-                 "declared_flops": task.declared_flops, "declared_bytes": task.declared_bytes}, "measuring baselines")
-    ask({"op": "finish"}, "finishing")
-    return reply
 
 
 def static_only_checks(source: str, strict: bool) -> list[Check]:

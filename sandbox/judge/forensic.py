@@ -5,7 +5,7 @@ A second candidate process runs under ``ncu`` (one metric, the kernel's duration
 process from its start, on every thread and stream). Before it imports the candidate it builds the
 task's own ``Model`` and launches a marker kernel: the kernels before the marker are what the
 reference's constructor launches, which ``ModelNew`` may launch again when it builds its parameters
-the same way. Then ``ModelNew`` is built and called on ``CALLS`` input sets the oracle writes as
+the same way. Then ``ModelNew`` is built and called on ``FORENSIC_CALLS`` input sets the oracle writes as
 files (so the harness itself launches no kernels), and the oracle checks the outputs.
 
 The rules (``analyse``, pure):
@@ -20,7 +20,6 @@ The rules (``analyse``, pure):
 from __future__ import annotations
 
 import re
-import shutil
 import sys
 import time
 from collections import Counter
@@ -33,7 +32,7 @@ from kernelevo.sandbox.judge.static_checks import check_candidate
 from kernelevo.sandbox.models import Check, Verdict
 from kernelevo.tasks.task import Task
 
-CALLS = 3
+FORENSIC_CALLS = 3
 MARGIN = 0.8
 """A candidate's median timed call may be this much shorter than its kernels' time per call under
 ncu (clock and cache noise); shorter still means the timed calls ran other kernels."""
@@ -131,7 +130,15 @@ def read_trace(path: Path) -> list[dict[str, Any]]:
     return launches
 
 
-def apply(verdict: Verdict, evaluator: Any, task: Task, candidate: Path, folder: Path) -> None:
+def forensic_command(binary: str, log: Path | None = None) -> list[str]:
+    """ncu around a candidate process: one metric, every kernel from the start, clocks and caches as
+    they are; the CSV goes to ``ncu.csv`` in the process's own folder."""
+    return [binary, "--csv", "--log-file", str(log or "ncu.csv"), "--metrics", "gpu__time_duration.sum",
+            "--print-units", "base", "--clock-control", "none", "--cache-control", "none", "--target-processes", "all",
+            "--launch-count", str(LAUNCH_CAP), sys.executable, "-m", "kernelevo.sandbox.child.worker"]
+
+
+def apply(verdict: Verdict, evaluator: Any, task: Task, candidate: Path) -> None:
     """Run the forensic pass for an accepted verdict on a GPU and fold its findings in."""
     if not evaluator.config.forensic:
         verdict.assurance = "gpu: not forensic (the forensic pass was turned off)"
@@ -141,13 +148,13 @@ def apply(verdict: Verdict, evaluator: Any, task: Task, candidate: Path, folder:
         verdict.assurance = "gpu: not forensic (Nsight Compute's ncu was not found: install it or set KERNELEVO_NCU)"
         return
     began = time.monotonic()
-    launches, failure = run_pass(evaluator, task, candidate, folder, binary)
+    launches, failure = run_pass(evaluator, task, candidate, binary)
     seconds = round(time.monotonic() - began, 2)
     if failure is not None:
         verdict.checks.append(Check(name="forensic pass", passed=False, detail=failure))
     else:
         custom = custom_kernel_names(candidate.read_text())
-        found = analyse(launches, custom, CALLS, not task.allow_partial, verdict.runtime_ms)
+        found = analyse(launches, custom, FORENSIC_CALLS, not task.allow_partial, verdict.runtime_ms)
         verdict.forensic = {"kernels": found.kernels, "custom_launches": found.custom_launches,
                             "per_call_ms": round(found.per_call_ms, 6), "custom_share": round(found.custom_share, 4),
                             "library_kernels": found.library_extra, "seconds": seconds}
@@ -164,44 +171,19 @@ def apply(verdict: Verdict, evaluator: Any, task: Task, candidate: Path, folder:
     verdict.phases["forensic pass"] = seconds
 
 
-def run_pass(evaluator: Any, task: Task, candidate: Path, folder: Path, binary: str
-             ) -> tuple[list[dict[str, Any]], str | None]:
-    """The forensic session: ``(launches, why it failed)``."""
-    from kernelevo.sandbox.judge.session import Plan, Session
-
-    oracle_dir, worker_dir = folder / "oracle", folder / "worker"
-    for d in (oracle_dir / "out", worker_dir / "out"):
-        d.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(task.path, oracle_dir / "task.py")
-    shutil.copyfile(task.path, worker_dir / "task.py")
-    shutil.copyfile(candidate, worker_dir / "candidate.py")
-    log = worker_dir / "ncu.csv"
-    cmd = [binary, "--csv", "--log-file", str(log), "--metrics", "gpu__time_duration.sum", "--print-units", "base",
-           "--clock-control", "none", "--cache-control", "none", "--target-processes", "all",
-           "--launch-count", str(LAUNCH_CAP), sys.executable, "-m", "kernelevo.sandbox.child.worker"]
-    oracle = evaluator.sandbox.start(evaluator.spec("kernelevo.sandbox.judge.oracle", oracle_dir,
-                                                    evaluator.config.reference_timeout_s, trusted=True,
-                                                    readable=[worker_dir / "out"]))
-    worker = evaluator.sandbox.start(evaluator.spec("", worker_dir, evaluator.config.timeout_s * 2, trusted=False,
-                                                    readable=[oracle_dir / "out", Path(binary).resolve().parent],
-                                                    cmd=cmd))
-    plan = Plan(task=task, task_path=worker_dir / "task.py", candidate_path=worker_dir / "candidate.py",
-                device=evaluator.device, timing=evaluator.config.timing, checked_sets=CALLS,
-                worker_outbox=worker_dir / "out", oracle_task_path=oracle_dir / "task.py", forensic=True,
-                oracle_outbox=oracle_dir / "out")
-    session = Session(plan, oracle, worker, evaluator.device_lock_path())
-    record = session.run()
-    session.close()
-    outcome = worker.wait(30)
-    oracle.wait(10)
+def run_pass(evaluator: Any, task: Task, candidate: Path, binary: str) -> tuple[list[dict[str, Any]], str | None]:
+    """The forensic session (``Evaluator._session`` under ncu): ``(launches, why it failed)``."""
+    record = evaluator._session(task, candidate, forensic=binary)
     if record.reference_error:
         return [], record.reference_error
+    log = record.worker_folder / "ncu.csv"
     failed = [c for c in record.checks if not c.passed]
     if record.failure or failed:
         why = record.failure or f"{failed[0].name}: {failed[0].detail}"
-        refusal = ncu.refusal(outcome.log_tail + (log.read_text(errors="replace") if log.exists() else ""))
-        return [], f"under the kernel trace the candidate failed: {refusal or why}"
+        text = (record.worker.log_tail if record.worker else "") + (
+            log.read_text(errors="replace") if log.exists() else "")
+        return [], f"under the kernel trace the candidate failed: {ncu.refusal(text) or why}"
     launches = read_trace(log)
     if len(launches) >= LAUNCH_CAP:
-        return [], f"the candidate launched more than {LAUNCH_CAP} kernels in {CALLS} calls: too many to trace"
+        return [], f"the candidate launched more than {LAUNCH_CAP} kernels in {FORENSIC_CALLS} calls: too many to trace"
     return launches, None

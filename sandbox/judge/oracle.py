@@ -29,6 +29,7 @@ from kernelevo.sandbox.judge.timing import stats
 from kernelevo.sandbox.models import OutputStats, ReferenceResult, TimingPolicy
 from kernelevo.tasks.loader import TaskError, import_task_module
 
+
 def _flat(out: Any) -> list[Any]:
     return list(out) if isinstance(out, (tuple, list)) else [out]
 
@@ -64,6 +65,9 @@ class Oracle:
         self.timer: TimedCall | None = None
 
     def load(self, msg: dict[str, Any]) -> dict[str, Any]:
+        same = {k: msg.get(k) for k in ("task", "size", "dtype", "device", "init_seed")}
+        if self.model is not None and same == {k: self.job.get(k) for k in same}:
+            return {"ok": True}  # a kept oracle: the reference is built already
         self.job = msg
         self.task = import_task_module(Path(msg["task"]), msg["size"])
         self.model = inputs.build_model(self.task.Model, self.task, msg["device"], msg.get("dtype"),
@@ -168,6 +172,11 @@ class Oracle:
         self.expected.pop(str(msg["key"]), None)
         return {"ok": True}
 
+    def reset(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Forget every expectation (a session ended, perhaps before comparing all it asked for)."""
+        self.expected.clear()
+        return {"ok": True}
+
     def warmup(self, msg: dict[str, Any]) -> dict[str, Any]:
         args = self.buffers.fill(self._inputs(msg))
         with torch.no_grad():
@@ -195,14 +204,18 @@ class Oracle:
         began = time.perf_counter()
         with torch.no_grad():
             first_out = self.model(*args)
+        if not _finite(_flat(first_out)):
+            raise TaskError(f"the reference's output on its own inputs (seed {seeds[0]}) is not finite")
         flops = msg.get("declared_flops")
         flops = float(flops) if flops is not None else float(workload.count_flops(self.model, args))
         nbytes = msg.get("declared_bytes")
         nbytes = float(nbytes) if nbytes is not None else float(workload.count_bytes(self.model, args, first_out))
-        del first_out, args
+        del args
         phases["counting work"] = time.perf_counter() - began
         result = ReferenceResult(device=torch.cuda.get_device_name() if device == "cuda" else "cpu", flops=flops,
-                                 bytes=nbytes, torch_version=torch.__version__, triton_version=_triton_version())
+                                 bytes=nbytes, torch_version=torch.__version__, triton_version=_triton_version(),
+                                 output_dtypes=[str(o.dtype).removeprefix("torch.") for o in _flat(first_out)
+                                                if isinstance(o, torch.Tensor)])
         before = telemetry.snapshot() if device == "cuda" else {}
         result.eager = self._time_locally(self.model, policy, seeds, phases, "timing eager")
         if device == "cuda" and msg.get("measure_compile", True):
@@ -258,6 +271,7 @@ def _triton_version() -> str | None:
 
 
 HANDLERS = {"load": Oracle.load, "expect": Oracle.expect, "compare": Oracle.compare, "drop": Oracle.drop,
+            "reset": Oracle.reset,
             "warmup": Oracle.warmup, "timed": Oracle.timed, "baseline": Oracle.baseline}
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from kernelevo.sandbox.judge.timing import Block
 from kernelevo.sandbox.models import Check, Isolation, JobOutcome
@@ -34,6 +35,8 @@ class Record:
     checks: list[Check] = field(default_factory=list)
     compiled: bool = False
     first_call_ms: float | None = None
+    max_abs_error: float = 0.0
+    """The largest |candidate - eager| over every checked output."""
     launches: dict[str, int] = field(default_factory=dict)
     torch_ops: dict[str, int] = field(default_factory=dict)
     precision: PrecisionSums = field(default_factory=PrecisionSums)
@@ -51,6 +54,7 @@ class Record:
     reference_error: str | None = None
     """The task's own reference failed (not the candidate's fault)."""
     worker_modules: list[str] = field(default_factory=list)
+    worker_folder: Path | None = None
 
     def add(self, name: str, passed: bool, detail: str = "") -> bool:
         self.checks.append(Check(name=name, passed=passed, detail=detail))

@@ -37,11 +37,44 @@ CONNECT_TIMEOUT_S = 180.0
 
 
 class Stop(Exception):
-    """The session cannot go on: ``who`` ("worker" or "oracle") failed during ``phase``."""
+    """The session cannot go on: ``who`` ("worker" or "oracle") failed during ``phase``;
+    ``task_error``: the task itself is unusable (its reference raised or is not finite)."""
 
-    def __init__(self, who: str, phase: str, detail: str) -> None:
+    def __init__(self, who: str, phase: str, detail: str, task_error: bool = False) -> None:
         super().__init__(detail)
-        self.who, self.phase, self.detail = who, phase, detail
+        self.who, self.phase, self.detail, self.task_error = who, phase, detail, task_error
+
+
+def hello(job: Job, who: str) -> None:
+    """Read a kept or new process's greeting (once), and its identity from the host's /proc."""
+    if job.greeted:
+        return
+    job.phase = "starting"
+    try:
+        job.channel(CONNECT_TIMEOUT_S).recv(timeout=min(CONNECT_TIMEOUT_S, job.remaining()))
+    except wire.ChannelError as exc:
+        raise Stop(who, "starting", str(exc)) from None
+    job.greeted = True
+    uid, caps = job.identity()
+    job.isolation.uid, job.isolation.capabilities = uid, caps
+
+
+def oracle_asker(oracle: Any, timeout_s: float) -> Any:
+    """``ask(message, phase)`` for a kept oracle outside a session (the baselines)."""
+    hello(oracle.job, "oracle")
+
+    def ask(message: dict[str, Any], phase: str) -> dict[str, Any]:
+        oracle.job.phase = phase
+        try:
+            reply = oracle.job.channel(CONNECT_TIMEOUT_S).request(message, timeout=min(timeout_s,
+                                                                                       oracle.job.remaining()))
+        except wire.ChannelError as exc:
+            raise Stop("oracle", phase, str(exc)) from None
+        if not reply.get("ok"):
+            raise Stop("oracle", phase, str(reply.get("error")), bool(reply.get("task_error")))
+        return reply
+
+    return ask
 
 
 @dataclass
@@ -63,6 +96,8 @@ class Plan:
     """The forensic pass: the reference's constructor and a marker kernel before the candidate is
     imported, inputs as files from the oracle, checked calls only (``forensic.py``)."""
     oracle_outbox: Path | None = None
+    oracle_timeout_s: float = 1200.0
+    """The longest the oracle may take to answer one request."""
 
 
 def fresh_seed() -> int:
@@ -81,12 +116,15 @@ class Session:
     # talking ----------------------------------------------------------------------------------
     def ask(self, job: Job, who: str, phase: str, message: dict[str, Any]) -> dict[str, Any]:
         job.phase = phase
+        timeout = max(job.remaining(), 0.01)
+        if who == "oracle":
+            timeout = min(timeout, self.plan.oracle_timeout_s)
         try:
-            reply = job.channel(CONNECT_TIMEOUT_S).request(message, timeout=max(job.remaining(), 0.01))
+            reply = job.channel(CONNECT_TIMEOUT_S).request(message, timeout=timeout)
         except wire.ChannelError as exc:
             raise Stop(who, phase, str(exc)) from None
         if who == "oracle" and not reply.get("ok"):
-            raise Stop("oracle", phase, str(reply.get("error")))
+            raise Stop("oracle", phase, str(reply.get("error")), bool(reply.get("task_error")))
         return reply
 
     def key(self) -> str:
@@ -102,7 +140,7 @@ class Session:
         began = time.monotonic()
         try:
             for job, who in ((self.oracle, "oracle"), (self.worker, "worker")):
-                self._hello(job, who)
+                hello(job, who)
             with self._gpu():
                 self._phases(began)
         except Stop as stop:
@@ -113,30 +151,24 @@ class Session:
         return self.record
 
     def close(self) -> None:
-        """End both processes: the candidate's is killed if it is still running (a finished one has
-        exited), the oracle is asked to finish."""
+        """End the candidate's process (a finished one has exited; one still running is killed) and let
+        the kept oracle forget what this session asked of it."""
+        deadline = time.monotonic() + 5
+        while self.worker.alive() and self.record.failure is None and time.monotonic() < deadline:
+            time.sleep(0.02)
         if self.worker.alive():
             self.worker.kill()
         try:
-            self.oracle.channel(1.0).request({"op": "finish"}, timeout=30)
+            self.oracle.channel(1.0).request({"op": "reset"}, timeout=30)
         except wire.ChannelError:
             self.oracle.kill()
-
-    def _hello(self, job: Job, who: str) -> None:
-        job.phase = "starting"
-        try:
-            job.channel(CONNECT_TIMEOUT_S).recv(timeout=min(CONNECT_TIMEOUT_S, job.remaining()))
-        except wire.ChannelError as exc:
-            raise Stop(who, "starting", str(exc)) from None
-        uid, caps = job.identity()
-        job.isolation.uid, job.isolation.capabilities = uid, caps
 
     def _gpu(self) -> Any:
         """Hold the GPU's lock for the judgement (both processes have started; waiting costs neither
         its timeout)."""
         if self.device_lock is None:
             return nullcontext()
-        handle, waited = take_lock(self.device_lock)
+        handle, waited = take_lock(self.device_lock, give_up=lambda: not (self.worker.alive() and self.oracle.alive()))
         for job in (self.oracle, self.worker):
             job.extend(waited)
             job.isolation.device_lock, job.isolation.device_lock_wait_s = str(self.device_lock), round(waited, 3)
@@ -145,8 +177,9 @@ class Session:
     def _phases(self, began: float) -> None:
         plan = self.plan
         self.ask(self.oracle, "oracle", "loading the reference",
-                 {"op": "load", "task": str(plan.oracle_task_path or plan.task_path), "size": plan.task.size, "dtype": plan.task.dtype,
-                  "device": plan.device, "init_seed": plan.init_seed})
+                 {"op": "load", "task": str(plan.oracle_task_path or plan.task_path), "size": plan.task.size,
+                  "dtype": plan.task.dtype, "device": plan.device, "init_seed": plan.init_seed,
+                  "outbox": str(plan.oracle_outbox or "")})
         if not self._build():
             return
         if plan.forensic:
@@ -201,6 +234,7 @@ class Session:
                         "within tolerance, judged by the oracle from the raw output")
         if found["problem"] is None:
             for stats, meta in zip(found["stats"], expected.get("outputs", [])):
+                self.record.max_abs_error = max(self.record.max_abs_error, float(stats.get("max_abs_error") or 0.0))
                 if meta["dtype"] in rules.PRECISION_FLOOR:
                     self.record.precision.add(stats)
 
@@ -287,7 +321,8 @@ class Session:
         least, most = (policy.min_runs, policy.max_runs) if gpu else (3, 3)
         keep = set(self.rng.sample(range(least), min(policy.spot_checks, least))) if who == "worker" else set()
         block, checked, problems = Block(), 0, []
-        while len(block.times_ms) < most and (len(block.times_ms) < least or sum(block.wall_ms) < 1e3 * policy.budget_s):
+        budget_ms = 1e3 * policy.budget_s
+        while len(block.times_ms) < most and (len(block.times_ms) < least or sum(block.wall_ms) < budget_ms):
             seed = fresh_seed()
             sent = time.perf_counter()
             reply = self.ask(job, who, phase, {"op": "timed", "seed": seed})

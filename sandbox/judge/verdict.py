@@ -53,6 +53,7 @@ def judge(task: Task, candidate: str, static_checks: list[Check], baseline: Refe
     verdict = Verdict(task=task.name, candidate=candidate, size=task.size, compiled=record.compiled, correct=False,
                       reason=None, checks=checks, device=baseline.device, isolation=iso, flops=baseline.flops,
                       bytes=baseline.bytes, first_call_ms=record.first_call_ms, launches=record.launches,
+                      max_abs_error=record.max_abs_error if record.compiled else None,
                       phases=record.phases, telemetry=record.telemetry,
                       assurance=INTERPRETER if record.device != "cuda" else "gpu: not forensic (no forensic pass ran)")
     if record.failure is not None:

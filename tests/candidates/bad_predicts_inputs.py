@@ -9,7 +9,6 @@ import triton
 import triton.language as tl
 
 
-
 @triton.jit
 def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)

@@ -1,0 +1,142 @@
+"""The end-to-end check of a reassembled network, judged like any task.
+
+The whole network becomes a task file (``Model`` builds the user's network from its spec, ``get_inputs``
+draws its example inputs; partial replacement allowed; the model-level tolerance) and the
+reassembled network a candidate (``ModelNew`` builds the same network and puts the regions' verified
+kernels in). The judge then does what it does for every candidate: secret inputs per call, raw
+outputs compared in the oracle, times on its own clock, the kernels turned off must break the output,
+and on a GPU the forensic trace. Nothing the kernels' process writes decides the result.
+
+Before that, on a GPU, a sandboxed job (``model_arbitrate.py``) times each replaced region in the
+network with and without its kernel and says which kernels do not win there; that is advice, and
+only chooses which kernels go into the candidate.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from kernelevo.agent.model_runtime import ModelSpec, tolerance
+
+TASK = '''"""The whole network of a model run, as a task (written by kernelevo)."""
+
+import torch
+import torch.nn as nn
+
+from kernelevo.agent.model_runtime import ModelSpec, build, example_inputs
+
+SPEC = ModelSpec.model_validate_json({spec!r})
+ALLOW_PARTIAL = True
+ATOL, RTOL = {atol!r}, {rtol!r}
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net, _ = build(SPEC, str(torch.get_default_device()), inputs=False)
+
+    def forward(self, *args):
+        return self.net(*args)
+
+
+def get_inputs():
+    return example_inputs(SPEC, str(torch.get_default_device()))
+
+
+def get_init_inputs():
+    return []
+'''
+
+CANDIDATE = '''"""The network of a model run with its regions' verified kernels (written by kernelevo)."""
+
+import torch
+import torch.nn as nn
+
+from kernelevo.agent.model_runtime import ModelSpec, assemble, build
+
+SPEC = ModelSpec.model_validate_json({spec!r})
+REGIONS = {regions!r}
+KERNELS = {kernels!r}
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        device = str(torch.get_default_device())
+        net, inputs = build(SPEC, device)
+        self.net = assemble(net, inputs, REGIONS, {{int(k): tuple(v) for k, v in KERNELS.items()}})
+
+    def forward(self, *args):
+        return self.net(*args)
+'''
+
+
+def local_spec(spec: ModelSpec, folder: Path) -> ModelSpec:
+    """``spec`` with its files copied into ``folder`` (the sandboxes read that folder, nothing else)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    local = spec.model_copy()
+    for field_name in ("path", "inputs", "init"):
+        value = getattr(spec, field_name)
+        if value:
+            file_text, _, attr = value.partition(":")
+            copy = folder / f"{field_name}_{Path(file_text).name}"
+            shutil.copyfile(file_text, copy)
+            setattr(local, field_name, f"{copy}:{attr}" if attr else str(copy))
+    return local
+
+
+def write_files(spec: ModelSpec, regions: list[list[str]], kernels: dict[str, list[str]], folder: Path,
+                dtype_name: str | None) -> tuple[Path, Path]:
+    """The network's task file and the reassembled candidate, in ``folder``."""
+    import torch
+
+    atol, rtol = tolerance(getattr(torch, dtype_name) if dtype_name else torch.float32)
+    task, candidate = folder / "network.py", folder / "reassembled.py"
+    task.write_text(TASK.format(spec=spec.model_dump_json(), atol=atol, rtol=rtol))
+    candidate.write_text(CANDIDATE.format(spec=spec.model_dump_json(), regions=regions, kernels=kernels))
+    return task, candidate
+
+
+def arbitrate(evaluator: Any, spec: ModelSpec, regions: list[list[str]], kernels: dict[str, list[str]],
+              folder: Path, timeout_s: float) -> dict[str, Any]:
+    """The sandboxed in-context timing (advice): ``{"reverted": {index: times}, "after": {piece: ms}}``."""
+    job_dir = evaluator.job_dir("arbitrate")
+    job = {"spec": spec.model_dump(mode="json"), "regions": regions, "kernels": kernels,
+           "device": evaluator.device, "result": str(job_dir / "arbitration.json")}
+    (job_dir / "job.json").write_text(json.dumps(job))
+    run_spec = evaluator.spec("", job_dir, timeout_s, trusted=False, channel=False, gpu_lock=True,
+                              readable=[folder],
+                              cmd=[sys.executable, "-m", "kernelevo.agent.model_arbitrate", str(job_dir / "job.json")])
+    outcome = evaluator.sandbox.run(run_spec)
+    try:
+        return json.loads((job_dir / "arbitration.json").read_text())
+    except (OSError, ValueError):
+        tail = " | ".join(outcome.log_tail.strip().splitlines()[-4:])
+        return {"error": f"the in-context timing did not finish (exit code {outcome.returncode}): {tail}"}
+
+
+def judge_network(evaluator: Any, task_path: Path, candidate: Path, folder: Path) -> dict[str, Any]:
+    """The verdict on the reassembled network, as the end-to-end result of a model run."""
+    from kernelevo.sandbox.judge.evaluate import EvalError
+    from kernelevo.tasks import load_task
+
+    task = load_task(str(task_path), "full")
+    try:
+        verdict = evaluator.run_in_sandbox(task, candidate, [], readable=[folder])
+    except EvalError as exc:
+        return {"correct": False, "reason": f"the original network could not be measured: {exc}"}
+    result: dict[str, Any] = {
+        "correct": verdict.correct, "reason": verdict.reason, "max_abs_error": verdict.max_abs_error,
+        "timing": verdict.timing, "assurance": verdict.assurance, "checks": len(verdict.checks),
+        "eager_ms": verdict.reference_runtime_ms, "optimized_ms": verdict.runtime_ms}
+    if verdict.timing == "cuda-events" and verdict.speedup is not None:
+        result["speedup"] = verdict.speedup
+        if verdict.compile_runtime_ms:
+            result.update(compile_ms=verdict.compile_runtime_ms, vs_compile=verdict.speedup_vs_compile)
+        if verdict.speedup < 1:
+            result["note"] = "slower than eager: `kernelevo export` writes no kernels for it unless --keep-slower"
+    return result

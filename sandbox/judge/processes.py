@@ -1,0 +1,126 @@
+"""The processes an Evaluator keeps: one oracle per task, alive across its evaluations, and a spare
+candidate process, started ahead so that the next evaluation does not wait for Python, torch and
+Triton to import.
+
+Both are safe to keep. The oracle never runs candidate code: candidates' outputs reach it only as
+files it reads as data, from one folder of outboxes that it may read and each candidate's process
+sees only its own part of. A spare candidate process has run nothing of any candidate; it is handed
+exactly one, then discarded.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kernelevo.sandbox.isolation.namespaces import hand_over
+from kernelevo.sandbox.isolation.protocol import Job
+from kernelevo.tasks.task import Task
+
+IDLE_S = 24 * 3600.0
+"""A kept process's deadline while it waits; a candidate's own timeout starts when it is handed one."""
+
+
+@dataclass
+class Worker:
+    """A started candidate process and its folders."""
+
+    job: Job
+    folder: Path
+    outbox: Path
+
+
+@dataclass
+class Oracle:
+    job: Job
+    folder: Path
+    outbox: Path
+    key: tuple
+
+
+class Processes:
+    """Oracles by task and one spare worker, for one Evaluator (``ev``)."""
+
+    def __init__(self, ev: Any) -> None:
+        self.ev = ev
+        self.outboxes = ev.workspace / "outboxes"
+        hand_over(self.outboxes)
+        self._oracles: dict[tuple, Oracle] = {}
+        self._spare: Worker | None = None
+        self._count = 0
+
+    def close(self) -> None:
+        for oracle in self._oracles.values():
+            _end(oracle.job)
+        self._oracles.clear()
+        if self._spare is not None:
+            _end(self._spare.job)
+            self._spare = None
+
+    # oracles ----------------------------------------------------------------------------------
+    def oracle(self, task: Task, readable: list[Path]) -> Oracle:
+        """The task's oracle (started, with its own copy of the task file), reused while it lives."""
+        key = (task.sha256, task.size, task.dtype, tuple(str(p) for p in readable))
+        found = self._oracles.get(key)
+        if found is not None and found.job.alive():
+            return found
+        if found is not None:
+            _end(found.job)
+        folder = self.ev.job_dir("oracle")
+        outbox = folder / "out"
+        outbox.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(task.path, folder / "task.py")
+        spec = self.ev.spec("kernelevo.sandbox.judge.oracle", folder, IDLE_S, trusted=True,
+                            readable=[self.outboxes, *readable])
+        oracle = Oracle(job=self.ev.sandbox.start(spec), folder=folder, outbox=outbox, key=key)
+        self._oracles[key] = oracle
+        return oracle
+
+    def drop_oracle(self, oracle: Oracle) -> None:
+        """An oracle that failed is not reused."""
+        _end(oracle.job)
+        self._oracles.pop(oracle.key, None)
+
+    # candidate processes ----------------------------------------------------------------------
+    def warm(self) -> None:
+        """Start the spare candidate process now (it imports while the baselines are measured)."""
+        if self._spare is None or not self._spare.job.alive():
+            self._spare = self._start([], None)
+
+    def worker(self, readable: list[Path], cmd: list[str] | None = None) -> Worker:
+        """A candidate process for one evaluation: the spare when it suits, else a new one; a new spare
+        is started at once for the next evaluation."""
+        worker = None
+        if cmd is None and not readable and self._spare is not None and self._spare.job.alive():
+            worker, self._spare = self._spare, None
+        elif self._spare is not None and not self._spare.job.alive():
+            _end(self._spare.job)
+            self._spare = None
+        if worker is None:
+            worker = self._start(readable, cmd)
+        if cmd is None and self._spare is None:
+            self._spare = self._start([], None)
+        worker.job.set_deadline(self.ev.config.timeout_s * (2 if cmd else 1))
+        return worker
+
+    def _start(self, readable: list[Path], cmd: list[str] | None) -> Worker:
+        self._count += 1
+        folder = self.ev.job_dir("worker")
+        outbox = self.outboxes / f"{self._count:04d}"
+        hand_over(outbox)
+        spec = self.ev.spec("kernelevo.sandbox.child.worker", folder, IDLE_S, trusted=False, readable=readable,
+                            extra_writable=[outbox],
+                            cmd=cmd or [sys.executable, "-m", "kernelevo.sandbox.child.worker"])
+        return Worker(job=self.ev.sandbox.start(spec), folder=folder, outbox=outbox)
+
+
+def _end(job: Job) -> None:
+    try:
+        if job.alive():
+            job.kill()
+        job.wait(10)
+    except Exception:  # a process already gone: nothing to end
+        pass
