@@ -1,112 +1,146 @@
-"""How much of a harness time is host overhead (not a test; needs a GPU).
+"""Does the judge's timed call agree with ``triton.testing.do_bench``? (not a test; needs a GPU)
 
-The harness times one call at a time and synchronizes the device before its end event, so that work
-on side streams is counted (docs/EVALUATION.md, loophole 7). The price: the host's dispatch time
-(Python, torch.compile's guards, Triton's launcher) counts too whenever it is longer than the GPU's
-wait. This script times the same callables three ways, over the same rotated inputs and L2 flush:
+For a copy-bound pointwise op (ReLU, fp32), a row reduction (sum over rows of 8192 fp32) and a GEMM
+(bf16, square), over sizes from a few microseconds to about 100 ms, for eager and for torch.compile:
+the median of the judge's own timed call (``sandbox/child/timed.py``, each call on fresh values in the
+same buffers, as the judge does) against do_bench's median on the same inputs (its L2 flush, its
+back-to-back launches). A side-stream variant shows that work outliving the call is counted.
 
-- ``harness``: the harness's own `timing.time_cuda`;
-- ``preloaded``: the same, with a spin kernel queued ahead of the start event, so that the host
-  dispatches while the GPU is still busy and only GPU time falls between the events;
-- ``do_bench``: `triton.testing.do_bench`, median (back-to-back launches).
-
-Usage: python bench/timing_methods.py TASK[=CANDIDATE.py] ... [--seed] [--busy-cpus N] [--out FILE]
-``--seed`` also times the built-in policy's first seed candidate for each task (a Triton kernel,
-whose launcher has its own host cost). ``--busy-cpus N`` keeps N processes spinning on the host
-meanwhile, as a second evaluation starting up does.
+Usage: python bench/timing_methods.py [--ops relu,rowsum,gemm] [--compile-sizes 3] [--out FILE]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import statistics
-import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+# (op, sizes): relu and rowsum sizes are element counts, gemm sizes are M = N = K.
+SWEEP = {
+    "relu": [2**20, 2**22, 2**24, 2**26, 2**28, 2**30, 2**32],
+    "rowsum": [2**20, 2**22, 2**24, 2**26, 2**28, 2**30, 2**32],
+    "gemm": [1024, 2048, 4096, 8192, 16384, 32768],
+}
 
-def _spin(stop: Any) -> None:
-    while not stop.is_set():
-        pass
+
+def make(op: str, size: int) -> tuple[Callable[..., Any], Callable[[int], list[Any]]]:
+    """The op and a function that makes its inputs from a seed (fresh values each time)."""
+    import torch
+
+    def relu_inputs(seed: int) -> list[Any]:
+        torch.manual_seed(seed)
+        return [torch.randn(size, device="cuda")]
+
+    def rowsum_inputs(seed: int) -> list[Any]:
+        torch.manual_seed(seed)
+        return [torch.randn(size // 8192, 8192, device="cuda")]
+
+    def gemm_inputs(seed: int) -> list[Any]:
+        torch.manual_seed(seed)
+        return [torch.randn(size, size, device="cuda", dtype=torch.bfloat16) for _ in range(2)]
+
+    ops = {"relu": (torch.relu, relu_inputs), "rowsum": (lambda x: x.sum(dim=-1), rowsum_inputs),
+           "gemm": (torch.matmul, gemm_inputs)}
+    return ops[op]
 
 
-def measure(spec: str, seed: bool = False, scratch: Path | None = None) -> dict[str, Any]:
+def judge_median(fn: Callable[..., Any], make_inputs: Callable[[int], list[Any]], budget_s: float = 1.0) -> dict:
+    """The judge's timed call, as the session drives it: warm-up, then calls on fresh values until the
+    budget is spent (25 to 200 calls)."""
+    import torch
+
+    from kernelevo.sandbox.child.inputs import InputBuffers
+    from kernelevo.sandbox.child.timed import TimedCall, call_ms, warm_up
+
+    buffers, timer = InputBuffers(), TimedCall("cuda")
+    with torch.no_grad():
+        warm_up(fn, buffers.fill(make_inputs(0)), "cuda", 3, 0.25)
+        times, hosts, began = [], [], time.perf_counter()
+        while len(times) < 200 and (len(times) < 25 or time.perf_counter() - began < budget_s):
+            args = buffers.fill(make_inputs(len(times) + 1))
+            out, gpu, host, lag = timer(fn, args)
+            del out
+            times.append(call_ms(gpu, lag))
+            hosts.append(host)
+    return {"median_ms": statistics.median(times), "host_ms": statistics.median(hosts), "runs": len(times)}
+
+
+def do_bench_median(fn: Callable[..., Any], args: list[Any]) -> float:
     import torch
     import triton.testing
 
-    from kernelevo.sandbox import timing
-    from kernelevo.sandbox.models import TimingPolicy
-    from kernelevo.tasks.loader import instantiate, instantiate_candidate, load_task
-
-    name, _, candidate = spec.partition("=")
-    task = load_task(name)
-    model, inputs = instantiate(task, device="cuda")
-    sets = [inputs] + [instantiate(task, device="cuda", seed=s)[1] for s in (1, 2)]
-    callables = {"eager": model, "compile": torch.compile(model)}
-    if seed and not candidate:
-        from kernelevo.agent.builtin.policy import seeds
-        from kernelevo.agent.builtin.recognize import recognise
-        from kernelevo.agent.builtin.templates import render
-
-        plan = recognise(task)
-        strategy, params, why = seeds(plan)[0]
-        assert scratch is not None
-        path = scratch / f"{name}_seed.py"
-        path.write_text(render(plan, strategy, dict(params), why))
-        candidate = str(path)
-    if candidate:
-        fn = callables["candidate"] = instantiate_candidate(task, Path(candidate), "cuda")
-        with torch.no_grad():
-            torch.testing.assert_close(fn(*inputs), model(*inputs), rtol=2e-2, atol=2e-2)
-    policy = TimingPolicy()
-    flush = timing.l2_flush_buffer()
-    row: dict[str, Any] = {"task": name}
     with torch.no_grad():
-        for label, fn in callables.items():
-            harness, _ = timing.time_cuda(fn, sets, policy, flush)
-            times = []
-            for i in range(policy.min_runs * 2):
-                flush.zero_()
-                torch.cuda._sleep(2_000_000)  # about 1 ms of spinning: the host dispatches meanwhile
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record()
-                fn(*sets[i % len(sets)])
-                end.record()
-                torch.cuda.synchronize()
-                times.append(start.elapsed_time(end))
-            bench = triton.testing.do_bench(lambda f=fn: f(*inputs), return_mode="median")
-            row[label] = {"harness_ms": statistics.median(harness), "preloaded_ms": statistics.median(times),
-                          "do_bench_ms": bench}
-    return row
+        return float(triton.testing.do_bench(lambda: fn(*args), warmup=100, rep=500, return_mode="median"))
+
+
+def side_stream_row() -> dict:
+    """ReLU of 256M floats launched on a side stream the call does not wait for."""
+    import torch
+
+    side = torch.cuda.Stream()
+
+    def escaping(x: Any) -> Any:
+        y = torch.empty_like(x)
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            torch.relu(x, out=y)
+        return y
+
+    fn, make_inputs = make("relu", 2**28)
+    plain = judge_median(fn, make_inputs)
+    escaped = judge_median(escaping, make_inputs)
+    return {"op": "relu on a side stream", "size": 2**28, "plain_ms": plain["median_ms"],
+            "side_stream_ms": escaped["median_ms"]}
+
+
+def sweep(ops: list[str], compile_sizes: int) -> list[dict]:
+    import torch
+
+    rows = []
+    for op in ops:
+        sizes = SWEEP[op]
+        compiled_at = set(sizes[:: max(1, len(sizes) // compile_sizes)][:compile_sizes])
+        for size in sizes:
+            fn, make_inputs = make(op, size)
+            try:
+                args = make_inputs(0)
+            except torch.OutOfMemoryError:
+                continue
+            variants = {"eager": fn}
+            if size in compiled_at:
+                variants["compile"] = torch.compile(fn)
+            for label, callable_ in variants.items():
+                judged = judge_median(callable_, make_inputs)
+                bench = do_bench_median(callable_, args)
+                rows.append({"op": op, "size": size, "callable": label, "judge_ms": judged["median_ms"],
+                             "host_ms": judged["host_ms"], "runs": judged["runs"], "do_bench_ms": bench,
+                             "ratio": judged["median_ms"] / bench})
+                print(f"{op:7s} {size:>12d} {label:8s} judge {judged['median_ms']:.4f} ms  do_bench {bench:.4f} ms  "
+                      f"ratio {judged['median_ms'] / bench:.3f}  host {judged['host_ms']:.4f} ms", flush=True)
+            del args
+            torch.cuda.empty_cache()
+    return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("tasks", nargs="+", help="TASK or TASK=CANDIDATE.py")
-    parser.add_argument("--seed", action="store_true", help="also time the built-in policy's first seed")
-    parser.add_argument("--busy-cpus", type=int, default=0)
+    parser.add_argument("--ops", default="relu,rowsum,gemm")
+    parser.add_argument("--compile-sizes", type=int, default=3, help="sizes per op also timed under torch.compile")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    stop = multiprocessing.Event()
-    spinners = [multiprocessing.Process(target=_spin, args=(stop,), daemon=True) for _ in range(args.busy_cpus)]
-    for p in spinners:
-        p.start()
-    try:
-        with tempfile.TemporaryDirectory() as scratch:
-            rows = [measure(spec, args.seed, Path(scratch)) for spec in args.tasks]
-    finally:
-        stop.set()
+    rows = sweep(args.ops.split(","), args.compile_sizes)
+    side = side_stream_row()
+    print(f"side stream: plain {side['plain_ms']:.4f} ms, escaping {side['side_stream_ms']:.4f} ms")
     if args.out:
-        args.out.write_text(json.dumps({"busy_cpus": args.busy_cpus, "rows": rows}, indent=2))
-    print(f"busy host CPUs: {args.busy_cpus}")
-    print("| task | callable | harness ms | preloaded ms | do_bench ms |\n|---|---|---|---|---|")
-    for row in rows:
-        for label, t in row.items():
-            if label != "task":
-                print(f"| {row['task']} | {label} | {t['harness_ms']:.3f} | {t['preloaded_ms']:.3f} | "
-                      f"{t['do_bench_ms']:.3f} |")
+        args.out.write_text(json.dumps({"rows": rows, "side_stream": side}, indent=2))
+    print("| op | size | callable | judge ms | do_bench ms | judge / do_bench |\n|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['op']} | {r['size']} | {r['callable']} | {r['judge_ms']:.4f} | {r['do_bench_ms']:.4f} | "
+              f"{r['ratio']:.3f} |")
 
 
 if __name__ == "__main__":

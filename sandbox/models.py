@@ -196,6 +196,8 @@ class Verdict(BaseModel):
     phases: dict[str, float] = Field(default_factory=dict)
     """Seconds the evaluation spent in each phase."""
     wall_s: float | None = None
+    log: str | None = None
+    """The candidate's process's log (its stdout and stderr), where the workspace is kept."""
     diagnosis: str | None = None
     """For an accepted candidate: its roofline and GPU state in one line (``advice/diagnosis.py``)."""
 

@@ -1,5 +1,5 @@
 """Checks that need a CUDA GPU: CUDA candidates judged, timing with events, L2 flushes, side streams,
-telemetry and the measured ceilings. Skipped without a GPU; run on the H200."""
+the forensic kernel trace, telemetry and the measured ceilings. Skipped without a GPU; run on the H200."""
 
 from __future__ import annotations
 
@@ -11,6 +11,9 @@ from conftest import ON_GPU, candidate, require_gpu
 from kernelevo.tasks import load_task
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not ON_GPU, reason="needs a CUDA GPU")]
+DO_BENCH_TOLERANCE = 0.05
+"""Agreement of the judge's timed call with do_bench: the 3% measured at worst over the size sweep,
+plus the 2% two processes' medians of the same call differ by (docs/BENCHMARKS.md)."""
 
 RELU_64M = '''"""relu over 64M fp32 elements: large enough that timing measures the kernel, not the launch."""
 import torch
@@ -41,6 +44,7 @@ def test_cuda_candidate_is_judged_end_to_end(evaluator, relu_task) -> None:
     assert verdict.timing == "cuda-events" and verdict.speedup and verdict.speedup > 0
     assert any(name.endswith(".relu") for name in verdict.launches)
     assert verdict.roofline_fraction is not None and 0 < verdict.roofline_fraction <= 1 / 0.75
+    assert verdict.assurance.startswith("forensic"), verdict.assurance
 
 
 def test_triton_candidate_is_judged_with_cuda_events(evaluator, relu_task) -> None:
@@ -50,7 +54,10 @@ def test_triton_candidate_is_judged_with_cuda_events(evaluator, relu_task) -> No
     assert verdict.telemetry and verdict.telemetry.get("available") and verdict.telemetry.get("sm_clock_mhz")
     assert verdict.bound == "memory" and verdict.achieved_gbps > 100
     names = {c.name for c in verdict.checks}
-    assert {"speed of light", "reference timing stable", "timed runs correct"} <= names
+    assert {"speed of light", "reference timing stable", "timed runs correct", "times agree with the judge's clock",
+            "forensic kernel trace"} <= names
+    assert verdict.assurance.startswith("forensic:") and verdict.forensic["custom_launches"] >= 3
+    assert verdict.forensic["custom_share"] > 0.9 and verdict.forensic["per_call_ms"] > 0
 
 
 def test_work_on_a_side_stream_is_timed(evaluator, relu_task) -> None:
@@ -61,26 +68,32 @@ def test_work_on_a_side_stream_is_timed(evaluator, relu_task) -> None:
     assert side.runtime_ms > 0.5 * main.runtime_ms
 
 
-def test_l2_is_flushed_before_every_timed_run() -> None:
+def test_l2_is_flushed_before_every_timed_call() -> None:
     require_gpu()
     import torch
 
-    from kernelevo.sandbox.models import TimingPolicy
-    from kernelevo.sandbox.timing import l2_flush_buffer, time_cuda
+    from kernelevo.sandbox.child.timed import TimedCall
 
-    flush = l2_flush_buffer()
+    timer = TimedCall("cuda")
     seen = []
 
     def fn(x):
         torch.cuda.synchronize()
-        seen.append(bool((flush[:: 1 << 20] == 0).all()))  # zeroed since the last run?
-        flush.fill_(1)
+        seen.append(bool((timer.flush[:: 1 << 20] == 0).all()))  # zeroed since the last call?
+        timer.flush.fill_(1)
         return x
 
     x = torch.ones(4, device="cuda")
-    times, _ = time_cuda(fn, [[x]], TimingPolicy(warmup=1, warmup_s=0.0, min_runs=5, max_runs=5,
-                                                       budget_s=0.0), flush)
-    assert len(times) == 5 and seen[1:] == [True] * 5  # the warm-up call is not flushed
+    for _ in range(5):
+        timer(fn, [x])
+    assert seen == [True] * 5
+
+
+def test_a_forensic_trace_sees_torch_in_a_strict_task(evaluator) -> None:
+    """The forensic pass alone (the recorder blinded): torch's softmax kernel is in the trace."""
+    verdict = evaluator.run_in_sandbox(load_task("softmax", "small"), candidate("bad_blind_recorder"), [])
+    assert not verdict.correct and verdict.reason.startswith("forensic kernel trace")
+    assert "library kernels did the work" in verdict.reason and verdict.assurance.startswith("forensic")
 
 
 def test_gpu_crash_is_a_verdict(evaluator) -> None:
@@ -92,7 +105,7 @@ def test_ceilings_are_measured_and_plausible(evaluator) -> None:
     from kernelevo.sandbox.judge import cache
     from kernelevo.sandbox.models import Ceilings
 
-    evaluator.reference(load_task("relu", "small"))
+    evaluator.baseline(load_task("relu", "small"))
     ceilings = cache.load(evaluator.ceilings_path(), Ceilings)
     assert ceilings is not None, evaluator.ceilings_path()
     assert 1000 < ceilings.copy_gbps < 20000, ceilings
@@ -100,14 +113,15 @@ def test_ceilings_are_measured_and_plausible(evaluator) -> None:
 
 
 def test_reference_timing_matches_triton_do_bench(evaluator, relu_task) -> None:
-    """The harness's eager time agrees with triton.testing.do_bench within 10% (bench: 5%)."""
+    """The judge's eager time agrees with triton.testing.do_bench within the tolerance its measured spread
+    allows (docs/BENCHMARKS.md: within 3% from 10 us up, and two processes' medians within 1%)."""
     import torch
     import triton
 
-    reference, _ = evaluator.reference(relu_task)
+    reference, _ = evaluator.baseline(relu_task)
     x = torch.randn(64 * 1024 * 1024 + 3, device="cuda")
     ms = triton.testing.do_bench(lambda: torch.relu(x), warmup=100, rep=500, return_mode="median")
-    assert abs(reference.eager.median_ms / ms - 1) < 0.10, (reference.eager.median_ms, ms)
+    assert abs(reference.eager.median_ms / ms - 1) < DO_BENCH_TOLERANCE, (reference.eager.median_ms, ms)
 
 
 def test_path_task_and_tmp_candidate_work(evaluator, tmp_path: Path, relu_task) -> None:

@@ -92,7 +92,7 @@ RUNTIME_REJECTED = [
     (7, "relu", "bad_thread", "no new threads", "left running"),
     (8, "softmax", "bad_predicts_inputs", "correct: set 0", "outside"),
     (10, "conv_relu_scale", "bad_poison_link", "ghost replay", "still correct"),
-    (11, "softmax", "bad_fp16_softmax", "precision", "lower precision"),
+    (11, "softmax", "bad_fp16_softmax", "precision|correct: set", "lower precision|outside"),
 ]
 
 
@@ -102,8 +102,10 @@ def test_the_review_classes_are_rejected_at_run_time(evaluator, review_class: in
                                                      words: str) -> None:
     verdict = evaluator.run_in_sandbox(load_task(task, "small"), candidate(name), [])
     failed = [c for c in verdict.checks if not c.passed]
-    assert not verdict.correct and failed[0].name.startswith(check), [(c.name, c.detail) for c in failed]
-    assert words in verdict.reason, verdict.reason
+    # "a|b": either (fp16 rounding is outside the tolerance on some input sets, and always too imprecise)
+    assert not verdict.correct and failed[0].name.startswith(tuple(check.split("|"))), [(c.name, c.detail)
+                                                                                        for c in failed]
+    assert any(w in verdict.reason for w in words.split("|")), verdict.reason
 
 
 # Torch's work hidden from the in-process recorder: only a trace taken outside the candidate's
@@ -125,8 +127,7 @@ def test_a_content_keyed_cache_never_hits(evaluator) -> None:
     """Class 9: every call gets values no earlier call saw, so a memo keyed on a few values misses."""
     verdict = evaluator.run_in_sandbox(load_task("relu", "small"), candidate("bad_content_cache"), [])
     assert verdict.correct, verdict.reason  # it computes every time: that is all a cache can do here
-    logs = sorted(evaluator.workspace.glob("jobs/*-eval/worker/process.log"))
-    assert logs and "MEMO HITS" not in logs[-1].read_text()
+    assert "MEMO HITS" not in Path(verdict.log).read_text()
 
 
 def test_a_transposed_view_fails_a_strict_layout(make_evaluator) -> None:
@@ -180,8 +181,7 @@ def test_escape_attempts_fail_in_the_sandbox(evaluator, tmp_path: Path, monkeypa
         unix.close()
         host_socket.unlink(missing_ok=True)
         secret.unlink()
-    logs = sorted(evaluator.workspace.glob("jobs/*-eval/worker/process.log"))
-    probes = re.search(r"ESCAPE-PROBES (\{.*\})", logs[-1].read_text())
+    probes = re.search(r"ESCAPE-PROBES (\{.*\})", Path(verdict.log).read_text())
     assert verdict.correct, (verdict.reason, probes and probes.group(1))  # any successful probe poisons the output
     assert not any(marker.exists() for marker in markers)
     assert verdict.isolation["capabilities"] == "0000000000000000"

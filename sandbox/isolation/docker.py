@@ -234,6 +234,7 @@ class DockerJob:
         self.timed_out = False
         self._channel: wire.Channel | None = None
         self.greeted = False
+        self.outcome: JobOutcome | None = None
         self.container = owner.client.containers.run(
             owner.image, command=command, detach=True, network_disabled=True, read_only=True,
             tmpfs={"/tmp": f"rw,exec,nosuid,size={TMPFS_SIZE},mode=1777"}, volumes=volumes,
@@ -250,6 +251,8 @@ class DockerJob:
             self.kill()
 
     def alive(self) -> bool:
+        if self.outcome is not None:
+            return False
         try:
             self.container.reload()
             return self.container.status in {"created", "running"}
@@ -288,6 +291,8 @@ class DockerJob:
             pass
 
     def wait(self, timeout: float | None = None) -> JobOutcome:
+        if self.outcome is not None:
+            return self.outcome
         returncode: int | None = None
         try:
             returncode = int(self.container.wait(timeout=timeout if timeout is not None else self.remaining() + 5)
@@ -322,6 +327,7 @@ class DockerJob:
                              phase=self.phase, log_tail=tail(log_path))
         if returncode is not None and returncode > 128 and not oom:
             outcome.signal = describe_signal(returncode - 128)
+        self.outcome = outcome
         return outcome
 
 

@@ -241,6 +241,7 @@ class ProcessJob:
         self.timed_out = False
         self._channel: wire.Channel | None = None
         self.greeted = False
+        self.outcome: JobOutcome | None = None
         self._watch = _Watch(spec, self.cgroup)
         self._watch.start(self.pid)
         self.deadline = Deadline(spec.timeout_s, self._on_deadline)
@@ -300,7 +301,9 @@ class ProcessJob:
             self.cgroup.kill_all()
 
     def wait(self, timeout: float | None = None) -> JobOutcome:
-        """Wait for the job's end (killing it at its deadline) and say how it ended."""
+        """Wait for the job's end (killing it at its deadline) and say how it ended (once; again: the same)."""
+        if self.outcome is not None:
+            return self.outcome
         try:
             returncode = self.proc.wait(timeout=timeout if timeout is not None else self.remaining() + 5)
         except subprocess.TimeoutExpired:
@@ -330,6 +333,7 @@ class ProcessJob:
         elif returncode is not None and returncode > 128:
             outcome.signal = describe_signal(returncode - 128)
         outcome.log_tail = tail(self.log_path)
+        self.outcome = outcome
         return outcome
 
 

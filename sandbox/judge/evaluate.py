@@ -227,11 +227,10 @@ class Evaluator:
                              "declared_flops": task.declared_flops, "declared_bytes": task.declared_bytes},
                             "measuring baselines")
         except Stop as stop:
-            self.processes.drop_oracle(oracle)
-            outcome = oracle.job.wait(5)
+            outcome = self.processes.drop_oracle(oracle)
             why = process_failure(outcome, None) or (stop.detail if stop.task_error else
                                                      f"{stop.detail} (during {stop.phase})")
-            tail = "" if stop.task_error else " | ".join(outcome.log_tail.strip().splitlines()[-4:])
+            tail = "" if stop.task_error or outcome is None else " | ".join(outcome.log_tail.strip().splitlines()[-4:])
             raise EvalError(f"the task's reference could not be measured: {why}" + (f" ({tail})" if tail else "")
                             ) from None
         return ReferenceResult.model_validate(reply["result"])

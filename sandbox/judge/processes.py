@@ -20,6 +20,8 @@ from kernelevo.sandbox.isolation.namespaces import hand_over
 from kernelevo.sandbox.isolation.protocol import Job
 from kernelevo.tasks.task import Task
 
+KEPT_ORACLES = 2
+"""Oracles kept alive at once (a run judges one task; a model run's end, two)."""
 IDLE_S = 24 * 3600.0
 """A kept process's deadline while it waits; a candidate's own timeout starts when it is handed one."""
 
@@ -66,9 +68,12 @@ class Processes:
         key = (task.sha256, task.size, task.dtype, tuple(str(p) for p in readable))
         found = self._oracles.get(key)
         if found is not None and found.job.alive():
+            self._oracles[key] = self._oracles.pop(key)  # the most recently used goes last
             return found
         if found is not None:
-            _end(found.job)
+            self.drop_oracle(found)
+        while len(self._oracles) >= KEPT_ORACLES:  # the least recently used goes
+            self.drop_oracle(next(iter(self._oracles.values())))
         folder = self.ev.job_dir("oracle")
         outbox = folder / "out"
         outbox.mkdir(parents=True, exist_ok=True)
@@ -79,10 +84,10 @@ class Processes:
         self._oracles[key] = oracle
         return oracle
 
-    def drop_oracle(self, oracle: Oracle) -> None:
-        """An oracle that failed is not reused."""
-        _end(oracle.job)
+    def drop_oracle(self, oracle: Oracle) -> Any:
+        """An oracle that failed is not reused; returns how it ended."""
         self._oracles.pop(oracle.key, None)
+        return _end(oracle.job)
 
     # candidate processes ----------------------------------------------------------------------
     def warm(self) -> None:
@@ -117,10 +122,11 @@ class Processes:
         return Worker(job=self.ev.sandbox.start(spec), folder=folder, outbox=outbox)
 
 
-def _end(job: Job) -> None:
+def _end(job: Job) -> Any:
+    """Kill and reap ``job``: its outcome (None if it cannot be had)."""
     try:
         if job.alive():
             job.kill()
-        job.wait(10)
+        return job.wait(10)
     except Exception:  # a process already gone: nothing to end
-        pass
+        return None

@@ -55,6 +55,7 @@ def judge(task: Task, candidate: str, static_checks: list[Check], baseline: Refe
                       bytes=baseline.bytes, first_call_ms=record.first_call_ms, launches=record.launches,
                       max_abs_error=record.max_abs_error if record.compiled else None,
                       phases=record.phases, telemetry=record.telemetry,
+                      log=str(record.worker_folder / "process.log") if record.worker_folder else None,
                       assurance=INTERPRETER if record.device != "cuda" else "gpu: not forensic (no forensic pass ran)")
     if record.failure is not None:
         checks.append(Check(name="sandboxed run", passed=False, detail=_failure_reason(record, memory_text)))

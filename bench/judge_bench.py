@@ -1,0 +1,97 @@
+"""The judge on a GPU (not a test): what docs/BENCHMARKS.md records for the trust boundary and timing.
+
+1. Spread: the same Triton ReLU judged ``--repeats`` times, each in fresh processes (oracle and
+   candidate), at three sizes whose calls take about 20 us, 200 us and 2 ms: the spread of the
+   verdicts' medians (max / min - 1) is the noise a tie band must cover.
+2. Cost: each verdict's wall time, the forensic pass's seconds, and the same evaluations with the
+   forensic pass turned off, so the share it adds per verdict is measured, not guessed.
+
+Usage: python bench/judge_bench.py [--repeats 3] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TASK = '''"""ReLU over N fp32 values (a judge benchmark)."""
+import torch
+import torch.nn as nn
+
+N = {n}
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+
+def get_inputs():
+    return [torch.randn(N)]
+
+
+def get_init_inputs():
+    return []
+'''
+# fp32 ReLU moves 8 bytes per value; at about 3.5 TB/s: 20 us, 200 us and 2 ms.
+SIZES = {"20us": 9_000_000, "200us": 90_000_000, "2ms": 900_000_000}
+
+
+def judge(folder: Path, n: int, repeats: int, forensic: bool, cache: Path) -> list[dict]:
+    from kernelevo.sandbox.judge.evaluate import EvalConfig, Evaluator
+    from kernelevo.tasks import load_task
+
+    path = folder / f"relu_{n}.py"
+    path.write_text(TASK.format(n=n))
+    task = load_task(str(path), "full")
+    rows = []
+    for _ in range(repeats):  # a new Evaluator each time: fresh oracle and candidate processes
+        with Evaluator(EvalConfig(measure_compile=False, forensic=forensic, cache_dir=cache)) as ev:
+            verdict, _ = ev.evaluate(task, ROOT / "tests" / "candidates" / "ok_relu_empty.py")
+        rows.append({"correct": verdict.correct, "reason": verdict.reason, "runtime_ms": verdict.runtime_ms,
+                     "eager_ms": verdict.reference_runtime_ms, "noise_pct": verdict.noise_pct,
+                     "wall_s": verdict.wall_s, "phases": verdict.phases, "assurance": verdict.assurance,
+                     "forensic": verdict.forensic})
+        print(json.dumps({"n": n, "forensic": forensic, **rows[-1]}), flush=True)
+    return rows
+
+
+def summary(rows: list[dict]) -> dict:
+    times = [r["runtime_ms"] for r in rows if r["runtime_ms"]]
+    walls = [r["wall_s"] for r in rows]
+    passes = [r["phases"].get("forensic pass", 0.0) for r in rows]
+    return {"median_ms": statistics.median(times) if times else None,
+            "spread_pct": 100 * (max(times) / min(times) - 1) if len(times) > 1 else None,
+            "wall_s": statistics.median(walls), "forensic_s": statistics.median(passes),
+            "correct": all(r["correct"] for r in rows)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    result: dict = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        folder, cache = Path(scratch), Path(scratch) / "cache"
+        for label, n in SIZES.items():
+            with_pass = judge(folder, n, args.repeats, True, cache)
+            without = judge(folder, n, 1, False, cache)
+            result[label] = {"with_forensic": summary(with_pass), "without_forensic": summary(without),
+                             "rows": with_pass + without}
+    if args.out:
+        args.out.write_text(json.dumps(result, indent=2))
+    print("| call | median ms | spread between processes | verdict wall s | forensic pass s | wall without it s |")
+    print("|---|---|---|---|---|---|")
+    for label, r in result.items():
+        w, wo = r["with_forensic"], r["without_forensic"]
+        print(f"| {label} | {w['median_ms']:.4g} | {w['spread_pct']:.2f}% | {w['wall_s']:.2f} | "
+              f"{w['forensic_s']:.2f} | {wo['wall_s']:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
