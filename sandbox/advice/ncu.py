@@ -63,18 +63,28 @@ STALL_WORDS = {
 
 
 def find_ncu() -> str | None:
-    """The ncu binary: ``KERNELEVO_NCU``, then the PATH, then CUDA's and Nsight's usual places."""
+    """The ncu binary: ``KERNELEVO_NCU``, then the PATH, then CUDA's and Nsight's usual places. The
+    ``ncu`` in CUDA's bin folder is a shell script that looks for the real one; the real one is
+    returned (its folder is what a sandboxed job must be able to read)."""
     explicit = os.environ.get("KERNELEVO_NCU")
     if explicit:
         return explicit if os.access(explicit, os.X_OK) else None
-    found = shutil.which("ncu")
-    if found:
+    installs = sorted(glob.glob("/opt/nvidia/nsight-compute/*/ncu") + glob.glob("/usr/local/cuda*/nsight-compute*/ncu"))
+    real = [p for p in installs if os.access(p, os.X_OK) and not _is_script(p)]
+    found = shutil.which("ncu") or next(iter(glob.glob("/usr/local/cuda/bin/ncu")), None)
+    if found and not _is_script(found):
         return found
-    for pattern in ("/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/*/ncu", "/usr/local/cuda-*/bin/ncu"):
-        hits = sorted(glob.glob(pattern))
-        if hits and os.access(hits[-1], os.X_OK):
-            return hits[-1]
-    return None
+    if real:
+        return real[-1]
+    return found if found and os.access(found, os.X_OK) else None
+
+
+def _is_script(path: str) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(2) == b"#!"
+    except OSError:
+        return False
 
 
 def number(text: str) -> float | None:

@@ -55,7 +55,9 @@ def toolchain_paths() -> list[str]:
     """Host paths the container needs, bind-mounted read-only at the same place."""
     import importlib
 
-    paths = {"/usr", sys.base_prefix, sys.prefix}
+    from kernelevo.sandbox.isolation.namespaces import toolchain_paths as compilers
+
+    paths = {"/usr", sys.base_prefix, sys.prefix, *(str(p) for p in compilers())}
     for extra in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives"):
         if os.path.exists(extra):
             paths.add(extra)

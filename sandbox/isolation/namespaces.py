@@ -128,6 +128,28 @@ def python_paths() -> list[Path]:
     return _outermost(sorted(p.resolve() for p in paths))
 
 
+TOOLS = ("gcc", "g++", "cc", "c++", "ld", "as", "nvcc", "ptxas", "ninja")
+
+
+def toolchain_paths() -> list[Path]:
+    """Install folders of the compilers a job may call (load_inline builds, Triton's launcher), where
+    they live outside /usr (/opt/gcc, a CUDA toolkit under /opt, ...), and the library folders the
+    environment points at."""
+    found: set[Path] = set()
+    names = [shutil.which(t) for t in TOOLS] + [os.environ.get(v) for v in ("CC", "CXX", "TRITON_PTXAS_PATH")]
+    for name in names:
+        if name:
+            binary = Path(shutil.which(name) or name).resolve()
+            found.add(binary.parent.parent if binary.parent.name == "bin" else binary.parent)
+    for variable in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(variable):
+            found.add(Path(os.environ[variable]).resolve())
+    for entry in os.environ.get("LD_LIBRARY_PATH", "").split(":"):
+        if entry:
+            found.add(Path(entry).resolve())
+    return [p for p in found if p.is_dir() and not p.is_relative_to("/usr") and p != Path("/")]
+
+
 def _outermost(paths: list[Path]) -> list[Path]:
     kept: list[Path] = []
     for p in sorted(set(paths), key=lambda q: len(q.parts)):
@@ -169,7 +191,8 @@ def bwrap_command(cmd: list[str], job_dir: Path, writable: list[Path], readable:
         args += ["--perms", "1777", "--tmpfs", private]
     for device in gpu_devices() if gpu else []:
         args += ["--dev-bind", device, device]
-    reads = [f for f in _outermost([*python_paths(), *readable]) if not any(f.is_relative_to(t) for t in _HOST_TREES)]
+    reads = [f for f in _outermost([*python_paths(), *toolchain_paths(), *readable])
+             if not any(f.is_relative_to(t) for t in _HOST_TREES)]
     args += _parents(_outermost([*reads, *writable]))
     for folder in reads:
         args += ["--ro-bind", str(folder), str(folder)]
