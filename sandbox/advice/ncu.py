@@ -14,6 +14,7 @@ import io
 import os
 import shutil
 from collections import OrderedDict
+from pathlib import Path
 
 from kernelevo.sandbox.models import KernelMetrics
 
@@ -60,6 +61,18 @@ STALL_WORDS = {
     "sleeping": "sleeping",
     "misc": "misc",
 }
+
+
+def install_folders(binary: str) -> list[Path]:
+    """What a sandboxed job running ``binary`` must be able to read: its own folder, and, because
+    the ``ncu`` in CUDA's bin folder and the one at the top of an install are shell scripts that
+    look for the real binary, every Nsight Compute install in the usual places."""
+    folders = {Path(binary).resolve().parent}
+    for pattern in ("/opt/nvidia/nsight-compute/*", "/usr/local/cuda*/nsight-compute*"):
+        folders.update(Path(p).resolve() for p in glob.glob(pattern) if Path(p).is_dir())
+    if any(f.is_relative_to("/opt/nvidia") for f in folders):
+        folders.add(Path("/opt/nvidia/nsight-compute"))
+    return sorted(folders)
 
 
 def find_ncu() -> str | None:

@@ -8,6 +8,7 @@ on other inputs than the oracle, and its answers stop matching.
 
 from __future__ import annotations
 
+import math
 import random
 import sys
 from typing import Any
@@ -19,7 +20,7 @@ VARIANTS = (
     ("as generated, another seed", 1.0, False),
     ("small values (x0.01)", 0.01, False),
     ("large values (x100)", 100.0, False),
-    ("ties (values on a 0.25 grid)", 1.0, True),
+    ("ties (17 levels, the top and bottom tenth clamped)", 1.0, True),
 )
 """(label, scale, ties): checked calls cycle through them; timed calls use the first."""
 
@@ -48,12 +49,35 @@ def generate(module: Any, seed: int, variant: int, device: str, dtype: str | Non
                 if cast is not None:
                     x = x.to(cast)
                 if ties:
-                    x = torch.round(x * 4) / 4
+                    x = with_ties(x)
                 elif scale != 1.0:
                     x = x * scale
             x = x.contiguous()
         inputs.append(x)
     return inputs
+
+
+TIE_QUANTILE = 0.9
+TIE_LEVELS = 8
+TIE_SAMPLE = 65536
+
+
+def with_ties(x: Any) -> Any:
+    """``x`` on a grid of its own scale, clamped at the 90th percentile of its magnitude: a tenth of
+    the values share the largest level (and of signed inputs, the smallest), so a maximum, a sort or
+    a top-k meets ties along every dimension, whatever the input's scale. Signs are kept, so inputs
+    that must be positive stay non-negative."""
+    flat = x.detach().reshape(-1)
+    if flat.numel() == 0:
+        return x
+    step = max(1, flat.numel() // TIE_SAMPLE)
+    sample = flat[::step].abs().float()
+    k = max(1, int(TIE_QUANTILE * sample.numel()))
+    bound = float(sample.kthvalue(k).values)
+    if not math.isfinite(bound) or bound == 0.0:
+        return torch.round(x * 4) / 4
+    grid = bound / TIE_LEVELS
+    return (torch.round(x.clamp(-bound, bound) / grid) * grid).to(x.dtype)
 
 
 class InputBuffers:

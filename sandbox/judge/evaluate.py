@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from kernelevo.sandbox.advice import ncu
 from kernelevo.sandbox.advice.cuda_gate import compile_gate
 from kernelevo.sandbox.isolation.namespaces import hand_over, scrubbed_env
 from kernelevo.sandbox.isolation.process import ProcessSandbox, RunSpec, take_lock
@@ -228,8 +229,9 @@ class Evaluator:
                             "measuring baselines")
         except Stop as stop:
             outcome = self.processes.drop_oracle(oracle)
-            why = process_failure(outcome, None) or (stop.detail if stop.task_error else
-                                                     f"{stop.detail} (during {stop.phase})")
+            # the oracle is stopped either way; a task error is the reason, not the stop that follows it
+            why = stop.detail if stop.task_error else (process_failure(outcome, None)
+                                                       or f"{stop.detail} (during {stop.phase})")
             tail = "" if stop.task_error or outcome is None else " | ".join(outcome.log_tail.strip().splitlines()[-4:])
             raise EvalError(f"the task's reference could not be measured: {why}" + (f" ({tail})" if tail else "")
                             ) from None
@@ -268,8 +270,8 @@ class Evaluator:
         Tests call it directly to prove that the runtime defences hold without the static ones.
         """
         self.readable = list(readable or [])
-        if not self.readable:
-            self.processes.warm()
+        if not self.readable and self.device == "cpu":
+            self.processes.warm()  # imports while the baselines are measured: CPU times mean nothing
         baseline, ceilings = self.baseline(task)
         record = self._session(task, candidate)
         if record.reference_error:
@@ -277,6 +279,8 @@ class Evaluator:
         verdict = judge(task, str(candidate), static_checks, baseline, ceilings, record, self.config.memory)
         if verdict.correct and self.device == "cuda":
             forensic.apply(verdict, self, task, candidate)
+        if not self.readable:
+            self.processes.warm()  # the next candidate's process imports now, while nothing is timed
         return verdict
 
     def _session(self, task: Task, candidate: Path, forensic: str | None = None):  # noqa: ANN202 - Record
@@ -285,7 +289,7 @@ class Evaluator:
         readable = list(self.readable)
         cmd = None
         if forensic is not None:
-            readable += [oracle.outbox, Path(forensic).resolve().parent]
+            readable += [oracle.outbox, *ncu.install_folders(forensic)]
             cmd = forensic_command(forensic)
         worker = self.processes.worker(readable, cmd)
         shutil.copyfile(task.path, worker.folder / "task.py")

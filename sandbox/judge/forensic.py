@@ -182,7 +182,10 @@ def run_pass(evaluator: Any, task: Task, candidate: Path, binary: str) -> tuple[
         why = record.failure or f"{failed[0].name}: {failed[0].detail}"
         text = (record.worker.log_tail if record.worker else "") + (
             log.read_text(errors="replace") if log.exists() else "")
-        return [], f"under the kernel trace the candidate failed: {ncu.refusal(text) or why}"
+        said = ncu.refusal(text)
+        if said is None and text.strip():
+            said = f"{why} (its log ends: {' | '.join(text.strip().splitlines()[-3:])[:400]})"
+        return [], f"under the kernel trace the candidate failed: {said or why}"
     launches = read_trace(log)
     if len(launches) >= LAUNCH_CAP:
         return [], f"the candidate launched more than {LAUNCH_CAP} kernels in {FORENSIC_CALLS} calls: too many to trace"

@@ -1,6 +1,9 @@
 """The processes an Evaluator keeps: one oracle per task, alive across its evaluations, and a spare
 candidate process, started ahead so that the next evaluation does not wait for Python, torch and
-Triton to import.
+Triton to import. On a GPU the spare starts only between evaluations: a process that imports and
+creates its CUDA context while another is timed steals the host and the GPU from it (an honest
+20 us Triton kernel measured 0.1 ms and was refused for host time it did not spend). On the CPU,
+where the interpreter's times mean nothing, it starts while the current evaluation runs.
 
 Both are safe to keep. The oracle never runs candidate code: candidates' outputs reach it only as
 files it reads as data, from one folder of outboxes that it may read and each candidate's process
@@ -91,13 +94,13 @@ class Processes:
 
     # candidate processes ----------------------------------------------------------------------
     def warm(self) -> None:
-        """Start the spare candidate process now (it imports while the baselines are measured)."""
+        """Start the spare candidate process now, unless one is alive."""
         if self._spare is None or not self._spare.job.alive():
             self._spare = self._start([], None)
 
     def worker(self, readable: list[Path], cmd: list[str] | None = None) -> Worker:
-        """A candidate process for one evaluation: the spare when it suits, else a new one; a new spare
-        is started at once for the next evaluation."""
+        """A candidate process for one evaluation: the spare when it suits, else a new one; on the CPU a
+        new spare is started at once for the next evaluation (on a GPU, :meth:`warm` after it)."""
         worker = None
         if cmd is None and not readable and self._spare is not None and self._spare.job.alive():
             worker, self._spare = self._spare, None
@@ -106,7 +109,7 @@ class Processes:
             self._spare = None
         if worker is None:
             worker = self._start(readable, cmd)
-        if cmd is None and self._spare is None:
+        if cmd is None and self._spare is None and self.ev.device == "cpu":
             self._spare = self._start([], None)
         worker.job.set_deadline(self.ev.config.timeout_s * (2 if cmd else 1))
         return worker
