@@ -97,6 +97,12 @@ def eval_command(
     workdir: Annotated[Path | None, typer.Option(help="Keep job folders (logs, results) here.")] = None,
     no_compile_baseline: Annotated[bool, typer.Option(
         "--no-compile-baseline", help="Skip timing torch.compile of the reference.")] = False,
+    strict_layout: Annotated[bool, typer.Option(
+        "--strict-layout", help="Outputs must also have the reference output's strides, not only its values.")
+    ] = False,
+    no_forensic: Annotated[bool, typer.Option(
+        "--no-forensic", help="On a GPU, skip the Nsight Compute trace of an accepted candidate's kernels "
+        "(faster; the verdict then says it is not forensic).")] = False,
 ) -> None:
     """Judge CANDIDATE against TASK: correct or not (and why), and how fast, measured by the harness.
 
@@ -109,7 +115,8 @@ def eval_command(
     loaded = _load_task(task, size, memory, as_json)
     _require_file(candidate, as_json)
     config = EvalConfig(timeout_s=timeout, memory=memory, seeds=seeds, gpu=gpu, workdir=workdir,
-                        measure_compile=not no_compile_baseline)
+                        measure_compile=not no_compile_baseline, strict_layout=strict_layout,
+                        forensic=not no_forensic)
     chosen = _sandbox(sandbox.value, as_json)
     try:
         with Evaluator(config, sandbox=chosen) as evaluator:
@@ -241,6 +248,10 @@ def _print_verdict(verdict) -> None:  # noqa: ANN001 - a Verdict
         out.print(f"[dim]isolation: {isolation.summary()}[/dim]", highlight=False)
         for warning in isolation.warnings:
             out.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
+    if verdict.assurance:
+        out.print(f"[dim]assurance: {verdict.assurance}[/dim]", highlight=False)
+    if verdict.log:
+        out.print(f"[dim]the candidate process's log: {verdict.log}[/dim]", highlight=False)
     out.print(f"[dim]device: {verdict.device}[/dim]", highlight=False)
 
 
@@ -277,6 +288,11 @@ def optimize_command(
     batch: Annotated[int, typer.Option(help="Candidates proposed per generation.", min=1, max=64)] = 3,
     report: Annotated[bool, typer.Option(
         "--report", help="Keep RUN_DIR/report.html (see `kernelevo report`) up to date as the run goes.")] = False,
+    strict_layout: Annotated[bool, typer.Option(
+        "--strict-layout", help="Outputs must also have the reference output's strides.")] = False,
+    no_forensic: Annotated[bool, typer.Option(
+        "--no-forensic", help="On a GPU, skip the Nsight Compute trace of candidates about to be accepted.")
+    ] = False,
 ) -> None:
     """Search for a faster, verified replacement of TASK, with no human in the loop.
 
@@ -301,7 +317,8 @@ def optimize_command(
                     price_in=price_in, price_out=price_out)
     config = RunConfig(task=str(loaded.path) if not loaded.builtin else loaded.name, size=loaded.size,
                        policy=chosen, budget=budget, timeout_s=timeout, memory=memory, batch=batch, model=model,
-                       base_url=base_url, api_key_env=api_key_env, sandbox=sandbox.value, report=report)
+                       base_url=base_url, api_key_env=api_key_env, sandbox=sandbox.value, report=report,
+                       strict_layout=strict_layout, forensic=not no_forensic)
     try:
         create(config, folder).close()
     except FileExistsError as exc:

@@ -46,6 +46,10 @@ class RunConfig(BaseModel):
     seed: int = 0
     timing: TimingPolicy = Field(default_factory=TimingPolicy)
     measure_compile: bool = True
+    strict_layout: bool = False
+    """Outputs must also have the reference output's strides (``--strict-layout``)."""
+    forensic: bool = True
+    """On a GPU, trace the kernels of candidates about to be accepted (``--no-forensic`` turns it off)."""
     model: str | None = None
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
@@ -247,7 +251,8 @@ def drive(run_dir: Path, first: bool, progress: Callable[..., Any] | None = None
         _log(f"error: {exc}")
         return EXIT_USAGE
     common = dict(timeout_s=config.timeout_s, memory=config.memory, seeds=config.seeds, timing=config.timing,
-                  measure_compile=config.measure_compile, compile_cache=run_dir / "cache")
+                  measure_compile=config.measure_compile, compile_cache=run_dir / "cache",
+                  strict_layout=config.strict_layout, forensic=config.forensic)
     from kernelevo.sandbox.isolation.choose import make_sandbox
     from kernelevo.sandbox.isolation.docker import DockerUnavailable
 

@@ -13,7 +13,7 @@ import pytest
 from conftest import ON_GPU, ROOT, candidate
 
 FIELDS = {"compiled", "correct", "reason", "checks", "runtime_ms", "reference_runtime_ms", "compile_runtime_ms",
-          "speedup", "speedup_vs_compile", "timing", "device", "isolation"}
+          "speedup", "speedup_vs_compile", "timing", "device", "isolation", "assurance", "log"}
 
 
 def kernelevo(*args: str, cache: Path) -> subprocess.CompletedProcess:
@@ -29,10 +29,21 @@ def test_eval_json_accepts_the_shipped_softmax(cache_dir: Path) -> None:
     verdict = json.loads(done.stdout)  # exactly one JSON object on stdout
     assert FIELDS <= set(verdict)
     assert verdict["correct"] and verdict["compiled"] and verdict["reason"] is None
+    assert verdict["assurance"]  # how far the verdict can be trusted, in words
     assert all({"name", "passed", "detail"} <= set(c) for c in verdict["checks"])
     if not ON_GPU:
         assert verdict["timing"] == "cpu-interpreter" and verdict["speedup"] is None
         assert verdict["runtime_ms"] > 0
+
+
+def test_strict_layout_refuses_a_transposed_view_and_says_how_sure(cache_dir: Path) -> None:
+    """--strict-layout reaches the judge (a .T view of the right values is refused for its strides),
+    and the printed verdict says how far its assurance goes."""
+    done = kernelevo("eval", "softmax", str(candidate("ok_transposed_view")), "--size", "small",
+                     "--no-compile-baseline", "--strict-layout", cache=cache_dir)
+    assert done.returncode == 1, done.stderr
+    assert "strides" in done.stdout and "REJECTED" in done.stdout
+    assert "the candidate process's log:" in done.stdout
 
 
 def test_eval_rejection_exits_1_with_a_reason(cache_dir: Path) -> None:
