@@ -7,7 +7,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.kernelevo-installed
 
-.PHONY: demo test lint doctor clean-venv
+.PHONY: demo test test-all lint doctor clean-venv
 
 $(STAMP): pyproject.toml Makefile
 	@set -e; \
@@ -40,6 +40,11 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
+
+# Everything, the tests marked slow included (about twice as long as `make test`).
+test-all: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -q -m ""
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -47,6 +49,7 @@ def test_param_ab_renders_checks_and_runs_each_variant_on_the_cpu(tmp_path: Path
     assert bad.returncode != 0 and "is not in the task's source" in bad.stderr
 
 
+@pytest.mark.slow
 def test_builtin_bench_runs_a_task_and_records_the_winning_parameters(tmp_path: Path) -> None:
     """bench/builtin_bench.py end to end at the small size under the interpreter (timings mean
     nothing there): one finished run, read back from its database, with the winner's parameters and

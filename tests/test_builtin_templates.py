@@ -100,6 +100,22 @@ CASES = [
 ]
 
 
+SLOW_CASES = {"flat-gelu-tanh", "chunk-glu-bf16", "layernorm-module-bf16", "var-unbiased", "max-values-and-argmin",
+              "amax-of-squares-bf16", "attention-negative-scale-fp32", "linear-plus-residual-input-bf16",
+              "mlp-two-stages-bf16"}
+"""Cases the default run leaves to ``make test-all``: each has a sibling of the same family that runs."""
+
+
+def _cases() -> list:
+    return [pytest.param(c, id=c[0], marks=pytest.mark.slow if c[0] in SLOW_CASES else ()) for c in CASES]
+
+
+def _first_runs(values: list) -> list:
+    """``values`` as parameters, all but the first marked slow (a strategy's check once by default)."""
+    return [pytest.param(*(v if isinstance(v, tuple) else (v,)), id="-".join(str(x) for x in
+                         (v if isinstance(v, tuple) else (v,)) if x is not None),
+                         marks=pytest.mark.slow if k else ()) for k, v in enumerate(values)]
+
 def _write(tmp_path: Path, case: tuple[str, str, str, str, str], cols: int) -> Path:
     name, init, body, inputs, header = case
     args = "x, t" if "cross" in name else "q, k, v" if "attention" in name else (
@@ -110,7 +126,7 @@ def _write(tmp_path: Path, case: tuple[str, str, str, str, str], cols: int) -> P
     return path
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("case", _cases())
 def test_every_seed_is_judged_correct(evaluator, tmp_path: Path, case: tuple[str, str, str, str, str]) -> None:
     cols = 200 if "linear" in case[0] or "mlp" in case[0] or "matmul" in case[0] else 1000
     cols = 64 if "residual" in case[0] else cols
@@ -153,7 +169,7 @@ def _accepted(evaluator, task, plan, tmp_path: Path, strategy: str, params: dict
     assert code == 0, f"{strategy} {params}: {verdict.reason}"
 
 
-@pytest.mark.parametrize("name", EVEN_CASES)
+@pytest.mark.parametrize("name", _first_runs(EVEN_CASES))
 def test_shapes_that_divide_into_tiles_run_without_bounds_checks(evaluator, tmp_path: Path, name: str) -> None:
     """8 x 1024: every seed's tiles divide the shape, so the kernels run with EVEN_R and EVEN_C set
     (constant-true masks) and must still be judged correct, ragged loop blocks included."""
@@ -163,12 +179,12 @@ def test_shapes_that_divide_into_tiles_run_without_bounds_checks(evaluator, tmp_
                   "EVEN_R=n_rows % BLOCK_R == 0, EVEN_C=n_cols % BLOCK_C == 0")
 
 
-@pytest.mark.parametrize(("name", "inputs"), [
+@pytest.mark.parametrize(("name", "inputs"), _first_runs([
     ("chain-params", "torch.randn(5, {cols})"),
     ("chunk-glu-bf16", None),
     ("rmsnorm-llama-bf16", None),
     ("mean-then-scale", "torch.randn(3, {cols})"),
-])
+]))
 def test_static_sizes_are_correct_for_every_strategy(evaluator, tmp_path: Path, name: str, inputs: str | None) -> None:
     """STATIC: row length and strides as compile-time constants. Rows of 1000 (ragged blocks), the
     first seed, a looped one with several column blocks, and the split strategy where it applies."""
@@ -181,6 +197,7 @@ def test_static_sizes_are_correct_for_every_strategy(evaluator, tmp_path: Path, 
                   "n_cols: tl.constexpr")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["attention-causal-bf16", "attention-scaled-fp32"])
 def test_attention_without_masks_and_through_tma_descriptors(evaluator, tmp_path: Path, name: str) -> None:
     """A sequence of 64 in blocks of 32 x 16: EVEN (no bounds masks) with pointer loads and with
@@ -208,7 +225,7 @@ def plan_has_descriptors() -> bool:
     return hasattr(tl, "make_tensor_descriptor")
 
 
-@pytest.mark.parametrize("name", ["chain-params", "softmax-module", "flat-gelu-tanh", "layernorm-by-hand"])
+@pytest.mark.parametrize("name", _first_runs(["chain-params", "softmax-module", "flat-gelu-tanh", "layernorm-by-hand"]))
 def test_a_persistent_grid_loops_over_every_tile(evaluator, tmp_path: Path, name: str) -> None:
     """PROGRAMS_PER_SM: 4 'SMs' under the interpreter, so each program takes several tiles (the
     looped strategy with ragged column blocks too); every output element must still be written."""
@@ -222,7 +239,8 @@ def test_a_persistent_grid_loops_over_every_tile(evaluator, tmp_path: Path, name
                   "for pid in range(tl.program_id(0), n_tiles, tl.num_programs(0)):")
 
 
-@pytest.mark.parametrize("name", ["linear-relu-fp32", "mlp-two-stages-bf16", "linear-plus-residual-input-bf16"])
+@pytest.mark.parametrize("name", _first_runs(["linear-relu-fp32", "mlp-two-stages-bf16",
+                                              "linear-plus-residual-input-bf16"]))
 def test_split_k_sums_every_share_of_k_before_the_epilogue(evaluator, tmp_path: Path, name: str) -> None:
     """SPLIT_K=3 over 7 K tiles of 32 (the last one ragged): shares of 3, 3 and 1, each needed;
     the reduce kernel adds them and applies the bias, activation and residual."""
@@ -232,7 +250,7 @@ def test_split_k_sums_every_share_of_k_before_the_epilogue(evaluator, tmp_path: 
               "stage0_kernel_reduce[")
 
 
-@pytest.mark.parametrize("name", ["mean-then-scale", "amax-of-squares-bf16"])
+@pytest.mark.parametrize("name", _first_runs(["mean-then-scale", "amax-of-squares-bf16"]))
 def test_split_rows_combine_every_chunk(evaluator, tmp_path: Path, name: str) -> None:
     """3 rows of 5000 split 4 ways in blocks of 256: chunks of 1280 columns, the last one ragged;
     finish_kernel combines them and applies what follows the reduction (the mean's division, the

@@ -87,6 +87,7 @@ def test_a_reference_that_fails_is_a_clear_input_error(tmp_path: Path, cache_dir
     assert done.returncode == 2 and "not finite" in done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(ON_GPU, reason="on a GPU the CUDA candidate is judged instead")
 def test_cuda_candidate_without_gpu_passes_the_compile_gate_and_exits_3(cache_dir: Path) -> None:
     done = kernelevo("eval", "relu", str(candidate("ok_cuda_relu")), "--json", "--size", "small", cache=cache_dir)

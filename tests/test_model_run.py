@@ -185,6 +185,7 @@ def test_a_kernel_region_falls_back_on_other_shapes_and_a_failed_self_check(tmp_
         assert torch.allclose(fast(other), model(other), atol=1e-6)
 
 
+@pytest.mark.slow
 def test_a_tiny_transformer_block_end_to_end(tmp_path, cache_dir, monkeypatch) -> None:
     """optimize-model with the built-in policy under the CPU interpreter, then status, export and the
     exported module in use: the reassembled block computes what the original does."""

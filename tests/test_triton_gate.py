@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from conftest import candidate
 from kernelevo.tasks import load_task
 from kernelevo.tools.kernel_tools import describe_triton_gate
@@ -40,6 +42,7 @@ def test_a_forward_that_fails_or_launches_nothing_is_reported(evaluator, tmp_pat
     assert not result["ok"] and "ZeroDivisionError" in result["error"]
 
 
+@pytest.mark.slow
 def test_every_builtin_plan_compiles_for_hopper(evaluator, tmp_path: Path) -> None:
     """What the interpreter cannot show (types, layouts, register pressure): one seed of every strategy
     of every built-in task, at full size, compiles for sm_90a without spilling."""
@@ -82,6 +85,7 @@ def test_the_gate_specialises_arguments_as_the_launcher_does() -> None:
     assert _specialise(1, SimpleNamespace(do_not_specialize=True, do_not_specialize_on_alignment=False))[0] == "i32"
 
 
+@pytest.mark.slow
 def test_a_promised_vector_width_turns_scalar_loads_into_16_byte_ones(evaluator, tmp_path: Path) -> None:
     """Rows of 1000 bf16 values: Triton cannot prove 16-byte alignment (1000 is not a multiple of 16)
     and reads one element per instruction; with VEC=8 the forward checks the promise and the loads
