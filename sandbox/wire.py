@@ -208,7 +208,9 @@ def read_tensor(meta: TensorFile, folder: Path, device: str, limit: int) -> Any:
     expected = numel * _itemsize(meta.dtype)
     if expected > limit:
         raise ValueError(f"a tensor of {expected} bytes is over the limit of {limit}")
-    fd = os.open(folder / meta.file, os.O_RDONLY | os.O_NOFOLLOW)
+    # O_NONBLOCK: a FIFO named as an output opens at once (and fails the plain-file check below)
+    # instead of blocking the reader until someone writes to it.
+    fd = os.open(folder / meta.file, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):

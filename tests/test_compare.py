@@ -136,3 +136,24 @@ def test_the_precision_rule_has_a_floor_where_eager_is_exact() -> None:
     assert precision_problem(_sums(eager.half().float(), eager, exact), "float32")
     assert precision_problem(_sums(eager.half().float(), eager, exact), "bfloat16") is None  # fp32 tasks only
     assert PRECISION_FACTOR >= 16
+
+
+def test_a_timed_output_digest_commits_to_every_value() -> None:
+    """The digest a timed call commits to changes with any one value, is the same whether the output
+    is a view or a copy, chunked or not, and cannot be met by a constant such as a row sum."""
+    from kernelevo.sandbox.child import timed
+
+    out = torch.softmax(torch.randn(7, 33), dim=-1)
+    digest = timed.output_digest(out, 1234)
+    assert timed.same_digest(digest, timed.output_digest(out.clone(), 1234))
+    assert timed.same_digest(timed.output_digest(out.T, 5), timed.output_digest(out.T.contiguous(), 5))
+    moved = out.clone()
+    moved[3, 4] += 1e-6
+    assert not timed.same_digest(digest, timed.output_digest(moved, 1234))
+    assert not timed.same_digest(digest, timed.output_digest(out, 1235))  # weights follow the secret seed
+    swapped = out.clone()
+    swapped[0, [0, 1]] = swapped[0, [1, 0]]  # same row sums, other values
+    assert not timed.same_digest(digest, timed.output_digest(swapped, 1234))
+    big = torch.randn(timed.DIGEST_CHUNK + 5)
+    assert timed.same_digest(timed.output_digest(big, 9), timed.output_digest(big.clone(), 9))
+    assert timed.same_digest([float("nan")], [float("nan")]) and not timed.same_digest([1.0], [1.0, 2.0])

@@ -93,6 +93,11 @@ RUNTIME_REJECTED = [
     (8, "softmax", "bad_predicts_inputs", "correct: set 0", "outside"),
     (10, "conv_relu_scale", "bad_poison_link", "ghost replay", "still correct"),
     (11, "softmax", "bad_fp16_softmax", "precision|correct: set", "lower precision|outside"),
+    # A second review, against the judge with its trust boundary:
+    (2, "relu", "bad_forged_gpu_ms", "times agree with the judge's clock", "more wall time"),
+    (2, "softmax", "bad_lazy_ship", "timed runs correct", "digest differs"),
+    (11, "softmax", "bad_fp16_when_unchecked", "timed runs correct", "lower precision|outside"),
+    (2, "relu", "bad_blame_the_oracle", "correct: set 0", "cannot be read"),
 ]
 
 
@@ -119,6 +124,17 @@ def test_hidden_torch_work_is_rejected_by_the_gpu_and_not_vouched_for_on_the_cpu
     verdict = evaluator.run_in_sandbox(load_task(task, "small"), candidate(name), [])
     if ON_GPU:
         assert not verdict.correct and verdict.reason.startswith("forensic kernel trace"), verdict.reason
+    else:
+        assert verdict.assurance.startswith("interpreter: not forensic")
+
+
+def test_host_work_through_raw_pointers_is_not_vouched_for(evaluator) -> None:
+    """numpy on data_ptr() views runs no aten op and no kernel: no in-process recorder sees it. On
+    the CPU the verdict says it is not forensic; on a GPU the pointers are device memory and the
+    same trick cannot compute the answer on the host without copies the judge times."""
+    verdict = evaluator.run_in_sandbox(load_task("relu", "small"), candidate("bad_numpy_host"), [])
+    if ON_GPU:
+        assert not verdict.correct
     else:
         assert verdict.assurance.startswith("interpreter: not forensic")
 

@@ -273,3 +273,13 @@ def test_a_job_killed_while_waiting_for_the_device_lock_frees_its_thread(tmp_pat
     thread.join(timeout=10)
     holder.close()
     assert done and done[0].returncode is not None and done[0].returncode != 0
+
+
+def test_a_fifo_named_as_an_output_is_refused_at_once(tmp_path: Path) -> None:
+    """A reader must never block on a file the candidate's process named: a FIFO fails at once."""
+    os.mkfifo(tmp_path / "out.bin")
+    meta = wire.TensorFile(file="out.bin", dtype="float32", shape=[4], strides=[1])
+    began = time.monotonic()
+    with pytest.raises(ValueError, match="not a plain file"):
+        wire.read_tensor(meta, tmp_path, "cpu", 1 << 20)
+    assert time.monotonic() - began < 5

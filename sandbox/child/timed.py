@@ -67,6 +67,42 @@ class TimedCall:
         return out, self.start.elapsed_time(self.end), host, lag
 
 
+DIGEST_CHUNK = 1 << 22
+"""Elements weighted at a time: the digest's float64 copies stay small whatever the output's size."""
+
+
+def tensor_digest(value: Any, seed: int, index: int) -> float:
+    """``value``'s elements, in logical order, summed in float64 with pseudo-random weights drawn from
+    ``seed``: a commitment to an output that only the output itself satisfies (a constant such as a
+    softmax's row sums cannot stand in for it), cheap enough to take after every timed call."""
+    if not isinstance(value, torch.Tensor):
+        return 0.0
+    flat = value.detach().reshape(-1)
+    if flat.is_complex():
+        flat = torch.view_as_real(flat).reshape(-1)
+    generator = torch.Generator(device=flat.device)
+    total = 0.0
+    for start in range(0, flat.numel(), DIGEST_CHUNK):
+        part = flat[start:start + DIGEST_CHUNK].to(torch.float64)
+        generator.manual_seed((seed * 1_000_003 + index * 7_919 + start) % 2**62)
+        weights = torch.rand(part.numel(), generator=generator, device=flat.device, dtype=torch.float64)
+        total += float(torch.dot(part, weights))
+    return total
+
+
+def output_digest(out: Any, seed: int) -> list[float]:
+    """:func:`tensor_digest` of each output (a tuple or list of outputs, or one)."""
+    values = list(out) if isinstance(out, (tuple, list)) else [out]
+    return [tensor_digest(v, seed, k) for k, v in enumerate(values)]
+
+
+def same_digest(a: list[float], b: list[float]) -> bool:
+    """Digests of the same values on one device agree to rounding (NaN agrees with NaN)."""
+    if len(a) != len(b):
+        return False
+    return all((x != x and y != y) or x == y or abs(x - y) <= 1e-9 * max(abs(x), abs(y)) for x, y in zip(a, b))
+
+
 def warm_up(fn: Callable[..., Any], inputs: list[Any], device: str, calls: int, seconds: float) -> int:
     """Call ``fn`` at least ``calls`` times and for at least ``seconds`` (an idle GPU's clocks take a
     while to ramp up); returns how many calls ran."""

@@ -24,7 +24,7 @@ import torch
 from kernelevo.sandbox import wire
 from kernelevo.sandbox.child import autotune, inputs
 from kernelevo.sandbox.child.launches import LaunchRecorder, OpRecorder
-from kernelevo.sandbox.child.timed import TimedCall, warm_up
+from kernelevo.sandbox.child.timed import TimedCall, output_digest, warm_up
 from kernelevo.tasks.loader import import_task_module
 
 MARKER_CYCLES = 1000
@@ -153,8 +153,9 @@ class Worker:
         return {"ok": True, "calls": calls}
 
     def timed(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """One timed call on fresh inputs; its output is kept until the next call, in case the session
-        asks for it (it decides only after the call)."""
+        """One timed call on fresh inputs, and a digest of its output under the request's seed; the
+        output is kept until the next call, in case the session asks for it (it decides only after
+        the call, and holds the output it ships to the digest given here)."""
         assert self.model is not None
         if self.timer is None:
             self.timer = TimedCall(self.job["device"])
@@ -162,8 +163,9 @@ class Worker:
         self.kept = None
         with torch.no_grad():
             out, gpu_ms, host_ms, lag_ms = self.timer(self.model, args)
+            digest = output_digest(out, int(msg["digest_seed"])) if "digest_seed" in msg else None
         self.kept = out
-        return {"ok": True, "gpu_ms": gpu_ms, "host_ms": host_ms, "lag_ms": lag_ms}
+        return {"ok": True, "gpu_ms": gpu_ms, "host_ms": host_ms, "lag_ms": lag_ms, "digest": digest}
 
     def ship(self, msg: dict[str, Any]) -> dict[str, Any]:
         if self.kept is None:

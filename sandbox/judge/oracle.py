@@ -23,7 +23,7 @@ import torch
 
 from kernelevo.sandbox import wire
 from kernelevo.sandbox.child import inputs
-from kernelevo.sandbox.child.timed import TimedCall, call_ms, warm_up
+from kernelevo.sandbox.child.timed import TimedCall, call_ms, output_digest, tensor_digest, warm_up
 from kernelevo.sandbox.judge import compare, telemetry, workload
 from kernelevo.sandbox.judge.timing import stats
 from kernelevo.sandbox.models import OutputStats, ReferenceResult, TimingPolicy
@@ -140,14 +140,26 @@ class Oracle:
         return exact if len(exact) == count else None
 
     def compare(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """Compare the candidate's outputs (files in its outbox) with those expected under ``key``."""
+        """Compare the candidate's outputs (files in its outbox) with those expected under ``key``.
+
+        Everything in ``outputs`` comes from the candidate's process: whatever is wrong with it is the
+        candidate's problem, reported as such, never a failure of the reference."""
         want, exact, sensitivity = self.expected.pop(str(msg["key"]))
+        try:
+            return self._compare(msg, want, exact, sensitivity)
+        except Exception as exc:
+            return {"ok": True, "problem": f"the candidate's process described its outputs in a way that cannot be "
+                    f"read: {wire.describe_exception(exc, 300)}", "stats": []}
+
+    def _compare(self, msg: dict[str, Any], want: list[Any], exact: list[Any] | None,
+                 sensitivity: list[float]) -> dict[str, Any]:
         metas = [wire.TensorFile.model_validate(m) for m in msg["outputs"]]
         if len(metas) != len(want):
             return {"ok": True, "problem": f"returned {len(metas)} outputs, the reference returns {len(want)}",
                     "stats": []}
         folder = Path(msg["folder"])
         found: list[dict[str, Any]] = []
+        digests: list[float] = []
         for k, (meta, w) in enumerate(zip(metas, want)):
             problem = _kind_problem(meta, w)
             if problem:
@@ -162,11 +174,13 @@ class Oracle:
                                             float(msg["rtol"]), sensitivity[k])
             if result.problem is None and msg.get("strict_layout"):
                 result.problem = compare.layout_problem(meta.strides, w)
+            if msg.get("digest_seed") is not None:
+                digests.append(tensor_digest(got, int(msg["digest_seed"]), k))
             del got
             found.append(result.model_dump())
         problems = [f"output {k}: {s['problem']}" if len(found) > 1 else s["problem"]
                     for k, s in enumerate(found) if s["problem"]]
-        return {"ok": True, "problem": problems[0] if problems else None, "stats": found}
+        return {"ok": True, "problem": problems[0] if problems else None, "stats": found, "digests": digests}
 
     def drop(self, msg: dict[str, Any]) -> dict[str, Any]:
         self.expected.pop(str(msg["key"]), None)
@@ -190,6 +204,8 @@ class Oracle:
         args = self.buffers.fill(self._inputs(msg))
         with torch.no_grad():
             out, gpu_ms, host_ms, lag_ms = self.timer(self.model, args)
+            if "digest_seed" in msg:  # as the candidate's process does, so both walls hold the same work
+                output_digest(out, int(msg["digest_seed"]))
         del out
         return {"ok": True, "gpu_ms": gpu_ms, "host_ms": host_ms, "lag_ms": lag_ms}
 

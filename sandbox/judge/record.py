@@ -40,6 +40,8 @@ class Record:
     launches: dict[str, int] = field(default_factory=dict)
     torch_ops: dict[str, int] = field(default_factory=dict)
     precision: PrecisionSums = field(default_factory=PrecisionSums)
+    timed_precision: PrecisionSums = field(default_factory=PrecisionSums)
+    """The same sums over the timed calls that were checked (and the forensic pass's calls)."""
     blocks: list[Block] = field(default_factory=list)
     """The candidate's timed blocks (two on a GPU)."""
     reference_block: Block | None = None

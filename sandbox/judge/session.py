@@ -23,7 +23,7 @@ from typing import Any
 from kernelevo.sandbox import wire
 from kernelevo.sandbox.child.inputs import VARIANTS, variant_label
 from kernelevo.sandbox.child.launches import MAX_HOST_READ_ELEMENTS
-from kernelevo.sandbox.child.timed import call_ms
+from kernelevo.sandbox.child.timed import call_ms, same_digest
 from kernelevo.sandbox.isolation.process import take_lock
 from kernelevo.sandbox.isolation.protocol import Job
 from kernelevo.sandbox.judge import rules, telemetry
@@ -238,12 +238,13 @@ class Session:
                 if meta["dtype"] in rules.PRECISION_FLOOR:
                     self.record.precision.add(stats)
 
-    def _compare(self, key: str, reply: dict[str, Any], expected: dict[str, Any], phase: str) -> dict[str, Any]:
+    def _compare(self, key: str, reply: dict[str, Any], expected: dict[str, Any], phase: str,
+                 digest_seed: int | None = None) -> dict[str, Any]:
         dtype = next((o["dtype"] for o in expected.get("outputs", [])), self.plan.task.dtype or "float32")
         return self.ask(self.oracle, "oracle", phase,
                         {"op": "compare", "key": key, "outputs": reply.get("outputs", []),
                          "folder": str(self.plan.worker_outbox), "strict_layout": self.plan.strict_layout,
-                         **self.tolerance(dtype)})
+                         "digest_seed": digest_seed, **self.tolerance(dtype)})
 
     def _filters(self, reply: dict[str, Any], index: int) -> None:
         """The worker's own records: first filters, which can only reject."""
@@ -309,8 +310,13 @@ class Session:
                 self.record.reference_block, _ = self._timed_block(self.oracle, "oracle", "re-timing the reference")
         if gpu:
             self.record.telemetry = telemetry.around(before, telemetry.snapshot())
+        problem = rules.precision_problem(self.record.timed_precision, self.plan.task.dtype or "float32")
+        if problem:
+            self.record.add("timed runs correct", False, f"the timed calls checked: {problem}")
+            return
         self.record.add("timed runs correct", True,
-                        f"{checked} timed calls, chosen after they ran, matched the reference")
+                        f"{checked} timed calls, chosen after they ran, matched the reference (their outputs "
+                        "the ones each call committed to, at the checked calls' precision)")
         self.record.phases["timing"] = round(time.monotonic() - began, 4)
 
     def _timed_block(self, job: Job, who: str, phase: str) -> tuple[Block, tuple[int, list[str]]]:
@@ -319,26 +325,32 @@ class Session:
                                                   "calls": policy.warmup if gpu else 1,
                                                   "seconds": policy.warmup_s if gpu else 0.0})
         least, most = (policy.min_runs, policy.max_runs) if gpu else (3, 3)
-        keep = set(self.rng.sample(range(least), min(policy.spot_checks, least))) if who == "worker" else set()
+        checks = min(policy.spot_checks, least)
+        keep = set(self.rng.sample(range(least), checks)) if who == "worker" else set()
         block, checked, problems = Block(), 0, []
         budget_ms = 1e3 * policy.budget_s
         while len(block.times_ms) < most and (len(block.times_ms) < least or sum(block.wall_ms) < budget_ms):
-            seed = fresh_seed()
+            seed, digest_seed = fresh_seed(), fresh_seed()
             sent = time.perf_counter()
-            reply = self.ask(job, who, phase, {"op": "timed", "seed": seed})
+            reply = self.ask(job, who, phase, {"op": "timed", "seed": seed, "digest_seed": digest_seed})
             wall = (time.perf_counter() - sent) * 1e3
             if not reply.get("ok"):
                 raise Stop(who, phase, str(reply.get("error")))
             block.add(call_ms(float(reply["gpu_ms"]), float(reply["lag_ms"])), float(reply["host_ms"]), wall)
-            if len(block.times_ms) - 1 in keep:
+            run = len(block.times_ms) - 1
+            # Past the first calls, each call is checked with the same chance, decided after it ran:
+            # a candidate that counts its calls cannot tell which ones are looked at.
+            if who == "worker" and (run in keep or (run >= least and self.rng.random() < checks / least)):
                 checked += 1
-                problem = self._check_timed(seed, len(block.times_ms) - 1)
+                problem = self._check_timed(seed, run, digest_seed, reply.get("digest"))
                 if problem:
                     problems.append(problem)
                     break
         return block, (checked, problems)
 
-    def _check_timed(self, seed: int, run: int) -> str | None:
+    def _check_timed(self, seed: int, run: int, digest_seed: int, digest: Any) -> str | None:
+        """A timed call's output, shipped after the call: it must be the output the call committed to
+        (its digest), agree with the reference, and keep the precision the checked calls showed."""
         reply = self.ask(self.worker, "worker", "shipping a timed output", {"op": "ship", "name": f"timed{run}"})
         if not reply.get("ok"):
             return f"timed run {run}: {reply.get('error')}"
@@ -348,8 +360,19 @@ class Session:
         if not expected.get("finite"):
             self.ask(self.oracle, "oracle", "dropping an expectation", {"op": "drop", "key": key})
             return None
-        found = self._compare(key, reply, expected, "comparing a timed output")
-        return f"timed run {run}: {found['problem']}" if found["problem"] else None
+        found = self._compare(key, reply, expected, "comparing a timed output", digest_seed=digest_seed)
+        if found["problem"]:
+            return f"timed run {run}: {found['problem']}"
+        if not isinstance(digest, list) or not same_digest([float(d) for d in digest], found.get("digests") or []):
+            return (f"timed run {run}: the output shipped after the call is not the one the call returned (its "
+                    "digest differs): the work was done after the timed call")
+        self._timed_precision(found, expected)
+        return None
+
+    def _timed_precision(self, found: dict[str, Any], expected: dict[str, Any]) -> None:
+        for stats, meta in zip(found["stats"], expected.get("outputs", [])):
+            if meta["dtype"] in rules.PRECISION_FLOOR:
+                self.record.timed_precision.add(stats)
 
     def _ghost(self) -> None:
         seed, key = fresh_seed(), self.key()
@@ -377,7 +400,7 @@ class Session:
         for index in range(self.plan.checked_sets):
             key = self.key()
             expected = self.ask(self.oracle, "oracle", "writing inputs for the forensic pass",
-                                {"op": "expect", "key": key, "seed": fresh_seed(), "variant": 0, "exact": False,
+                                {"op": "expect", "key": key, "seed": fresh_seed(), "variant": 0, "exact": True,
                                  "write_inputs": True})
             reply = self.ask(self.worker, "worker", f"forensic call {index}",
                              {"op": "call", "inputs": expected.get("inputs"), "record": False, "poison": False,
@@ -390,6 +413,11 @@ class Session:
                 if found["problem"]:
                     self.record.add("forensic call", False, f"call {index}: {found['problem']}")
                     return
+                self._timed_precision(found, expected)
+        problem = rules.precision_problem(self.record.timed_precision, self.plan.task.dtype or "float32")
+        if problem:
+            self.record.add("forensic call", False, problem)
+            return
         self._finish()
 
     def _finish(self) -> None:
