@@ -297,3 +297,57 @@ def test_bf16_rounding_is_the_hardware_conversion_except_under_the_interpreter(t
         answers[interpret] = done.stdout.strip()
     assert answers == {"1": "False", None: "True"}
     assert "x.to(tl.bfloat16).to(tl.float32)" in path.read_text()
+
+
+KERNELBENCH_STYLE = '''import math
+import torch
+import torch.nn as nn
+
+batch_size = 6
+features = 300
+SCALE = 0.5
+
+
+def init_gain(n):
+    return 1.0 + 0.1 * torch.randn(n) * SCALE
+
+
+class Gain(nn.Module):
+    def __init__(self, n):
+        super(Gain, self).__init__()
+        self.g = nn.Parameter(init_gain(n))
+
+
+class Model(nn.Module):
+    def __init__(self, features):
+        super(Model, self).__init__()
+        self.gain = Gain(features)
+        self.eps = 1e-5 * math.sqrt(4.0)
+
+    def forward(self, x):
+        x = x * self.gain.g
+        return x / torch.sqrt(torch.mean(x * x, dim=-1, keepdim=True) + self.eps)
+
+
+def get_inputs():
+    return [torch.randn(batch_size, features)]
+
+
+def get_init_inputs():
+    return [features]
+'''
+
+
+def test_a_kernelbench_style_file_runs_unchanged(evaluator, tmp_path: Path) -> None:
+    """``super(Model, self)``, a helper class and function, module constants and an import used by
+    the constructor: the candidate carries them and builds the same parameters."""
+    path = tmp_path / "kb_style.py"
+    path.write_text(KERNELBENCH_STYLE)
+    task = load_task(str(path), "full")
+    plan = recognise(task)
+    assert "super()" in plan.init and "Model," not in plan.init
+    strategy, params, why = seeds(plan)[0]
+    candidate = tmp_path / "candidate.py"
+    candidate.write_text(render(plan, strategy, params, why))
+    verdict, code = evaluator.evaluate(task, candidate)
+    assert code == 0, verdict.reason

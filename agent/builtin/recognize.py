@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import re
 import textwrap
 import types
 from dataclasses import dataclass, field
@@ -72,7 +73,9 @@ class Plan:
 
 
 def init_source(cls: type) -> tuple[str, list[str]]:
-    """The source of ``cls.__init__`` renamed for ``ModelNew``, and the imports and constants it needs."""
+    """The source of ``cls.__init__`` renamed for ``ModelNew``, and what it needs from its module:
+    imports, constants, and the helper classes and functions defined beside it (their own sources,
+    with what those need in turn). ``super(Model, self)`` becomes ``super()``."""
     init = cls.__dict__.get("__init__")
     if init is None:
         return "def __init__(self, *args, **kwargs):\n    super().__init__()\n", []
@@ -80,23 +83,42 @@ def init_source(cls: type) -> tuple[str, list[str]]:
         source = textwrap.dedent(inspect.getsource(init))
     except (OSError, TypeError) as exc:
         raise CannotCover(f"the reference's __init__ has no readable source ({exc})") from None
-    source = source.replace(f"super({cls.__name__}, self)", "super()")
-    needs: list[str] = []
-    closure = inspect.getclosurevars(init)
-    if set(closure.nonlocals) - {"__class__"}:
+    source = re.sub(rf"super\(\s*{cls.__name__}\s*,\s*self\s*\)", "super()", source)
+    if set(inspect.getclosurevars(init).nonlocals) - {"__class__"}:
         raise CannotCover("the reference's __init__ uses closure variables")
-    for name, value in sorted(closure.globals.items()):
+    heads: list[str] = []
+    bodies: list[str] = []
+    _collect_needs(init, source, cls.__module__, heads, bodies, {cls.__name__})
+    imports = [h for h in heads if h.startswith("import ")]
+    return source, imports + [h for h in heads if h not in imports] + ["\n" + b.rstrip() + "\n" for b in bodies]
+
+
+def _collect_needs(fn: Any, source: str, module: str, heads: list[str], bodies: list[str], seen: set[str]) -> None:
+    """Append to ``heads`` the imports and constants ``fn`` (whose source is ``source``) uses, and to
+    ``bodies`` the sources of the classes and functions of ``module`` it uses, recursively."""
+    for name, value in sorted(inspect.getclosurevars(fn).globals.items()):
+        if name in seen or not re.search(rf"\b{re.escape(name)}\b", source):
+            continue  # gone from the rewritten source (the class's own name in super(...)), or done
+        seen.add(name)
         if isinstance(value, types.ModuleType):
-            if name in ("torch", "nn", "triton", "tl"):
-                continue
-            line = f"import {value.__name__}" if value.__name__ == name else f"import {value.__name__} as {name}"
-            needs.append(line)
+            if name not in ("torch", "nn", "triton", "tl"):
+                heads.append(f"import {value.__name__}" if value.__name__ == name
+                             else f"import {value.__name__} as {name}")
         elif isinstance(value, SIMPLE) or (isinstance(value, tuple) and all(isinstance(v, SIMPLE) for v in value)):
-            needs.append(f"{name} = {value!r}")
+            heads.append(f"{name} = {value!r}")
+        elif isinstance(value, (type, types.FunctionType)) and getattr(value, "__module__", None) == module:
+            try:
+                helper = textwrap.dedent(inspect.getsource(value))
+            except (OSError, TypeError) as exc:
+                raise CannotCover(f"the reference's helper `{name}` has no readable source ({exc})") from None
+            members = [value] if isinstance(value, types.FunctionType) else [
+                m for m in vars(value).values() if isinstance(m, types.FunctionType)]
+            for member in members:
+                _collect_needs(member, helper, module, heads, bodies, seen)
+            bodies.append(helper)
         else:
             raise CannotCover(f"the reference's __init__ uses `{name}` ({type(value).__name__}), which a generated "
                               "candidate cannot carry")
-    return source, needs
 
 
 def _full_shapes(task: Task) -> list[tuple[int, ...]]:
