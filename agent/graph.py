@@ -117,6 +117,10 @@ def entry_of(cid: str, candidate: dict[str, Any], verdict: Verdict) -> arch.Entr
                       speedup=verdict.speedup if verdict.correct else None)
 
 
+IDLE_ROUNDS = 3
+"""Rounds in a row in which every proposal repeats a judged candidate before the search counts as
+converged: one repeat (a model that wrote the same kernel twice) must not end a run."""
+
 FINAL_CONTENDERS = 3
 """Elites re-judged at the end of a run on a GPU (not counted as evaluations)."""
 
@@ -142,30 +146,47 @@ def build_graph(rt: Runtime):
                           entries=state.get("results", []), tried=tried, params=params,
                           rng=random.Random(rt.seed * 1000 + generation))
         proposals = rt.policy.propose(view, count)
+        # Candidates a policy judged during its turn cost nothing more; the others may take only what the
+        # budget has left now (a model may write more kernels in one reply than it was asked for).
+        left = evaluations_left(rt.budget, rt.spent())
+        room = rt.batch if left is None else min(rt.batch, left)
         pending = []
         for p in proposals:
             cell = arch.cell_key(p["strategy"], p["descriptor"])
             note = json.dumps({"why": p["why"], "params": p["params"]})
             cid, new = rt.store.add_candidate(p["source"], p["parent"], p["strategy"], cell, note, generation)
             written_now = (rt.store.candidate(cid) or {}).get("generation") == generation
-            if rt.store.evaluation(cid) is not None and not written_now:
+            judged = rt.store.evaluation(cid) is not None
+            if judged and not written_now:
                 rt.store.event("decision", cid, action="duplicate", generation=generation,
                                reason="same source as a candidate already judged")
                 continue
+            if not judged:
+                if room <= 0:
+                    rt.store.event("decision", cid, action="over budget", generation=generation,
+                                   reason="not judged: the evaluation budget or the batch has no room left")
+                    continue
+                room -= 1
             if new:
                 rt.store.event("decision", cid, action="propose", generation=generation, strategy=p["strategy"],
                                params=p["params"], parent=p["parent"], why=p["why"])
             pending.append(cid)
         if not pending:
-            reason = "search converged: the policy has nothing new to try"
+            idle = state.get("idle_rounds", 0) + 1
+            if idle < IDLE_ROUNDS:
+                rt.store.event("decision", None, action="ask again", generation=generation,
+                               reason=f"every proposal repeated a judged candidate ({idle} of {IDLE_ROUNDS} such "
+                               "rounds before the search counts as converged)")
+                return {"pending": [], "generation": generation + 1, "idle_rounds": idle}
+            reason = f"search converged: the policy proposed nothing new in {IDLE_ROUNDS} rounds in a row"
             rt.store.event("decision", None, action="stop", reason=reason)
             return {"pending": [], "stop_reason": reason}
-        return {"pending": pending, "generation": generation + 1}
+        return {"pending": pending, "generation": generation + 1, "idle_rounds": 0}
 
-    def route(state: State) -> list[Send] | Literal["finalize"]:
+    def route(state: State) -> list[Send] | Literal["plan", "finalize"]:
         if state.get("pending"):
             return [Send("evaluate", {"id": cid}) for cid in state["pending"]]
-        return "finalize"
+        return "finalize" if state.get("stop_reason") else "plan"
 
     def evaluate(payload: EvaluateInput) -> dict[str, Any]:
         cid = payload["id"]
@@ -233,7 +254,7 @@ def build_graph(rt: Runtime):
     graph.add_node("select", select)
     graph.add_node("finalize", finalize)
     graph.add_edge(START, "plan")
-    graph.add_conditional_edges("plan", route, ["evaluate", "finalize"])
+    graph.add_conditional_edges("plan", route, ["evaluate", "plan", "finalize"])
     graph.add_edge("evaluate", "select")
     graph.add_edge("select", "plan")
     graph.add_edge("finalize", END)

@@ -6,6 +6,7 @@ goes to the run's trace; the API key never does."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -29,6 +30,15 @@ def _short(value: Any, limit: int = 4000) -> Any:
     if isinstance(value, dict):
         return {k: _short(v, limit) for k, v in value.items()}
     return value
+
+
+CODE_BLOCK = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL)
+
+
+def kernel_in_code_block(text: str) -> str | None:
+    """The last fenced code block of ``text`` that defines ``ModelNew`` (None if there is none)."""
+    blocks = [b for b in CODE_BLOCK.findall(text) if "class ModelNew" in b]
+    return blocks[-1] if blocks else None
 
 
 class LLMPolicy:
@@ -138,13 +148,24 @@ class LLMPolicy:
                 break
             reply = self._invoke(llm, messages, step, view.generation)
             messages.append(reply)
-            if reply.invalid_tool_calls:
-                for bad in reply.invalid_tool_calls:
-                    text = f"could not parse the arguments of {bad.get('name')}: {bad.get('error')}; send valid JSON"
-                    rt.store.event("tool_result", None, name=bad.get("name"), result=text, error=True)
-                    messages.append(ToolMessage(text, tool_call_id=bad.get("id") or "invalid"))
+            # Every call of the reply gets its answer, the malformed ones included: a history with an
+            # unanswered call is refused by the server (HTTP 400) on every later request.
+            for bad in reply.invalid_tool_calls:
+                text = f"could not parse the arguments of {bad.get('name')}: {bad.get('error')}; send valid JSON"
+                rt.store.event("tool_result", None, name=bad.get("name"), result=text, error=True)
+                messages.append(ToolMessage(text, tool_call_id=bad.get("id") or "invalid"))
+            if not reply.tool_calls and reply.invalid_tool_calls:
                 continue
             if not reply.tool_calls:
+                block = kernel_in_code_block(str(reply.content or ""))
+                if block is not None and "write_kernel" in by_name:
+                    # Many served models answer tools poorly: a kernel in a code block is taken as a write.
+                    result = by_name["write_kernel"].invoke({"source": block, "strategy": "from-a-code-block"})
+                    rt.store.event("tool_result", ctx.written[-1] if ctx.written else None, name="write_kernel",
+                                   result=_short(f"(from a code block) {result}", 3000))
+                    messages.append(HumanMessage(f"The kernel in your reply was taken as write_kernel: {result}\n"
+                                                 "Next, call the tools (check_kernel) instead of writing code blocks."))
+                    continue
                 if not ctx.written and not nudged:
                     nudged = True
                     messages.append(HumanMessage("Please use the tools: write a candidate with write_kernel, then "
@@ -188,7 +209,8 @@ class LLMPolicy:
         for cid in ctx.written:
             verdict = self.rt.store.evaluation(cid)
             results.append({"id": cid, "strategy": (self.rt.store.candidate(cid) or {}).get("strategy", ""),
-                            "correct": bool(verdict and verdict.correct),
+                            "judged": verdict is not None, "correct": bool(verdict and verdict.correct),
+                            "reason": (verdict.reason or "")[:200] if verdict is not None else "",
                             "runtime_ms": verdict.runtime_ms if verdict else None,
                             "speedup": verdict.speedup if verdict else None})
         if not any(r["runtime_ms"] is not None or not r["correct"] for r in results):

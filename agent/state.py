@@ -21,6 +21,8 @@ class State(TypedDict, total=False):
     """Elites: the fastest correct candidate per (strategy, behaviour) cell."""
     best: Entry | None
     stop_reason: str | None
+    idle_rounds: int
+    """Plans in a row whose proposals all repeated judged candidates."""
     final: dict | None
     """The final re-judge of the best candidate with fresh seeds."""
 

@@ -15,12 +15,34 @@ def tool_call(name: str, args: dict[str, Any] | str) -> dict[str, Any]:
     return {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)}
 
 
+def history_problem(messages: list[dict[str, Any]]) -> str | None:
+    """What a real OpenAI-compatible server refuses with HTTP 400 in a request's messages: an assistant
+    message whose tool calls are not each answered by a tool message, or a tool message answering
+    no call. None when the history is well formed."""
+    open_ids: set[str] | None = None
+    for m in messages:
+        if m.get("role") == "tool":
+            if open_ids is None or m.get("tool_call_id") not in open_ids:
+                return f"Invalid parameter: a tool message answers no tool call ({m.get('tool_call_id')!r})"
+            open_ids.discard(m["tool_call_id"])
+            continue
+        if open_ids:
+            break
+        open_ids = {c["id"] for c in m.get("tool_calls") or []} if m.get("role") == "assistant" else None
+    if open_ids:
+        return ("An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+                f"'tool_call_id'. The following tool_call_ids did not have response messages: {sorted(open_ids)}")
+    return None
+
+
 class FakeOpenAI:
     """``script`` items: {"tool_calls": [...]} / {"content": str} / {"status": 500} / {"sleep": s}."""
 
     def __init__(self, script: list[dict[str, Any]], port: int = 0) -> None:
         self.script = list(script)
         self.requests: list[dict[str, Any]] = []
+        self.refused: list[str] = []
+        """Why requests were refused as malformed (HTTP 400), as a real server would."""
         self.headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
         fake = self
@@ -34,13 +56,19 @@ class FakeOpenAI:
                 with fake._lock:
                     fake.requests.append(body)
                     fake.headers.append({k.lower(): v for k, v in self.headers.items()})
-                    step = fake.script.pop(0) if fake.script else {"content": "done"}
+                    refused = history_problem(body.get("messages") or [])
+                    step = ({"status": 400, "message": refused} if refused else
+                            fake.script.pop(0) if fake.script else {"content": "done"})
+                    if refused:
+                        fake.refused.append(refused)
                 if "sleep" in step:
                     time.sleep(step["sleep"])
                     with fake._lock:
                         step = fake.script.pop(0) if fake.script else {"content": "done"}
                 if "status" in step:
-                    payload = json.dumps({"error": {"message": "scripted failure", "type": "server_error"}}).encode()
+                    kind = "invalid_request_error" if step["status"] == 400 else "server_error"
+                    payload = json.dumps({"error": {"message": step.get("message", "scripted failure"),
+                                                    "type": kind}}).encode()
                     self.send_response(step["status"])
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(payload)))

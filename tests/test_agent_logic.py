@@ -402,3 +402,66 @@ def test_the_final_step_rejudges_the_top_elites_and_keeps_the_fastest(tmp_path: 
     out = build_graph(rt).compile().invoke({"archive": archive, "generation": 1})
     assert out["final"]["id"] == ids[best]
     assert len(calls) == rejudged and store.evaluation(ids[3], "final") is None  # the 4th is never re-judged
+
+
+def test_a_repeated_kernel_does_not_end_the_run(tmp_path: Path) -> None:
+    """A policy that writes the same kernel twice, then a new one: the repeat is skipped, the search
+    asks again, and the new kernel is judged (a single repeat used to stop the run as converged)."""
+    from kernelevo.agent.graph import Runtime, build_graph
+
+    store = RunStore(tmp_path / "run")
+    rounds = [["x = 1\n"], ["x = 1\n"], ["x = 2\n"], []]
+
+    class Scripted:
+        name = "scripted"
+
+        def prepare(self, task):  # noqa: ANN001, ANN202
+            return None
+
+        def propose(self, view, count):  # noqa: ANN001, ANN202
+            sources = rounds.pop(0) if rounds else []
+            return [{"source": s, "parent": None, "strategy": "tiled", "descriptor": {"w": 4}, "why": "test",
+                     "params": {"n": s}} for s in sources]
+
+    class FakeEvaluator:
+        def evaluate(self, task, path):  # noqa: ANN001, ANN202
+            return Verdict(task="t", candidate=str(path), size="small", compiled=True, correct=True, reason=None,
+                           checks=[], device="cpu", isolation={}, runtime_ms=1.0, timing="cpu-interpreter"), 0
+
+    rt = Runtime(task=load_task("relu", "small"), store=store, policy=Scripted(), budget=Budget(max_evals=4),
+                 evaluator=FakeEvaluator(), final_evaluator=FakeEvaluator())
+    out = build_graph(rt).compile().invoke({"generation": 0})
+    assert len(store.candidates()) == 2  # both kernels judged
+    assert out["stop_reason"].startswith("search converged") and "3 rounds" in out["stop_reason"]
+
+
+def test_the_evaluation_budget_holds_when_a_policy_offers_more(tmp_path: Path) -> None:
+    """A reply with five kernels under --max-evals 2: two are judged, never five."""
+    from kernelevo.agent.graph import Runtime, build_graph
+
+    store = RunStore(tmp_path / "run")
+
+    class Generous:
+        name = "generous"
+
+        def prepare(self, task):  # noqa: ANN001, ANN202
+            return None
+
+        def propose(self, view, count):  # noqa: ANN001, ANN202
+            return [{"source": f"x = {view.generation}{i}\n", "parent": None, "strategy": "tiled",
+                     "descriptor": {"w": i}, "why": "test", "params": {"i": i}} for i in range(5)]
+
+    judged = []
+
+    class FakeEvaluator:
+        def evaluate(self, task, path):  # noqa: ANN001, ANN202
+            judged.append(path)
+            return Verdict(task="t", candidate=str(path), size="small", compiled=True, correct=True, reason=None,
+                           checks=[], device="cpu", isolation={}, runtime_ms=1.0, timing="cpu-interpreter"), 0
+
+    rt = Runtime(task=load_task("relu", "small"), store=store, policy=Generous(), budget=Budget(max_evals=2),
+                 evaluator=FakeEvaluator(), final_evaluator=FakeEvaluator(), batch=8)
+    out = build_graph(rt).compile().invoke({"generation": 0})
+    assert rt.spent().evaluations == 2 and len(judged) == 2 + 1  # two in the search, the best re-judged
+    assert "2 of 2" in out["stop_reason"]
+    assert sum(e.get("action") == "over budget" for e in store.events()) == 3  # kept, said, not judged

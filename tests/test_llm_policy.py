@@ -107,6 +107,26 @@ def test_bad_replies_and_arguments_do_not_lose_the_run(tmp_path, cache_dir, monk
     assert nudges
     info = status(RunStore(run))
     assert info["evaluations"] == 2 and info["best"]["candidate"] == good
+    assert server.refused == []  # every request's history was one a real server accepts
+
+
+def test_a_reply_mixing_a_valid_and_a_malformed_call_keeps_the_valid_one(tmp_path, cache_dir, monkeypatch) -> None:
+    """Both calls get an answer (a real server refuses a history with an unanswered call, HTTP 400),
+    and the valid one is carried out."""
+    good = source_id(GOOD)
+    script = [
+        {"tool_calls": [tool_call("write_kernel", {"source": GOOD, "strategy": "grid"}),
+                        tool_call("check_kernel", "{not json")]},
+        {"tool_calls": [tool_call("check_kernel", {"candidate": good[:10]})]},
+        {"content": "done"},
+        {"content": "The grid kernel works."},
+    ]
+    with FakeOpenAI(script) as server:
+        code, run = run_with(tmp_path, cache_dir, monkeypatch, server.base_url)
+    assert server.refused == [] and code == 0
+    results = "\n".join(e["result"] for e in events(run) if e["type"] == "tool_result")
+    assert "could not parse the arguments of check_kernel" in results and "ACCEPTED" in results
+    assert status(RunStore(run))["best"]["candidate"] == good
 
 
 def test_http_errors_are_retried(tmp_path, cache_dir, monkeypatch) -> None:
@@ -153,3 +173,35 @@ def test_trace_json_lines_have_types(tmp_path, cache_dir, monkeypatch) -> None:
         _, run = run_with(tmp_path, cache_dir, monkeypatch, server.base_url)
     for event in events(run):
         assert json.loads(json.dumps(event))["type"]
+
+
+def test_the_reflection_never_calls_an_unjudged_kernel_rejected(tmp_path, cache_dir, monkeypatch) -> None:
+    """A kernel written but not checked in the turn is judged after it: the reflection, which comes
+    first, says so instead of calling it rejected."""
+    script = [
+        {"tool_calls": [tool_call("write_kernel", {"source": GOOD, "strategy": "grid"})]},
+        {"content": "done"},
+        {"content": "Wrote a grid kernel."},
+    ]
+    with FakeOpenAI(script) as server:
+        code, run = run_with(tmp_path, cache_dir, monkeypatch, server.base_url)
+    assert code == 0 and server.refused == []
+    reflection = next(r for r in server.requests if "writing short notes" in r["messages"][0]["content"])
+    text = reflection["messages"][-1]["content"]
+    assert "not judged yet" in text and "rejected" not in text
+
+
+def test_a_kernel_in_a_code_block_is_taken_as_a_write(tmp_path, cache_dir, monkeypatch) -> None:
+    """A model that keeps answering with code blocks instead of tool calls still gets its kernel judged
+    (it used to get one nudge, then the run ended for good)."""
+    script = [
+        {"content": f"Here is my kernel:\n```python\n{GOOD}```\n"},
+        {"content": "done"},
+        {"content": "Code block kernel."},
+    ]
+    with FakeOpenAI(script) as server:
+        code, run = run_with(tmp_path, cache_dir, monkeypatch, server.base_url)
+    assert code == 0 and server.refused == []
+    info = status(RunStore(run))
+    assert info["best"]["candidate"] == source_id(GOOD) and info["best"]["verified"]
+    assert any("taken as write_kernel" in (m.get("content") or "") for m in server.requests[1]["messages"])
