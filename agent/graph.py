@@ -128,7 +128,35 @@ FINAL_CONTENDERS = 3
 def build_graph(rt: Runtime):
     """The uncompiled StateGraph over ``rt``."""
 
+    def adopt(state: State) -> dict[str, Any]:
+        """Candidates judged in a turn that never finished (the endpoint went down mid-turn, the run was
+        killed) are in the store but not in the search: file them, so a kernel already verified is
+        never lost to a resume."""
+        known = {e["id"] for e in state.get("results", [])}
+        found = []
+        for c in rt.store.candidates():
+            verdict = rt.store.evaluation(c["id"]) if c["id"] not in known else None
+            if verdict is not None:
+                found.append(entry_of(c["id"], rt.store.candidate(c["id"]) or c, verdict))
+        if not found:
+            return {}
+        archive = dict(state.get("archive", {}))
+        for entry in found:
+            kept = arch.insert(archive, entry)
+            rt.store.event("decision", entry["id"], action="adopted", reason="judged in a turn that did not finish"
+                           + ("; the fastest correct candidate in its cell" if kept else ""))
+        return {"results": found, "archive": archive, "best": arch.best(archive),
+                "processed": state.get("processed", 0) + len(found)}
+
     def plan(state: State) -> dict[str, Any]:
+        adopted = adopt(state)
+        if adopted:
+            state = {**state, "archive": adopted["archive"], "results": [*state.get("results", []),
+                                                                        *adopted["results"]]}
+        update = _plan(state)
+        return {**adopted, **update}
+
+    def _plan(state: State) -> dict[str, Any]:
         generation = state.get("generation", 0)
         reason = exhausted(rt.budget, rt.spent())
         if reason:

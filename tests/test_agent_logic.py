@@ -465,3 +465,35 @@ def test_the_evaluation_budget_holds_when_a_policy_offers_more(tmp_path: Path) -
     assert rt.spent().evaluations == 2 and len(judged) == 2 + 1  # two in the search, the best re-judged
     assert "2 of 2" in out["stop_reason"]
     assert sum(e.get("action") == "over budget" for e in store.events()) == 3  # kept, said, not judged
+
+
+def test_a_kernel_judged_in_an_unfinished_turn_is_not_lost(tmp_path: Path) -> None:
+    """The endpoint went down after a kernel was judged inside a turn: on resume the kernel joins the
+    search (it used to be forgotten, and a slower one won)."""
+    from kernelevo.agent.graph import Runtime, build_graph
+
+    store = RunStore(tmp_path / "run")
+    cid, _ = store.add_candidate("x = 1\n", None, "tiled", "tiled|w4", "{}", 0)
+    store.record_evaluation(cid, "search", Verdict(task="t", candidate="c", size="small", compiled=True, correct=True,
+                                                   reason=None, checks=[], device="cpu", isolation={},
+                                                   runtime_ms=6.956, timing="cpu-interpreter"))
+
+    class Quiet:
+        name = "quiet"
+
+        def prepare(self, task):  # noqa: ANN001, ANN202
+            return None
+
+        def propose(self, view, count):  # noqa: ANN001, ANN202
+            return []
+
+    class FakeEvaluator:
+        def evaluate(self, task, path):  # noqa: ANN001, ANN202
+            return Verdict(task="t", candidate=str(path), size="small", compiled=True, correct=True, reason=None,
+                           checks=[], device="cpu", isolation={}, runtime_ms=7.0, timing="cpu-interpreter"), 0
+
+    rt = Runtime(task=load_task("relu", "small"), store=store, policy=Quiet(), budget=Budget(max_evals=4),
+                 evaluator=FakeEvaluator(), final_evaluator=FakeEvaluator())
+    out = build_graph(rt).compile().invoke({"generation": 1})
+    assert out["final"]["id"] == cid
+    assert any(e.get("action") == "adopted" and e["candidate"] == cid for e in store.events())
