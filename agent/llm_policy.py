@@ -18,6 +18,7 @@ from kernelevo.agent.budget import exhausted
 from kernelevo.agent.policy import Proposal, SearchView
 from kernelevo.tasks.task import Task
 from kernelevo.tools import ToolContext, make_tools
+from kernelevo.tools.kernel_tools import SOURCE_LIMIT
 
 
 class PolicyUnavailable(Exception):
@@ -140,7 +141,7 @@ class LLMPolicy:
             SystemMessage(prompts.render("system", strict=strict, atol=atol, rtol=rtol)),
             HumanMessage(self._task_prompt() + "\n" + prompts.render("playbook") + "\n" +
                          prompts.render("generation", generation=view.generation, count=count, elites=elites,
-                                        notes=self._notes()[-6:])),
+                                        notes=self._notes()[-6:], best_source=self._source(elites))),
         ]
         nudged = False
         for step in range(self.max_steps):
@@ -195,6 +196,13 @@ class LLMPolicy:
                          strategy=(rt.store.candidate(cid) or {}).get("strategy") or "llm", descriptor="llm",
                          params={}, parent=(rt.store.candidate(cid) or {}).get("parent"), why="written by the model")
                 for cid in ctx.written]
+
+    def _source(self, elites: list[Any]) -> str | None:
+        """The fastest elite's source, for the prompt (the model improves code it can see)."""
+        if not elites or self.rt is None:
+            return None
+        path = self.rt.store.source_path(elites[0]["id"])
+        return path.read_text()[:SOURCE_LIMIT] if path.exists() else None
 
     def _subject(self, args: Any) -> str | None:
         """The candidate a tool call is about (its ``candidate`` argument), for the trace."""

@@ -36,7 +36,8 @@ def history_problem(messages: list[dict[str, Any]]) -> str | None:
 
 
 class FakeOpenAI:
-    """``script`` items: {"tool_calls": [...]} / {"content": str} / {"status": 500} / {"sleep": s}."""
+    """``script`` items: {"tool_calls": [...]} / {"content": str} / {"status": 500} / {"sleep": s}, or a
+    function of the request's body returning one of those (a model that acts on what it was shown)."""
 
     def __init__(self, script: list[dict[str, Any]], port: int = 0) -> None:
         self.script = list(script)
@@ -59,6 +60,8 @@ class FakeOpenAI:
                     refused = history_problem(body.get("messages") or [])
                     step = ({"status": 400, "message": refused} if refused else
                             fake.script.pop(0) if fake.script else {"content": "done"})
+                    if callable(step):  # a step that reads the request, as a model reads its prompt
+                        step = step(body)
                     if refused:
                         fake.refused.append(refused)
                 if "sleep" in step:

@@ -497,3 +497,18 @@ def test_a_kernel_judged_in_an_unfinished_turn_is_not_lost(tmp_path: Path) -> No
     out = build_graph(rt).compile().invoke({"generation": 1})
     assert out["final"]["id"] == cid
     assert any(e.get("action") == "adopted" and e["candidate"] == cid for e in store.events())
+
+
+def test_search_replace_edits_apply_or_say_where_they_missed() -> None:
+    from kernelevo.tools.edits import EditError, apply_edits, parse_edits
+
+    source = "a = 1\nb = 2\nc = 3\nb = 2\n"
+    edits = parse_edits("text\n<<<<<<< SEARCH\na = 1\n=======\na = 10\n>>>>>>> REPLACE\n"
+                        "<<<<<<< SEARCH\nc = 3\n=======\nc = 30\nd = 4\n>>>>>>> REPLACE\n")
+    assert apply_edits(source, edits) == "a = 10\nb = 2\nc = 30\nd = 4\nb = 2\n"
+    with pytest.raises(EditError, match="occurs 2 times"):
+        apply_edits(source, parse_edits("<<<<<<< SEARCH\nb = 2\n=======\nb = 5\n>>>>>>> REPLACE"))
+    with pytest.raises(EditError, match=r"closest lines are:\n   3\| c = 3"):
+        apply_edits(source, parse_edits("<<<<<<< SEARCH\nc = 4\n=======\nc = 5\n>>>>>>> REPLACE"))
+    with pytest.raises(EditError, match="no edit found"):
+        parse_edits("just prose")

@@ -205,3 +205,39 @@ def test_a_kernel_in_a_code_block_is_taken_as_a_write(tmp_path, cache_dir, monke
     info = status(RunStore(run))
     assert info["best"]["candidate"] == source_id(GOOD) and info["best"]["verified"]
     assert any("taken as write_kernel" in (m.get("content") or "") for m in server.requests[1]["messages"])
+
+
+def test_a_model_improves_the_code_it_is_shown_by_a_diff(tmp_path, cache_dir, monkeypatch) -> None:
+    """The second generation's prompt carries the best kernel's source; the scripted model copies a
+    line of it into a SEARCH/REPLACE edit, which can only apply if the source really was shown."""
+    first = source_id(GOOD)
+
+    def edit_from_prompt(body: dict) -> dict:
+        prompt = "\n".join(str(m.get("content") or "") for m in body["messages"])
+        line = next((ln for ln in prompt.splitlines() if "BLOCK=1024)" in ln), None)
+        if line is None:
+            return {"content": "I cannot see any kernel."}
+        edits = f"<<<<<<< SEARCH\n{line}\n=======\n{line.replace('1024', '512')}\n>>>>>>> REPLACE"
+        return {"tool_calls": [tool_call("edit_kernel", {"candidate": first[:10], "edits": edits,
+                                                         "strategy": "smaller-blocks"})]}
+
+    script = [
+        {"tool_calls": [tool_call("write_kernel", {"source": GOOD, "strategy": "grid"})]},
+        {"tool_calls": [tool_call("check_kernel", {"candidate": first[:10]})]},
+        {"content": "done"},
+        {"content": "A grid kernel works."},
+        edit_from_prompt,
+        {"tool_calls": [tool_call("read_source", {"candidate": first[:10]})]},
+        {"content": "done"},
+        {"content": "Smaller blocks."},
+    ]
+    with FakeOpenAI(script) as server:
+        code, run = run_with(tmp_path, cache_dir, monkeypatch, server.base_url, evals=2)
+    assert code == 0 and server.refused == []
+    store = RunStore(run)
+    edited = [c for c in store.candidates() if c["id"] != first]
+    assert len(edited) == 1 and edited[0]["parent"] == first
+    assert "BLOCK=512" in store.source_path(edited[0]["id"]).read_text()
+    assert store.evaluation(edited[0]["id"]).correct
+    results = "\n".join(e["result"] for e in events(run) if e["type"] == "tool_result")
+    assert "edited; saved as candidate" in results and "relu_kernel" in results  # read_source showed code

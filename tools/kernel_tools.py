@@ -18,6 +18,7 @@ from kernelevo.sandbox.advice.profiling import describe as describe_profile
 from kernelevo.sandbox.judge.static_checks import check_candidate
 from kernelevo.sandbox.models import Profile, Verdict
 from kernelevo.tasks.task import Task
+from kernelevo.tools.edits import EditError, apply_edits, parse_edits
 
 
 class CandidateStore(Protocol):
@@ -128,6 +129,17 @@ class NoArgs(BaseModel):
     pass
 
 
+class EditArgs(BaseModel):
+    candidate: str = Field(description="The candidate to start from (its id or first 8+ characters).")
+    edits: str = Field(description="One or more blocks: '<<<<<<< SEARCH', lines copied exactly from the "
+                       "candidate's source, '=======', their replacement, '>>>>>>> REPLACE'.")
+    strategy: str = Field(description="A short name for the idea behind the change.")
+
+
+SOURCE_LIMIT = 24000
+"""Characters of a source shown to the model at once (a candidate file is far smaller)."""
+
+
 def make_tools(ctx: ToolContext) -> list[BaseTool]:
     """The tools bound to one turn's context."""
 
@@ -211,6 +223,24 @@ def make_tools(ctx: ToolContext) -> list[BaseTool]:
         lines += [f"{'pass' if c.passed else 'FAIL'} {c.name}: {_trim(c.detail, 300)}" for c in verdict.checks]
         return "\n".join(lines)
 
+    def read_source(candidate: str) -> str:
+        cid = resolve(candidate)
+        if cid is None:
+            return f"no candidate {candidate!r}: use an id from list_population or write_kernel"
+        verdict = ctx.store.evaluation(cid)
+        head = summarize_verdict(cid, verdict) if verdict else f"candidate {cid[:10]} (not judged yet)"
+        return head + "\n\n" + _trim(ctx.store.source_path(cid).read_text(), SOURCE_LIMIT)
+
+    def edit_kernel(candidate: str, edits: str, strategy: str) -> str:
+        cid = resolve(candidate)
+        if cid is None:
+            return f"no candidate {candidate!r}: use an id from list_population or write_kernel"
+        try:
+            source = apply_edits(ctx.store.source_path(cid).read_text(), parse_edits(edits))
+        except EditError as exc:
+            return f"edit not applied: {exc}"
+        return "edited; " + write_kernel(source, strategy, parent=cid)
+
     def list_population() -> str:
         return ctx.population()
 
@@ -229,6 +259,9 @@ def make_tools(ctx: ToolContext) -> list[BaseTool]:
          "spills, Nsight Compute counters (DRAM/SM throughput, occupancy, stall reasons) and a diagnosis.",
          CandidateArgs),
         (read_result, "read_result", "Every harness check of a judged candidate.", CandidateArgs),
+        (read_source, "read_source", "A candidate's source file, with its verdict.", CandidateArgs),
+        (edit_kernel, "edit_kernel", "Derive a new candidate from an existing one by SEARCH/REPLACE edits (saves "
+         "it like write_kernel, with that one as parent); cheaper than rewriting the whole file.", EditArgs),
         (list_population, "list_population", "The elites and the strategies tried so far.", NoArgs),
         (read_notes, "read_notes", "Strategy notes from earlier generations.", NoArgs),
     ]
