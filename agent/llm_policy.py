@@ -9,6 +9,7 @@ import json
 import re
 from typing import Any
 
+import openai
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_openai import ChatOpenAI
 
@@ -23,6 +24,17 @@ from kernelevo.tools.kernel_tools import SOURCE_LIMIT
 
 class PolicyUnavailable(Exception):
     """The model cannot be reached or keeps failing: the run stops, resumable."""
+
+
+class PolicyRefused(Exception):
+    """The endpoint refuses the request itself (a bad request, an unknown model, a key it does not
+    accept): asking again gives the same answer, so the run stops with the reason, not resumably."""
+
+
+REFUSALS = (openai.BadRequestError, openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError,
+            openai.UnprocessableEntityError)
+"""The OpenAI client's errors for HTTP 400, 401, 403, 404 and 422 (LangChain's own are subclasses):
+deterministic, never retried."""
 
 
 def _short(value: Any, limit: int = 4000) -> Any:
@@ -106,8 +118,11 @@ class LLMPolicy:
                     last=_short(str(messages[-1].content), 2000))
         try:
             reply = llm.invoke(messages)
-        except Exception as exc:  # network, HTTP 5xx after retries, timeouts: all stop the run resumably
+        except Exception as exc:  # network, HTTP 5xx and 429 after retries, timeouts: all stop the run resumably
             store.event("model_error", None, generation=generation, step=step, error=f"{type(exc).__name__}: {exc}")
+            if isinstance(exc, REFUSALS):
+                raise PolicyRefused(f"the model endpoint refused the request ({type(exc).__name__}): "
+                                    f"{_short(str(exc), 400)}") from None
             raise PolicyUnavailable(f"the model endpoint failed after retries: {type(exc).__name__}: {exc}") from None
         usage = reply.usage_metadata or {}
         store.set_meta("tokens_in", int(store.meta("tokens_in", 0)) + int(usage.get("input_tokens", 0)))

@@ -22,7 +22,7 @@ from kernelevo.agent.budget import Budget
 from kernelevo.agent.builtin.policy import BuiltinPolicy
 from kernelevo.agent.builtin.recognize import CannotCover
 from kernelevo.agent.graph import Runtime, Stopped, build_graph
-from kernelevo.agent.llm_policy import PolicyUnavailable
+from kernelevo.agent.llm_policy import PolicyRefused, PolicyUnavailable
 from kernelevo.agent.store import RunStore
 from kernelevo.sandbox.judge.evaluate import EvalConfig, EvalError, Evaluator
 from kernelevo.sandbox.models import TimingPolicy, Verdict
@@ -328,6 +328,11 @@ def drive(run_dir: Path, first: bool, progress: Callable[..., Any] | None = None
         store.event("decision", None, action="interrupted", reason=str(exc))
         _log(f"interrupted: {exc}\nresume with `kernelevo resume {run_dir}`")
         return EXIT_INTERRUPTED
+    except PolicyRefused as exc:
+        store.set_state("failed", str(exc))
+        store.event("decision", None, action="stop", reason=str(exc))
+        _log(f"error: {exc}")
+        return EXIT_USAGE
     except EvalError as exc:
         store.set_state("failed", str(exc))
         _log(f"error: {exc}")

@@ -140,6 +140,17 @@ def test_http_errors_are_retried(tmp_path, cache_dir, monkeypatch) -> None:
     assert len(server.requests) == 5  # two failures retried, write, check, reflection
 
 
+def test_a_request_the_endpoint_refuses_stops_the_run_with_its_reason(tmp_path, cache_dir, monkeypatch) -> None:
+    """HTTP 400 (a context overflow, an unsupported parameter) is the same on every retry: exit 2 with
+    the server's words, not exit 4 and a resume that fails again forever."""
+    script = [{"status": 400, "message": "This model's maximum context length is 8192 tokens"}]
+    with FakeOpenAI(script) as server:
+        code, run = run_with(tmp_path, cache_dir, monkeypatch, server.base_url)
+    assert code == 2 and len(server.requests) == 1  # not retried
+    store = RunStore(run)
+    assert store.state() == "failed" and "maximum context length" in store.meta("state_reason")
+
+
 def test_endpoint_down_interrupts_cleanly_and_resumes(tmp_path, cache_dir, monkeypatch) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
