@@ -18,6 +18,19 @@ class Budget(BaseModel):
     price_out: float = 0.0
     """USD per million output tokens."""
 
+    def describe_left(self, spent: Spent) -> str:
+        """What remains on each limited axis, in words (for the model's prompt)."""
+        parts = []
+        if self.max_evals is not None:
+            parts.append(f"{max(self.max_evals - spent.evaluations, 0)} of {self.max_evals} evaluations")
+        if self.max_minutes is not None:
+            parts.append(f"{max(self.max_minutes - spent.seconds / 60, 0):.0f} of {self.max_minutes:g} minutes")
+        if self.max_tokens is not None:
+            parts.append(f"{max(self.max_tokens - spent.tokens_in - spent.tokens_out, 0)} of {self.max_tokens} tokens")
+        if self.max_cost_usd is not None:
+            parts.append(f"${max(self.max_cost_usd - spent.cost_usd(self), 0):.2f} of ${self.max_cost_usd:.2f}")
+        return ", ".join(parts) + " left" if parts else "no limit"
+
 
 class Spent(BaseModel):
     evaluations: int = 0

@@ -17,6 +17,7 @@ from kernelevo import prompts
 from kernelevo.agent.archive import strategy_stats
 from kernelevo.agent.budget import exhausted
 from kernelevo.agent.policy import Proposal, SearchView
+from kernelevo.sandbox.judge.ceilings import speed_of_light_ms
 from kernelevo.tasks.task import Task
 from kernelevo.tools import ToolContext, make_tools
 from kernelevo.tools.kernel_tools import SOURCE_LIMIT
@@ -85,12 +86,19 @@ class LLMPolicy:
         reference, ceilings = rt.evaluator.baseline(task)
         dtype = task.dtype or (reference.output_dtypes[0] if reference.output_dtypes else "float32")
         atol, rtol = task.tolerances(dtype)
-        eager = reference.eager
-        eager_text = (f"{eager.median_ms:.4g} ms ({'CPU' if reference.device == 'cpu' else reference.device})"
-                      if eager else "not measured")
+        eager, compiled = reference.eager, reference.compiled
+        where = "CPU" if reference.device == "cpu" else reference.device
+        eager_text = f"{eager.median_ms:.4g} ms ({where})" if eager else "not measured"
+        compiled_text = (f"{compiled.median_ms:.4g} ms" if compiled else
+                         f"not measured ({reference.compile_error or 'not asked for'})")
+        floor = None
+        if ceilings is not None and reference.device != "cpu":
+            floor_ms, bound = speed_of_light_ms(reference.flops, reference.bytes, ceilings, dtype)
+            floor = f"{floor_ms:.4g} ms ({bound}-bound: the least bytes and FLOPs over the measured ceilings)"
         return prompts.render("task", task=task, source=task.path.read_text(), dtype=dtype, atol=atol, rtol=rtol,
                               flops=f"{reference.flops:.3g}", bytes=f"{reference.bytes:.3g}", device=reference.device,
-                              ceilings=ceilings, eager=eager_text)
+                              ceilings=ceilings, eager=eager_text, compiled=compiled_text, floor=floor,
+                              budget=rt.budget.describe_left(rt.spent()))
 
     def _population(self) -> str:
         rt = self.rt

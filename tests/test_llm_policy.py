@@ -71,7 +71,10 @@ def test_a_scripted_model_writes_a_correct_candidate(tmp_path, cache_dir, monkey
     assert "ACCEPTED" in results[2]["result"]  # the model saw the harness's own verdict
     assert all(e["candidate"] == cid for e in results)  # tool events are linked to the candidate
     # the request carried the tools' schemas and the key only as a header, never in the run folder
-    assert {t["function"]["name"] for t in server.requests[0]["tools"]} >= {"write_kernel", "check_kernel"}
+    assert {t["function"]["name"] for t in server.requests[0]["tools"]} >= {"write_kernel", "check_kernel",
+                                                                            "edit_kernel", "read_source"}
+    facts = server.requests[0]["messages"][1]["content"]  # what a kernel engineer would want to know
+    assert "eager reference:" in facts and "torch.compile:" in facts and "1 of 1 evaluations left" in facts
     assert server.headers[0].get("authorization") == f"Bearer {KEY}"
     for path in run.rglob("*"):
         if path.is_file():
