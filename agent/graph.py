@@ -179,13 +179,14 @@ def build_graph(rt: Runtime):
         left = evaluations_left(rt.budget, rt.spent())
         room = rt.batch if left is None else min(rt.batch, left)
         pending = []
+        in_search = {e["id"] for e in state.get("results", [])}
         for p in proposals:
             cell = arch.cell_key(p["strategy"], p["descriptor"])
             note = json.dumps({"why": p["why"], "params": p["params"]})
             cid, new = rt.store.add_candidate(p["source"], p["parent"], p["strategy"], cell, note, generation)
             written_now = (rt.store.candidate(cid) or {}).get("generation") == generation
             judged = rt.store.evaluation(cid) is not None
-            if judged and not written_now:
+            if judged and (not written_now or cid in in_search):
                 rt.store.event("decision", cid, action="duplicate", generation=generation,
                                reason="same source as a candidate already judged")
                 continue

@@ -32,6 +32,17 @@ class PolicyRefused(Exception):
     accept): asking again gives the same answer, so the run stops with the reason, not resumably."""
 
 
+class TurnTooLong(Exception):
+    """The conversation outgrew the model's context: the turn ends with what it wrote; the next turn
+    starts from a fresh, short history."""
+
+
+def _context_overflow(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return ("ContextOverflow" in type(exc).__name__ or "context_length_exceeded" in text
+            or "maximum context length" in text or "context window" in text)
+
+
 REFUSALS = (openai.BadRequestError, openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError,
             openai.UnprocessableEntityError)
 """The OpenAI client's errors for HTTP 400, 401, 403, 404 and 422 (LangChain's own are subclasses):
@@ -46,7 +57,7 @@ def _short(value: Any, limit: int = 4000) -> Any:
     return value
 
 
-CODE_BLOCK = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL)
+CODE_BLOCK = re.compile(r"```[\w+-]*[ \t]*\n(.*?)```", re.DOTALL)
 
 
 def kernel_in_code_block(text: str) -> str | None:
@@ -128,6 +139,8 @@ class LLMPolicy:
             reply = llm.invoke(messages)
         except Exception as exc:  # network, HTTP 5xx and 429 after retries, timeouts: all stop the run resumably
             store.event("model_error", None, generation=generation, step=step, error=f"{type(exc).__name__}: {exc}")
+            if isinstance(exc, openai.BadRequestError) and _context_overflow(exc):
+                raise TurnTooLong(str(exc)[:300]) from None
             if isinstance(exc, REFUSALS):
                 raise PolicyRefused(f"the model endpoint refused the request ({type(exc).__name__}): "
                                     f"{_short(str(exc), 400)}") from None
@@ -170,7 +183,12 @@ class LLMPolicy:
         for step in range(self.max_steps):
             if exhausted(rt.budget, rt.spent()) or rt.stopping:
                 break
-            reply = self._invoke(llm, messages, step, view.generation)
+            try:
+                reply = self._invoke(llm, messages, step, view.generation)
+            except TurnTooLong as exc:
+                rt.store.event("decision", None, action="end turn", generation=view.generation,
+                               reason=f"the conversation outgrew the model's context: {exc}")
+                break
             messages.append(reply)
             # Every call of the reply gets its answer, the malformed ones included: a history with an
             # unanswered call is refused by the server (HTTP 400) on every later request.
@@ -183,8 +201,11 @@ class LLMPolicy:
             if not reply.tool_calls:
                 block = kernel_in_code_block(str(reply.content or ""))
                 if block is not None and "write_kernel" in by_name:
-                    # Many served models answer tools poorly: a kernel in a code block is taken as a write.
+                    # Many served models answer tools poorly: a kernel in a code block is taken as a write
+                    # (a closing message quoting a kernel already written ends the turn instead).
                     result = by_name["write_kernel"].invoke({"source": block, "strategy": "from-a-code-block"})
+                    if str(result).startswith("identical to candidate"):
+                        break
                     rt.store.event("tool_result", ctx.written[-1] if ctx.written else None, name="write_kernel",
                                    result=_short(f"(from a code block) {result}", 3000))
                     messages.append(HumanMessage(f"The kernel in your reply was taken as write_kernel: {result}\n"

@@ -512,3 +512,7 @@ def test_search_replace_edits_apply_or_say_where_they_missed() -> None:
         apply_edits(source, parse_edits("<<<<<<< SEARCH\nc = 4\n=======\nc = 5\n>>>>>>> REPLACE"))
     with pytest.raises(EditError, match="no edit found"):
         parse_edits("just prose")
+    banner = "# ==========\nBLOCK = 256\n"
+    edit = parse_edits("<<<<<<< SEARCH\n# ==========\nBLOCK = 256\n=======\n# ==========\nBLOCK = 1024\n"
+                       ">>>>>>> REPLACE\n")
+    assert apply_edits(banner, edit) == "# ==========\nBLOCK = 1024\n"

@@ -139,7 +139,7 @@ def test_the_precision_rule_has_a_floor_where_eager_is_exact() -> None:
 
 
 def test_a_timed_output_digest_commits_to_every_value() -> None:
-    """The digest a timed call commits to changes with any one value, is the same whether the output
+    """The digest a timed call commits to changes with any one bit, is the same whether the output
     is a view or a copy, chunked or not, and cannot be met by a constant such as a row sum."""
     from kernelevo.sandbox.child import timed
 
@@ -156,4 +156,10 @@ def test_a_timed_output_digest_commits_to_every_value() -> None:
     assert not timed.same_digest(digest, timed.output_digest(swapped, 1234))
     big = torch.randn(timed.DIGEST_CHUNK + 5)
     assert timed.same_digest(timed.output_digest(big, 9), timed.output_digest(big.clone(), 9))
-    assert timed.same_digest([float("nan")], [float("nan")]) and not timed.same_digest([1.0], [1.0, 2.0])
+    nudged = out.clone()
+    nudged.view(-1)[:: 7] = torch.nextafter(nudged.view(-1)[:: 7], torch.tensor(2.0))  # one ulp each
+    assert not timed.same_digest(digest, timed.output_digest(nudged, 1234))
+    assert timed.same_digest(timed.output_digest(torch.tensor([float("nan"), 1.0]).half(), 3),
+                             timed.output_digest(torch.tensor([float("nan"), 1.0]).half(), 3))
+    assert timed.same_digest(timed.output_digest(torch.arange(5) > 2, 3), timed.output_digest(torch.arange(5) > 2, 3))
+    assert not timed.same_digest(digest, None) and len(digest[0]) == timed.DIGEST_LANES

@@ -146,12 +146,25 @@ def test_http_errors_are_retried(tmp_path, cache_dir, monkeypatch) -> None:
 def test_a_request_the_endpoint_refuses_stops_the_run_with_its_reason(tmp_path, cache_dir, monkeypatch) -> None:
     """HTTP 400 (a context overflow, an unsupported parameter) is the same on every retry: exit 2 with
     the server's words, not exit 4 and a resume that fails again forever."""
-    script = [{"status": 400, "message": "This model's maximum context length is 8192 tokens"}]
+    script = [{"status": 400, "message": "Unsupported parameter: 'temperature'"}]
     with FakeOpenAI(script) as server:
         code, run = run_with(tmp_path, cache_dir, monkeypatch, server.base_url)
     assert code == 2 and len(server.requests) == 1  # not retried
     store = RunStore(run)
-    assert store.state() == "failed" and "maximum context length" in store.meta("state_reason")
+    assert store.state() == "failed" and "Unsupported parameter" in store.meta("state_reason")
+
+
+def test_a_turn_that_outgrows_the_context_ends_and_keeps_its_kernel(tmp_path, cache_dir, monkeypatch) -> None:
+    """A context overflow ends the turn, not the run: what the turn wrote is judged."""
+    script = [
+        {"tool_calls": [tool_call("write_kernel", {"source": GOOD, "strategy": "grid"})]},
+        {"status": 400, "message": "This model's maximum context length is 8192 tokens"},
+        {"content": "Grid kernel written."},
+    ]
+    with FakeOpenAI(script) as server:
+        code, run = run_with(tmp_path, cache_dir, monkeypatch, server.base_url)
+    assert code == 0 and status(RunStore(run))["best"]["candidate"] == source_id(GOOD)
+    assert any(e.get("action") == "end turn" for e in events(run))
 
 
 def test_endpoint_down_interrupts_cleanly_and_resumes(tmp_path, cache_dir, monkeypatch) -> None:

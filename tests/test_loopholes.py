@@ -135,8 +135,9 @@ def test_host_work_through_raw_pointers_is_not_vouched_for(evaluator) -> None:
     verdict = evaluator.run_in_sandbox(load_task("relu", "small"), candidate("bad_numpy_host"), [])
     if ON_GPU:
         assert not verdict.correct
-    else:
-        assert verdict.assurance.startswith("interpreter: not forensic")
+    else:  # accepted, and only vouched for as far as an interpreter run goes: the gap is documented
+        assert verdict.correct and verdict.assurance.startswith("interpreter: not forensic")
+        assert "aten" not in str(verdict.checks)
 
 
 def test_a_content_keyed_cache_never_hits(evaluator) -> None:

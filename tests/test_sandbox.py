@@ -283,3 +283,20 @@ def test_a_fifo_named_as_an_output_is_refused_at_once(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="not a plain file"):
         wire.read_tensor(meta, tmp_path, "cpu", 1 << 20)
     assert time.monotonic() - began < 5
+
+
+def test_toolchain_folders_never_include_a_home_or_the_working_folder(tmp_path: Path, monkeypatch) -> None:
+    """A compiler under ~/.local/bin, or a relative LD_LIBRARY_PATH entry, must not bind a home folder
+    or the working folder into the sandbox."""
+    home_tool = Path.home() / ".local" / "kernelevo-test-tool"
+    (home_tool / "bin").mkdir(parents=True, exist_ok=True)
+    try:
+        monkeypatch.setenv("CC", str(home_tool / "bin" / "cc"))
+        monkeypatch.setenv("LD_LIBRARY_PATH", f".:{tmp_path}")
+        found = namespaces.toolchain_paths()
+        assert tmp_path.resolve() in found  # an absolute library folder outside any home is kept
+        assert not any(p == Path.cwd().resolve() for p in found)
+        assert not any(p.is_relative_to(Path.home().resolve()) for p in found)
+    finally:
+        import shutil
+        shutil.rmtree(home_tool, ignore_errors=True)

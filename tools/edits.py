@@ -20,7 +20,9 @@ import difflib
 import re
 from dataclasses import dataclass
 
-BLOCK = re.compile(r"<{5,9} SEARCH[ \t]*\n(.*?)\n?={5,9}[ \t]*\n(.*?)\n?>{5,9} REPLACE", re.DOTALL)
+BLOCK = re.compile(r"^<{5,9} SEARCH[ \t]*\n(.*?)\n^={5,9}[ \t]*\n(.*?)\n?^>{5,9} REPLACE[ \t]*$",
+                   re.DOTALL | re.MULTILINE)
+"""Markers only at the start of their own line: a banner comment of '=' signs inside an edit stays text."""
 
 
 class EditError(ValueError):

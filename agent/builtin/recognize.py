@@ -111,14 +111,30 @@ def _collect_needs(fn: Any, source: str, module: str, heads: list[str], bodies: 
                 helper = textwrap.dedent(inspect.getsource(value))
             except (OSError, TypeError) as exc:
                 raise CannotCover(f"the reference's helper `{name}` has no readable source ({exc})") from None
-            members = [value] if isinstance(value, types.FunctionType) else [
-                m for m in vars(value).values() if isinstance(m, types.FunctionType)]
+            members = [value] if isinstance(value, types.FunctionType) else _methods(value)
             for member in members:
                 _collect_needs(member, helper, module, heads, bodies, seen)
             bodies.append(helper)
         else:
             raise CannotCover(f"the reference's __init__ uses `{name}` ({type(value).__name__}), which a generated "
                               "candidate cannot carry")
+
+
+def _methods(cls: type) -> list[Any]:
+    """The functions of a helper class (plain, static, class methods and properties); its bases must be
+    torch's or the class's module's own (whose source the scan cannot follow is refused)."""
+    for base in cls.__bases__:
+        if base.__module__ not in ("builtins",) and not base.__module__.startswith("torch"):
+            raise CannotCover(f"the reference's helper `{cls.__name__}` derives from `{base.__name__}`, which a "
+                              "generated candidate cannot carry")
+    found = []
+    for member in vars(cls).values():
+        for fn in (member, getattr(member, "__func__", None), getattr(member, "fget", None),
+                   getattr(member, "fset", None)):
+            if isinstance(fn, types.FunctionType):
+                found.append(fn)
+                break
+    return found
 
 
 def _full_shapes(task: Task) -> list[tuple[int, ...]]:

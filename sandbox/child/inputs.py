@@ -20,7 +20,7 @@ VARIANTS = (
     ("as generated, another seed", 1.0, False),
     ("small values (x0.01)", 0.01, False),
     ("large values (x100)", 100.0, False),
-    ("ties (17 levels, the top and bottom tenth clamped)", 1.0, True),
+    ("ties (17 levels of its scale, a tenth of magnitudes clamped)", 1.0, True),
 )
 """(label, scale, ties): checked calls cycle through them; timed calls use the first."""
 
@@ -64,8 +64,8 @@ TIE_SAMPLE = 65536
 
 def with_ties(x: Any) -> Any:
     """``x`` on a grid of its own scale, clamped at the 90th percentile of its magnitude: a tenth of
-    the values share the largest level (and of signed inputs, the smallest), so a maximum, a sort or
-    a top-k meets ties along every dimension, whatever the input's scale. Signs are kept, so inputs
+    the values share the two extreme levels (of signed, symmetric inputs about a twentieth each), so
+    a maximum, a sort or a top-k meets ties along every dimension, whatever the input's scale. Signs are kept, so inputs
     that must be positive stay non-negative."""
     flat = x.detach().reshape(-1)
     if flat.numel() == 0:

@@ -12,6 +12,7 @@ the call's time. The host time of ``fn`` itself is kept beside, for information.
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Callable
 from typing import Any
@@ -68,39 +69,57 @@ class TimedCall:
 
 
 DIGEST_CHUNK = 1 << 22
-"""Elements weighted at a time: the digest's float64 copies stay small whatever the output's size."""
+"""Elements hashed at a time: the digest's int64 temporaries stay small whatever the output's size."""
+DIGEST_LANES = 4
+"""Independent 64-bit sums: 256 bits, beyond a generalized-birthday search for nudges that land on a
+chosen value, whatever the output's size."""
+_MIX = (-0x40A7B892E31B1A47, -0x6B2FB644ECCEEE15)  # splitmix64's multipliers, as signed int64
+_GOLDEN = -0x61C8864680B583EB
+_INT_OF = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
-def tensor_digest(value: Any, seed: int, index: int) -> float:
-    """``value``'s elements, in logical order, summed in float64 with pseudo-random weights drawn from
-    ``seed``: a commitment to an output that only the output itself satisfies (a constant such as a
-    softmax's row sums cannot stand in for it), cheap enough to take after every timed call."""
-    if not isinstance(value, torch.Tensor):
-        return 0.0
-    flat = value.detach().reshape(-1)
+def _bits(flat: torch.Tensor) -> torch.Tensor:
+    """The raw bits of each element of a contiguous 1-D tensor, as int64."""
+    if flat.dtype == torch.bool:
+        return flat.to(torch.int64)
     if flat.is_complex():
         flat = torch.view_as_real(flat).reshape(-1)
-    generator = torch.Generator(device=flat.device)
-    total = 0.0
+    return flat.view(_INT_OF[flat.element_size()]).to(torch.int64)
+
+
+def tensor_digest(value: Any, seed: int, index: int) -> list[int]:
+    """A commitment to ``value``'s exact bits, in logical order: each element's bits, mixed with its
+    position and a key from ``seed`` by splitmix64's non-linear finalizer, summed (mod 2^64) in
+    ``DIGEST_LANES`` lanes with different keys. Changing any bit changes every lane unpredictably, so
+    a candidate cannot nudge a cheap output until it lands on a value it committed to; it runs on the
+    output's device, cheap enough to take after every timed call."""
+    if not isinstance(value, torch.Tensor):
+        return [0] * DIGEST_LANES
+    flat = value.detach().reshape(-1).contiguous()
+    generator = random.Random(seed * 1_000_003 + index)
+    keys = [generator.getrandbits(63) for _ in range(DIGEST_LANES)]
+    lanes = [0] * DIGEST_LANES
     for start in range(0, flat.numel(), DIGEST_CHUNK):
-        part = flat[start:start + DIGEST_CHUNK].to(torch.float64)
-        generator.manual_seed((seed * 1_000_003 + index * 7_919 + start) % 2**62)
-        weights = torch.rand(part.numel(), generator=generator, device=flat.device, dtype=torch.float64)
-        total += float(torch.dot(part, weights))
-    return total
+        bits = _bits(flat[start:start + DIGEST_CHUNK])
+        position = torch.arange(start, start + bits.numel(), device=bits.device, dtype=torch.int64) * _GOLDEN
+        for lane, key in enumerate(keys):
+            z = bits + position + key
+            z = (z ^ (z >> 30)) * _MIX[0]
+            z = (z ^ (z >> 27)) * _MIX[1]
+            z = z ^ (z >> 31)
+            lanes[lane] = (lanes[lane] + int(z.sum())) % (1 << 64)
+    return lanes
 
 
-def output_digest(out: Any, seed: int) -> list[float]:
+def output_digest(out: Any, seed: int) -> list[list[int]]:
     """:func:`tensor_digest` of each output (a tuple or list of outputs, or one)."""
     values = list(out) if isinstance(out, (tuple, list)) else [out]
     return [tensor_digest(v, seed, k) for k, v in enumerate(values)]
 
 
-def same_digest(a: list[float], b: list[float]) -> bool:
-    """Digests of the same values on one device agree to rounding (NaN agrees with NaN)."""
-    if len(a) != len(b):
-        return False
-    return all((x != x and y != y) or x == y or abs(x - y) <= 1e-9 * max(abs(x), abs(y)) for x, y in zip(a, b))
+def same_digest(a: Any, b: Any) -> bool:
+    """Exactly equal digests (the same bits hash the same on one device)."""
+    return isinstance(a, list) and isinstance(b, list) and a == b
 
 
 def warm_up(fn: Callable[..., Any], inputs: list[Any], device: str, calls: int, seconds: float) -> int:

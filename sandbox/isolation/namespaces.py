@@ -145,9 +145,12 @@ def toolchain_paths() -> list[Path]:
         if os.environ.get(variable):
             found.add(Path(os.environ[variable]).resolve())
     for entry in os.environ.get("LD_LIBRARY_PATH", "").split(":"):
-        if entry:
+        if entry and os.path.isabs(entry):  # a relative entry names the working folder, not a toolchain
             found.add(Path(entry).resolve())
-    return [p for p in found if p.is_dir() and not p.is_relative_to("/usr") and p != Path("/")]
+    # Never a home folder (a compiler in ~/.local/bin would otherwise bind all of ~/.local, or $HOME).
+    homes = {Path.home().resolve(), Path("/root"), Path("/home")}
+    return [p for p in found if p.is_dir() and not p.is_relative_to("/usr") and p != Path("/")
+            and not any(p == h or p.is_relative_to(h) for h in homes)]
 
 
 def _outermost(paths: list[Path]) -> list[Path]:

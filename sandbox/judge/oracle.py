@@ -142,18 +142,19 @@ class Oracle:
     def compare(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Compare the candidate's outputs (files in its outbox) with those expected under ``key``.
 
-        Everything in ``outputs`` comes from the candidate's process: whatever is wrong with it is the
-        candidate's problem, reported as such, never a failure of the reference."""
+        Everything in ``outputs`` comes from the candidate's process: a description that does not parse,
+        or a file that cannot be read as described, is the candidate's problem, reported as such; a
+        failure of the oracle itself (out of memory, say) stays the oracle's."""
         want, exact, sensitivity = self.expected.pop(str(msg["key"]))
         try:
-            return self._compare(msg, want, exact, sensitivity)
-        except Exception as exc:
+            metas = [wire.TensorFile.model_validate(m) for m in msg["outputs"]]
+        except (ValueError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
             return {"ok": True, "problem": f"the candidate's process described its outputs in a way that cannot be "
                     f"read: {wire.describe_exception(exc, 300)}", "stats": []}
+        return self._compare(msg, metas, want, exact, sensitivity)
 
-    def _compare(self, msg: dict[str, Any], want: list[Any], exact: list[Any] | None,
+    def _compare(self, msg: dict[str, Any], metas: list[wire.TensorFile], want: list[Any], exact: list[Any] | None,
                  sensitivity: list[float]) -> dict[str, Any]:
-        metas = [wire.TensorFile.model_validate(m) for m in msg["outputs"]]
         if len(metas) != len(want):
             return {"ok": True, "problem": f"returned {len(metas)} outputs, the reference returns {len(want)}",
                     "stats": []}

@@ -1,9 +1,9 @@
 """The processes an Evaluator keeps: one oracle per task, alive across its evaluations, and a spare
 candidate process, started ahead so that the next evaluation does not wait for Python, torch and
-Triton to import. On a GPU the spare starts only between evaluations: a process that imports and
-creates its CUDA context while another is timed steals the host and the GPU from it (an honest
-20 us Triton kernel measured 0.1 ms and was refused for host time it did not spend). On the CPU,
-where the interpreter's times mean nothing, it starts while the current evaluation runs.
+Triton to import. On a GPU the spare starts only between evaluations: a process that imports while
+another is timed takes host time from it, which the timed calls and the judge's clock would count
+against an honest candidate. On the CPU, where the interpreter's times mean nothing, it starts
+while the current evaluation runs.
 
 Both are safe to keep. The oracle never runs candidate code: candidates' outputs reach it only as
 files it reads as data, from one folder of outboxes that it may read and each candidate's process

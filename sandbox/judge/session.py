@@ -148,6 +148,11 @@ class Session:
                 self.record.reference_error = f"the task's reference failed during {stop.phase}: {stop.detail}"
             else:
                 self.record.failure = f"{stop.phase}: {stop.detail}"
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            # The oracle's replies are well formed by construction; a field of the wrong shape came from
+            # the candidate's process, which writes whatever it likes: its failure, never the run's.
+            self.record.failure = (f"{self.worker.phase}: the candidate's process answered in a malformed way "
+                                   f"({type(exc).__name__}: {str(exc)[:200]})")
         return self.record
 
     def close(self) -> None:
@@ -336,7 +341,10 @@ class Session:
             wall = (time.perf_counter() - sent) * 1e3
             if not reply.get("ok"):
                 raise Stop(who, phase, str(reply.get("error")))
-            block.add(call_ms(float(reply["gpu_ms"]), float(reply["lag_ms"])), float(reply["host_ms"]), wall)
+            try:
+                block.add(call_ms(float(reply["gpu_ms"]), float(reply["lag_ms"])), float(reply["host_ms"]), wall)
+            except (KeyError, TypeError, ValueError):
+                raise Stop(who, phase, f"a malformed answer to a timed call: {str(reply)[:200]}") from None
             run = len(block.times_ms) - 1
             # Past the first calls, each call is checked with the same chance, decided after it ran:
             # a candidate that counts its calls cannot tell which ones are looked at.
@@ -363,7 +371,7 @@ class Session:
         found = self._compare(key, reply, expected, "comparing a timed output", digest_seed=digest_seed)
         if found["problem"]:
             return f"timed run {run}: {found['problem']}"
-        if not isinstance(digest, list) or not same_digest([float(d) for d in digest], found.get("digests") or []):
+        if not same_digest(digest, found.get("digests")):
             return (f"timed run {run}: the output shipped after the call is not the one the call returned (its "
                     "digest differs): the work was done after the timed call")
         self._timed_precision(found, expected)
