@@ -29,7 +29,6 @@ from kernelevo.sandbox.models import TimingPolicy, Verdict
 from kernelevo.tasks import load_task
 
 EXIT_OK, EXIT_NONE_CORRECT, EXIT_USAGE, EXIT_ENVIRONMENT, EXIT_INTERRUPTED = 0, 1, 2, 3, 4
-FINAL_SEED_OFFSET = 1000
 
 
 class RunConfig(BaseModel):
@@ -270,8 +269,9 @@ def drive(run_dir: Path, first: bool, progress: Callable[..., Any] | None = None
     pool = [Evaluator(EvalConfig(workdir=run_dir / "work" / f"{stamp}-slot{n}-gpu{gpu}", gpu=gpu, **common),
                       sandbox=sandbox) for n, gpu in enumerate(evaluator_slots())]
     evaluator = pool[0]
-    final = Evaluator(EvalConfig(workdir=run_dir / "work" / f"{stamp}-final", seed_offset=FINAL_SEED_OFFSET,
-                                 **common), sandbox=evaluator.sandbox)
+    # The final re-judge draws fresh secret seeds like every evaluation and runs in a fresh candidate
+    # process; it shares the first slot's kept oracle (the search is over by then) rather than start one.
+    final = evaluator
     rt = Runtime(task=task, store=store, policy=policy, budget=config.budget, evaluator=evaluator,
                  final_evaluator=final, batch=max(config.batch, len(pool)), seed=config.seed,
                  elapsed_before=float(store.meta("elapsed_s", 0.0)), progress=progress, pool=pool)
@@ -343,7 +343,6 @@ def drive(run_dir: Path, first: bool, progress: Callable[..., Any] | None = None
         store.set_meta("elapsed_s", rt.spent().seconds)
         for member in pool:
             member.close()
-        final.close()
         connection.close()
         store.close()
         if refresher is not None and (path := refresher.write()) is not None:

@@ -184,3 +184,22 @@ def test_nvml_snapshot_decodes_throttle_reasons() -> None:
 def test_nvml_unavailable_is_said_plainly() -> None:
     reading = snapshot(0, nvml=FakeNvml(0, fail=True))
     assert reading == {"available": False, "reason": "NVML not available (OSError)"}
+
+
+def test_the_judges_clock_catches_short_reports_and_spares_a_loaded_host() -> None:
+    from kernelevo.sandbox.judge.timing import Block, unexplained_problem
+
+    def block(times: list[float], walls: list[float]) -> Block:
+        b = Block()
+        for t, w in zip(times, walls):
+            b.add(t, t, w)
+        return b
+
+    reference = block([9.0, 9.1, 9.2], [11.0, 11.1, 11.3])
+    loaded = block([9.7, 9.8, 9.6], [16.3, 16.5, 16.2])  # an honest call on a busy 2-core host
+    assert unexplained_problem(loaded, reference, "cpu") is None
+    forged = block([0.0042] * 3, [33.0, 33.5, 32.9])  # 20 ms hidden, a tiny time reported
+    assert "more wall time" in unexplained_problem(forged, reference, "cpu")
+    gpu_ref = block([0.10] * 5, [0.40] * 5)
+    assert unexplained_problem(block([0.10] * 5, [0.45] * 5), gpu_ref, "cuda") is None
+    assert unexplained_problem(block([0.02] * 5, [0.70] * 5), gpu_ref, "cuda") is not None

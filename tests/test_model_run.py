@@ -307,6 +307,7 @@ def test_a_model_slower_end_to_end_exports_no_kernels(tmp_path: Path) -> None:
     assert "slower: no kernels exported" in (tmp_path / "optimized.py").read_text()
 
 
+@pytest.mark.slow
 def test_kill_9_mid_run_loses_nothing_and_resumes(tmp_path, cache_dir) -> None:
     """kill -9 of optimize-model while a region is being optimized: the region's own process stops by
     itself (resumable), and `kernelevo resume` finishes the model run with the verdicts already made."""

@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from conftest import ROOT
 
 
@@ -56,6 +58,7 @@ def test_optimize_finishes_with_a_verified_candidate(tmp_path: Path, cache_dir: 
     assert judged.returncode == 0 and json.loads(judged.stdout)["correct"]
 
 
+@pytest.mark.slow
 def test_budget_is_never_exceeded(tmp_path: Path, cache_dir: Path) -> None:
     run = tmp_path / "run"
     done = kernelevo(cache_dir, "optimize", "relu", "--size", "small", "--max-evals", "4", "--batch", "3",

@@ -20,10 +20,11 @@ from kernelevo.sandbox.models import TimingStats
 # at least this many milliseconds (launch jitter dominates calls of a few microseconds).
 MIN_DRIFT_TOLERANCE = 0.10
 MIN_DRIFT_MS = 0.05
-# Unexplained wall time per call beyond the reference's: this fraction of the call, plus this many ms
-# (on the CPU, where a few interpreter calls on a busy host are all there is, a coarser allowance).
-UNEXPLAINED_FRACTION = 0.25
-UNEXPLAINED_MS = {"cuda": 0.2, "cpu": 2.0}
+# Unexplained wall time per call beyond the reference's: this fraction of the call, plus this many ms.
+# On the CPU a few interpreter calls on a host busy with other processes (a spare importing torch, a
+# test suite) are all there is: the allowance only has to catch times reported far short.
+UNEXPLAINED_FRACTION = {"cuda": 0.25, "cpu": 1.0}
+UNEXPLAINED_MS = {"cuda": 0.2, "cpu": 5.0}
 
 
 def stats(times_ms: Sequence[float]) -> TimingStats:
@@ -72,7 +73,8 @@ def unexplained_problem(candidate: Block, reference: Block, device: str) -> str 
         return None
     extra = candidate.unexplained_ms() - reference.unexplained_ms()
     call = statistics.median(candidate.times_ms)
-    allowed = UNEXPLAINED_FRACTION * call + UNEXPLAINED_MS["cuda" if device == "cuda" else "cpu"]
+    kind = "cuda" if device == "cuda" else "cpu"
+    allowed = UNEXPLAINED_FRACTION[kind] * call + UNEXPLAINED_MS[kind]
     if extra <= allowed:
         return None
     return (f"each timed call took {extra:.3g} ms more wall time beyond its reported {call:.3g} ms than the "
