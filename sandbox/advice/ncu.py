@@ -12,6 +12,7 @@ import csv
 import glob
 import io
 import os
+import re
 import shutil
 from collections import OrderedDict
 from pathlib import Path
@@ -75,6 +76,11 @@ def install_folders(binary: str) -> list[Path]:
     return sorted(folders)
 
 
+def _version_key(path: str) -> list[int]:
+    """Numbers in a path, compared as numbers: 2025.10 after 2025.3."""
+    return [int(n) for n in re.findall(r"\d+", path)]
+
+
 def find_ncu() -> str | None:
     """The ncu binary: ``KERNELEVO_NCU``, then the PATH, then CUDA's and Nsight's usual places. The
     ``ncu`` in CUDA's bin folder is a shell script that looks for the real one; the real one is
@@ -82,7 +88,8 @@ def find_ncu() -> str | None:
     explicit = os.environ.get("KERNELEVO_NCU")
     if explicit:
         return explicit if os.access(explicit, os.X_OK) else None
-    installs = sorted(glob.glob("/opt/nvidia/nsight-compute/*/ncu") + glob.glob("/usr/local/cuda*/nsight-compute*/ncu"))
+    installs = sorted(glob.glob("/opt/nvidia/nsight-compute/*/ncu") + glob.glob("/usr/local/cuda*/nsight-compute*/ncu"),
+                      key=_version_key)
     real = [p for p in installs if os.access(p, os.X_OK) and not _is_script(p)]
     found = shutil.which("ncu") or next(iter(glob.glob("/usr/local/cuda/bin/ncu")), None)
     if found and not _is_script(found):
