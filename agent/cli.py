@@ -270,6 +270,12 @@ def optimize_command(
     base_url: Annotated[str | None, typer.Option(
         help="OpenAI-compatible endpoint, e.g. http://localhost:11434/v1.")] = None,
     api_key_env: Annotated[str, typer.Option(help="Environment variable that holds the API key.")] = "OPENAI_API_KEY",
+    retry_minutes: Annotated[float, typer.Option(
+        help="Keep retrying an endpoint that is down or overloaded this long (growing pauses, its Retry-After "
+        "honoured) before stopping resumably.", min=0)] = 15.0,
+    temperature: Annotated[float, typer.Option(help="Sampling temperature of the model.", min=0)] = 0.2,
+    model_timeout: Annotated[float, typer.Option(help="Seconds before one model request times out.", min=1)] = 120.0,
+    steps_per_turn: Annotated[int, typer.Option(help="Model replies per generation at most.", min=1)] = 16,
     max_tokens: Annotated[int | None, typer.Option(help="Token budget (input + output).", min=1)] = None,
     max_cost_usd: Annotated[float | None, typer.Option(
         help="Cost budget in USD (needs --price-in/--price-out).")] = None,
@@ -318,7 +324,8 @@ def optimize_command(
     config = RunConfig(task=str(loaded.path) if not loaded.builtin else loaded.name, size=loaded.size,
                        policy=chosen, budget=budget, timeout_s=timeout, memory=memory, batch=batch, model=model,
                        base_url=base_url, api_key_env=api_key_env, sandbox=sandbox.value, report=report,
-                       strict_layout=strict_layout, forensic=not no_forensic)
+                       strict_layout=strict_layout, forensic=not no_forensic, model_retry_minutes=retry_minutes,
+                       temperature=temperature, model_timeout_s=model_timeout, steps_per_turn=steps_per_turn)
     try:
         create(config, folder).close()
     except FileExistsError as exc:

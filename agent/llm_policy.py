@@ -6,7 +6,9 @@ goes to the run's trace; the API key never does."""
 from __future__ import annotations
 
 import json
+import random
 import re
+import time
 from typing import Any
 
 import openai
@@ -30,6 +32,26 @@ class PolicyUnavailable(Exception):
 class PolicyRefused(Exception):
     """The endpoint refuses the request itself (a bad request, an unknown model, a key it does not
     accept): asking again gives the same answer, so the run stops with the reason, not resumably."""
+
+
+RETRY_FIRST_S, RETRY_LONGEST_S = 2.0, 60.0
+"""Pauses between attempts through an outage: doubling from the first, never longer than the last."""
+
+
+def _retry_after(exc: Exception) -> float | None:
+    """The server's Retry-After (seconds), when its answer carried one."""
+    response = getattr(exc, "response", None)
+    value = getattr(response, "headers", {}).get("retry-after") if response is not None else None
+    try:
+        return max(float(value), 0.0) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _sleep_unless_stopping(rt: Any, seconds: float) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and not (rt is not None and rt.stopping):
+        time.sleep(min(0.2, end - time.monotonic()))
 
 
 class TurnTooLong(Exception):
@@ -70,11 +92,13 @@ class LLMPolicy:
     name = "llm"
 
     def __init__(self, model: str, base_url: str | None, api_key: str, max_steps: int = 16,
-                 timeout_s: float = 120.0, max_retries: int = 2, reflect: bool = True) -> None:
+                 timeout_s: float = 120.0, max_retries: int = 2, reflect: bool = True,
+                 retry_minutes: float = 15.0, temperature: float = 0.2) -> None:
         self.model = model
         self.base_url = base_url
         self.llm = ChatOpenAI(model=model, base_url=base_url, api_key=api_key, timeout=timeout_s,
-                              max_retries=max_retries, temperature=0.2)
+                              max_retries=max_retries, temperature=temperature)
+        self.retry_minutes = retry_minutes
         self.max_steps = max_steps
         self.reflect = reflect
         self.rt: Any = None
@@ -135,16 +159,7 @@ class LLMPolicy:
         store = self.rt.store
         store.event("model_request", None, generation=generation, step=step, messages=len(messages),
                     last=_short(str(messages[-1].content), 2000))
-        try:
-            reply = llm.invoke(messages)
-        except Exception as exc:  # network, HTTP 5xx and 429 after retries, timeouts: all stop the run resumably
-            store.event("model_error", None, generation=generation, step=step, error=f"{type(exc).__name__}: {exc}")
-            if isinstance(exc, openai.BadRequestError) and _context_overflow(exc):
-                raise TurnTooLong(str(exc)[:300]) from None
-            if isinstance(exc, REFUSALS):
-                raise PolicyRefused(f"the model endpoint refused the request ({type(exc).__name__}): "
-                                    f"{_short(str(exc), 400)}") from None
-            raise PolicyUnavailable(f"the model endpoint failed after retries: {type(exc).__name__}: {exc}") from None
+        reply = self._with_retries(llm, messages, step, generation)
         usage = reply.usage_metadata or {}
         store.set_meta("tokens_in", int(store.meta("tokens_in", 0)) + int(usage.get("input_tokens", 0)))
         store.set_meta("tokens_out", int(store.meta("tokens_out", 0)) + int(usage.get("output_tokens", 0)))
@@ -157,6 +172,29 @@ class LLMPolicy:
                                         for c in reply.invalid_tool_calls],
                     usage={"input": usage.get("input_tokens"), "output": usage.get("output_tokens")})
         return reply
+
+    def _with_retries(self, llm: Any, messages: list[BaseMessage], step: int, generation: int) -> AIMessage:
+        """One request, retried through outages with growing, jittered pauses (or the server's
+        Retry-After) for up to ``retry_minutes``; a refusal or an overflow is never retried."""
+        store = self.rt.store
+        deadline, pause = time.monotonic() + 60 * self.retry_minutes, RETRY_FIRST_S
+        while True:
+            try:
+                return llm.invoke(messages)
+            except Exception as exc:  # network, HTTP 5xx and 429 after the client's own retries, timeouts
+                error = f"{type(exc).__name__}: {exc}"
+                store.event("model_error", None, generation=generation, step=step, error=_short(error, 600))
+                if isinstance(exc, openai.BadRequestError) and _context_overflow(exc):
+                    raise TurnTooLong(str(exc)[:300]) from None
+                if isinstance(exc, REFUSALS):
+                    raise PolicyRefused(f"the model endpoint refused the request ({type(exc).__name__}): "
+                                        f"{_short(str(exc), 400)}") from None
+                wait = _retry_after(exc) or pause * random.uniform(0.5, 1.5)
+                if time.monotonic() + wait > deadline or (self.rt is not None and self.rt.stopping):
+                    raise PolicyUnavailable(f"the model endpoint failed after retries: {error}") from None
+                store.event("model_retry", None, generation=generation, step=step, wait_s=round(wait, 2))
+                _sleep_unless_stopping(self.rt, wait)
+                pause = min(2 * pause, RETRY_LONGEST_S)
 
     def propose(self, view: SearchView, count: int) -> list[Proposal]:
         rt = self.rt

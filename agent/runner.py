@@ -55,6 +55,12 @@ class RunConfig(BaseModel):
     """The name of the environment variable holding the key: the key itself is never stored."""
     model_timeout_s: float = 120.0
     model_retries: int = 2
+    """Quick retries of one request inside the OpenAI client (it honours Retry-After)."""
+    model_retry_minutes: float = 15.0
+    """How long to keep retrying an endpoint that is down or overloaded, with growing pauses, before the
+    run stops resumably: long enough to ride out a server restart during an overnight run."""
+    temperature: float = 0.2
+    steps_per_turn: int = 16
     sandbox: str = "process"
     """auto, docker or process (runs made before this field existed used the process sandbox)."""
     report: bool = False
@@ -233,7 +239,9 @@ def drive(run_dir: Path, first: bool, progress: Callable[..., Any] | None = None
 
             policy = LLMPolicy(config.model or "", config.base_url,
                                os.environ.get(config.api_key_env) or "no-key-set",
-                               timeout_s=config.model_timeout_s, max_retries=config.model_retries)
+                               timeout_s=config.model_timeout_s, max_retries=config.model_retries,
+                               retry_minutes=config.model_retry_minutes, temperature=config.temperature,
+                               max_steps=config.steps_per_turn)
         else:
             policy = BuiltinPolicy()
         policy.prepare(task)

@@ -43,6 +43,8 @@ class FakeOpenAI:
         self.script = list(script)
         self.requests: list[dict[str, Any]] = []
         self.refused: list[str] = []
+        self.times: list[float] = []
+        """When each request arrived (time.monotonic)."""
         """Why requests were refused as malformed (HTTP 400), as a real server would."""
         self.headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
@@ -55,6 +57,7 @@ class FakeOpenAI:
             def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
                 with fake._lock:
+                    fake.times.append(time.monotonic())
                     fake.requests.append(body)
                     fake.headers.append({k.lower(): v for k, v in self.headers.items()})
                     refused = history_problem(body.get("messages") or [])
@@ -73,6 +76,8 @@ class FakeOpenAI:
                     payload = json.dumps({"error": {"message": step.get("message", "scripted failure"),
                                                     "type": kind}}).encode()
                     self.send_response(step["status"])
+                    for name, value in step.get("headers", {}).items():
+                        self.send_header(name, value)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(payload)))
                     self.end_headers()

@@ -27,6 +27,7 @@ def run_with(tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch, b
              **extra: object) -> tuple[int, Path]:
     monkeypatch.setenv("KERNELEVO_CACHE", str(cache_dir))
     monkeypatch.setenv("KERNELEVO_TEST_KEY", KEY)
+    extra.setdefault("model_retry_minutes", 0.0)  # an outage stops a test at once unless it asks otherwise
     run = tmp_path / "run"
     config = RunConfig(task="relu", size="small", policy="llm", model="fake-coder", base_url=base_url,
                        api_key_env="KERNELEVO_TEST_KEY", budget=Budget(max_evals=evals), batch=1,
@@ -165,6 +166,21 @@ def test_a_turn_that_outgrows_the_context_ends_and_keeps_its_kernel(tmp_path, ca
         code, run = run_with(tmp_path, cache_dir, monkeypatch, server.base_url)
     assert code == 0 and status(RunStore(run))["best"]["candidate"] == source_id(GOOD)
     assert any(e.get("action") == "end turn" for e in events(run))
+
+
+def test_an_outage_is_ridden_out_with_growing_pauses_and_retry_after(tmp_path, cache_dir, monkeypatch) -> None:
+    """Three failures in a row, past the client's own retries, within the retry horizon: the run waits
+    (as long as the server's Retry-After says, then longer each time) and goes on."""
+    script = [{"status": 503, "headers": {"Retry-After": "0.5"}}, {"status": 502}, {"status": 500},
+              {"tool_calls": [tool_call("write_kernel", {"source": GOOD, "strategy": "grid"})]},
+              {"tool_calls": [tool_call("check_kernel", {"candidate": source_id(GOOD)})]},
+              {"content": "done"}, {"content": "note"}]
+    with FakeOpenAI(script) as server:
+        code, run = run_with(tmp_path, cache_dir, monkeypatch, server.base_url, model_retries=0,
+                             model_retry_minutes=1.0)
+    assert code == 0
+    assert server.times[1] - server.times[0] >= 0.5  # Retry-After honoured
+    assert sum(e["type"] == "model_retry" for e in events(run)) == 3
 
 
 def test_endpoint_down_interrupts_cleanly_and_resumes(tmp_path, cache_dir, monkeypatch) -> None:
