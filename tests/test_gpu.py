@@ -12,8 +12,9 @@ from kernelevo.tasks import load_task
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not ON_GPU, reason="needs a CUDA GPU")]
 DO_BENCH_TOLERANCE = 0.05
-"""Agreement of the judge's timed call with do_bench: the 3% measured at worst over the size sweep,
-plus the 2% two processes' medians of the same call differ by (docs/BENCHMARKS.md)."""
+"""Agreement of the judge's timed call with do_bench, provisional: the H200 sweep in docs/BENCHMARKS.md
+agrees within 3% at most eager points above 100 us but not at all of them, and the spread between
+processes, which this figure should follow, is still to be measured."""
 
 RELU_64M = '''"""relu over 64M fp32 elements: large enough that timing measures the kernel, not the launch."""
 import torch
@@ -113,8 +114,7 @@ def test_ceilings_are_measured_and_plausible(evaluator) -> None:
 
 
 def test_reference_timing_matches_triton_do_bench(evaluator, relu_task) -> None:
-    """The judge's eager time agrees with triton.testing.do_bench within the tolerance its measured spread
-    allows (docs/BENCHMARKS.md: within 3% from 10 us up, and two processes' medians within 1%)."""
+    """The judge's eager time agrees with triton.testing.do_bench within DO_BENCH_TOLERANCE."""
     import torch
     import triton
 
