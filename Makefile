@@ -39,7 +39,7 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=15
 
 # Everything, the tests marked slow included (about twice as long as `make test`).
 test-all: $(STAMP)
