@@ -171,6 +171,7 @@ def test_a_turn_that_outgrows_the_context_ends_and_keeps_its_kernel(tmp_path, ca
 def test_an_outage_is_ridden_out_with_growing_pauses_and_retry_after(tmp_path, cache_dir, monkeypatch) -> None:
     """Three failures in a row, past the client's own retries, within the retry horizon: the run waits
     (as long as the server's Retry-After says, then longer each time) and goes on."""
+    monkeypatch.setattr("kernelevo.agent.llm_policy.RETRY_FIRST_S", 0.2)  # pauses of 0.1-0.3 s, then 0.2-0.6 s
     script = [{"status": 503, "headers": {"Retry-After": "0.5"}}, {"status": 502}, {"status": 500},
               {"tool_calls": [tool_call("write_kernel", {"source": GOOD, "strategy": "grid"})]},
               {"tool_calls": [tool_call("check_kernel", {"candidate": source_id(GOOD)})]},
