@@ -404,6 +404,36 @@ def test_the_final_step_rejudges_the_top_elites_and_keeps_the_fastest(tmp_path: 
     assert len(calls) == rejudged and store.evaluation(ids[3], "final") is None  # the 4th is never re-judged
 
 
+class FakeEvaluator:
+    """Judges every candidate correct at ``runtime_ms``, keeping the paths it was given."""
+
+    def __init__(self, runtime_ms: float = 1.0) -> None:
+        self.runtime_ms, self.judged = runtime_ms, []
+
+    def evaluate(self, task, path):  # noqa: ANN001, ANN202
+        self.judged.append(path)
+        return Verdict(task="t", candidate=str(path), size="small", compiled=True, correct=True, reason=None,
+                       checks=[], device="cpu", isolation={}, runtime_ms=self.runtime_ms,
+                       timing="cpu-interpreter"), 0
+
+
+class ScriptedPolicy:
+    """A policy whose proposals come from ``propose(view, count)``."""
+
+    name = "scripted"
+
+    def __init__(self, propose) -> None:  # noqa: ANN001
+        self.propose = propose
+
+    def prepare(self, task):  # noqa: ANN001, ANN202
+        return None
+
+
+def _proposal(source: str, i: int = 0) -> dict:
+    return {"source": source, "parent": None, "strategy": "tiled", "descriptor": {"w": i}, "why": "test",
+            "params": {"i": i, "n": source}}
+
+
 def test_a_repeated_kernel_does_not_end_the_run(tmp_path: Path) -> None:
     """A policy that writes the same kernel twice, then a new one: the repeat is skipped, the search
     asks again, and the new kernel is judged (a single repeat used to stop the run as converged)."""
@@ -411,24 +441,8 @@ def test_a_repeated_kernel_does_not_end_the_run(tmp_path: Path) -> None:
 
     store = RunStore(tmp_path / "run")
     rounds = [["x = 1\n"], ["x = 1\n"], ["x = 2\n"], []]
-
-    class Scripted:
-        name = "scripted"
-
-        def prepare(self, task):  # noqa: ANN001, ANN202
-            return None
-
-        def propose(self, view, count):  # noqa: ANN001, ANN202
-            sources = rounds.pop(0) if rounds else []
-            return [{"source": s, "parent": None, "strategy": "tiled", "descriptor": {"w": 4}, "why": "test",
-                     "params": {"n": s}} for s in sources]
-
-    class FakeEvaluator:
-        def evaluate(self, task, path):  # noqa: ANN001, ANN202
-            return Verdict(task="t", candidate=str(path), size="small", compiled=True, correct=True, reason=None,
-                           checks=[], device="cpu", isolation={}, runtime_ms=1.0, timing="cpu-interpreter"), 0
-
-    rt = Runtime(task=load_task("relu", "small"), store=store, policy=Scripted(), budget=Budget(max_evals=4),
+    policy = ScriptedPolicy(lambda view, count: [_proposal(s) for s in (rounds.pop(0) if rounds else [])])
+    rt = Runtime(task=load_task("relu", "small"), store=store, policy=policy, budget=Budget(max_evals=4),
                  evaluator=FakeEvaluator(), final_evaluator=FakeEvaluator())
     out = build_graph(rt).compile().invoke({"generation": 0})
     assert len(store.candidates()) == 2  # both kernels judged
@@ -440,29 +454,12 @@ def test_the_evaluation_budget_holds_when_a_policy_offers_more(tmp_path: Path) -
     from kernelevo.agent.graph import Runtime, build_graph
 
     store = RunStore(tmp_path / "run")
-
-    class Generous:
-        name = "generous"
-
-        def prepare(self, task):  # noqa: ANN001, ANN202
-            return None
-
-        def propose(self, view, count):  # noqa: ANN001, ANN202
-            return [{"source": f"x = {view.generation}{i}\n", "parent": None, "strategy": "tiled",
-                     "descriptor": {"w": i}, "why": "test", "params": {"i": i}} for i in range(5)]
-
-    judged = []
-
-    class FakeEvaluator:
-        def evaluate(self, task, path):  # noqa: ANN001, ANN202
-            judged.append(path)
-            return Verdict(task="t", candidate=str(path), size="small", compiled=True, correct=True, reason=None,
-                           checks=[], device="cpu", isolation={}, runtime_ms=1.0, timing="cpu-interpreter"), 0
-
-    rt = Runtime(task=load_task("relu", "small"), store=store, policy=Generous(), budget=Budget(max_evals=2),
-                 evaluator=FakeEvaluator(), final_evaluator=FakeEvaluator(), batch=8)
+    policy = ScriptedPolicy(lambda view, count: [_proposal(f"x = {view.generation}{i}\n", i) for i in range(5)])
+    search, final = FakeEvaluator(), FakeEvaluator()
+    rt = Runtime(task=load_task("relu", "small"), store=store, policy=policy, budget=Budget(max_evals=2),
+                 evaluator=search, final_evaluator=final, batch=8)
     out = build_graph(rt).compile().invoke({"generation": 0})
-    assert rt.spent().evaluations == 2 and len(judged) == 2 + 1  # two in the search, the best re-judged
+    assert rt.spent().evaluations == 2 and len(search.judged) + len(final.judged) == 2 + 1  # the best re-judged
     assert "2 of 2" in out["stop_reason"]
     assert sum(e.get("action") == "over budget" for e in store.events()) == 3  # kept, said, not judged
 
@@ -477,26 +474,12 @@ def test_a_kernel_judged_in_an_unfinished_turn_is_not_lost(tmp_path: Path) -> No
     store.record_evaluation(cid, "search", Verdict(task="t", candidate="c", size="small", compiled=True, correct=True,
                                                    reason=None, checks=[], device="cpu", isolation={},
                                                    runtime_ms=6.956, timing="cpu-interpreter"))
-
-    class Quiet:
-        name = "quiet"
-
-        def prepare(self, task):  # noqa: ANN001, ANN202
-            return None
-
-        def propose(self, view, count):  # noqa: ANN001, ANN202
-            return []
-
-    class FakeEvaluator:
-        def evaluate(self, task, path):  # noqa: ANN001, ANN202
-            return Verdict(task="t", candidate=str(path), size="small", compiled=True, correct=True, reason=None,
-                           checks=[], device="cpu", isolation={}, runtime_ms=7.0, timing="cpu-interpreter"), 0
-
-    rt = Runtime(task=load_task("relu", "small"), store=store, policy=Quiet(), budget=Budget(max_evals=4),
-                 evaluator=FakeEvaluator(), final_evaluator=FakeEvaluator())
+    rt = Runtime(task=load_task("relu", "small"), store=store, policy=ScriptedPolicy(lambda view, count: []),
+                 budget=Budget(max_evals=4), evaluator=FakeEvaluator(7.0), final_evaluator=FakeEvaluator(7.0))
     out = build_graph(rt).compile().invoke({"generation": 1})
     assert out["final"]["id"] == cid
     assert any(e.get("action") == "adopted" and e["candidate"] == cid for e in store.events())
+
 
 
 def test_search_replace_edits_apply_or_say_where_they_missed() -> None:
