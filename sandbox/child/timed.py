@@ -111,10 +111,14 @@ def tensor_digest(value: Any, seed: int, index: int) -> list[int]:
     return lanes
 
 
+def flat_outputs(out: Any) -> list[Any]:
+    """A model's outputs as a list: a tuple or list of outputs, or one."""
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
 def output_digest(out: Any, seed: int) -> list[list[int]]:
-    """:func:`tensor_digest` of each output (a tuple or list of outputs, or one)."""
-    values = list(out) if isinstance(out, (tuple, list)) else [out]
-    return [tensor_digest(v, seed, k) for k, v in enumerate(values)]
+    """:func:`tensor_digest` of each output."""
+    return [tensor_digest(v, seed, k) for k, v in enumerate(flat_outputs(out))]
 
 
 def same_digest(a: Any, b: Any) -> bool:

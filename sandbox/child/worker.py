@@ -24,7 +24,7 @@ import torch
 from kernelevo.sandbox import wire
 from kernelevo.sandbox.child import autotune, inputs
 from kernelevo.sandbox.child.launches import LaunchRecorder, OpRecorder
-from kernelevo.sandbox.child.timed import TimedCall, output_digest, warm_up
+from kernelevo.sandbox.child.timed import TimedCall, flat_outputs, output_digest, warm_up
 from kernelevo.tasks.loader import import_task_module
 
 MARKER_CYCLES = 1000
@@ -42,10 +42,6 @@ def _poison(on: bool) -> None:
             setter(on, warn_only=True)
         else:
             torch.use_deterministic_algorithms(on, warn_only=True)
-
-
-def _flat(out: Any) -> list[Any]:
-    return list(out) if isinstance(out, (tuple, list)) else [out]
 
 
 def _import_candidate(path: Path) -> Any:
@@ -187,7 +183,7 @@ class Worker:
     def _ship(self, out: Any, name: str) -> dict[str, Any]:
         outbox = Path(self.job["outbox"])
         files = []
-        for k, value in enumerate(_flat(out)):
+        for k, value in enumerate(flat_outputs(out)):
             if not isinstance(value, torch.Tensor):
                 return {"ok": False, "error": f"output {k} is a {type(value).__name__}, not a tensor"}
             self.shipped += 1

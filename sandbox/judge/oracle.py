@@ -23,15 +23,11 @@ import torch
 
 from kernelevo.sandbox import wire
 from kernelevo.sandbox.child import inputs
-from kernelevo.sandbox.child.timed import TimedCall, call_ms, output_digest, tensor_digest, warm_up
+from kernelevo.sandbox.child.timed import TimedCall, call_ms, flat_outputs, output_digest, tensor_digest, warm_up
 from kernelevo.sandbox.judge import compare, telemetry, workload
 from kernelevo.sandbox.judge.timing import stats
 from kernelevo.sandbox.models import OutputStats, ReferenceResult, TimingPolicy
 from kernelevo.tasks.loader import TaskError, import_task_module
-
-
-def _flat(out: Any) -> list[Any]:
-    return list(out) if isinstance(out, (tuple, list)) else [out]
 
 
 def _kind_problem(meta: wire.TensorFile, want: Any) -> str | None:
@@ -92,7 +88,7 @@ class Oracle:
         assert self.model is not None
         args = self._inputs(msg)
         with torch.no_grad():
-            want = _flat(self.model(*args))
+            want = flat_outputs(self.model(*args))
         if not _finite(want):
             return {"ok": True, "finite": False}
         exact, sensitivity = None, [0.0] * len(want)
@@ -121,7 +117,7 @@ class Oracle:
             moved.append(a)
         try:
             with torch.no_grad():
-                out = _flat(self.model(*moved))
+                out = flat_outputs(self.model(*moved))
         except Exception:  # the reference refuses the moved inputs: no sensitivity, eager's error stands
             return [0.0] * len(want)
         return [compare.largest_difference(o, w) if isinstance(w, torch.Tensor) and isinstance(o, torch.Tensor) else 0.0
@@ -134,7 +130,7 @@ class Oracle:
         wide = [a.double() if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
         try:
             with torch.no_grad():
-                exact = _flat(model(*wide))
+                exact = flat_outputs(model(*wide))
         except Exception:  # an op without float64 support, or out of memory: no float64 reference
             return None
         return exact if len(exact) == count else None
@@ -221,7 +217,7 @@ class Oracle:
         began = time.perf_counter()
         with torch.no_grad():
             first_out = self.model(*args)
-        if not _finite(_flat(first_out)):
+        if not _finite(flat_outputs(first_out)):
             raise TaskError(f"the reference's output on its own inputs (seed {seeds[0]}) is not finite")
         flops = msg.get("declared_flops")
         flops = float(flops) if flops is not None else float(workload.count_flops(self.model, args))
@@ -231,7 +227,7 @@ class Oracle:
         phases["counting work"] = time.perf_counter() - began
         result = ReferenceResult(device=torch.cuda.get_device_name() if device == "cuda" else "cpu", flops=flops,
                                  bytes=nbytes, torch_version=torch.__version__, triton_version=_triton_version(),
-                                 output_dtypes=[str(o.dtype).removeprefix("torch.") for o in _flat(first_out)
+                                 output_dtypes=[str(o.dtype).removeprefix("torch.") for o in flat_outputs(first_out)
                                                 if isinstance(o, torch.Tensor)])
         before = telemetry.snapshot() if device == "cuda" else {}
         result.eager = self._time_locally(self.model, policy, seeds, phases, "timing eager")
