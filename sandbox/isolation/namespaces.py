@@ -125,7 +125,16 @@ def python_paths() -> list[Path]:
     paths |= {Path(p) for p in sys.path if p and Path(p).is_dir()}
     # kernelevo's sources (the agent's too: a reassembled network imports its run-time half)
     paths |= {Path(m.__file__).parent for m in (kernelevo.sandbox, kernelevo.tasks, kernelevo.agent)}
-    return _outermost(sorted(p.resolve() for p in paths))
+    return [q for p in _outermost(sorted(p.resolve() for p in paths)) for q in _enterable(p)]
+
+
+def _enterable(folder: Path) -> list[Path]:
+    """``folder``, or where others may not enter it (a checkout in a private ``mktemp -d`` folder, or
+    in a home), its sub-folders instead: a bind keeps the host's permissions, and the sandbox's user
+    could not pass through it, while the parents bwrap creates for the sub-folders are open."""
+    if folder.stat().st_mode & 0o001:
+        return [folder]
+    return [child for child in sorted(folder.iterdir()) if child.is_dir() and not child.is_symlink()]
 
 
 TOOLS = ("gcc", "g++", "cc", "c++", "ld", "as", "nvcc", "ptxas", "ninja")
