@@ -3,8 +3,8 @@
 1. Spread: the same Triton ReLU judged ``--repeats`` times, each in fresh processes (oracle and
    candidate), at three sizes whose calls take about 20 us, 200 us and 2 ms: the spread of the
    verdicts' medians (max / min - 1) is the noise a tie band must cover.
-2. Cost: each verdict's wall time, the forensic pass's seconds, and the same evaluations with the
-   forensic pass turned off, so the share it adds per verdict is measured, not guessed.
+2. Cost: each verdict's wall time without the forensic pass, and one verdict with it per size, so the
+   share the pass adds per verdict is measured, not guessed (and where its seconds go, by phase).
 
 Usage: python bench/judge_bench.py [--repeats 3] [--out FILE]
 """
@@ -79,17 +79,17 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         folder, cache = Path(scratch), Path(scratch) / "cache"
         for label, n in SIZES.items():
-            with_pass = judge(folder, n, args.repeats, True, cache)
-            without = judge(folder, n, 1, False, cache)
-            result[label] = {"with_forensic": summary(with_pass), "without_forensic": summary(without),
-                             "rows": with_pass + without}
+            without = judge(folder, n, args.repeats, False, cache)
+            with_pass = judge(folder, n, 1, True, cache)
+            result[label] = {"without_forensic": summary(without), "with_forensic": summary(with_pass),
+                             "rows": without + with_pass}
     if args.out:
         args.out.write_text(json.dumps(result, indent=2))
     print("| call | median ms | spread between processes | verdict wall s | forensic pass s | wall without it s |")
     print("|---|---|---|---|---|---|")
     for label, r in result.items():
         w, wo = r["with_forensic"], r["without_forensic"]
-        print(f"| {label} | {w['median_ms']:.4g} | {w['spread_pct']:.2f}% | {w['wall_s']:.2f} | "
+        print(f"| {label} | {wo['median_ms']:.4g} | {wo['spread_pct'] or 0:.2f}% | {w['wall_s']:.2f} | "
               f"{w['forensic_s']:.2f} | {wo['wall_s']:.2f} |")
 
 

@@ -4,9 +4,13 @@ For a copy-bound pointwise op (ReLU, fp32), a row reduction (sum over rows of 81
 (bf16, square), over sizes from a few microseconds to about 100 ms, for eager and for torch.compile:
 the median of the judge's own timed call (``sandbox/child/timed.py``, each call on fresh values in the
 same buffers, as the judge does) against do_bench's median on the same inputs (its L2 flush, its
-back-to-back launches). A side-stream variant shows that work outliving the call is counted.
+back-to-back launches). Each point is measured ``--repeats`` times, the two methods alternating, with
+the SM clock and the power draw read after each, so a disagreement can be told from a disturbed
+sample or a GPU that heated up. Beside them: the judge's call on unchanged inputs (is it the refill?)
+and the CUDA-graph replay the ``--cuda-graph`` option times. A side-stream variant shows that work
+outliving the call is counted.
 
-Usage: python bench/timing_methods.py [--ops relu,rowsum,gemm] [--compile-sizes 3] [--out FILE]
+Usage: python bench/timing_methods.py [--ops relu,rowsum,gemm] [--repeats 3] [--compile-sizes 3] [--out FILE]
 """
 
 from __future__ import annotations
@@ -21,8 +25,8 @@ from typing import Any
 
 # (op, sizes): relu and rowsum sizes are element counts, gemm sizes are M = N = K.
 SWEEP = {
-    "relu": [2**20, 2**22, 2**24, 2**26, 2**28, 2**30, 2**32],
-    "rowsum": [2**20, 2**22, 2**24, 2**26, 2**28, 2**30, 2**32],
+    "relu": [2**20, 2**22, 2**24, 2**26, 2**28, 2**30],
+    "rowsum": [2**20, 2**22, 2**24, 2**26, 2**28, 2**30],
     "gemm": [1024, 2048, 4096, 8192, 16384, 32768],
 }
 
@@ -48,25 +52,41 @@ def make(op: str, size: int) -> tuple[Callable[..., Any], Callable[[int], list[A
     return ops[op]
 
 
-def judge_median(fn: Callable[..., Any], make_inputs: Callable[[int], list[Any]], budget_s: float = 1.0) -> dict:
+def gpu_state() -> dict:
+    """The SM clock (MHz) and power draw (W) right now, from NVML."""
+    import pynvml
+
+    pynvml.nvmlInit()
+    handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+    return {"sm_mhz": pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM),
+            "watts": pynvml.nvmlDeviceGetPowerUsage(handle) / 1e3}
+
+
+def judge_median(fn: Callable[..., Any], make_inputs: Callable[[int], list[Any]], budget_s: float = 1.0,
+                 refill: bool = True, graph: bool = False) -> dict:
     """The judge's timed call, as the session drives it: warm-up, then calls on fresh values until the
-    budget is spent (25 to 200 calls)."""
+    budget is spent (25 to 200 calls). ``refill=False``: the same values every call; ``graph``: the
+    call captured once as a CUDA graph and replayed (the ``--cuda-graph`` timing)."""
     import torch
 
     from kernelevo.sandbox.child.inputs import InputBuffers
-    from kernelevo.sandbox.child.timed import TimedCall, call_ms, warm_up
+    from kernelevo.sandbox.child.timed import GraphTimedCall, TimedCall, call_ms, warm_up
 
     buffers, timer = InputBuffers(), TimedCall("cuda")
     with torch.no_grad():
-        warm_up(fn, buffers.fill(make_inputs(0)), "cuda", 3, 0.25)
+        args = buffers.fill(make_inputs(0))
+        warm_up(fn, args, "cuda", 3, 0.25)
+        replay = GraphTimedCall(timer, fn, args) if graph else None
         times, hosts, began = [], [], time.perf_counter()
         while len(times) < 200 and (len(times) < 25 or time.perf_counter() - began < budget_s):
-            args = buffers.fill(make_inputs(len(times) + 1))
-            out, gpu, host, lag = timer(fn, args)
+            if refill:
+                args = buffers.fill(make_inputs(len(times) + 1))
+            out, gpu, host, lag = replay() if replay else timer(fn, args)
             del out
             times.append(call_ms(gpu, lag))
             hosts.append(host)
-    return {"median_ms": statistics.median(times), "host_ms": statistics.median(hosts), "runs": len(times)}
+    return {"median_ms": statistics.median(times), "host_ms": statistics.median(hosts), "runs": len(times),
+            **gpu_state()}
 
 
 def do_bench_median(fn: Callable[..., Any], args: list[Any]) -> float:
@@ -97,7 +117,29 @@ def side_stream_row() -> dict:
             "side_stream_ms": escaped["median_ms"]}
 
 
-def sweep(ops: list[str], compile_sizes: int) -> list[dict]:
+def compare_point(callable_: Callable[..., Any], make_inputs: Callable[[int], list[Any]], args: list[Any],
+                  repeats: int) -> dict:
+    """The judge and do_bench alternating ``repeats`` times on one op and size, plus the judge on
+    unchanged inputs and the graph replay once each."""
+    judged, benched, states = [], [], []
+    for _ in range(repeats):
+        j = judge_median(callable_, make_inputs)
+        judged.append(j["median_ms"])
+        benched.append(do_bench_median(callable_, args))
+        states.append({**gpu_state(), "judge_sm_mhz": j["sm_mhz"], "host_ms": j["host_ms"]})
+    same = judge_median(callable_, make_inputs, refill=False)["median_ms"]
+    try:
+        graphed: float | str = judge_median(callable_, make_inputs, graph=True)["median_ms"]
+    except Exception as exc:  # a capture failure is a finding of the sweep, not its end
+        graphed = f"{type(exc).__name__}: {str(exc)[:120]}"
+    ratios = [j / b for j, b in zip(judged, benched)]
+    return {"judge_ms": statistics.median(judged), "do_bench_ms": statistics.median(benched),
+            "ratio": statistics.median(judged) / statistics.median(benched), "ratios": ratios,
+            "judge_runs_ms": judged, "do_bench_runs_ms": benched, "same_inputs_ms": same, "graph_ms": graphed,
+            "states": states, "host_ms": statistics.median(s["host_ms"] for s in states)}
+
+
+def sweep(ops: list[str], compile_sizes: int, repeats: int) -> list[dict]:
     import torch
 
     rows = []
@@ -114,13 +156,15 @@ def sweep(ops: list[str], compile_sizes: int) -> list[dict]:
             if size in compiled_at:
                 variants["compile"] = torch.compile(fn)
             for label, callable_ in variants.items():
-                judged = judge_median(callable_, make_inputs)
-                bench = do_bench_median(callable_, args)
-                rows.append({"op": op, "size": size, "callable": label, "judge_ms": judged["median_ms"],
-                             "host_ms": judged["host_ms"], "runs": judged["runs"], "do_bench_ms": bench,
-                             "ratio": judged["median_ms"] / bench})
-                print(f"{op:7s} {size:>12d} {label:8s} judge {judged['median_ms']:.4f} ms  do_bench {bench:.4f} ms  "
-                      f"ratio {judged['median_ms'] / bench:.3f}  host {judged['host_ms']:.4f} ms", flush=True)
+                point = compare_point(callable_, make_inputs, args, repeats)
+                rows.append({"op": op, "size": size, "callable": label, **point})
+                graphed = point["graph_ms"]
+                print(f"{op:7s} {size:>12d} {label:8s} judge {point['judge_ms']:.4f} ms  do_bench "
+                      f"{point['do_bench_ms']:.4f} ms  ratio {point['ratio']:.3f} "
+                      f"({', '.join(f'{r:.3f}' for r in point['ratios'])})  same inputs {point['same_inputs_ms']:.4f}"
+                      f"  graph {graphed if isinstance(graphed, str) else f'{graphed:.4f}'}  host "
+                      f"{point['host_ms']:.4f} ms  MHz {[s['judge_sm_mhz'] for s in point['states']]}/"
+                      f"{[s['sm_mhz'] for s in point['states']]}", flush=True)
             del args
             torch.cuda.empty_cache()
     return rows
@@ -130,17 +174,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ops", default="relu,rowsum,gemm")
     parser.add_argument("--compile-sizes", type=int, default=3, help="sizes per op also timed under torch.compile")
+    parser.add_argument("--repeats", type=int, default=3, help="alternations of the judge and do_bench per point")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    rows = sweep(args.ops.split(","), args.compile_sizes)
+    rows = sweep(args.ops.split(","), args.compile_sizes, args.repeats)
     side = side_stream_row()
     print(f"side stream: plain {side['plain_ms']:.4f} ms, escaping {side['side_stream_ms']:.4f} ms")
     if args.out:
         args.out.write_text(json.dumps({"rows": rows, "side_stream": side}, indent=2))
-    print("| op | size | callable | judge ms | do_bench ms | judge / do_bench |\n|---|---|---|---|---|---|")
+    print("| op | size | callable | judge ms | do_bench ms | ratio | ratio per repeat | same inputs ms | graph ms |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
+        g = r["graph_ms"]
         print(f"| {r['op']} | {r['size']} | {r['callable']} | {r['judge_ms']:.4f} | {r['do_bench_ms']:.4f} | "
-              f"{r['ratio']:.3f} |")
+              f"{r['ratio']:.3f} | {' '.join(f'{x:.3f}' for x in r['ratios'])} | {r['same_inputs_ms']:.4f} | "
+              f"{'capture failed' if isinstance(g, str) else f'{g:.4f}'} |")
 
 
 if __name__ == "__main__":

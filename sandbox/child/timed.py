@@ -55,10 +55,14 @@ class TimedCall:
             out = fn(*inputs)
             host = (_perf_counter() - began) * 1e3
             return out, host, host, 0.0
+        return self.around(lambda: fn(*inputs))
+
+    def around(self, launch: Callable[[], Any]) -> tuple[Any, float, float, float]:
+        """Flush, then time ``launch()`` between two events on the current stream (see the module)."""
         self.flush.zero_()
         self.start.record()
         began = _perf_counter()
-        out = fn(*inputs)
+        out = launch()
         host = (_perf_counter() - began) * 1e3
         self.end.record()
         self.end.synchronize()
@@ -66,6 +70,40 @@ class TimedCall:
         torch.cuda.synchronize()
         lag = (_perf_counter() - settled) * 1e3
         return out, self.start.elapsed_time(self.end), host, lag
+
+
+GRAPH_WARM_CALLS = 3
+"""Calls on a side stream before capture, as CUDA graphs require: lazy initialization (cuBLAS
+handles, autotuning, first-call compilation) must not happen during capture."""
+
+
+class GraphTimedCall:
+    """``fn`` on fixed input tensors, captured once as a CUDA graph and replayed: what a call costs
+    when its launches are recorded ahead, the ``--cuda-graph`` timing for launch-bound candidates.
+    The caller refills the captured input tensors in place before each replay; the output is the
+    graph's own tensors, which every replay overwrites. Timed exactly like :class:`TimedCall`."""
+
+    def __init__(self, timer: TimedCall, fn: Callable[..., Any], inputs: list[Any]) -> None:
+        self.timer = timer
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(GRAPH_WARM_CALLS):
+                fn(*inputs)
+        torch.cuda.current_stream().wait_stream(side)
+        torch.cuda.synchronize()
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            self.out = fn(*inputs)
+        torch.cuda.synchronize()
+
+    def __call__(self) -> tuple[Any, float, float, float]:
+        """``(output, gpu_ms, host_ms, lag_ms)`` of one replay."""
+        return self.timer.around(self._replay)
+
+    def _replay(self) -> Any:
+        self.graph.replay()
+        return self.out
 
 
 DIGEST_CHUNK = 1 << 22
