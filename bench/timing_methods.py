@@ -54,8 +54,10 @@ def make(op: str, size: int) -> tuple[Callable[..., Any], Callable[[int], list[A
 
 def gpu_state() -> dict:
     """The SM clock (MHz) and power draw (W) right now, from NVML."""
-    import pynvml
-
+    try:
+        import pynvml
+    except ImportError:
+        return {"sm_mhz": None, "watts": None}
     pynvml.nvmlInit()
     handle = pynvml.nvmlDeviceGetHandleByIndex(0)
     return {"sm_mhz": pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM),
