@@ -1,0 +1,105 @@
+"""Why does a Triton candidate time slower in the judge than in a plain process? (not a test; needs a GPU)
+
+A Triton ReLU over 9M values runs in about 21 us, and ``TimedCall`` in a plain process reads that;
+judged, the same kernel read 0.11-0.18 ms, with about 0.5 ms more wall time per call than the
+reference's. Triton launches from Python (tens of microseconds of host work per launch, hidden by the
+L2 flush while it lasts), so anything that slows the candidate's host side shows up in its time.
+This script times the same call step by step towards the judge's worker:
+
+1. in this process: plain; with the launch recorder installed; after checked calls (op recorder,
+   poisoned allocations);
+2. judged end to end (fresh oracle and worker, forensic pass off) under each isolation tier this
+   machine offers (``KERNELEVO_ISOLATION``).
+
+Usage: python bench/worker_overhead.py [--values 9000000] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import statistics
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+CANDIDATE = ROOT / "tests" / "candidates" / "ok_relu_empty.py"
+
+
+def timed_calls(model: Any, x: Any, calls: int = 300) -> dict:
+    from kernelevo.sandbox.child.timed import TimedCall, warm_up
+
+    timer = TimedCall("cuda")
+    warm_up(model, [x], "cuda", 10, 0.2)
+    gpu, host = [], []
+    for _ in range(calls):
+        _out, g, h, _lag = timer(model, [x])
+        gpu.append(g)
+        host.append(h)
+    return {"gpu_ms": statistics.median(gpu), "host_ms": statistics.median(host)}
+
+
+def in_process(values: int) -> dict:
+    import torch
+
+    from kernelevo.sandbox.child.launches import LaunchRecorder, OpRecorder
+    from kernelevo.sandbox.child.worker import _poison
+
+    spec = importlib.util.spec_from_file_location("candidate", CANDIDATE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    model, x = module.ModelNew().cuda(), torch.randn(values, device="cuda")
+    rows = {}
+    with torch.no_grad():
+        rows["plain"] = timed_calls(model, x)
+        LaunchRecorder().install()
+        rows["launch recorder installed"] = timed_calls(model, x)
+        ops = OpRecorder()
+        for _ in range(5):
+            _poison(True)
+            with ops:
+                model(x)
+            _poison(False)
+        rows["after checked calls"] = timed_calls(model, x)
+    return rows
+
+
+def judged(values: int, tier: str) -> dict:
+    os.environ["KERNELEVO_ISOLATION"] = tier
+    from kernelevo.sandbox.isolation import namespaces
+    from kernelevo.sandbox.judge.evaluate import EvalConfig, Evaluator
+    from kernelevo.tasks import load_task
+
+    namespaces.bwrap_works.cache_clear()
+    with tempfile.TemporaryDirectory() as scratch:
+        path = Path(scratch) / "relu.py"
+        path.write_text((ROOT / "bench" / "judge_bench.py").read_text().split("TASK = '''")[1].split("'''")[0]
+                        .format(n=values))
+        task = load_task(str(path), "full")
+        with Evaluator(EvalConfig(measure_compile=False, forensic=False, cache_dir=Path(scratch) / "c")) as ev:
+            verdict, _ = ev.evaluate(task, CANDIDATE)
+    return {"tier": namespaces.tier(), "correct": verdict.correct, "runtime_ms": verdict.runtime_ms,
+            "host_ms": verdict.host_ms, "reference_ms": verdict.reference_runtime_ms,
+            "reason": (verdict.reason or "")[:300]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--values", type=int, default=9_000_000)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    result: dict[str, Any] = {"cpus": len(os.sched_getaffinity(0))}
+    result["in_process"] = in_process(args.values)
+    print(json.dumps(result), flush=True)
+    for tier in ("none", "bwrap"):
+        result[f"judged, {tier}"] = judged(args.values, tier)
+        print(json.dumps(result[f"judged, {tier}"]), flush=True)
+    if args.out:
+        args.out.write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
