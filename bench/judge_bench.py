@@ -73,12 +73,14 @@ def summary(rows: list[dict]) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--sizes", default=",".join(SIZES), help=f"which of {', '.join(SIZES)}")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     result: dict = {}
     with tempfile.TemporaryDirectory() as scratch:
         folder, cache = Path(scratch), Path(scratch) / "cache"
-        for label, n in SIZES.items():
+        for label in args.sizes.split(","):
+            n = SIZES[label]
             without = judge(folder, n, args.repeats, False, cache)
             with_pass = judge(folder, n, 1, True, cache)
             result[label] = {"without_forensic": summary(without), "with_forensic": summary(with_pass),

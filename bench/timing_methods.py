@@ -72,7 +72,7 @@ def judge_median(fn: Callable[..., Any], make_inputs: Callable[[int], list[Any]]
     import torch
 
     from kernelevo.sandbox.child.inputs import InputBuffers
-    from kernelevo.sandbox.child.timed import GraphTimedCall, TimedCall, call_ms, warm_up
+    from kernelevo.sandbox.child.timed import GraphTimedCall, TimedCall, call_ms, warm_host, warm_up
 
     buffers, timer = InputBuffers(), TimedCall("cuda")
     with torch.no_grad():
@@ -82,6 +82,8 @@ def judge_median(fn: Callable[..., Any], make_inputs: Callable[[int], list[Any]]
         times, hosts, began = [], [], time.perf_counter()
         while len(times) < 200 and (len(times) < 25 or time.perf_counter() - began < budget_s):
             if refill:
+                if not replay:
+                    warm_host(fn, buffers.tensors, "cuda")
                 args = buffers.fill(make_inputs(len(times) + 1))
             out, gpu, host, lag = replay() if replay else timer(fn, args)
             del out

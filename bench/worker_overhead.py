@@ -8,6 +8,8 @@ This script times the same call step by step towards the judge's worker:
 
 1. in this process: plain; with the launch recorder installed; after checked calls (op recorder,
    poisoned allocations);
+   and each call after the process went cold (other code ran, then it slept), as between two
+   requests, with and without one untimed call first (``warm_host``);
 2. judged end to end (fresh oracle and worker, forensic pass off) under each isolation tier this
    machine offers (``KERNELEVO_ISOLATION``).
 
@@ -22,6 +24,7 @@ import json
 import os
 import statistics
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -29,13 +32,24 @@ ROOT = Path(__file__).resolve().parents[1]
 CANDIDATE = ROOT / "tests" / "candidates" / "ok_relu_empty.py"
 
 
-def timed_calls(model: Any, x: Any, calls: int = 300) -> dict:
-    from kernelevo.sandbox.child.timed import TimedCall, warm_up
+def go_cold() -> None:
+    """What a process goes through between two requests: other code runs, then it sleeps."""
+    churn = {str(k): [k] * 4 for k in range(30_000)}
+    del churn
+    time.sleep(0.002)
+
+
+def timed_calls(model: Any, x: Any, calls: int = 300, cold: bool = False, warm_first: bool = False) -> dict:
+    from kernelevo.sandbox.child.timed import TimedCall, warm_host, warm_up
 
     timer = TimedCall("cuda")
     warm_up(model, [x], "cuda", 10, 0.2)
     gpu, host = [], []
     for _ in range(calls):
+        if cold:
+            go_cold()
+        if warm_first:
+            warm_host(model, [x], "cuda")
         _out, g, h, _lag = timer(model, [x])
         gpu.append(g)
         host.append(h)
@@ -64,6 +78,8 @@ def in_process(values: int) -> dict:
                 model(x)
             _poison(False)
         rows["after checked calls"] = timed_calls(model, x)
+        rows["cold between calls"] = timed_calls(model, x, cold=True)
+        rows["cold, then one untimed call"] = timed_calls(model, x, cold=True, warm_first=True)
     return rows
 
 
@@ -89,12 +105,13 @@ def judged(values: int, tier: str) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--values", type=int, default=9_000_000)
+    parser.add_argument("--tiers", default="none,bwrap", help="isolation tiers to judge under ('' for none)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     result: dict[str, Any] = {"cpus": len(os.sched_getaffinity(0))}
     result["in_process"] = in_process(args.values)
     print(json.dumps(result), flush=True)
-    for tier in ("none", "bwrap"):
+    for tier in [t for t in args.tiers.split(",") if t]:
         result[f"judged, {tier}"] = judged(args.values, tier)
         print(json.dumps(result[f"judged, {tier}"]), flush=True)
     if args.out:

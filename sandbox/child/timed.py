@@ -164,6 +164,21 @@ def same_digest(a: Any, b: Any) -> bool:
     return isinstance(a, list) and isinstance(b, list) and a == b
 
 
+def warm_host(fn: Callable[..., Any], inputs: list[Any] | None, device: str) -> None:
+    """One untimed call on the previous call's inputs, finished, right before a timed call's refill.
+
+    Each timed call is its own request: between two of them the process waits on its channel while
+    others run, and its CPU caches and clocks go cold. Launching from Python (a Triton kernel costs
+    tens of microseconds of host work) then takes several times longer than in a loop of calls, the
+    way a model calls it or ``do_bench`` times it, and the excess outlasts the L2 flush that hides a
+    launch. This call makes the timed one the next of a loop. It cannot help a cache: it sees only
+    values the last timed call already had, and the new ones arrive after it has finished."""
+    if device != "cuda" or inputs is None:
+        return
+    fn(*inputs)
+    torch.cuda.synchronize()
+
+
 def warm_up(fn: Callable[..., Any], inputs: list[Any], device: str, calls: int, seconds: float) -> int:
     """Call ``fn`` at least ``calls`` times and for at least ``seconds`` (an idle GPU's clocks take a
     while to ramp up); returns how many calls ran."""

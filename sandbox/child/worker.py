@@ -24,7 +24,7 @@ import torch
 from kernelevo.sandbox import wire
 from kernelevo.sandbox.child import autotune, inputs
 from kernelevo.sandbox.child.launches import LaunchRecorder, OpRecorder
-from kernelevo.sandbox.child.timed import TimedCall, flat_outputs, output_digest, warm_up
+from kernelevo.sandbox.child.timed import TimedCall, flat_outputs, output_digest, warm_host, warm_up
 from kernelevo.tasks.loader import import_task_module
 
 MARKER_CYCLES = 1000
@@ -155,9 +155,10 @@ class Worker:
         assert self.model is not None
         if self.timer is None:
             self.timer = TimedCall(self.job["device"])
-        args = self._inputs(msg)
         self.kept = None
         with torch.no_grad():
+            warm_host(self.model, self.buffers.tensors, self.job["device"])
+            args = self._inputs(msg)
             out, gpu_ms, host_ms, lag_ms = self.timer(self.model, args)
             digest = output_digest(out, int(msg["digest_seed"])) if "digest_seed" in msg else None
         self.kept = out
