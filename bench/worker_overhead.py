@@ -10,7 +10,9 @@ This script times the same call step by step towards the judge's worker:
    poisoned allocations);
    and each call after the process went cold (other code ran, then it slept), as between two
    requests, with and without one untimed call first (``warm_host``);
-2. judged end to end (fresh oracle and worker, forensic pass off) under each isolation tier this
+2. the worker's and the oracle's request handlers driven in this process, warm and cold, before and
+   after the worker's checked calls;
+3. judged end to end (fresh oracle and worker, forensic pass off) under each isolation tier this
    machine offers (``KERNELEVO_ISOLATION``).
 
 Usage: python bench/worker_overhead.py [--values 9000000] [--out FILE]
@@ -83,6 +85,58 @@ def in_process(values: int) -> dict:
     return rows
 
 
+def _request_times(handler: Any, cold: bool, calls: int = 60) -> dict:
+    walls, gpus, hosts = [], [], []
+    for k in range(calls):
+        if cold:
+            go_cold()
+        began = time.perf_counter()
+        reply = handler({"op": "timed", "seed": 1000 + k, "digest_seed": 7 + k})
+        walls.append((time.perf_counter() - began) * 1e3)
+        gpus.append(reply["gpu_ms"])
+        hosts.append(reply["host_ms"])
+    return {"wall_ms": statistics.median(walls), "gpu_ms": statistics.median(gpus),
+            "host_ms": statistics.median(hosts),
+            "unexplained_ms": statistics.median(w - g for w, g in zip(walls, gpus))}
+
+
+def driven(values: int, device: str = "cuda") -> dict:
+    """The worker's and the oracle's request handlers driven in this process, no sandbox, no channel:
+    is the worker's timed request slower than the oracle's for the same work, and since when?"""
+    from kernelevo.sandbox.child.worker import Worker
+    from kernelevo.sandbox.judge.oracle import Oracle
+
+    rows: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        task, outbox = Path(scratch) / "relu.py", Path(scratch) / "out"
+        outbox.mkdir()
+        task.write_text((ROOT / "bench" / "judge_bench.py").read_text().split("TASK = '''")[1].split("'''")[0]
+                        .format(n=values))
+        job = {"task": str(task), "size": "full", "device": device, "dtype": None, "init_seed": 42,
+               "outbox": str(outbox)}
+        oracle = Oracle()
+        oracle.load(job)
+        oracle.warmup({"seed": 5, "calls": 3, "seconds": 0.25})
+        worker = Worker(None)
+        worker.build({**job, "candidate": str(CANDIDATE), "inbox": ""})
+        worker.warmup({"seed": 5, "calls": 3, "seconds": 0.25})
+        for cold in (False, True):
+            rows[f"oracle{', cold' if cold else ''}"] = _request_times(oracle.timed, cold)
+            rows[f"worker before checked calls{', cold' if cold else ''}"] = _request_times(worker.timed, cold)
+        for k in range(5):
+            worker.call({"seed": 50 + k, "variant": k, "record": True, "name": f"set{k}"})
+        for cold in (False, True):
+            rows[f"worker after checked calls{', cold' if cold else ''}"] = _request_times(worker.timed, cold)
+        from kernelevo.sandbox.child import timed
+
+        for cycles in (200_000, 400_000):
+            timed.LAUNCH_COVER_CYCLES = cycles
+            rows[f"worker, cold, launch cover {cycles} cycles"] = _request_times(worker.timed, True)
+            rows[f"oracle, cold, launch cover {cycles} cycles"] = _request_times(oracle.timed, True)
+        timed.LAUNCH_COVER_CYCLES = 0
+    return rows
+
+
 def judged(values: int, tier: str) -> dict:
     os.environ["KERNELEVO_ISOLATION"] = tier
     from kernelevo.sandbox.isolation import namespaces
@@ -111,6 +165,9 @@ def main() -> None:
     result: dict[str, Any] = {"cpus": len(os.sched_getaffinity(0))}
     result["in_process"] = in_process(args.values)
     print(json.dumps(result), flush=True)
+    result["driven"] = driven(args.values)
+    for label, row in result["driven"].items():
+        print(label, json.dumps({k: round(v, 4) for k, v in row.items()}), flush=True)
     for tier in [t for t in args.tiers.split(",") if t]:
         result[f"judged, {tier}"] = judged(args.values, tier)
         print(json.dumps(result[f"judged, {tier}"]), flush=True)

@@ -21,6 +21,10 @@ import torch
 
 _perf_counter = time.perf_counter
 
+LAUNCH_COVER_CYCLES = 0
+"""GPU clock cycles of a spin kernel queued after the flush: host work of the call shorter than the
+flush plus this is hidden, as a busy GPU's queue hides it (0: the flush alone)."""
+
 LAG_ALLOWANCE_MS = 0.02
 """A device-wide synchronize right after the end event takes a few microseconds when nothing else
 runs; a longer wait means work of this call was still running on another stream."""
@@ -60,6 +64,8 @@ class TimedCall:
     def around(self, launch: Callable[[], Any]) -> tuple[Any, float, float, float]:
         """Flush, then time ``launch()`` between two events on the current stream (see the module)."""
         self.flush.zero_()
+        if LAUNCH_COVER_CYCLES:
+            torch.cuda._sleep(LAUNCH_COVER_CYCLES)
         self.start.record()
         began = _perf_counter()
         out = launch()
