@@ -203,3 +203,8 @@ def test_the_judges_clock_catches_short_reports_and_spares_a_loaded_host() -> No
     gpu_ref = block([0.10] * 5, [0.40] * 5)
     assert unexplained_problem(block([0.10] * 5, [0.45] * 5), gpu_ref, "cuda") is None
     assert unexplained_problem(block([0.02] * 5, [0.70] * 5), gpu_ref, "cuda") is not None
+    # Measured on an H200 at 9M values: the refill and the digest take about 4 ms per call in the oracle
+    # and 0.25-0.3 ms more in the candidate's process; a call whose real time was hidden still stands out.
+    heavy_ref = block([0.0216] * 5, [4.0] * 5)
+    assert unexplained_problem(block([0.0227] * 5, [4.31] * 5), heavy_ref, "cuda") is None
+    assert unexplained_problem(block([0.001] * 5, [5.5] * 5), heavy_ref, "cuda") is not None

@@ -25,6 +25,11 @@ MIN_DRIFT_MS = 0.05
 # test suite) are all there is: the allowance only has to catch times reported far short.
 UNEXPLAINED_FRACTION = {"cuda": 0.25, "cpu": 1.0}
 UNEXPLAINED_MS = {"cuda": 0.2, "cpu": 5.0}
+UNEXPLAINED_OF_HARNESS = 0.15
+"""And this share of the reference's own unexplained time per call: the harness's work around a call
+(the input refill, the output's digest), which the candidate's process does too, runs a few percent
+slower there than in the oracle (measured on an H200: 0.25 ms of 4 ms per call at 9M values), and
+grows with the output's size. A time reported short is also caught by the forensic kernel trace."""
 
 
 def stats(times_ms: Sequence[float]) -> TimingStats:
@@ -74,7 +79,8 @@ def unexplained_problem(candidate: Block, reference: Block, device: str) -> str 
     extra = candidate.unexplained_ms() - reference.unexplained_ms()
     call = statistics.median(candidate.times_ms)
     kind = "cuda" if device == "cuda" else "cpu"
-    allowed = UNEXPLAINED_FRACTION[kind] * call + UNEXPLAINED_MS[kind]
+    allowed = (UNEXPLAINED_FRACTION[kind] * call + UNEXPLAINED_MS[kind]
+               + UNEXPLAINED_OF_HARNESS * max(reference.unexplained_ms(), 0.0))
     if extra <= allowed:
         return None
     return (f"each timed call took {extra:.3g} ms more wall time beyond its reported {call:.3g} ms than the "
