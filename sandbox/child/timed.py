@@ -3,7 +3,7 @@ with it), so that both sides of a speedup are measured alike.
 
 On a GPU a timed call is ``flush L2; spin; start.record(); out = fn(*inputs); end.record()``, queued
 like ``triton.testing.do_bench``: the flush and a short spin kernel keep the GPU busy while the host
-enqueues the call, so the host's launch cost is hidden as far as they last (about 0.16 ms), and any
+enqueues the call, so the host's launch cost is hidden as far as they last (about 0.26 ms at full clock), and any
 host work beyond that (many launches, heavy glue in ``forward``) leaves the GPU idle between the
 events and counts. Before the call, one untimed call on the previous inputs (:func:`warm_host`). After the end event has
 completed, a device-wide synchronize waits for work on any other stream; when that wait is longer
@@ -22,8 +22,8 @@ import torch
 
 _perf_counter = time.perf_counter
 
-LAUNCH_COVER_CYCLES = 200_000
-"""GPU clock cycles of a spin kernel queued after the flush (0.1 ms at 2 GHz, 0.14 ms at 1.4 GHz).
+LAUNCH_COVER_CYCLES = 400_000
+"""GPU clock cycles of a spin kernel queued after the flush (0.2 ms at 2 GHz, 0.29 ms at 1.4 GHz).
 Host work of the call shorter than the flush plus this is hidden, as a busy GPU's queue hides it in a
 model or in ``do_bench``'s loop; a process that just woke up to answer a request launches from Python
 two to four times slower than one in a loop, and the flush alone (about 0.06 ms) did not cover a
