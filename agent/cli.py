@@ -103,6 +103,9 @@ def eval_command(
     no_forensic: Annotated[bool, typer.Option(
         "--no-forensic", help="On a GPU, skip the Nsight Compute trace of an accepted candidate's kernels "
         "(faster; the verdict then says it is not forensic).")] = False,
+    cuda_graph: Annotated[bool, typer.Option(
+        "--cuda-graph", help="On a GPU, also time the candidate and the reference captured as CUDA graphs and "
+        "replayed (launch costs gone), reported beside the plain time, never instead of it.")] = False,
 ) -> None:
     """Judge CANDIDATE against TASK: correct or not (and why), and how fast, measured by the harness.
 
@@ -116,7 +119,7 @@ def eval_command(
     _require_file(candidate, as_json)
     config = EvalConfig(timeout_s=timeout, memory=memory, seeds=seeds, gpu=gpu, workdir=workdir,
                         measure_compile=not no_compile_baseline, strict_layout=strict_layout,
-                        forensic=not no_forensic)
+                        forensic=not no_forensic, cuda_graph=cuda_graph)
     chosen = _sandbox(sandbox.value, as_json)
     try:
         with Evaluator(config, sandbox=chosen) as evaluator:
@@ -240,6 +243,11 @@ def _print_verdict(verdict) -> None:  # noqa: ANN001 - a Verdict
             line = (f"{verdict.timing} times (not speedups): candidate {verdict.runtime_ms:.4g} ms, "
                     f"reference {verdict.reference_runtime_ms:.4g} ms; run on a GPU to measure speed")
         out.print(line, highlight=False)
+    if verdict.graph_runtime_ms is not None:
+        out.print(f"as CUDA graphs: candidate {verdict.graph_runtime_ms:.4g} ms, reference "
+                  f"{verdict.graph_reference_ms:.4g} ms (beside the plain times, not instead)", highlight=False)
+    if verdict.graph_note:
+        out.print(f"[yellow]CUDA graph:[/yellow] {verdict.graph_note}", highlight=False)
     iso = verdict.isolation
     if iso:
         from kernelevo.sandbox.models import Isolation
@@ -299,6 +307,9 @@ def optimize_command(
     no_forensic: Annotated[bool, typer.Option(
         "--no-forensic", help="On a GPU, skip the Nsight Compute trace of candidates about to be accepted.")
     ] = False,
+    cuda_graph: Annotated[bool, typer.Option(
+        "--cuda-graph", help="On a GPU, also time every candidate replayed as a CUDA graph (reported beside "
+        "its plain time; selection still uses the plain time).")] = False,
 ) -> None:
     """Search for a faster, verified replacement of TASK, with no human in the loop.
 
@@ -324,7 +335,8 @@ def optimize_command(
     config = RunConfig(task=str(loaded.path) if not loaded.builtin else loaded.name, size=loaded.size,
                        policy=chosen, budget=budget, timeout_s=timeout, memory=memory, batch=batch, model=model,
                        base_url=base_url, api_key_env=api_key_env, sandbox=sandbox.value, report=report,
-                       strict_layout=strict_layout, forensic=not no_forensic, model_retry_minutes=retry_minutes,
+                       strict_layout=strict_layout, forensic=not no_forensic, cuda_graph=cuda_graph,
+                       model_retry_minutes=retry_minutes,
                        temperature=temperature, model_timeout_s=model_timeout, steps_per_turn=steps_per_turn)
     try:
         create(config, folder).close()

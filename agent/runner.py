@@ -49,6 +49,8 @@ class RunConfig(BaseModel):
     """Outputs must also have the reference output's strides (``--strict-layout``)."""
     forensic: bool = True
     """On a GPU, trace the kernels of candidates about to be accepted (``--no-forensic`` turns it off)."""
+    cuda_graph: bool = False
+    """On a GPU, also time candidates replayed as CUDA graphs (``--cuda-graph``), beside the plain time."""
     model: str | None = None
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
@@ -259,7 +261,7 @@ def drive(run_dir: Path, first: bool, progress: Callable[..., Any] | None = None
         return EXIT_USAGE
     common = dict(timeout_s=config.timeout_s, memory=config.memory, seeds=config.seeds, timing=config.timing,
                   measure_compile=config.measure_compile, compile_cache=run_dir / "cache",
-                  strict_layout=config.strict_layout, forensic=config.forensic)
+                  strict_layout=config.strict_layout, forensic=config.forensic, cuda_graph=config.cuda_graph)
     from kernelevo.sandbox.isolation.choose import make_sandbox
     from kernelevo.sandbox.isolation.docker import DockerUnavailable
 

@@ -175,6 +175,13 @@ class Verdict(BaseModel):
     device: str
     isolation: dict
     noise_pct: float | None = None
+    graph_runtime_ms: float | None = None
+    """``--cuda-graph``: the median replay of the candidate's forward captured as a CUDA graph, beside
+    ``runtime_ms`` (never instead of it)."""
+    graph_reference_ms: float | None = None
+    """The reference's forward replayed as a CUDA graph, timed the same way."""
+    graph_note: str | None = None
+    """Why a CUDA-graph time asked for is missing or doubtful."""
     host_ms: float | None = None
     """Median host time of the candidate's ``forward`` in its timed calls (for information: the
     timed figure counts host time only where it kept the GPU waiting)."""

@@ -24,7 +24,7 @@ def kernelevo(*args: str, cache: Path) -> subprocess.CompletedProcess:
 
 def test_eval_json_accepts_the_shipped_softmax(cache_dir: Path) -> None:
     done = kernelevo("eval", "softmax", "tasks/examples/softmax_triton.py", "--json", "--size", "small",
-                     "--no-compile-baseline", cache=cache_dir)
+                     "--no-compile-baseline", "--cuda-graph", cache=cache_dir)
     assert done.returncode == 0, done.stderr
     verdict = json.loads(done.stdout)  # exactly one JSON object on stdout
     assert FIELDS <= set(verdict)
@@ -34,6 +34,9 @@ def test_eval_json_accepts_the_shipped_softmax(cache_dir: Path) -> None:
     if not ON_GPU:
         assert verdict["timing"] == "cpu-interpreter" and verdict["speedup"] is None
         assert verdict["runtime_ms"] > 0
+        assert verdict["graph_note"] == "CUDA graphs need a GPU: not timed" and verdict["graph_runtime_ms"] is None
+    else:  # --cuda-graph: the replay's time beside the plain one
+        assert verdict["graph_runtime_ms"] > 0 and verdict["runtime_ms"] > 0
 
 
 def test_strict_layout_refuses_a_transposed_view_and_says_how_sure(cache_dir: Path) -> None:

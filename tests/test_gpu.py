@@ -124,6 +124,17 @@ def test_reference_timing_matches_triton_do_bench(evaluator, relu_task) -> None:
     assert abs(reference.eager.median_ms / ms - 1) < DO_BENCH_TOLERANCE, (reference.eager.median_ms, ms)
 
 
+def test_cuda_graph_times_are_reported_beside_and_capture_failures_explained(make_evaluator, relu_task) -> None:
+    evaluator = make_evaluator(cuda_graph=True, forensic=False)
+    verdict, code = evaluator.evaluate(relu_task, candidate("ok_relu_empty"))
+    assert code == 0, verdict.reason
+    assert verdict.graph_runtime_ms and verdict.graph_reference_ms and verdict.graph_note is None, verdict
+    assert verdict.runtime_ms and abs(verdict.graph_runtime_ms / verdict.runtime_ms - 1) < 0.5
+    verdict, code = evaluator.evaluate(relu_task, candidate("ok_relu_host_sync"))
+    assert code == 0, verdict.reason  # the plain verdict stands
+    assert verdict.graph_runtime_ms is None and "could not be timed as a CUDA graph" in verdict.graph_note
+
+
 def test_path_task_and_tmp_candidate_work(evaluator, tmp_path: Path, relu_task) -> None:
     copy = tmp_path / "mine.py"
     copy.write_text(candidate("ok_relu_empty").read_text())

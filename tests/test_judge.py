@@ -208,3 +208,26 @@ def test_the_judges_clock_catches_short_reports_and_spares_a_loaded_host() -> No
     heavy_ref = block([0.0216] * 5, [4.0] * 5)
     assert unexplained_problem(block([0.0227] * 5, [4.31] * 5), heavy_ref, "cuda") is None
     assert unexplained_problem(block([0.001] * 5, [5.5] * 5), heavy_ref, "cuda") is not None
+
+
+def test_cuda_graph_times_stand_beside_the_plain_time_and_are_held_to_the_clock() -> None:
+    baseline, record = outcome(candidate_ms=1.0, rerun_ms=2.0)
+    record.graph_block, record.graph_reference_block = block(0.8), block(1.7)
+    verdict = judge(task(), "c.py", [], baseline, None, record, None)
+    assert verdict.correct and verdict.runtime_ms == 1.0 and verdict.speedup == 2.0  # the plain time decides
+    assert verdict.graph_runtime_ms == 0.8 and verdict.graph_reference_ms == 1.7 and verdict.graph_note is None
+    forged = Block()
+    for _ in range(30):
+        forged.add(0.001, 0.01, 25.0)  # replays reported at 1 us that the judge's clock saw take 25 ms
+    record.graph_block = forged
+    verdict = judge(task(), "c.py", [], baseline, None, record, None)
+    assert verdict.correct and verdict.graph_runtime_ms is None
+    assert "CUDA-graph times were not kept" in verdict.graph_note
+
+
+def test_a_forward_that_cannot_be_captured_keeps_its_verdict_with_a_note() -> None:
+    baseline, record = outcome(candidate_ms=1.0, rerun_ms=2.0)
+    record.graph_note = "the candidate could not be timed as a CUDA graph: capturing forward as a CUDA graph failed"
+    verdict = judge(task(), "c.py", [], baseline, None, record, None)
+    assert verdict.correct and verdict.runtime_ms == 1.0
+    assert verdict.graph_runtime_ms is None and verdict.graph_note.startswith("the candidate could not be timed")

@@ -24,7 +24,8 @@ import torch
 from kernelevo.sandbox import wire
 from kernelevo.sandbox.child import autotune, inputs
 from kernelevo.sandbox.child.launches import LaunchRecorder, OpRecorder
-from kernelevo.sandbox.child.timed import TimedCall, flat_outputs, output_digest, warm_host, warm_up
+from kernelevo.sandbox.child.timed import (GraphTimedCall, TimedCall, flat_outputs, output_digest, warm_host,
+                                           warm_up)
 from kernelevo.tasks.loader import import_task_module
 
 MARKER_CYCLES = 1000
@@ -68,6 +69,7 @@ class Worker:
         self.task: Any = None
         self.job: dict[str, Any] = {}
         self.timer: TimedCall | None = None
+        self.graph: GraphTimedCall | None = None
         self.kept: Any = None
         self.threads_before = threading.active_count()
         self.shipped = 0
@@ -164,6 +166,27 @@ class Worker:
         self.kept = out
         return {"ok": True, "gpu_ms": gpu_ms, "host_ms": host_ms, "lag_ms": lag_ms, "digest": digest}
 
+    def graph_timed(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """One replay of ``forward`` captured once as a CUDA graph (``--cuda-graph``), on fresh values
+        refilled into the captured input tensors; digested and kept like a timed call's output."""
+        assert self.model is not None
+        if self.job["device"] != "cuda":
+            return {"ok": False, "error": "CUDA graphs need a GPU"}
+        self.timer = self.timer or TimedCall("cuda")
+        self.kept = None
+        with torch.no_grad():
+            if self.graph is None:
+                try:
+                    self.graph = GraphTimedCall(self.timer, self.model, self.buffers.tensors or [])
+                except Exception as exc:
+                    return {"ok": False, "error": f"capturing forward as a CUDA graph failed: "
+                            f"{wire.describe_exception(exc)}"}
+            self._inputs(msg)  # the same tensors the graph captured, refilled in place
+            out, gpu_ms, host_ms, lag_ms = self.graph()
+            digest = output_digest(out, int(msg["digest_seed"])) if "digest_seed" in msg else None
+        self.kept = out
+        return {"ok": True, "gpu_ms": gpu_ms, "host_ms": host_ms, "lag_ms": lag_ms, "digest": digest}
+
     def ship(self, msg: dict[str, Any]) -> dict[str, Any]:
         if self.kept is None:
             return {"ok": False, "error": "no output is kept"}
@@ -197,7 +220,7 @@ def _delta(now: dict[str, int], before: dict[str, int]) -> dict[str, int]:
 
 
 HANDLERS = {"build": Worker.build, "call": Worker.call, "warmup": Worker.warmup, "timed": Worker.timed,
-            "ship": Worker.ship, "finish": Worker.finish}
+            "graph_timed": Worker.graph_timed, "ship": Worker.ship, "finish": Worker.finish}
 
 
 def serve(channel: wire.Channel) -> None:

@@ -65,6 +65,8 @@ class EvalConfig(BaseModel):
     """Outputs must have the reference output's strides, not only its values."""
     forensic: bool = True
     """On a GPU, trace the kernels of every candidate about to be accepted (needs Nsight Compute)."""
+    cuda_graph: bool = False
+    """Also time the candidate and the reference replayed as CUDA graphs (reported beside the plain time)."""
     timing: TimingPolicy = Field(default_factory=TimingPolicy)
 
 
@@ -298,7 +300,8 @@ class Evaluator:
                     device=self.device, timing=self.config.timing, checked_sets=self.config.seeds,
                     strict_layout=self.config.strict_layout, worker_outbox=worker.outbox,
                     oracle_task_path=oracle.folder / "task.py", forensic=forensic is not None,
-                    oracle_outbox=oracle.outbox, oracle_timeout_s=self.config.reference_timeout_s)
+                    oracle_outbox=oracle.outbox, oracle_timeout_s=self.config.reference_timeout_s,
+                    cuda_graph=self.config.cuda_graph and forensic is None)
         if forensic is not None:
             plan.checked_sets = FORENSIC_CALLS
         session = Session(plan, oracle.job, worker.job, self.device_lock_path())

@@ -23,8 +23,8 @@ import torch
 
 from kernelevo.sandbox import wire
 from kernelevo.sandbox.child import inputs
-from kernelevo.sandbox.child.timed import (TimedCall, call_ms, flat_outputs, output_digest, tensor_digest,
-                                           warm_host, warm_up)
+from kernelevo.sandbox.child.timed import (GraphTimedCall, TimedCall, call_ms, flat_outputs, output_digest,
+                                           tensor_digest, warm_host, warm_up)
 from kernelevo.sandbox.judge import compare, telemetry, workload
 from kernelevo.sandbox.judge.timing import stats
 from kernelevo.sandbox.models import OutputStats, ReferenceResult, TimingPolicy
@@ -60,6 +60,7 @@ class Oracle:
         self.expected: dict[str, tuple[list[Any], list[Any] | None]] = {}
         self.buffers = inputs.InputBuffers()
         self.timer: TimedCall | None = None
+        self.graph: GraphTimedCall | None = None
 
     def load(self, msg: dict[str, Any]) -> dict[str, Any]:
         same = {k: msg.get(k) for k in ("task", "size", "dtype", "device", "init_seed")}
@@ -187,6 +188,7 @@ class Oracle:
     def reset(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Forget every expectation (a session ended, perhaps before comparing all it asked for)."""
         self.expected.clear()
+        self.graph = None
         return {"ok": True}
 
     def warmup(self, msg: dict[str, Any]) -> dict[str, Any]:
@@ -206,6 +208,20 @@ class Oracle:
             if "digest_seed" in msg:  # as the candidate's process does, so both walls hold the same work
                 output_digest(out, int(msg["digest_seed"]))
         del out
+        return {"ok": True, "gpu_ms": gpu_ms, "host_ms": host_ms, "lag_ms": lag_ms}
+
+    def graph_timed(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """The reference replayed as a CUDA graph, timed as the candidate's replays are."""
+        if self.job["device"] != "cuda":
+            return {"ok": False, "error": "CUDA graphs need a GPU"}
+        self.timer = self.timer or TimedCall("cuda")
+        with torch.no_grad():
+            if self.graph is None:
+                self.graph = GraphTimedCall(self.timer, self.model, self.buffers.tensors or [])
+            self.buffers.fill(self._inputs(msg))
+            out, gpu_ms, host_ms, lag_ms = self.graph()
+            if "digest_seed" in msg:
+                output_digest(out, int(msg["digest_seed"]))
         return {"ok": True, "gpu_ms": gpu_ms, "host_ms": host_ms, "lag_ms": lag_ms}
 
     def baseline(self, msg: dict[str, Any]) -> dict[str, Any]:
@@ -288,7 +304,8 @@ def _triton_version() -> str | None:
 
 HANDLERS = {"load": Oracle.load, "expect": Oracle.expect, "compare": Oracle.compare, "drop": Oracle.drop,
             "reset": Oracle.reset,
-            "warmup": Oracle.warmup, "timed": Oracle.timed, "baseline": Oracle.baseline}
+            "warmup": Oracle.warmup, "timed": Oracle.timed, "graph_timed": Oracle.graph_timed,
+            "baseline": Oracle.baseline}
 
 
 def serve(channel: wire.Channel) -> None:

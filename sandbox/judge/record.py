@@ -46,6 +46,11 @@ class Record:
     """The candidate's timed blocks (two on a GPU)."""
     reference_block: Block | None = None
     """The reference, re-timed in the oracle through the same protocol between the candidate's blocks."""
+    graph_block: Block | None = None
+    """``--cuda-graph``: the candidate's replays of its captured forward."""
+    graph_reference_block: Block | None = None
+    graph_note: str | None = None
+    """Why there is no CUDA-graph time (capture failed, replays wrong, no GPU)."""
     telemetry: dict | None = None
     phases: dict[str, float] = field(default_factory=dict)
     worker: JobOutcome | None = None

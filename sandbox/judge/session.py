@@ -98,6 +98,8 @@ class Plan:
     oracle_outbox: Path | None = None
     oracle_timeout_s: float = 1200.0
     """The longest the oracle may take to answer one request."""
+    cuda_graph: bool = False
+    """Also time the candidate and the reference replayed as CUDA graphs, beside the plain calls."""
 
 
 def fresh_seed() -> int:
@@ -195,6 +197,8 @@ class Session:
             self._timing()
         if self.record.ok:
             self._ghost()
+        if self.record.ok and plan.cuda_graph:
+            self._graph_timing()
         if self.record.ok:
             self._finish()
         self.record.phases["total"] = round(time.monotonic() - began, 4)
@@ -324,7 +328,30 @@ class Session:
                         "the ones each call committed to, at the checked calls' precision)")
         self.record.phases["timing"] = round(time.monotonic() - began, 4)
 
-    def _timed_block(self, job: Job, who: str, phase: str) -> tuple[Block, tuple[int, list[str]]]:
+    def _graph_timing(self) -> None:
+        """``--cuda-graph``: the candidate and the reference replayed as CUDA graphs, timed beside the
+        plain calls, never instead of them. A forward that cannot be captured, or whose replays are
+        wrong, is explained in a note and keeps its plain verdict."""
+        record = self.record
+        if self.plan.device != "cuda":
+            record.graph_note = "CUDA graphs need a GPU: not timed"
+            return
+        began = time.monotonic()
+        try:
+            block, (_, problems) = self._timed_block(self.worker, "worker", "CUDA-graph replays", op="graph_timed")
+            if problems:
+                record.graph_note = f"the candidate's CUDA-graph replays were wrong, so no graph time: {problems[0]}"
+                return
+            reference, _ = self._timed_block(self.oracle, "oracle", "CUDA-graph replays of the reference",
+                                             op="graph_timed")
+        except Stop as stop:
+            whose = "the candidate" if stop.who == "worker" else "the reference"
+            record.graph_note = f"{whose} could not be timed as a CUDA graph: {stop.detail}"
+            return
+        record.graph_block, record.graph_reference_block = block, reference
+        record.phases["CUDA-graph timing"] = round(time.monotonic() - began, 4)
+
+    def _timed_block(self, job: Job, who: str, phase: str, op: str = "timed") -> tuple[Block, tuple[int, list[str]]]:
         policy, gpu = self.plan.timing, self.plan.device == "cuda"
         self.ask(job, who, f"{phase}: warm-up", {"op": "warmup", "seed": fresh_seed(),
                                                   "calls": policy.warmup if gpu else 1,
@@ -337,7 +364,7 @@ class Session:
         while len(block.times_ms) < most and (len(block.times_ms) < least or sum(block.wall_ms) < budget_ms):
             seed, digest_seed = fresh_seed(), fresh_seed()
             sent = time.perf_counter()
-            reply = self.ask(job, who, phase, {"op": "timed", "seed": seed, "digest_seed": digest_seed})
+            reply = self.ask(job, who, phase, {"op": op, "seed": seed, "digest_seed": digest_seed})
             wall = (time.perf_counter() - sent) * 1e3
             if not reply.get("ok"):
                 raise Stop(who, phase, str(reply.get("error")))

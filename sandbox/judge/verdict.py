@@ -61,6 +61,7 @@ def judge(task: Task, candidate: str, static_checks: list[Check], baseline: Refe
         checks.append(Check(name="sandboxed run", passed=False, detail=_failure_reason(record, memory_text)))
     if record.blocks and record.ok:
         _judge_times(verdict, task, baseline, ceilings, record, checks)
+        _graph_times(verdict, record)
     verdict.checks = checks
     failed = [c for c in checks if not c.passed]
     verdict.correct = not failed
@@ -103,6 +104,22 @@ def _judge_times(verdict: Verdict, task: Task, baseline: ReferenceResult, ceilin
         verdict.speedup_vs_compile = baseline.compiled.median_ms / verdict.runtime_ms
     if ceilings is not None:
         _speed_of_light(verdict, task, baseline, ceilings, checks)
+
+
+def _graph_times(verdict: Verdict, record: Record) -> None:
+    """The CUDA-graph times, held to the judge's clock like the plain ones; a doubt is a note, since
+    they stand beside the verdict's time and never decide it."""
+    verdict.graph_note = record.graph_note
+    block, reference = record.graph_block, record.graph_reference_block
+    if block is None or not block.times_ms or reference is None or not reference.times_ms:
+        return
+    problem = ("a replay reported more time than passed on the judge's clock" if impossible_calls(block)
+               else unexplained_problem(block, reference, record.device))
+    if problem:
+        verdict.graph_note = f"the CUDA-graph times were not kept: {problem}"
+        return
+    verdict.graph_runtime_ms = stats(block.times_ms).median_ms
+    verdict.graph_reference_ms = stats(reference.times_ms).median_ms
 
 
 def _cross_check(record: Record, checks: list[Check]) -> None:
