@@ -12,6 +12,8 @@ from __future__ import annotations
 import random
 from typing import TypedDict
 
+from kernelevo.sandbox.judge.timing import faster_beyond_tie
+
 
 class Entry(TypedDict):
     """One judged candidate as the archive sees it."""
@@ -30,11 +32,12 @@ def cell_key(strategy: str, descriptor: str) -> str:
 
 
 def insert(archive: dict[str, Entry], entry: Entry) -> bool:
-    """Put a correct entry into its cell if it is the cell's fastest; True if it became the elite."""
+    """Put a correct entry into its cell if it is the cell's fastest beyond the tie band (a gain
+    within the run-to-run spread is not shown to be one); True if it became the elite."""
     if not entry["correct"] or entry["runtime_ms"] is None:
         return False
     current = archive.get(entry["cell"])
-    if current is None or entry["runtime_ms"] < (current["runtime_ms"] or float("inf")):
+    if current is None or faster_beyond_tie(entry["runtime_ms"], current["runtime_ms"] or float("inf")):
         archive[entry["cell"]] = entry
         return True
     return False

@@ -219,6 +219,8 @@ def _sandbox(choice: str, as_json: bool):  # noqa: ANN202 - a Sandbox
 
 
 def _print_verdict(verdict) -> None:  # noqa: ANN001 - a Verdict
+    from kernelevo.sandbox.judge.timing import tie_note
+
     table = Table(title=f"{verdict.candidate} vs {verdict.task} ({verdict.size})", show_lines=False)
     table.add_column("check")
     table.add_column("")
@@ -233,6 +235,8 @@ def _print_verdict(verdict) -> None:  # noqa: ANN001 - a Verdict
             line = f"candidate {verdict.runtime_ms:.4g} ms, eager {verdict.reference_runtime_ms:.4g} ms"
             if verdict.speedup:
                 line += f", speedup {verdict.speedup:.2f}x"
+                tie = tie_note(verdict.speedup)
+                line += f" ({tie})" if tie else ""
             if verdict.compile_runtime_ms:
                 line += f"; torch.compile {verdict.compile_runtime_ms:.4g} ms ({verdict.speedup_vs_compile:.2f}x)"
             if verdict.roofline_fraction:

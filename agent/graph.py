@@ -21,6 +21,7 @@ from kernelevo.agent.state import EvaluateInput, State
 from kernelevo.agent.store import RunStore
 from kernelevo.sandbox.advice.profiling import HarnessProfiler
 from kernelevo.sandbox.judge.evaluate import Evaluator
+from kernelevo.sandbox.judge.timing import TIE_BAND, faster_beyond_tie
 from kernelevo.sandbox.models import Profile, Verdict
 from kernelevo.tasks.task import Task
 
@@ -266,6 +267,10 @@ def build_graph(rt: Runtime):
         reason = "re-judged with fresh seeds and accepted"
         if len(contenders) > 1:
             reason += f"; the fastest of {len(contenders)} elites re-judged"
+            tied = [c for c, v in contenders if c != cid and v.runtime_ms is not None and verdict.runtime_ms
+                    and not faster_beyond_tie(verdict.runtime_ms, v.runtime_ms)]
+            if tied:
+                reason += f" (a tie with {', '.join(tied)}: within {100 * TIE_BAND:.0f}%)"
         rt.store.event("decision", cid, action="best", reason=reason, runtime_ms=verdict.runtime_ms,
                        speedup=verdict.speedup)
         if verdict.timing == "cuda-events":

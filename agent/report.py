@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 from kernelevo.agent.store import RunStore
+from kernelevo.sandbox.judge.timing import tie_note
 
 
 def status(store: RunStore) -> dict[str, Any]:
@@ -42,7 +43,7 @@ def status(store: RunStore) -> dict[str, Any]:
             "candidate": best["id"], "runtime_ms": best["runtime_ms"], "speedup": best.get("speedup"),
             "timing": best.get("timing"), "verified": best.get("verified", False), "diagnosis": diagnosis,
             "note": "CPU interpreter time: chosen by it, never called a speedup"
-            if best.get("timing") == "cpu-interpreter" else None},
+            if best.get("timing") == "cpu-interpreter" else tie_note(best.get("speedup"))},
         "elapsed_s": store.meta("elapsed_s"),
         "candidates": [{"id": c["id"], "correct": c["correct"], "runtime_ms": c["runtime_ms"], "parent": c["parent"],
                         "strategy": c["strategy"], "generation": c["generation"]} for c in candidates],

@@ -32,6 +32,15 @@ def test_archive_keeps_the_fastest_per_cell_and_diversity_across_cells() -> None
     assert not arch.insert(archive, entry("e", 0.1, correct=False))
     assert {e["id"] for e in archive.values()} == {"c", "d"}
     assert arch.best(archive)["id"] == "c"
+    assert not arch.insert(archive, entry("f", 1.47))  # 2% faster: within the tie band, not shown to be faster
+    assert arch.insert(archive, entry("g", 1.44)) and arch.best(archive)["id"] == "g"
+
+
+def test_a_speedup_within_the_tie_band_is_called_a_tie() -> None:
+    from kernelevo.sandbox.judge.timing import TIE_BAND, tie_note
+
+    assert "a tie" in tie_note(1.0 + TIE_BAND / 2) and "a tie" in tie_note(1.0 - TIE_BAND / 2)
+    assert tie_note(1.0 + 2 * TIE_BAND) is None and tie_note(None) is None
 
 
 def test_selection_mostly_exploits_and_sometimes_explores() -> None:
