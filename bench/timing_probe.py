@@ -117,7 +117,7 @@ def main() -> None:
             for size in sizes:
                 fn, shapes = op_and_shape(op, size)
                 row: dict[str, Any] = {"op": op, "size": size}
-                for repeat in range(2):
+                for _repeat in range(2):
                     for v in variants:
                         row.setdefault(v, []).append(judge_variant(fn, shapes, v))
                     row.setdefault("judge clock", []).append(clock_mhz())

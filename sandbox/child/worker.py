@@ -24,8 +24,7 @@ import torch
 from kernelevo.sandbox import wire
 from kernelevo.sandbox.child import autotune, inputs
 from kernelevo.sandbox.child.launches import LaunchRecorder, OpRecorder
-from kernelevo.sandbox.child.timed import (GraphTimedCall, TimedCall, flat_outputs, output_digest, warm_host,
-                                           warm_up)
+from kernelevo.sandbox.child.timed import GraphTimedCall, TimedCall, flat_outputs, output_digest, warm_host, warm_up
 from kernelevo.tasks.loader import import_task_module
 
 MARKER_CYCLES = 1000

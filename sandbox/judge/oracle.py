@@ -23,8 +23,16 @@ import torch
 
 from kernelevo.sandbox import wire
 from kernelevo.sandbox.child import inputs
-from kernelevo.sandbox.child.timed import (GraphTimedCall, TimedCall, call_ms, flat_outputs, output_digest,
-                                           tensor_digest, warm_host, warm_up)
+from kernelevo.sandbox.child.timed import (
+    GraphTimedCall,
+    TimedCall,
+    call_ms,
+    flat_outputs,
+    output_digest,
+    tensor_digest,
+    warm_host,
+    warm_up,
+)
 from kernelevo.sandbox.judge import compare, telemetry, workload
 from kernelevo.sandbox.judge.timing import stats
 from kernelevo.sandbox.models import OutputStats, ReferenceResult, TimingPolicy
