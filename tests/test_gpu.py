@@ -12,9 +12,10 @@ from kernelevo.tasks import load_task
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not ON_GPU, reason="needs a CUDA GPU")]
 DO_BENCH_TOLERANCE = 0.05
-"""Agreement of the judge's timed call with do_bench, provisional: the H200 sweep in docs/BENCHMARKS.md
-agrees within 3% at most eager points above 100 us but not at all of them, and the spread between
-processes, which this figure should follow, is still to be measured."""
+"""Agreement of the judge's eager time with do_bench at ReLU 64M: within 1.1% in a fresh process
+(bench/timing_probe.py), but a placement effect on the GPU adds about 20 us (15% here) in some
+processes and not others (docs/BENCHMARKS.md), so one run can miss any band narrower than that; 5% is
+the tie band (3%) plus the do_bench queue-depth offset measured at small sizes, not a fit to a miss."""
 
 RELU_64M = '''"""relu over 64M fp32 elements: large enough that timing measures the kernel, not the launch."""
 import torch
