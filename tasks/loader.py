@@ -6,7 +6,9 @@ Extras a task file may define (all optional):
 - ``DTYPE``: a ``torch.dtype``; floating inputs and the model's parameters are cast to it.
 - ``ATOL`` / ``RTOL``: tolerances (defaults: 1e-4 for float32, 1e-2 for bf16/fp16).
 - ``ALLOW_PARTIAL``: True lets torch keep part of the work (default: strict).
-- ``SMALL``: a dict of module globals to replace for ``--size small`` (e.g. ``{"batch_size": 4}``).
+- ``SMALL``: a dict of module globals to replace for ``--size small`` (e.g. ``{"batch_size": 4}``);
+  without it, the small size is found automatically (``shrink.py``): sizes halved together until the
+  inputs and parameters hold about a million values, checked by running the reference.
 - ``flops()`` / ``bytes_moved()``: functions returning the work and the minimum traffic of one call;
   when absent, the harness counts them (``torch.utils.flop_counter`` and tensor sizes).
 """
@@ -18,8 +20,10 @@ import importlib.util
 import sys
 import types
 from pathlib import Path
+from typing import Any
 
 from kernelevo.tasks.registry import builtin_names, builtin_path
+from kernelevo.tasks.shrink import automatic_small, module_at
 from kernelevo.tasks.task import Size, Task
 
 
@@ -61,14 +65,32 @@ def import_task_module(path: Path, size: Size) -> types.ModuleType:
         if not hasattr(module, required):
             raise TaskError(f"{path}: a KernelBench task defines `{required}`; this file does not")
     if size == "small":
-        overrides = getattr(module, "SMALL", None) or {}
-        if not isinstance(overrides, dict):
-            raise TaskError(f"{path}: SMALL must be a dict of module globals to replace")
+        overrides = small_overrides(module, path)
+        if not hasattr(module, "SMALL") and overrides:  # run the file again: derived values follow
+            module = module_at(path, name, overrides)
+            sys.modules[name] = module
         for key, value in overrides.items():
-            if not hasattr(module, key):
-                raise TaskError(f"{path}: SMALL overrides `{key}`, which the module does not define")
             setattr(module, key, value)
     return module
+
+
+def small_overrides(module: types.ModuleType, path: Path) -> dict[str, Any]:
+    """The file's ``SMALL`` dict, or an automatic small size where it declares none (``shrink.py``)."""
+    if not hasattr(module, "SMALL"):
+        key = (str(path), hashlib.sha256(path.read_bytes()).hexdigest())
+        if key not in _AUTOMATIC_SMALL:
+            _AUTOMATIC_SMALL[key] = automatic_small(path)
+        return dict(_AUTOMATIC_SMALL[key])
+    overrides = module.SMALL or {}
+    if not isinstance(overrides, dict):
+        raise TaskError(f"{path}: SMALL must be a dict of module globals to replace")
+    for key in overrides:
+        if not hasattr(module, key):
+            raise TaskError(f"{path}: SMALL overrides `{key}`, which the module does not define")
+    return dict(overrides)
+
+
+_AUTOMATIC_SMALL: dict[tuple[str, str], dict[str, int]] = {}
 
 
 def _dtype_name(value: object, path: Path) -> str | None:
@@ -106,7 +128,7 @@ def load_task(spec: str, size: Size = "full") -> Task:
         builtin=builtin,
         description=description,
         size=size,
-        size_overrides=dict(getattr(module, "SMALL", None) or {}) if size == "small" else {},
+        size_overrides=small_overrides(module, path) if size == "small" else {},
         dtype=_dtype_name(getattr(module, "DTYPE", None), path),
         atol=float(atol) if atol is not None else None,
         rtol=float(rtol) if rtol is not None else None,

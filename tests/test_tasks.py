@@ -94,3 +94,55 @@ def test_unknown_task_names_list_the_builtins() -> None:
         load_task("no_such_task")
     with pytest.raises(TaskError, match="not found"):
         load_task("missing.py")
+
+
+BIG_KERNELBENCH = '''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, features, bias_shape):
+        super(Model, self).__init__()
+        self.linear = nn.Linear(features, features)
+        self.bias = nn.Parameter(torch.randn(bias_shape))
+
+    def forward(self, x):
+        return torch.relu(self.linear(x) + self.bias)
+
+batch_size = 1024 * 4
+features = 2048
+kernel_size = 3
+bias_shape = (features,)
+
+def get_inputs():
+    return [torch.rand(batch_size, features)]
+
+def get_init_inputs():
+    return [features, bias_shape]
+'''
+
+
+def test_an_unchanged_large_file_gets_an_automatic_small_size(tmp_path: Path) -> None:
+    """No SMALL dict: the sizes are halved together, derived values follow, small counts stay, and
+    the full size is untouched."""
+    from kernelevo.tasks.shrink import SMALL_VALUES
+
+    path = tmp_path / "big.py"
+    path.write_text(BIG_KERNELBENCH)
+    small = load_task(str(path), "small")
+    assert set(small.size_overrides) == {"batch_size", "features"}  # kernel_size (3) stays
+    model, inputs = instantiate(small)
+    values = inputs[0].numel() + sum(p.numel() for p in model.parameters())
+    assert values <= SMALL_VALUES and inputs[0].shape[1] == small.size_overrides["features"]
+    assert model.bias.shape == (small.size_overrides["features"],)  # bias_shape was derived: it follows
+    assert model(*inputs).shape == inputs[0].shape
+    full = import_task_module(path, "full")
+    assert full.batch_size == 4096 and full.features == 2048 and load_task(str(path), "full").size_overrides == {}
+
+
+def test_a_file_that_breaks_when_shrunk_keeps_its_sizes(tmp_path: Path) -> None:
+    path = tmp_path / "fixed.py"
+    path.write_text(BIG_KERNELBENCH.replace("return torch.relu(", "assert x.shape[1] == 2048\n        return torch.relu("))
+    assert load_task(str(path), "small").size_overrides == {}
+    small = tmp_path / "small_enough.py"
+    small.write_text(BIG_KERNELBENCH.replace("1024 * 4", "4").replace("2048", "64"))
+    assert load_task(str(small), "small").size_overrides == {}

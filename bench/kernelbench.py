@@ -1,0 +1,187 @@
+"""KernelBench levels 1-3 as a benchmark of the built-in strategist (not a test).
+
+Two modes, results accumulated per problem in a JSON file (``--out``, default
+``docs/bench/kernelbench.json``), so a sweep can stop and go on later; a problem already in the file
+is skipped unless ``--redo``:
+
+- ``--mode coverage`` (any machine): does the built-in policy cover the file, unchanged, and if not,
+  why. Each file is loaded and recognised in its own process, with a memory cap and a time limit: a
+  file whose reference does not fit this machine at its own size says so, and never stops the sweep.
+- ``--mode optimize`` (a GPU): ``kernelevo optimize FILE --policy builtin`` with ``--max-evals``
+  evaluations (``--quick``: 2), then the run's status: correct or not, the verified best's time
+  against eager and against torch.compile, both timed by the harness in the same oracle process.
+
+The summary is KernelBench's: ``fast_p`` (the share of problems that are correct and more than p
+times faster) for p in 0, 1, 1.5, 2, over eager and over torch.compile, and geometric means of the
+speedups over the covered problems.
+
+Usage:
+  python bench/kernelbench.py --mode coverage --levels 1,2
+  python bench/kernelbench.py --mode optimize --levels 1 --quick --only 19_ReLU,23_Softmax
+  python bench/kernelbench.py --summary            # the table of what the file holds
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SUITE = ROOT.parent / "shared" / "kernelbench"
+DEFAULT_OUT = ROOT / "docs" / "bench" / "kernelbench.json"
+FAST_P = (0.0, 1.0, 1.5, 2.0)
+
+COVERAGE_PROBE = r"""
+import json, resource, sys
+cap = int(sys.argv[2])
+resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+try:
+    from kernelevo.agent.builtin.lower import CannotCover
+    from kernelevo.agent.builtin.recognize import recognise
+    from kernelevo.tasks import load_task
+    task = load_task(sys.argv[1], "full")
+    plan = recognise(task)
+    print(json.dumps({"covered": True, "kind": plan.kind, "plan": plan.describe()}))
+except CannotCover as exc:
+    print(json.dumps({"covered": False, "reason": str(exc)}))
+except MemoryError:
+    print(json.dumps({"covered": False, "reason": "the reference does not fit this machine's memory cap at its own size",
+                      "harness": True}))
+except Exception as exc:
+    print(json.dumps({"covered": False, "reason": f"{type(exc).__name__}: {str(exc)[:300]}", "harness": True}))
+"""
+
+
+def problems(levels: list[int], only: list[str]) -> list[Path]:
+    files = [p for level in levels for p in sorted((SUITE / f"level{level}").glob("*.py"),
+                                                   key=lambda p: int(p.name.split("_")[0]))]
+    return [p for p in files if not only or any(o in p.stem for o in only)]
+
+
+def key_of(path: Path) -> str:
+    return f"{path.parent.name}/{path.stem}"
+
+
+def coverage(path: Path, memory_gb: float, timeout_s: float) -> dict[str, Any]:
+    """One file recognised in a fresh process (a memory cap and a time limit)."""
+    began = time.monotonic()
+    try:
+        done = subprocess.run([sys.executable, "-c", COVERAGE_PROBE, str(path), str(int(memory_gb * 2**30))],
+                              capture_output=True, text=True, timeout=timeout_s, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        return {"covered": False, "reason": f"recognising took over {timeout_s:.0f} s", "harness": True}
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    row = json.loads(lines[-1]) if lines else {
+        "covered": False, "harness": True,
+        "reason": f"the probe ended with code {done.returncode}: {(done.stderr or '').strip()[-300:]}"}
+    row["seconds"] = round(time.monotonic() - began, 1)
+    return row
+
+
+def optimize(path: Path, max_evals: int, timeout_s: float) -> dict[str, Any]:
+    """The built-in policy on one file, then the verified best as the run's status reports it."""
+    with tempfile.TemporaryDirectory() as scratch:
+        run_dir = Path(scratch) / "run"
+        began = time.monotonic()
+        cli = [sys.executable, "-m", "kernelevo.agent.cli"]
+        try:
+            done = subprocess.run([*cli, "optimize", str(path), "--policy", "builtin", "--max-evals", str(max_evals),
+                                   "--run-dir", str(run_dir)], capture_output=True, text=True, timeout=timeout_s,
+                                  cwd=ROOT)
+        except subprocess.TimeoutExpired:
+            return {"correct": False, "reason": f"the run took over {timeout_s:.0f} s", "harness": True}
+        status = subprocess.run([*cli, "status", str(run_dir), "--json"], capture_output=True, text=True, cwd=ROOT)
+        row: dict[str, Any] = {"exit_code": done.returncode, "seconds": round(time.monotonic() - began, 1)}
+        try:
+            state = json.loads(status.stdout)
+        except json.JSONDecodeError:
+            return {**row, "correct": False, "harness": True, "reason": (done.stderr or done.stdout)[-400:]}
+        best = state.get("best") or {}
+        row.update(state=state.get("state"), reason=state.get("reason"), evaluations=state.get("evaluations"),
+                   correct=bool(best.get("verified")), runtime_ms=best.get("runtime_ms"),
+                   speedup=best.get("speedup"), timing=best.get("timing"))
+        row["speedup_vs_compile"] = _vs_compile(run_dir, best.get("candidate"))
+        return row
+
+
+def _vs_compile(run_dir: Path, candidate: str | None) -> float | None:
+    if candidate is None:
+        return None
+    from kernelevo.agent.store import RunStore
+
+    store = RunStore(run_dir)
+    try:
+        verdict = store.evaluation(candidate, "final") or store.evaluation(candidate)
+        return verdict.speedup_vs_compile if verdict else None
+    finally:
+        store.close()
+
+
+def summary(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """KernelBench's fast_p and geometric means, over what the file holds."""
+    rows = list(results.values())
+    out: dict[str, Any] = {"problems": len(rows), "covered": sum(1 for r in rows if r.get("covered", r.get("correct")))}
+    timed = [r for r in rows if "speedup" in r]
+    if timed:
+        out["correct"] = sum(1 for r in timed if r.get("correct"))
+        for base, field in (("eager", "speedup"), ("compile", "speedup_vs_compile")):
+            for p in FAST_P:
+                out[f"fast_{p:g}_{base}"] = sum(1 for r in timed if r.get("correct") and (r.get(field) or 0) > p) / len(timed)
+            ups = [r[field] for r in timed if r.get("correct") and r.get(field)]
+            out[f"geomean_{base}"] = math.exp(sum(math.log(u) for u in ups) / len(ups)) if ups else None
+    return out
+
+
+def table(results: dict[str, dict[str, Any]]) -> str:
+    lines = ["| problem | covered / correct | plan or reason | x eager | x compile |", "|---|---|---|---|---|"]
+    for name, r in results.items():
+        ok = r.get("correct", r.get("covered"))
+        what = r.get("plan") or r.get("reason") or ""
+        up = f"{r['speedup']:.2f}" if r.get("speedup") else ""
+        vc = f"{r['speedup_vs_compile']:.2f}" if r.get("speedup_vs_compile") else ""
+        lines.append(f"| {name} | {'yes' if ok else 'no'} | {str(what)[:120]} | {up} | {vc} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--mode", choices=["coverage", "optimize"], default="coverage")
+    parser.add_argument("--levels", default="1,2")
+    parser.add_argument("--only", default="", help="comma-separated parts of file names")
+    parser.add_argument("--quick", action="store_true", help="optimize: 2 evaluations a problem")
+    parser.add_argument("--max-evals", type=int, default=8)
+    parser.add_argument("--memory-gb", type=float, default=12.0, help="coverage: memory cap per probe")
+    parser.add_argument("--timeout", type=float, default=None, help="seconds per problem")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--redo", action="store_true")
+    parser.add_argument("--summary", action="store_true", help="print what --out holds and stop")
+    args = parser.parse_args()
+    store = json.loads(args.out.read_text()) if args.out.exists() else {}
+    section = store.setdefault(args.mode, {})
+    if not args.summary:
+        files = problems([int(x) for x in args.levels.split(",")], [o for o in args.only.split(",") if o])
+        for number, path in enumerate(files, 1):
+            name = key_of(path)
+            if name in section and not args.redo:
+                continue
+            if args.mode == "coverage":
+                row = coverage(path, args.memory_gb, args.timeout or 300)
+            else:
+                row = optimize(path, 2 if args.quick else args.max_evals, args.timeout or 3600)
+            section[name] = row
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps(store, indent=1, sort_keys=True))
+            print(f"[{number}/{len(files)}] {name}: {json.dumps(row)[:240]}", flush=True)
+    print(table(section))
+    print(json.dumps(summary(section), indent=1))
+
+
+if __name__ == "__main__":
+    main()

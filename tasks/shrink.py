@@ -1,0 +1,157 @@
+"""A small size for task files that declare none (``SMALL``), such as unchanged KernelBench files.
+
+KernelBench problems are sized for a GPU (a 4096 x 393216 input is 6.4 GB); on the CPU interpreter,
+and for tracing a reference to recognise it, a few hundred thousand values say as much. The file's
+top-level integer literals of 32 or more (``batch_size = 4096``, ``height = width = 128``; kernel
+sizes, strides and small counts stay) are halved together, step by step, until the inputs and
+parameters hold at most :data:`SMALL_VALUES` values. The file is then executed again with the new
+literals, so values derived from them (``bias_shape = (out_channels, 1, 1)``) follow, and the shrunk
+reference must build and run on the CPU; otherwise a milder step is tried, or the file keeps its
+own sizes. Halving every size at once keeps their ratios (``hidden = 4 * dim`` stays consistent).
+"""
+
+from __future__ import annotations
+
+import ast
+import types
+from pathlib import Path
+from typing import Any
+
+SMALL_VALUES = 1 << 20
+"""Input and parameter values of an automatic small size, at most (about 4 MB in fp32)."""
+MIN_SIZE = 32
+"""Literals below this are kept: kernel sizes, strides, padding, a handful of channels or heads."""
+MAX_STEPS = 16
+RUN_LIMIT = 16
+"""A shrunk size still above this many times :data:`SMALL_VALUES` is not run to check it (too slow
+on a CPU to be worth it): the file keeps its own sizes."""
+
+
+EXTRAS = frozenset({"SMALL", "DTYPE", "ATOL", "RTOL", "ALLOW_PARTIAL", "DESCRIPTION"})
+"""kernelevo's own module-level extras (``loader.py``), never sizes."""
+_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Pow, ast.LShift)
+
+
+def _int_of(node: ast.expr) -> int | None:
+    """The value of an integer literal or of plain arithmetic on them (``1024 * 2``, ``2**14``)."""
+    if isinstance(node, ast.Constant):
+        return node.value if type(node.value) is int else None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, _ARITHMETIC):
+        left, right = _int_of(node.left), _int_of(node.right)
+        if left is None or right is None or (isinstance(node.op, (ast.Pow, ast.LShift)) and right > 64):
+            return None
+        return int(eval(compile(ast.Expression(node), "<size>", "eval"), {"__builtins__": {}}))  # noqa: S307
+    return None
+
+
+def _sizes_of(node: ast.Assign) -> tuple[list[str], list[int] | None, bool]:
+    """``(names, values, is_list)`` of a top-level size assignment: one integer, or a list or tuple of
+    them (``hidden_sizes = [2000, 2000]``); values None where it is not one."""
+    names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+    if len(names) != len(node.targets) or any(n.startswith("_") or n in EXTRAS for n in names):
+        return names, None, False
+    if isinstance(node.value, (ast.List, ast.Tuple)):
+        items = [_int_of(e) for e in node.value.elts]
+        return names, (items if items and all(i is not None for i in items) else None), True  # type: ignore[return-value]
+    value = _int_of(node.value)
+    return names, ([value] if value is not None else None), False
+
+
+def size_literals(tree: ast.Module) -> dict[str, int]:
+    """Top-level sizes of :data:`MIN_SIZE` or more; list elements are named ``name[i]``."""
+    found: dict[str, int] = {}
+    for node in tree.body:
+        if not isinstance(node, ast.Assign):
+            continue
+        names, values, is_list = _sizes_of(node)
+        for i, value in enumerate(values or []):
+            if value >= MIN_SIZE:
+                found.update({(f"{n}[{i}]" if is_list else n): value for n in names})
+    return found
+
+
+def module_at(path: Path, name: str, values: dict[str, int]) -> types.ModuleType:
+    """The task file executed as module ``name`` with its sizes replaced by ``values``."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    for node in tree.body:
+        if not isinstance(node, ast.Assign):
+            continue
+        names, old, is_list = _sizes_of(node)
+        if old is None or not names:
+            continue
+        if is_list:
+            new = [values.get(f"{names[0]}[{i}]", v) for i, v in enumerate(old)]
+            kind = ast.List if isinstance(node.value, ast.List) else ast.Tuple
+            node.value = ast.copy_location(kind(elts=[ast.Constant(v) for v in new], ctx=ast.Load()), node.value)
+        elif names[0] in values:
+            node.value = ast.copy_location(ast.Constant(values[names[0]]), node.value)
+    ast.fix_missing_locations(tree)
+    module = types.ModuleType(name)
+    module.__file__ = str(path)
+    exec(compile(tree, str(path), "exec"), module.__dict__)  # noqa: S102 - the user's own task file
+    return module
+
+
+def _count(path: Path, values: dict[str, int]) -> int | None:
+    """Values in the inputs and parameters at ``values``, built on the meta device (None: it fails)."""
+    import torch
+
+    try:
+        module = module_at(path, "kernelevo_shrink_probe", values)
+        with torch.device("meta"):
+            model = module.Model(*module.get_init_inputs())
+            inputs = module.get_inputs()
+    except Exception:
+        return None
+    count = sum(x.numel() for x in inputs if isinstance(x, torch.Tensor))
+    if isinstance(model, torch.nn.Module):
+        count += sum(p.numel() for p in model.parameters()) + sum(b.numel() for b in model.buffers())
+    return count
+
+
+def _runs(path: Path, values: dict[str, int]) -> bool:
+    """Does the reference build and run on the CPU at ``values``?"""
+    import torch
+
+    try:
+        module = module_at(path, "kernelevo_shrink_probe", values)
+        with torch.no_grad():
+            torch.manual_seed(0)
+            module.Model(*module.get_init_inputs())(*module.get_inputs())
+    except Exception:
+        return False
+    return True
+
+
+def _halved(values: dict[str, int]) -> dict[str, int]:
+    return {k: v // 2 if v % 2 == 0 and v // 2 >= MIN_SIZE // 2 else v for k, v in values.items()}
+
+
+def automatic_small(path: Path) -> dict[str, int]:
+    """The size literals to replace for an automatic small size ({} where none is needed or found)."""
+    try:
+        sizes = size_literals(ast.parse(path.read_text(), filename=str(path)))
+    except SyntaxError:
+        return {}
+    full = _count(path, {}) if sizes else None
+    if full is None or full <= SMALL_VALUES:
+        return {}
+    steps: list[tuple[dict[str, int], int]] = []
+    current = sizes
+    for _ in range(MAX_STEPS):
+        trial = _halved(current)
+        count = _count(path, trial) if trial != current else None
+        if count is None:
+            break
+        steps.append((trial, count))
+        current = trial
+        if count <= SMALL_VALUES:
+            break
+    for candidate, count in reversed(steps):  # the smallest that still runs
+        if count <= RUN_LIMIT * SMALL_VALUES and _runs(path, candidate):
+            return {k: v for k, v in candidate.items() if v != sizes[k]}
+    return {}
+
+
+def describe(overrides: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(overrides.items()))
