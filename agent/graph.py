@@ -234,7 +234,8 @@ def build_graph(rt: Runtime):
                                runtime_ms=entry["runtime_ms"], reason="fastest correct candidate in its cell")
             elif entry["correct"]:
                 rt.store.event("decision", entry["id"], action="not kept", cell=entry["cell"],
-                               runtime_ms=entry["runtime_ms"], reason="slower than its cell's elite")
+                               runtime_ms=entry["runtime_ms"], reason="not faster than its cell's elite beyond the "
+                               f"{100 * TIE_BAND:.0f}% tie band")
         best = arch.best(archive)
         return {"archive": archive, "best": best, "processed": len(results)}
 

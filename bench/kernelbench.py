@@ -52,8 +52,8 @@ try:
 except CannotCover as exc:
     print(json.dumps({"covered": False, "reason": str(exc)}))
 except MemoryError:
-    print(json.dumps({"covered": False, "reason": "the reference does not fit this machine's memory cap at its own size",
-                      "harness": True}))
+    print(json.dumps({"covered": False, "harness": True,
+                      "reason": "the reference does not fit this machine's memory cap at its size"}))
 except Exception as exc:
     print(json.dumps({"covered": False, "reason": f"{type(exc).__name__}: {str(exc)[:300]}", "harness": True}))
 """
@@ -133,7 +133,8 @@ def summary(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
         out["correct"] = sum(1 for r in timed if r.get("correct"))
         for base, field in (("eager", "speedup"), ("compile", "speedup_vs_compile")):
             for p in FAST_P:
-                out[f"fast_{p:g}_{base}"] = sum(1 for r in timed if r.get("correct") and (r.get(field) or 0) > p) / len(timed)
+                fast = sum(1 for r in timed if r.get("correct") and (r.get(field) or 0) > p)
+                out[f"fast_{p:g}_{base}"] = fast / len(timed)
             ups = [r[field] for r in timed if r.get("correct") and r.get(field)]
             out[f"geomean_{base}"] = math.exp(sum(math.log(u) for u in ups) / len(ups)) if ups else None
     return out

@@ -215,7 +215,8 @@ def test_cuda_graph_times_stand_beside_the_plain_time_and_are_held_to_the_clock(
     record.graph_block, record.graph_reference_block = block(0.8), block(1.7)
     verdict = judge(task(), "c.py", [], baseline, None, record, None)
     assert verdict.correct and verdict.runtime_ms == 1.0 and verdict.speedup == 2.0  # the plain time decides
-    assert verdict.graph_runtime_ms == 0.8 and verdict.graph_reference_ms == 1.7 and verdict.graph_note is None
+    assert verdict.graph_runtime_ms == 0.8 and verdict.graph_reference_ms == 1.7
+    assert verdict.graph_note.startswith("reported by the candidate's process")  # no trace runs on replays
     forged = Block()
     for _ in range(30):
         forged.add(0.001, 0.01, 25.0)  # replays reported at 1 us that the judge's clock saw take 25 ms
@@ -223,6 +224,10 @@ def test_cuda_graph_times_stand_beside_the_plain_time_and_are_held_to_the_clock(
     verdict = judge(task(), "c.py", [], baseline, None, record, None)
     assert verdict.correct and verdict.graph_runtime_ms is None
     assert "CUDA-graph times were not kept" in verdict.graph_note
+    record.graph_block = block(0.2)  # a replay faster than the roofline floor of the work
+    baseline.bytes = 4.3e9  # 1 ms at 4300 GB/s
+    verdict = judge(task(), "c.py", [], baseline, CEILINGS, record, None)
+    assert verdict.correct and verdict.graph_runtime_ms is None and "floor" in verdict.graph_note
 
 
 def test_a_forward_that_cannot_be_captured_keeps_its_verdict_with_a_note() -> None:

@@ -95,6 +95,7 @@ class GraphTimedCall:
 
     def __init__(self, timer: TimedCall, fn: Callable[..., Any], inputs: list[Any]) -> None:
         self.timer = timer
+        self.inputs = list(inputs)
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
@@ -106,6 +107,13 @@ class GraphTimedCall:
         with torch.cuda.graph(self.graph):
             self.out = fn(*inputs)
         torch.cuda.synchronize()
+
+    def replays(self, inputs: list[Any]) -> bool:
+        """Are ``inputs`` the captured ones (the same tensors, refilled; equal other values)? A replay
+        reads the captured tensors whatever the call would be given."""
+        return len(inputs) == len(self.inputs) and all(
+            a is b if isinstance(b, torch.Tensor) else (not isinstance(a, torch.Tensor) and a == b)
+            for a, b in zip(inputs, self.inputs))
 
     def __call__(self) -> tuple[Any, float, float, float]:
         """``(output, gpu_ms, host_ms, lag_ms)`` of one replay."""

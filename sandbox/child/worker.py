@@ -158,12 +158,18 @@ class Worker:
             self.timer = TimedCall(self.job["device"])
         self.kept = None
         with torch.no_grad():
-            warm_host(self.model, self.buffers.tensors, self.job["device"])
             args = self._inputs(msg)
             out, gpu_ms, host_ms, lag_ms = self.timer(self.model, args)
             digest = output_digest(out, int(msg["digest_seed"])) if "digest_seed" in msg else None
         self.kept = out
         return {"ok": True, "gpu_ms": gpu_ms, "host_ms": host_ms, "lag_ms": lag_ms, "digest": digest}
+
+    def warm(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """The untimed call the session asks for right before each timed one (:func:`warm_host`)."""
+        assert self.model is not None
+        with torch.no_grad():
+            warm_host(self.model, self.buffers.tensors, self.job["device"])
+        return {"ok": True}
 
     def graph_timed(self, msg: dict[str, Any]) -> dict[str, Any]:
         """One replay of ``forward`` captured once as a CUDA graph (``--cuda-graph``), on fresh values
@@ -180,7 +186,8 @@ class Worker:
                 except Exception as exc:
                     return {"ok": False, "error": f"capturing forward as a CUDA graph failed: "
                             f"{wire.describe_exception(exc)}"}
-            self._inputs(msg)  # the same tensors the graph captured, refilled in place
+            if not self.graph.replays(self._inputs(msg)):  # the captured tensors, refilled in place
+                return {"ok": False, "error": "the inputs are no longer the tensors the graph captured"}
             out, gpu_ms, host_ms, lag_ms = self.graph()
             digest = output_digest(out, int(msg["digest_seed"])) if "digest_seed" in msg else None
         self.kept = out
@@ -219,7 +226,7 @@ def _delta(now: dict[str, int], before: dict[str, int]) -> dict[str, int]:
 
 
 HANDLERS = {"build": Worker.build, "call": Worker.call, "warmup": Worker.warmup, "timed": Worker.timed,
-            "graph_timed": Worker.graph_timed, "ship": Worker.ship, "finish": Worker.finish}
+            "warm": Worker.warm, "graph_timed": Worker.graph_timed, "ship": Worker.ship, "finish": Worker.finish}
 
 
 def serve(channel: wire.Channel) -> None:

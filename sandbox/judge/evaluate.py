@@ -310,7 +310,7 @@ class Evaluator:
         record.worker = worker.job.wait(10)
         record.worker_isolation = worker.job.isolation
         record.worker_folder = worker.folder
-        if record.reference_error:
+        if record.reference_error or record.oracle_unfit:
             self.processes.drop_oracle(oracle)
         return record
 

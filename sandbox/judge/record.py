@@ -51,6 +51,8 @@ class Record:
     graph_reference_block: Block | None = None
     graph_note: str | None = None
     """Why there is no CUDA-graph time (capture failed, replays wrong, no GPU)."""
+    oracle_unfit: bool = False
+    """The oracle did something this session that another must not inherit (a CUDA-graph capture)."""
     telemetry: dict | None = None
     phases: dict[str, float] = field(default_factory=dict)
     worker: JobOutcome | None = None

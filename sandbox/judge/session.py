@@ -38,11 +38,12 @@ CONNECT_TIMEOUT_S = 180.0
 
 class Stop(Exception):
     """The session cannot go on: ``who`` ("worker" or "oracle") failed during ``phase``;
-    ``task_error``: the task itself is unusable (its reference raised or is not finite)."""
+    ``task_error``: the task itself is unusable (its reference raised or is not finite); ``broken``:
+    the channel itself failed (a timeout, a closed socket), so no later request can be trusted."""
 
-    def __init__(self, who: str, phase: str, detail: str, task_error: bool = False) -> None:
+    def __init__(self, who: str, phase: str, detail: str, task_error: bool = False, broken: bool = False) -> None:
         super().__init__(detail)
-        self.who, self.phase, self.detail, self.task_error = who, phase, detail, task_error
+        self.who, self.phase, self.detail, self.task_error, self.broken = who, phase, detail, task_error, broken
 
 
 def hello(job: Job, who: str) -> None:
@@ -124,7 +125,7 @@ class Session:
         try:
             reply = job.channel(CONNECT_TIMEOUT_S).request(message, timeout=timeout)
         except wire.ChannelError as exc:
-            raise Stop(who, phase, str(exc)) from None
+            raise Stop(who, phase, str(exc), broken=True) from None
         if who == "oracle" and not reply.get("ok"):
             raise Stop("oracle", phase, str(reply.get("error")), bool(reply.get("task_error")))
         return reply
@@ -342,14 +343,20 @@ class Session:
             if problems:
                 record.graph_note = f"the candidate's CUDA-graph replays were wrong, so no graph time: {problems[0]}"
                 return
-            reference, _ = self._timed_block(self.oracle, "oracle", "CUDA-graph replays of the reference",
-                                             op="graph_timed")
+            record.graph_block = block
+            # From here the oracle holds a capture (or a failed one): it is not kept for other sessions.
+            record.oracle_unfit = True
+            record.graph_reference_block, _ = self._timed_block(self.oracle, "oracle",
+                                                                "CUDA-graph replays of the reference", op="graph_timed")
         except Stop as stop:
+            if stop.broken:  # a channel that timed out or closed is out of step: the session cannot go on
+                raise
             whose = "the candidate" if stop.who == "worker" else "the reference"
             record.graph_note = f"{whose} could not be timed as a CUDA graph: {stop.detail}"
-            return
-        record.graph_block, record.graph_reference_block = block, reference
-        record.phases["CUDA-graph timing"] = round(time.monotonic() - began, 4)
+        finally:
+            spent = time.monotonic() - began
+            self.worker.extend(spent)  # an optional phase: it never eats the time the candidate is given
+            record.phases["CUDA-graph timing"] = round(spent, 4)
 
     def _timed_block(self, job: Job, who: str, phase: str, op: str = "timed") -> tuple[Block, tuple[int, list[str]]]:
         policy, gpu = self.plan.timing, self.plan.device == "cuda"
@@ -363,6 +370,8 @@ class Session:
         budget_ms = 1e3 * policy.budget_s
         while len(block.times_ms) < most and (len(block.times_ms) < least or sum(block.wall_ms) < budget_ms):
             seed, digest_seed = fresh_seed(), fresh_seed()
+            if gpu and op == "timed":  # its own request: the judge's clock below holds the timed call alone
+                self.ask(job, who, f"{phase}: warm call", {"op": "warm"})
             sent = time.perf_counter()
             reply = self.ask(job, who, phase, {"op": op, "seed": seed, "digest_seed": digest_seed})
             wall = (time.perf_counter() - sent) * 1e3

@@ -113,13 +113,21 @@ def _graph_times(verdict: Verdict, record: Record) -> None:
     block, reference = record.graph_block, record.graph_reference_block
     if block is None or not block.times_ms or reference is None or not reference.times_ms:
         return
+    median = stats(block.times_ms).median_ms
     problem = ("a replay reported more time than passed on the judge's clock" if impossible_calls(block)
                else unexplained_problem(block, reference, record.device))
+    if problem is None and verdict.roofline_fraction and verdict.runtime_ms:
+        floor_ms = verdict.roofline_fraction * verdict.runtime_ms
+        if median < SPEED_OF_LIGHT_MARGIN * floor_ms:
+            problem = f"{median:.4g} ms is faster than this GPU's {floor_ms:.4g} ms floor for the work"
     if problem:
         verdict.graph_note = f"the CUDA-graph times were not kept: {problem}"
         return
-    verdict.graph_runtime_ms = stats(block.times_ms).median_ms
+    verdict.graph_runtime_ms = median
     verdict.graph_reference_ms = stats(reference.times_ms).median_ms
+    # No forensic trace runs on the replays: beside the plain time, they are the candidate's report, held
+    # to the judge's clock and the roofline only.
+    verdict.graph_note = "reported by the candidate's process; held to the judge's clock and the roofline, not traced"
 
 
 def _cross_check(record: Record, checks: list[Check]) -> None:
