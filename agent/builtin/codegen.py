@@ -59,6 +59,7 @@ def elementwise(op: str, args: list[Any]) -> str:
         "hardsigmoid": f"tl.minimum(tl.maximum({x} / 6.0 + 0.5, 0.0), 1.0)",
         "relu6": f"tl.minimum(tl.maximum({x}, 0.0), 6.0)",
         "elu": f"tl.where({x} > 0.0, {x}, tl.exp({x}) - 1.0)",
+        "selu": f"(1.0507009873554805 * tl.where({x} > 0.0, {x}, 1.6732632423543772 * (tl.exp({x}) - 1.0)))",
     }
     if op in table:
         return table[op]

@@ -108,6 +108,7 @@ UNARY_TARGETS: dict[Any, str] = {
     operator.neg: "neg", torch.sqrt: "sqrt", torch.rsqrt: "rsqrt", torch.erf: "erf", torch.square: "square",
     torch.reciprocal: "reciprocal", F.mish: "mish", F.softplus: "softplus", F.hardswish: "hardswish",
     F.hardsigmoid: "hardsigmoid", F.elu: "elu", torch.nn.functional.relu6: "relu6", F.leaky_relu: "leaky_relu",
+    torch.selu: "selu", F.selu: "selu",
 }
 UNARY_METHODS = {
     "relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh", "exp": "exp", "log": "log", "abs": "abs", "neg": "neg",
@@ -115,7 +116,7 @@ UNARY_METHODS = {
 }
 UNARY_MODULES: dict[type, str] = {
     nn.ReLU: "relu", nn.Sigmoid: "sigmoid", nn.Tanh: "tanh", nn.SiLU: "silu", nn.Mish: "mish",
-    nn.Hardswish: "hardswish", nn.Hardsigmoid: "hardsigmoid", nn.ReLU6: "relu6",
+    nn.Hardswish: "hardswish", nn.Hardsigmoid: "hardsigmoid", nn.ReLU6: "relu6", nn.SELU: "selu",
 }
 BINARY_TARGETS: dict[Any, str] = {
     operator.add: "add", torch.add: "add", operator.sub: "sub", torch.sub: "sub", operator.mul: "mul",
@@ -488,6 +489,8 @@ class _Lowering:
                 return self.elementwise(node, "gelu_tanh" if sub.approximate == "tanh" else "gelu", args[:1])
             if isinstance(sub, nn.LeakyReLU):
                 return self.elementwise(node, "leaky_relu", [args[0], sub.negative_slope])
+            if isinstance(sub, nn.Hardtanh):  # nn.ReLU6 is one too, matched above
+                return self.elementwise(node, "clamp", [args[0], float(sub.min_val), float(sub.max_val)])
             if isinstance(sub, (nn.Softmax, nn.LogSoftmax)):
                 kind = "softmax" if isinstance(sub, nn.Softmax) else "log_softmax"
                 return self.composite(node, kind, args[0], {"dim": sub.dim})
@@ -525,6 +528,10 @@ class _Lowering:
             if op == "softplus" and (kwargs.get("beta", 1.0) != 1.0 or kwargs.get("threshold", 20.0) != 20.0):
                 raise CannotCover("softplus with a non-default beta or threshold")
             return self.elementwise(node, op, args[:1])
+        if not method and target is F.hardtanh:
+            lo = kwargs.get("min_val", args[1] if len(args) > 1 else -1.0)
+            hi = kwargs.get("max_val", args[2] if len(args) > 2 else 1.0)
+            return self.elementwise(node, "clamp", [args[0], float(lo), float(hi)])
         if not method and target is F.gelu:
             approximate = kwargs.get("approximate", "none")
             return self.elementwise(node, "gelu_tanh" if approximate == "tanh" else "gelu", args[:1])
