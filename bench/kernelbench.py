@@ -128,7 +128,7 @@ def summary(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """KernelBench's fast_p and geometric means, over what the file holds."""
     rows = list(results.values())
     out: dict[str, Any] = {"problems": len(rows), "covered": sum(1 for r in rows if r.get("covered", r.get("correct")))}
-    timed = [r for r in rows if "speedup" in r]
+    timed = rows if rows and all("correct" in r for r in rows) else []  # a failed run counts as not fast
     if timed:
         out["correct"] = sum(1 for r in timed if r.get("correct"))
         for base, field in (("eager", "speedup"), ("compile", "speedup_vs_compile")):

@@ -66,9 +66,11 @@ def import_task_module(path: Path, size: Size) -> types.ModuleType:
             raise TaskError(f"{path}: a KernelBench task defines `{required}`; this file does not")
     if size == "small":
         overrides = small_overrides(module, path)
-        if not hasattr(module, "SMALL") and overrides:  # run the file again: derived values follow
-            module = module_at(path, name, overrides)
-            sys.modules[name] = module
+        if not hasattr(module, "SMALL"):
+            if overrides:  # the file run again with its sizes replaced: derived values follow
+                module = module_at(path, name, overrides)
+                sys.modules[name] = module
+            return module
         for key, value in overrides.items():
             setattr(module, key, value)
     return module

@@ -4,10 +4,12 @@ KernelBench problems are sized for a GPU (a 4096 x 393216 input is 6.4 GB); on t
 and for tracing a reference to recognise it, a few hundred thousand values say as much. The file's
 top-level integer literals of 32 or more (``batch_size = 4096``, ``height = width = 128``; kernel
 sizes, strides and small counts stay) are halved together, step by step, until the inputs and
-parameters hold at most :data:`SMALL_VALUES` values. The file is then executed again with the new
-literals, so values derived from them (``bias_shape = (out_channels, 1, 1)``) follow, and the shrunk
-reference must build and run on the CPU; otherwise a milder step is tried, or the file keeps its
-own sizes. Halving every size at once keeps their ratios (``hidden = 4 * dim`` stays consistent).
+parameters and outputs hold at most :data:`SMALL_VALUES` values. Each step executes the file again
+with the new literals, so values derived from them (``bias_shape = (out_channels, 1, 1)``) follow,
+and runs the reference on the meta device, which checks every shape without allocating; the search
+stops at the first step that fails there (the file keeps the step before, or its own sizes). It is
+deterministic, so every process that imports the task finds the same sizes. Halving every size at
+once keeps their ratios (``hidden = 4 * dim`` stays consistent).
 """
 
 from __future__ import annotations
@@ -15,16 +17,12 @@ from __future__ import annotations
 import ast
 import types
 from pathlib import Path
-from typing import Any
 
 SMALL_VALUES = 1 << 20
 """Input and parameter values of an automatic small size, at most (about 4 MB in fp32)."""
 MIN_SIZE = 32
 """Literals below this are kept: kernel sizes, strides, padding, a handful of channels or heads."""
 MAX_STEPS = 16
-RUN_LIMIT = 16
-"""A shrunk size still above this many times :data:`SMALL_VALUES` is not run to check it (too slow
-on a CPU to be worth it): the file keeps its own sizes."""
 
 
 EXTRAS = frozenset({"SMALL", "DTYPE", "ATOL", "RTOL", "ALLOW_PARTIAL", "DESCRIPTION"})
@@ -57,17 +55,38 @@ def _sizes_of(node: ast.Assign) -> tuple[list[str], list[int] | None, bool]:
     return names, ([value] if value is not None else None), False
 
 
+def _unpacked(node: ast.Assign) -> list[tuple[str, ast.expr]] | None:
+    """``height, width = 128, 96``: each name with its own value expression."""
+    if (len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple) and isinstance(node.value, ast.Tuple)
+            and len(node.targets[0].elts) == len(node.value.elts)
+            and all(isinstance(t, ast.Name) for t in node.targets[0].elts)):
+        return [(t.id, v) for t, v in zip(node.targets[0].elts, node.value.elts)]  # type: ignore[attr-defined]
+    return None
+
+
 def size_literals(tree: ast.Module) -> dict[str, int]:
-    """Top-level sizes of :data:`MIN_SIZE` or more; list elements are named ``name[i]``."""
+    """Top-level sizes of :data:`MIN_SIZE` or more; list elements are named ``name[i]``. A name
+    assigned more than once is left alone (which value would it be?)."""
     found: dict[str, int] = {}
+    assigned: dict[str, int] = {}
     for node in tree.body:
         if not isinstance(node, ast.Assign):
+            continue
+        for target in ast.walk(ast.Module(body=[ast.Expr(t) for t in node.targets], type_ignores=[])):
+            if isinstance(target, ast.Name):
+                assigned[target.id] = assigned.get(target.id, 0) + 1
+        pairs = _unpacked(node)
+        if pairs is not None:
+            for name, expr in pairs:
+                value = _int_of(expr)
+                if value is not None and value >= MIN_SIZE and not name.startswith("_") and name not in EXTRAS:
+                    found[name] = value
             continue
         names, values, is_list = _sizes_of(node)
         for i, value in enumerate(values or []):
             if value >= MIN_SIZE:
                 found.update({(f"{n}[{i}]" if is_list else n): value for n in names})
-    return found
+    return {k: v for k, v in found.items() if assigned.get(k.split("[")[0], 0) == 1}
 
 
 def module_at(path: Path, name: str, values: dict[str, int]) -> types.ModuleType:
@@ -75,6 +94,11 @@ def module_at(path: Path, name: str, values: dict[str, int]) -> types.ModuleType
     tree = ast.parse(path.read_text(), filename=str(path))
     for node in tree.body:
         if not isinstance(node, ast.Assign):
+            continue
+        pairs = _unpacked(node)
+        if pairs is not None:
+            node.value.elts = [ast.Constant(values[n]) if n in values else e  # type: ignore[attr-defined]
+                               for n, e in pairs]
             continue
         names, old, is_list = _sizes_of(node)
         if old is None or not names:
@@ -93,34 +117,23 @@ def module_at(path: Path, name: str, values: dict[str, int]) -> types.ModuleType
 
 
 def _count(path: Path, values: dict[str, int]) -> int | None:
-    """Values in the inputs and parameters at ``values``, built on the meta device (None: it fails)."""
+    """Values in the inputs, parameters and outputs at ``values``: the reference built and run on the
+    meta device, which checks every shape and allocates nothing (None: it fails there)."""
     import torch
 
     try:
         module = module_at(path, "kernelevo_shrink_probe", values)
-        with torch.device("meta"):
+        with torch.device("meta"), torch.no_grad():
             model = module.Model(*module.get_init_inputs())
             inputs = module.get_inputs()
+            out = model(*inputs)
     except Exception:
         return None
-    count = sum(x.numel() for x in inputs if isinstance(x, torch.Tensor))
+    outputs = out if isinstance(out, (tuple, list)) else [out]
+    count = sum(x.numel() for x in [*inputs, *outputs] if isinstance(x, torch.Tensor))
     if isinstance(model, torch.nn.Module):
         count += sum(p.numel() for p in model.parameters()) + sum(b.numel() for b in model.buffers())
     return count
-
-
-def _runs(path: Path, values: dict[str, int]) -> bool:
-    """Does the reference build and run on the CPU at ``values``?"""
-    import torch
-
-    try:
-        module = module_at(path, "kernelevo_shrink_probe", values)
-        with torch.no_grad():
-            torch.manual_seed(0)
-            module.Model(*module.get_init_inputs())(*module.get_inputs())
-    except Exception:
-        return False
-    return True
 
 
 def _halved(values: dict[str, int]) -> dict[str, int]:
@@ -147,11 +160,8 @@ def automatic_small(path: Path) -> dict[str, int]:
         current = trial
         if count <= SMALL_VALUES:
             break
-    for candidate, count in reversed(steps):  # the smallest that still runs
-        if count <= RUN_LIMIT * SMALL_VALUES and _runs(path, candidate):
-            return {k: v for k, v in candidate.items() if v != sizes[k]}
-    return {}
+    if not steps:
+        return {}
+    smallest = steps[-1][0]  # every step ran on the meta device, the last is the smallest
+    return {k: v for k, v in smallest.items() if v != sizes[k]}
 
-
-def describe(overrides: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in sorted(overrides.items()))

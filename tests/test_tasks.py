@@ -146,3 +146,30 @@ def test_a_file_that_breaks_when_shrunk_keeps_its_sizes(tmp_path: Path) -> None:
     small = tmp_path / "small_enough.py"
     small.write_text(BIG_KERNELBENCH.replace("1024 * 4", "4").replace("2048", "64"))
     assert load_task(str(small), "small").size_overrides == {}
+
+
+def test_unpacked_sizes_shrink_and_outputs_count(tmp_path: Path) -> None:
+    """``height, width = 512, 512`` shrinks like one size a line, and a small input whose product is
+    large (an outer product) is shrunk for its output's sake."""
+    from kernelevo.tasks.shrink import SMALL_VALUES
+
+    path = tmp_path / "outer.py"
+    path.write_text('''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, a, b):
+        return a @ b
+
+height, width = 8192, 4096
+
+def get_inputs():
+    return [torch.rand(height, 16), torch.rand(16, width)]
+
+def get_init_inputs():
+    return []
+''')
+    small = load_task(str(path), "small")
+    assert set(small.size_overrides) == {"height", "width"}
+    _, (a, b) = instantiate(small)
+    assert a.shape[0] * b.shape[1] + a.numel() + b.numel() <= SMALL_VALUES

@@ -32,6 +32,8 @@ from kernelevo.sandbox.judge.timing import Block
 from kernelevo.sandbox.models import TimingPolicy
 from kernelevo.tasks.task import Task
 
+GRAPH_PHASE_S = 120.0
+"""Time added to the candidate's deadline for the optional CUDA-graph phase (capture and replays)."""
 CONNECT_TIMEOUT_S = 180.0
 """How long a process may take to start (Python, torch and Triton imports) and connect."""
 
@@ -338,6 +340,7 @@ class Session:
             record.graph_note = "CUDA graphs need a GPU: not timed"
             return
         began = time.monotonic()
+        self.worker.extend(GRAPH_PHASE_S)  # an optional phase: it never eats the time the candidate is given
         try:
             block, (_, problems) = self._timed_block(self.worker, "worker", "CUDA-graph replays", op="graph_timed")
             if problems:
@@ -354,9 +357,7 @@ class Session:
             whose = "the candidate" if stop.who == "worker" else "the reference"
             record.graph_note = f"{whose} could not be timed as a CUDA graph: {stop.detail}"
         finally:
-            spent = time.monotonic() - began
-            self.worker.extend(spent)  # an optional phase: it never eats the time the candidate is given
-            record.phases["CUDA-graph timing"] = round(spent, 4)
+            record.phases["CUDA-graph timing"] = round(time.monotonic() - began, 4)
 
     def _timed_block(self, job: Job, who: str, phase: str, op: str = "timed") -> tuple[Block, tuple[int, list[str]]]:
         policy, gpu = self.plan.timing, self.plan.device == "cuda"
