@@ -85,7 +85,7 @@ def judge_median(fn: Callable[..., Any], make_inputs: Callable[[int], list[Any]]
                 if not replay:
                     warm_host(fn, buffers.tensors, "cuda")
                 args = buffers.fill(make_inputs(len(times) + 1))
-            out, gpu, host, lag = replay() if replay else timer(fn, args)
+            out, gpu, host, lag = replay(args) if replay else timer(fn, args)
             del out
             times.append(call_ms(gpu, lag))
             hosts.append(host)

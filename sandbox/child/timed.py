@@ -115,8 +115,11 @@ class GraphTimedCall:
             a is b if isinstance(b, torch.Tensor) else (not isinstance(a, torch.Tensor) and a == b)
             for a, b in zip(inputs, self.inputs))
 
-    def __call__(self) -> tuple[Any, float, float, float]:
-        """``(output, gpu_ms, host_ms, lag_ms)`` of one replay."""
+    def __call__(self, inputs: list[Any]) -> tuple[Any, float, float, float]:
+        """``(output, gpu_ms, host_ms, lag_ms)`` of one replay on ``inputs``, which must be the captured
+        tensors refilled in place (a ValueError otherwise: the replay would read stale values)."""
+        if not self.replays(inputs):
+            raise ValueError("the inputs are no longer the tensors the graph captured")
         return self.timer.around(self._replay)
 
     def _replay(self) -> Any:

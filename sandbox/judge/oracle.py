@@ -231,9 +231,7 @@ class Oracle:
         with torch.no_grad():
             if self.graph is None:
                 self.graph = GraphTimedCall(self.timer, self.model, self.buffers.tensors or [])
-            if not self.graph.replays(self.buffers.fill(self._inputs(msg))):
-                return {"ok": False, "error": "the inputs are no longer the tensors the graph captured"}
-            out, gpu_ms, host_ms, lag_ms = self.graph()
+            out, gpu_ms, host_ms, lag_ms = self.graph(self.buffers.fill(self._inputs(msg)))
             if "digest_seed" in msg:
                 output_digest(out, int(msg["digest_seed"]))
         return {"ok": True, "gpu_ms": gpu_ms, "host_ms": host_ms, "lag_ms": lag_ms}
