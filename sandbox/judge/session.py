@@ -36,6 +36,8 @@ GRAPH_PHASE_S = 120.0
 """Time added to the candidate's deadline for the optional CUDA-graph phase (capture and replays)."""
 CONNECT_TIMEOUT_S = 180.0
 """How long a process may take to start (Python, torch and Triton imports) and connect."""
+WORKER_DEATH_GRACE_S = 2.0
+"""How long a candidate process whose channel closed may take to exit, so that how it died is seen."""
 
 
 class Stop(Exception):
@@ -117,6 +119,7 @@ class Session:
         self.record = Record(device=plan.device)
         self.rng = random.Random(secrets.randbits(64))
         self._keys = 0
+        self._worker_broke = False
 
     # talking ----------------------------------------------------------------------------------
     def ask(self, job: Job, who: str, phase: str, message: dict[str, Any]) -> dict[str, Any]:
@@ -127,6 +130,7 @@ class Session:
         try:
             reply = job.channel(CONNECT_TIMEOUT_S).request(message, timeout=timeout)
         except wire.ChannelError as exc:
+            self._worker_broke |= who == "worker" and not isinstance(exc, wire.ChannelTimeout)
             raise Stop(who, phase, str(exc), broken=True) from None
         if who == "oracle" and not reply.get("ok"):
             raise Stop("oracle", phase, str(reply.get("error")), bool(reply.get("task_error")))
@@ -162,9 +166,13 @@ class Session:
 
     def close(self) -> None:
         """End the candidate's process (a finished one has exited; one still running is killed) and let
-        the kept oracle forget what this session asked of it."""
-        deadline = time.monotonic() + 5
-        while self.worker.alive() and self.record.failure is None and time.monotonic() < deadline:
+        the kept oracle forget what this session asked of it.
+
+        A finished process is given time to exit. So is one whose channel broke: it is most likely
+        dying of a signal, and killing it first would hide that signal behind our own SIGKILL."""
+        grace = 5.0 if self.record.failure is None else WORKER_DEATH_GRACE_S if self._worker_broke else 0.0
+        deadline = time.monotonic() + grace
+        while self.worker.alive() and time.monotonic() < deadline:
             time.sleep(0.02)
         if self.worker.alive():
             self.worker.kill()
