@@ -100,13 +100,37 @@ CASES = [
     ("matmul-param-fp16", "        self.w = nn.Parameter(torch.randn(n, 48) * 0.05)\n"
      "        self.b = nn.Parameter(torch.randn(48))", "        return F.silu(x @ self.w + self.b)",
      "torch.randn(9, {cols})", "DTYPE = torch.float16"),
+    ("linear-sigmoid-sum-tail", "        self.fc = nn.Linear(n, 40)",
+     "        return torch.sum(torch.sigmoid(self.fc(x)), dim=1, keepdim=True) * 1.5", "torch.randn(7, {cols})", ""),
+    ("linear-softmax-tail-bf16", "        self.fc = nn.Linear(n, 72)",
+     "        return torch.softmax(self.fc(x) / 2.0, dim=-1)", "torch.randn(2, 5, {cols})", "DTYPE = torch.bfloat16"),
+    ("linear-logsumexp-tail", "        self.fc = nn.Linear(n, 56)",
+     "        y = torch.logsumexp(self.fc(x).detach() * 3.0, dim=1, keepdim=True)\n"
+     "        return F.leaky_relu(y, 0.1)", "torch.randn(9, {cols})", ""),
+    ("dim-max-values", "        pass", "        return torch.max(x, dim=1)[0]", "torch.randn(3, 70, 45)", ""),
+    ("dim-argmin-bf16", "        pass", "        return torch.argmin(x, dim=0)", "torch.randn(70, 3, 45)",
+     "DTYPE = torch.bfloat16"),
+    ("dim-mean-keepdim-fp16", "        pass", "        return x.mean(dim=(1, 2), keepdim=True)",
+     "torch.randn(2, 9, 11, 37)", "DTYPE = torch.float16"),
+    ("dim-sum-bf16", "        pass", "        return torch.sum(x, 1)", "torch.randn(4, 300, 33)",
+     "DTYPE = torch.bfloat16"),
+    ("matmul-inputs-transposed-a", "        pass", "        return torch.matmul(x.T, y)",
+     "torch.randn({cols}, 33), torch.randn({cols}, 40)", ""),
+    ("matmul-inputs-triu-bf16", "        pass", "        return torch.triu(x @ y.t(), diagonal=1)",
+     "torch.randn(37, {cols}), torch.randn(45, {cols})", "DTYPE = torch.bfloat16"),
+    ("matmul-inputs-matrix-vector", "        pass", "        return torch.matmul(x, y)",
+     "torch.randn(2, 50, {cols}), torch.randn({cols}, 1)", ""),
+    ("matmul-param-transposed-tril", "        self.w = nn.Parameter(torch.randn(24, n) * 0.05)",
+     "        return torch.tril(torch.matmul(x, self.w.T) / 2.0, -2)", "torch.randn(30, {cols})", ""),
 ]
 
 
 SLOW_CASES = {"flat-gelu-tanh", "chunk-glu-bf16", "layernorm-module-bf16", "var-unbiased", "max-values-and-argmin",
               "amax-of-squares-bf16", "attention-negative-scale-fp32", "linear-plus-residual-input-bf16",
               "mlp-two-stages-bf16", "chain-methods-bf16", "two-inputs-fp16", "log-softmax-bf16",
-              "attention-scaled-fp32", "linear-residual-bf16"}
+              "attention-scaled-fp32", "linear-residual-bf16", "matmul-inputs-matrix-vector",
+              "matmul-param-transposed-tril", "linear-softmax-tail-bf16", "linear-sigmoid-sum-tail",
+              "dim-mean-keepdim-fp16", "dim-sum-bf16"}
 """Cases the default run leaves to ``make test-all``: each has a sibling of the same family that runs."""
 
 

@@ -125,13 +125,13 @@ BINARY_TARGETS: dict[Any, str] = {
 }
 BINARY_METHODS = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "pow": "pow", "maximum": "maximum",
                   "minimum": "minimum"}
-PASS_METHODS = {"contiguous", "float", "to", "type_as", "half", "bfloat16", "double", "clone"}
+PASS_METHODS = {"contiguous", "float", "to", "type_as", "half", "bfloat16", "double", "clone", "detach"}
 IDENTITY_MODULES = (nn.Identity, nn.Dropout)
 REDUCE_TARGETS = {torch.sum: "sum", torch.mean: "mean", torch.amax: "amax", torch.amin: "amin",
                   torch.argmax: "argmax", torch.argmin: "argmin", torch.max: "max", torch.min: "min",
-                  torch.var: "var"}
+                  torch.var: "var", torch.logsumexp: "logsumexp"}
 REDUCE_METHODS = {"sum": "sum", "mean": "mean", "amax": "amax", "amin": "amin", "argmax": "argmax",
-                  "argmin": "argmin", "max": "max", "min": "min", "var": "var"}
+                  "argmin": "argmin", "max": "max", "min": "min", "var": "var", "logsumexp": "logsumexp"}
 ROW_FUNCTIONS = {torch.softmax: "softmax", F.softmax: "softmax", torch.log_softmax: "log_softmax",
                  F.log_softmax: "log_softmax", F.layer_norm: "layer_norm"}
 if hasattr(F, "rms_norm"):
@@ -350,6 +350,11 @@ class _Lowering:
             centred = self.add("sub", [src, mean], "elem")
             squares = self.add("sum", [self.add("mul", [centred, centred], "elem")], "row")
             result = self.add("div", [squares, f"(n_cols - {float(correction)!r})"], "row", out_dtype, low)
+        elif kind == "logsumexp":
+            # max + log(sum(exp(x - max))): no exp overflows, as in torch
+            top = self.add("max", [src], "row")
+            total = self.add("sum", [self.add("exp", [self.add("sub", [src, top], "elem")], "elem")], "row")
+            result = self.add("add", [self.add("log", [total], "row"), top], "row", out_dtype, low)
         elif kind in ("max", "min"):
             # torch.max(x, dim) -> (values, indices)
             values = self.add(kind, [src], "row", out_dtype, low)

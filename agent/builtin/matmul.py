@@ -1,9 +1,13 @@
 """Matmul chains: ``linear -> pointwise epilogue -> linear -> ...`` as one Triton GEMM per linear,
 each with its bias and epilogue fused (no intermediate tensor for the epilogue's ops).
 
-Recognised from the traced graph: a ``nn.Linear``, ``F.linear`` or a matmul with a 2-D parameter
-starts a stage; the pointwise ops after it, up to the next linear, are that stage's epilogue,
-lowered to a row program (:mod:`lower`) whose only input is the accumulator.
+Recognised from the traced graph: a ``nn.Linear``, ``F.linear`` or a matmul starts a stage; the
+pointwise ops after it, up to the next linear, are that stage's epilogue, lowered to a row program
+(:mod:`lower`) whose only input is the accumulator. A matmul's right operand is a 2-D parameter or
+a 2-D input, either of them possibly transposed (``.T``, ``.t()``, ``transpose``): the kernel reads
+it through its strides, so a transposed operand costs no copy. The first stage's left operand may
+be a transposed 2-D input for the same reason. ``triu``/``tril`` of the last stage's result is
+applied in its epilogue from the tile's row and column indices.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from kernelevo.agent.builtin import codegen
 from kernelevo.agent.builtin.lower import CannotCover, Program, lower
 
 MATMUL_TARGETS = (torch.matmul, operator.matmul, torch.mm)
+TRIANGLES = {torch.triu: "triu", torch.tril: "tril"}
 
 
 @dataclass
@@ -39,6 +44,30 @@ class Stage:
     out_dtype: str
     chain_input: str = ""
     """The name of the input the chain's first linear reads (others are epilogue residuals)."""
+    weight_input: bool = False
+    """The weight is one of the reference's inputs (``weight`` is its name), not a parameter."""
+    a_transposed: bool = False
+    """The chain's input is read transposed (a 2-D ``A.T``): only the first stage has this."""
+    triangle: tuple[str, int] | None = None
+    """``("triu" | "tril", diagonal)`` applied to the result in the epilogue (last stage only)."""
+    tail: Program | None = None
+    """Row operations after the last stage's pointwise epilogue (a softmax, a sum over the row, a
+    norm): a second kernel over the stage's stored output (last stage only)."""
+
+
+@dataclass
+class Linear:
+    """What one linear or matmul node reads."""
+
+    source: torch.fx.Node
+    """The left operand's node (an input, when ``a_transposed``)."""
+    weight: str
+    transposed: bool
+    bias: Any
+    a_transposed: bool = False
+    weight_input: bool = False
+    views: tuple[torch.fx.Node, ...] = ()
+    """The transpose nodes the operands were read through (the kernel reads strides instead)."""
 
 
 class _Capture(torch.fx.Interpreter):
@@ -54,27 +83,81 @@ class _Capture(torch.fx.Interpreter):
         return value
 
 
-def _linear(gm: torch.fx.GraphModule, node: torch.fx.Node) -> tuple[torch.fx.Node, str, bool, Any] | None:
-    """(input, weight expression, transposed, bias: an fx get_attr node, a qualified name or None)."""
+def _transpose_of(node: Any) -> torch.fx.Node | None:
+    """The node a 2-D transpose view reads (``x.T``, ``x.mT``, ``x.t()``, ``x.transpose(0, 1)``,
+    ``x.permute(1, 0)``), or None."""
+    if not isinstance(node, torch.fx.Node):
+        return None
+    args = node.args
+    if node.op == "call_function" and node.target is getattr and args[1] in ("T", "mT"):
+        return args[0]
+    if (node.op == "call_method" and node.target == "t") or (node.op == "call_function" and node.target is torch.t):
+        return args[0]
+    if (node.op == "call_method" and node.target == "transpose") or (
+            node.op == "call_function" and node.target is torch.transpose):
+        if len(args) == 3 and {args[1], args[2]} in ({0, 1}, {-1, -2}, {0, -1}, {1, -2}):
+            return args[0]
+    if node.op == "call_method" and node.target == "permute":
+        dims = args[1] if len(args) == 2 and isinstance(args[1], (tuple, list)) else args[1:]
+        if tuple(dims) == (1, 0):
+            return args[0]
+    return None
+
+
+def _operand(node: Any) -> tuple[torch.fx.Node, bool, tuple[torch.fx.Node, ...]] | None:
+    """(the parameter or input a matmul operand reads, read transposed or not, the views between)."""
+    views: list[torch.fx.Node] = []
+    flipped = False
+    while (inner := _transpose_of(node)) is not None:
+        views.append(node)
+        node, flipped = inner, not flipped
+    if isinstance(node, torch.fx.Node) and node.op in ("get_attr", "placeholder"):
+        return node, flipped, tuple(views)
+    return None
+
+
+def _linear(gm: torch.fx.GraphModule, node: torch.fx.Node) -> Linear | None:
+    """What a linear layer or a matmul reads, None for other nodes, CannotCover for matmuls the
+    kernel cannot take."""
     if node.op == "call_module":
         sub = gm.get_submodule(str(node.target))
         if isinstance(sub, nn.Linear):
             bias = f"{node.target}.bias" if sub.bias is not None else None
-            return node.args[0], f"self.{node.target}.weight", True, bias
+            return Linear(node.args[0], f"self.{node.target}.weight", True, bias)
         return None
     if node.op == "call_function" and node.target is F.linear:
         weight = node.args[1] if len(node.args) > 1 else node.kwargs.get("weight")
         bias = node.args[2] if len(node.args) > 2 else node.kwargs.get("bias")
         if isinstance(weight, torch.fx.Node) and weight.op == "get_attr":
-            return node.args[0], f"self.{weight.target}", True, bias
+            return Linear(node.args[0], f"self.{weight.target}", True, bias)
         raise CannotCover("F.linear with a weight that is not a parameter")
     if (node.op == "call_function" and node.target in MATMUL_TARGETS) or (
             node.op == "call_method" and node.target in ("matmul", "mm")):
-        weight = node.args[1]
-        if isinstance(weight, torch.fx.Node) and weight.op == "get_attr":
-            return node.args[0], f"self.{weight.target}", False, None
-        raise CannotCover("a matmul of two inputs (only a matmul with a weight parameter is covered)")
+        right = _operand(node.args[1])
+        if right is None:
+            raise CannotCover("a matmul whose right operand is computed (covered: a parameter or an input, "
+                              "possibly transposed)")
+        weight, transposed, views = right
+        left = _operand(node.args[0])
+        a_transposed = left is not None and left[1] and left[0].op == "placeholder"
+        source = left[0] if a_transposed else node.args[0]
+        views += left[2] if a_transposed else ()
+        if weight.op == "get_attr":
+            return Linear(source, f"self.{weight.target}", transposed, None, a_transposed, False, views)
+        return Linear(source, weight.name, transposed, None, a_transposed, True, views)
     return None
+
+
+def _triangle(node: torch.fx.Node) -> tuple[str, int] | None:
+    """``("triu" | "tril", diagonal)`` for a triu/tril node, else None."""
+    if node.op == "call_function" and node.target in TRIANGLES:
+        kind = TRIANGLES[node.target]
+    elif node.op == "call_method" and node.target in ("triu", "tril"):
+        kind = str(node.target)
+    else:
+        return None
+    diagonal = node.args[1] if len(node.args) > 1 else node.kwargs.get("diagonal", 0)
+    return (kind, diagonal) if isinstance(diagonal, int) else None
 
 
 def _param(gm: torch.fx.GraphModule, expression: str) -> torch.Tensor:
@@ -93,10 +176,10 @@ def lower_chain(model: nn.Module, inputs: list[Any]) -> list[Stage]:
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if len(placeholders) != len(inputs) or not all(isinstance(x, torch.Tensor) for x in inputs):
         raise CannotCover("matmul chains are covered for tensor inputs only")
-    # The chain's input is what the first linear reads; any other input may only be added in an
-    # epilogue (a residual stream, say), with the shape of that stage's output.
+    # The chain's input is what the first linear reads; any other input may only be a matmul's right
+    # operand or be added in an epilogue (a residual stream, say), with the shape of that stage's output.
     first = next((n for n in gm.graph.nodes if n.op.startswith("call") and _linear(gm, n) is not None), None)
-    chain_input = _linear(gm, first)[0] if first is not None else placeholders[0]
+    chain_input = _linear(gm, first).source if first is not None else placeholders[0]
     if chain_input not in placeholders:
         raise CannotCover("ops before the first linear are not covered in a matmul chain")
     placeholders = [chain_input] + [p for p in placeholders if p is not chain_input]
@@ -105,43 +188,113 @@ def lower_chain(model: nn.Module, inputs: list[Any]) -> list[Stage]:
         capture.run(*inputs)
     except Exception as exc:
         raise CannotCover(f"the reference does not run on its small inputs ({exc})") from None
-    groups: list[tuple[torch.fx.Node, tuple[torch.fx.Node, str, bool, Any], list[torch.fx.Node]]] = []
-    current: torch.fx.Node = placeholders[0]
+    groups = _groups(gm, chain_input)
+    stages = []
+    for linear, found, epilogue_nodes in groups:
+        triangle = _triangle(epilogue_nodes[-1]) if epilogue_nodes else None
+        if triangle is not None:
+            if linear is not groups[-1][0] or capture.seen[linear.name].dim() != 2:
+                raise CannotCover("triu/tril is covered on the last matmul's 2-D result only")
+            epilogue_nodes = epilogue_nodes[:-1]
+        if found.a_transposed and capture.seen[chain_input.name].dim() != 2:
+            raise CannotCover("a transposed left operand is covered for a 2-D input only")
+        w = capture.seen[found.weight] if found.weight_input else _param(gm, found.weight)
+        if w.dim() != 2:
+            raise CannotCover(f"the matmul's right operand {found.weight} is not a matrix (a batched matmul of "
+                              "two inputs is not covered)")
+        n, k = (w.shape[0], w.shape[1]) if found.transposed else (w.shape[1], w.shape[0])
+        acc = capture.seen[linear.name]
+        tail = None
+        try:
+            program = _epilogue(gm, linear, found.bias, epilogue_nodes, acc, capture, placeholders[0],
+                                placeholders[1:])
+        except CannotCover as exc:
+            if linear is not groups[-1][0] or triangle is not None or "reduction after" not in str(exc):
+                raise
+            epilogue_nodes, program, tail = _split_tail(gm, linear, found.bias, epilogue_nodes, acc, capture,
+                                                        placeholders)
+        out = capture.seen[epilogue_nodes[-1].name] if epilogue_nodes else acc
+        stages.append(Stage(weight=found.weight, transposed=found.transposed, n=int(n), k=int(k), epilogue=program,
+                            out_dtype=str(out.dtype).removeprefix("torch."), chain_input=placeholders[0].name,
+                            weight_input=found.weight_input, a_transposed=found.a_transposed, triangle=triangle,
+                            tail=tail))
+    return stages
+
+
+def _split_tail(gm: torch.fx.GraphModule, linear: torch.fx.Node, bias: Any, nodes: list[torch.fx.Node],
+                acc: torch.Tensor, capture: _Capture,
+                placeholders: list[torch.fx.Node]) -> tuple[list[torch.fx.Node], Program | None, Program]:
+    """Split the last stage's ops into a pointwise epilogue and a row program over its stored output
+    (the longest epilogue for which both halves lower): (epilogue nodes, epilogue, tail)."""
+    why = "a reduction after a linear that no split into an epilogue and a row kernel covers"
+    for k in range(len(nodes) - 1, -1, -1):
+        boundary = nodes[k - 1] if k else linear
+        rest = nodes[k:]
+        inside = {boundary, *rest}
+        if any(isinstance(a, torch.fx.Node) and a not in inside and a.op != "get_attr"
+               for n in rest for a in n.all_input_nodes):
+            continue  # the tail would read something other than the stored output and parameters
+        try:
+            head = _epilogue(gm, linear, bias, nodes[:k], acc, capture, placeholders[0], placeholders[1:])
+            tail = _tail_program(gm, boundary, rest, capture)
+        except CannotCover as exc:
+            why = f"a reduction after a linear: {exc}"
+            continue
+        return nodes[:k], head, tail
+    raise CannotCover(why)
+
+
+def _tail_program(gm: torch.fx.GraphModule, boundary: torch.fx.Node, nodes: list[torch.fx.Node],
+                  capture: _Capture) -> Program:
+    """``nodes`` as a row program whose one input, ``h``, is ``boundary``'s value."""
+    graph = torch.fx.Graph()
+    env: dict[torch.fx.Node, torch.fx.Node] = {boundary: graph.placeholder("h")}
+
+    def mapped(n: torch.fx.Node) -> torch.fx.Node:
+        if n not in env:
+            env[n] = graph.get_attr(str(n.target))
+        return env[n]
+
+    for node in nodes:
+        env[node] = graph.node_copy(node, mapped)
+    graph.output(env[nodes[-1]])
+    program = lower(torch.fx.GraphModule(gm, graph), [capture.seen[boundary.name]])
+    if program.torch_prefix:
+        raise CannotCover("the row operations after the linear need torch")
+    return program
+
+
+def _groups(gm: torch.fx.GraphModule,
+            chain_input: torch.fx.Node) -> list[tuple[torch.fx.Node, Linear, list[torch.fx.Node]]]:
+    """Each linear node with what it reads and the nodes after it, up to the next linear."""
+    groups: list[tuple[torch.fx.Node, Linear, list[torch.fx.Node]]] = []
+    views = {view for n in gm.graph.nodes if n.op.startswith("call") and (found := _linear(gm, n)) is not None
+             for view in found.views}
     output = None
     for node in gm.graph.nodes:
-        if node.op in ("placeholder", "get_attr"):
+        if node.op in ("placeholder", "get_attr") or node in views:
             continue
         if node.op == "output":
             output = node.args[0]
             continue
         found = _linear(gm, node)
         if found is not None:
-            source = found[0]
-            last = groups[-1][2][-1] if groups and groups[-1][2] else (groups[-1][0] if groups else current)
-            if source is not last:
+            last = groups[-1][2][-1] if groups and groups[-1][2] else (groups[-1][0] if groups else chain_input)
+            if found.source is not last:
                 raise CannotCover("a linear whose input is not the previous stage's result")
+            if groups and found.a_transposed:
+                raise CannotCover("only the first matmul's left operand may be read transposed")
             groups.append((node, found, []))
             continue
         if not groups:
             raise CannotCover("ops before the first linear are not covered in a matmul chain")
         groups[-1][2].append(node)
     if not groups:
-        raise CannotCover("no linear layer or matmul with a weight")
+        raise CannotCover("no linear layer or matmul")
     last_node = groups[-1][2][-1] if groups[-1][2] else groups[-1][0]
     if output is not last_node:
         raise CannotCover("the reference's output is not the last stage's result")
-    stages = []
-    for linear, (_, weight, transposed, bias), epilogue_nodes in groups:
-        w = _param(gm, weight)
-        if w.dim() != 2:
-            raise CannotCover(f"weight {weight} is not a matrix")
-        n, k = (w.shape[0], w.shape[1]) if transposed else (w.shape[1], w.shape[0])
-        acc = capture.seen[linear.name]
-        program = _epilogue(gm, linear, bias, epilogue_nodes, acc, capture, placeholders[0], placeholders[1:])
-        out = capture.seen[epilogue_nodes[-1].name] if epilogue_nodes else acc
-        stages.append(Stage(weight=weight, transposed=transposed, n=int(n), k=int(k), epilogue=program,
-                            out_dtype=str(out.dtype).removeprefix("torch."), chain_input=placeholders[0].name))
-    return stages
+    return groups
 
 
 def _epilogue(gm: torch.fx.GraphModule, linear: torch.fx.Node, bias: Any, nodes: list[torch.fx.Node],
@@ -245,6 +398,14 @@ def {name}(a_ptr, w_ptr, {operands}out_ptr, M, N, K, stride_am, stride_ak, strid
 
 K_LOOP = "    for k in range(0, tl.cdiv(K, BLOCK_K)):"
 
+TRIANGLE_K_LOOP = '''    # A tile the {kind} zeroes entirely stores zeros without reading A or W: about half the tiles.
+    live = {live}
+    for k in range(0, tl.cdiv(K, BLOCK_K) * live.to(tl.int32)):'''
+
+TRIANGLE_LIVE = {"triu": "pid_n * BLOCK_N + BLOCK_N - 1 - pid_m * BLOCK_M >= {d}",
+                 "tril": "pid_n * BLOCK_N - (pid_m * BLOCK_M + BLOCK_M - 1) <= {d}"}
+TRIANGLE_KEEP = {"triu": "cols[None, :] - rows[:, None] >= {d}", "tril": "cols[None, :] - rows[:, None] <= {d}"}
+
 SPLIT_K_LOOP = '''    # Split-K: program (tile, s) sums the s-th share of the K tiles, so that a GEMM with few output
     # tiles and a long K still fills every SM.
     k_tiles = tl.cdiv(K, BLOCK_K)
@@ -255,7 +416,7 @@ SPLIT_K_LOOP = '''    # Split-K: program (tile, s) sums the s-th share of the K 
     for k in range(k_first, tl.minimum(k_first + per_split, k_tiles)):'''
 
 EPILOGUE = '''    # Epilogue, on the fp32 accumulator while it is still in registers.
-{epilogue}
+{epilogue}{triangle}
     if WIDE:
         out_offsets = rows64[:, None] * N + cols[None, :]
     else:
@@ -333,6 +494,8 @@ def tma_ready(stages: Sequence[Stage], dtype: str) -> str | None:
     """Why the TMA template cannot take these stages (None: it can): a descriptor needs row strides
     that are multiples of 16 bytes."""
     itemsize = getattr(torch, dtype).itemsize
+    if any(st.a_transposed for st in stages):
+        return "the left operand is read transposed (its rows are not contiguous)"
     for st in stages:
         for what, count in (("K", st.k), ("N", st.n)):
             if count * itemsize % 16:
@@ -364,14 +527,21 @@ def kernel(stage: Stage, index: int, precision: str | None, split_k: int = 1, tm
             else:
                 lines.append(em.statement(node))
         result = program.output
-    epilogue = EPILOGUE.format(epilogue="\n".join("    " + line for line in lines) or "    pass", result=result)
+    triangle, k_loop = "", K_LOOP
+    if stage.triangle is not None:
+        kind, d = stage.triangle
+        triangle = f"\n    kept = tl.where({TRIANGLE_KEEP[kind].format(d=d)}, {result}, 0.0)"
+        result = "kept"
+        k_loop = TRIANGLE_K_LOOP.format(kind=kind, live=TRIANGLE_LIVE[kind].format(d=d))
+    epilogue = EPILOGUE.format(epilogue="\n".join("    " + line for line in lines) or "    pass", result=result,
+                               triangle=triangle)
     precision = f", input_precision=\"{precision}\"" if precision else ""
     if tma:
         return TMA_KERNEL.format(name=name, operands=operands, pad=" " * (len(name) + 5), precision=precision,
                                  finish=textwrap.indent(epilogue, "    "))
     if split_k <= 1:
         return MATMUL_KERNEL.format(name=name, operands=operands, pad=" " * (len(name) + 5), precision=precision,
-                                    split_arg="", k_loop=K_LOOP, finish=epilogue)
+                                    split_arg="", k_loop=k_loop, finish=epilogue)
     main = MATMUL_KERNEL.format(name=name, operands="", pad=" " * (len(name) + 5), precision=precision,
                                 split_arg=", SPLIT_K: tl.constexpr", k_loop=SPLIT_K_LOOP,
                                 finish=SPLIT_K_STORE.format(name=name))
@@ -385,10 +555,16 @@ def forward(stages: list[Stage], input_name: str, params: dict[str, Any], inputs
     ``inputs``: the reference's arguments in order (default: just ``input_name``); the others than
     ``input_name`` are residuals added in an epilogue, flattened the same way. ``tma``: the
     persistent TMA kernels (:func:`tma_ready` says when they apply)."""
-    extra_inputs = [x for x in inputs if x != input_name]
-    body = [f"{input_name} = {input_name}.contiguous()",
-            f"h = h0 = {input_name}.reshape(-1, {input_name}.shape[-1])",
+    weights = {st.weight for st in stages if st.weight_input}
+    extra_inputs = [x for x in inputs if x != input_name and x not in weights]
+    if stages[0].a_transposed:  # the kernel reads A^T through its strides
+        start = [f"h = h0 = {input_name}.t()"]
+    else:
+        start = [f"{input_name} = {input_name}.contiguous()",
+                 f"h = h0 = {input_name}.reshape(-1, {input_name}.shape[-1])"]
+    body = [*start,
             *[f"{x}_rows = {x}.contiguous().reshape(-1, {x}.shape[-1])" for x in extra_inputs],
+            *[f"{w} = {w}.contiguous()" for w in sorted(weights) if tma],
             f"BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M = {params['BLOCK_M']}, {params['BLOCK_N']}, {params['BLOCK_K']}, "
             f"{params['GROUP_M']}"]
     if tma:
@@ -437,6 +613,7 @@ def forward(stages: list[Stage], input_name: str, params: dict[str, Any], inputs
                      f"    ws, {epilogue_args}out, h.shape[0], {n}, BLOCK_M=64, BLOCK_N=64, SPLIT_K={split}, {wide},",
                      "    num_warps=4)"]
         body.append("h = out")
-    body.append(f"return h.reshape(*{input_name}.shape[:-1], h.shape[-1])")
+    result = "h" if stages[0].a_transposed else f"h.reshape(*{input_name}.shape[:-1], h.shape[-1])"
+    body.append(f"return self.tail({result})" if stages[-1].tail is not None else f"return {result}")
     args = ", ".join(inputs or [input_name])
     return f"def forward(self, {args}):\n" + "\n".join("    " + line for line in body) + "\n"

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from kernelevo.agent.archive import best, select_parents
-from kernelevo.agent.builtin import matmul
+from kernelevo.agent.builtin import dimreduce, matmul
 from kernelevo.agent.builtin.codegen import online_pairs, splittable
 from kernelevo.agent.builtin.recognize import Plan, recognise
 from kernelevo.agent.builtin.templates import MAX_REGISTER_BLOCK, STRATEGIES, WHY_STRATEGY, render
@@ -36,12 +36,14 @@ STEPS: dict[str, list[int]] = {
     "PROGRAMS_PER_SM": [1, 2, 4, 8, 16],
     "SPLIT_K": [1, 2, 4, 8, 16],
     "SPLIT": [2, 4, 8, 16, 32, 64],
+    "BLOCK_I": [32, 64, 128, 256, 512, 1024],
 }
 MUTATION_ORDER: dict[str, tuple[str, ...]] = {
     # Tensor-core kernels: the tile shape and the pipeline depth decide the speed (the warps mostly
     # follow from the tile), so those are stepped first.
     "matmul": ("BLOCK_N", "BLOCK_M", "num_stages", "BLOCK_K", "num_warps", "GROUP_M", "SPLIT_K"),
     "attention": ("BLOCK_N", "BLOCK_M", "num_stages", "num_warps"),
+    "dim_reduce": ("BLOCK_I", "BLOCK_R", "num_warps"),
 }
 """The order in which parameters are stepped, per kind; other kinds follow :data:`STEPS`."""
 ELEMENTS_PER_THREAD = 8
@@ -216,6 +218,9 @@ def _seeds(plan: Plan) -> list[tuple[str, dict[str, Any], str]]:
             for at, seed in zip((1, 3), tma, strict=False):
                 out.insert(at, seed)
         return out
+    if plan.kind == "dim_reduce":
+        return [("strided", params, why) for params, why in dimreduce.seeds(plan.extra["reduction"],
+                                                                             plan.extra["inner"])]
     if plan.kind == "cross_entropy":
         for block, warps in ((2048, 8), (4096, 8), (8192, 16)):
             out.append(("looped", {"BLOCK_R": 1, "BLOCK_C": block, "num_warps": warps},

@@ -20,7 +20,7 @@ import torch
 import torch.fx
 import torch.nn.functional as F
 
-from kernelevo.agent.builtin import matmul
+from kernelevo.agent.builtin import dimreduce, matmul
 from kernelevo.agent.builtin.lower import CannotCover, Program, lower, trace
 from kernelevo.tasks.loader import import_task_module
 from kernelevo.tasks.task import Task
@@ -35,7 +35,7 @@ class Plan:
     """What the built-in policy will generate for a task."""
 
     kind: str
-    """pointwise, row, cross_entropy, matmul or attention."""
+    """pointwise, row, dim_reduce, cross_entropy, matmul or attention."""
     program: Program | None
     init: str
     """``ModelNew.__init__``: the reference's own, so that parameters are created identically."""
@@ -60,12 +60,19 @@ class Plan:
             causal = "causal " if self.extra["causal"] else ""
             return (f"{causal}attention, sequence {self.extra['seq']}, head dim {self.extra['head_dim']}, "
                     f"{self.rows // self.extra['seq']} heads in all, {self.dtype}")
+        if self.kind == "dim_reduce":
+            r = self.extra["reduction"]
+            dims = f"dim {r.first}" if r.count == 1 else f"dims {r.first}-{r.first + r.count - 1}"
+            return (f"{r.op} over {dims} (not the last): {self.rows} outputs, each over {self.cols} values, "
+                    f"{self.dtype}")
         if self.kind == "matmul":
             parts = []
             for st in self.extra["stages"]:
                 epilogue = f" + {', '.join(st.epilogue.ops) or 'bias'}" if st.epilogue else ""
                 parts.append(f"GEMM {st.k}->{st.n}{epilogue}")
-            return f"matmul chain ({'; '.join(parts)}) on {self.rows} rows, {self.dtype}"
+            tail = self.extra["stages"][-1].tail
+            then = f", then a row kernel ({', '.join(tail.ops)})" if tail is not None else ""
+            return f"matmul chain ({'; '.join(parts)}){then} on {self.rows} rows, {self.dtype}"
         ops = ", ".join(self.ops) if len(self.ops) <= 8 else ", ".join(self.ops[:8]) + ", ..."
         if self.kind == "pointwise":
             return f"pointwise chain of {len(self.ops)} op{'s' if len(self.ops) != 1 else ''} ({ops}); {shape}"
@@ -146,8 +153,9 @@ def _full_shapes(task: Task) -> list[tuple[int, ...]]:
     return [tuple(x.shape) for x in inputs if isinstance(x, torch.Tensor)]
 
 
-def _full_weight_shapes(task: Task, stages: list[matmul.Stage]) -> None:
-    """Give each stage its GEMM sizes at the size being optimised (a model built on the meta device)."""
+def _full_weight_shapes(task: Task, stages: list[matmul.Stage], shapes: dict[str, tuple[int, ...]]) -> None:
+    """Give each stage its GEMM sizes at the size being optimised (a model built on the meta device;
+    ``shapes``: the inputs' full shapes by name, for weights that are inputs)."""
     try:
         module = import_task_module(task.path, task.size)
         with torch.device("meta"):
@@ -155,10 +163,16 @@ def _full_weight_shapes(task: Task, stages: list[matmul.Stage]) -> None:
     except Exception:  # keep the small sizes: they only describe the plan
         return
     for st in stages:
-        w: Any = model
-        for part in st.weight.removeprefix("self.").split("."):
-            w = getattr(w, part)
-        st.n, st.k = (int(w.shape[0]), int(w.shape[1])) if st.transposed else (int(w.shape[1]), int(w.shape[0]))
+        if st.weight_input:
+            if st.weight not in shapes:
+                continue
+            shape: Any = shapes[st.weight]
+        else:
+            w: Any = model
+            for part in st.weight.removeprefix("self.").split("."):
+                w = getattr(w, part)
+            shape = w.shape
+        st.n, st.k = (int(shape[0]), int(shape[1])) if st.transposed else (int(shape[1]), int(shape[0]))
 
 
 def _small(task: Task) -> tuple[torch.nn.Module, list[Any], Any]:
@@ -231,6 +245,14 @@ def _attention(gm: torch.fx.GraphModule, inputs: list[Any]) -> dict[str, Any] | 
     return {"causal": bool(kw.get("is_causal", False)), "scale": scale}
 
 
+def _tail_choice(tail: Plan) -> dict[str, Any]:
+    """The row kernel after a matmul chain: its plan and its first seed (the search tunes the GEMM)."""
+    from kernelevo.agent.builtin.policy import seeds  # the policy imports this module
+
+    strategy, params, why = seeds(tail)[0]
+    return {"plan": tail, "strategy": strategy, "params": params, "why": why}
+
+
 def recognise(task: Task) -> Plan:
     """Trace the reference and decide what the templates can generate for it."""
     model, inputs, _ = _small(task)
@@ -259,10 +281,27 @@ def recognise(task: Task) -> Plan:
                     extra={**attention, "seq": seq, "head_dim": d})
     if any(matmul._linear(gm, n) is not None for n in gm.graph.nodes if n.op.startswith("call")):
         stages = matmul.lower_chain(model, inputs)
-        _full_weight_shapes(task, stages)
+        by_name = dict(zip(names, shapes, strict=False)) if len(shapes) == len(names) else {}
+        _full_weight_shapes(task, stages, by_name)
+        chain = by_name.get(stages[0].chain_input, main)
+        rows = chain[-1] if stages[0].a_transposed else math.prod(chain[:-1])
         ops = [op for st in stages for op in (["linear"] + (st.epilogue.ops if st.epilogue else []))]
+        extra: dict[str, Any] = {"stages": stages}
+        tail = stages[-1].tail
+        if tail is not None:
+            ops += tail.ops
+            extra["tail"] = _tail_choice(Plan(kind=tail.kind, program=tail, init=init, imports=imports, rows=rows,
+                                              cols=stages[-1].n, dtype=stages[-1].out_dtype, ops=tail.ops,
+                                              inputs=tail.inputs))
         return Plan(kind="matmul", program=None, init=init, imports=imports, rows=rows, cols=cols, dtype=dtype,
-                    ops=ops, inputs=names, extra={"stages": stages})
+                    ops=ops, inputs=names, extra=extra)
+    reduction = dimreduce.recognise(gm, inputs)
+    if reduction is not None:
+        first, last = reduction.first, reduction.first + reduction.count
+        return Plan(kind="dim_reduce", program=None, init=init, imports=imports,
+                    rows=math.prod(main[:first]) * math.prod(main[last:]), cols=math.prod(main[first:last]),
+                    dtype=dtype, ops=[reduction.op], inputs=names,
+                    extra={"reduction": reduction, "inner": math.prod(main[last:])})
     program = lower(model, inputs, partial=task.allow_partial)
     if program.main_chunks > 1:
         cols //= program.main_chunks

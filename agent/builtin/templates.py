@@ -10,12 +10,13 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-from kernelevo.agent.builtin import codegen, matmul
+from kernelevo.agent.builtin import codegen, dimreduce, matmul
 from kernelevo.agent.builtin.recognize import Plan
 
 STRATEGIES = {
     "pointwise": ["tiled"],
     "row": ["registers", "looped", "split"],
+    "dim_reduce": ["strided"],
     "cross_entropy": ["looped"],
     "matmul": ["gemm", "gemm_tma"],
     "attention": ["flash"],
@@ -30,6 +31,9 @@ WHY_STRATEGY = {
               "mostly hit L2",
     "split": "each long row split across several programs, so that a few rows still fill every SM; a "
              "second, small kernel combines each row's partial results",
+    "strided": "the reduced dimension walked in place: each load is a run of contiguous inner elements, so the "
+               "input is read once in whole lines with no transposed copy, and partials stay per lane until one "
+               "final tree reduction",
     "gemm": "one tiled tensor-core GEMM per linear, with its bias and the ops after it applied to the fp32 "
             "accumulator in registers: the epilogue costs no extra pass over memory",
     "gemm_tma": "the GEMM on Hopper's tensor memory accelerator: whole tiles copied into shared memory by "
@@ -262,6 +266,21 @@ def _model(init: str, forward: str) -> str:
             + textwrap.indent(forward, "    "))
 
 
+def _with_tail(kernels: str, forward: str, tail: dict[str, Any]) -> tuple[str, str]:
+    """The GEMM kernels and forward with the row kernel after them: its kernel appended, and its
+    launch as a ``tail`` method that the GEMM forward returns through."""
+    program, strategy, params = tail["plan"].program, tail["strategy"], tail["params"]
+    body = codegen.kernel(program, strategy, online=bool(params.get("online")),
+                          persistent=bool(params.get("PROGRAMS_PER_SM")), static=bool(params.get("STATIC")))
+    launch = codegen.forward(program, strategy, params, MAX_REGISTER_BLOCK.get(tail["plan"].dtype, 16384))
+    aligned = codegen.ALIGNED if params.get("VEC", 1) > 1 else ""
+    shown = ", ".join(f"{k}={v}" for k, v in params.items())
+    note = (f"# The row operations after the last GEMM, in a second kernel over its stored output: "
+            f"{strategy}, {shown}.\n# {tail['why']}\n")
+    method = launch.replace("def forward(", "def tail(", 1)
+    return kernels + "\n\n" + aligned + note + body, forward + "\n" + method
+
+
 def render(plan: Plan, strategy: str, params: dict[str, Any], why: str) -> str:
     """The candidate source for ``plan`` with ``strategy`` and ``params``."""
     shown = ", ".join(f"{k}={v}" for k, v in params.items())
@@ -277,6 +296,15 @@ def render(plan: Plan, strategy: str, params: dict[str, Any], why: str) -> str:
             mean=reduction == "mean", loss_dtype=f"{logits}.dtype" if reduction == "none" else "torch.float32",
             **params)
         return head + CROSS_ENTROPY_KERNELS + _model(plan.init, forward)
+    if plan.kind == "dim_reduce":
+        reduction = plan.extra["reduction"]
+        head = HEADER.format(title=f"A Triton reduction: {plan.describe()}.", strategy=strategy, params=shown,
+                             why=why, strategy_why=WHY_STRATEGY[strategy], imports=imports,
+                             bytes_note="the input once, and one value per output position written.")
+        body = dimreduce.kernel(reduction)
+        if "round_to_bf16" in body:
+            head, body = _with_interpreter_import(head), codegen.ROUND_TO_BF16 + "\n\n" + body
+        return head + body + _model(plan.init, dimreduce.forward(reduction, plan.inputs[0], params))
     if plan.kind == "attention":
         head = HEADER.format(title=f"Flash attention forward in Triton: {plan.describe()}.", strategy=strategy,
                              params=shown, why=why, strategy_why=WHY_STRATEGY[strategy], imports=imports,
@@ -300,9 +328,14 @@ def render(plan: Plan, strategy: str, params: dict[str, Any], why: str) -> str:
         tma = strategy == "gemm_tma"
         kernels = "\n\n".join(matmul.kernel(st, i, precision, params.get("SPLIT_K", 1), tma)
                                 for i, st in enumerate(stages))
-        helper = codegen.ROUND_TO_BF16 + "\n\n" if any(st.out_dtype == "bfloat16" for st in stages) else ""
+        tail = plan.extra.get("tail")
+        rounds = any(st.out_dtype == "bfloat16" for st in stages) or (
+            tail is not None and any(n.round_to == "bfloat16" for n in tail["plan"].program.nodes))
+        helper = codegen.ROUND_TO_BF16 + "\n\n" if rounds else ""
         forward = matmul.forward(stages, stages[0].chain_input or plan.inputs[0], params, plan.inputs, tma)
         scratch = TMA_SCRATCH if tma else ""
+        if tail is not None:
+            kernels, forward = _with_tail(kernels, forward, tail)
         return (_with_interpreter_import(head) + scratch + helper + kernels
                 + codegen.INTERPRETED.format(kernel="stage0_kernel") + _model(plan.init, forward))
     program = plan.program

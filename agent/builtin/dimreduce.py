@@ -1,0 +1,195 @@
+"""Reductions over dimensions other than the last: ``sum``, ``mean``, ``max``, ``min``, ``amax``,
+``amin``, ``argmax`` and ``argmin`` over one dimension or several adjacent ones, as one Triton
+kernel that reads the input once.
+
+The input is viewed as ``[outer, reduced, inner]``. A program owns BLOCK_I neighbouring inner
+positions of one outer index and walks the reduced dimension BLOCK_R rows at a time, so every load
+is a run of contiguous inner elements: memory is read in whole lines, once, and nothing is copied
+or transposed first (which is what ``x.movedim(d, -1)`` followed by a row kernel would cost).
+Partial results stay per lane (BLOCK_R x BLOCK_I) until the end, where one tree reduction combines
+them: no cross-lane work inside the loop, and sums add in a blocked order rather than one long chain.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.fx
+
+from kernelevo.agent.builtin.lower import CannotCover
+
+OPS = {"sum": "sum", "mean": "mean", "amax": "max", "amin": "min", "max": "max", "min": "min",
+       "argmax": "argmax", "argmin": "argmin"}
+TARGETS = {torch.sum: "sum", torch.mean: "mean", torch.amax: "amax", torch.amin: "amin", torch.max: "max",
+           torch.min: "min", torch.argmax: "argmax", torch.argmin: "argmin"}
+
+
+@dataclass
+class DimReduction:
+    """One reduction of the task's single input over adjacent dimensions that exclude the last."""
+
+    op: str
+    """sum, mean, max, min, argmax or argmin (amax and amin are max and min)."""
+    first: int
+    """The first reduced dimension (non-negative)."""
+    count: int
+    """How many adjacent dimensions are reduced."""
+    keepdim: bool
+    out_dtype: str
+
+
+def _dims(dim: Any, rank: int) -> tuple[int, int] | None:
+    """(first, count) for adjacent dims that leave the last one alone, else None."""
+    dims = sorted(d % rank for d in (dim if isinstance(dim, (tuple, list)) else [dim]) if isinstance(d, int))
+    if not dims or len(dims) != (len(dim) if isinstance(dim, (tuple, list)) else 1):
+        return None
+    if dims != list(range(dims[0], dims[0] + len(dims))) or dims[-1] == rank - 1:
+        return None
+    return dims[0], len(dims)
+
+
+def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> DimReduction | None:
+    """The reduction if the graph is exactly one reduction of its only input over dimensions other
+    than the last (then maybe ``[0]`` or ``.values``), else None (the row templates may take it)."""
+    calls = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output")]
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    if len(inputs) != 1 or not isinstance(inputs[0], torch.Tensor) or not calls or len(calls) > 2:
+        return None
+    node = calls[0]
+    name = TARGETS.get(node.target) if node.op == "call_function" else (
+        str(node.target) if node.op == "call_method" and node.target in OPS else None)
+    if name is None or node.args[:1] != (placeholders[0],):
+        return None
+    x = inputs[0]
+    dim = node.kwargs.get("dim", node.args[1] if len(node.args) > 1 else None)
+    keepdim = node.kwargs.get("keepdim", node.args[2] if len(node.args) > 2 else False)
+    found = _dims(dim, x.dim()) if dim is not None and x.dim() >= 2 else None
+    if found is None or not isinstance(keepdim, bool) or node.kwargs.get("dtype") is not None:
+        return None
+    if name in ("max", "min"):
+        # torch.max(x, dim) gives (values, indices): covered when only the values are used
+        if len(calls) != 2 or not _takes_values(calls[1], node):
+            raise CannotCover(f"`{name}` over dim {dim} with its indices used; covered: the values")
+    elif len(calls) != 1:
+        return None
+    if x.dtype not in (torch.float32, torch.bfloat16, torch.float16):
+        raise CannotCover(f"`{name}` over dim {dim} of a {x.dtype} tensor (covered: fp32, bf16, fp16)")
+    op = OPS[name]
+    out_dtype = "int64" if op.startswith("arg") else str(x.dtype).removeprefix("torch.")
+    return DimReduction(op=op, first=found[0], count=found[1], keepdim=keepdim, out_dtype=out_dtype)
+
+
+def _takes_values(node: torch.fx.Node, of: torch.fx.Node) -> bool:
+    import operator
+
+    if node.args[:1] != (of,):
+        return False
+    return (node.target is operator.getitem and node.args[1] == 0) or (
+        node.target is getattr and node.args[1] == "values")
+
+
+KERNEL = '''@triton.jit
+def dim_reduce_kernel(x_ptr, out_ptr, R, INNER, BLOCK_R: tl.constexpr, BLOCK_I: tl.constexpr,
+                      EVEN_I: tl.constexpr, WIDE: tl.constexpr):
+    # Program p: inner positions [i * BLOCK_I, (i + 1) * BLOCK_I) of outer index o (p = o * blocks + i),
+    # reduced over the R rows between them. Reads R x INNER elements per outer index once; writes
+    # INNER values. One grid axis: an outer count past 65535 still launches.
+    blocks = tl.cdiv(INNER, BLOCK_I)
+    inner = (tl.program_id(0) % blocks) * BLOCK_I + tl.arange(0, BLOCK_I)
+    inner_ok = inner < INNER
+    outer = tl.program_id(0) // blocks
+    rs = tl.arange(0, BLOCK_R)
+    if WIDE:
+        outer = outer.to(tl.int64)
+        rs = rs.to(tl.int64)
+    base = x_ptr + outer * R * INNER
+{init}
+    for r0 in range(0, R, BLOCK_R):
+        r = r0 + rs
+        if EVEN_I:
+            mask = (r < R)[:, None]
+        else:
+            mask = (r < R)[:, None] & inner_ok[None, :]
+        tile = tl.load(base + r[:, None] * INNER + inner[None, :], mask=mask, other={other}).to(tl.float32)
+{step}
+{finish}
+    tl.store(out_ptr + outer * INNER + inner, result.to(out_ptr.dtype.element_ty), mask=inner_ok)
+'''
+
+PARTS = {
+    "sum": ("    acc = tl.zeros((BLOCK_R, BLOCK_I), dtype=tl.float32)", "0.0",
+            "        acc += tile",
+            "    result = tl.sum(acc, axis=0)"),
+    "max": ("    acc = tl.full((BLOCK_R, BLOCK_I), float(\"-inf\"), dtype=tl.float32)", "float(\"-inf\")",
+            "        acc = tl.where((tile > acc) | (tile != tile), tile, acc)  # NaN sticks, as in torch",
+            "    nan = tl.max((acc != acc).to(tl.int32), axis=0) > 0\n"
+            "    result = tl.where(nan, float(\"nan\"), tl.max(acc, axis=0))"),
+    "argmax": ("    best = tl.full((BLOCK_R, BLOCK_I), float(\"-inf\"), dtype=tl.float32)\n"
+               "    at = tl.zeros((BLOCK_R, BLOCK_I), dtype=tl.int64)", "float(\"-inf\")",
+               "        # strictly better only: a lane keeps its first row of the best value; NaN wins, as in torch\n"
+               "        take = (tile > best) | ((tile != tile) & (best == best))\n"
+               "        best = tl.where(take, tile, best)\n"
+               "        at = tl.where(take, r[:, None].to(tl.int64) + tl.zeros_like(at), at)",
+               "    nan_lane = best != best\n"
+               "    nan = tl.max(nan_lane.to(tl.int32), axis=0) > 0\n"
+               "    top = tl.max(tl.where(nan_lane, float(\"-inf\"), best), axis=0)\n"
+               "    winner = tl.where(nan[None, :], nan_lane, best == top[None, :])\n"
+               "    # the first row among the lanes holding the best value\n"
+               "    result = tl.min(tl.where(winner, at, R), axis=0)"),
+}
+
+
+def _parts(op: str) -> tuple[str, str, str, str]:
+    if op == "mean":
+        init, other, step, finish = PARTS["sum"]
+        return init, other, step, finish + " / R"
+    if op in ("min", "argmin"):
+        # the mirror image of max: compare the other way, start from +inf
+        init, other, step, finish = PARTS[op.replace("min", "max")]
+        swap = {"-inf": "inf", "tile > acc": "tile < acc", "tile > best": "tile < best", "tl.max(acc": "tl.min(acc",
+                "tl.where(nan_lane, float(\"-inf\")": "tl.where(nan_lane, float(\"inf\")",
+                "top = tl.max(": "top = tl.min("}
+        for old, new in swap.items():
+            init, other, step, finish = (s.replace(old, new) for s in (init, other, step, finish))
+        return init, other, step, finish
+    return PARTS[op]
+
+
+def kernel(reduction: DimReduction) -> str:
+    init, other, step, finish = _parts(reduction.op)
+    if reduction.out_dtype == "bfloat16" and reduction.op in ("sum", "mean"):
+        finish += "\n    result = round_to_bf16(result)"
+    return KERNEL.format(init=init, other=other, step=step, finish=finish)
+
+
+def forward(reduction: DimReduction, name: str, params: dict[str, Any]) -> str:
+    """``ModelNew.forward``: the [outer, reduced, inner] view, the output's shape, the launch."""
+    first, last = reduction.first, reduction.first + reduction.count
+    kept = f"(*{name}.shape[:{first}], {', '.join(['1'] * reduction.count)}, *{name}.shape[{last}:])" \
+        if reduction.keepdim else f"(*{name}.shape[:{first}], *{name}.shape[{last}:])"
+    body = [f"{name} = {name}.contiguous()",
+            f"outer = {name}.shape[:{first}].numel()",
+            f"reduced = {name}.shape[{first}:{last}].numel()",
+            f"inner = {name}.shape[{last}:].numel()",
+            f"out = torch.empty({kept}, dtype=torch.{reduction.out_dtype}, device={name}.device)",
+            f"BLOCK_R, BLOCK_I = {params['BLOCK_R']}, {params['BLOCK_I']}",
+            "if out.numel() and reduced:",
+            "    dim_reduce_kernel[(triton.cdiv(inner, BLOCK_I) * outer,)](",
+            f"        {name}, out, reduced, inner, BLOCK_R=BLOCK_R, BLOCK_I=BLOCK_I, EVEN_I=inner % BLOCK_I == 0,",
+            f"        WIDE={name}.numel() >= 2**31, num_warps={params['num_warps']})",
+            "return out"]
+    return f"def forward(self, {name}):\n" + "\n".join("    " + line for line in body) + "\n"
+
+
+def seeds(reduction: DimReduction, inner: int) -> list[tuple[dict[str, Any], str]]:
+    """Tiles that keep 16 to 32 fp32 partials per thread; wide inner runs first where the inner size
+    allows (whole 512-byte lines per row of the tile)."""
+    out = []
+    for block_r, block_i, warps in ((8, 256, 4), (32, 64, 4), (16, 128, 8), (4, 512, 8)):
+        if block_i > 2 * max(inner, 16) and block_i > 64:
+            continue
+        out.append(({"BLOCK_R": block_r, "BLOCK_I": block_i, "num_warps": warps},
+                    f"seed: {block_r} reduced rows x {block_i} inner positions per step"))
+    return out
