@@ -114,6 +114,18 @@ CASES = [
      "torch.randn(2, 9, 11, 37)", "DTYPE = torch.float16"),
     ("dim-sum-bf16", "        pass", "        return torch.sum(x, 1)", "torch.randn(4, 300, 33)",
      "DTYPE = torch.bfloat16"),
+    ("l2-normalise", "        pass", "        return x / torch.norm(x, p=2, dim=1, keepdim=True)", "torch.randn(6, {cols})",
+     ""),
+    ("batchnorm-eval-bf16", "        self.bn = nn.BatchNorm2d(5)\n        with torch.no_grad():\n"
+     "            self.bn.running_mean.uniform_(-1, 1)\n            self.bn.running_var.uniform_(0.5, 2)\n"
+     "            self.bn.weight.uniform_(0.5, 1.5)\n            self.bn.bias.uniform_(-1, 1)",
+     "        return torch.relu(self.bn(x))", "torch.randn(2, 5, 3, {cols})", "DTYPE = torch.bfloat16"),
+    ("batchnorm1d-features", "        self.bn = nn.BatchNorm1d(n)\n        with torch.no_grad():\n"
+     "            self.bn.running_var.uniform_(0.5, 2)", "        return self.bn(x) * 2.0", "torch.randn(7, {cols})",
+     ""),
+    ("linear-scalar-params-min", "        self.fc = nn.Linear(n, 24)\n"
+     "        self.s = nn.Parameter(torch.tensor([1.5]))\n        self.c = nn.Parameter(torch.tensor(0.25))",
+     "        return torch.min(self.fc(x) * self.s, self.c) - self.c", "torch.randn(5, {cols})", ""),
     ("matmul-inputs-transposed-a", "        pass", "        return torch.matmul(x.T, y)",
      "torch.randn({cols}, 33), torch.randn({cols}, 40)", ""),
     ("matmul-inputs-triu-bf16", "        pass", "        return torch.triu(x @ y.t(), diagonal=1)",
@@ -130,7 +142,7 @@ SLOW_CASES = {"flat-gelu-tanh", "chunk-glu-bf16", "layernorm-module-bf16", "var-
               "mlp-two-stages-bf16", "chain-methods-bf16", "two-inputs-fp16", "log-softmax-bf16",
               "attention-scaled-fp32", "linear-residual-bf16", "matmul-inputs-matrix-vector",
               "matmul-param-transposed-tril", "linear-softmax-tail-bf16", "linear-sigmoid-sum-tail",
-              "dim-mean-keepdim-fp16", "dim-sum-bf16"}
+              "dim-mean-keepdim-fp16", "dim-sum-bf16", "batchnorm1d-features"}
 """Cases the default run leaves to ``make test-all``: each has a sibling of the same family that runs."""
 
 

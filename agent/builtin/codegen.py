@@ -145,6 +145,8 @@ class Emitter:
             n = operand.name
             return (f"tl.load({n}_ptr + (rows // {n}_div) % {n}_mod, mask=row_ok, other=0.0).to(tl.float32)"
                     "[:, None]")
+        if operand.kind == "scalar":
+            return f"tl.load({operand.name}_ptr).to(tl.float32)"
         if operand.kind == "col":
             # Every row reads the same parameters: keep them in L2.
             return (f"tl.load({operand.name}_ptr + cols, mask=col_ok, other=0.0, eviction_policy=\"evict_last\")"

@@ -28,7 +28,8 @@ class CannotCover(Exception):
 
 @dataclass
 class Operand:
-    """A tensor the kernel reads: a forward input (``row``) or a parameter of shape ``[cols]`` (``col``)."""
+    """A tensor the kernel reads: a forward input (``row``), a parameter of shape ``[cols]`` (``col``),
+    one per channel (``channel``) or a single value (``scalar``)."""
 
     name: str
     source: str
@@ -299,6 +300,11 @@ class _Lowering:
             self.operands.append(operand)
             self.values[node.name] = self.add("load", [operand.name, 0], "row", *self.rounding_of(value))
             return
+        if value.numel() == 1:  # one value for every element, read once per program
+            operand = Operand(name=f"p{len(self.operands)}", source=f"self.{node.target}", kind="scalar")
+            self.operands.append(operand)
+            self.values[node.name] = self.add("load", [operand.name, 0], "col", *self.rounding_of(value))
+            return
         if value.dim() == 0 or value.numel() != self.cols or value.shape[-1] != self.cols:
             raise CannotCover(f"parameter `{node.target}` has shape {list(value.shape)}; the templates read "
                               f"parameters with one value per column ({self.cols}) or per channel")
@@ -350,6 +356,15 @@ class _Lowering:
             centred = self.add("sub", [src, mean], "elem")
             squares = self.add("sum", [self.add("mul", [centred, centred], "elem")], "row")
             result = self.add("div", [squares, f"(n_cols - {float(correction)!r})"], "row", out_dtype, low)
+        elif kind == "norm":
+            magnitude = self.add("abs", [src], "elem")
+            if extra["p"] == 2.0:
+                result = self.add("sqrt", [self.add("sum", [self.add("mul", [src, src], "elem")], "row")], "row",
+                                  out_dtype, low)
+            elif extra["p"] == 1.0:
+                result = self.add("sum", [magnitude], "row", out_dtype, low)
+            else:
+                result = self.add("max", [magnitude], "row", out_dtype, low)
         elif kind == "logsumexp":
             # max + log(sum(exp(x - max))): no exp overflows, as in torch
             top = self.add("max", [src], "row")
@@ -417,6 +432,39 @@ class _Lowering:
                 out = self.add(op, [out, value], "elem")
             self.nodes[-1].round_to = low
             self.nodes[-1].dtype = dtype
+        self.values[node.name] = out
+
+    def batch_norm(self, node: torch.fx.Node, sub: nn.Module, x: Any) -> None:
+        """BatchNorm at inference (the judge runs the reference in eval mode): pointwise, with the
+        running statistics and the affine parameters read per channel (dimension 1)."""
+        src = self.arg(x)
+        rank = len(self.elem_shape())
+        if self.level(src) != "elem" or rank < 2:
+            raise CannotCover(f"`{node.name}`: BatchNorm of something that is not per element")
+        if sub.training or sub.running_mean is None:
+            raise CannotCover("BatchNorm with batch statistics (training mode or no running statistics)")
+        self.ops.append("batch_norm")
+        dtype, low = self.rounding(node)
+
+        def per_channel(what: str) -> str:
+            value = getattr(sub, what)
+            source = f"self.{node.target}.{what}"
+            if rank == 2:  # [N, C]: the channel is the last dimension
+                operand = Operand(name=f"p{len(self.operands)}", source=source, kind="col")
+            else:
+                operand = Operand(name=f"p{len(self.operands)}", source=source, kind="channel",
+                                  channel_dim=1 - rank)
+            self.operands.append(operand)
+            return self.add("load", [operand.name, 0], "col" if rank == 2 else "row", *self.rounding_of(value))
+
+        # eager normalises in fp32 and rounds once, at the end
+        level = "col" if rank == 2 else "row"
+        scale = self.add("rsqrt", [self.add("add", [per_channel("running_var"), float(sub.eps)], level)], level)
+        out = self.add("mul", [self.add("sub", [src, per_channel("running_mean")], "elem"), scale], "elem")
+        if sub.weight is not None:
+            out = self.add("mul", [out, per_channel("weight")], "elem")
+            out = self.add("add", [out, per_channel("bias")], "elem")
+        self.nodes[-1].round_to, self.nodes[-1].dtype = low, dtype
         self.values[node.name] = out
 
     def lower(self) -> Program:
@@ -501,6 +549,8 @@ class _Lowering:
                 return self.composite(node, kind, args[0], {"dim": sub.dim})
             if isinstance(sub, nn.LayerNorm):
                 return self.composite(node, "layer_norm", args[0], self._norm_params(node, sub, ("weight", "bias")))
+            if isinstance(sub, nn.modules.batchnorm._BatchNorm):
+                return self.batch_norm(node, sub, args[0])
             if type(sub).__name__ == "RMSNorm" and hasattr(sub, "normalized_shape"):
                 return self.composite(node, "rms_norm", args[0], self._norm_params(node, sub, ("weight",)))
             raise CannotCover(f"no template for the module `{target}` ({type(sub).__name__})")
@@ -572,6 +622,8 @@ class _Lowering:
             else:
                 self.values[node.name] = self.add("cast", [src], self.level(src), dtype, low)
             return
+        if (method and name == "norm") or (not method and target in (torch.norm, torch.linalg.vector_norm)):
+            return self._norm(node, args, kwargs, vector=not method and target is torch.linalg.vector_norm)
         if (method and name in REDUCE_METHODS) or (not method and target in REDUCE_TARGETS):
             kind = REDUCE_METHODS[name] if method else REDUCE_TARGETS[target]
             dim = kwargs.get("dim", args[1] if len(args) > 1 else None)
@@ -580,8 +632,8 @@ class _Lowering:
                 raise CannotCover(f"`{kind}` with a dtype argument is not covered")
             if kind in ("max", "min") and dim is None:
                 raise CannotCover(f"`{kind}` over the whole tensor is not covered")
-            if kind in ("max", "min") and isinstance(dim, torch.fx.Node):
-                raise CannotCover(f"`{kind}` of two tensors is not covered (use maximum/minimum)")
+            if kind in ("max", "min") and isinstance(dim, torch.fx.Node):  # torch.min(a, b): elementwise
+                return self.elementwise(node, "maximum" if kind == "max" else "minimum", [args[0], dim])
             extra = {"unbiased": kwargs.get("unbiased", True), "correction": kwargs.get("correction")}
             return self.reduce(node, kind, args[0], dim, keepdim, extra)
         if (method and name in ("softmax", "log_softmax")) or (not method and target in ROW_FUNCTIONS):
@@ -596,6 +648,18 @@ class _Lowering:
                 extra[what] = kwargs.get(what, args[2 + i] if len(args) > 2 + i else None)
             return self.composite(node, kind, args[0], extra)
         raise CannotCover(f"no template for `{name}`")
+
+    def _norm(self, node: torch.fx.Node, args: list[Any], kwargs: dict[str, Any], vector: bool) -> None:
+        """``torch.norm``, ``Tensor.norm`` and ``torch.linalg.vector_norm`` over one dimension, p in 1, 2, inf."""
+        order = kwargs.get("ord" if vector else "p", args[1] if len(args) > 1 else (2 if vector else "fro"))
+        dim = kwargs.get("dim", args[2] if len(args) > 2 else None)
+        keepdim = bool(kwargs.get("keepdim", args[3] if len(args) > 3 else False))
+        if order == "fro" and dim is not None and not isinstance(dim, (list, tuple)):
+            order = 2  # the Frobenius norm of a vector is its 2-norm
+        if order not in (1, 2, math.inf) or kwargs.get("dtype") is not None:
+            raise CannotCover(f"norm with p={order!r}{' and a dtype' if kwargs.get('dtype') else ''} "
+                              "(covered: 1, 2, inf over one dimension)")
+        return self.reduce(node, "norm", args[0], dim, keepdim, {"p": float(order)})
 
     def _norm_params(self, node: torch.fx.Node, sub: nn.Module, names: tuple[str, ...]) -> dict[str, Any]:
         extra: dict[str, Any] = {"normalized_shape": tuple(sub.normalized_shape), "eps": sub.eps}
