@@ -150,8 +150,15 @@ def test_a_convolution_stays_in_torch_only_where_the_task_allows_it(tmp_path: Pa
     assert "(torch)" in recognise(load_task("conv_relu_scale", "small")).ops[0]
     strict = tmp_path / "strict_conv.py"
     strict.write_text(source.replace("ALLOW_PARTIAL = True", "ALLOW_PARTIAL = False"))
-    with pytest.raises(CannotCover, match="Conv2d"):
-        recognise(load_task(str(strict), "small"))
+    plan = recognise(load_task(str(strict), "small"))
+    assert plan.kind == "conv" and plan.ops[0] == "conv2d" and "relu" in plan.ops
+    # channels at the size being optimised, not the small size the plan was traced at
+    assert "128->128" in recognise(load_task(str(strict), "full")).describe()
+    reduced = tmp_path / "conv_then_sum.py"
+    reduced.write_text(source.replace("ALLOW_PARTIAL = True", "ALLOW_PARTIAL = False")
+                       .replace("return torch.relu(y + self.bias) * self.scale + x", "return y.sum(dim=-1)"))
+    with pytest.raises(CannotCover, match="after a convolution"):
+        recognise(load_task(str(reduced), "small"))
 
 
 @pytest.mark.parametrize(("forward", "words"), [

@@ -126,6 +126,15 @@ CASES = [
     ("linear-scalar-params-min", "        self.fc = nn.Linear(n, 24)\n"
      "        self.s = nn.Parameter(torch.tensor([1.5]))\n        self.c = nn.Parameter(torch.tensor(0.25))",
      "        return torch.min(self.fc(x) * self.s, self.c) - self.c", "torch.randn(5, {cols})", ""),
+    ("conv2d-strided-bias-relu", "        self.conv = nn.Conv2d(3, 20, 3, stride=2, padding=1)\n"
+     "        self.s = nn.Parameter(torch.rand(20, 1, 1) + 0.5)", "        return torch.relu(self.conv(x)) * self.s",
+     "torch.randn(2, 3, 9, 11)", ""),
+    ("conv2d-depthwise-bf16", "        self.conv = nn.Conv2d(6, 6, (3, 5), padding=(1, 2), groups=6, bias=False)",
+     "        return F.gelu(self.conv(x))", "torch.randn(2, 6, 7, 13)", "DTYPE = torch.bfloat16"),
+    ("conv1d-dilated-grouped", "        self.conv = nn.Conv1d(8, 12, 3, dilation=2, groups=4)",
+     "        return self.conv(x) - 0.5", "torch.randn(3, 8, 40)", ""),
+    ("conv3d-residual-fp16", "        self.conv = nn.Conv3d(4, 4, 3, padding=1)", "        return self.conv(x) + x",
+     "torch.randn(2, 4, 5, 6, 7)", "DTYPE = torch.float16"),
     ("matmul-inputs-transposed-a", "        pass", "        return torch.matmul(x.T, y)",
      "torch.randn({cols}, 33), torch.randn({cols}, 40)", ""),
     ("matmul-inputs-triu-bf16", "        pass", "        return torch.triu(x @ y.t(), diagonal=1)",

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from kernelevo.agent.archive import best, select_parents
-from kernelevo.agent.builtin import dimreduce, matmul
+from kernelevo.agent.builtin import conv, dimreduce, matmul
 from kernelevo.agent.builtin.codegen import online_pairs, splittable
 from kernelevo.agent.builtin.recognize import Plan, recognise
 from kernelevo.agent.builtin.templates import MAX_REGISTER_BLOCK, STRATEGIES, WHY_STRATEGY, render
@@ -28,7 +28,7 @@ STEPS: dict[str, list[int]] = {
     "BLOCK_R": [1, 2, 4, 8, 16, 32, 64],
     "BLOCK_C": [64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384],
     "num_warps": [1, 2, 4, 8, 16, 32],
-    "BLOCK_M": [32, 64, 128, 256],
+    "BLOCK_M": [32, 64, 128, 256, 512, 1024],
     "BLOCK_N": [32, 64, 128, 256],
     "BLOCK_K": [16, 32, 64, 128],
     "GROUP_M": [1, 4, 8, 16],
@@ -44,6 +44,7 @@ MUTATION_ORDER: dict[str, tuple[str, ...]] = {
     "matmul": ("BLOCK_N", "BLOCK_M", "num_stages", "BLOCK_K", "num_warps", "GROUP_M", "SPLIT_K"),
     "attention": ("BLOCK_N", "BLOCK_M", "num_stages", "num_warps"),
     "dim_reduce": ("BLOCK_I", "BLOCK_R", "num_warps"),
+    "conv": ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages"),
 }
 """The order in which parameters are stepped, per kind; other kinds follow :data:`STEPS`."""
 ELEMENTS_PER_THREAD = 8
@@ -218,6 +219,8 @@ def _seeds(plan: Plan) -> list[tuple[str, dict[str, Any], str]]:
             for at, seed in zip((1, 3), tma, strict=False):
                 out.insert(at, seed)
         return out
+    if plan.kind == "conv":
+        return conv.seeds(plan.extra["conv"], plan.dtype)
     if plan.kind == "dim_reduce":
         return [("strided", params, why) for params, why in dimreduce.seeds(plan.extra["reduction"],
                                                                              plan.extra["inner"])]

@@ -20,7 +20,7 @@ import torch
 import torch.fx
 import torch.nn.functional as F
 
-from kernelevo.agent.builtin import dimreduce, matmul
+from kernelevo.agent.builtin import conv, dimreduce, matmul
 from kernelevo.agent.builtin.lower import CannotCover, Program, lower, trace
 from kernelevo.tasks.loader import import_task_module
 from kernelevo.tasks.task import Task
@@ -35,7 +35,7 @@ class Plan:
     """What the built-in policy will generate for a task."""
 
     kind: str
-    """pointwise, row, dim_reduce, cross_entropy, matmul or attention."""
+    """pointwise, row, dim_reduce, conv, cross_entropy, matmul or attention."""
     program: Program | None
     init: str
     """``ModelNew.__init__``: the reference's own, so that parameters are created identically."""
@@ -60,6 +60,8 @@ class Plan:
             causal = "causal " if self.extra["causal"] else ""
             return (f"{causal}attention, sequence {self.extra['seq']}, head dim {self.extra['head_dim']}, "
                     f"{self.rows // self.extra['seq']} heads in all, {self.dtype}")
+        if self.kind == "conv":
+            return f"{conv.describe(self.extra['conv'])}, {self.dtype}"
         if self.kind == "dim_reduce":
             r = self.extra["reduction"]
             dims = f"dim {r.first}" if r.count == 1 else f"dims {r.first}-{r.first + r.count - 1}"
@@ -151,6 +153,17 @@ def _full_shapes(task: Task) -> list[tuple[int, ...]]:
     with torch.device("meta"):
         inputs = module.get_inputs()
     return [tuple(x.shape) for x in inputs if isinstance(x, torch.Tensor)]
+
+
+def _full_model(task: Task) -> torch.nn.Module | None:
+    """The reference model at the size being optimised, on the meta device (nothing allocated), or
+    None where it cannot be built there."""
+    try:
+        module = import_task_module(task.path, task.size)
+        with torch.device("meta"):
+            return module.Model(*module.get_init_inputs())
+    except Exception:  # keep the small sizes: they only describe the plan
+        return None
 
 
 def _full_weight_shapes(task: Task, stages: list[matmul.Stage], shapes: dict[str, tuple[int, ...]]) -> None:
@@ -279,6 +292,16 @@ def recognise(task: Task) -> Plan:
         return Plan(kind="attention", program=None, init=init, imports=imports, rows=b * h * seq, cols=d,
                     dtype=dtype, ops=["scaled_dot_product_attention"], inputs=names,
                     extra={**attention, "seq": seq, "head_dim": d})
+    convolution = None if task.allow_partial else conv.recognise(gm, inputs)
+    if convolution is not None:
+        full = _full_model(task)
+        if full is not None:
+            conv.full_size(convolution, full)
+        # rows: output pixels over the batch, cols: output channels (the implicit GEMM's M and N)
+        return Plan(kind="conv", program=None, init=init, imports=imports, rows=rows, cols=convolution.out_channels,
+                    dtype=dtype, ops=[f"conv{convolution.dims}d"] + (convolution.epilogue.ops
+                                                                   if convolution.epilogue else []),
+                    inputs=names, extra={"conv": convolution})
     if any(matmul._linear(gm, n) is not None for n in gm.graph.nodes if n.op.startswith("call")):
         stages = matmul.lower_chain(model, inputs)
         by_name = dict(zip(names, shapes, strict=False)) if len(shapes) == len(names) else {}

@@ -10,13 +10,14 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-from kernelevo.agent.builtin import codegen, dimreduce, matmul
+from kernelevo.agent.builtin import codegen, conv, dimreduce, matmul
 from kernelevo.agent.builtin.recognize import Plan
 
 STRATEGIES = {
     "pointwise": ["tiled"],
     "row": ["registers", "looped", "split"],
     "dim_reduce": ["strided"],
+    "conv": ["implicit_gemm", "direct"],
     "cross_entropy": ["looped"],
     "matmul": ["gemm", "gemm_tma"],
     "attention": ["flash"],
@@ -34,6 +35,11 @@ WHY_STRATEGY = {
     "strided": "the reduced dimension walked in place: each load is a run of contiguous inner elements, so the "
                "input is read once in whole lines with no transposed copy, and partials stay per lane until one "
                "final tree reduction",
+    "implicit_gemm": "the convolution as a tensor-core GEMM (output pixels x output channels over input "
+                     "channels x taps) whose input tiles are gathered from the image as the K loop goes, so the "
+                     "unfolded matrix never exists; the bias and the ops after it are applied in registers",
+    "direct": "one input channel per group: each program sums the unrolled taps for a block of output pixels "
+              "of one channel in fp32 registers, reading its input lines from L1; the epilogue fused",
     "gemm": "one tiled tensor-core GEMM per linear, with its bias and the ops after it applied to the fp32 "
             "accumulator in registers: the epilogue costs no extra pass over memory",
     "gemm_tma": "the GEMM on Hopper's tensor memory accelerator: whole tiles copied into shared memory by "
@@ -296,6 +302,17 @@ def render(plan: Plan, strategy: str, params: dict[str, Any], why: str) -> str:
             mean=reduction == "mean", loss_dtype=f"{logits}.dtype" if reduction == "none" else "torch.float32",
             **params)
         return head + CROSS_ENTROPY_KERNELS + _model(plan.init, forward)
+    if plan.kind == "conv":
+        convolution = plan.extra["conv"]
+        head = HEADER.format(title=f"A fused Triton convolution: {plan.describe()}.", strategy=strategy,
+                             params=shown, why=why, strategy_why=WHY_STRATEGY[strategy], imports=imports,
+                             bytes_note="the input about once (taps re-read from L1/L2), the weights once per "
+                                        "block of output pixels, and the output written once.")
+        body = conv.GEOMETRY + conv.kernel(convolution, strategy, params.get("precision"))
+        if "round_to_bf16" in body:
+            body = codegen.ROUND_TO_BF16 + "\n\n" + body
+        return (_with_interpreter_import(head) + body + codegen.INTERPRETED.format(kernel="conv_kernel")
+                + _model(plan.init, conv.forward(convolution, strategy, params)))
     if plan.kind == "dim_reduce":
         reduction = plan.extra["reduction"]
         head = HEADER.format(title=f"A Triton reduction: {plan.describe()}.", strategy=strategy, params=shown,

@@ -1,0 +1,404 @@
+"""Convolutions (``nn.Conv1d``, ``nn.Conv2d``, ``nn.Conv3d``: any stride, padding, dilation and
+groups) with the ops after them fused into the kernel's epilogue.
+
+Two kernels. ``implicit_gemm`` computes the convolution as the GEMM it is — output pixels x output
+channels, summed over input channels x kernel taps — without ever building the unfolded ("im2col")
+matrix: each K step decodes its (channel, tap) pairs and gathers the input tile straight from the
+NC(D)HW tensor, padding by masking, so the input is read from memory about once and reused from
+L1/L2 across the taps. ``direct`` is for convolutions whose groups hold one input channel each
+(depthwise): there the GEMM's K is just the taps, too short for tensor cores, so each program
+accumulates a block of output pixels of one channel with the taps unrolled at compile time.
+
+Every convolution is treated as 3-D (a 2-D one has depth 1, a 1-D one height 1 too): the sizes the
+compiler sees as constants collapse the unused loops. The bias and the epilogue (pointwise ops,
+per-channel parameters, a residual input of the output's shape) are applied to the fp32
+accumulator in registers, and the output is written once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.fx
+import torch.nn as nn
+
+from kernelevo.agent.builtin import codegen
+from kernelevo.agent.builtin.lower import CannotCover, Node, Program, lower
+
+CONV_MODULES = (nn.Conv1d, nn.Conv2d, nn.Conv3d)
+
+
+@dataclass
+class Conv:
+    """One convolution and what follows it, as the kernels need it."""
+
+    module: str
+    """The module's qualified name inside the model (``self.<module>``)."""
+    dims: int
+    in_channels: int
+    out_channels: int
+    groups: int
+    kernel: tuple[int, int, int]
+    stride: tuple[int, int, int]
+    padding: tuple[int, int, int]
+    dilation: tuple[int, int, int]
+    has_bias: bool
+    epilogue: Program | None
+    out_dtype: str
+    input: str
+    inputs: list[str]
+
+    @property
+    def per_group_in(self) -> int:
+        return self.in_channels // self.groups
+
+    @property
+    def per_group_out(self) -> int:
+        return self.out_channels // self.groups
+
+    @property
+    def taps(self) -> int:
+        return self.kernel[0] * self.kernel[1] * self.kernel[2]
+
+
+def _three(value: Any, dims: int, fill: int) -> tuple[int, int, int]:
+    values = tuple(value) if isinstance(value, (tuple, list)) else (value,) * dims
+    return (fill,) * (3 - dims) + tuple(int(v) for v in values)  # type: ignore[return-value]
+
+
+def _padding(sub: nn.Module) -> tuple[int, ...]:
+    if sub.padding == "valid":
+        return (0,) * len(sub.kernel_size)
+    if sub.padding == "same":
+        totals = [d * (k - 1) for d, k in zip(sub.dilation, sub.kernel_size, strict=True)]
+        if any(t % 2 for t in totals):
+            raise CannotCover("padding='same' with an even kernel extent (asymmetric padding) is not covered")
+        return tuple(t // 2 for t in totals)
+    return tuple(sub.padding)
+
+
+def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> Conv | None:
+    """The convolution plan if the graph starts with a convolution of an input, else None."""
+    calls = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output", "get_attr")]
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    if not calls or calls[0].op != "call_module":
+        return None
+    sub = gm.get_submodule(str(calls[0].target))
+    if not isinstance(sub, CONV_MODULES):
+        return None
+    node = calls[0]
+    if node.args[0] not in placeholders or len(node.args) != 1:
+        raise CannotCover("a convolution whose input is computed (covered: a convolution of an input)")
+    if sub.padding_mode != "zeros":
+        raise CannotCover(f"a convolution with padding_mode={sub.padding_mode!r} (covered: zeros)")
+    dims = len(sub.kernel_size)
+    x = inputs[placeholders.index(node.args[0])]
+    if not isinstance(x, torch.Tensor) or x.dim() != dims + 2:
+        raise CannotCover(f"a Conv{dims}d on an input without a batch dimension is not covered")
+    output = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+    chain = _chain(gm, node, output)
+    result = node.meta["tensor_meta"]
+    epilogue = _epilogue(gm, node, chain, inputs, placeholders)
+    last = chain[-1] if chain else node
+    out_dtype = str(last.meta["tensor_meta"].dtype).removeprefix("torch.")
+    if tuple(last.meta["tensor_meta"].shape) != tuple(result.shape):
+        raise CannotCover("the ops after the convolution change its shape (covered: pointwise ops)")
+    return Conv(module=str(node.target), dims=dims, in_channels=sub.in_channels, out_channels=sub.out_channels,
+                groups=sub.groups, kernel=_three(sub.kernel_size, dims, 1), stride=_three(sub.stride, dims, 1),
+                padding=_three(_padding(sub), dims, 0), dilation=_three(sub.dilation, dims, 1),
+                has_bias=sub.bias is not None, epilogue=epilogue, out_dtype=out_dtype, input=node.args[0].name,
+                inputs=[p.name for p in placeholders])
+
+
+def _chain(gm: torch.fx.GraphModule, conv: torch.fx.Node, output: Any) -> list[torch.fx.Node]:
+    """The nodes after the convolution, in order, up to the output."""
+    nodes = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output", "get_attr")]
+    chain = nodes[nodes.index(conv) + 1:]
+    if (chain[-1] if chain else conv) is not output:
+        raise CannotCover("the reference's output is not the convolution's result or what follows it")
+    return chain
+
+
+def _epilogue(gm: torch.fx.GraphModule, conv: torch.fx.Node, nodes: list[torch.fx.Node], inputs: list[Any],
+              placeholders: list[torch.fx.Node]) -> Program | None:
+    """The ops after the convolution as a pointwise program over its result (``acc``): parameters
+    per channel or single values, and inputs of the output's shape (a residual)."""
+    if not nodes:
+        return None
+    shape = tuple(conv.meta["tensor_meta"].shape)
+    graph = torch.fx.Graph()
+    env: dict[torch.fx.Node, torch.fx.Node] = {conv: graph.placeholder("acc")}
+    example = [torch.zeros(shape, dtype=conv.meta["tensor_meta"].dtype)]
+
+    def mapped(n: torch.fx.Node) -> torch.fx.Node:
+        if n in env:
+            return env[n]
+        if n.op == "get_attr":
+            env[n] = graph.get_attr(str(n.target))
+        elif n in placeholders and tuple(inputs[placeholders.index(n)].shape) == shape:
+            env[n] = graph.placeholder(n.name)
+            example.append(inputs[placeholders.index(n)])
+        else:
+            raise CannotCover(f"the ops after the convolution use `{n.name}`, which is not its result, a "
+                              "parameter or an input of the output's shape")
+        return env[n]
+
+    for node in nodes:
+        env[node] = graph.node_copy(node, mapped)
+    graph.output(env[nodes[-1]])
+    for node in reversed([n for n in graph.nodes if n.op == "placeholder" and n.target != "acc"]):
+        next(iter(graph.nodes)).append(node)  # placeholders first, the accumulator's first of all
+    program = lower(torch.fx.GraphModule(gm, graph), example)
+    if program.kind != "pointwise":
+        raise CannotCover("a reduction after a convolution is not covered")
+    rank = len(shape)
+    for operand in program.operands[1:]:
+        if operand.kind == "channel" and operand.channel_dim != 1 - rank:
+            raise CannotCover("a parameter after the convolution that varies along a spatial dimension")
+        if operand.kind == "col":
+            raise CannotCover("a parameter after the convolution with one value per position of its last "
+                              "dimension")
+    return program
+
+
+class _Emitter(codegen.Emitter):
+    """Epilogue statements on the [pixels, channels] accumulator tile: per-channel parameters are
+    read per column (``kout``), residual inputs at the output's own offsets."""
+
+    def load(self, node: Node) -> str:
+        operand = self.operands[node.args[0]]
+        if operand.kind == "channel":
+            return f"tl.load({operand.name}_ptr + kout, mask=col_ok, other=0.0).to(tl.float32)[None, :]"
+        if operand.kind == "row":
+            return f"tl.load({operand.name}_ptr + out_offsets, mask=mask, other=0.0).to(tl.float32)"
+        return super().load(node)
+
+
+def _epilogue_lines(conv: Conv) -> tuple[str, list[str], str]:
+    """(extra kernel parameters, epilogue statements, the result's name)."""
+    program = conv.epilogue
+    if program is None:
+        return "", [], "round_to_bf16(acc)" if conv.out_dtype == "bfloat16" else "acc"
+    em = _Emitter(program)
+    needed = em.deps(program.output)
+    lines = []
+    for node in program.nodes:
+        if node.name not in needed:
+            continue
+        if node.op == "load" and node.args[0] == program.operands[0].name:
+            lines.append(f"{node.name} = {codegen.rounded(node, 'acc')}")
+        else:
+            lines.append(em.statement(node))
+    params = "".join(f"{o.name}_ptr, " for o in program.operands[1:])
+    return params, lines, program.output
+
+
+IMPLICIT_GEMM = '''@triton.jit
+def conv_kernel(x_ptr, w_ptr, b_ptr, {params}out_ptr, BATCH, C_IN, D, H, W, OD, OH, OW, K_OUT,
+                CG: tl.constexpr, KG: tl.constexpr, KT: tl.constexpr, KR: tl.constexpr, KS: tl.constexpr,
+                ST: tl.constexpr, SR: tl.constexpr, SS: tl.constexpr, PT: tl.constexpr, PR: tl.constexpr,
+                PS: tl.constexpr, DT: tl.constexpr, DR: tl.constexpr, DS: tl.constexpr,
+                HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                WIDEN: tl.constexpr):
+    # Program (m, n, g): BLOCK_M output pixels x BLOCK_N output channels of group g. The GEMM's K is
+    # (input channel, tap): each step gathers a BLOCK_M x BLOCK_K tile of the input (zeros where a
+    # tap falls in the padding) and a BLOCK_K x BLOCK_N tile of the weights, and the tensor cores
+    # add their product to the fp32 accumulator.
+    pixels = OD * OH * OW
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    row_ok = rows < BATCH * pixels
+    n = rows // pixels
+    pix = rows % pixels
+    ow = pix % OW
+    oh = (pix // OW) % OH
+    od = pix // (OW * OH)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    col_ok = cols < KG
+    kout = tl.program_id(2) * KG + cols
+    KTOT: tl.constexpr = CG * KT * KR * KS
+    x_base = n.to(tl.int64) * C_IN * D * H * W + tl.program_id(2) * CG * D * H * W
+    d0 = od * ST - PT
+    h0 = oh * SR - PR
+    w0 = ow * SS - PS
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, KTOT, BLOCK_K):
+        ks = k0 + tl.arange(0, BLOCK_K)
+        k_ok = ks < KTOT
+        s = ks % KS
+        r = (ks // KS) % KR
+        t = (ks // (KS * KR)) % KT
+        c = ks // (KS * KR * KT)
+        di = d0[:, None] + (t * DT)[None, :]
+        hi = h0[:, None] + (r * DR)[None, :]
+        wi = w0[:, None] + (s * DS)[None, :]
+        inside = (di >= 0) & (di < D) & (hi >= 0) & (hi < H) & (wi >= 0) & (wi < W)
+        ok = row_ok[:, None] & k_ok[None, :] & inside
+        a = tl.load(x_ptr + x_base[:, None] + ((c[None, :] * D + di) * H + hi) * W + wi, mask=ok, other=0.0)
+        b = tl.load(w_ptr + kout[None, :] * KTOT + ks[:, None], mask=k_ok[:, None] & col_ok[None, :], other=0.0)
+        if WIDEN:
+            a = a.to(tl.float32)
+            b = b.to(tl.float32)
+        acc = tl.dot(a, b, acc{precision})
+{finish}'''
+
+DIRECT = '''@triton.jit
+def conv_kernel(x_ptr, w_ptr, b_ptr, {params}out_ptr, BATCH, C_IN, D, H, W, OD, OH, OW, K_OUT,
+                CG: tl.constexpr, KG: tl.constexpr, KT: tl.constexpr, KR: tl.constexpr, KS: tl.constexpr,
+                ST: tl.constexpr, SR: tl.constexpr, SS: tl.constexpr, PT: tl.constexpr, PR: tl.constexpr,
+                PS: tl.constexpr, DT: tl.constexpr, DR: tl.constexpr, DS: tl.constexpr,
+                HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr):
+    # Program p: BLOCK_M output pixels of one (image, output channel) plane. Its one input channel is
+    # read tap by tap (the taps unrolled at compile time); neighbouring taps hit the same lines in L1.
+    pixels = OD * OH * OW
+    blocks = tl.cdiv(pixels, BLOCK_M)
+    plane = tl.program_id(0) // blocks
+    pix = (tl.program_id(0) % blocks) * BLOCK_M + tl.arange(0, BLOCK_M)
+    row_ok = pix < pixels
+    n = plane // K_OUT + tl.zeros((BLOCK_M,), dtype=tl.int32)
+    kout = plane % K_OUT + tl.zeros((1,), dtype=tl.int32)
+    col_ok = kout < K_OUT
+    ow = pix % OW
+    oh = (pix // OW) % OH
+    od = pix // (OW * OH)
+    x_base = (plane // K_OUT).to(tl.int64) * C_IN * D * H * W + (plane % K_OUT) // KG * D * H * W
+    w_base = (plane % K_OUT) * (KT * KR * KS)
+    total = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    for t in tl.static_range(KT):
+        for r in tl.static_range(KR):
+            for s in tl.static_range(KS):
+                di = od * ST - PT + t * DT
+                hi = oh * SR - PR + r * DR
+                wi = ow * SS - PS + s * DS
+                ok = row_ok & (di >= 0) & (di < D) & (hi >= 0) & (hi < H) & (wi >= 0) & (wi < W)
+                value = tl.load(x_ptr + x_base + (di * H + hi) * W + wi, mask=ok, other=0.0).to(tl.float32)
+                tap = tl.load(w_ptr + w_base + (t * KR + r) * KS + s).to(tl.float32)
+                total += value * tap
+    acc = total[:, None]
+{finish}'''
+
+FINISH = '''    if HAS_BIAS:
+        acc += tl.load(b_ptr + kout, mask=col_ok, other=0.0).to(tl.float32)[None, :]
+    mask = row_ok[:, None] & col_ok[None, :]
+    out_offsets = (n.to(tl.int64) * K_OUT * pixels + pix)[:, None] + kout[None, :].to(tl.int64) * pixels
+    # Epilogue, on the fp32 accumulator while it is still in registers.
+{epilogue}
+    tl.store(out_ptr + out_offsets, {result}.to(out_ptr.dtype.element_ty), mask=mask)
+'''
+
+
+def kernel(conv: Conv, strategy: str, precision: str | None) -> str:
+    params, lines, result = _epilogue_lines(conv)
+    finish = FINISH.format(epilogue="\n".join("    " + line for line in lines) or "    pass", result=result)
+    if strategy == "direct":
+        return DIRECT.format(params=params, finish=finish)
+    precision_arg = f", input_precision=\"{precision}\"" if precision else ""
+    return IMPLICIT_GEMM.format(params=params, precision=precision_arg, finish=finish)
+
+
+GEOMETRY = '''def conv_geometry(conv, x, weight):
+    """A 1-, 2- or 3-D convolution's geometry as 3-D (missing leading dims are 1, or 0 for padding):
+    input size, kernel, stride, padding, dilation and output size, read from the module at run time."""
+    dims = weight.dim() - 2
+
+    def three(value, fill):
+        value = tuple(value) if isinstance(value, (tuple, list)) else (value,) * dims
+        return (fill,) * (3 - dims) + tuple(int(v) for v in value)
+
+    kernel = three(weight.shape[2:], 1)
+    if conv.padding == "same":
+        padding = three([d * (k - 1) // 2 for d, k in zip(conv.dilation, weight.shape[2:])], 0)
+    elif conv.padding == "valid":
+        padding = (0, 0, 0)
+    else:
+        padding = three(conv.padding, 0)
+    size, stride, dilation = three(x.shape[2:], 1), three(conv.stride, 1), three(conv.dilation, 1)
+    out = tuple((n + 2 * p - d * (k - 1) - 1) // s + 1
+                for n, k, s, p, d in zip(size, kernel, stride, padding, dilation))
+    return size, kernel, stride, padding, dilation, out
+
+
+'''
+
+
+def forward(conv: Conv, strategy: str, params: dict[str, Any]) -> str:
+    """``ModelNew.forward``: the geometry from the module and the tensors (not from the sizes the
+    plan was made at), the output, one launch."""
+    x, module = conv.input, f"self.{conv.module}"
+    body = [f"{x} = {x}.contiguous()",
+            f"weight = {module}.weight.contiguous()",
+            "(d, h, w), (kt, kr, ks), (st, sr, ss), (pt, pr, ps), (dt, dr, ds), (od, oh, ow) = conv_geometry(",
+            f"    {module}, {x}, weight)",
+            "k_out, cg = weight.shape[0], weight.shape[1]",
+            f"groups = {x}.shape[1] // cg",
+            f"out = torch.empty(({x}.shape[0], k_out, {', '.join(('od', 'oh', 'ow')[3 - conv.dims:])}), "
+            f"dtype=torch.{conv.out_dtype}, device={x}.device)"]
+    extra = ""
+    if conv.epilogue is not None:
+        sources = []
+        for o in conv.epilogue.operands[1:]:
+            if o.kind == "row":
+                body.append(f"{o.source} = {o.source}.contiguous()")
+            sources.append(o.source)
+        extra = "".join(s + ", " for s in sources)
+    bias = f"{module}.bias" if conv.has_bias else "weight"
+    constants = ("CG=cg, KG=k_out // groups, KT=kt, KR=kr, KS=ks, ST=st, SR=sr, SS=ss, PT=pt, PR=pr, PS=ps, "
+                 f"DT=dt, DR=dr, DS=ds, HAS_BIAS={conv.has_bias}")
+    sizes = f"{x}.shape[0], {x}.shape[1], d, h, w, od, oh, ow, k_out"
+    if strategy == "direct":
+        body += ["if cg != 1:",
+                 "    raise ValueError(f'the direct kernel takes one input channel per group, not {cg}')"]
+    body.append("if out.numel():")
+    if strategy == "direct":
+        grid = f"({x}.shape[0] * k_out * triton.cdiv(od * oh * ow, {params['BLOCK_M']}),)"
+        body += [f"    conv_kernel[{grid}](",
+                 f"        {x}, weight, {bias}, {extra}out, {sizes},",
+                 f"        {constants},",
+                 f"        BLOCK_M={params['BLOCK_M']}, num_warps={params['num_warps']})"]
+    else:
+        grid = (f"(triton.cdiv({x}.shape[0] * od * oh * ow, {params['BLOCK_M']}), "
+                f"triton.cdiv(k_out // groups, {params['BLOCK_N']}), groups)")
+        body += [f"    conv_kernel[{grid}](",
+                 f"        {x}, weight, {bias}, {extra}out, {sizes},",
+                 f"        {constants},",
+                 f"        BLOCK_M={params['BLOCK_M']}, BLOCK_N={params['BLOCK_N']}, BLOCK_K={params['BLOCK_K']}, "
+                 "WIDEN=INTERPRETED,",
+                 f"        num_warps={params['num_warps']}, num_stages={params['num_stages']})"]
+    body.append("return out")
+    return f"def forward(self, {', '.join(conv.inputs)}):\n" + "\n".join("    " + line for line in body) + "\n"
+
+
+def full_size(conv: Conv, model: nn.Module) -> None:
+    """Channels and groups at the size being optimised (``model``: built at that size, on the meta
+    device); the plan was recognised at the small size, which only describes it."""
+    sub = model.get_submodule(conv.module)
+    conv.in_channels, conv.out_channels, conv.groups = sub.in_channels, sub.out_channels, sub.groups
+
+
+def seeds(conv: Conv, dtype: str) -> list[tuple[str, dict[str, Any], str]]:
+    """Direct kernels first for one input channel per group; implicit-GEMM tiles sized to the
+    output channels per group (at least 16, the tensor cores' smallest)."""
+    out: list[tuple[str, dict[str, Any], str]] = []
+    if conv.per_group_in == 1:
+        for block, warps in ((256, 4), (512, 4), (1024, 8)):
+            out.append(("direct", {"BLOCK_M": block, "num_warps": warps},
+                        f"seed: {block} output pixels per program, taps unrolled"))
+    precision = {"precision": "tf32x3"} if dtype == "float32" else {}
+    block_n = max(16, min(128, 1 << max(conv.per_group_out - 1, 0).bit_length()))
+    block_k = 32 if conv.per_group_in * conv.taps >= 32 else 16
+    for bm, warps, stages in ((128, 4, 3), (64, 4, 3), (256, 8, 3)):
+        out.append(("implicit_gemm", {"BLOCK_M": bm, "BLOCK_N": block_n, "BLOCK_K": block_k, "num_warps": warps,
+                                      "num_stages": stages, **precision},
+                    f"seed: {bm} output pixels x {block_n} output channels per program, K steps of {block_k}"))
+    return out
+
+
+def describe(conv: Conv) -> str:
+    epilogue = f" + {', '.join(conv.epilogue.ops)}" if conv.epilogue is not None else ""
+    groups = f", {conv.groups} groups" if conv.groups > 1 else ""
+    kernel = "x".join(str(k) for k in conv.kernel[3 - conv.dims:])
+    return (f"Conv{conv.dims}d {conv.in_channels}->{conv.out_channels}, kernel {kernel}, stride "
+            f"{conv.stride[3 - conv.dims:]}, padding {conv.padding[3 - conv.dims:]}, dilation "
+            f"{conv.dilation[3 - conv.dims:]}{groups}{epilogue}")
+
