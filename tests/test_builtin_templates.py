@@ -135,6 +135,12 @@ CASES = [
      "        return self.conv(x) - 0.5", "torch.randn(3, 8, 40)", ""),
     ("conv3d-residual-fp16", "        self.conv = nn.Conv3d(4, 4, 3, padding=1)", "        return self.conv(x) + x",
      "torch.randn(2, 4, 5, 6, 7)", "DTYPE = torch.float16"),
+    ("maxpool2d-dilated-relu-bf16", "        self.pool = nn.MaxPool2d(3, stride=2, padding=1, dilation=2)",
+     "        return torch.relu(self.pool(x)) * 2.0", "torch.randn(2, 3, 11, 12)", "DTYPE = torch.bfloat16"),
+    ("avgpool3d", "        pass", "        return F.avg_pool3d(x, 2, stride=1, padding=1)",
+     "torch.randn(2, 3, 5, 6, 7)", ""),
+    ("avgpool1d-exclude-pad", "        self.pool = nn.AvgPool1d(4, stride=3, padding=2, count_include_pad=False)",
+     "        return self.pool(x)", "torch.randn(3, 5, 31)", ""),
     ("matmul-inputs-transposed-a", "        pass", "        return torch.matmul(x.T, y)",
      "torch.randn({cols}, 33), torch.randn({cols}, 40)", ""),
     ("matmul-inputs-triu-bf16", "        pass", "        return torch.triu(x @ y.t(), diagonal=1)",
@@ -151,7 +157,8 @@ SLOW_CASES = {"flat-gelu-tanh", "chunk-glu-bf16", "layernorm-module-bf16", "var-
               "mlp-two-stages-bf16", "chain-methods-bf16", "two-inputs-fp16", "log-softmax-bf16",
               "attention-scaled-fp32", "linear-residual-bf16", "matmul-inputs-matrix-vector",
               "matmul-param-transposed-tril", "linear-softmax-tail-bf16", "linear-sigmoid-sum-tail",
-              "dim-mean-keepdim-fp16", "dim-sum-bf16", "batchnorm1d-features"}
+              "dim-mean-keepdim-fp16", "dim-sum-bf16", "batchnorm1d-features", "avgpool1d-exclude-pad",
+              "conv1d-dilated-grouped", "l2-normalise"}
 """Cases the default run leaves to ``make test-all``: each has a sibling of the same family that runs."""
 
 

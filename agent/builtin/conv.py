@@ -98,9 +98,9 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> Conv | None:
     if not isinstance(x, torch.Tensor) or x.dim() != dims + 2:
         raise CannotCover(f"a Conv{dims}d on an input without a batch dimension is not covered")
     output = next(n for n in gm.graph.nodes if n.op == "output").args[0]
-    chain = _chain(gm, node, output)
+    chain = chain_after(gm, node, output)
     result = node.meta["tensor_meta"]
-    epilogue = _epilogue(gm, node, chain, inputs, placeholders)
+    epilogue = epilogue_program(gm, node, chain, inputs, placeholders, "convolution")
     last = chain[-1] if chain else node
     out_dtype = str(last.meta["tensor_meta"].dtype).removeprefix("torch.")
     if tuple(last.meta["tensor_meta"].shape) != tuple(result.shape):
@@ -112,7 +112,7 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> Conv | None:
                 inputs=[p.name for p in placeholders])
 
 
-def _chain(gm: torch.fx.GraphModule, conv: torch.fx.Node, output: Any) -> list[torch.fx.Node]:
+def chain_after(gm: torch.fx.GraphModule, conv: torch.fx.Node, output: Any) -> list[torch.fx.Node]:
     """The nodes after the convolution, in order, up to the output."""
     nodes = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output", "get_attr")]
     chain = nodes[nodes.index(conv) + 1:]
@@ -121,10 +121,11 @@ def _chain(gm: torch.fx.GraphModule, conv: torch.fx.Node, output: Any) -> list[t
     return chain
 
 
-def _epilogue(gm: torch.fx.GraphModule, conv: torch.fx.Node, nodes: list[torch.fx.Node], inputs: list[Any],
-              placeholders: list[torch.fx.Node]) -> Program | None:
-    """The ops after the convolution as a pointwise program over its result (``acc``): parameters
-    per channel or single values, and inputs of the output's shape (a residual)."""
+def epilogue_program(gm: torch.fx.GraphModule, conv: torch.fx.Node, nodes: list[torch.fx.Node], inputs: list[Any],
+                     placeholders: list[torch.fx.Node], what: str) -> Program | None:
+    """The ops after ``conv`` (a convolution or a pooling, ``what``) as a pointwise program over its
+    result (``acc``): parameters per channel or single values, and inputs of the output's shape (a
+    residual)."""
     if not nodes:
         return None
     shape = tuple(conv.meta["tensor_meta"].shape)
@@ -141,7 +142,7 @@ def _epilogue(gm: torch.fx.GraphModule, conv: torch.fx.Node, nodes: list[torch.f
             env[n] = graph.placeholder(n.name)
             example.append(inputs[placeholders.index(n)])
         else:
-            raise CannotCover(f"the ops after the convolution use `{n.name}`, which is not its result, a "
+            raise CannotCover(f"the ops after the {what} use `{n.name}`, which is not its result, a "
                               "parameter or an input of the output's shape")
         return env[n]
 
@@ -152,14 +153,13 @@ def _epilogue(gm: torch.fx.GraphModule, conv: torch.fx.Node, nodes: list[torch.f
         next(iter(graph.nodes)).append(node)  # placeholders first, the accumulator's first of all
     program = lower(torch.fx.GraphModule(gm, graph), example)
     if program.kind != "pointwise":
-        raise CannotCover("a reduction after a convolution is not covered")
+        raise CannotCover(f"a reduction after a {what} is not covered")
     rank = len(shape)
     for operand in program.operands[1:]:
         if operand.kind == "channel" and operand.channel_dim != 1 - rank:
-            raise CannotCover("a parameter after the convolution that varies along a spatial dimension")
+            raise CannotCover(f"a parameter after the {what} that varies along a spatial dimension")
         if operand.kind == "col":
-            raise CannotCover("a parameter after the convolution with one value per position of its last "
-                              "dimension")
+            raise CannotCover(f"a parameter after the {what} with one value per position of its last dimension")
     return program
 
 
@@ -176,11 +176,10 @@ class _Emitter(codegen.Emitter):
         return super().load(node)
 
 
-def _epilogue_lines(conv: Conv) -> tuple[str, list[str], str]:
+def epilogue_lines(program: Program | None, out_dtype: str) -> tuple[str, list[str], str]:
     """(extra kernel parameters, epilogue statements, the result's name)."""
-    program = conv.epilogue
     if program is None:
-        return "", [], "round_to_bf16(acc)" if conv.out_dtype == "bfloat16" else "acc"
+        return "", [], "round_to_bf16(acc)" if out_dtype == "bfloat16" else "acc"
     em = _Emitter(program)
     needed = em.deps(program.output)
     lines = []
@@ -193,6 +192,14 @@ def _epilogue_lines(conv: Conv) -> tuple[str, list[str], str]:
             lines.append(em.statement(node))
     params = "".join(f"{o.name}_ptr, " for o in program.operands[1:])
     return params, lines, program.output
+
+
+def epilogue_arguments(program: Program | None) -> tuple[list[str], str]:
+    """(forward lines that make residual inputs contiguous, the epilogue's launch arguments)."""
+    if program is None:
+        return [], ""
+    lines = [f"{o.source} = {o.source}.contiguous()" for o in program.operands[1:] if o.kind == "row"]
+    return lines, "".join(o.source + ", " for o in program.operands[1:])
 
 
 IMPLICIT_GEMM = '''@triton.jit
@@ -289,7 +296,7 @@ FINISH = '''    if HAS_BIAS:
 
 
 def kernel(conv: Conv, strategy: str, precision: str | None) -> str:
-    params, lines, result = _epilogue_lines(conv)
+    params, lines, result = epilogue_lines(conv.epilogue, conv.out_dtype)
     finish = FINISH.format(epilogue="\n".join("    " + line for line in lines) or "    pass", result=result)
     if strategy == "direct":
         return DIRECT.format(params=params, finish=finish)
@@ -334,14 +341,8 @@ def forward(conv: Conv, strategy: str, params: dict[str, Any]) -> str:
             f"groups = {x}.shape[1] // cg",
             f"out = torch.empty(({x}.shape[0], k_out, {', '.join(('od', 'oh', 'ow')[3 - conv.dims:])}), "
             f"dtype=torch.{conv.out_dtype}, device={x}.device)"]
-    extra = ""
-    if conv.epilogue is not None:
-        sources = []
-        for o in conv.epilogue.operands[1:]:
-            if o.kind == "row":
-                body.append(f"{o.source} = {o.source}.contiguous()")
-            sources.append(o.source)
-        extra = "".join(s + ", " for s in sources)
+    lines, extra = epilogue_arguments(conv.epilogue)
+    body += lines
     bias = f"{module}.bias" if conv.has_bias else "weight"
     constants = ("CG=cg, KG=k_out // groups, KT=kt, KR=kr, KS=ks, ST=st, SR=sr, SS=ss, PT=pt, PR=pr, PS=ps, "
                  f"DT=dt, DR=dr, DS=ds, HAS_BIAS={conv.has_bias}")

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from kernelevo.agent.archive import best, select_parents
-from kernelevo.agent.builtin import conv, dimreduce, matmul
+from kernelevo.agent.builtin import conv, dimreduce, matmul, pool
 from kernelevo.agent.builtin.codegen import online_pairs, splittable
 from kernelevo.agent.builtin.recognize import Plan, recognise
 from kernelevo.agent.builtin.templates import MAX_REGISTER_BLOCK, STRATEGIES, WHY_STRATEGY, render
@@ -221,6 +221,8 @@ def _seeds(plan: Plan) -> list[tuple[str, dict[str, Any], str]]:
         return out
     if plan.kind == "conv":
         return conv.seeds(plan.extra["conv"], plan.dtype)
+    if plan.kind == "pool":
+        return [("window", params, why) for params, why in pool.seeds()]
     if plan.kind == "dim_reduce":
         return [("strided", params, why) for params, why in dimreduce.seeds(plan.extra["reduction"],
                                                                              plan.extra["inner"])]

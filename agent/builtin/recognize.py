@@ -20,7 +20,7 @@ import torch
 import torch.fx
 import torch.nn.functional as F
 
-from kernelevo.agent.builtin import conv, dimreduce, matmul
+from kernelevo.agent.builtin import conv, dimreduce, matmul, pool
 from kernelevo.agent.builtin.lower import CannotCover, Program, lower, trace
 from kernelevo.tasks.loader import import_task_module
 from kernelevo.tasks.task import Task
@@ -35,7 +35,7 @@ class Plan:
     """What the built-in policy will generate for a task."""
 
     kind: str
-    """pointwise, row, dim_reduce, conv, cross_entropy, matmul or attention."""
+    """pointwise, row, dim_reduce, conv, pool, cross_entropy, matmul or attention."""
     program: Program | None
     init: str
     """``ModelNew.__init__``: the reference's own, so that parameters are created identically."""
@@ -60,6 +60,8 @@ class Plan:
             causal = "causal " if self.extra["causal"] else ""
             return (f"{causal}attention, sequence {self.extra['seq']}, head dim {self.extra['head_dim']}, "
                     f"{self.rows // self.extra['seq']} heads in all, {self.dtype}")
+        if self.kind == "pool":
+            return f"{pool.describe(self.extra['pool'])}, {self.dtype}"
         if self.kind == "conv":
             return f"{conv.describe(self.extra['conv'])}, {self.dtype}"
         if self.kind == "dim_reduce":
@@ -302,6 +304,11 @@ def recognise(task: Task) -> Plan:
                     dtype=dtype, ops=[f"conv{convolution.dims}d"] + (convolution.epilogue.ops
                                                                    if convolution.epilogue else []),
                     inputs=names, extra={"conv": convolution})
+    pooling = pool.recognise(gm, inputs)
+    if pooling is not None:
+        return Plan(kind="pool", program=None, init=init, imports=imports, rows=rows, cols=cols, dtype=dtype,
+                    ops=[f"{pooling.op}_pool{pooling.dims}d"] + (pooling.epilogue.ops if pooling.epilogue else []),
+                    inputs=names, extra={"pool": pooling})
     if any(matmul._linear(gm, n) is not None for n in gm.graph.nodes if n.op.startswith("call")):
         stages = matmul.lower_chain(model, inputs)
         by_name = dict(zip(names, shapes, strict=False)) if len(shapes) == len(names) else {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-from kernelevo.agent.builtin import codegen, conv, dimreduce, matmul
+from kernelevo.agent.builtin import codegen, conv, dimreduce, matmul, pool
 from kernelevo.agent.builtin.recognize import Plan
 
 STRATEGIES = {
@@ -18,6 +18,7 @@ STRATEGIES = {
     "row": ["registers", "looped", "split"],
     "dim_reduce": ["strided"],
     "conv": ["implicit_gemm", "direct"],
+    "pool": ["window"],
     "cross_entropy": ["looped"],
     "matmul": ["gemm", "gemm_tma"],
     "attention": ["flash"],
@@ -40,6 +41,9 @@ WHY_STRATEGY = {
                      "unfolded matrix never exists; the bias and the ops after it are applied in registers",
     "direct": "one input channel per group: each program sums the unrolled taps for a block of output pixels "
               "of one channel in fp32 registers, reading its input lines from L1; the epilogue fused",
+    "window": "each program pools a block of output positions of one plane with the window's taps unrolled; "
+              "neighbouring windows share input lines in L1, so the input is read about once; the epilogue "
+              "fused",
     "gemm": "one tiled tensor-core GEMM per linear, with its bias and the ops after it applied to the fp32 "
             "accumulator in registers: the epilogue costs no extra pass over memory",
     "gemm_tma": "the GEMM on Hopper's tensor memory accelerator: whole tiles copied into shared memory by "
@@ -302,6 +306,16 @@ def render(plan: Plan, strategy: str, params: dict[str, Any], why: str) -> str:
             mean=reduction == "mean", loss_dtype=f"{logits}.dtype" if reduction == "none" else "torch.float32",
             **params)
         return head + CROSS_ENTROPY_KERNELS + _model(plan.init, forward)
+    if plan.kind == "pool":
+        pooling = plan.extra["pool"]
+        head = HEADER.format(title=f"A fused Triton pooling: {plan.describe()}.", strategy=strategy, params=shown,
+                             why=why, strategy_why=WHY_STRATEGY[strategy], imports=imports,
+                             bytes_note="the input about once (overlapping windows re-read from L1) and the "
+                                        "output written once.")
+        body = pool.kernel(pooling)
+        if "round_to_bf16" in body:
+            head, body = _with_interpreter_import(head), codegen.ROUND_TO_BF16 + "\n\n" + body
+        return head + body + _model(plan.init, pool.forward(pooling, params))
     if plan.kind == "conv":
         convolution = plan.extra["conv"]
         head = HEADER.format(title=f"A fused Triton convolution: {plan.describe()}.", strategy=strategy,
