@@ -7,6 +7,9 @@ is skipped unless ``--redo``:
 - ``--mode coverage`` (any machine): does the built-in policy cover the file, unchanged, and if not,
   why. Each file is loaded and recognised in its own process, with a memory cap and a time limit: a
   file whose reference does not fit this machine at its own size says so, and never stops the sweep.
+- ``--mode cpu-judge`` (any machine): for each problem the coverage sweep covers, the first seed
+  rendered and judged by the harness under the Triton interpreter at the file's automatic small
+  size: is the strategist's candidate correct, and if not, why. No timing.
 - ``--mode optimize`` (a GPU): ``kernelevo optimize FILE --policy builtin`` with ``--max-evals``
   evaluations (``--quick``: 2), then the run's status: correct or not, the verified best's time
   against eager and against torch.compile, both timed by the harness in the same oracle process.
@@ -17,6 +20,7 @@ speedups over the covered problems.
 
 Usage:
   python bench/kernelbench.py --mode coverage --levels 1,2
+  python bench/kernelbench.py --mode cpu-judge --levels 1 --only conv
   python bench/kernelbench.py --mode optimize --levels 1 --quick --only 19_ReLU,23_Softmax
   python bench/kernelbench.py --summary            # the table of what the file holds
 """
@@ -83,6 +87,44 @@ def coverage(path: Path, memory_gb: float, timeout_s: float) -> dict[str, Any]:
         "reason": f"the probe ended with code {done.returncode}: {(done.stderr or '').strip()[-300:]}"}
     row["seconds"] = round(time.monotonic() - began, 1)
     return row
+
+
+JUDGE_PROBE = r"""
+import sys
+from kernelevo.agent.builtin.policy import seeds
+from kernelevo.agent.builtin.recognize import recognise
+from kernelevo.agent.builtin.templates import render
+from kernelevo.tasks import load_task
+plan = recognise(load_task(sys.argv[1], "full"))
+strategy, params, why = seeds(plan)[0]
+open(sys.argv[2], "w").write(render(plan, strategy, params, why))
+print(strategy, params)
+"""
+
+
+def judge_on_cpu(path: Path, timeout_s: float) -> dict[str, Any]:
+    """The first seed rendered and judged by the harness on this machine (the Triton interpreter, the
+    file's automatic small size): the strategist's candidate is correct, or why not. No timing."""
+    began = time.monotonic()
+    with tempfile.TemporaryDirectory() as scratch:
+        candidate = Path(scratch) / "candidate.py"
+        made = subprocess.run([sys.executable, "-c", JUDGE_PROBE, str(path), str(candidate)], capture_output=True,
+                              text=True, cwd=ROOT, timeout=timeout_s)
+        if made.returncode != 0:
+            return {"correct": False, "harness": True, "reason": f"rendering failed: {made.stderr.strip()[-300:]}"}
+        cli = [sys.executable, "-m", "kernelevo.agent.cli"]
+        try:
+            done = subprocess.run([*cli, "eval", str(path), str(candidate), "--json", "--sandbox", "process",
+                                   "--timeout", str(int(timeout_s))], capture_output=True, text=True, cwd=ROOT,
+                                  timeout=timeout_s + 120)
+        except subprocess.TimeoutExpired:
+            return {"correct": False, "reason": f"judging took over {timeout_s:.0f} s", "harness": True}
+    try:
+        verdict = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        return {"correct": False, "harness": True, "reason": (done.stderr or done.stdout)[-300:]}
+    return {"correct": bool(verdict.get("correct")), "reason": verdict.get("reason"), "seed": made.stdout.strip(),
+            "seconds": round(time.monotonic() - began, 1)}
 
 
 def optimize(path: Path, max_evals: int, timeout_s: float) -> dict[str, Any]:
@@ -153,7 +195,7 @@ def table(results: dict[str, dict[str, Any]]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--mode", choices=["coverage", "optimize"], default="coverage")
+    parser.add_argument("--mode", choices=["coverage", "cpu-judge", "optimize"], default="coverage")
     parser.add_argument("--levels", default="1,2")
     parser.add_argument("--only", default="", help="comma-separated parts of file names")
     parser.add_argument("--quick", action="store_true", help="optimize: 2 evaluations a problem")
@@ -174,6 +216,10 @@ def main() -> None:
                 continue
             if args.mode == "coverage":
                 row = coverage(path, args.memory_gb, args.timeout or 300)
+            elif args.mode == "cpu-judge":
+                if not store.get("coverage", {}).get(name, {}).get("covered"):
+                    continue  # only what the coverage sweep says the strategist covers
+                row = judge_on_cpu(path, args.timeout or 900)
             else:
                 row = optimize(path, 2 if args.quick else args.max_evals, args.timeout or 3600)
             section[name] = row
@@ -181,7 +227,10 @@ def main() -> None:
             args.out.write_text(json.dumps(store, indent=1, sort_keys=True))
             print(f"[{number}/{len(files)}] {name}: {json.dumps(row)[:240]}", flush=True)
     print(table(section))
-    print(json.dumps(summary(section), indent=1))
+    if args.mode == "cpu-judge":  # correctness only: no times to summarise
+        print(json.dumps({"judged": len(section), "correct": sum(1 for r in section.values() if r.get("correct"))}))
+    else:
+        print(json.dumps(summary(section), indent=1))
 
 
 if __name__ == "__main__":

@@ -135,6 +135,10 @@ CASES = [
      "        return self.conv(x) - 0.5", "torch.randn(3, 8, 40)", ""),
     ("conv3d-residual-fp16", "        self.conv = nn.Conv3d(4, 4, 3, padding=1)", "        return self.conv(x) + x",
      "torch.randn(2, 4, 5, 6, 7)", "DTYPE = torch.float16"),
+    ("convtranspose2d-strided-grouped", "        self.conv = nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, "
+     "output_padding=1, groups=2)", "        return torch.tanh(self.conv(x)) + 1.0", "torch.randn(2, 4, 5, 6)", ""),
+    ("convtranspose1d-dilated-bf16", "        self.conv = nn.ConvTranspose1d(3, 5, 4, stride=3, padding=2, dilation=2, "
+     "bias=False)", "        return self.conv(x) * 0.5", "torch.randn(2, 3, 9)", "DTYPE = torch.bfloat16"),
     ("maxpool2d-dilated-relu-bf16", "        self.pool = nn.MaxPool2d(3, stride=2, padding=1, dilation=2)",
      "        return torch.relu(self.pool(x)) * 2.0", "torch.randn(2, 3, 11, 12)", "DTYPE = torch.bfloat16"),
     ("avgpool3d", "        pass", "        return F.avg_pool3d(x, 2, stride=1, padding=1)",
@@ -158,7 +162,9 @@ SLOW_CASES = {"flat-gelu-tanh", "chunk-glu-bf16", "layernorm-module-bf16", "var-
               "attention-scaled-fp32", "linear-residual-bf16", "matmul-inputs-matrix-vector",
               "matmul-param-transposed-tril", "linear-softmax-tail-bf16", "linear-sigmoid-sum-tail",
               "dim-mean-keepdim-fp16", "dim-sum-bf16", "batchnorm1d-features", "avgpool1d-exclude-pad",
-              "conv1d-dilated-grouped", "l2-normalise"}
+              "conv1d-dilated-grouped", "l2-normalise", "matmul-inputs-transposed-a", "dim-max-values",
+              "linear-scalar-params-min", "conv2d-strided-bias-relu", "conv3d-residual-fp16", "avgpool3d",
+              "convtranspose1d-dilated-bf16"}
 """Cases the default run leaves to ``make test-all``: each has a sibling of the same family that runs."""
 
 

@@ -27,7 +27,7 @@ import torch.nn as nn
 from kernelevo.agent.builtin import codegen
 from kernelevo.agent.builtin.lower import CannotCover, Node, Program, lower
 
-CONV_MODULES = (nn.Conv1d, nn.Conv2d, nn.Conv3d)
+CONV_MODULES = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)
 
 
 @dataclass
@@ -49,6 +49,8 @@ class Conv:
     out_dtype: str
     input: str
     inputs: list[str]
+    transposed: bool = False
+    """A transposed convolution (the gradient of a convolution with respect to its input)."""
 
     @property
     def per_group_in(self) -> int:
@@ -89,7 +91,8 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> Conv | None:
     if not isinstance(sub, CONV_MODULES):
         return None
     node = calls[0]
-    if node.args[0] not in placeholders or len(node.args) != 1:
+    transposed = isinstance(sub, nn.modules.conv._ConvTransposeNd)
+    if node.args[0] not in placeholders or len(node.args) != 1 or node.kwargs:
         raise CannotCover("a convolution whose input is computed (covered: a convolution of an input)")
     if sub.padding_mode != "zeros":
         raise CannotCover(f"a convolution with padding_mode={sub.padding_mode!r} (covered: zeros)")
@@ -109,7 +112,7 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> Conv | None:
                 groups=sub.groups, kernel=_three(sub.kernel_size, dims, 1), stride=_three(sub.stride, dims, 1),
                 padding=_three(_padding(sub), dims, 0), dilation=_three(sub.dilation, dims, 1),
                 has_bias=sub.bias is not None, epilogue=epilogue, out_dtype=out_dtype, input=node.args[0].name,
-                inputs=[p.name for p in placeholders])
+                inputs=[p.name for p in placeholders], transposed=transposed)
 
 
 def chain_after(gm: torch.fx.GraphModule, conv: torch.fx.Node, output: Any) -> list[torch.fx.Node]:
@@ -207,12 +210,14 @@ def conv_kernel(x_ptr, w_ptr, b_ptr, {params}out_ptr, BATCH, C_IN, D, H, W, OD, 
                 CG: tl.constexpr, KG: tl.constexpr, KT: tl.constexpr, KR: tl.constexpr, KS: tl.constexpr,
                 ST: tl.constexpr, SR: tl.constexpr, SS: tl.constexpr, PT: tl.constexpr, PR: tl.constexpr,
                 PS: tl.constexpr, DT: tl.constexpr, DR: tl.constexpr, DS: tl.constexpr,
-                HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                WIDEN: tl.constexpr):
+                HAS_BIAS: tl.constexpr, TRANSPOSED: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                BLOCK_K: tl.constexpr, WIDEN: tl.constexpr):
     # Program (m, n, g): BLOCK_M output pixels x BLOCK_N output channels of group g. The GEMM's K is
     # (input channel, tap): each step gathers a BLOCK_M x BLOCK_K tile of the input (zeros where a
     # tap falls in the padding) and a BLOCK_K x BLOCK_N tile of the weights, and the tensor cores
-    # add their product to the fp32 accumulator.
+    # add their product to the fp32 accumulator. TRANSPOSED: the same sum seen from the output, as
+    # the gradient of a convolution is: tap t of output o reads input (o + pad - t * dilation) /
+    # stride where that divides exactly, and the weights are [in, out per group, taps].
     pixels = OD * OH * OW
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = rows < BATCH * pixels
@@ -226,9 +231,14 @@ def conv_kernel(x_ptr, w_ptr, b_ptr, {params}out_ptr, BATCH, C_IN, D, H, W, OD, 
     kout = tl.program_id(2) * KG + cols
     KTOT: tl.constexpr = CG * KT * KR * KS
     x_base = n.to(tl.int64) * C_IN * D * H * W + tl.program_id(2) * CG * D * H * W
-    d0 = od * ST - PT
-    h0 = oh * SR - PR
-    w0 = ow * SS - PS
+    if TRANSPOSED:
+        d0 = od + PT
+        h0 = oh + PR
+        w0 = ow + PS
+    else:
+        d0 = od * ST - PT
+        h0 = oh * SR - PR
+        w0 = ow * SS - PS
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k0 in range(0, KTOT, BLOCK_K):
         ks = k0 + tl.arange(0, BLOCK_K)
@@ -237,13 +247,26 @@ def conv_kernel(x_ptr, w_ptr, b_ptr, {params}out_ptr, BATCH, C_IN, D, H, W, OD, 
         r = (ks // KS) % KR
         t = (ks // (KS * KR)) % KT
         c = ks // (KS * KR * KT)
-        di = d0[:, None] + (t * DT)[None, :]
-        hi = h0[:, None] + (r * DR)[None, :]
-        wi = w0[:, None] + (s * DS)[None, :]
-        inside = (di >= 0) & (di < D) & (hi >= 0) & (hi < H) & (wi >= 0) & (wi < W)
+        if TRANSPOSED:
+            dn = d0[:, None] - (t * DT)[None, :]
+            hn = h0[:, None] - (r * DR)[None, :]
+            wn = w0[:, None] - (s * DS)[None, :]
+            di = dn // ST
+            hi = hn // SR
+            wi = wn // SS
+            inside = (dn >= 0) & (hn >= 0) & (wn >= 0) & (di * ST == dn) & (hi * SR == hn) & (wi * SS == wn)
+            inside = inside & (di < D) & (hi < H) & (wi < W)
+            w_offsets = ((tl.program_id(2) * CG + c)[:, None] * KG + cols[None, :]) * (KT * KR * KS) \
+                + (ks % (KT * KR * KS))[:, None]
+        else:
+            di = d0[:, None] + (t * DT)[None, :]
+            hi = h0[:, None] + (r * DR)[None, :]
+            wi = w0[:, None] + (s * DS)[None, :]
+            inside = (di >= 0) & (di < D) & (hi >= 0) & (hi < H) & (wi >= 0) & (wi < W)
+            w_offsets = kout[None, :] * KTOT + ks[:, None]
         ok = row_ok[:, None] & k_ok[None, :] & inside
         a = tl.load(x_ptr + x_base[:, None] + ((c[None, :] * D + di) * H + hi) * W + wi, mask=ok, other=0.0)
-        b = tl.load(w_ptr + kout[None, :] * KTOT + ks[:, None], mask=k_ok[:, None] & col_ok[None, :], other=0.0)
+        b = tl.load(w_ptr + w_offsets, mask=k_ok[:, None] & col_ok[None, :], other=0.0)
         if WIDEN:
             a = a.to(tl.float32)
             b = b.to(tl.float32)
@@ -321,8 +344,13 @@ GEOMETRY = '''def conv_geometry(conv, x, weight):
     else:
         padding = three(conv.padding, 0)
     size, stride, dilation = three(x.shape[2:], 1), three(conv.stride, 1), three(conv.dilation, 1)
-    out = tuple((n + 2 * p - d * (k - 1) - 1) // s + 1
-                for n, k, s, p, d in zip(size, kernel, stride, padding, dilation))
+    if conv.transposed:
+        extra = three(conv.output_padding, 0)
+        out = tuple((n - 1) * s - 2 * p + d * (k - 1) + e + 1
+                    for n, k, s, p, d, e in zip(size, kernel, stride, padding, dilation, extra))
+    else:
+        out = tuple((n + 2 * p - d * (k - 1) - 1) // s + 1
+                    for n, k, s, p, d in zip(size, kernel, stride, padding, dilation))
     return size, kernel, stride, padding, dilation, out
 
 
@@ -337,8 +365,10 @@ def forward(conv: Conv, strategy: str, params: dict[str, Any]) -> str:
             f"weight = {module}.weight.contiguous()",
             "(d, h, w), (kt, kr, ks), (st, sr, ss), (pt, pr, ps), (dt, dr, ds), (od, oh, ow) = conv_geometry(",
             f"    {module}, {x}, weight)",
-            "k_out, cg = weight.shape[0], weight.shape[1]",
-            f"groups = {x}.shape[1] // cg",
+            f"groups = {module}.groups",
+            # a transposed convolution's weight is [in, out per group, taps]; a convolution's [out, in per group, taps]
+            ("k_out, cg = weight.shape[1] * groups, weight.shape[0] // groups" if conv.transposed
+             else "k_out, cg = weight.shape[0], weight.shape[1]"),
             f"out = torch.empty(({x}.shape[0], k_out, {', '.join(('od', 'oh', 'ow')[3 - conv.dims:])}), "
             f"dtype=torch.{conv.out_dtype}, device={x}.device)"]
     lines, extra = epilogue_arguments(conv.epilogue)
@@ -346,6 +376,8 @@ def forward(conv: Conv, strategy: str, params: dict[str, Any]) -> str:
     bias = f"{module}.bias" if conv.has_bias else "weight"
     constants = ("CG=cg, KG=k_out // groups, KT=kt, KR=kr, KS=ks, ST=st, SR=sr, SS=ss, PT=pt, PR=pr, PS=ps, "
                  f"DT=dt, DR=dr, DS=ds, HAS_BIAS={conv.has_bias}")
+    if strategy != "direct":
+        constants += f", TRANSPOSED={conv.transposed}"
     sizes = f"{x}.shape[0], {x}.shape[1], d, h, w, od, oh, ow, k_out"
     if strategy == "direct":
         body += ["if cg != 1:",
@@ -381,7 +413,7 @@ def seeds(conv: Conv, dtype: str) -> list[tuple[str, dict[str, Any], str]]:
     """Direct kernels first for one input channel per group; implicit-GEMM tiles sized to the
     output channels per group (at least 16, the tensor cores' smallest)."""
     out: list[tuple[str, dict[str, Any], str]] = []
-    if conv.per_group_in == 1:
+    if conv.per_group_in == 1 and not conv.transposed:
         for block, warps in ((256, 4), (512, 4), (1024, 8)):
             out.append(("direct", {"BLOCK_M": block, "num_warps": warps},
                         f"seed: {block} output pixels per program, taps unrolled"))
@@ -399,7 +431,8 @@ def describe(conv: Conv) -> str:
     epilogue = f" + {', '.join(conv.epilogue.ops)}" if conv.epilogue is not None else ""
     groups = f", {conv.groups} groups" if conv.groups > 1 else ""
     kernel = "x".join(str(k) for k in conv.kernel[3 - conv.dims:])
-    return (f"Conv{conv.dims}d {conv.in_channels}->{conv.out_channels}, kernel {kernel}, stride "
+    name = "ConvTranspose" if conv.transposed else "Conv"
+    return (f"{name}{conv.dims}d {conv.in_channels}->{conv.out_channels}, kernel {kernel}, stride "
             f"{conv.stride[3 - conv.dims:]}, padding {conv.padding[3 - conv.dims:]}, dilation "
             f"{conv.dilation[3 - conv.dims:]}{groups}{epilogue}")
 
