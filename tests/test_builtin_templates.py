@@ -139,6 +139,10 @@ CASES = [
      "output_padding=1, groups=2)", "        return torch.tanh(self.conv(x)) + 1.0", "torch.randn(2, 4, 5, 6)", ""),
     ("convtranspose1d-dilated-bf16", "        self.conv = nn.ConvTranspose1d(3, 5, 4, stride=3, padding=2, dilation=2, "
      "bias=False)", "        return self.conv(x) * 0.5", "torch.randn(2, 3, 9)", "DTYPE = torch.bfloat16"),
+    ("sequence-conv-pool", "        self.conv = nn.Conv2d(3, 8, 3, padding=1)",
+     "        return torch.relu(F.max_pool2d(self.conv(x) * 2.0, 2))", "torch.randn(2, 3, 8, 10)", ""),
+    ("sequence-mean-softmax-bf16", "        pass", "        return torch.softmax(x.mean(dim=1), dim=-1)",
+     "torch.randn(3, 20, 50)", "DTYPE = torch.bfloat16"),
     ("maxpool2d-dilated-relu-bf16", "        self.pool = nn.MaxPool2d(3, stride=2, padding=1, dilation=2)",
      "        return torch.relu(self.pool(x)) * 2.0", "torch.randn(2, 3, 11, 12)", "DTYPE = torch.bfloat16"),
     ("avgpool3d", "        pass", "        return F.avg_pool3d(x, 2, stride=1, padding=1)",

@@ -256,8 +256,8 @@ def conv_kernel(x_ptr, w_ptr, b_ptr, {params}out_ptr, BATCH, C_IN, D, H, W, OD, 
             wi = wn // SS
             inside = (dn >= 0) & (hn >= 0) & (wn >= 0) & (di * ST == dn) & (hi * SR == hn) & (wi * SS == wn)
             inside = inside & (di < D) & (hi < H) & (wi < W)
-            w_offsets = ((tl.program_id(2) * CG + c)[:, None] * KG + cols[None, :]) * (KT * KR * KS) \
-                + (ks % (KT * KR * KS))[:, None]
+            taps = ks % (KT * KR * KS)
+            w_offsets = ((tl.program_id(2) * CG + c)[:, None] * KG + cols[None, :]) * (KT * KR * KS) + taps[:, None]
         else:
             di = d0[:, None] + (t * DT)[None, :]
             hi = h0[:, None] + (r * DR)[None, :]

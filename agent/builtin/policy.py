@@ -20,6 +20,7 @@ from kernelevo.agent.archive import best, select_parents
 from kernelevo.agent.builtin import conv, dimreduce, matmul, pool
 from kernelevo.agent.builtin.codegen import online_pairs, splittable
 from kernelevo.agent.builtin.recognize import Plan, recognise
+from kernelevo.agent.builtin.sequence import searched
 from kernelevo.agent.builtin.templates import MAX_REGISTER_BLOCK, STRATEGIES, WHY_STRATEGY, render
 from kernelevo.agent.policy import Proposal, SearchView
 from kernelevo.tasks.task import Task
@@ -136,7 +137,9 @@ def shared_bytes(plan: Plan, params: dict[str, Any]) -> int:
 
 
 def seeds(plan: Plan) -> list[tuple[str, dict[str, Any], str]]:
-    """Starting points from the shapes: (strategy, params, why)."""
+    """Starting points from the shapes: (strategy, params, why). For kernels in sequence, those of
+    the segment the search tunes."""
+    plan = searched(plan)
     out = _seeds(plan)
     vec = vector_width(plan)
     if vec > 1 and plan.itemsize < 4:
@@ -337,7 +340,7 @@ class BuiltinPolicy:
                     if len(proposals) >= count:
                         break
                 for strategy, params, why in queue:
-                    if key(strategy, params) not in seen and shared_bytes(self.plan, params) <= limit:
+                    if key(strategy, params) not in seen and shared_bytes(searched(self.plan), params) <= limit:
                         add(strategy, params, pid, why)
                         break
                 else:
@@ -351,7 +354,7 @@ class BuiltinPolicy:
     def _neighbours(self, strategy: str, params: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any], str]]:
         """Parameter sets one step away from ``params``, most promising first."""
         assert self.plan is not None
-        for name in MUTATION_ORDER.get(self.plan.kind, tuple(STEPS)):
+        for name in MUTATION_ORDER.get(searched(self.plan).kind, tuple(STEPS)):
             values = STEPS[name]
             if name not in params:
                 continue
@@ -364,7 +367,7 @@ class BuiltinPolicy:
                         direction = "larger"
                     why = f"mutation: {name} {params[name]} -> {values[j]} ({direction}) from the elite"
                     yield strategy, changed, why
-        if self.plan.kind in ("pointwise", "row") and strategy != "split" and "PROGRAMS_PER_SM" not in params:
+        if searched(self.plan).kind in ("pointwise", "row") and strategy != "split" and "PROGRAMS_PER_SM" not in params:
             # As many programs per SM as fill half its 64 warp slots: with 2 programs of 4 warps the
             # H200 ran swiglu at 1.639 ms against 0.755 ms for the plain grid (too few loads in flight).
             # With 8 or 16 it still lost (0.80 against 0.74 ms), as did rmsnorm; a mutation only.
@@ -372,7 +375,7 @@ class BuiltinPolicy:
             yield strategy, dict(params, PROGRAMS_PER_SM=per_sm), (
                 f"mutation: persistent grid ({per_sm} programs per SM looping over the tiles): no tail wave, "
                 "per-program costs paid once")
-        if self.plan.kind in ("pointwise", "row"):
+        if searched(self.plan).kind in ("pointwise", "row"):
             if params.get("STATIC"):
                 yield strategy, {k: v for k, v in params.items() if k != "STATIC"}, (
                     "mutation: STATIC off: sizes as arguments, one compiled kernel for every shape")
@@ -381,7 +384,7 @@ class BuiltinPolicy:
                     "mutation: STATIC: row length and strides as compile-time constants (as torch.compile "
                     "does): loop trip counts and alignment known exactly")
         if "VEC" in params:
-            vec = vector_width(self.plan) if params["VEC"] == 1 else 1
+            vec = vector_width(searched(self.plan)) if params["VEC"] == 1 else 1
             yield strategy, dict(params, VEC=vec), (
                 f"mutation: VEC {params['VEC']} -> {vec}: " + ("vector loads of the aligned rows" if vec > 1
                                                              else "one element per load, as the compiler chooses"))
@@ -395,7 +398,7 @@ class BuiltinPolicy:
                 f"mutation: online {'off' if params['online'] else 'on'}: "
                 + ("one pass fewer over the row" if not params["online"] else "fewer exponentials per element"))
         assert self.plan is not None
-        for other in STRATEGIES[self.plan.kind]:
+        for other in STRATEGIES[searched(self.plan).kind]:
             if other != strategy:
                 for s, seed, _ in seeds(self.plan):
                     if s == other:

@@ -35,7 +35,7 @@ class Plan:
     """What the built-in policy will generate for a task."""
 
     kind: str
-    """pointwise, row, dim_reduce, conv, pool, cross_entropy, matmul or attention."""
+    """pointwise, row, dim_reduce, conv, pool, cross_entropy, matmul, attention or sequence."""
     program: Program | None
     init: str
     """``ModelNew.__init__``: the reference's own, so that parameters are created identically."""
@@ -60,6 +60,10 @@ class Plan:
             causal = "causal " if self.extra["causal"] else ""
             return (f"{causal}attention, sequence {self.extra['seq']}, head dim {self.extra['head_dim']}, "
                     f"{self.rows // self.extra['seq']} heads in all, {self.dtype}")
+        if self.kind == "sequence":
+            from kernelevo.agent.builtin import sequence
+
+            return sequence.describe(self)
         if self.kind == "pool":
             return f"{pool.describe(self.extra['pool'])}, {self.dtype}"
         if self.kind == "conv":
@@ -168,14 +172,11 @@ def _full_model(task: Task) -> torch.nn.Module | None:
         return None
 
 
-def _full_weight_shapes(task: Task, stages: list[matmul.Stage], shapes: dict[str, tuple[int, ...]]) -> None:
-    """Give each stage its GEMM sizes at the size being optimised (a model built on the meta device;
-    ``shapes``: the inputs' full shapes by name, for weights that are inputs)."""
-    try:
-        module = import_task_module(task.path, task.size)
-        with torch.device("meta"):
-            model = module.Model(*module.get_init_inputs())
-    except Exception:  # keep the small sizes: they only describe the plan
+def _full_weight_shapes(full: torch.nn.Module | None, stages: list[matmul.Stage],
+                        shapes: dict[str, tuple[int, ...]]) -> None:
+    """Give each stage its GEMM sizes at the size being optimised (``full``: the model built at that
+    size on the meta device; ``shapes``: the inputs' full shapes by name, for weights that are inputs)."""
+    if full is None:  # keep the small sizes: they only describe the plan
         return
     for st in stages:
         if st.weight_input:
@@ -183,7 +184,7 @@ def _full_weight_shapes(task: Task, stages: list[matmul.Stage], shapes: dict[str
                 continue
             shape: Any = shapes[st.weight]
         else:
-            w: Any = model
+            w: Any = full
             for part in st.weight.removeprefix("self.").split("."):
                 w = getattr(w, part)
             shape = w.shape
@@ -268,8 +269,21 @@ def _tail_choice(tail: Plan) -> dict[str, Any]:
     return {"plan": tail, "strategy": strategy, "params": params, "why": why}
 
 
+@dataclass
+class Context:
+    """What every plan of one task shares: the reference's ``__init__`` source and imports, the
+    task's dtype and policy, and the model at the size being optimised (on the meta device)."""
+
+    init: str
+    imports: list[str]
+    dtype: str
+    allow_partial: bool
+    full: torch.nn.Module | None
+
+
 def recognise(task: Task) -> Plan:
-    """Trace the reference and decide what the templates can generate for it."""
+    """Trace the reference and decide what the templates can generate for it: one template for the
+    whole forward, or else consecutive segments that templates cover (:mod:`sequence`)."""
     model, inputs, _ = _small(task)
     try:
         shapes = _full_shapes(task)
@@ -277,12 +291,27 @@ def recognise(task: Task) -> Plan:
         shapes = [tuple(x.shape) for x in inputs if isinstance(x, torch.Tensor)]
     if not shapes:
         raise CannotCover("the task has no tensor inputs")
+    dtype = task.dtype or str(next(x for x in inputs if isinstance(x, torch.Tensor)).dtype).removeprefix("torch.")
+    init, imports = init_source(type(model))
+    context = Context(init=init, imports=imports, dtype=dtype, allow_partial=task.allow_partial,
+                      full=_full_model(task))
+    gm = trace(model, inputs)
+    try:
+        return plan_graph(model, gm, inputs, shapes, context)
+    except CannotCover as whole:
+        from kernelevo.agent.builtin import sequence  # it plans each segment with plan_graph
+
+        return sequence.plan(gm, inputs, shapes, context, whole)
+
+
+def plan_graph(model: torch.nn.Module, gm: torch.fx.GraphModule, inputs: list[Any],
+               shapes: list[tuple[int, ...]], context: Context) -> Plan:
+    """The plan of one traced graph (``gm``, shape-propagated on ``inputs``) with ``shapes`` the
+    tensor inputs' shapes at the size being optimised; CannotCover when no template covers it."""
+    init, imports, dtype = context.init, context.imports, context.dtype
     main = shapes[0]
     cols = main[-1] if main else 1
     rows = math.prod(main[:-1]) if main else 1
-    dtype = task.dtype or str(next(x for x in inputs if isinstance(x, torch.Tensor)).dtype).removeprefix("torch.")
-    init, imports = init_source(type(model))
-    gm = trace(model, inputs)
     names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
     ce = _cross_entropy(gm, inputs)
     if ce is not None:
@@ -294,11 +323,10 @@ def recognise(task: Task) -> Plan:
         return Plan(kind="attention", program=None, init=init, imports=imports, rows=b * h * seq, cols=d,
                     dtype=dtype, ops=["scaled_dot_product_attention"], inputs=names,
                     extra={**attention, "seq": seq, "head_dim": d})
-    convolution = None if task.allow_partial else conv.recognise(gm, inputs)
+    convolution = None if context.allow_partial else conv.recognise(gm, inputs)
     if convolution is not None:
-        full = _full_model(task)
-        if full is not None:
-            conv.full_size(convolution, full)
+        if context.full is not None:
+            conv.full_size(convolution, context.full)
         # rows: output pixels over the batch, cols: output channels (the implicit GEMM's M and N)
         return Plan(kind="conv", program=None, init=init, imports=imports, rows=rows, cols=convolution.out_channels,
                     dtype=dtype, ops=[f"conv{convolution.dims}d"] + (convolution.epilogue.ops
@@ -312,7 +340,7 @@ def recognise(task: Task) -> Plan:
     if any(matmul._linear(gm, n) is not None for n in gm.graph.nodes if n.op.startswith("call")):
         stages = matmul.lower_chain(model, inputs)
         by_name = dict(zip(names, shapes, strict=False)) if len(shapes) == len(names) else {}
-        _full_weight_shapes(task, stages, by_name)
+        _full_weight_shapes(context.full, stages, by_name)
         chain = by_name.get(stages[0].chain_input, main)
         rows = chain[-1] if stages[0].a_transposed else math.prod(chain[:-1])
         ops = [op for st in stages for op in (["linear"] + (st.epilogue.ops if st.epilogue else []))]
@@ -332,7 +360,7 @@ def recognise(task: Task) -> Plan:
                     rows=math.prod(main[:first]) * math.prod(main[last:]), cols=math.prod(main[first:last]),
                     dtype=dtype, ops=[reduction.op], inputs=names,
                     extra={"reduction": reduction, "inner": math.prod(main[last:])})
-    program = lower(model, inputs, partial=task.allow_partial)
+    program = lower(model, inputs, partial=context.allow_partial)
     if program.main_chunks > 1:
         cols //= program.main_chunks
     return Plan(kind=program.kind, program=program, init=init, imports=imports, rows=rows, cols=cols, dtype=dtype,

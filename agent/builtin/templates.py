@@ -10,7 +10,7 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-from kernelevo.agent.builtin import codegen, conv, dimreduce, matmul, pool
+from kernelevo.agent.builtin import codegen, conv, dimreduce, matmul, pool, sequence
 from kernelevo.agent.builtin.recognize import Plan
 
 STRATEGIES = {
@@ -306,6 +306,14 @@ def render(plan: Plan, strategy: str, params: dict[str, Any], why: str) -> str:
             mean=reduction == "mean", loss_dtype=f"{logits}.dtype" if reduction == "none" else "torch.float32",
             **params)
         return head + CROSS_ENTROPY_KERNELS + _model(plan.init, forward)
+    if plan.kind == "sequence":
+        lead = sequence.searched(plan)
+        head = HEADER.format(title=f"Triton kernels in sequence for {plan.describe()}.", strategy=strategy,
+                             params=shown, why=why, strategy_why=WHY_STRATEGY[strategy], imports="",
+                             bytes_note="each segment reads what the one before it wrote, once, and writes its "
+                                        f"own output once; the tuned segment is a {lead.kind} kernel.")
+        head = head[:head.index('"""', 3) + 3] + "\n\n"
+        return sequence.render(plan, strategy, params, why, render, head)
     if plan.kind == "pool":
         pooling = plan.extra["pool"]
         head = HEADER.format(title=f"A fused Triton pooling: {plan.describe()}.", strategy=strategy, params=shown,

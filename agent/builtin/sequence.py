@@ -1,0 +1,231 @@
+"""References no single template covers, as consecutive segments that templates do cover: a
+convolution, then a normalisation over the last dimension, then a pooling, say. Each segment is
+its own kernel (or kernels) reading the previous segment's output from memory; within a segment,
+everything is fused as that template fuses it.
+
+The split is greedy and longest-first: from the first op, the longest run of ops that (a) hands
+only its last value to what follows and (b) some template covers becomes a segment. Each segment
+is planned by :func:`recognize.plan_graph` on its own small graph, with the sizes it will see at the
+size being optimised (the full model's shapes, propagated on the meta device). The search tunes the
+heaviest segment (a GEMM or a convolution if there is one); the others keep their first seed.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.fx
+from torch.fx.passes.shape_prop import ShapeProp
+
+from kernelevo.agent.builtin.lower import CannotCover, trace
+
+FLOW = "flow"
+"""The name a segment gives the previous segment's output."""
+LEAD_KINDS = ("conv", "matmul", "attention")
+SHARED_HELPERS = {"round_to_bf16", "aligned", "conv_geometry", "tma_scratch"}
+"""Helpers every template writes identically: one copy in the file, never renamed."""
+
+
+@dataclass
+class Segment:
+    """One segment: its plan, the choice it is rendered with, and its method's arguments."""
+
+    plan: Any
+    strategy: str
+    params: dict[str, Any]
+    why: str
+    inputs: list[str] = field(default_factory=list)
+    """The segment method's arguments: ``flow`` (the previous segment's output) and/or the forward's inputs."""
+
+
+def _calls(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
+    return [n for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module")]
+
+
+def _subgraph(gm: torch.fx.GraphModule, nodes: list[torch.fx.Node],
+              flow: torch.fx.Node | None) -> torch.fx.GraphModule | None:
+    """``nodes`` as a graph of their own, or None if they read a computed value other than ``flow``
+    or hand on a value other than their last."""
+    inside = set(nodes)
+    for node in nodes[:-1]:
+        if any(user not in inside for user in node.users):
+            return None
+    used = [a for n in nodes for a in n.all_input_nodes if a not in inside]
+    if any(a.op not in ("placeholder", "get_attr") and a is not flow for a in used):
+        return None
+    graph = torch.fx.Graph()
+    env: dict[torch.fx.Node, torch.fx.Node] = {}
+    if flow is not None and flow in used:
+        env[flow] = graph.placeholder(FLOW)
+    for p in [n for n in gm.graph.nodes if n.op == "placeholder" and n in used]:
+        env[p] = graph.placeholder(p.name)
+
+    def mapped(n: torch.fx.Node) -> torch.fx.Node:
+        if n not in env:
+            env[n] = graph.get_attr(str(n.target))
+        return env[n]
+
+    for node in nodes:
+        env[node] = graph.node_copy(node, mapped)
+    graph.output(env[nodes[-1]])
+    return torch.fx.GraphModule(gm, graph)
+
+
+class _Capture(torch.fx.Interpreter):
+    def __init__(self, gm: torch.fx.GraphModule) -> None:
+        super().__init__(gm)
+        self.seen: dict[str, Any] = {}
+
+    def run_node(self, n: torch.fx.Node) -> Any:
+        self.seen[n.name] = value = super().run_node(n)
+        return value
+
+
+def _full_node_shapes(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ...]],
+                      full: torch.nn.Module | None) -> dict[str, tuple[int, ...]]:
+    """Every node's output shape at the size being optimised (the full model on the meta device);
+    empty where that cannot be worked out (the small shapes are used then)."""
+    tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+    if full is None or len(tensors) != len(inputs) or len(shapes) != len(inputs):
+        return {}
+    try:
+        traced = torch.fx.symbolic_trace(full)
+        ShapeProp(traced).propagate(*[torch.empty(s, dtype=x.dtype, device="meta") for s, x in zip(shapes, inputs,
+                                                                                                   strict=True)])
+    except Exception:
+        return {}
+    return {n.name: tuple(n.meta["tensor_meta"].shape) for n in traced.graph.nodes
+            if isinstance(n.meta.get("tensor_meta"), torch.fx.passes.shape_prop.TensorMetadata)}
+
+
+def plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ...]], context: Any,
+         whole: CannotCover) -> Any:
+    """A sequence plan for ``gm``, or CannotCover (with the reason the whole graph was not covered,
+    and the op where the split stopped)."""
+    from kernelevo.agent.builtin.policy import seeds
+    from kernelevo.agent.builtin.recognize import Plan, plan_graph
+
+    calls = _calls(gm)
+    capture = _Capture(gm)
+    try:
+        capture.run(*inputs)
+    except Exception as exc:
+        raise CannotCover(f"the reference does not run on its small inputs ({exc})") from None
+    full_shapes = _full_node_shapes(gm, inputs, shapes, context.full)
+    small = {n.name: tuple(v.shape) for n in gm.graph.nodes if isinstance(v := capture.seen.get(n.name), torch.Tensor)}
+    segments: list[Segment] = []
+    start, flow = 0, None
+    while start < len(calls):
+        found = None
+        for end in range(len(calls) - 1, start - 1, -1):
+            if start == 0 and end == len(calls) - 1:
+                continue  # the whole graph: already refused
+            sub = _subgraph(gm, calls[start:end + 1], flow)
+            if sub is None:
+                continue
+            names = [n.name for n in sub.graph.nodes if n.op == "placeholder"]
+            sources = [flow.name if name == FLOW and flow is not None else name for name in names]
+            values = [capture.seen[s] for s in sources]
+            try:
+                traced = trace(sub, values)
+                sizes = [full_shapes.get(s, small.get(s, ())) for s in sources]
+                found = (plan_graph(sub, traced, values, sizes, context), names)
+                break
+            except CannotCover as exc:
+                if end == start:
+                    raise CannotCover(f"{whole}; split into kernels, `{calls[start].name}` is not covered either: "
+                                      f"{exc}") from None
+        if found is None:
+            raise CannotCover(str(whole))
+        sub_plan, names = found
+        strategy, params, why = seeds(sub_plan)[0]
+        segments.append(Segment(plan=sub_plan, strategy=strategy, params=params, why=why, inputs=names))
+        flow = calls[end]
+        start = end + 1
+    if len(segments) < 2:
+        raise CannotCover(str(whole))
+    lead = next((i for i, s in enumerate(segments) if s.plan.kind in LEAD_KINDS), 0)
+    first = segments[0].plan
+    names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+    return Plan(kind="sequence", program=None, init=context.init, imports=context.imports, rows=first.rows,
+                cols=first.cols, dtype=context.dtype, ops=[op for s in segments for op in s.plan.ops], inputs=names,
+                extra={"segments": segments, "lead": lead})
+
+
+def searched(plan: Any) -> Any:
+    """The plan the search tunes: the lead segment's for a sequence, else the plan itself."""
+    return plan.extra["segments"][plan.extra["lead"]].plan if plan.kind == "sequence" else plan
+
+
+def describe(plan: Any) -> str:
+    parts = [f"{i + 1}. {s.plan.describe()}" for i, s in enumerate(plan.extra["segments"])]
+    return f"{len(parts)} kernels in sequence: " + "; ".join(parts)
+
+
+# rendering -----------------------------------------------------------------------------------
+def _blocks(source: str) -> tuple[list[str], list[tuple[str, str]], list[str]]:
+    """A rendered candidate split into (imports, top-level blocks as (name, text), ModelNew's methods
+    other than ``__init__``); the module docstring is dropped."""
+    tree = ast.parse(source)
+    lines = source.splitlines()
+
+    def text(node: ast.AST) -> str:
+        first = min([node.lineno, *[d.lineno for d in getattr(node, "decorator_list", [])]])
+        return "\n".join(lines[first - 1:node.end_lineno])
+
+    imports, blocks, methods = [], [], []
+    for i, node in enumerate(tree.body):
+        if i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            imports.append(text(node))
+        elif isinstance(node, ast.ClassDef) and node.name == "ModelNew":
+            methods += [text(m) for m in node.body if isinstance(m, ast.FunctionDef) and m.name != "__init__"]
+        else:
+            name = node.name if isinstance(node, ast.FunctionDef) else (
+                node.targets[0].id if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+                else ast.dump(node))
+            blocks.append((name, text(node)))
+    return imports, blocks, methods
+
+
+def render(plan: Any, strategy: str, params: dict[str, Any], why: str, render_one: Any, header: str) -> str:
+    """The candidate: each segment rendered by its template, kernels renamed per segment, one
+    ``ModelNew`` whose ``forward`` calls the segments in order."""
+    imports: list[str] = []
+    blocks: dict[str, str] = {}
+    methods: list[str] = []
+    calls = []
+    for k, seg in enumerate(plan.extra["segments"]):
+        choice = (strategy, params, why) if k == plan.extra["lead"] else (seg.strategy, seg.params, seg.why)
+        source = render_one(seg.plan, *choice)
+        seg_imports, seg_blocks, seg_methods = _blocks(source)
+        kernels = [name for name, _ in seg_blocks if name not in SHARED_HELPERS and re.fullmatch(r"\w+", name)
+                   and f"def {name}(" in source]
+        renames = {name: f"s{k}_{name}" for name in kernels} | {"forward": f"segment{k}", "tail": f"segment{k}_tail"}
+        pattern = re.compile(r"\b(" + "|".join(map(re.escape, renames)) + r")\b")
+
+        def rename(text: str, renames: dict[str, str] = renames, pattern: re.Pattern[str] = pattern) -> str:
+            return pattern.sub(lambda found: renames[found.group(1)], text)
+
+        imports += [i for i in seg_imports if i not in imports]
+        for name, text in seg_blocks:
+            key = renames.get(name, name)
+            if key not in blocks:  # shared helpers and flags (INTERPRETED, CAST_ROUNDS) once
+                blocks[key] = rename(text)
+        methods += [rename(m) for m in seg_methods]
+        calls.append(f"{FLOW} = self.segment{k}({', '.join(seg.inputs)})")
+    forward = [f"def forward(self, {', '.join(plan.inputs)}):", *[f"    {c}" for c in calls], f"    return {FLOW}"]
+    body = "\n\n\n".join(blocks.values())
+    # methods keep the class indentation they were rendered with
+    model = ("class ModelNew(nn.Module):\n" + _indent(plan.init.rstrip()) + "\n\n"
+             + "\n\n".join([*methods, _indent("\n".join(forward))]) + "\n")
+    return header + "\n".join(imports) + "\n\n\n" + body + "\n\n\n" + model
+
+
+def _indent(text: str) -> str:
+    return "\n".join(("    " + line) if line.strip() else line for line in text.splitlines())
