@@ -143,6 +143,14 @@ CASES = [
      "        return torch.relu(F.max_pool2d(self.conv(x) * 2.0, 2))", "torch.randn(2, 3, 8, 10)", ""),
     ("sequence-mean-softmax-bf16", "        pass", "        return torch.softmax(x.mean(dim=1), dim=-1)",
      "torch.randn(3, 20, 50)", "DTYPE = torch.bfloat16"),
+    ("groupnorm-tanh-bf16", "        self.gn = nn.GroupNorm(4, 8)\n        with torch.no_grad():\n"
+     "            self.gn.weight.uniform_(0.5, 1.5)\n            self.gn.bias.uniform_(-1, 1)",
+     "        return torch.tanh(self.gn(x)) * 2.0", "torch.randn(3, 8, 5, 7) * 4.0",
+     "DTYPE = torch.bfloat16"),
+    ("instancenorm-conv-sequence", "        self.conv = nn.Conv2d(3, 6, 3)\n        self.norm = nn.InstanceNorm2d(6)",
+     "        return self.norm(self.conv(x)) / 2.0", "torch.randn(2, 3, 9, 8)", ""),
+    ("linear-groupnorm-sequence", "        self.fc = nn.Linear(n, 48)\n        self.gn = nn.GroupNorm(6, 48)",
+     "        return F.hardtanh(self.gn(self.fc(x)))", "torch.randn(9, {cols})", ""),
     ("maxpool2d-dilated-relu-bf16", "        self.pool = nn.MaxPool2d(3, stride=2, padding=1, dilation=2)",
      "        return torch.relu(self.pool(x)) * 2.0", "torch.randn(2, 3, 11, 12)", "DTYPE = torch.bfloat16"),
     ("avgpool3d", "        pass", "        return F.avg_pool3d(x, 2, stride=1, padding=1)",
@@ -168,7 +176,7 @@ SLOW_CASES = {"flat-gelu-tanh", "chunk-glu-bf16", "layernorm-module-bf16", "var-
               "dim-mean-keepdim-fp16", "dim-sum-bf16", "batchnorm1d-features", "avgpool1d-exclude-pad",
               "conv1d-dilated-grouped", "l2-normalise", "matmul-inputs-transposed-a", "dim-max-values",
               "linear-scalar-params-min", "conv2d-strided-bias-relu", "conv3d-residual-fp16", "avgpool3d",
-              "convtranspose1d-dilated-bf16"}
+              "convtranspose1d-dilated-bf16", "instancenorm-conv-sequence"}
 """Cases the default run leaves to ``make test-all``: each has a sibling of the same family that runs."""
 
 

@@ -161,7 +161,9 @@ def epilogue_program(gm: torch.fx.GraphModule, conv: torch.fx.Node, nodes: list[
     for operand in program.operands[1:]:
         if operand.kind == "channel" and operand.channel_dim != 1 - rank:
             raise CannotCover(f"a parameter after the {what} that varies along a spatial dimension")
-        if operand.kind == "col":
+        if operand.kind == "col" and rank == 2:
+            operand.kind = "channel"  # [batch, channels]: the last dimension is the channel
+        elif operand.kind == "col":
             raise CannotCover(f"a parameter after the {what} with one value per position of its last dimension")
     return program
 

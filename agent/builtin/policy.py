@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from kernelevo.agent.archive import best, select_parents
-from kernelevo.agent.builtin import conv, dimreduce, matmul, pool
+from kernelevo.agent.builtin import conv, dimreduce, groupnorm, matmul, pool
 from kernelevo.agent.builtin.codegen import online_pairs, splittable
 from kernelevo.agent.builtin.recognize import Plan, recognise
 from kernelevo.agent.builtin.sequence import searched
@@ -38,6 +38,7 @@ STEPS: dict[str, list[int]] = {
     "SPLIT_K": [1, 2, 4, 8, 16],
     "SPLIT": [2, 4, 8, 16, 32, 64],
     "BLOCK_I": [32, 64, 128, 256, 512, 1024],
+    "BLOCK": [256, 512, 1024, 2048, 4096, 8192],
 }
 MUTATION_ORDER: dict[str, tuple[str, ...]] = {
     # Tensor-core kernels: the tile shape and the pipeline depth decide the speed (the warps mostly
@@ -226,6 +227,8 @@ def _seeds(plan: Plan) -> list[tuple[str, dict[str, Any], str]]:
         return conv.seeds(plan.extra["conv"], plan.dtype)
     if plan.kind == "pool":
         return [("window", params, why) for params, why in pool.seeds()]
+    if plan.kind == "group_norm":
+        return [("three_pass", params, why) for params, why in groupnorm.seeds()]
     if plan.kind == "dim_reduce":
         return [("strided", params, why) for params, why in dimreduce.seeds(plan.extra["reduction"],
                                                                              plan.extra["inner"])]

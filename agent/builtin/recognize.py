@@ -20,7 +20,7 @@ import torch
 import torch.fx
 import torch.nn.functional as F
 
-from kernelevo.agent.builtin import conv, dimreduce, matmul, pool
+from kernelevo.agent.builtin import conv, dimreduce, groupnorm, matmul, pool
 from kernelevo.agent.builtin.lower import CannotCover, Program, lower, trace
 from kernelevo.tasks.loader import import_task_module
 from kernelevo.tasks.task import Task
@@ -35,7 +35,7 @@ class Plan:
     """What the built-in policy will generate for a task."""
 
     kind: str
-    """pointwise, row, dim_reduce, conv, pool, cross_entropy, matmul, attention or sequence."""
+    """pointwise, row, dim_reduce, conv, pool, group_norm, cross_entropy, matmul, attention or sequence."""
     program: Program | None
     init: str
     """``ModelNew.__init__``: the reference's own, so that parameters are created identically."""
@@ -64,6 +64,8 @@ class Plan:
             from kernelevo.agent.builtin import sequence
 
             return sequence.describe(self)
+        if self.kind == "group_norm":
+            return f"{groupnorm.describe(self.extra['norm'])}, {self.dtype}"
         if self.kind == "pool":
             return f"{pool.describe(self.extra['pool'])}, {self.dtype}"
         if self.kind == "conv":
@@ -332,6 +334,11 @@ def plan_graph(model: torch.nn.Module, gm: torch.fx.GraphModule, inputs: list[An
                     dtype=dtype, ops=[f"conv{convolution.dims}d"] + (convolution.epilogue.ops
                                                                    if convolution.epilogue else []),
                     inputs=names, extra={"conv": convolution})
+    norm = groupnorm.recognise(gm, inputs)
+    if norm is not None:
+        return Plan(kind="group_norm", program=None, init=init, imports=imports, rows=rows, cols=cols, dtype=dtype,
+                    ops=["group_norm" if norm.groups is not None else "instance_norm"]
+                    + (norm.epilogue.ops if norm.epilogue else []), inputs=names, extra={"norm": norm})
     pooling = pool.recognise(gm, inputs)
     if pooling is not None:
         return Plan(kind="pool", program=None, init=init, imports=imports, rows=rows, cols=cols, dtype=dtype,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-from kernelevo.agent.builtin import codegen, conv, dimreduce, matmul, pool, sequence
+from kernelevo.agent.builtin import codegen, conv, dimreduce, groupnorm, matmul, pool, sequence
 from kernelevo.agent.builtin.recognize import Plan
 
 STRATEGIES = {
@@ -19,6 +19,7 @@ STRATEGIES = {
     "dim_reduce": ["strided"],
     "conv": ["implicit_gemm", "direct"],
     "pool": ["window"],
+    "group_norm": ["three_pass"],
     "cross_entropy": ["looped"],
     "matmul": ["gemm", "gemm_tma"],
     "attention": ["flash"],
@@ -44,6 +45,9 @@ WHY_STRATEGY = {
     "window": "each program pools a block of output positions of one plane with the window's taps unrolled; "
               "neighbouring windows share input lines in L1, so the input is read about once; the epilogue "
               "fused",
+    "three_pass": "one program per (image, group) run, contiguous in memory: the mean, the centred variance, "
+                  "then the normalised, scaled and shifted values with the epilogue applied, written once; the "
+                  "later passes re-read the run from L2",
     "gemm": "one tiled tensor-core GEMM per linear, with its bias and the ops after it applied to the fp32 "
             "accumulator in registers: the epilogue costs no extra pass over memory",
     "gemm_tma": "the GEMM on Hopper's tensor memory accelerator: whole tiles copied into shared memory by "
@@ -314,6 +318,16 @@ def render(plan: Plan, strategy: str, params: dict[str, Any], why: str) -> str:
                                         f"own output once; the tuned segment is a {lead.kind} kernel.")
         head = head[:head.index('"""', 3) + 3] + "\n\n"
         return sequence.render(plan, strategy, params, why, render, head)
+    if plan.kind == "group_norm":
+        norm = plan.extra["norm"]
+        head = HEADER.format(title=f"A fused Triton normalisation: {plan.describe()}.", strategy=strategy,
+                             params=shown, why=why, strategy_why=WHY_STRATEGY[strategy], imports=imports,
+                             bytes_note="the input three times (the second and third mostly from L2) and the "
+                                        "output once.")
+        body = groupnorm.kernel(norm)
+        if "round_to_bf16" in body:
+            head, body = _with_interpreter_import(head), codegen.ROUND_TO_BF16 + "\n\n" + body
+        return head + body + _model(plan.init, groupnorm.forward(norm, params))
     if plan.kind == "pool":
         pooling = plan.extra["pool"]
         head = HEADER.format(title=f"A fused Triton pooling: {plan.describe()}.", strategy=strategy, params=shown,
