@@ -36,6 +36,11 @@ def _a(arg: Any) -> str:
     return arg if isinstance(arg, str) else _c(arg)
 
 
+def _nan_max(a: str, b: str, which: str = "maximum") -> str:
+    # torch's max, min, relu and clamp pass a NaN on; the GPU's plain max/min instructions drop it
+    return f"tl.{which}({a}, {b}, propagate_nan=tl.PropagateNan.ALL)"
+
+
 def elementwise(op: str, args: list[Any]) -> str:
     """The Triton expression of primitive ``op`` on fp32 values ``args`` (names or numbers)."""
     a = [_a(x) for x in args]
@@ -45,7 +50,7 @@ def elementwise(op: str, args: list[Any]) -> str:
         return f"({a[0]} {binary[op]} {a[1]})"
     softplus = f"tl.where({x} > 20.0, {x}, tl.log(1.0 + tl.exp({x})))"
     table = {
-        "identity": x, "cast": x, "neg": f"(-{x})", "relu": f"tl.maximum({x}, 0.0)",
+        "identity": x, "cast": x, "neg": f"(-{x})", "relu": _nan_max(x, "0.0"),
         "sigmoid": f"(1.0 / (1.0 + tl.exp(-{x})))", "silu": f"({x} / (1.0 + tl.exp(-{x})))",
         "tanh": f"(2.0 / (1.0 + tl.exp(-2.0 * {x})) - 1.0)", "exp": f"tl.exp({x})", "log": f"tl.log({x})",
         "abs": f"tl.abs({x})", "sqrt": f"tl.sqrt({x})", "rsqrt": f"tl.rsqrt({x})", "erf": f"tl.math.erf({x})",
@@ -56,23 +61,24 @@ def elementwise(op: str, args: list[Any]) -> str:
         "softplus": softplus,
         "mish": f"({x} * (2.0 / (1.0 + tl.exp(-2.0 * {softplus})) - 1.0))",
         "hardswish": f"({x} * tl.minimum(tl.maximum({x} + 3.0, 0.0), 6.0) / 6.0)",
-        "hardsigmoid": f"tl.minimum(tl.maximum({x} / 6.0 + 0.5, 0.0), 1.0)",
-        "relu6": f"tl.minimum(tl.maximum({x}, 0.0), 6.0)",
+        "hardsigmoid": _nan_max(_nan_max(f"{x} / 6.0 + 0.5", "0.0"), "1.0", "minimum"),
+        "relu6": _nan_max(_nan_max(x, "0.0"), "6.0", "minimum"),
+        "inf_to_zero": f"tl.where(tl.abs({x}) == float(\"inf\"), 0.0, {x})",
         "elu": f"tl.where({x} > 0.0, {x}, tl.exp({x}) - 1.0)",
         "selu": f"(1.0507009873554805 * tl.where({x} > 0.0, {x}, 1.6732632423543772 * (tl.exp({x}) - 1.0)))",
     }
     if op in table:
         return table[op]
     if op in ("maximum", "minimum"):
-        return f"tl.{op}({a[0]}, {a[1]})"
+        return _nan_max(a[0], a[1], op)
     if op == "leaky_relu":
         return f"tl.where({x} >= 0.0, {x}, {x} * {a[1]})"
     if op == "clamp":
         out = x
         if args[1] != float("-inf"):
-            out = f"tl.maximum({out}, {a[1]})"
+            out = _nan_max(out, a[1])
         if args[2] != float("inf"):
-            out = f"tl.minimum({out}, {a[2]})"
+            out = _nan_max(out, a[2], "minimum")
         return out
     raise KeyError(op)
 

@@ -366,8 +366,9 @@ class _Lowering:
             else:
                 result = self.add("max", [magnitude], "row", out_dtype, low)
         elif kind == "logsumexp":
-            # max + log(sum(exp(x - max))): no exp overflows, as in torch
-            top = self.add("max", [src], "row")
+            # max + log(sum(exp(x - max))): no exp overflows; an infinite max is taken as 0, as torch
+            # does, so that a row of -inf gives -inf rather than NaN
+            top = self.add("inf_to_zero", [self.add("max", [src], "row")], "row")
             total = self.add("sum", [self.add("exp", [self.add("sub", [src, top], "elem")], "elem")], "row")
             result = self.add("add", [self.add("log", [total], "row"), top], "row", out_dtype, low)
         elif kind in ("max", "min"):

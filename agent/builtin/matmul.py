@@ -192,6 +192,9 @@ def lower_chain(model: nn.Module, inputs: list[Any]) -> list[Stage]:
     stages = []
     for linear, found, epilogue_nodes in groups:
         triangle = _triangle(epilogue_nodes[-1]) if epilogue_nodes else None
+        if triangle is not None and epilogue_nodes[-1].args[0] is not (epilogue_nodes[-2] if len(epilogue_nodes) > 1
+                                                                        else linear):
+            raise CannotCover("triu/tril of something other than the last op's result")
         if triangle is not None:
             if linear is not groups[-1][0] or capture.seen[linear.name].dim() != 2:
                 raise CannotCover("triu/tril is covered on the last matmul's 2-D result only")
@@ -614,6 +617,6 @@ def forward(stages: list[Stage], input_name: str, params: dict[str, Any], inputs
                      "    num_warps=4)"]
         body.append("h = out")
     result = "h" if stages[0].a_transposed else f"h.reshape(*{input_name}.shape[:-1], h.shape[-1])"
-    body.append(f"return self.tail({result})" if stages[-1].tail is not None else f"return {result}")
+    body.append(f"return self._kernelevo_tail({result})" if stages[-1].tail is not None else f"return {result}")
     args = ", ".join(inputs or [input_name])
     return f"def forward(self, {args}):\n" + "\n".join("    " + line for line in body) + "\n"

@@ -30,7 +30,7 @@ STEPS: dict[str, list[int]] = {
     "BLOCK_C": [64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384],
     "num_warps": [1, 2, 4, 8, 16, 32],
     "BLOCK_M": [32, 64, 128, 256, 512, 1024],
-    "BLOCK_N": [32, 64, 128, 256],
+    "BLOCK_N": [16, 32, 64, 128, 256],
     "BLOCK_K": [16, 32, 64, 128],
     "GROUP_M": [1, 4, 8, 16],
     "num_stages": [2, 3, 4, 5],
@@ -129,7 +129,7 @@ def shared_bytes(plan: Plan, params: dict[str, Any]) -> int:
     """A lower bound on the shared memory a GEMM or attention tile pipeline takes: one buffer per
     stage for the streamed operands (A and W; K and V) and, for attention, the resident Q block."""
     stages, item = params.get("num_stages", 1), plan.itemsize
-    if plan.kind == "matmul":
+    if plan.kind == "matmul" or (plan.kind == "conv" and "BLOCK_K" in params):
         return stages * (params["BLOCK_M"] + params["BLOCK_N"]) * params["BLOCK_K"] * item
     if plan.kind == "attention":
         d = plan.extra["head_dim"]

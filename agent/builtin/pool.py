@@ -42,6 +42,8 @@ class Pool:
     out_dtype: str
     input: str
     inputs: list[str]
+    module: str | None = None
+    """The pooling module's name (its window is read from it at run time), None for a function call."""
 
 
 def _three(value: Any, dims: int, fill: int) -> tuple[int, int, int]:
@@ -66,8 +68,24 @@ def _settings(gm: torch.fx.GraphModule, node: torch.fx.Node) -> tuple[str, int, 
     return None
 
 
-def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> Pool | None:
-    """The pooling plan if the graph starts with a pooling of an input, else None."""
+def _same_at_full_size(node: torch.fx.Node, full: torch.nn.Module | None) -> None:
+    """A pooling function's arguments are constants in the candidate: refuse them if the model at the
+    size being optimised calls it with others (a window that follows a size)."""
+    if full is None:
+        return
+    try:
+        traced = torch.fx.symbolic_trace(full)
+        other = next(n for n in traced.graph.nodes if n.name == node.name)
+    except Exception:  # the small plan stands where the full model cannot be traced
+        return
+    if other.args[1:] != node.args[1:] or other.kwargs != node.kwargs:
+        raise CannotCover("a pooling function whose window depends on the size (its arguments differ between "
+                          "the small and the full size)")
+
+
+def recognise(gm: torch.fx.GraphModule, inputs: list[Any], full: torch.nn.Module | None = None) -> Pool | None:
+    """The pooling plan if the graph starts with a pooling of an input, else None (``full``: the
+    model at the size being optimised, to check a pooling function's constant arguments)."""
     calls = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output", "get_attr")]
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     found = _settings(gm, calls[0]) if calls else None
@@ -80,6 +98,8 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> Pool | None:
     x = inputs[placeholders.index(node.args[0])]
     if not isinstance(x, torch.Tensor) or x.dim() != dims + 2:
         raise CannotCover(f"a {dims}-D pooling on an input without a batch dimension is not covered")
+    if node.op == "call_function":
+        _same_at_full_size(node, full)
     if settings.get("ceil_mode") or settings.get("return_indices") or settings.get("divisor_override"):
         raise CannotCover("pooling with ceil_mode, return_indices or divisor_override is not covered")
     kernel = _three(settings["kernel_size"], dims, 1)
@@ -97,7 +117,8 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> Pool | None:
     return Pool(op=op, dims=dims, kernel=kernel, stride=stride, padding=padding, dilation=dilation,
                 count_include_pad=True if include is None else bool(include), epilogue=epilogue,
                 out_dtype=str(last.meta["tensor_meta"].dtype).removeprefix("torch."), input=node.args[0].name,
-                inputs=[p.name for p in placeholders])
+                inputs=[p.name for p in placeholders],
+                module=str(node.target) if node.op == "call_module" else None)
 
 
 KERNEL = '''@triton.jit
@@ -159,25 +180,46 @@ def kernel(pool: Pool) -> str:
     return KERNEL.format(params=params, finish=finish)
 
 
+GEOMETRY = '''def pool_geometry(pool, dims):
+    """A pooling module's window as 3-D (missing leading dims are 1, or 0 for padding): kernel,
+    stride, padding and dilation, read from the module at run time."""
+    def three(value, fill):
+        value = tuple(value) if isinstance(value, (tuple, list)) else (value,) * dims
+        return (fill,) * (3 - dims) + tuple(int(v) for v in value)
+
+    kernel = three(pool.kernel_size, 1)
+    stride = kernel if pool.stride in (None, [], ()) else three(pool.stride, 1)
+    return kernel, stride, three(pool.padding, 0), three(getattr(pool, "dilation", 1), 1)
+
+
+'''
+
+
 def forward(pool: Pool, params: dict[str, Any]) -> str:
-    """``ModelNew.forward``: the output's size from the pooling's arithmetic, one launch."""
+    """``ModelNew.forward``: the window (from the module at run time, or the call's constants), the
+    output's size from the pooling's arithmetic, one launch."""
     x = pool.input
     sizes = ["1"] * (3 - pool.dims) + [f"{x}.shape[{2 + i}]" for i in range(pool.dims)]
     body = [f"{x} = {x}.contiguous()", f"d, h, w = {', '.join(sizes)}"]
-    for i, (axis, size) in enumerate(zip(("od", "oh", "ow"), ("d", "h", "w"), strict=True)):
-        k, s, p, dl = pool.kernel[i], pool.stride[i], pool.padding[i], pool.dilation[i]
-        body.append(f"{axis} = ({size} + {2 * p} - {dl * (k - 1)} - 1) // {s} + 1")
+    if pool.module is not None:
+        body.append(f"(kt, kr, ks), (st, sr, ss), (pt, pr, ps), (dt, dr, ds) = pool_geometry(self.{pool.module}, "
+                    f"{pool.dims})")
+    else:
+        k, s, p, dl = pool.kernel, pool.stride, pool.padding, pool.dilation
+        body += [f"kt, kr, ks = {k[0]}, {k[1]}, {k[2]}", f"st, sr, ss = {s[0]}, {s[1]}, {s[2]}",
+                 f"pt, pr, ps = {p[0]}, {p[1]}, {p[2]}", f"dt, dr, ds = {dl[0]}, {dl[1]}, {dl[2]}"]
+    for axis, size, k, s, p, dl in (("od", "d", "kt", "st", "pt", "dt"), ("oh", "h", "kr", "sr", "pr", "dr"),
+                                    ("ow", "w", "ks", "ss", "ps", "ds")):
+        body.append(f"{axis} = ({size} + 2 * {p} - {dl} * ({k} - 1) - 1) // {s} + 1")
     body.append(f"out = torch.empty(({x}.shape[0], {x}.shape[1], {', '.join(('od', 'oh', 'ow')[3 - pool.dims:])}), "
                 f"dtype=torch.{pool.out_dtype}, device={x}.device)")
     lines, extra = epilogue_arguments(pool.epilogue)
     body += lines
-    k, s, p, dl = pool.kernel, pool.stride, pool.padding, pool.dilation
     body += ["if out.numel():",
              f"    pool_kernel[({x}.shape[0] * {x}.shape[1] * triton.cdiv(od * oh * ow, {params['BLOCK_M']}),)](",
              f"        {x}, {x}, {extra}out, {x}.shape[0], {x}.shape[1], d, h, w, od, oh, ow,",
-             f"        KT={k[0]}, KR={k[1]}, KS={k[2]}, ST={s[0]}, SR={s[1]}, SS={s[2]},",
-             f"        PT={p[0]}, PR={p[1]}, PS={p[2]},",
-             f"        DT={dl[0]}, DR={dl[1]}, DS={dl[2]}, MAX={pool.op == 'max'}, COUNT_PAD={pool.count_include_pad},",
+             "        KT=kt, KR=kr, KS=ks, ST=st, SR=sr, SS=ss, PT=pt, PR=pr, PS=ps, DT=dt, DR=dr, DS=ds,",
+             f"        MAX={pool.op == 'max'}, COUNT_PAD={pool.count_include_pad},",
              f"        HAS_BIAS=False, BLOCK_M={params['BLOCK_M']}, num_warps={params['num_warps']})",
              "return out"]
     return f"def forward(self, {', '.join(pool.inputs)}):\n" + "\n".join("    " + line for line in body) + "\n"

@@ -271,6 +271,33 @@ def _tail_choice(tail: Plan) -> dict[str, Any]:
     return {"plan": tail, "strategy": strategy, "params": params, "why": why}
 
 
+GENERATED_NAMES = frozenset({
+    "h", "h0", "d", "w", "od", "oh", "ow", "kt", "kr", "ks", "st", "sr", "ss", "pt", "pr", "ps", "dt", "dr", "ds",
+    "k_out", "cg", "groups", "weight", "out", "grid", "ws", "sms", "tiles", "tiles_c", "n_tiles", "n_rows", "n_cols",
+    "vec", "block_c", "chunk", "outer", "reduced", "inner", "positions", "batch", "heads", "seq", "head_dim", "scale",
+    "even", "losses", "parts", "self", "torch", "triton", "tl", "nn", "F", "math", "aligned", "conv_geometry",
+    "pool_geometry",
+    "round_to_bf16", "tma_scratch", "InterpretedFunction"})
+"""Names the generated ``forward`` methods and files define: an input of the reference with one of
+these names (or an upper-case name, a private one, or one ending ``_rows`` or ``_kernel``) is renamed."""
+
+
+def _safe_input_names(gm: torch.fx.GraphModule) -> None:
+    """Rename ``gm``'s inputs that would clash with names the generated code defines (``h``, ``w``,
+    ``out``, ``BLOCK_M`` ...): the candidate's ``forward`` takes its inputs by position, so the names
+    are ours to choose."""
+    changed = False
+    for node in gm.graph.nodes:
+        name = node.name
+        if node.op == "placeholder" and (name in GENERATED_NAMES or name.isupper() or name.startswith("_")
+                                         or name.endswith(("_rows", "_kernel"))):
+            node.target = f"input_{name.strip('_')}"
+            node._rename(node.target)
+            changed = True
+    if changed:
+        gm.recompile()
+
+
 @dataclass
 class Context:
     """What every plan of one task shares: the reference's ``__init__`` source and imports, the
@@ -298,8 +325,10 @@ def recognise(task: Task) -> Plan:
     context = Context(init=init, imports=imports, dtype=dtype, allow_partial=task.allow_partial,
                       full=_full_model(task))
     gm = trace(model, inputs)
+    _safe_input_names(gm)
     try:
-        return plan_graph(model, gm, inputs, shapes, context)
+        # the traced graph stands for the model from here on: its inputs may have been renamed
+        return plan_graph(gm, gm, inputs, shapes, context)
     except CannotCover as whole:
         from kernelevo.agent.builtin import sequence  # it plans each segment with plan_graph
 
@@ -339,7 +368,7 @@ def plan_graph(model: torch.nn.Module, gm: torch.fx.GraphModule, inputs: list[An
         return Plan(kind="group_norm", program=None, init=init, imports=imports, rows=rows, cols=cols, dtype=dtype,
                     ops=["group_norm" if norm.groups is not None else "instance_norm"]
                     + (norm.epilogue.ops if norm.epilogue else []), inputs=names, extra={"norm": norm})
-    pooling = pool.recognise(gm, inputs)
+    pooling = pool.recognise(gm, inputs, context.full)
     if pooling is not None:
         return Plan(kind="pool", program=None, init=init, imports=imports, rows=rows, cols=cols, dtype=dtype,
                     ops=[f"{pooling.op}_pool{pooling.dims}d"] + (pooling.epilogue.ops if pooling.epilogue else []),

@@ -23,10 +23,10 @@ from torch.fx.passes.shape_prop import ShapeProp
 
 from kernelevo.agent.builtin.lower import CannotCover, trace
 
-FLOW = "flow"
+FLOW = "_kernelevo_flow"
 """The name a segment gives the previous segment's output."""
 LEAD_KINDS = ("conv", "matmul", "attention")
-SHARED_HELPERS = {"round_to_bf16", "aligned", "conv_geometry", "tma_scratch"}
+SHARED_HELPERS = {"round_to_bf16", "aligned", "conv_geometry", "pool_geometry", "tma_scratch"}
 """Helpers every template writes identically: one copy in the file, never renamed."""
 
 
@@ -206,7 +206,9 @@ def render(plan: Any, strategy: str, params: dict[str, Any], why: str, render_on
         seg_imports, seg_blocks, seg_methods = _blocks(source)
         kernels = [name for name, _ in seg_blocks if name not in SHARED_HELPERS and re.fullmatch(r"\w+", name)
                    and f"def {name}(" in source]
-        renames = {name: f"s{k}_{name}" for name in kernels} | {"forward": f"segment{k}", "tail": f"segment{k}_tail"}
+        # methods get names no submodule of the reference has
+        renames = {name: f"s{k}_{name}" for name in kernels} | {"forward": f"_kernelevo_segment{k}",
+                                                                "_kernelevo_tail": f"_kernelevo_segment{k}_tail"}
         pattern = re.compile(r"\b(" + "|".join(map(re.escape, renames)) + r")\b")
 
         def rename(text: str, renames: dict[str, str] = renames, pattern: re.Pattern[str] = pattern) -> str:
@@ -218,7 +220,7 @@ def render(plan: Any, strategy: str, params: dict[str, Any], why: str, render_on
             if key not in blocks:  # shared helpers and flags (INTERPRETED, CAST_ROUNDS) once
                 blocks[key] = rename(text)
         methods += [rename(m) for m in seg_methods]
-        calls.append(f"{FLOW} = self.segment{k}({', '.join(seg.inputs)})")
+        calls.append(f"{FLOW} = self._kernelevo_segment{k}({', '.join(seg.inputs)})")
     forward = [f"def forward(self, {', '.join(plan.inputs)}):", *[f"    {c}" for c in calls], f"    return {FLOW}"]
     body = "\n\n\n".join(blocks.values())
     # methods keep the class indentation they were rendered with

@@ -282,7 +282,7 @@ def _model(init: str, forward: str) -> str:
 
 def _with_tail(kernels: str, forward: str, tail: dict[str, Any]) -> tuple[str, str]:
     """The GEMM kernels and forward with the row kernel after them: its kernel appended, and its
-    launch as a ``tail`` method that the GEMM forward returns through."""
+    launch as a ``_kernelevo_tail`` method that the GEMM forward returns through."""
     program, strategy, params = tail["plan"].program, tail["strategy"], tail["params"]
     body = codegen.kernel(program, strategy, online=bool(params.get("online")),
                           persistent=bool(params.get("PROGRAMS_PER_SM")), static=bool(params.get("STATIC")))
@@ -291,7 +291,7 @@ def _with_tail(kernels: str, forward: str, tail: dict[str, Any]) -> tuple[str, s
     shown = ", ".join(f"{k}={v}" for k, v in params.items())
     note = (f"# The row operations after the last GEMM, in a second kernel over its stored output: "
             f"{strategy}, {shown}.\n# {tail['why']}\n")
-    method = launch.replace("def forward(", "def tail(", 1)
+    method = launch.replace("def forward(", "def _kernelevo_tail(", 1)  # no submodule of the reference has this name
     return kernels + "\n\n" + aligned + note + body, forward + "\n" + method
 
 
@@ -334,7 +334,7 @@ def render(plan: Plan, strategy: str, params: dict[str, Any], why: str) -> str:
                              why=why, strategy_why=WHY_STRATEGY[strategy], imports=imports,
                              bytes_note="the input about once (overlapping windows re-read from L1) and the "
                                         "output written once.")
-        body = pool.kernel(pooling)
+        body = pool.GEOMETRY + pool.kernel(pooling)
         if "round_to_bf16" in body:
             head, body = _with_interpreter_import(head), codegen.ROUND_TO_BF16 + "\n\n" + body
         return head + body + _model(plan.init, pool.forward(pooling, params))

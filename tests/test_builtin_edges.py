@@ -1,0 +1,172 @@
+"""The built-in strategist on references written in ways its templates could trip over: input names
+that the generated code also uses, submodules named like generated methods, a window that differs
+between the small and the full size, rows that are all -inf. Each was a wrong or crashing
+candidate once."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernelevo.agent.builtin.policy import seeds
+from kernelevo.agent.builtin.recognize import recognise
+from kernelevo.agent.builtin.templates import render
+from kernelevo.tasks import load_task
+
+MATMUL_CLASH = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.tail = nn.Linear(48, 40)
+
+    def forward(self, x, h):
+        return torch.softmax(self.tail(x) + h, dim=-1)
+
+
+def get_inputs():
+    return [torch.randn(5, 48), torch.randn(5, 40)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+CONV_CLASH = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+
+    def forward(self, x, w):
+        return self.conv(x) + w
+
+
+def get_inputs():
+    return [torch.randn(2, 3, 8, 8), torch.randn(2, 4, 6, 6)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+WINDOW_FOLLOWS_SIZE = '''import torch
+import torch.nn as nn
+
+kernel_size = 4
+SMALL = {"kernel_size": 2}
+
+
+class Model(nn.Module):
+    def __init__(self, k):
+        super().__init__()
+        self.pool = nn.AvgPool1d(k)
+
+    def forward(self, x):
+        return self.pool(x)
+
+
+def get_inputs():
+    return [torch.randn(2, 3, 64)]
+
+
+def get_init_inputs():
+    return [kernel_size]
+'''
+
+
+def _first_seed(path: Path, size: str = "full") -> str:
+    plan = recognise(load_task(str(path), size))
+    strategy, params, why = seeds(plan)[0]
+    return render(plan, strategy, params, why)
+
+
+def test_inputs_named_like_generated_locals_are_renamed_and_no_method_hides_a_submodule(tmp_path: Path) -> None:
+    """A residual input ``h`` used to be overwritten by the GEMM's own ``h`` (and ``w`` by the
+    convolution's width), and a submodule ``tail`` was hidden by the GEMM's row-kernel method."""
+    for name, text, inputs in (("mm.py", MATMUL_CLASH, ["x", "input_h"]), ("conv.py", CONV_CLASH, ["x", "input_w"])):
+        path = tmp_path / name
+        path.write_text(text)
+        assert recognise(load_task(str(path), "full")).inputs == inputs
+    source = _first_seed(tmp_path / "mm.py")
+    assert "def _kernelevo_tail(self" in source and "def tail(" not in source
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("text", [MATMUL_CLASH, CONV_CLASH], ids=["matmul", "conv"])
+def test_clashing_names_are_judged_correct(evaluator, tmp_path: Path, text: str) -> None:
+    task_file = tmp_path / "clash.py"
+    task_file.write_text(text)
+    candidate = tmp_path / "candidate.py"
+    candidate.write_text(_first_seed(task_file))
+    verdict, code = evaluator.evaluate(load_task(str(task_file), "small"), candidate)
+    assert code == 0, verdict.reason
+
+
+@pytest.mark.slow
+def test_a_pooling_window_is_read_at_run_time(evaluator, tmp_path: Path) -> None:
+    """The window follows a size: the plan is made at the small size (window 2), the candidate must
+    still pool with the full size's window (4)."""
+    task_file = tmp_path / "pool.py"
+    task_file.write_text(WINDOW_FOLLOWS_SIZE)
+    candidate = tmp_path / "candidate.py"
+    candidate.write_text(_first_seed(task_file, "small"))
+    verdict, code = evaluator.evaluate(load_task(str(task_file), "full"), candidate)
+    assert code == 0, verdict.reason
+
+
+RUN_LOGSUMEXP = """
+import importlib.util, json, sys
+import torch
+spec = importlib.util.spec_from_file_location("candidate", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+x = torch.randn(4, 33)
+x[1] = float("-inf")
+x[2, 5] = float("inf")
+print(json.dumps({"got": [str(v) for v in module.ModelNew()(x).tolist()],
+                  "want": [str(v) for v in torch.logsumexp(x, dim=-1).tolist()]}))
+"""
+
+
+def test_logsumexp_of_a_row_of_minus_inf_is_minus_inf(tmp_path: Path) -> None:
+    """torch takes an infinite row maximum as 0; max + log(sum(exp(x - max))) alone gives NaN. The
+    harness refuses non-finite references, so the generated module is run directly, in a process of
+    its own under the interpreter."""
+    task_file = tmp_path / "lse.py"
+    task_file.write_text('''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.logsumexp(x, dim=-1)
+
+
+def get_inputs():
+    return [torch.randn(4, 33)]
+
+
+def get_init_inputs():
+    return []
+''')
+    candidate = tmp_path / "candidate.py"
+    candidate.write_text(_first_seed(task_file))
+    done = subprocess.run([sys.executable, "-c", RUN_LOGSUMEXP, str(candidate)], capture_output=True, text=True,
+                          env={**os.environ, "TRITON_INTERPRET": "1"}, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    values = json.loads(done.stdout.strip().splitlines()[-1])
+    got, want = values["got"], values["want"]
+    assert got[1] == want[1] == "-inf" and got[2] == want[2] == "inf"
+    for g, w in zip(got, want, strict=True):
+        assert abs(float(g) - float(w)) < 1e-4 or g == w
