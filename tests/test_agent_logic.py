@@ -154,15 +154,20 @@ def test_a_convolution_stays_in_torch_only_where_the_task_allows_it(tmp_path: Pa
     assert plan.kind == "conv" and plan.ops[0] == "conv2d" and "relu" in plan.ops
     # channels at the size being optimised, not the small size the plan was traced at
     assert "128->128" in recognise(load_task(str(strict), "full")).describe()
+    # a reduction after it: the convolution's kernel, then a row kernel reading its output
     reduced = tmp_path / "conv_then_sum.py"
     reduced.write_text(source.replace("ALLOW_PARTIAL = True", "ALLOW_PARTIAL = False")
                        .replace("return torch.relu(y + self.bias) * self.scale + x", "return y.sum(dim=-1)"))
-    with pytest.raises(CannotCover, match="after a convolution"):
-        recognise(load_task(str(reduced), "small"))
+    plan = recognise(load_task(str(reduced), "small"))
+    assert plan.kind == "sequence" and [s.plan.kind for s in plan.extra["segments"]] == ["conv", "row"]
+    scanned = tmp_path / "conv_then_cumsum.py"
+    scanned.write_text(reduced.read_text().replace("y.sum(dim=-1)", "torch.cumsum(y, dim=-1)"))
+    with pytest.raises(CannotCover, match="^no template for `cumsum`$"):
+        recognise(load_task(str(scanned), "small"))
 
 
 @pytest.mark.parametrize(("forward", "words"), [
-    ("return x.sum(dim=0)", "over dim 0"),
+    ("return x.sum(dim=(0, 1))", r"over dim \(0, 1\)"),
     ("return x - x.sum(-1)", "without keepdim"),  # runs only because the input is square; wrong per row
     ("return x ** 1.7", "exponent 1.7"),
     ("return x[:, :3] * 2", "indexes a tensor"),

@@ -137,8 +137,9 @@ def plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ..
                 break
             except CannotCover as exc:
                 if end == start:
-                    raise CannotCover(f"{whole}; split into kernels, `{calls[start].name}` is not covered either: "
-                                      f"{exc}") from None
+                    why = str(whole) if str(exc) == str(whole) else (
+                        f"{whole}; split into kernels, `{calls[start].name}` is not covered either: {exc}")
+                    raise CannotCover(why) from None
         if found is None:
             raise CannotCover(str(whole))
         sub_plan, names = found
