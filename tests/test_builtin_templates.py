@@ -112,6 +112,8 @@ CASES = [
      "DTYPE = torch.bfloat16"),
     ("dim-mean-keepdim-fp16", "        pass", "        return x.mean(dim=(1, 2), keepdim=True)",
      "torch.randn(2, 9, 11, 37)", "DTYPE = torch.float16"),
+    ("dim-global-mean-and-all", "        pass", "        return torch.amax(x.mean(dim=(2, 3)) * 2.0)",
+     "torch.randn(2, 3, 7, 9)", ""),
     ("dim-sum-bf16", "        pass", "        return torch.sum(x, 1)", "torch.randn(4, 300, 33)",
      "DTYPE = torch.bfloat16"),
     ("l2-normalise", "        pass", "        return x / torch.norm(x, p=2, dim=1, keepdim=True)", "torch.randn(6, {cols})",

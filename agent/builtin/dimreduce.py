@@ -28,7 +28,8 @@ TARGETS = {torch.sum: "sum", torch.mean: "mean", torch.amax: "amax", torch.amin:
 
 @dataclass
 class DimReduction:
-    """One reduction of the task's single input over adjacent dimensions that exclude the last."""
+    """One reduction of the task's single input over adjacent dimensions (all of them, or any run
+    but the last alone)."""
 
     op: str
     """sum, mean, max, min, argmax or argmin (amax and amin are max and min)."""
@@ -41,18 +42,22 @@ class DimReduction:
 
 
 def _dims(dim: Any, rank: int) -> tuple[int, int] | None:
-    """(first, count) for adjacent dims that leave the last one alone, else None."""
+    """(first, count) for adjacent dims (None: all of them), else None; the last dimension alone is
+    left to the row templates, which fuse what comes before and after."""
+    if dim is None:
+        return 0, rank
     dims = sorted(d % rank for d in (dim if isinstance(dim, (tuple, list)) else [dim]) if isinstance(d, int))
     if not dims or len(dims) != (len(dim) if isinstance(dim, (tuple, list)) else 1):
         return None
-    if dims != list(range(dims[0], dims[0] + len(dims))) or dims[-1] == rank - 1:
+    if dims != list(range(dims[0], dims[0] + len(dims))) or dims == [rank - 1]:
         return None
     return dims[0], len(dims)
 
 
 def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> DimReduction | None:
-    """The reduction if the graph is exactly one reduction of its only input over dimensions other
-    than the last (then maybe ``[0]`` or ``.values``), else None (the row templates may take it)."""
+    """The reduction if the graph is exactly one reduction of its only input over adjacent dimensions
+    other than the last alone (then maybe ``[0]`` or ``.values``), else None (the row templates may
+    take it)."""
     calls = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output")]
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if len(inputs) != 1 or not isinstance(inputs[0], torch.Tensor) or not calls or len(calls) > 2:
@@ -65,10 +70,10 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> DimReduction | Non
     x = inputs[0]
     dim = node.kwargs.get("dim", node.args[1] if len(node.args) > 1 else None)
     keepdim = node.kwargs.get("keepdim", node.args[2] if len(node.args) > 2 else False)
-    found = _dims(dim, x.dim()) if dim is not None and x.dim() >= 2 else None
+    found = _dims(dim, x.dim()) if x.dim() >= 1 else None
     if found is None or not isinstance(keepdim, bool) or node.kwargs.get("dtype") is not None:
         return None
-    if name in ("max", "min"):
+    if name in ("max", "min") and dim is not None:
         # torch.max(x, dim) gives (values, indices): covered when only the values are used
         if len(calls) != 2 or not _takes_values(calls[1], node):
             raise CannotCover(f"`{name}` over dim {dim} with its indices used; covered: the values")
@@ -185,7 +190,11 @@ def forward(reduction: DimReduction, name: str, params: dict[str, Any]) -> str:
 
 def seeds(reduction: DimReduction, inner: int) -> list[tuple[dict[str, Any], str]]:
     """Tiles that keep 16 to 32 fp32 partials per thread; wide inner runs first where the inner size
-    allows (whole 512-byte lines per row of the tile)."""
+    allows (whole 512-byte lines per row of the tile). With nothing inside the reduced dimensions,
+    the reduced values are contiguous: a column of BLOCK_R of them per step."""
+    if inner == 1:
+        return [({"BLOCK_R": block, "BLOCK_I": 1, "num_warps": warps},
+                 f"seed: {block} contiguous values per step") for block, warps in ((2048, 4), (4096, 8), (1024, 4))]
     out = []
     for block_r, block_i, warps in ((8, 256, 4), (32, 64, 4), (16, 128, 8), (4, 512, 8)):
         if block_i > 2 * max(inner, 16) and block_i > 64:

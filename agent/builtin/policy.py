@@ -37,9 +37,14 @@ STEPS: dict[str, list[int]] = {
     "PROGRAMS_PER_SM": [1, 2, 4, 8, 16],
     "SPLIT_K": [1, 2, 4, 8, 16],
     "SPLIT": [2, 4, 8, 16, 32, 64],
-    "BLOCK_I": [32, 64, 128, 256, 512, 1024],
+    "BLOCK_I": [1, 32, 64, 128, 256, 512, 1024],
     "BLOCK": [256, 512, 1024, 2048, 4096, 8192],
 }
+KIND_STEPS: dict[str, dict[str, list[int]]] = {
+    # a strided reduction with nothing inside the reduced dims walks long contiguous columns
+    "dim_reduce": {"BLOCK_R": [1, 2, 4, 8, 16, 32, 64, 256, 1024, 2048, 4096, 8192]},
+}
+"""Steps that differ for one kind of plan from :data:`STEPS`."""
 MUTATION_ORDER: dict[str, tuple[str, ...]] = {
     # Tensor-core kernels: the tile shape and the pipeline depth decide the speed (the warps mostly
     # follow from the tile), so those are stepped first.
@@ -357,8 +362,9 @@ class BuiltinPolicy:
     def _neighbours(self, strategy: str, params: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any], str]]:
         """Parameter sets one step away from ``params``, most promising first."""
         assert self.plan is not None
-        for name in MUTATION_ORDER.get(searched(self.plan).kind, tuple(STEPS)):
-            values = STEPS[name]
+        kind = searched(self.plan).kind
+        for name in MUTATION_ORDER.get(kind, tuple(STEPS)):
+            values = KIND_STEPS.get(kind, {}).get(name, STEPS[name])
             if name not in params:
                 continue
             i = values.index(params[name]) if params[name] in values else 0

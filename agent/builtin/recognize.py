@@ -73,8 +73,7 @@ class Plan:
         if self.kind == "dim_reduce":
             r = self.extra["reduction"]
             dims = f"dim {r.first}" if r.count == 1 else f"dims {r.first}-{r.first + r.count - 1}"
-            return (f"{r.op} over {dims} (not the last): {self.rows} outputs, each over {self.cols} values, "
-                    f"{self.dtype}")
+            return f"{r.op} over {dims}: {self.rows} outputs, each over {self.cols} values, {self.dtype}"
         if self.kind == "matmul":
             parts = []
             for st in self.extra["stages"]:
