@@ -17,13 +17,21 @@ from typing import Any
 
 import torch
 import torch.fx
+import torch.nn as nn
+import torch.nn.functional as F
 
 from kernelevo.agent.builtin.lower import CannotCover
 
 OPS = {"sum": "sum", "mean": "mean", "amax": "max", "amin": "min", "max": "max", "min": "min",
-       "argmax": "argmax", "argmin": "argmin"}
+       "argmax": "argmax", "argmin": "argmin", "logsumexp": "logsumexp", "softmax": "softmax",
+       "log_softmax": "log_softmax"}
 TARGETS = {torch.sum: "sum", torch.mean: "mean", torch.amax: "amax", torch.amin: "amin", torch.max: "max",
-           torch.min: "min", torch.argmax: "argmax", torch.argmin: "argmin"}
+           torch.min: "min", torch.argmax: "argmax", torch.argmin: "argmin", torch.logsumexp: "logsumexp",
+           torch.softmax: "softmax", F.softmax: "softmax", torch.log_softmax: "log_softmax",
+           F.log_softmax: "log_softmax"}
+SOFTMAX_MODULES = {nn.Softmax: "softmax", nn.LogSoftmax: "log_softmax"}
+ELEMENTWISE = ("softmax", "log_softmax")
+"""Ops whose output has the input's shape: normalised along the dimension rather than reduced."""
 
 
 @dataclass
@@ -65,14 +73,20 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> DimReduction | Non
     node = calls[0]
     name = TARGETS.get(node.target) if node.op == "call_function" else (
         str(node.target) if node.op == "call_method" and node.target in OPS else None)
+    dim = node.kwargs.get("dim", node.args[1] if len(node.args) > 1 else None)
+    if node.op == "call_module":
+        module = gm.get_submodule(str(node.target))
+        name, dim = SOFTMAX_MODULES.get(type(module)), getattr(module, "dim", None)
     if name is None or node.args[:1] != (placeholders[0],):
         return None
     x = inputs[0]
-    dim = node.kwargs.get("dim", node.args[1] if len(node.args) > 1 else None)
-    keepdim = node.kwargs.get("keepdim", node.args[2] if len(node.args) > 2 else False)
+    keepdim = False if name in ELEMENTWISE else node.kwargs.get("keepdim", node.args[2] if len(node.args) > 2
+                                                                 else False)
     found = _dims(dim, x.dim()) if x.dim() >= 1 else None
     if found is None or not isinstance(keepdim, bool) or node.kwargs.get("dtype") is not None:
         return None
+    if name in ("softmax", "log_softmax", "logsumexp") and (dim is None or found[1] != 1):
+        return None  # over one dimension only (a softmax over the last one is a row program)
     if name in ("max", "min") and dim is not None:
         # torch.max(x, dim) gives (values, indices): covered when only the values are used
         if len(calls) != 2 or not _takes_values(calls[1], node):
@@ -83,6 +97,8 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> DimReduction | Non
         raise CannotCover(f"`{name}` over dim {dim} of a {x.dtype} tensor (covered: fp32, bf16, fp16)")
     op = OPS[name]
     out_dtype = "int64" if op.startswith("arg") else str(x.dtype).removeprefix("torch.")
+    if op in ELEMENTWISE:
+        keepdim = True
     return DimReduction(op=op, first=found[0], count=found[1], keepdim=keepdim, out_dtype=out_dtype)
 
 
@@ -146,6 +162,68 @@ PARTS = {
 }
 
 
+NORMALISE = '''@triton.jit
+def dim_reduce_kernel(x_ptr, out_ptr, R, INNER, BLOCK_R: tl.constexpr, BLOCK_I: tl.constexpr,
+                      EVEN_I: tl.constexpr, WIDE: tl.constexpr):
+    # {what} along a dimension other than the last: program p owns BLOCK_I inner positions of outer
+    # index o (p = o * blocks + i) and walks the R values of each in place: a pass for the maximum, a
+    # pass for the sum of exp(x - max){write_note}. An infinite maximum counts as 0, as in torch.
+    blocks = tl.cdiv(INNER, BLOCK_I)
+    inner = (tl.program_id(0) % blocks) * BLOCK_I + tl.arange(0, BLOCK_I)
+    inner_ok = inner < INNER
+    outer = tl.program_id(0) // blocks
+    rs = tl.arange(0, BLOCK_R)
+    if WIDE:
+        outer = outer.to(tl.int64)
+        rs = rs.to(tl.int64)
+    base = x_ptr + outer * R * INNER
+    top = tl.full((BLOCK_R, BLOCK_I), float("-inf"), dtype=tl.float32)
+    for r0 in range(0, R, BLOCK_R):
+        r = r0 + rs
+        mask = (r < R)[:, None] & inner_ok[None, :]
+        tile = tl.load(base + r[:, None] * INNER + inner[None, :], mask=mask, other=float("-inf")).to(tl.float32)
+        top = tl.maximum(top, tile, propagate_nan=tl.PropagateNan.ALL)
+    m = tl.max(top, axis=0)
+    m = tl.where(tl.abs(m) == float("inf"), 0.0, m)
+    total = tl.zeros((BLOCK_R, BLOCK_I), dtype=tl.float32)
+    for r0 in range(0, R, BLOCK_R):
+        r = r0 + rs
+        mask = (r < R)[:, None] & inner_ok[None, :]
+        tile = tl.load(base + r[:, None] * INNER + inner[None, :], mask=mask, other=float("-inf")).to(tl.float32)
+        total += tl.exp(tile - m[None, :])
+    s = tl.sum(total, axis=0)
+{finish}'''
+
+NORMALISE_FINISH = {
+    "logsumexp": "    result = tl.log(s) + m\n{round}"
+                 "    tl.store(out_ptr + outer * INNER + inner, result.to(out_ptr.dtype.element_ty), mask=inner_ok)\n",
+    "softmax": """    out_base = out_ptr + outer * R * INNER
+    for r0 in range(0, R, BLOCK_R):
+        r = r0 + rs
+        mask = (r < R)[:, None] & inner_ok[None, :]
+        tile = tl.load(base + r[:, None] * INNER + inner[None, :], mask=mask, other=0.0).to(tl.float32)
+        result = {value}
+{round}        tl.store(out_base + r[:, None] * INNER + inner[None, :], result.to(out_ptr.dtype.element_ty), mask=mask)
+""",
+}
+
+
+def _normalise(reduction: DimReduction) -> str:
+    op = reduction.op
+    bf16 = reduction.out_dtype == "bfloat16"
+    if op == "logsumexp":
+        finish = NORMALISE_FINISH["logsumexp"].format(round="    result = round_to_bf16(result)\n" if bf16 else "")
+        note = ""
+    else:
+        value = "tl.exp(tile - m[None, :]) / s[None, :]" if op == "softmax" else \
+            "(tile - m[None, :]) - tl.log(s)[None, :]"
+        finish = NORMALISE_FINISH["softmax"].format(value=value, round="        result = round_to_bf16(result)\n"
+                                                    if bf16 else "")
+        note = ", and a pass that writes the normalised values"
+    what = {"logsumexp": "log-sum-exp", "softmax": "softmax", "log_softmax": "log-softmax"}[op]
+    return NORMALISE.format(what=what[0].upper() + what[1:], write_note=note, finish=finish)
+
+
 def _parts(op: str) -> tuple[str, str, str, str]:
     if op == "mean":
         init, other, step, finish = PARTS["sum"]
@@ -163,6 +241,8 @@ def _parts(op: str) -> tuple[str, str, str, str]:
 
 
 def kernel(reduction: DimReduction) -> str:
+    if reduction.op in ("logsumexp", *ELEMENTWISE):
+        return _normalise(reduction)
     init, other, step, finish = _parts(reduction.op)
     if reduction.out_dtype == "bfloat16" and reduction.op in ("sum", "mean"):
         finish += "\n    result = round_to_bf16(result)"
@@ -174,6 +254,8 @@ def forward(reduction: DimReduction, name: str, params: dict[str, Any]) -> str:
     first, last = reduction.first, reduction.first + reduction.count
     kept = f"(*{name}.shape[:{first}], {', '.join(['1'] * reduction.count)}, *{name}.shape[{last}:])" \
         if reduction.keepdim else f"(*{name}.shape[:{first}], *{name}.shape[{last}:])"
+    if reduction.op in ELEMENTWISE:
+        kept = f"{name}.shape"
     body = [f"{name} = {name}.contiguous()",
             f"outer = {name}.shape[:{first}].numel()",
             f"reduced = {name}.shape[{first}:{last}].numel()",
