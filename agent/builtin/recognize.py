@@ -339,6 +339,8 @@ def plan_graph(model: torch.nn.Module, gm: torch.fx.GraphModule, inputs: list[An
     """The plan of one traced graph (``gm``, shape-propagated on ``inputs``) with ``shapes`` the
     tensor inputs' shapes at the size being optimised; CannotCover when no template covers it."""
     init, imports, dtype = context.init, context.imports, context.dtype
+    if not shapes:
+        raise CannotCover("no tensor input")
     main = shapes[0]
     cols = main[-1] if main else 1
     rows = math.prod(main[:-1]) if main else 1

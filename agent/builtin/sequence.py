@@ -128,6 +128,8 @@ def plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ..
             if sub is None:
                 continue
             names = [n.name for n in sub.graph.nodes if n.op == "placeholder"]
+            if not names:
+                continue  # computed from parameters alone: it belongs with what reads it
             sources = [flow.name if name == FLOW and flow is not None else name for name in names]
             values = [capture.seen[s] for s in sources]
             try:
@@ -141,7 +143,8 @@ def plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ..
                         f"{whole}; split into kernels, `{calls[start].name}` is not covered either: {exc}")
                     raise CannotCover(why) from None
         if found is None:
-            raise CannotCover(str(whole))
+            raise CannotCover(f"{whole}; split into kernels, no template covers the ops from `{calls[start].name}`"
+                              if start else str(whole))
         sub_plan, names = found
         strategy, params, why = seeds(sub_plan)[0]
         segments.append(Segment(plan=sub_plan, strategy=strategy, params=params, why=why, inputs=names))
