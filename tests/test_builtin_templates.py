@@ -118,6 +118,9 @@ CASES = [
      "torch.randn(2, 30, 17)", "DTYPE = torch.bfloat16"),
     ("dim-logsumexp-then-log-softmax", "        pass",
      "        return F.log_softmax(torch.logsumexp(x, dim=1), dim=0)", "torch.randn(3, 40, 9)", ""),
+    ("adaptive-avgpool-after-multiply", "        self.pool = nn.AdaptiveAvgPool2d(1)",
+     "        return F.adaptive_avg_pool2d(self.pool(torch.multiply(x, 2.0)), (1, 1))",
+     "torch.randn(2, 3, 7, 9)", ""),
     ("dim-sum-bf16", "        pass", "        return torch.sum(x, 1)", "torch.randn(4, 300, 33)",
      "DTYPE = torch.bfloat16"),
     ("l2-normalise", "        pass", "        return x / torch.norm(x, p=2, dim=1, keepdim=True)", "torch.randn(6, {cols})",
@@ -183,7 +186,7 @@ SLOW_CASES = {"flat-gelu-tanh", "chunk-glu-bf16", "layernorm-module-bf16", "var-
               "conv1d-dilated-grouped", "l2-normalise", "matmul-inputs-transposed-a", "dim-max-values",
               "linear-scalar-params-min", "conv2d-strided-bias-relu", "conv3d-residual-fp16", "avgpool3d",
               "convtranspose1d-dilated-bf16", "instancenorm-conv-sequence", "dim-logsumexp-then-log-softmax",
-              "dim-global-mean-and-all"}
+              "dim-global-mean-and-all", "adaptive-avgpool-after-multiply"}
 """Cases the default run leaves to ``make test-all``: each has a sibling of the same family that runs."""
 
 

@@ -122,10 +122,11 @@ UNARY_MODULES: dict[type, str] = {
 BINARY_TARGETS: dict[Any, str] = {
     operator.add: "add", torch.add: "add", operator.sub: "sub", torch.sub: "sub", operator.mul: "mul",
     torch.mul: "mul", operator.truediv: "div", torch.div: "div", torch.maximum: "maximum",
-    torch.minimum: "minimum", operator.pow: "pow", torch.pow: "pow",
+    torch.minimum: "minimum", operator.pow: "pow", torch.pow: "pow", torch.multiply: "mul", torch.subtract: "sub",
+    torch.divide: "div", torch.true_divide: "div",
 }
 BINARY_METHODS = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "pow": "pow", "maximum": "maximum",
-                  "minimum": "minimum"}
+                  "minimum": "minimum", "multiply": "mul", "subtract": "sub", "divide": "div", "true_divide": "div"}
 PASS_METHODS = {"contiguous", "float", "to", "type_as", "half", "bfloat16", "double", "clone", "detach"}
 IDENTITY_MODULES = (nn.Identity, nn.Dropout)
 REDUCE_TARGETS = {torch.sum: "sum", torch.mean: "mean", torch.amax: "amax", torch.amin: "amin",
