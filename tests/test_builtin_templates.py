@@ -186,7 +186,7 @@ SLOW_CASES = {"flat-gelu-tanh", "chunk-glu-bf16", "layernorm-module-bf16", "var-
               "conv1d-dilated-grouped", "l2-normalise", "matmul-inputs-transposed-a", "dim-max-values",
               "linear-scalar-params-min", "conv2d-strided-bias-relu", "conv3d-residual-fp16", "avgpool3d",
               "convtranspose1d-dilated-bf16", "instancenorm-conv-sequence", "dim-logsumexp-then-log-softmax",
-              "dim-global-mean-and-all", "adaptive-avgpool-after-multiply"}
+              "dim-global-mean-and-all", "adaptive-avgpool-after-multiply", "sequence-conv-pool"}
 """Cases the default run leaves to ``make test-all``: each has a sibling of the same family that runs."""
 
 
