@@ -128,13 +128,6 @@ def driven(values: int, device: str = "cuda") -> dict:
             worker.call({"seed": 50 + k, "variant": k, "record": True, "name": f"set{k}"})
         for cold in (False, True):
             rows[f"worker after checked calls{', cold' if cold else ''}"] = _request_times(worker.timed, cold)
-        from kernelevo.sandbox.child import timed
-
-        for cycles in (200_000, 400_000):
-            timed.LAUNCH_COVER_CYCLES = cycles
-            rows[f"worker, cold, launch cover {cycles} cycles"] = _request_times(worker.timed, True)
-            rows[f"oracle, cold, launch cover {cycles} cycles"] = _request_times(oracle.timed, True)
-        timed.LAUNCH_COVER_CYCLES = 0
     return rows
 
 

@@ -70,6 +70,65 @@ def test_work_on_a_side_stream_is_timed(evaluator, relu_task) -> None:
     assert side.runtime_ms > 0.5 * main.runtime_ms
 
 
+RELU_4M = RELU_64M.replace("64 * 1024 * 1024 + 3", "4 * 1024 * 1024")
+
+
+def test_work_hidden_before_the_clock_starts_gains_nothing(evaluator, tmp_path: Path) -> None:
+    """Half of a relu on a stream that does not wait for the start event runs no earlier than the
+    clock: the cover holds every SM until the start event fires."""
+    path = tmp_path / "relu_4m.py"
+    path.write_text(RELU_4M)
+    task = load_task(str(path), "full")
+    honest, code = evaluator.evaluate(task, candidate("ok_relu_empty"))
+    assert code == 0, honest.reason
+    hidden, code = evaluator.evaluate(task, candidate("bad_hidden_in_cover"))
+    assert code != 0 or hidden.runtime_ms > 0.85 * honest.runtime_ms, (hidden.runtime_ms, honest.runtime_ms)
+
+
+def test_the_cover_fills_every_sm_and_counts_a_delay() -> None:
+    """In one process, no sandbox: a kernel launched on a free stream inside the call waits for the
+    cover; a kernel that already held the SMs when the cover launched delays it, and the delay counts."""
+    require_gpu()
+    import torch
+    import triton
+
+    from kernelevo.sandbox.child.timed import TimedCall
+
+    timer = TimedCall("cuda")
+    assert timer.cover.fills_every_sm, (timer.cover.registers, timer.cover.grid)
+    assert 0.2 < timer.cover.uncontended_ms < 0.4, timer.cover.uncontended_ms
+    x = torch.randn(32 * 1024 * 1024, device="cuda")
+    y = torch.empty_like(x)
+    half = x.numel() // 2
+    early = torch.cuda.Stream()
+
+    def split():
+        with torch.cuda.stream(early):
+            torch.clamp_min(x[:half], 0.0, out=y[:half])
+            done = torch.cuda.Event()
+            done.record()
+        torch.clamp_min(x[half:], 0.0, out=y[half:])
+        torch.cuda.current_stream().wait_event(done)
+        return y
+
+    def median(fn) -> float:
+        return sorted(timer(fn, [])[1] for _ in range(21))[10]
+
+    whole, hidden = median(lambda: torch.clamp_min(x, 0.0)), median(split)
+    assert hidden > 0.8 * whole, (hidden, whole)
+
+    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    gemm_ms = triton.testing.do_bench(lambda: a @ a, return_mode="median")
+    side = torch.cuda.Stream()
+    times = []
+    for _ in range(5):
+        torch.cuda.synchronize()
+        with torch.cuda.stream(side):
+            a @ a  # holds the SMs as the cover launches: the cover ends late
+        times.append(timer.around(lambda: None)[1])
+    assert sorted(times)[2] > 0.5 * gemm_ms, (times, gemm_ms)
+
+
 def test_l2_is_flushed_before_every_timed_call() -> None:
     require_gpu()
     import torch

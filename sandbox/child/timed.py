@@ -1,11 +1,12 @@
 """One timed call, the same in the candidate's process and in the oracle's (which times the reference
 with it), so that both sides of a speedup are measured alike.
 
-On a GPU a timed call is ``flush L2; spin; start.record(); out = fn(*inputs); end.record()``, queued
-like ``triton.testing.do_bench``: the flush and a short spin kernel keep the GPU busy while the host
-enqueues the call, so the host's launch cost is hidden as far as they last (about 0.26 ms at full clock), and any
-host work beyond that (many launches, heavy glue in ``forward``) leaves the GPU idle between the
-events and counts. Before the call, one untimed call on the previous inputs (:func:`warm_host`). After the end event has
+On a GPU a timed call is ``cover; start.record(); out = fn(*inputs); end.record()``, queued like
+``triton.testing.do_bench``. The cover (``cover.py``) flushes L2 and then holds every SM for a fixed
+time while the host enqueues the call, so the host's launch cost is hidden as far as it lasts (0.26
+ms), any host work beyond that (many launches, heavy glue in ``forward``) leaves the GPU idle between
+the events and counts, and no work of the call can run before the start event on another stream.
+Before the call, one untimed call on the previous inputs (:func:`warm_host`). After the end event has
 completed, a device-wide synchronize waits for work on any other stream; when that wait is longer
 than ``LAG_ALLOWANCE_MS``, work outlived the call (a side stream, a thread) and the wait is added to
 the call's time. The host time of ``fn`` itself is kept beside, for information.
@@ -22,23 +23,9 @@ import torch
 
 _perf_counter = time.perf_counter
 
-LAUNCH_COVER_CYCLES = 400_000
-"""GPU clock cycles of a spin kernel queued after the flush (0.2 ms at 2 GHz, 0.29 ms at 1.4 GHz).
-Host work of the call shorter than the flush plus this is hidden, as a busy GPU's queue hides it in a
-model or in ``do_bench``'s loop; a process that just woke up to answer a request launches from Python
-two to four times slower than one in a loop, and the flush alone (about 0.06 ms) did not cover a
-single Triton launch there. Longer host work still counts: the user pays it."""
-
 LAG_ALLOWANCE_MS = 0.02
 """A device-wide synchronize right after the end event takes a few microseconds when nothing else
 runs; a longer wait means work of this call was still running on another stream."""
-
-
-def flush_buffer(device: str) -> torch.Tensor:
-    """A buffer twice the size of the L2 cache (at least 256 MB): zeroing it evicts the cache."""
-    props = torch.cuda.get_device_properties(device)
-    l2 = getattr(props, "L2_cache_size", 0) or 64 * 1024 * 1024
-    return torch.empty(max(2 * l2, 256 * 1024 * 1024), dtype=torch.uint8, device=device)
 
 
 def call_ms(gpu_ms: float, lag_ms: float) -> float:
@@ -52,7 +39,10 @@ class TimedCall:
     def __init__(self, device: str) -> None:
         self.device = device
         if device == "cuda":
-            self.flush = flush_buffer(device)
+            from kernelevo.sandbox.child.cover import LaunchCover
+
+            self.cover = LaunchCover(device)
+            self.flush = self.cover.flush
             self.start = torch.cuda.Event(enable_timing=True)
             self.end = torch.cuda.Event(enable_timing=True)
 
@@ -66,10 +56,9 @@ class TimedCall:
         return self.around(lambda: fn(*inputs))
 
     def around(self, launch: Callable[[], Any]) -> tuple[Any, float, float, float]:
-        """Flush, then time ``launch()`` between two events on the current stream (see the module)."""
-        self.flush.zero_()
-        if LAUNCH_COVER_CYCLES:
-            torch.cuda._sleep(LAUNCH_COVER_CYCLES)
+        """The cover, then ``launch()`` timed between two events on the current stream (see the module).
+        A cover held up by someone else's kernels adds the delay to the call's time."""
+        self.cover.launch()
         self.start.record()
         began = _perf_counter()
         out = launch()
@@ -79,7 +68,7 @@ class TimedCall:
         settled = _perf_counter()
         torch.cuda.synchronize()
         lag = (_perf_counter() - settled) * 1e3
-        return out, self.start.elapsed_time(self.end), host, lag
+        return out, self.start.elapsed_time(self.end) + self.cover.excess_ms(self.start), host, lag
 
 
 GRAPH_WARM_CALLS = 3

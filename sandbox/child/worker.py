@@ -143,6 +143,7 @@ class Worker:
 
     def warmup(self, msg: dict[str, Any]) -> dict[str, Any]:
         assert self.model is not None
+        self.timer = self.timer or TimedCall(self.job["device"])  # compiles the cover before any timed request
         args = self._inputs(msg)
         with torch.no_grad():
             calls = warm_up(self.model, args, self.job["device"], int(msg.get("calls", 3)),

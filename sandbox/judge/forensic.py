@@ -148,8 +148,9 @@ def apply(verdict: Verdict, evaluator: Any, task: Task, candidate: Path) -> None
         verdict.assurance = "gpu: not forensic (Nsight Compute's ncu was not found: install it or set KERNELEVO_NCU)"
         return
     began = time.monotonic()
-    launches, failure = run_pass(evaluator, task, candidate, binary)
+    launches, failure, phases = run_pass(evaluator, task, candidate, binary)
     seconds = round(time.monotonic() - began, 2)
+    verdict.phases.update({f"forensic: {name}": value for name, value in phases.items()})
     if failure is not None:
         verdict.checks.append(Check(name="forensic pass", passed=False, detail=failure))
     else:
@@ -171,9 +172,18 @@ def apply(verdict: Verdict, evaluator: Any, task: Task, candidate: Path) -> None
     verdict.phases["forensic pass"] = seconds
 
 
-def run_pass(evaluator: Any, task: Task, candidate: Path, binary: str) -> tuple[list[dict[str, Any]], str | None]:
-    """The forensic session (``Evaluator._session`` under ncu): ``(launches, why it failed)``."""
+def run_pass(evaluator: Any, task: Task, candidate: Path,
+             binary: str) -> tuple[list[dict[str, Any]], str | None, dict[str, float]]:
+    """The forensic session (``Evaluator._session`` under ncu): ``(launches, why it failed, the
+    session's phases in seconds)``."""
+    began = time.monotonic()
     record = evaluator._session(task, candidate, forensic=binary)
+    phases = {**record.phases, "session with exits": round(time.monotonic() - began, 4)}
+    launches, failure = _read_pass(record)
+    return launches, failure, phases
+
+
+def _read_pass(record: Any) -> tuple[list[dict[str, Any]], str | None]:
     if record.reference_error:
         return [], record.reference_error
     log = record.worker_folder / "ncu.csv"

@@ -150,6 +150,7 @@ class Session:
         try:
             for job, who in ((self.oracle, "oracle"), (self.worker, "worker")):
                 hello(job, who)
+            self.record.phases["starting the processes"] = round(time.monotonic() - began, 4)
             with self._gpu():
                 self._phases(began)
         except Stop as stop:
@@ -201,7 +202,10 @@ class Session:
         if not self._build():
             return
         if plan.forensic:
+            calls_began = time.monotonic()
             self._forensic_calls()
+            self.record.phases["forensic calls"] = round(time.monotonic() - calls_began, 4)
+            self.record.phases["total"] = round(time.monotonic() - began, 4)
             return
         self._checks()
         if self.record.ok:

@@ -1,0 +1,142 @@
+"""The launch cover: one kernel, queued right before a timed call's start event, that evicts the L2
+cache and then holds every SM of the GPU for a fixed time.
+
+Why it exists. While the cover runs, the host launches the call, so the launch cost a Python
+``forward`` pays is hidden the way a busy GPU's queue hides it in a model or in ``do_bench``'s loop.
+
+Why one kernel of our own and not ``zero_()`` then ``torch.cuda._sleep``: a one-thread sleep leaves
+every SM but one idle, and work the call puts on another stream (one that does not wait for the
+start event) would run there and be finished before the clock starts. This kernel's blocks fill
+every SM's thread slots (or its registers) from the moment it starts, so no other kernel's block can
+start until it ends. And it measures itself: when another kernel's blocks already held SMs as it
+launched, its own blocks start late and it ends late; the excess over its uncontended length is
+added to the call's time (:meth:`LaunchCover.excess_ms`).
+
+Bytes moved: the flush buffer (twice the L2 cache, at least 256 MB) written once; at 3-4 TB/s that
+takes 0.07-0.09 ms, well inside ``COVER_NS``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import statistics
+import tempfile
+from collections.abc import Iterator
+
+import torch
+import triton
+import triton.language as tl
+
+COVER_NS = 260_000
+"""How long the cover holds the GPU, in nanoseconds of the GPU's global timer (so the same at any
+clock): the L2 flush plus about 0.2 ms in which the host launches the call. A process that just woke
+up to answer a request launches from Python two to four times slower than one in a loop; host work
+shorter than this is hidden, longer host work counts (the user pays it)."""
+
+COVER_OPTIONS = {"num_warps": 16, "maxnreg": 32}
+"""512 threads a block, at most 32 registers each: four blocks fill an SM's 2048 thread slots and its
+65536 registers."""
+CALIBRATION_RUNS = 7
+EXCESS_FLOOR_MS = 0.002
+"""Jitter of an uncontended cover (block scheduling, timer granularity) that is not counted."""
+
+
+@triton.jit
+def _now():
+    """The GPU's global nanosecond timer."""
+    return tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False, pack=1)
+
+
+@triton.jit
+def _cover_kernel(buffer, words, ns, BLOCK: tl.constexpr):
+    """Each program zeroes its share of the flush buffer (16-byte stores, grid-strided), then spins
+    until ``ns`` have passed since it started."""
+    began = _now()
+    zero = tl.zeros([BLOCK], dtype=tl.int32)
+    for start in range(tl.program_id(0) * BLOCK, words, tl.num_programs(0) * BLOCK):
+        offsets = start + tl.arange(0, BLOCK)
+        tl.store(buffer + offsets, zero, mask=offsets < words)
+    now = _now()
+    while now - began < ns:
+        now = _now()
+
+
+def _warp_registers(registers_per_thread: int) -> int:
+    """Registers the GPU allocates per warp (in units of 256)."""
+    return -(-registers_per_thread * 32 // 256) * 256
+
+
+def blocks_per_sm(threads: int, registers: int, props: object) -> tuple[int, bool]:
+    """How many cover blocks fit on one SM at once, and whether they then leave no room for a warp of
+    any other kernel (too few thread slots, or too few registers for one more warp)."""
+    max_threads = getattr(props, "max_threads_per_multi_processor", 2048)
+    max_registers = getattr(props, "regs_per_multiprocessor", 65536)
+    per_block = _warp_registers(max(registers, 1)) * (threads // 32)
+    fits = max(1, min(max_threads // threads, max_registers // per_block, 32))
+    spare_threads = max_threads - fits * threads
+    spare_registers = max_registers - fits * per_block
+    return fits, fits == 32 or spare_threads < 32 or spare_registers < _warp_registers(16)
+
+
+@contextlib.contextmanager
+def _private_compile_cache() -> Iterator[None]:
+    """Compile into a folder of this process's own: the shared compile cache is writable by every
+    candidate, and one must not be able to plant a cover that does nothing for the next."""
+    folder = tempfile.mkdtemp(prefix="kernelevo-cover-")
+    before = os.environ.get("TRITON_CACHE_DIR")
+    os.environ["TRITON_CACHE_DIR"] = folder
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("TRITON_CACHE_DIR", None)
+        else:
+            os.environ["TRITON_CACHE_DIR"] = before
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+class LaunchCover:
+    """The cover for one device: compiled and sized once, then queued before each timed call."""
+
+    def __init__(self, device: str = "cuda") -> None:
+        props = torch.cuda.get_device_properties(device)
+        l2 = getattr(props, "L2_cache_size", 0) or 64 * 1024 * 1024
+        self.flush = torch.empty(max(2 * l2, 256 * 1024 * 1024), dtype=torch.uint8, device=device)
+        self.words = self.flush.view(torch.int32)
+        threads = COVER_OPTIONS["num_warps"] * 32
+        self.block = threads * 4
+        with _private_compile_cache():
+            compiled = _cover_kernel.warmup(self.words, self.words.numel(), COVER_NS, BLOCK=self.block,
+                                            grid=(1,), **COVER_OPTIONS)
+        if hasattr(compiled, "_init_handles"):
+            compiled._init_handles()
+        self.registers = int(getattr(compiled, "n_regs", 0) or COVER_OPTIONS["maxnreg"])
+        per_sm, self.fills_every_sm = blocks_per_sm(threads, self.registers, props)
+        self.grid = (props.multi_processor_count * per_sm,)
+        self.began = torch.cuda.Event(enable_timing=True)
+        self.uncontended_ms = 0.0
+        self.uncontended_ms = self._calibrate()
+
+    def launch(self) -> None:
+        """Queue the cover on the current stream, its own length timed from ``began``."""
+        self.began.record()
+        _cover_kernel[self.grid](self.words, self.words.numel(), COVER_NS, BLOCK=self.block, **COVER_OPTIONS)
+
+    def excess_ms(self, start: torch.cuda.Event) -> float:
+        """How much longer than uncontended the last cover took to reach ``start`` (the call's start
+        event, recorded right after it): time in which someone else's kernels held the GPU."""
+        excess = self.began.elapsed_time(start) - self.uncontended_ms
+        return excess if excess > EXCESS_FLOOR_MS else 0.0
+
+    def _calibrate(self) -> float:
+        end = torch.cuda.Event(enable_timing=True)
+        lengths = []
+        for _ in range(CALIBRATION_RUNS):
+            torch.cuda.synchronize()
+            self.launch()
+            end.record()
+            end.synchronize()
+            lengths.append(self.began.elapsed_time(end))
+        return statistics.median(lengths[1:])
