@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import tempfile
 from pathlib import Path
@@ -49,15 +50,33 @@ def judge(folder: Path, n: int, repeats: int, forensic: bool, cache: Path) -> li
     path.write_text(TASK.format(n=n))
     task = load_task(str(path), "full")
     rows = []
-    for _ in range(repeats):  # a new Evaluator each time: fresh oracle and candidate processes
+    for k in range(repeats):  # a new Evaluator each time: fresh oracle and candidate processes
+        trace = folder / f"trace-{n}-{forensic}-{k}.jsonl"
+        os.environ["KERNELEVO_TIMING_TRACE"] = str(trace)
         with Evaluator(EvalConfig(measure_compile=False, forensic=forensic, cache_dir=cache)) as ev:
             verdict, _ = ev.evaluate(task, ROOT / "tests" / "candidates" / "ok_relu_empty.py")
+        os.environ.pop("KERNELEVO_TIMING_TRACE")
         rows.append({"correct": verdict.correct, "reason": verdict.reason, "runtime_ms": verdict.runtime_ms,
                      "eager_ms": verdict.reference_runtime_ms, "noise_pct": verdict.noise_pct,
                      "wall_s": verdict.wall_s, "phases": verdict.phases, "assurance": verdict.assurance,
-                     "forensic": verdict.forensic})
+                     "forensic": verdict.forensic, "calls": call_parts(trace)})
         print(json.dumps({"n": n, "forensic": forensic, **rows[-1]}), flush=True)
     return rows
+
+
+def call_parts(trace: Path) -> dict:
+    """Per process, the medians of what its timed calls reported (events, lag past the end event,
+    host time of ``forward``) and of the session's wall time around each, and how often a lag counted."""
+    lines = [json.loads(line) for line in trace.read_text().splitlines()] if trace.exists() else []
+    parts = {}
+    for who in ("worker", "oracle"):
+        mine = [c for c in lines if c["who"] == who]
+        if mine:
+            parts[who] = {key: round(statistics.median(c[key] for c in mine), 4)
+                          for key in ("gpu_ms", "lag_ms", "host_ms", "wall_ms")}
+            parts[who]["lag_counted"] = sum(c["lag_ms"] > 0.02 for c in mine)
+            parts[who]["calls"] = len(mine)
+    return parts
 
 
 def summary(rows: list[dict]) -> dict:

@@ -114,8 +114,15 @@ def test_the_cover_fills_every_sm_and_counts_a_delay() -> None:
     def median(fn) -> float:
         return sorted(timer(fn, [])[1] for _ in range(21))[10]
 
-    whole, hidden = median(lambda: torch.clamp_min(x, 0.0)), median(split)
-    assert hidden > 0.8 * whole, (hidden, whole)
+    def unjoined():  # the work outlives the call on a stream the caller never waits for
+        early.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(early):
+            torch.clamp_min(x, 0.0, out=y)
+        return y
+
+    whole, hidden, late = median(lambda: torch.clamp_min(x, 0.0)), median(split), median(unjoined)
+    assert hidden > 0.8 * whole and late > 0.8 * whole, (hidden, late, whole)
+    assert 0 < timer.cover.uncontended_probe_ms < 0.05, timer.cover.uncontended_probe_ms
 
     a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
     gemm_ms = triton.testing.do_bench(lambda: a @ a, return_mode="median")

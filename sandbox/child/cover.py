@@ -29,7 +29,9 @@ import torch
 import triton
 import triton.language as tl
 
-COVER_NS = 260_000
+from kernelevo.sandbox.child import LAUNCH_COVER_MS
+
+COVER_NS = round(LAUNCH_COVER_MS * 1e6)
 """How long the cover holds the GPU, in nanoseconds of the GPU's global timer (so the same at any
 clock): the L2 flush plus about 0.2 ms in which the host launches the call. A process that just woke
 up to answer a request launches from Python two to four times slower than one in a loop; host work
@@ -107,17 +109,18 @@ class LaunchCover:
         self.words = self.flush.view(torch.int32)
         threads = COVER_OPTIONS["num_warps"] * 32
         self.block = threads * 4
+        self.began = torch.cuda.Event(enable_timing=True)
+        self.probed = torch.cuda.Event(enable_timing=True)
+        self.uncontended_ms, self.uncontended_probe_ms = 0.0, 0.0
         with _private_compile_cache():
             compiled = _cover_kernel.warmup(self.words, self.words.numel(), COVER_NS, BLOCK=self.block,
                                             grid=(1,), **COVER_OPTIONS)
-        if hasattr(compiled, "_init_handles"):
-            compiled._init_handles()
-        self.registers = int(getattr(compiled, "n_regs", 0) or COVER_OPTIONS["maxnreg"])
-        per_sm, self.fills_every_sm = blocks_per_sm(threads, self.registers, props)
-        self.grid = (props.multi_processor_count * per_sm,)
-        self.began = torch.cuda.Event(enable_timing=True)
-        self.uncontended_ms = 0.0
-        self.uncontended_ms = self._calibrate()
+            if hasattr(compiled, "_init_handles"):
+                compiled._init_handles()
+            self.registers = int(getattr(compiled, "n_regs", 0) or COVER_OPTIONS["maxnreg"])
+            per_sm, self.fills_every_sm = blocks_per_sm(threads, self.registers, props)
+            self.grid = (props.multi_processor_count * per_sm,)
+            self.uncontended_ms, self.uncontended_probe_ms = self._calibrate()
 
     def launch(self) -> None:
         """Queue the cover on the current stream, its own length timed from ``began``."""
@@ -130,13 +133,28 @@ class LaunchCover:
         excess = self.began.elapsed_time(start) - self.uncontended_ms
         return excess if excess > EXCESS_FLOOR_MS else 0.0
 
-    def _calibrate(self) -> float:
+    def probe(self) -> None:
+        """Queue the probe right after a call's end event: the same kernel with no flush and no spin.
+        Its blocks also need every SM, so blocks of the call's work still running on another stream
+        hold it back; it ends at ``probed``."""
+        _cover_kernel[self.grid](self.words, 0, 0, BLOCK=self.block, **COVER_OPTIONS)
+        self.probed.record()
+
+    def tail_ms(self, end: torch.cuda.Event) -> float:
+        """How much longer than uncontended the probe took after ``end``: work of the call that was
+        still running on another stream when the call returned."""
+        excess = end.elapsed_time(self.probed) - self.uncontended_probe_ms
+        return excess if excess > EXCESS_FLOOR_MS else 0.0
+
+    def _calibrate(self) -> tuple[float, float]:
         end = torch.cuda.Event(enable_timing=True)
-        lengths = []
+        covers, probes = [], []
         for _ in range(CALIBRATION_RUNS):
             torch.cuda.synchronize()
             self.launch()
             end.record()
-            end.synchronize()
-            lengths.append(self.began.elapsed_time(end))
-        return statistics.median(lengths[1:])
+            self.probe()
+            self.probed.synchronize()
+            covers.append(self.began.elapsed_time(end))
+            probes.append(end.elapsed_time(self.probed))
+        return statistics.median(covers[1:]), statistics.median(probes[1:])

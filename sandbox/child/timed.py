@@ -6,10 +6,12 @@ On a GPU a timed call is ``cover; start.record(); out = fn(*inputs); end.record(
 time while the host enqueues the call, so the host's launch cost is hidden as far as it lasts (0.26
 ms), any host work beyond that (many launches, heavy glue in ``forward``) leaves the GPU idle between
 the events and counts, and no work of the call can run before the start event on another stream.
-Before the call, one untimed call on the previous inputs (:func:`warm_host`). After the end event has
-completed, a device-wide synchronize waits for work on any other stream; when that wait is longer
-than ``LAG_ALLOWANCE_MS``, work outlived the call (a side stream, a thread) and the wait is added to
-the call's time. The host time of ``fn`` itself is kept beside, for information.
+Before the call, one untimed call on the previous inputs (:func:`warm_host`). Right after the end
+event, the cover's probe (the same kernel, without flush or spin) needs every SM too: blocks of the
+call still running on another stream hold it back, and its delay is added to the call's time. Then a
+device-wide synchronize waits for anything else; when that wait, measured on the host, is longer
+than ``LAG_ALLOWANCE_MS``, work outlived the call and the wait is added too. The host time of ``fn``
+itself is kept beside, for information.
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ import torch
 
 _perf_counter = time.perf_counter
 
-LAG_ALLOWANCE_MS = 0.02
-"""A device-wide synchronize right after the end event takes a few microseconds when nothing else
-runs; a longer wait means work of this call was still running on another stream."""
+LAG_ALLOWANCE_MS = 0.05
+"""A device-wide synchronize after the probe takes a few microseconds when nothing else runs, and
+tens of microseconds of host time now and then in a process that just woke up; a longer wait means
+work of this call was still queued on another stream. Work already running there when the call
+returned is timed on the GPU, by the probe, to the microsecond."""
 
 
 def call_ms(gpu_ms: float, lag_ms: float) -> float:
@@ -56,19 +60,21 @@ class TimedCall:
         return self.around(lambda: fn(*inputs))
 
     def around(self, launch: Callable[[], Any]) -> tuple[Any, float, float, float]:
-        """The cover, then ``launch()`` timed between two events on the current stream (see the module).
-        A cover held up by someone else's kernels adds the delay to the call's time."""
+        """The cover, then ``launch()`` timed between two events on the current stream, then the probe
+        (see the module). A cover or a probe held up by other kernels adds the delay to the call's time."""
         self.cover.launch()
         self.start.record()
         began = _perf_counter()
         out = launch()
         host = (_perf_counter() - began) * 1e3
         self.end.record()
-        self.end.synchronize()
+        self.cover.probe()
+        self.cover.probed.synchronize()
         settled = _perf_counter()
         torch.cuda.synchronize()
         lag = (_perf_counter() - settled) * 1e3
-        return out, self.start.elapsed_time(self.end) + self.cover.excess_ms(self.start), host, lag
+        gpu = self.start.elapsed_time(self.end) + self.cover.excess_ms(self.start) + self.cover.tail_ms(self.end)
+        return out, gpu, host, lag
 
 
 GRAPH_WARM_CALLS = 3

@@ -12,6 +12,8 @@ clock runs around every call; ``timing.py`` holds the candidate's reported times
 
 from __future__ import annotations
 
+import json
+import os
 import random
 import secrets
 import time
@@ -48,6 +50,16 @@ class Stop(Exception):
     def __init__(self, who: str, phase: str, detail: str, task_error: bool = False, broken: bool = False) -> None:
         super().__init__(detail)
         self.who, self.phase, self.detail, self.task_error, self.broken = who, phase, detail, task_error, broken
+
+
+def trace_call(who: str, op: str, reply: dict[str, Any], wall_ms: float) -> None:
+    """With ``KERNELEVO_TIMING_TRACE`` set to a file, append each timed call's reported parts and the
+    session's wall time as a JSON line (for the timing benchmarks; nothing reads it back)."""
+    path = os.environ.get("KERNELEVO_TIMING_TRACE")
+    if path:
+        fields = {k: reply.get(k) for k in ("gpu_ms", "lag_ms", "host_ms")}
+        with open(path, "a") as out:
+            out.write(json.dumps({"who": who, "op": op, **fields, "wall_ms": wall_ms}) + "\n")
 
 
 def hello(job: Job, who: str) -> None:
@@ -390,6 +402,7 @@ class Session:
             wall = (time.perf_counter() - sent) * 1e3
             if not reply.get("ok"):
                 raise Stop(who, phase, str(reply.get("error")))
+            trace_call(who, op, reply, wall)
             try:
                 block.add(call_ms(float(reply["gpu_ms"]), float(reply["lag_ms"])), float(reply["host_ms"]), wall)
             except (KeyError, TypeError, ValueError):
