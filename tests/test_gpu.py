@@ -70,14 +70,14 @@ def test_work_on_a_side_stream_is_timed(evaluator, relu_task) -> None:
     assert side.runtime_ms > 0.5 * main.runtime_ms
 
 
-RELU_4M = RELU_64M.replace("64 * 1024 * 1024 + 3", "4 * 1024 * 1024")
+RELU_32M = RELU_64M.replace("64 * 1024 * 1024 + 3", "32 * 1024 * 1024")
 
 
 def test_work_hidden_before_the_clock_starts_gains_nothing(evaluator, tmp_path: Path) -> None:
     """Half of a relu on a stream that does not wait for the start event runs no earlier than the
     clock: the cover holds every SM until the start event fires."""
-    path = tmp_path / "relu_4m.py"
-    path.write_text(RELU_4M)
+    path = tmp_path / "relu_32m.py"  # about 70 us: half of it fits in the cover's 0.26 ms
+    path.write_text(RELU_32M)
     task = load_task(str(path), "full")
     honest, code = evaluator.evaluate(task, candidate("ok_relu_empty"))
     assert code == 0, honest.reason
@@ -92,7 +92,7 @@ def test_the_cover_fills_every_sm_and_counts_a_delay() -> None:
     import torch
     import triton
 
-    from kernelevo.sandbox.child.timed import TimedCall
+    from kernelevo.sandbox.child.timed import TimedCall, call_ms
 
     timer = TimedCall("cuda")
     assert timer.cover.fills_every_sm, (timer.cover.registers, timer.cover.grid)
@@ -112,7 +112,7 @@ def test_the_cover_fills_every_sm_and_counts_a_delay() -> None:
         return y
 
     def median(fn) -> float:
-        return sorted(timer(fn, [])[1] for _ in range(21))[10]
+        return sorted(call_ms(*timer(fn, [])[1::2]) for _ in range(21))[10]
 
     def unjoined():  # the work outlives the call on a stream the caller never waits for
         early.wait_stream(torch.cuda.current_stream())

@@ -40,6 +40,8 @@ shorter than this is hidden, longer host work counts (the user pays it)."""
 COVER_OPTIONS = {"num_warps": 16, "maxnreg": 32}
 """512 threads a block, at most 32 registers each: four blocks fill an SM's 2048 thread slots and its
 65536 registers."""
+PROBE_GAP_CYCLES = 20_000
+"""About 10 us at 2 GHz."""
 CALIBRATION_RUNS = 7
 EXCESS_FLOOR_MS = 0.002
 """Jitter of an uncontended cover (block scheduling, timer granularity) that is not counted."""
@@ -134,9 +136,11 @@ class LaunchCover:
         return excess if excess > EXCESS_FLOOR_MS else 0.0
 
     def probe(self) -> None:
-        """Queue the probe right after a call's end event: the same kernel with no flush and no spin.
-        Its blocks also need every SM, so blocks of the call's work still running on another stream
-        hold it back; it ends at ``probed``."""
+        """Queue the probe right after a call's end event: a short one-thread gap, then the same
+        kernel with no flush and no spin. Work the call queued on another stream becomes ready as the
+        call's own work ends; the gap leaves the SMs free for it to start first. The probe's blocks
+        need every SM, so blocks of that work still running hold it back; it ends at ``probed``."""
+        torch.cuda._sleep(PROBE_GAP_CYCLES)
         _cover_kernel[self.grid](self.words, 0, 0, BLOCK=self.block, **COVER_OPTIONS)
         self.probed.record()
 

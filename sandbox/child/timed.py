@@ -25,11 +25,11 @@ import torch
 
 _perf_counter = time.perf_counter
 
-LAG_ALLOWANCE_MS = 0.05
-"""A device-wide synchronize after the probe takes a few microseconds when nothing else runs, and
-tens of microseconds of host time now and then in a process that just woke up; a longer wait means
-work of this call was still queued on another stream. Work already running there when the call
-returned is timed on the GPU, by the probe, to the microsecond."""
+LAG_ALLOWANCE_MS = 0.02
+"""A device-wide synchronize after the probe takes a few microseconds of host time when nothing else
+runs (up to a few tens in a process that just woke up, now and then); a longer wait means work of
+this call was still queued on another stream behind other work. Work that was running, or ready to
+run, there when the call returned is timed on the GPU by the probe, to the microsecond."""
 
 
 def call_ms(gpu_ms: float, lag_ms: float) -> float:
