@@ -20,46 +20,52 @@ import statistics
 import time
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--calls", type=int, default=61)
-    args = parser.parse_args()
+def size_rows(n: int, calls: int, timer) -> None:  # noqa: ANN001 - a TimedCall
     import torch
     import triton.testing
 
     from kernelevo.sandbox.child.inputs import InputBuffers
-    from kernelevo.sandbox.child.timed import TimedCall, call_ms, warm_host
+    from kernelevo.sandbox.child.timed import call_ms, warm_host
+
+    buffers = InputBuffers()
+    buffers.fill([torch.randn(n, device="cuda")])
+    spare = torch.randn(n, device="cuda")
+    bench = triton.testing.do_bench(lambda: torch.relu(buffers.tensors[0]), return_mode="median")
+
+    def generate(seed: int) -> list:
+        torch.manual_seed(seed)
+        return [torch.randn(n, device="cuda")]
+
+    steps = {
+        "same": lambda k: None,
+        "warm": lambda k: warm_host(torch.relu, buffers.tensors, "cuda"),
+        "copy": lambda k: buffers.tensors[0].copy_(spare),
+        "generate": lambda k: buffers.fill(generate(k)),
+        "generate+idle": lambda k: (buffers.fill(generate(k)), torch.cuda.synchronize(), time.sleep(1e-3)),
+        "judge": lambda k: (warm_host(torch.relu, buffers.tensors, "cuda"), buffers.fill(generate(k))),
+    }
+    for label, between in steps.items():
+        times = []
+        for k in range(calls):
+            between(k)
+            _, gpu, _, lag = timer(torch.relu, buffers.tensors)
+            times.append(call_ms(gpu, lag))
+        times = sorted(times[1:])
+        print(f"| {n} | {label} | {statistics.median(times):.4f} | {times[len(times) // 10]:.4f} | "
+              f"{times[9 * len(times) // 10]:.4f} | {bench:.4f} |", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--calls", type=int, default=61)
+    args = parser.parse_args()
+    from kernelevo.sandbox.child.timed import TimedCall
 
     timer = TimedCall("cuda")
     print("| values | between calls | median ms | p10 | p90 | do_bench ms |")
     print("|---|---|---|---|---|---|")
     for n in (1 << 20, 1 << 22):
-        buffers = InputBuffers()
-        x = buffers.fill([torch.randn(n, device="cuda")])
-        spare = torch.randn(n, device="cuda")
-        bench = triton.testing.do_bench(lambda: torch.relu(x[0]), return_mode="median")
-
-        def generate(seed: int) -> list:
-            torch.manual_seed(seed)
-            return [torch.randn(n, device="cuda")]
-
-        steps = {
-            "same": lambda k: None,
-            "warm": lambda k: warm_host(torch.relu, buffers.tensors, "cuda"),
-            "copy": lambda k: buffers.tensors[0].copy_(spare),
-            "generate": lambda k: buffers.fill(generate(k)),
-            "generate+idle": lambda k: (buffers.fill(generate(k)), torch.cuda.synchronize(), time.sleep(1e-3)),
-            "judge": lambda k: (warm_host(torch.relu, buffers.tensors, "cuda"), buffers.fill(generate(k))),
-        }
-        for label, between in steps.items():
-            times = []
-            for k in range(args.calls):
-                between(k)
-                _, gpu, _, lag = timer(torch.relu, buffers.tensors)
-                times.append(call_ms(gpu, lag))
-            times = sorted(times[1:])
-            print(f"| {n} | {label} | {statistics.median(times):.4f} | {times[len(times) // 10]:.4f} | "
-                  f"{times[9 * len(times) // 10]:.4f} | {bench:.4f} |", flush=True)
+        size_rows(n, args.calls, timer)
 
 
 if __name__ == "__main__":
