@@ -58,14 +58,20 @@ def size_rows(n: int, calls: int, timer) -> None:  # noqa: ANN001 - a TimedCall
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=61)
+    parser.add_argument("--cover-ms", default="0.26", help="cover lengths to try, comma-separated")
+    parser.add_argument("--sizes", default=f"{1 << 20},{1 << 22}")
     args = parser.parse_args()
+    from kernelevo.sandbox.child import cover
     from kernelevo.sandbox.child.timed import TimedCall
 
-    timer = TimedCall("cuda")
     print("| values | between calls | median ms | p10 | p90 | do_bench ms |")
     print("|---|---|---|---|---|---|")
-    for n in (1 << 20, 1 << 22):
-        size_rows(n, args.calls, timer)
+    for length in args.cover_ms.split(","):
+        cover.COVER_NS = round(float(length) * 1e6)
+        timer = TimedCall("cuda")  # calibrated at this length
+        print(f"| cover {length} ms | | | | | |")
+        for n in args.sizes.split(","):
+            size_rows(int(n), args.calls, timer)
 
 
 if __name__ == "__main__":

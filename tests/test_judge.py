@@ -202,7 +202,7 @@ def test_the_judges_clock_catches_short_reports_and_spares_a_loaded_host() -> No
     assert "more wall time" in unexplained_problem(forged, reference, "cpu")
     gpu_ref = block([0.10] * 5, [0.40] * 5)
     assert unexplained_problem(block([0.10] * 5, [0.45] * 5), gpu_ref, "cuda") is None
-    assert unexplained_problem(block([0.02] * 5, [0.95] * 5), gpu_ref, "cuda") is not None
+    assert unexplained_problem(block([0.02] * 5, [1.40] * 5), gpu_ref, "cuda") is not None
     # Measured on an H200 at 9M values: the refill and the digest take about 4 ms per call in the oracle
     # and 0.25-0.3 ms more in the candidate's process; a call whose real time was hidden still stands out.
     heavy_ref = block([0.0216] * 5, [4.0] * 5)

@@ -26,7 +26,11 @@ MIN_DRIFT_MS = 0.05
 # On the CPU a few interpreter calls on a host busy with other processes (a spare importing torch, a
 # test suite) are all there is: the allowance only has to catch times reported far short.
 UNEXPLAINED_FRACTION = {"cuda": 0.25, "cpu": 1.0}
-UNEXPLAINED_MS = {"cuda": 0.2, "cpu": 5.0}
+UNEXPLAINED_MS = {"cuda": 0.6, "cpu": 5.0}
+"""On a GPU the candidate's process answers each timed request 0.3-0.7 ms later than the oracle does
+for the same work, beyond the host work the cover hides (measured on an H200 with honest Triton
+kernels of 20-30 us: 0.485 and 0.672 ms more than the oracle, the cover's 0.26 ms included); the
+cause is in the harness's own per-request work in that process, not found yet."""
 HIDDEN_HOST_MS = {"cuda": LAUNCH_COVER_MS, "cpu": 0.0}
 """And the host work of a call the launch cover hides by design: a candidate's ``forward`` may spend
 that much more host time than the reference's without it counting, on the GPU or here."""
