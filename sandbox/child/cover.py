@@ -12,8 +12,8 @@ start until it ends. And it measures itself: when another kernel's blocks alread
 launched, its own blocks start late and it ends late; the excess over its uncontended length is
 added to the call's time (:meth:`LaunchCover.excess_ms`).
 
-Bytes moved: the flush buffer (twice the L2 cache, at least 256 MB) written once; at 3-4 TB/s that
-takes 0.07-0.09 ms, well inside ``COVER_NS``.
+Bytes moved: the flush buffer (twice the L2 cache, at least 256 MB) written once, 0.07-0.09 ms at 3-4 TB/s,
+then written on, wrapping around, for the rest of ``COVER_NS``: about 1 GB per call.
 """
 
 from __future__ import annotations
@@ -55,15 +55,25 @@ def _now():
 
 @triton.jit
 def _cover_kernel(buffer, words, ns, BLOCK: tl.constexpr):
-    """Each program zeroes its share of the flush buffer (16-byte stores, grid-strided), then spins
-    until ``ns`` have passed since it started."""
+    """Each program zeroes its share of the flush buffer (grid-strided), then keeps zeroing blocks of
+    it, wrapping around, until ``ns`` have passed since it started. Memory traffic to the end, not a
+    quiet spin: device memory left idle for a fraction of a millisecond serves the next kernel
+    slowly at first, and that kernel is the one timed."""
     began = _now()
     zero = tl.zeros([BLOCK], dtype=tl.int32)
-    for start in range(tl.program_id(0) * BLOCK, words, tl.num_programs(0) * BLOCK):
+    first = tl.program_id(0) * BLOCK
+    stride = tl.num_programs(0) * BLOCK
+    for start in range(first, words, stride):
         offsets = start + tl.arange(0, BLOCK)
         tl.store(buffer + offsets, zero, mask=offsets < words)
+    start = first
     now = _now()
     while now - began < ns:
+        offsets = start + tl.arange(0, BLOCK)
+        tl.store(buffer + offsets, zero, mask=offsets < words)
+        start += stride
+        if start >= words:
+            start = first
         now = _now()
 
 
