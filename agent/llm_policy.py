@@ -13,12 +13,13 @@ from typing import Any
 
 import openai
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
-from langchain_openai import ChatOpenAI
 
 from kernelevo import prompts
 from kernelevo.agent.archive import strategy_stats
 from kernelevo.agent.budget import exhausted
+from kernelevo.agent.chat_client import ReasoningChatOpenAI
 from kernelevo.agent.policy import Proposal, SearchView
+from kernelevo.agent.request_log import request_body, store_request
 from kernelevo.sandbox.judge.ceilings import speed_of_light_ms
 from kernelevo.tasks.task import Task
 from kernelevo.tools import ToolContext, make_tools
@@ -96,7 +97,7 @@ class LLMPolicy:
                  retry_minutes: float = 15.0, temperature: float = 0.2) -> None:
         self.model = model
         self.base_url = base_url
-        self.llm = ChatOpenAI(model=model, base_url=base_url, api_key=api_key, timeout=timeout_s,
+        self.llm = ReasoningChatOpenAI(model=model, base_url=base_url, api_key=api_key, timeout=timeout_s,
                               max_retries=max_retries, temperature=temperature)
         self.retry_minutes = retry_minutes
         self.max_steps = max_steps
@@ -157,8 +158,10 @@ class LLMPolicy:
     # one turn ---------------------------------------------------------------------------------
     def _invoke(self, llm: Any, messages: list[BaseMessage], step: int, generation: int) -> AIMessage:
         store = self.rt.store
+        body = request_body(llm, messages)
         store.event("model_request", None, generation=generation, step=step, messages=len(messages),
-                    last=_short(str(messages[-1].content), 2000))
+                    last=_short(str(messages[-1].content), 2000),
+                    request=store_request(store.dir, body) if body is not None else None)
         reply = self._with_retries(llm, messages, step, generation)
         usage = reply.usage_metadata or {}
         store.set_meta("tokens_in", int(store.meta("tokens_in", 0)) + int(usage.get("input_tokens", 0)))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -93,8 +94,40 @@ def describe(event: dict[str, Any]) -> str:
             return f"profile {cid}: failed: {event['error']}"
         missing = "; ".join(f"{k} not available ({v})" for k, v in (event.get("unavailable") or {}).items())
         return f"profile {cid}: {event.get('diagnosis')}" + (f" [{missing}]" if missing else "")
+    if kind == "tool_call":
+        return describe_tool_call(event)
+    if kind == "model_response":
+        calls = ", ".join(str(c.get("name")) for c in event.get("tool_calls") or [])
+        parts = [f"model_response (generation {event.get('generation')}, step {event.get('step')})"]
+        if event.get("reasoning"):
+            parts.append(f"reasoning: {event['reasoning']}")
+        if event.get("content"):
+            parts.append(f"says: {event['content']}")
+        if calls:
+            parts.append(f"calls: {calls}")  # each call follows as a tool_call, its code printed as code
+        return "; ".join(parts)
+    if kind == "model_request":
+        stored = f", stored as {event['request'][:12]} (kernelevo request)" if event.get("request") else ""
+        return (f"model_request (generation {event.get('generation')}, step {event.get('step')}): "
+                f"{event.get('messages')} messages{stored}")
     return f"{kind} {cid}: " + ", ".join(f"{k}={v}" for k, v in event.items()
                                           if k not in ("seq", "ts", "type", "candidate"))
+
+
+CODE_ARGUMENTS = ("source", "edits")
+"""Tool arguments that hold code: printed as code under the call, not inside a dict."""
+
+
+def describe_tool_call(event: dict[str, Any]) -> str:
+    """A tool call in words; a kernel's source or a diff is printed below it as code, indented."""
+    args = event.get("args") if isinstance(event.get("args"), dict) else {}
+    cid = (event.get("candidate") or "")[:10]
+    plain = ", ".join(f"{k}={v}" for k, v in args.items() if k not in CODE_ARGUMENTS)
+    line = f"tool_call {event.get('name')}" + (f" {cid}" if cid else "") + (f" ({plain})" if plain else "")
+    for key in CODE_ARGUMENTS:
+        if isinstance(args.get(key), str):
+            line += f"\n    {key}:\n" + "\n".join("      " + text for text in args[key].splitlines())
+    return line
 
 
 def timeline(store: RunStore, candidate: str | None = None) -> list[dict[str, Any]]:
@@ -111,3 +144,27 @@ def timeline(store: RunStore, candidate: str | None = None) -> list[dict[str, An
 
 def format_time(ts: float) -> str:
     return time.strftime("%H:%M:%S", time.localtime(ts))
+
+
+def request_text(body: dict[str, Any]) -> str:
+    """A request as a person reads it: its parameters, its tools by name, then each message with its
+    role, its text and its tool calls (code arguments as code)."""
+    params = ", ".join(f"{k}={v}" for k, v in body.items() if k not in ("messages", "tools"))
+    tools = ", ".join(t.get("function", {}).get("name", "?") for t in body.get("tools") or [])
+    lines = [f"parameters: {params}", f"tools: {tools or 'none'}"]
+    for k, message in enumerate(body.get("messages") or []):
+        extra = f" (answers {message['tool_call_id']})" if message.get("tool_call_id") else ""
+        lines.append(f"--- message {k + 1}: {message.get('role')}{extra} ---")
+        content = message.get("content")
+        if isinstance(content, list):  # content parts
+            content = "\n".join(str(p.get("text", p)) if isinstance(p, dict) else str(p) for p in content)
+        if content:
+            lines.append(str(content))
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") or {}
+            try:
+                args = json.loads(function.get("arguments") or "{}")
+            except json.JSONDecodeError:
+                args = {"arguments": function.get("arguments")}
+            lines.append(describe_tool_call({"name": function.get("name"), "args": args}))
+    return "\n".join(lines)

@@ -21,6 +21,8 @@ def history_problem(messages: list[dict[str, Any]]) -> str | None:
     no call. None when the history is well formed."""
     open_ids: set[str] | None = None
     for m in messages:
+        if m.get("role") == "assistant" and "reasoning_content" in m:  # as DeepSeek's API refuses it
+            return "Invalid parameter: reasoning_content must not be sent back in assistant messages"
         if m.get("role") == "tool":
             if open_ids is None or m.get("tool_call_id") not in open_ids:
                 return f"Invalid parameter: a tool message answers no tool call ({m.get('tool_call_id')!r})"
@@ -36,7 +38,8 @@ def history_problem(messages: list[dict[str, Any]]) -> str | None:
 
 
 class FakeOpenAI:
-    """``script`` items: {"tool_calls": [...]} / {"content": str} / {"status": 500} / {"sleep": s}, or a
+    """``script`` items: {"tool_calls": [...]} / {"content": str} (either with "reasoning_content") /
+    {"status": 500} / {"sleep": s}, or a
     function of the request's body returning one of those (a model that acts on what it was shown)."""
 
     def __init__(self, script: list[dict[str, Any]], port: int = 0) -> None:
@@ -86,6 +89,8 @@ class FakeOpenAI:
                 calls = [{"id": f"call_{len(fake.requests)}_{i}", "type": "function", "function": c}
                          for i, c in enumerate(step.get("tool_calls", []))]
                 message: dict[str, Any] = {"role": "assistant", "content": step.get("content")}
+                if "reasoning_content" in step:  # what vLLM, SGLang and DeepSeek send beside the content
+                    message["reasoning_content"] = step["reasoning_content"]
                 if calls:
                     message["tool_calls"] = calls
                 payload = json.dumps({

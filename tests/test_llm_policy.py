@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ from conftest import candidate
 from fake_openai import FakeOpenAI, tool_call
 from kernelevo.agent.budget import Budget
 from kernelevo.agent.report import status
+from kernelevo.agent.request_log import load_request
 from kernelevo.agent.runner import RunConfig, create, drive
 from kernelevo.agent.store import RunStore, source_id
 from kernelevo.sandbox.models import TimingPolicy
@@ -48,8 +51,8 @@ def events(run: Path) -> list[dict]:
 def test_a_scripted_model_writes_a_correct_candidate(tmp_path, cache_dir, monkeypatch) -> None:
     cid = source_id(GOOD)
     script = [
-        {"content": "I will write a grid kernel.", "tool_calls": [tool_call("write_kernel",
-                                                                              {"source": GOOD, "strategy": "grid"})]},
+        {"content": "I will write a grid kernel.", "reasoning_content": "Relu is memory-bound: one pass.",
+         "tool_calls": [tool_call("write_kernel", {"source": GOOD, "strategy": "grid"})]},
         {"tool_calls": [tool_call("compile_kernel", {"candidate": cid[:10]})]},
         {"tool_calls": [tool_call("check_kernel", {"candidate": cid[:10]})]},
         # the evaluation budget (1) is spent by the check: the turn ends, then the reflection
@@ -57,7 +60,14 @@ def test_a_scripted_model_writes_a_correct_candidate(tmp_path, cache_dir, monkey
     ]
     with FakeOpenAI(script) as server:
         code, run = run_with(tmp_path, cache_dir, monkeypatch, server.base_url)
-    assert code == 0
+    assert code == 0 and not server.refused  # the reasoning text was never sent back
+    requests = [e["request"] for e in events(run) if e["type"] == "model_request"]
+    assert [load_request(run, r) for r in requests] == server.requests  # every request, exactly as sent
+    stored = sum(p.stat().st_size for p in (run / "requests").rglob("*.json"))
+    sent = sum(len(json.dumps(r, separators=(",", ":"))) for r in server.requests)
+    assert stored < 0.6 * sent  # the tools and the history each request repeats are stored once
+    responses = [e for e in events(run) if e["type"] == "model_response"]
+    assert responses[0]["reasoning"] == "Relu is memory-bound: one pass."
     store = RunStore(run)
     info = status(store)
     assert info["state"] == "finished" and info["evaluations"] == 1
@@ -217,6 +227,21 @@ def test_trace_json_lines_have_types(tmp_path, cache_dir, monkeypatch) -> None:
         _, run = run_with(tmp_path, cache_dir, monkeypatch, server.base_url)
     for event in events(run):
         assert json.loads(json.dumps(event))["type"]
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "kernelevo.agent.cli", *args], capture_output=True, text=True,
+                              timeout=120)
+
+    trace = cli("trace", str(run)).stdout
+    assert "tool_call write_kernel (strategy=grid)" in trace and "\n      def relu_kernel(" in trace
+    assert "'source':" not in trace  # the kernel is printed as code, not inside a dict
+    listing = cli("request", str(run), "--json").stdout.splitlines()
+    assert len(listing) == len(server.requests)
+    assert json.loads(cli("request", str(run), "1", "--json").stdout) == server.requests[0]
+    shown = cli("request", str(run), "2").stdout
+    assert "--- message 1: system ---" in shown and "write_kernel" in shown and "      def relu_kernel(" in shown
+    missing = cli("request", str(run), str(len(server.requests) + 1))
+    assert missing.returncode == 2 and "there is no request" in missing.stderr
 
 
 def test_the_reflection_never_calls_an_unjudged_kernel_rejected(tmp_path, cache_dir, monkeypatch) -> None:
