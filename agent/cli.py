@@ -18,6 +18,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from kernelevo.agent.cli_experience import experience_app
+
 app = typer.Typer(
     name="kernelevo",
     help="Make GPU code faster with no human in the loop: write, verify and evolve CUDA/Triton kernels.\n\n"
@@ -314,6 +316,11 @@ def optimize_command(
     cuda_graph: Annotated[bool, typer.Option(
         "--cuda-graph", help="On a GPU, also time every candidate replayed as a CUDA graph (reported beside "
         "its plain time; selection still uses the plain time).")] = False,
+    experience: Annotated[Path | None, typer.Option(
+        help="The experience library (default: experience.sqlite in the cache folder); see `kernelevo "
+        "experience`.")] = None,
+    no_experience: Annotated[bool, typer.Option(
+        "--no-experience", help="Neither read earlier runs' verified kernels nor keep this run's best.")] = False,
 ) -> None:
     """Search for a faster, verified replacement of TASK, with no human in the loop.
 
@@ -341,7 +348,8 @@ def optimize_command(
                        base_url=base_url, api_key_env=api_key_env, sandbox=sandbox.value, report=report,
                        strict_layout=strict_layout, forensic=not no_forensic, cuda_graph=cuda_graph,
                        model_retry_minutes=retry_minutes,
-                       temperature=temperature, model_timeout_s=model_timeout, steps_per_turn=steps_per_turn)
+                       temperature=temperature, model_timeout_s=model_timeout, steps_per_turn=steps_per_turn,
+                       experience=not no_experience, experience_path=experience)
     try:
         create(config, folder).close()
     except FileExistsError as exc:
@@ -694,6 +702,7 @@ def tasks_command(
 
 sandbox_app = typer.Typer(help="The Docker sandbox's image.", no_args_is_help=True)
 app.add_typer(sandbox_app, name="sandbox")
+app.add_typer(experience_app, name="experience")
 
 
 @sandbox_app.command("build")

@@ -8,7 +8,9 @@ from __future__ import annotations
 import json
 import random
 import re
+import sqlite3
 import time
+from pathlib import Path
 from typing import Any
 
 import openai
@@ -18,6 +20,7 @@ from kernelevo import prompts
 from kernelevo.agent.archive import strategy_stats
 from kernelevo.agent.budget import exhausted
 from kernelevo.agent.chat_client import ReasoningChatOpenAI
+from kernelevo.agent.experience import SAME_TASK, Entry, Library, signature_of
 from kernelevo.agent.policy import Proposal, SearchView
 from kernelevo.agent.request_log import request_body, store_request
 from kernelevo.sandbox.judge.ceilings import speed_of_light_ms
@@ -35,6 +38,8 @@ class PolicyRefused(Exception):
     accept): asking again gives the same answer, so the run stops with the reason, not resumably."""
 
 
+INSPIRATION_LIMIT = 3000
+"""Characters of each inspiration's source in a prompt (the fastest kernel's is shown whole)."""
 RETRY_FIRST_S, RETRY_LONGEST_S = 2.0, 60.0
 """Pauses between attempts through an outage: doubling from the first, never longer than the last."""
 
@@ -94,7 +99,7 @@ class LLMPolicy:
 
     def __init__(self, model: str, base_url: str | None, api_key: str, max_steps: int = 16,
                  timeout_s: float = 120.0, max_retries: int = 2, reflect: bool = True,
-                 retry_minutes: float = 15.0, temperature: float = 0.2) -> None:
+                 retry_minutes: float = 15.0, temperature: float = 0.2, experience: Path | None = None) -> None:
         self.model = model
         self.base_url = base_url
         self.llm = ReasoningChatOpenAI(model=model, base_url=base_url, api_key=api_key, timeout=timeout_s,
@@ -104,6 +109,8 @@ class LLMPolicy:
         self.reflect = reflect
         self.rt: Any = None
         self.task: Task | None = None
+        self.experience = experience
+        self._recalled: list[Entry] | None = None
 
     def prepare(self, task: Task) -> None:
         self.task = task
@@ -151,6 +158,32 @@ class LLMPolicy:
         stats = strategy_stats(entries)  # type: ignore[arg-type]
         lines.append("strategies: " + "; ".join(f"{s}: {v['correct']}/{v['tried']} correct" for s, v in stats.items()))
         return "\n".join(lines)
+
+    def _recall(self) -> list[Entry]:
+        """Verified kernels of similar earlier tasks from the experience library (read once a run)."""
+        if self._recalled is None:
+            self._recalled = []
+            if self.experience is not None and self.experience.exists() and self.task is not None:
+                try:
+                    signature = signature_of(self.task, self.rt.evaluator.device_label())
+                    with Library(self.experience) as library:
+                        self._recalled = library.nearest(signature, k=3)
+                except (OSError, sqlite3.Error, ValueError) as exc:
+                    self.rt.store.event("decision", None, action="experience unavailable", reason=str(exc)[:300])
+        return self._recalled
+
+    def _seed_from_experience(self, tools: dict[str, Any], ctx: ToolContext, view: SearchView) -> None:
+        """At the start of a run, the library's kernel for the same task is written as a first
+        candidate; the harness judges it like any other."""
+        if view.generation != 0 or self.rt.store.candidates():
+            return
+        for entry in self._recall():
+            if (entry.similarity or 0.0) >= SAME_TASK and "write_kernel" in tools:
+                result = tools["write_kernel"].invoke({"source": entry.source, "strategy": "experience"})
+                self.rt.store.event("decision", ctx.written[-1] if ctx.written else None, action="seed",
+                                    reason=f"from the experience library ({entry.id[:10]}, {entry.task}, "
+                                    f"similarity {entry.similarity:.2f}): {str(result)[:200]}")
+                return
 
     def _notes(self) -> list[str]:
         return list(self.rt.store.meta("notes", []))
@@ -209,6 +242,7 @@ class LLMPolicy:
                           profile=rt.profile)
         tools = make_tools(ctx)
         by_name = {t.name: t for t in tools}
+        self._seed_from_experience(by_name, ctx, view)
         llm = self.llm.bind_tools(tools)
         strict = not self.task.allow_partial
         dtype = self.task.dtype or "float32"
@@ -218,7 +252,9 @@ class LLMPolicy:
             SystemMessage(prompts.render("system", strict=strict, atol=atol, rtol=rtol)),
             HumanMessage(self._task_prompt() + "\n" + prompts.render("playbook") + "\n" +
                          prompts.render("generation", generation=view.generation, count=count, elites=elites,
-                                        notes=self._notes()[-6:], best_source=self._source(elites))),
+                                        notes=self._notes()[-6:], best_source=self._source(elites),
+                                        inspirations=self._inspirations(elites),
+                                        recalled=self._recall(), seeded=list(ctx.written))),
         ]
         nudged = False
         for step in range(self.max_steps):
@@ -281,6 +317,22 @@ class LLMPolicy:
                          strategy=(rt.store.candidate(cid) or {}).get("strategy") or "llm", descriptor="llm",
                          params={}, parent=(rt.store.candidate(cid) or {}).get("parent"), why="written by the model")
                 for cid in ctx.written]
+
+    def _inspirations(self, elites: list[Any], count: int = 2) -> list[dict[str, Any]]:
+        """The fastest correct kernels of strategies other than the fastest one's, with their sources:
+        other ideas that work, for the model to borrow from."""
+        if not elites or self.rt is None:
+            return []
+        chosen, seen = [], {elites[0]["strategy"]}
+        for elite in elites[1:]:
+            path = self.rt.store.source_path(elite["id"])
+            if elite["strategy"] in seen or not path.exists():
+                continue
+            seen.add(elite["strategy"])
+            chosen.append({**elite, "source": path.read_text()[:INSPIRATION_LIMIT]})
+            if len(chosen) == count:
+                break
+        return chosen
 
     def _source(self, elites: list[Any]) -> str | None:
         """The fastest elite's source, for the prompt (the model improves code it can see)."""

@@ -67,6 +67,32 @@ class RunConfig(BaseModel):
     """auto, docker or process (runs made before this field existed used the process sandbox)."""
     report: bool = False
     """Keep RUN_DIR/report.html up to date while the run goes (``--report``)."""
+    experience: bool = True
+    """Read verified kernels of similar earlier tasks into the model's prompt and keep this run's
+    verified best for later runs (``--no-experience`` turns both off)."""
+    experience_path: Path | None = None
+    """The experience file (``--experience PATH``); the cache folder's ``experience.sqlite`` by default."""
+
+
+def _default_experience() -> Path:
+    from kernelevo.agent.experience import default_path
+
+    return default_path()
+
+
+def _keep_experience(config: RunConfig, task: Any, store: RunStore, device: str, result: dict[str, Any]) -> None:
+    if not config.experience:
+        return
+    from kernelevo.agent.experience import default_path, keep_final
+
+    try:
+        entry = keep_final(config.experience_path or default_path(), task, store, device, result)
+    except (OSError, sqlite3.Error, ValueError) as exc:  # the library is a help: never the run's failure
+        _log(f"warning: the experience library could not be updated: {type(exc).__name__}: {exc}")
+        return
+    if entry is not None:
+        store.event("decision", result["id"], action="remember",
+                    reason=f"kept in the experience library as {entry.id[:10]} for later runs on similar tasks")
 
 
 REPORT_EVERY_S = 20.0
@@ -243,7 +269,9 @@ def drive(run_dir: Path, first: bool, progress: Callable[..., Any] | None = None
                                os.environ.get(config.api_key_env) or "no-key-set",
                                timeout_s=config.model_timeout_s, max_retries=config.model_retries,
                                retry_minutes=config.model_retry_minutes, temperature=config.temperature,
-                               max_steps=config.steps_per_turn)
+                               max_steps=config.steps_per_turn,
+                               experience=(config.experience_path or _default_experience()) if config.experience
+                               else None)
         else:
             policy = BuiltinPolicy()
         policy.prepare(task)
@@ -322,6 +350,7 @@ def drive(run_dir: Path, first: bool, progress: Callable[..., Any] | None = None
         reason = values.get("stop_reason") or "finished"
         store.set_state("finished", reason)
         if result:
+            _keep_experience(config, task, store, evaluator.device_label(), result)
             speed = f", {result['speedup']:.2f}x over eager" if result.get("speedup") else ""
             _log(f"finished ({reason}): best {result['id'][:10]} {result['runtime_ms']:.4g} ms{speed}, "
                  "re-judged with fresh seeds")

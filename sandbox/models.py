@@ -77,6 +77,12 @@ class Ceilings(BaseModel):
     """Bytes read plus bytes written per second of a large device-to-device copy, in GB/s."""
     matmul_tflops: dict[str, float]
     """Peak of a large torch matmul per dtype; ``tf32`` is the fastest way to fp32 accuracy (3xTF32)."""
+    sms: int | None = None
+    """Streaming multiprocessors (what a grid must fill)."""
+    shared_bytes_per_sm: int | None = None
+    l2_bytes: int | None = None
+    capability: str | None = None
+    """Compute capability, e.g. ``9.0``."""
 
 
 class ReferenceResult(BaseModel):

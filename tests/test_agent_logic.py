@@ -520,3 +520,23 @@ def test_search_replace_edits_apply_or_say_where_they_missed() -> None:
     edit = parse_edits("<<<<<<< SEARCH\n# ==========\nBLOCK = 256\n=======\n# ==========\nBLOCK = 1024\n"
                        ">>>>>>> REPLACE\n")
     assert apply_edits(banner, edit) == "# ==========\nBLOCK = 1024\n"
+
+
+def test_the_task_prompt_states_the_gpus_shape() -> None:
+    """What a kernel engineer sizes a grid by: SMs, shared memory per SM, L2, compute capability."""
+    from types import SimpleNamespace
+
+    from kernelevo import prompts
+    from kernelevo.sandbox.models import Ceilings
+
+    ceilings = Ceilings(device="NVIDIA H200", copy_gbps=4000.0, matmul_tflops={"bfloat16": 800.0, "tf32": 400.0},
+                        sms=132, shared_bytes_per_sm=233472, l2_bytes=62914560, capability="9.0")
+    task = SimpleNamespace(name="relu", size="full", description="", path=None)
+    text = prompts.render("task", task=task, source="", dtype="float32", atol=1e-5, rtol=1e-5, flops="0",
+                          bytes="8e6", device="cuda", ceilings=ceilings, eager="0.01 ms", compiled="0.01 ms",
+                          floor=None, budget="3 of 3 evaluations left")
+    assert "132 SMs, compute capability 9.0, 228 KiB shared memory per SM, 60 MiB L2" in text
+    older = ceilings.model_copy(update={"sms": None})  # a cache from before: no line rather than a wrong one
+    assert "SMs" not in prompts.render("task", task=task, source="", dtype="float32", atol=1e-5, rtol=1e-5,
+                                       flops="0", bytes="8e6", device="cuda", ceilings=older, eager="-",
+                                       compiled="-", floor=None, budget="-")

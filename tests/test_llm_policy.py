@@ -15,6 +15,7 @@ import pytest
 from conftest import candidate
 from fake_openai import FakeOpenAI, tool_call
 from kernelevo.agent.budget import Budget
+from kernelevo.agent.experience import Library
 from kernelevo.agent.report import status
 from kernelevo.agent.request_log import load_request
 from kernelevo.agent.runner import RunConfig, create, drive
@@ -31,7 +32,8 @@ def run_with(tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch, b
     monkeypatch.setenv("KERNELEVO_CACHE", str(cache_dir))
     monkeypatch.setenv("KERNELEVO_TEST_KEY", KEY)
     extra.setdefault("model_retry_minutes", 0.0)  # an outage stops a test at once unless it asks otherwise
-    run = tmp_path / "run"
+    extra.setdefault("experience", False)  # tests share a cache folder: only the experience tests remember
+    run = tmp_path / str(extra.pop("run_name", "run"))
     config = RunConfig(task="relu", size="small", policy="llm", model="fake-coder", base_url=base_url,
                        api_key_env="KERNELEVO_TEST_KEY", budget=Budget(max_evals=evals), batch=1,
                        measure_compile=False, timing=TimingPolicy(warmup=1, warmup_s=0, min_runs=5, budget_s=0.1),
@@ -310,3 +312,76 @@ def test_a_model_improves_the_code_it_is_shown_by_a_diff(tmp_path, cache_dir, mo
     assert store.evaluation(edited[0]["id"]).correct
     results = "\n".join(e["result"] for e in events(run) if e["type"] == "tool_result")
     assert "edited; saved as candidate" in results and "relu_kernel" in results  # read_source showed code
+
+
+def test_a_verified_kernel_is_remembered_and_seeds_the_next_run(tmp_path, cache_dir, monkeypatch) -> None:
+    """Run 1 keeps its verified best in the experience library (with its reflection note). Run 2 on
+    the same task starts from it: written as a first candidate, shown in the prompt with the note, and
+    judged by the harness. A run whose kernel was rejected adds nothing."""
+    library = tmp_path / "experience.sqlite"
+    cid = source_id(GOOD)
+    first = [{"tool_calls": [tool_call("write_kernel", {"source": GOOD, "strategy": "grid"})]},
+             {"tool_calls": [tool_call("check_kernel", {"candidate": cid[:10]})]},
+             {"content": "One program per 1024 values is enough for relu."}]  # the budget is spent: reflection
+    with FakeOpenAI(first) as server:
+        code, _ = run_with(tmp_path, cache_dir, monkeypatch, server.base_url, experience=True,
+                           experience_path=library, run_name="first")
+    assert code == 0
+    with Library(library) as lib:
+        kept = lib.entries()
+    assert len(kept) == 1 and kept[0].source == GOOD and kept[0].task == "relu"
+    assert kept[0].notes == ["One program per 1024 values is enough for relu."] and kept[0].device == "cpu"
+
+    def check_the_seed(body: dict) -> dict:
+        prompt = body["messages"][1]["content"]
+        assert "From earlier runs" in prompt and "One program per 1024 values" in prompt
+        assert f"written as candidate {cid[:10]}" in prompt and "relu_kernel" in prompt
+        return {"tool_calls": [tool_call("check_kernel", {"candidate": cid[:10]})]}
+
+    with FakeOpenAI([check_the_seed, {"content": "The kept kernel still holds."}]) as server:
+        code, run = run_with(tmp_path, cache_dir, monkeypatch, server.base_url, experience=True,
+                             experience_path=library, run_name="second")
+    assert code == 0 and server.refused == []
+    seeds = [e for e in events(run) if e.get("action") == "seed"]
+    assert len(seeds) == 1 and seeds[0]["candidate"] == cid
+    info = status(RunStore(run))
+    assert info["best"]["candidate"] == cid and info["best"]["verified"]
+
+    wrong = GOOD.replace("tl.maximum(x, 0.0)", "tl.minimum(x, 0.0)")
+    with FakeOpenAI([{"tool_calls": [tool_call("write_kernel", {"source": wrong, "strategy": "grid"})]},
+                     {"tool_calls": [tool_call("check_kernel", {"candidate": source_id(wrong)[:10]})]},
+                     {"content": "done"}, {"content": "note"}]) as server:
+        code, _ = run_with(tmp_path, cache_dir, monkeypatch, server.base_url, experience=True,
+                           experience_path=tmp_path / "other.sqlite", run_name="third")
+    assert code == 1
+    with Library(tmp_path / "other.sqlite") as lib:
+        assert lib.entries() == []  # nothing the harness did not verify
+
+
+def test_other_strategies_that_work_are_shown_as_inspirations(tmp_path, cache_dir, monkeypatch) -> None:
+    """The next generation's prompt carries the fastest kernel and, beside it, the source of the best
+    kernel of another strategy."""
+    wide = GOOD.replace("BLOCK=1024", "BLOCK=2048")
+    third = GOOD.replace("BLOCK=1024", "BLOCK=512")
+    seen: list[str] = []
+
+    def look(body: dict) -> dict:
+        seen.append("\n".join(str(m.get("content") or "") for m in body["messages"]))
+        return {"tool_calls": [tool_call("write_kernel", {"source": third, "strategy": "narrow"}),
+                               tool_call("check_kernel", {"candidate": source_id(third)[:10]})]}
+
+    script = [
+        {"tool_calls": [tool_call("write_kernel", {"source": GOOD, "strategy": "grid"}),
+                        tool_call("write_kernel", {"source": wide, "strategy": "wide"})]},
+        {"tool_calls": [tool_call("check_kernel", {"candidate": source_id(GOOD)[:10]}),
+                        tool_call("check_kernel", {"candidate": source_id(wide)[:10]})]},
+        {"content": "done"},
+        {"content": "Both block sizes work."},
+        look,
+        {"content": "Narrow works too."},
+    ]
+    with FakeOpenAI(script) as server:
+        code, _ = run_with(tmp_path, cache_dir, monkeypatch, server.base_url, evals=3)
+    assert code == 0 and server.refused == [] and len(seen) == 1
+    assert "Other strategies that work" in seen[0]
+    assert "BLOCK=1024)" in seen[0] and "BLOCK=2048)" in seen[0]  # the fastest and the other, as code

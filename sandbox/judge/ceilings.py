@@ -53,10 +53,15 @@ def measure_matmul_tflops(dtype_name: str, n: int = 8192) -> float:
 
 def measure_ceilings() -> Ceilings:
     """Measure this process's current GPU (a few seconds)."""
+    props = torch.cuda.get_device_properties()
     return Ceilings(
         device=torch.cuda.get_device_name(),
         copy_gbps=measure_copy_gbps(),
         matmul_tflops={name: measure_matmul_tflops(name) for name in _MATMUL_DTYPES},
+        sms=props.multi_processor_count,
+        shared_bytes_per_sm=getattr(props, "shared_memory_per_multiprocessor", None),
+        l2_bytes=getattr(props, "L2_cache_size", None),
+        capability=f"{props.major}.{props.minor}",
     )
 
 

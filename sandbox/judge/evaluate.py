@@ -206,6 +206,8 @@ class Evaluator:
         with open(path.with_suffix(".lock"), "a+") as lock:
             fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
             ceilings = cache.load(self.ceilings_path(), Ceilings) if self.device == "cuda" else None
+            if ceilings is not None and ceilings.sms is None:
+                ceilings = None  # cached before the GPU's shape was recorded: measured again, once
             cached = cache.load(path, ReferenceResult)
             if cached is not None and (self.device == "cpu" or ceilings is not None):
                 return cached, ceilings
