@@ -55,6 +55,12 @@ def exhausted(budget: Budget, spent: Spent) -> str | None:
     return None
 
 
+def model_budget_spent(budget: Budget, spent: Spent) -> str | None:
+    """Why no further request may go to the model (time, tokens or money spent), or None. The
+    evaluation budget is not among them: the turn's closing reflection still reads its verdicts."""
+    return exhausted(budget.model_copy(update={"max_evals": None}), spent)
+
+
 def evaluations_left(budget: Budget, spent: Spent) -> int | None:
     """How many more candidates may be judged (None: no evaluation limit)."""
     if budget.max_evals is None:

@@ -15,6 +15,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Send
 
 from kernelevo.agent import archive as arch
+from kernelevo.agent.behaviour import MEASURED, behaviour_cell
 from kernelevo.agent.budget import Budget, Spent, evaluations_left, exhausted
 from kernelevo.agent.policy import Policy, SearchView
 from kernelevo.agent.state import EvaluateInput, State
@@ -112,8 +113,14 @@ class Runtime:
         return verdict
 
 
-def entry_of(cid: str, candidate: dict[str, Any], verdict: Verdict) -> arch.Entry:
-    return arch.Entry(id=cid, strategy=candidate["strategy"], cell=candidate["cell"], parent=candidate["parent"],
+def entry_of(cid: str, candidate: dict[str, Any], verdict: Verdict, store: RunStore) -> arch.Entry:
+    """A judged candidate as the archive sees it. A policy that gives no descriptor of its own (a
+    model's candidates) gets a behavioural cell, measured from the kernel and its verdict."""
+    cell = candidate["cell"]
+    if cell.endswith(f"|{MEASURED}") and verdict.correct:
+        path = store.source_path(cid)
+        cell = behaviour_cell(path.read_text() if path.exists() else "", verdict)
+    return arch.Entry(id=cid, strategy=candidate["strategy"], cell=cell, parent=candidate["parent"],
                       correct=verdict.correct, runtime_ms=verdict.runtime_ms if verdict.correct else None,
                       speedup=verdict.speedup if verdict.correct else None)
 
@@ -138,7 +145,7 @@ def build_graph(rt: Runtime):
         for c in rt.store.candidates():
             verdict = rt.store.evaluation(c["id"]) if c["id"] not in known else None
             if verdict is not None:
-                found.append(entry_of(c["id"], rt.store.candidate(c["id"]) or c, verdict))
+                found.append(entry_of(c["id"], rt.store.candidate(c["id"]) or c, verdict, rt.store))
         if not found:
             return {}
         archive = dict(state.get("archive", {}))
@@ -223,7 +230,7 @@ def build_graph(rt: Runtime):
         candidate = rt.store.candidate(cid)
         assert candidate is not None
         verdict = rt.judge_and_record(cid)
-        return {"results": [entry_of(cid, candidate, verdict)]}
+        return {"results": [entry_of(cid, candidate, verdict, rt.store)]}
 
     def select(state: State) -> dict[str, Any]:
         archive = dict(state.get("archive", {}))

@@ -18,7 +18,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from kernelevo import prompts
 from kernelevo.agent.archive import strategy_stats
-from kernelevo.agent.budget import exhausted
+from kernelevo.agent.behaviour import MEASURED
+from kernelevo.agent.budget import exhausted, model_budget_spent
 from kernelevo.agent.chat_client import ReasoningChatOpenAI
 from kernelevo.agent.experience import SAME_TASK, Entry, Library, signature_of
 from kernelevo.agent.policy import Proposal, SearchView
@@ -312,9 +313,13 @@ class LLMPolicy:
                 rt.store.event("tool_result", subject, name=call["name"], result=_short(str(result), 3000))
                 messages.append(ToolMessage(str(result), tool_call_id=call.get("id") or call["name"]))
         if self.reflect and ctx.written and not rt.stopping:
-            self._reflect(ctx, view.generation)
+            spent = model_budget_spent(rt.budget, rt.spent())
+            if spent:
+                rt.store.event("decision", None, action="no reflection", generation=view.generation, reason=spent)
+            else:
+                self._reflect(ctx, view.generation)
         return [Proposal(source=rt.store.source_path(cid).read_text(),
-                         strategy=(rt.store.candidate(cid) or {}).get("strategy") or "llm", descriptor="llm",
+                         strategy=(rt.store.candidate(cid) or {}).get("strategy") or "llm", descriptor=MEASURED,
                          params={}, parent=(rt.store.candidate(cid) or {}).get("parent"), why="written by the model")
                 for cid in ctx.written]
 

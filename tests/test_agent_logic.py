@@ -9,7 +9,7 @@ import pytest
 
 from conftest import ROOT
 from kernelevo.agent import archive as arch
-from kernelevo.agent.budget import Budget, Spent, evaluations_left, exhausted
+from kernelevo.agent.budget import Budget, Spent, evaluations_left, exhausted, model_budget_spent
 from kernelevo.agent.builtin import matmul
 from kernelevo.agent.builtin.policy import BuiltinPolicy, key, seeds
 from kernelevo.agent.builtin.recognize import CannotCover, recognise
@@ -63,6 +63,8 @@ def test_budgets() -> None:
     assert "token budget" in exhausted(budget, Spent(tokens_in=60, tokens_out=40))
     assert "cost budget" in exhausted(budget, Spent(tokens_in=2))
     assert evaluations_left(budget, Spent(evaluations=3)) == 2
+    assert model_budget_spent(budget, Spent(evaluations=5)) is None  # the last turn may still reflect
+    assert "token budget" in model_budget_spent(budget, Spent(tokens_in=60, tokens_out=40))
     assert evaluations_left(Budget(max_evals=None), Spent(evaluations=3)) is None
 
 
@@ -540,3 +542,38 @@ def test_the_task_prompt_states_the_gpus_shape() -> None:
     assert "SMs" not in prompts.render("task", task=task, source="", dtype="float32", atol=1e-5, rtol=1e-5,
                                        flops="0", bytes="8e6", device="cuda", ceilings=older, eager="-",
                                        compiled="-", floor=None, budget="-")
+
+
+def test_a_models_kernels_are_filed_by_what_they_are_not_what_they_are_called(tmp_path: Path) -> None:
+    """Cells for a model's candidates are measured: two kernels of one family and shape compete for one
+    cell whatever their labels; a kernel built differently keeps a cell of its own while slower."""
+    from kernelevo.agent.behaviour import MEASURED, behaviour_cell, structure_family
+    from kernelevo.agent.graph import Runtime, build_graph
+
+    plain = "import triton\n@triton.jit\ndef k(x):\n    pass\n"
+    looped = ("import triton\nimport triton.language as tl\n@triton.jit\ndef k(x, n):\n    for i in range(n):\n"
+              "        tl.sum(x)\n")
+    assert structure_family(plain) == "triton:plain" and structure_family(looped) == "triton:loop+reduce"
+    assert structure_family("load_inline(...)") == "cuda" and structure_family("def (:") == "unreadable"
+    verdict = Verdict(task="t", candidate="c", size="small", compiled=True, correct=True, reason=None, checks=[],
+                      device="cpu", isolation={}, runtime_ms=1.0, launches={"k": 5}, bound="memory")
+    assert behaviour_cell(plain, verdict) == "triton:plain|1 kernel|memory"
+
+    sources = [("fast-v1", plain + "# one\n", 2.0), ("optimized!!", plain + "# two\n", 1.0),
+               ("tiled", looped, 3.0)]
+    store = RunStore(tmp_path / "run")
+    times = {s: ms for _, s, ms in sources}
+
+    class Timed(FakeEvaluator):
+        def evaluate(self, task, path):  # noqa: ANN001, ANN202
+            verdict, code = super().evaluate(task, path)
+            return verdict.model_copy(update={"runtime_ms": times.get(Path(path).read_text(), 1.0)}), code
+
+    rounds = [[{"source": s, "parent": None, "strategy": label, "descriptor": MEASURED, "why": "model",
+                "params": {}} for label, s, _ in sources], []]
+    rt = Runtime(task=load_task("relu", "small"), store=store, policy=ScriptedPolicy(
+        lambda view, count: rounds.pop(0) if rounds else []), budget=Budget(max_evals=3),
+        evaluator=Timed(), final_evaluator=FakeEvaluator(), batch=3)
+    out = build_graph(rt).compile().invoke({"generation": 0})
+    cells = {cell: entry["strategy"] for cell, entry in out["archive"].items()}
+    assert cells == {"triton:plain|1 kernel|unbounded": "optimized!!", "triton:loop+reduce|1 kernel|unbounded": "tiled"}

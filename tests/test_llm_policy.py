@@ -35,7 +35,7 @@ def run_with(tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch, b
     extra.setdefault("experience", False)  # tests share a cache folder: only the experience tests remember
     run = tmp_path / str(extra.pop("run_name", "run"))
     config = RunConfig(task="relu", size="small", policy="llm", model="fake-coder", base_url=base_url,
-                       api_key_env="KERNELEVO_TEST_KEY", budget=Budget(max_evals=evals), batch=1,
+                       api_key_env="KERNELEVO_TEST_KEY", budget=extra.pop("budget", Budget(max_evals=evals)), batch=1,
                        measure_compile=False, timing=TimingPolicy(warmup=1, warmup_s=0, min_runs=5, budget_s=0.1),
                        **extra)
     if not (run / "run.sqlite").exists():
@@ -361,7 +361,16 @@ def test_a_verified_kernel_is_remembered_and_seeds_the_next_run(tmp_path, cache_
 def test_other_strategies_that_work_are_shown_as_inspirations(tmp_path, cache_dir, monkeypatch) -> None:
     """The next generation's prompt carries the fastest kernel and, beside it, the source of the best
     kernel of another strategy."""
-    wide = GOOD.replace("BLOCK=1024", "BLOCK=2048")
+    # another structure (two blocks per program, in a loop): another cell of the archive
+    wide = GOOD.replace("""    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(y_ptr + offs, tl.maximum(x, 0.0), mask=mask)""", """    for half in range(2):
+        offs = (tl.program_id(0) * 2 + half) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        x = tl.load(x_ptr + offs, mask=mask)
+        tl.store(y_ptr + offs, tl.maximum(x, 0.0), mask=mask)""").replace("triton.cdiv(n, 1024)", "triton.cdiv(n, 2048)")
+    assert wide != GOOD
     third = GOOD.replace("BLOCK=1024", "BLOCK=512")
     seen: list[str] = []
 
@@ -384,4 +393,18 @@ def test_other_strategies_that_work_are_shown_as_inspirations(tmp_path, cache_di
         code, _ = run_with(tmp_path, cache_dir, monkeypatch, server.base_url, evals=3)
     assert code == 0 and server.refused == [] and len(seen) == 1
     assert "Other strategies that work" in seen[0]
-    assert "BLOCK=1024)" in seen[0] and "BLOCK=2048)" in seen[0]  # the fastest and the other, as code
+    assert "BLOCK=1024)" in seen[0] and "for half in range(2):" in seen[0]  # the fastest and the other, as code
+
+
+def test_no_request_goes_out_once_the_token_budget_is_spent(tmp_path, cache_dir, monkeypatch) -> None:
+    """Each scripted reply costs 120 tokens: with 200 allowed, the second reply ends the turn and no
+    reflection is asked for (it would spend tokens past the budget)."""
+    script = [{"tool_calls": [tool_call("write_kernel", {"source": GOOD, "strategy": "grid"})]},
+              {"tool_calls": [tool_call("check_kernel", {"candidate": source_id(GOOD)[:10]})]},
+              {"content": "a reflection that must not be asked for"}]
+    with FakeOpenAI(script) as server:
+        code, run = run_with(tmp_path, cache_dir, monkeypatch, server.base_url,
+                             budget=Budget(max_evals=5, max_tokens=200))
+    assert len(server.requests) == 2 and code == 0
+    skipped = [e for e in events(run) if e.get("action") == "no reflection"]
+    assert len(skipped) == 1 and "token budget" in skipped[0]["reason"]

@@ -13,6 +13,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
 from kernelevo import prompts
+from kernelevo.agent.behaviour import MEASURED
 from kernelevo.sandbox.advice.cuda_gate import compile_gate
 from kernelevo.sandbox.advice.profiling import describe as describe_profile
 from kernelevo.sandbox.judge.static_checks import check_candidate
@@ -152,7 +153,7 @@ def make_tools(ctx: ToolContext) -> list[BaseTool]:
         strict = not ctx.task.allow_partial
         report = check_candidate(source, strict=strict)
         cid, new = ctx.store.add_candidate(source, parent_id, strategy.strip()[:40] or "unnamed",
-                                           f"{strategy.strip()[:40]}|llm", '{"why": "written by the model"}',
+                                           f"{strategy.strip()[:40]}|{MEASURED}", '{"why": "written by the model"}',
                                            ctx.generation)
         if cid not in ctx.written:
             ctx.written.append(cid)
