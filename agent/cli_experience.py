@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 from typing import Annotated
 
@@ -29,7 +30,10 @@ def _open(path: Path | None, as_json: bool):  # noqa: ANN202 - a Library
     chosen = path or default_path()
     if path is not None and not chosen.exists():
         _fail(f"{chosen}: no such experience file", as_json)
-    return Library(chosen)
+    try:
+        return Library(chosen)
+    except (sqlite3.Error, OSError) as exc:
+        _fail(f"{chosen} cannot be read as an experience library: {exc}", as_json)
 
 
 def _fail(message: str, as_json: bool) -> None:

@@ -95,3 +95,7 @@ def test_the_experience_commands(tmp_path: Path) -> None:
     assert cli("show", "0000").returncode == 2
     assert cli("forget").returncode == 2  # an id or --all
     assert cli("forget", kept.id[:6]).returncode == 0 and cli("list", "--json").stdout == ""
+    path.write_bytes(b"not a database at all" * 100)  # a damaged file: a clear error, no traceback
+    damaged = cli("list")
+    assert damaged.returncode == 2 and "cannot be read as an experience library" in damaged.stderr
+    assert "Traceback" not in damaged.stderr
