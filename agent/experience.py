@@ -7,9 +7,10 @@ the way. Nothing a model merely claimed is kept. A later run on a similar task r
 entries back: into the model's prompt (source, times, notes) and, for the same task signature, as a
 first candidate that the harness judges like any other.
 
-A task's signature is what can be known without running anything: the operations its reference
-names (``relu``, ``softmax``, ``Conv2d``, ``matmul``: calls and modules in its source), its inputs'
-shapes and dtypes (made on the meta device), and the device. Similarity mixes the three.
+A task's signature: the operations its reference names (``relu``, ``softmax``, ``Conv2d``, ``matmul``:
+calls and modules in its source), its inputs' shapes and dtypes (as the baseline, measured in the
+oracle, describes them), the device, and a hash of the reference's code. Similarity mixes the first
+three; only an entry of the very same reference is a seed.
 """
 
 from __future__ import annotations
@@ -52,6 +53,9 @@ class Signature(BaseModel):
     inputs: list[str] = Field(default_factory=list)
     """Each input as ``dtype[shape]`` (a scalar as its Python type)."""
     device: str = "cpu"
+    reference: str = ""
+    """A hash of the reference's code (its syntax tree: comments and layout aside). Only an entry of the
+    same reference is a seed; tasks that differ in a ``dim=`` or a constant share ops and shapes."""
 
 
 class Entry(BaseModel):
@@ -88,24 +92,25 @@ def reference_ops(source: str) -> list[str]:
     return sorted(names)
 
 
-def input_descriptions(task: Task) -> list[str]:
-    """The task's inputs as ``dtype[shape]``, made on the meta device (nothing allocated or run)."""
-    import torch
-
-    from kernelevo.tasks.loader import import_task_module
-
+def reference_hash(source: str) -> str:
     try:
-        module = import_task_module(task.path, task.size)
-        with torch.device("meta"), torch.no_grad():
-            values = module.get_inputs()
-    except Exception:  # a task that cannot be made on the meta device is matched by its ops alone
-        return []
-    return [f"{str(v.dtype).removeprefix('torch.')}{list(v.shape)}" if isinstance(v, torch.Tensor)
-            else type(v).__name__ for v in values]
+        text = ast.dump(ast.parse(source))
+    except SyntaxError:
+        text = source
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def signature_of(task: Task, device: str) -> Signature:
-    return Signature(ops=reference_ops(task.path.read_text()), inputs=input_descriptions(task), device=device)
+def signature_of(task: Task, device: str, inputs: list[str]) -> Signature:
+    """``inputs``: the baseline's description of the task's inputs (measured in the oracle: the task's
+    file never runs in this process)."""
+    source = task.path.read_text()
+    return Signature(ops=reference_ops(source), inputs=list(inputs), device=device, reference=reference_hash(source))
+
+
+def is_seed(entry: Entry, signature: Signature) -> bool:
+    """The kernel of this very task: the same reference code and inputs, on the same device."""
+    return ((entry.similarity or 0.0) >= SAME_TASK and entry.signature.reference == signature.reference
+            and bool(signature.reference))
 
 
 def similarity(a: Signature, b: Signature) -> float:
@@ -125,13 +130,14 @@ def entry_id(source: str, signature: Signature) -> str:
     return hashlib.sha256((source + signature.model_dump_json()).encode()).hexdigest()[:16]
 
 
-def keep_final(path: Path, task: Task, store: Any, device: str, final: dict[str, Any]) -> Entry | None:
+def keep_final(path: Path, task: Task, store: Any, device: str, inputs: list[str],
+               final: dict[str, Any]) -> Entry | None:
     """Add a finished run's best to the library: only a kernel the final re-judge found correct."""
     verdict = store.evaluation(final["id"], "final")
     if verdict is None or not verdict.correct or verdict.runtime_ms is None:
         return None
     source = store.source_path(final["id"]).read_text()
-    signature = signature_of(task, device)
+    signature = signature_of(task, device, inputs)
     entry = Entry(id=entry_id(source, signature), task=task.name, signature=signature, source=source,
                   runtime_ms=verdict.runtime_ms, speedup=verdict.speedup, vs_compile=verdict.speedup_vs_compile,
                   device=device, notes=list(store.meta("notes", []))[-6:], run_dir=str(store.dir), created=time.time())
@@ -164,11 +170,13 @@ class Library:
         self.close()
 
     def add(self, entry: Entry) -> None:
-        """Keep ``entry`` (a verified kernel); the same kernel for the same task replaces its older row
-        when it is faster or has notes the older did not."""
+        """Keep ``entry`` (a verified kernel). The same kernel for the same task again keeps the faster
+        of the two times and the notes of both."""
         old = self.get(entry.id)
-        if old is not None and old.runtime_ms <= entry.runtime_ms and not entry.notes:
-            return
+        if old is not None:
+            faster = entry if entry.runtime_ms < old.runtime_ms else old
+            notes = old.notes + [n for n in entry.notes if n not in old.notes]
+            entry = faster.model_copy(update={"notes": notes[-12:], "created": max(old.created, entry.created)})
         self.db.execute(
             "INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (entry.id, entry.task, entry.signature.model_dump_json(), entry.source, entry.runtime_ms,
@@ -181,7 +189,9 @@ class Library:
 
     def get(self, prefix: str) -> Entry | None:
         """The entry whose id starts with ``prefix`` (None if none; a ValueError if several)."""
-        rows = self.db.execute("SELECT * FROM entries WHERE id LIKE ? || '%'", (prefix,)).fetchall()
+        rows = self.db.execute("SELECT * FROM entries WHERE substr(id, 1, ?) = ?", (len(prefix), prefix)).fetchall()
+        if not prefix:
+            rows = []
         if len(rows) > 1:
             raise ValueError(f"{prefix!r} names {len(rows)} entries; give more of the id")
         return self._entry(rows[0]) if rows else None

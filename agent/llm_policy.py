@@ -21,7 +21,7 @@ from kernelevo.agent.archive import strategy_stats
 from kernelevo.agent.behaviour import MEASURED
 from kernelevo.agent.budget import exhausted, model_budget_spent
 from kernelevo.agent.chat_client import ReasoningChatOpenAI
-from kernelevo.agent.experience import SAME_TASK, Entry, Library, signature_of
+from kernelevo.agent.experience import Entry, Library, Signature, is_seed, signature_of
 from kernelevo.agent.policy import Proposal, SearchView
 from kernelevo.agent.request_log import request_body, store_request
 from kernelevo.sandbox.judge.ceilings import speed_of_light_ms
@@ -112,6 +112,7 @@ class LLMPolicy:
         self.task: Task | None = None
         self.experience = experience
         self._recalled: list[Entry] | None = None
+        self._signature: Signature | None = None
 
     def prepare(self, task: Task) -> None:
         self.task = task
@@ -166,9 +167,10 @@ class LLMPolicy:
             self._recalled = []
             if self.experience is not None and self.experience.exists() and self.task is not None:
                 try:
-                    signature = signature_of(self.task, self.rt.evaluator.device_label())
+                    reference, _ = self.rt.evaluator.baseline(self.task)
+                    self._signature = signature_of(self.task, self.rt.evaluator.device_label(), reference.inputs)
                     with Library(self.experience) as library:
-                        self._recalled = library.nearest(signature, k=3)
+                        self._recalled = library.nearest(self._signature, k=3)
                 except (OSError, sqlite3.Error, ValueError) as exc:
                     self.rt.store.event("decision", None, action="experience unavailable", reason=str(exc)[:300])
         return self._recalled
@@ -179,7 +181,7 @@ class LLMPolicy:
         if view.generation != 0 or self.rt.store.candidates():
             return
         for entry in self._recall():
-            if (entry.similarity or 0.0) >= SAME_TASK and "write_kernel" in tools:
+            if self._signature is not None and is_seed(entry, self._signature) and "write_kernel" in tools:
                 result = tools["write_kernel"].invoke({"source": entry.source, "strategy": "experience"})
                 self.rt.store.event("decision", ctx.written[-1] if ctx.written else None, action="seed",
                                     reason=f"from the experience library ({entry.id[:10]}, {entry.task}, "
@@ -192,10 +194,8 @@ class LLMPolicy:
     # one turn ---------------------------------------------------------------------------------
     def _invoke(self, llm: Any, messages: list[BaseMessage], step: int, generation: int) -> AIMessage:
         store = self.rt.store
-        body = request_body(llm, messages)
         store.event("model_request", None, generation=generation, step=step, messages=len(messages),
-                    last=_short(str(messages[-1].content), 2000),
-                    request=store_request(store.dir, body) if body is not None else None)
+                    last=_short(str(messages[-1].content), 2000), request=self._log_request(llm, messages))
         reply = self._with_retries(llm, messages, step, generation)
         usage = reply.usage_metadata or {}
         store.set_meta("tokens_in", int(store.meta("tokens_in", 0)) + int(usage.get("input_tokens", 0)))
@@ -209,6 +209,16 @@ class LLMPolicy:
                                         for c in reply.invalid_tool_calls],
                     usage={"input": usage.get("input_tokens"), "output": usage.get("output_tokens")})
         return reply
+
+    def _log_request(self, llm: Any, messages: list[BaseMessage]) -> str | None:
+        """Store the request in full (``request_log``); a failure to store it is traced, never the turn's end."""
+        try:
+            body = request_body(llm, messages)
+            return store_request(self.rt.store.dir, body) if body is not None else None
+        except Exception as exc:  # the log is a record: a full disk or a changed client must not stop the run
+            self.rt.store.event("decision", None, action="request not stored",
+                                reason=f"{type(exc).__name__}: {exc}"[:300])
+            return None
 
     def _with_retries(self, llm: Any, messages: list[BaseMessage], step: int, generation: int) -> AIMessage:
         """One request, retried through outages with growing, jittered pauses (or the server's
@@ -255,7 +265,8 @@ class LLMPolicy:
                          prompts.render("generation", generation=view.generation, count=count, elites=elites,
                                         notes=self._notes()[-6:], best_source=self._source(elites),
                                         inspirations=self._inspirations(elites),
-                                        recalled=self._recall(), seeded=list(ctx.written))),
+                                        recalled=self._recall(), seeded=list(ctx.written),
+                                        limit=INSPIRATION_LIMIT)),
         ]
         nudged = False
         for step in range(self.max_steps):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ def put(run_dir: Path, value: Any) -> str:
     path = run_dir / FOLDER / digest[:2] / f"{digest}.json"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(f".{os.getpid()}.part")
+        partial = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.part")
         partial.write_bytes(data)
         partial.replace(path)  # atomic: a reader never sees half a part
     return digest

@@ -80,13 +80,16 @@ def _default_experience() -> Path:
     return default_path()
 
 
-def _keep_experience(config: RunConfig, task: Any, store: RunStore, device: str, result: dict[str, Any]) -> None:
+def _keep_experience(config: RunConfig, task: Any, store: RunStore, evaluator: Evaluator,
+                     result: dict[str, Any]) -> None:
     if not config.experience:
         return
     from kernelevo.agent.experience import default_path, keep_final
 
     try:
-        entry = keep_final(config.experience_path or default_path(), task, store, device, result)
+        reference, _ = evaluator.baseline(task)  # cached: the inputs as the oracle described them
+        entry = keep_final(config.experience_path or default_path(), task, store, evaluator.device_label(),
+                           reference.inputs, result)
     except (OSError, sqlite3.Error, ValueError) as exc:  # the library is a help: never the run's failure
         _log(f"warning: the experience library could not be updated: {type(exc).__name__}: {exc}")
         return
@@ -350,7 +353,7 @@ def drive(run_dir: Path, first: bool, progress: Callable[..., Any] | None = None
         reason = values.get("stop_reason") or "finished"
         store.set_state("finished", reason)
         if result:
-            _keep_experience(config, task, store, evaluator.device_label(), result)
+            _keep_experience(config, task, store, evaluator, result)
             speed = f", {result['speedup']:.2f}x over eager" if result.get("speedup") else ""
             _log(f"finished ({reason}): best {result['id'][:10]} {result['runtime_ms']:.4g} ms{speed}, "
                  "re-judged with fresh seeds")

@@ -74,6 +74,11 @@ def call_parts(trace: Path) -> dict:
         if mine:
             parts[who] = {key: round(statistics.median(c[key] for c in mine), 4)
                           for key in ("gpu_ms", "lag_ms", "host_ms", "wall_ms")}
+            for key in ("events_ms", "excess_ms", "tail_ms"):  # the GPU time's parts (timed.py)
+                values = [c["parts"][key] for c in mine if (c.get("parts") or {}).get(key) is not None]
+                if values:
+                    parts[who][key] = round(statistics.median(values), 4)
+                    parts[who][key.replace("_ms", "_counted")] = sum(v > 0 for v in values)
             parts[who]["lag_counted"] = sum(c["lag_ms"] > 0.02 for c in mine)
             parts[who]["calls"] = len(mine)
     return parts

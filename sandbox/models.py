@@ -93,6 +93,8 @@ class ReferenceResult(BaseModel):
     flops: float
     bytes: float
     output_dtypes: list[str] = Field(default_factory=list)
+    inputs: list[str] = Field(default_factory=list)
+    """Each input as ``dtype[shape]`` (a tensor) or its type's name."""
     eager: TimingStats | None = None
     compiled: TimingStats | None = None
     compile_error: str | None = None

@@ -14,6 +14,7 @@ from kernelevo.agent.experience import (
     Library,
     Signature,
     entry_id,
+    reference_hash,
     reference_ops,
     signature_of,
     similarity,
@@ -52,8 +53,11 @@ def test_a_signature_names_the_work_not_the_glue(tmp_path: Path) -> None:
     assert reference_ops("def broken(:") == []
     path = tmp_path / "task.py"
     path.write_text(SOFTMAX)
-    signature = signature_of(load_task(str(path), "full"), "cpu")
+    signature = signature_of(load_task(str(path), "full"), "cpu", ["float32[8, 64]"])
     assert signature.inputs == ["float32[8, 64]"] and signature.ops == ["Linear", "relu", "softmax"]
+    # the same code laid out differently is the same reference; another dim is not
+    assert reference_hash(SOFTMAX) == reference_hash(SOFTMAX.replace("dim=-1", "dim = -1") + "\n# a comment\n")
+    assert reference_hash(SOFTMAX) != reference_hash(SOFTMAX.replace("dim=-1", "dim=0"))
 
 
 def test_similarity_ranks_the_same_task_above_its_kind_and_its_kind_above_others() -> None:
@@ -69,9 +73,11 @@ def test_the_library_keeps_finds_and_forgets(tmp_path: Path) -> None:
     with Library(path) as lib:
         relu = entry("relu", ["relu"], ["float32[64]"], 2.0, notes=["wide blocks"])
         lib.add(relu)
-        lib.add(relu.model_copy(update={"runtime_ms": 3.0, "notes": []}))  # slower, nothing new: ignored
+        lib.add(relu.model_copy(update={"runtime_ms": 3.0, "notes": ["later note"]}))  # slower: the notes join
         lib.add(entry("softmax", ["softmax"], ["float32[8, 64]"], 1.0))
         assert [e.task for e in lib.entries()] == ["relu", "softmax"] and lib.get(relu.id[:8]).runtime_ms == 2.0
+        assert lib.get(relu.id[:8]).notes == ["wide blocks", "later note"]
+        assert lib.get("%") is None and lib.get("") is None and lib.forget("%") == 0  # ids, not patterns
         found = lib.nearest(Signature(ops=["relu"], inputs=["float32[64]"], device="cpu"))
         assert [e.task for e in found] == ["relu"] and found[0].similarity == 1.0
         assert lib.forget(relu.id[:8]) == 1 and lib.forget("ffff") == 0

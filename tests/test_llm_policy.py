@@ -332,16 +332,18 @@ def test_a_verified_kernel_is_remembered_and_seeds_the_next_run(tmp_path, cache_
     assert len(kept) == 1 and kept[0].source == GOOD and kept[0].task == "relu"
     assert kept[0].notes == ["One program per 1024 values is enough for relu."] and kept[0].device == "cpu"
 
-    def check_the_seed(body: dict) -> dict:
-        prompt = body["messages"][1]["content"]
-        assert "From earlier runs" in prompt and "One program per 1024 values" in prompt
-        assert f"written as candidate {cid[:10]}" in prompt and "relu_kernel" in prompt
+    prompts: list[str] = []
+
+    def check_the_seed(body: dict) -> dict:  # runs in the server's thread: it records, the test asserts
+        prompts.append(body["messages"][1]["content"])
         return {"tool_calls": [tool_call("check_kernel", {"candidate": cid[:10]})]}
 
     with FakeOpenAI([check_the_seed, {"content": "The kept kernel still holds."}]) as server:
         code, run = run_with(tmp_path, cache_dir, monkeypatch, server.base_url, experience=True,
                              experience_path=library, run_name="second")
-    assert code == 0 and server.refused == []
+    assert code == 0 and server.refused == [] and len(prompts) == 1
+    assert "From earlier runs" in prompts[0] and "One program per 1024 values" in prompts[0]
+    assert f"written as candidate {cid[:10]}" in prompts[0] and "relu_kernel" in prompts[0]
     seeds = [e for e in events(run) if e.get("action") == "seed"]
     assert len(seeds) == 1 and seeds[0]["candidate"] == cid
     info = status(RunStore(run))

@@ -40,6 +40,8 @@ shorter than this is hidden, longer host work counts (the user pays it)."""
 COVER_OPTIONS = {"num_warps": 16, "maxnreg": 32}
 """512 threads a block, at most 32 registers each: four blocks fill an SM's 2048 thread slots and its
 65536 registers."""
+PRE_COVER_CYCLES = 400_000
+"""About 0.2 ms at 2 GHz: longer than the host takes to launch the cover, cold."""
 PROBE_GAP_CYCLES = 20_000
 """About 10 us at 2 GHz."""
 CALIBRATION_RUNS = 7
@@ -135,7 +137,11 @@ class LaunchCover:
             self.uncontended_ms, self.uncontended_probe_ms = self._calibrate()
 
     def launch(self) -> None:
-        """Queue the cover on the current stream, its own length timed from ``began``."""
+        """Queue the cover on the current stream, its own length timed from ``began``. A one-thread
+        sleep goes first, so that ``began`` fires once the cover is queued: launching a Triton kernel
+        from a process that just woke up takes up to a tenth of a millisecond of host time, and that
+        wait must not read as the cover being held up."""
+        torch.cuda._sleep(PRE_COVER_CYCLES)
         self.began.record()
         _cover_kernel[self.grid](self.words, self.words.numel(), COVER_NS, BLOCK=self.block, **COVER_OPTIONS)
 

@@ -42,6 +42,8 @@ class TimedCall:
 
     def __init__(self, device: str) -> None:
         self.device = device
+        self.last_parts: dict[str, float] = {}
+        """The last GPU call's time in parts: between the events, the cover's delay, the probe's."""
         if device == "cuda":
             from kernelevo.sandbox.child.cover import LaunchCover
 
@@ -73,8 +75,10 @@ class TimedCall:
         settled = _perf_counter()
         torch.cuda.synchronize()
         lag = (_perf_counter() - settled) * 1e3
-        gpu = self.start.elapsed_time(self.end) + self.cover.excess_ms(self.start) + self.cover.tail_ms(self.end)
-        return out, gpu, host, lag
+        events, excess, tail = (self.start.elapsed_time(self.end), self.cover.excess_ms(self.start),
+                                self.cover.tail_ms(self.end))
+        self.last_parts = {"events_ms": events, "excess_ms": excess, "tail_ms": tail}
+        return out, events + excess + tail, host, lag
 
 
 GRAPH_WARM_CALLS = 3

@@ -163,7 +163,8 @@ class Worker:
             out, gpu_ms, host_ms, lag_ms = self.timer(self.model, args)
             digest = output_digest(out, int(msg["digest_seed"])) if "digest_seed" in msg else None
         self.kept = out
-        return {"ok": True, "gpu_ms": gpu_ms, "host_ms": host_ms, "lag_ms": lag_ms, "digest": digest}
+        return {"ok": True, "gpu_ms": gpu_ms, "host_ms": host_ms, "lag_ms": lag_ms, "parts": self.timer.last_parts,
+                "digest": digest}
 
     def warm(self, msg: dict[str, Any]) -> dict[str, Any]:
         """The untimed call the session asks for right before each timed one (:func:`warm_host`)."""
@@ -190,7 +191,8 @@ class Worker:
             out, gpu_ms, host_ms, lag_ms = self.graph(self._inputs(msg))  # the captured tensors, refilled
             digest = output_digest(out, int(msg["digest_seed"])) if "digest_seed" in msg else None
         self.kept = out
-        return {"ok": True, "gpu_ms": gpu_ms, "host_ms": host_ms, "lag_ms": lag_ms, "digest": digest}
+        return {"ok": True, "gpu_ms": gpu_ms, "host_ms": host_ms, "lag_ms": lag_ms, "parts": self.timer.last_parts,
+                "digest": digest}
 
     def ship(self, msg: dict[str, Any]) -> dict[str, Any]:
         if self.kept is None:

@@ -199,7 +199,7 @@ class Evaluator:
         import torch
 
         key = cache.key_of(task.sha256, task.size, self.device_label(), torch.__version__, task.dtype,
-                           self.config.measure_compile, self.config.timing.model_dump(), 5)
+                           self.config.measure_compile, self.config.timing.model_dump(), 6)
         path = self.config.cache_dir / "references" / f"{cache.slug(task.name)}-{key}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         # One baseline job per task at a time, across evaluators and processes.

@@ -216,7 +216,7 @@ class Oracle:
             if "digest_seed" in msg:  # as the candidate's process does, so both walls hold the same work
                 output_digest(out, int(msg["digest_seed"]))
         del out
-        return {"ok": True, "gpu_ms": gpu_ms, "host_ms": host_ms, "lag_ms": lag_ms}
+        return {"ok": True, "gpu_ms": gpu_ms, "host_ms": host_ms, "lag_ms": lag_ms, "parts": self.timer.last_parts}
 
     def warm(self, msg: dict[str, Any]) -> dict[str, Any]:
         """The untimed call before each timed one, as the candidate's process makes it."""
@@ -235,7 +235,7 @@ class Oracle:
             out, gpu_ms, host_ms, lag_ms = self.graph(self.buffers.fill(self._inputs(msg)))
             if "digest_seed" in msg:
                 output_digest(out, int(msg["digest_seed"]))
-        return {"ok": True, "gpu_ms": gpu_ms, "host_ms": host_ms, "lag_ms": lag_ms}
+        return {"ok": True, "gpu_ms": gpu_ms, "host_ms": host_ms, "lag_ms": lag_ms, "parts": self.timer.last_parts}
 
     def baseline(self, msg: dict[str, Any]) -> dict[str, Any]:
         """The cached baselines: work per call, eager and torch.compile times, the GPU's ceilings."""
@@ -254,12 +254,13 @@ class Oracle:
         flops = float(flops) if flops is not None else float(workload.count_flops(self.model, args))
         nbytes = msg.get("declared_bytes")
         nbytes = float(nbytes) if nbytes is not None else float(workload.count_bytes(self.model, args, first_out))
+        described = [describe_value(a) for a in args]
         del args
         phases["counting work"] = time.perf_counter() - began
         result = ReferenceResult(device=torch.cuda.get_device_name() if device == "cuda" else "cpu", flops=flops,
                                  bytes=nbytes, torch_version=torch.__version__, triton_version=_triton_version(),
                                  output_dtypes=[str(o.dtype).removeprefix("torch.") for o in flat_outputs(first_out)
-                                                if isinstance(o, torch.Tensor)])
+                                                if isinstance(o, torch.Tensor)], inputs=described)
         before = telemetry.snapshot() if device == "cuda" else {}
         result.eager = self._time_locally(self.model, policy, seeds, phases, "timing eager")
         if device == "cuda" and msg.get("measure_compile", True):
@@ -304,6 +305,13 @@ class Oracle:
                 times.append(call_ms(gpu_ms, lag_ms))
         phases[phase] = time.perf_counter() - began
         return stats(times)
+
+
+def describe_value(value: object) -> str:
+    """An input as ``dtype[shape]`` (a tensor) or its Python type's name."""
+    if isinstance(value, torch.Tensor):
+        return f"{str(value.dtype).removeprefix('torch.')}{list(value.shape)}"
+    return type(value).__name__
 
 
 def _triton_version() -> str | None:

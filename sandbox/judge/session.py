@@ -57,7 +57,7 @@ def trace_call(who: str, op: str, reply: dict[str, Any], wall_ms: float) -> None
     session's wall time as a JSON line (for the timing benchmarks; nothing reads it back)."""
     path = os.environ.get("KERNELEVO_TIMING_TRACE")
     if path:
-        fields = {k: reply.get(k) for k in ("gpu_ms", "lag_ms", "host_ms")}
+        fields = {k: reply.get(k) for k in ("gpu_ms", "lag_ms", "host_ms", "parts")}
         with open(path, "a") as out:
             out.write(json.dumps({"who": who, "op": op, **fields, "wall_ms": wall_ms}) + "\n")
 
