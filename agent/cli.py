@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from kernelevo.agent.cli_experience import experience_app
+from kernelevo.agent.cli_request import request_command
 
 app = typer.Typer(
     name="kernelevo",
@@ -605,47 +606,6 @@ def trace_command(
         out.print(f"{format_time(event['ts'])}  {describe(event)}", highlight=False, soft_wrap=True, markup=False)
 
 
-@app.command("request")
-def request_command(
-    run_dir: Annotated[Path, typer.Argument(help="A run folder of the LLM policy.")],
-    number: Annotated[int | None, typer.Argument(help="Which request, 1 for the first; none for the list.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="The request's exact body (or the list) as JSON.")] = False,
-) -> None:
-    """The requests sent to the model, each rebuilt in full from the run folder: the system prompt,
-    the tools' schemas, the parameters and every message, exactly as sent (each part is stored once,
-    by its content hash, under RUN_DIR/requests)."""
-    from kernelevo.agent.report import request_text
-    from kernelevo.agent.request_log import load_request
-    from kernelevo.agent.store import RunStore
-
-    _require_run(run_dir, as_json)
-    store = RunStore(run_dir)
-    sent = [e for e in store.events() if e["type"] == "model_request" and e.get("request")]
-    store.close()
-    if number is None:
-        rows = [{"number": k + 1, "generation": e.get("generation"), "step": e.get("step"),
-                 "messages": e.get("messages"), "request": e["request"]} for k, e in enumerate(sent)]
-        for row in rows:
-            if as_json:
-                print(json.dumps(row))
-                continue
-            out.print(f"{row['number']:>4}  generation {row['generation']}, step {row['step']}: {row['messages']} "
-                      f"messages  {row['request'][:12]}", highlight=False, markup=False)
-        if not rows and not as_json:
-            err.print("no model requests are stored in this run", highlight=False)
-        return
-    if not 1 <= number <= len(sent):
-        _fail(f"{run_dir} has {len(sent)} stored request(s); there is no request {number}", EXIT_USAGE, as_json)
-    try:
-        body = load_request(run_dir, sent[number - 1]["request"])
-    except (KeyError, OSError, ValueError) as exc:
-        _fail(f"request {number} cannot be rebuilt: {exc}", EXIT_USAGE, as_json)
-    if as_json:
-        print(json.dumps(body, indent=2))
-    else:
-        out.print(request_text(body), highlight=False, markup=False, soft_wrap=True)
-
-
 @app.command("export")
 def export_command(
     run_dir: Annotated[Path, typer.Argument(help="A finished run folder.")],
@@ -703,6 +663,7 @@ def tasks_command(
 sandbox_app = typer.Typer(help="The Docker sandbox's image.", no_args_is_help=True)
 app.add_typer(sandbox_app, name="sandbox")
 app.add_typer(experience_app, name="experience")
+app.command("request")(request_command)
 
 
 @sandbox_app.command("build")
