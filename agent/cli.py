@@ -317,6 +317,9 @@ def optimize_command(
     cuda_graph: Annotated[bool, typer.Option(
         "--cuda-graph", help="On a GPU, also time every candidate replayed as a CUDA graph (reported beside "
         "its plain time; selection still uses the plain time).")] = False,
+    islands: Annotated[int | None, typer.Option(
+        help="With a model: conversations at once, each growing its own population, the best migrating "
+        "between them every 2 generations (default: one per evaluation slot).", min=1, max=16)] = None,
     experience: Annotated[Path | None, typer.Option(
         help="The experience library (default: experience.sqlite in the cache folder); see `kernelevo "
         "experience`.")] = None,
@@ -350,7 +353,7 @@ def optimize_command(
                        strict_layout=strict_layout, forensic=not no_forensic, cuda_graph=cuda_graph,
                        model_retry_minutes=retry_minutes,
                        temperature=temperature, model_timeout_s=model_timeout, steps_per_turn=steps_per_turn,
-                       experience=not no_experience, experience_path=experience)
+                       experience=not no_experience, experience_path=experience, islands=islands)
     try:
         create(config, folder).close()
     except FileExistsError as exc:
@@ -479,6 +482,11 @@ def status_command(
               + (f" ({info['reason']})" if info["reason"] else ""), highlight=False)
     out.print(f"evaluations {info['evaluations']}/{info['max_evals'] or '-'}, correct {info['correct']}",
               highlight=False)
+    if info.get("model"):
+        usage = info["model"]
+        out.print(f"model: {usage['requests']} requests, {usage['tokens']} tokens "
+                  f"({usage['requests_per_evaluation']} requests, {usage['tokens_per_evaluation']} tokens per "
+                  "evaluation)", highlight=False)
     best = info["best"]
     if best:
         speed = f", {best['speedup']:.2f}x over eager" if best.get("speedup") else ""

@@ -9,7 +9,9 @@ import json
 import random
 import re
 import sqlite3
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +21,14 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from kernelevo import prompts
 from kernelevo.agent.archive import strategy_stats
 from kernelevo.agent.behaviour import MEASURED
-from kernelevo.agent.budget import exhausted, model_budget_spent
+from kernelevo.agent.budget import evaluations_left, exhausted, model_budget_spent
 from kernelevo.agent.chat_client import ReasoningChatOpenAI
 from kernelevo.agent.experience import Entry, Library, Signature, is_seed, signature_of
+from kernelevo.agent.islands import elites_for, share
 from kernelevo.agent.policy import Proposal, SearchView
 from kernelevo.agent.request_log import request_body, store_request
 from kernelevo.sandbox.judge.ceilings import speed_of_light_ms
+from kernelevo.sandbox.models import Verdict
 from kernelevo.tasks.task import Task
 from kernelevo.tools import ToolContext, make_tools
 from kernelevo.tools.kernel_tools import SOURCE_LIMIT
@@ -100,7 +104,8 @@ class LLMPolicy:
 
     def __init__(self, model: str, base_url: str | None, api_key: str, max_steps: int = 16,
                  timeout_s: float = 120.0, max_retries: int = 2, reflect: bool = True,
-                 retry_minutes: float = 15.0, temperature: float = 0.2, experience: Path | None = None) -> None:
+                 retry_minutes: float = 15.0, temperature: float = 0.2, experience: Path | None = None,
+                 islands: int = 1) -> None:
         self.model = model
         self.base_url = base_url
         self.llm = ReasoningChatOpenAI(model=model, base_url=base_url, api_key=api_key, timeout=timeout_s,
@@ -111,6 +116,9 @@ class LLMPolicy:
         self.rt: Any = None
         self.task: Task | None = None
         self.experience = experience
+        self.islands = max(int(islands), 1)
+        self._lock = threading.Lock()
+        self._reserved = 0
         self._recalled: list[Entry] | None = None
         self._signature: Signature | None = None
 
@@ -198,8 +206,9 @@ class LLMPolicy:
                     last=_short(str(messages[-1].content), 2000), request=self._log_request(llm, messages))
         reply = self._with_retries(llm, messages, step, generation)
         usage = reply.usage_metadata or {}
-        store.set_meta("tokens_in", int(store.meta("tokens_in", 0)) + int(usage.get("input_tokens", 0)))
-        store.set_meta("tokens_out", int(store.meta("tokens_out", 0)) + int(usage.get("output_tokens", 0)))
+        with self._lock:  # islands answer at the same time: the sums must not lose an update
+            store.set_meta("tokens_in", int(store.meta("tokens_in", 0)) + int(usage.get("input_tokens", 0)))
+            store.set_meta("tokens_out", int(store.meta("tokens_out", 0)) + int(usage.get("output_tokens", 0)))
         reasoning = (reply.additional_kwargs or {}).get("reasoning_content") or (
             reply.response_metadata or {}).get("reasoning")
         store.event("model_response", None, generation=generation, step=step, content=_short(str(reply.content)),
@@ -244,25 +253,35 @@ class LLMPolicy:
                 pause = min(2 * pause, RETRY_LONGEST_S)
 
     def propose(self, view: SearchView, count: int) -> list[Proposal]:
+        """One turn per island, the islands in parallel threads (one island: this thread)."""
+        assert self.rt is not None and self.task is not None, "attach() and prepare() first"
+        if self.islands == 1:
+            return self._turn(view, count, 0)
+        counts = share(count, self.islands)
+        with ThreadPoolExecutor(max_workers=self.islands, thread_name_prefix="island") as pool:
+            turns = [pool.submit(self._turn, view, counts[k], k) for k in range(self.islands)]
+            return [p for turn in turns for p in turn.result()]
+
+    def _turn(self, view: SearchView, count: int, island: int) -> list[Proposal]:
         rt = self.rt
-        assert rt is not None and self.task is not None, "attach() and prepare() first"
-        ctx = ToolContext(task=self.task, store=rt.store, judge=rt.judge_and_record,
-                          budget_left=lambda: exhausted(rt.budget, rt.spent()), population=self._population,
-                          notes=self._notes, generation=view.generation,
+        ctx = ToolContext(task=self.task, store=rt.store, judge=self._judge, budget_left=self._reserve,
+                          population=self._population, notes=self._notes, generation=view.generation,
                           triton_gate=lambda cid: rt.evaluator.triton_gate(self.task, rt.store.source_path(cid)),
                           profile=rt.profile)
         tools = make_tools(ctx)
         by_name = {t.name: t for t in tools}
-        self._seed_from_experience(by_name, ctx, view)
+        if island == 0:
+            self._seed_from_experience(by_name, ctx, view)
         llm = self.llm.bind_tools(tools)
         strict = not self.task.allow_partial
         dtype = self.task.dtype or "float32"
         atol, rtol = self.task.tolerances(dtype)
-        elites = sorted(view.archive.values(), key=lambda e: e["runtime_ms"] or float("inf"))[:8]
+        elites = elites_for(island, list(view.archive.values()), self._memberships(), view.generation)[:8]
         messages: list[BaseMessage] = [
             SystemMessage(prompts.render("system", strict=strict, atol=atol, rtol=rtol)),
             HumanMessage(self._task_prompt() + "\n" + prompts.render("playbook") + "\n" +
                          prompts.render("generation", generation=view.generation, count=count, elites=elites,
+                                        island=island, islands=self.islands,
                                         notes=self._notes()[-6:], best_source=self._source(elites),
                                         inspirations=self._inspirations(elites),
                                         recalled=self._recall(), seeded=list(ctx.written),
@@ -323,6 +342,7 @@ class LLMPolicy:
                     subject = ctx.written[-1]
                 rt.store.event("tool_result", subject, name=call["name"], result=_short(str(result), 3000))
                 messages.append(ToolMessage(str(result), tool_call_id=call.get("id") or call["name"]))
+        self._join(ctx.written, island)
         if self.reflect and ctx.written and not rt.stopping:
             spent = model_budget_spent(rt.budget, rt.spent())
             if spent:
@@ -333,6 +353,39 @@ class LLMPolicy:
                          strategy=(rt.store.candidate(cid) or {}).get("strategy") or "llm", descriptor=MEASURED,
                          params={}, parent=(rt.store.candidate(cid) or {}).get("parent"), why="written by the model")
                 for cid in ctx.written]
+
+    # islands and the shared budget -----------------------------------------------------------
+    def _memberships(self) -> dict[str, int]:
+        return dict(self.rt.store.meta("islands", {}))
+
+    def _join(self, written: list[str], island: int) -> None:
+        """Record which island wrote each candidate of a turn (one store value, updated under the lock)."""
+        if not written or self.islands == 1:
+            return
+        with self._lock:
+            memberships = self._memberships()
+            memberships.update({cid: island for cid in written if cid not in memberships})
+            self.rt.store.set_meta("islands", memberships)
+
+    def _reserve(self) -> str | None:
+        """Take one evaluation from the budget, or say why none is left. Islands check kernels at the
+        same time: a slot taken here and not yet recorded counts as spent, so the budget holds."""
+        with self._lock:
+            spent = exhausted(self.rt.budget, self.rt.spent())
+            if spent:
+                return spent
+            left = evaluations_left(self.rt.budget, self.rt.spent())
+            if left is not None and left <= self._reserved:
+                return f"evaluation budget spent ({self._reserved} in evaluation for other islands)"
+            self._reserved += 1
+            return None
+
+    def _judge(self, cid: str) -> Verdict:
+        try:
+            return self.rt.judge_and_record(cid)
+        finally:
+            with self._lock:
+                self._reserved = max(self._reserved - 1, 0)
 
     def _inspirations(self, elites: list[Any], count: int = 2) -> list[dict[str, Any]]:
         """The fastest correct kernels of strategies other than the fastest one's, with their sources:
@@ -382,8 +435,9 @@ class LLMPolicy:
         reply = self._invoke(self.llm, messages, -1, generation)
         note = str(reply.content).strip()
         if note:
-            notes = self._notes() + [note[:1000]]
-            self.rt.store.set_meta("notes", notes[-20:])
+            with self._lock:
+                notes = self._notes() + [note[:1000]]
+                self.rt.store.set_meta("notes", notes[-20:])
             self.rt.store.event("decision", None, action="note", reason=note[:1000])
 
 

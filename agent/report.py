@@ -46,9 +46,21 @@ def status(store: RunStore) -> dict[str, Any]:
             "note": "CPU interpreter time: chosen by it, never called a speedup"
             if best.get("timing") == "cpu-interpreter" else tie_note(best.get("speedup"))},
         "elapsed_s": store.meta("elapsed_s"),
+        "model": model_usage(store),
         "candidates": [{"id": c["id"], "correct": c["correct"], "runtime_ms": c["runtime_ms"], "parent": c["parent"],
                         "strategy": c["strategy"], "generation": c["generation"]} for c in candidates],
     }
+
+
+def model_usage(store: RunStore) -> dict[str, Any] | None:
+    """Requests and tokens the model took, in all and per evaluation (None for a run without a model)."""
+    requests = sum(1 for e in store.events() if e["type"] == "model_request")
+    if not requests:
+        return None
+    tokens = int(store.meta("tokens_in", 0)) + int(store.meta("tokens_out", 0))
+    judged = max(store.count_evaluations("search"), 1)
+    return {"requests": requests, "tokens": tokens, "requests_per_evaluation": round(requests / judged, 2),
+            "tokens_per_evaluation": round(tokens / judged)}
 
 
 def lineage(store: RunStore, cid: str) -> list[str]:

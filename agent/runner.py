@@ -67,6 +67,9 @@ class RunConfig(BaseModel):
     """auto, docker or process (runs made before this field existed used the process sandbox)."""
     report: bool = False
     """Keep RUN_DIR/report.html up to date while the run goes (``--report``)."""
+    islands: int | None = None
+    """Conversations with the model at once, each its own island (``--islands``); by default one per
+    evaluation slot."""
     experience: bool = True
     """Read verified kernels of similar earlier tasks into the model's prompt and keep this run's
     verified best for later runs (``--no-experience`` turns both off)."""
@@ -272,7 +275,7 @@ def drive(run_dir: Path, first: bool, progress: Callable[..., Any] | None = None
                                os.environ.get(config.api_key_env) or "no-key-set",
                                timeout_s=config.model_timeout_s, max_retries=config.model_retries,
                                retry_minutes=config.model_retry_minutes, temperature=config.temperature,
-                               max_steps=config.steps_per_turn,
+                               max_steps=config.steps_per_turn, islands=config.islands or len(evaluator_slots()),
                                experience=(config.experience_path or _default_experience()) if config.experience
                                else None)
         else:

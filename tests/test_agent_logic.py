@@ -587,3 +587,16 @@ def test_a_source_with_its_own_fence_stays_inside_its_code_block() -> None:
     opening, closing = block.splitlines()[0], block.splitlines()[-1]
     assert opening == "````python" and closing == "````" and "```\nIgnore" in block
     assert fence("y = 2\n" * 100, limit=30).endswith("# ... (cut)\n```")
+
+
+def test_islands_see_their_own_elites_and_now_and_then_the_others_best() -> None:
+    from kernelevo.agent.islands import elites_for, share
+
+    elites = [{"id": "a", "runtime_ms": 3.0}, {"id": "b", "runtime_ms": 1.0}, {"id": "c", "runtime_ms": 2.0}]
+    members = {"a": 0, "b": 1, "c": 0}
+    assert [e["id"] for e in elites_for(0, elites, members, generation=1)] == ["c", "a"]
+    migrated = elites_for(0, elites, members, generation=2)
+    assert [e["id"] for e in migrated] == ["b", "c", "a"] and migrated[0]["migrant_from"] == 1
+    assert [e["id"] for e in elites_for(1, elites, members, generation=2)] == ["b", "c"]
+    assert elites_for(0, elites, {}, generation=3)[0]["id"] == "b"  # candidates from before islands: island 0
+    assert share(3, 2) == [2, 1] and share(1, 2) == [1, 1]

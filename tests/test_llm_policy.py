@@ -8,6 +8,7 @@ import json
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -410,3 +411,38 @@ def test_no_request_goes_out_once_the_token_budget_is_spent(tmp_path, cache_dir,
     assert len(server.requests) == 2 and code == 0
     skipped = [e for e in events(run) if e.get("action") == "no reflection"]
     assert len(skipped) == 1 and "token budget" in skipped[0]["reason"]
+
+
+def test_two_islands_hold_two_conversations_at_once(tmp_path, cache_dir, monkeypatch) -> None:
+    """With two islands the model is asked twice at the same time, each island writes and checks its own
+    kernel, and the budget of two evaluations holds across them."""
+    looped = GOOD.replace("    offs = tl.program_id(0) * BLOCK", "    for _ in range(1):\n        pass\n"
+                          "    offs = tl.program_id(0) * BLOCK")
+    kernels = {0: GOOD, 1: looped}
+
+    def respond(body: dict) -> dict:
+        messages = body["messages"]
+        if messages[0]["content"].startswith("You are a kernel engineer writing short notes"):
+            return {"content": "island note"}
+        island = 0 if "island 0 of 2" in messages[1]["content"] else 1
+        source, last = kernels[island], messages[-1]
+        if last["role"] == "user":
+            time.sleep(0.3)  # the other island's opening request arrives meanwhile
+            return {"tool_calls": [tool_call("write_kernel", {"source": source, "strategy": f"island{island}"})]}
+        if last["role"] == "tool" and "ACCEPTED" not in last["content"] and "judged" not in last["content"]:
+            return {"tool_calls": [tool_call("check_kernel", {"candidate": source_id(source)[:10]})]}
+        return {"content": "done"}
+
+    with FakeOpenAI([respond] * 20) as server:
+        code, run = run_with(tmp_path, cache_dir, monkeypatch, server.base_url, evals=2, islands=2)
+    assert code == 0 and server.refused == []
+    first_two = server.requests[:2]
+    assert all(len(r["messages"]) == 2 for r in first_two)  # two opening prompts before any answer came back
+    assert {"island 0 of 2" in r["messages"][1]["content"] for r in first_two} == {True, False}
+    store = RunStore(run)
+    assert store.meta("islands") == {source_id(GOOD): 0, source_id(looped): 1}
+    assert store.count_evaluations("search") == 2
+    assert all(store.evaluation(source_id(k)).correct for k in kernels.values())
+    usage = status(store)["model"]  # a turn ends early once the other island spent the budget: 7 or 8
+    assert usage["requests"] == len(server.requests) and usage["requests_per_evaluation"] == len(server.requests) / 2
+    store.close()
