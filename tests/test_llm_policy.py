@@ -22,6 +22,7 @@ from kernelevo.agent.request_log import load_request
 from kernelevo.agent.runner import RunConfig, create, drive
 from kernelevo.agent.store import RunStore, source_id
 from kernelevo.sandbox.models import TimingPolicy
+from kernelevo.tasks import load_task
 
 KEY = "sk-kernelevo-test-key-never-stored"
 GOOD = candidate("ok_relu_empty").read_text()
@@ -318,7 +319,7 @@ def test_a_model_improves_the_code_it_is_shown_by_a_diff(tmp_path, cache_dir, mo
 def test_a_verified_kernel_is_remembered_and_seeds_the_next_run(tmp_path, cache_dir, monkeypatch) -> None:
     """Run 1 keeps its verified best in the experience library (with its reflection note). Run 2 on
     the same task starts from it: written as a first candidate, shown in the prompt with the note, and
-    judged by the harness. A run whose kernel was rejected adds nothing."""
+    judged by the harness. A best whose final verdict is a rejection adds nothing."""
     library = tmp_path / "experience.sqlite"
     cid = source_id(GOOD)
     first = [{"tool_calls": [tool_call("write_kernel", {"source": GOOD, "strategy": "grid"})]},
@@ -350,13 +351,14 @@ def test_a_verified_kernel_is_remembered_and_seeds_the_next_run(tmp_path, cache_
     info = status(RunStore(run))
     assert info["best"]["candidate"] == cid and info["best"]["verified"]
 
-    wrong = GOOD.replace("tl.maximum(x, 0.0)", "tl.minimum(x, 0.0)")
-    with FakeOpenAI([{"tool_calls": [tool_call("write_kernel", {"source": wrong, "strategy": "grid"})]},
-                     {"tool_calls": [tool_call("check_kernel", {"candidate": source_id(wrong)[:10]})]},
-                     {"content": "done"}, {"content": "note"}]) as server:
-        code, _ = run_with(tmp_path, cache_dir, monkeypatch, server.base_url, experience=True,
-                           experience_path=tmp_path / "other.sqlite", run_name="third")
-    assert code == 1
+    # a final verdict that is not correct is never kept (the run above re-judged its best correct)
+    from kernelevo.agent.experience import keep_final
+
+    store = RunStore(run)
+    rejected = store.evaluation(cid, "final").model_copy(update={"correct": False, "reason": "wrong"})
+    store.record_evaluation(cid, "final", rejected)
+    assert keep_final(tmp_path / "other.sqlite", load_task("relu", "small"), store, "cpu", [], {"id": cid}) is None
+    store.close()
     with Library(tmp_path / "other.sqlite") as lib:
         assert lib.entries() == []  # nothing the harness did not verify
 
