@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from kernelevo.agent.cli_experience import experience_app
+from kernelevo.agent.cli_output import EXIT_ENVIRONMENT, EXIT_INTERRUPTED, EXIT_OK, EXIT_REJECTED, EXIT_USAGE, err, out
+from kernelevo.agent.cli_output import fail as _fail
 from kernelevo.agent.cli_request import request_command
 
 app = typer.Typer(
@@ -31,10 +32,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-out = Console()
-err = Console(stderr=True)
-
-EXIT_OK, EXIT_REJECTED, EXIT_USAGE, EXIT_ENVIRONMENT, EXIT_INTERRUPTED = 0, 1, 2, 3, 4
 
 
 class SizeChoice(str, Enum):
@@ -51,13 +48,6 @@ class SandboxChoice(str, Enum):
 class PolicyChoice(str, Enum):
     builtin = "builtin"
     llm = "llm"
-
-
-def _fail(message: str, code: int, as_json: bool) -> None:
-    if as_json:
-        print(json.dumps({"error": message}))
-    err.print(f"[red]error:[/red] {message}", highlight=False)
-    raise typer.Exit(code)
 
 
 def _load_task(task: str, size: SizeChoice | None, memory: str | None, as_json: bool):  # noqa: ANN202

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-EXIT_USAGE = 2
-out = Console()
-err = Console(stderr=True)
+from kernelevo.agent.cli_output import EXIT_USAGE, err, fail, out
 
 experience_app = typer.Typer(
     help="The experience library: each finished run keeps its verified best kernel (with its task's "
@@ -37,10 +33,7 @@ def _open(path: Path | None, as_json: bool):  # noqa: ANN202 - a Library
 
 
 def _fail(message: str, as_json: bool) -> None:
-    if as_json:
-        print(json.dumps({"error": message}))
-    err.print(f"[red]error:[/red] {message}", highlight=False)
-    raise typer.Exit(EXIT_USAGE)
+    fail(message, EXIT_USAGE, as_json)
 
 
 @experience_app.command("list")

@@ -7,18 +7,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-EXIT_USAGE = 2
-out = Console()
-err = Console(stderr=True)
+from kernelevo.agent.cli_output import EXIT_USAGE, err, fail, out
 
 
 def _fail(message: str, as_json: bool) -> None:
-    if as_json:
-        print(json.dumps({"error": message}))
-    err.print(f"[red]error:[/red] {message}", highlight=False)
-    raise typer.Exit(EXIT_USAGE)
+    fail(message, EXIT_USAGE, as_json)
 
 
 def request_command(

@@ -76,23 +76,23 @@ class RunConfig(BaseModel):
     experience_path: Path | None = None
     """The experience file (``--experience PATH``); the cache folder's ``experience.sqlite`` by default."""
 
+    def experience_file(self) -> Path | None:
+        """The experience library this run reads and adds to, or None with ``--no-experience``."""
+        from kernelevo.agent.experience import default_path
 
-def _default_experience() -> Path:
-    from kernelevo.agent.experience import default_path
-
-    return default_path()
+        return (self.experience_path or default_path()) if self.experience else None
 
 
 def _keep_experience(config: RunConfig, task: Any, store: RunStore, evaluator: Evaluator,
                      result: dict[str, Any]) -> None:
-    if not config.experience:
+    library = config.experience_file()
+    if library is None:
         return
-    from kernelevo.agent.experience import default_path, keep_final
+    from kernelevo.agent.experience import keep_final
 
     try:
         reference, _ = evaluator.baseline(task)  # cached: the inputs as the oracle described them
-        entry = keep_final(config.experience_path or default_path(), task, store, evaluator.device_label(),
-                           reference.inputs, result)
+        entry = keep_final(library, task, store, evaluator.device_label(), reference.inputs, result)
     except (OSError, sqlite3.Error, ValueError) as exc:  # the library is a help: never the run's failure
         _log(f"warning: the experience library could not be updated: {type(exc).__name__}: {exc}")
         return
@@ -276,8 +276,7 @@ def drive(run_dir: Path, first: bool, progress: Callable[..., Any] | None = None
                                timeout_s=config.model_timeout_s, max_retries=config.model_retries,
                                retry_minutes=config.model_retry_minutes, temperature=config.temperature,
                                max_steps=config.steps_per_turn, islands=config.islands or len(evaluator_slots()),
-                               experience=(config.experience_path or _default_experience()) if config.experience
-                               else None)
+                               experience=config.experience_file())
         else:
             policy = BuiltinPolicy()
         policy.prepare(task)

@@ -1,0 +1,22 @@
+"""What every ``kernelevo`` command prints through, and how it fails: one place for the consoles,
+the exit codes and the error line (a JSON object too under ``--json``)."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+from rich.console import Console
+
+out = Console()
+err = Console(stderr=True)
+
+EXIT_OK, EXIT_REJECTED, EXIT_USAGE, EXIT_ENVIRONMENT, EXIT_INTERRUPTED = 0, 1, 2, 3, 4
+
+
+def fail(message: str, code: int, as_json: bool) -> None:
+    """Print ``message`` as an error (and as ``{"error": ...}`` under ``--json``), then exit with ``code``."""
+    if as_json:
+        print(json.dumps({"error": message}))
+    err.print(f"[red]error:[/red] {message}", highlight=False)
+    raise typer.Exit(code)
