@@ -45,14 +45,18 @@ def size_rows(n: int, calls: int, timer) -> None:  # noqa: ANN001 - a TimedCall
         "judge": lambda k: (warm_host(torch.relu, buffers.tensors, "cuda"), buffers.fill(generate(k))),
     }
     for label, between in steps.items():
-        times = []
+        times, parts = [], []
         for k in range(calls):
             between(k)
             _, gpu, _, lag = timer(torch.relu, buffers.tensors)
             times.append(call_ms(gpu, lag))
+            parts.append([timer.last_parts["events_ms"], timer.last_parts["excess_ms"], timer.last_parts["tail_ms"],
+                          timer.cover.launch_ms])
         times = sorted(times[1:])
+        events, excess, tail, launch = (statistics.median(column) for column in zip(*parts[1:]))
         print(f"| {n} | {label} | {statistics.median(times):.4f} | {times[len(times) // 10]:.4f} | "
-              f"{times[9 * len(times) // 10]:.4f} | {bench:.4f} |", flush=True)
+              f"{times[9 * len(times) // 10]:.4f} | {bench:.4f} | {events:.4f} | {excess:.4f} | {tail:.4f} | "
+              f"{launch:.4f} |", flush=True)
 
 
 def main() -> None:
@@ -64,12 +68,12 @@ def main() -> None:
     from kernelevo.sandbox.child import cover
     from kernelevo.sandbox.child.timed import TimedCall
 
-    print("| values | between calls | median ms | p10 | p90 | do_bench ms |")
-    print("|---|---|---|---|---|---|")
+    print("| values | between calls | median ms | p10 | p90 | do_bench ms | events | excess | tail | cover launch |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for length in args.cover_ms.split(","):
         cover.COVER_NS = round(float(length) * 1e6)
         timer = TimedCall("cuda")  # calibrated at this length
-        print(f"| cover {length} ms | | | | | |")
+        print(f"| cover {length} ms, uncontended {timer.cover.uncontended_ms:.4f} | | | | | | | | | |")
         for n in args.sizes.split(","):
             size_rows(int(n), args.calls, timer)
 

@@ -3,6 +3,7 @@ the forensic kernel trace, telemetry and the measured ceilings. Skipped without 
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -135,6 +136,15 @@ def test_the_cover_fills_every_sm_and_counts_a_delay() -> None:
             a @ a  # holds the SMs as the cover launches: the cover ends late
         times.append(timer.around(lambda: None)[1])
     assert sorted(times)[2] > 0.5 * gemm_ms, (times, gemm_ms)
+
+    # A process that just woke up launches the cover slowly; the GPU waits idle, which is no delay.
+    small, spare, excess = torch.randn(1 << 20, device="cuda"), torch.randn(1 << 20, device="cuda"), []
+    for _ in range(11):
+        time.sleep(2e-3)
+        small.copy_(spare)
+        timer(torch.relu, [small])
+        excess.append(timer.last_parts["excess_ms"])
+    assert sorted(excess)[5] == 0.0, excess
 
 
 def test_l2_is_flushed_before_every_timed_call() -> None:

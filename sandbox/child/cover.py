@@ -23,11 +23,14 @@ import os
 import shutil
 import statistics
 import tempfile
+import time
 from collections.abc import Iterator
 
 import torch
 import triton
 import triton.language as tl
+
+_perf_counter = time.perf_counter
 
 COVER_NS = 260_000
 """How long the cover holds the GPU, in nanoseconds of the GPU's global timer (so the same at any
@@ -38,11 +41,19 @@ shorter than this is hidden, longer host work counts (the user pays it)."""
 COVER_OPTIONS = {"num_warps": 16, "maxnreg": 32}
 """512 threads a block, at most 32 registers each: four blocks fill an SM's 2048 thread slots and its
 65536 registers."""
-PRE_COVER_CYCLES = 400_000
-"""About 0.2 ms at 2 GHz: longer than the host takes to launch the cover, cold."""
 PROBE_GAP_CYCLES = 20_000
 """About 10 us at 2 GHz."""
 CALIBRATION_RUNS = 7
+HOLD_NS = 200_000
+"""How long the hold before the cover keeps every SM busy: longer than a process that just woke up
+takes to launch the cover (up to a tenth of a millisecond of host time)."""
+LAUNCH_CREDIT_MS = 0.15
+"""At most this much of the host's time to launch the hold is taken as the GPU waiting for it (a
+cold launch measured up to 0.1 ms): a longer stall there (another thread holding the interpreter)
+cannot hide someone else's work."""
+WAIT_FLOOR_MS = 0.05
+"""A wait for the hold's start beyond the launch's host time that is not counted: host and GPU
+clocks do not line up to the microsecond (measured: the difference wanders by 0.01 ms)."""
 EXCESS_FLOOR_MS = 0.002
 """Jitter of an uncontended cover (block scheduling, timer granularity) that is not counted."""
 
@@ -123,7 +134,9 @@ class LaunchCover:
         self.block = threads * 4
         self.began = torch.cuda.Event(enable_timing=True)
         self.probed = torch.cuda.Event(enable_timing=True)
-        self.uncontended_ms, self.uncontended_probe_ms = 0.0, 0.0
+        self.waited = torch.cuda.Event(enable_timing=True)
+        self.uncontended_ms, self.uncontended_probe_ms, self.uncontended_hold_ms = 0.0, 0.0, 0.0
+        self.launch_ms = 0.0
         with _private_compile_cache():
             compiled = _cover_kernel.warmup(self.words, self.words.numel(), COVER_NS, BLOCK=self.block,
                                             grid=(1,), **COVER_OPTIONS)
@@ -132,22 +145,34 @@ class LaunchCover:
             self.registers = int(getattr(compiled, "n_regs", 0) or COVER_OPTIONS["maxnreg"])
             per_sm, self.fills_every_sm = blocks_per_sm(threads, self.registers, props)
             self.grid = (props.multi_processor_count * per_sm,)
-            self.uncontended_ms, self.uncontended_probe_ms = self._calibrate()
+            self.uncontended_ms, self.uncontended_probe_ms, self.uncontended_hold_ms = self._calibrate()
 
     def launch(self) -> None:
-        """Queue the cover on the current stream, its own length timed from ``began``. A one-thread
-        sleep goes first, so that ``began`` fires once the cover is queued: launching a Triton kernel
-        from a process that just woke up takes up to a tenth of a millisecond of host time, and that
-        wait must not read as the cover being held up."""
-        torch.cuda._sleep(PRE_COVER_CYCLES)
+        """Queue the hold and the cover on the current stream.
+
+        The hold (the same kernel, without flush, spinning ``HOLD_NS`` on every SM) goes first, so
+        that ``began``, recorded after it, fires once the cover is queued: the host's time to
+        launch the cover (slow in a process that just woke up) does not read as the cover being
+        held up, and the cover's delay is measured on the GPU alone. A one-thread sleep there
+        would leave the GPU free for work the call queues on a stream that does not wait for the
+        start event. ``waited``, recorded before the hold, times how long the hold itself waited
+        to start: work that already held the GPU (launched before the call) shows there, beside
+        the host's time to launch the hold (``launch_ms``)."""
+        began = _perf_counter()
+        self.waited.record()
+        _cover_kernel[self.grid](self.words, 0, HOLD_NS, BLOCK=self.block, **COVER_OPTIONS)
+        self.launch_ms = min((_perf_counter() - began) * 1e3, LAUNCH_CREDIT_MS)
         self.began.record()
         _cover_kernel[self.grid](self.words, self.words.numel(), COVER_NS, BLOCK=self.block, **COVER_OPTIONS)
 
     def excess_ms(self, start: torch.cuda.Event) -> float:
-        """How much longer than uncontended the last cover took to reach ``start`` (the call's start
-        event, recorded right after it): time in which someone else's kernels held the GPU."""
+        """Time in which someone else's kernels held the GPU around the last cover: how much longer
+        than uncontended the cover took to reach ``start`` (the call's start event, recorded right
+        after it), to the microsecond; plus the hold's wait to start beyond the host's time to
+        launch it, when that exceeds ``WAIT_FLOOR_MS``."""
         excess = self.began.elapsed_time(start) - self.uncontended_ms
-        return excess if excess > EXCESS_FLOOR_MS else 0.0
+        wait = self.waited.elapsed_time(self.began) - self.launch_ms - self.uncontended_hold_ms
+        return (excess if excess > EXCESS_FLOOR_MS else 0.0) + (wait if wait > WAIT_FLOOR_MS else 0.0)
 
     def probe(self) -> None:
         """Queue the probe right after a call's end event: a short one-thread gap, then the same
@@ -164,9 +189,9 @@ class LaunchCover:
         excess = end.elapsed_time(self.probed) - self.uncontended_probe_ms
         return excess if excess > EXCESS_FLOOR_MS else 0.0
 
-    def _calibrate(self) -> tuple[float, float]:
+    def _calibrate(self) -> tuple[float, float, float]:
         end = torch.cuda.Event(enable_timing=True)
-        covers, probes = [], []
+        covers, probes, holds = [], [], []
         for _ in range(CALIBRATION_RUNS):
             torch.cuda.synchronize()
             self.launch()
@@ -175,4 +200,5 @@ class LaunchCover:
             self.probed.synchronize()
             covers.append(self.began.elapsed_time(end))
             probes.append(end.elapsed_time(self.probed))
-        return statistics.median(covers[1:]), statistics.median(probes[1:])
+            holds.append(self.waited.elapsed_time(self.began) - self.launch_ms)
+        return statistics.median(covers[1:]), statistics.median(probes[1:]), statistics.median(holds[1:])
