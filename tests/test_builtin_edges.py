@@ -170,3 +170,51 @@ def get_init_inputs():
     assert got[1] == want[1] == "-inf" and got[2] == want[2] == "inf"
     for g, w in zip(got, want, strict=True):
         assert abs(float(g) - float(w)) < 1e-4 or g == w
+
+
+SCAN_FORMS = [
+    # (forward body, inputs, op, dim, reverse, exclusive, masked)
+    ("return x.cumsum(-1)", "torch.randn(3, 40)", "sum", 1, False, False, False),
+    ("return torch.flip(torch.cumprod(torch.flip(x, [0]), 0), [0])", "torch.rand(9, 4) + 0.5", "prod", 0, True,
+     False, False),
+    ("return torch.cat([torch.zeros_like(x[:, :1]), torch.cumsum(x[:, :-1], dim=1)], dim=1)",
+     "torch.randn(3, 40)", "sum", 1, False, True, False),
+    ("c = torch.cumsum(x.flip(1)[:, :-1], 1).flip(1)\n        return torch.cat([c, torch.zeros_like(x[:, :1])], 1)",
+     "torch.randn(3, 40)", "sum", 1, True, True, False),
+    ("return torch.cumsum(m * x, dim=2)", "torch.randn(2, 3, 8), torch.randn(2, 3, 8) > 0", "sum", 2, False, False,
+     True),
+]
+
+
+@pytest.mark.parametrize("form", SCAN_FORMS, ids=[f[0][7:30] for f in SCAN_FORMS])
+def test_a_scan_is_recognised_by_what_it_computes_not_how_it_is_written(tmp_path: Path, form: tuple) -> None:
+    body, inputs, op, dim, reverse, exclusive, masked = form
+    args = "x, m" if masked else "x"
+    path = tmp_path / "scan.py"
+    path.write_text(f"import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, {args}):\n"
+                    f"        {body}\n\n\ndef get_inputs():\n    return [{inputs}]\n\n\ndef get_init_inputs():\n"
+                    "    return []\n")
+    if masked:  # the value first, the mask second
+        path.write_text(path.read_text().replace(f"return [{inputs}]", "return [torch.randn(2, 3, 8), "
+                                                  "torch.randn(2, 3, 8) > 0]").replace("(self, x, m)", "(self, x, m)"))
+    plan = recognise(load_task(str(path), "full"))
+    assert plan.kind == "scan", plan.describe()
+    found = plan.extra["scan"]
+    assert (found.op, found.dim, found.reverse, found.exclusive, found.masked) == (op, dim, reverse, exclusive,
+                                                                                   masked)
+
+
+def test_a_scan_with_other_work_is_a_kernel_of_its_own_and_an_unknown_form_says_why(tmp_path: Path) -> None:
+    from kernelevo.agent.builtin.lower import CannotCover
+
+    def plan(body: str):  # noqa: ANN202
+        path = tmp_path / "scan.py"
+        path.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
+                        f"        {body}\n\n\ndef get_inputs():\n    return [torch.randn(3, 40)]\n\n\n"
+                        "def get_init_inputs():\n    return []\n")
+        return recognise(load_task(str(path), "full"))
+
+    split = plan("return torch.relu(torch.cumsum(x, 1))")  # the scan, then the pointwise op
+    assert split.kind == "sequence" and "cumsum over dim 1" in split.describe() and "relu" in split.describe()
+    with pytest.raises(CannotCover, match="form the scan template does not compute"):
+        plan("return torch.cumsum(x, 1) - x[:, :1]")  # every prefix less the first value

@@ -172,6 +172,14 @@ CASES = [
      "torch.randn(37, {cols}), torch.randn(45, {cols})", "DTYPE = torch.bfloat16"),
     ("matmul-inputs-matrix-vector", "        pass", "        return torch.matmul(x, y)",
      "torch.randn(2, 50, {cols}), torch.randn({cols}, 1)", ""),
+    ("scan-masked-cumsum", "        pass", "        return torch.cumsum(x * y, dim=-1)",
+     "torch.randn(4, {cols}), torch.randn(4, {cols}) > 0", ""),
+    ("scan-reversed-cumsum-fp16", "        pass", "        return torch.cumsum(x.flip(1), dim=1).flip(1)",
+     "torch.randn(3, {cols})", "DTYPE = torch.float16"),
+    ("scan-exclusive-cumprod-dim0-bf16", "        pass",
+     "        c = torch.cumprod(x.narrow(0, 0, x.size(0) - 1), dim=0)\n"
+     "        return torch.cat((torch.ones_like(x.select(0, 0).unsqueeze(0)), c), dim=0)",
+     "torch.rand(37, 5, 9) + 0.5", "DTYPE = torch.bfloat16"),
     ("matmul-param-transposed-tril", "        self.w = nn.Parameter(torch.randn(24, n) * 0.05)",
      "        return torch.tril(torch.matmul(x, self.w.T) / 2.0, -2)", "torch.randn(30, {cols})", ""),
 ]
@@ -186,7 +194,8 @@ SLOW_CASES = {"flat-gelu-tanh", "chunk-glu-bf16", "layernorm-module-bf16", "var-
               "conv1d-dilated-grouped", "l2-normalise", "matmul-inputs-transposed-a", "dim-max-values",
               "linear-scalar-params-min", "conv2d-strided-bias-relu", "conv3d-residual-fp16", "avgpool3d",
               "convtranspose1d-dilated-bf16", "instancenorm-conv-sequence", "dim-logsumexp-then-log-softmax",
-              "dim-global-mean-and-all", "adaptive-avgpool-after-multiply", "sequence-conv-pool"}
+              "dim-global-mean-and-all", "adaptive-avgpool-after-multiply", "sequence-conv-pool",
+              "scan-reversed-cumsum-fp16", "scan-exclusive-cumprod-dim0-bf16"}
 """Cases the default run leaves to ``make test-all``: each has a sibling of the same family that runs."""
 
 

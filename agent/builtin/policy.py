@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from kernelevo.agent.archive import best, select_parents
-from kernelevo.agent.builtin import conv, dimreduce, groupnorm, matmul, pool
+from kernelevo.agent.builtin import conv, dimreduce, groupnorm, matmul, pool, scan
 from kernelevo.agent.builtin.codegen import online_pairs, splittable
 from kernelevo.agent.builtin.recognize import Plan, recognise
 from kernelevo.agent.builtin.sequence import searched
@@ -43,6 +43,7 @@ STEPS: dict[str, list[int]] = {
 KIND_STEPS: dict[str, dict[str, list[int]]] = {
     # a strided reduction with nothing inside the reduced dims walks long contiguous columns
     "dim_reduce": {"BLOCK_R": [1, 2, 4, 8, 16, 32, 64, 256, 1024, 2048, 4096, 8192]},
+    "scan": {"BLOCK_R": [4, 8, 16, 32, 64, 256, 1024, 2048, 4096, 8192]},
 }
 """Steps that differ for one kind of plan from :data:`STEPS`."""
 MUTATION_ORDER: dict[str, tuple[str, ...]] = {
@@ -51,6 +52,7 @@ MUTATION_ORDER: dict[str, tuple[str, ...]] = {
     "matmul": ("BLOCK_N", "BLOCK_M", "num_stages", "BLOCK_K", "num_warps", "GROUP_M", "SPLIT_K"),
     "attention": ("BLOCK_N", "BLOCK_M", "num_stages", "num_warps"),
     "dim_reduce": ("BLOCK_I", "BLOCK_R", "num_warps"),
+    "scan": ("BLOCK_R", "BLOCK_I", "num_warps"),
     "conv": ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages"),
 }
 """The order in which parameters are stepped, per kind; other kinds follow :data:`STEPS`."""
@@ -237,6 +239,8 @@ def _seeds(plan: Plan) -> list[tuple[str, dict[str, Any], str]]:
     if plan.kind == "dim_reduce":
         return [("strided", params, why) for params, why in dimreduce.seeds(plan.extra["reduction"],
                                                                              plan.extra["inner"])]
+    if plan.kind == "scan":
+        return [("carried", params, why) for params, why in scan.seeds(plan.extra["inner"])]
     if plan.kind == "cross_entropy":
         for block, warps in ((2048, 8), (4096, 8), (8192, 16)):
             out.append(("looped", {"BLOCK_R": 1, "BLOCK_C": block, "num_warps": warps},

@@ -20,7 +20,7 @@ import torch
 import torch.fx
 import torch.nn.functional as F
 
-from kernelevo.agent.builtin import conv, dimreduce, groupnorm, matmul, pool
+from kernelevo.agent.builtin import conv, dimreduce, groupnorm, matmul, pool, scan
 from kernelevo.agent.builtin.lower import CannotCover, Program, lower, trace
 from kernelevo.tasks.loader import import_task_module
 from kernelevo.tasks.task import Task
@@ -74,6 +74,11 @@ class Plan:
             r = self.extra["reduction"]
             dims = f"dim {r.first}" if r.count == 1 else f"dims {r.first}-{r.first + r.count - 1}"
             return f"{r.op} over {dims}: {self.rows} outputs, each over {self.cols} values, {self.dtype}"
+        if self.kind == "scan":
+            s = self.extra["scan"]
+            kind = " ".join(["exclusive"] * s.exclusive + ["reversed"] * s.reverse + [f"cum{s.op}"])
+            masked = " of the input times its mask" if s.masked else ""
+            return f"{kind}{masked} over dim {s.dim}: {self.rows} scans of {self.cols} values, {self.dtype}"
         if self.kind == "matmul":
             parts = []
             for st in self.extra["stages"]:
@@ -397,6 +402,14 @@ def plan_graph(model: torch.nn.Module, gm: torch.fx.GraphModule, inputs: list[An
                     rows=math.prod(main[:first]) * math.prod(main[last:]), cols=math.prod(main[first:last]),
                     dtype=dtype, ops=[reduction.op], inputs=names,
                     extra={"reduction": reduction, "inner": math.prod(main[last:])})
+    scanned = scan.recognise(gm, inputs)
+    if scanned is not None:
+        d = scanned.dim
+        return Plan(kind="scan", program=None, init=init, imports=imports,
+                    rows=math.prod(main[:d]) * math.prod(main[d + 1:]), cols=main[d], dtype=dtype,
+                    ops=[f"cum{scanned.op}"] + ["reversed"] * scanned.reverse + ["exclusive"] * scanned.exclusive
+                    + ["masked"] * scanned.masked, inputs=names,
+                    extra={"scan": scanned, "inner": math.prod(main[d + 1:])})
     program = lower(model, inputs, partial=context.allow_partial)
     if program.main_chunks > 1:
         cols //= program.main_chunks

@@ -10,13 +10,14 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-from kernelevo.agent.builtin import codegen, conv, dimreduce, groupnorm, matmul, pool, sequence
+from kernelevo.agent.builtin import codegen, conv, dimreduce, groupnorm, matmul, pool, scan, sequence
 from kernelevo.agent.builtin.recognize import Plan
 
 STRATEGIES = {
     "pointwise": ["tiled"],
     "row": ["registers", "looped", "split"],
     "dim_reduce": ["strided"],
+    "scan": ["carried"],
     "conv": ["implicit_gemm", "direct"],
     "pool": ["window"],
     "group_norm": ["three_pass"],
@@ -37,6 +38,8 @@ WHY_STRATEGY = {
     "strided": "the reduced dimension walked in place: each load is a run of contiguous inner elements, so the "
                "input is read once in whole lines with no transposed copy, and partials stay per lane until one "
                "final tree reduction",
+    "carried": "each tile scanned in registers and offset by the running total of the tiles before it: the "
+               "input read once in whole lines and the output written once, with no second pass over memory",
     "implicit_gemm": "the convolution as a tensor-core GEMM (output pixels x output channels over input "
                      "channels x taps) whose input tiles are gathered from the image as the K loop goes, so the "
                      "unfolded matrix never exists; the bias and the ops after it are applied in registers",
@@ -358,6 +361,15 @@ def render(plan: Plan, strategy: str, params: dict[str, Any], why: str) -> str:
         if "round_to_bf16" in body:
             head, body = _with_interpreter_import(head), codegen.ROUND_TO_BF16 + "\n\n" + body
         return head + body + _model(plan.init, dimreduce.forward(reduction, plan.inputs[0], params))
+    if plan.kind == "scan":
+        scanned = plan.extra["scan"]
+        head = HEADER.format(title=f"A Triton scan: {plan.describe()}.", strategy=strategy, params=shown,
+                             why=why, strategy_why=WHY_STRATEGY[strategy], imports=imports,
+                             bytes_note="each input once and the output written once.")
+        body = scan.kernel(scanned)
+        if "round_to_bf16" in body:
+            head, body = _with_interpreter_import(head), codegen.ROUND_TO_BF16 + "\n\n" + body
+        return head + body + _model(plan.init, scan.forward(scanned, plan.inputs, params))
     if plan.kind == "attention":
         head = HEADER.format(title=f"Flash attention forward in Triton: {plan.describe()}.", strategy=strategy,
                              params=shown, why=why, strategy_why=WHY_STRATEGY[strategy], imports=imports,
