@@ -218,3 +218,34 @@ def test_a_scan_with_other_work_is_a_kernel_of_its_own_and_an_unknown_form_says_
     assert split.kind == "sequence" and "cumsum over dim 1" in split.describe() and "relu" in split.describe()
     with pytest.raises(CannotCover, match="form the scan template does not compute"):
         plan("return torch.cumsum(x, 1) - x[:, :1]")  # every prefix less the first value
+
+
+BROADCAST_INPUTS = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x, t, s):
+        return torch.clamp(1 - x * t, min=0) * s + t
+
+
+def get_inputs():
+    return [torch.randn(6, 300), torch.randn(300, 2)[:, 0], torch.randn(())]  # t is strided
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_inputs_that_broadcast_like_parameters_are_read_like_them(evaluator, tmp_path: Path) -> None:
+    """A later input with one value per column, or one value in all, is read as a parameter would be."""
+    task_file = tmp_path / "hinge.py"
+    task_file.write_text(BROADCAST_INPUTS)
+    task = load_task(str(task_file), "full")
+    plan = recognise(task)
+    assert plan.kind == "pointwise", plan.describe()
+    candidate = tmp_path / "candidate.py"
+    candidate.write_text(_first_seed(task_file))
+    verdict, code = evaluator.evaluate(task, candidate)
+    assert code == 0, verdict.reason

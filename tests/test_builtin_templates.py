@@ -180,6 +180,16 @@ CASES = [
      "        c = torch.cumprod(x.narrow(0, 0, x.size(0) - 1), dim=0)\n"
      "        return torch.cat((torch.ones_like(x.select(0, 0).unsqueeze(0)), c), dim=0)",
      "torch.rand(37, 5, 9) + 0.5", "DTYPE = torch.bfloat16"),
+    ("norm-fro-then-divide", "        pass", "        return x / torch.norm(x, p='fro')", "torch.randn(3, 5, {cols})",
+     ""),
+    ("norm-inf-over-dim0", "        pass", "        return torch.linalg.vector_norm(x, ord=float('inf'), dim=0)",
+     "torch.randn(7, 3, {cols})", ""),
+    ("norm-1-keepdim-bf16", "        pass", "        return x.norm(p=1, dim=(0, 1), keepdim=True)",
+     "torch.randn(4, 6, {cols})", "DTYPE = torch.bfloat16"),
+    ("split-global-norm-then-divide", "        pass", "        return x / torch.norm(x)", "torch.randn(5, 8000)", ""),
+    ("split-mean-over-dim0-bf16", "        pass", "        return x.mean(dim=0)", "torch.randn(40000, 3)",
+     "DTYPE = torch.bfloat16"),
+    ("split-global-max", "        pass", "        return torch.amax(x)", "torch.randn(40000)", ""),
     ("matmul-param-transposed-tril", "        self.w = nn.Parameter(torch.randn(24, n) * 0.05)",
      "        return torch.tril(torch.matmul(x, self.w.T) / 2.0, -2)", "torch.randn(30, {cols})", ""),
 ]
@@ -195,7 +205,8 @@ SLOW_CASES = {"flat-gelu-tanh", "chunk-glu-bf16", "layernorm-module-bf16", "var-
               "linear-scalar-params-min", "conv2d-strided-bias-relu", "conv3d-residual-fp16", "avgpool3d",
               "convtranspose1d-dilated-bf16", "instancenorm-conv-sequence", "dim-logsumexp-then-log-softmax",
               "dim-global-mean-and-all", "adaptive-avgpool-after-multiply", "sequence-conv-pool",
-              "scan-reversed-cumsum-fp16", "scan-exclusive-cumprod-dim0-bf16"}
+              "scan-reversed-cumsum-fp16", "scan-exclusive-cumprod-dim0-bf16", "norm-inf-over-dim0",
+              "norm-1-keepdim-bf16", "split-mean-over-dim0-bf16", "split-global-max"}
 """Cases the default run leaves to ``make test-all``: each has a sibling of the same family that runs."""
 
 

@@ -478,7 +478,8 @@ def forward(program: Program, strategy: str, params: dict[str, Any], max_block: 
     lines = [f"def forward(self, {', '.join(program.inputs)}):"]
     body = [f"{name} = {expression}  # left in torch (the task allows partial replacement)"
             for name, expression in program.torch_prefix]
-    body += [f"{o.source} = {o.source}.contiguous()" for o in row_operands]
+    body += [f"{o.source} = {o.source}.contiguous()" for o in program.operands
+             if o.kind == "row" or (o.kind in ("col", "scalar") and o.source in program.inputs)]
     if flat:
         body += ["# Nothing broadcasts per column: treat the tensor as one long row.",
                  f"n_rows, n_cols = 1, {main}.numel()"]

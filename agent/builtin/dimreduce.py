@@ -12,6 +12,7 @@ them: no cross-lane work inside the loop, and sums add in a blocked order rather
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,6 +86,9 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> DimReduction | Non
     if len(inputs) != 1 or not isinstance(inputs[0], torch.Tensor) or not calls or len(calls) > 2:
         return None
     node = calls[0]
+    norm = _norm(node)
+    if norm is not None:
+        return _norm_reduction(norm, node, inputs[0], len(calls), placeholders[0])
     name = TARGETS.get(node.target) if node.op == "call_function" else (
         str(node.target) if node.op == "call_method" and node.target in OPS else None)
     dim = node.kwargs.get("dim", node.args[1] if len(node.args) > 1 else None)
@@ -125,6 +129,42 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> DimReduction | Non
     return DimReduction(op=op, first=found[0], count=found[1], keepdim=keepdim, out_dtype=out_dtype)
 
 
+NORM_FUNCTIONS = {torch.norm: "p", torch.linalg.vector_norm: "ord"}
+NORM_OPS = {2.0: "norm2", 1.0: "norm1", math.inf: "normmax"}
+
+
+def _norm(node: torch.fx.Node) -> tuple[Any, Any, Any] | None:
+    """``(order, dim, keepdim)`` of a vector norm call (``torch.norm``, ``Tensor.norm``,
+    ``torch.linalg.vector_norm``), else None. The Frobenius norm of anything is its 2-norm as a vector."""
+    if node.op == "call_function" and node.target in NORM_FUNCTIONS:
+        key, default = NORM_FUNCTIONS[node.target], ("fro" if node.target is torch.norm else 2)
+    elif node.op == "call_method" and node.target == "norm":
+        key, default = "p", "fro"
+    else:
+        return None
+    args = node.args
+    order = node.kwargs.get(key, args[1] if len(args) > 1 else default)
+    dim = node.kwargs.get("dim", args[2] if len(args) > 2 else None)
+    keepdim = node.kwargs.get("keepdim", args[3] if len(args) > 3 else False)
+    return (2 if order == "fro" else order), dim, keepdim
+
+
+def _norm_reduction(norm: tuple[Any, Any, Any], node: torch.fx.Node, x: torch.Tensor, calls: int,
+                    placeholder: torch.fx.Node) -> DimReduction | None:
+    order, dim, keepdim = norm
+    if calls != 1 or node.args[:1] != (placeholder,) or node.kwargs.get("dtype") is not None:
+        return None
+    if not isinstance(order, (int, float)) or float(order) not in NORM_OPS or not isinstance(keepdim, bool):
+        raise CannotCover(f"norm with p={order!r} over dim {dim} (covered: 1, 2, inf, 'fro')")
+    found = _dims(dim, x.dim()) if x.dim() >= 1 else None
+    if found is None:
+        return None  # one dimension, the last: the row templates take it
+    if x.dtype not in (torch.float32, torch.bfloat16, torch.float16):
+        raise CannotCover(f"norm over dim {dim} of a {x.dtype} tensor (covered: fp32, bf16, fp16)")
+    return DimReduction(op=NORM_OPS[float(order)], first=found[0], count=found[1], keepdim=keepdim,
+                        out_dtype=str(x.dtype).removeprefix("torch."))
+
+
 def _takes_values(node: torch.fx.Node, of: torch.fx.Node) -> bool:
     import operator
 
@@ -135,32 +175,47 @@ def _takes_values(node: torch.fx.Node, of: torch.fx.Node) -> bool:
 
 
 KERNEL = '''@triton.jit
-def dim_reduce_kernel(x_ptr, out_ptr, R, INNER, BLOCK_R: tl.constexpr, BLOCK_I: tl.constexpr,
-                      EVEN_I: tl.constexpr, WIDE: tl.constexpr):
-    # Program p: inner positions [i * BLOCK_I, (i + 1) * BLOCK_I) of outer index o (p = o * blocks + i),
-    # reduced over the R rows between them. Reads R x INNER elements per outer index once; writes
-    # INNER values. One grid axis: an outer count past 65535 still launches.
+def {name}(x_ptr, out_ptr, R, INNER, CHUNK, N_TOTAL, BLOCK_R: tl.constexpr, BLOCK_I: tl.constexpr,
+           EVEN_I: tl.constexpr, WIDE: tl.constexpr):
+    # Program (p, k): inner positions [i * BLOCK_I, (i + 1) * BLOCK_I) of outer index o (p = o * blocks + i),
+    # reduced over rows [k * CHUNK, (k + 1) * CHUNK) of the R between them (k is 0 and CHUNK is R unless
+    # the reduction is split). Reads R x INNER elements per outer index once; writes INNER values per
+    # share. The first grid axis holds every outer index: a count past 65535 still launches.
     blocks = tl.cdiv(INNER, BLOCK_I)
     inner = (tl.program_id(0) % blocks) * BLOCK_I + tl.arange(0, BLOCK_I)
     inner_ok = inner < INNER
     outer = tl.program_id(0) // blocks
+    share = tl.program_id(1)
     rs = tl.arange(0, BLOCK_R)
     if WIDE:
         outer = outer.to(tl.int64)
         rs = rs.to(tl.int64)
     base = x_ptr + outer * R * INNER
+    lo = share * CHUNK
+    hi = tl.minimum(R, lo + CHUNK)
 {init}
-    for r0 in range(0, R, BLOCK_R):
+    for r0 in range(lo, hi, BLOCK_R):
         r = r0 + rs
         if EVEN_I:
-            mask = (r < R)[:, None]
+            mask = (r < hi)[:, None]
         else:
-            mask = (r < R)[:, None] & inner_ok[None, :]
+            mask = (r < hi)[:, None] & inner_ok[None, :]
         tile = tl.load(base + r[:, None] * INNER + inner[None, :], mask=mask, other={other}).to(tl.float32)
 {step}
 {finish}
-    tl.store(out_ptr + outer * INNER + inner, result.to(out_ptr.dtype.element_ty), mask=inner_ok)
+    at = (outer * tl.num_programs(1) + share) * INNER + inner
+    tl.store(out_ptr + at, result.to(out_ptr.dtype.element_ty), mask=inner_ok)
 '''
+
+SPLIT_PARTIAL = {"sum": "sum", "mean": "sum", "norm1": "norm1", "norm2": "sumsq", "max": "max", "min": "min",
+                 "normmax": "normmax"}
+"""Split reductions: what each share computes (partials the combine can add or compare)."""
+SPLIT_COMBINE = {"sum": "sum", "mean": "mean", "norm1": "sum", "norm2": "sqrtsum", "max": "max", "min": "min",
+                 "normmax": "max"}
+"""And how the combine kernel reduces the shares' partials into the result."""
+SPLIT_MIN_VALUES = 1 << 15
+"""Reductions at least this long, with too few outputs to fill the GPU, are split across programs."""
+
 
 PARTS = {
     "sum": ("    acc = tl.zeros((BLOCK_R, BLOCK_I), dtype=tl.float32)", "0.0",
@@ -248,9 +303,25 @@ def _normalise(reduction: DimReduction) -> str:
 
 
 def _parts(op: str) -> tuple[str, str, str, str]:
+    if op in ("sumsq", "sqrtsum"):
+        init, other, step, finish = PARTS["sum"]
+        if op == "sumsq":
+            return init, other, "        acc += tile * tile", finish
+        return init, other, step, "    result = tl.sqrt(tl.sum(acc, axis=0))"
+    if op in ("norm2", "norm1"):
+        init, other, step, finish = PARTS["sum"]
+        if op == "norm2":
+            return init, other, "        acc += tile * tile", "    result = tl.sqrt(tl.sum(acc, axis=0))"
+        return init, other, "        acc += tl.abs(tile)", finish
+    if op == "normmax":
+        _, _, step, finish = PARTS["max"]
+        init = PARTS["sum"][0]  # |x| >= 0: start from 0, and masked lanes read 0, not -inf
+        return init, "0.0", step.replace("tile > acc", "tl.abs(tile) > acc").replace(
+            "tl.where((tl.abs(tile) > acc) | (tile != tile), tile, acc)",
+            "tl.where((tl.abs(tile) > acc) | (tile != tile), tl.abs(tile), acc)"), finish
     if op == "mean":
         init, other, step, finish = PARTS["sum"]
-        return init, other, step, finish + " / R"
+        return init, other, step, finish + " / N_TOTAL"
     if op in ("min", "argmin"):
         # the mirror image of max: compare the other way, start from +inf
         init, other, step, finish = PARTS[op.replace("min", "max")]
@@ -263,13 +334,26 @@ def _parts(op: str) -> tuple[str, str, str, str]:
     return PARTS[op]
 
 
-def kernel(reduction: DimReduction) -> str:
+def _reduce_kernel(op: str, name: str, bf16: bool) -> str:
+    init, other, step, finish = _parts(op)
+    if bf16 and op in ("sum", "mean", "norm2", "norm1", "sqrtsum"):
+        finish += "\n    result = round_to_bf16(result)"
+    return KERNEL.format(name=name, init=init, other=other, step=step, finish=finish)
+
+
+def split(reduction: DimReduction, params: dict[str, Any]) -> int:
+    """How many shares each output's reduction is split into (1: not split)."""
+    return int(params.get("SPLIT", 1)) if reduction.op in SPLIT_PARTIAL else 1
+
+
+def kernel(reduction: DimReduction, params: dict[str, Any] | None = None) -> str:
     if reduction.op in ("logsumexp", *ELEMENTWISE):
         return _normalise(reduction)
-    init, other, step, finish = _parts(reduction.op)
-    if reduction.out_dtype == "bfloat16" and reduction.op in ("sum", "mean"):
-        finish += "\n    result = round_to_bf16(result)"
-    return KERNEL.format(init=init, other=other, step=step, finish=finish)
+    bf16 = reduction.out_dtype == "bfloat16"
+    if split(reduction, params or {}) == 1:
+        return _reduce_kernel(reduction.op, "dim_reduce_kernel", bf16)
+    return (_reduce_kernel(SPLIT_PARTIAL[reduction.op], "dim_reduce_kernel", False) + "\n\n"
+            + _reduce_kernel(SPLIT_COMBINE[reduction.op], "dim_combine_kernel", bf16))
 
 
 def forward(reduction: DimReduction, name: str, params: dict[str, Any]) -> str:
@@ -285,18 +369,46 @@ def forward(reduction: DimReduction, name: str, params: dict[str, Any]) -> str:
             f"inner = {name}.shape[{last}:].numel()",
             f"out = torch.empty({kept}, dtype=torch.{reduction.out_dtype}, device={name}.device)",
             f"BLOCK_R, BLOCK_I = {params['BLOCK_R']}, {params['BLOCK_I']}",
-            "if out.numel() and reduced:",
-            "    dim_reduce_kernel[(triton.cdiv(inner, BLOCK_I) * outer,)](",
-            f"        {name}, out, reduced, inner, BLOCK_R=BLOCK_R, BLOCK_I=BLOCK_I, EVEN_I=inner % BLOCK_I == 0,",
-            f"        WIDE={name}.numel() >= 2**31, num_warps={params['num_warps']})",
-            "return out"]
+            "if out.numel() and reduced:"]
+    shares = split(reduction, params)
+    if shares == 1:
+        body += ["    dim_reduce_kernel[(triton.cdiv(inner, BLOCK_I) * outer,)](",
+                 f"        {name}, out, reduced, inner, reduced, reduced, BLOCK_R=BLOCK_R, BLOCK_I=BLOCK_I,",
+                 f"        EVEN_I=inner % BLOCK_I == 0, WIDE={name}.numel() >= 2**31, num_warps={params['num_warps']})"]
+    else:
+        body += [f"    # Too few outputs to fill the GPU: each reduction split into {shares} shares, each share's",
+                 "    # partial written to a small fp32 workspace, then combined by a second kernel.",
+                 f"    chunk = triton.cdiv(triton.cdiv(reduced, {shares}), BLOCK_R) * BLOCK_R",
+                 "    shares = triton.cdiv(reduced, chunk)",
+                 f"    ws = torch.empty((outer, shares, inner), dtype=torch.float32, device={name}.device)",
+                 "    dim_reduce_kernel[(triton.cdiv(inner, BLOCK_I) * outer, shares)](",
+                 f"        {name}, ws, reduced, inner, chunk, reduced, BLOCK_R=BLOCK_R, BLOCK_I=BLOCK_I,",
+                 f"        EVEN_I=inner % BLOCK_I == 0, WIDE={name}.numel() >= 2**31, num_warps={params['num_warps']})",
+                 "    COMBINE_R = min(triton.next_power_of_2(shares), max(1, 4096 // BLOCK_I))",
+                 "    dim_combine_kernel[(triton.cdiv(inner, BLOCK_I) * outer,)](",
+                 "        ws, out, shares, inner, shares, reduced, BLOCK_R=COMBINE_R, BLOCK_I=BLOCK_I,",
+                 "        EVEN_I=inner % BLOCK_I == 0, WIDE=ws.numel() >= 2**31, num_warps=4)"]
+    body.append("return out")
     return f"def forward(self, {name}):\n" + "\n".join("    " + line for line in body) + "\n"
 
 
-def seeds(reduction: DimReduction, inner: int) -> list[tuple[dict[str, Any], str]]:
+def seeds(reduction: DimReduction, inner: int, outputs: int = 0, reduced: int = 0,
+          sms: int = 132) -> list[tuple[dict[str, Any], str]]:
     """Tiles that keep 16 to 32 fp32 partials per thread; wide inner runs first where the inner size
     allows (whole 512-byte lines per row of the tile). With nothing inside the reduced dimensions,
-    the reduced values are contiguous: a column of BLOCK_R of them per step."""
+    the reduced values are contiguous: a column of BLOCK_R of them per step. Long reductions with
+    too few outputs to give every SM a few programs are split first (``outputs``, ``reduced``:
+    the plan's sizes)."""
+    out = _tile_seeds(inner)
+    programs = max(1, (outputs // max(inner, 1)) * -(-inner // out[0][0]["BLOCK_I"])) if out else 1
+    if reduction.op in SPLIT_PARTIAL and reduced >= SPLIT_MIN_VALUES and programs < 2 * sms:
+        shares = min(1024, 1 << max(1, (4 * sms // programs) - 1).bit_length())
+        out = [(dict(params, SPLIT=shares), why.replace("seed:", f"seed: split {shares} ways,", 1))
+               for params, why in out[:2]] + out
+    return out
+
+
+def _tile_seeds(inner: int) -> list[tuple[dict[str, Any], str]]:
     if inner == 1:
         return [({"BLOCK_R": block, "BLOCK_I": 1, "num_warps": warps},
                  f"seed: {block} contiguous values per step") for block, warps in ((2048, 4), (4096, 8), (1024, 4))]

@@ -282,10 +282,29 @@ class _Lowering:
             self.values[node.name] = parts
             return
         if shape != self.elem_shape():
-            raise CannotCover(f"input `{node.name}` has shape {list(shape)}, unlike the first input "
-                              f"{list(self.elem_shape())}")
+            kind = self.broadcast_kind(value)
+            if kind is None:
+                raise CannotCover(f"input `{node.name}` has shape {list(shape)}, unlike the first input "
+                                  f"{list(self.elem_shape())}")
+            # read like a parameter: one value for all (a 0-d or one-element tensor) or one per column
+            operand = Operand(name=f"in{len(self.operands)}", source=node.name, kind=kind)
+            self.operands.append(operand)
+            self.values[node.name] = self.add("load", [operand.name, 0], "col", *self.rounding_of(value))
+            return
         self.operands.append(operand)
         self.values[node.name] = self.add("load", [operand.name, 0], "elem", *self.rounding_of(value))
+
+    def broadcast_kind(self, value: torch.Tensor) -> str | None:
+        """How a later input of another shape than the first broadcasts against it, if as a parameter
+        does: ``scalar`` (one value), ``col`` (one per column), else None."""
+        full = self.elem_shape()
+        if value.dim() > len(full):
+            return None
+        if value.numel() == 1:
+            return "scalar"
+        if full and value.shape[-1] == full[-1] and value.numel() == full[-1]:
+            return "col"
+        return None
 
     def rounding_of(self, t: torch.Tensor) -> tuple[str, str | None]:
         return str(t.dtype).removeprefix("torch."), LOW_PRECISION.get(t.dtype)
@@ -471,11 +490,19 @@ class _Lowering:
 
     def lower(self) -> Program:
         self.rowflat: set[str] = set()
-        placeholders = iter(self.inputs)
+        # The largest input first: its shape is the one the others broadcast against (a norm computed
+        # before may come first in the graph and hold one value).
+        given = [(n, v) for n, v in zip([n for n in self.gm.graph.nodes if n.op == "placeholder"], self.inputs,
+                                        strict=False)]
+        sizes = [v.numel() if isinstance(v, torch.Tensor) else -1 for _, v in given]
+        if given and sizes[0] < max(sizes):
+            given.insert(0, given.pop(sizes.index(max(sizes))))
+        for node, value in given:
+            self.placeholder(node, value)
         output = None
         for node in self.gm.graph.nodes:
             if node.op == "placeholder":
-                self.placeholder(node, next(placeholders))
+                continue
             elif node.op == "get_attr":
                 self.get_attr(node)
             elif node.op == "output":

@@ -42,7 +42,8 @@ STEPS: dict[str, list[int]] = {
 }
 KIND_STEPS: dict[str, dict[str, list[int]]] = {
     # a strided reduction with nothing inside the reduced dims walks long contiguous columns
-    "dim_reduce": {"BLOCK_R": [1, 2, 4, 8, 16, 32, 64, 256, 1024, 2048, 4096, 8192]},
+    "dim_reduce": {"BLOCK_R": [1, 2, 4, 8, 16, 32, 64, 256, 1024, 2048, 4096, 8192],
+                   "SPLIT": [2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]},
     "scan": {"BLOCK_R": [4, 8, 16, 32, 64, 256, 1024, 2048, 4096, 8192]},
 }
 """Steps that differ for one kind of plan from :data:`STEPS`."""
@@ -51,7 +52,7 @@ MUTATION_ORDER: dict[str, tuple[str, ...]] = {
     # follow from the tile), so those are stepped first.
     "matmul": ("BLOCK_N", "BLOCK_M", "num_stages", "BLOCK_K", "num_warps", "GROUP_M", "SPLIT_K"),
     "attention": ("BLOCK_N", "BLOCK_M", "num_stages", "num_warps"),
-    "dim_reduce": ("BLOCK_I", "BLOCK_R", "num_warps"),
+    "dim_reduce": ("BLOCK_I", "BLOCK_R", "SPLIT", "num_warps"),
     "scan": ("BLOCK_R", "BLOCK_I", "num_warps"),
     "conv": ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages"),
 }
@@ -237,8 +238,8 @@ def _seeds(plan: Plan) -> list[tuple[str, dict[str, Any], str]]:
     if plan.kind == "group_norm":
         return [("three_pass", params, why) for params, why in groupnorm.seeds()]
     if plan.kind == "dim_reduce":
-        return [("strided", params, why) for params, why in dimreduce.seeds(plan.extra["reduction"],
-                                                                             plan.extra["inner"])]
+        return [("strided", params, why) for params, why in dimreduce.seeds(
+            plan.extra["reduction"], plan.extra["inner"], plan.rows, plan.cols, target().sms)]
     if plan.kind == "scan":
         return [("carried", params, why) for params, why in scan.seeds(plan.extra["inner"])]
     if plan.kind == "cross_entropy":

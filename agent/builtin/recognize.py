@@ -411,6 +411,9 @@ def plan_graph(model: torch.nn.Module, gm: torch.fx.GraphModule, inputs: list[An
                     + ["masked"] * scanned.masked, inputs=names,
                     extra={"scan": scanned, "inner": math.prod(main[d + 1:])})
     program = lower(model, inputs, partial=context.allow_partial)
+    largest = max(shapes, key=math.prod)  # the lowering reads the largest input as its main one
+    if math.prod(largest) > math.prod(main):
+        cols, rows = (largest[-1] if largest else 1), (math.prod(largest[:-1]) if largest else 1)
     if program.main_chunks > 1:
         cols //= program.main_chunks
     return Plan(kind=program.kind, program=program, init=init, imports=imports, rows=rows, cols=cols, dtype=dtype,

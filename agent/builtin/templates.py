@@ -357,7 +357,7 @@ def render(plan: Plan, strategy: str, params: dict[str, Any], why: str) -> str:
         head = HEADER.format(title=f"A Triton reduction: {plan.describe()}.", strategy=strategy, params=shown,
                              why=why, strategy_why=WHY_STRATEGY[strategy], imports=imports,
                              bytes_note="the input once, and one value per output position written.")
-        body = dimreduce.kernel(reduction)
+        body = dimreduce.kernel(reduction, params)
         if "round_to_bf16" in body:
             head, body = _with_interpreter_import(head), codegen.ROUND_TO_BF16 + "\n\n" + body
         return head + body + _model(plan.init, dimreduce.forward(reduction, plan.inputs[0], params))
