@@ -166,87 +166,108 @@ def seeds(plan: Plan) -> list[tuple[str, dict[str, Any], str]]:
     return out
 
 
-def _seeds(plan: Plan) -> list[tuple[str, dict[str, Any], str]]:
-    out: list[tuple[str, dict[str, Any], str]] = []
-    if plan.kind == "pointwise":
-        if plan.program is not None and plan.program.flat:
-            # Small blocks first: on the H200 1024 elements and 4 warps (8 per thread) beat larger blocks.
-            for block, warps in ((1024, 4), (512, 4), (2048, 8), (4096, 8)):
-                out.append(("tiled", {"BLOCK_C": block, "num_warps": warps},
-                            f"seed: flat tiles of {block} elements ({block // (warps * 32)} per thread)"))
-        else:
-            block_c = min(next_pow2(plan.cols), 1024)
-            for rows, warps in ((1, 4), (2, 4), (4, 8)):
-                block_r = _clamp(max(1, rows * 1024 // block_c), "BLOCK_R")
-                out.append(("tiled", {"BLOCK_R": block_r, "BLOCK_C": block_c, "num_warps": warps},
-                            f"seed: {block_r} x {block_c} tiles, {block_r * block_c // (warps * 32)} elements "
-                            "per thread"))
-        return out
-    if plan.kind == "matmul":
-        # Tensor-core tiles known to suit Hopper; fp32 tasks keep fp32 accuracy with 3xTF32.
-        precision = {"precision": "tf32x3"} if plan.dtype == "float32" else {}
-        # Ordered by the Triton compile gate's report for sm_90a (triton 3.9): the first two fit in
-        # registers with a gelu epilogue; the wider tiles spill.
-        for bm, bn, bk, warps, stages in ((128, 128, 64, 8, 3), (64, 128, 64, 4, 4), (128, 256, 64, 8, 3),
-                                          (256, 128, 64, 8, 3)):
-            out.append(("gemm", {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_warps": warps,
-                                 "num_stages": stages, **precision},
-                        f"seed: {bm} x {bn} tiles, K steps of {bk}, {stages} stages in flight"))
-        if matmul.tma_ready(plan.extra["stages"], plan.dtype) is None and _has_tensor_descriptors():
-            # The TMA template second and fourth, so that a short search measures both kinds.
-            for at, (bm, bn, warps, stages) in ((1, (128, 128, 8, 4)), (3, (128, 256, 8, 3))):
-                out.insert(at, ("gemm_tma", {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": 64, "GROUP_M": 8,
-                                             "num_warps": warps, "num_stages": stages, **precision},
-                                f"seed: TMA tiles of {bm} x {bn}, K steps of 64, {stages} stages, one program per SM"))
-        # Few output tiles and a long K (a narrow projection, a small batch): split K so that every
-        # SM has work; the partial sums are added in a second, deterministic pass.
-        stages_ = plan.extra["stages"]
-        tiles = min(-(-plan.rows // 64) * -(-st.n // 128) for st in stages_)
-        k = min(st.k for st in stages_)
-        sms = target().sms
-        if tiles < sms and k >= 512:
-            split = _clamp(next_pow2(-(-sms // tiles)), "SPLIT_K")
-            split = max(2, min(split, k // 256))
-            seed = ("gemm", {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 4,
-                             "num_stages": 4, "SPLIT_K": _clamp(split, "SPLIT_K"), **precision},
-                    f"seed: {tiles} output tiles for {sms} SMs: K split {split} ways, partial sums added after")
-            # First only where the work is large. On the H200, for 256 x 1024 outputs: K = 65536,
-            # 0.076 ms split 8 ways against 0.325 ms unsplit; K = 8192 (4 GFLOP), 0.103 against 0.060
-            # ms, presumably the second launch's host cost (cuBLAS took 0.030 ms).
-            flops = sum(2 * plan.rows * st.n * st.k for st in stages_)
-            out.insert(0 if flops >= SPLIT_FIRST_FLOPS else len(out), seed)
-        return out
-    if plan.kind == "attention":
-        d, seq = plan.extra["head_dim"], plan.extra["seq"]
-        for bm, bn, warps, stages in ((128, 64, 8, 3), (128, 128, 8, 3), (64, 64, 4, 3)):
-            if d >= 256 and bn > 64:
-                continue
-            out.append(("flash", {"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": warps, "num_stages": stages,
-                                  "TMA": False}, f"seed: {bm} queries per program, keys in blocks of {bn}"))
-        if _has_tensor_descriptors():
-            # Where the sequence divides into the blocks, the same tiles through Hopper's copy engine:
-            # second and fourth, so that a short search measures both kinds of load.
-            tma = [(s, dict(p, TMA=True), w.replace("seed:", "seed: TMA loads,", 1)) for s, p, w in out
-                   if seq % p["BLOCK_M"] == 0 and seq % p["BLOCK_N"] == 0][:2]
-            for at, seed in zip((1, 3), tma, strict=False):
-                out.insert(at, seed)
-        return out
-    if plan.kind == "conv":
-        return conv.seeds(plan.extra["conv"], plan.dtype)
-    if plan.kind == "pool":
-        return [("window", params, why) for params, why in pool.seeds()]
-    if plan.kind == "group_norm":
-        return [("three_pass", params, why) for params, why in groupnorm.seeds()]
-    if plan.kind == "dim_reduce":
-        return [("strided", params, why) for params, why in dimreduce.seeds(
-            plan.extra["reduction"], plan.extra["inner"], plan.rows, plan.cols, target().sms)]
-    if plan.kind == "scan":
-        return [("carried", params, why) for params, why in scan.seeds(plan.extra["inner"])]
-    if plan.kind == "cross_entropy":
-        for block, warps in ((2048, 8), (4096, 8), (8192, 16)):
-            out.append(("looped", {"BLOCK_R": 1, "BLOCK_C": block, "num_warps": warps},
-                        f"seed: online log-sum-exp in blocks of {block} columns"))
-        return out
+Seeds = list[tuple[str, dict[str, Any], str]]
+
+
+def _seeds(plan: Plan) -> Seeds:
+    by_kind = {
+        "pointwise": _pointwise_seeds,
+        "matmul": _matmul_seeds,
+        "attention": _attention_seeds,
+        "conv": lambda p: conv.seeds(p.extra["conv"], p.dtype),
+        "pool": lambda p: [("window", params, why) for params, why in pool.seeds()],
+        "group_norm": lambda p: [("three_pass", params, why) for params, why in groupnorm.seeds()],
+        "dim_reduce": lambda p: [("strided", params, why) for params, why in dimreduce.seeds(
+            p.extra["reduction"], p.extra["inner"], p.rows, p.cols, target().sms)],
+        "scan": lambda p: [("carried", params, why) for params, why in scan.seeds(p.extra["inner"])],
+        "cross_entropy": _cross_entropy_seeds,
+    }
+    return by_kind.get(plan.kind, _row_seeds)(plan)
+
+
+def _pointwise_seeds(plan: Plan) -> Seeds:
+    out: Seeds = []
+    if plan.program is not None and plan.program.flat:
+        # Small blocks first: on the H200 1024 elements and 4 warps (8 per thread) beat larger blocks.
+        for block, warps in ((1024, 4), (512, 4), (2048, 8), (4096, 8)):
+            out.append(("tiled", {"BLOCK_C": block, "num_warps": warps},
+                        f"seed: flat tiles of {block} elements ({block // (warps * 32)} per thread)"))
+    else:
+        block_c = min(next_pow2(plan.cols), 1024)
+        for rows, warps in ((1, 4), (2, 4), (4, 8)):
+            block_r = _clamp(max(1, rows * 1024 // block_c), "BLOCK_R")
+            out.append(("tiled", {"BLOCK_R": block_r, "BLOCK_C": block_c, "num_warps": warps},
+                        f"seed: {block_r} x {block_c} tiles, {block_r * block_c // (warps * 32)} elements "
+                        "per thread"))
+    return out
+
+
+def _matmul_seeds(plan: Plan) -> Seeds:
+    out: Seeds = []
+    # Tensor-core tiles known to suit Hopper; fp32 tasks keep fp32 accuracy with 3xTF32.
+    precision = {"precision": "tf32x3"} if plan.dtype == "float32" else {}
+    # Ordered by the Triton compile gate's report for sm_90a (triton 3.9): the first two fit in
+    # registers with a gelu epilogue; the wider tiles spill.
+    for bm, bn, bk, warps, stages in ((128, 128, 64, 8, 3), (64, 128, 64, 4, 4), (128, 256, 64, 8, 3),
+                                      (256, 128, 64, 8, 3)):
+        out.append(("gemm", {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_warps": warps,
+                             "num_stages": stages, **precision},
+                    f"seed: {bm} x {bn} tiles, K steps of {bk}, {stages} stages in flight"))
+    if matmul.tma_ready(plan.extra["stages"], plan.dtype) is None and _has_tensor_descriptors():
+        # The TMA template second and fourth, so that a short search measures both kinds.
+        for at, (bm, bn, warps, stages) in ((1, (128, 128, 8, 4)), (3, (128, 256, 8, 3))):
+            out.insert(at, ("gemm_tma", {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": 64, "GROUP_M": 8,
+                                         "num_warps": warps, "num_stages": stages, **precision},
+                            f"seed: TMA tiles of {bm} x {bn}, K steps of 64, {stages} stages, one program per SM"))
+    # Few output tiles and a long K (a narrow projection, a small batch): split K so that every
+    # SM has work; the partial sums are added in a second, deterministic pass.
+    stages_ = plan.extra["stages"]
+    tiles = min(-(-plan.rows // 64) * -(-st.n // 128) for st in stages_)
+    k = min(st.k for st in stages_)
+    sms = target().sms
+    if tiles < sms and k >= 512:
+        split = _clamp(next_pow2(-(-sms // tiles)), "SPLIT_K")
+        split = max(2, min(split, k // 256))
+        seed = ("gemm", {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 4,
+                         "num_stages": 4, "SPLIT_K": _clamp(split, "SPLIT_K"), **precision},
+                f"seed: {tiles} output tiles for {sms} SMs: K split {split} ways, partial sums added after")
+        # First only where the work is large. On the H200, for 256 x 1024 outputs: K = 65536,
+        # 0.076 ms split 8 ways against 0.325 ms unsplit; K = 8192 (4 GFLOP), 0.103 against 0.060
+        # ms, presumably the second launch's host cost (cuBLAS took 0.030 ms).
+        flops = sum(2 * plan.rows * st.n * st.k for st in stages_)
+        out.insert(0 if flops >= SPLIT_FIRST_FLOPS else len(out), seed)
+    return out
+
+
+def _attention_seeds(plan: Plan) -> Seeds:
+    out: Seeds = []
+    d, seq = plan.extra["head_dim"], plan.extra["seq"]
+    for bm, bn, warps, stages in ((128, 64, 8, 3), (128, 128, 8, 3), (64, 64, 4, 3)):
+        if d >= 256 and bn > 64:
+            continue
+        out.append(("flash", {"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": warps, "num_stages": stages,
+                              "TMA": False}, f"seed: {bm} queries per program, keys in blocks of {bn}"))
+    if _has_tensor_descriptors():
+        # Where the sequence divides into the blocks, the same tiles through Hopper's copy engine:
+        # second and fourth, so that a short search measures both kinds of load.
+        tma = [(s, dict(p, TMA=True), w.replace("seed:", "seed: TMA loads,", 1)) for s, p, w in out
+               if seq % p["BLOCK_M"] == 0 and seq % p["BLOCK_N"] == 0][:2]
+        for at, seed in zip((1, 3), tma, strict=False):
+            out.insert(at, seed)
+    return out
+
+
+def _cross_entropy_seeds(plan: Plan) -> Seeds:
+    out: Seeds = []
+    for block, warps in ((2048, 8), (4096, 8), (8192, 16)):
+        out.append(("looped", {"BLOCK_R": 1, "BLOCK_C": block, "num_warps": warps},
+                    f"seed: online log-sum-exp in blocks of {block} columns"))
+    return out
+
+
+def _row_seeds(plan: Plan) -> Seeds:
+    """Row programs: registers where a row fits, column loops, and a split for few long rows."""
+    out: Seeds = []
     block_c = max(next_pow2(plan.cols), 16)
     sms = target().sms
     split_seed, split_first = None, False
