@@ -249,3 +249,21 @@ def test_inputs_that_broadcast_like_parameters_are_read_like_them(evaluator, tmp
     candidate.write_text(_first_seed(task_file))
     verdict, code = evaluator.evaluate(task, candidate)
     assert code == 0, verdict.reason
+
+
+@pytest.mark.parametrize("body", ["c = torch.cumsum(x, 1)\n        return c, c.flip(1)",
+                                  "return torch.cumsum(x, 1), x"])
+def test_a_scan_with_several_outputs_is_not_covered_rather_than_a_crash(tmp_path: Path, body: str) -> None:
+    """A scan whose graph returns more than one tensor is another template's, or none: never a crash,
+    which the runner would report as an unusable task file."""
+    from kernelevo.agent.builtin.lower import CannotCover
+
+    path = tmp_path / "scan.py"
+    path.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
+                    f"        {body}\n\n\ndef get_inputs():\n    return [torch.randn(3, 40)]\n\n\n"
+                    "def get_init_inputs():\n    return []\n")
+    try:
+        plan = recognise(load_task(str(path), "full"))
+    except CannotCover:
+        return
+    assert plan.kind != "scan", plan.describe()

@@ -147,6 +147,49 @@ def test_the_cover_fills_every_sm_and_counts_a_delay() -> None:
     assert sorted(excess)[5] == 0.0, excess
 
 
+def test_work_left_running_in_a_hole_of_the_probe_is_timed(evaluator, tmp_path: Path) -> None:
+    """Unjoined side-stream work that leaves room on every SM (one 512-thread program per SM, looping,
+    bad_probe_hole): a probe whose blocks only need a free slot for an instant passes through the free
+    slots; the probe's barrier waits for the whole GPU. In one process first, where no forensic pass
+    can rescue the figure, then judged."""
+    require_gpu()
+    import importlib.util
+
+    import torch
+
+    from kernelevo.sandbox.child.timed import TimedCall, call_ms
+
+    spec = importlib.util.spec_from_file_location("bad_probe_hole", candidate("bad_probe_hole"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    hole = module.ModelNew()
+    timer = TimedCall("cuda")
+    x = torch.randn(8 * 1024 * 1024, device="cuda")
+
+    def joined(x):
+        out = hole(x)
+        torch.cuda.current_stream().wait_stream(hole.side)
+        return out
+
+    def median(fn) -> float:
+        for _ in range(5):
+            timer(fn, [x])
+        return sorted(call_ms(*timer(fn, [x])[1::2]) for _ in range(21))[10]
+
+    whole, late = median(joined), median(hole)
+    assert late > 0.6 * whole, (late, whole, timer.last_parts)
+
+    path = tmp_path / "relu_8m.py"
+    path.write_text(RELU_64M.replace("64 * 1024 * 1024 + 3", "8 * 1024 * 1024"))
+    task = load_task(str(path), "full")
+    honest, code = evaluator.evaluate(task, candidate("ok_relu_empty"))
+    assert code == 0, honest.reason
+    verdict, code = evaluator.evaluate(task, candidate("bad_probe_hole"))
+    # accepted only if its time is the work's; the forensic pass alone must not be what stops it
+    assert code != 0 or verdict.runtime_ms > 0.6 * honest.runtime_ms, (verdict.runtime_ms, honest.runtime_ms)
+    assert code == 0 or "forensic" not in verdict.reason, verdict.reason
+
+
 def test_l2_is_flushed_before_every_timed_call() -> None:
     require_gpu()
     import torch

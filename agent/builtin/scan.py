@@ -114,8 +114,11 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> Scan | None:
     scans = [n for n in calls if _scan_node(n) is not None]
     if len(scans) != 1 or not all(n is scans[0] or _helper(n) for n in calls):
         return None
-    if not 1 <= len(inputs) <= 2 or not all(isinstance(x, torch.Tensor) for x in inputs):
+    if not 1 <= len(inputs) <= 2 or not all(isinstance(x, torch.Tensor) and x.dim() > 0 for x in inputs):
         return None
+    output = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+    if not isinstance(output, torch.fx.Node):
+        return None  # several outputs: not one scan
     name, dim = _scan_node(scans[0]), _dim(scans[0])
     what = f"`cum{name}`"
     if not isinstance(dim, int) or scans[0].kwargs.get("dtype") is not None:

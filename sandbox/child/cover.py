@@ -41,8 +41,12 @@ shorter than this is hidden, longer host work counts (the user pays it)."""
 COVER_OPTIONS = {"num_warps": 16, "maxnreg": 32}
 """512 threads a block, at most 32 registers each: four blocks fill an SM's 2048 thread slots and its
 65536 registers."""
-PROBE_GAP_CYCLES = 20_000
-"""About 10 us at 2 GHz."""
+PROBE_GAP_NS = 10_000
+"""The gap before the probe, on the global timer (a sleep counted in SM cycles would lengthen as the
+clocks drop under load, and every call would read longer than the calibration)."""
+PROBE_LIMIT_NS = 20_000_000
+"""The most the probe waits for the GPU to be free of other work; work running longer is counted
+up to here (and the host synchronize after it sees the rest)."""
 CALIBRATION_RUNS = 7
 HOLD_NS = 200_000
 """How long the hold before the cover keeps every SM busy: longer than a process that just woke up
@@ -86,6 +90,25 @@ def _cover_kernel(buffer, words, ns, BLOCK: tl.constexpr):
         if start >= words:
             start = first
         now = _now()
+
+
+@triton.jit
+def _probe_kernel(arrivals, generation, limit_ns, PROGRAMS: tl.constexpr):
+    """A barrier across the whole grid: each program (as large as a cover program) arrives, then
+    waits until every program of the grid has arrived, so the probe ends only once all of its
+    programs were resident at the same moment: once no block of any other kernel held a slot on
+    any SM. The last to arrive resets the count and opens the next generation. One atomic per
+    program (a scalar atomic runs once per program)."""
+    began = _now()
+    opened = tl.atomic_add(generation, 0)
+    arrived = tl.atomic_add(arrivals, 1)
+    if arrived == PROGRAMS - 1:
+        tl.atomic_xchg(arrivals, 0)
+        tl.atomic_add(generation, 1)
+    else:
+        current = tl.atomic_add(generation, 0)
+        while (current == opened) & (_now() - began < limit_ns):
+            current = tl.atomic_add(generation, 0)
 
 
 def _warp_registers(registers_per_thread: int) -> int:
@@ -135,6 +158,8 @@ class LaunchCover:
         self.began = torch.cuda.Event(enable_timing=True)
         self.probed = torch.cuda.Event(enable_timing=True)
         self.waited = torch.cuda.Event(enable_timing=True)
+        self.arrivals = torch.zeros(1, dtype=torch.int32, device=device)
+        self.generation = torch.zeros(1, dtype=torch.int32, device=device)
         self.uncontended_ms, self.uncontended_probe_ms, self.uncontended_hold_ms = 0.0, 0.0, 0.0
         self.launch_ms = 0.0
         with _private_compile_cache():
@@ -145,7 +170,14 @@ class LaunchCover:
             self.registers = int(getattr(compiled, "n_regs", 0) or COVER_OPTIONS["maxnreg"])
             per_sm, self.fills_every_sm = blocks_per_sm(threads, self.registers, props)
             self.grid = (props.multi_processor_count * per_sm,)
+            # compiled here, in the private cache, not at the first timed call
+            _probe_kernel.warmup(self.arrivals, self.generation, PROBE_LIMIT_NS, PROGRAMS=self.grid[0],
+                                 grid=self.grid, **COVER_OPTIONS)
             self.uncontended_ms, self.uncontended_probe_ms, self.uncontended_hold_ms = self._calibrate()
+        if self.uncontended_probe_ms > PROBE_LIMIT_NS / 2e6:
+            # every probe would read as held up: no timing at all rather than every call too slow
+            raise RuntimeError(f"the timing probe's barrier did not complete on this GPU "
+                               f"({self.uncontended_probe_ms:.3f} ms with nothing else running)")
 
     def launch(self) -> None:
         """Queue the hold and the cover on the current stream.
@@ -174,14 +206,18 @@ class LaunchCover:
         wait = self.waited.elapsed_time(self.began) - self.launch_ms - self.uncontended_hold_ms
         return (excess if excess > EXCESS_FLOOR_MS else 0.0) + (wait if wait > WAIT_FLOOR_MS else 0.0)
 
-    def probe(self) -> None:
-        """Queue the probe right after a call's end event: a short one-thread gap, then the same
-        kernel with no flush and no spin. Work the call queued on another stream becomes ready as the
-        call's own work ends; the gap leaves the SMs free for it to start first. The probe's blocks
-        need every SM, so blocks of that work still running hold it back; it ends at ``probed``."""
-        torch.cuda._sleep(PROBE_GAP_CYCLES)
-        _cover_kernel[self.grid](self.words, 0, 0, BLOCK=self.block, **COVER_OPTIONS)
-        self.probed.record()
+    def probe(self, stream: torch.cuda.Stream | None = None) -> None:
+        """Queue the probe on ``stream`` (the current one if None) right after a call's end event:
+        a short gap (one program spinning ``PROBE_GAP_NS``), then a barrier of as many programs as
+        the cover (:func:`_probe_kernel`). Work the call queued on another stream becomes ready as
+        the call's own work ends; the gap lets it start first. The barrier completes only when its
+        programs hold every slot of every SM at once, so any block of that work still running,
+        even one per SM, holds it back; it ends at ``probed``."""
+        with torch.cuda.stream(stream or torch.cuda.current_stream()):
+            _cover_kernel[(1,)](self.words, 0, PROBE_GAP_NS, BLOCK=self.block, **COVER_OPTIONS)
+            _probe_kernel[self.grid](self.arrivals, self.generation, PROBE_LIMIT_NS, PROGRAMS=self.grid[0],
+                                     **COVER_OPTIONS)
+            self.probed.record()
 
     def tail_ms(self, end: torch.cuda.Event) -> float:
         """How much longer than uncontended the probe took after ``end``: work of the call that was

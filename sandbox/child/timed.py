@@ -71,13 +71,16 @@ class TimedCall:
     def around(self, launch: Callable[[], Any]) -> tuple[Any, float, float, float]:
         """The cover, then ``launch()`` timed between two events on the current stream, then the probe
         (see the module). A cover or a probe held up by other kernels adds the delay to the call's time."""
+        stream = torch.cuda.current_stream()  # a call that switches streams does not move the clock
         self.cover.launch()
-        self.start.record()
+        self.start.record(stream)
         began = _perf_counter()
         out = launch()
         host = (_perf_counter() - began) * 1e3
-        self.end.record()
-        self.cover.probe()
+        self.end.record(stream)
+        self.cover.probe(stream)
+        if torch.cuda.current_stream() != stream:
+            torch.cuda.set_stream(stream)
         self.cover.probed.synchronize()
         settled = _perf_counter()
         _device_synchronize()
