@@ -267,3 +267,19 @@ def test_a_scan_with_several_outputs_is_not_covered_rather_than_a_crash(tmp_path
     except CannotCover:
         return
     assert plan.kind != "scan", plan.describe()
+
+
+def test_a_reduction_without_keepdim_broadcasts_per_column_as_torch_does(evaluator, tmp_path: Path) -> None:
+    """``x - x.sum(-1)`` on a square input subtracts row j's sum from column j: two kernels, the
+    second reading the sums as one value per column."""
+    task_file = tmp_path / "square.py"
+    task_file.write_text(BROADCAST_INPUTS.replace("def forward(self, x, t, s):", "def forward(self, x):")
+                         .replace("return torch.clamp(1 - x * t, min=0) * s + t", "return x - x.sum(-1)")
+                         .replace("[torch.randn(6, 300), torch.randn(300, 2)[:, 0], torch.randn(())]  # t is strided",
+                                  "[torch.randn(37, 37)]"))
+    task = load_task(str(task_file), "full")
+    assert recognise(task).kind == "sequence"
+    candidate = tmp_path / "candidate.py"
+    candidate.write_text(_first_seed(task_file))
+    verdict, code = evaluator.evaluate(task, candidate)
+    assert code == 0, verdict.reason

@@ -118,9 +118,9 @@ def test_sigterm_stops_cleanly_and_resumes(tmp_path: Path, cache_dir: Path) -> N
 
 def test_uncovered_task_exits_1_and_says_why(tmp_path: Path, cache_dir: Path) -> None:
     run = tmp_path / "run"
-    task = tmp_path / "prefix_sum.py"
+    task = tmp_path / "sorted_rows.py"
     task.write_text("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
-                    "        return torch.cumsum(x, dim=-1)\n\ndef get_inputs():\n    return [torch.randn(4, 9)]\n\n"
+                    "        return torch.sort(x, dim=-1).values\n\ndef get_inputs():\n    return [torch.randn(4, 9)]\n\n"
                     "def get_init_inputs():\n    return []\n")
     done = kernelevo(cache_dir, "optimize", str(task), "--size", "small", "--run-dir", str(run))
     assert done.returncode == 1

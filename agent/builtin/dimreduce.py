@@ -241,8 +241,9 @@ PARTS = {
 
 
 NORMALISE = '''@triton.jit
-def dim_reduce_kernel(x_ptr, out_ptr, R, INNER, BLOCK_R: tl.constexpr, BLOCK_I: tl.constexpr,
+def dim_reduce_kernel(x_ptr, out_ptr, R, INNER, CHUNK, N_TOTAL, BLOCK_R: tl.constexpr, BLOCK_I: tl.constexpr,
                       EVEN_I: tl.constexpr, WIDE: tl.constexpr):
+    # (CHUNK and N_TOTAL are R: a normalisation is never split.)
     # {what} along a dimension other than the last: program p owns BLOCK_I inner positions of outer
     # index o (p = o * blocks + i) and walks the R values of each in place: a pass for the maximum, a
     # pass for the sum of exp(x - max){write_note}. An infinite maximum counts as 0, as in torch.
