@@ -283,3 +283,19 @@ def test_a_reduction_without_keepdim_broadcasts_per_column_as_torch_does(evaluat
     candidate.write_text(_first_seed(task_file))
     verdict, code = evaluator.evaluate(task, candidate)
     assert code == 0, verdict.reason
+
+
+def test_a_number_passed_to_forward_is_a_kernel_argument(evaluator, tmp_path: Path) -> None:
+    task_file = tmp_path / "scaled.py"
+    task_file.write_text(BROADCAST_INPUTS.replace("def forward(self, x, t, s):", "def forward(self, x, s: float):")
+                         .replace("return torch.clamp(1 - x * t, min=0) * s + t", "return torch.relu(x * s) - s")
+                         .replace("[torch.randn(6, 300), torch.randn(300, 2)[:, 0], torch.randn(())]  # t is strided",
+                                  "[torch.randn(6, 300), 3.14]"))
+    task = load_task(str(task_file), "full")
+    assert recognise(task).kind == "pointwise"
+    source = _first_seed(task_file)
+    assert "float(s)" in source
+    candidate = tmp_path / "candidate.py"
+    candidate.write_text(source)
+    verdict, code = evaluator.evaluate(task, candidate)
+    assert code == 0, verdict.reason

@@ -153,6 +153,8 @@ class Emitter:
                     "[:, None]")
         if operand.kind == "scalar":
             return f"tl.load({operand.name}_ptr).to(tl.float32)"
+        if operand.kind == "value":
+            return f"{operand.name}_value"
         if operand.kind == "col":
             # Every row reads the same parameters: keep them in L2.
             return (f"tl.load({operand.name}_ptr + cols, mask=col_ok, other=0.0, eviction_policy=\"evict_last\")"
@@ -205,7 +207,7 @@ def kernel(program: Program, strategy: str, online: bool = False, persistent: bo
     const = ": tl.constexpr" if static else ""
     params = []
     for o in program.operands:
-        params.append(f"{o.name}_ptr")
+        params.append(f"{o.name}_value" if o.kind == "value" else f"{o.name}_ptr")
         if o.kind == "row":
             params.append(f"{o.name}_stride{const}")
         elif o.kind == "channel":
@@ -492,7 +494,7 @@ def forward(program: Program, strategy: str, params: dict[str, Any], max_block: 
     body.append(f"out = torch.empty({out_shape}, dtype=torch.{program.out_dtype}, device={main}.device)")
     args = []
     for o in program.operands:
-        args.append(o.source)
+        args.append(f"float({o.source})" if o.kind == "value" else o.source)
         if o.kind == "row":
             args.append("n_cols" if flat else f"{o.source}.shape[-1]")
         elif o.kind == "channel":

@@ -158,6 +158,8 @@ def epilogue_program(gm: torch.fx.GraphModule, conv: torch.fx.Node, nodes: list[
     if program.kind != "pointwise":
         raise CannotCover(f"a reduction after a {what} is not covered")
     rank = len(shape)
+    if any(o.kind == "value" for o in program.operands):
+        raise CannotCover(f"a number passed to forward after the {what} (covered: in pointwise and row kernels)")
     for operand in program.operands[1:]:
         if operand.kind == "channel" and operand.channel_dim != 1 - rank:
             raise CannotCover(f"a parameter after the {what} that varies along a spatial dimension")

@@ -29,7 +29,8 @@ class CannotCover(Exception):
 @dataclass
 class Operand:
     """A tensor the kernel reads: a forward input (``row``), a parameter of shape ``[cols]`` (``col``),
-    one per channel (``channel``) or a single value (``scalar``)."""
+    one per channel (``channel``) or a single value (``scalar``); or a number passed to forward
+    (``value``), which the kernel takes as an argument."""
 
     name: str
     source: str
@@ -257,6 +258,12 @@ class _Lowering:
 
     # -- lowering --------------------------------------------------------------------------------
     def placeholder(self, node: torch.fx.Node, value: Any) -> None:
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and self.main is not None:
+            # a number passed to forward: a kernel argument (a float, whatever the call passes)
+            operand = Operand(name=f"in{len(self.operands)}", source=node.name, kind="value")
+            self.operands.append(operand)
+            self.values[node.name] = self.add("load", [operand.name, 0], "col", "float32", None)
+            return
         if not isinstance(value, torch.Tensor):
             raise CannotCover(f"input `{node.name}` is not a tensor")
         if not value.is_floating_point():

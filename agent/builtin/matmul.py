@@ -262,7 +262,7 @@ def _tail_program(gm: torch.fx.GraphModule, boundary: torch.fx.Node, nodes: list
         env[node] = graph.node_copy(node, mapped)
     graph.output(env[nodes[-1]])
     program = lower(torch.fx.GraphModule(gm, graph), [capture.seen[boundary.name]])
-    if program.torch_prefix:
+    if program.torch_prefix or any(o.kind == "value" for o in program.operands):
         raise CannotCover("the row operations after the linear need torch")
     return program
 
@@ -343,6 +343,8 @@ def _epilogue(gm: torch.fx.GraphModule, linear: torch.fx.Node, bias: Any, nodes:
         next(iter(graph.nodes)).append(node)
     sub = torch.fx.GraphModule(gm, graph)
     program = lower(sub, example)
+    if any(o.kind == "value" for o in program.operands):
+        raise CannotCover("a number passed to forward after a linear (covered: in pointwise and row kernels)")
     if program.kind != "pointwise":
         raise CannotCover("a reduction after a linear is not covered in a matmul chain")
     if bias is not None:
