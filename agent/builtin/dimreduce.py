@@ -189,10 +189,11 @@ def {name}(x_ptr, out_ptr, R, INNER, CHUNK, N_TOTAL, BLOCK_R: tl.constexpr, BLOC
     rs = tl.arange(0, BLOCK_R)
     if WIDE:
         outer = outer.to(tl.int64)
+        share = share.to(tl.int64)
         rs = rs.to(tl.int64)
     base = x_ptr + outer * R * INNER
     lo = share * CHUNK
-    hi = tl.minimum(R, lo + CHUNK)
+    hi = lo + tl.minimum(CHUNK, R - lo)  # no lo + CHUNK past the int32 range
 {init}
     for r0 in range(lo, hi, BLOCK_R):
         r = r0 + rs

@@ -382,7 +382,8 @@ class _Lowering:
             mean = self.add("div", [self.add("sum", [src], "row"), cols], "row")
             centred = self.add("sub", [src, mean], "elem")
             squares = self.add("sum", [self.add("mul", [centred, centred], "elem")], "row")
-            result = self.add("div", [squares, f"(n_cols - {float(correction)!r})"], "row", out_dtype, low)
+            correction = _number(correction, "the correction")
+            result = self.add("div", [squares, f"(n_cols - {correction!r})"], "row", out_dtype, low)
         elif kind == "norm":
             magnitude = self.add("abs", [src], "elem")
             if extra["p"] == 2.0:
@@ -448,7 +449,7 @@ class _Lowering:
             else:
                 centred = src
                 var = self.add("div", [self.add("sum", [self.add("mul", [src, src], "elem")], "row"), cols], "row")
-            scale = self.add("rsqrt", [self.add("add", [var, float(eps)], "row")], "row")
+            scale = self.add("rsqrt", [self.add("add", [var, _number(eps, 'eps')], "row")], "row")
             out = self.add("mul", [centred, scale], "elem")
             for what, op in (("weight", "mul"), ("bias", "add")):
                 param = extra.get(what)
@@ -622,7 +623,7 @@ class _Lowering:
         if not method and target is F.hardtanh:
             lo = kwargs.get("min_val", args[1] if len(args) > 1 else -1.0)
             hi = kwargs.get("max_val", args[2] if len(args) > 2 else 1.0)
-            return self.elementwise(node, "clamp", [args[0], float(lo), float(hi)])
+            return self.elementwise(node, "clamp", [args[0], _number(lo, "min_val"), _number(hi, "max_val")])
         if not method and target is F.gelu:
             approximate = kwargs.get("approximate", "none")
             return self.elementwise(node, "gelu_tanh" if approximate == "tanh" else "gelu", args[:1])
@@ -743,6 +744,14 @@ def _fetch_attr(gm: torch.nn.Module, target: str) -> Any:
     for part in target.split("."):
         obj = getattr(obj, part)
     return obj
+
+
+def _number(value: Any, what: str) -> float:
+    """A constant the kernel's text holds; a value computed at run time (a number passed to
+    forward) cannot be one."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise CannotCover(f"{what} is not a constant number")
+    return float(value)
 
 
 def lower(model: nn.Module, inputs: list[Any], partial: bool = False) -> Program:

@@ -130,6 +130,9 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> Scan | None:
         raise CannotCover(f"{what} of {', '.join(str(t.dtype) for t in inputs)} (covered: fp32, bf16, fp16, "
                           "and a bool mask)")
     dim %= x.dim()
+    if x.shape[dim] < 2:
+        raise CannotCover(f"{what} over a dimension of length {x.shape[dim]} at the size it is traced at "
+                          "(its direction cannot be told)")
     probes = _probes(inputs)
     out_dtype = gm(*probes[1]).dtype
     for reverse, exclusive in itertools.product((False, True), repeat=2):

@@ -106,9 +106,11 @@ def _probe_kernel(arrivals, generation, limit_ns, PROGRAMS: tl.constexpr):
         tl.atomic_xchg(arrivals, 0)
         tl.atomic_add(generation, 1)
     else:
-        current = tl.atomic_add(generation, 0)
+        # plain volatile reads while waiting: atomics from every program on one address would queue
+        # the last arrival's own update behind them
+        current = tl.load(generation, volatile=True)
         while (current == opened) & (_now() - began < limit_ns):
-            current = tl.atomic_add(generation, 0)
+            current = tl.load(generation, volatile=True)
 
 
 def _warp_registers(registers_per_thread: int) -> int:

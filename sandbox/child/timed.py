@@ -7,8 +7,9 @@ time while the host enqueues the call, so the host's launch cost is hidden as fa
 ms), any host work beyond that (many launches, heavy glue in ``forward``) leaves the GPU idle between
 the events and counts, and no work of the call can run before the start event on another stream.
 Before the call, one untimed call on the previous inputs (:func:`warm_host`). Right after the end
-event, the cover's probe (the same kernel, without flush or spin) needs every SM too: blocks of the
-call still running on another stream hold it back, and its delay is added to the call's time. Then a
+event, the cover's probe (a barrier that completes only when its programs hold every SM at once):
+blocks of the call still running on another stream hold it back, and its delay is added to the
+call's time. Then a
 device-wide synchronize waits for anything else; when that wait, measured on the host, is longer
 than ``LAG_ALLOWANCE_MS``, work outlived the call and the wait is added too. The host time of ``fn``
 itself is kept beside, for information.
