@@ -269,6 +269,7 @@ def test_a_scan_with_several_outputs_is_not_covered_rather_than_a_crash(tmp_path
     assert plan.kind != "scan", plan.describe()
 
 
+@pytest.mark.slow
 def test_a_reduction_without_keepdim_broadcasts_per_column_as_torch_does(evaluator, tmp_path: Path) -> None:
     """``x - x.sum(-1)`` on a square input subtracts row j's sum from column j: two kernels, the
     second reading the sums as one value per column."""
