@@ -174,6 +174,19 @@ def _takes_values(node: torch.fx.Node, of: torch.fx.Node) -> bool:
         node.target is getattr and node.args[1] == "values")
 
 
+STRIDED_PROGRAM = """    blocks = tl.cdiv(INNER, BLOCK_I)
+    inner = (tl.program_id(0) % blocks) * BLOCK_I + tl.arange(0, BLOCK_I)
+    inner_ok = inner < INNER
+    outer = tl.program_id(0) // blocks
+    rs = tl.arange(0, BLOCK_R)
+    if WIDE:
+        outer = outer.to(tl.int64)
+        rs = rs.to(tl.int64)
+"""
+"""The start of every kernel over an ``[outer, R, inner]`` view: which BLOCK_I inner positions of which
+outer index this program owns (``p = o * blocks + i``), and the offsets of BLOCK_R rows, 64-bit on
+inputs of 2^31 values or more."""
+
 KERNEL = '''@triton.jit
 def {name}(x_ptr, out_ptr, R, INNER, CHUNK, N_TOTAL, BLOCK_R: tl.constexpr, BLOCK_I: tl.constexpr,
            EVEN_I: tl.constexpr, WIDE: tl.constexpr):
@@ -181,16 +194,9 @@ def {name}(x_ptr, out_ptr, R, INNER, CHUNK, N_TOTAL, BLOCK_R: tl.constexpr, BLOC
     # reduced over rows [k * CHUNK, (k + 1) * CHUNK) of the R between them (k is 0 and CHUNK is R unless
     # the reduction is split). Reads R x INNER elements per outer index once; writes INNER values per
     # share. The first grid axis holds every outer index: a count past 65535 still launches.
-    blocks = tl.cdiv(INNER, BLOCK_I)
-    inner = (tl.program_id(0) % blocks) * BLOCK_I + tl.arange(0, BLOCK_I)
-    inner_ok = inner < INNER
-    outer = tl.program_id(0) // blocks
-    share = tl.program_id(1)
-    rs = tl.arange(0, BLOCK_R)
+{program}    share = tl.program_id(1)
     if WIDE:
-        outer = outer.to(tl.int64)
         share = share.to(tl.int64)
-        rs = rs.to(tl.int64)
     base = x_ptr + outer * R * INNER
     lo = share * CHUNK
     hi = lo + tl.minimum(CHUNK, R - lo)  # no lo + CHUNK past the int32 range
@@ -248,15 +254,7 @@ def dim_reduce_kernel(x_ptr, out_ptr, R, INNER, CHUNK, N_TOTAL, BLOCK_R: tl.cons
     # {what} along a dimension other than the last: program p owns BLOCK_I inner positions of outer
     # index o (p = o * blocks + i) and walks the R values of each in place: a pass for the maximum, a
     # pass for the sum of exp(x - max){write_note}. An infinite maximum counts as 0, as in torch.
-    blocks = tl.cdiv(INNER, BLOCK_I)
-    inner = (tl.program_id(0) % blocks) * BLOCK_I + tl.arange(0, BLOCK_I)
-    inner_ok = inner < INNER
-    outer = tl.program_id(0) // blocks
-    rs = tl.arange(0, BLOCK_R)
-    if WIDE:
-        outer = outer.to(tl.int64)
-        rs = rs.to(tl.int64)
-    base = x_ptr + outer * R * INNER
+{program}    base = x_ptr + outer * R * INNER
     top = tl.full((BLOCK_R, BLOCK_I), float("-inf"), dtype=tl.float32)
     for r0 in range(0, R, BLOCK_R):
         r = r0 + rs
@@ -301,7 +299,7 @@ def _normalise(reduction: DimReduction) -> str:
                                                     if bf16 else "")
         note = ", and a pass that writes the normalised values"
     what = {"logsumexp": "log-sum-exp", "softmax": "softmax", "log_softmax": "log-softmax"}[op]
-    return NORMALISE.format(what=what[0].upper() + what[1:], write_note=note, finish=finish)
+    return NORMALISE.format(what=what[0].upper() + what[1:], write_note=note, finish=finish, program=STRIDED_PROGRAM)
 
 
 def _parts(op: str) -> tuple[str, str, str, str]:
@@ -340,7 +338,7 @@ def _reduce_kernel(op: str, name: str, bf16: bool) -> str:
     init, other, step, finish = _parts(op)
     if bf16 and op in ("sum", "mean", "norm2", "norm1", "sqrtsum"):
         finish += "\n    result = round_to_bf16(result)"
-    return KERNEL.format(name=name, init=init, other=other, step=step, finish=finish)
+    return KERNEL.format(name=name, program=STRIDED_PROGRAM, init=init, other=other, step=step, finish=finish)
 
 
 def split(reduction: DimReduction, params: dict[str, Any]) -> int:

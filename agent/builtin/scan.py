@@ -25,6 +25,7 @@ from typing import Any
 import torch
 import torch.fx
 
+from kernelevo.agent.builtin.dimreduce import STRIDED_PROGRAM
 from kernelevo.agent.builtin.lower import CannotCover
 
 SCANS = {torch.cumsum: "sum", torch.cumprod: "prod"}
@@ -155,18 +156,10 @@ def scan_kernel(x_ptr, mask_ptr, out_ptr, R, INNER, BLOCK_R: tl.constexpr, BLOCK
     # Program p: inner positions [i * BLOCK_I, (i + 1) * BLOCK_I) of outer index o (p = o * blocks + i),
     # scanned over their R values {direction}. Reads R x INNER values of each input once, writes as
     # many. One grid axis: an outer count past 65535 still launches.
-    blocks = tl.cdiv(INNER, BLOCK_I)
-    inner = (tl.program_id(0) % blocks) * BLOCK_I + tl.arange(0, BLOCK_I)
-    inner_ok = inner < INNER
-    outer = tl.program_id(0) // blocks
-    steps = tl.arange(0, BLOCK_R)
-    if WIDE:
-        outer = outer.to(tl.int64)
-        steps = steps.to(tl.int64)
-    base = outer * R * INNER
+{program}    base = outer * R * INNER
     carry = tl.full((BLOCK_I,), {identity}, dtype=tl.float32)
     for s0 in range(0, R, BLOCK_R):
-        s = s0 + steps  # positions in scan order
+        s = s0 + rs  # positions in scan order
         r = {position}  # positions in memory
         ok = (s < R)[:, None] & inner_ok[None, :]
         src = {source}  # where each position's scanned value comes from
@@ -191,7 +184,8 @@ def kernel(scan: Scan) -> str:
     rounding = "        result = round_to_bf16(result)\n" if scan.out_dtype == "bfloat16" else ""
     direction = ("from the last to the first" if scan.reverse else "from the first to the last") + (
         ", each position's own value left out" if scan.exclusive else "")
-    return KERNEL.format(direction=direction, identity=identity, position="R - 1 - s" if scan.reverse else "s",
+    return KERNEL.format(program=STRIDED_PROGRAM, direction=direction, identity=identity,
+                         position="R - 1 - s" if scan.reverse else "s",
                          source=shift, mask=mask, combine=combine, advance=advance, round=rounding)
 
 
