@@ -87,7 +87,9 @@ RUNTIME_REJECTED = [
     (2, "relu", "bad_forged_times", "times agree with the judge's clock", "more wall time"),
     (2, "relu", "bad_forge_result", "correct: set 0", "returned 0 outputs"),
     (4, "softmax", "bad_torch_on_thread", "no torch compute", "aten._softmax"),
-    (5, "softmax", "bad_torch_in_jit", "no torch compute", "aten._softmax"),
+    # a GPU compiles the body, and torch there is a compile error: rejected on the first call
+    (5, "softmax", "bad_torch_in_jit", "correct: set 0" if ON_GPU else "no torch compute",
+     "Unsupported function referenced" if ON_GPU else "aten._softmax"),
     (7, "relu", "bad_python_scalars", "no host arithmetic", "read 3000 values into Python"),
     (7, "relu", "bad_thread", "no new threads", "left running"),
     (8, "softmax", "bad_predicts_inputs", "correct: set 0", "outside"),
@@ -141,7 +143,9 @@ def test_host_work_through_raw_pointers_is_not_vouched_for(evaluator) -> None:
 
 
 def test_a_content_keyed_cache_never_hits(evaluator) -> None:
-    """Class 9: every call gets values no earlier call saw, so a memo keyed on a few values misses."""
+    """Class 9: every timed call gets values no earlier call saw, so a memo keyed on a few values misses.
+    The untimed calls repeat the values of the call just before (warm-up, and on a GPU the warm call
+    before each timed one): a hit there gains nothing, and the candidate prints it apart."""
     verdict = evaluator.run_in_sandbox(load_task("relu", "small"), candidate("bad_content_cache"), [])
     assert verdict.correct, verdict.reason  # it computes every time: that is all a cache can do here
     assert "MEMO HITS" not in Path(verdict.log).read_text()

@@ -12,11 +12,13 @@ blocks of the call still running on another stream hold it back, and its delay i
 call's time. Then a
 device-wide synchronize waits for anything else; when that wait, measured on the host, is longer
 than ``LAG_ALLOWANCE_MS``, work outlived the call and the wait is added too. The host time of ``fn``
-itself is kept beside, for information.
+itself is kept beside, for information. After a block of timed calls, :func:`paced_ms` times
+back-to-back calls, for a ``forward`` whose own host work is slower than its kernels.
 """
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections.abc import Callable
@@ -208,6 +210,33 @@ def warm_host(fn: Callable[..., Any], inputs: list[Any] | None, device: str) -> 
         return
     fn(*inputs)
     torch.cuda.synchronize()
+
+
+PACE_WINDOW_MS = 2.0
+"""How long one pace measurement's loop of calls runs, about (from the call's timed length)."""
+PACE_CALLS = (2, 100)
+"""The fewest and the most calls in one pace measurement."""
+
+
+def paced_ms(fn: Callable[..., Any], inputs: list[Any], estimate_ms: float) -> tuple[float, int]:
+    """``(ms per call, calls)`` of back-to-back calls on the same inputs, launched as fast as the host
+    can and synchronized once at the end, on the host's clock: what a call costs in a loop when the
+    host, not the GPU, sets the pace (many launches, glue in ``forward``), as ``do_bench`` sees it.
+
+    The timed call cannot see this: its cover hides up to 0.26 ms of host work, as a busy queue does
+    in a model whose other work keeps the GPU fed. When ``forward`` alone keeps the GPU waiting, the
+    user pays the host's time, so the judge takes the slower of the two (``sandbox/judge/timing.py``).
+    The inputs repeat, so a cache could make this loop fast; that only leaves the timed call's figure
+    standing. One call first, finished, so a cold process's first launch is not in the loop."""
+    low, high = PACE_CALLS
+    calls = max(low, min(high, math.ceil(PACE_WINDOW_MS / max(estimate_ms, 1e-3))))
+    fn(*inputs)
+    _device_synchronize()
+    began = _perf_counter()
+    for _ in range(calls):
+        fn(*inputs)
+    _device_synchronize()
+    return (_perf_counter() - began) * 1e3 / calls, calls
 
 
 def warm_up(fn: Callable[..., Any], inputs: list[Any], device: str, calls: int, seconds: float) -> int:

@@ -24,7 +24,15 @@ import torch
 from kernelevo.sandbox import wire
 from kernelevo.sandbox.child import autotune, inputs
 from kernelevo.sandbox.child.launches import LaunchRecorder, OpRecorder
-from kernelevo.sandbox.child.timed import GraphTimedCall, TimedCall, flat_outputs, output_digest, warm_host, warm_up
+from kernelevo.sandbox.child.timed import (
+    GraphTimedCall,
+    TimedCall,
+    flat_outputs,
+    output_digest,
+    paced_ms,
+    warm_host,
+    warm_up,
+)
 from kernelevo.tasks.loader import import_task_module
 
 MARKER_CYCLES = 1000
@@ -173,6 +181,15 @@ class Worker:
             warm_host(self.model, self.buffers.tensors, self.job["device"])
         return {"ok": True}
 
+    def paced(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Back-to-back calls on the last timed call's inputs (:func:`paced_ms`)."""
+        assert self.model is not None
+        if self.job["device"] != "cuda" or not self.buffers.tensors:
+            return {"ok": False, "error": "a pace is measured on a GPU, after a timed call"}
+        with torch.no_grad():
+            pace, calls = paced_ms(self.model, self.buffers.tensors, float(msg.get("estimate_ms", 0.1)))
+        return {"ok": True, "pace_ms": pace, "calls": calls}
+
     def graph_timed(self, msg: dict[str, Any]) -> dict[str, Any]:
         """One replay of ``forward`` captured once as a CUDA graph (``--cuda-graph``), on fresh values
         refilled into the captured input tensors; digested and kept like a timed call's output."""
@@ -227,7 +244,8 @@ def _delta(now: dict[str, int], before: dict[str, int]) -> dict[str, int]:
 
 
 HANDLERS = {"build": Worker.build, "call": Worker.call, "warmup": Worker.warmup, "timed": Worker.timed,
-            "warm": Worker.warm, "graph_timed": Worker.graph_timed, "ship": Worker.ship, "finish": Worker.finish}
+            "warm": Worker.warm, "paced": Worker.paced,
+            "graph_timed": Worker.graph_timed, "ship": Worker.ship, "finish": Worker.finish}
 
 
 def serve(channel: wire.Channel) -> None:

@@ -30,6 +30,9 @@ from kernelevo.sandbox.models import Ceilings, Check, ReferenceResult, TimingPol
 from kernelevo.tasks.task import Task
 
 BASELINE_SEEDS = [1, 2, 3, 4, 5]
+BASELINE_FORMAT = 7
+"""Part of a cached baseline's key: raised when what a baseline measures changes (the pace of
+back-to-back calls beside the timed median, here), so older ones are measured again."""
 """Baselines are times, not checks: fixed seeds keep the cache valid across evaluations."""
 
 
@@ -199,7 +202,7 @@ class Evaluator:
         import torch
 
         key = cache.key_of(task.sha256, task.size, self.device_label(), torch.__version__, task.dtype,
-                           self.config.measure_compile, self.config.timing.model_dump(), 6)
+                           self.config.measure_compile, self.config.timing.model_dump(), BASELINE_FORMAT)
         path = self.config.cache_dir / "references" / f"{cache.slug(task.name)}-{key}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         # One baseline job per task at a time, across evaluators and processes.

@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import faulthandler
 import os
+import statistics
 import sys
 import time
 import warnings
@@ -29,12 +30,13 @@ from kernelevo.sandbox.child.timed import (
     call_ms,
     flat_outputs,
     output_digest,
+    paced_ms,
     tensor_digest,
     warm_host,
     warm_up,
 )
 from kernelevo.sandbox.judge import compare, telemetry, workload
-from kernelevo.sandbox.judge.timing import stats
+from kernelevo.sandbox.judge.timing import PACE_MEASUREMENTS, stats
 from kernelevo.sandbox.models import OutputStats, ReferenceResult, TimingPolicy
 from kernelevo.tasks.loader import TaskError, import_task_module
 
@@ -224,6 +226,14 @@ class Oracle:
             warm_host(self.model, self.buffers.tensors, self.job["device"])
         return {"ok": True}
 
+    def paced(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Back-to-back calls of the reference, as the candidate's process makes them."""
+        if self.job["device"] != "cuda" or not self.buffers.tensors:
+            return {"ok": False, "error": "a pace is measured on a GPU, after a timed call"}
+        with torch.no_grad():
+            pace, calls = paced_ms(self.model, self.buffers.tensors, float(msg.get("estimate_ms", 0.1)))
+        return {"ok": True, "pace_ms": pace, "calls": calls}
+
     def graph_timed(self, msg: dict[str, Any]) -> dict[str, Any]:
         """The reference replayed as a CUDA graph, timed as the candidate's replays are."""
         if self.job["device"] != "cuda":
@@ -303,8 +313,10 @@ class Oracle:
                 out, gpu_ms, _, lag_ms = timer(fn, args)
                 del out
                 times.append(call_ms(gpu_ms, lag_ms))
+            paces = [paced_ms(fn, buffers.tensors, statistics.median(times))[0]
+                     for _ in range(PACE_MEASUREMENTS)] if device == "cuda" else []
         phases[phase] = time.perf_counter() - began
-        return stats(times)
+        return stats(times, min(paces) if paces else None)
 
 
 def describe_value(value: object) -> str:
@@ -325,7 +337,8 @@ def _triton_version() -> str | None:
 
 HANDLERS = {"load": Oracle.load, "expect": Oracle.expect, "compare": Oracle.compare, "drop": Oracle.drop,
             "reset": Oracle.reset,
-            "warmup": Oracle.warmup, "warm": Oracle.warm, "timed": Oracle.timed, "graph_timed": Oracle.graph_timed,
+            "warmup": Oracle.warmup, "warm": Oracle.warm, "paced": Oracle.paced,
+            "timed": Oracle.timed, "graph_timed": Oracle.graph_timed,
             "baseline": Oracle.baseline}
 
 

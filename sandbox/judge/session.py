@@ -16,6 +16,7 @@ import json
 import os
 import random
 import secrets
+import statistics
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ from kernelevo.sandbox.isolation.process import take_lock
 from kernelevo.sandbox.isolation.protocol import Job
 from kernelevo.sandbox.judge import rules, telemetry
 from kernelevo.sandbox.judge.record import Record
-from kernelevo.sandbox.judge.timing import Block
+from kernelevo.sandbox.judge.timing import PACE_MEASUREMENTS, Block
 from kernelevo.sandbox.models import TimingPolicy
 from kernelevo.tasks.task import Task
 
@@ -416,7 +417,25 @@ class Session:
                 if problem:
                     problems.append(problem)
                     break
+        if gpu and op == "timed" and not problems:
+            self._pace(job, who, phase, block)
         return block, (checked, problems)
+
+    def _pace(self, job: Job, who: str, phase: str, block: Block) -> None:
+        """Loops of back-to-back calls on the block's last inputs (``child/timed.paced_ms``). A process
+        can only report a pace slower than its calls: a fast one leaves the timed median standing."""
+        estimate = statistics.median(block.times_ms)
+        for _ in range(PACE_MEASUREMENTS):
+            reply = self.ask(job, who, f"{phase}: back-to-back calls", {"op": "paced", "estimate_ms": estimate})
+            if not reply.get("ok"):
+                raise Stop(who, phase, str(reply.get("error")))
+            try:
+                pace = float(reply["pace_ms"])
+            except (KeyError, TypeError, ValueError):
+                pace = None
+            if pace is None or not pace >= 0:
+                raise Stop(who, phase, f"a malformed answer to a pace request: {str(reply)[:200]}")
+            block.pace_ms.append(pace)
 
     def _check_timed(self, seed: int, run: int, digest_seed: int, digest: Any) -> str | None:
         """A timed call's output, shipped after the call: it must be the output the call committed to
