@@ -1,7 +1,8 @@
 """A whole network as tasks: capture its forward graph, cut it into fusible regions, and write each
 region as a KernelBench-format task with the real shapes and dtypes captured from a run.
 
-- ``capture``: ``torch.fx.symbolic_trace`` of the model, then one run on example inputs
+- ``capture``: ``torch.fx.symbolic_trace`` of the model (or, where the forward reads sizes into
+  Python, a trace at the example inputs' shapes: ``concrete_trace``), then one run on example inputs
   (``ShapeProp``) for every value's shape and dtype.
 - ``partition``: regions anchored at the ops that dominate model time (``nn.Linear``, ``nn.Conv2d``,
   norms, softmax, ``scaled_dot_product_attention``) or at a pointwise op, each extended forward
@@ -30,9 +31,11 @@ import torch.nn.functional as F
 from torch.fx.passes.shape_prop import ShapeProp
 from torch.fx.passes.split_module import split_module
 
+from kernelevo.tasks.concrete_trace import concrete_trace
+
 POINTWISE_FUNCTIONS = {
     torch.relu, torch.sigmoid, torch.tanh, torch.exp, torch.abs, torch.neg, torch.sqrt, torch.rsqrt, torch.add,
-    torch.sub, torch.mul, torch.div, torch.where, torch.clamp, torch.maximum, torch.minimum, torch.erf,
+    torch.sub, torch.mul, torch.div, torch.where, torch.clamp, torch.maximum, torch.minimum, torch.erf, torch.pow,
     F.relu, F.gelu, F.silu, F.sigmoid, F.tanh, F.leaky_relu, F.softplus, F.mish, F.elu,
     operator.add, operator.sub, operator.mul, operator.truediv, operator.neg, operator.pow,
 }
@@ -76,11 +79,18 @@ class Region:
 
 
 def capture(model: nn.Module, inputs: list[Any]) -> torch.fx.GraphModule:
-    """The model's forward as a graph, every value annotated with its shape and dtype from one run."""
+    """The model's forward as a graph, every value annotated with its shape and dtype from one run.
+    Symbolic tracing first (the graph holds for any shape); where the forward reads sizes into Python
+    (``B, T, C = x.size()``, slicing a buffer by them), the graph recorded at these inputs' shapes."""
     try:
         gm = torch.fx.symbolic_trace(model)
-    except Exception as exc:
-        raise CannotCapture(f"torch.fx could not trace the model's forward: {type(exc).__name__}: {exc}") from None
+    except Exception as symbolic:
+        try:
+            gm = concrete_trace(model, inputs)
+        except Exception as concrete:
+            raise CannotCapture(
+                f"torch.fx could not trace the model's forward: {type(symbolic).__name__}: {symbolic}; "
+                f"nor with its shapes fixed: {type(concrete).__name__}: {concrete}") from None
     with torch.no_grad():
         ShapeProp(gm).propagate(*inputs)
     return gm
@@ -129,6 +139,7 @@ def partition(gm: torch.fx.GraphModule) -> list[Region]:
     taken: dict[str, str] = {}
     regions: list[Region] = []
     nodes = [n for n in gm.graph.nodes if n.op in ("call_module", "call_function", "call_method")]
+    order = {n: i for i, n in enumerate(gm.graph.nodes)}
     for node in nodes:
         if node.name in taken:
             continue
@@ -141,7 +152,7 @@ def partition(gm: torch.fx.GraphModule) -> list[Region]:
         # keeps one output.
         while kind != "module" and len(members[-1].users) == 1:
             (user,) = members[-1].users
-            if user.name in taken or not _is_pointwise(gm, user):
+            if user.name in taken or not _is_pointwise(gm, user) or not _ready(user, members, order):
                 break
             members.append(user)
         names = [m.name for m in members]
@@ -161,6 +172,14 @@ def partition(gm: torch.fx.GraphModule) -> list[Region]:
             region.supported, region.reason = False, why
         regions.append(region)
     return regions
+
+
+def _ready(user: torch.fx.Node, members: list[torch.fx.Node], order: dict[torch.fx.Node, int]) -> bool:
+    """Can ``user`` join the region? Only if its other inputs exist before the region starts: a value
+    computed later (``0.5 * x * (1 + tanh(...x...))`` joins ``0.5 * x`` with the tanh's result) would
+    make the region wait for work placed after it."""
+    start = order[members[0]]
+    return all(a in members or order[a] < start for a in user.all_input_nodes)
 
 
 def _unsupported(gm: torch.fx.GraphModule, members: list[torch.fx.Node], inputs: list[str]) -> str | None:
@@ -267,6 +286,7 @@ def region_task_source(gm: torch.fx.GraphModule, region: Region, allow_partial: 
             inputs.append(f"torch.randint(0, 8, {shape}, dtype=torch.{_dtype_name(meta.dtype)})")
     header = [f'"""Region {region.name} of a captured model: {", ".join(region.nodes)}."""', "",
               "import torch", "import torch.nn as nn", "import torch.nn.functional as F", "from torch import device",
+              "from math import inf, nan",
               "import operator", "", f'DESCRIPTION = "region {region.name} ({region.kind}) of a captured model"']
     if dtype and dtype != "float32":
         header.append(f"DTYPE = torch.{dtype}")

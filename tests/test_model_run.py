@@ -119,6 +119,46 @@ def test_an_untraceable_model_is_a_clear_error() -> None:
         rg.capture(Branchy(), [torch.randn(3)])
 
 
+MINI_GPT = ROOT / "tasks" / "examples" / "mini_gpt_block.py"
+
+
+def test_a_forward_that_reads_sizes_into_python_is_captured_at_its_shapes() -> None:
+    """minGPT's idioms (``B, T, C = x.size()``, ``math.sqrt(k.size(-1))``, a mask buffer sliced by
+    ``T``): symbolic tracing fails on them; the capture records the graph at the inputs' shapes, and
+    the network cut into regions computes exactly what the original does."""
+    model, inputs = mr.build(mr.ModelSpec(path=str(MINI_GPT), size="small"))
+    with pytest.raises(Exception):  # noqa: B017 - whatever torch.fx raises for a size read into Python
+        torch.fx.symbolic_trace(model)
+    gm = rg.capture(model, inputs)
+    found = rg.partition(gm)
+    kinds = [r.kind for r in found]
+    assert kinds.count("linear") == 4 and kinds.count("norm") == 2 and "softmax" in kinds
+    with torch.no_grad():
+        assert torch.equal(rg.split(gm, found)(*inputs), model(*inputs))
+    # every region's inputs exist before it runs: the written-out GELU (0.5 * x * (1 + tanh(...x...)))
+    # does not pull the tanh's result into the region of 0.5 * x
+    order = {n.name: i for i, n in enumerate(gm.graph.nodes)}
+    for region in found:
+        assert all(order[name] < order[region.nodes[0]] for name in region.inputs), region
+    for region in (r for r in found if r.supported):  # each is a task that runs
+        namespace: dict = {}
+        exec(compile(rg.region_task_source(gm, region), region.name, "exec"), namespace)  # noqa: S102
+        with torch.no_grad():
+            assert namespace["Model"]()(*namespace["get_inputs"]()).shape == rg._tensor_meta(
+                next(n for n in gm.graph.nodes if n.name == region.output)).shape
+
+
+def test_branching_on_values_is_not_recorded_for_one_example() -> None:
+    from kernelevo.tasks.concrete_trace import ShapeDependentTrace, concrete_trace
+
+    class Branchy(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x if x.sum() > 0 else -x
+
+    with pytest.raises(ShapeDependentTrace, match="data-dependent"):
+        concrete_trace(Branchy(), [torch.randn(3)])
+
+
 def _result(name: str, gain: float) -> mr.RegionResult:
     return mr.RegionResult(name=name, kind="linear", nodes=[name], inputs=[], output=name, gain=gain)
 
@@ -282,6 +322,21 @@ def test_a_tiny_transformer_block_end_to_end(tmp_path, cache_dir, monkeypatch) -
     from kernelevo.agent.model_export import export
 
     assert export(run, tmp_path / "none.py") == 0
+
+
+@pytest.mark.slow
+def test_a_mini_gpt_block_is_optimized_and_reassembled(tmp_path, cache_dir, monkeypatch) -> None:
+    """optimize-model on the minGPT block, whose forward symbolic tracing cannot follow: regions
+    optimized under the CPU interpreter, the network reassembled and judged like any candidate."""
+    monkeypatch.setenv("KERNELEVO_CACHE", str(cache_dir))
+    monkeypatch.setenv("KERNELEVO_KERNEL_DIR", str(tmp_path / "kernels"))
+    runner = CliRunner()
+    run = tmp_path / "gpt-run"
+    done = runner.invoke(app, ["optimize-model", str(MINI_GPT), "--size", "small", "--max-evals", "4",
+                               "--max-regions", "2", "--run-dir", str(run), "--sandbox", "process"])
+    assert done.exit_code == 0, done.output
+    e2e = json.loads(runner.invoke(app, ["status", str(run), "--json"]).stdout)["end_to_end"]
+    assert e2e["correct"] and e2e["regions_replaced"] >= 1 and e2e["max_abs_error"] < 1e-3, e2e
 
 
 def test_a_kernel_that_does_not_win_in_context_is_reverted() -> None:

@@ -1,0 +1,135 @@
+"""Tracing a forward with its shapes fixed: ``torch.fx`` tracing that also runs the model on example
+inputs, so that sizes read in Python are plain numbers.
+
+``torch.fx.symbolic_trace`` turns every value into a proxy, sizes included, and fails on code that
+real models are full of: ``B, T, C = x.size()``, ``math.sqrt(k.size(-1))``, ``self.bias[:, :, :T, :T]``
+with ``T`` read from a shape, ``if x.dim() == 4``. Here each proxy carries the real value the op
+produced on the example inputs, and what only depends on shapes (``size``, ``shape``, ``dim``,
+``numel``, ``dtype``, ``device``, ``len``) is answered with that value's own, so the graph is recorded
+for these shapes. That is all a captured region needs: it is written as a task with the captured
+shapes anyway. Branching on tensor values (``if x.sum() > 0``) still cannot be traced: it would bake
+one example's path into the graph.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+import torch.fx
+import torch.nn as nn
+
+SHAPE_ATTRIBUTES = frozenset({"shape", "ndim", "dtype", "device", "is_cuda", "layout", "is_floating_point",
+                              "is_complex", "size", "dim", "numel", "nelement", "stride", "element_size",
+                              "is_contiguous", "get_device"})
+"""Tensor attributes and methods that depend only on shapes, types and placement: answered from the
+example run's value instead of recorded (``is_contiguous`` and ``stride`` depend on layout, which
+the same code at the same shapes reproduces)."""
+
+
+_MODULE_CALL, _MODULE_GETATTR = nn.Module.__call__, nn.Module.__getattr__
+"""Taken at import: while tracing, ``torch.fx`` replaces both to record module calls and parameter
+reads; an example value must come from the real ones."""
+
+
+@contextlib.contextmanager
+def _untraced() -> Iterator[None]:
+    """``nn.Module`` as it is outside a trace, while an example value is computed."""
+    traced = nn.Module.__call__, nn.Module.__getattr__
+    nn.Module.__call__, nn.Module.__getattr__ = _MODULE_CALL, _MODULE_GETATTR  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        nn.Module.__call__, nn.Module.__getattr__ = traced  # type: ignore[method-assign]
+
+
+class ShapeDependentTrace(Exception):
+    """The forward cannot be recorded even with its shapes fixed."""
+
+
+class _ConcreteProxy(torch.fx.Proxy):
+    """A proxy that knows the value it stands for in the example run."""
+
+    tracer: ConcreteTracer
+
+    def __getattr__(self, name: str) -> Any:
+        if name in SHAPE_ATTRIBUTES:
+            return getattr(self.tracer.value_of(self.node), name)
+        return super().__getattr__(name)
+
+    def __len__(self) -> int:
+        return len(self.tracer.value_of(self.node))
+
+    def __iter__(self) -> Iterator[Any]:
+        value = self.tracer.value_of(self.node)
+        if not isinstance(value, (tuple, list, torch.Tensor)):
+            raise ShapeDependentTrace(f"iterating over {type(value).__name__} {self.node.name}")
+        return iter([self[i] for i in range(len(value))])
+
+    def __bool__(self) -> bool:
+        raise ShapeDependentTrace(f"the forward branches on the value of {self.node.name} (data-dependent "
+                                  "control flow): one example's branch would be recorded for every input")
+
+
+class ConcreteTracer(torch.fx.Tracer):
+    """``torch.fx.Tracer`` whose proxies carry example values (see the module)."""
+
+    def __init__(self, inputs: list[Any]) -> None:
+        super().__init__()
+        self.inputs = list(inputs)
+        self.values: dict[torch.fx.Node, Any] = {}
+        self._placeholders = 0
+
+    def proxy(self, node: torch.fx.Node) -> torch.fx.Proxy:
+        return _ConcreteProxy(node, self)
+
+    def value_of(self, node: torch.fx.Node) -> Any:
+        if node not in self.values and node.op == "get_attr":
+            with _untraced():
+                self.values[node] = _fetch(self.root, str(node.target))
+        if node not in self.values:
+            raise ShapeDependentTrace(f"no example value for {node.name}")
+        return self.values[node]
+
+    def _concrete(self, arg: Any) -> Any:
+        return torch.fx.node.map_aggregate(arg, lambda a: self.value_of(a) if isinstance(a, torch.fx.Node) else a)
+
+    def create_proxy(self, kind: str, target: Any, args: tuple, kwargs: dict, name: str | None = None,
+                     type_expr: Any = None, *rest: Any, **more: Any) -> torch.fx.Proxy:
+        proxy = super().create_proxy(kind, target, args, kwargs, name, type_expr, *rest, **more)
+        node = proxy.node
+        if kind == "placeholder":
+            if self._placeholders >= len(self.inputs):
+                raise ShapeDependentTrace(f"forward takes more inputs than the {len(self.inputs)} given")
+            self.values[node] = self.inputs[self._placeholders]
+            self._placeholders += 1
+            return proxy
+        values_args, values_kwargs = self._concrete(node.args), self._concrete(node.kwargs)
+        with torch.no_grad(), _untraced():
+            if kind == "get_attr":
+                self.values[node] = _fetch(self.root, str(target))
+            elif kind == "call_function":
+                self.values[node] = target(*values_args, **values_kwargs)
+            elif kind == "call_method":
+                self.values[node] = getattr(values_args[0], target)(*values_args[1:], **values_kwargs)
+            elif kind == "call_module":
+                self.values[node] = self.root.get_submodule(str(target))(*values_args, **values_kwargs)
+        return proxy
+
+
+def _fetch(root: nn.Module, qualified: str) -> Any:
+    value: Any = root
+    for part in qualified.split("."):
+        value = builtins.getattr(value, part)
+    return value
+
+
+def concrete_trace(model: nn.Module, inputs: list[Any]) -> torch.fx.GraphModule:
+    """``model``'s forward as a graph recorded at the shapes of ``inputs`` (see the module)."""
+    tracer = ConcreteTracer(inputs)
+    graph = tracer.trace(model)
+    name = model.__class__.__name__
+    return torch.fx.GraphModule(tracer.root, graph, name)
