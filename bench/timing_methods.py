@@ -67,15 +67,14 @@ def gpu_state() -> dict:
 def judge_median(fn: Callable[..., Any], make_inputs: Callable[[int], list[Any]], budget_s: float = 1.0,
                  refill: bool = True, graph: bool = False) -> dict:
     """The judge's timed call, as the session drives it: warm-up, then calls on fresh values until the
-    budget is spent (25 to 200 calls), then the pace of back-to-back calls; ``median_ms`` is the time
-    the judge counts (the timed median, or the pace where the host sets it). ``refill=False``: the same
-    values every call; ``graph``: the call captured once as a CUDA graph and replayed (the
-    ``--cuda-graph`` timing)."""
+    budget is spent (25 to 200 calls), then the pace of back-to-back calls (reported beside, as the
+    judge reports it). ``refill=False``: the same values every call; ``graph``: the call captured once
+    as a CUDA graph and replayed (the ``--cuda-graph`` timing)."""
     import torch
 
     from kernelevo.sandbox.child.inputs import InputBuffers
     from kernelevo.sandbox.child.timed import GraphTimedCall, TimedCall, call_ms, paced_ms, warm_host, warm_up
-    from kernelevo.sandbox.judge.timing import PACE_MEASUREMENTS, counted_ms
+    from kernelevo.sandbox.judge.timing import PACE_MEASUREMENTS
 
     buffers, timer = InputBuffers(), TimedCall("cuda")
     with torch.no_grad():
@@ -92,12 +91,12 @@ def judge_median(fn: Callable[..., Any], make_inputs: Callable[[int], list[Any]]
             del out
             times.append(call_ms(gpu, lag))
             hosts.append(host)
-        # the judge's rule for a forward whose host work sets the pace (sandbox/judge/timing.py)
+        # reported beside the time, as the judge does (sandbox/judge/timing.py, host_bound)
         paces = [paced_ms(fn, args, statistics.median(times))[0] for _ in range(PACE_MEASUREMENTS)] \
             if refill and not replay else []
     timed = statistics.median(times)
     pace = min(paces) if paces else None
-    return {"median_ms": counted_ms(timed, pace), "timed_ms": timed, "pace_ms": pace,
+    return {"median_ms": timed, "pace_ms": pace,
             "host_ms": statistics.median(hosts), "runs": len(times), **gpu_state()}
 
 
@@ -138,7 +137,7 @@ def compare_point(callable_: Callable[..., Any], make_inputs: Callable[[int], li
         j = judge_median(callable_, make_inputs)
         judged.append(j["median_ms"])
         benched.append(do_bench_median(callable_, args))
-        states.append({**gpu_state(), "judge_sm_mhz": j["sm_mhz"], "host_ms": j["host_ms"]})
+        states.append({**gpu_state(), "judge_sm_mhz": j["sm_mhz"], "host_ms": j["host_ms"], "pace_ms": j["pace_ms"]})
     same = judge_median(callable_, make_inputs, refill=False)["median_ms"]
     try:
         graphed: float | str = judge_median(callable_, make_inputs, graph=True)["median_ms"]

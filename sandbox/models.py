@@ -4,7 +4,7 @@ to users and the agent. Pydantic, so that what a sandboxed process sends is vali
 from __future__ import annotations
 
 from pydantic import BaseModel as _PydanticModel
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field
 
 
 class BaseModel(_PydanticModel):
@@ -65,16 +65,8 @@ class TimingStats(BaseModel):
     p90_ms: float
     runs: int
     pace_ms: float | None = None
-    """Per call in a loop of back-to-back calls (GPU only; ``sandbox/judge/timing.py``)."""
-    counted_ms: float | None = None
-    """The time a call counts: ``median_ms``, or ``pace_ms`` where the host set the pace. Filled in
-    by ``timing.stats``; equal to ``median_ms`` where no pace was measured."""
-
-    @model_validator(mode="after")
-    def _counted(self) -> TimingStats:
-        if self.counted_ms is None:
-            self.counted_ms = self.median_ms
-        return self
+    """Per call in a loop of back-to-back calls (GPU only; ``sandbox/judge/timing.py``): reported,
+    not counted."""
 
     @property
     def iqr_fraction(self) -> float:
@@ -206,10 +198,13 @@ class Verdict(BaseModel):
     """Median host time of the candidate's ``forward`` in its timed calls (for information: the
     timed figure counts host time only where it kept the GPU waiting)."""
     pace_ms: float | None = None
-    """Per call in a loop of back-to-back calls (GPU only). Where it exceeds the timed calls' median
-    by more than ``timing.PACE_MARGIN``, the host sets the pace and it is ``runtime_ms``."""
+    """Per call in a loop of back-to-back calls, as the candidate's process reported it (GPU only):
+    for information, never counted (``sandbox/judge/timing.py``, ``host_bound``)."""
     host_bound: bool = False
-    """``runtime_ms`` is the pace: ``forward``'s host work, not its kernels, decides the time."""
+    """``pace_ms`` exceeds ``runtime_ms`` by more than ``timing.PACE_MARGIN``: by its own report,
+    ``forward``'s host work, not its kernels, would set the pace in a loop of its calls."""
+    reference_pace_ms: float | None = None
+    """The same for the eager reference, from its baseline (measured by the oracle)."""
     first_call_ms: float | None = None
     max_abs_error: float | None = None
     """The largest |candidate - eager| over every checked output."""

@@ -245,10 +245,10 @@ def test_reference_timing_matches_triton_do_bench(evaluator, relu_task) -> None:
     assert abs(reference.eager.median_ms / ms - 1) < DO_BENCH_TOLERANCE, (reference.eager.median_ms, ms)
 
 
-def test_host_work_that_sets_the_pace_counts(evaluator) -> None:
+def test_host_work_that_sets_the_pace_is_reported(evaluator) -> None:
     """Sixteen launches on a small input: the kernels take a few microseconds, the host's launches far
-    more. The timed call's cover hides the host; back-to-back calls do not, and the verdict counts
-    them, as do_bench reads the same forward."""
+    more. The timed call's cover hides the host; back-to-back calls do not, and the verdict reports
+    their pace (not counted: the candidate's process measures it), as do_bench reads the same forward."""
     import importlib.util
 
     import torch
@@ -257,14 +257,14 @@ def test_host_work_that_sets_the_pace_counts(evaluator) -> None:
     task = load_task("relu", "small")
     verdict, code = evaluator.evaluate(task, candidate("ok_relu_many_launches"))
     assert code == 0, verdict.reason
-    assert verdict.host_bound and verdict.runtime_ms == verdict.pace_ms, (verdict.runtime_ms, verdict.pace_ms)
+    assert verdict.host_bound and verdict.pace_ms > verdict.runtime_ms, (verdict.runtime_ms, verdict.pace_ms)
     spec = importlib.util.spec_from_file_location("many_launches", candidate("ok_relu_many_launches"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     model, x = module.ModelNew(), torch.randn(3000, device="cuda")
     ms = triton.testing.do_bench(lambda: model(x), warmup=100, rep=300, return_mode="median")
     # the judge's process also counts each launch (about a microsecond each): a band, not equality
-    assert 0.7 < verdict.runtime_ms / ms < 1.6, (verdict.runtime_ms, ms)
+    assert 0.7 < verdict.pace_ms / ms < 1.6, (verdict.pace_ms, ms)
 
 
 def test_cuda_graph_times_are_reported_beside_and_capture_failures_explained(make_evaluator, relu_task) -> None:

@@ -417,13 +417,13 @@ class Session:
                 if problem:
                     problems.append(problem)
                     break
-        if gpu and op == "timed" and not problems:
+        if gpu and op == "timed" and who == "worker" and not problems:
             self._pace(job, who, phase, block)
         return block, (checked, problems)
 
     def _pace(self, job: Job, who: str, phase: str, block: Block) -> None:
-        """Loops of back-to-back calls on the block's last inputs (``child/timed.paced_ms``). A process
-        can only report a pace slower than its calls: a fast one leaves the timed median standing."""
+        """Loops of back-to-back calls on the block's last inputs (``child/timed.paced_ms``): reported
+        beside the time, never counted (``timing.host_bound`` says why)."""
         estimate = statistics.median(block.times_ms)
         for _ in range(PACE_MEASUREMENTS):
             reply = self.ask(job, who, f"{phase}: back-to-back calls", {"op": "paced", "estimate_ms": estimate})
@@ -433,7 +433,7 @@ class Session:
                 pace = float(reply["pace_ms"])
             except (KeyError, TypeError, ValueError):
                 pace = None
-            if pace is None or not pace >= 0:
+            if pace is None or not 0 <= pace < float("inf"):
                 raise Stop(who, phase, f"a malformed answer to a pace request: {str(reply)[:200]}")
             block.pace_ms.append(pace)
 

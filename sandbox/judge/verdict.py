@@ -13,6 +13,7 @@ from kernelevo.sandbox.judge.timing import (
     Block,
     drift_allowance,
     fastest_pace,
+    host_bound,
     impossible_calls,
     stats,
     unexplained_problem,
@@ -83,9 +84,8 @@ def judge(task: Task, candidate: str, static_checks: list[Check], baseline: Refe
 def _judge_times(verdict: Verdict, task: Task, baseline: ReferenceResult, ceilings: Ceilings | None,
                  record: Record, checks: list[Check]) -> None:
     times = [t for block in record.blocks for t in block.times_ms]
-    timed = stats(times, fastest_pace(record.blocks))
-    verdict.runtime_ms, verdict.pace_ms = timed.counted_ms, timed.pace_ms
-    verdict.host_bound = timed.counted_ms != timed.median_ms
+    verdict.runtime_ms, verdict.pace_ms = stats(times).median_ms, fastest_pace(record.blocks)
+    verdict.host_bound = host_bound(verdict.runtime_ms, verdict.pace_ms)
     verdict.host_ms = statistics.median(h for block in record.blocks for h in block.host_ms)
     _cross_check(record, checks)
     if record.device != "cuda":
@@ -98,10 +98,11 @@ def _judge_times(verdict: Verdict, task: Task, baseline: ReferenceResult, ceilin
     if len(medians) == 2 and min(medians) > 0:
         verdict.noise_pct = round(100 * abs(medians[0] - medians[1]) / min(medians), 2)
     if baseline.eager is not None:
-        eager = baseline.eager.counted_ms
+        eager = baseline.eager.median_ms
+        verdict.reference_pace_ms = baseline.eager.pace_ms
         verdict.reference_runtime_ms, verdict.speedup = eager, eager / verdict.runtime_ms
         if record.reference_block and record.reference_block.times_ms:
-            rerun = stats(record.reference_block.times_ms, fastest_pace([record.reference_block])).counted_ms
+            rerun = stats(record.reference_block.times_ms).median_ms
             drift, allowed = rerun / eager - 1, drift_allowance(baseline.eager, verdict.noise_pct)
             checks.append(Check(
                 name="reference timing stable", passed=abs(drift) <= allowed,
@@ -109,8 +110,8 @@ def _judge_times(verdict: Verdict, task: Task, baseline: ReferenceResult, ceilin
                 f"its cached baseline ({100 * drift:+.1f}%, allowed ±{100 * allowed:.0f}%)"
                 + ("" if abs(drift) <= allowed else ": the GPU's state changed (clocks, another load)")))
     if baseline.compiled is not None:
-        verdict.compile_runtime_ms = baseline.compiled.counted_ms
-        verdict.speedup_vs_compile = baseline.compiled.counted_ms / verdict.runtime_ms
+        verdict.compile_runtime_ms = baseline.compiled.median_ms
+        verdict.speedup_vs_compile = baseline.compiled.median_ms / verdict.runtime_ms
     if ceilings is not None:
         _speed_of_light(verdict, task, baseline, ceilings, checks)
 
