@@ -47,7 +47,7 @@ import json, resource, sys
 cap = int(sys.argv[2])
 resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 try:
-    from kernelevo.agent.builtin.lower import CannotCover
+    from kernelevo.agent.builtin.program import CannotCover
     from kernelevo.agent.builtin.recognize import recognise
     from kernelevo.tasks import load_task
     task = load_task(sys.argv[1], "full")

@@ -205,7 +205,7 @@ def test_a_scan_is_recognised_by_what_it_computes_not_how_it_is_written(tmp_path
 
 
 def test_a_scan_with_other_work_is_a_kernel_of_its_own_and_an_unknown_form_says_why(tmp_path: Path) -> None:
-    from kernelevo.agent.builtin.lower import CannotCover
+    from kernelevo.agent.builtin.program import CannotCover
 
     def plan(body: str):  # noqa: ANN202
         path = tmp_path / "scan.py"
@@ -256,7 +256,7 @@ def test_inputs_that_broadcast_like_parameters_are_read_like_them(evaluator, tmp
 def test_a_scan_with_several_outputs_is_not_covered_rather_than_a_crash(tmp_path: Path, body: str) -> None:
     """A scan whose graph returns more than one tensor is another template's, or none: never a crash,
     which the runner would report as an unusable task file."""
-    from kernelevo.agent.builtin.lower import CannotCover
+    from kernelevo.agent.builtin.program import CannotCover
 
     path = tmp_path / "scan.py"
     path.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, x):\n"

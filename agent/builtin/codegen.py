@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from kernelevo.agent.builtin.lower import REDUCTIONS, Node, Program
+from kernelevo.agent.builtin.program import REDUCTIONS, Node, Program
 
 NEG_INF = 'float("-inf")'
 POS_INF = 'float("inf")'

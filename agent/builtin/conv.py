@@ -25,7 +25,8 @@ import torch.fx
 import torch.nn as nn
 
 from kernelevo.agent.builtin import codegen
-from kernelevo.agent.builtin.lower import CannotCover, Node, Program, lower
+from kernelevo.agent.builtin.lower import lower
+from kernelevo.agent.builtin.program import CannotCover, Node, Program
 
 CONV_MODULES = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)
 

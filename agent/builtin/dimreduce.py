@@ -21,7 +21,7 @@ import torch.fx
 import torch.nn as nn
 import torch.nn.functional as F
 
-from kernelevo.agent.builtin.lower import CannotCover
+from kernelevo.agent.builtin.program import CannotCover
 
 OPS = {"sum": "sum", "mean": "mean", "amax": "max", "amin": "min", "max": "max", "min": "min",
        "argmax": "argmax", "argmin": "argmin", "logsumexp": "logsumexp", "softmax": "softmax",

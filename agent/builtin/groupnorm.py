@@ -19,7 +19,7 @@ import torch.fx
 import torch.nn as nn
 
 from kernelevo.agent.builtin.conv import chain_after, epilogue_arguments, epilogue_lines, epilogue_program
-from kernelevo.agent.builtin.lower import CannotCover, Program
+from kernelevo.agent.builtin.program import CannotCover, Program
 
 INSTANCE_NORMS = (nn.InstanceNorm1d, nn.InstanceNorm2d, nn.InstanceNorm3d)
 

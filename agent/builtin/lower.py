@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import operator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -21,124 +21,21 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.fx.passes.shape_prop import ShapeProp
 
-
-class CannotCover(Exception):
-    """The built-in templates cannot cover this task; the message says why."""
-
-
-@dataclass
-class Operand:
-    """A tensor the kernel reads: a forward input (``row``), a parameter of shape ``[cols]`` (``col``),
-    one per channel (``channel``) or a single value (``scalar``); or a number passed to forward
-    (``value``), which the kernel takes as an argument."""
-
-    name: str
-    source: str
-    """The Python expression that gives the tensor inside ``ModelNew.forward``."""
-    kind: str
-    chunks: int = 1
-    """For an input split with ``chunk(n, -1)``: ``n``; the kernel reads columns ``[k*cols, (k+1)*cols)``."""
-    channel_dim: int | None = None
-    """For a ``channel`` operand (a parameter such as ``[C, 1, 1]`` on ``[N, C, H, W]``): the input
-    dimension it varies along, counted from the end (-3 here); row r of the ``[rows, cols]`` view
-    reads element ``(r // prod(shape[channel_dim+1:-1])) % shape[channel_dim]``."""
-
-
-@dataclass
-class Node:
-    """One SSA value. ``op`` is a primitive (see ``codegen.ELEMENTWISE``), ``load``, a reduction or ``const``."""
-
-    name: str
-    op: str
-    args: list[Any]
-    level: str
-    """elem, row, col or const."""
-    dtype: str = "float32"
-    round_to: str | None = None
-    """bfloat16 or float16: round the fp32 result like eager does for that dtype."""
-
-
-@dataclass
-class Program:
-    """What the kernel computes: operands, nodes in order, and the output node."""
-
-    operands: list[Operand]
-    nodes: list[Node]
-    output: str
-    out_level: str
-    """elem (same shape as the inputs' rows x cols) or row (one value per row)."""
-    out_dtype: str
-    out_keepdim: bool
-    main: str
-    """The forward input whose shape gives rows and (with ``chunks``) cols."""
-    main_chunks: int
-    inputs: list[str]
-    """The forward's parameter names, in order."""
-    ops: list[str] = field(default_factory=list)
-    torch_prefix: list[tuple[str, str]] = field(default_factory=list)
-    """Partial replacement: ``(name, expression)`` computed in torch in ``forward`` before the kernel
-    (e.g. ``("t0", "self.conv(x)")``); the kernel reads each as an input."""
-    """The reference's ops as written (for the description)."""
-
-    @property
-    def reductions(self) -> list[Node]:
-        return [n for n in self.nodes if n.op in REDUCTIONS]
-
-    @property
-    def kind(self) -> str:
-        return "row" if self.reductions else "pointwise"
-
-    @property
-    def flat(self) -> bool:
-        """Nothing broadcasts per column and the input is not chunked: the tensor can be treated as
-        one long row (for the tiled strategy)."""
-        return self.main_chunks == 1 and all(o.kind == "row" for o in self.operands)
-
-    def node(self, name: str) -> Node:
-        return next(n for n in self.nodes if n.name == name)
-
-
-REDUCTIONS = {"sum", "max", "min", "argmax", "argmin"}
-N_COLS = "n_cols"
-"""The row length as the kernel sees it at run time (an argument of every generated kernel)."""
-LOW_PRECISION = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
-
-# Elementwise ops of the reference, by target, as the primitive they lower to.
-UNARY_TARGETS: dict[Any, str] = {
-    torch.relu: "relu", F.relu: "relu", torch.sigmoid: "sigmoid", F.sigmoid: "sigmoid", torch.tanh: "tanh",
-    F.tanh: "tanh", F.silu: "silu", torch.exp: "exp", torch.log: "log", torch.abs: "abs", torch.neg: "neg",
-    operator.neg: "neg", torch.sqrt: "sqrt", torch.rsqrt: "rsqrt", torch.erf: "erf", torch.square: "square",
-    torch.reciprocal: "reciprocal", F.mish: "mish", F.softplus: "softplus", F.hardswish: "hardswish",
-    F.hardsigmoid: "hardsigmoid", F.elu: "elu", torch.nn.functional.relu6: "relu6", F.leaky_relu: "leaky_relu",
-    torch.selu: "selu", F.selu: "selu",
-}
-UNARY_METHODS = {
-    "relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh", "exp": "exp", "log": "log", "abs": "abs", "neg": "neg",
-    "sqrt": "sqrt", "rsqrt": "rsqrt", "erf": "erf", "square": "square", "reciprocal": "reciprocal",
-}
-UNARY_MODULES: dict[type, str] = {
-    nn.ReLU: "relu", nn.Sigmoid: "sigmoid", nn.Tanh: "tanh", nn.SiLU: "silu", nn.Mish: "mish",
-    nn.Hardswish: "hardswish", nn.Hardsigmoid: "hardsigmoid", nn.ReLU6: "relu6", nn.SELU: "selu",
-}
-BINARY_TARGETS: dict[Any, str] = {
-    operator.add: "add", torch.add: "add", operator.sub: "sub", torch.sub: "sub", operator.mul: "mul",
-    torch.mul: "mul", operator.truediv: "div", torch.div: "div", torch.maximum: "maximum",
-    torch.minimum: "minimum", operator.pow: "pow", torch.pow: "pow", torch.multiply: "mul", torch.subtract: "sub",
-    torch.divide: "div", torch.true_divide: "div",
-}
-BINARY_METHODS = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "pow": "pow", "maximum": "maximum",
-                  "minimum": "minimum", "multiply": "mul", "subtract": "sub", "divide": "div", "true_divide": "div"}
-PASS_METHODS = {"contiguous", "float", "to", "type_as", "half", "bfloat16", "double", "clone", "detach"}
-IDENTITY_MODULES = (nn.Identity, nn.Dropout)
-REDUCE_TARGETS = {torch.sum: "sum", torch.mean: "mean", torch.amax: "amax", torch.amin: "amin",
-                  torch.argmax: "argmax", torch.argmin: "argmin", torch.max: "max", torch.min: "min",
-                  torch.var: "var", torch.logsumexp: "logsumexp"}
-REDUCE_METHODS = {"sum": "sum", "mean": "mean", "amax": "amax", "amin": "amin", "argmax": "argmax",
-                  "argmin": "argmin", "max": "max", "min": "min", "var": "var", "logsumexp": "logsumexp"}
-ROW_FUNCTIONS = {torch.softmax: "softmax", F.softmax: "softmax", torch.log_softmax: "log_softmax",
-                 F.log_softmax: "log_softmax", F.layer_norm: "layer_norm"}
-if hasattr(F, "rms_norm"):
-    ROW_FUNCTIONS[F.rms_norm] = "rms_norm"
+from kernelevo.agent.builtin.program import N_COLS, CannotCover, Node, Operand, Program
+from kernelevo.agent.builtin.vocabulary import (
+    BINARY_METHODS,
+    BINARY_TARGETS,
+    IDENTITY_MODULES,
+    LOW_PRECISION,
+    PASS_METHODS,
+    POW_EXPONENTS,
+    REDUCE_METHODS,
+    REDUCE_TARGETS,
+    ROW_FUNCTIONS,
+    UNARY_METHODS,
+    UNARY_MODULES,
+    UNARY_TARGETS,
+)
 
 
 def trace(model: nn.Module, inputs: list[Any]) -> torch.fx.GraphModule:
@@ -566,40 +463,52 @@ class _Lowering:
         self.ops.append(f"{node.target} (torch)")
         return True
 
-    def call(self, node: torch.fx.Node) -> None:  # noqa: C901 - one dispatch table, read top to bottom
+    def call(self, node: torch.fx.Node) -> None:
+        """One call of the reference's graph, lowered by what it computes."""
         target, args, kwargs = node.target, list(node.args), dict(node.kwargs)
         if node.op == "call_module":
-            sub = self.gm.get_submodule(str(target))
-            if isinstance(sub, IDENTITY_MODULES):
-                self.values[node.name] = self.arg(args[0])
-                return
-            if type(sub) in UNARY_MODULES:
-                return self.elementwise(node, UNARY_MODULES[type(sub)], args[:1])
-            if isinstance(sub, nn.GELU):
-                return self.elementwise(node, "gelu_tanh" if sub.approximate == "tanh" else "gelu", args[:1])
-            if isinstance(sub, nn.LeakyReLU):
-                return self.elementwise(node, "leaky_relu", [args[0], sub.negative_slope])
-            if isinstance(sub, nn.Hardtanh):  # nn.ReLU6 is one too, matched above
-                return self.elementwise(node, "clamp", [args[0], float(sub.min_val), float(sub.max_val)])
-            if isinstance(sub, (nn.Softmax, nn.LogSoftmax)):
-                kind = "softmax" if isinstance(sub, nn.Softmax) else "log_softmax"
-                return self.composite(node, kind, args[0], {"dim": sub.dim})
-            if isinstance(sub, nn.LayerNorm):
-                return self.composite(node, "layer_norm", args[0], self._norm_params(node, sub, ("weight", "bias")))
-            if isinstance(sub, nn.modules.batchnorm._BatchNorm):
-                return self.batch_norm(node, sub, args[0])
-            if type(sub).__name__ == "RMSNorm" and hasattr(sub, "normalized_shape"):
-                return self.composite(node, "rms_norm", args[0], self._norm_params(node, sub, ("weight",)))
-            raise CannotCover(f"no template for the module `{target}` ({type(sub).__name__})")
-        name = _name(target)
-        method = node.op == "call_method"
+            return self._module_call(node, target, args)
+        name, method = _name(target), node.op == "call_method"
+        for handler in (self._structural_call, self._pointwise_call, self._row_call):
+            if handler(node, target, name, method, args, kwargs):
+                return None
+        raise CannotCover(f"no template for `{name}`")
+
+    def _module_call(self, node: torch.fx.Node, target: Any, args: list[Any]) -> None:
+        """A submodule of the reference: what it computes, by its type."""
+        sub = self.gm.get_submodule(str(target))
+        if isinstance(sub, IDENTITY_MODULES):
+            self.values[node.name] = self.arg(args[0])
+            return
+        if type(sub) in UNARY_MODULES:
+            return self.elementwise(node, UNARY_MODULES[type(sub)], args[:1])
+        if isinstance(sub, nn.GELU):
+            return self.elementwise(node, "gelu_tanh" if sub.approximate == "tanh" else "gelu", args[:1])
+        if isinstance(sub, nn.LeakyReLU):
+            return self.elementwise(node, "leaky_relu", [args[0], sub.negative_slope])
+        if isinstance(sub, nn.Hardtanh):  # nn.ReLU6 is one too, matched above
+            return self.elementwise(node, "clamp", [args[0], float(sub.min_val), float(sub.max_val)])
+        if isinstance(sub, (nn.Softmax, nn.LogSoftmax)):
+            kind = "softmax" if isinstance(sub, nn.Softmax) else "log_softmax"
+            return self.composite(node, kind, args[0], {"dim": sub.dim})
+        if isinstance(sub, nn.LayerNorm):
+            return self.composite(node, "layer_norm", args[0], self._norm_params(node, sub, ("weight", "bias")))
+        if isinstance(sub, nn.modules.batchnorm._BatchNorm):
+            return self.batch_norm(node, sub, args[0])
+        if type(sub).__name__ == "RMSNorm" and hasattr(sub, "normalized_shape"):
+            return self.composite(node, "rms_norm", args[0], self._norm_params(node, sub, ("weight",)))
+        raise CannotCover(f"no template for the module `{target}` ({type(sub).__name__})")
+
+    def _structural_call(self, node: torch.fx.Node, target: Any, name: str, method: bool, args: list[Any],
+                         kwargs: dict[str, Any]) -> bool:
+        """Reads of a value's metadata, chunks of the input, items of a tuple: no computation."""
         if target is getattr and args[1] in ("dtype", "shape", "device"):
             self.values[node.name] = IGNORED
-            return
+            return True
         if (method and name == "chunk") or (not method and target is torch.chunk):
             if isinstance(args[0], torch.fx.Node) and args[0].name == self.main and self.main_chunks > 1:
                 self.values[node.name] = self.values[self.main]
-                return
+                return True
             raise CannotCover("chunk of something other than the first input")
         if target in (operator.getitem,) or (target is getattr and args[1] in ("values", "indices")):
             value = self.values.get(args[0].name) if isinstance(args[0], torch.fx.Node) else None
@@ -608,25 +517,34 @@ class _Lowering:
                 if index in ("values", "indices"):
                     index = 0 if index == "values" else 1
                 self.values[node.name] = value[index]
-                return
+                return True
             raise CannotCover(f"`{node.name}` indexes a tensor; the templates cover whole tensors")
+        return False
+
+    def _pointwise_call(self, node: torch.fx.Node, target: Any, name: str, method: bool, args: list[Any],
+                        kwargs: dict[str, Any]) -> bool:
+        """Elementwise ops, clamps and casts."""
         if (method and name in UNARY_METHODS) or (not method and target in UNARY_TARGETS):
             op = UNARY_METHODS[name] if method else UNARY_TARGETS[target]
             if op == "leaky_relu":
-                return self.elementwise(node, op, [args[0], kwargs.get("negative_slope", args[1] if len(args) > 1
-                                                                       else 0.01)])
+                slope = kwargs.get("negative_slope", args[1] if len(args) > 1 else 0.01)
+                self.elementwise(node, op, [args[0], slope])
+                return True
             if op == "elu" and kwargs.get("alpha", args[1] if len(args) > 1 else 1.0) != 1.0:
                 raise CannotCover("elu with alpha other than 1")
             if op == "softplus" and (kwargs.get("beta", 1.0) != 1.0 or kwargs.get("threshold", 20.0) != 20.0):
                 raise CannotCover("softplus with a non-default beta or threshold")
-            return self.elementwise(node, op, args[:1])
+            self.elementwise(node, op, args[:1])
+            return True
         if not method and target is F.hardtanh:
             lo = kwargs.get("min_val", args[1] if len(args) > 1 else -1.0)
             hi = kwargs.get("max_val", args[2] if len(args) > 2 else 1.0)
-            return self.elementwise(node, "clamp", [args[0], _number(lo, "min_val"), _number(hi, "max_val")])
+            self.elementwise(node, "clamp", [args[0], _number(lo, "min_val"), _number(hi, "max_val")])
+            return True
         if not method and target is F.gelu:
             approximate = kwargs.get("approximate", "none")
-            return self.elementwise(node, "gelu_tanh" if approximate == "tanh" else "gelu", args[:1])
+            self.elementwise(node, "gelu_tanh" if approximate == "tanh" else "gelu", args[:1])
+            return True
         if (method and name in BINARY_METHODS) or (not method and target in BINARY_TARGETS):
             op = BINARY_METHODS[name] if method else BINARY_TARGETS[target]
             if kwargs.get("alpha", 1) != 1 or kwargs.get("rounding_mode") is not None:
@@ -635,8 +553,10 @@ class _Lowering:
             if op == "pow":
                 if not isinstance(other, (int, float)) or float(other) not in POW_EXPONENTS:
                     raise CannotCover(f"pow with exponent {other!r}; the templates cover {sorted(POW_EXPONENTS)}")
-                return self.elementwise(node, POW_EXPONENTS[float(other)], [args[0]])
-            return self.elementwise(node, op, [args[0], other])
+                self.elementwise(node, POW_EXPONENTS[float(other)], [args[0]])
+                return True
+            self.elementwise(node, op, [args[0], other])
+            return True
         if target in (operator.sub, operator.truediv) or (not method and target in (torch.rsub,)):
             raise CannotCover(f"no template for `{name}`")
         if (method and name in ("clamp", "clip", "clamp_min", "clamp_max")) or (
@@ -650,7 +570,7 @@ class _Lowering:
                 if bound is not None and not isinstance(bound, (int, float)):
                     raise CannotCover("clamp with tensor bounds")
             self.elementwise(node, "clamp", [value, -math.inf if lo is None else lo, math.inf if hi is None else hi])
-            return
+            return True
         if (method and name in PASS_METHODS) or (not method and target is torch.Tensor.contiguous):
             src = self.arg(args[0])
             dtype, low = self.rounding(node)
@@ -658,9 +578,15 @@ class _Lowering:
                 self.values[node.name] = src
             else:
                 self.values[node.name] = self.add("cast", [src], self.level(src), dtype, low)
-            return
+            return True
+        return False
+
+    def _row_call(self, node: torch.fx.Node, target: Any, name: str, method: bool, args: list[Any],
+                  kwargs: dict[str, Any]) -> bool:
+        """Norms, reductions, softmax and the normalizations over the row."""
         if (method and name == "norm") or (not method and target in (torch.norm, torch.linalg.vector_norm)):
-            return self._norm(node, args, kwargs, vector=not method and target is torch.linalg.vector_norm)
+            self._norm(node, args, kwargs, vector=not method and target is torch.linalg.vector_norm)
+            return True
         if (method and name in REDUCE_METHODS) or (not method and target in REDUCE_TARGETS):
             kind = REDUCE_METHODS[name] if method else REDUCE_TARGETS[target]
             dim = kwargs.get("dim", args[1] if len(args) > 1 else None)
@@ -670,21 +596,25 @@ class _Lowering:
             if kind in ("max", "min") and dim is None:
                 raise CannotCover(f"`{kind}` over the whole tensor is not covered")
             if kind in ("max", "min") and isinstance(dim, torch.fx.Node):  # torch.min(a, b): elementwise
-                return self.elementwise(node, "maximum" if kind == "max" else "minimum", [args[0], dim])
+                self.elementwise(node, "maximum" if kind == "max" else "minimum", [args[0], dim])
+                return True
             extra = {"unbiased": kwargs.get("unbiased", True), "correction": kwargs.get("correction")}
-            return self.reduce(node, kind, args[0], dim, keepdim, extra)
+            self.reduce(node, kind, args[0], dim, keepdim, extra)
+            return True
         if (method and name in ("softmax", "log_softmax")) or (not method and target in ROW_FUNCTIONS):
             kind = name if method else ROW_FUNCTIONS[target]
             if kind in ("softmax", "log_softmax"):
                 dim = kwargs.get("dim", args[1] if len(args) > 1 else None)
-                return self.composite(node, kind, args[0], {"dim": dim, "dtype": kwargs.get("dtype")})
+                self.composite(node, kind, args[0], {"dim": dim, "dtype": kwargs.get("dtype")})
+                return True
             shape = kwargs.get("normalized_shape", args[1] if len(args) > 1 else None)
             positions = ("weight", "bias", "eps") if kind == "layer_norm" else ("weight", "eps")
             extra = {"normalized_shape": shape}
             for i, what in enumerate(positions):
                 extra[what] = kwargs.get(what, args[2 + i] if len(args) > 2 + i else None)
-            return self.composite(node, kind, args[0], extra)
-        raise CannotCover(f"no template for `{name}`")
+            self.composite(node, kind, args[0], extra)
+            return True
+        return False
 
     def _norm(self, node: torch.fx.Node, args: list[Any], kwargs: dict[str, Any], vector: bool) -> None:
         """``torch.norm``, ``Tensor.norm`` and ``torch.linalg.vector_norm`` over one dimension, p in 1, 2, inf."""
@@ -722,8 +652,6 @@ class _Lowered:
 IGNORED = object()
 """Marks fx values that carry no data the kernel needs (``x.dtype``, ``x.shape``)."""
 
-
-POW_EXPONENTS = {2.0: "square", 3.0: "cube", 0.5: "sqrt", -0.5: "rsqrt", -1.0: "reciprocal", 1.0: "identity"}
 
 
 def _is_chunk(node: torch.fx.Node) -> bool:

@@ -24,7 +24,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from kernelevo.agent.builtin import codegen
-from kernelevo.agent.builtin.lower import CannotCover, Program, lower
+from kernelevo.agent.builtin.lower import lower
+from kernelevo.agent.builtin.program import CannotCover, Program
 
 MATMUL_TARGETS = (torch.matmul, operator.matmul, torch.mm)
 TRIANGLES = {torch.triu: "triu", torch.tril: "tril"}

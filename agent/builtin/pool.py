@@ -18,7 +18,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from kernelevo.agent.builtin.conv import FINISH, chain_after, epilogue_arguments, epilogue_lines, epilogue_program
-from kernelevo.agent.builtin.lower import CannotCover, Program
+from kernelevo.agent.builtin.program import CannotCover, Program
 
 MODULES = {nn.MaxPool1d: ("max", 1), nn.MaxPool2d: ("max", 2), nn.MaxPool3d: ("max", 3),
            nn.AvgPool1d: ("avg", 1), nn.AvgPool2d: ("avg", 2), nn.AvgPool3d: ("avg", 3)}

@@ -21,7 +21,8 @@ import torch.fx
 import torch.nn.functional as F
 
 from kernelevo.agent.builtin import conv, dimreduce, groupnorm, matmul, pool, scan
-from kernelevo.agent.builtin.lower import CannotCover, Program, lower, trace
+from kernelevo.agent.builtin.lower import lower, trace
+from kernelevo.agent.builtin.program import CannotCover, Program
 from kernelevo.tasks.loader import import_task_module
 from kernelevo.tasks.task import Task
 

@@ -26,7 +26,7 @@ import torch
 import torch.fx
 
 from kernelevo.agent.builtin.dimreduce import STRIDED_PROGRAM
-from kernelevo.agent.builtin.lower import CannotCover
+from kernelevo.agent.builtin.program import CannotCover
 
 SCANS = {torch.cumsum: "sum", torch.cumprod: "prod"}
 SCAN_METHODS = {"cumsum": "sum", "cumprod": "prod"}

@@ -21,7 +21,8 @@ import torch
 import torch.fx
 from torch.fx.passes.shape_prop import ShapeProp
 
-from kernelevo.agent.builtin.lower import CannotCover, trace
+from kernelevo.agent.builtin.lower import trace
+from kernelevo.agent.builtin.program import CannotCover
 
 FLOW = "_kernelevo_flow"
 """The name a segment gives the previous segment's output."""

@@ -1,0 +1,92 @@
+"""The row program: the IR the built-in templates compile (``lower`` builds it from a reference).
+
+A row program computes one output from tensors viewed as ``[rows, cols]`` (``cols`` is the last
+dimension): every value is per element (``elem``), per row (``row``: a reduction over the last
+dimension), per column (``col``: a parameter of shape ``[cols]``) or a constant.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class CannotCover(Exception):
+    """The built-in templates cannot cover this task; the message says why."""
+
+
+@dataclass
+class Operand:
+    """A tensor the kernel reads: a forward input (``row``), a parameter of shape ``[cols]`` (``col``),
+    one per channel (``channel``) or a single value (``scalar``); or a number passed to forward
+    (``value``), which the kernel takes as an argument."""
+
+    name: str
+    source: str
+    """The Python expression that gives the tensor inside ``ModelNew.forward``."""
+    kind: str
+    chunks: int = 1
+    """For an input split with ``chunk(n, -1)``: ``n``; the kernel reads columns ``[k*cols, (k+1)*cols)``."""
+    channel_dim: int | None = None
+    """For a ``channel`` operand (a parameter such as ``[C, 1, 1]`` on ``[N, C, H, W]``): the input
+    dimension it varies along, counted from the end (-3 here); row r of the ``[rows, cols]`` view
+    reads element ``(r // prod(shape[channel_dim+1:-1])) % shape[channel_dim]``."""
+
+
+@dataclass
+class Node:
+    """One SSA value. ``op`` is a primitive (see ``codegen.ELEMENTWISE``), ``load``, a reduction or ``const``."""
+
+    name: str
+    op: str
+    args: list[Any]
+    level: str
+    """elem, row, col or const."""
+    dtype: str = "float32"
+    round_to: str | None = None
+    """bfloat16 or float16: round the fp32 result like eager does for that dtype."""
+
+
+@dataclass
+class Program:
+    """What the kernel computes: operands, nodes in order, and the output node."""
+
+    operands: list[Operand]
+    nodes: list[Node]
+    output: str
+    out_level: str
+    """elem (same shape as the inputs' rows x cols) or row (one value per row)."""
+    out_dtype: str
+    out_keepdim: bool
+    main: str
+    """The forward input whose shape gives rows and (with ``chunks``) cols."""
+    main_chunks: int
+    inputs: list[str]
+    """The forward's parameter names, in order."""
+    ops: list[str] = field(default_factory=list)
+    torch_prefix: list[tuple[str, str]] = field(default_factory=list)
+    """Partial replacement: ``(name, expression)`` computed in torch in ``forward`` before the kernel
+    (e.g. ``("t0", "self.conv(x)")``); the kernel reads each as an input."""
+    """The reference's ops as written (for the description)."""
+
+    @property
+    def reductions(self) -> list[Node]:
+        return [n for n in self.nodes if n.op in REDUCTIONS]
+
+    @property
+    def kind(self) -> str:
+        return "row" if self.reductions else "pointwise"
+
+    @property
+    def flat(self) -> bool:
+        """Nothing broadcasts per column and the input is not chunked: the tensor can be treated as
+        one long row (for the tiled strategy)."""
+        return self.main_chunks == 1 and all(o.kind == "row" for o in self.operands)
+
+    def node(self, name: str) -> Node:
+        return next(n for n in self.nodes if n.name == name)
+
+
+REDUCTIONS = {"sum", "max", "min", "argmax", "argmin"}
+N_COLS = "n_cols"
+"""The row length as the kernel sees it at run time (an argument of every generated kernel)."""

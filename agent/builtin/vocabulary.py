@@ -1,0 +1,52 @@
+"""The reference's ops the lowering knows, by target, method name or module type, and the primitive
+each lowers to (``codegen.ELEMENTWISE`` names the primitives)."""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+LOW_PRECISION = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
+
+
+# Elementwise ops of the reference, by target, as the primitive they lower to.
+UNARY_TARGETS: dict[Any, str] = {
+    torch.relu: "relu", F.relu: "relu", torch.sigmoid: "sigmoid", F.sigmoid: "sigmoid", torch.tanh: "tanh",
+    F.tanh: "tanh", F.silu: "silu", torch.exp: "exp", torch.log: "log", torch.abs: "abs", torch.neg: "neg",
+    operator.neg: "neg", torch.sqrt: "sqrt", torch.rsqrt: "rsqrt", torch.erf: "erf", torch.square: "square",
+    torch.reciprocal: "reciprocal", F.mish: "mish", F.softplus: "softplus", F.hardswish: "hardswish",
+    F.hardsigmoid: "hardsigmoid", F.elu: "elu", torch.nn.functional.relu6: "relu6", F.leaky_relu: "leaky_relu",
+    torch.selu: "selu", F.selu: "selu",
+}
+UNARY_METHODS = {
+    "relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh", "exp": "exp", "log": "log", "abs": "abs", "neg": "neg",
+    "sqrt": "sqrt", "rsqrt": "rsqrt", "erf": "erf", "square": "square", "reciprocal": "reciprocal",
+}
+UNARY_MODULES: dict[type, str] = {
+    nn.ReLU: "relu", nn.Sigmoid: "sigmoid", nn.Tanh: "tanh", nn.SiLU: "silu", nn.Mish: "mish",
+    nn.Hardswish: "hardswish", nn.Hardsigmoid: "hardsigmoid", nn.ReLU6: "relu6", nn.SELU: "selu",
+}
+BINARY_TARGETS: dict[Any, str] = {
+    operator.add: "add", torch.add: "add", operator.sub: "sub", torch.sub: "sub", operator.mul: "mul",
+    torch.mul: "mul", operator.truediv: "div", torch.div: "div", torch.maximum: "maximum",
+    torch.minimum: "minimum", operator.pow: "pow", torch.pow: "pow", torch.multiply: "mul", torch.subtract: "sub",
+    torch.divide: "div", torch.true_divide: "div",
+}
+BINARY_METHODS = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "pow": "pow", "maximum": "maximum",
+                  "minimum": "minimum", "multiply": "mul", "subtract": "sub", "divide": "div", "true_divide": "div"}
+PASS_METHODS = {"contiguous", "float", "to", "type_as", "half", "bfloat16", "double", "clone", "detach"}
+IDENTITY_MODULES = (nn.Identity, nn.Dropout)
+REDUCE_TARGETS = {torch.sum: "sum", torch.mean: "mean", torch.amax: "amax", torch.amin: "amin",
+                  torch.argmax: "argmax", torch.argmin: "argmin", torch.max: "max", torch.min: "min",
+                  torch.var: "var", torch.logsumexp: "logsumexp"}
+REDUCE_METHODS = {"sum": "sum", "mean": "mean", "amax": "amax", "amin": "amin", "argmax": "argmax",
+                  "argmin": "argmin", "max": "max", "min": "min", "var": "var", "logsumexp": "logsumexp"}
+ROW_FUNCTIONS = {torch.softmax: "softmax", F.softmax: "softmax", torch.log_softmax: "log_softmax",
+                 F.log_softmax: "log_softmax", F.layer_norm: "layer_norm"}
+if hasattr(F, "rms_norm"):
+    ROW_FUNCTIONS[F.rms_norm] = "rms_norm"
+POW_EXPONENTS = {2.0: "square", 3.0: "cube", 0.5: "sqrt", -0.5: "rsqrt", -1.0: "reciprocal", 1.0: "identity"}
