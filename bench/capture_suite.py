@@ -22,21 +22,21 @@ ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT.parent / "shared" / "kernelbench"
 
 PROBE = r"""
-import json, sys, torch
+import copy, json, sys, torch
 from kernelevo.agent.model_runtime import ModelSpec, build
 from kernelevo.tasks import regions as rg
 
 model, inputs = build(ModelSpec(path=sys.argv[1], size="small"))
 try:
-    torch.fx.symbolic_trace(model)
-    how = "symbolic"
-except Exception:
-    how = "shapes fixed"
-try:
     gm = rg.capture(model, inputs)
 except rg.CannotCapture as exc:
     print(json.dumps({"captured": False, "reason": str(exc)[:300]}))
     sys.exit(0)
+try:
+    torch.fx.symbolic_trace(copy.deepcopy(model))  # a copy: a failed trace can leave proxies in a module
+    how = "symbolic"
+except Exception:
+    how = "shapes fixed"
 found = rg.partition(gm)
 with torch.no_grad():
     want, got = model(*inputs), rg.split(gm, found)(*inputs)

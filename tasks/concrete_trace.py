@@ -127,9 +127,11 @@ def _fetch(root: nn.Module, qualified: str) -> Any:
     return value
 
 
-def concrete_trace(model: nn.Module, inputs: list[Any]) -> torch.fx.GraphModule:
+def concrete_graph(model: nn.Module, inputs: list[Any]) -> torch.fx.Graph:
     """``model``'s forward as a graph recorded at the shapes of ``inputs`` (see the module)."""
-    tracer = ConcreteTracer(inputs)
-    graph = tracer.trace(model)
-    name = model.__class__.__name__
-    return torch.fx.GraphModule(tracer.root, graph, name)
+    return ConcreteTracer(inputs).trace(model)
+
+
+def concrete_trace(model: nn.Module, inputs: list[Any]) -> torch.fx.GraphModule:
+    """:func:`concrete_graph` as a GraphModule over ``model``."""
+    return torch.fx.GraphModule(model, concrete_graph(model, inputs), model.__class__.__name__)

@@ -31,7 +31,7 @@ import torch.nn.functional as F
 from torch.fx.passes.shape_prop import ShapeProp
 from torch.fx.passes.split_module import split_module
 
-from kernelevo.tasks.concrete_trace import concrete_trace
+from kernelevo.tasks.concrete_trace import concrete_graph
 
 POINTWISE_FUNCTIONS = {
     torch.relu, torch.sigmoid, torch.tanh, torch.exp, torch.abs, torch.neg, torch.sqrt, torch.rsqrt, torch.add,
@@ -82,18 +82,54 @@ def capture(model: nn.Module, inputs: list[Any]) -> torch.fx.GraphModule:
     """The model's forward as a graph, every value annotated with its shape and dtype from one run.
     Symbolic tracing first (the graph holds for any shape); where the forward reads sizes into Python
     (``B, T, C = x.size()``, slicing a buffer by them), the graph recorded at these inputs' shapes."""
+    state = _module_state(model)
     try:
-        gm = torch.fx.symbolic_trace(model)
+        graph = torch.fx.Tracer().trace(model)
     except Exception as symbolic:
+        _restore(state)
         try:
-            gm = concrete_trace(model, inputs)
+            graph = concrete_graph(model, inputs)
         except Exception as concrete:
+            _restore(state)
             raise CannotCapture(
                 f"torch.fx could not trace the model's forward: {type(symbolic).__name__}: {symbolic}; "
                 f"nor with its shapes fixed: {type(concrete).__name__}: {concrete}") from None
+    gm = _graph_module(model, graph, state)
     with torch.no_grad():
         ShapeProp(gm).propagate(*inputs)
     return gm
+
+
+_HELD = ("_parameters", "_buffers", "_modules")
+"""A module's own dictionaries of tensors and children: copied, since assigning a tensor attribute
+writes into them."""
+
+
+def _module_state(model: nn.Module) -> list[tuple[nn.Module, dict[str, Any]]]:
+    """Every submodule's attributes, as they are: a forward that stores a value on its module
+    (``self.hidden = ...``) stores a tracer's proxy there while it is traced."""
+    return [(m, {k: dict(v) if k in _HELD else v for k, v in vars(m).items()}) for m in model.modules()]
+
+
+def _restore(state: list[tuple[nn.Module, dict[str, Any]]]) -> None:
+    for module, attributes in state:
+        module.__dict__.clear()
+        module.__dict__.update({k: dict(v) if k in _HELD else v for k, v in attributes.items()})
+
+
+def _graph_module(model: nn.Module, graph: torch.fx.Graph,
+                  state: list[tuple[nn.Module, dict[str, Any]]]) -> torch.fx.GraphModule:
+    """The GraphModule of a traced ``graph``, built once ``model`` holds its own values again (a
+    GraphModule copies the attributes its graph reads), with the constants the tracer stored on it."""
+    constants = {str(n.target): getattr(model, str(n.target)) for n in graph.nodes
+                 if n.op == "get_attr" and str(n.target).startswith("_tensor_constant")}
+    _restore(state)
+    for name, value in constants.items():
+        setattr(model, name, value)
+    try:
+        return torch.fx.GraphModule(model, graph, model.__class__.__name__)
+    finally:
+        _restore(state)
 
 
 def _module(gm: torch.fx.GraphModule, node: torch.fx.Node) -> nn.Module | None:

@@ -148,6 +148,27 @@ def test_a_forward_that_reads_sizes_into_python_is_captured_at_its_shapes() -> N
                 next(n for n in gm.graph.nodes if n.name == region.output)).shape
 
 
+def test_a_forward_that_stores_state_on_its_module_is_left_as_it_was() -> None:
+    """A failed symbolic trace stores its proxy where forward assigns (``self.state = ...``); the
+    capture puts every attribute back, so the trace at fixed shapes and the model itself still work."""
+
+    class Stateful(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc, self.state = nn.Linear(4, 4), torch.zeros(2, 4)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            self.state = torch.tanh(self.fc(x + self.state))
+            return self.state / float(x.size(-1)) ** 0.5  # float() of a proxy: symbolic tracing stops here
+
+    model, x = Stateful().eval(), torch.randn(2, 4)
+    gm = rg.capture(model, [x])
+    assert isinstance(model.state, torch.Tensor) and not isinstance(model.state, torch.fx.Proxy)
+    assert torch.equal(model.state, torch.zeros(2, 4))
+    with torch.no_grad():
+        assert torch.equal(gm(x), model(x))
+
+
 def test_branching_on_values_is_not_recorded_for_one_example() -> None:
     from kernelevo.tasks.concrete_trace import ShapeDependentTrace, concrete_trace
 
