@@ -77,9 +77,10 @@ class _ConcreteProxy(torch.fx.Proxy):
 class ConcreteTracer(torch.fx.Tracer):
     """``torch.fx.Tracer`` whose proxies carry example values (see the module)."""
 
-    def __init__(self, inputs: list[Any]) -> None:
+    def __init__(self, inputs: list[Any], defaults: dict[str, Any] | None = None) -> None:
         super().__init__()
         self.inputs = list(inputs)
+        self.defaults = dict(defaults or {})
         self.values: dict[torch.fx.Node, Any] = {}
         self._placeholders = 0
 
@@ -102,9 +103,13 @@ class ConcreteTracer(torch.fx.Tracer):
         proxy = super().create_proxy(kind, target, args, kwargs, name, type_expr, *rest, **more)
         node = proxy.node
         if kind == "placeholder":
-            if self._placeholders >= len(self.inputs):
+            if self._placeholders < len(self.inputs):
+                self.values[node] = self.inputs[self._placeholders]
+            elif self._placeholders - len(self.inputs) < len(self.defaults):
+                # a parameter fixed at its default (``unpassed_defaults``), in order (fx renames them)
+                self.values[node] = list(self.defaults.values())[self._placeholders - len(self.inputs)]
+            else:
                 raise ShapeDependentTrace(f"forward takes more inputs than the {len(self.inputs)} given")
-            self.values[node] = self.inputs[self._placeholders]
             self._placeholders += 1
             return proxy
         values_args, values_kwargs = self._concrete(node.args), self._concrete(node.kwargs)
@@ -127,9 +132,20 @@ def _fetch(root: nn.Module, qualified: str) -> Any:
     return value
 
 
+def unpassed_defaults(model: nn.Module, inputs: list[Any]) -> dict[str, Any]:
+    """``forward``'s parameters past the ``inputs`` given, at their defaults (``mask=None``): fixed
+    while tracing, so ``if mask is not None`` takes the branch a call with these inputs takes."""
+    import inspect
+
+    parameters = list(inspect.signature(model.forward).parameters.values())
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return {p.name: p.default for p in positional[len(inputs):] if p.default is not inspect.Parameter.empty}
+
+
 def concrete_graph(model: nn.Module, inputs: list[Any]) -> torch.fx.Graph:
     """``model``'s forward as a graph recorded at the shapes of ``inputs`` (see the module)."""
-    return ConcreteTracer(inputs).trace(model)
+    defaults = unpassed_defaults(model, inputs)
+    return ConcreteTracer(inputs, defaults).trace(model, concrete_args=defaults or None)
 
 
 def concrete_trace(model: nn.Module, inputs: list[Any]) -> torch.fx.GraphModule:

@@ -31,7 +31,7 @@ import torch.nn.functional as F
 from torch.fx.passes.shape_prop import ShapeProp
 from torch.fx.passes.split_module import split_module
 
-from kernelevo.tasks.concrete_trace import concrete_graph
+from kernelevo.tasks.concrete_trace import concrete_graph, unpassed_defaults
 
 POINTWISE_FUNCTIONS = {
     torch.relu, torch.sigmoid, torch.tanh, torch.exp, torch.abs, torch.neg, torch.sqrt, torch.rsqrt, torch.add,
@@ -84,7 +84,7 @@ def capture(model: nn.Module, inputs: list[Any]) -> torch.fx.GraphModule:
     (``B, T, C = x.size()``, slicing a buffer by them), the graph recorded at these inputs' shapes."""
     state = _module_state(model)
     try:
-        graph = torch.fx.Tracer().trace(model)
+        graph = torch.fx.Tracer().trace(model, concrete_args=unpassed_defaults(model, inputs) or None)
     except Exception as symbolic:
         _restore(state)
         try:

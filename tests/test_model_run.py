@@ -6,6 +6,7 @@ block, exported and imported as `optimize(model)`."""
 from __future__ import annotations
 
 import json
+import operator
 import os
 import re
 import subprocess
@@ -167,6 +168,24 @@ def test_a_forward_that_stores_state_on_its_module_is_left_as_it_was() -> None:
     assert torch.equal(model.state, torch.zeros(2, 4))
     with torch.no_grad():
         assert torch.equal(gm(x), model(x))
+
+
+def test_an_optional_argument_not_passed_takes_its_default_branch() -> None:
+    """``forward(x, mask=None)`` called with x alone: traced with ``mask`` fixed at None, so the graph
+    holds the branch such a call takes (a proxy is never None)."""
+
+    class Masked(nn.Module):
+        def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+            n = x.size()[1]
+            if mask is not None:
+                x = x * mask
+            return torch.softmax(x, dim=-1) * float(n)
+
+    model, x = Masked(), torch.randn(2, 5)
+    gm = rg.capture(model, [x])
+    assert not any(n.op == "call_function" and n.target is operator.mul and "mask" in str(n.args)
+                   for n in gm.graph.nodes)
+    assert torch.equal(gm(x), model(x))
 
 
 def test_branching_on_values_is_not_recorded_for_one_example() -> None:
