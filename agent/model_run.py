@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field
 from kernelevo.agent import model_check as mc
 from kernelevo.agent.budget import Budget
 from kernelevo.agent.model_runtime import (  # noqa: F401 - the runtime's names, for callers of this module
+    FixedShapes,
     KernelRegion,
     ModelSpec,
     assemble,

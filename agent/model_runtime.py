@@ -320,7 +320,22 @@ def apply(model: nn.Module, spec: dict[str, Any], example_inputs: list[Any] | No
             warnings.warn(f"kernelevo: region {region.name} keeps its original code: {problem}", stacklevel=2)
             continue
         setattr(split_gm, f"submod_{index}", wrapped)
-    return split_gm
+    signature = getattr(gm, "fixed_signature", None)
+    return split_gm if signature is None else FixedShapes(split_gm, model, signature)
+
+
+class FixedShapes(nn.Module):
+    """A network captured at fixed shapes (its forward read sizes into Python): the optimized graph
+    runs for calls with the captured inputs' shapes and dtypes, the user's own model for any other."""
+
+    def __init__(self, optimized: nn.Module, original: nn.Module, signature: list[Any]) -> None:
+        super().__init__()
+        self.optimized, self.original, self.signature = optimized, original, signature
+
+    def forward(self, *args: Any) -> Any:
+        if rg.input_signature(args) == self.signature:
+            return self.optimized(*args)
+        return self.original(*args)
 
 
 def self_check(wrapped: KernelRegion, original: nn.Module, gm: Any, region: rg.Region,

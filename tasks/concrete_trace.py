@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import operator
 from collections.abc import Iterator
 from typing import Any
 
@@ -46,6 +47,15 @@ def _untraced() -> Iterator[None]:
         nn.Module.__call__, nn.Module.__getattr__ = traced  # type: ignore[method-assign]
 
 
+VALUE_SHAPED_FUNCTIONS = frozenset({torch.nonzero, torch.masked_select, torch.unique, torch.unique_consecutive,
+                                    torch.bincount, torch.argwhere, torch.repeat_interleave})
+VALUE_SHAPED_METHODS = frozenset({"nonzero", "masked_select", "unique", "unique_consecutive", "bincount",
+                                  "argwhere", "repeat_interleave", "tolist", "item"})
+"""Ops whose result's size depends on the input's values (and reads of values into Python): a shape
+read from their result, or from anything computed from it, would hold for one example only."""
+SIZE_ATTRIBUTES = frozenset({"shape", "size", "numel", "nelement", "stride"})
+
+
 class ShapeDependentTrace(Exception):
     """The forward cannot be recorded even with its shapes fixed."""
 
@@ -57,13 +67,17 @@ class _ConcreteProxy(torch.fx.Proxy):
 
     def __getattr__(self, name: str) -> Any:
         if name in SHAPE_ATTRIBUTES:
+            if name in SIZE_ATTRIBUTES:
+                self.tracer.refuse_if_value_shaped(self.node)
             return getattr(self.tracer.value_of(self.node), name)
         return super().__getattr__(name)
 
     def __len__(self) -> int:
+        self.tracer.refuse_if_value_shaped(self.node)
         return len(self.tracer.value_of(self.node))
 
     def __iter__(self) -> Iterator[Any]:
+        self.tracer.refuse_if_value_shaped(self.node)
         value = self.tracer.value_of(self.node)
         if not isinstance(value, (tuple, list, torch.Tensor)):
             raise ShapeDependentTrace(f"iterating over {type(value).__name__} {self.node.name}")
@@ -82,7 +96,13 @@ class ConcreteTracer(torch.fx.Tracer):
         self.inputs = list(inputs)
         self.defaults = dict(defaults or {})
         self.values: dict[torch.fx.Node, Any] = {}
+        self.value_shaped: set[torch.fx.Node] = set()
         self._placeholders = 0
+
+    def refuse_if_value_shaped(self, node: torch.fx.Node) -> None:
+        if node in self.value_shaped:
+            raise ShapeDependentTrace(f"the forward reads the size of {node.name}, which depends on the values of "
+                                      "its inputs (nonzero, a boolean mask, unique...): it would hold for one example")
 
     def proxy(self, node: torch.fx.Node) -> torch.fx.Proxy:
         return _ConcreteProxy(node, self)
@@ -112,7 +132,13 @@ class ConcreteTracer(torch.fx.Tracer):
                 raise ShapeDependentTrace(f"forward takes more inputs than the {len(self.inputs)} given")
             self._placeholders += 1
             return proxy
+        if (kind == "call_function" and target in VALUE_SHAPED_FUNCTIONS) or (
+                kind == "call_method" and target in VALUE_SHAPED_METHODS) or any(
+                a in self.value_shaped for a in node.all_input_nodes):
+            self.value_shaped.add(node)
         values_args, values_kwargs = self._concrete(node.args), self._concrete(node.kwargs)
+        if kind == "call_function" and target is operator.getitem and _boolean_index(values_args):
+            self.value_shaped.add(node)
         with torch.no_grad(), _untraced():
             if kind == "get_attr":
                 self.values[node] = _fetch(self.root, str(target))
@@ -123,6 +149,13 @@ class ConcreteTracer(torch.fx.Tracer):
             elif kind == "call_module":
                 self.values[node] = self.root.get_submodule(str(target))(*values_args, **values_kwargs)
         return proxy
+
+
+def _boolean_index(args: tuple) -> bool:
+    """``x[mask]`` with a boolean tensor among the indices: as many results as the mask has Trues."""
+    index = args[1] if len(args) > 1 else None
+    parts = index if isinstance(index, (tuple, list)) else (index,)
+    return any(isinstance(p, torch.Tensor) and p.dtype == torch.bool for p in parts)
 
 
 def _fetch(root: nn.Module, qualified: str) -> Any:
@@ -139,11 +172,25 @@ def unpassed_defaults(model: nn.Module, inputs: list[Any]) -> dict[str, Any]:
 
     parameters = list(inspect.signature(model.forward).parameters.values())
     positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    return {p.name: p.default for p in positional[len(inputs):] if p.default is not inspect.Parameter.empty}
+    later = positional[len(inputs):] + [p for p in parameters if p.kind == p.KEYWORD_ONLY]
+    # only plain values: a tuple or a tensor as a fixed argument does not survive torch.fx's code generation
+    return {p.name: p.default for p in later if p.default is None or isinstance(p.default, (bool, int, float, str))}
+
+
+def refuse_variable_arguments(model: nn.Module) -> None:
+    """``forward(*xs)`` or ``forward(**kw)``: the example inputs cannot be matched to what the graph
+    would record, so the trace at fixed shapes is not attempted."""
+    import inspect
+
+    for p in inspect.signature(model.forward).parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise ShapeDependentTrace(f"forward takes {'*' if p.kind == p.VAR_POSITIONAL else '**'}{p.name}: "
+                                      "its inputs cannot be matched to a recorded graph")
 
 
 def concrete_graph(model: nn.Module, inputs: list[Any]) -> torch.fx.Graph:
     """``model``'s forward as a graph recorded at the shapes of ``inputs`` (see the module)."""
+    refuse_variable_arguments(model)
     defaults = unpassed_defaults(model, inputs)
     return ConcreteTracer(inputs, defaults).trace(model, concrete_args=defaults or None)
 

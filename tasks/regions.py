@@ -19,8 +19,10 @@ Pure graph work: no GPU, no sandbox.
 
 from __future__ import annotations
 
+import copy
 import operator
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,23 +83,77 @@ class Region:
 def capture(model: nn.Module, inputs: list[Any]) -> torch.fx.GraphModule:
     """The model's forward as a graph, every value annotated with its shape and dtype from one run.
     Symbolic tracing first (the graph holds for any shape); where the forward reads sizes into Python
-    (``B, T, C = x.size()``, slicing a buffer by them), the graph recorded at these inputs' shapes."""
+    (``B, T, C = x.size()``, slicing a buffer by them), the graph recorded at these inputs' shapes,
+    which then carries ``fixed_signature`` (what it holds for) and must match the model on a second,
+    shuffled set of inputs of those shapes."""
     state = _module_state(model)
+    fixed = False
     try:
         graph = torch.fx.Tracer().trace(model, concrete_args=unpassed_defaults(model, inputs) or None)
     except Exception as symbolic:
         _restore(state)
+        pristine = _copy(model)
         try:
-            graph = concrete_graph(model, inputs)
+            graph, fixed = concrete_graph(model, inputs), True
         except Exception as concrete:
             _restore(state)
             raise CannotCapture(
                 f"torch.fx could not trace the model's forward: {type(symbolic).__name__}: {symbolic}; "
                 f"nor with its shapes fixed: {type(concrete).__name__}: {concrete}") from None
-    gm = _graph_module(model, graph, state)
-    with torch.no_grad():
-        ShapeProp(gm).propagate(*inputs)
+    try:
+        gm = _graph_module(model, graph, state)
+        with torch.no_grad():
+            ShapeProp(gm).propagate(*inputs)
+    except Exception as exc:
+        raise CannotCapture(f"the captured graph does not run: {type(exc).__name__}: {exc}") from None
+    if fixed:
+        _check_on_other_values(gm, pristine, inputs)
+        gm.fixed_signature = input_signature(inputs)
     return gm
+
+
+def input_signature(inputs: Sequence[Any]) -> list[Any]:
+    """What a graph recorded at fixed shapes holds for: each input's shape and dtype (other values as
+    themselves)."""
+    return [(tuple(x.shape), x.dtype) if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
+def _copy(model: nn.Module) -> nn.Module | None:
+    try:
+        return copy.deepcopy(model)
+    except Exception:  # a model that cannot be copied: the check on other values is skipped
+        return None
+
+
+def _shuffled(value: Any, generator: torch.Generator) -> Any:
+    """The same values in another order: as valid for the model as the originals (indices in range,
+    positive where they were), but a different input."""
+    if not isinstance(value, torch.Tensor) or value.numel() < 2:
+        return value
+    flat = value.reshape(-1)
+    order = torch.randperm(flat.numel(), generator=generator).to(flat.device)
+    return flat[order].reshape(value.shape).clone()
+
+
+def _check_on_other_values(gm: torch.fx.GraphModule, pristine: nn.Module | None, inputs: list[Any]) -> None:
+    """A graph recorded at fixed shapes holds only if the forward depends on shapes, not values: one
+    that drew random numbers or read a value-dependent size into Python would differ on other values."""
+    if pristine is None:
+        return
+    other = [_shuffled(x, torch.Generator().manual_seed(k)) for k, x in enumerate(inputs)]
+    with torch.no_grad():
+        try:
+            want = pristine(*other)
+        except Exception:  # the model refuses shuffled inputs (structured ones): nothing to compare
+            return
+        got = gm(*other)
+    pairs = list(zip(*(o if isinstance(o, (tuple, list)) else [o] for o in (want, got))))
+    if not all(isinstance(w, torch.Tensor) and isinstance(g, torch.Tensor) and w.shape == g.shape
+               and torch.allclose(w, g, rtol=1e-4, atol=1e-5, equal_nan=True) if isinstance(w, torch.Tensor)
+               else w == g for w, g in pairs):
+        raise CannotCapture("the graph recorded at these shapes differs from the model on other inputs of the "
+                            "same shapes: its forward depends on values, not only shapes (random numbers, a size "
+                            "that depends on the data)")
 
 
 _HELD = ("_parameters", "_buffers", "_modules")
@@ -105,20 +161,28 @@ _HELD = ("_parameters", "_buffers", "_modules")
 writes into them."""
 
 
-def _module_state(model: nn.Module) -> list[tuple[nn.Module, dict[str, Any]]]:
-    """Every submodule's attributes, as they are: a forward that stores a value on its module
-    (``self.hidden = ...``) stores a tracer's proxy there while it is traced."""
-    return [(m, {k: dict(v) if k in _HELD else v for k, v in vars(m).items()}) for m in model.modules()]
+ModuleState = tuple[list[tuple[nn.Module, dict[str, Any]]], list[tuple[torch.Tensor, torch.Tensor]]]
 
 
-def _restore(state: list[tuple[nn.Module, dict[str, Any]]]) -> None:
-    for module, attributes in state:
+def _module_state(model: nn.Module) -> ModuleState:
+    """Every submodule's attributes, as they are, and its buffers' contents: a forward that stores a
+    value on its module (``self.hidden = ...``) stores a tracer's proxy there while it is traced, and
+    one that updates a buffer in place (``self.avg.mul_(0.9)``) runs once for real at fixed shapes."""
+    attributes = [(m, {k: dict(v) if k in _HELD else v for k, v in vars(m).items()}) for m in model.modules()]
+    return attributes, [(b, b.detach().clone()) for b in model.buffers()]
+
+
+def _restore(state: ModuleState) -> None:
+    attributes, buffers = state
+    for module, held in attributes:
         module.__dict__.clear()
-        module.__dict__.update({k: dict(v) if k in _HELD else v for k, v in attributes.items()})
+        module.__dict__.update({k: dict(v) if k in _HELD else v for k, v in held.items()})
+    with torch.no_grad():
+        for buffer, contents in buffers:
+            buffer.copy_(contents)
 
 
-def _graph_module(model: nn.Module, graph: torch.fx.Graph,
-                  state: list[tuple[nn.Module, dict[str, Any]]]) -> torch.fx.GraphModule:
+def _graph_module(model: nn.Module, graph: torch.fx.Graph, state: ModuleState) -> torch.fx.GraphModule:
     """The GraphModule of a traced ``graph``, built once ``model`` holds its own values again (a
     GraphModule copies the attributes its graph reads), with the constants the tracer stored on it."""
     constants = {str(n.target): getattr(model, str(n.target)) for n in graph.nodes

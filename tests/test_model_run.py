@@ -141,6 +141,15 @@ def test_a_forward_that_reads_sizes_into_python_is_captured_at_its_shapes() -> N
     order = {n.name: i for i, n in enumerate(gm.graph.nodes)}
     for region in found:
         assert all(order[name] < order[region.nodes[0]] for name in region.inputs), region
+    fresh = [torch.randn_like(inputs[0])]  # the graph holds for any values at these shapes
+    with torch.no_grad():
+        assert torch.equal(rg.split(gm, found)(*fresh), model(*fresh))
+    assert gm.fixed_signature == rg.input_signature(inputs)
+    # other shapes: the optimized network hands the call to the user's own model
+    guarded = mr.FixedShapes(rg.split(gm, found), model, gm.fixed_signature)
+    shorter = torch.randn(2, 8, inputs[0].shape[-1])
+    with torch.no_grad():
+        assert torch.equal(guarded(shorter), model(shorter)) and torch.equal(guarded(*fresh), model(*fresh))
     for region in (r for r in found if r.supported):  # each is a task that runs
         namespace: dict = {}
         exec(compile(rg.region_task_source(gm, region), region.name, "exec"), namespace)  # noqa: S102
@@ -188,15 +197,56 @@ def test_an_optional_argument_not_passed_takes_its_default_branch() -> None:
     assert torch.equal(gm(x), model(x))
 
 
-def test_branching_on_values_is_not_recorded_for_one_example() -> None:
+def test_what_depends_on_values_is_not_recorded_for_one_example() -> None:
+    """Branches on values, sizes that depend on values, random numbers drawn in forward: a graph at
+    fixed shapes would hold for the example only, so the capture refuses, saying why."""
     from kernelevo.tasks.concrete_trace import ShapeDependentTrace, concrete_trace
 
     class Branchy(nn.Module):
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             return x if x.sum() > 0 else -x
 
+    class CountsPositives(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            n = (x > 0).nonzero().size(0)
+            return x.clamp(min=0).sum(-1) / max(n, 1) * float(x.size(-1))
+
+    class MaskedLength(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x * float(len(x[x > 0])) / float(x.size(0))
+
+    class Noisy(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            b, c = x.size()
+            return x + torch.randn(b, c)
+
     with pytest.raises(ShapeDependentTrace, match="data-dependent"):
         concrete_trace(Branchy(), [torch.randn(3)])
+    for model in (CountsPositives(), MaskedLength()):
+        with pytest.raises(rg.CannotCapture, match="depends on the values"):
+            rg.capture(model, [torch.randn(4, 6)])
+    with pytest.raises(rg.CannotCapture, match="depends on values, not only shapes"):
+        rg.capture(Noisy(), [torch.randn(4, 6)])
+
+
+def test_forward_signatures_a_graph_can_and_cannot_hold() -> None:
+    class Many(nn.Module):
+        def forward(self, *xs: torch.Tensor) -> torch.Tensor:
+            return sum(x * float(x.size(-1)) for x in xs)
+
+    class KeywordOnly(nn.Module):
+        def forward(self, x: torch.Tensor, *, scale: float = 2.0) -> torch.Tensor:
+            return x * scale / float(x.size(-1))
+
+    class TupleDefault(nn.Module):
+        def forward(self, x: torch.Tensor, dims: tuple = (0,)) -> torch.Tensor:
+            return x.sum(dims)
+
+    with pytest.raises(rg.CannotCapture, match=r"forward takes \*xs"):
+        rg.capture(Many(), [torch.randn(2, 4)] * 3)
+    x = torch.randn(2, 4)
+    for model in (KeywordOnly(), TupleDefault()):
+        assert torch.equal(rg.capture(model, [x])(x), model(x))
 
 
 def _result(name: str, gain: float) -> mr.RegionResult:
