@@ -107,6 +107,9 @@ class ReferenceResult(BaseModel):
     torch_version: str
     triton_version: str | None = None
     phases: dict[str, float] = Field(default_factory=dict)
+    eager_peak_bytes: int | None = None
+    """Peak device memory of one eager call, its inputs and outputs included (GPU only): the task's own
+    footprint, against which the judge's is measured."""
 
 
 class Isolation(BaseModel):
@@ -205,6 +208,9 @@ class Verdict(BaseModel):
     ``forward``'s host work, not its kernels, would set the pace in a loop of its calls."""
     reference_pace_ms: float | None = None
     """The same for the eager reference, from its baseline (measured by the oracle)."""
+    memory: dict[str, int] | None = None
+    """Peak device memory in bytes (GPU only): ``eager`` (one eager call, the task's footprint),
+    ``oracle`` (the judge's process for this evaluation) and ``candidate`` (as its process reported it)."""
     first_call_ms: float | None = None
     max_abs_error: float | None = None
     """The largest |candidate - eager| over every checked output."""

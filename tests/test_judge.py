@@ -81,6 +81,16 @@ def test_a_pace_is_reported_and_never_counted() -> None:
     assert speedups[0] == speedups[1] == pytest.approx(1.0)
 
 
+def test_peak_memory_is_reported_beside_the_tasks_own_footprint() -> None:
+    baseline, record = outcome(candidate_ms=1.25, rerun_ms=2.02)
+    verdict = judge(task(), "c.py", [], baseline, CEILINGS, record, None)
+    assert verdict.memory is None  # nothing measured (the CPU)
+    baseline.eager_peak_bytes = 3 * 2**30
+    record.peak_bytes = {"oracle": 11 * 2**30, "candidate": 7 * 2**30}
+    verdict = judge(task(), "c.py", [], baseline, CEILINGS, record, None)
+    assert verdict.memory == {"eager": 3 * 2**30, "oracle": 11 * 2**30, "candidate": 7 * 2**30}
+
+
 def test_faster_than_light_is_rejected() -> None:
     baseline, record = outcome(candidate_ms=0.2, rerun_ms=2.0)  # 4.3 GB in 0.2 ms is 21 TB/s
     verdict = judge(task(), "c.py", [], baseline, CEILINGS, record, None)

@@ -219,7 +219,8 @@ class Worker:
         return reply
 
     def finish(self, msg: dict[str, Any]) -> dict[str, Any]:
-        return {"ok": True, "new_threads": threading.active_count() - self.threads_before,
+        peak = torch.cuda.max_memory_allocated() if self.job["device"] == "cuda" else None
+        return {"ok": True, "new_threads": threading.active_count() - self.threads_before, "peak_bytes": peak,
                 "launches": dict(self.recorder.launches), "ops": dict(self.ops.ops),
                 "modules": sorted(m for m in sys.modules if m.startswith("kernelevo"))}
 

@@ -228,6 +228,14 @@ class Oracle:
             warm_host(self.model, self.buffers.tensors, self.job["device"])
         return {"ok": True}
 
+    def memory(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """This process's peak device memory since the last ``memory`` request (None on the CPU)."""
+        if self.job["device"] != "cuda":
+            return {"ok": True, "peak_bytes": None}
+        peak = torch.cuda.max_memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        return {"ok": True, "peak_bytes": peak}
+
     def paced(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Back-to-back calls of the reference, as the candidate's process makes them."""
         if self.job["device"] != "cuda" or not self.buffers.tensors:
@@ -258,8 +266,12 @@ class Oracle:
         args = self._inputs({"seed": seeds[0]})
         phases: dict[str, float] = {}
         began = time.perf_counter()
+        if device == "cuda":
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
         with torch.no_grad():
             first_out = self.model(*args)
+        eager_peak = torch.cuda.max_memory_allocated() if device == "cuda" else None
         if not _finite(flat_outputs(first_out)):
             raise TaskError(f"the reference's output on its own inputs (seed {seeds[0]}) is not finite")
         flops = msg.get("declared_flops")
@@ -272,7 +284,8 @@ class Oracle:
         result = ReferenceResult(device=torch.cuda.get_device_name() if device == "cuda" else "cpu", flops=flops,
                                  bytes=nbytes, torch_version=torch.__version__, triton_version=_triton_version(),
                                  output_dtypes=[str(o.dtype).removeprefix("torch.") for o in flat_outputs(first_out)
-                                                if isinstance(o, torch.Tensor)], inputs=described)
+                                                if isinstance(o, torch.Tensor)], inputs=described,
+                                 eager_peak_bytes=eager_peak)
         before = telemetry.snapshot() if device == "cuda" else {}
         result.eager = self._time_locally(self.model, policy, seeds, phases, "timing eager")
         if device == "cuda" and msg.get("measure_compile", True):
@@ -339,7 +352,7 @@ def _triton_version() -> str | None:
 
 HANDLERS = {"load": Oracle.load, "expect": Oracle.expect, "compare": Oracle.compare, "drop": Oracle.drop,
             "reset": Oracle.reset,
-            "warmup": Oracle.warmup, "warm": Oracle.warm, "paced": Oracle.paced,
+            "warmup": Oracle.warmup, "warm": Oracle.warm, "paced": Oracle.paced, "memory": Oracle.memory,
             "timed": Oracle.timed, "graph_timed": Oracle.graph_timed,
             "baseline": Oracle.baseline}
 

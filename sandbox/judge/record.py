@@ -63,6 +63,8 @@ class Record:
     reference_error: str | None = None
     """The task's own reference failed (not the candidate's fault)."""
     worker_modules: list[str] = field(default_factory=list)
+    peak_bytes: dict[str, int] = field(default_factory=dict)
+    """Peak device memory of the oracle and (as reported) the candidate's process."""
     worker_folder: Path | None = None
 
     def add(self, name: str, passed: bool, detail: str = "") -> bool:

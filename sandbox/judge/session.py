@@ -509,9 +509,18 @@ class Session:
             return
         self._finish()
 
+    def _peaks(self, candidate: Any) -> None:
+        """Peak device memory: the oracle's over this session, and the candidate's as its process says."""
+        oracle = self.ask(self.oracle, "oracle", "reading its peak memory", {"op": "memory"}).get("peak_bytes")
+        for who, value in (("oracle", oracle), ("candidate", candidate)):
+            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+                self.record.peak_bytes[who] = value
+
     def _finish(self) -> None:
         reply = self.ask(self.worker, "worker", "finishing", {"op": "finish"})
         self.record.worker_modules = [str(m) for m in reply.get("modules") or []]
+        if self.plan.device == "cuda":
+            self._peaks(reply.get("peak_bytes"))
         new_threads = int(reply.get("new_threads") or 0)
         self.record.add("no new threads", new_threads <= 0, "no threads left running" if new_threads <= 0
                         else f"{new_threads} new thread(s) left running")

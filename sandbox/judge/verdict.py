@@ -67,6 +67,9 @@ def judge(task: Task, candidate: str, static_checks: list[Check], baseline: Refe
                       assurance=INTERPRETER if record.device != "cuda" else "gpu: not forensic (no forensic pass ran)")
     if record.failure is not None:
         checks.append(Check(name="sandboxed run", passed=False, detail=_failure_reason(record, memory_text)))
+    if record.peak_bytes or baseline.eager_peak_bytes:
+        verdict.memory = {**({"eager": baseline.eager_peak_bytes} if baseline.eager_peak_bytes else {}),
+                          **record.peak_bytes}
     if record.blocks and record.ok:
         _judge_times(verdict, task, baseline, ceilings, record, checks)
         _graph_times(verdict, record)
