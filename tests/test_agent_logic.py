@@ -10,7 +10,7 @@ import pytest
 from conftest import ROOT
 from kernelevo.agent import archive as arch
 from kernelevo.agent.budget import Budget, Spent, evaluations_left, exhausted, model_budget_spent
-from kernelevo.agent.builtin import matmul
+from kernelevo.agent.builtin import matmul_kernels
 from kernelevo.agent.builtin.policy import BuiltinPolicy, key, seeds
 from kernelevo.agent.builtin.recognize import CannotCover, recognise
 from kernelevo.agent.policy import SearchView
@@ -355,7 +355,7 @@ def test_split_k_is_seeded_only_where_output_tiles_leave_sms_idle(tmp_path: Path
     assert "gemm_tma" in [s for s, _, _ in seeds(plan_for(1024, 1024, 2048))]
     odd = plan_for(64, 1022, 512)
     assert "gemm_tma" not in [s for s, _, _ in seeds(odd)]
-    assert "1022 (K) is not a multiple of 16 bytes" in matmul.tma_ready(odd.extra["stages"], odd.dtype)
+    assert "1022 (K) is not a multiple of 16 bytes" in matmul_kernels.tma_ready(odd.extra["stages"], odd.dtype)
 
 
 def test_row_splitting_is_seeded_for_few_long_rows_only(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from kernelevo.agent.archive import best, select_parents
-from kernelevo.agent.builtin import conv, dimreduce, groupnorm, matmul, pool, scan
+from kernelevo.agent.builtin import conv, dimreduce, groupnorm, matmul_kernels, pool, scan
 from kernelevo.agent.builtin.codegen import online_pairs, splittable
 from kernelevo.agent.builtin.recognize import Plan, recognise
 from kernelevo.agent.builtin.sequence import searched
@@ -213,7 +213,7 @@ def _matmul_seeds(plan: Plan) -> Seeds:
         out.append(("gemm", {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_warps": warps,
                              "num_stages": stages, **precision},
                     f"seed: {bm} x {bn} tiles, K steps of {bk}, {stages} stages in flight"))
-    if matmul.tma_ready(plan.extra["stages"], plan.dtype) is None and _has_tensor_descriptors():
+    if matmul_kernels.tma_ready(plan.extra["stages"], plan.dtype) is None and _has_tensor_descriptors():
         # The TMA template second and fourth, so that a short search measures both kinds.
         for at, (bm, bn, warps, stages) in ((1, (128, 128, 8, 4)), (3, (128, 256, 8, 3))):
             out.insert(at, ("gemm_tma", {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": 64, "GROUP_M": 8,

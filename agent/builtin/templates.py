@@ -10,7 +10,7 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-from kernelevo.agent.builtin import codegen, conv, dimreduce, groupnorm, matmul, pool, scan, sequence
+from kernelevo.agent.builtin import codegen, conv, dimreduce, groupnorm, matmul_kernels, pool, scan, sequence
 from kernelevo.agent.builtin.recognize import Plan
 
 STRATEGIES = {
@@ -391,13 +391,13 @@ def render(plan: Plan, strategy: str, params: dict[str, Any], why: str) -> str:
                                         "memory) and writes its output once.")
         precision = params.get("precision")
         tma = strategy == "gemm_tma"
-        kernels = "\n\n".join(matmul.kernel(st, i, precision, params.get("SPLIT_K", 1), tma)
+        kernels = "\n\n".join(matmul_kernels.kernel(st, i, precision, params.get("SPLIT_K", 1), tma)
                                 for i, st in enumerate(stages))
         tail = plan.extra.get("tail")
         rounds = any(st.out_dtype == "bfloat16" for st in stages) or (
             tail is not None and any(n.round_to == "bfloat16" for n in tail["plan"].program.nodes))
         helper = codegen.ROUND_TO_BF16 + "\n\n" if rounds else ""
-        forward = matmul.forward(stages, stages[0].chain_input or plan.inputs[0], params, plan.inputs, tma)
+        forward = matmul_kernels.forward(stages, stages[0].chain_input or plan.inputs[0], params, plan.inputs, tma)
         scratch = TMA_SCRATCH if tma else ""
         if tail is not None:
             kernels, forward = _with_tail(kernels, forward, tail)

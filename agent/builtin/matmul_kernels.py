@@ -1,0 +1,287 @@
+"""The Triton text of a matmul chain (:mod:`matmul` recognises the chain): one GEMM kernel per
+stage, with its bias and epilogue fused on the fp32 accumulator while it is in registers; variants
+for split-K (few output tiles, a long K), triangular results (tiles a ``triu``/``tril`` zeroes skip
+their loads) and Hopper's tensor-memory copies (TMA descriptors, a persistent grid); and the
+``forward`` that launches them.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from kernelevo.agent.builtin import codegen
+from kernelevo.agent.builtin.matmul import Stage
+
+MATMUL_KERNEL = '''@triton.jit
+def {name}(a_ptr, w_ptr, {operands}out_ptr, M, N, K, stride_am, stride_ak, stride_wn, stride_wk,
+{pad}BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+{pad}EVEN_K: tl.constexpr, WIDE: tl.constexpr, WIDEN: tl.constexpr{split_arg}):
+    # Grouped ordering: GROUP_M row-blocks share each column-block of W while it is in L2.
+    pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    in_group = GROUP_M * num_pid_n
+    first_m = (pid // in_group) * GROUP_M
+    group_m = min(num_pid_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % in_group) % group_m
+    pid_n = (pid % in_group) // group_m
+    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    ks = tl.arange(0, BLOCK_K)
+    # Loads wrap out-of-range rows and columns back into the matrix instead of masking them (their
+    # results are never stored): the K loop carries no row or column masks, which keeps registers for
+    # the accumulator and lets the loads stay wide. Offsets are 32-bit unless the matrices need 64.
+    rows_a = tl.max_contiguous(tl.multiple_of(rows % M, BLOCK_M), BLOCK_M)
+    cols_w = tl.max_contiguous(tl.multiple_of(cols % N, BLOCK_N), BLOCK_N)
+    if WIDE:
+        rows_a = rows_a.to(tl.int64)
+        cols_w = cols_w.to(tl.int64)
+    a_ptrs = a_ptr + rows_a[:, None] * stride_am + ks[None, :] * stride_ak
+    w_ptrs = w_ptr + ks[:, None] * stride_wk + cols_w[None, :] * stride_wn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+{k_loop}
+        if EVEN_K:
+            a = tl.load(a_ptrs)
+            w = tl.load(w_ptrs)
+        else:
+            k_ok = ks < K - k * BLOCK_K
+            a = tl.load(a_ptrs, mask=k_ok[None, :], other=0.0)
+            w = tl.load(w_ptrs, mask=k_ok[:, None], other=0.0)
+        if WIDEN:
+            a = a.to(tl.float32)
+            w = w.to(tl.float32)
+        acc = tl.dot(a, w, acc{precision})
+        a_ptrs += BLOCK_K * stride_ak
+        w_ptrs += BLOCK_K * stride_wk
+    row_ok = rows < M
+    col_ok = cols < N
+    rows64 = rows.to(tl.int64)
+    mask = row_ok[:, None] & col_ok[None, :]
+{finish}
+'''
+
+K_LOOP = "    for k in range(0, tl.cdiv(K, BLOCK_K)):"
+
+TRIANGLE_K_LOOP = '''    # A tile the {kind} zeroes entirely stores zeros without reading A or W: about half the tiles.
+    live = {live}
+    for k in range(0, tl.cdiv(K, BLOCK_K) * live.to(tl.int32)):'''
+
+TRIANGLE_LIVE = {"triu": "pid_n * BLOCK_N + BLOCK_N - 1 - pid_m * BLOCK_M >= {d}",
+                 "tril": "pid_n * BLOCK_N - (pid_m * BLOCK_M + BLOCK_M - 1) <= {d}"}
+TRIANGLE_KEEP = {"triu": "cols[None, :] - rows[:, None] >= {d}", "tril": "cols[None, :] - rows[:, None] <= {d}"}
+
+SPLIT_K_LOOP = '''    # Split-K: program (tile, s) sums the s-th share of the K tiles, so that a GEMM with few output
+    # tiles and a long K still fills every SM.
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    per_split = tl.cdiv(k_tiles, SPLIT_K)
+    k_first = tl.program_id(1) * per_split
+    a_ptrs += k_first * BLOCK_K * stride_ak
+    w_ptrs += k_first * BLOCK_K * stride_wk
+    for k in range(k_first, tl.minimum(k_first + per_split, k_tiles)):'''
+
+EPILOGUE = '''    # Epilogue, on the fp32 accumulator while it is still in registers.
+{epilogue}{triangle}
+    if WIDE:
+        out_offsets = rows64[:, None] * N + cols[None, :]
+    else:
+        out_offsets = rows[:, None] * N + cols[None, :]
+    tl.store(out_ptr + out_offsets, {result}.to(out_ptr.dtype.element_ty), mask=mask)'''
+
+SPLIT_K_STORE = '''    # The partial sum goes to slice s of an fp32 workspace; {name}_reduce adds the slices up.
+    part = tl.program_id(1).to(tl.int64) * M * N + rows64[:, None] * N + cols[None, :]
+    tl.store(out_ptr + part, acc, mask=mask)'''
+
+SPLIT_K_REDUCE = '''@triton.jit
+def {name}_reduce(ws_ptr, {operands}out_ptr, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+{pad}SPLIT_K: tl.constexpr, WIDE: tl.constexpr):
+    # Adds the SPLIT_K partial sums of each output tile in a fixed order (deterministic), then the
+    # epilogue, rounding once as the unsplit kernel does. Moves SPLIT_K x 4 bytes per output element.
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    row_ok = rows < M
+    col_ok = cols < N
+    rows64 = rows.to(tl.int64)
+    mask = row_ok[:, None] & col_ok[None, :]
+    offsets = rows64[:, None] * N + cols[None, :]
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for s in tl.static_range(SPLIT_K):
+        acc += tl.load(ws_ptr + (M * s).to(tl.int64) * N + offsets, mask=mask, other=0.0)
+'''
+
+
+TMA_KERNEL = '''@triton.jit
+def {name}(a_ptr, w_ptr, {operands}out_ptr, M, N, K, stride_a, stride_w, NUM_SMS,
+{pad}BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+{pad}W_NK: tl.constexpr, WIDE: tl.constexpr, WIDEN: tl.constexpr):
+    # Hopper's tensor memory accelerator (TMA): each program describes A and W once, then the copy
+    # engine moves whole tiles into shared memory (no per-element address arithmetic, zeros past the
+    # edges) while the tensor cores work. A persistent grid (one program per SM) walks the output
+    # tiles in grouped order, so that consecutive tiles reuse W's column blocks from L2.
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_a, 1], block_shape=[BLOCK_M, BLOCK_K])
+    if W_NK:  # nn.Linear's weight: [N, K], K contiguous
+        w_desc = tl.make_tensor_descriptor(w_ptr, shape=[N, K], strides=[stride_w, 1],
+                                           block_shape=[BLOCK_N, BLOCK_K])
+    else:
+        w_desc = tl.make_tensor_descriptor(w_ptr, shape=[K, N], strides=[stride_w, 1],
+                                           block_shape=[BLOCK_K, BLOCK_N])
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    in_group = GROUP_M * num_pid_n
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    for tile in tl.range(tl.program_id(0), num_pid_m * num_pid_n, NUM_SMS, flatten=True):
+        first_m = (tile // in_group) * GROUP_M
+        group_m = min(num_pid_m - first_m, GROUP_M)
+        pid_m = first_m + (tile % in_group) % group_m
+        pid_n = (tile % in_group) // group_m
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for k in range(k_tiles):
+            a = a_desc.load([pid_m * BLOCK_M, k * BLOCK_K])
+            if W_NK:
+                w = w_desc.load([pid_n * BLOCK_N, k * BLOCK_K]).T
+            else:
+                w = w_desc.load([k * BLOCK_K, pid_n * BLOCK_N])
+            if WIDEN:
+                a = a.to(tl.float32)
+                w = w.to(tl.float32)
+            acc = tl.dot(a, w, acc{precision})
+        rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        row_ok = rows < M
+        col_ok = cols < N
+        rows64 = rows.to(tl.int64)
+        mask = row_ok[:, None] & col_ok[None, :]
+{finish}
+'''
+
+
+def tma_ready(stages: Sequence[Stage], dtype: str) -> str | None:
+    """Why the TMA template cannot take these stages (None: it can): a descriptor needs row strides
+    that are multiples of 16 bytes."""
+    itemsize = getattr(torch, dtype).itemsize
+    if any(st.a_transposed for st in stages):
+        return "the left operand is read transposed (its rows are not contiguous)"
+    for st in stages:
+        for what, count in (("K", st.k), ("N", st.n)):
+            if count * itemsize % 16:
+                return f"a row of {count} ({what}) is not a multiple of 16 bytes"
+    return None
+
+
+def kernel(stage: Stage, index: int, precision: str | None, split_k: int = 1, tma: bool = False) -> str:
+    """The fused GEMM kernel of one stage; with ``split_k`` > 1, a kernel that writes partial sums
+    and a ``_reduce`` kernel that adds them and applies the epilogue; with ``tma``, the persistent
+    TMA kernel."""
+    name = f"stage{index}_kernel"
+    program = stage.epilogue
+    lines: list[str] = []
+    operands = ""
+    # No epilogue: round the accumulator to the output dtype ourselves (see codegen.ROUND_TO_BF16).
+    result = "round_to_bf16(acc)" if stage.out_dtype == "bfloat16" else "acc"
+    if program is not None:
+        em = codegen.Emitter(program)
+        extra = program.operands[1:]  # the first operand is the accumulator
+        operands = "".join(f"{o.name}_ptr, {o.name}_stride, " if o.kind == "row" else f"{o.name}_ptr, "
+                           for o in extra)
+        needed = em.deps(program.output)
+        for node in program.nodes:
+            if node.name not in needed:
+                continue
+            if node.op == "load" and node.args[0] == program.operands[0].name:
+                lines.append(f"{node.name} = {codegen.rounded(node, 'acc')}")
+            else:
+                lines.append(em.statement(node))
+        result = program.output
+    triangle, k_loop = "", K_LOOP
+    if stage.triangle is not None:
+        kind, d = stage.triangle
+        triangle = f"\n    kept = tl.where({TRIANGLE_KEEP[kind].format(d=d)}, {result}, 0.0)"
+        result = "kept"
+        k_loop = TRIANGLE_K_LOOP.format(kind=kind, live=TRIANGLE_LIVE[kind].format(d=d))
+    epilogue = EPILOGUE.format(epilogue="\n".join("    " + line for line in lines) or "    pass", result=result,
+                               triangle=triangle)
+    precision = f", input_precision=\"{precision}\"" if precision else ""
+    if tma:
+        return TMA_KERNEL.format(name=name, operands=operands, pad=" " * (len(name) + 5), precision=precision,
+                                 finish=textwrap.indent(epilogue, "    "))
+    if split_k <= 1:
+        return MATMUL_KERNEL.format(name=name, operands=operands, pad=" " * (len(name) + 5), precision=precision,
+                                    split_arg="", k_loop=k_loop, finish=epilogue)
+    main = MATMUL_KERNEL.format(name=name, operands="", pad=" " * (len(name) + 5), precision=precision,
+                                split_arg=", SPLIT_K: tl.constexpr", k_loop=SPLIT_K_LOOP,
+                                finish=SPLIT_K_STORE.format(name=name))
+    reduce = SPLIT_K_REDUCE.format(name=name, operands=operands, pad=" " * (len(name) + 12))
+    return main + "\n\n" + reduce + epilogue + "\n"
+
+
+def forward(stages: list[Stage], input_name: str, params: dict[str, Any], inputs: Sequence[str] = (),
+            tma: bool = False) -> str:
+    """``ModelNew.forward``: flatten to [M, K], one launch per stage, restore the leading dims.
+    ``inputs``: the reference's arguments in order (default: just ``input_name``); the others than
+    ``input_name`` are residuals added in an epilogue, flattened the same way. ``tma``: the
+    persistent TMA kernels (:func:`tma_ready` says when they apply)."""
+    weights = {st.weight for st in stages if st.weight_input}
+    extra_inputs = [x for x in inputs if x != input_name and x not in weights]
+    if stages[0].a_transposed:  # the kernel reads A^T through its strides
+        start = [f"h = h0 = {input_name}.t()"]
+    else:
+        start = [f"{input_name} = {input_name}.contiguous()",
+                 f"h = h0 = {input_name}.reshape(-1, {input_name}.shape[-1])"]
+    body = [*start,
+            *[f"{x}_rows = {x}.contiguous().reshape(-1, {x}.shape[-1])" for x in extra_inputs],
+            *[f"{w} = {w}.contiguous()" for w in sorted(weights) if tma],
+            f"BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M = {params['BLOCK_M']}, {params['BLOCK_N']}, {params['BLOCK_K']}, "
+            f"{params['GROUP_M']}"]
+    if tma:
+        body.append("sms = torch.cuda.get_device_properties(h.device).multi_processor_count if h.is_cuda else 4")
+    for i, stage in enumerate(stages):
+        w = stage.weight
+        strides = f"{w}.stride(0), {w}.stride(1)" if stage.transposed else f"{w}.stride(1), {w}.stride(0)"
+        cols = []
+        for o in stage.epilogue.operands[1:] if stage.epilogue else []:
+            if o.kind == "row":
+                rows = "h0" if o.source == "residual" else f"{o.source}_rows"
+                cols += [rows, f"{rows}.stride(0)"]
+            else:
+                cols.append(o.source)
+        n = f"{w}.shape[0]" if stage.transposed else f"{w}.shape[1]"
+        split = params.get("SPLIT_K", 1)
+        wide = f"WIDE=max(h.shape[0], {n}) * max(h.shape[1], {n}) >= 2**31"
+        body.append(f"out = torch.empty((h.shape[0], {n}), dtype=torch.{stage.out_dtype}, device=h.device)")
+        epilogue_args = "".join(c + ", " for c in cols)
+        if tma:
+            # as many programs as SMs (4 under the CPU interpreter), each looping over output tiles
+            body += [f"tiles = triton.cdiv(h.shape[0], BLOCK_M) * triton.cdiv({n}, BLOCK_N)",
+                     f"stage{i}_kernel[(min(tiles, sms),)](",
+                     f"    h, {w}, {epilogue_args}out, h.shape[0], {n}, h.shape[1], h.stride(0), {w}.stride(0), sms,",
+                     "    BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M,",
+                     f"    W_NK={stage.transposed}, {wide}, WIDEN=INTERPRETED,",
+                     f"    num_warps={params['num_warps']}, num_stages={params['num_stages']})",
+                     "h = out"]
+            continue
+        tiles = f"triton.cdiv(h.shape[0], BLOCK_M) * triton.cdiv({n}, BLOCK_N)"
+        if split > 1:
+            body += [f"ws = torch.empty(({split}, h.shape[0], {n}), dtype=torch.float32, device=h.device)",
+                     f"grid = ({tiles}, {split})"]
+        else:
+            body.append(f"grid = ({tiles},)")
+        body += [f"stage{i}_kernel[grid](",
+                 f"    h, {w}, {'ws, ' if split > 1 else epilogue_args + 'out, '}h.shape[0], {n}, h.shape[1], "
+                 f"h.stride(0), h.stride(1), {strides},",
+                 "    BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M,",
+                 f"    EVEN_K=h.shape[1] % BLOCK_K == 0, {wide},",
+                 "    WIDEN=INTERPRETED," + (f" SPLIT_K={split}," if split > 1 else ""),
+                 f"    num_warps={params['num_warps']}, num_stages={params['num_stages']})"]
+        if split > 1:
+            # 64 x 64 tiles for the reduction: 32 fp32 values per thread, whatever the GEMM's tiles
+            body += [f"stage{i}_kernel_reduce[(triton.cdiv(h.shape[0], 64), triton.cdiv({n}, 64))](",
+                     f"    ws, {epilogue_args}out, h.shape[0], {n}, BLOCK_M=64, BLOCK_N=64, SPLIT_K={split}, {wide},",
+                     "    num_warps=4)"]
+        body.append("h = out")
+    result = "h" if stages[0].a_transposed else f"h.reshape(*{input_name}.shape[:-1], h.shape[-1])"
+    body.append(f"return self._kernelevo_tail({result})" if stages[-1].tail is not None else f"return {result}")
+    args = ", ".join(inputs or [input_name])
+    return f"def forward(self, {args}):\n" + "\n".join("    " + line for line in body) + "\n"
