@@ -24,7 +24,7 @@ import torch
 import torch.fx
 import torch.nn as nn
 
-from kernelevo.agent.builtin import codegen
+from kernelevo.agent.builtin import codegen, expressions
 from kernelevo.agent.builtin.lower import lower
 from kernelevo.agent.builtin.program import CannotCover, Node, Program
 
@@ -195,7 +195,7 @@ def epilogue_lines(program: Program | None, out_dtype: str) -> tuple[str, list[s
         if node.name not in needed:
             continue
         if node.op == "load" and node.args[0] == program.operands[0].name:
-            lines.append(f"{node.name} = {codegen.rounded(node, 'acc')}")
+            lines.append(f"{node.name} = {expressions.rounded(node, 'acc')}")
         else:
             lines.append(em.statement(node))
     params = "".join(f"{o.name}_ptr, " for o in program.operands[1:])

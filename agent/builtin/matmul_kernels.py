@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from kernelevo.agent.builtin import codegen
+from kernelevo.agent.builtin import codegen, expressions
 from kernelevo.agent.builtin.matmul import Stage
 
 MATMUL_KERNEL = '''@triton.jit
@@ -179,7 +179,7 @@ def kernel(stage: Stage, index: int, precision: str | None, split_k: int = 1, tm
     program = stage.epilogue
     lines: list[str] = []
     operands = ""
-    # No epilogue: round the accumulator to the output dtype ourselves (see codegen.ROUND_TO_BF16).
+    # No epilogue: round the accumulator to the output dtype ourselves (see expressions.ROUND_TO_BF16).
     result = "round_to_bf16(acc)" if stage.out_dtype == "bfloat16" else "acc"
     if program is not None:
         em = codegen.Emitter(program)
@@ -191,7 +191,7 @@ def kernel(stage: Stage, index: int, precision: str | None, split_k: int = 1, tm
             if node.name not in needed:
                 continue
             if node.op == "load" and node.args[0] == program.operands[0].name:
-                lines.append(f"{node.name} = {codegen.rounded(node, 'acc')}")
+                lines.append(f"{node.name} = {expressions.rounded(node, 'acc')}")
             else:
                 lines.append(em.statement(node))
         result = program.output

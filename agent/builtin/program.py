@@ -35,7 +35,7 @@ class Operand:
 
 @dataclass
 class Node:
-    """One SSA value. ``op`` is a primitive (see ``codegen.ELEMENTWISE``), ``load``, a reduction or ``const``."""
+    """One SSA value. ``op`` is a primitive (see ``expressions.elementwise``), ``load``, a reduction or ``const``."""
 
     name: str
     op: str

@@ -10,7 +10,17 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-from kernelevo.agent.builtin import codegen, conv, dimreduce, groupnorm, matmul_kernels, pool, scan, sequence
+from kernelevo.agent.builtin import (
+    codegen,
+    conv,
+    dimreduce,
+    expressions,
+    groupnorm,
+    matmul_kernels,
+    pool,
+    scan,
+    sequence,
+)
 from kernelevo.agent.builtin.recognize import Plan
 
 STRATEGIES = {
@@ -275,7 +285,8 @@ triton.set_allocator(tma_scratch)
 
 
 def _with_interpreter_import(head: str) -> str:
-    return head.replace("import triton.language as tl\n", "import triton.language as tl\n" + codegen.INTERPRETER_IMPORT)
+    language = "import triton.language as tl\n"
+    return head.replace(language, language + expressions.INTERPRETER_IMPORT)
 
 
 def _model(init: str, forward: str) -> str:
@@ -329,7 +340,7 @@ def render(plan: Plan, strategy: str, params: dict[str, Any], why: str) -> str:
                                         "output once.")
         body = groupnorm.kernel(norm)
         if "round_to_bf16" in body:
-            head, body = _with_interpreter_import(head), codegen.ROUND_TO_BF16 + "\n\n" + body
+            head, body = _with_interpreter_import(head), expressions.ROUND_TO_BF16 + "\n\n" + body
         return head + body + _model(plan.init, groupnorm.forward(norm, params))
     if plan.kind == "pool":
         pooling = plan.extra["pool"]
@@ -339,7 +350,7 @@ def render(plan: Plan, strategy: str, params: dict[str, Any], why: str) -> str:
                                         "output written once.")
         body = pool.GEOMETRY + pool.kernel(pooling)
         if "round_to_bf16" in body:
-            head, body = _with_interpreter_import(head), codegen.ROUND_TO_BF16 + "\n\n" + body
+            head, body = _with_interpreter_import(head), expressions.ROUND_TO_BF16 + "\n\n" + body
         return head + body + _model(plan.init, pool.forward(pooling, params))
     if plan.kind == "conv":
         convolution = plan.extra["conv"]
@@ -349,8 +360,8 @@ def render(plan: Plan, strategy: str, params: dict[str, Any], why: str) -> str:
                                         "block of output pixels, and the output written once.")
         body = conv.GEOMETRY + conv.kernel(convolution, strategy, params.get("precision"))
         if "round_to_bf16" in body:
-            body = codegen.ROUND_TO_BF16 + "\n\n" + body
-        return (_with_interpreter_import(head) + body + codegen.INTERPRETED.format(kernel="conv_kernel")
+            body = expressions.ROUND_TO_BF16 + "\n\n" + body
+        return (_with_interpreter_import(head) + body + expressions.INTERPRETED.format(kernel="conv_kernel")
                 + _model(plan.init, conv.forward(convolution, strategy, params)))
     if plan.kind == "dim_reduce":
         reduction = plan.extra["reduction"]
@@ -359,7 +370,7 @@ def render(plan: Plan, strategy: str, params: dict[str, Any], why: str) -> str:
                              bytes_note="the input once, and one value per output position written.")
         body = dimreduce.kernel(reduction, params)
         if "round_to_bf16" in body:
-            head, body = _with_interpreter_import(head), codegen.ROUND_TO_BF16 + "\n\n" + body
+            head, body = _with_interpreter_import(head), expressions.ROUND_TO_BF16 + "\n\n" + body
         return head + body + _model(plan.init, dimreduce.forward(reduction, plan.inputs[0], params))
     if plan.kind == "scan":
         scanned = plan.extra["scan"]
@@ -368,7 +379,7 @@ def render(plan: Plan, strategy: str, params: dict[str, Any], why: str) -> str:
                              bytes_note="each input once and the output written once.")
         body = scan.kernel(scanned)
         if "round_to_bf16" in body:
-            head, body = _with_interpreter_import(head), codegen.ROUND_TO_BF16 + "\n\n" + body
+            head, body = _with_interpreter_import(head), expressions.ROUND_TO_BF16 + "\n\n" + body
         return head + body + _model(plan.init, scan.forward(scanned, plan.inputs, params))
     if plan.kind == "attention":
         head = HEADER.format(title=f"Flash attention forward in Triton: {plan.describe()}.", strategy=strategy,
@@ -381,7 +392,7 @@ def render(plan: Plan, strategy: str, params: dict[str, Any], why: str) -> str:
         forward = ATTENTION_FORWARD.format(q=q, k=k, v=v, scale=scale, causal=plan.extra["causal"],
                                            **{"TMA": False, **params})
         scratch = TMA_SCRATCH if params.get("TMA") else ""
-        return (head + scratch + ATTENTION_KERNEL + codegen.INTERPRETED.format(kernel="attention_kernel")
+        return (head + scratch + ATTENTION_KERNEL + expressions.INTERPRETED.format(kernel="attention_kernel")
                 + _model(plan.init, forward))
     if plan.kind == "matmul":
         stages = plan.extra["stages"]
@@ -396,13 +407,13 @@ def render(plan: Plan, strategy: str, params: dict[str, Any], why: str) -> str:
         tail = plan.extra.get("tail")
         rounds = any(st.out_dtype == "bfloat16" for st in stages) or (
             tail is not None and any(n.round_to == "bfloat16" for n in tail["plan"].program.nodes))
-        helper = codegen.ROUND_TO_BF16 + "\n\n" if rounds else ""
+        helper = expressions.ROUND_TO_BF16 + "\n\n" if rounds else ""
         forward = matmul_kernels.forward(stages, stages[0].chain_input or plan.inputs[0], params, plan.inputs, tma)
         scratch = TMA_SCRATCH if tma else ""
         if tail is not None:
             kernels, forward = _with_tail(kernels, forward, tail)
         return (_with_interpreter_import(head) + scratch + helper + kernels
-                + codegen.INTERPRETED.format(kernel="stage0_kernel") + _model(plan.init, forward))
+                + expressions.INTERPRETED.format(kernel="stage0_kernel") + _model(plan.init, forward))
     program = plan.program
     assert program is not None
     head = HEADER.format(title=f"Fused Triton kernel for a {plan.describe()}.", strategy=strategy, params=shown,
@@ -413,5 +424,5 @@ def render(plan: Plan, strategy: str, params: dict[str, Any], why: str) -> str:
     forward = codegen.forward(program, strategy, params, MAX_REGISTER_BLOCK.get(plan.dtype, 16384))
     aligned = codegen.ALIGNED if params.get("VEC", 1) > 1 else ""
     if any(n.round_to == "bfloat16" for n in program.nodes):
-        head, body = _with_interpreter_import(head), codegen.ROUND_TO_BF16 + "\n\n" + body
+        head, body = _with_interpreter_import(head), expressions.ROUND_TO_BF16 + "\n\n" + body
     return head + aligned + body + _model(plan.init, forward)

@@ -1,5 +1,5 @@
 """The reference's ops the lowering knows, by target, method name or module type, and the primitive
-each lowers to (``codegen.ELEMENTWISE`` names the primitives)."""
+each lowers to (``expressions.elementwise`` names the primitives)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,106 @@
+"""The Triton expression of each primitive a row program uses, on fp32 values, and the rounding
+that makes a kernel round like eager does after a bf16 or fp16 op."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kernelevo.agent.builtin.program import Node
+
+NEG_INF = 'float("-inf")'
+POS_INF = 'float("inf")'
+
+
+def _c(value: float) -> str:
+    if value == float("inf"):
+        return POS_INF
+    if value == float("-inf"):
+        return NEG_INF
+    return repr(float(value))
+
+
+def _a(arg: Any) -> str:
+    return arg if isinstance(arg, str) else _c(arg)
+
+
+def _nan_max(a: str, b: str, which: str = "maximum") -> str:
+    # torch's max, min, relu and clamp pass a NaN on; the GPU's plain max/min instructions drop it
+    return f"tl.{which}({a}, {b}, propagate_nan=tl.PropagateNan.ALL)"
+
+
+def elementwise(op: str, args: list[Any]) -> str:
+    """The Triton expression of primitive ``op`` on fp32 values ``args`` (names or numbers)."""
+    a = [_a(x) for x in args]
+    x = a[0]
+    binary = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+    if op in binary:
+        return f"({a[0]} {binary[op]} {a[1]})"
+    softplus = f"tl.where({x} > 20.0, {x}, tl.log(1.0 + tl.exp({x})))"
+    table = {
+        "identity": x, "cast": x, "neg": f"(-{x})", "relu": _nan_max(x, "0.0"),
+        "sigmoid": f"(1.0 / (1.0 + tl.exp(-{x})))", "silu": f"({x} / (1.0 + tl.exp(-{x})))",
+        "tanh": f"(2.0 / (1.0 + tl.exp(-2.0 * {x})) - 1.0)", "exp": f"tl.exp({x})", "log": f"tl.log({x})",
+        "abs": f"tl.abs({x})", "sqrt": f"tl.sqrt({x})", "rsqrt": f"tl.rsqrt({x})", "erf": f"tl.math.erf({x})",
+        "square": f"({x} * {x})", "cube": f"({x} * {x} * {x})", "reciprocal": f"(1.0 / {x})",
+        "gelu": f"(0.5 * {x} * (1.0 + tl.math.erf({x} * 0.7071067811865476)))",
+        "gelu_tanh": f"(0.5 * {x} * (2.0 / (1.0 + tl.exp(-2.0 * (0.7978845608028654 * ({x} + 0.044715 * {x} * {x} "
+                     f"* {x}))))))",
+        "softplus": softplus,
+        "mish": f"({x} * (2.0 / (1.0 + tl.exp(-2.0 * {softplus})) - 1.0))",
+        "hardswish": f"({x} * tl.minimum(tl.maximum({x} + 3.0, 0.0), 6.0) / 6.0)",
+        "hardsigmoid": _nan_max(_nan_max(f"{x} / 6.0 + 0.5", "0.0"), "1.0", "minimum"),
+        "relu6": _nan_max(_nan_max(x, "0.0"), "6.0", "minimum"),
+        "inf_to_zero": f"tl.where(tl.abs({x}) == float(\"inf\"), 0.0, {x})",
+        "elu": f"tl.where({x} > 0.0, {x}, tl.exp({x}) - 1.0)",
+        "selu": f"(1.0507009873554805 * tl.where({x} > 0.0, {x}, 1.6732632423543772 * (tl.exp({x}) - 1.0)))",
+    }
+    if op in table:
+        return table[op]
+    if op in ("maximum", "minimum"):
+        return _nan_max(a[0], a[1], op)
+    if op == "leaky_relu":
+        return f"tl.where({x} >= 0.0, {x}, {x} * {a[1]})"
+    if op == "clamp":
+        out = x
+        if args[1] != float("-inf"):
+            out = _nan_max(out, a[1])
+        if args[2] != float("inf"):
+            out = _nan_max(out, a[2], "minimum")
+        return out
+    raise KeyError(op)
+
+
+ROUND_TO_BF16 = '''@triton.jit
+def round_to_bf16(x):
+    # fp32 -> nearest bf16 (ties to even), kept in fp32: eager rounds after every bf16 op, and so do we.
+    # On a GPU, one conversion instruction each way. Under Triton's CPU interpreter, integer
+    # arithmetic, so that it rounds there the same way.
+    if CAST_ROUNDS:
+        y = x.to(tl.bfloat16).to(tl.float32)
+    else:
+        bits = x.to(tl.uint32, bitcast=True)
+        bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+        y = bits.to(tl.float32, bitcast=True)
+    return y
+
+
+CAST_ROUNDS = tl.constexpr(not isinstance(round_to_bf16, InterpretedFunction))  # see INTERPRETER_IMPORT
+'''
+
+
+INTERPRETER_IMPORT = "from triton.runtime.interpreter import InterpretedFunction\n"
+INTERPRETED = '''
+
+# Triton's CPU interpreter multiplies bf16 and fp16 tiles wrongly (triton 3.9), so there the tiles
+# are widened to fp32 before tl.dot. On a GPU this is False: the dots run on the tensor cores.
+INTERPRETED = isinstance({kernel}, InterpretedFunction)
+'''
+
+
+def rounded(node: Node, expr: str) -> str:
+    """``expr`` rounded as eager rounds ``node``'s result (bf16 or fp16), kept in fp32."""
+    if node.round_to == "bfloat16":
+        return f"round_to_bf16({expr})"
+    if node.round_to == "float16":
+        return f"({expr}).to(tl.float16).to(tl.float32)"
+    return expr
