@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import inspect
 import operator
 from collections.abc import Iterator
 from typing import Any
@@ -168,8 +169,6 @@ def _fetch(root: nn.Module, qualified: str) -> Any:
 def unpassed_defaults(model: nn.Module, inputs: list[Any]) -> dict[str, Any]:
     """``forward``'s parameters past the ``inputs`` given, at their defaults (``mask=None``): fixed
     while tracing, so ``if mask is not None`` takes the branch a call with these inputs takes."""
-    import inspect
-
     parameters = list(inspect.signature(model.forward).parameters.values())
     positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     later = positional[len(inputs):] + [p for p in parameters if p.kind == p.KEYWORD_ONLY]
@@ -180,8 +179,6 @@ def unpassed_defaults(model: nn.Module, inputs: list[Any]) -> dict[str, Any]:
 def refuse_variable_arguments(model: nn.Module) -> None:
     """``forward(*xs)`` or ``forward(**kw)``: the example inputs cannot be matched to what the graph
     would record, so the trace at fixed shapes is not attempted."""
-    import inspect
-
     for p in inspect.signature(model.forward).parameters.values():
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             raise ShapeDependentTrace(f"forward takes {'*' if p.kind == p.VAR_POSITIONAL else '**'}{p.name}: "

@@ -135,6 +135,14 @@ def _shuffled(value: Any, generator: torch.Generator) -> Any:
     return flat[order].reshape(value.shape).clone()
 
 
+def _same(want: Any, got: Any) -> bool:
+    """One output of the model and of its graph agree (tensors to rounding, other values exactly)."""
+    if not isinstance(want, torch.Tensor):
+        return want == got
+    return (isinstance(got, torch.Tensor) and want.shape == got.shape
+            and torch.allclose(want, got, rtol=1e-4, atol=1e-5, equal_nan=True))
+
+
 def _check_on_other_values(gm: torch.fx.GraphModule, pristine: nn.Module | None, inputs: list[Any]) -> None:
     """A graph recorded at fixed shapes holds only if the forward depends on shapes, not values: one
     that drew random numbers or read a value-dependent size into Python would differ on other values."""
@@ -148,9 +156,7 @@ def _check_on_other_values(gm: torch.fx.GraphModule, pristine: nn.Module | None,
             return
         got = gm(*other)
     pairs = list(zip(*(o if isinstance(o, (tuple, list)) else [o] for o in (want, got))))
-    if not all(isinstance(w, torch.Tensor) and isinstance(g, torch.Tensor) and w.shape == g.shape
-               and torch.allclose(w, g, rtol=1e-4, atol=1e-5, equal_nan=True) if isinstance(w, torch.Tensor)
-               else w == g for w, g in pairs):
+    if not all(_same(w, g) for w, g in pairs):
         raise CannotCapture("the graph recorded at these shapes differs from the model on other inputs of the "
                             "same shapes: its forward depends on values, not only shapes (random numbers, a size "
                             "that depends on the data)")
