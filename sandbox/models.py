@@ -110,6 +110,8 @@ class ReferenceResult(BaseModel):
     eager_peak_bytes: int | None = None
     """Peak device memory of one eager call, its inputs and outputs included (GPU only): the task's own
     footprint, against which the judge's is measured."""
+    device_total_bytes: int | None = None
+    """The GPU's memory, as the driver reports it (GPU only)."""
 
 
 class Isolation(BaseModel):

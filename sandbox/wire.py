@@ -168,6 +168,10 @@ class TensorFile(BaseModel):
     """The producer object's class name: only a plain ``Tensor`` is an acceptable output."""
 
 
+FILE_SLICE_BYTES = 64 << 20
+"""Tensor files are written and read in slices of this size, so neither side holds a whole copy on the host."""
+
+
 def write_tensor(t: Any, folder: Path, name: str) -> TensorFile:
     """Write tensor ``t``'s values (row-major) to ``folder/name``."""
     import torch
@@ -177,11 +181,13 @@ def write_tensor(t: Any, folder: Path, name: str) -> TensorFile:
                       type_name=type(t).__name__)
     flat = torch.Tensor.contiguous(t.detach()).reshape(-1)
     raw = flat.view(torch.uint8) if flat.dtype != torch.bool else flat.to(torch.uint8)
-    data = raw.cpu().numpy()
     path = folder / name
     tmp = path.with_name(path.name + ".part")
     with open(tmp, "wb") as handle:
-        data.tofile(handle)
+        # in slices: a task's output can be gigabytes, and a host copy of it whole would count against
+        # the candidate process's memory limit
+        for start in range(0, raw.numel(), FILE_SLICE_BYTES):
+            raw[start:start + FILE_SLICE_BYTES].cpu().numpy().tofile(handle)
     tmp.replace(path)
     return meta
 
@@ -217,16 +223,23 @@ def read_tensor(meta: TensorFile, folder: Path, device: str, limit: int) -> Any:
             raise ValueError(f"{meta.file} is not a plain file")
         if info.st_size != expected:
             raise ValueError(f"{meta.file} holds {info.st_size} bytes; {meta.dtype} {meta.shape} needs {expected}")
+        raw = torch.empty(expected, dtype=torch.uint8, device=device)
         with os.fdopen(fd, "rb", closefd=False) as handle:
-            data = np.fromfile(handle, dtype=np.uint8, count=expected)
+            done = 0
+            while done < expected:  # in slices, as written
+                piece = np.fromfile(handle, dtype=np.uint8, count=min(FILE_SLICE_BYTES, expected - done))
+                if piece.size == 0:
+                    raise ValueError(f"{meta.file} ended early (it was changed while being read)")
+                raw[done:done + piece.size].copy_(torch.from_numpy(piece))
+                done += piece.size
     finally:
         os.close(fd)
-    raw = torch.from_numpy(data)
     if meta.dtype == "bool":
         flat = raw.to(torch.bool)
     else:
-        flat = raw.view(getattr(torch, meta.dtype)) if numel else torch.empty(0, dtype=getattr(torch, meta.dtype))
-    return flat.reshape(meta.shape).to(device)
+        flat = raw.view(getattr(torch, meta.dtype)) if numel else torch.empty(0, dtype=getattr(torch, meta.dtype),
+                                                                                device=device)
+    return flat.reshape(meta.shape)
 
 
 def describe_exception(exc: BaseException, limit: int = 1500) -> str:

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import ROOT, candidate
 from kernelevo.tasks import load_task
 
@@ -33,10 +35,15 @@ def test_code_of_the_candidates_process_imports_nothing_of_the_trusted_side() ->
         assert not bad, f"{path.name} imports {bad}"
 
 
-def test_the_candidates_process_loaded_nothing_of_the_trusted_side(evaluator) -> None:
+@pytest.fixture(scope="module")
+def relu_record(evaluator):  # noqa: ANN201 - a judging session's Record
+    return evaluator._session(load_task("relu", "small"), candidate("ok_relu_empty"))
+
+
+def test_the_candidates_process_loaded_nothing_of_the_trusted_side(relu_record) -> None:
     """What the worker itself reports at the end of a real judgement (it could lie only to look clean,
     and an honest candidate has no reason to)."""
-    record = evaluator._session(load_task("relu", "small"), candidate("ok_relu_empty"))
+    record = relu_record
     assert record.ok, [c for c in record.checks if not c.passed]
     assert "kernelevo.sandbox.child.worker" in record.worker_modules or record.worker_modules
     assert not [m for m in record.worker_modules if m.startswith(TRUSTED)], record.worker_modules
@@ -60,3 +67,11 @@ def test_an_exported_optimize_imports_neither_langgraph_nor_langchain(tmp_path: 
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "HEAVY []" in done.stdout, done.stdout
+
+
+def test_each_output_file_is_deleted_once_compared(relu_record) -> None:
+    """At a task's real sizes one output file can be gigabytes: none may outlive its comparison."""
+    assert relu_record.ok
+    outbox = relu_record.worker_outbox
+    assert outbox is not None and outbox.is_dir()
+    assert not sorted(p.name for p in outbox.rglob("*.bin")), "compared outputs were left on disk"

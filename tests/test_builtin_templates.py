@@ -206,7 +206,8 @@ SLOW_CASES = {"flat-gelu-tanh", "chunk-glu-bf16", "layernorm-module-bf16", "var-
               "convtranspose1d-dilated-bf16", "instancenorm-conv-sequence", "dim-logsumexp-then-log-softmax",
               "dim-global-mean-and-all", "adaptive-avgpool-after-multiply", "sequence-conv-pool",
               "scan-reversed-cumsum-fp16", "scan-exclusive-cumprod-dim0-bf16", "norm-inf-over-dim0",
-              "norm-1-keepdim-bf16", "split-mean-over-dim0-bf16", "split-global-max", "norm-fro-then-divide"}
+              "norm-1-keepdim-bf16", "split-mean-over-dim0-bf16", "split-global-max", "norm-fro-then-divide",
+              "conv2d-depthwise-bf16", "linear-groupnorm-sequence"}
 """Cases the default run leaves to ``make test-all``: each has a sibling of the same family that runs."""
 
 

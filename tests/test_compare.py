@@ -78,7 +78,10 @@ def test_strict_layout_compares_strides() -> None:
     assert "strides" in layout_problem([1, 3], want)
 
 
-def test_tensor_files_round_trip_every_dtype_and_views(tmp_path: Path) -> None:
+@pytest.mark.parametrize("slice_bytes", [7, 64 << 20])
+def test_tensor_files_round_trip_every_dtype_and_views(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        slice_bytes: int) -> None:
+    monkeypatch.setattr(wire, "FILE_SLICE_BYTES", slice_bytes)  # slices that split values, and one whole
     for dtype in (torch.float32, torch.bfloat16, torch.float16, torch.int64, torch.bool, torch.float64):
         t = (torch.randn(6, 5) * 3).to(dtype)
         meta = wire.write_tensor(t.T, tmp_path, f"{dtype}.bin")
@@ -163,3 +166,21 @@ def test_a_timed_output_digest_commits_to_every_value() -> None:
                              timed.output_digest(torch.tensor([float("nan"), 1.0]).half(), 3))
     assert timed.same_digest(timed.output_digest(torch.arange(5) > 2, 3), timed.output_digest(torch.arange(5) > 2, 3))
     assert not timed.same_digest(digest, None) and len(digest[0]) == timed.DIGEST_LANES
+
+
+def test_the_default_atol_is_read_in_units_of_a_small_outputs_magnitude() -> None:
+    """A softmax over 100000 columns has values near 1e-5, far below fp32's atol of 1e-4: zeros would
+    pass an absolute tolerance. Read in units of the output's mean |value|, zeros fail and an honest
+    softmax computed another way still passes."""
+    x = torch.rand(4, 100000)
+    want = torch.softmax(x, dim=1)
+    honest = (torch.exp(x.double() - x.double().max(1, keepdim=True).values)
+              / torch.exp(x.double() - x.double().max(1, keepdim=True).values).sum(1, keepdim=True)).float()
+    zeros = torch.zeros_like(want)
+    assert compare_output(zeros, want, None, 1e-4, 1e-4).problem is None  # the trap, unscaled
+    problem = compare_output(zeros, want, None, 1e-4, 1e-4, scale_atol=True).problem
+    assert problem and "the output's mean |value|" in problem
+    assert compare_output(honest, want, None, 1e-4, 1e-4, scale_atol=True).problem is None
+    assert compare_output(want * 1.001, want, None, 1e-4, 1e-4, scale_atol=True).problem  # 0.1% off everywhere
+    big = torch.randn(1000) * 10  # mean |value| above 1: the atol stands as declared
+    assert compare_output(big + 5e-5, big, None, 1e-4, 1e-4, scale_atol=True).problem is None

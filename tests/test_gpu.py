@@ -304,3 +304,48 @@ def test_a_profile_reads_ncus_counters_in_the_sandbox(evaluator, relu_task) -> N
     relu = next(k for k in profile.kernels if "relu_kernel" in k.name)
     assert relu.dram_pct > 30 and relu.registers and relu.dram_bytes > 256e6  # 64M fp32 in, 64M out
     assert "occupancy" in profile.diagnosis and "top stall" in profile.diagnosis
+
+
+SOFTMAX_6GB = '''"""softmax over 4096 rows of 393216 fp32 values: 6.4 GB an input, as KernelBench writes it."""
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super(Model, self).__init__()
+
+    def forward(self, x):
+        return torch.softmax(x, dim=1)
+
+batch_size = 4096
+dim = 393216
+
+def get_inputs():
+    return [torch.rand(batch_size, dim)]
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_task_of_gigabytes_is_judged_within_its_memory_bound(make_evaluator, tmp_path: Path) -> None:
+    """Every input set made, run and compared one at a time, output files deleted once compared: the
+    oracle stays within a few times the task's own footprint (``sandbox/judge/device_memory.py``)."""
+    from kernelevo.sandbox.judge import device_memory
+
+    path = tmp_path / "softmax_6gb.py"
+    path.write_text(SOFTMAX_6GB)
+    task = load_task(str(path), "full")
+    evaluator = make_evaluator(timeout_s=900, reference_timeout_s=900)
+    began = time.monotonic()
+    verdict, code = evaluator.evaluate(task, candidate("ok_softmax_long_rows"))
+    print(f"\nverdict in {time.monotonic() - began:.0f} s: {verdict.runtime_ms} ms against eager "
+          f"{verdict.reference_runtime_ms} ms; memory {verdict.memory}; phases {verdict.phases}")
+    assert code == 0, verdict.reason
+    precision = next(c for c in verdict.checks if c.name == "precision")
+    assert "error against float64" in precision.detail, precision.detail  # the float64 run fitted
+    eager = verdict.memory["eager"]
+    assert eager >= 12 * 2**30, verdict.memory  # the input and the output, 6 GiB each
+    assert verdict.memory["oracle"] <= (device_memory.ORACLE_SHARE + device_memory.EXACT_SHARE) * eager, \
+        verdict.memory
+    assert not list((evaluator.workspace / "outboxes").rglob("*.bin")), "compared outputs were left on disk"

@@ -10,12 +10,14 @@ import pytest
 from kernelevo.sandbox.advice.cuda_gate import summarize_ptxas
 from kernelevo.sandbox.isolation.cgroups import parse_size
 from kernelevo.sandbox.isolation.namespaces import scrubbed_env
+from kernelevo.sandbox.judge import device_memory
 from kernelevo.sandbox.judge.ceilings import speed_of_light_ms
 from kernelevo.sandbox.judge.record import Record
+from kernelevo.sandbox.judge.session import Plan, Session, Stop
 from kernelevo.sandbox.judge.telemetry import decode_throttle_reasons, snapshot
 from kernelevo.sandbox.judge.timing import Block
 from kernelevo.sandbox.judge.verdict import INTERPRETER, judge, process_failure
-from kernelevo.sandbox.models import Ceilings, Check, Isolation, JobOutcome, ReferenceResult, TimingStats
+from kernelevo.sandbox.models import Ceilings, Check, Isolation, JobOutcome, ReferenceResult, TimingPolicy, TimingStats
 from kernelevo.tasks.task import Task
 
 CEILINGS = Ceilings(device="H200", copy_gbps=4300.0, matmul_tflops={"bfloat16": 790.0, "tf32": 380.0})
@@ -270,3 +272,31 @@ def test_a_forward_that_cannot_be_captured_keeps_its_verdict_with_a_note() -> No
     verdict = judge(task(), "c.py", [], baseline, None, record, None)
     assert verdict.correct and verdict.runtime_ms == 1.0
     assert verdict.graph_runtime_ms is None and verdict.graph_note.startswith("the candidate could not be timed")
+
+
+def test_a_task_too_large_for_the_gpu_is_refused_in_one_line_with_its_figures() -> None:
+    gib = 2**30
+    assert device_memory.refusal(13 * gib, 141 * gib, "NVIDIA H200") is None  # softmax over 4096 x 393216 fp32
+    line = device_memory.refusal(40 * gib, 141 * gib, "NVIDIA H200")
+    assert line and "\n" not in line
+    assert "cannot be judged on NVIDIA H200" in line and "40.0 GiB" in line and "160.0 GiB" in line
+    assert device_memory.refusal(None, 141 * gib, "cpu") is None  # nothing measured: nothing refused
+    assert device_memory.exact_skip_note(10 * gib, 20 * gib) is None
+    assert "no float64 reference" in (device_memory.exact_skip_note(10 * gib, 11 * gib) or "")
+
+
+@pytest.mark.parametrize(("others", "blamed"), [(120, "candidate"), (30, "judge")])
+def test_an_oracle_out_of_memory_is_blamed_on_whoever_left_it_no_room(others: int, blamed: str) -> None:
+    gib = 2**30
+    plan = Plan(task=task(), task_path=Path("t.py"), candidate_path=Path("c.py"), device="cuda",
+                timing=TimingPolicy(), eager_peak_bytes=13 * gib)
+    session = Session(plan, None, None, None)
+    use = {"total": 141 * gib, "free": 141 * gib - others * gib - 8 * gib, "own": 8 * gib}
+    session._out_of_memory(Stop("oracle", "reference outputs for set 2", "torch.OutOfMemoryError: CUDA out of "
+                                "memory", out_of_memory=use))
+    if blamed == "candidate":
+        assert session.record.failure and "the candidate's process held 120.0 GiB" in session.record.failure
+        assert session.record.reference_error is None
+    else:
+        assert session.record.failure is None
+        assert "the judge ran out of device memory" in (session.record.reference_error or "")

@@ -53,6 +53,8 @@ def test_launches_of_one_kernel_are_folded_time_weighted() -> None:
     ("==WARNING== No kernels were profiled.", "no kernel ran"),
     ("==ERROR== Failed to find metric regex:foo", "does not know a metric"),
     ("==ERROR== something else entirely", "ncu failed: something else entirely"),
+    ("==ERROR== An error was reported by the driver:\nout of memory (cudaErrorMemoryAllocation)\n==PROF== Disconnected",
+     "ncu failed: An error was reported by the driver: out of memory (cudaErrorMemoryAllocation)"),
 ])
 def test_ncu_refusals_are_said_in_words(log: str, words: str) -> None:
     assert words in ncu.refusal(log)

@@ -229,7 +229,11 @@ def refusal(log: str) -> str | None:
         return f"this ncu does not know a metric kernelevo asks for: {line.strip()[:200]}"
     if "No kernels were profiled" in text:
         return "no kernel ran in the profiled call (is the candidate launching anything on the GPU?)"
-    errors = [line.strip() for line in text.splitlines() if line.startswith("==ERROR==")]
-    if errors:
-        return "ncu failed: " + errors[0][9:].strip()[:300]
-    return None
+    lines = text.splitlines()
+    first = next((k for k, line in enumerate(lines) if line.startswith("==ERROR==")), None)
+    if first is None:
+        return None
+    # an error often ends in a colon and gives its cause on the lines that follow
+    said = [lines[first][9:].strip()] + [line.strip() for line in lines[first + 1:first + 4]
+                                          if line.strip() and not line.startswith("==")]
+    return "ncu failed: " + " ".join(said)[:300]

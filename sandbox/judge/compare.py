@@ -2,7 +2,8 @@
 code ever ran in).
 
 Per output tensor: type, shape and dtype must match; integer outputs must be equal; floating
-outputs must satisfy ``|out - ref| <= atol + rtol*|ref| + slack``. The slack is ``SLACK_FACTOR``
+outputs must satisfy ``|out - ref| <= atol + rtol*|ref| + slack``. The default atol is read in units of
+the output's mean magnitude where that is below 1 (``scaled_atol``). The slack is ``SLACK_FACTOR``
 times the larger of two measures of how far rounding alone moves this output on these inputs:
 eager's own largest error against a float64 run of the same model, and the largest change in eager's
 output when every input is moved by one unit in its last place (``sensitivity``). A correct kernel
@@ -54,10 +55,30 @@ def _problem_in_kind(got: torch.Tensor, want: torch.Tensor) -> str | None:
     return None
 
 
+def typical_magnitude(want: torch.Tensor) -> float:
+    """The mean |value| of an output (0 where it is empty, all zero, or not finite)."""
+    if want.numel() == 0:
+        return 0.0
+    total = sum(float(w.double().abs().sum()) for (w,) in _chunks(want))
+    mean = total / want.numel()
+    return mean if mean == mean and mean != float("inf") else 0.0
+
+
+def scaled_atol(atol: float, want: torch.Tensor) -> tuple[float, str]:
+    """The default atol in units of the output's typical magnitude, where that is below 1: an absolute
+    tolerance larger than the values themselves would accept any small output (all zeros, for a
+    softmax over 393216 columns whose values are about 2.5e-6). Returns the atol and how it reads."""
+    mean = typical_magnitude(want)
+    if mean == 0.0 or mean >= 1.0:
+        return atol, f"{atol:g}"
+    return atol * mean, f"{atol:g}*{mean:.3g} (the output's mean |value|)"
+
+
 def compare_output(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | None, atol: float,
-                   rtol: float, sensitivity: float = 0.0) -> OutputStats:
+                   rtol: float, sensitivity: float = 0.0, scale_atol: bool = False) -> OutputStats:
     """Does ``got`` match ``want`` (eager's output on the same inputs)? ``exact``: float64, or None;
-    ``sensitivity``: how far eager's output moves when its inputs move by one unit in the last place."""
+    ``sensitivity``: how far eager's output moves when its inputs move by one unit in the last place;
+    ``scale_atol``: the atol is the default one, to be read in units of the output's magnitude."""
     stats = OutputStats(elements=want.numel())
     stats.problem = _problem_in_kind(got, want)
     if stats.problem or want.numel() == 0:
@@ -68,6 +89,7 @@ def compare_output(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | 
             stats.problem = f"{wrong} of {want.numel()} values differ (integer output must match exactly)"
         return stats
     stats.eager_error, stats.sensitivity = largest_difference(want, exact), sensitivity
+    atol, atol_text = scaled_atol(atol, want) if scale_atol else (atol, f"{atol:g}")
     slack = SLACK_FACTOR * max(stats.eager_error, sensitivity)
     bad = nan = 0
     largest = 0.0
@@ -98,7 +120,8 @@ def compare_output(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | 
         stats.err_candidate, stats.err_eager, stats.magnitude = err_c, err_e, magnitude
     if bad:
         at = tuple(int(i) for i in torch.unravel_index(torch.tensor(worst[1]), want.shape))
-        allowed = f"{atol:g} + {rtol:g}*|ref|" + (f" + {slack:.3g} (the output's own rounding scale)" if slack else "")
+        allowed = f"{atol_text} + {rtol:g}*|ref|" + (f" + {slack:.3g} (the output's own rounding scale)"
+                                                       if slack else "")
         stats.problem = (f"{bad} of {want.numel()} values outside |out - ref| <= {allowed}; worst at {at}: "
                          f"got {worst[2]:.6g}, expected {worst[3]:.6g}")
         if nan:

@@ -20,7 +20,7 @@ from kernelevo.sandbox.advice.cuda_gate import compile_gate
 from kernelevo.sandbox.isolation.namespaces import hand_over, scrubbed_env
 from kernelevo.sandbox.isolation.process import ProcessSandbox, RunSpec, take_lock
 from kernelevo.sandbox.isolation.protocol import Sandbox
-from kernelevo.sandbox.judge import cache, forensic
+from kernelevo.sandbox.judge import cache, device_memory, forensic
 from kernelevo.sandbox.judge.forensic import FORENSIC_CALLS, forensic_command
 from kernelevo.sandbox.judge.processes import Processes
 from kernelevo.sandbox.judge.session import Plan, Session, Stop, oracle_asker
@@ -30,7 +30,7 @@ from kernelevo.sandbox.models import Ceilings, Check, ReferenceResult, TimingPol
 from kernelevo.tasks.task import Task
 
 BASELINE_SEEDS = [1, 2, 3, 4, 5]
-BASELINE_FORMAT = 7
+BASELINE_FORMAT = 8
 """Part of a cached baseline's key: raised when what a baseline measures changes (the pace of
 back-to-back calls beside the timed median, here), so older ones are measured again."""
 """Baselines are times, not checks: fixed seeds keep the cache valid across evaluations."""
@@ -198,7 +198,15 @@ class Evaluator:
         return self.config.cache_dir / "ceilings" / f"{cache.slug(self.device_label())}-torch{torch.__version__}.json"
 
     def baseline(self, task: Task) -> tuple[ReferenceResult, Ceilings | None]:
-        """The task's clean baselines, from the cache or from a fresh oracle job."""
+        """The task's clean baselines, from the cache or from a fresh oracle job. A task too large to be
+        judged on this GPU is refused here, before any candidate runs."""
+        result, ceilings = self._baseline(task)
+        refusal = device_memory.refusal(result.eager_peak_bytes, result.device_total_bytes, self.device_label())
+        if refusal:
+            raise EvalError(refusal)
+        return result, ceilings
+
+    def _baseline(self, task: Task) -> tuple[ReferenceResult, Ceilings | None]:
         import torch
 
         key = cache.key_of(task.sha256, task.size, self.device_label(), torch.__version__, task.dtype,
@@ -280,7 +288,7 @@ class Evaluator:
         if not self.readable and self.device == "cpu":
             self.processes.warm()  # imports while the baselines are measured: CPU times mean nothing
         baseline, ceilings = self.baseline(task)
-        record = self._session(task, candidate)
+        record = self._session(task, candidate, footprint=baseline.eager_peak_bytes)
         if record.reference_error:
             raise EvalError(record.reference_error)
         verdict = judge(task, str(candidate), static_checks, baseline, ceilings, record, self.config.memory)
@@ -290,8 +298,10 @@ class Evaluator:
             self.processes.warm()  # the next candidate's process imports now, while nothing is timed
         return verdict
 
-    def _session(self, task: Task, candidate: Path, forensic: str | None = None):  # noqa: ANN202 - Record
-        """One session (``forensic``: ncu's path, for the forensic pass): its Record."""
+    def _session(self, task: Task, candidate: Path, forensic: str | None = None,  # noqa: ANN202 - Record
+                 footprint: int | None = None):
+        """One session (``forensic``: ncu's path, for the forensic pass; ``footprint``: one eager call's
+        peak device memory): its Record."""
         oracle = self.processes.oracle(task, self.readable)
         readable = list(self.readable)
         cmd = None
@@ -306,7 +316,7 @@ class Evaluator:
                     strict_layout=self.config.strict_layout, worker_outbox=worker.outbox,
                     oracle_task_path=oracle.folder / "task.py", forensic=forensic is not None,
                     oracle_outbox=oracle.outbox, oracle_timeout_s=self.config.reference_timeout_s,
-                    cuda_graph=self.config.cuda_graph and forensic is None)
+                    cuda_graph=self.config.cuda_graph and forensic is None, eager_peak_bytes=footprint)
         if forensic is not None:
             plan.checked_sets = FORENSIC_CALLS
         session = Session(plan, oracle.job, worker.job, self.device_lock_path())
@@ -314,7 +324,7 @@ class Evaluator:
         session.close()
         record.worker = worker.job.wait(10)
         record.worker_isolation = worker.job.isolation
-        record.worker_folder = worker.folder
+        record.worker_folder, record.worker_outbox = worker.folder, worker.outbox
         if record.reference_error or record.oracle_unfit:
             self.processes.drop_oracle(oracle)
         return record

@@ -177,7 +177,8 @@ def run_pass(evaluator: Any, task: Task, candidate: Path,
     """The forensic session (``Evaluator._session`` under ncu): ``(launches, why it failed, the
     session's phases in seconds)``."""
     began = time.monotonic()
-    record = evaluator._session(task, candidate, forensic=binary)
+    footprint = evaluator.baseline(task)[0].eager_peak_bytes
+    record = evaluator._session(task, candidate, forensic=binary, footprint=footprint)
     phases = {**record.phases, "session with exits": round(time.monotonic() - began, 4)}
     launches, failure = _read_pass(record)
     return launches, failure, phases

@@ -35,7 +35,7 @@ from kernelevo.sandbox.child.timed import (
     warm_host,
     warm_up,
 )
-from kernelevo.sandbox.judge import compare, telemetry, workload
+from kernelevo.sandbox.judge import compare, device_memory, telemetry, workload
 from kernelevo.sandbox.judge.timing import PACE_MEASUREMENTS, stats
 from kernelevo.sandbox.models import OutputStats, ReferenceResult, TimingPolicy
 from kernelevo.tasks.loader import TaskError, import_task_module
@@ -59,6 +59,21 @@ def _finite(values: list[Any]) -> bool:
     return all(bool(torch.isfinite(v).all()) for v in values if isinstance(v, torch.Tensor) and v.is_floating_point())
 
 
+def _release_cache() -> None:
+    """Hand cached free blocks back to the driver when they are large: the candidate's process, a
+    separate allocator, cannot use memory this process keeps cached."""
+    if torch.cuda.is_initialized() and (torch.cuda.memory_reserved() - torch.cuda.memory_allocated()
+                                        > device_memory.RELEASE_ABOVE_BYTES):
+        torch.cuda.empty_cache()
+
+
+def _device_use() -> dict[str, int]:
+    """The GPU's memory as the driver sees it, and this process's share, after freeing its cache."""
+    torch.cuda.empty_cache()
+    free, total = torch.cuda.mem_get_info()
+    return {"total": total, "free": free, "own": torch.cuda.memory_reserved()}
+
+
 class Oracle:
     """Serves one session: the reference's outputs on chosen inputs, and comparisons with them."""
 
@@ -71,6 +86,16 @@ class Oracle:
         self.buffers = inputs.InputBuffers()
         self.timer: TimedCall | None = None
         self.graph: GraphTimedCall | None = None
+        self.peak = 0
+        """Peak device memory since the last ``memory`` request, over the counter's resets."""
+
+    def _peak_from_here(self) -> int | None:
+        """Bytes this process holds on the GPU now, the peak counter reset to it (None on the CPU)."""
+        if not torch.cuda.is_initialized():
+            return None
+        self.peak = max(self.peak, torch.cuda.max_memory_allocated())
+        torch.cuda.reset_peak_memory_stats()
+        return torch.cuda.memory_allocated()
 
     def load(self, msg: dict[str, Any]) -> dict[str, Any]:
         same = {k: msg.get(k) for k in ("task", "size", "dtype", "device", "init_seed")}
@@ -99,23 +124,38 @@ class Oracle:
         """Eager's outputs (and float64's, if asked) on the input set of ``seed``, kept under ``key``."""
         assert self.model is not None
         args = self._inputs(msg)
+        before = self._peak_from_here()
         with torch.no_grad():
             want = flat_outputs(self.model(*args))
+        working = None if before is None else torch.cuda.max_memory_allocated() - before
         if not _finite(want):
             return {"ok": True, "finite": False}
-        exact, sensitivity = None, [0.0] * len(want)
+        exact, sensitivity, note = None, [0.0] * len(want), None
         if msg.get("exact") and any(isinstance(w, torch.Tensor) and w.is_floating_point() for w in want):
-            exact = self._run_exact(args, len(want))
+            note = self._exact_room(args, working)
+            exact = None if note else self._run_exact(args, len(want))
             sensitivity = self._sensitivity(args, want, int(msg["seed"]))
         self.expected[str(msg["key"])] = (want, exact, sensitivity)
-        reply: dict[str, Any] = {"ok": True, "finite": True, "exact": exact is not None,
+        reply: dict[str, Any] = {"ok": True, "finite": True, "exact": exact is not None, "exact_note": note,
                                  "outputs": [{"dtype": str(w.dtype).removeprefix("torch."), "shape": list(w.shape)}
                                              for w in want if isinstance(w, torch.Tensor)]}
         if msg.get("write_inputs"):
             outbox = Path(self.job["outbox"])
             reply["inputs"] = [{"tensor": wire.write_tensor(a, outbox, f"in-{msg['key']}-{k}.bin").model_dump()}
                                if isinstance(a, torch.Tensor) else {"value": a} for k, a in enumerate(args)]
+        del args
+        _release_cache()
         return reply
+
+    def _exact_room(self, args: list[Any], working: int | None) -> str | None:
+        """Why a float64 run of the reference does not fit in the device memory free now (None: it fits).
+        ``working``: what the eager call allocated beyond its inputs (its intermediates and outputs)."""
+        if working is None:
+            return None
+        widened = sum(a.numel() * 8 for a in args if isinstance(a, torch.Tensor) and a.is_floating_point())
+        need = int(device_memory.EXACT_SHARE * working) + widened
+        free, _ = torch.cuda.mem_get_info()
+        return device_memory.exact_skip_note(need, free + torch.cuda.memory_reserved() - torch.cuda.memory_allocated())
 
     def _sensitivity(self, args: list[Any], want: list[Any], seed: int) -> list[float]:
         """How far each output moves when every floating input moves by one unit in its last place
@@ -161,7 +201,10 @@ class Oracle:
         except (ValueError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
             return {"ok": True, "problem": f"the candidate's process described its outputs in a way that cannot be "
                     f"read: {wire.describe_exception(exc, 300)}", "stats": []}
-        return self._compare(msg, metas, want, exact, sensitivity)
+        reply = self._compare(msg, metas, want, exact, sensitivity)
+        del want, exact
+        _release_cache()
+        return reply
 
     def _compare(self, msg: dict[str, Any], metas: list[wire.TensorFile], want: list[Any], exact: list[Any] | None,
                  sensitivity: list[float]) -> dict[str, Any]:
@@ -182,7 +225,7 @@ class Oracle:
                 found.append(OutputStats(problem=f"the output's file is unusable: {exc}").model_dump())
                 continue
             result = compare.compare_output(got, w, exact[k] if exact is not None else None, float(msg["atol"]),
-                                            float(msg["rtol"]), sensitivity[k])
+                                            float(msg["rtol"]), sensitivity[k], bool(msg.get("scale_atol")))
             if result.problem is None and msg.get("strict_layout"):
                 result.problem = compare.layout_problem(meta.strides, w)
             if msg.get("digest_seed") is not None:
@@ -195,6 +238,7 @@ class Oracle:
 
     def drop(self, msg: dict[str, Any]) -> dict[str, Any]:
         self.expected.pop(str(msg["key"]), None)
+        _release_cache()
         return {"ok": True}
 
     def reset(self, msg: dict[str, Any]) -> dict[str, Any]:
@@ -232,8 +276,9 @@ class Oracle:
         """This process's peak device memory since the last ``memory`` request (None on the CPU)."""
         if self.job["device"] != "cuda":
             return {"ok": True, "peak_bytes": None}
-        peak = torch.cuda.max_memory_allocated()
+        peak = max(self.peak, torch.cuda.max_memory_allocated())
         torch.cuda.reset_peak_memory_stats()
+        self.peak = 0
         return {"ok": True, "peak_bytes": peak}
 
     def paced(self, msg: dict[str, Any]) -> dict[str, Any]:
@@ -285,7 +330,8 @@ class Oracle:
                                  bytes=nbytes, torch_version=torch.__version__, triton_version=_triton_version(),
                                  output_dtypes=[str(o.dtype).removeprefix("torch.") for o in flat_outputs(first_out)
                                                 if isinstance(o, torch.Tensor)], inputs=described,
-                                 eager_peak_bytes=eager_peak)
+                                 eager_peak_bytes=eager_peak,
+                                 device_total_bytes=torch.cuda.mem_get_info()[1] if device == "cuda" else None)
         before = telemetry.snapshot() if device == "cuda" else {}
         result.eager = self._time_locally(self.model, policy, seeds, phases, "timing eager")
         if device == "cuda" and msg.get("measure_compile", True):
@@ -306,6 +352,7 @@ class Oracle:
                 result.ceilings = measure_ceilings()
                 phases["measuring ceilings"] = time.perf_counter() - began
         result.phases = {k: round(v, 4) for k, v in phases.items()}
+        _release_cache()
         return {"ok": True, "result": result.model_dump(mode="json")}
 
     def _time_locally(self, fn: Any, policy: TimingPolicy, seeds: list[int], phases: dict[str, float],
@@ -374,6 +421,8 @@ def serve(channel: wire.Channel) -> None:
             reply = handler(oracle, msg) if handler else {"ok": False, "error": f"unknown request {op!r}"}
         except TaskError as exc:
             reply = {"ok": False, "error": str(exc), "task_error": True}
+        except torch.OutOfMemoryError as exc:  # whose fault it is depends on who holds the rest
+            reply = {"ok": False, "error": wire.describe_exception(exc, 600), "out_of_memory": _device_use()}
         except Exception as exc:  # the reference failed: the session says so in words
             reply = {"ok": False, "error": wire.describe_exception(exc, 3000)}
         channel.send(reply)

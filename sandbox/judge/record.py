@@ -66,6 +66,9 @@ class Record:
     peak_bytes: dict[str, int] = field(default_factory=dict)
     """Peak device memory of the oracle and (as reported) the candidate's process."""
     worker_folder: Path | None = None
+    worker_outbox: Path | None = None
+    exact_note: str | None = None
+    """Why some checked output had no float64 reference (it did not fit in device memory)."""
 
     def add(self, name: str, passed: bool, detail: str = "") -> bool:
         self.checks.append(Check(name=name, passed=passed, detail=detail))

@@ -29,7 +29,7 @@ from kernelevo.sandbox.child.launches import MAX_HOST_READ_ELEMENTS
 from kernelevo.sandbox.child.timed import call_ms, same_digest
 from kernelevo.sandbox.isolation.process import take_lock
 from kernelevo.sandbox.isolation.protocol import Job
-from kernelevo.sandbox.judge import rules, telemetry
+from kernelevo.sandbox.judge import device_memory, rules, telemetry
 from kernelevo.sandbox.judge.record import Record
 from kernelevo.sandbox.judge.timing import PACE_MEASUREMENTS, Block
 from kernelevo.sandbox.models import TimingPolicy
@@ -48,9 +48,12 @@ class Stop(Exception):
     ``task_error``: the task itself is unusable (its reference raised or is not finite); ``broken``:
     the channel itself failed (a timeout, a closed socket), so no later request can be trusted."""
 
-    def __init__(self, who: str, phase: str, detail: str, task_error: bool = False, broken: bool = False) -> None:
+    def __init__(self, who: str, phase: str, detail: str, task_error: bool = False, broken: bool = False,
+                 out_of_memory: dict[str, int] | None = None) -> None:
         super().__init__(detail)
         self.who, self.phase, self.detail, self.task_error, self.broken = who, phase, detail, task_error, broken
+        self.out_of_memory = out_of_memory
+        """The oracle ran out of device memory: the GPU's total, free and the oracle's own bytes."""
 
 
 def trace_call(who: str, op: str, reply: dict[str, Any], wall_ms: float) -> None:
@@ -118,6 +121,8 @@ class Plan:
     """The longest the oracle may take to answer one request."""
     cuda_graph: bool = False
     """Also time the candidate and the reference replayed as CUDA graphs, beside the plain calls."""
+    eager_peak_bytes: int | None = None
+    """The task's own footprint on the GPU (``device_memory``), to say who ran the GPU out of memory."""
 
 
 def fresh_seed() -> int:
@@ -146,7 +151,8 @@ class Session:
             self._worker_broke |= who == "worker" and not isinstance(exc, wire.ChannelTimeout)
             raise Stop(who, phase, str(exc), broken=True) from None
         if who == "oracle" and not reply.get("ok"):
-            raise Stop("oracle", phase, str(reply.get("error")), bool(reply.get("task_error")))
+            raise Stop("oracle", phase, str(reply.get("error")), bool(reply.get("task_error")),
+                       out_of_memory=reply.get("out_of_memory"))
         return reply
 
     def key(self) -> str:
@@ -155,7 +161,7 @@ class Session:
 
     def tolerance(self, dtype: str) -> dict[str, float]:
         atol, rtol = self.plan.task.tolerances(dtype)
-        return {"atol": atol, "rtol": rtol}
+        return {"atol": atol, "rtol": rtol, "scale_atol": self.plan.task.atol is None}
 
     # the whole judgement ----------------------------------------------------------------------
     def run(self) -> Record:
@@ -167,7 +173,9 @@ class Session:
             with self._gpu():
                 self._phases(began)
         except Stop as stop:
-            if stop.who == "oracle":
+            if stop.who == "oracle" and stop.out_of_memory:
+                self._out_of_memory(stop)
+            elif stop.who == "oracle":
                 self.record.reference_error = f"the task's reference failed during {stop.phase}: {stop.detail}"
             else:
                 self.record.failure = f"{stop.phase}: {stop.detail}"
@@ -177,6 +185,23 @@ class Session:
             self.record.failure = (f"{self.worker.phase}: the candidate's process answered in a malformed way "
                                    f"({type(exc).__name__}: {str(exc)[:200]})")
         return self.record
+
+    def _out_of_memory(self, stop: Stop) -> None:
+        """The oracle ran out of device memory: the candidate's fault where its process left the oracle
+        less than its share of the GPU, the judge's (stopping the run, with the figures) otherwise."""
+        use = stop.out_of_memory or {}
+        total, free, own = int(use.get("total", 0)), int(use.get("free", 0)), int(use.get("own", 0))
+        others = max(total - free - own, 0)
+        footprint = self.plan.eager_peak_bytes
+        if device_memory.candidate_crowded_out(others, total, footprint):
+            self.record.failure = (f"{stop.phase}: the reference ran out of device memory while the candidate's "
+                                   f"process held {device_memory.gib(others)} of the GPU's {device_memory.gib(total)} "
+                                   f"(the task's own footprint is {device_memory.gib(footprint or 0)})")
+        else:
+            self.record.reference_error = (
+                f"the judge ran out of device memory during {stop.phase}: the oracle held {device_memory.gib(own)}, "
+                f"other processes {device_memory.gib(others)}, of {device_memory.gib(total)} "
+                f"(one eager call peaks at {device_memory.gib(footprint or 0)}): {stop.detail.splitlines()[0]}")
 
     def close(self) -> None:
         """End the candidate's process (a finished one has exited; one still running is killed) and let
@@ -278,10 +303,25 @@ class Session:
     def _compare(self, key: str, reply: dict[str, Any], expected: dict[str, Any], phase: str,
                  digest_seed: int | None = None) -> dict[str, Any]:
         dtype = next((o["dtype"] for o in expected.get("outputs", [])), self.plan.task.dtype or "float32")
-        return self.ask(self.oracle, "oracle", phase,
-                        {"op": "compare", "key": key, "outputs": reply.get("outputs", []),
-                         "folder": str(self.plan.worker_outbox), "strict_layout": self.plan.strict_layout,
-                         "digest_seed": digest_seed, **self.tolerance(dtype)})
+        self.record.exact_note = self.record.exact_note or expected.get("exact_note")
+        try:
+            return self.ask(self.oracle, "oracle", phase,
+                            {"op": "compare", "key": key, "outputs": reply.get("outputs", []),
+                             "folder": str(self.plan.worker_outbox), "strict_layout": self.plan.strict_layout,
+                             "digest_seed": digest_seed, **self.tolerance(dtype)})
+        finally:
+            self._delete_outputs(reply)
+
+    def _delete_outputs(self, reply: dict[str, Any]) -> None:
+        """Delete the output files of a compared call: at a task's real sizes each can be gigabytes."""
+        outbox = self.plan.worker_outbox
+        for entry in reply.get("outputs") or []:
+            name = entry.get("file") if isinstance(entry, dict) else None
+            if outbox is not None and isinstance(name, str) and name and "/" not in name and name not in {".", ".."}:
+                try:
+                    (outbox / name).unlink()
+                except OSError:  # never there, or not a file: nothing to free
+                    pass
 
     def _filters(self, reply: dict[str, Any], index: int) -> None:
         """The worker's own records: first filters, which can only reject."""
@@ -326,7 +366,8 @@ class Session:
                            "the work must run in custom kernels")
             dtype = self.plan.task.dtype or "float32"
             problem = rules.precision_problem(record.precision, dtype)
-            record.add("precision", problem is None, problem or rules.precision_detail(record.precision))
+            detail = problem or rules.precision_detail(record.precision)
+            record.add("precision", problem is None, detail + (f"; {record.exact_note}" if record.exact_note else ""))
         record.phases["correctness"] = round(time.monotonic() - began, 4)
 
     def _timing(self) -> None:
