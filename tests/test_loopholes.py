@@ -59,7 +59,7 @@ REJECTED = [
     (7, "relu", "bad_subclass_output", "plain tensors", "plain torch.Tensor"),
     (7, "relu", "bad_thread", "static: imports", "threading"),
     (8, "relu", "bad_patch_allclose", "static: no monkeypatching", "torch.allclose"),
-    (9, "softmax", "bad_half_precision", "precision|correct: set 3", "lower precision|outside"),
+    (9, "softmax", "bad_half_precision", "precision|correct: set", "lower precision|outside"),
     (9, "relu", "bad_output_dtype", "correct: set 0", "dtype bfloat16"),
     (10, "softmax", "bad_no_max_subtraction", "correct: set 3", "large values"),
     (10, "row_argmax", "bad_argmax_last_tie", "correct: set 4", "ties"),

@@ -1,0 +1,179 @@
+"""The correctness phase of a session: checked calls on secret input sets, the worker's own records
+as first filters, ghost replay, and the forensic pass's calls. Every output is compared in the oracle
+and its file deleted once compared."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+from kernelevo.sandbox.child.inputs import VARIANTS, variant_label
+from kernelevo.sandbox.child.launches import MAX_HOST_READ_ELEMENTS
+from kernelevo.sandbox.isolation.protocol import Job
+from kernelevo.sandbox.judge import rules
+from kernelevo.sandbox.judge.plan import Plan, fresh_seed
+from kernelevo.sandbox.judge.record import Record
+
+
+class CorrectnessCalls:
+    """The session's checked calls (a part of ``Session``)."""
+
+    plan: Plan
+    record: Record
+    oracle: Job
+    worker: Job
+    rng: random.Random
+    ask: Callable[[Job, str, str, dict[str, Any]], dict[str, Any]]
+    key: Callable[[], str]
+    tolerance: Callable[[str], dict[str, float]]
+
+    def _checked_call(self, index: int, seed: int) -> None:
+        variant = index % len(VARIANTS)
+        label = f"set {index} ({variant_label(variant)})"
+        key = self.key()
+        expected = self.ask(self.oracle, "oracle", f"reference outputs for {label}",
+                            {"op": "expect", "key": key, "seed": seed, "variant": variant, "exact": True})
+        began = time.monotonic()
+        reply = self.ask(self.worker, "worker", f"correctness call on {label}",
+                         {"op": "call", "seed": seed, "variant": variant, "record": True, "name": f"set{index}"})
+        if index == 0:
+            self.record.first_call_ms = (time.monotonic() - began) * 1e3
+        self._filters(reply, index)
+        if not reply.get("ok"):
+            self.ask(self.oracle, "oracle", "dropping an expectation", {"op": "drop", "key": key})
+            self.record.add(f"correct: {label}", False, str(reply.get("error")))
+            return
+        if not expected.get("finite"):
+            self.record.add(f"correct: {label}", True, "skipped: the reference itself is not finite here")
+            return
+        found = self._compare(key, reply, expected, f"comparing {label}")
+        self.record.add(f"correct: {label}", found["problem"] is None, found["problem"] or
+                        "within tolerance, judged by the oracle from the raw output")
+        if found["problem"] is None:
+            for stats, meta in zip(found["stats"], expected.get("outputs", [])):
+                self.record.max_abs_error = max(self.record.max_abs_error, float(stats.get("max_abs_error") or 0.0))
+                if meta["dtype"] in rules.PRECISION_FLOOR:
+                    self.record.precision.add(stats)
+
+    def _compare(self, key: str, reply: dict[str, Any], expected: dict[str, Any], phase: str,
+                 digest_seed: int | None = None) -> dict[str, Any]:
+        dtype = next((o["dtype"] for o in expected.get("outputs", [])), self.plan.task.dtype or "float32")
+        self.record.exact_note = self.record.exact_note or expected.get("exact_note")
+        try:
+            return self.ask(self.oracle, "oracle", phase,
+                            {"op": "compare", "key": key, "outputs": reply.get("outputs", []),
+                             "folder": str(self.plan.worker_outbox), "strict_layout": self.plan.strict_layout,
+                             "digest_seed": digest_seed, **self.tolerance(dtype)})
+        finally:
+            self._delete_outputs(reply)
+
+    def _delete_outputs(self, reply: dict[str, Any]) -> None:
+        """Delete the output files of a compared call: at a task's real sizes each can be gigabytes."""
+        outbox = self.plan.worker_outbox
+        for entry in reply.get("outputs") or []:
+            name = entry.get("file") if isinstance(entry, dict) else None
+            if outbox is not None and isinstance(name, str) and name and "/" not in name and name not in {".", ".."}:
+                try:
+                    (outbox / name).unlink()
+                except OSError:  # never there, or not a file: nothing to free
+                    pass
+
+    def _filters(self, reply: dict[str, Any], index: int) -> None:
+        """The worker's own records: first filters, which can only reject."""
+        record = self.record
+        for name, count in (reply.get("launches") or {}).items():
+            record.launches[str(name)] = record.launches.get(str(name), 0) + int(count)
+        for name, count in (reply.get("compute_ops") or {}).items():
+            record.torch_ops[str(name)] = record.torch_ops.get(str(name), 0) + int(count)
+        if index == 0 and reply.get("ok"):
+            record.compiled = True
+            failed = reply.get("failed") or {}
+            record.add("custom kernel launched", bool(record.launches),
+                       ", ".join(f"{k} x{v}" for k, v in record.launches.items()) or
+                       "no custom kernel ran" + (f"; failed launches: {failed}" if failed else ""))
+            outputs = reply.get("outputs") or []
+            plain = all(o.get("type_name") == "Tensor" and o.get("device") == self.plan.device for o in outputs)
+            record.add("plain tensors", plain, "outputs are plain torch.Tensors on the device" if plain else
+                       "outputs must be plain torch.Tensors on the task's device (no subclasses, lazy or meta tensors)")
+        if reply.get("inputs_changed"):
+            record.add("inputs unchanged", False, f"input {reply['inputs_changed'][0]} was modified by the call")
+        reads = int(reply.get("host_reads") or 0)
+        if reads > MAX_HOST_READ_ELEMENTS and not self.plan.task.allow_partial:
+            record.add("no host arithmetic", False, f"forward read {reads} values into Python (at most "
+                       f"{MAX_HOST_READ_ELEMENTS} may be); this task is strict: the work must run in custom kernels")
+
+    def _checks(self) -> None:
+        began = time.monotonic()
+        for index in range(self.plan.checked_sets):
+            self._checked_call(index, fresh_seed())
+            if not self.record.ok:
+                break
+        record = self.record
+        if record.ok:
+            record.add("inputs unchanged", True, "every input equals its copy after every call")
+            compute = {k: v for k, v in record.torch_ops.items()}
+            if self.plan.task.allow_partial:
+                record.add("no torch compute", True, "partial replacement allowed" +
+                           (f"; torch computed: {', '.join(sorted(compute))}" if compute else ""))
+            else:
+                record.add("no torch compute", not compute, "only glue ran in torch" if not compute else
+                           f"torch computed {', '.join(f'aten.{k}' for k in sorted(compute))}; this task is strict: "
+                           "the work must run in custom kernels")
+            dtype = self.plan.task.dtype or "float32"
+            problem = rules.precision_problem(record.precision, dtype)
+            detail = problem or rules.precision_detail(record.precision)
+            record.add("precision", problem is None, detail + (f"; {record.exact_note}" if record.exact_note else ""))
+        record.phases["correctness"] = round(time.monotonic() - began, 4)
+
+    def _timed_precision(self, found: dict[str, Any], expected: dict[str, Any]) -> None:
+        for stats, meta in zip(found["stats"], expected.get("outputs", [])):
+            if meta["dtype"] in rules.PRECISION_FLOOR:
+                self.record.timed_precision.add(stats)
+
+    def _ghost(self) -> None:
+        seed, key = fresh_seed(), self.key()
+        expected = self.ask(self.oracle, "oracle", "reference outputs for the ghost call",
+                            {"op": "expect", "key": key, "seed": seed, "variant": 0, "exact": True})
+        reply = self.ask(self.worker, "worker", "ghost replay",
+                         {"op": "call", "seed": seed, "ghost": True, "record": False, "name": "ghost"})
+        if not reply.get("ok"):
+            self.ask(self.oracle, "oracle", "dropping an expectation", {"op": "drop", "key": key})
+            self.record.add("ghost replay", True, f"with its kernels turned off the candidate failed "
+                            f"({str(reply.get('error'))[:200]})")
+            return
+        if not expected.get("finite"):
+            self.ask(self.oracle, "oracle", "dropping an expectation", {"op": "drop", "key": key})
+            self.record.add("ghost replay", True, "skipped: the reference is not finite on this input set")
+            return
+        found = self._compare(key, reply, expected, "comparing the ghost call")
+        wrong = found["problem"] is not None
+        self.record.add("ghost replay", wrong, "without the custom kernels the output is wrong: they do the work"
+                        if wrong else "with every custom kernel turned into a no-op (its buffers zeroed) the output "
+                        "is still correct: the kernels' work never reaches the output")
+
+    def _forensic_calls(self) -> None:
+        """Checked calls on inputs the oracle writes as files: no kernel of the harness's own runs."""
+        for index in range(self.plan.checked_sets):
+            key = self.key()
+            expected = self.ask(self.oracle, "oracle", "writing inputs for the forensic pass",
+                                {"op": "expect", "key": key, "seed": fresh_seed(), "variant": 0, "exact": True,
+                                 "write_inputs": True})
+            reply = self.ask(self.worker, "worker", f"forensic call {index}",
+                             {"op": "call", "inputs": expected.get("inputs"), "record": False, "poison": False,
+                              "name": f"forensic{index}"})
+            if not reply.get("ok"):
+                self.record.add("forensic call", False, str(reply.get("error")))
+                return
+            if expected.get("finite"):
+                found = self._compare(key, reply, expected, f"comparing forensic call {index}")
+                if found["problem"]:
+                    self.record.add("forensic call", False, f"call {index}: {found['problem']}")
+                    return
+                self._timed_precision(found, expected)
+        problem = rules.precision_problem(self.record.timed_precision, self.plan.task.dtype or "float32")
+        if problem:
+            self.record.add("forensic call", False, problem)
+            return
+        self._finish()

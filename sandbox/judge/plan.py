@@ -1,0 +1,93 @@
+"""What a judging session is given (``Plan``), how it stops (``Stop``), and how it greets the
+processes it talks to: the vocabulary shared by the session and its phases."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kernelevo.sandbox import wire
+from kernelevo.sandbox.isolation.protocol import Job
+from kernelevo.sandbox.models import TimingPolicy
+from kernelevo.tasks.task import Task
+
+CONNECT_TIMEOUT_S = 180.0
+"""How long a process may take to start (Python, torch and Triton imports) and connect."""
+
+
+class Stop(Exception):
+    """The session cannot go on: ``who`` ("worker" or "oracle") failed during ``phase``;
+    ``task_error``: the task itself is unusable (its reference raised or is not finite); ``broken``:
+    the channel itself failed (a timeout, a closed socket), so no later request can be trusted."""
+
+    def __init__(self, who: str, phase: str, detail: str, task_error: bool = False, broken: bool = False,
+                 out_of_memory: dict[str, int] | None = None) -> None:
+        super().__init__(detail)
+        self.who, self.phase, self.detail, self.task_error, self.broken = who, phase, detail, task_error, broken
+        self.out_of_memory = out_of_memory
+        """The oracle ran out of device memory: the GPU's total, free and the oracle's own bytes."""
+
+
+def hello(job: Job, who: str) -> None:
+    """Read a kept or new process's greeting (once), and its identity from the host's /proc."""
+    if job.greeted:
+        return
+    job.phase = "starting"
+    try:
+        job.channel(CONNECT_TIMEOUT_S).recv(timeout=min(CONNECT_TIMEOUT_S, job.remaining()))
+    except wire.ChannelError as exc:
+        raise Stop(who, "starting", str(exc)) from None
+    job.greeted = True
+    uid, caps = job.identity()
+    job.isolation.uid, job.isolation.capabilities = uid, caps
+
+
+def oracle_asker(oracle: Any, timeout_s: float) -> Any:
+    """``ask(message, phase)`` for a kept oracle outside a session (the baselines)."""
+    hello(oracle.job, "oracle")
+
+    def ask(message: dict[str, Any], phase: str) -> dict[str, Any]:
+        oracle.job.phase = phase
+        try:
+            reply = oracle.job.channel(CONNECT_TIMEOUT_S).request(message, timeout=min(timeout_s,
+                                                                                       oracle.job.remaining()))
+        except wire.ChannelError as exc:
+            raise Stop("oracle", phase, str(exc)) from None
+        if not reply.get("ok"):
+            raise Stop("oracle", phase, str(reply.get("error")), bool(reply.get("task_error")))
+        return reply
+
+    return ask
+
+
+@dataclass
+class Plan:
+    """What to judge and how."""
+
+    task: Task
+    task_path: Path
+    candidate_path: Path
+    device: str
+    timing: TimingPolicy
+    checked_sets: int = 5
+    init_seed: int = 42
+    strict_layout: bool = False
+    worker_outbox: Path | None = None
+    oracle_task_path: Path | None = None
+    """The oracle's own copy of the task file (it cannot see the candidate's folder)."""
+    forensic: bool = False
+    """The forensic pass: the reference's constructor and a marker kernel before the candidate is
+    imported, inputs as files from the oracle, checked calls only (``forensic.py``)."""
+    oracle_outbox: Path | None = None
+    oracle_timeout_s: float = 1200.0
+    """The longest the oracle may take to answer one request."""
+    cuda_graph: bool = False
+    """Also time the candidate and the reference replayed as CUDA graphs, beside the plain calls."""
+    eager_peak_bytes: int | None = None
+    """The task's own footprint on the GPU (``device_memory``), to say who ran the GPU out of memory."""
+
+
+def fresh_seed() -> int:
+    return secrets.randbelow(2**31 - 1) + 1

@@ -1,0 +1,175 @@
+"""The timing phase of a session: the candidate's timed blocks around the reference's, each call held
+to the session's clock, a random share of timed outputs checked, the optional CUDA-graph replays and
+the reported pace of back-to-back calls."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from kernelevo.sandbox.child.timed import call_ms, same_digest
+from kernelevo.sandbox.isolation.protocol import Job
+from kernelevo.sandbox.judge import rules, telemetry
+from kernelevo.sandbox.judge.plan import Plan, Stop, fresh_seed
+from kernelevo.sandbox.judge.record import Record
+from kernelevo.sandbox.judge.timing import PACE_MEASUREMENTS, Block
+
+GRAPH_PHASE_S = 120.0
+"""Time added to the candidate's deadline for the optional CUDA-graph phase (capture and replays)."""
+
+
+def trace_call(who: str, op: str, reply: dict[str, Any], wall_ms: float) -> None:
+    """With ``KERNELEVO_TIMING_TRACE`` set to a file, append each timed call's reported parts and the
+    session's wall time as a JSON line (for the timing benchmarks; nothing reads it back)."""
+    path = os.environ.get("KERNELEVO_TIMING_TRACE")
+    if path:
+        fields = {k: reply.get(k) for k in ("gpu_ms", "lag_ms", "host_ms", "parts")}
+        with open(path, "a") as out:
+            out.write(json.dumps({"who": who, "op": op, **fields, "wall_ms": wall_ms}) + "\n")
+
+
+class TimedCalls:
+    """The session's timed calls (a part of ``Session``)."""
+
+    plan: Plan
+    record: Record
+    oracle: Job
+    worker: Job
+    rng: random.Random
+    ask: Callable[[Job, str, str, dict[str, Any]], dict[str, Any]]
+    key: Callable[[], str]
+    tolerance: Callable[[str], dict[str, float]]
+
+    def _timing(self) -> None:
+        began = time.monotonic()
+        gpu = self.plan.device == "cuda"
+        before = telemetry.snapshot() if gpu else {}
+        checked = problems = 0
+        blocks = 2 if gpu else 1
+        for number in range(blocks):
+            block, found = self._timed_block(self.worker, "worker", f"timed block {number + 1}")
+            self.record.blocks.append(block)
+            checked += found[0]
+            problems += len(found[1])
+            if found[1]:
+                self.record.add("timed runs correct", False, found[1][0])
+                return
+            if number == 0:
+                self.record.reference_block, _ = self._timed_block(self.oracle, "oracle", "re-timing the reference")
+        if gpu:
+            self.record.telemetry = telemetry.around(before, telemetry.snapshot())
+        problem = rules.precision_problem(self.record.timed_precision, self.plan.task.dtype or "float32")
+        if problem:
+            self.record.add("timed runs correct", False, f"the timed calls checked: {problem}")
+            return
+        self.record.add("timed runs correct", True,
+                        f"{checked} timed calls, chosen after they ran, matched the reference (their outputs "
+                        "the ones each call committed to, at the checked calls' precision)")
+        self.record.phases["timing"] = round(time.monotonic() - began, 4)
+
+    def _graph_timing(self) -> None:
+        """``--cuda-graph``: the candidate and the reference replayed as CUDA graphs, timed beside the
+        plain calls, never instead of them. A forward that cannot be captured, or whose replays are
+        wrong, is explained in a note and keeps its plain verdict."""
+        record = self.record
+        if self.plan.device != "cuda":
+            record.graph_note = "CUDA graphs need a GPU: not timed"
+            return
+        began = time.monotonic()
+        self.worker.extend(GRAPH_PHASE_S)  # an optional phase: it never eats the time the candidate is given
+        try:
+            block, (_, problems) = self._timed_block(self.worker, "worker", "CUDA-graph replays", op="graph_timed")
+            if problems:
+                record.graph_note = f"the candidate's CUDA-graph replays were wrong, so no graph time: {problems[0]}"
+                return
+            record.graph_block = block
+            # From here the oracle holds a capture (or a failed one): it is not kept for other sessions.
+            record.oracle_unfit = True
+            record.graph_reference_block, _ = self._timed_block(self.oracle, "oracle",
+                                                                "CUDA-graph replays of the reference", op="graph_timed")
+        except Stop as stop:
+            if stop.broken:  # a channel that timed out or closed is out of step: the session cannot go on
+                raise
+            whose = "the candidate" if stop.who == "worker" else "the reference"
+            record.graph_note = f"{whose} could not be timed as a CUDA graph: {stop.detail}"
+        finally:
+            record.phases["CUDA-graph timing"] = round(time.monotonic() - began, 4)
+
+    def _timed_block(self, job: Job, who: str, phase: str, op: str = "timed") -> tuple[Block, tuple[int, list[str]]]:
+        policy, gpu = self.plan.timing, self.plan.device == "cuda"
+        self.ask(job, who, f"{phase}: warm-up", {"op": "warmup", "seed": fresh_seed(),
+                                                  "calls": policy.warmup if gpu else 1,
+                                                  "seconds": policy.warmup_s if gpu else 0.0})
+        least, most = (policy.min_runs, policy.max_runs) if gpu else (3, 3)
+        checks = min(policy.spot_checks, least)
+        keep = set(self.rng.sample(range(least), checks)) if who == "worker" else set()
+        block, checked, problems = Block(), 0, []
+        budget_ms = 1e3 * policy.budget_s
+        while len(block.times_ms) < most and (len(block.times_ms) < least or sum(block.wall_ms) < budget_ms):
+            seed, digest_seed = fresh_seed(), fresh_seed()
+            if gpu and op == "timed":  # its own request: the judge's clock below holds the timed call alone
+                self.ask(job, who, f"{phase}: warm call", {"op": "warm"})
+            sent = time.perf_counter()
+            reply = self.ask(job, who, phase, {"op": op, "seed": seed, "digest_seed": digest_seed})
+            wall = (time.perf_counter() - sent) * 1e3
+            if not reply.get("ok"):
+                raise Stop(who, phase, str(reply.get("error")))
+            trace_call(who, op, reply, wall)
+            try:
+                block.add(call_ms(float(reply["gpu_ms"]), float(reply["lag_ms"])), float(reply["host_ms"]), wall)
+            except (KeyError, TypeError, ValueError):
+                raise Stop(who, phase, f"a malformed answer to a timed call: {str(reply)[:200]}") from None
+            run = len(block.times_ms) - 1
+            # Past the first calls, each call is checked with the same chance, decided after it ran:
+            # a candidate that counts its calls cannot tell which ones are looked at.
+            if who == "worker" and (run in keep or (run >= least and self.rng.random() < checks / least)):
+                checked += 1
+                problem = self._check_timed(seed, run, digest_seed, reply.get("digest"))
+                if problem:
+                    problems.append(problem)
+                    break
+        if gpu and op == "timed" and who == "worker" and not problems:
+            self._pace(job, who, phase, block)
+        return block, (checked, problems)
+
+    def _pace(self, job: Job, who: str, phase: str, block: Block) -> None:
+        """Loops of back-to-back calls on the block's last inputs (``child/timed.paced_ms``): reported
+        beside the time, never counted (``timing.host_bound`` says why)."""
+        estimate = statistics.median(block.times_ms)
+        for _ in range(PACE_MEASUREMENTS):
+            reply = self.ask(job, who, f"{phase}: back-to-back calls", {"op": "paced", "estimate_ms": estimate})
+            if not reply.get("ok"):
+                raise Stop(who, phase, str(reply.get("error")))
+            try:
+                pace = float(reply["pace_ms"])
+            except (KeyError, TypeError, ValueError):
+                pace = None
+            if pace is None or not 0 <= pace < float("inf"):
+                raise Stop(who, phase, f"a malformed answer to a pace request: {str(reply)[:200]}")
+            block.pace_ms.append(pace)
+
+    def _check_timed(self, seed: int, run: int, digest_seed: int, digest: Any) -> str | None:
+        """A timed call's output, shipped after the call: it must be the output the call committed to
+        (its digest), agree with the reference, and keep the precision the checked calls showed."""
+        reply = self.ask(self.worker, "worker", "shipping a timed output", {"op": "ship", "name": f"timed{run}"})
+        if not reply.get("ok"):
+            return f"timed run {run}: {reply.get('error')}"
+        key = self.key()
+        expected = self.ask(self.oracle, "oracle", "reference outputs for a timed run",
+                            {"op": "expect", "key": key, "seed": seed, "variant": 0, "exact": True})
+        if not expected.get("finite"):
+            self.ask(self.oracle, "oracle", "dropping an expectation", {"op": "drop", "key": key})
+            return None
+        found = self._compare(key, reply, expected, "comparing a timed output", digest_seed=digest_seed)
+        if found["problem"]:
+            return f"timed run {run}: {found['problem']}"
+        if not same_digest(digest, found.get("digests")):
+            return (f"timed run {run}: the output shipped after the call is not the one the call returned (its "
+                    "digest differs): the work was done after the timed call")
+        self._timed_precision(found, expected)
+        return None
