@@ -63,9 +63,13 @@ except Exception as exc:
 """
 
 
-def problems(levels: list[int], only: list[str]) -> list[Path]:
-    files = [p for level in levels for p in sorted((SUITE / f"level{level}").glob("*.py"),
-                                                   key=lambda p: int(p.name.split("_")[0]))]
+def problems(levels: list[int], only: list[str], suite: Path = SUITE, every: int = 1) -> list[Path]:
+    """The suite's files of ``levels`` in KernelBench's order; ``every``: one in that many of each level
+    (a sample spread over the level, for sweeps that cannot afford all of it)."""
+    def in_order(level: int) -> list[Path]:
+        return sorted((suite / f"level{level}").glob("*.py"), key=lambda p: int(p.name.split("_")[0]))
+
+    files = [p for level in levels for k, p in enumerate(in_order(level)) if k % max(every, 1) == 0]
     return [p for p in files if not only or any(o in p.stem for o in only)]
 
 
@@ -205,15 +209,24 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--redo", action="store_true")
     parser.add_argument("--summary", action="store_true", help="print what --out holds and stop")
+    parser.add_argument("--suite", type=Path, default=SUITE, help="the folder holding level1/, level2/, level3/")
+    parser.add_argument("--every", type=int, default=1, help="one problem in this many of each level")
+    parser.add_argument("--stop-after", type=float, default=None,
+                        help="seconds after which no new problem is started (the file keeps what finished)")
     args = parser.parse_args()
     store = json.loads(args.out.read_text()) if args.out.exists() else {}
     section = store.setdefault(args.mode, {})
+    began = time.monotonic()
     if not args.summary:
-        files = problems([int(x) for x in args.levels.split(",")], [o for o in args.only.split(",") if o])
+        files = problems([int(x) for x in args.levels.split(",")], [o for o in args.only.split(",") if o],
+                         args.suite, args.every)
         for number, path in enumerate(files, 1):
             name = key_of(path)
             if name in section and not args.redo:
                 continue
+            if args.stop_after is not None and time.monotonic() - began > args.stop_after:
+                print(f"stopping after {args.stop_after:.0f} s; run again to go on", flush=True)
+                break
             if args.mode == "coverage":
                 row = coverage(path, args.memory_gb, args.timeout or 300)
             elif args.mode == "cpu-judge":
