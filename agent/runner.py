@@ -27,6 +27,7 @@ from kernelevo.agent.store import RunStore
 from kernelevo.sandbox.judge.evaluate import EvalConfig, EvalError, Evaluator
 from kernelevo.sandbox.models import TimingPolicy, Verdict
 from kernelevo.tasks import load_task
+from kernelevo.tasks.task import Task
 
 EXIT_OK, EXIT_NONE_CORRECT, EXIT_USAGE, EXIT_ENVIRONMENT, EXIT_INTERRUPTED = 0, 1, 2, 3, 4
 
@@ -249,6 +250,90 @@ def watch_parent() -> None:
     threading.Thread(target=watch, name="kernelevo-parent-watch", daemon=True).start()
 
 
+def _make_policy(config: RunConfig, task: Task) -> Any:
+    """The run's policy, prepared for ``task`` (raises CannotCover where the strategist cannot)."""
+    policy: Any
+    if config.policy == "llm":
+        from kernelevo.agent.llm_policy import LLMPolicy
+
+        policy = LLMPolicy(config.model or "", config.base_url,
+                           os.environ.get(config.api_key_env) or "no-key-set",
+                           timeout_s=config.model_timeout_s, max_retries=config.model_retries,
+                           retry_minutes=config.model_retry_minutes, temperature=config.temperature,
+                           max_steps=config.steps_per_turn, islands=config.islands or len(evaluator_slots()),
+                           experience=config.experience_file())
+    else:
+        policy = BuiltinPolicy()
+    policy.prepare(task)
+    return policy
+
+
+def _task_and_policy(store: RunStore, config: RunConfig) -> tuple[Task, Any] | int:
+    """The task and its policy, or the exit code of a run that cannot start (said and recorded)."""
+    try:
+        task = load_task(config.task, config.size)  # type: ignore[arg-type]
+        return task, _make_policy(config, task)
+    except CannotCover as exc:
+        reason = f"the built-in policy cannot cover this task: {exc}"
+        store.set_state("failed", reason)
+        store.event("decision", None, action="stop", reason=reason)
+        _log(f"error: {reason}")
+        return EXIT_NONE_CORRECT
+    except Exception as exc:  # the task file itself is unusable
+        store.set_state("failed", str(exc))
+        _log(f"error: {exc}")
+        return EXIT_USAGE
+
+
+def _evaluator_pool(store: RunStore, config: RunConfig, run_dir: Path) -> list[Evaluator] | int:
+    """One evaluator per slot, sharing one sandbox (a stop kills every job in flight), or the exit code
+    of a sandbox that cannot be had (said and recorded)."""
+    from kernelevo.sandbox.isolation.choose import make_sandbox
+    from kernelevo.sandbox.isolation.docker import DockerUnavailable
+
+    try:
+        sandbox, warning = make_sandbox(config.sandbox)
+    except DockerUnavailable as exc:
+        store.set_state("interrupted", str(exc))
+        _log(f"error: {exc}")
+        return EXIT_ENVIRONMENT
+    if warning:
+        _log(warning)
+    common = dict(timeout_s=config.timeout_s, memory=config.memory, seeds=config.seeds, timing=config.timing,
+                  measure_compile=config.measure_compile, compile_cache=run_dir / "cache",
+                  strict_layout=config.strict_layout, forensic=config.forensic, cuda_graph=config.cuda_graph)
+    stamp = f"{int(time.time())}"
+    return [Evaluator(EvalConfig(workdir=run_dir / "work" / f"{stamp}-slot{n}-gpu{gpu}", gpu=gpu, **common),
+                      sandbox=sandbox) for n, gpu in enumerate(evaluator_slots())]
+
+
+def _search(app: Any, cfg: dict[str, Any], first: bool, rt: Runtime, config: RunConfig, live: Any) -> int:
+    """Measure the baseline, run the graph to its end, record and say the result."""
+    task, store = rt.task, rt.store
+    rt.evaluator.baseline(task)  # measured once, before any candidate, and cached for the pool
+    snapshot = app.get_state(cfg)
+    if isinstance(rt.progress, ReportRefresher):
+        rt.progress.write()
+    with live:
+        if first or not snapshot.values:
+            app.invoke({"generation": 0, "results": [], "processed": 0, "archive": {}, "best": None}, cfg)
+        elif snapshot.next:
+            app.invoke(None, cfg)
+    values = app.get_state(cfg).values
+    result = values.get("final")
+    store.set_meta("best", result)
+    reason = values.get("stop_reason") or "finished"
+    store.set_state("finished", reason)
+    if result:
+        _keep_experience(config, task, store, rt.evaluator, result)
+        speed = f", {result['speedup']:.2f}x over eager" if result.get("speedup") else ""
+        _log(f"finished ({reason}): best {result['id'][:10]} {result['runtime_ms']:.4g} ms{speed}, "
+             "re-judged with fresh seeds")
+        return EXIT_OK
+    _log(f"finished ({reason}) without a correct candidate")
+    return EXIT_NONE_CORRECT
+
+
 def drive(run_dir: Path, first: bool, progress: Callable[..., Any] | None = None) -> int:
     """Run (or resume) the optimizer on ``run_dir`` until it finishes, fails or is stopped."""
     watch_parent()
@@ -265,58 +350,16 @@ def drive(run_dir: Path, first: bool, progress: Callable[..., Any] | None = None
         found = bool(store.meta("best"))
         store.close()
         return EXIT_OK if found else EXIT_NONE_CORRECT
-    try:
-        task = load_task(config.task, config.size)  # type: ignore[arg-type]
-        policy: Any
-        if config.policy == "llm":
-            from kernelevo.agent.llm_policy import LLMPolicy
-
-            policy = LLMPolicy(config.model or "", config.base_url,
-                               os.environ.get(config.api_key_env) or "no-key-set",
-                               timeout_s=config.model_timeout_s, max_retries=config.model_retries,
-                               retry_minutes=config.model_retry_minutes, temperature=config.temperature,
-                               max_steps=config.steps_per_turn, islands=config.islands or len(evaluator_slots()),
-                               experience=config.experience_file())
-        else:
-            policy = BuiltinPolicy()
-        policy.prepare(task)
-    except CannotCover as exc:
-        reason = f"the built-in policy cannot cover this task: {exc}"
-        store.set_state("failed", reason)
-        store.event("decision", None, action="stop", reason=reason)
+    opened = _task_and_policy(store, config)
+    pool = opened if isinstance(opened, int) else _evaluator_pool(store, config, run_dir)
+    if isinstance(opened, int) or isinstance(pool, int):
         store.close()
-        _log(f"error: {reason}")
-        return EXIT_NONE_CORRECT
-    except Exception as exc:  # the task file itself is unusable
-        store.set_state("failed", str(exc))
-        store.close()
-        _log(f"error: {exc}")
-        return EXIT_USAGE
-    common = dict(timeout_s=config.timeout_s, memory=config.memory, seeds=config.seeds, timing=config.timing,
-                  measure_compile=config.measure_compile, compile_cache=run_dir / "cache",
-                  strict_layout=config.strict_layout, forensic=config.forensic, cuda_graph=config.cuda_graph)
-    from kernelevo.sandbox.isolation.choose import make_sandbox
-    from kernelevo.sandbox.isolation.docker import DockerUnavailable
-
-    try:
-        sandbox, warning = make_sandbox(config.sandbox)
-    except DockerUnavailable as exc:
-        store.set_state("interrupted", str(exc))
-        store.close()
-        _log(f"error: {exc}")
-        return EXIT_ENVIRONMENT
-    if warning:
-        _log(warning)
-    stamp = f"{int(time.time())}"
-    # One sandbox object for the whole pool: a stop kills every job in flight.
-    pool = [Evaluator(EvalConfig(workdir=run_dir / "work" / f"{stamp}-slot{n}-gpu{gpu}", gpu=gpu, **common),
-                      sandbox=sandbox) for n, gpu in enumerate(evaluator_slots())]
-    evaluator = pool[0]
+        return opened if isinstance(opened, int) else pool  # type: ignore[return-value]
+    task, policy = opened
     # The final re-judge draws fresh secret seeds like every evaluation and runs in a fresh candidate
     # process; it shares the first slot's kept oracle (the search is over by then) rather than start one.
-    final = evaluator
-    rt = Runtime(task=task, store=store, policy=policy, budget=config.budget, evaluator=evaluator,
-                 final_evaluator=final, batch=max(config.batch, len(pool)), seed=config.seed,
+    rt = Runtime(task=task, store=store, policy=policy, budget=config.budget, evaluator=pool[0],
+                 final_evaluator=pool[0], batch=max(config.batch, len(pool)), seed=config.seed,
                  elapsed_before=float(store.meta("elapsed_s", 0.0)), progress=progress, pool=pool)
     if hasattr(policy, "attach"):
         policy.attach(rt)
@@ -324,9 +367,10 @@ def drive(run_dir: Path, first: bool, progress: Callable[..., Any] | None = None
     refresher = ReportRefresher(run_dir, progress) if config.report else None
     if refresher is not None:
         rt.progress = refresher
+
     def on_signal(signum: int, frame: Any) -> None:
         rt.stopping = True
-        evaluator.sandbox.kill_all()  # type: ignore[attr-defined]
+        rt.evaluator.sandbox.kill_all()  # type: ignore[attr-defined]
         raise KeyboardInterrupt
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
@@ -340,28 +384,7 @@ def drive(run_dir: Path, first: bool, progress: Callable[..., Any] | None = None
     _log(f"{'optimizing' if first else 'resuming'} {task.name} ({task.size}) with the {policy.name} policy: "
          f"{policy.describe()}; {rt.parallelism} evaluation(s) at once; run folder {run_dir}")
     try:
-        evaluator.baseline(task)  # measured once, before any candidate, and cached for the pool
-        snapshot = app.get_state(cfg)
-        if refresher is not None:
-            refresher.write()
-        with live:
-            if first or not snapshot.values:
-                app.invoke({"generation": 0, "results": [], "processed": 0, "archive": {}, "best": None}, cfg)
-            elif snapshot.next:
-                app.invoke(None, cfg)
-        values = app.get_state(cfg).values
-        result = values.get("final")
-        store.set_meta("best", result)
-        reason = values.get("stop_reason") or "finished"
-        store.set_state("finished", reason)
-        if result:
-            _keep_experience(config, task, store, evaluator, result)
-            speed = f", {result['speedup']:.2f}x over eager" if result.get("speedup") else ""
-            _log(f"finished ({reason}): best {result['id'][:10]} {result['runtime_ms']:.4g} ms{speed}, "
-                 "re-judged with fresh seeds")
-            return EXIT_OK
-        _log(f"finished ({reason}) without a correct candidate")
-        return EXIT_NONE_CORRECT
+        return _search(app, cfg, first, rt, config, live)
     except (KeyboardInterrupt, Stopped):
         store.set_state("interrupted", "stopped by a signal; `kernelevo resume` continues")
         store.event("decision", None, action="interrupted", reason="stopped by a signal")
