@@ -184,3 +184,27 @@ def test_the_default_atol_is_read_in_units_of_a_small_outputs_magnitude() -> Non
     assert compare_output(want * 1.001, want, None, 1e-4, 1e-4, scale_atol=True).problem  # 0.1% off everywhere
     big = torch.randn(1000) * 10  # mean |value| above 1: the atol stands as declared
     assert compare_output(big + 5e-5, big, None, 1e-4, 1e-4, scale_atol=True).problem is None
+
+
+def test_the_float64_reference_is_made_on_the_host_or_the_crowding_candidate_blamed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the GPU has no room for the float64 run, the host makes it, unless the candidate's process
+    holds more than its share: then the oracle says so (and the session rejects the candidate), so
+    filling the GPU never switches the precision rule off. The GPU's memory is scripted here."""
+    import copy
+
+    from kernelevo.sandbox.judge.exact import ExactReference
+
+    gib = 2**30
+    model, args = torch.nn.Linear(8, 4), [torch.randn(3, 8)]
+    expected = copy.deepcopy(model).double()(args[0].double())
+    for name, value in (("memory_reserved", 0), ("memory_allocated", 0)):
+        monkeypatch.setattr(torch.cuda, name, lambda value=value: value)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (1 * gib, 141 * gib))  # others hold 140 GiB
+    crowded = ExactReference().compute(model, args, 1, working=20 * gib, footprint=4 * gib)
+    assert crowded.outputs is None and crowded.crowded == {"total": 141 * gib, "others": 140 * gib}
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (130 * gib, 141 * gib))  # others hold 11 GiB
+    hosted = ExactReference().compute(model, args, 1, working=100 * gib, footprint=4 * gib)
+    assert hosted.crowded is None and "made on the host" in (hosted.note or "")
+    assert hosted.outputs[0].dtype == torch.float64 and torch.allclose(hosted.outputs[0], expected)

@@ -281,12 +281,13 @@ def test_a_task_too_large_for_the_gpu_is_refused_in_one_line_with_its_figures() 
     assert line and "\n" not in line
     assert "cannot be judged on NVIDIA H200" in line and "40.0 GiB" in line and "160.0 GiB" in line
     assert device_memory.refusal(None, 141 * gib, "cpu") is None  # nothing measured: nothing refused
-    assert device_memory.exact_skip_note(10 * gib, 20 * gib) is None
-    assert "no float64 reference" in (device_memory.exact_skip_note(10 * gib, 11 * gib) or "")
+    assert device_memory.exact_fits(10 * gib, 20 * gib) and not device_memory.exact_fits(10 * gib, 11 * gib)
 
 
-@pytest.mark.parametrize(("others", "blamed"), [(120, "candidate"), (30, "judge")])
-def test_an_oracle_out_of_memory_is_blamed_on_whoever_left_it_no_room(others: int, blamed: str) -> None:
+@pytest.mark.parametrize(("others", "blamed"), [(120, "candidate"), (41, "candidate"), (39, "judge"), (30, "judge")])
+def test_an_oracle_out_of_memory_is_blamed_on_whoever_held_more_than_its_share(others: int, blamed: str) -> None:
+    """The share: the candidate's 2F, one idle kept oracle of another evaluation (F), a GiB of slack:
+    40 GiB at F = 13 GiB. Whatever the oracle itself needs, a process within its share is not blamed."""
     gib = 2**30
     plan = Plan(task=task(), task_path=Path("t.py"), candidate_path=Path("c.py"), device="cuda",
                 timing=TimingPolicy(), eager_peak_bytes=13 * gib)
@@ -295,8 +296,43 @@ def test_an_oracle_out_of_memory_is_blamed_on_whoever_left_it_no_room(others: in
     session._out_of_memory(Stop("oracle", "reference outputs for set 2", "torch.OutOfMemoryError: CUDA out of "
                                 "memory", out_of_memory=use))
     if blamed == "candidate":
-        assert session.record.failure and "the candidate's process held 120.0 GiB" in session.record.failure
+        assert session.record.failure and f"the candidate's process held {others}.0 GiB" in session.record.failure
         assert session.record.reference_error is None
     else:
         assert session.record.failure is None
         assert "the judge ran out of device memory" in (session.record.reference_error or "")
+
+
+def test_a_candidate_that_leaves_no_room_for_the_float64_reference_is_rejected() -> None:
+    """Filling the GPU must not switch the precision rule off: the oracle says the candidate crowded it
+    out, and the session rejects the candidate (it is not the task's or the judge's failure)."""
+    gib = 2**30
+    plan = Plan(task=task(), task_path=Path("t.py"), candidate_path=Path("c.py"), device="cuda",
+                timing=TimingPolicy(), eager_peak_bytes=4 * gib)
+    session = Session(plan, None, None, None)
+    session.ask = lambda job, who, phase, message: {"ok": True, "finite": True,  # type: ignore[method-assign]
+                                                    "crowded": {"total": 141 * gib, "others": 126 * gib}}
+    with pytest.raises(Stop) as stopped:
+        session.expect("reference outputs for set 0", {"key": "k1", "seed": 1, "variant": 0, "exact": True})
+    assert stopped.value.who == "worker"
+    assert "held 126.0 GiB" in stopped.value.detail and "float64 reference" in stopped.value.detail
+
+
+def test_deleting_compared_outputs_never_follows_a_link_out_of_the_outbox(tmp_path: Path) -> None:
+    """The outbox and the names are the candidate's to shape: a name with a slash, or an outbox swapped
+    for a link to another folder, gets nothing outside the outbox deleted."""
+    victim = tmp_path / "host"
+    victim.mkdir()
+    (victim / "precious.conf").write_text("keep")
+    outbox = tmp_path / "outbox"
+    outbox.mkdir()
+    (outbox / "set0-1-0.bin").write_bytes(b"x")
+    plan = Plan(task=task(), task_path=Path("t.py"), candidate_path=Path("c.py"), device="cpu",
+                timing=TimingPolicy(), worker_outbox=outbox)
+    session = Session(plan, None, None, None)
+    session._delete_outputs({"outputs": [{"file": "set0-1-0.bin"}, {"file": "../host/precious.conf"}]})
+    assert not (outbox / "set0-1-0.bin").exists() and (victim / "precious.conf").exists()
+    outbox.rmdir()
+    outbox.symlink_to(victim)  # the outbox swapped for a link
+    session._delete_outputs({"outputs": [{"file": "precious.conf"}]})
+    assert (victim / "precious.conf").read_text() == "keep"

@@ -39,8 +39,8 @@ def largest_difference(a: torch.Tensor, b: torch.Tensor | None) -> float:
     if b is None or not a.is_floating_point() or a.numel() == 0 or a.shape != b.shape:
         return 0.0
     worst = 0.0
-    for x, y in _chunks(a, b):
-        worst = max(worst, float((x.double() - y.double()).abs().max()))
+    for x, y in _chunks(a, b):  # ``b`` may live on another device (a float64 reference made on the host)
+        worst = max(worst, float((x.double() - y.to(x.device, torch.float64)).abs().max()))
     return worst if worst == worst and worst != float("inf") else 0.0
 
 
@@ -110,7 +110,7 @@ def compare_output(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | 
             if float(over[k]) > worst[0]:
                 worst = (float(over[k]), offset + k, float(g64[k]), float(w64[k]))
         if x is not None:
-            x64 = x.double()
+            x64 = x.to(g.device, torch.float64)
             err_c += float((g64 - x64).abs().sum())
             err_e += float((w64 - x64).abs().sum())
             magnitude += float(x64.abs().sum())

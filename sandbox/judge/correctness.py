@@ -4,6 +4,7 @@ and its file deleted once compared."""
 
 from __future__ import annotations
 
+import os
 import random
 import time
 from collections.abc import Callable
@@ -26,6 +27,7 @@ class CorrectnessCalls:
     worker: Job
     rng: random.Random
     ask: Callable[[Job, str, str, dict[str, Any]], dict[str, Any]]
+    expect: Callable[[str, dict[str, Any]], dict[str, Any]]
     key: Callable[[], str]
     tolerance: Callable[[str], dict[str, float]]
 
@@ -33,8 +35,8 @@ class CorrectnessCalls:
         variant = index % len(VARIANTS)
         label = f"set {index} ({variant_label(variant)})"
         key = self.key()
-        expected = self.ask(self.oracle, "oracle", f"reference outputs for {label}",
-                            {"op": "expect", "key": key, "seed": seed, "variant": variant, "exact": True})
+        expected = self.expect(f"reference outputs for {label}",
+                               {"key": key, "seed": seed, "variant": variant, "exact": True})
         began = time.monotonic()
         reply = self.ask(self.worker, "worker", f"correctness call on {label}",
                          {"op": "call", "seed": seed, "variant": variant, "record": True, "name": f"set{index}"})
@@ -70,15 +72,29 @@ class CorrectnessCalls:
             self._delete_outputs(reply)
 
     def _delete_outputs(self, reply: dict[str, Any]) -> None:
-        """Delete the output files of a compared call: at a task's real sizes each can be gigabytes."""
+        """Delete the output files of a compared call: at a task's real sizes each can be gigabytes.
+
+        The names and the outbox are the candidate's to shape: the outbox is opened without following
+        a link (a process that swapped it for a link to a host folder gets nothing deleted) and each
+        name is removed inside that folder only, as the plain name it must be."""
         outbox = self.plan.worker_outbox
-        for entry in reply.get("outputs") or []:
-            name = entry.get("file") if isinstance(entry, dict) else None
-            if outbox is not None and isinstance(name, str) and name and "/" not in name and name not in {".", ".."}:
+        names = [e.get("file") for e in reply.get("outputs") or [] if isinstance(e, dict)]
+        names = [n for n in names if isinstance(n, str) and n and "/" not in n and "\0" not in n
+                 and n not in {".", ".."}]
+        if outbox is None or not names:
+            return
+        try:
+            folder = os.open(outbox, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError:  # not a folder any more (a link, say): leave it alone
+            return
+        try:
+            for name in names:
                 try:
-                    (outbox / name).unlink()
-                except OSError:  # never there, or not a file: nothing to free
+                    os.unlink(name, dir_fd=folder)
+                except OSError:  # never there, or a folder: nothing to free
                     pass
+        finally:
+            os.close(folder)
 
     def _filters(self, reply: dict[str, Any], index: int) -> None:
         """The worker's own records: first filters, which can only reject."""
@@ -134,8 +150,8 @@ class CorrectnessCalls:
 
     def _ghost(self) -> None:
         seed, key = fresh_seed(), self.key()
-        expected = self.ask(self.oracle, "oracle", "reference outputs for the ghost call",
-                            {"op": "expect", "key": key, "seed": seed, "variant": 0, "exact": True})
+        expected = self.expect("reference outputs for the ghost call",
+                               {"key": key, "seed": seed, "variant": 0, "exact": True})
         reply = self.ask(self.worker, "worker", "ghost replay",
                          {"op": "call", "seed": seed, "ghost": True, "record": False, "name": "ghost"})
         if not reply.get("ok"):
@@ -157,9 +173,9 @@ class CorrectnessCalls:
         """Checked calls on inputs the oracle writes as files: no kernel of the harness's own runs."""
         for index in range(self.plan.checked_sets):
             key = self.key()
-            expected = self.ask(self.oracle, "oracle", "writing inputs for the forensic pass",
-                                {"op": "expect", "key": key, "seed": fresh_seed(), "variant": 0, "exact": True,
-                                 "write_inputs": True})
+            expected = self.expect("writing inputs for the forensic pass",
+                                   {"key": key, "seed": fresh_seed(), "variant": 0, "exact": True,
+                                    "write_inputs": True})
             reply = self.ask(self.worker, "worker", f"forensic call {index}",
                              {"op": "call", "inputs": expected.get("inputs"), "record": False, "poison": False,
                               "name": f"forensic{index}"})

@@ -6,11 +6,14 @@ runs two processes on the GPU at once:
 
 - the candidate's process holds its inputs (refilled in place), the next input set's values while
   they are copied in, and its outputs: about ``CANDIDATE_SHARE`` x F, plus whatever the candidate
-  allocates for itself;
+  allocates for itself (``candidate_share`` is what it may hold before it is the one crowding the
+  judge);
 - the oracle holds the reference, its own refilled inputs (for re-timing), and one input set with
   its expected outputs while the candidate runs: about ``ORACLE_SHARE`` x F. A float64 run of the
   reference (for the precision rule) takes ``EXACT_SHARE`` x the working set of the call on top;
-  it is made only where that much is free, and skipped with a note otherwise.
+  it is made on the device where that much is free, on the host otherwise; where the candidate's
+  process holds more than its share and leaves no room, the candidate is rejected, so a process
+  cannot switch the precision rule off by filling the GPU.
 
 Input sets are made, run and compared one at a time, the outputs compared in chunks, and each
 output file is deleted once compared, so none of this grows with the number of checked sets.
@@ -53,17 +56,29 @@ def refusal(eager_peak: int | None, device_total: int | None, device: str) -> st
             "give the task smaller inputs")
 
 
-def exact_skip_note(need: int, available: int) -> str | None:
-    """Why the float64 reference is skipped for one input set (None: it may be computed)."""
-    if need * EXACT_MARGIN <= available:
-        return None
-    return (f"no float64 reference on this input set: it needs about {gib(need)} of device memory and "
-            f"{gib(available)} are free, so the plain tolerance alone judges it")
+def exact_fits(need: int, available: int) -> bool:
+    """Does a float64 run needing ``need`` bytes fit in ``available`` free bytes, with a margin?"""
+    return need * EXACT_MARGIN <= available
 
 
-def candidate_crowded_out(held_by_others: int, device_total: int, eager_peak: int | None) -> bool:
-    """Did the candidate's process (the only other judging process on this GPU) leave the oracle
-    less than its share? Then the oracle running out of memory is the candidate's fault."""
+def candidate_share(eager_peak: int | None) -> int | None:
+    """What the other processes on the GPU may hold before the candidate's is the one crowding the
+    judge: the candidate's share, one idle kept oracle of another evaluation on the same GPU (its
+    reference and inputs, at most F), and a gigabyte for CUDA contexts and allocator slack."""
     if not eager_peak:
-        return False
-    return device_total - held_by_others < ORACLE_SHARE * eager_peak
+        return None
+    return int((CANDIDATE_SHARE + 1.0) * eager_peak + GIB)
+
+
+def candidate_crowded_out(held_by_others: int, eager_peak: int | None) -> bool:
+    """Did the candidate's process hold more of the GPU than its share while the judge needed room?
+    Then the judge running out of memory, or having no room for its float64 reference, is the
+    candidate's fault: a kernel that needs that much cannot be judged beside the reference here."""
+    allowed = candidate_share(eager_peak)
+    return allowed is not None and held_by_others > allowed
+
+
+def crowding_reason(held_by_others: int, device_total: int, eager_peak: int, what: str) -> str:
+    return (f"the candidate's process held {gib(held_by_others)} of the GPU's {gib(device_total)} while the judge "
+            f"needed room for {what}; its share is about {gib(candidate_share(eager_peak) or 0)} (the task's own "
+            f"footprint is {gib(eager_peak)})")

@@ -10,7 +10,6 @@ counts the work one call does, times eager and ``torch.compile`` and measures th
 
 from __future__ import annotations
 
-import copy
 import faulthandler
 import os
 import statistics
@@ -36,6 +35,7 @@ from kernelevo.sandbox.child.timed import (
     warm_up,
 )
 from kernelevo.sandbox.judge import compare, device_memory, telemetry, workload
+from kernelevo.sandbox.judge.exact import ExactOutcome, ExactReference
 from kernelevo.sandbox.judge.timing import PACE_MEASUREMENTS, stats
 from kernelevo.sandbox.models import OutputStats, ReferenceResult, TimingPolicy
 from kernelevo.tasks.loader import TaskError, import_task_module
@@ -80,7 +80,7 @@ class Oracle:
     def __init__(self) -> None:
         self.task: Any = None
         self.model: torch.nn.Module | None = None
-        self.exact_model: torch.nn.Module | None | bool = None
+        self.exact = ExactReference()
         self.job: dict[str, Any] = {}
         self.expected: dict[str, tuple[list[Any], list[Any] | None]] = {}
         self.buffers = inputs.InputBuffers()
@@ -105,16 +105,8 @@ class Oracle:
         self.task = import_task_module(Path(msg["task"]), msg["size"])
         self.model = inputs.build_model(self.task.Model, self.task, msg["device"], msg.get("dtype"),
                                         int(msg["init_seed"]))
+        self.exact = ExactReference()
         return {"ok": True}
-
-    def _exact(self) -> torch.nn.Module | None:
-        """A float64 copy of the reference (None where the model cannot be copied or cast)."""
-        if self.exact_model is None:
-            try:
-                self.exact_model = copy.deepcopy(self.model).double()
-            except Exception:  # no float64 run: the plain tolerance holds, the precision rule cannot
-                self.exact_model = False
-        return self.exact_model or None
 
     def _inputs(self, msg: dict[str, Any]) -> list[Any]:
         return inputs.generate(self.task, int(msg["seed"]), int(msg.get("variant", 0)), self.job["device"],
@@ -130,13 +122,15 @@ class Oracle:
         working = None if before is None else torch.cuda.max_memory_allocated() - before
         if not _finite(want):
             return {"ok": True, "finite": False}
-        exact, sensitivity, note = None, [0.0] * len(want), None
+        exact, sensitivity = ExactOutcome(), [0.0] * len(want)
         if msg.get("exact") and any(isinstance(w, torch.Tensor) and w.is_floating_point() for w in want):
-            note = self._exact_room(args, working)
-            exact = None if note else self._run_exact(args, len(want))
+            exact = self.exact.compute(self.model, args, len(want), working, msg.get("footprint"))
+            if exact.crowded:
+                return {"ok": True, "finite": True, "crowded": exact.crowded}
             sensitivity = self._sensitivity(args, want, int(msg["seed"]))
-        self.expected[str(msg["key"])] = (want, exact, sensitivity)
-        reply: dict[str, Any] = {"ok": True, "finite": True, "exact": exact is not None, "exact_note": note,
+        self.expected[str(msg["key"])] = (want, exact.outputs, sensitivity)
+        reply: dict[str, Any] = {"ok": True, "finite": True, "exact": exact.outputs is not None,
+                                 "exact_note": exact.note,
                                  "outputs": [{"dtype": str(w.dtype).removeprefix("torch."), "shape": list(w.shape)}
                                              for w in want if isinstance(w, torch.Tensor)]}
         if msg.get("write_inputs"):
@@ -146,16 +140,6 @@ class Oracle:
         del args
         _release_cache()
         return reply
-
-    def _exact_room(self, args: list[Any], working: int | None) -> str | None:
-        """Why a float64 run of the reference does not fit in the device memory free now (None: it fits).
-        ``working``: what the eager call allocated beyond its inputs (its intermediates and outputs)."""
-        if working is None:
-            return None
-        widened = sum(a.numel() * 8 for a in args if isinstance(a, torch.Tensor) and a.is_floating_point())
-        need = int(device_memory.EXACT_SHARE * working) + widened
-        free, _ = torch.cuda.mem_get_info()
-        return device_memory.exact_skip_note(need, free + torch.cuda.memory_reserved() - torch.cuda.memory_allocated())
 
     def _sensitivity(self, args: list[Any], want: list[Any], seed: int) -> list[float]:
         """How far each output moves when every floating input moves by one unit in its last place
@@ -176,18 +160,6 @@ class Oracle:
             return [0.0] * len(want)
         return [compare.largest_difference(o, w) if isinstance(w, torch.Tensor) and isinstance(o, torch.Tensor) else 0.0
                 for o, w in zip(out, want)]
-
-    def _run_exact(self, args: list[Any], count: int) -> list[Any] | None:
-        model = self._exact()
-        if model is None:
-            return None
-        wide = [a.double() if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
-        try:
-            with torch.no_grad():
-                exact = flat_outputs(model(*wide))
-        except Exception:  # an op without float64 support, or out of memory: no float64 reference
-            return None
-        return exact if len(exact) == count else None
 
     def compare(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Compare the candidate's outputs (files in its outbox) with those expected under ``key``.
@@ -242,9 +214,13 @@ class Oracle:
         return {"ok": True}
 
     def reset(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """Forget every expectation (a session ended, perhaps before comparing all it asked for)."""
+        """Forget every expectation (a session ended, perhaps before comparing all it asked for), and
+        the inputs refilled for re-timing: a kept oracle waits between sessions holding little more
+        than the reference, so another evaluation's processes on the same GPU have the room."""
         self.expected.clear()
         self.graph = None
+        self.buffers = inputs.InputBuffers()
+        _release_cache()
         return {"ok": True}
 
     def warmup(self, msg: dict[str, Any]) -> dict[str, Any]:

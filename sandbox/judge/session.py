@@ -59,6 +59,17 @@ class Session(CorrectnessCalls, TimedCalls):
                        out_of_memory=reply.get("out_of_memory"))
         return reply
 
+    def expect(self, phase: str, message: dict[str, Any]) -> dict[str, Any]:
+        """The oracle's expected outputs for one input set (``message``: key, seed, variant, ...). A
+        candidate whose process left no room for the float64 reference is rejected here."""
+        footprint = self.plan.eager_peak_bytes
+        reply = self.ask(self.oracle, "oracle", phase, {"op": "expect", "footprint": footprint, **message})
+        crowded = reply.get("crowded")
+        if crowded:
+            raise Stop("worker", phase, device_memory.crowding_reason(int(crowded["others"]), int(crowded["total"]),
+                                                                      footprint or 0, "its float64 reference"))
+        return reply
+
     def key(self) -> str:
         self._keys += 1
         return f"k{self._keys}"
@@ -96,10 +107,9 @@ class Session(CorrectnessCalls, TimedCalls):
         total, free, own = int(use.get("total", 0)), int(use.get("free", 0)), int(use.get("own", 0))
         others = max(total - free - own, 0)
         footprint = self.plan.eager_peak_bytes
-        if device_memory.candidate_crowded_out(others, total, footprint):
-            self.record.failure = (f"{stop.phase}: the reference ran out of device memory while the candidate's "
-                                   f"process held {device_memory.gib(others)} of the GPU's {device_memory.gib(total)} "
-                                   f"(the task's own footprint is {device_memory.gib(footprint or 0)})")
+        if device_memory.candidate_crowded_out(others, footprint):
+            self.record.failure = f"{stop.phase}: " + device_memory.crowding_reason(
+                others, total, footprint or 0, "the reference, which ran out of memory")
         else:
             self.record.reference_error = (
                 f"the judge ran out of device memory during {stop.phase}: the oracle held {device_memory.gib(own)}, "

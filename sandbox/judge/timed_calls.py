@@ -42,6 +42,7 @@ class TimedCalls:
     worker: Job
     rng: random.Random
     ask: Callable[[Job, str, str, dict[str, Any]], dict[str, Any]]
+    expect: Callable[[str, dict[str, Any]], dict[str, Any]]
     key: Callable[[], str]
     tolerance: Callable[[str], dict[str, float]]
 
@@ -160,8 +161,8 @@ class TimedCalls:
         if not reply.get("ok"):
             return f"timed run {run}: {reply.get('error')}"
         key = self.key()
-        expected = self.ask(self.oracle, "oracle", "reference outputs for a timed run",
-                            {"op": "expect", "key": key, "seed": seed, "variant": 0, "exact": True})
+        expected = self.expect("reference outputs for a timed run",
+                               {"key": key, "seed": seed, "variant": 0, "exact": True})
         if not expected.get("finite"):
             self.ask(self.oracle, "oracle", "dropping an expectation", {"op": "drop", "key": key})
             return None
