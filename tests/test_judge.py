@@ -336,3 +336,8 @@ def test_deleting_compared_outputs_never_follows_a_link_out_of_the_outbox(tmp_pa
     outbox.symlink_to(victim)  # the outbox swapped for a link
     session._delete_outputs({"outputs": [{"file": "precious.conf"}]})
     assert (victim / "precious.conf").read_text() == "keep"
+
+
+def test_a_reference_that_alone_runs_out_of_device_memory_is_refused_in_one_line() -> None:
+    line = device_memory.reference_alone_refusal(141 * 2**30, "NVIDIA H200")
+    assert "\n" not in line and "cannot be judged on NVIDIA H200" in line and "141.0 GiB" in line

@@ -56,6 +56,12 @@ def refusal(eager_peak: int | None, device_total: int | None, device: str) -> st
             "give the task smaller inputs")
 
 
+def reference_alone_refusal(device_total: int, device: str) -> str:
+    """One line for a task whose reference alone runs out of device memory while its baseline is measured."""
+    return (f"this task cannot be judged on {device}: its reference alone ran out of device memory while its "
+            f"baseline was measured (the GPU holds {gib(device_total)}); give the task smaller inputs")
+
+
 def exact_fits(need: int, available: int) -> bool:
     """Does a float64 run needing ``need`` bytes fit in ``available`` free bytes, with a margin?"""
     return need * EXACT_MARGIN <= available

@@ -244,6 +244,9 @@ class Evaluator:
                             "measuring baselines")
         except Stop as stop:
             outcome = self.processes.drop_oracle(oracle)
+            if stop.out_of_memory:
+                raise EvalError(device_memory.reference_alone_refusal(int(stop.out_of_memory.get("total", 0)),
+                                                                      self.device_label())) from None
             # the oracle is stopped either way; a task error is the reason, not the stop that follows it
             why = stop.detail if stop.task_error else (process_failure(outcome, None)
                                                        or f"{stop.detail} (during {stop.phase})")

@@ -68,7 +68,10 @@ def _release_cache() -> None:
 
 
 def _device_use() -> dict[str, int]:
-    """The GPU's memory as the driver sees it, and this process's share, after freeing its cache."""
+    """The GPU's memory as the driver sees it, and this process's share, after freeing its cache
+    (empty where there is no GPU in use: the error is then reported as any other)."""
+    if not torch.cuda.is_initialized():
+        return {}
     torch.cuda.empty_cache()
     free, total = torch.cuda.mem_get_info()
     return {"total": total, "free": free, "own": torch.cuda.memory_reserved()}

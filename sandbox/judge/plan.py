@@ -56,7 +56,8 @@ def oracle_asker(oracle: Any, timeout_s: float) -> Any:
         except wire.ChannelError as exc:
             raise Stop("oracle", phase, str(exc)) from None
         if not reply.get("ok"):
-            raise Stop("oracle", phase, str(reply.get("error")), bool(reply.get("task_error")))
+            raise Stop("oracle", phase, str(reply.get("error")), bool(reply.get("task_error")),
+                       out_of_memory=reply.get("out_of_memory"))
         return reply
 
     return ask
