@@ -141,59 +141,62 @@ SOURCE_LIMIT = 24000
 """Characters of a source shown to the model at once (a candidate file is far smaller)."""
 
 
-def make_tools(ctx: ToolContext) -> list[BaseTool]:
-    """The tools bound to one turn's context."""
+class KernelTools:
+    """The tools of one turn, bound to its context (the store, the judge, the budget)."""
 
-    def resolve(prefix: str) -> str | None:
-        matches = [c["id"] for c in ctx.store.candidates() if c["id"].startswith(prefix.strip())]
+    def __init__(self, ctx: ToolContext) -> None:
+        self.ctx = ctx
+
+    def resolve(self, prefix: str) -> str | None:
+        matches = [c["id"] for c in self.ctx.store.candidates() if c["id"].startswith(prefix.strip())]
         return matches[0] if len(prefix.strip()) >= 6 and len(matches) == 1 else None
 
-    def write_kernel(source: str, strategy: str, parent: str | None = None) -> str:
-        parent_id = resolve(parent) if parent else None
-        strict = not ctx.task.allow_partial
+    def write_kernel(self, source: str, strategy: str, parent: str | None = None) -> str:
+        parent_id = self.resolve(parent) if parent else None
+        strict = not self.ctx.task.allow_partial
         report = check_candidate(source, strict=strict)
-        cid, new = ctx.store.add_candidate(source, parent_id, strategy.strip()[:40] or "unnamed",
-                                           f"{strategy.strip()[:40]}|{MEASURED}", '{"why": "written by the model"}',
-                                           ctx.generation)
-        if cid not in ctx.written:
-            ctx.written.append(cid)
+        name = strategy.strip()[:40]
+        cid, new = self.ctx.store.add_candidate(source, parent_id, name or "unnamed", f"{name}|{MEASURED}",
+                                                '{"why": "written by the model"}', self.ctx.generation)
+        if cid not in self.ctx.written:
+            self.ctx.written.append(cid)
         if not new:
-            judged = ctx.store.evaluation(cid)
+            judged = self.ctx.store.evaluation(cid)
             return f"identical to candidate {cid[:10]}" + (
                 f", already judged: {summarize_verdict(cid, judged)}" if judged else " (not judged yet)")
         status = "static checks pass" if report.passed else f"static checks FAIL: {report.first_failure()}"
         return f"saved as candidate {cid[:10]} ({len(source.splitlines())} lines); {status}"
 
-    def compile_kernel(candidate: str) -> str:
-        cid = resolve(candidate)
+    def compile_kernel(self, candidate: str) -> str:
+        cid = self.resolve(candidate)
         if cid is None:
             return f"no candidate {candidate!r}: use an id returned by write_kernel"
-        source = ctx.store.source_path(cid).read_text()
-        report = check_candidate(source, strict=not ctx.task.allow_partial)
+        source = self.ctx.store.source_path(cid).read_text()
+        report = check_candidate(source, strict=not self.ctx.task.allow_partial)
         lines = ["static checks pass" if report.passed else f"static checks FAIL: {report.first_failure()}"]
         if report.uses_load_inline:
             with tempfile.TemporaryDirectory() as tmp:
                 gate = compile_gate(report.cuda_sources, Path(tmp))
             lines.append(f"nvcc: {'ok' if gate.passed else 'FAILED'}: {_trim(gate.detail, 1500)}")
         if report.triton_kernels:
-            if ctx.triton_gate is None or not report.passed:
+            if self.ctx.triton_gate is None or not report.passed:
                 lines.append(f"Triton kernels {', '.join(report.triton_kernels)} compile at their first launch, "
                              "inside check_kernel")
             else:
-                lines.append(describe_triton_gate(ctx.triton_gate(cid)))
+                lines.append(describe_triton_gate(self.ctx.triton_gate(cid)))
         return "\n".join(lines)
 
-    def check_kernel(candidate: str) -> str:
-        cid = resolve(candidate)
+    def check_kernel(self, candidate: str) -> str:
+        cid = self.resolve(candidate)
         if cid is None:
             return f"no candidate {candidate!r}: use an id returned by write_kernel"
-        judged = ctx.store.evaluation(cid)
+        judged = self.ctx.store.evaluation(cid)
         if judged is not None:
             return "already judged: " + summarize_verdict(cid, judged)
-        spent = ctx.budget_left()
+        spent = self.ctx.budget_left()
         if spent:
             return f"not judged: {spent}"
-        verdict = ctx.judge(cid)
+        verdict = self.ctx.judge(cid)
         if verdict.correct:
             return summarize_verdict(cid, verdict)
         failed = next((c.name for c in verdict.checks if not c.passed), "unknown")
@@ -201,69 +204,73 @@ def make_tools(ctx: ToolContext) -> list[BaseTool]:
                                   check=failed)
         return summarize_verdict(cid, verdict) + "\n\n" + guidance
 
-    def profile_kernel(candidate: str) -> str:
-        cid = resolve(candidate)
-        verdict = ctx.store.evaluation(cid) if cid else None
+    def profile_kernel(self, candidate: str) -> str:
+        cid = self.resolve(candidate)
+        verdict = self.ctx.store.evaluation(cid) if cid else None
         if verdict is None:
             return f"no judged candidate {candidate!r}: check_kernel it first"
         if not verdict.correct:
             return summarize_verdict(cid, verdict)
-        if ctx.profile is not None:
+        if self.ctx.profile is not None:
             try:
-                return describe_profile(ctx.profile(cid))
+                return describe_profile(self.ctx.profile(cid))
             except Exception as exc:  # the profile is advice: say what failed, keep the turn going
                 return f"profiling failed ({type(exc).__name__}: {_trim(str(exc), 300)}); " + _verdict_figures(verdict)
         return _verdict_figures(verdict)
 
-    def read_result(candidate: str) -> str:
-        cid = resolve(candidate)
-        verdict = ctx.store.evaluation(cid) if cid else None
+    def read_result(self, candidate: str) -> str:
+        cid = self.resolve(candidate)
+        verdict = self.ctx.store.evaluation(cid) if cid else None
         if verdict is None:
             return f"no judged candidate {candidate!r}"
         lines = [summarize_verdict(cid, verdict)]
         lines += [f"{'pass' if c.passed else 'FAIL'} {c.name}: {_trim(c.detail, 300)}" for c in verdict.checks]
         return "\n".join(lines)
 
-    def read_source(candidate: str) -> str:
-        cid = resolve(candidate)
+    def read_source(self, candidate: str) -> str:
+        cid = self.resolve(candidate)
         if cid is None:
             return f"no candidate {candidate!r}: use an id from list_population or write_kernel"
-        verdict = ctx.store.evaluation(cid)
+        verdict = self.ctx.store.evaluation(cid)
         head = summarize_verdict(cid, verdict) if verdict else f"candidate {cid[:10]} (not judged yet)"
-        return head + "\n\n" + _trim(ctx.store.source_path(cid).read_text(), SOURCE_LIMIT)
+        return head + "\n\n" + _trim(self.ctx.store.source_path(cid).read_text(), SOURCE_LIMIT)
 
-    def edit_kernel(candidate: str, edits: str, strategy: str) -> str:
-        cid = resolve(candidate)
+    def edit_kernel(self, candidate: str, edits: str, strategy: str) -> str:
+        cid = self.resolve(candidate)
         if cid is None:
             return f"no candidate {candidate!r}: use an id from list_population or write_kernel"
         try:
-            source = apply_edits(ctx.store.source_path(cid).read_text(), parse_edits(edits))
+            source = apply_edits(self.ctx.store.source_path(cid).read_text(), parse_edits(edits))
         except EditError as exc:
             return f"edit not applied: {exc}"
-        return "edited; " + write_kernel(source, strategy, parent=cid)
+        return "edited; " + self.write_kernel(source, strategy, parent=cid)
 
-    def list_population() -> str:
-        return ctx.population()
+    def list_population(self) -> str:
+        return self.ctx.population()
 
-    def read_notes() -> str:
-        notes = ctx.notes()
+    def read_notes(self) -> str:
+        notes = self.ctx.notes()
         return "\n".join(f"- {n}" for n in notes) if notes else "no notes yet"
 
+
+def make_tools(ctx: ToolContext) -> list[BaseTool]:
+    """The tools bound to one turn's context."""
+    tools = KernelTools(ctx)
     specs = [
-        (write_kernel, "write_kernel", "Save a complete candidate file; returns its id and the static checks.",
+        (tools.write_kernel, "write_kernel", "Save a complete candidate file; returns its id and the static checks.",
          WriteArgs),
-        (compile_kernel, "compile_kernel", "Cheap gate: static checks, and nvcc with register/spill report for "
+        (tools.compile_kernel, "compile_kernel", "Cheap gate: static checks, and nvcc with register/spill report for "
          "CUDA sources.", CandidateArgs),
-        (check_kernel, "check_kernel", "Ask the harness to judge a candidate (spends one evaluation).",
+        (tools.check_kernel, "check_kernel", "Ask the harness to judge a candidate (spends one evaluation).",
          CandidateArgs),
-        (profile_kernel, "profile_kernel", "Profile a judged candidate: roofline, GPU telemetry, registers and "
+        (tools.profile_kernel, "profile_kernel", "Profile a judged candidate: roofline, GPU telemetry, registers and "
          "spills, Nsight Compute counters (DRAM/SM throughput, occupancy, stall reasons) and a diagnosis.",
          CandidateArgs),
-        (read_result, "read_result", "Every harness check of a judged candidate.", CandidateArgs),
-        (read_source, "read_source", "A candidate's source file, with its verdict.", CandidateArgs),
-        (edit_kernel, "edit_kernel", "Derive a new candidate from an existing one by SEARCH/REPLACE edits (saves "
+        (tools.read_result, "read_result", "Every harness check of a judged candidate.", CandidateArgs),
+        (tools.read_source, "read_source", "A candidate's source file, with its verdict.", CandidateArgs),
+        (tools.edit_kernel, "edit_kernel", "Derive a new candidate from an existing one by SEARCH/REPLACE edits (saves "
          "it like write_kernel, with that one as parent); cheaper than rewriting the whole file.", EditArgs),
-        (list_population, "list_population", "The elites and the strategies tried so far.", NoArgs),
-        (read_notes, "read_notes", "Strategy notes from earlier generations.", NoArgs),
+        (tools.list_population, "list_population", "The elites and the strategies tried so far.", NoArgs),
+        (tools.read_notes, "read_notes", "Strategy notes from earlier generations.", NoArgs),
     ]
     return [StructuredTool.from_function(func=f, name=n, description=d, args_schema=a) for f, n, d, a in specs]
