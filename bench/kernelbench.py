@@ -23,6 +23,8 @@ Usage:
   python bench/kernelbench.py --mode cpu-judge --levels 1 --only conv
   python bench/kernelbench.py --mode optimize --levels 1 --quick --only 19_ReLU,23_Softmax
   python bench/kernelbench.py --summary            # the table of what the file holds
+  python bench/kernelbench.py --mode optimize --quick --suite .gpu/kernelbench --every 5 --stop-after 500
+                                                   # a GPU call: a sample of each level, stopping in time
 """
 
 from __future__ import annotations
@@ -64,13 +66,14 @@ except Exception as exc:
 
 
 def problems(levels: list[int], only: list[str], suite: Path = SUITE, every: int = 1) -> list[Path]:
-    """The suite's files of ``levels`` in KernelBench's order; ``every``: one in that many of each level
-    (a sample spread over the level, for sweeps that cannot afford all of it)."""
+    """The suite's files of ``levels`` in KernelBench's order, those naming a part of ``only`` if given;
+    ``every``: one in that many of each level's (a sample spread over it, for sweeps that cannot afford
+    all of it)."""
     def in_order(level: int) -> list[Path]:
         return sorted((suite / f"level{level}").glob("*.py"), key=lambda p: int(p.name.split("_")[0]))
 
-    files = [p for level in levels for k, p in enumerate(in_order(level)) if k % max(every, 1) == 0]
-    return [p for p in files if not only or any(o in p.stem for o in only)]
+    chosen = [[p for p in in_order(level) if not only or any(o in p.stem for o in only)] for level in levels]
+    return [p for files in chosen for k, p in enumerate(files) if k % max(every, 1) == 0]
 
 
 def key_of(path: Path) -> str:

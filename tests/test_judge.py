@@ -14,7 +14,7 @@ from kernelevo.sandbox.judge import device_memory
 from kernelevo.sandbox.judge.ceilings import speed_of_light_ms
 from kernelevo.sandbox.judge.record import Record
 from kernelevo.sandbox.judge.session import Plan, Session, Stop
-from kernelevo.sandbox.judge.telemetry import decode_throttle_reasons, snapshot
+from kernelevo.sandbox.judge.telemetry import decode_throttle_reasons, gpu_memory_of, snapshot
 from kernelevo.sandbox.judge.timing import Block
 from kernelevo.sandbox.judge.verdict import INTERPRETER, judge, process_failure
 from kernelevo.sandbox.models import Ceilings, Check, Isolation, JobOutcome, ReferenceResult, TimingPolicy, TimingStats
@@ -284,38 +284,71 @@ def test_a_task_too_large_for_the_gpu_is_refused_in_one_line_with_its_figures() 
     assert device_memory.exact_fits(10 * gib, 20 * gib) and not device_memory.exact_fits(10 * gib, 11 * gib)
 
 
+class _Worker:
+    def __init__(self, pids: set[int]) -> None:
+        self.pids = pids
+
+    def host_pids(self) -> set[int]:
+        return self.pids
+
+
+def _oom(others_gib: int) -> Stop:
+    gib = 2**30
+    use = {"total": 141 * gib, "free": 141 * gib - others_gib * gib - 8 * gib, "own": 8 * gib}
+    return Stop("oracle", "reference outputs for set 2", "torch.OutOfMemoryError: CUDA out of memory", out_of_memory=use)
+
+
 @pytest.mark.parametrize(("others", "blamed"), [(120, "candidate"), (41, "candidate"), (39, "judge"), (30, "judge")])
 def test_an_oracle_out_of_memory_is_blamed_on_whoever_held_more_than_its_share(others: int, blamed: str) -> None:
-    """The share: the candidate's 2F, one idle kept oracle of another evaluation (F), a GiB of slack:
-    40 GiB at F = 13 GiB. Whatever the oracle itself needs, a process within its share is not blamed."""
-    gib = 2**30
+    """Where the driver cannot say what the candidate's processes hold, everything but the oracle counts,
+    against the candidate's 2F, one idle kept oracle of another evaluation (F) and a GiB: 40 GiB at
+    F = 13 GiB. Whatever the oracle itself needs, a process within its share is not blamed."""
     plan = Plan(task=task(), task_path=Path("t.py"), candidate_path=Path("c.py"), device="cuda",
-                timing=TimingPolicy(), eager_peak_bytes=13 * gib)
-    session = Session(plan, None, None, None)
-    use = {"total": 141 * gib, "free": 141 * gib - others * gib - 8 * gib, "own": 8 * gib}
-    session._out_of_memory(Stop("oracle", "reference outputs for set 2", "torch.OutOfMemoryError: CUDA out of "
-                                "memory", out_of_memory=use))
+                timing=TimingPolicy(), eager_peak_bytes=13 * 2**30)
+    session = Session(plan, None, _Worker(set()), None)
+    session._out_of_memory(_oom(others))
     if blamed == "candidate":
-        assert session.record.failure and f"the candidate's process held {others}.0 GiB" in session.record.failure
+        assert session.record.failure and f"held {others}.0 GiB" in session.record.failure
         assert session.record.reference_error is None
     else:
         assert session.record.failure is None
         assert "the judge ran out of device memory" in (session.record.reference_error or "")
 
 
-def test_a_candidate_that_leaves_no_room_for_the_float64_reference_is_rejected() -> None:
-    """Filling the GPU must not switch the precision rule off: the oracle says the candidate crowded it
-    out, and the session rejects the candidate (it is not the task's or the judge's failure)."""
-    gib = 2**30
+def test_the_drivers_count_of_the_candidates_own_memory_decides_where_it_has_one(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the driver's per-process figure, only the candidate's own processes count, against 2F + 1 GiB
+    (27 GiB at F = 13 GiB): other evaluations' processes on the same GPU are never its fault."""
+    from kernelevo.sandbox.judge import session as session_module
+
     plan = Plan(task=task(), task_path=Path("t.py"), candidate_path=Path("c.py"), device="cuda",
-                timing=TimingPolicy(), eager_peak_bytes=4 * gib)
-    session = Session(plan, None, None, None)
-    session.ask = lambda job, who, phase, message: {"ok": True, "finite": True,  # type: ignore[method-assign]
-                                                    "crowded": {"total": 141 * gib, "others": 126 * gib}}
-    with pytest.raises(Stop) as stopped:
-        session.expect("reference outputs for set 0", {"key": "k1", "seed": 1, "variant": 0, "exact": True})
-    assert stopped.value.who == "worker"
-    assert "held 126.0 GiB" in stopped.value.detail and "float64 reference" in stopped.value.detail
+                timing=TimingPolicy(), eager_peak_bytes=13 * 2**30)
+    for own_gib, blamed in ((30, True), (20, False)):
+        monkeypatch.setattr(session_module.telemetry, "gpu_memory_of",
+                            lambda pids, own_gib=own_gib: own_gib * 2**30 if pids == {4242} else None)
+        session = Session(plan, None, _Worker({4242}), None)
+        session._out_of_memory(_oom(120))  # 120 GiB held by others, most of it not the candidate's
+        assert bool(session.record.failure) is blamed, session.record
+        if blamed:
+            assert f"the candidate's process held {own_gib}.0 GiB" in session.record.failure
+
+
+def test_gpu_memory_of_sums_the_drivers_per_process_figures() -> None:
+    class Proc:
+        def __init__(self, pid: int, used: int | None) -> None:
+            self.pid, self.usedGpuMemory = pid, used
+
+    class FakeNvml:
+        def nvmlInit(self) -> None: ...
+        def nvmlShutdown(self) -> None: ...
+        def nvmlDeviceGetCount(self) -> int: return 2
+        def nvmlDeviceGetHandleByIndex(self, index: int) -> int: return index
+        def nvmlDeviceGetComputeRunningProcesses(self, handle: int) -> list:
+            return [Proc(10, 5), Proc(11, 7), Proc(99, 100)] if handle == 0 else [Proc(11, 1), Proc(12, None)]
+
+    assert gpu_memory_of({10, 11}, FakeNvml()) == 13
+    assert gpu_memory_of({12}, FakeNvml()) == 0  # the driver hides its figure
+    assert gpu_memory_of(set(), FakeNvml()) is None
 
 
 def test_deleting_compared_outputs_never_follows_a_link_out_of_the_outbox(tmp_path: Path) -> None:
@@ -339,5 +372,8 @@ def test_deleting_compared_outputs_never_follows_a_link_out_of_the_outbox(tmp_pa
 
 
 def test_a_reference_that_alone_runs_out_of_device_memory_is_refused_in_one_line() -> None:
-    line = device_memory.reference_alone_refusal(141 * 2**30, "NVIDIA H200")
+    gib = 2**30
+    line = device_memory.reference_alone_refusal({"total": 141 * gib, "free": 1 * gib, "own": 140 * gib}, "NVIDIA H200")
     assert "\n" not in line and "cannot be judged on NVIDIA H200" in line and "141.0 GiB" in line
+    shared = device_memory.reference_alone_refusal({"total": 141 * gib, "free": 1 * gib, "own": 20 * gib}, "H200")
+    assert "other processes held 120.0 GiB" in shared and "cannot be judged" not in shared

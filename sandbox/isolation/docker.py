@@ -286,6 +286,14 @@ class DockerJob:
             return None, None
         return process_identity(pid) if pid else (None, None)
 
+    def host_pids(self) -> set[int]:
+        try:
+            top = self.container.top(ps_args="-o pid")
+            column = top["Titles"].index("PID")
+            return {int(row[column]) for row in top["Processes"]}
+        except Exception:  # ended, or the engine cannot say
+            return set()
+
     def kill(self) -> None:
         try:
             self.container.kill()

@@ -287,6 +287,9 @@ class ProcessJob:
         tree = process_tree(self.pid) if self.alive() else []
         return namespaces.process_identity(tree[-1]) if tree else (None, None)
 
+    def host_pids(self) -> set[int]:
+        return set(process_tree(self.pid)) if self.alive() else set()
+
     def kill(self) -> None:
         for pid in process_tree(self.pid):
             try:

@@ -39,6 +39,10 @@ class Job(Protocol):
         """The uid and effective capabilities of the job's process, as the host sees them."""
         ...
 
+    def host_pids(self) -> set[int]:
+        """The job's processes as the host numbers them (empty once it has ended)."""
+        ...
+
     def kill(self) -> None: ...
 
     def wait(self, timeout: float | None = None) -> JobOutcome:

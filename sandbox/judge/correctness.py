@@ -5,31 +5,17 @@ and its file deleted once compared."""
 from __future__ import annotations
 
 import os
-import random
 import time
-from collections.abc import Callable
 from typing import Any
 
 from kernelevo.sandbox.child.inputs import VARIANTS, variant_label
 from kernelevo.sandbox.child.launches import MAX_HOST_READ_ELEMENTS
-from kernelevo.sandbox.isolation.protocol import Job
 from kernelevo.sandbox.judge import rules
-from kernelevo.sandbox.judge.plan import Plan, fresh_seed
-from kernelevo.sandbox.judge.record import Record
+from kernelevo.sandbox.judge.plan import SessionPart, fresh_seed
 
 
-class CorrectnessCalls:
+class CorrectnessCalls(SessionPart):
     """The session's checked calls (a part of ``Session``)."""
-
-    plan: Plan
-    record: Record
-    oracle: Job
-    worker: Job
-    rng: random.Random
-    ask: Callable[[Job, str, str, dict[str, Any]], dict[str, Any]]
-    expect: Callable[[str, dict[str, Any]], dict[str, Any]]
-    key: Callable[[], str]
-    tolerance: Callable[[str], dict[str, float]]
 
     def _checked_call(self, index: int, seed: int) -> None:
         variant = index % len(VARIANTS)
@@ -48,6 +34,7 @@ class CorrectnessCalls:
             self.record.add(f"correct: {label}", False, str(reply.get("error")))
             return
         if not expected.get("finite"):
+            self._delete_outputs(reply)
             self.record.add(f"correct: {label}", True, "skipped: the reference itself is not finite here")
             return
         found = self._compare(key, reply, expected, f"comparing {label}")
@@ -160,6 +147,7 @@ class CorrectnessCalls:
                             f"({str(reply.get('error'))[:200]})")
             return
         if not expected.get("finite"):
+            self._delete_outputs(reply)
             self.ask(self.oracle, "oracle", "dropping an expectation", {"op": "drop", "key": key})
             self.record.add("ghost replay", True, "skipped: the reference is not finite on this input set")
             return
@@ -182,7 +170,10 @@ class CorrectnessCalls:
             if not reply.get("ok"):
                 self.record.add("forensic call", False, str(reply.get("error")))
                 return
-            if expected.get("finite"):
+            if not expected.get("finite"):
+                self._delete_outputs(reply)
+                self.ask(self.oracle, "oracle", "dropping an expectation", {"op": "drop", "key": key})
+            else:
                 found = self._compare(key, reply, expected, f"comparing forensic call {index}")
                 if found["problem"]:
                     self.record.add("forensic call", False, f"call {index}: {found['problem']}")

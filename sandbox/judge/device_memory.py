@@ -6,14 +6,13 @@ runs two processes on the GPU at once:
 
 - the candidate's process holds its inputs (refilled in place), the next input set's values while
   they are copied in, and its outputs: about ``CANDIDATE_SHARE`` x F, plus whatever the candidate
-  allocates for itself (``candidate_share`` is what it may hold before it is the one crowding the
-  judge);
+  allocates for itself (``candidate_share`` is what it may hold before an out-of-memory in the
+  judge is its fault);
 - the oracle holds the reference, its own refilled inputs (for re-timing), and one input set with
   its expected outputs while the candidate runs: about ``ORACLE_SHARE`` x F. A float64 run of the
   reference (for the precision rule) takes ``EXACT_SHARE`` x the working set of the call on top;
-  it is made on the device where that much is free, on the host otherwise; where the candidate's
-  process holds more than its share and leaves no room, the candidate is rejected, so a process
-  cannot switch the precision rule off by filling the GPU.
+  it is made on the device where that much is free, on the host otherwise (``exact.py``), so a
+  process cannot switch the precision rule off by filling the GPU.
 
 Input sets are made, run and compared one at a time, the outputs compared in chunks, and each
 output file is deleted once compared, so none of this grows with the number of checked sets.
@@ -56,10 +55,16 @@ def refusal(eager_peak: int | None, device_total: int | None, device: str) -> st
             "give the task smaller inputs")
 
 
-def reference_alone_refusal(device_total: int, device: str) -> str:
-    """One line for a task whose reference alone runs out of device memory while its baseline is measured."""
-    return (f"this task cannot be judged on {device}: its reference alone ran out of device memory while its "
-            f"baseline was measured (the GPU holds {gib(device_total)}); give the task smaller inputs")
+def reference_alone_refusal(use: dict[str, int], device: str) -> str:
+    """One line for a task whose reference ran out of device memory while its baseline was measured
+    (``use``: the GPU's total and free bytes and the oracle's own, as the oracle reported them)."""
+    total, free, own = int(use.get("total", 0)), int(use.get("free", 0)), int(use.get("own", 0))
+    others = max(total - free - own, 0)
+    if others <= GIB:
+        return (f"this task cannot be judged on {device}: its reference alone ran out of device memory while its "
+                f"baseline was measured (the GPU holds {gib(total)}); give the task smaller inputs")
+    return (f"the task's reference ran out of device memory on {device} while its baseline was measured: other "
+            f"processes held {gib(others)} of the GPU's {gib(total)}; free the GPU, or give the task smaller inputs")
 
 
 def exact_fits(need: int, available: int) -> bool:
@@ -67,24 +72,11 @@ def exact_fits(need: int, available: int) -> bool:
     return need * EXACT_MARGIN <= available
 
 
-def candidate_share(eager_peak: int | None) -> int | None:
-    """What the other processes on the GPU may hold before the candidate's is the one crowding the
-    judge: the candidate's share, one idle kept oracle of another evaluation on the same GPU (its
-    reference and inputs, at most F), and a gigabyte for CUDA contexts and allocator slack."""
+def candidate_share(eager_peak: int | None, measured: bool) -> int | None:
+    """What the candidate may hold on the GPU before it, not the judge, is to blame for the judge
+    running out: its 2F and a gigabyte for its CUDA context and allocator slack. ``measured``: the
+    figure is its own processes' (the driver's per-process count); otherwise it is everything but the
+    oracle, so one idle kept oracle of another evaluation on the same GPU (at most F) is allowed too."""
     if not eager_peak:
         return None
-    return int((CANDIDATE_SHARE + 1.0) * eager_peak + GIB)
-
-
-def candidate_crowded_out(held_by_others: int, eager_peak: int | None) -> bool:
-    """Did the candidate's process hold more of the GPU than its share while the judge needed room?
-    Then the judge running out of memory, or having no room for its float64 reference, is the
-    candidate's fault: a kernel that needs that much cannot be judged beside the reference here."""
-    allowed = candidate_share(eager_peak)
-    return allowed is not None and held_by_others > allowed
-
-
-def crowding_reason(held_by_others: int, device_total: int, eager_peak: int, what: str) -> str:
-    return (f"the candidate's process held {gib(held_by_others)} of the GPU's {gib(device_total)} while the judge "
-            f"needed room for {what}; its share is about {gib(candidate_share(eager_peak) or 0)} (the task's own "
-            f"footprint is {gib(eager_peak)})")
+    return int((CANDIDATE_SHARE + (0.0 if measured else 1.0)) * eager_peak + GIB)

@@ -31,8 +31,8 @@ from kernelevo.tasks.task import Task
 
 BASELINE_SEEDS = [1, 2, 3, 4, 5]
 BASELINE_FORMAT = 8
-"""Part of a cached baseline's key: raised when what a baseline measures changes (the pace of
-back-to-back calls beside the timed median, here), so older ones are measured again."""
+"""Part of a cached baseline's key: raised when what a baseline measures changes (the GPU's total
+memory beside the task's own footprint, here), so older ones are measured again."""
 """Baselines are times, not checks: fixed seeds keep the cache valid across evaluations."""
 
 
@@ -245,8 +245,8 @@ class Evaluator:
         except Stop as stop:
             outcome = self.processes.drop_oracle(oracle)
             if stop.out_of_memory:
-                raise EvalError(device_memory.reference_alone_refusal(int(stop.out_of_memory.get("total", 0)),
-                                                                      self.device_label())) from None
+                raise EvalError(device_memory.reference_alone_refusal(stop.out_of_memory, self.device_label())
+                                ) from None
             # the oracle is stopped either way; a task error is the reason, not the stop that follows it
             why = stop.detail if stop.task_error else (process_failure(outcome, None)
                                                        or f"{stop.detail} (during {stop.phase})")

@@ -1,12 +1,11 @@
 """The float64 reference, in the oracle: the task's model copied to float64 and run on the same
 inputs, for the precision rule and the comparison's slack.
 
-Where it runs: on the GPU when the float64 run fits in the memory free there; otherwise, if the
-candidate's process holds more than its share of the GPU, nowhere (the candidate is the one
-crowding the judge, and is rejected for it, so filling the GPU cannot switch the precision rule
-off); otherwise on the host, whose memory is larger and whose float64 is exact, only slower. A
-model that cannot run in float64 at all (an op without float64 support, a copy that fails) has no
-float64 reference, and the verdict says so.
+Where it runs: on the GPU when the float64 run fits in the memory free there, otherwise on the
+host, whose memory is larger and whose float64 is exact, only slower. It is never skipped for lack
+of room, so a candidate's process that fills the GPU cannot switch the precision rule off. A model
+that cannot run in float64 at all (an op without float64 support, a copy that fails) has no float64
+reference, and the verdict says so.
 """
 
 from __future__ import annotations
@@ -27,13 +26,22 @@ class ExactOutcome:
     """The float64 outputs (on the GPU or on the host), or None."""
     note: str | None = None
     """Why there are none, or where they were made when not on the GPU."""
-    crowded: dict[str, int] | None = None
-    """The candidate's process left no room: the GPU's total and what the other processes held."""
 
 
 def _widened(args: list[Any], device: str) -> list[Any]:
     return [a.to(device=device, dtype=torch.float64) if isinstance(a, torch.Tensor) and a.is_floating_point()
             else (a.to(device) if isinstance(a, torch.Tensor) else a) for a in args]
+
+
+def _host_copy(model: torch.nn.Module) -> torch.nn.Module:
+    """A float64 copy of ``model`` on the host, made without a second copy on the GPU first (the
+    host is where the float64 run goes when the GPU has no room)."""
+    memo: dict[int, Any] = {}
+    for name, tensors in (("parameters", model.parameters()), ("buffers", model.buffers())):
+        for t in tensors:
+            moved = t.detach().to("cpu", torch.float64 if t.is_floating_point() else t.dtype)
+            memo[id(t)] = torch.nn.Parameter(moved, requires_grad=False) if name == "parameters" else moved
+    return copy.deepcopy(model, memo)
 
 
 class ExactReference:
@@ -43,13 +51,13 @@ class ExactReference:
         self.copies: dict[str, torch.nn.Module | None] = {}
 
     def _copy(self, model: torch.nn.Module, device: str) -> torch.nn.Module | None:
-        """The float64 copy on ``device``; None where the model cannot be copied or cast (kept: that
-        will not change), while running out of memory is retried the next time."""
+        """The float64 copy on ``device``; None where the model cannot be copied or cast (kept: that will
+        not change). Running out of memory raises, and is retried the next time."""
         if device not in self.copies:
             try:
-                exact = copy.deepcopy(model).to(device=device, dtype=torch.float64)
+                exact = _host_copy(model) if device == "cpu" else copy.deepcopy(model).to(device, torch.float64)
             except torch.OutOfMemoryError:
-                return None
+                raise
             except Exception:  # no float64 run: the plain tolerance holds, the precision rule cannot
                 exact = None
             self.copies[device] = exact
@@ -63,14 +71,21 @@ class ExactReference:
             outputs = flat_outputs(exact(*_widened(args, device)))
         return outputs if len(outputs) == count else None
 
+    def drop_gpu_copy(self) -> None:
+        """Free the float64 copy on the GPU (a kept oracle between sessions)."""
+        if self.copies.get("cuda") is not None:
+            del self.copies["cuda"]
+
     def compute(self, model: torch.nn.Module, args: list[Any], count: int, working: int | None,
-                footprint: int | None) -> ExactOutcome:
-        """Float64 outputs for ``args``. ``working``: what the eager call allocated beyond its inputs
-        (None off the GPU); ``footprint``: the task's one-call peak, for the candidate's share."""
-        if working is not None:
-            placed = self._on_gpu(model, args, count, working, footprint)
-            if placed is not None:
-                return placed
+                scale: float = 2.0) -> ExactOutcome:
+        """Float64 outputs for ``args``: on the GPU where they fit, else on the host. ``working``: what
+        the eager call allocated beyond its inputs (None off the GPU); ``scale``: how many times larger
+        a float64 value is than the task's (2 for float32, 4 for bfloat16)."""
+        gpu_can_cast = self.copies.get("cuda", True) is not None  # not known to fail the cast on the GPU
+        if working is not None and gpu_can_cast:
+            outputs = self._on_gpu(model, args, count, int(scale * working))
+            if outputs is not None:
+                return ExactOutcome(outputs=outputs)
         try:
             outputs = self._run(model, args, count, "cpu")
         except Exception as exc:  # an op without float64 support on the host, or no memory there either
@@ -80,26 +95,18 @@ class ExactReference:
         where = None if working is None else "the float64 reference was made on the host (the GPU had no room for it)"
         return ExactOutcome(outputs=outputs, note=where)
 
-    def _on_gpu(self, model: torch.nn.Module, args: list[Any], count: int, working: int,
-                footprint: int | None) -> ExactOutcome | None:
-        """The float64 run on the GPU where it fits; an outcome that rejects where the candidate's
-        process left it no room; None to go to the host."""
-        widened = sum(a.numel() * 8 for a in args if isinstance(a, torch.Tensor) and a.is_floating_point())
-        need = int(device_memory.EXACT_SHARE * working) + widened
-        free, total = torch.cuda.mem_get_info()
-        cached = torch.cuda.memory_reserved() - torch.cuda.memory_allocated()
-        if device_memory.exact_fits(need, free + cached):
-            try:
-                outputs = self._run(model, args, count, "cuda")
-            except torch.OutOfMemoryError:
-                outputs = None
-            except Exception:  # an op without float64 support on the GPU: the host may have it
-                return None
-            if outputs is not None:
-                return ExactOutcome(outputs=outputs)
+    def _on_gpu(self, model: torch.nn.Module, args: list[Any], count: int, need: int) -> list[Any] | None:
+        """The float64 run on the GPU where ``need`` bytes (and the widened inputs) fit; None to go to
+        the host (no room, out of memory, or an op without float64 support on the GPU)."""
+        need += sum(a.numel() * 8 for a in args if isinstance(a, torch.Tensor) and a.is_floating_point())
+        free, _ = torch.cuda.mem_get_info()
+        if not device_memory.exact_fits(need, free + torch.cuda.memory_reserved() - torch.cuda.memory_allocated()):
+            return None
+        try:
+            return self._run(model, args, count, "cuda")
+        except torch.OutOfMemoryError:
+            self.drop_gpu_copy()
             torch.cuda.empty_cache()
-            free, total = torch.cuda.mem_get_info()
-        others = max(total - free - torch.cuda.memory_reserved(), 0)
-        if device_memory.candidate_crowded_out(others, footprint):
-            return ExactOutcome(crowded={"total": total, "others": others})
-        return None
+            return None
+        except Exception:  # an op without float64 support on the GPU: the host may have it
+            return None

@@ -91,10 +91,12 @@ class Oracle:
         self.graph: GraphTimedCall | None = None
         self.peak = 0
         """Peak device memory since the last ``memory`` request, over the counter's resets."""
+        self.input_files: dict[str, list[Path]] = {}
+        """Input sets written as files (the forensic pass), by key, until compared or dropped."""
 
     def _peak_from_here(self) -> int | None:
         """Bytes this process holds on the GPU now, the peak counter reset to it (None on the CPU)."""
-        if not torch.cuda.is_initialized():
+        if self.job.get("device") != "cuda" or not torch.cuda.is_initialized():
             return None
         self.peak = max(self.peak, torch.cuda.max_memory_allocated())
         torch.cuda.reset_peak_memory_stats()
@@ -126,10 +128,10 @@ class Oracle:
         if not _finite(want):
             return {"ok": True, "finite": False}
         exact, sensitivity = ExactOutcome(), [0.0] * len(want)
-        if msg.get("exact") and any(isinstance(w, torch.Tensor) and w.is_floating_point() for w in want):
-            exact = self.exact.compute(self.model, args, len(want), working, msg.get("footprint"))
-            if exact.crowded:
-                return {"ok": True, "finite": True, "crowded": exact.crowded}
+        floating = [w for w in want if isinstance(w, torch.Tensor) and w.is_floating_point()]
+        if msg.get("exact") and floating:
+            scale = 8.0 / min(w.element_size() for w in floating)  # a float64 value against the task's
+            exact = self.exact.compute(self.model, args, len(want), working, scale)
             sensitivity = self._sensitivity(args, want, int(msg["seed"]))
         self.expected[str(msg["key"])] = (want, exact.outputs, sensitivity)
         reply: dict[str, Any] = {"ok": True, "finite": True, "exact": exact.outputs is not None,
@@ -140,6 +142,8 @@ class Oracle:
             outbox = Path(self.job["outbox"])
             reply["inputs"] = [{"tensor": wire.write_tensor(a, outbox, f"in-{msg['key']}-{k}.bin").model_dump()}
                                if isinstance(a, torch.Tensor) else {"value": a} for k, a in enumerate(args)]
+            self.input_files[str(msg["key"])] = [outbox / f"in-{msg['key']}-{k}.bin" for k, a in enumerate(args)
+                                                 if isinstance(a, torch.Tensor)]
         del args
         _release_cache()
         return reply
@@ -170,6 +174,7 @@ class Oracle:
         Everything in ``outputs`` comes from the candidate's process: a description that does not parse,
         or a file that cannot be read as described, is the candidate's problem, reported as such; a
         failure of the oracle itself (out of memory, say) stays the oracle's."""
+        self._forget_inputs(str(msg["key"]))
         want, exact, sensitivity = self.expected.pop(str(msg["key"]))
         try:
             metas = [wire.TensorFile.model_validate(m) for m in msg["outputs"]]
@@ -211,7 +216,13 @@ class Oracle:
                     for k, s in enumerate(found) if s["problem"]]
         return {"ok": True, "problem": problems[0] if problems else None, "stats": found, "digests": digests}
 
+    def _forget_inputs(self, key: str) -> None:
+        """Delete the input files written for ``key`` (the forensic pass's): each can be gigabytes."""
+        for path in self.input_files.pop(key, []):
+            path.unlink(missing_ok=True)
+
     def drop(self, msg: dict[str, Any]) -> dict[str, Any]:
+        self._forget_inputs(str(msg["key"]))
         self.expected.pop(str(msg["key"]), None)
         _release_cache()
         return {"ok": True}
@@ -221,8 +232,11 @@ class Oracle:
         the inputs refilled for re-timing: a kept oracle waits between sessions holding little more
         than the reference, so another evaluation's processes on the same GPU have the room."""
         self.expected.clear()
+        for key in list(self.input_files):
+            self._forget_inputs(key)
         self.graph = None
         self.buffers = inputs.InputBuffers()
+        self.exact.drop_gpu_copy()
         _release_cache()
         return {"ok": True}
 

@@ -3,13 +3,16 @@ processes it talks to: the vocabulary shared by the session and its phases."""
 
 from __future__ import annotations
 
+import random
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kernelevo.sandbox import wire
 from kernelevo.sandbox.isolation.protocol import Job
+from kernelevo.sandbox.judge.record import Record
 from kernelevo.sandbox.models import TimingPolicy
 from kernelevo.tasks.task import Task
 
@@ -92,3 +95,20 @@ class Plan:
 
 def fresh_seed() -> int:
     return secrets.randbelow(2**31 - 1) + 1
+
+
+class SessionPart:
+    """What each part of ``Session`` (its correctness and timing phases) may use of the whole."""
+
+    plan: Plan
+    record: Record
+    oracle: Job
+    worker: Job
+    rng: random.Random
+    ask: Callable[[Job, str, str, dict[str, Any]], dict[str, Any]]
+    expect: Callable[[str, dict[str, Any]], dict[str, Any]]
+    key: Callable[[], str]
+    tolerance: Callable[[str], dict[str, Any]]
+    _compare: Callable[..., dict[str, Any]]
+    _delete_outputs: Callable[[dict[str, Any]], None]
+    _timed_precision: Callable[[dict[str, Any], dict[str, Any]], None]

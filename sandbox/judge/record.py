@@ -68,7 +68,8 @@ class Record:
     worker_folder: Path | None = None
     worker_outbox: Path | None = None
     exact_note: str | None = None
-    """Why some checked output had no float64 reference (it did not fit in device memory)."""
+    """The first note on a float64 reference: made on the host (no room on the GPU), or missing (the
+    model cannot run in float64)."""
 
     def add(self, name: str, passed: bool, detail: str = "") -> bool:
         self.checks.append(Check(name=name, passed=passed, detail=detail))

@@ -22,7 +22,7 @@ from typing import Any
 from kernelevo.sandbox import wire
 from kernelevo.sandbox.isolation.process import take_lock
 from kernelevo.sandbox.isolation.protocol import Job
-from kernelevo.sandbox.judge import device_memory
+from kernelevo.sandbox.judge import device_memory, telemetry
 from kernelevo.sandbox.judge.correctness import CorrectnessCalls
 from kernelevo.sandbox.judge.plan import CONNECT_TIMEOUT_S, Plan, Stop, hello, oracle_asker
 from kernelevo.sandbox.judge.record import Record
@@ -60,15 +60,8 @@ class Session(CorrectnessCalls, TimedCalls):
         return reply
 
     def expect(self, phase: str, message: dict[str, Any]) -> dict[str, Any]:
-        """The oracle's expected outputs for one input set (``message``: key, seed, variant, ...). A
-        candidate whose process left no room for the float64 reference is rejected here."""
-        footprint = self.plan.eager_peak_bytes
-        reply = self.ask(self.oracle, "oracle", phase, {"op": "expect", "footprint": footprint, **message})
-        crowded = reply.get("crowded")
-        if crowded:
-            raise Stop("worker", phase, device_memory.crowding_reason(int(crowded["others"]), int(crowded["total"]),
-                                                                      footprint or 0, "its float64 reference"))
-        return reply
+        """The oracle's expected outputs for one input set (``message``: key, seed, variant, ...)."""
+        return self.ask(self.oracle, "oracle", phase, {"op": "expect", **message})
 
     def key(self) -> str:
         self._keys += 1
@@ -101,20 +94,30 @@ class Session(CorrectnessCalls, TimedCalls):
         return self.record
 
     def _out_of_memory(self, stop: Stop) -> None:
-        """The oracle ran out of device memory: the candidate's fault where its process left the oracle
-        less than its share of the GPU, the judge's (stopping the run, with the figures) otherwise."""
+        """The oracle ran out of device memory: the candidate's fault where its process held more than its
+        share of the GPU (by the driver's count of its processes, or, where the driver cannot say, by
+        what every process but the oracle held), the judge's (stopping the run, with the figures)
+        otherwise."""
         use = stop.out_of_memory or {}
         total, free, own = int(use.get("total", 0)), int(use.get("free", 0)), int(use.get("own", 0))
         others = max(total - free - own, 0)
         footprint = self.plan.eager_peak_bytes
-        if device_memory.candidate_crowded_out(others, footprint):
-            self.record.failure = f"{stop.phase}: " + device_memory.crowding_reason(
-                others, total, footprint or 0, "the reference, which ran out of memory")
-        else:
-            self.record.reference_error = (
-                f"the judge ran out of device memory during {stop.phase}: the oracle held {device_memory.gib(own)}, "
-                f"other processes {device_memory.gib(others)}, of {device_memory.gib(total)} "
-                f"(one eager call peaks at {device_memory.gib(footprint or 0)}): {stop.detail.splitlines()[0]}")
+        measured = telemetry.gpu_memory_of(self.worker.host_pids())
+        held = measured if measured is not None else others
+        allowed = device_memory.candidate_share(footprint, measured=measured is not None)
+        if allowed is not None and held > allowed:
+            whose = ("the candidate's process" if measured is not None
+                     else "the other processes (the candidate's among them)")
+            self.record.failure = (f"{stop.phase}: {whose} held {device_memory.gib(held)} of the GPU's "
+                                   f"{device_memory.gib(total)} when the reference ran out of memory; the candidate's "
+                                   f"share is about {device_memory.gib(allowed)} (the task's own footprint is "
+                                   f"{device_memory.gib(footprint or 0)})")
+            return
+        detail = (stop.detail.splitlines() or [""])[0]
+        self.record.reference_error = (
+            f"the judge ran out of device memory during {stop.phase}: the oracle held {device_memory.gib(own)}, "
+            f"other processes {device_memory.gib(others)}, of {device_memory.gib(total)} "
+            f"(one eager call peaks at {device_memory.gib(footprint or 0)}): {detail}")
 
     def close(self) -> None:
         """End the candidate's process (a finished one has exited; one still running is killed) and let

@@ -79,3 +79,31 @@ def around(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
         result["energy_used_j"] = (after["energy_mj"] - before["energy_mj"]) / 1000.0
     result.pop("energy_mj", None)
     return result
+
+
+def gpu_memory_of(pids: set[int], nvml: Any = None) -> int | None:
+    """Device memory held by the processes ``pids`` (host pids) over every GPU, as the driver counts
+    it; None where NVML cannot say (no driver, or a driver that hides per-process figures)."""
+    if not pids:
+        return None
+    try:
+        if nvml is None:
+            import pynvml as nvml
+        nvml.nvmlInit()
+    except Exception:  # no driver, no library
+        return None
+    try:
+        held, seen = 0, False
+        for index in range(nvml.nvmlDeviceGetCount()):
+            for proc in nvml.nvmlDeviceGetComputeRunningProcesses(nvml.nvmlDeviceGetHandleByIndex(index)):
+                used = getattr(proc, "usedGpuMemory", None)
+                if proc.pid in pids and isinstance(used, int):
+                    held, seen = held + used, True
+        return held if seen else 0
+    except Exception:
+        return None
+    finally:
+        try:
+            nvml.nvmlShutdown()
+        except Exception:
+            pass

@@ -6,17 +6,14 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import statistics
 import time
-from collections.abc import Callable
 from typing import Any
 
 from kernelevo.sandbox.child.timed import call_ms, same_digest
 from kernelevo.sandbox.isolation.protocol import Job
 from kernelevo.sandbox.judge import rules, telemetry
-from kernelevo.sandbox.judge.plan import Plan, Stop, fresh_seed
-from kernelevo.sandbox.judge.record import Record
+from kernelevo.sandbox.judge.plan import SessionPart, Stop, fresh_seed
 from kernelevo.sandbox.judge.timing import PACE_MEASUREMENTS, Block
 
 GRAPH_PHASE_S = 120.0
@@ -33,18 +30,8 @@ def trace_call(who: str, op: str, reply: dict[str, Any], wall_ms: float) -> None
             out.write(json.dumps({"who": who, "op": op, **fields, "wall_ms": wall_ms}) + "\n")
 
 
-class TimedCalls:
+class TimedCalls(SessionPart):
     """The session's timed calls (a part of ``Session``)."""
-
-    plan: Plan
-    record: Record
-    oracle: Job
-    worker: Job
-    rng: random.Random
-    ask: Callable[[Job, str, str, dict[str, Any]], dict[str, Any]]
-    expect: Callable[[str, dict[str, Any]], dict[str, Any]]
-    key: Callable[[], str]
-    tolerance: Callable[[str], dict[str, float]]
 
     def _timing(self) -> None:
         began = time.monotonic()
@@ -164,6 +151,7 @@ class TimedCalls:
         expected = self.expect("reference outputs for a timed run",
                                {"key": key, "seed": seed, "variant": 0, "exact": True})
         if not expected.get("finite"):
+            self._delete_outputs(reply)
             self.ask(self.oracle, "oracle", "dropping an expectation", {"op": "drop", "key": key})
             return None
         found = self._compare(key, reply, expected, "comparing a timed output", digest_seed=digest_seed)
