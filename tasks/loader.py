@@ -5,6 +5,8 @@ Extras a task file may define (all optional):
 - ``DESCRIPTION``: one line shown by ``kernelevo tasks``.
 - ``DTYPE``: a ``torch.dtype``; floating inputs and the model's parameters are cast to it.
 - ``ATOL`` / ``RTOL``: tolerances (defaults: 1e-4 for float32, 1e-2 for bf16/fp16).
+- ``SCALE_ATOL``: whether the atol is read in units of an output's mean |value| where that is below 1
+  (default: True for the default atol, False for a declared one).
 - ``ALLOW_PARTIAL``: True lets torch keep part of the work (default: strict).
 - ``SMALL``: a dict of module globals to replace for ``--size small`` (e.g. ``{"batch_size": 4}``);
   without it, the small size is found automatically (``shrink.py``): sizes halved together until the
@@ -134,6 +136,7 @@ def load_task(spec: str, size: Size = "full") -> Task:
         dtype=_dtype_name(getattr(module, "DTYPE", None), path),
         atol=float(atol) if atol is not None else None,
         rtol=float(rtol) if rtol is not None else None,
+        scale_atol=bool(getattr(module, "SCALE_ATOL", atol is None)),
         allow_partial=bool(getattr(module, "ALLOW_PARTIAL", False)),
         declared_flops=_optional_float(module, "flops", path),
         declared_bytes=_optional_float(module, "bytes_moved", path),

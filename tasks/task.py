@@ -40,6 +40,9 @@ class Task(BaseModel):
     """Declared compute dtype (``DTYPE``): floating inputs and parameters are cast to it."""
     atol: float | None = None
     rtol: float | None = None
+    scale_atol: bool = True
+    """The atol is read in units of an output's mean |value| where that is below 1 (``SCALE_ATOL``; by
+    default for the default atol only): an absolute tolerance above the values accepts any small output."""
     allow_partial: bool = False
     """``ALLOW_PARTIAL``: torch may keep part of the work (e.g. a cuDNN convolution)."""
     declared_flops: float | None = None

@@ -300,3 +300,36 @@ def test_toolchain_folders_never_include_a_home_or_the_working_folder(tmp_path: 
     finally:
         import shutil
         shutil.rmtree(home_tool, ignore_errors=True)
+
+
+def test_the_trusted_side_never_follows_a_link_planted_in_a_sandboxed_users_folder(tmp_path: Path) -> None:
+    """Folders handed to the sandbox's user are theirs to shape, and another job of the same user may
+    plant links in them (without bubblewrap every job sees the others' folders): writing the task, the
+    candidate or a log there, or handing the folder over again, must not touch what a link points to."""
+    victim = tmp_path / "host"
+    victim.mkdir()
+    (victim / "root_only.conf").write_text("keep")
+    os.chmod(victim / "root_only.conf", 0o600)
+    before = os.stat(victim).st_uid
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "candidate.py").symlink_to(victim / "root_only.conf")
+    (job / "process.log").symlink_to(victim / "root_only.conf")
+    namespaces.write_into(job, "candidate.py", b"class ModelNew: ...")
+    os.close(namespaces.open_log(job / "process.log"))
+    assert (victim / "root_only.conf").read_text() == "keep"
+    assert (job / "candidate.py").read_bytes() == b"class ModelNew: ..." and not (job / "candidate.py").is_symlink()
+    outbox = tmp_path / "outbox"
+    outbox.symlink_to(victim)  # an outbox swapped for a link, then handed over again
+    namespaces.hand_over(outbox)
+    assert outbox.is_dir() and not outbox.is_symlink()
+    assert os.stat(victim).st_uid == before and os.stat(victim / "root_only.conf").st_uid == before
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / "escape").symlink_to(victim)  # a link inside the folder: its target keeps its owner
+    namespaces.hand_over(linked)
+    assert os.stat(victim).st_uid == before
+    (tmp_path / "folder-link").symlink_to(victim)
+    with pytest.raises(OSError):  # a folder that is a link is refused, not written through
+        namespaces.write_into(tmp_path / "folder-link", "root_only.conf", b"")
+    assert (victim / "root_only.conf").read_text() == "keep"

@@ -40,6 +40,15 @@ def test_a_kernelbench_file_loads_unchanged(tmp_path: Path) -> None:
     assert task.name == "19_ReLU" and not task.builtin and not task.allow_partial
     assert task.dtype is None and task.tolerances("float32") == (1e-4, 1e-4)
     assert task.tolerances("bfloat16") == (1e-2, 1e-2)
+    assert task.scale_atol  # the default atol is read in units of a small output's magnitude
+
+
+@pytest.mark.parametrize(("extra", "scaled"), [("ATOL = 1e-3\n", False), ("ATOL = 1e-3\nSCALE_ATOL = True\n", True),
+                                               ("SCALE_ATOL = False\n", False)])
+def test_a_declared_atol_is_taken_as_written_unless_asked_to_scale(tmp_path: Path, extra: str, scaled: bool) -> None:
+    path = tmp_path / "task.py"
+    path.write_text(KERNELBENCH_FILE + extra)
+    assert load_task(str(path), "small").scale_atol is scaled
 
 
 def test_the_builtin_suite_covers_the_families() -> None:

@@ -65,8 +65,9 @@ def compile_gate(cuda_sources: list[str], workdir: Path, arch: str = "sm_90a", t
     from torch.utils.cpp_extension import include_paths
 
     workdir.mkdir(parents=True, exist_ok=True)
-    source = workdir / "candidate_kernels.cu"
-    source.write_text("\n".join(cuda_sources))
+    from kernelevo.sandbox.isolation.namespaces import write_into
+
+    source = write_into(workdir, "candidate_kernels.cu", "\n".join(cuda_sources).encode())
     compute = arch.replace("sm_", "compute_")
     cmd = [nvcc, "-cubin", f"-gencode=arch={compute},code={arch}", "-std=c++17", "-O3", "-Xptxas", "-v",
            "--expt-relaxed-constexpr", "-DTORCH_EXTENSION_NAME=kernelevo_gate",

@@ -5,13 +5,13 @@ could overwrite: nothing here ever decides a verdict."""
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from kernelevo.sandbox.advice import ncu
+from kernelevo.sandbox.isolation.namespaces import write_into
 from kernelevo.sandbox.judge.verdict import process_failure
 from kernelevo.sandbox.models import KernelMetrics
 from kernelevo.tasks.task import Task
@@ -20,11 +20,11 @@ from kernelevo.tasks.task import Task
 def _job(evaluator: Any, task: Task, candidate: Path, label: str, result: str, **fields: object) -> Path:
     """A job folder: copies of the task and the candidate, and ``job.json`` naming where ``result`` goes."""
     job_dir = evaluator.job_dir(label)
-    shutil.copyfile(task.path, job_dir / "task.py")
-    shutil.copyfile(candidate, job_dir / "candidate.py")
+    write_into(job_dir, "task.py", task.path.read_bytes())
+    write_into(job_dir, "candidate.py", candidate.read_bytes())
     job = {"task": str(job_dir / "task.py"), "candidate": str(job_dir / "candidate.py"), "size": task.size,
            "dtype": task.dtype, "result": str(job_dir / result), **fields}
-    (job_dir / "job.json").write_text(json.dumps(job))
+    write_into(job_dir, "job.json", json.dumps(job).encode())
     return job_dir
 
 

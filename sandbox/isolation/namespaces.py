@@ -229,16 +229,59 @@ def unshare_command(cmd: list[str]) -> list[str]:
 
 
 def hand_over(folder: Path) -> None:
-    """Let the sandbox's user write ``folder`` (as root: make it that user's; otherwise it is ours)."""
+    """Let the sandbox's user write ``folder`` (as root: make it that user's; otherwise it is ours).
+
+    Once handed over, the folder is the sandboxed user's to shape, and another job of the same user
+    may plant links in it: a link where the folder should be is removed, never followed, and the
+    ownership is changed through the folder's own handle, entry by entry, without following links."""
+    if folder.is_symlink():
+        folder.unlink()
     folder.mkdir(parents=True, exist_ok=True)
-    if os.geteuid() == 0:
-        for root, dirs, files in os.walk(folder):
+    if os.geteuid() != 0:
+        return
+    top = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        for _, dirs, files, here in os.fwalk(".", dir_fd=top, follow_symlinks=False):
             for name in [*dirs, *files]:
                 try:
-                    os.lchown(os.path.join(root, name), SANDBOX_UID, SANDBOX_UID)
+                    os.chown(name, SANDBOX_UID, SANDBOX_UID, dir_fd=here, follow_symlinks=False)
                 except OSError:
                     pass
-        os.chown(folder, SANDBOX_UID, SANDBOX_UID)
+        os.fchown(top, SANDBOX_UID, SANDBOX_UID)
+    finally:
+        os.close(top)
+
+
+def write_into(folder: Path, name: str, data: bytes) -> Path:
+    """Write ``data`` as ``folder/name``, replacing whatever is there, without following a link: the
+    trusted side writes into folders a sandboxed user owns, where a link may have been planted to make
+    it overwrite a host file. Raises OSError if the folder itself is a link, or a link races back in."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        try:
+            os.unlink(name, dir_fd=fd)
+        except FileNotFoundError:
+            pass
+        out = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=fd)
+        with os.fdopen(out, "wb") as handle:
+            handle.write(data)
+    finally:
+        os.close(fd)
+    return folder / name
+
+
+def open_log(path: Path) -> int:
+    """A fresh log file at ``path`` for a job's output (a file descriptor), made as ``write_into`` makes
+    files: a link planted there is removed, never followed."""
+    fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        try:
+            os.unlink(path.name, dir_fd=fd)
+        except FileNotFoundError:
+            pass
+        return os.open(path.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=fd)
+    finally:
+        os.close(fd)
 
 
 def process_identity(pid: int) -> tuple[int | None, str | None]:

@@ -234,9 +234,12 @@ class ProcessJob:
                 cmd = ["/bin/sh", "-c", "exit 143"]
         self.log_path = spec.job_dir / "process.log"
         self.began = time.monotonic()
-        with open(self.log_path, "wb") as log:
+        log = namespaces.open_log(self.log_path)
+        try:
             self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                          cwd=spec.job_dir, env=env, start_new_session=True)
+        finally:
+            os.close(log)
         self.pid = self.proc.pid
         self.timed_out = False
         self._channel: wire.Channel | None = None

@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from kernelevo.sandbox.advice import ncu
 from kernelevo.sandbox.advice.cuda_gate import compile_gate
-from kernelevo.sandbox.isolation.namespaces import hand_over, scrubbed_env
+from kernelevo.sandbox.isolation.namespaces import hand_over, scrubbed_env, write_into
 from kernelevo.sandbox.isolation.process import ProcessSandbox, RunSpec, take_lock
 from kernelevo.sandbox.isolation.protocol import Sandbox
 from kernelevo.sandbox.judge import cache, device_memory, forensic
@@ -312,8 +312,8 @@ class Evaluator:
             readable += [oracle.outbox, *ncu.install_folders(forensic)]
             cmd = forensic_command(forensic)
         worker = self.processes.worker(readable, cmd)
-        shutil.copyfile(task.path, worker.folder / "task.py")
-        shutil.copyfile(candidate, worker.folder / "candidate.py")
+        write_into(worker.folder, "task.py", task.path.read_bytes())
+        write_into(worker.folder, "candidate.py", candidate.read_bytes())
         plan = Plan(task=task, task_path=worker.folder / "task.py", candidate_path=worker.folder / "candidate.py",
                     device=self.device, timing=self.config.timing, checked_sets=self.config.seeds,
                     strict_layout=self.config.strict_layout, worker_outbox=worker.outbox,

@@ -13,13 +13,12 @@ exactly one, then discarded.
 
 from __future__ import annotations
 
-import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelevo.sandbox.isolation.namespaces import hand_over
+from kernelevo.sandbox.isolation.namespaces import hand_over, write_into
 from kernelevo.sandbox.isolation.protocol import Job
 from kernelevo.tasks.task import Task
 
@@ -80,7 +79,7 @@ class Processes:
         folder = self.ev.job_dir("oracle")
         outbox = folder / "out"
         outbox.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(task.path, folder / "task.py")
+        write_into(folder, "task.py", task.path.read_bytes())
         spec = self.ev.spec("kernelevo.sandbox.judge.oracle", folder, IDLE_S, trusted=True,
                             readable=[self.outboxes, *readable])
         oracle = Oracle(job=self.ev.sandbox.start(spec), folder=folder, outbox=outbox, key=key)

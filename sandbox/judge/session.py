@@ -69,7 +69,7 @@ class Session(CorrectnessCalls, TimedCalls):
 
     def tolerance(self, dtype: str) -> dict[str, float]:
         atol, rtol = self.plan.task.tolerances(dtype)
-        return {"atol": atol, "rtol": rtol, "scale_atol": self.plan.task.atol is None}
+        return {"atol": atol, "rtol": rtol, "scale_atol": self.plan.task.scale_atol}
 
     def run(self) -> Record:
         began = time.monotonic()
