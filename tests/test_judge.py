@@ -377,3 +377,35 @@ def test_a_reference_that_alone_runs_out_of_device_memory_is_refused_in_one_line
     assert "\n" not in line and "cannot be judged on NVIDIA H200" in line and "141.0 GiB" in line
     shared = device_memory.reference_alone_refusal({"total": 141 * gib, "free": 1 * gib, "own": 20 * gib}, "H200")
     assert "other processes held 120.0 GiB" in shared and "cannot be judged" not in shared
+
+
+def test_time_the_oracle_takes_is_added_to_the_candidates_deadline() -> None:
+    """The candidate's process waits while the oracle works (a float64 reference on the host can take
+    minutes at a real size): its deadline moves by that time, and by nothing else."""
+    import time as clock
+
+    class Channel:
+        def request(self, message: dict, timeout: float) -> dict:
+            clock.sleep(0.05)
+            return {"ok": True}
+
+    class StubJob:
+        def __init__(self) -> None:
+            self.extended, self.phase = 0.0, None
+
+        def remaining(self) -> float:
+            return 100.0
+
+        def channel(self, timeout: float) -> Channel:
+            return Channel()
+
+        def extend(self, seconds: float) -> None:
+            self.extended += seconds
+
+    plan = Plan(task=task(), task_path=Path("t.py"), candidate_path=Path("c.py"), device="cpu", timing=TimingPolicy())
+    oracle, worker = StubJob(), StubJob()
+    session = Session(plan, oracle, worker, None)
+    session.ask(oracle, "oracle", "reference outputs for set 0", {"op": "expect"})
+    assert worker.extended >= 0.05 and oracle.extended == 0.0
+    session.ask(worker, "worker", "correctness call on set 0", {"op": "call"})
+    assert worker.extended < 0.1

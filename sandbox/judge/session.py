@@ -49,11 +49,16 @@ class Session(CorrectnessCalls, TimedCalls):
         timeout = max(job.remaining(), 0.01)
         if who == "oracle":
             timeout = min(timeout, self.plan.oracle_timeout_s)
+        sent = time.monotonic()
         try:
             reply = job.channel(CONNECT_TIMEOUT_S).request(message, timeout=timeout)
         except wire.ChannelError as exc:
             self._worker_broke |= who == "worker" and not isinstance(exc, wire.ChannelTimeout)
             raise Stop(who, phase, str(exc), broken=True) from None
+        if who == "oracle":
+            # the candidate's process waits while the oracle works (a float64 reference made on the host
+            # can take minutes at a task's real size): that time is not the candidate's
+            self.worker.extend(time.monotonic() - sent)
         if who == "oracle" and not reply.get("ok"):
             raise Stop("oracle", phase, str(reply.get("error")), bool(reply.get("task_error")),
                        out_of_memory=reply.get("out_of_memory"))
