@@ -5,18 +5,19 @@ from __future__ import annotations
 
 import json
 import random
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from langgraph.types import Send
 
 from kernelevo.agent import archive as arch
 from kernelevo.agent.behaviour import MEASURED, behaviour_cell
-from kernelevo.agent.budget import evaluations_left, exhausted
-from kernelevo.agent.policy import Proposal, SearchView
+from kernelevo.agent.budget import Budget, Spent, evaluations_left, exhausted
+from kernelevo.agent.policy import Policy, Proposal, SearchView
 from kernelevo.agent.state import EvaluateInput, State
 from kernelevo.agent.store import RunStore
 from kernelevo.sandbox.judge.timing import TIE_BAND, faster_beyond_tie
 from kernelevo.sandbox.models import Verdict
+from kernelevo.tasks.task import Task
 
 IDLE_ROUNDS = 3
 """Rounds in a row in which every proposal repeats a judged candidate before the search counts as
@@ -38,10 +39,30 @@ def entry_of(cid: str, candidate: dict[str, Any], verdict: Verdict, store: RunSt
                       speedup=verdict.speedup if verdict.correct else None)
 
 
+class SearchRuntime(Protocol):
+    """What the nodes use of a run's ``Runtime`` (``graph.py``): nothing the checkpoint holds."""
+
+    task: Task
+    store: RunStore
+    policy: Policy
+    budget: Budget
+    batch: int
+    seed: int
+    final_evaluator: Any
+
+    def spent(self) -> Spent: ...
+
+    def judge(self, evaluator: Any, cid: str) -> Verdict: ...
+
+    def judge_and_record(self, cid: str) -> Verdict: ...
+
+    def profile(self, cid: str) -> Any: ...
+
+
 class SearchNodes:
     """The graph's nodes, bound to one run's ``Runtime`` (the store, the policy, the evaluators)."""
 
-    def __init__(self, rt: Any) -> None:
+    def __init__(self, rt: SearchRuntime) -> None:
         self.rt = rt
 
     def adopt(self, state: State) -> dict[str, Any]:
