@@ -309,111 +309,136 @@ def _with_tail(kernels: str, forward: str, tail: dict[str, Any]) -> tuple[str, s
     return kernels + "\n\n" + aligned + note + body, forward + "\n" + method
 
 
-def render(plan: Plan, strategy: str, params: dict[str, Any], why: str) -> str:
-    """The candidate source for ``plan`` with ``strategy`` and ``params``."""
-    shown = ", ".join(f"{k}={v}" for k, v in params.items())
-    imports = "\n".join(plan.imports)
-    if plan.kind == "cross_entropy":
-        head = HEADER.format(title=f"Cross-entropy in two Triton kernels: {plan.describe()}.", strategy=strategy,
-                             params=shown, why=why, imports=imports, strategy_why=WHY_STRATEGY["online"],
-                             bytes_note="the logits once, one value per row, and one per row again to reduce.")
-        reduction = plan.extra["reduction"]
-        logits, targets = plan.inputs
-        forward = CROSS_ENTROPY_FORWARD.format(
-            logits=logits, targets=targets, ignore_index=plan.extra["ignore_index"], none=reduction == "none",
-            mean=reduction == "mean", loss_dtype=f"{logits}.dtype" if reduction == "none" else "torch.float32",
-            **params)
-        return head + CROSS_ENTROPY_KERNELS + _model(plan.init, forward)
-    if plan.kind == "sequence":
-        lead = sequence.searched(plan)
-        head = HEADER.format(title=f"Triton kernels in sequence for {plan.describe()}.", strategy=strategy,
-                             params=shown, why=why, strategy_why=WHY_STRATEGY[strategy], imports="",
-                             bytes_note="each segment reads what the one before it wrote, once, and writes its "
-                                        f"own output once; the tuned segment is a {lead.kind} kernel.")
-        head = head[:head.index('"""', 3) + 3] + "\n\n"
-        return sequence.render(plan, strategy, params, why, render, head)
-    if plan.kind == "group_norm":
-        norm = plan.extra["norm"]
-        head = HEADER.format(title=f"A fused Triton normalisation: {plan.describe()}.", strategy=strategy,
-                             params=shown, why=why, strategy_why=WHY_STRATEGY[strategy], imports=imports,
-                             bytes_note="the input three times (the second and third mostly from L2) and the "
-                                        "output once.")
-        body = groupnorm.kernel(norm)
-        if "round_to_bf16" in body:
-            head, body = _with_interpreter_import(head), expressions.ROUND_TO_BF16 + "\n\n" + body
-        return head + body + _model(plan.init, groupnorm.forward(norm, params))
-    if plan.kind == "pool":
-        pooling = plan.extra["pool"]
-        head = HEADER.format(title=f"A fused Triton pooling: {plan.describe()}.", strategy=strategy, params=shown,
-                             why=why, strategy_why=WHY_STRATEGY[strategy], imports=imports,
-                             bytes_note="the input about once (overlapping windows re-read from L1) and the "
-                                        "output written once.")
-        body = pool.GEOMETRY + pool.kernel(pooling)
-        if "round_to_bf16" in body:
-            head, body = _with_interpreter_import(head), expressions.ROUND_TO_BF16 + "\n\n" + body
-        return head + body + _model(plan.init, pool.forward(pooling, params))
-    if plan.kind == "conv":
-        convolution = plan.extra["conv"]
-        head = HEADER.format(title=f"A fused Triton convolution: {plan.describe()}.", strategy=strategy,
-                             params=shown, why=why, strategy_why=WHY_STRATEGY[strategy], imports=imports,
-                             bytes_note="the input about once (taps re-read from L1/L2), the weights once per "
-                                        "block of output pixels, and the output written once.")
-        body = conv.GEOMETRY + conv.kernel(convolution, strategy, params.get("precision"))
-        if "round_to_bf16" in body:
-            body = expressions.ROUND_TO_BF16 + "\n\n" + body
-        return (_with_interpreter_import(head) + body + expressions.INTERPRETED.format(kernel="conv_kernel")
-                + _model(plan.init, conv.forward(convolution, strategy, params)))
-    if plan.kind == "dim_reduce":
-        reduction = plan.extra["reduction"]
-        head = HEADER.format(title=f"A Triton reduction: {plan.describe()}.", strategy=strategy, params=shown,
-                             why=why, strategy_why=WHY_STRATEGY[strategy], imports=imports,
-                             bytes_note="the input once, and one value per output position written.")
-        body = dimreduce.kernel(reduction, params)
-        if "round_to_bf16" in body:
-            head, body = _with_interpreter_import(head), expressions.ROUND_TO_BF16 + "\n\n" + body
-        return head + body + _model(plan.init, dimreduce.forward(reduction, plan.inputs[0], params))
-    if plan.kind == "scan":
-        scanned = plan.extra["scan"]
-        head = HEADER.format(title=f"A Triton scan: {plan.describe()}.", strategy=strategy, params=shown,
-                             why=why, strategy_why=WHY_STRATEGY[strategy], imports=imports,
-                             bytes_note="each input once and the output written once.")
-        body = scan.kernel(scanned)
-        if "round_to_bf16" in body:
-            head, body = _with_interpreter_import(head), expressions.ROUND_TO_BF16 + "\n\n" + body
-        return head + body + _model(plan.init, scan.forward(scanned, plan.inputs, params))
-    if plan.kind == "attention":
-        head = HEADER.format(title=f"Flash attention forward in Triton: {plan.describe()}.", strategy=strategy,
-                             params=shown, why=why, strategy_why=WHY_STRATEGY[strategy], imports=imports,
-                             bytes_note="q, k and v read once per block of queries (k and v again for every "
-                                        "block, mostly from L2) and the output written once.")
-        head = _with_interpreter_import(head.replace("import torch\n", "import math\n\nimport torch\n", 1))
-        q, k, v = plan.inputs
-        scale = repr(float(plan.extra["scale"])) if plan.extra["scale"] is not None else "1.0 / math.sqrt(head_dim)"
-        forward = ATTENTION_FORWARD.format(q=q, k=k, v=v, scale=scale, causal=plan.extra["causal"],
-                                           **{"TMA": False, **params})
-        scratch = TMA_SCRATCH if params.get("TMA") else ""
-        return (head + scratch + ATTENTION_KERNEL + expressions.INTERPRETED.format(kernel="attention_kernel")
-                + _model(plan.init, forward))
-    if plan.kind == "matmul":
-        stages = plan.extra["stages"]
-        head = HEADER.format(title=f"Fused Triton GEMMs for a {plan.describe()}.", strategy=strategy, params=shown,
-                             why=why, strategy_why=WHY_STRATEGY[strategy], imports=imports,
-                             bytes_note="each stage reads its input and weight (tiles reused from L2 and shared "
-                                        "memory) and writes its output once.")
-        precision = params.get("precision")
-        tma = strategy == "gemm_tma"
-        kernels = "\n\n".join(matmul_kernels.kernel(st, i, precision, params.get("SPLIT_K", 1), tma)
-                                for i, st in enumerate(stages))
-        tail = plan.extra.get("tail")
-        rounds = any(st.out_dtype == "bfloat16" for st in stages) or (
-            tail is not None and any(n.round_to == "bfloat16" for n in tail["plan"].program.nodes))
-        helper = expressions.ROUND_TO_BF16 + "\n\n" if rounds else ""
-        forward = matmul_kernels.forward(stages, stages[0].chain_input or plan.inputs[0], params, plan.inputs, tma)
-        scratch = TMA_SCRATCH if tma else ""
-        if tail is not None:
-            kernels, forward = _with_tail(kernels, forward, tail)
-        return (_with_interpreter_import(head) + scratch + helper + kernels
-                + expressions.INTERPRETED.format(kernel="stage0_kernel") + _model(plan.init, forward))
+def _render_cross_entropy(plan: Plan, strategy: str, params: dict[str, Any], why: str, shown: str, imports: str) -> str:
+    """The candidate for a cross_entropy plan."""
+    head = HEADER.format(title=f"Cross-entropy in two Triton kernels: {plan.describe()}.", strategy=strategy,
+                         params=shown, why=why, imports=imports, strategy_why=WHY_STRATEGY["online"],
+                         bytes_note="the logits once, one value per row, and one per row again to reduce.")
+    reduction = plan.extra["reduction"]
+    logits, targets = plan.inputs
+    forward = CROSS_ENTROPY_FORWARD.format(
+        logits=logits, targets=targets, ignore_index=plan.extra["ignore_index"], none=reduction == "none",
+        mean=reduction == "mean", loss_dtype=f"{logits}.dtype" if reduction == "none" else "torch.float32",
+        **params)
+    return head + CROSS_ENTROPY_KERNELS + _model(plan.init, forward)
+
+
+def _render_sequence(plan: Plan, strategy: str, params: dict[str, Any], why: str, shown: str, imports: str) -> str:
+    """The candidate for a sequence plan."""
+    lead = sequence.searched(plan)
+    head = HEADER.format(title=f"Triton kernels in sequence for {plan.describe()}.", strategy=strategy,
+                         params=shown, why=why, strategy_why=WHY_STRATEGY[strategy], imports="",
+                         bytes_note="each segment reads what the one before it wrote, once, and writes its "
+                                    f"own output once; the tuned segment is a {lead.kind} kernel.")
+    head = head[:head.index('"""', 3) + 3] + "\n\n"
+    return sequence.render(plan, strategy, params, why, render, head)
+
+
+def _render_group_norm(plan: Plan, strategy: str, params: dict[str, Any], why: str, shown: str, imports: str) -> str:
+    """The candidate for a group_norm plan."""
+    norm = plan.extra["norm"]
+    head = HEADER.format(title=f"A fused Triton normalisation: {plan.describe()}.", strategy=strategy,
+                         params=shown, why=why, strategy_why=WHY_STRATEGY[strategy], imports=imports,
+                         bytes_note="the input three times (the second and third mostly from L2) and the "
+                                    "output once.")
+    body = groupnorm.kernel(norm)
+    if "round_to_bf16" in body:
+        head, body = _with_interpreter_import(head), expressions.ROUND_TO_BF16 + "\n\n" + body
+    return head + body + _model(plan.init, groupnorm.forward(norm, params))
+
+
+def _render_pool(plan: Plan, strategy: str, params: dict[str, Any], why: str, shown: str, imports: str) -> str:
+    """The candidate for a pool plan."""
+    pooling = plan.extra["pool"]
+    head = HEADER.format(title=f"A fused Triton pooling: {plan.describe()}.", strategy=strategy, params=shown,
+                         why=why, strategy_why=WHY_STRATEGY[strategy], imports=imports,
+                         bytes_note="the input about once (overlapping windows re-read from L1) and the "
+                                    "output written once.")
+    body = pool.GEOMETRY + pool.kernel(pooling)
+    if "round_to_bf16" in body:
+        head, body = _with_interpreter_import(head), expressions.ROUND_TO_BF16 + "\n\n" + body
+    return head + body + _model(plan.init, pool.forward(pooling, params))
+
+
+def _render_conv(plan: Plan, strategy: str, params: dict[str, Any], why: str, shown: str, imports: str) -> str:
+    """The candidate for a conv plan."""
+    convolution = plan.extra["conv"]
+    head = HEADER.format(title=f"A fused Triton convolution: {plan.describe()}.", strategy=strategy,
+                         params=shown, why=why, strategy_why=WHY_STRATEGY[strategy], imports=imports,
+                         bytes_note="the input about once (taps re-read from L1/L2), the weights once per "
+                                    "block of output pixels, and the output written once.")
+    body = conv.GEOMETRY + conv.kernel(convolution, strategy, params.get("precision"))
+    if "round_to_bf16" in body:
+        body = expressions.ROUND_TO_BF16 + "\n\n" + body
+    return (_with_interpreter_import(head) + body + expressions.INTERPRETED.format(kernel="conv_kernel")
+            + _model(plan.init, conv.forward(convolution, strategy, params)))
+
+
+def _render_dim_reduce(plan: Plan, strategy: str, params: dict[str, Any], why: str, shown: str, imports: str) -> str:
+    """The candidate for a dim_reduce plan."""
+    reduction = plan.extra["reduction"]
+    head = HEADER.format(title=f"A Triton reduction: {plan.describe()}.", strategy=strategy, params=shown,
+                         why=why, strategy_why=WHY_STRATEGY[strategy], imports=imports,
+                         bytes_note="the input once, and one value per output position written.")
+    body = dimreduce.kernel(reduction, params)
+    if "round_to_bf16" in body:
+        head, body = _with_interpreter_import(head), expressions.ROUND_TO_BF16 + "\n\n" + body
+    return head + body + _model(plan.init, dimreduce.forward(reduction, plan.inputs[0], params))
+
+
+def _render_scan(plan: Plan, strategy: str, params: dict[str, Any], why: str, shown: str, imports: str) -> str:
+    """The candidate for a scan plan."""
+    scanned = plan.extra["scan"]
+    head = HEADER.format(title=f"A Triton scan: {plan.describe()}.", strategy=strategy, params=shown,
+                         why=why, strategy_why=WHY_STRATEGY[strategy], imports=imports,
+                         bytes_note="each input once and the output written once.")
+    body = scan.kernel(scanned)
+    if "round_to_bf16" in body:
+        head, body = _with_interpreter_import(head), expressions.ROUND_TO_BF16 + "\n\n" + body
+    return head + body + _model(plan.init, scan.forward(scanned, plan.inputs, params))
+
+
+def _render_attention(plan: Plan, strategy: str, params: dict[str, Any], why: str, shown: str, imports: str) -> str:
+    """The candidate for a attention plan."""
+    head = HEADER.format(title=f"Flash attention forward in Triton: {plan.describe()}.", strategy=strategy,
+                         params=shown, why=why, strategy_why=WHY_STRATEGY[strategy], imports=imports,
+                         bytes_note="q, k and v read once per block of queries (k and v again for every "
+                                    "block, mostly from L2) and the output written once.")
+    head = _with_interpreter_import(head.replace("import torch\n", "import math\n\nimport torch\n", 1))
+    q, k, v = plan.inputs
+    scale = repr(float(plan.extra["scale"])) if plan.extra["scale"] is not None else "1.0 / math.sqrt(head_dim)"
+    forward = ATTENTION_FORWARD.format(q=q, k=k, v=v, scale=scale, causal=plan.extra["causal"],
+                                       **{"TMA": False, **params})
+    scratch = TMA_SCRATCH if params.get("TMA") else ""
+    return (head + scratch + ATTENTION_KERNEL + expressions.INTERPRETED.format(kernel="attention_kernel")
+            + _model(plan.init, forward))
+
+
+def _render_matmul(plan: Plan, strategy: str, params: dict[str, Any], why: str, shown: str, imports: str) -> str:
+    """The candidate for a matmul plan."""
+    stages = plan.extra["stages"]
+    head = HEADER.format(title=f"Fused Triton GEMMs for a {plan.describe()}.", strategy=strategy, params=shown,
+                         why=why, strategy_why=WHY_STRATEGY[strategy], imports=imports,
+                         bytes_note="each stage reads its input and weight (tiles reused from L2 and shared "
+                                    "memory) and writes its output once.")
+    precision = params.get("precision")
+    tma = strategy == "gemm_tma"
+    kernels = "\n\n".join(matmul_kernels.kernel(st, i, precision, params.get("SPLIT_K", 1), tma)
+                            for i, st in enumerate(stages))
+    tail = plan.extra.get("tail")
+    rounds = any(st.out_dtype == "bfloat16" for st in stages) or (
+        tail is not None and any(n.round_to == "bfloat16" for n in tail["plan"].program.nodes))
+    helper = expressions.ROUND_TO_BF16 + "\n\n" if rounds else ""
+    forward = matmul_kernels.forward(stages, stages[0].chain_input or plan.inputs[0], params, plan.inputs, tma)
+    scratch = TMA_SCRATCH if tma else ""
+    if tail is not None:
+        kernels, forward = _with_tail(kernels, forward, tail)
+    return (_with_interpreter_import(head) + scratch + helper + kernels
+            + expressions.INTERPRETED.format(kernel="stage0_kernel") + _model(plan.init, forward))
+
+
+def _render_program(plan: Plan, strategy: str, params: dict[str, Any], why: str, shown: str, imports: str) -> str:
+    """The candidate for a row program (pointwise chain, row reduction) plan."""
     program = plan.program
     assert program is not None
     head = HEADER.format(title=f"Fused Triton kernel for a {plan.describe()}.", strategy=strategy, params=shown,
@@ -426,3 +451,27 @@ def render(plan: Plan, strategy: str, params: dict[str, Any], why: str) -> str:
     if any(n.round_to == "bfloat16" for n in program.nodes):
         head, body = _with_interpreter_import(head), expressions.ROUND_TO_BF16 + "\n\n" + body
     return head + aligned + body + _model(plan.init, forward)
+
+
+RENDERERS = {
+    "cross_entropy": _render_cross_entropy,
+    "sequence": _render_sequence,
+    "group_norm": _render_group_norm,
+    "pool": _render_pool,
+    "conv": _render_conv,
+    "dim_reduce": _render_dim_reduce,
+    "scan": _render_scan,
+    "attention": _render_attention,
+    "matmul": _render_matmul,
+}
+"""The renderer of each plan kind; a row program (pointwise or row-reducing) otherwise."""
+
+
+def render(plan: Plan, strategy: str, params: dict[str, Any], why: str) -> str:
+    """The candidate source for ``plan`` with ``strategy`` and ``params``."""
+    shown = ", ".join(f"{k}={v}" for k, v in params.items())
+    imports = "\n".join(plan.imports)
+    renderer = RENDERERS.get(plan.kind, _render_program)
+    return renderer(plan, strategy, params, why, shown, imports)
+
+
