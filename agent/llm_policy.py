@@ -273,20 +273,7 @@ class LLMPolicy:
         if island == 0:
             self._seed_from_experience(by_name, ctx, view)
         llm = self.llm.bind_tools(tools)
-        strict = not self.task.allow_partial
-        dtype = self.task.dtype or "float32"
-        atol, rtol = self.task.tolerances(dtype)
-        elites = elites_for(island, list(view.archive.values()), self._memberships(), view.generation)[:8]
-        messages: list[BaseMessage] = [
-            SystemMessage(prompts.render("system", strict=strict, atol=atol, rtol=rtol)),
-            HumanMessage(self._task_prompt() + "\n" + prompts.render("playbook") + "\n" +
-                         prompts.render("generation", generation=view.generation, count=count, elites=elites,
-                                        island=island, islands=self.islands,
-                                        notes=self._notes()[-6:], best_source=self._source(elites),
-                                        inspirations=self._inspirations(elites),
-                                        recalled=self._recall(), seeded=list(ctx.written),
-                                        limit=INSPIRATION_LIMIT)),
-        ]
+        messages = self._opening(view, count, island, ctx)
         nudged = False
         for step in range(self.max_steps):
             if exhausted(rt.budget, rt.spent()) or rt.stopping:
@@ -298,50 +285,88 @@ class LLMPolicy:
                                reason=f"the conversation outgrew the model's context: {exc}")
                 break
             messages.append(reply)
-            # Every call of the reply gets its answer, the malformed ones included: a history with an
-            # unanswered call is refused by the server (HTTP 400) on every later request.
-            for bad in reply.invalid_tool_calls:
-                text = f"could not parse the arguments of {bad.get('name')}: {bad.get('error')}; send valid JSON"
-                rt.store.event("tool_result", None, name=bad.get("name"), result=text, error=True)
-                messages.append(ToolMessage(text, tool_call_id=bad.get("id") or "invalid"))
+            self._answer_malformed(reply, messages)
             if not reply.tool_calls and reply.invalid_tool_calls:
                 continue
             if not reply.tool_calls:
-                block = kernel_in_code_block(str(reply.content or ""))
-                if block is not None and "write_kernel" in by_name:
-                    # Many served models answer tools poorly: a kernel in a code block is taken as a write
-                    # (a closing message quoting a kernel already written ends the turn instead).
-                    result = by_name["write_kernel"].invoke({"source": block, "strategy": "from-a-code-block"})
-                    if str(result).startswith("identical to candidate"):
-                        break
-                    rt.store.event("tool_result", ctx.written[-1] if ctx.written else None, name="write_kernel",
-                                   result=_short(f"(from a code block) {result}", 3000))
-                    messages.append(HumanMessage(f"The kernel in your reply was taken as write_kernel: {result}\n"
-                                                 "Next, call the tools (check_kernel) instead of writing code blocks."))
-                    continue
-                if not ctx.written and not nudged:
-                    nudged = True
-                    messages.append(HumanMessage("Please use the tools: write a candidate with write_kernel, then "
-                                                 "check it with check_kernel."))
+                go_on, nudged = self._without_calls(reply, by_name, ctx, messages, nudged)
+                if go_on:
                     continue
                 break
-            for call in reply.tool_calls:
-                subject = self._subject(call["args"])
-                written_before = len(ctx.written)
-                rt.store.event("tool_call", subject, name=call["name"], args=_short(call["args"], 3000),
-                               call_id=call.get("id"))
-                tool = by_name.get(call["name"])
-                if tool is None:
-                    result = f"there is no tool {call['name']!r}; the tools are: {', '.join(by_name)}"
-                else:
-                    try:
-                        result = tool.invoke(call["args"])
-                    except Exception as exc:  # invalid arguments and tool failures go back to the model
-                        result = f"{call['name']} failed: {type(exc).__name__}: {str(exc)[:600]}"
-                if len(ctx.written) > written_before:
-                    subject = ctx.written[-1]
-                rt.store.event("tool_result", subject, name=call["name"], result=_short(str(result), 3000))
-                messages.append(ToolMessage(str(result), tool_call_id=call.get("id") or call["name"]))
+            self._answer_calls(reply, by_name, ctx, messages)
+        return self._end_turn(ctx, view, island)
+
+    def _opening(self, view: SearchView, count: int, island: int, ctx: ToolContext) -> list[BaseMessage]:
+        """The turn's first messages: the rules, the task, the playbook, and this generation's context
+        (elites with their sources, inspirations, notes, what was recalled or seeded)."""
+        strict = not self.task.allow_partial
+        atol, rtol = self.task.tolerances(self.task.dtype or "float32")
+        elites = elites_for(island, list(view.archive.values()), self._memberships(), view.generation)[:8]
+        return [
+            SystemMessage(prompts.render("system", strict=strict, atol=atol, rtol=rtol)),
+            HumanMessage(self._task_prompt() + "\n" + prompts.render("playbook") + "\n" +
+                         prompts.render("generation", generation=view.generation, count=count, elites=elites,
+                                        island=island, islands=self.islands,
+                                        notes=self._notes()[-6:], best_source=self._source(elites),
+                                        inspirations=self._inspirations(elites),
+                                        recalled=self._recall(), seeded=list(ctx.written),
+                                        limit=INSPIRATION_LIMIT)),
+        ]
+
+    def _answer_malformed(self, reply: Any, messages: list[BaseMessage]) -> None:
+        """Every call of the reply gets its answer, the malformed ones included: a history with an
+        unanswered call is refused by the server (HTTP 400) on every later request."""
+        for bad in reply.invalid_tool_calls:
+            text = f"could not parse the arguments of {bad.get('name')}: {bad.get('error')}; send valid JSON"
+            self.rt.store.event("tool_result", None, name=bad.get("name"), result=text, error=True)
+            messages.append(ToolMessage(text, tool_call_id=bad.get("id") or "invalid"))
+
+    def _without_calls(self, reply: Any, by_name: dict[str, Any], ctx: ToolContext, messages: list[BaseMessage],
+                       nudged: bool) -> tuple[bool, bool]:
+        """A reply without tool calls: ``(go on with the turn, nudged)``. Many served models answer tools
+        poorly: a kernel in a code block is taken as a write (a closing message quoting a kernel already
+        written ends the turn instead); a turn with nothing written yet gets one nudge."""
+        block = kernel_in_code_block(str(reply.content or ""))
+        if block is not None and "write_kernel" in by_name:
+            result = by_name["write_kernel"].invoke({"source": block, "strategy": "from-a-code-block"})
+            if str(result).startswith("identical to candidate"):
+                return False, nudged
+            self.rt.store.event("tool_result", ctx.written[-1] if ctx.written else None, name="write_kernel",
+                                result=_short(f"(from a code block) {result}", 3000))
+            messages.append(HumanMessage(f"The kernel in your reply was taken as write_kernel: {result}\n"
+                                         "Next, call the tools (check_kernel) instead of writing code blocks."))
+            return True, nudged
+        if not ctx.written and not nudged:
+            messages.append(HumanMessage("Please use the tools: write a candidate with write_kernel, then "
+                                         "check it with check_kernel."))
+            return True, True
+        return False, nudged
+
+    def _answer_calls(self, reply: Any, by_name: dict[str, Any], ctx: ToolContext,
+                      messages: list[BaseMessage]) -> None:
+        """Run each tool call of the reply and answer it; failures go back to the model as text."""
+        store = self.rt.store
+        for call in reply.tool_calls:
+            subject = self._subject(call["args"])
+            written_before = len(ctx.written)
+            store.event("tool_call", subject, name=call["name"], args=_short(call["args"], 3000),
+                        call_id=call.get("id"))
+            tool = by_name.get(call["name"])
+            if tool is None:
+                result = f"there is no tool {call['name']!r}; the tools are: {', '.join(by_name)}"
+            else:
+                try:
+                    result = tool.invoke(call["args"])
+                except Exception as exc:  # invalid arguments and tool failures go back to the model
+                    result = f"{call['name']} failed: {type(exc).__name__}: {str(exc)[:600]}"
+            if len(ctx.written) > written_before:
+                subject = ctx.written[-1]
+            store.event("tool_result", subject, name=call["name"], result=_short(str(result), 3000))
+            messages.append(ToolMessage(str(result), tool_call_id=call.get("id") or call["name"]))
+
+    def _end_turn(self, ctx: ToolContext, view: SearchView, island: int) -> list[Proposal]:
+        """File what the turn wrote in its island, reflect on it (budget permitting), and propose it."""
+        rt = self.rt
         self._join(ctx.written, island)
         if self.reflect and ctx.written and not rt.stopping:
             spent = model_budget_spent(rt.budget, rt.spent())
