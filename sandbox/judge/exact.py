@@ -77,13 +77,14 @@ class ExactReference:
             del self.copies["cuda"]
 
     def compute(self, model: torch.nn.Module, args: list[Any], count: int, working: int | None,
-                scale: float = 2.0) -> ExactOutcome:
+                scale: float = 2.0, reserve: int = 0) -> ExactOutcome:
         """Float64 outputs for ``args``: on the GPU where they fit, else on the host. ``working``: what
         the eager call allocated beyond its inputs (None off the GPU); ``scale``: how many times larger
-        a float64 value is than the task's (2 for float32, 4 for bfloat16)."""
+        a float64 value is than the task's (2 for float32, 4 for bfloat16); ``reserve``: room to keep
+        free beside them (the candidate's outputs, read into the oracle to be compared)."""
         gpu_can_cast = self.copies.get("cuda", True) is not None  # not known to fail the cast on the GPU
         if working is not None and gpu_can_cast:
-            outputs = self._on_gpu(model, args, count, int(scale * working))
+            outputs = self._on_gpu(model, args, count, int(scale * working) + reserve)
             if outputs is not None:
                 return ExactOutcome(outputs=outputs)
         try:

@@ -131,7 +131,8 @@ class Oracle:
         floating = [w for w in want if isinstance(w, torch.Tensor) and w.is_floating_point()]
         if msg.get("exact") and floating:
             scale = 8.0 / min(w.element_size() for w in floating)  # a float64 value against the task's
-            exact = self.exact.compute(self.model, args, len(want), working, scale)
+            exact = self.exact.compute(self.model, args, len(want), working, scale,
+                                       reserve=sum(w.numel() * w.element_size() for w in floating))
             sensitivity = self._sensitivity(args, want, int(msg["seed"]))
         self.expected[str(msg["key"])] = (want, exact.outputs, sensitivity)
         reply: dict[str, Any] = {"ok": True, "finite": True, "exact": exact.outputs is not None,
