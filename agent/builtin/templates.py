@@ -8,6 +8,7 @@ and the bytes it moves.
 from __future__ import annotations
 
 import textwrap
+from dataclasses import dataclass
 from typing import Any
 
 from kernelevo.agent.builtin import (
@@ -285,6 +286,9 @@ triton.set_allocator(tma_scratch)
 
 
 def _with_interpreter_import(head: str) -> str:
+    """``head`` with the interpreter check imported after Triton's language (once)."""
+    if expressions.INTERPRETER_IMPORT in head:
+        return head
     language = "import triton.language as tl\n"
     return head.replace(language, language + expressions.INTERPRETER_IMPORT)
 
@@ -294,116 +298,122 @@ def _model(init: str, forward: str) -> str:
             + textwrap.indent(forward, "    "))
 
 
+def _row_program(program: Any, strategy: str, params: dict[str, Any], dtype: str) -> tuple[str, str]:
+    """A row program's kernel (with the aligned-pointer helper where it vectorises) and its forward."""
+    body = codegen.kernel(program, strategy, online=bool(params.get("online")),
+                          persistent=bool(params.get("PROGRAMS_PER_SM")), static=bool(params.get("STATIC")))
+    forward = codegen.forward(program, strategy, params, MAX_REGISTER_BLOCK.get(dtype, 16384))
+    aligned = codegen.ALIGNED if params.get("VEC", 1) > 1 else ""
+    return aligned + body, forward
+
+
+def _shown(params: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in params.items())
+
+
 def _with_tail(kernels: str, forward: str, tail: dict[str, Any]) -> tuple[str, str]:
     """The GEMM kernels and forward with the row kernel after them: its kernel appended, and its
     launch as a ``_kernelevo_tail`` method that the GEMM forward returns through."""
-    program, strategy, params = tail["plan"].program, tail["strategy"], tail["params"]
-    body = codegen.kernel(program, strategy, online=bool(params.get("online")),
-                          persistent=bool(params.get("PROGRAMS_PER_SM")), static=bool(params.get("STATIC")))
-    launch = codegen.forward(program, strategy, params, MAX_REGISTER_BLOCK.get(tail["plan"].dtype, 16384))
-    aligned = codegen.ALIGNED if params.get("VEC", 1) > 1 else ""
-    shown = ", ".join(f"{k}={v}" for k, v in params.items())
+    strategy, params = tail["strategy"], tail["params"]
+    body, launch = _row_program(tail["plan"].program, strategy, params, tail["plan"].dtype)
     note = (f"# The row operations after the last GEMM, in a second kernel over its stored output: "
-            f"{strategy}, {shown}.\n# {tail['why']}\n")
+            f"{strategy}, {_shown(params)}.\n# {tail['why']}\n")
     method = launch.replace("def forward(", "def _kernelevo_tail(", 1)  # no submodule of the reference has this name
-    return kernels + "\n\n" + aligned + note + body, forward + "\n" + method
+    return kernels + "\n\n" + note + body, forward + "\n" + method
 
 
-def _render_cross_entropy(plan: Plan, strategy: str, params: dict[str, Any], why: str, shown: str, imports: str) -> str:
-    """The candidate for a cross_entropy plan."""
-    head = HEADER.format(title=f"Cross-entropy in two Triton kernels: {plan.describe()}.", strategy=strategy,
-                         params=shown, why=why, imports=imports, strategy_why=WHY_STRATEGY["online"],
-                         bytes_note="the logits once, one value per row, and one per row again to reduce.")
+@dataclass
+class Rendering:
+    """One candidate being rendered: the plan, the strategy and parameters, and why they were chosen."""
+
+    plan: Plan
+    strategy: str
+    params: dict[str, Any]
+    why: str
+
+    def head(self, title: str, bytes_note: str, strategy_why: str | None = None, imports: str | None = None) -> str:
+        """The file's docstring (what, why this strategy, the bytes it moves) and its imports."""
+        return HEADER.format(title=title, strategy=self.strategy, params=_shown(self.params), why=self.why,
+                             strategy_why=strategy_why or WHY_STRATEGY[self.strategy],
+                             imports="\n".join(self.plan.imports) if imports is None else imports,
+                             bytes_note=bytes_note)
+
+
+def _with_rounding(head: str, body: str) -> tuple[str, str]:
+    """Kernels that round to bf16 as eager does get the helper (and the interpreter check it needs)."""
+    if "round_to_bf16" not in body:
+        return head, body
+    return _with_interpreter_import(head), expressions.ROUND_TO_BF16 + "\n\n" + body
+
+
+def _render_cross_entropy(r: Rendering) -> str:
+    plan = r.plan
+    head = r.head(f"Cross-entropy in two Triton kernels: {plan.describe()}.",
+                  "the logits once, one value per row, and one per row again to reduce.", WHY_STRATEGY["online"])
     reduction = plan.extra["reduction"]
     logits, targets = plan.inputs
     forward = CROSS_ENTROPY_FORWARD.format(
         logits=logits, targets=targets, ignore_index=plan.extra["ignore_index"], none=reduction == "none",
         mean=reduction == "mean", loss_dtype=f"{logits}.dtype" if reduction == "none" else "torch.float32",
-        **params)
+        **r.params)
     return head + CROSS_ENTROPY_KERNELS + _model(plan.init, forward)
 
 
-def _render_sequence(plan: Plan, strategy: str, params: dict[str, Any], why: str, shown: str, imports: str) -> str:
-    """The candidate for a sequence plan."""
-    lead = sequence.searched(plan)
-    head = HEADER.format(title=f"Triton kernels in sequence for {plan.describe()}.", strategy=strategy,
-                         params=shown, why=why, strategy_why=WHY_STRATEGY[strategy], imports="",
-                         bytes_note="each segment reads what the one before it wrote, once, and writes its "
-                                    f"own output once; the tuned segment is a {lead.kind} kernel.")
+def _render_sequence(r: Rendering) -> str:
+    lead = sequence.searched(r.plan)
+    head = r.head(f"Triton kernels in sequence for {r.plan.describe()}.",
+                  "each segment reads what the one before it wrote, once, and writes its own output once; the "
+                  f"tuned segment is a {lead.kind} kernel.", imports="")
     head = head[:head.index('"""', 3) + 3] + "\n\n"
-    return sequence.render(plan, strategy, params, why, render, head)
+    return sequence.render(r.plan, r.strategy, r.params, r.why, render, head)
 
 
-def _render_group_norm(plan: Plan, strategy: str, params: dict[str, Any], why: str, shown: str, imports: str) -> str:
-    """The candidate for a group_norm plan."""
-    norm = plan.extra["norm"]
-    head = HEADER.format(title=f"A fused Triton normalisation: {plan.describe()}.", strategy=strategy,
-                         params=shown, why=why, strategy_why=WHY_STRATEGY[strategy], imports=imports,
-                         bytes_note="the input three times (the second and third mostly from L2) and the "
-                                    "output once.")
-    body = groupnorm.kernel(norm)
-    if "round_to_bf16" in body:
-        head, body = _with_interpreter_import(head), expressions.ROUND_TO_BF16 + "\n\n" + body
-    return head + body + _model(plan.init, groupnorm.forward(norm, params))
+def _render_group_norm(r: Rendering) -> str:
+    norm = r.plan.extra["norm"]
+    head, body = _with_rounding(r.head(f"A fused Triton normalisation: {r.plan.describe()}.",
+                                       "the input three times (the second and third mostly from L2) and the "
+                                       "output once."), groupnorm.kernel(norm))
+    return head + body + _model(r.plan.init, groupnorm.forward(norm, r.params))
 
 
-def _render_pool(plan: Plan, strategy: str, params: dict[str, Any], why: str, shown: str, imports: str) -> str:
-    """The candidate for a pool plan."""
-    pooling = plan.extra["pool"]
-    head = HEADER.format(title=f"A fused Triton pooling: {plan.describe()}.", strategy=strategy, params=shown,
-                         why=why, strategy_why=WHY_STRATEGY[strategy], imports=imports,
-                         bytes_note="the input about once (overlapping windows re-read from L1) and the "
-                                    "output written once.")
-    body = pool.GEOMETRY + pool.kernel(pooling)
-    if "round_to_bf16" in body:
-        head, body = _with_interpreter_import(head), expressions.ROUND_TO_BF16 + "\n\n" + body
-    return head + body + _model(plan.init, pool.forward(pooling, params))
+def _render_pool(r: Rendering) -> str:
+    pooling = r.plan.extra["pool"]
+    head, body = _with_rounding(r.head(f"A fused Triton pooling: {r.plan.describe()}.",
+                                       "the input about once (overlapping windows re-read from L1) and the "
+                                       "output written once."), pool.GEOMETRY + pool.kernel(pooling))
+    return head + body + _model(r.plan.init, pool.forward(pooling, r.params))
 
 
-def _render_conv(plan: Plan, strategy: str, params: dict[str, Any], why: str, shown: str, imports: str) -> str:
-    """The candidate for a conv plan."""
-    convolution = plan.extra["conv"]
-    head = HEADER.format(title=f"A fused Triton convolution: {plan.describe()}.", strategy=strategy,
-                         params=shown, why=why, strategy_why=WHY_STRATEGY[strategy], imports=imports,
-                         bytes_note="the input about once (taps re-read from L1/L2), the weights once per "
-                                    "block of output pixels, and the output written once.")
-    body = conv.GEOMETRY + conv.kernel(convolution, strategy, params.get("precision"))
-    if "round_to_bf16" in body:
-        body = expressions.ROUND_TO_BF16 + "\n\n" + body
+def _render_conv(r: Rendering) -> str:
+    convolution = r.plan.extra["conv"]
+    head, body = _with_rounding(r.head(f"A fused Triton convolution: {r.plan.describe()}.",
+                                       "the input about once (taps re-read from L1/L2), the weights once per "
+                                       "block of output pixels, and the output written once."),
+                                conv.GEOMETRY + conv.kernel(convolution, r.strategy, r.params.get("precision")))
     return (_with_interpreter_import(head) + body + expressions.INTERPRETED.format(kernel="conv_kernel")
-            + _model(plan.init, conv.forward(convolution, strategy, params)))
+            + _model(r.plan.init, conv.forward(convolution, r.strategy, r.params)))
 
 
-def _render_dim_reduce(plan: Plan, strategy: str, params: dict[str, Any], why: str, shown: str, imports: str) -> str:
-    """The candidate for a dim_reduce plan."""
-    reduction = plan.extra["reduction"]
-    head = HEADER.format(title=f"A Triton reduction: {plan.describe()}.", strategy=strategy, params=shown,
-                         why=why, strategy_why=WHY_STRATEGY[strategy], imports=imports,
-                         bytes_note="the input once, and one value per output position written.")
-    body = dimreduce.kernel(reduction, params)
-    if "round_to_bf16" in body:
-        head, body = _with_interpreter_import(head), expressions.ROUND_TO_BF16 + "\n\n" + body
-    return head + body + _model(plan.init, dimreduce.forward(reduction, plan.inputs[0], params))
+def _render_dim_reduce(r: Rendering) -> str:
+    reduction = r.plan.extra["reduction"]
+    head, body = _with_rounding(r.head(f"A Triton reduction: {r.plan.describe()}.",
+                                       "the input once, and one value per output position written."),
+                                dimreduce.kernel(reduction, r.params))
+    return head + body + _model(r.plan.init, dimreduce.forward(reduction, r.plan.inputs[0], r.params))
 
 
-def _render_scan(plan: Plan, strategy: str, params: dict[str, Any], why: str, shown: str, imports: str) -> str:
-    """The candidate for a scan plan."""
-    scanned = plan.extra["scan"]
-    head = HEADER.format(title=f"A Triton scan: {plan.describe()}.", strategy=strategy, params=shown,
-                         why=why, strategy_why=WHY_STRATEGY[strategy], imports=imports,
-                         bytes_note="each input once and the output written once.")
-    body = scan.kernel(scanned)
-    if "round_to_bf16" in body:
-        head, body = _with_interpreter_import(head), expressions.ROUND_TO_BF16 + "\n\n" + body
-    return head + body + _model(plan.init, scan.forward(scanned, plan.inputs, params))
+def _render_scan(r: Rendering) -> str:
+    scanned = r.plan.extra["scan"]
+    head, body = _with_rounding(r.head(f"A Triton scan: {r.plan.describe()}.",
+                                       "each input once and the output written once."), scan.kernel(scanned))
+    return head + body + _model(r.plan.init, scan.forward(scanned, r.plan.inputs, r.params))
 
 
-def _render_attention(plan: Plan, strategy: str, params: dict[str, Any], why: str, shown: str, imports: str) -> str:
-    """The candidate for a attention plan."""
-    head = HEADER.format(title=f"Flash attention forward in Triton: {plan.describe()}.", strategy=strategy,
-                         params=shown, why=why, strategy_why=WHY_STRATEGY[strategy], imports=imports,
-                         bytes_note="q, k and v read once per block of queries (k and v again for every "
-                                    "block, mostly from L2) and the output written once.")
+def _render_attention(r: Rendering) -> str:
+    plan, params = r.plan, r.params
+    head = r.head(f"Flash attention forward in Triton: {plan.describe()}.",
+                  "q, k and v read once per block of queries (k and v again for every block, mostly from L2) "
+                  "and the output written once.")
     head = _with_interpreter_import(head.replace("import torch\n", "import math\n\nimport torch\n", 1))
     q, k, v = plan.inputs
     scale = repr(float(plan.extra["scale"])) if plan.extra["scale"] is not None else "1.0 / math.sqrt(head_dim)"
@@ -414,16 +424,14 @@ def _render_attention(plan: Plan, strategy: str, params: dict[str, Any], why: st
             + _model(plan.init, forward))
 
 
-def _render_matmul(plan: Plan, strategy: str, params: dict[str, Any], why: str, shown: str, imports: str) -> str:
-    """The candidate for a matmul plan."""
+def _render_matmul(r: Rendering) -> str:
+    plan, params = r.plan, r.params
     stages = plan.extra["stages"]
-    head = HEADER.format(title=f"Fused Triton GEMMs for a {plan.describe()}.", strategy=strategy, params=shown,
-                         why=why, strategy_why=WHY_STRATEGY[strategy], imports=imports,
-                         bytes_note="each stage reads its input and weight (tiles reused from L2 and shared "
-                                    "memory) and writes its output once.")
-    precision = params.get("precision")
-    tma = strategy == "gemm_tma"
-    kernels = "\n\n".join(matmul_kernels.kernel(st, i, precision, params.get("SPLIT_K", 1), tma)
+    head = r.head(f"Fused Triton GEMMs for a {plan.describe()}.",
+                  "each stage reads its input and weight (tiles reused from L2 and shared memory) and writes its "
+                  "output once.")
+    tma = r.strategy == "gemm_tma"
+    kernels = "\n\n".join(matmul_kernels.kernel(st, i, params.get("precision"), params.get("SPLIT_K", 1), tma)
                             for i, st in enumerate(stages))
     tail = plan.extra.get("tail")
     rounds = any(st.out_dtype == "bfloat16" for st in stages) or (
@@ -437,20 +445,14 @@ def _render_matmul(plan: Plan, strategy: str, params: dict[str, Any], why: str, 
             + expressions.INTERPRETED.format(kernel="stage0_kernel") + _model(plan.init, forward))
 
 
-def _render_program(plan: Plan, strategy: str, params: dict[str, Any], why: str, shown: str, imports: str) -> str:
-    """The candidate for a row program (pointwise chain, row reduction) plan."""
-    program = plan.program
+def _render_program(r: Rendering) -> str:
+    """A row program: a pointwise chain, or reductions along rows."""
+    program = r.plan.program
     assert program is not None
-    head = HEADER.format(title=f"Fused Triton kernel for a {plan.describe()}.", strategy=strategy, params=shown,
-                         why=why, strategy_why=WHY_STRATEGY[strategy], imports=imports,
-                         bytes_note=codegen.bytes_note(program))
-    body = codegen.kernel(program, strategy, online=bool(params.get("online")),
-                          persistent=bool(params.get("PROGRAMS_PER_SM")), static=bool(params.get("STATIC")))
-    forward = codegen.forward(program, strategy, params, MAX_REGISTER_BLOCK.get(plan.dtype, 16384))
-    aligned = codegen.ALIGNED if params.get("VEC", 1) > 1 else ""
-    if any(n.round_to == "bfloat16" for n in program.nodes):
-        head, body = _with_interpreter_import(head), expressions.ROUND_TO_BF16 + "\n\n" + body
-    return head + aligned + body + _model(plan.init, forward)
+    body, forward = _row_program(program, r.strategy, r.params, r.plan.dtype)
+    head = r.head(f"Fused Triton kernel for a {r.plan.describe()}.", codegen.bytes_note(program))
+    head, body = _with_rounding(head, body)
+    return head + body + _model(r.plan.init, forward)
 
 
 RENDERERS = {
@@ -469,9 +471,6 @@ RENDERERS = {
 
 def render(plan: Plan, strategy: str, params: dict[str, Any], why: str) -> str:
     """The candidate source for ``plan`` with ``strategy`` and ``params``."""
-    shown = ", ".join(f"{k}={v}" for k, v in params.items())
-    imports = "\n".join(plan.imports)
-    renderer = RENDERERS.get(plan.kind, _render_program)
-    return renderer(plan, strategy, params, why, shown, imports)
+    return RENDERERS.get(plan.kind, _render_program)(Rendering(plan, strategy, params, why))
 
 
