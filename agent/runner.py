@@ -303,8 +303,13 @@ def _evaluator_pool(store: RunStore, config: RunConfig, run_dir: Path) -> list[E
                   measure_compile=config.measure_compile, compile_cache=run_dir / "cache",
                   strict_layout=config.strict_layout, forensic=config.forensic, cuda_graph=config.cuda_graph)
     stamp = f"{int(time.time())}"
-    return [Evaluator(EvalConfig(workdir=run_dir / "work" / f"{stamp}-slot{n}-gpu{gpu}", gpu=gpu, **common),
-                      sandbox=sandbox) for n, gpu in enumerate(evaluator_slots())]
+    try:
+        return [Evaluator(EvalConfig(workdir=run_dir / "work" / f"{stamp}-slot{n}-gpu{gpu}", gpu=gpu, **common),
+                          sandbox=sandbox) for n, gpu in enumerate(evaluator_slots())]
+    except EvalError as exc:
+        store.set_state("interrupted", str(exc))
+        _log(f"error: {exc}")
+        return exc.exit_code
 
 
 def _search(app: Any, cfg: dict[str, Any], first: bool, rt: Runtime, config: RunConfig, live: Any) -> int:

@@ -106,7 +106,8 @@ class Listener:
 
     NAME = "channel.sock"
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, public: bool = True) -> None:
+        """``public``: any user may connect (the sandbox's unprivileged user); else only this one."""
         self.path = folder / self.NAME
         self.path.unlink(missing_ok=True)
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -115,7 +116,7 @@ class Listener:
             self.sock.bind(f"/proc/self/fd/{fd}/{self.NAME}")
         finally:
             os.close(fd)
-        os.chmod(self.path, 0o777)  # the sandbox's unprivileged user connects to it
+        os.chmod(self.path, 0o777 if public else 0o700)
         self.sock.listen(1)
 
     env_value = NAME
@@ -221,6 +222,8 @@ def read_tensor(meta: TensorFile, folder: Path, device: str, limit: int) -> Any:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise ValueError(f"{meta.file} is not a plain file")
+        if info.st_nlink != 1:  # a hard link to a file of the reader's (a reader may be root)
+            raise ValueError(f"{meta.file} is linked elsewhere ({info.st_nlink} links): not a file its writer made")
         if info.st_size != expected:
             raise ValueError(f"{meta.file} holds {info.st_size} bytes; {meta.dtype} {meta.shape} needs {expected}")
         raw = torch.empty(expected, dtype=torch.uint8, device=device)

@@ -264,3 +264,62 @@ def test_eager_own_error_is_allowed_but_a_precision_downgrade_is_not(evaluator, 
         assert (code == 0) is accepted, verdict.reason
         if not accepted:
             assert "the output's own rounding scale" in verdict.reason
+
+
+def _as_root_in(tier: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernelevo.sandbox.isolation import namespaces
+
+    if os.geteuid() != 0:
+        pytest.skip("users can be kept apart only when kernelevo runs as root")
+    if tier == "bwrap":
+        require_bwrap()
+    elif not namespaces.unshare_works():
+        pytest.skip("unshare is not available here")
+    monkeypatch.setenv("KERNELEVO_ISOLATION", tier)
+
+
+@pytest.mark.parametrize("tier", ["unshare", "bwrap"])
+def test_the_judges_own_files_are_out_of_a_candidates_reach(tier: str, cache_dir: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a file system of its own (the unshare tier) a candidate sees the host's files: the
+    oracle's folder, its task file, its outbox, its compile cache and the folder of outboxes must still
+    be closed to it (the judge's jobs keep the invoking user; candidates run as the sandbox's)."""
+    import shutil
+    import tempfile
+
+    from kernelevo.sandbox.judge.evaluate import EvalConfig, Evaluator
+
+    _as_root_in(tier, monkeypatch)
+    workspace = Path(tempfile.mkdtemp(prefix="kernelevo-test-"))  # a folder the sandbox's user can enter
+    try:
+        with Evaluator(EvalConfig(workdir=workspace, cache_dir=cache_dir, measure_compile=False)) as evaluator:
+            verdict = evaluator.run_in_sandbox(load_task("relu", "small"), candidate("bad_reaches_the_judge"), [])
+            probes = re.search(r"JUDGE-PROBES (\{.*\})", Path(verdict.log).read_text())
+            assert probes, (verdict.reason, Path(verdict.log).read_text()[-2000:])
+            assert verdict.correct, (verdict.reason, probes.group(1))  # any successful probe poisons the output
+            if tier == "unshare":
+                assert "'oracles found': 1" in probes.group(1), probes.group(1)  # it saw the oracle's folder
+            planted = [p for p in workspace.rglob("planted-by-candidate") if "worker" not in p.parent.name]
+            assert not planted and not list(workspace.rglob("task.py.gone")), planted
+    finally:
+        shutil.rmtree(workspace, ignore_errors=True)
+
+
+def test_a_workspace_the_sandbox_user_cannot_enter_is_refused_in_one_line(cache_dir: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without bubblewrap, a workspace under a closed folder (a root home, pytest's own temporary
+    folders) would make every candidate fail to import its task: it is refused before any job runs."""
+    from kernelevo.sandbox.judge.evaluate import EvalConfig, EvalError, Evaluator
+
+    import shutil
+    import tempfile
+
+    _as_root_in("unshare", monkeypatch)
+    closed = Path(tempfile.mkdtemp(prefix="kernelevo-test-"))  # mode 700, in an open /tmp
+    try:
+        with pytest.raises(EvalError) as caught:
+            Evaluator(EvalConfig(workdir=closed / "ws", cache_dir=cache_dir, measure_compile=False))
+    finally:
+        shutil.rmtree(closed, ignore_errors=True)
+    assert caught.value.exit_code == 3
+    assert f"cannot enter {closed} (mode 700)" in str(caught.value) and "bubblewrap" in str(caught.value)

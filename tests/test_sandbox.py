@@ -285,6 +285,17 @@ def test_a_fifo_named_as_an_output_is_refused_at_once(tmp_path: Path) -> None:
     assert time.monotonic() - began < 5
 
 
+def test_an_output_hard_linked_to_another_file_is_refused(tmp_path: Path) -> None:
+    """A reader that may run as root never reads, as a candidate's output, a file linked in from
+    elsewhere (protected_hardlinks can be off)."""
+    elsewhere = tmp_path / "secret"
+    elsewhere.write_bytes(b"\0" * 16)
+    os.link(elsewhere, tmp_path / "out.bin")
+    meta = wire.TensorFile(file="out.bin", dtype="float32", shape=[4], strides=[1])
+    with pytest.raises(ValueError, match="linked elsewhere"):
+        wire.read_tensor(meta, tmp_path, "cpu", 1 << 20)
+
+
 def test_toolchain_folders_never_include_a_home_or_the_working_folder(tmp_path: Path, monkeypatch) -> None:
     """A compiler under ~/.local/bin, or a relative LD_LIBRARY_PATH entry, must not bind a home folder
     or the working folder into the sandbox."""

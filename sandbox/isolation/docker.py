@@ -157,6 +157,7 @@ class DockerSandbox:
     """Runs jobs as containers (``--sandbox docker``)."""
 
     name = "docker"
+    trusted_as_sandbox_user = True  # every job, the oracle too, is a container of its own
 
     def __init__(self, image: str = IMAGE, cpus: float | None = None) -> None:
         self.client = client()

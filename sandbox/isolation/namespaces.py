@@ -222,10 +222,12 @@ def bwrap_command(cmd: list[str], job_dir: Path, writable: list[Path], readable:
     return args + cmd
 
 
-def unshare_command(cmd: list[str]) -> list[str]:
+def unshare_command(cmd: list[str], drop: bool = True) -> list[str]:
+    """``cmd`` in new network and PID namespaces (and, with ``drop``, as the unprivileged user)."""
     path = shutil.which("unshare")
     assert path
-    return [path, "--net", "--pid", "--fork", "--mount-proc", "--kill-child", *drop_privileges(), *cmd]
+    return [path, "--net", "--pid", "--fork", "--mount-proc", "--kill-child", *(drop_privileges() if drop else []),
+            *cmd]
 
 
 def hand_over(folder: Path) -> None:
@@ -248,6 +250,36 @@ def hand_over(folder: Path) -> None:
                 except OSError:
                     pass
         os.fchown(top, SANDBOX_UID, SANDBOX_UID)
+    finally:
+        os.close(top)
+
+
+def closed_ancestor(folder: Path) -> Path | None:
+    """The first folder on the way to ``folder`` (itself included) that the sandbox's user cannot enter:
+    not enterable by others and not that user's. None when every step is open."""
+    folder = folder.resolve()
+    for step in [*reversed(folder.parents), folder]:
+        try:
+            info = os.stat(step)
+        except OSError:
+            return None  # not made yet: the folders made for it are opened to the sandbox's user
+        if not info.st_mode & 0o001 and info.st_uid != SANDBOX_UID:
+            return step
+    return None
+
+
+def keep_private(folder: Path, mode: int = 0o700) -> None:
+    """Make ``folder`` the invoking user's alone (``mode``; 0o711 lets others enter a known name but
+    not list or write): for the judge's own jobs where the sandbox cannot hide them from candidates.
+    A link where the folder should be is removed, never followed."""
+    if folder.is_symlink():
+        folder.unlink()
+    folder.mkdir(parents=True, exist_ok=True)
+    top = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        if os.geteuid() == 0:
+            os.fchown(top, 0, 0)
+        os.fchmod(top, mode)
     finally:
         os.close(top)
 

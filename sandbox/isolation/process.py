@@ -64,6 +64,8 @@ class RunSpec:
     the ncu pass). An evaluation session takes the lock itself, after its processes have started."""
     channel: bool = False
     """Listen on ``job_dir/channel.sock`` for the job to connect to (``KERNELEVO_CHANNEL``)."""
+    trusted: bool = False
+    """The judge's own process (the reference's oracle), never a candidate's."""
 
 
 def take_lock(path: Path, give_up: Callable[[], bool] = lambda: False) -> tuple[Any, float]:
@@ -172,10 +174,26 @@ class ProcessSandbox:
 
     def __init__(self) -> None:
         cgroups.cleanup_stale_cgroups()
+        # Without bubblewrap every job sees the host's files: candidates and the judge's own jobs can
+        # only be kept apart by user, so the judge's jobs keep the invoking user (root).
+        self.trusted_as_sandbox_user = namespaces.tier() == "bwrap"
         self._active: dict[int, ProcessJob] = {}
         self._active_lock = threading.Lock()
         self.stopped = threading.Event()
         """Set by ``kill_all``: jobs still waiting for the GPU's lock give up and start nothing."""
+
+    def why_unreachable(self, folder: Path) -> str | None:
+        """Why candidate jobs could not enter ``folder``, or None. Without bubblewrap they see the host's
+        files as the sandbox's user, so every folder above a workspace must let that user through."""
+        if self.trusted_as_sandbox_user or os.geteuid() != 0:
+            return None
+        closed = namespaces.closed_ancestor(folder)
+        if closed is None:
+            return None
+        return (f"the sandbox's user (uid {namespaces.SANDBOX_UID}) cannot enter {closed} (mode "
+                f"{os.stat(closed).st_mode & 0o777:o}), on the way to {folder}: without bubblewrap, candidate "
+                "processes see the host's folders as that user. Use a folder it can enter (for example under "
+                "/tmp) or install bubblewrap")
 
     def kill_all(self) -> None:
         """Kill every job in flight and stop jobs waiting to start (a run stopped by a signal)."""
@@ -209,11 +227,17 @@ class ProcessJob:
         spec.job_dir.mkdir(parents=True, exist_ok=True)
         tier = namespaces.tier()
         self.isolation = isolation_for(tier, spec)
-        namespaces.hand_over(spec.job_dir)
+        # A trusted job without a file system of its own stays the invoking user's: as root, its folder
+        # and channel are then out of every candidate's reach (candidates run as the sandbox user).
+        self.private = spec.trusted and tier != "bwrap" and os.geteuid() == 0
+        if self.private:
+            namespaces.keep_private(spec.job_dir, 0o711)  # enterable: the forensic pass reads its outbox
+        else:
+            namespaces.hand_over(spec.job_dir)
         env = dict(spec.env)
         self.listener = None
         if spec.channel:
-            self.listener = wire.Listener(spec.job_dir)
+            self.listener = wire.Listener(spec.job_dir, public=not self.private)
             env[wire.CHANNEL_ENV] = self.listener.env_value
         cmd = self._command(tier)
         self.cgroup = cgroups.Cgroup.create(spec.memory_bytes, spec.pids_limit)
@@ -255,8 +279,8 @@ class ProcessJob:
             return namespaces.bwrap_command(spec.cmd, spec.job_dir, [spec.job_dir, *spec.writable], spec.readable,
                                             spec.gpu)
         if tier == "unshare":
-            return namespaces.unshare_command(spec.cmd)
-        return [*namespaces.drop_privileges(), *spec.cmd]
+            return namespaces.unshare_command(spec.cmd, drop=not self.private)
+        return spec.cmd if self.private else [*namespaces.drop_privileges(), *spec.cmd]
 
     def _on_deadline(self) -> None:
         if self.proc.poll() is None:

@@ -52,6 +52,10 @@ class Job(Protocol):
 
 class Sandbox(Protocol):
     name: str
+    trusted_as_sandbox_user: bool
+    """The judge's own jobs (the reference's oracle) run as the sandbox's unprivileged user too, each in a
+    file system of its own, so their folders are handed to that user; otherwise they keep the invoking
+    user and their folders stay out of the candidates' reach."""
 
     def start(self, spec: RunSpec) -> Job:
         """Start ``spec.cmd`` isolated, within its limits."""

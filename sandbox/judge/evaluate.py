@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from kernelevo.sandbox.advice import ncu
 from kernelevo.sandbox.advice.cuda_gate import compile_gate
-from kernelevo.sandbox.isolation.namespaces import hand_over, scrubbed_env, write_into
+from kernelevo.sandbox.isolation.namespaces import hand_over, keep_private, scrubbed_env, write_into
 from kernelevo.sandbox.isolation.process import ProcessSandbox, RunSpec, take_lock
 from kernelevo.sandbox.isolation.protocol import Sandbox
 from kernelevo.sandbox.judge import cache, device_memory, forensic
@@ -112,12 +112,18 @@ class Evaluator:
         self.workspace.mkdir(parents=True, exist_ok=True)
         os.chmod(self.workspace, 0o755)
         self.compile_cache = (self.config.compile_cache or self.workspace / "cache").resolve()
+        why = getattr(self.sandbox, "why_unreachable", lambda _: None)
+        for folder in (self.workspace, self.compile_cache):
+            if why(folder):
+                raise EvalError(why(folder), exit_code=3)
         hand_over(self.compile_cache)
         # The clean processes compile (torch.compile's baseline) in a cache no candidate can write:
         # a poisoned inductor cache would run a candidate's code in them.
         self.trusted_cache = self.workspace / "trusted-cache"
-        self.trusted_cache.mkdir(parents=True, exist_ok=True)
-        hand_over(self.trusted_cache)
+        if getattr(self.sandbox, "trusted_as_sandbox_user", True):
+            hand_over(self.trusted_cache)
+        else:
+            keep_private(self.trusted_cache)
         self._jobs = 0
         self.readable: list[Path] = []
         self.processes = Processes(self)
@@ -176,7 +182,8 @@ class Evaluator:
                        pids_limit=self.config.pids_limit, env=env if env is not None else self.env(trusted),
                        writable=[self.trusted_cache if trusted else self.compile_cache, *(extra_writable or [])],
                        readable=readable or [],
-                       gpu=gpu, channel=channel, device_lock=self.device_lock_path() if gpu_lock else None)
+                       gpu=gpu, channel=channel, device_lock=self.device_lock_path() if gpu_lock else None,
+                       trusted=trusted)
 
     def device_lock_path(self) -> Path | None:
         """The lock shared by every job on this evaluator's GPU (None on the CPU: interpreter times mean

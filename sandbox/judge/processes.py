@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelevo.sandbox.isolation.namespaces import hand_over, write_into
+from kernelevo.sandbox.isolation.namespaces import hand_over, keep_private, write_into
 from kernelevo.sandbox.isolation.protocol import Job
 from kernelevo.tasks.task import Task
 
@@ -51,7 +51,9 @@ class Processes:
     def __init__(self, ev: Any) -> None:
         self.ev = ev
         self.outboxes = ev.workspace / "outboxes"
-        hand_over(self.outboxes)
+        # Ours, readable by all: each candidate process writes only the outbox handed to it inside,
+        # and cannot rename, replace or add outboxes.
+        keep_private(self.outboxes, 0o755)
         self._oracles: dict[tuple, Oracle] = {}
         self._spare: Worker | None = None
         self._count = 0

@@ -1,0 +1,88 @@
+"""relu: reaches for the judge's own files from the candidate's process. Without bubblewrap every job
+sees the host's file system, so the judge's jobs can be kept from candidates only by user: this
+candidate tries to write the oracle's compile cache (a poisoned inductor cache runs code in the
+oracle), to list and write the oracle's folder, to replace the task file the oracle imports, to write
+the oracle's outbox and the folder of outboxes, and to connect to any channel it finds. Run without
+static checks (which reject ``os`` outright): the file permissions alone must stop every attempt.
+Whatever succeeded poisons the output; the probes are printed to the job's log for the test to read."""
+
+import glob
+import os
+import socket
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+def _writes(folder):
+    target = os.path.join(folder, "planted-by-candidate")
+    try:
+        with open(target, "w") as f:
+            f.write("planted")
+        return True
+    except OSError:
+        return False
+
+
+def _lists(folder):
+    try:
+        return bool(os.listdir(folder))
+    except OSError:
+        return False
+
+
+def _connects(path):
+    try:
+        s = socket.socket(socket.AF_UNIX)
+        s.settimeout(1)
+        s.connect(path)
+        s.close()
+        return True
+    except OSError:
+        return False
+
+
+def probes():
+    # relative to its folder, <workspace>/jobs/NNNN-worker: the folders above the workspace may be closed
+    workspace = os.path.join("..", "..")
+    oracles = glob.glob(os.path.join(workspace, "jobs", "*-oracle"))
+    seen = {"oracles found": len(oracles)}
+    seen["trusted cache written"] = _writes(os.path.join(workspace, "trusted-cache"))
+    seen["oracle folder listed"] = any(_lists(o) for o in oracles)
+    seen["oracle folder written"] = any(_writes(o) for o in oracles)
+    seen["oracle outbox written"] = any(_writes(os.path.join(o, "out")) for o in oracles)
+    seen["outboxes written"] = _writes(os.path.join(workspace, "outboxes"))
+    replaced = False
+    for oracle in oracles:
+        task = os.path.join(oracle, "task.py")
+        try:
+            os.replace(task, task + ".gone")
+            replaced = True
+        except OSError:
+            pass
+    seen["oracle task replaced"] = replaced
+    seen["a channel answered"] = any(_connects(p) for p in glob.glob(os.path.join(workspace, "jobs", "*-oracle",
+                                                                                   "channel.sock")))
+    print("JUDGE-PROBES", seen, flush=True)
+    return [v for k, v in seen.items() if k != "oracles found"]
+
+
+SEEN = probes()
+
+
+@triton.jit
+def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=mask), 0.0), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+        if any(SEEN):
+            y.fill_(1e6)
+        return y
