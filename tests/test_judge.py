@@ -409,3 +409,63 @@ def test_time_the_oracle_takes_is_added_to_the_candidates_deadline() -> None:
     assert worker.extended >= 0.05 and oracle.extended == 0.0
     session.ask(worker, "worker", "correctness call on set 0", {"op": "call"})
     assert worker.extended < 0.1
+
+
+def _forensic_record(tmp_path: Path, failure: str | None, log: str):  # noqa: ANN202 - a record stand-in
+    from types import SimpleNamespace
+
+    (tmp_path / "ncu.csv").write_text(log)
+    return SimpleNamespace(reference_error=None, worker_folder=tmp_path, checks=[], failure=failure,
+                           worker=SimpleNamespace(log_tail=""))
+
+
+def test_a_forensic_pass_tells_ncus_own_failure_from_the_candidates(tmp_path: Path) -> None:
+    from kernelevo.sandbox.judge import forensic
+
+    driver = "==PROF== Connected to process 26\n==ERROR== An error was reported by the driver:\nCUDA_ERROR_UNKNOWN\n"
+    _, failure, tool_failed = forensic.read_pass(_forensic_record(tmp_path, "the process ended", driver))
+    assert tool_failed and "An error was reported by the driver: CUDA_ERROR_UNKNOWN" in failure
+    _, failure, tool_failed = forensic.read_pass(_forensic_record(tmp_path, "the call raised: ValueError", ""))
+    assert not tool_failed and "ValueError" in failure
+
+
+def test_a_correct_candidate_is_traced_again_when_ncu_itself_failed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ncu failing once (a driver error) gets a second pass before a correct candidate is rejected for it;
+    failing twice rejects, and a candidate's own failure is never retried."""
+    from types import SimpleNamespace
+
+    from kernelevo.sandbox.advice import ncu
+    from kernelevo.sandbox.judge import forensic
+    from kernelevo.sandbox.models import Verdict
+
+    def verdict() -> Verdict:
+        return Verdict(task="t", candidate="c.py", size="small", compiled=True, correct=True, reason=None, checks=[],
+                       runtime_ms=1.0, device="cuda", isolation={})
+
+    def run(outcomes: list[forensic.Traced]) -> tuple[Verdict, int]:
+        calls = []
+
+        def run_pass(*_args: object) -> forensic.Traced:
+            calls.append(1)
+            return outcomes[len(calls) - 1]
+
+        monkeypatch.setattr(forensic, "run_pass", run_pass)
+        monkeypatch.setattr(forensic, "analyse", lambda *a: forensic.Findings(kernels=3, custom_share=1.0))
+        monkeypatch.setattr(forensic, "custom_kernel_names", lambda source: {"k"})
+        monkeypatch.setattr(ncu, "find_ncu", lambda: "/usr/bin/ncu")
+        judged = verdict()
+        evaluator = SimpleNamespace(config=SimpleNamespace(forensic=True))
+        task = SimpleNamespace(allow_partial=False)
+        candidate = SimpleNamespace(read_text=lambda: "")
+        forensic.apply(judged, evaluator, task, candidate)
+        return judged, len(calls)
+
+    ncu_failed = forensic.Traced([], "under the kernel trace the candidate failed: ncu failed: driver", True, {})
+    traced = forensic.Traced([{"name": "k"}], None, False, {"total": 1.0})
+    judged, calls = run([ncu_failed, traced])
+    assert calls == 2 and judged.correct, judged.reason
+    judged, calls = run([ncu_failed, ncu_failed])
+    assert calls == 2 and not judged.correct and "ncu failed" in judged.reason
+    own = forensic.Traced([], "under the kernel trace the candidate failed: the call raised", False, {})
+    judged, calls = run([own])
+    assert calls == 1 and not judged.correct

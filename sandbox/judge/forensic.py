@@ -25,7 +25,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from kernelevo.sandbox.advice import ncu
 from kernelevo.sandbox.judge.static_checks import check_candidate
@@ -148,9 +148,15 @@ def apply(verdict: Verdict, evaluator: Any, task: Task, candidate: Path) -> None
         verdict.assurance = "gpu: not forensic (Nsight Compute's ncu was not found: install it or set KERNELEVO_NCU)"
         return
     began = time.monotonic()
-    launches, failure, phases = run_pass(evaluator, task, candidate, binary)
+    traced = run_pass(evaluator, task, candidate, binary)
+    verdict.phases.update({f"forensic: {name}": value for name, value in traced.phases.items()})
+    if traced.tool_failed:
+        # ncu itself failed (a driver error, not the candidate's doing as far as can be told): once more
+        # before a correct candidate is rejected for it. Forging such a log buys a second pass, no more.
+        traced = run_pass(evaluator, task, candidate, binary)
+        verdict.phases.update({f"forensic again: {name}": value for name, value in traced.phases.items()})
+    launches, failure = traced.launches, traced.failure
     seconds = round(time.monotonic() - began, 2)
-    verdict.phases.update({f"forensic: {name}": value for name, value in phases.items()})
     if failure is not None:
         verdict.checks.append(Check(name="forensic pass", passed=False, detail=failure))
     else:
@@ -172,21 +178,30 @@ def apply(verdict: Verdict, evaluator: Any, task: Task, candidate: Path) -> None
     verdict.phases["forensic pass"] = seconds
 
 
-def run_pass(evaluator: Any, task: Task, candidate: Path,
-             binary: str) -> tuple[list[dict[str, Any]], str | None, dict[str, float]]:
-    """The forensic session (``Evaluator._session`` under ncu): ``(launches, why it failed, the
-    session's phases in seconds)``."""
+class Traced(NamedTuple):
+    """One forensic session: the launches ncu saw, why the pass failed (None if it did not), whether
+    that was ncu's own failure rather than the candidate's, and the session's phases in seconds."""
+
+    launches: list[dict[str, Any]]
+    failure: str | None
+    tool_failed: bool
+    phases: dict[str, float]
+
+
+def run_pass(evaluator: Any, task: Task, candidate: Path, binary: str) -> Traced:
+    """The forensic session (``Evaluator._session`` under ncu)."""
     began = time.monotonic()
     footprint = evaluator.baseline(task)[0].eager_peak_bytes
     record = evaluator._session(task, candidate, forensic=binary, footprint=footprint)
     phases = {**record.phases, "session with exits": round(time.monotonic() - began, 4)}
-    launches, failure = _read_pass(record)
-    return launches, failure, phases
+    launches, failure, tool_failed = read_pass(record)
+    return Traced(launches, failure, tool_failed, phases)
 
 
-def _read_pass(record: Any) -> tuple[list[dict[str, Any]], str | None]:
+def read_pass(record: Any) -> tuple[list[dict[str, Any]], str | None, bool]:
+    """``(launches, why the pass failed, whether ncu itself said it failed)`` from a session's record."""
     if record.reference_error:
-        return [], record.reference_error
+        return [], record.reference_error, False
     log = record.worker_folder / "ncu.csv"
     failed = [c for c in record.checks if not c.passed]
     if record.failure or failed:
@@ -194,10 +209,12 @@ def _read_pass(record: Any) -> tuple[list[dict[str, Any]], str | None]:
         text = (record.worker.log_tail if record.worker else "") + (
             log.read_text(errors="replace") if log.exists() else "")
         said = ncu.refusal(text)
+        tool_failed = said is not None
         if said is None and text.strip():
             said = f"{why} (its log ends: {' | '.join(text.strip().splitlines()[-3:])[:400]})"
-        return [], f"under the kernel trace the candidate failed: {said or why}"
+        return [], f"under the kernel trace the candidate failed: {said or why}", tool_failed
     launches = read_trace(log)
     if len(launches) >= LAUNCH_CAP:
-        return [], f"the candidate launched more than {LAUNCH_CAP} kernels in {FORENSIC_CALLS} calls: too many to trace"
-    return launches, None
+        return [], (f"the candidate launched more than {LAUNCH_CAP} kernels in {FORENSIC_CALLS} calls: too many to "
+                    "trace"), False
+    return launches, None, False
