@@ -172,6 +172,10 @@ CASES = [
      "torch.randn(37, {cols}), torch.randn(45, {cols})", "DTYPE = torch.bfloat16"),
     ("matmul-inputs-matrix-vector", "        pass", "        return torch.matmul(x, y)",
      "torch.randn(2, 50, {cols}), torch.randn({cols}, 1)", ""),
+    ("matmul-einsum-4d-fp16", "        pass", '        return torch.einsum("bijl,lk->bijk", x, y) * 0.5',
+     "torch.randn(2, 3, 7, {cols}), torch.randn({cols}, 40)", "DTYPE = torch.float16"),
+    ("matmul-einsum-weight-nk", "        self.w = nn.Parameter(torch.randn(24, n) * 0.05)",
+     '        return torch.einsum("bl,kl->bk", x, self.w)', "torch.randn(30, {cols})", ""),
     ("scan-masked-cumsum", "        pass", "        return torch.cumsum(x * y, dim=-1)",
      "torch.randn(4, {cols}), torch.randn(4, {cols}) > 0", ""),
     ("scan-reversed-cumsum-fp16", "        pass", "        return torch.cumsum(x.flip(1), dim=1).flip(1)",
@@ -207,7 +211,7 @@ SLOW_CASES = {"flat-gelu-tanh", "chunk-glu-bf16", "layernorm-module-bf16", "var-
               "dim-global-mean-and-all", "adaptive-avgpool-after-multiply", "sequence-conv-pool",
               "scan-reversed-cumsum-fp16", "scan-exclusive-cumprod-dim0-bf16", "norm-inf-over-dim0",
               "norm-1-keepdim-bf16", "split-mean-over-dim0-bf16", "split-global-max", "norm-fro-then-divide",
-              "conv2d-depthwise-bf16", "linear-groupnorm-sequence"}
+              "conv2d-depthwise-bf16", "linear-groupnorm-sequence", "matmul-einsum-4d-fp16"}
 """Cases the default run leaves to ``make test-all``: each has a sibling of the same family that runs."""
 
 
@@ -456,3 +460,127 @@ def test_a_kernelbench_style_file_runs_unchanged(evaluator, tmp_path: Path) -> N
     candidate.write_text(render(plan, strategy, params, why))
     verdict, code = evaluator.evaluate(task, candidate)
     assert code == 0, verdict.reason
+
+
+SHADOWED_CONSTANT = '''import torch
+import torch.nn as nn
+
+dim = torch.device("cpu")  # a module value no candidate can carry, named like the argument below
+scale = 2.0
+
+
+class Model(nn.Module):
+    def __init__(self, dim=1):
+        super(Model, self).__init__()
+        self.dim = dim
+        self.scale = scale
+
+    def forward(self, x):
+        return torch.softmax(x * self.scale, dim=self.dim)
+
+
+def get_inputs():
+    return [torch.randn(4, 64)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_only_the_globals_a_constructor_reads_are_carried(tmp_path: Path) -> None:
+    """``self.dim = dim`` reads its argument: a module value named ``dim`` is neither carried nor a
+    reason to refuse the task; the constant the constructor does read is carried."""
+    path = tmp_path / "shadowed.py"
+    path.write_text(SHADOWED_CONSTANT)
+    plan = recognise(load_task(str(path), "full"))
+    assert "scale = 2.0" in plan.imports
+    assert not any(line.startswith("dim =") for line in plan.imports), plan.imports
+
+
+CONSTANT_IN_CONSTRUCTOR = '''import torch
+import torch.nn as nn
+
+batch_size = 4
+features = 300
+SMALL = {"features": 8}
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super(Model, self).__init__()
+        self.gain = nn.Parameter(torch.ones(features) + 0.01 * torch.randn(features))
+
+    def forward(self, x):
+        return torch.softmax(x * self.gain, dim=-1)
+
+
+def get_inputs():
+    return [torch.randn(batch_size, features)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.parametrize("size, value", [("full", 300), ("small", 8)])
+def test_a_constructors_constants_are_carried_at_the_size_being_optimised(tmp_path: Path, size: str,
+                                                                           value: int) -> None:
+    """The plan is traced at the small size, but a candidate for the full size must build its
+    parameters from the full size's constants (and one for the small size from the small ones)."""
+    path = tmp_path / "constant.py"
+    path.write_text(CONSTANT_IN_CONSTRUCTOR)
+    plan = recognise(load_task(str(path), size))
+    assert f"features = {value}" in plan.imports, plan.imports
+
+
+@pytest.mark.parametrize("equation, right, left_shape, transposed", [
+    ("bijl,lk->bijk", "b", (2, 3, 5, 40), False), ("bij l, kl -> bijk", "self.w", (2, 3, 5, 40), True),
+    ("bl,lk->bk", "b", (6, 40), False)])
+def test_an_einsum_that_is_a_matmul_is_planned_as_one(tmp_path: Path, equation: str, right: str,
+                                                       left_shape: tuple[int, ...], transposed: bool) -> None:
+    """An einsum contracting the left operand's last dimension with a 2-D right operand is a GEMM
+    (``"bijl,lk->bijk"``, KernelBench's 4-D tensor-matrix product), the right operand read as [K, N]
+    or, for ``"...l,kl->...k"``, as [N, K] through its strides."""
+    from kernelevo.agent.builtin import matmul
+    from kernelevo.tasks.loader import import_task_module
+
+    path = tmp_path / "einsum.py"
+    path.write_text(f'''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super(Model, self).__init__()
+        self.w = nn.Parameter(torch.randn(24, 40) / 6)
+
+    def forward(self, a, b):
+        return torch.einsum("{equation}", a, {right})
+
+
+def get_inputs():
+    return [torch.randn(*{left_shape}), torch.randn(40, 24)]
+
+
+def get_init_inputs():
+    return []
+''')
+    module = import_task_module(path, "full")
+    stages = matmul.lower_chain(module.Model(), module.get_inputs())
+    assert len(stages) == 1 and stages[0].transposed is transposed and (stages[0].k, stages[0].n) == (40, 24)
+    assert recognise(load_task(str(path), "full")).kind == "matmul"
+
+
+def test_an_einsum_that_is_not_a_matmul_is_not_taken_for_one() -> None:
+    import torch.fx
+
+    from kernelevo.agent.builtin import matmul
+
+    graph = torch.fx.Graph()
+    a, b = graph.placeholder("a"), graph.placeholder("b")
+    for equation in ("ij,jk->ik", "bij,bjk->bik", "ij,kj->ikj", "ii,ij->ij", "ij,jk->ki"):
+        node = graph.call_function(torch.einsum, (equation, a, b))
+        found = matmul._einsum_as_matmul(node)
+        assert (found is not None) == (equation == "ij,jk->ik"), equation

@@ -13,6 +13,7 @@ applied in its epilogue from the tile's row and column indices.
 from __future__ import annotations
 
 import operator
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -115,6 +116,26 @@ def _operand(node: Any) -> tuple[torch.fx.Node, bool, tuple[torch.fx.Node, ...]]
     return None
 
 
+def _einsum_as_matmul(node: torch.fx.Node) -> tuple[Any, Any, bool] | None:
+    """``(left, right, right transposed)`` for an einsum that is a matmul with a 2-D right operand
+    contracting the left's last dimension (``"bijl,lk->bijk"``, or ``"...l,kl->...k"`` for a right
+    operand held as [N, K]), else None."""
+    if not (node.op == "call_function" and node.target is torch.einsum and len(node.args) == 3
+            and isinstance(node.args[0], str)):
+        return None
+    found = re.fullmatch(r"([a-z]*)([a-z]),([a-z])([a-z])->([a-z]*)", node.args[0].replace(" ", ""))
+    if found is None:
+        return None
+    batch, k, first, second, out = found.groups()
+    if len(set(batch + k)) != len(batch + k):
+        return None
+    if first == k and second not in batch + k and out == batch + second:
+        return node.args[1], node.args[2], False
+    if second == k and first not in batch + k and out == batch + first:
+        return node.args[1], node.args[2], True
+    return None
+
+
 def _linear(gm: torch.fx.GraphModule, node: torch.fx.Node) -> Linear | None:
     """What a linear layer or a matmul reads, None for other nodes, CannotCover for matmuls the
     kernel cannot take."""
@@ -130,16 +151,19 @@ def _linear(gm: torch.fx.GraphModule, node: torch.fx.Node) -> Linear | None:
         if isinstance(weight, torch.fx.Node) and weight.op == "get_attr":
             return Linear(node.args[0], f"self.{weight.target}", True, bias)
         raise CannotCover("F.linear with a weight that is not a parameter")
-    if (node.op == "call_function" and node.target in MATMUL_TARGETS) or (
+    einsum = _einsum_as_matmul(node)
+    if einsum is not None or (node.op == "call_function" and node.target in MATMUL_TARGETS) or (
             node.op == "call_method" and node.target in ("matmul", "mm")):
-        right = _operand(node.args[1])
+        left_arg, right_arg, flip = einsum if einsum is not None else (node.args[0], node.args[1], False)
+        right = _operand(right_arg)
         if right is None:
             raise CannotCover("a matmul whose right operand is computed (covered: a parameter or an input, "
                               "possibly transposed)")
         weight, transposed, views = right
-        left = _operand(node.args[0])
+        transposed ^= flip
+        left = _operand(left_arg)
         a_transposed = left is not None and left[1] and left[0].op == "placeholder"
-        source = left[0] if a_transposed else node.args[0]
+        source = left[0] if a_transposed else left_arg
         views += left[2] if a_transposed else ()
         if weight.op == "get_attr":
             return Linear(source, f"self.{weight.target}", transposed, None, a_transposed, False, views)

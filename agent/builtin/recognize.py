@@ -8,6 +8,7 @@ search's heuristics).
 
 from __future__ import annotations
 
+import dis
 import inspect
 import math
 import re
@@ -115,10 +116,21 @@ def init_source(cls: type) -> tuple[str, list[str]]:
     return source, imports + [h for h in heads if h not in imports] + ["\n" + b.rstrip() + "\n" for b in bodies]
 
 
+def _global_names(code: types.CodeType) -> set[str]:
+    """The global names ``code`` (and the functions and comprehensions inside it) loads. Not its
+    attribute names: ``self.dim = dim`` reads the argument ``dim``, never a module constant ``dim``."""
+    names = {ins.argval for ins in dis.get_instructions(code) if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _global_names(const)
+    return names
+
+
 def _collect_needs(fn: Any, source: str, module: str, heads: list[str], bodies: list[str], seen: set[str]) -> None:
     """Append to ``heads`` the imports and constants ``fn`` (whose source is ``source``) uses, and to
     ``bodies`` the sources of the classes and functions of ``module`` it uses, recursively."""
-    for name, value in sorted(inspect.getclosurevars(fn).globals.items()):
+    loaded = {name: fn.__globals__[name] for name in _global_names(fn.__code__) if name in fn.__globals__}
+    for name, value in sorted(loaded.items()):
         if name in seen or not re.search(rf"\b{re.escape(name)}\b", source):
             continue  # gone from the rewritten source (the class's own name in super(...)), or done
         seen.add(name)
@@ -326,7 +338,9 @@ def recognise(task: Task) -> Plan:
     if not shapes:
         raise CannotCover("the task has no tensor inputs")
     dtype = task.dtype or str(next(x for x in inputs if isinstance(x, torch.Tensor)).dtype).removeprefix("torch.")
-    init, imports = init_source(type(model))
+    # The constructor's constants as the file defines them at the size being optimised: the traced
+    # model above is the small one, whose module holds the small sizes.
+    init, imports = init_source(import_task_module(task.path, task.size).Model)
     context = Context(init=init, imports=imports, dtype=dtype, allow_partial=task.allow_partial,
                       full=_full_model(task))
     gm = trace(model, inputs)
