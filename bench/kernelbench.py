@@ -115,15 +115,18 @@ def judge_on_cpu(path: Path, timeout_s: float) -> dict[str, Any]:
     began = time.monotonic()
     with tempfile.TemporaryDirectory() as scratch:
         candidate = Path(scratch) / "candidate.py"
-        made = subprocess.run([sys.executable, "-c", JUDGE_PROBE, str(path), str(candidate)], capture_output=True,
-                              text=True, cwd=ROOT, timeout=timeout_s)
+        try:
+            made = subprocess.run([sys.executable, "-c", JUDGE_PROBE, str(path), str(candidate)],
+                                  capture_output=True, text=True, cwd=ROOT, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return {"correct": False, "reason": f"rendering took over {timeout_s:.0f} s", "harness": True}
         if made.returncode != 0:
             return {"correct": False, "harness": True, "reason": f"rendering failed: {made.stderr.strip()[-300:]}"}
         cli = [sys.executable, "-m", "kernelevo.agent.cli"]
         try:
             done = subprocess.run([*cli, "eval", str(path), str(candidate), "--json", "--sandbox", "process",
-                                   "--timeout", str(int(timeout_s))], capture_output=True, text=True, cwd=ROOT,
-                                  timeout=timeout_s + 120)
+                                   "--timeout", str(max(10, int(0.75 * timeout_s)))], capture_output=True,
+                                  text=True, cwd=ROOT, timeout=timeout_s)
         except subprocess.TimeoutExpired:
             return {"correct": False, "reason": f"judging took over {timeout_s:.0f} s", "harness": True}
     try:
@@ -200,6 +203,20 @@ def table(results: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+DEFAULT_TIMEOUT_S = {"coverage": 300.0, "cpu-judge": 900.0, "optimize": 3600.0}
+MIN_PROBLEM_S = 30.0
+"""With less than this left of ``--stop-after``, no problem is started."""
+
+
+def run_one(args: argparse.Namespace, path: Path, limit: float) -> dict[str, Any]:
+    """One problem in the sweep's mode, within ``limit`` seconds."""
+    if args.mode == "coverage":
+        return coverage(path, args.memory_gb, limit)
+    if args.mode == "cpu-judge":
+        return judge_on_cpu(path, limit)
+    return optimize(path, 2 if args.quick else args.max_evals, limit)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mode", choices=["coverage", "cpu-judge", "optimize"], default="coverage")
@@ -215,7 +232,8 @@ def main() -> None:
     parser.add_argument("--suite", type=Path, default=SUITE, help="the folder holding level1/, level2/, level3/")
     parser.add_argument("--every", type=int, default=1, help="one problem in this many of each level")
     parser.add_argument("--stop-after", type=float, default=None,
-                        help="seconds after which no new problem is started (the file keeps what finished)")
+                        help="seconds the sweep may take: no problem runs past them; one cut short is not "
+                             "recorded (the next sweep starts it again), and the file keeps what finished")
     args = parser.parse_args()
     store = json.loads(args.out.read_text()) if args.out.exists() else {}
     section = store.setdefault(args.mode, {})
@@ -227,17 +245,20 @@ def main() -> None:
             name = key_of(path)
             if name in section and not args.redo:
                 continue
-            if args.stop_after is not None and time.monotonic() - began > args.stop_after:
+            if args.mode == "cpu-judge" and not store.get("coverage", {}).get(name, {}).get("covered"):
+                continue  # only what the coverage sweep says the strategist covers
+            limit = args.timeout or DEFAULT_TIMEOUT_S[args.mode]
+            left = None if args.stop_after is None else args.stop_after - (time.monotonic() - began)
+            if left is not None and left < MIN_PROBLEM_S:
                 print(f"stopping after {args.stop_after:.0f} s; run again to go on", flush=True)
                 break
-            if args.mode == "coverage":
-                row = coverage(path, args.memory_gb, args.timeout or 300)
-            elif args.mode == "cpu-judge":
-                if not store.get("coverage", {}).get(name, {}).get("covered"):
-                    continue  # only what the coverage sweep says the strategist covers
-                row = judge_on_cpu(path, args.timeout or 900)
-            else:
-                row = optimize(path, 2 if args.quick else args.max_evals, args.timeout or 3600)
+            cut = left is not None and left < limit
+            print(f"[{number}/{len(files)}] {name}: started (at most {min(limit, left or limit):.0f} s)", flush=True)
+            row = run_one(args, path, min(limit, left) if cut else limit)
+            if cut and row.get("harness") and "took over" in str(row.get("reason")):
+                print(f"[{number}/{len(files)}] {name}: cut short by --stop-after, not recorded; run again to go on",
+                      flush=True)
+                break
             section[name] = row
             args.out.parent.mkdir(parents=True, exist_ok=True)
             args.out.write_text(json.dumps(store, indent=1, sort_keys=True))

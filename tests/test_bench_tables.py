@@ -68,3 +68,45 @@ def test_builtin_bench_runs_a_task_and_records_the_winning_parameters(tmp_path: 
     assert row["state"] == "finished" and row["evaluations"] == 2 and row["correct"] == 2
     assert row["strategy"] == "tiled" and row["params"]["BLOCK_C"] in (512, 1024)
     assert row["why"].startswith("seed: flat tiles of")
+
+
+def _kernelbench_bench():  # noqa: ANN202
+    spec = importlib.util.spec_from_file_location("kernelbench_bench", ROOT / "bench" / "kernelbench.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_sweep_never_runs_past_stop_after_and_records_no_problem_it_cut(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch,
+                                                                         capsys: pytest.CaptureFixture) -> None:
+    """Each problem's limit is what is left of ``--stop-after``; a problem cut short by it is not
+    recorded (the next sweep starts it again), one that finished is; each start is announced first, so
+    a sweep killed from outside still says which problem it was in."""
+    import json
+    import sys
+
+    bench = _kernelbench_bench()
+    suite = tmp_path / "suite" / "level1"
+    suite.mkdir(parents=True)
+    for name in ("1_Fast.py", "2_Slow.py", "3_Never.py"):
+        (suite / name).write_text("")
+    limits = []
+
+    def run_one(args, path, limit):  # noqa: ANN001, ANN202 - the sweep's problem runner, stood in
+        limits.append((path.stem, limit))
+        if path.stem == "1_Fast":
+            return {"correct": True, "seconds": 1.0}
+        return {"correct": False, "harness": True, "reason": f"the run took over {limit:.0f} s"}
+
+    monkeypatch.setattr(bench, "run_one", run_one)
+    out = tmp_path / "kb.json"
+    monkeypatch.setattr(sys, "argv", ["kernelbench.py", "--mode", "optimize", "--suite", str(tmp_path / "suite"),
+                                      "--levels", "1", "--stop-after", "100", "--out", str(out)])
+    bench.main()
+    printed = capsys.readouterr().out
+    assert [name for name, _ in limits] == ["1_Fast", "2_Slow"]
+    assert all(limit <= 100 for _, limit in limits), limits
+    assert "[2/3] level1/2_Slow: started" in printed and "cut short by --stop-after" in printed
+    assert list(json.loads(out.read_text())["optimize"]) == ["level1/1_Fast"]
