@@ -23,7 +23,7 @@ def request_command(
     """The requests sent to the model, each rebuilt in full from the run folder: the system prompt,
     the tools' schemas, the parameters and every message, exactly as sent (each part is stored once,
     by its content hash, under RUN_DIR/requests)."""
-    from kernelevo.agent.report import request_text
+    from kernelevo.agent.report.summary import request_text
     from kernelevo.agent.request_log import load_request
     from kernelevo.agent.store import RunStore
 

@@ -145,7 +145,7 @@ def optimize_model_command(
       kernelevo optimize-model tasks/examples/transformer_block.py --max-evals 12 --size small
       kernelevo optimize-model net.py:build_net --inputs net.py:example_inputs --init net.py:config
     """
-    from kernelevo.agent.model_run import ModelRunConfig, ModelSpec
+    from kernelevo.agent.model.run import ModelRunConfig, ModelSpec
 
     path, _, attr = model_spec.partition(":")
     if not Path(path).is_file():
@@ -171,7 +171,7 @@ def optimize_model_command(
 
 
 def _drive_model(config, folder: Path) -> int:  # noqa: ANN001 - a ModelRunConfig
-    from kernelevo.agent.model_run import optimize_model
+    from kernelevo.agent.model.run import optimize_model
     from kernelevo.tasks.regions import CannotCapture
 
     try:
@@ -188,7 +188,7 @@ def resume_command(run_dir: Annotated[Path, typer.Argument(help="A run folder ma
     from kernelevo.agent.runner import drive
 
     if (run_dir / "model-config.json").is_file():
-        from kernelevo.agent.model_run import ModelRunConfig
+        from kernelevo.agent.model.run import ModelRunConfig
 
         config = ModelRunConfig.model_validate_json((run_dir / "model-config.json").read_text())
         raise typer.Exit(_drive_model(config, run_dir))
@@ -207,7 +207,7 @@ def status_command(
 ) -> None:
     """Where a run stands: state, evaluations, the best verified candidate (for a model run: each
     region's time before and after, the end-to-end check and speedup, what was left alone and why)."""
-    from kernelevo.agent.report import status
+    from kernelevo.agent.report.summary import status
     from kernelevo.agent.store import RunStore
 
     if (run_dir / "model-config.json").is_file():
@@ -264,7 +264,7 @@ def report_command(
       kernelevo report runs/softmax-20261129-221500
       kernelevo report runs/night1 -o night1.html
     """
-    from kernelevo.agent.html_report import write_model_report, write_report
+    from kernelevo.agent.report.html import write_model_report, write_report
 
     model_run = (run_dir / "model-config.json").is_file()
     if not model_run:
@@ -279,7 +279,7 @@ def report_command(
 
 
 def _model_status(run_dir: Path, as_json: bool) -> None:
-    from kernelevo.agent.model_run import load_state
+    from kernelevo.agent.model.run import load_state
 
     state = load_state(run_dir)
     if state is None:
@@ -318,7 +318,7 @@ def trace_command(
 ) -> None:
     """The run's reasoning trace: proposals and why, verdicts, selections, as a timeline. For a model
     run, each region's trace in turn (RUN_DIR/regions/NAME is a run folder of its own)."""
-    from kernelevo.agent.report import describe, format_time, timeline
+    from kernelevo.agent.report.summary import describe, format_time, timeline
     from kernelevo.agent.store import RunStore
 
     if (run_dir / "model-config.json").is_file() and not (run_dir / "run.sqlite").exists():
@@ -366,7 +366,7 @@ def export_command(
     from kernelevo.agent.store import RunStore
 
     if (run_dir / "model-config.json").is_file():
-        from kernelevo.agent.model_export import export
+        from kernelevo.agent.model.export import export
 
         try:
             count = export(run_dir, output, keep_slower=keep_slower)

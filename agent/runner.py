@@ -120,7 +120,7 @@ class ReportRefresher:
             self.write()
 
     def write(self) -> Path | None:
-        from kernelevo.agent.html_report import write_report
+        from kernelevo.agent.report.html import write_report
 
         try:
             path = write_report(self.run_dir)

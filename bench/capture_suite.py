@@ -23,7 +23,7 @@ SUITE = ROOT.parent / "shared" / "kernelbench"
 
 PROBE = r"""
 import copy, json, sys, torch
-from kernelevo.agent.model_runtime import ModelSpec, build
+from kernelevo.agent.model.runtime import ModelSpec, build
 from kernelevo.tasks import regions as rg
 
 model, inputs = build(ModelSpec(path=sys.argv[1], size="small"))

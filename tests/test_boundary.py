@@ -50,7 +50,7 @@ def test_the_candidates_process_loaded_nothing_of_the_trusted_side(relu_record) 
 
 
 def test_an_exported_optimize_imports_neither_langgraph_nor_langchain(tmp_path: Path) -> None:
-    from kernelevo.agent.model_export import TEMPLATE
+    from kernelevo.agent.model.export import TEMPLATE
 
     exported = tmp_path / "optimized.py"
     exported.write_text(TEMPLATE.format(title="tiny", stem="optimized", run="r", created="today", device="cpu",

@@ -17,7 +17,7 @@ from conftest import candidate
 from fake_openai import FakeOpenAI, tool_call
 from kernelevo.agent.budget import Budget
 from kernelevo.agent.experience import Library
-from kernelevo.agent.report import status
+from kernelevo.agent.report.summary import status
 from kernelevo.agent.request_log import load_request
 from kernelevo.agent.runner import RunConfig, create, drive
 from kernelevo.agent.store import RunStore, source_id

@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from typer.testing import CliRunner
 
 from conftest import ROOT
-from kernelevo.agent import model_run as mr
+from kernelevo.agent.model import run as mr
 from kernelevo.agent.cli import app
 from kernelevo.agent.store import RunStore
 from kernelevo.tasks import load_task
@@ -286,7 +286,7 @@ def test_regions_run_one_per_gpu_at_a_time() -> None:
 
 
 def test_a_kernel_region_falls_back_on_other_shapes_and_a_failed_self_check(tmp_path, monkeypatch) -> None:
-    from kernelevo.agent.model_export import apply
+    from kernelevo.agent.model.export import apply
 
     monkeypatch.setenv("KERNELEVO_KERNEL_DIR", str(tmp_path / "kernels"))
     model, args = _tiny()
@@ -344,7 +344,7 @@ def test_a_tiny_transformer_block_end_to_end(tmp_path, cache_dir, monkeypatch) -
     use = tmp_path / "use.py"
     use.write_text(
         "import importlib.util, json, sys, torch\n"
-        "from kernelevo.agent import model_run as mr\n"
+        "from kernelevo.agent.model import run as mr\n"
         f"spec = importlib.util.spec_from_file_location('optimized', {str(out)!r})\n"
         "module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)\n"
         f"model, _ = mr.build(mr.ModelSpec(path={str(TINY)!r}, size='small'))\n"
@@ -409,7 +409,7 @@ def test_a_tiny_transformer_block_end_to_end(tmp_path, cache_dir, monkeypatch) -
     assert len(reverted) == 2 and all(r["state"] == "left alone" and r["candidate"] is None for r in reverted)
     assert all("won alone but not in the network" in r["reason"] for r in reverted)
     assert sum("left alone" in line for line in said) == 2
-    from kernelevo.agent.model_export import export
+    from kernelevo.agent.model.export import export
 
     assert export(run, tmp_path / "none.py") == 0
 
@@ -440,7 +440,7 @@ def test_a_kernel_that_does_not_win_in_context_is_reverted() -> None:
 def test_a_model_slower_end_to_end_exports_no_kernels(tmp_path: Path) -> None:
     """The harness timed the reassembled model slower than eager: export writes `optimize` that
     changes nothing, unless asked with --keep-slower."""
-    from kernelevo.agent.model_export import export
+    from kernelevo.agent.model.export import export
 
     run = tmp_path / "run"
     run.mkdir()

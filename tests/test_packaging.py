@@ -27,4 +27,4 @@ def test_every_code_folder_is_a_listed_subpackage() -> None:
 
 def test_package_data_is_declared() -> None:
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
-    assert "*.html" in data["kernelevo.agent"] and (ROOT / "agent" / "report_page.html").exists()
+    assert "*.html" in data["kernelevo.agent.report"] and (ROOT / "agent" / "report" / "page.html").exists()

@@ -203,8 +203,8 @@ def test_the_winner_on_a_gpu_is_profiled_once_and_status_shows_it(tmp_path) -> N
     from kernelevo.agent.budget import Budget
     from kernelevo.agent.builtin.policy import BuiltinPolicy
     from kernelevo.agent.graph import Runtime, build_graph
-    from kernelevo.agent.report import describe as describe_event
-    from kernelevo.agent.report import status
+    from kernelevo.agent.report.summary import describe as describe_event
+    from kernelevo.agent.report.summary import status
     from kernelevo.agent.store import RunStore
 
     store = RunStore(tmp_path / "run")

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import IN_CI, candidate
 from fake_openai import FakeOpenAI, tool_call
-from kernelevo.agent.html_report import render, report_data, sources, write_report
+from kernelevo.agent.report.html import render, report_data, sources, write_report
 from kernelevo.agent.store import RunStore, source_id
 from kernelevo.sandbox.models import Check, Verdict
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import torch
 
-from kernelevo.agent import model_run as mr
-from kernelevo.agent.model_runtime import apply, self_check  # noqa: F401 - where exported modules used to find them
+from kernelevo.agent.model import run as mr
+from kernelevo.agent.model.runtime import apply, self_check  # noqa: F401 - where exported modules used to find them
 from kernelevo.agent.store import RunStore
 
 TEMPLATE = '''"""Kernels for {title}, found and verified by kernelevo.
@@ -35,7 +35,7 @@ SPEC = {spec}
 
 def optimize(model, example_inputs=None):
     """``model`` with its optimized regions replaced (a torch.fx GraphModule computing the same function)."""
-    from kernelevo.agent.model_runtime import apply
+    from kernelevo.agent.model.runtime import apply
 
     return apply(model, SPEC, example_inputs)
 '''

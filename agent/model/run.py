@@ -23,9 +23,9 @@ import torch
 import torch.nn as nn
 from pydantic import BaseModel, Field
 
-from kernelevo.agent import model_check as mc
+from kernelevo.agent.model import check as mc
 from kernelevo.agent.budget import Budget
-from kernelevo.agent.model_runtime import (  # noqa: F401 - the runtime's names, for callers of this module
+from kernelevo.agent.model.runtime import (  # noqa: F401 - the runtime's names, for callers of this module
     FixedShapes,
     KernelRegion,
     ModelSpec,
@@ -286,7 +286,7 @@ def optimize_regions(config: ModelRunConfig, run_dir: Path, state: dict[str, Any
 def finish(config: ModelRunConfig, run_dir: Path, state: dict[str, Any], device: str,
            log: Callable[[str], None], in_context: bool | None = None) -> dict[str, Any]:
     """Reassemble with every optimized region and judge the whole network end to end
-    (``model_check.py``): on a GPU (or when ``in_context`` asks), kernels that do not win in the
+    (``check.py``): on a GPU (or when ``in_context`` asks), kernels that do not win in the
     network are left out first."""
     from kernelevo.sandbox.isolation.choose import make_sandbox
     from kernelevo.sandbox.judge.evaluate import EvalConfig, Evaluator
@@ -375,7 +375,7 @@ def region_outcome(region_dir: Path, exit_code: int | None = None) -> tuple[str,
 
 
 def _refresh_report(run_dir: Path, log: Callable[[str], None]) -> None:
-    from kernelevo.agent.html_report import write_model_report
+    from kernelevo.agent.report.html import write_model_report
 
     try:
         write_model_report(run_dir)

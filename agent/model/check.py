@@ -7,7 +7,7 @@ kernels in). The judge then does what it does for every candidate: secret inputs
 outputs compared in the oracle, times on its own clock, the kernels turned off must break the output,
 and on a GPU the forensic trace. Nothing the kernels' process writes decides the result.
 
-Before that, on a GPU, a sandboxed job (``model_arbitrate.py``) times each replaced region in the
+Before that, on a GPU, a sandboxed job (``arbitrate.py``) times each replaced region in the
 network with and without its kernel and says which kernels do not win there; that is advice, and
 only chooses which kernels go into the candidate.
 """
@@ -20,14 +20,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kernelevo.agent.model_runtime import ModelSpec, tolerance
+from kernelevo.agent.model.runtime import ModelSpec, tolerance
 
 TASK = '''"""The whole network of a model run, as a task (written by kernelevo)."""
 
 import torch
 import torch.nn as nn
 
-from kernelevo.agent.model_runtime import ModelSpec, build, example_inputs
+from kernelevo.agent.model.runtime import ModelSpec, build, example_inputs
 
 SPEC = ModelSpec.model_validate_json({spec!r})
 ALLOW_PARTIAL = True
@@ -57,7 +57,7 @@ CANDIDATE = '''"""The network of a model run with its regions' verified kernels 
 import torch
 import torch.nn as nn
 
-from kernelevo.agent.model_runtime import ModelSpec, assemble, build
+from kernelevo.agent.model.runtime import ModelSpec, assemble, build
 
 SPEC = ModelSpec.model_validate_json({spec!r})
 REGIONS = {regions!r}
@@ -111,7 +111,7 @@ def arbitrate(evaluator: Any, spec: ModelSpec, regions: list[list[str]], kernels
     (job_dir / "job.json").write_text(json.dumps(job))
     run_spec = evaluator.spec("", job_dir, timeout_s, trusted=False, channel=False, gpu_lock=True,
                               readable=[folder],
-                              cmd=[sys.executable, "-m", "kernelevo.agent.model_arbitrate", str(job_dir / "job.json")])
+                              cmd=[sys.executable, "-m", "kernelevo.agent.model.arbitrate", str(job_dir / "job.json")])
     outcome = evaluator.sandbox.run(run_spec)
     try:
         return json.loads((job_dir / "arbitration.json").read_text())

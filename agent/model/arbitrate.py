@@ -1,4 +1,4 @@
-"""``python -m kernelevo.agent.model_arbitrate job.json``, in the sandbox: time each replaced region of
+"""``python -m kernelevo.agent.model.arbitrate job.json``, in the sandbox: time each replaced region of
 a reassembled network in context, with its kernel and with its original code, and write which kernels
 do not win there. Kernel code runs here, so what it writes is advice (it only chooses which kernels the
 end-to-end candidate carries); the verdict on that candidate comes from the judge."""
@@ -10,7 +10,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from kernelevo.agent.model_runtime import ModelSpec, arbitrate, assemble, build
+from kernelevo.agent.model.runtime import ModelSpec, arbitrate, assemble, build
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,7 +1,7 @@
 """The run report: one self-contained HTML page built from a run folder (``kernelevo report``).
 
 ``report_data`` gathers what the page shows from the run store (pure reading, no I/O beyond the
-store); ``render`` embeds it in the page (``report_page.html``: inline styles and scripts, no network).
+store); ``render`` embeds it in the page (``page.html``: inline styles and scripts, no network).
 Candidate sources go in separate inline JSON blocks that the page parses only when a candidate is
 opened, so a run of thousands of candidates stays quick to load. Works on a finished, running or
 interrupted run: it reads what the store holds at that moment.
@@ -18,7 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from kernelevo.agent.report import describe, status
+from kernelevo.agent.report.summary import describe, status
 from kernelevo.agent.store import RunStore
 
 SOURCE_LIMIT = 200_000
@@ -158,7 +158,7 @@ def _json_for_script(value: Any) -> str:
 
 def render(data: dict[str, Any], source_map: dict[str, str]) -> str:
     """The whole page as one string."""
-    page = resources.files(__package__).joinpath("report_page.html").read_text()
+    page = resources.files(__package__).joinpath("page.html").read_text()
     blocks = "\n".join(f'<script type="application/json" class="src" data-id="{html.escape(cid)}">'
                        f"{_json_for_script(text)}</script>" for cid, text in source_map.items())
     title = f"kernelevo: {data.get('task') or 'run'} ({data.get('state')})"
@@ -209,7 +209,7 @@ where it runs).{cpu_note}</p></section>
 def write_model_report(run_dir: Path, out: Path | None = None) -> Path:
     """The report of a whole-model run: end-to-end result, each region's time before and after, what
     was left alone and why, and a link to each optimized region's own report (written alongside)."""
-    from kernelevo.agent.model_run import load_state
+    from kernelevo.agent.model.run import load_state
 
     state = load_state(run_dir)
     if state is None:

@@ -1,0 +1,1 @@
+"""Reading a run back: its status and trace (``summary``) and the self-contained HTML page (``html``)."""
