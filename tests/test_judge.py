@@ -415,7 +415,7 @@ def _forensic_record(tmp_path: Path, failure: str | None, log: str):  # noqa: AN
     from types import SimpleNamespace
 
     (tmp_path / "ncu.csv").write_text(log)
-    return SimpleNamespace(reference_error=None, worker_folder=tmp_path, checks=[], failure=failure,
+    return SimpleNamespace(reference_error=None, worker_outbox=tmp_path, checks=[], failure=failure,
                            worker=SimpleNamespace(log_tail=""))
 
 

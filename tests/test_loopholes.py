@@ -299,8 +299,9 @@ def test_the_judges_own_files_are_out_of_a_candidates_reach(tier: str, cache_dir
             assert verdict.correct, (verdict.reason, probes.group(1))  # any successful probe poisons the output
             if tier == "unshare":
                 assert "'oracles found': 1" in probes.group(1), probes.group(1)  # it saw the oracle's folder
-            planted = [p for p in workspace.rglob("planted-by-candidate") if "worker" not in p.parent.name]
+            planted = list(workspace.rglob("planted-by-candidate"))
             assert not planted and not list(workspace.rglob("task.py.gone")), planted
+            assert not any(p.is_symlink() for p in workspace.rglob("process.log"))
     finally:
         shutil.rmtree(workspace, ignore_errors=True)
 

@@ -344,3 +344,21 @@ def test_the_trusted_side_never_follows_a_link_planted_in_a_sandboxed_users_fold
     with pytest.raises(OSError):  # a folder that is a link is refused, not written through
         namespaces.write_into(tmp_path / "folder-link", "root_only.conf", b"")
     assert (victim / "root_only.conf").read_text() == "keep"
+
+
+def test_the_trusted_side_reads_a_jobs_files_without_following_links(tmp_path: Path) -> None:
+    """A job's log, ncu's CSV and its result files sit in folders the sandboxed user may write: the
+    trusted side (root, perhaps) reads them only as plain files of their own, never through a link,
+    a hard link or a FIFO, so nothing else ends up in a verdict."""
+    secret = tmp_path / "secret"
+    secret.write_text("root only")
+    (tmp_path / "linked.log").symlink_to(secret)
+    os.link(secret, tmp_path / "hard.log")
+    os.mkfifo(tmp_path / "fifo.log")
+    (tmp_path / "own.log").write_text("0123456789")
+    assert namespaces.read_no_follow(tmp_path / "linked.log") == ""
+    assert namespaces.read_no_follow(tmp_path / "hard.log") == ""
+    assert namespaces.read_no_follow(tmp_path / "fifo.log") == ""
+    assert namespaces.read_no_follow(tmp_path / "missing.log") == ""
+    assert namespaces.read_no_follow(tmp_path / "own.log") == "0123456789"
+    assert namespaces.read_no_follow(tmp_path / "own.log", 4) == "6789"

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelevo.agent.model.runtime import ModelSpec, tolerance
+from kernelevo.sandbox.isolation.namespaces import read_no_follow
 
 TASK = '''"""The whole network of a model run, as a task (written by kernelevo)."""
 
@@ -114,7 +115,7 @@ def arbitrate(evaluator: Any, spec: ModelSpec, regions: list[list[str]], kernels
                               cmd=[sys.executable, "-m", "kernelevo.agent.model.arbitrate", str(job_dir / "job.json")])
     outcome = evaluator.sandbox.run(run_spec)
     try:
-        return json.loads((job_dir / "arbitration.json").read_text())
+        return json.loads(read_no_follow(job_dir / "arbitration.json"))
     except (OSError, ValueError):
         tail = " | ".join(outcome.log_tail.strip().splitlines()[-4:])
         return {"error": f"the in-context timing did not finish (exit code {outcome.returncode}): {tail}"}

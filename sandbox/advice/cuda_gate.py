@@ -64,27 +64,32 @@ def compile_gate(cuda_sources: list[str], workdir: Path, arch: str = "sm_90a", t
     import torch
     from torch.utils.cpp_extension import include_paths
 
-    workdir.mkdir(parents=True, exist_ok=True)
-    from kernelevo.sandbox.isolation.namespaces import write_into
+    from kernelevo.sandbox.isolation.namespaces import keep_private, write_into
 
-    source = write_into(workdir, "candidate_kernels.cu", "\n".join(cuda_sources).encode())
+    # ``workdir`` stays ours; nvcc, as the sandbox's user, writes only ``build`` inside it, and the
+    # headers we write for it sit beside, where no candidate can put a link in their place.
+    keep_private(workdir, 0o755)
+    build = workdir / "build"
+    build.mkdir(exist_ok=True)
+    source = write_into(build, "candidate_kernels.cu", "\n".join(cuda_sources).encode())
     compute = arch.replace("sm_", "compute_")
     cmd = [nvcc, "-cubin", f"-gencode=arch={compute},code={arch}", "-std=c++17", "-O3", "-Xptxas", "-v",
            "--expt-relaxed-constexpr", "-DTORCH_EXTENSION_NAME=kernelevo_gate",
            f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}",
-           "-I", sysconfig.get_paths()["include"], "-o", str(workdir / "candidate_kernels.cubin"), str(source)]
+           "-I", sysconfig.get_paths()["include"], "-o", str(build / "candidate_kernels.cubin"), str(source)]
     paths = include_paths()
     # A CPU build of torch ships c10/cuda headers but not this generated one; CUDA builds define
     # only the shared-library switch in it, so a one-line shim stands in for the compile gate.
     if not any((Path(p) / "c10/cuda/impl/cuda_cmake_macros.h").exists() for p in paths):
-        shim = workdir / "shim" / "c10" / "cuda" / "impl"
-        shim.mkdir(parents=True, exist_ok=True)
-        (shim / "cuda_cmake_macros.h").write_text("#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n")
-        paths = [*paths, str(workdir / "shim")]
+        shim = workdir / "shim"
+        for level in (shim, shim / "c10", shim / "c10" / "cuda", shim / "c10" / "cuda" / "impl"):
+            keep_private(level, 0o755)
+        write_into(level, "cuda_cmake_macros.h", b"#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n")
+        paths = [*paths, str(shim)]
     for path in paths:
         cmd[1:1] = ["-I", path]
     try:
-        done = subprocess.run(_sandboxed(cmd, workdir, paths), capture_output=True, text=True, timeout=timeout_s)
+        done = subprocess.run(_sandboxed(cmd, build, paths), capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
         return Check(name="cuda compile gate", passed=False, detail=f"nvcc took longer than {timeout_s:.0f} s")
     output = done.stdout + done.stderr

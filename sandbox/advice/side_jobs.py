@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelevo.sandbox.advice import ncu
-from kernelevo.sandbox.isolation.namespaces import write_into
+from kernelevo.sandbox.isolation.namespaces import read_no_follow, write_into
 from kernelevo.sandbox.judge.verdict import process_failure
 from kernelevo.sandbox.models import KernelMetrics
 from kernelevo.tasks.task import Task
@@ -40,7 +40,7 @@ def triton_gate(evaluator: Any, task: Task, candidate: Path, capability: int = 9
     spec.gpu = False
     outcome = evaluator.sandbox.run(spec)
     try:
-        return json.loads((job_dir / "gate.json").read_text())
+        return json.loads(read_no_follow(job_dir / "gate.json"))
     except (OSError, ValueError):
         failure = process_failure(outcome, None) or f"no result (exit code {outcome.returncode})"
         return {"ok": False, "kernels": [], "error": f"the gate process failed: {failure}",
@@ -66,14 +66,14 @@ def ncu_pass(evaluator: Any, task: Task, candidate: Path) -> tuple[list[KernelMe
     began = time.monotonic()
     outcome = evaluator.sandbox.run(spec)
     seconds = round(time.monotonic() - began, 1)
-    text = log.read_text(errors="replace") if log.exists() else ""
+    text = read_no_follow(log)
     kernels = ncu.parse(text)
     if kernels:
         return kernels, None, seconds
     why = ncu.refusal(text + "\n" + outcome.log_tail)
     if why is None:
         try:
-            target = json.loads((job_dir / "target.json").read_text())
+            target = json.loads(read_no_follow(job_dir / "target.json"))
         except (OSError, ValueError):
             target = {}
         if target.get("error"):

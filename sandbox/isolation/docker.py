@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelevo.sandbox import wire
-from kernelevo.sandbox.isolation.namespaces import hand_over, process_identity
+from kernelevo.sandbox.isolation.namespaces import hand_over, keep_private, process_identity
 from kernelevo.sandbox.isolation.process import Deadline, RunSpec, describe_signal, tail, take_lock
 from kernelevo.sandbox.models import Isolation, JobOutcome
 
@@ -202,8 +202,10 @@ class DockerJob:
         from docker.types import DeviceRequest
 
         self.owner, self.spec, self.phase = owner, spec, None
-        # The container's user (nobody) reads and writes its job folder and compile cache.
-        for folder in (spec.job_dir, *spec.writable):
+        # The container's user (nobody) reads its job folder, writes it where the job may, and writes
+        # its compile cache.
+        keep_private(spec.job_dir, 0o755)
+        for folder in ([spec.job_dir] if spec.folder_writable else []) + list(spec.writable):
             hand_over(folder)
         env = dict(spec.env, HOME="/tmp")
         self.listener = None

@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -266,6 +267,28 @@ def closed_ancestor(folder: Path) -> Path | None:
         if not info.st_mode & 0o001 and info.st_uid != SANDBOX_UID:
             return step
     return None
+
+
+def read_no_follow(path: Path, limit: int | None = None) -> str:
+    """The text of a file in a folder a sandboxed user can write (a job's log, ncu's CSV), read the way
+    the trusted side must read it: never through a link, never a hard-linked or special file (the
+    reader may be root, and what it reads may end up in a verdict). Its last ``limit`` bytes if given;
+    "" where it is missing or is not such a file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return ""
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            return ""
+        if limit is not None and info.st_size > limit:
+            os.lseek(fd, info.st_size - limit, os.SEEK_SET)
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read() if limit is None else handle.read(limit)
+    finally:
+        os.close(fd)
+    return data.decode(errors="replace")
 
 
 def keep_private(folder: Path, mode: int = 0o700) -> None:

@@ -66,6 +66,10 @@ class RunSpec:
     """Listen on ``job_dir/channel.sock`` for the job to connect to (``KERNELEVO_CHANNEL``)."""
     trusted: bool = False
     """The judge's own process (the reference's oracle), never a candidate's."""
+    folder_writable: bool = True
+    """The job may write its own folder. A candidate's process may not: it writes its outbox, its
+    compile cache and its private /tmp only, so that it cannot plant modules, bytecode or links for
+    the processes and readers that use its folder after it."""
 
 
 def take_lock(path: Path, give_up: Callable[[], bool] = lambda: False) -> tuple[Any, float]:
@@ -143,11 +147,8 @@ def _rss_bytes(pids: list[int]) -> int:
 
 
 def tail(path: Path, limit: int = 3000) -> str:
-    try:
-        data = path.read_bytes()[-limit:]
-    except OSError:
-        return ""
-    return data.decode(errors="replace")
+    """The end of a job's log (read without following a link the job may have put in its place)."""
+    return namespaces.read_no_follow(path, limit)
 
 
 def isolation_for(tier: str, spec: RunSpec) -> Isolation:
@@ -229,9 +230,11 @@ class ProcessJob:
         self.isolation = isolation_for(tier, spec)
         # A trusted job without a file system of its own stays the invoking user's: as root, its folder
         # and channel are then out of every candidate's reach (candidates run as the sandbox user).
-        self.private = spec.trusted and tier != "bwrap" and os.geteuid() == 0
+        self.private = spec.trusted and not owner.trusted_as_sandbox_user and os.geteuid() == 0
         if self.private:
             namespaces.keep_private(spec.job_dir, 0o711)  # enterable: the forensic pass reads its outbox
+        elif not spec.folder_writable:
+            namespaces.keep_private(spec.job_dir, 0o755)
         else:
             namespaces.hand_over(spec.job_dir)
         env = dict(spec.env)

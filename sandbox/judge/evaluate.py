@@ -5,6 +5,7 @@ process never imports candidate code."""
 from __future__ import annotations
 
 import fcntl
+import functools
 import os
 import shutil
 import sys
@@ -143,7 +144,9 @@ class Evaluator:
     def env(self, trusted: bool = False) -> dict[str, str]:
         caches = self.trusted_cache if trusted else self.compile_cache
         extra = {
-            "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1", "HOME": "/tmp",
+            # No user site: without bubblewrap /tmp is shared, and a site folder planted under HOME
+            # would run code in every later job.
+            "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1", "HOME": "/tmp",
             "TRITON_CACHE_DIR": str(caches / "triton"), "TORCH_EXTENSIONS_DIR": str(caches / "torch_extensions"),
             "TORCHINDUCTOR_CACHE_DIR": str(caches / "inductor"), "XDG_CACHE_HOME": str(caches / "xdg"),
             "TRITON_CACHE_AUTOTUNING": "1",
@@ -172,7 +175,8 @@ class Evaluator:
 
     def spec(self, module: str, job_dir: Path, timeout_s: float, *, trusted: bool, readable: list[Path] | None = None,
              channel: bool = True, gpu_lock: bool = False, cmd: list[str] | None = None,
-             env: dict[str, str] | None = None, extra_writable: list[Path] | None = None) -> RunSpec:
+             env: dict[str, str] | None = None, extra_writable: list[Path] | None = None,
+             folder_writable: bool = True) -> RunSpec:
         """A sandboxed job: this evaluator's limits (host memory for candidate jobs) and environment, the
         right compile cache writable, nothing else of the workspace visible."""
         memory = None if trusted else self.memory_bytes()
@@ -183,7 +187,7 @@ class Evaluator:
                        writable=[self.trusted_cache if trusted else self.compile_cache, *(extra_writable or [])],
                        readable=readable or [],
                        gpu=gpu, channel=channel, device_lock=self.device_lock_path() if gpu_lock else None,
-                       trusted=trusted)
+                       trusted=trusted, folder_writable=folder_writable)
 
     def device_lock_path(self) -> Path | None:
         """The lock shared by every job on this evaluator's GPU (None on the CPU: interpreter times mean
@@ -317,7 +321,7 @@ class Evaluator:
         cmd = None
         if forensic is not None:
             readable += [oracle.outbox, *ncu.install_folders(forensic)]
-            cmd = forensic_command(forensic)
+            cmd = functools.partial(forensic_command, forensic)  # ncu's CSV goes to the worker's outbox
         worker = self.processes.worker(readable, cmd)
         write_into(worker.folder, "task.py", task.path.read_bytes())
         write_into(worker.folder, "candidate.py", candidate.read_bytes())

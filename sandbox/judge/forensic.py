@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from kernelevo.sandbox.advice import ncu
+from kernelevo.sandbox.isolation.namespaces import read_no_follow
 from kernelevo.sandbox.judge.static_checks import check_candidate
 from kernelevo.sandbox.models import Check, Verdict
 from kernelevo.tasks.task import Task
@@ -122,7 +123,7 @@ def analyse(launches: list[dict[str, Any]], custom: set[str], calls: int, strict
 
 def read_trace(path: Path) -> list[dict[str, Any]]:
     """ncu's CSV log as launches in order, durations in nanoseconds."""
-    text = path.read_text(errors="replace") if path.exists() else ""
+    text = read_no_follow(path)
     launches = ncu.parse_launches(text)
     streams = ncu.launch_streams(text)
     for launch in launches:
@@ -130,10 +131,11 @@ def read_trace(path: Path) -> list[dict[str, Any]]:
     return launches
 
 
-def forensic_command(binary: str, log: Path | None = None) -> list[str]:
+def forensic_command(binary: str, outbox: Path) -> list[str]:
     """ncu around a candidate process: one metric, every kernel from the start, clocks and caches as
-    they are; the CSV goes to ``ncu.csv`` in the process's own folder."""
-    return [binary, "--csv", "--log-file", str(log or "ncu.csv"), "--metrics", "gpu__time_duration.sum",
+    they are; the CSV goes to ``ncu.csv`` in the process's outbox (ncu runs as the process's user, which
+    writes nothing else)."""
+    return [binary, "--csv", "--log-file", str(outbox / "ncu.csv"), "--metrics", "gpu__time_duration.sum",
             "--print-units", "base", "--clock-control", "none", "--cache-control", "none", "--target-processes", "all",
             "--launch-count", str(LAUNCH_CAP), sys.executable, "-m", "kernelevo.sandbox.child.worker"]
 
@@ -202,12 +204,11 @@ def read_pass(record: Any) -> tuple[list[dict[str, Any]], str | None, bool]:
     """``(launches, why the pass failed, whether ncu itself said it failed)`` from a session's record."""
     if record.reference_error:
         return [], record.reference_error, False
-    log = record.worker_folder / "ncu.csv"
+    log = record.worker_outbox / "ncu.csv"
     failed = [c for c in record.checks if not c.passed]
     if record.failure or failed:
         why = record.failure or f"{failed[0].name}: {failed[0].detail}"
-        text = (record.worker.log_tail if record.worker else "") + (
-            log.read_text(errors="replace") if log.exists() else "")
+        text = (record.worker.log_tail if record.worker else "") + read_no_follow(log)
         said = ncu.refusal(text)
         tool_failed = said is not None
         if said is None and text.strip():

@@ -13,6 +13,8 @@ exactly one, then discarded.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,7 +101,7 @@ class Processes:
         if self._spare is None or not self._spare.job.alive():
             self._spare = self._start([], None)
 
-    def worker(self, readable: list[Path], cmd: list[str] | None = None) -> Worker:
+    def worker(self, readable: list[Path], cmd: Callable[[Path], list[str]] | None = None) -> Worker:
         """A candidate process for one evaluation: the spare when it suits, else a new one; on the CPU a
         new spare is started at once for the next evaluation (on a GPU, :meth:`warm` after it)."""
         worker = None
@@ -115,14 +117,14 @@ class Processes:
         worker.job.set_deadline(self.ev.config.timeout_s * (2 if cmd else 1))
         return worker
 
-    def _start(self, readable: list[Path], cmd: list[str] | None) -> Worker:
+    def _start(self, readable: list[Path], cmd: Callable[[Path], list[str]] | None) -> Worker:
         self._count += 1
         folder = self.ev.job_dir("worker")
         outbox = self.outboxes / f"{self._count:04d}"
         hand_over(outbox)
         spec = self.ev.spec("kernelevo.sandbox.child.worker", folder, IDLE_S, trusted=False, readable=readable,
-                            extra_writable=[outbox],
-                            cmd=cmd or [sys.executable, "-m", "kernelevo.sandbox.child.worker"])
+                            extra_writable=[outbox], folder_writable=False,
+                            cmd=cmd(outbox) if cmd else [sys.executable, "-m", "kernelevo.sandbox.child.worker"])
         return Worker(job=self.ev.sandbox.start(spec), folder=folder, outbox=outbox)
 
 

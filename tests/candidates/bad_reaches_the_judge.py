@@ -2,7 +2,9 @@
 sees the host's file system, so the judge's jobs can be kept from candidates only by user: this
 candidate tries to write the oracle's compile cache (a poisoned inductor cache runs code in the
 oracle), to list and write the oracle's folder, to replace the task file the oracle imports, to write
-the oracle's outbox and the folder of outboxes, and to connect to any channel it finds. Run without
+the oracle's outbox and the folder of outboxes, to plant files in the folders of other candidates'
+processes (the spare that will import the next candidate), to put a link in place of its own log, and
+to connect to any channel it finds. Run without
 static checks (which reject ``os`` outright): the file permissions alone must stop every attempt.
 Whatever succeeded poisons the output; the probes are printed to the job's log for the test to read."""
 
@@ -44,6 +46,17 @@ def _connects(path):
         return False
 
 
+def _relinks_log():
+    """Put a link where this process's log is: the judge, reading the log for the verdict, would read
+    whatever the link points to."""
+    try:
+        os.unlink("process.log")
+        os.symlink("/etc/hostname", "process.log")
+        return True
+    except OSError:
+        return False
+
+
 def probes():
     # relative to its folder, <workspace>/jobs/NNNN-worker: the folders above the workspace may be closed
     workspace = os.path.join("..", "..")
@@ -54,6 +67,10 @@ def probes():
     seen["oracle folder written"] = any(_writes(o) for o in oracles)
     seen["oracle outbox written"] = any(_writes(os.path.join(o, "out")) for o in oracles)
     seen["outboxes written"] = _writes(os.path.join(workspace, "outboxes"))
+    # the spare process for the next candidate imports from its own folder: a module planted there
+    # (or bytecode for its candidate.py) would run in the next candidate's process
+    seen["a worker's folder written"] = any(_writes(w) for w in glob.glob(os.path.join(workspace, "jobs", "*-worker")))
+    seen["the log replaced by a link"] = _relinks_log()
     replaced = False
     for oracle in oracles:
         task = os.path.join(oracle, "task.py")
