@@ -172,6 +172,11 @@ CASES = [
      "torch.randn(37, {cols}), torch.randn(45, {cols})", "DTYPE = torch.bfloat16"),
     ("matmul-inputs-matrix-vector", "        pass", "        return torch.matmul(x, y)",
      "torch.randn(2, 50, {cols}), torch.randn({cols}, 1)", ""),
+    ("matmul-bmm-inputs", "        pass", "        return torch.bmm(x, y)",
+     "torch.randn(3, 20, {cols}), torch.randn(3, {cols}, 24)", ""),
+    ("matmul-batched-scores-softmax", "        pass",
+     "        return torch.softmax(x @ y.transpose(-2, -1) * 0.125, dim=-1)",
+     "torch.randn(2, 3, 16, {cols}), torch.randn(2, 3, 40, {cols})", ""),
     ("matmul-einsum-4d-fp16", "        pass", '        return torch.einsum("bijl,lk->bijk", x, y) * 0.5',
      "torch.randn(2, 3, 7, {cols}), torch.randn({cols}, 40)", "DTYPE = torch.float16"),
     ("matmul-einsum-weight-nk", "        self.w = nn.Parameter(torch.randn(24, n) * 0.05)",
@@ -211,7 +216,8 @@ SLOW_CASES = {"flat-gelu-tanh", "chunk-glu-bf16", "layernorm-module-bf16", "var-
               "dim-global-mean-and-all", "adaptive-avgpool-after-multiply", "sequence-conv-pool",
               "scan-reversed-cumsum-fp16", "scan-exclusive-cumprod-dim0-bf16", "norm-inf-over-dim0",
               "norm-1-keepdim-bf16", "split-mean-over-dim0-bf16", "split-global-max", "norm-fro-then-divide",
-              "conv2d-depthwise-bf16", "linear-groupnorm-sequence", "matmul-einsum-4d-fp16"}
+              "conv2d-depthwise-bf16", "linear-groupnorm-sequence", "matmul-einsum-4d-fp16",
+              "matmul-bmm-inputs"}
 """Cases the default run leaves to ``make test-all``: each has a sibling of the same family that runs."""
 
 
@@ -584,3 +590,41 @@ def test_an_einsum_that_is_not_a_matmul_is_not_taken_for_one() -> None:
         node = graph.call_function(torch.einsum, (equation, a, b))
         found = matmul._einsum_as_matmul(node)
         assert (found is not None) == (equation == "ij,jk->ik"), equation
+
+
+@pytest.mark.parametrize("forward, inputs, why", [
+    ("return x @ y", "torch.randn(4, 6, 40), torch.randn(1, 40, 24)", "same batch dims"),
+    ("return x @ y.T", "torch.randn(4, 6, 40), torch.randn(24, 40, 4)", "last two dims swapped"),
+    ("return (x @ y) @ y.transpose(1, 2)", "torch.randn(4, 6, 40), torch.randn(4, 40, 40)", "chain of batched"),
+    ("return x @ y + z", "torch.randn(4, 6, 40), torch.randn(4, 40, 24), torch.randn(4, 6, 24)",
+     "per-column values"),
+])
+def test_a_batched_matmul_the_kernel_cannot_take_is_refused_with_its_reason(tmp_path: Path, forward: str,
+                                                                              inputs: str, why: str) -> None:
+    """The batched GEMM takes equal batch dims, operands as they are or with their last two dims swapped,
+    one stage, and an epilogue of per-column values: anything else is refused, saying which."""
+    from kernelevo.agent.builtin.program import CannotCover
+
+    path = tmp_path / "batched.py"
+    path.write_text(f"""import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, {"x, y, z" if inputs.count("randn") == 3 else "x, y"}):
+        {forward}
+
+
+def get_inputs():
+    return [{inputs}]
+
+
+def get_init_inputs():
+    return []
+""")
+    with pytest.raises(CannotCover, match=why):
+        from kernelevo.agent.builtin import matmul
+        from kernelevo.tasks.loader import import_task_module
+
+        module = import_task_module(path, "full")
+        matmul.lower_chain(module.Model(), module.get_inputs())

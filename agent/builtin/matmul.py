@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from kernelevo.agent.builtin.lower import lower
 from kernelevo.agent.builtin.program import CannotCover, Program
 
-MATMUL_TARGETS = (torch.matmul, operator.matmul, torch.mm)
+MATMUL_TARGETS = (torch.matmul, operator.matmul, torch.mm, torch.bmm)
 TRIANGLES = {torch.triu: "triu", torch.tril: "tril"}
 
 
@@ -53,6 +53,9 @@ class Stage:
     tail: Program | None = None
     """Row operations after the last stage's pointwise epilogue (a softmax, a sum over the row, a
     norm): a second kernel over the stage's stored output (last stage only)."""
+    batched: bool = False
+    """Both operands carry the same leading (batch) dims, ``bmm``-style: one GEMM per batch, along the
+    grid's second axis (a chain of one stage only)."""
 
 
 @dataclass
@@ -84,8 +87,8 @@ class _Capture(torch.fx.Interpreter):
 
 
 def _transpose_of(node: Any) -> torch.fx.Node | None:
-    """The node a 2-D transpose view reads (``x.T``, ``x.mT``, ``x.t()``, ``x.transpose(0, 1)``,
-    ``x.permute(1, 0)``), or None."""
+    """The node a transpose view reads (``x.T``, ``x.mT``, ``x.t()``, ``x.transpose(0, 1)``,
+    ``x.transpose(-2, -1)``, ``x.permute(1, 0)``), or None."""
     if not isinstance(node, torch.fx.Node):
         return None
     args = node.args
@@ -95,7 +98,9 @@ def _transpose_of(node: Any) -> torch.fx.Node | None:
         return args[0]
     if (node.op == "call_method" and node.target == "transpose") or (
             node.op == "call_function" and node.target is torch.transpose):
-        if len(args) == 3 and {args[1], args[2]} in ({0, 1}, {-1, -2}, {0, -1}, {1, -2}):
+        # any two dims: on a matrix every pair swaps its two; on a batch of matrices the batched
+        # kernel accepts only the last two (``_swaps_last_two``)
+        if len(args) == 3 and all(isinstance(d, int) for d in args[1:]) and args[1] != args[2]:
             return args[0]
     if node.op == "call_method" and node.target == "permute":
         dims = args[1] if len(args) == 2 and isinstance(args[1], (tuple, list)) else args[1:]
@@ -153,7 +158,7 @@ def _linear(gm: torch.fx.GraphModule, node: torch.fx.Node) -> Linear | None:
         raise CannotCover("F.linear with a weight that is not a parameter")
     einsum = _einsum_as_matmul(node)
     if einsum is not None or (node.op == "call_function" and node.target in MATMUL_TARGETS) or (
-            node.op == "call_method" and node.target in ("matmul", "mm")):
+            node.op == "call_method" and node.target in ("matmul", "mm", "bmm")):
         left_arg, right_arg, flip = einsum if einsum is not None else (node.args[0], node.args[1], False)
         right = _operand(right_arg)
         if right is None:
@@ -225,10 +230,12 @@ def lower_chain(model: nn.Module, inputs: list[Any]) -> list[Stage]:
         if found.a_transposed and capture.seen[chain_input.name].dim() != 2:
             raise CannotCover("a transposed left operand is covered for a 2-D input only")
         w = capture.seen[found.weight] if found.weight_input else _param(gm, found.weight)
-        if w.dim() != 2:
-            raise CannotCover(f"the matmul's right operand {found.weight} is not a matrix (a batched matmul of "
-                              "two inputs is not covered)")
-        n, k = (w.shape[0], w.shape[1]) if found.transposed else (w.shape[1], w.shape[0])
+        batched = w.dim() > 2
+        if batched:
+            _check_batched(found, w, capture.seen[chain_input.name], len(groups))
+        elif w.dim() != 2:
+            raise CannotCover(f"the matmul's right operand {found.weight} is not a matrix")
+        n, k = (w.shape[-2], w.shape[-1]) if found.transposed else (w.shape[-1], w.shape[-2])
         acc = capture.seen[linear.name]
         tail = None
         try:
@@ -239,12 +246,39 @@ def lower_chain(model: nn.Module, inputs: list[Any]) -> list[Stage]:
                 raise
             epilogue_nodes, program, tail = _split_tail(gm, linear, found.bias, epilogue_nodes, acc, capture,
                                                         placeholders)
+        if batched and program is not None and any(o.kind == "row" for o in program.operands[1:]):
+            raise CannotCover("a batched matmul's epilogue may read per-column values and numbers, not another "
+                              "tensor of its output's shape")
         out = capture.seen[epilogue_nodes[-1].name] if epilogue_nodes else acc
         stages.append(Stage(weight=found.weight, transposed=found.transposed, n=int(n), k=int(k), epilogue=program,
                             out_dtype=str(out.dtype).removeprefix("torch."), chain_input=placeholders[0].name,
                             weight_input=found.weight_input, a_transposed=found.a_transposed, triangle=triangle,
-                            tail=tail))
+                            tail=tail, batched=batched))
     return stages
+
+
+def _check_batched(found: Linear, w: torch.Tensor, left: torch.Tensor, stages: int) -> None:
+    """CannotCover unless a matmul with a right operand of more than 2 dims is one the batched kernel
+    takes: one stage, both operands of the same rank and batch dims (no broadcasting), the left read
+    as it is, the right read as it is or with its last two dims swapped."""
+    if stages != 1:
+        raise CannotCover("a chain of batched matmuls is not covered (one batched matmul, with its epilogue)")
+    if found.a_transposed or any(not _swaps_last_two(v, w.dim()) for v in found.views):
+        raise CannotCover("a batched matmul's operands are covered as they are or with their last two dims swapped")
+    if left.dim() != w.dim() or left.shape[:-2] != w.shape[:-2]:
+        raise CannotCover(f"a batched matmul of {list(left.shape)} and {list(w.shape)}: covered when both have "
+                          "the same batch dims (no broadcasting)")
+
+
+def _swaps_last_two(view: torch.fx.Node, ndim: int) -> bool:
+    """Whether a transpose view of a tensor of ``ndim`` dims swaps exactly its last two."""
+    if view.op == "call_function" and view.target is getattr:
+        return view.args[1] == "mT"  # .T reverses every dim
+    if (view.op == "call_method" and view.target == "transpose") or (
+            view.op == "call_function" and view.target is torch.transpose):
+        dims = {int(d) % ndim for d in view.args[1:3]}
+        return dims == {ndim - 2, ndim - 1}
+    return False
 
 
 def _split_tail(gm: torch.fx.GraphModule, linear: torch.fx.Node, bias: Any, nodes: list[torch.fx.Node],

@@ -17,11 +17,11 @@ from kernelevo.agent.builtin import codegen, expressions
 from kernelevo.agent.builtin.matmul import Stage
 
 MATMUL_KERNEL = '''@triton.jit
-def {name}(a_ptr, w_ptr, {operands}out_ptr, M, N, K, stride_am, stride_ak, stride_wn, stride_wk,
+def {name}(a_ptr, w_ptr, {operands}out_ptr, M, N, K, stride_am, stride_ak, stride_wn, stride_wk,{batch_args}
 {pad}BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 {pad}EVEN_K: tl.constexpr, WIDE: tl.constexpr, WIDEN: tl.constexpr{split_arg}):
     # Grouped ordering: GROUP_M row-blocks share each column-block of W while it is in L2.
-    pid = tl.program_id(0)
+    pid = tl.program_id(0){batch_start}
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     in_group = GROUP_M * num_pid_n
@@ -65,6 +65,15 @@ def {name}(a_ptr, w_ptr, {operands}out_ptr, M, N, K, stride_am, stride_ak, strid
 '''
 
 K_LOOP = "    for k in range(0, tl.cdiv(K, BLOCK_K)):"
+
+BATCH_ARGS = " stride_ab, stride_wb,"
+BATCH_START = """
+    # A batched matmul: the grid's second axis is the batch; A, W and the output start at its
+    # matrices (64-bit offsets: a batch of matrices may pass 2**31 elements).
+    batch = tl.program_id(1).to(tl.int64)
+    a_ptr += batch * stride_ab
+    w_ptr += batch * stride_wb
+    out_ptr += batch * M * N"""
 
 TRIANGLE_K_LOOP = '''    # A tile the {kind} zeroes entirely stores zeros without reading A or W: about half the tiles.
     live = {live}
@@ -162,6 +171,8 @@ def tma_ready(stages: Sequence[Stage], dtype: str) -> str | None:
     """Why the TMA template cannot take these stages (None: it can): a descriptor needs row strides
     that are multiples of 16 bytes."""
     itemsize = getattr(torch, dtype).itemsize
+    if any(st.batched for st in stages):
+        return "a batched matmul (the tensor descriptors are 2-D)"
     if any(st.a_transposed for st in stages):
         return "the left operand is read transposed (its rows are not contiguous)"
     for st in stages:
@@ -209,8 +220,12 @@ def kernel(stage: Stage, index: int, precision: str | None, split_k: int = 1, tm
                                  finish=textwrap.indent(epilogue, "    "))
     if split_k <= 1:
         return MATMUL_KERNEL.format(name=name, operands=operands, pad=" " * (len(name) + 5), precision=precision,
-                                    split_arg="", k_loop=k_loop, finish=epilogue)
+                                    split_arg="", k_loop=k_loop, finish=epilogue,
+                                    batch_args=BATCH_ARGS if stage.batched else "",
+                                    batch_start=BATCH_START if stage.batched else "")
+    assert not stage.batched, "split-K is not offered for a batched matmul"
     main = MATMUL_KERNEL.format(name=name, operands="", pad=" " * (len(name) + 5), precision=precision,
+                                batch_args="", batch_start="",
                                 split_arg=", SPLIT_K: tl.constexpr", k_loop=SPLIT_K_LOOP,
                                 finish=SPLIT_K_STORE.format(name=name))
     reduce = SPLIT_K_REDUCE.format(name=name, operands=operands, pad=" " * (len(name) + 12))
@@ -223,6 +238,8 @@ def forward(stages: list[Stage], input_name: str, params: dict[str, Any], inputs
     ``inputs``: the reference's arguments in order (default: just ``input_name``); the others than
     ``input_name`` are residuals added in an epilogue, flattened the same way. ``tma``: the
     persistent TMA kernels (:func:`tma_ready` says when they apply)."""
+    if stages[0].batched:
+        return batched_forward(stages[0], input_name, params, inputs)
     weights = {st.weight for st in stages if st.weight_input}
     extra_inputs = [x for x in inputs if x != input_name and x not in weights]
     if stages[0].a_transposed:  # the kernel reads A^T through its strides
@@ -283,5 +300,33 @@ def forward(stages: list[Stage], input_name: str, params: dict[str, Any], inputs
         body.append("h = out")
     result = "h" if stages[0].a_transposed else f"h.reshape(*{input_name}.shape[:-1], h.shape[-1])"
     body.append(f"return self._kernelevo_tail({result})" if stages[-1].tail is not None else f"return {result}")
+    args = ", ".join(inputs or [input_name])
+    return f"def forward(self, {args}):\n" + "\n".join("    " + line for line in body) + "\n"
+
+
+def batched_forward(stage: Stage, input_name: str, params: dict[str, Any], inputs: Sequence[str] = ()) -> str:
+    """``ModelNew.forward`` of one batched matmul: both operands viewed as [batch, rows, cols] (no
+    copy where their strides allow), one launch over (output tiles, batch), the leading dims restored."""
+    w = stage.weight
+    # W is [K, N] per batch, or [N, K] when read transposed: the kernel takes its strides along N and K
+    n_k = "w3.stride(1), w3.stride(2)" if stage.transposed else "w3.stride(2), w3.stride(1)"
+    n = "w3.shape[1]" if stage.transposed else "w3.shape[2]"
+    cols = [o.source for o in stage.epilogue.operands[1:]] if stage.epilogue else []
+    body = [f"a3 = {input_name}.reshape(-1, {input_name}.shape[-2], {input_name}.shape[-1])",
+            f"w3 = {w}.reshape(-1, {w}.shape[-2], {w}.shape[-1])",
+            "batch, m, k = a3.shape",
+            f"n = {n}",
+            f"out = torch.empty((batch, m, n), dtype=torch.{stage.out_dtype}, device=a3.device)",
+            f"BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M = {params['BLOCK_M']}, {params['BLOCK_N']}, {params['BLOCK_K']}, "
+            f"{params['GROUP_M']}",
+            "grid = (triton.cdiv(m, BLOCK_M) * triton.cdiv(n, BLOCK_N), batch)",
+            "stage0_kernel[grid](",
+            f"    a3, w3, {''.join(c + ', ' for c in cols)}out, m, n, k, a3.stride(1), a3.stride(2), {n_k}, "
+            "a3.stride(0), w3.stride(0),",
+            "    BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M,",
+            "    EVEN_K=k % BLOCK_K == 0, WIDE=max(m, n) * max(k, n) >= 2**31, WIDEN=INTERPRETED,",
+            f"    num_warps={params['num_warps']}, num_stages={params['num_stages']})",
+            f"h = out.reshape(*{input_name}.shape[:-1], n)"]
+    body.append("return self._kernelevo_tail(h)" if stage.tail is not None else "return h")
     args = ", ".join(inputs or [input_name])
     return f"def forward(self, {args}):\n" + "\n".join("    " + line for line in body) + "\n"

@@ -225,7 +225,7 @@ def _matmul_seeds(plan: Plan) -> Seeds:
     tiles = min(-(-plan.rows // 64) * -(-st.n // 128) for st in stages_)
     k = min(st.k for st in stages_)
     sms = target().sms
-    if tiles < sms and k >= 512:
+    if tiles < sms and k >= 512 and not any(st.batched for st in stages_):
         split = _clamp(next_pow2(-(-sms // tiles)), "SPLIT_K")
         split = max(2, min(split, k // 256))
         seed = ("gemm", {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 4,

@@ -85,7 +85,7 @@ class Plan:
             parts = []
             for st in self.extra["stages"]:
                 epilogue = f" + {', '.join(st.epilogue.ops) or 'bias'}" if st.epilogue else ""
-                parts.append(f"GEMM {st.k}->{st.n}{epilogue}")
+                parts.append(f"{'batched ' if st.batched else ''}GEMM {st.k}->{st.n}{epilogue}")
             tail = self.extra["stages"][-1].tail
             then = f", then a row kernel ({', '.join(tail.ops)})" if tail is not None else ""
             return f"matmul chain ({'; '.join(parts)}){then} on {self.rows} rows, {self.dtype}"
@@ -207,7 +207,7 @@ def _full_weight_shapes(full: torch.nn.Module | None, stages: list[matmul.Stage]
             for part in st.weight.removeprefix("self.").split("."):
                 w = getattr(w, part)
             shape = w.shape
-        st.n, st.k = (int(shape[0]), int(shape[1])) if st.transposed else (int(shape[1]), int(shape[0]))
+        st.n, st.k = (int(shape[-2]), int(shape[-1])) if st.transposed else (int(shape[-1]), int(shape[-2]))
 
 
 def _small(task: Task) -> tuple[torch.nn.Module, list[Any], Any]:
