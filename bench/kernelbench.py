@@ -32,6 +32,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -84,8 +86,7 @@ def coverage(path: Path, memory_gb: float, timeout_s: float) -> dict[str, Any]:
     """One file recognised in a fresh process (a memory cap and a time limit)."""
     began = time.monotonic()
     try:
-        done = subprocess.run([sys.executable, "-c", COVERAGE_PROBE, str(path), str(int(memory_gb * 2**30))],
-                              capture_output=True, text=True, timeout=timeout_s, cwd=ROOT)
+        done = run_within([sys.executable, "-c", COVERAGE_PROBE, str(path), str(int(memory_gb * 2**30))], timeout_s)
     except subprocess.TimeoutExpired:
         return {"covered": False, "reason": f"recognising took over {timeout_s:.0f} s", "harness": True}
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
@@ -109,6 +110,20 @@ print(strategy, params)
 """
 
 
+def run_within(cmd: list[str], timeout_s: float) -> subprocess.CompletedProcess:
+    """``cmd`` in a session of its own, its whole process group (the sandboxed jobs an `optimize` or
+    `eval` starts) killed when ``timeout_s`` runs out; then ``TimeoutExpired`` as ``subprocess.run``."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=max(timeout_s, 1.0))
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
 def judge_on_cpu(path: Path, timeout_s: float) -> dict[str, Any]:
     """The first seed rendered and judged by the harness on this machine (the Triton interpreter, the
     file's automatic small size): the strategist's candidate is correct, or why not. No timing."""
@@ -116,17 +131,16 @@ def judge_on_cpu(path: Path, timeout_s: float) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as scratch:
         candidate = Path(scratch) / "candidate.py"
         try:
-            made = subprocess.run([sys.executable, "-c", JUDGE_PROBE, str(path), str(candidate)],
-                                  capture_output=True, text=True, cwd=ROOT, timeout=timeout_s)
+            made = run_within([sys.executable, "-c", JUDGE_PROBE, str(path), str(candidate)], timeout_s)
         except subprocess.TimeoutExpired:
             return {"correct": False, "reason": f"rendering took over {timeout_s:.0f} s", "harness": True}
         if made.returncode != 0:
             return {"correct": False, "harness": True, "reason": f"rendering failed: {made.stderr.strip()[-300:]}"}
         cli = [sys.executable, "-m", "kernelevo.agent.cli"]
+        left = timeout_s - (time.monotonic() - began)  # rendering and judging share the problem's limit
         try:
-            done = subprocess.run([*cli, "eval", str(path), str(candidate), "--json", "--sandbox", "process",
-                                   "--timeout", str(max(10, int(0.75 * timeout_s)))], capture_output=True,
-                                  text=True, cwd=ROOT, timeout=timeout_s)
+            done = run_within([*cli, "eval", str(path), str(candidate), "--json", "--sandbox", "process",
+                               "--timeout", str(max(10, int(0.75 * left)))], left)
         except subprocess.TimeoutExpired:
             return {"correct": False, "reason": f"judging took over {timeout_s:.0f} s", "harness": True}
     try:
@@ -144,9 +158,8 @@ def optimize(path: Path, max_evals: int, timeout_s: float) -> dict[str, Any]:
         began = time.monotonic()
         cli = [sys.executable, "-m", "kernelevo.agent.cli"]
         try:
-            done = subprocess.run([*cli, "optimize", str(path), "--policy", "builtin", "--max-evals", str(max_evals),
-                                   "--run-dir", str(run_dir)], capture_output=True, text=True, timeout=timeout_s,
-                                  cwd=ROOT)
+            done = run_within([*cli, "optimize", str(path), "--policy", "builtin", "--max-evals", str(max_evals),
+                               "--run-dir", str(run_dir)], timeout_s)
         except subprocess.TimeoutExpired:
             return {"correct": False, "reason": f"the run took over {timeout_s:.0f} s", "harness": True}
         status = subprocess.run([*cli, "status", str(run_dir), "--json"], capture_output=True, text=True, cwd=ROOT)

@@ -110,3 +110,18 @@ def test_a_sweep_never_runs_past_stop_after_and_records_no_problem_it_cut(tmp_pa
     assert all(limit <= 100 for _, limit in limits), limits
     assert "[2/3] level1/2_Slow: started" in printed and "cut short by --stop-after" in printed
     assert list(json.loads(out.read_text())["optimize"]) == ["level1/1_Fast"]
+
+
+def test_a_problem_past_its_limit_takes_its_whole_process_group_down(tmp_path: Path) -> None:
+    """An `optimize` or `eval` killed at its limit must not leave its sandboxed jobs running."""
+    import subprocess
+    import time
+
+    bench = _kernelbench_bench()
+    marker = tmp_path / "child.pid"
+    with pytest.raises(subprocess.TimeoutExpired):
+        bench.run_within(["sh", "-c", f"sleep 60 & echo $! > {marker}; wait"], 1.0)
+    child = int(marker.read_text())
+    time.sleep(0.2)
+    state = Path(f"/proc/{child}/stat")
+    assert not state.exists() or state.read_text().split()[2] == "Z", "the job's child outlived it"

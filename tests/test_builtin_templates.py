@@ -598,6 +598,7 @@ def test_an_einsum_that_is_not_a_matmul_is_not_taken_for_one() -> None:
     ("return (x @ y) @ y.transpose(1, 2)", "torch.randn(4, 6, 40), torch.randn(4, 40, 40)", "chain of batched"),
     ("return x @ y + z", "torch.randn(4, 6, 40), torch.randn(4, 40, 24), torch.randn(4, 6, 24)",
      "per-column values"),
+    ("return x @ y.transpose(1, -1)", "torch.randn(6, 40), torch.randn(40, 24)", "swaps a dim with itself"),
 ])
 def test_a_batched_matmul_the_kernel_cannot_take_is_refused_with_its_reason(tmp_path: Path, forward: str,
                                                                               inputs: str, why: str) -> None:

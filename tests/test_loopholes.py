@@ -302,6 +302,10 @@ def test_the_judges_own_files_are_out_of_a_candidates_reach(tier: str, cache_dir
             planted = list(workspace.rglob("planted-by-candidate"))
             assert not planted and not list(workspace.rglob("task.py.gone")), planted
             assert not any(p.is_symlink() for p in workspace.rglob("process.log"))
+            if tier == "unshare":  # the oracle's temporary files are out of the host's shared /tmp
+                info = (workspace / "trusted-cache" / "tmp").stat()
+                assert info.st_uid == 0 and info.st_mode & 0o777 == 0o700
+                assert evaluator.env(trusted=True)["TMPDIR"] == str(workspace / "trusted-cache" / "tmp")
     finally:
         shutil.rmtree(workspace, ignore_errors=True)
 
@@ -310,10 +314,10 @@ def test_a_workspace_the_sandbox_user_cannot_enter_is_refused_in_one_line(cache_
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """Without bubblewrap, a workspace under a closed folder (a root home, pytest's own temporary
     folders) would make every candidate fail to import its task: it is refused before any job runs."""
-    from kernelevo.sandbox.judge.evaluate import EvalConfig, EvalError, Evaluator
-
     import shutil
     import tempfile
+
+    from kernelevo.sandbox.judge.evaluate import EvalConfig, EvalError, Evaluator
 
     _as_root_in("unshare", monkeypatch)
     closed = Path(tempfile.mkdtemp(prefix="kernelevo-test-"))  # mode 700, in an open /tmp

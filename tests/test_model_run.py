@@ -23,8 +23,8 @@ import torch.nn.functional as F
 from typer.testing import CliRunner
 
 from conftest import ROOT
-from kernelevo.agent.model import run as mr
 from kernelevo.agent.cli import app
+from kernelevo.agent.model import run as mr
 from kernelevo.agent.store import RunStore
 from kernelevo.tasks import load_task
 from kernelevo.tasks import regions as rg

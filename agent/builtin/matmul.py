@@ -123,8 +123,8 @@ def _operand(node: Any) -> tuple[torch.fx.Node, bool, tuple[torch.fx.Node, ...]]
 
 def _einsum_as_matmul(node: torch.fx.Node) -> tuple[Any, Any, bool] | None:
     """``(left, right, right transposed)`` for an einsum that is a matmul with a 2-D right operand
-    contracting the left's last dimension (``"bijl,lk->bijk"``, or ``"...l,kl->...k"`` for a right
-    operand held as [N, K]), else None."""
+    contracting the left's last dimension (``"bijl,lk->bijk"``, or ``"bl,kl->bk"`` for a right operand
+    held as [N, K]; no ellipsis), else None."""
     if not (node.op == "call_function" and node.target is torch.einsum and len(node.args) == 3
             and isinstance(node.args[0], str)):
         return None
@@ -235,6 +235,8 @@ def lower_chain(model: nn.Module, inputs: list[Any]) -> list[Stage]:
             _check_batched(found, w, capture.seen[chain_input.name], len(groups))
         elif w.dim() != 2:
             raise CannotCover(f"the matmul's right operand {found.weight} is not a matrix")
+        elif any(not _swaps_last_two(v, 2) for v in found.views):
+            raise CannotCover("a transpose of a matrix that swaps a dim with itself")
         n, k = (w.shape[-2], w.shape[-1]) if found.transposed else (w.shape[-1], w.shape[-2])
         acc = capture.seen[linear.name]
         tail = None
@@ -271,14 +273,15 @@ def _check_batched(found: Linear, w: torch.Tensor, left: torch.Tensor, stages: i
 
 
 def _swaps_last_two(view: torch.fx.Node, ndim: int) -> bool:
-    """Whether a transpose view of a tensor of ``ndim`` dims swaps exactly its last two."""
+    """Whether a transpose view of a tensor of ``ndim`` dims swaps exactly its last two (``transpose(1,
+    -1)`` of a matrix swaps nothing; ``.T`` of a batch reverses every dim)."""
     if view.op == "call_function" and view.target is getattr:
-        return view.args[1] == "mT"  # .T reverses every dim
+        return view.args[1] == "mT" or ndim == 2
     if (view.op == "call_method" and view.target == "transpose") or (
             view.op == "call_function" and view.target is torch.transpose):
         dims = {int(d) % ndim for d in view.args[1:3]}
         return dims == {ndim - 2, ndim - 1}
-    return False
+    return ndim == 2  # .t() and permute(1, 0), which only a matrix takes
 
 
 def _split_tail(gm: torch.fx.GraphModule, linear: torch.fx.Node, bias: Any, nodes: list[torch.fx.Node],
@@ -404,6 +407,8 @@ def _epilogue(gm: torch.fx.GraphModule, linear: torch.fx.Node, bias: Any, nodes:
         raise CannotCover("a number passed to forward after a linear (covered: in pointwise and row kernels)")
     if program.kind != "pointwise":
         raise CannotCover("a reduction after a linear is not covered in a matmul chain")
+    if any(o.kind == "channel" for o in program.operands):
+        raise CannotCover("a per-channel value (shaped [C, 1]) after a linear is not covered in a matmul chain")
     if bias is not None:
         # Eager (cuBLAS) adds the bias to the fp32 accumulator and rounds once: so do we.
         program.nodes[0].round_to = None

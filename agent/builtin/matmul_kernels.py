@@ -68,9 +68,12 @@ K_LOOP = "    for k in range(0, tl.cdiv(K, BLOCK_K)):"
 
 BATCH_ARGS = " stride_ab, stride_wb,"
 BATCH_START = """
-    # A batched matmul: the grid's second axis is the batch; A, W and the output start at its
-    # matrices (64-bit offsets: a batch of matrices may pass 2**31 elements).
-    batch = tl.program_id(1).to(tl.int64)
+    # A batched matmul: the batch is folded into the grid's one axis (the others stop at 65535), one
+    # batch's output tiles after another; A, W and the output start at its matrices (64-bit offsets:
+    # a batch of matrices may pass 2**31 elements).
+    batch_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
+    batch = (pid // batch_tiles).to(tl.int64)
+    pid = pid % batch_tiles
     a_ptr += batch * stride_ab
     w_ptr += batch * stride_wb
     out_ptr += batch * M * N"""
@@ -306,7 +309,8 @@ def forward(stages: list[Stage], input_name: str, params: dict[str, Any], inputs
 
 def batched_forward(stage: Stage, input_name: str, params: dict[str, Any], inputs: Sequence[str] = ()) -> str:
     """``ModelNew.forward`` of one batched matmul: both operands viewed as [batch, rows, cols] (no
-    copy where their strides allow), one launch over (output tiles, batch), the leading dims restored."""
+    copy where their strides allow), one launch over every batch's output tiles, the leading dims
+    restored."""
     w = stage.weight
     # W is [K, N] per batch, or [N, K] when read transposed: the kernel takes its strides along N and K
     n_k = "w3.stride(1), w3.stride(2)" if stage.transposed else "w3.stride(2), w3.stride(1)"
@@ -319,12 +323,14 @@ def batched_forward(stage: Stage, input_name: str, params: dict[str, Any], input
             f"out = torch.empty((batch, m, n), dtype=torch.{stage.out_dtype}, device=a3.device)",
             f"BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M = {params['BLOCK_M']}, {params['BLOCK_N']}, {params['BLOCK_K']}, "
             f"{params['GROUP_M']}",
-            "grid = (triton.cdiv(m, BLOCK_M) * triton.cdiv(n, BLOCK_N), batch)",
+            "grid = (triton.cdiv(m, BLOCK_M) * triton.cdiv(n, BLOCK_N) * batch,)",
+            "# 64-bit offsets when one matrix's farthest element (through its strides) or the output passes 2**31",
+            "span = max(sum((d - 1) * abs(s) for d, s in zip(t.shape[1:], t.stride()[1:])) for t in (a3, w3))",
             "stage0_kernel[grid](",
             f"    a3, w3, {''.join(c + ', ' for c in cols)}out, m, n, k, a3.stride(1), a3.stride(2), {n_k}, "
             "a3.stride(0), w3.stride(0),",
             "    BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M,",
-            "    EVEN_K=k % BLOCK_K == 0, WIDE=max(m, n) * max(k, n) >= 2**31, WIDEN=INTERPRETED,",
+            "    EVEN_K=k % BLOCK_K == 0, WIDE=max(span, m * n) >= 2**31, WIDEN=INTERPRETED,",
             f"    num_warps={params['num_warps']}, num_stages={params['num_stages']})",
             f"h = out.reshape(*{input_name}.shape[:-1], n)"]
     body.append("return self._kernelevo_tail(h)" if stage.tail is not None else "return h")

@@ -1,2 +1,2 @@
-"""Whole networks: capture, fusible regions, their runtime in context, reassembly, the end-to-end check
-and export (``optimize-model``)."""
+"""Whole networks (``optimize-model``): time the fusible regions ``tasks/regions.py`` captures, run their
+searches, reassemble the network, check it end to end, and export it with ``optimize(model)``."""

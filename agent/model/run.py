@@ -23,8 +23,8 @@ import torch
 import torch.nn as nn
 from pydantic import BaseModel, Field
 
-from kernelevo.agent.model import check as mc
 from kernelevo.agent.budget import Budget
+from kernelevo.agent.model import check as mc
 from kernelevo.agent.model.runtime import (  # noqa: F401 - the runtime's names, for callers of this module
     FixedShapes,
     KernelRegion,

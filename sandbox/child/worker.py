@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import faulthandler
 import importlib.util
+import os
 import sys
 import threading
 import time
@@ -19,12 +20,27 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-import torch
 
-from kernelevo.sandbox import wire
-from kernelevo.sandbox.child import autotune, inputs
-from kernelevo.sandbox.child.launches import LaunchRecorder, OpRecorder
-from kernelevo.sandbox.child.timed import (
+def _not_attachable() -> None:
+    """No other process of the sandbox's user may attach to this one (ptrace, /proc/PID/mem): without
+    a PID namespace of its own, an earlier candidate could otherwise patch the spare process that
+    will judge the next one."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+    except (OSError, AttributeError):
+        pass
+
+
+_not_attachable()  # first of all: importing torch takes a second, in which the process would be open
+
+import torch  # noqa: E402
+
+from kernelevo.sandbox import wire  # noqa: E402
+from kernelevo.sandbox.child import autotune, inputs  # noqa: E402
+from kernelevo.sandbox.child.launches import LaunchRecorder, OpRecorder  # noqa: E402
+from kernelevo.sandbox.child.timed import (  # noqa: E402
     GraphTimedCall,
     TimedCall,
     flat_outputs,
@@ -33,7 +49,7 @@ from kernelevo.sandbox.child.timed import (
     warm_host,
     warm_up,
 )
-from kernelevo.tasks.loader import import_task_module
+from kernelevo.tasks.loader import import_task_module  # noqa: E402
 
 MARKER_CYCLES = 1000
 """The forensic pass's marker: ``torch.cuda._sleep`` launched once the reference's own constructor
@@ -94,6 +110,7 @@ class Worker:
             del reference
         began = time.perf_counter()
         try:
+            _caches_of(Path(msg["candidate"]))
             module = _import_candidate(Path(msg["candidate"]))
             if not hasattr(module, "ModelNew"):
                 return {"ok": False, "error": "the candidate defines no ModelNew"}
@@ -269,6 +286,23 @@ def serve(channel: wire.Channel) -> None:
         channel.send(reply)
         if msg.get("op") == "finish":
             return
+
+
+_SHARED_CACHES = {name: os.environ.get(name) for name in ("TRITON_CACHE_DIR", "TORCH_EXTENSIONS_DIR",
+                                                           "TORCHINDUCTOR_CACHE_DIR")}
+"""The run's compile caches as the process was started with them (the candidate's own are inside)."""
+
+
+def _caches_of(candidate: Path) -> None:
+    """Compile into caches of this candidate's own (by its source's hash), inside the run's cache: a
+    kernel, an extension or its lock planted there by an earlier candidate is then found only by a
+    candidate with the very same source. The timing and forensic processes of one candidate share them."""
+    import hashlib
+
+    digest = hashlib.sha256(candidate.read_bytes()).hexdigest()[:16]
+    for name, base in _SHARED_CACHES.items():
+        if base:
+            os.environ[name] = str(Path(base).parent / "by-candidate" / digest / Path(base).name)
 
 
 def main() -> int:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelevo.sandbox import wire
-from kernelevo.sandbox.isolation.namespaces import hand_over, keep_private, process_identity
+from kernelevo.sandbox.isolation.namespaces import hand_over, keep_private, process_identity, write_into
 from kernelevo.sandbox.isolation.process import Deadline, RunSpec, describe_signal, tail, take_lock
 from kernelevo.sandbox.models import Isolation, JobOutcome
 
@@ -333,8 +333,8 @@ class DockerJob:
             for closable in (self._channel, self.listener, self.lock):
                 if closable is not None:
                     closable.close()
-        log_path = self.spec.job_dir / "process.log"
-        log_path.write_bytes(log)
+        # the job's folder may be the job's to shape (side jobs): never write through a link put there
+        log_path = write_into(self.spec.job_dir, "process.log", log)
         outcome = JobOutcome(returncode=returncode, timed_out=self.timed_out, wall_s=time.monotonic() - self.began,
                              isolation=self.isolation, out_of_memory=oom, too_many_processes=pids_hit,
                              phase=self.phase, log_tail=tail(log_path))

@@ -123,8 +123,10 @@ class Evaluator:
         self.trusted_cache = self.workspace / "trusted-cache"
         if getattr(self.sandbox, "trusted_as_sandbox_user", True):
             hand_over(self.trusted_cache)
+            hand_over(self.trusted_cache / "tmp")
         else:
             keep_private(self.trusted_cache)
+            keep_private(self.trusted_cache / "tmp")
         self._jobs = 0
         self.readable: list[Path] = []
         self.processes = Processes(self)
@@ -151,6 +153,10 @@ class Evaluator:
             "TORCHINDUCTOR_CACHE_DIR": str(caches / "inductor"), "XDG_CACHE_HOME": str(caches / "xdg"),
             "TRITON_CACHE_AUTOTUNING": "1",
         }
+        if trusted:
+            # Without bubblewrap /tmp is the host's: a compiler's temporary files (ptxas writes to a
+            # name it derives from its input's) must not be where a candidate can plant a link.
+            extra["TMPDIR"] = str(caches / "tmp")
         if self.device == "cuda":
             visible = os.environ.get("CUDA_VISIBLE_DEVICES")
             ids = [v.strip() for v in visible.split(",")] if visible else None

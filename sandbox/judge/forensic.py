@@ -210,7 +210,8 @@ def read_pass(record: Any) -> tuple[list[dict[str, Any]], str | None, bool]:
         why = record.failure or f"{failed[0].name}: {failed[0].detail}"
         text = (record.worker.log_tail if record.worker else "") + read_no_follow(log)
         said = ncu.refusal(text)
-        tool_failed = said is not None
+        # ncu's own error, not "no kernel ran" (which is the candidate's doing)
+        tool_failed = said is not None and "no kernel ran" not in said
         if said is None and text.strip():
             said = f"{why} (its log ends: {' | '.join(text.strip().splitlines()[-3:])[:400]})"
         return [], f"under the kernel trace the candidate failed: {said or why}", tool_failed

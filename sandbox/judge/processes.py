@@ -13,9 +13,8 @@ exactly one, then discarded.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any

@@ -8,6 +8,7 @@ to connect to any channel it finds. Run without
 static checks (which reject ``os`` outright): the file permissions alone must stop every attempt.
 Whatever succeeded poisons the output; the probes are printed to the job's log for the test to read."""
 
+import ctypes
 import glob
 import os
 import socket
@@ -71,6 +72,11 @@ def probes():
     # (or bytecode for its candidate.py) would run in the next candidate's process
     seen["a worker's folder written"] = any(_writes(w) for w in glob.glob(os.path.join(workspace, "jobs", "*-worker")))
     seen["the log replaced by a link"] = _relinks_log()
+    # another process of the same user could attach to this one (the spare that judges the next candidate)
+    seen["attachable"] = ctypes.CDLL(None).prctl(3, 0, 0, 0, 0) == 1  # PR_GET_DUMPABLE
+    # a compile cache shared with other candidates: an extension or its lock planted for a later one
+    caches = [os.environ.get(v, "") for v in ("TORCH_EXTENSIONS_DIR", "TRITON_CACHE_DIR")]
+    seen["a shared compile cache"] = not all("by-candidate" in c for c in caches)
     replaced = False
     for oracle in oracles:
         task = os.path.join(oracle, "task.py")
