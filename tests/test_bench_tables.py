@@ -10,8 +10,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _builtin_bench():  # noqa: ANN202
-    spec = importlib.util.spec_from_file_location("builtin_bench", ROOT / "bench" / "builtin_bench.py")
+def _bench(name: str):  # noqa: ANN202 - a script of bench/ as a module
+    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -19,7 +19,7 @@ def _builtin_bench():  # noqa: ANN202
 
 
 def test_ratios_within_the_timing_methods_spread_are_ties_not_wins() -> None:
-    bench = _builtin_bench()
+    bench = _bench("builtin_bench")
     rows = {name: {"task": name, "evaluations": 8, "speedup": 2.0, "vs_compile": ratio, "strategy": "tiled"}
             for name, ratio in (("a", 1.10), ("b", 1.02), ("c", 0.97), ("d", 0.90))}
     rows["e"] = {"task": "e", "evaluations": 8, "speedup": None}  # the CPU interpreter: not a speedup
@@ -70,14 +70,6 @@ def test_builtin_bench_runs_a_task_and_records_the_winning_parameters(tmp_path: 
     assert row["why"].startswith("seed: flat tiles of")
 
 
-def _kernelbench_bench():  # noqa: ANN202
-    spec = importlib.util.spec_from_file_location("kernelbench_bench", ROOT / "bench" / "kernelbench.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_a_sweep_never_runs_past_stop_after_and_records_no_problem_it_cut(tmp_path: Path,
                                                                          monkeypatch: pytest.MonkeyPatch,
                                                                          capsys: pytest.CaptureFixture) -> None:
@@ -87,7 +79,7 @@ def test_a_sweep_never_runs_past_stop_after_and_records_no_problem_it_cut(tmp_pa
     import json
     import sys
 
-    bench = _kernelbench_bench()
+    bench = _bench("kernelbench")
     suite = tmp_path / "suite" / "level1"
     suite.mkdir(parents=True)
     for name in ("1_Fast.py", "2_Slow.py", "3_Never.py"):
@@ -117,7 +109,7 @@ def test_a_problem_past_its_limit_takes_its_whole_process_group_down(tmp_path: P
     import subprocess
     import time
 
-    bench = _kernelbench_bench()
+    bench = _bench("kernelbench")
     marker = tmp_path / "child.pid"
     with pytest.raises(subprocess.TimeoutExpired):
         bench.run_within(["sh", "-c", f"sleep 60 & echo $! > {marker}; wait"], 1.0)
