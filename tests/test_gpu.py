@@ -247,8 +247,10 @@ def test_reference_timing_matches_triton_do_bench(evaluator, relu_task) -> None:
 
 def test_host_work_that_sets_the_pace_is_reported(evaluator) -> None:
     """Sixteen launches on a small input: the kernels take a few microseconds, the host's launches far
-    more. The timed call's cover hides the host; back-to-back calls do not, and the verdict reports
-    their pace (not counted: the candidate's process measures it), as do_bench reads the same forward."""
+    more. Back-to-back calls pay the host's time, and the verdict reports their pace (not counted: the
+    candidate's process measures it), as do_bench reads the same forward. The timed call's cover hides
+    up to its own length of host work: where the launches take longer (a slow host, or one that just
+    woke up), the rest is counted in the time itself. Either way the host's cost shows in the verdict."""
     import importlib.util
 
     import torch
@@ -257,14 +259,17 @@ def test_host_work_that_sets_the_pace_is_reported(evaluator) -> None:
     task = load_task("relu", "small")
     verdict, code = evaluator.evaluate(task, candidate("ok_relu_many_launches"))
     assert code == 0, verdict.reason
-    assert verdict.host_bound and verdict.pace_ms > verdict.runtime_ms, (verdict.runtime_ms, verdict.pace_ms)
+    kernels_ms = verdict.forensic["per_call_ms"]  # the sixteen kernels' own time, traced outside
+    assert verdict.pace_ms > 4 * kernels_ms, (verdict.pace_ms, kernels_ms)
+    # hidden by the cover: reported as host-bound; not hidden: counted in the time
+    assert verdict.host_bound or verdict.runtime_ms > 4 * kernels_ms, (verdict.runtime_ms, verdict.pace_ms)
     spec = importlib.util.spec_from_file_location("many_launches", candidate("ok_relu_many_launches"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     model, x = module.ModelNew(), torch.randn(3000, device="cuda")
     ms = triton.testing.do_bench(lambda: model(x), warmup=100, rep=300, return_mode="median")
     # the judge's process also counts each launch (about a microsecond each): a band, not equality
-    assert 0.7 < verdict.pace_ms / ms < 1.6, (verdict.pace_ms, ms)
+    assert 0.7 < verdict.pace_ms / ms < 1.6, (verdict.pace_ms, ms, verdict.runtime_ms)
 
 
 def test_cuda_graph_times_are_reported_beside_and_capture_failures_explained(make_evaluator, relu_task) -> None:
