@@ -1,0 +1,163 @@
+"""The LLM loop's own cost (not a test): a scripted model over real HTTP replays a fixed sequence of
+edits, and the run is timed with one island and with two.
+
+The model is a script on 127.0.0.1 behind the real ``ChatOpenAI`` client (``tests/fake_openai.py``,
+as strict as a real server about message histories). Each turn it edits the best kernel it was shown
+(a SEARCH/REPLACE block on the launch line, the next block size of a fixed sequence), checks the
+result and ends the turn; a reflection gets a one-line note. Its replies are instant, so what the
+run spends beyond the judge's verdicts is the orchestration: the graph, checkpoints, prompts, the
+store and the HTTP round trips.
+
+Per run: evaluations, wall time, the verdicts' own wall time, orchestration overhead per evaluation
+(wall minus the baseline, the final re-judge and the verdicts, over the evaluations; with one island
+verdicts do not overlap, so this is exact there), evaluations per minute, requests and tokens per
+evaluation (the script's token counts are not real: request sizes are given instead).
+
+Usage: python bench/agent_bench.py [--islands 1,2] [--evals 8] [--task relu] [--size full] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from fake_openai import FakeOpenAI, tool_call  # noqa: E402
+
+KEY_ENV = "KERNELEVO_BENCH_KEY"
+START = (ROOT / "tests" / "candidates" / "ok_relu_empty.py").read_text()
+BLOCKS = [2048, 4096, 512, 8192, 256, 16384, 128, 1024]
+"""The block sizes the scripted model steps through, one edit per turn (unique per run)."""
+
+
+class ScriptedModel:
+    """A model that edits the launch line of the kernel it is shown. Thread-safe: islands ask at once."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.blocks = itertools.cycle(BLOCKS)
+
+    def __call__(self, body: dict) -> dict:
+        messages = body["messages"]
+        if messages[0]["content"].startswith("You are a kernel engineer writing short notes"):
+            return {"content": "Larger blocks amortise the launch; the grid kernel stays memory-bound."}
+        last = messages[-1]
+        if last["role"] == "tool":
+            text = str(last.get("content") or "")
+            saved = _saved_id(text)
+            if saved:
+                return {"tool_calls": [tool_call("check_kernel", {"candidate": saved})]}
+            return {"content": "done"}
+        prompt = "\n".join(str(m.get("content") or "") for m in messages)
+        line = next((ln for ln in prompt.splitlines() if "relu_kernel[(" in ln and "BLOCK=" in ln), None)
+        parent = _parent_id(prompt)
+        if line is None or parent is None:
+            return {"tool_calls": [tool_call("write_kernel", {"source": START, "strategy": "grid"})]}
+        with self.lock:
+            block = next(self.blocks)
+        old = line.split("BLOCK=")[1].split(")")[0]
+        new = line.replace(f"cdiv(n, {old})", f"cdiv(n, {block})").replace(f"BLOCK={old}", f"BLOCK={block}")
+        edits = f"<<<<<<< SEARCH\n{line}\n=======\n{new}\n>>>>>>> REPLACE"
+        return {"tool_calls": [tool_call("edit_kernel", {"candidate": parent, "edits": edits,
+                                                         "strategy": f"block-{block}"})]}
+
+
+def _saved_id(text: str) -> str | None:
+    """The candidate id a write or an edit reported ("saved as candidate <id>")."""
+    marker = "saved as candidate "
+    if marker not in text:
+        return None
+    return text.split(marker, 1)[1].split()[0].strip(".,:;")
+
+
+def _parent_id(prompt: str) -> str | None:
+    """The id of the fastest kernel, whose source the prompt shows ("The fastest so far, <id> (...")."""
+    marker = "The fastest so far, "
+    if marker not in prompt:
+        return None
+    return prompt.split(marker, 1)[1].split()[0].strip(".,:;")
+
+
+def one_run(folder: Path, islands: int, evals: int, task: str, size: str) -> dict:
+    from kernelevo.agent.budget import Budget
+    from kernelevo.agent.report.summary import status
+    from kernelevo.agent.runner import RunConfig, create, drive
+    from kernelevo.agent.store import RunStore
+
+    run = folder / f"islands{islands}"
+    with FakeOpenAI([ScriptedModel()] * 1000) as server:
+        config = RunConfig(task=task, size=size, policy="llm", model="scripted", base_url=server.base_url,
+                           api_key_env=KEY_ENV, budget=Budget(max_evals=evals), islands=islands,
+                           measure_compile=False, experience=False, model_retry_minutes=0.0)
+        create(config, run).close()
+        began = time.perf_counter()
+        code = drive(run, first=True, progress=None)
+        wall = time.perf_counter() - began
+        refused = list(server.refused)
+        sent = sum(len(json.dumps(r)) for r in server.requests)
+    store = RunStore(run)
+    try:
+        return {"islands": islands, "exit": code, "wall_s": wall, "refused": refused, "request_chars": sent,
+                **_costs(store, wall), "model": status(store)["model"]}
+    finally:
+        store.close()
+
+
+def _costs(store, wall: float) -> dict:
+    """Verdict time and orchestration overhead, from the store's verdicts and its events' stamps."""
+    search = [store.evaluation(c["id"]) for c in store.candidates()]
+    verdicts = [v for v in search if v is not None]
+    final = [store.evaluation(c["id"], "final") for c in store.candidates()]
+    final_s = sum(v.wall_s or 0.0 for v in final if v is not None)
+    events = store.events()
+    start = min(e["ts"] for e in events)
+    asked = [e["ts"] for e in events if e["type"] == "model_request"]
+    before_s = (min(asked) - start) if asked else 0.0  # the task, the baseline, eager and compile times
+    verdict_s = sum(v.wall_s or 0.0 for v in verdicts)
+    n = len(verdicts)
+    return {"evaluations": n, "correct": sum(bool(v.correct) for v in verdicts), "verdict_s": verdict_s,
+            "final_rejudge_s": final_s, "before_first_request_s": before_s,
+            "overhead_per_eval_s": (wall - verdict_s - final_s - before_s) / n if n else None,
+            "evals_per_minute": 60 * n / wall if wall else None,
+            "best_ms": min((v.runtime_ms for v in verdicts if v.correct and v.runtime_ms), default=None)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--islands", default="1,2", help="comma-separated island counts, one run each")
+    parser.add_argument("--evals", type=int, default=8, help="evaluations per run")
+    parser.add_argument("--task", default="relu")
+    parser.add_argument("--size", default="full")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    os.environ.setdefault(KEY_ENV, "sk-bench-not-a-real-key")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="kernelevo-agent-bench-") as scratch:
+        os.environ.setdefault("KERNELEVO_CACHE", str(Path(scratch) / "cache"))
+        for islands in (int(x) for x in args.islands.split(",")):
+            rows.append(one_run(Path(scratch), islands, args.evals, args.task, args.size))
+            print(json.dumps(rows[-1], default=str), flush=True)
+    if args.out:
+        args.out.write_text(json.dumps(rows, indent=2, default=str))
+    print("| islands | evaluations (correct) | wall s | verdicts s | overhead per evaluation s | "
+          "evaluations per minute | requests per evaluation | request kB per evaluation |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        m, n = r["model"], max(r["evaluations"], 1)
+        overhead = r["overhead_per_eval_s"]
+        print(f"| {r['islands']} | {r['evaluations']} ({r['correct']}) | {r['wall_s']:.1f} | {r['verdict_s']:.1f} | "
+              f"{overhead if overhead is None else round(overhead, 2)} | {r['evals_per_minute']:.2f} | "
+              f"{m.get('requests', 0) / n:.1f} | {r['request_chars'] / n / 1000:.1f} |")
+
+
+if __name__ == "__main__":
+    main()
