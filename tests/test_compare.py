@@ -168,6 +168,23 @@ def test_a_timed_output_digest_commits_to_every_value() -> None:
     assert not timed.same_digest(digest, None) and len(digest[0]) == timed.DIGEST_LANES
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64, torch.int16, torch.uint8,
+                                   torch.bool, torch.complex64])
+def test_the_digest_kernel_gives_the_digests_own_figures(dtype: torch.dtype) -> None:
+    """On a GPU large outputs are hashed by one Triton kernel; its lanes must be the torch
+    expression's to the bit (the worker and the oracle may take different paths), at every element
+    width and with a partial last block."""
+    from kernelevo.sandbox.child import digest_kernel, timed
+
+    keys = [123456789, 2**62 + 7, 1, 2**63 - 1]
+    for n in (1, digest_kernel.BLOCK + 1, 3 * digest_kernel.BLOCK + 5):
+        values = (torch.randn(n, dtype=torch.float64) * 300)
+        flat = values.to(dtype).reshape(-1) if dtype != torch.bool else values > 0
+        got = digest_kernel.kernel_lanes(timed._raw(flat), keys, timed._GOLDEN)
+        assert got == timed._torch_lanes(flat, keys), (dtype, n)
+    assert timed.kernel_agrees(torch.device("cpu"))
+
+
 def test_the_default_atol_is_read_in_units_of_a_small_outputs_magnitude() -> None:
     """A softmax over 100000 columns has values near 1e-5, far below fp32's atol of 1e-4: zeros would
     pass an absolute tolerance. Read in units of the output's mean |value|, zeros fail and an honest

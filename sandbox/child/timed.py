@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import random
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -149,13 +150,71 @@ _GOLDEN = -0x61C8864680B583EB
 _INT_OF = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
-def _bits(flat: torch.Tensor) -> torch.Tensor:
-    """The raw bits of each element of a contiguous 1-D tensor, as int64."""
+DIGEST_KERNEL_FROM = 1 << 20
+"""Outputs of at least this many elements on a GPU are hashed by one Triton kernel
+(``digest_kernel.py``: one pass, not a dozen per lane); smaller ones by the torch expression below,
+which costs no compile."""
+
+
+def _raw(flat: torch.Tensor) -> torch.Tensor:
+    """The raw bits of each element of a contiguous 1-D tensor, as the integer type of its width."""
     if flat.dtype == torch.bool:
-        return flat.to(torch.int64)
+        return flat.view(torch.uint8)
     if flat.is_complex():
         flat = torch.view_as_real(flat).reshape(-1)
-    return flat.view(_INT_OF[flat.element_size()]).to(torch.int64)
+    return flat.view(_INT_OF[flat.element_size()])
+
+
+def _bits(flat: torch.Tensor) -> torch.Tensor:
+    """The raw bits of each element of a contiguous 1-D tensor, as int64 (uint8 zero-extended, wider
+    integers sign-extended)."""
+    return _raw(flat).to(torch.int64)
+
+
+def _torch_lanes(flat: torch.Tensor, keys: list[int]) -> list[int]:
+    """The digest's definition, chunk by chunk in torch (its int64 temporaries stay small)."""
+    lanes = [0] * len(keys)
+    for start in range(0, flat.numel(), DIGEST_CHUNK):
+        bits = _bits(flat[start:start + DIGEST_CHUNK])
+        position = torch.arange(start, start + bits.numel(), device=bits.device, dtype=torch.int64) * _GOLDEN
+        for lane, key in enumerate(keys):
+            z = bits + position + key
+            z = (z ^ (z >> 30)) * _MIX[0]
+            z = (z ^ (z >> 27)) * _MIX[1]
+            z = z ^ (z >> 31)
+            lanes[lane] = (lanes[lane] + int(z.sum())) % (1 << 64)
+    return lanes
+
+
+_KERNEL_AGREES: dict[str, bool] = {}
+
+
+def kernel_agrees(device: torch.device) -> bool:
+    """Does the digest kernel give the torch expression's figures on ``device``? Checked once per
+    process on a sample with every dtype width and a partial last block; where it does not (or fails
+    to compile), this process keeps the torch expression and says so once."""
+    key = str(device)
+    if key not in _KERNEL_AGREES:
+        from kernelevo.sandbox.child import digest_kernel
+
+        generator = torch.Generator().manual_seed(1234)
+        keys = [int(k) for k in torch.randint(0, 2**62, (DIGEST_LANES,), generator=generator)]
+        agrees = True
+        try:
+            for dtype in (torch.float32, torch.bfloat16, torch.float64, torch.uint8, torch.bool):
+                sample = torch.randn(3 * digest_kernel.BLOCK + 5, generator=generator).mul(100).to(dtype).to(device)
+                flat = sample.reshape(-1)
+                agrees &= digest_kernel.kernel_lanes(_raw(flat), keys, _GOLDEN) == _torch_lanes(flat, keys)
+        except Exception as exc:  # noqa: BLE001 (any failure of the fast path leaves the definition)
+            print(f"kernelevo: the digest kernel failed on {device} ({type(exc).__name__}: {exc}); "
+                  "hashing outputs in torch", file=sys.stderr)
+            agrees = False
+        else:
+            if not agrees:
+                print(f"kernelevo: the digest kernel disagrees with its definition on {device}; "
+                      "hashing outputs in torch", file=sys.stderr)
+        _KERNEL_AGREES[key] = agrees
+    return _KERNEL_AGREES[key]
 
 
 def tensor_digest(value: Any, seed: int, index: int) -> list[int]:
@@ -169,17 +228,11 @@ def tensor_digest(value: Any, seed: int, index: int) -> list[int]:
     flat = value.detach().reshape(-1).contiguous()
     generator = random.Random(seed * 1_000_003 + index)
     keys = [generator.getrandbits(63) for _ in range(DIGEST_LANES)]
-    lanes = [0] * DIGEST_LANES
-    for start in range(0, flat.numel(), DIGEST_CHUNK):
-        bits = _bits(flat[start:start + DIGEST_CHUNK])
-        position = torch.arange(start, start + bits.numel(), device=bits.device, dtype=torch.int64) * _GOLDEN
-        for lane, key in enumerate(keys):
-            z = bits + position + key
-            z = (z ^ (z >> 30)) * _MIX[0]
-            z = (z ^ (z >> 27)) * _MIX[1]
-            z = z ^ (z >> 31)
-            lanes[lane] = (lanes[lane] + int(z.sum())) % (1 << 64)
-    return lanes
+    if flat.is_cuda and flat.numel() >= DIGEST_KERNEL_FROM and kernel_agrees(flat.device):
+        from kernelevo.sandbox.child import digest_kernel
+
+        return digest_kernel.kernel_lanes(_raw(flat), keys, _GOLDEN)
+    return _torch_lanes(flat, keys)
 
 
 def flat_outputs(out: Any) -> list[Any]:
