@@ -217,7 +217,7 @@ SLOW_CASES = {"flat-gelu-tanh", "chunk-glu-bf16", "layernorm-module-bf16", "var-
               "scan-reversed-cumsum-fp16", "scan-exclusive-cumprod-dim0-bf16", "norm-inf-over-dim0",
               "norm-1-keepdim-bf16", "split-mean-over-dim0-bf16", "split-global-max", "norm-fro-then-divide",
               "conv2d-depthwise-bf16", "linear-groupnorm-sequence", "matmul-einsum-4d-fp16",
-              "matmul-bmm-inputs"}
+              "matmul-bmm-inputs", "matmul-einsum-weight-nk", "dim-argmin-bf16", "selu-hardtanh"}
 """Cases the default run leaves to ``make test-all``: each has a sibling of the same family that runs."""
 
 
