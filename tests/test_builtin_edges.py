@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from kernelevo.agent.builtin.policy import seeds
 from kernelevo.agent.builtin.recognize import recognise
@@ -300,3 +301,65 @@ def test_a_number_passed_to_forward_is_a_kernel_argument(evaluator, tmp_path: Pa
     candidate.write_text(source)
     verdict, code = evaluator.evaluate(task, candidate)
     assert code == 0, verdict.reason
+
+
+LOSS_CALLS = [
+    ("smooth_l1", lambda x, y: torch.nn.functional.smooth_l1_loss(x, y)),
+    ("smooth_l1 beta sum", lambda x, y: torch.nn.functional.smooth_l1_loss(x, y, reduction="sum", beta=0.3)),
+    ("huber delta none", lambda x, y: torch.nn.functional.huber_loss(x, y, reduction="none", delta=2.5)),
+    ("mse", lambda x, y: torch.nn.functional.mse_loss(x, y)),
+    ("l1 sum", lambda x, y: torch.nn.functional.l1_loss(x, y, reduction="sum")),
+    ("kl batchmean", lambda x, y: torch.nn.functional.kl_div(x.log_softmax(-1), y.softmax(-1), reduction="batchmean")),
+    ("kl log_target", lambda x, y: torch.nn.functional.kl_div(x, y.log_softmax(-1), reduction="sum", log_target=True)),
+    ("triplet", lambda x, y: torch.nn.functional.triplet_margin_loss(x, y, x * 0.5 + 1, margin=0.3)),
+    ("triplet p1 none", lambda x, y: torch.nn.functional.triplet_margin_loss(x, y, -y, p=1, reduction="none")),
+    ("kl zeros in target", lambda x, y: torch.nn.functional.kl_div(x, torch.relu(y), reduction="sum")),
+]
+
+
+@pytest.mark.parametrize("name", [c[0] for c in LOSS_CALLS])
+def test_a_loss_is_rewritten_as_the_ops_it_is_made_of(name: str) -> None:
+    """The rewritten graph computes what the loss function computes (rank 3, so ``batchmean`` sums
+    two dims), and holds no loss call any more."""
+    from kernelevo.agent.builtin.decompose import LOSSES
+    from kernelevo.agent.builtin.lower import trace
+
+    fn = dict(LOSS_CALLS)[name]
+
+    class Loss(torch.nn.Module):
+        def forward(self, x, y):
+            return fn(x, y)
+
+    x, y = torch.randn(3, 5, 7) * 2, torch.randn(3, 5, 7)
+    gm = trace(Loss(), [x, y])
+    # the lambda's call is inlined by the trace: what is left must be plain ops
+    assert not [n for n in gm.graph.nodes if n.op == "call_function" and n.target in LOSSES]
+    torch.testing.assert_close(gm(x, y), fn(x, y), rtol=1e-5, atol=1e-6)
+
+
+def test_a_loss_with_options_outside_the_rewrite_is_left_as_written() -> None:
+    from kernelevo.agent.builtin.lower import trace
+
+    class Loss(torch.nn.Module):
+        def forward(self, x, y):
+            return torch.nn.functional.smooth_l1_loss(x, y, beta=0.0)  # the L1 loss: torch's own formula
+
+    gm = trace(Loss(), [torch.randn(4, 4), torch.randn(4, 4)])
+    assert [n.target for n in gm.graph.nodes if n.op == "call_function"] == [torch.nn.functional.smooth_l1_loss]
+
+
+def test_a_loss_module_is_rewritten_with_its_own_options() -> None:
+    from kernelevo.agent.builtin.lower import trace
+
+    class Loss(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.loss = torch.nn.HuberLoss(reduction="sum", delta=0.7)
+
+        def forward(self, x, y):
+            return self.loss(x, y) * 2
+
+    x, y = torch.randn(4, 9), torch.randn(4, 9)
+    gm = trace(Loss(), [x, y])
+    assert not [n for n in gm.graph.nodes if n.op == "call_module"]
+    torch.testing.assert_close(gm(x, y), Loss()(x, y))

@@ -74,6 +74,12 @@ CASES = [
     ("argmin", "        pass", "        return torch.argmin(x, dim=-1)", "torch.randn(6, {cols})", ""),
     ("amax-of-squares-bf16", "        pass", "        return (x * x).amax(dim=-1, keepdim=True) * 0.5",
      "torch.randn(3, {cols})", "DTYPE = torch.bfloat16"),
+    ("loss-smooth-l1-beta", "        pass", "        return F.smooth_l1_loss(x, y, beta=0.5)",
+     "torch.randn(4, {cols}), torch.randn(4, {cols})", ""),
+    ("loss-huber-delta-sum", "        pass", "        return F.huber_loss(x, y, reduction='sum', delta=2.0)",
+     "torch.randn(4, {cols}) * 3, torch.randn(4, {cols})", ""),
+    ("loss-kl-batchmean", "        pass", "        return F.kl_div(torch.log(x), y, reduction='batchmean')",
+     "torch.randn(4, {cols}).softmax(-1), torch.randn(4, {cols}).softmax(-1)", ""),
     ("cross-entropy-sum", "        pass", "        return F.cross_entropy(x, t, reduction='sum')",
      "torch.randn(6, {cols}), torch.randint(0, {cols}, (6,))", ""),
     ("linear-relu-fp32", "        self.fc = nn.Linear(n, 40)", "        return torch.relu(self.fc(x)) * 2.0",
@@ -217,7 +223,8 @@ SLOW_CASES = {"flat-gelu-tanh", "chunk-glu-bf16", "layernorm-module-bf16", "var-
               "scan-reversed-cumsum-fp16", "scan-exclusive-cumprod-dim0-bf16", "norm-inf-over-dim0",
               "norm-1-keepdim-bf16", "split-mean-over-dim0-bf16", "split-global-max", "norm-fro-then-divide",
               "conv2d-depthwise-bf16", "linear-groupnorm-sequence", "matmul-einsum-4d-fp16",
-              "matmul-bmm-inputs", "matmul-einsum-weight-nk", "dim-argmin-bf16", "selu-hardtanh"}
+              "matmul-bmm-inputs", "matmul-einsum-weight-nk", "dim-argmin-bf16", "selu-hardtanh",
+              "loss-huber-delta-sum", "loss-kl-batchmean"}
 """Cases the default run leaves to ``make test-all``: each has a sibling of the same family that runs."""
 
 

@@ -42,6 +42,7 @@ def elementwise(op: str, args: list[Any]) -> str:
         "tanh": f"(2.0 / (1.0 + tl.exp(-2.0 * {x})) - 1.0)", "exp": f"tl.exp({x})", "log": f"tl.log({x})",
         "abs": f"tl.abs({x})", "sqrt": f"tl.sqrt({x})", "rsqrt": f"tl.rsqrt({x})", "erf": f"tl.math.erf({x})",
         "square": f"({x} * {x})", "cube": f"({x} * {x} * {x})", "reciprocal": f"(1.0 / {x})",
+        "xlogx": f"tl.where({x} == 0.0, 0.0, {x} * tl.log({x}))",
         "gelu": f"(0.5 * {x} * (1.0 + tl.math.erf({x} * 0.7071067811865476)))",
         "gelu_tanh": f"(0.5 * {x} * (2.0 / (1.0 + tl.exp(-2.0 * (0.7978845608028654 * ({x} + 0.044715 * {x} * {x} "
                      f"* {x}))))))",

@@ -18,6 +18,7 @@ import torch.fx
 import torch.nn as nn
 from torch.fx.passes.shape_prop import ShapeProp
 
+from kernelevo.agent.builtin.decompose import decompose
 from kernelevo.agent.builtin.lower_calls import IGNORED, CallLowering, _Lowered, _number
 from kernelevo.agent.builtin.program import N_COLS, CannotCover, Node, Operand, Program
 from kernelevo.agent.builtin.vocabulary import (
@@ -30,6 +31,8 @@ def trace(model: nn.Module, inputs: list[Any]) -> torch.fx.GraphModule:
     try:
         gm = torch.fx.symbolic_trace(model)
         ShapeProp(gm).propagate(*inputs)
+        if decompose(gm):
+            ShapeProp(gm).propagate(*inputs)
     except Exception as exc:
         raise CannotCover(f"the reference could not be traced with torch.fx ({type(exc).__name__}: {exc})") from None
     return gm

@@ -131,6 +131,9 @@ class CallLowering:
                 raise CannotCover("softplus with a non-default beta or threshold")
             self.elementwise(node, op, args[:1])
             return True
+        if not method and target is torch.xlogy and len(args) == 2 and args[0] is args[1]:
+            self.elementwise(node, "xlogx", args[:1])  # x log x, 0 at 0: the entropy term of a KL divergence
+            return True
         if not method and target is F.hardtanh:
             lo = kwargs.get("min_val", args[1] if len(args) > 1 else -1.0)
             hi = kwargs.get("max_val", args[2] if len(args) > 2 else 1.0)

@@ -21,6 +21,7 @@ import torch
 import torch.fx
 from torch.fx.passes.shape_prop import ShapeProp
 
+from kernelevo.agent.builtin.decompose import decompose
 from kernelevo.agent.builtin.lower import trace
 from kernelevo.agent.builtin.program import CannotCover
 
@@ -95,8 +96,10 @@ def _full_node_shapes(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[
         return {}
     try:
         traced = torch.fx.symbolic_trace(full)
-        ShapeProp(traced).propagate(*[torch.empty(s, dtype=x.dtype, device="meta") for s, x in zip(shapes, inputs,
-                                                                                                   strict=True)])
+        metas = [torch.empty(s, dtype=x.dtype, device="meta") for s, x in zip(shapes, inputs, strict=True)]
+        ShapeProp(traced).propagate(*metas)
+        if decompose(traced):  # named as in the small graph, which was decomposed the same way
+            ShapeProp(traced).propagate(*metas)
     except Exception:
         return {}
     return {n.name: tuple(n.meta["tensor_meta"].shape) for n in traced.graph.nodes

@@ -1,0 +1,145 @@
+"""Loss functions rewritten in the traced graph as the elementwise ops and reductions they are made
+of, so that every planner sees only ops the vocabulary knows (a Huber loss is a pointwise chain and
+a mean, as a hand-written MSE is).
+
+Each rewrite is plain torch, so a part kept in torch still runs as written, and it computes what
+the function computes:
+- ``smooth_l1_loss(a, b, beta)``: with ``d = |a - b|`` and ``m = min(d, beta)``,
+  ``0.5 * m * m / beta + (d - m)`` is ``0.5 d^2 / beta`` below ``beta`` and ``d - 0.5 beta`` above,
+  with no select; ``huber_loss(a, b, delta)`` is ``delta`` times the same with ``beta = delta``.
+- ``mse_loss`` and ``l1_loss``: the square or the magnitude of the difference.
+- ``triplet_margin_loss(a, p, n)``: ``max(|a - p + eps| - |a - n + eps| + margin, 0)``, norms over
+  the last dim.
+- ``kl_div(x, t)``: ``xlogy(t, t) - t * x`` (``exp(t) * (t - x)`` with ``log_target``); ``batchmean``
+  sums all but the first dim and takes the mean over the first.
+Then the reduction: ``mean``, ``sum`` or none.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+LOSSES = (F.smooth_l1_loss, F.huber_loss, F.mse_loss, F.l1_loss, F.kl_div, F.triplet_margin_loss)
+
+
+LOSS_MODULES = {nn.SmoothL1Loss: (F.smooth_l1_loss, ("reduction", "beta")),
+                nn.HuberLoss: (F.huber_loss, ("reduction", "delta")),
+                nn.MSELoss: (F.mse_loss, ("reduction",)), nn.L1Loss: (F.l1_loss, ("reduction",)),
+                nn.KLDivLoss: (F.kl_div, ("reduction", "log_target")),
+                nn.TripletMarginLoss: (F.triplet_margin_loss, ("margin", "p", "eps", "swap", "reduction"))}
+"""Loss modules, as the function each calls with its own options."""
+
+
+def decompose(gm: torch.fx.GraphModule) -> bool:
+    """Rewrite every loss call of ``gm`` it knows in place (shapes must be propagated: ``batchmean``
+    reads the input's rank); True when something changed (recompile and propagate again)."""
+    changed = False
+    for node in list(gm.graph.nodes):
+        if node.op == "call_module" and type(gm.get_submodule(str(node.target))) in LOSS_MODULES:
+            sub = gm.get_submodule(str(node.target))
+            function, options = LOSS_MODULES[type(sub)]
+            node.op, node.target = "call_function", function  # the module is its function with its options
+            node.kwargs = {**node.kwargs, **{name: getattr(sub, name) for name in options}}
+    for node in list(gm.graph.nodes):
+        if node.op == "call_function" and node.target in LOSSES:
+            with gm.graph.inserting_before(node):
+                result = _rewrite(gm.graph, node)
+            if result is not None:
+                node.replace_all_uses_with(result)
+                gm.graph.erase_node(node)
+                changed = True
+    if changed:
+        gm.graph.lint()
+        gm.recompile()
+    return changed
+
+
+def _option(node: torch.fx.Node, name: str, position: int, default: Any) -> Any:
+    return node.kwargs.get(name, node.args[position] if len(node.args) > position else default)
+
+
+def _rewrite(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
+    """The nodes computing ``node``'s loss, or None where its options are not the ones covered."""
+    a, b = node.args[0], _option(node, "target", 1, None)
+    if not isinstance(a, torch.fx.Node) or not isinstance(b, torch.fx.Node):
+        return None
+    if node.kwargs.get("size_average") is not None or node.kwargs.get("reduce") is not None:
+        return None  # the deprecated options: left as written
+    call = graph.call_function
+    if node.target is F.kl_div:
+        reduction = _option(node, "reduction", 4, "mean")
+        if not _reduction_known(reduction, a):
+            return None
+        if _option(node, "log_target", 5, False):
+            pointwise = call(operator.mul, (call(torch.exp, (b,)), call(operator.sub, (b, a))))
+        else:
+            pointwise = call(operator.sub, (call(torch.xlogy, (b, b)), call(operator.mul, (b, a))))
+        return _reduce(graph, pointwise, reduction, a)
+    if node.target is F.triplet_margin_loss:
+        return _triplet(graph, node)
+    huber, smooth = node.target is F.huber_loss, node.target is F.smooth_l1_loss
+    if _option(node, "weight", 4 if huber else 5, None) is not None:
+        return None
+    reduction = _option(node, "reduction", 2 if huber else 4, "mean")
+    width = _option(node, "beta" if smooth else "delta", 5 if smooth else 3, 1.0) if huber or smooth else 1.0
+    if not isinstance(width, (int, float)) or width <= 0 or not _reduction_known(reduction, a):
+        return None  # beta 0 is the L1 loss, a different formula in torch
+    width = float(width)
+    difference = call(operator.sub, (a, b))
+    if node.target is F.mse_loss:
+        pointwise = call(torch.square, (difference,))
+    elif node.target is F.l1_loss:
+        pointwise = call(torch.abs, (difference,))
+    else:
+        magnitude = call(torch.abs, (difference,))
+        inside = call(torch.clamp, (magnitude,), {"max": width})
+        square = call(operator.mul, (call(operator.mul, (inside, inside)), 0.5 / width if smooth else 0.5))
+        outside = call(operator.sub, (magnitude, inside))
+        pointwise = call(operator.add, (square, outside if smooth else call(operator.mul, (outside, width))))
+    return _reduce(graph, pointwise, reduction, a)
+
+
+def _triplet(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
+    """``max(d(a, p) - d(a, n) + margin, 0)`` with ``d(x, y) = ||x - y + eps||`` over the last dim, as
+    torch's pairwise distance takes it (p of 1 or 2, no swap)."""
+    anchor, positive, negative = (_option(node, name, k, None) for k, name in enumerate(("anchor", "positive",
+                                                                                          "negative")))
+    margin, order = _option(node, "margin", 3, 1.0), _option(node, "p", 4, 2)
+    eps, swap, reduction = _option(node, "eps", 5, 1e-6), _option(node, "swap", 6, False), _option(node, "reduction",
+                                                                                                   9, "mean")
+    numbers = all(isinstance(v, (int, float)) for v in (margin, order, eps))
+    if not numbers or order not in (1, 2) or swap or reduction not in ("none", "sum", "mean"):
+        return None
+    if not all(isinstance(v, torch.fx.Node) for v in (anchor, positive, negative)):
+        return None
+    call = graph.call_function
+
+    def distance(other: torch.fx.Node) -> torch.fx.Node:
+        shifted = call(operator.add, (call(operator.sub, (anchor, other)), float(eps)))
+        return call(torch.linalg.vector_norm, (shifted, float(order)), {"dim": -1})
+
+    gap = call(operator.add, (call(operator.sub, (distance(positive), distance(negative))), float(margin)))
+    return _reduce(graph, call(torch.clamp, (gap,), {"min": 0.0}), reduction, anchor)
+
+
+def _reduction_known(reduction: Any, like: torch.fx.Node) -> bool:
+    """Is ``reduction`` one the rewrite follows (``batchmean`` needs the input's rank)?"""
+    if reduction == "batchmean":
+        return like.meta.get("tensor_meta") is not None
+    return reduction in ("none", "sum", "mean")
+
+
+def _reduce(graph: torch.fx.Graph, value: torch.fx.Node, reduction: str, like: torch.fx.Node) -> torch.fx.Node:
+    """``value`` reduced as the loss's ``reduction`` says (one :func:`_reduction_known` accepts)."""
+    if reduction == "none":
+        return value
+    if reduction in ("sum", "mean"):
+        return graph.call_function(torch.sum if reduction == "sum" else torch.mean, (value,))
+    rank = len(like.meta["tensor_meta"].shape)  # batchmean: the sum over all but the first dim, averaged
+    rows = graph.call_function(torch.sum, (value,), {"dim": tuple(range(1, rank))}) if rank > 1 else value
+    return graph.call_function(torch.mean, (rows,))
