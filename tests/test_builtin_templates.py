@@ -74,6 +74,13 @@ CASES = [
     ("argmin", "        pass", "        return torch.argmin(x, dim=-1)", "torch.randn(6, {cols})", ""),
     ("amax-of-squares-bf16", "        pass", "        return (x * x).amax(dim=-1, keepdim=True) * 0.5",
      "torch.randn(3, {cols})", "DTYPE = torch.bfloat16"),
+    ("per-row-diagonal-times-matrix", "        pass", "        return x.unsqueeze(1) * y",
+     "torch.randn(5), torch.randn(5, {cols})", ""),
+    ("per-row-input-added", "        pass", "        return torch.relu(x) + y * 2",
+     "torch.randn(3, 2, {cols}), torch.randn(3, 2, 1)", ""),
+    ("row-value-reduced-again-plus-copy", "        pass",
+     "        kept = x.clone().detach()\n        m = x.mean(dim=-1, keepdim=True)\n"
+     "        return F.gelu(torch.logsumexp(m, dim=1, keepdim=True)) + kept", "torch.randn(4, {cols})", ""),
     ("loss-smooth-l1-beta", "        pass", "        return F.smooth_l1_loss(x, y, beta=0.5)",
      "torch.randn(4, {cols}), torch.randn(4, {cols})", ""),
     ("loss-huber-delta-sum", "        pass", "        return F.huber_loss(x, y, reduction='sum', delta=2.0)",
@@ -224,7 +231,7 @@ SLOW_CASES = {"flat-gelu-tanh", "chunk-glu-bf16", "layernorm-module-bf16", "var-
               "norm-1-keepdim-bf16", "split-mean-over-dim0-bf16", "split-global-max", "norm-fro-then-divide",
               "conv2d-depthwise-bf16", "linear-groupnorm-sequence", "matmul-einsum-4d-fp16",
               "matmul-bmm-inputs", "matmul-einsum-weight-nk", "dim-argmin-bf16", "selu-hardtanh",
-              "loss-huber-delta-sum", "loss-kl-batchmean"}
+              "loss-huber-delta-sum", "loss-kl-batchmean", "per-row-input-added"}
 """Cases the default run leaves to ``make test-all``: each has a sibling of the same family that runs."""
 
 

@@ -54,6 +54,8 @@ class Emitter:
             n = operand.name
             return (f"tl.load({n}_ptr + (rows // {n}_div) % {n}_mod, mask=row_ok, other=0.0).to(tl.float32)"
                     "[:, None]")
+        if operand.kind == "per_row":
+            return f"tl.load({operand.name}_ptr + rows, mask=row_ok, other=0.0).to(tl.float32)[:, None]"
         if operand.kind == "scalar":
             return f"tl.load({operand.name}_ptr).to(tl.float32)"
         if operand.kind == "value":
@@ -384,7 +386,7 @@ def forward(program: Program, strategy: str, params: dict[str, Any], max_block: 
     body = [f"{name} = {expression}  # left in torch (the task allows partial replacement)"
             for name, expression in program.torch_prefix]
     body += [f"{o.source} = {o.source}.contiguous()" for o in program.operands
-             if o.kind == "row" or (o.kind in ("col", "scalar") and o.source in program.inputs)]
+             if o.kind in ("row", "per_row") or (o.kind in ("col", "scalar") and o.source in program.inputs)]
     if flat:
         body += ["# Nothing broadcasts per column: treat the tensor as one long row.",
                  f"n_rows, n_cols = 1, {main}.numel()"]

@@ -162,6 +162,8 @@ def epilogue_program(gm: torch.fx.GraphModule, conv: torch.fx.Node, nodes: list[
     if any(o.kind == "value" for o in program.operands):
         raise CannotCover(f"a number passed to forward after the {what} (covered: in pointwise and row kernels)")
     for operand in program.operands[1:]:
+        if operand.kind == "per_row":
+            raise CannotCover(f"an input with one value per row after the {what} is not covered")
         if operand.kind == "channel" and operand.channel_dim != 1 - rank:
             raise CannotCover(f"a parameter after the {what} that varies along a spatial dimension")
         if operand.kind == "col" and rank == 2:

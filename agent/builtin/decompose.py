@@ -1,9 +1,10 @@
-"""Loss functions rewritten in the traced graph as the elementwise ops and reductions they are made
-of, so that every planner sees only ops the vocabulary knows (a Huber loss is a pointwise chain and
-a mean, as a hand-written MSE is).
+"""Copies dropped and loss functions rewritten in the traced graph as the elementwise ops and
+reductions they are made of, so that every planner sees only ops the vocabulary knows (a Huber loss
+is a pointwise chain and a mean, as a hand-written MSE is).
 
-Each rewrite is plain torch, so a part kept in torch still runs as written, and it computes what
-the function computes:
+A copy (``clone``, ``detach``) that nothing changes in place is the value it copies. Each rewrite of
+a loss is plain torch, so a part kept in torch still runs as written, and it computes what the
+function computes:
 - ``smooth_l1_loss(a, b, beta)``: with ``d = |a - b|`` and ``m = min(d, beta)``,
   ``0.5 * m * m / beta + (d - m)`` is ``0.5 d^2 / beta`` below ``beta`` and ``d - 0.5 beta`` above,
   with no select; ``huber_loss(a, b, delta)`` is ``delta`` times the same with ``beta = delta``.
@@ -46,6 +47,11 @@ def decompose(gm: torch.fx.GraphModule) -> bool:
             node.op, node.target = "call_function", function  # the module is its function with its options
             node.kwargs = {**node.kwargs, **{name: getattr(sub, name) for name in options}}
     for node in list(gm.graph.nodes):
+        if _passes_through(node):
+            node.replace_all_uses_with(node.args[0])
+            gm.graph.erase_node(node)
+            changed = True
+    for node in list(gm.graph.nodes):
         if node.op == "call_function" and node.target in LOSSES:
             with gm.graph.inserting_before(node):
                 result = _rewrite(gm.graph, node)
@@ -57,6 +63,21 @@ def decompose(gm: torch.fx.GraphModule) -> bool:
         gm.graph.lint()
         gm.recompile()
     return changed
+
+
+PASS_THROUGH = {"clone", "detach"}
+"""Methods whose result holds the same values as their input (no gradients are taken here)."""
+
+
+def _passes_through(node: torch.fx.Node) -> bool:
+    """A copy of a value (``x.clone()``, ``x.detach()``, ``torch.clone(x)``) that nothing changes in
+    place: it is the value itself. A copy that is changed in place must stay one."""
+    copy = (node.op == "call_method" and node.target in PASS_THROUGH) or (
+        node.op == "call_function" and node.target in (torch.clone, torch.detach))
+    if not copy or not node.args or not isinstance(node.args[0], torch.fx.Node) or node.kwargs:
+        return False
+    return not any(user.op == "call_method" and str(user.target).endswith("_") or user.op == "output"
+                   for user in node.users)
 
 
 def _option(node: torch.fx.Node, name: str, position: int, default: Any) -> Any:

@@ -25,6 +25,9 @@ from kernelevo.agent.builtin.vocabulary import (
     LOW_PRECISION,
 )
 
+ONE_VALUE_REDUCTIONS = {"sum", "mean", "amax", "amin", "logsumexp", "norm"}
+"""Reductions that give back the one value they reduce (a norm its magnitude)."""
+
 
 def trace(model: nn.Module, inputs: list[Any]) -> torch.fx.GraphModule:
     """``model`` traced with torch.fx, each node annotated with its shape and dtype."""
@@ -173,15 +176,23 @@ class _Lowering(CallLowering):
                           for k in range(self.main_chunks))
             self.values[node.name] = parts
             return
+        if shape != self.elem_shape() and self._unsqueezed_per_row(node, value):
+            operand = Operand(name=f"in{len(self.operands)}", source=node.name, kind="per_row")
+            self.operands.append(operand)
+            self.values[node.name] = self.add("load", [operand.name, 0], "row", *self.rounding_of(value))
+            self.unsqueezed.add(node.name)
+            return
         if shape != self.elem_shape():
             kind = self.broadcast_kind(value)
             if kind is None:
                 raise CannotCover(f"input `{node.name}` has shape {list(shape)}, unlike the first input "
                                   f"{list(self.elem_shape())}")
-            # read like a parameter: one value for all (a 0-d or one-element tensor) or one per column
+            # read like a parameter: one value for all (a 0-d or one-element tensor), one per column,
+            # or one per row (a [..., 1] tensor)
             operand = Operand(name=f"in{len(self.operands)}", source=node.name, kind=kind)
             self.operands.append(operand)
-            self.values[node.name] = self.add("load", [operand.name, 0], "col", *self.rounding_of(value))
+            level = "row" if kind == "per_row" else "col"
+            self.values[node.name] = self.add("load", [operand.name, 0], level, *self.rounding_of(value))
             return
         self.operands.append(operand)
         self.values[node.name] = self.add("load", [operand.name, 0], "elem", *self.rounding_of(value))
@@ -196,7 +207,24 @@ class _Lowering(CallLowering):
             return "scalar"
         if full and value.shape[-1] == full[-1] and value.numel() == full[-1]:
             return "col"
+        if full and value.dim() == len(full) and tuple(value.shape) == (*full[:-1], 1):
+            return "per_row"
         return None
+
+    def _unsqueezed_per_row(self, node: torch.fx.Node, value: torch.Tensor) -> bool:
+        """Is input ``node`` one value per row, used only through ``unsqueeze`` as a ``[..., 1]`` column
+        (``d.unsqueeze(1) * B``: a diagonal matrix times B)? Then it is read per row, and so are its
+        unsqueezed views."""
+        rows = tuple(self.elem_shape()[:-1])
+        if not rows or tuple(value.shape) != rows or not node.users:
+            return False
+        for user in node.users:
+            meta = self.meta(user)
+            if user.op != "call_method" or user.target != "unsqueeze" or meta is None:
+                return False
+            if meta[0] != (*rows, 1):
+                return False
+        return True
 
     def rounding_of(self, t: torch.Tensor) -> tuple[str, str | None]:
         return str(t.dtype).removeprefix("torch."), LOW_PRECISION.get(t.dtype)
@@ -244,6 +272,16 @@ class _Lowering(CallLowering):
 
     def reduce(self, node: torch.fx.Node, kind: str, x: Any, dim: Any, keepdim: bool, extra: dict[str, Any]) -> None:
         src = self.arg(x)
+        if self.level(src) == "row" and self._over_one_value(x, dim) and kind in ONE_VALUE_REDUCTIONS:
+            # a row's value reduced again over its kept dim of one: the value itself (or its magnitude)
+            result = src if kind != "norm" else self.add("abs", [src], "row", *self.rounding(node))
+            self.values[node.name] = result
+            if not keepdim and src not in self.rowflat:
+                self.rowflat.add(result)
+            if keepdim and src in self.rowflat:
+                raise CannotCover(f"`{node.name}` keeps a dim its input did not have")
+            self.ops.append(kind)
+            return
         if self.level(src) != "elem":
             raise CannotCover(f"`{node.name}` reduces something that is not per element")
         rank = len(self.elem_shape())
@@ -297,6 +335,15 @@ class _Lowering(CallLowering):
         self.values[node.name] = result
         if not keepdim:
             self.rowflat.add(result)
+
+    def _over_one_value(self, x: Any, dim: Any) -> bool:
+        """Does a reduction of fx value ``x`` over ``dim`` take one value at a time (that dim has size 1)?"""
+        meta = self.meta(x) if isinstance(x, torch.fx.Node) else None
+        dims = dim if isinstance(dim, (list, tuple)) else [dim]
+        if meta is None or dim is None or len(dims) != 1 or not isinstance(dims[0], int):
+            return False
+        shape = meta[0]
+        return -len(shape) <= dims[0] < len(shape) and shape[dims[0]] == 1 and dims[0] in (-1, len(shape) - 1)
 
     def composite(self, node: torch.fx.Node, kind: str, x: Any, extra: dict[str, Any]) -> None:
         src = self.arg(x)
@@ -383,6 +430,8 @@ class _Lowering(CallLowering):
 
     def lower(self) -> Program:
         self.rowflat: set[str] = set()
+        self.unsqueezed: set[str] = set()
+        """Inputs read per row whose ``unsqueeze(-1)`` views are the same per-row value."""
         # The largest input first: its shape is the one the others broadcast against (a norm computed
         # before may come first in the graph and hold one value).
         given = [(n, v) for n, v in zip([n for n in self.gm.graph.nodes if n.op == "placeholder"], self.inputs,

@@ -105,6 +105,9 @@ class CallLowering:
                 self.values[node.name] = self.values[self.main]
                 return True
             raise CannotCover("chunk of something other than the first input")
+        if method and name == "unsqueeze" and isinstance(args[0], torch.fx.Node) and args[0].name in self.unsqueezed:
+            self.values[node.name] = self.values[args[0].name]  # checked in placeholder: a [..., 1] column
+            return True
         if target in (operator.getitem,) or (target is getattr and args[1] in ("values", "indices")):
             value = self.values.get(args[0].name) if isinstance(args[0], torch.fx.Node) else None
             index = args[1]

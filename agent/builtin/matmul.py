@@ -407,8 +407,9 @@ def _epilogue(gm: torch.fx.GraphModule, linear: torch.fx.Node, bias: Any, nodes:
         raise CannotCover("a number passed to forward after a linear (covered: in pointwise and row kernels)")
     if program.kind != "pointwise":
         raise CannotCover("a reduction after a linear is not covered in a matmul chain")
-    if any(o.kind == "channel" for o in program.operands):
-        raise CannotCover("a per-channel value (shaped [C, 1]) after a linear is not covered in a matmul chain")
+    if any(o.kind in ("channel", "per_row") for o in program.operands):
+        raise CannotCover("a per-channel or per-row value (shaped [C, 1]) after a linear is not covered in a "
+                          "matmul chain")
     if bias is not None:
         # Eager (cuBLAS) adds the bias to the fp32 accumulator and rounds once: so do we.
         program.nodes[0].round_to = None

@@ -18,8 +18,9 @@ class CannotCover(Exception):
 @dataclass
 class Operand:
     """A tensor the kernel reads: a forward input (``row``), a parameter of shape ``[cols]`` (``col``),
-    one per channel (``channel``) or a single value (``scalar``); or a number passed to forward
-    (``value``), which the kernel takes as an argument."""
+    one per channel (``channel``), an input with one value per row (``per_row``, ``[..., 1]``, read
+    contiguous) or a single value (``scalar``); or a number passed to forward (``value``), which the
+    kernel takes as an argument."""
 
     name: str
     source: str
