@@ -99,7 +99,7 @@ def one_run(folder: Path, islands: int, evals: int, task: str, size: str) -> dic
                            api_key_env=KEY_ENV, budget=Budget(max_evals=evals), islands=islands,
                            measure_compile=False, experience=False, model_retry_minutes=0.0)
         create(config, run).close()
-        began = time.perf_counter()
+        began, began_at = time.perf_counter(), time.time()
         code = drive(run, first=True, progress=None)
         wall = time.perf_counter() - began
         refused = list(server.refused)
@@ -107,21 +107,21 @@ def one_run(folder: Path, islands: int, evals: int, task: str, size: str) -> dic
     store = RunStore(run)
     try:
         return {"islands": islands, "exit": code, "wall_s": wall, "refused": refused, "request_chars": sent,
-                **_costs(store, wall), "model": status(store)["model"]}
+                **_costs(store, wall, began_at), "model": status(store)["model"]}
     finally:
         store.close()
 
 
-def _costs(store, wall: float) -> dict:
-    """Verdict time and orchestration overhead, from the store's verdicts and its events' stamps."""
+def _costs(store, wall: float, began_at: float) -> dict:
+    """Verdict time and orchestration overhead, from the store's verdicts and its events' stamps
+    (``began_at``: the wall clock when the run was started)."""
     search = [store.evaluation(c["id"]) for c in store.candidates()]
     verdicts = [v for v in search if v is not None]
     final = [store.evaluation(c["id"], "final") for c in store.candidates()]
     final_s = sum(v.wall_s or 0.0 for v in final if v is not None)
-    events = store.events()
-    start = min(e["ts"] for e in events)
-    asked = [e["ts"] for e in events if e["type"] == "model_request"]
-    before_s = (min(asked) - start) if asked else 0.0  # the task, the baseline, eager and compile times
+    asked = [e["ts"] for e in store.events() if e["type"] == "model_request"]
+    # the task, the evaluators' processes, the baseline, eager and compile times: not the loop's
+    before_s = (min(asked) - began_at) if asked else 0.0
     verdict_s = sum(v.wall_s or 0.0 for v in verdicts)
     n = len(verdicts)
     return {"evaluations": n, "correct": sum(bool(v.correct) for v in verdicts), "verdict_s": verdict_s,

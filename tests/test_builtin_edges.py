@@ -363,3 +363,61 @@ def test_a_loss_module_is_rewritten_with_its_own_options() -> None:
     gm = trace(Loss(), [x, y])
     assert not [n for n in gm.graph.nodes if n.op == "call_module"]
     torch.testing.assert_close(gm(x, y), Loss()(x, y))
+
+
+def test_a_copy_is_dropped_only_where_nothing_writes_in_place() -> None:
+    from kernelevo.agent.builtin.lower import trace
+
+    class Kept(torch.nn.Module):
+        def forward(self, x):
+            y = x.clone()
+            y.add_(1.0)  # the copy is written: it must stay a copy, or the input would change
+            return y * 2
+
+    class Dropped(torch.nn.Module):
+        def forward(self, x):
+            kept = x.detach().clone()
+            return torch.relu(x) + kept
+
+    x = torch.randn(3, 4)
+    kept = trace(Kept(), [x.clone()])
+    assert [n.target for n in kept.graph.nodes if n.op == "call_method"][:1] == ["clone"]
+    before = x.clone()
+    torch.testing.assert_close(kept(x), (before + 1) * 2)
+    assert torch.equal(x, before)
+    dropped = trace(Dropped(), [x])
+    assert not [n for n in dropped.graph.nodes if n.op == "call_method"]
+    torch.testing.assert_close(dropped(x), torch.relu(x) + x)
+
+
+def test_losses_called_by_keyword_declined_or_broadcast_stay_correct() -> None:
+    from kernelevo.agent.builtin.decompose import LOSSES
+    from kernelevo.agent.builtin.lower import trace
+
+    class ByKeyword(torch.nn.Module):
+        def forward(self, x, y):
+            return torch.nn.functional.mse_loss(input=x, target=y)
+
+    class Declined(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.loss = torch.nn.SmoothL1Loss(beta=0.0)
+
+        def forward(self, x, y):
+            return self.loss(x, y)
+
+    class Broadcast(torch.nn.Module):
+        def forward(self, x, y):
+            return torch.nn.functional.kl_div(x, y, reduction="batchmean")
+
+    x, y = torch.randn(3, 5), torch.randn(3, 5)
+    gm = trace(ByKeyword(), [x, y])
+    assert not [n for n in gm.graph.nodes if n.target in LOSSES]
+    torch.testing.assert_close(gm(x, y), ByKeyword()(x, y))
+    gm = trace(Declined(), [x, y])  # the module became its function; the code must say so too
+    assert "smooth_l1_loss" in gm.code and "self.loss" not in gm.code
+    torch.testing.assert_close(gm(x, y), Declined()(x, y))
+    small, wide = torch.randn(1, 5), torch.rand(3, 5)
+    gm = trace(Broadcast(), [small, wide])
+    assert [n for n in gm.graph.nodes if n.target is torch.nn.functional.kl_div]
+    torch.testing.assert_close(gm(small, wide), Broadcast()(small, wide))

@@ -78,6 +78,10 @@ CASES = [
      "torch.randn(5), torch.randn(5, {cols})", ""),
     ("per-row-input-added", "        pass", "        return torch.relu(x) + y * 2",
      "torch.randn(3, 2, {cols}), torch.randn(3, 2, 1)", ""),
+    ("per-row-scaled-row-sum", "        pass", "        return (x * y).sum(-1)",
+     "torch.randn(3, {cols}), torch.randn(3, 1)", ""),
+    ("per-row-scaled-softmax", "        pass", "        return torch.softmax(x * y, dim=-1) + y",
+     "torch.randn(3, {cols}), torch.randn(3, 1)", ""),
     ("row-value-reduced-again-plus-copy", "        pass",
      "        kept = x.clone().detach()\n        m = x.mean(dim=-1, keepdim=True)\n"
      "        return F.gelu(torch.logsumexp(m, dim=1, keepdim=True)) + kept", "torch.randn(4, {cols})", ""),
@@ -231,7 +235,8 @@ SLOW_CASES = {"flat-gelu-tanh", "chunk-glu-bf16", "layernorm-module-bf16", "var-
               "norm-1-keepdim-bf16", "split-mean-over-dim0-bf16", "split-global-max", "norm-fro-then-divide",
               "conv2d-depthwise-bf16", "linear-groupnorm-sequence", "matmul-einsum-4d-fp16",
               "matmul-bmm-inputs", "matmul-einsum-weight-nk", "dim-argmin-bf16", "selu-hardtanh",
-              "loss-huber-delta-sum", "loss-kl-batchmean", "per-row-input-added"}
+              "loss-huber-delta-sum", "loss-kl-batchmean", "per-row-input-added",
+              "per-row-scaled-softmax"}
 """Cases the default run leaves to ``make test-all``: each has a sibling of the same family that runs."""
 
 

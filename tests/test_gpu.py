@@ -260,9 +260,7 @@ def test_host_work_that_sets_the_pace_is_reported(evaluator) -> None:
     verdict, code = evaluator.evaluate(task, candidate("ok_relu_many_launches"))
     assert code == 0, verdict.reason
     kernels_ms = verdict.forensic["per_call_ms"]  # the sixteen kernels' own time, traced outside
-    assert verdict.pace_ms > 4 * kernels_ms, (verdict.pace_ms, kernels_ms)
-    # hidden by the cover: reported as host-bound; not hidden: counted in the time
-    assert verdict.host_bound or verdict.runtime_ms > 4 * kernels_ms, (verdict.runtime_ms, verdict.pace_ms)
+    assert kernels_ms > 0 and verdict.pace_ms > 4 * kernels_ms, (verdict.pace_ms, kernels_ms)
     spec = importlib.util.spec_from_file_location("many_launches", candidate("ok_relu_many_launches"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -270,6 +268,8 @@ def test_host_work_that_sets_the_pace_is_reported(evaluator) -> None:
     ms = triton.testing.do_bench(lambda: model(x), warmup=100, rep=300, return_mode="median")
     # the judge's process also counts each launch (about a microsecond each): a band, not equality
     assert 0.7 < verdict.pace_ms / ms < 1.6, (verdict.pace_ms, ms, verdict.runtime_ms)
+    # hidden by the cover: reported as host-bound; not hidden: counted in the time, near the loop's cost
+    assert verdict.host_bound or verdict.runtime_ms >= 0.7 * ms, (verdict.runtime_ms, verdict.pace_ms, ms)
 
 
 def test_cuda_graph_times_are_reported_beside_and_capture_failures_explained(make_evaluator, relu_task) -> None:

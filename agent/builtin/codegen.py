@@ -201,6 +201,8 @@ def splittable(program: Program) -> Node | None:
     r = reductions[0]
     if not isinstance(r.args[0], str) or any(em.by_name[d].level == "row" for d in em.deps(r.args[0])):
         return None
+    if any(em.by_name[d].level == "row" and em.by_name[d].op == "load" for d in needed):
+        return None  # the finish kernel reads only the partial results
     return r
 
 
@@ -276,6 +278,11 @@ def _looped(program: Program, em: Emitter, row_nodes: list[Node], online: bool) 
     def row_deps(name: str) -> set[str]:
         return {d for d in em.deps(name) if em.by_name[d].level == "row" and d != name}
 
+    # values read once per row (an input with one value per row, a per-channel parameter): before the passes
+    for node in row_nodes:
+        if node.op == "load" and node.name in needed_all:
+            lines.append(em.statement(node))
+            known.add(node.name)
     while pending:
         batch = [r for r in pending if r.name not in pairs and row_deps(r.args[0]) <= known]
         # An online sum joins the pass of its max.

@@ -46,8 +46,10 @@ def decompose(gm: torch.fx.GraphModule) -> bool:
             function, options = LOSS_MODULES[type(sub)]
             node.op, node.target = "call_function", function  # the module is its function with its options
             node.kwargs = {**node.kwargs, **{name: getattr(sub, name) for name in options}}
+            changed = True
+    mutates = _mutates_in_place(gm)
     for node in list(gm.graph.nodes):
-        if _passes_through(node):
+        if not mutates and _passes_through(node):
             node.replace_all_uses_with(node.args[0])
             gm.graph.erase_node(node)
             changed = True
@@ -65,19 +67,36 @@ def decompose(gm: torch.fx.GraphModule) -> bool:
     return changed
 
 
+IN_PLACE_OPERATORS = {operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.setitem}
 PASS_THROUGH = {"clone", "detach"}
 """Methods whose result holds the same values as their input (no gradients are taken here)."""
 
 
+def _mutates_in_place(gm: torch.fx.GraphModule) -> bool:
+    """Does anything in ``gm`` write a tensor in place (a method or function named with a trailing
+    underscore, ``inplace=True``, an in-place module)? Then no copy is dropped: through views, any
+    copy might be the one written."""
+    for node in gm.graph.nodes:
+        if node.op == "call_module":
+            if getattr(gm.get_submodule(str(node.target)), "inplace", False):
+                return True
+        elif node.op in ("call_method", "call_function"):
+            name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
+            if name.endswith("_") and not name.endswith("__") or node.kwargs.get("inplace"):
+                return True
+            if node.target in IN_PLACE_OPERATORS:
+                return True
+    return False
+
+
 def _passes_through(node: torch.fx.Node) -> bool:
-    """A copy of a value (``x.clone()``, ``x.detach()``, ``torch.clone(x)``) that nothing changes in
-    place: it is the value itself. A copy that is changed in place must stay one."""
+    """A copy of a value (``x.clone()``, ``x.detach()``, ``torch.clone(x)``): the value itself, in a
+    graph that writes nothing in place (:func:`_mutates_in_place`). A copy that is the output stays."""
     copy = (node.op == "call_method" and node.target in PASS_THROUGH) or (
         node.op == "call_function" and node.target in (torch.clone, torch.detach))
     if not copy or not node.args or not isinstance(node.args[0], torch.fx.Node) or node.kwargs:
         return False
-    return not any(user.op == "call_method" and str(user.target).endswith("_") or user.op == "output"
-                   for user in node.users)
+    return not any(user.op == "output" for user in node.users)
 
 
 def _option(node: torch.fx.Node, name: str, position: int, default: Any) -> Any:
@@ -86,7 +105,7 @@ def _option(node: torch.fx.Node, name: str, position: int, default: Any) -> Any:
 
 def _rewrite(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
     """The nodes computing ``node``'s loss, or None where its options are not the ones covered."""
-    a, b = node.args[0], _option(node, "target", 1, None)
+    a, b = _option(node, "input", 0, None), _option(node, "target", 1, None)
     if not isinstance(a, torch.fx.Node) or not isinstance(b, torch.fx.Node):
         return None
     if node.kwargs.get("size_average") is not None or node.kwargs.get("reduce") is not None:
@@ -94,8 +113,8 @@ def _rewrite(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None
     call = graph.call_function
     if node.target is F.kl_div:
         reduction = _option(node, "reduction", 4, "mean")
-        if not _reduction_known(reduction, a):
-            return None
+        if not _reduction_known(reduction, a) or (reduction == "batchmean" and not _same_shape(a, b)):
+            return None  # batchmean divides by the input's first dim, not the broadcast result's
         if _option(node, "log_target", 5, False):
             pointwise = call(operator.mul, (call(torch.exp, (b,)), call(operator.sub, (b, a))))
         else:
@@ -146,6 +165,11 @@ def _triplet(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None
 
     gap = call(operator.add, (call(operator.sub, (distance(positive), distance(negative))), float(margin)))
     return _reduce(graph, call(torch.clamp, (gap,), {"min": 0.0}), reduction, anchor)
+
+
+def _same_shape(a: torch.fx.Node, b: torch.fx.Node) -> bool:
+    shapes = [n.meta.get("tensor_meta") for n in (a, b)]
+    return all(m is not None for m in shapes) and tuple(shapes[0].shape) == tuple(shapes[1].shape)
 
 
 def _reduction_known(reduction: Any, like: torch.fx.Node) -> bool:

@@ -21,12 +21,10 @@ from torch.fx.passes.shape_prop import ShapeProp
 from kernelevo.agent.builtin.decompose import decompose
 from kernelevo.agent.builtin.lower_calls import IGNORED, CallLowering, _Lowered, _number
 from kernelevo.agent.builtin.program import N_COLS, CannotCover, Node, Operand, Program
+from kernelevo.agent.builtin.rowshapes import ONE_VALUE_REDUCTIONS, over_one_value, unsqueezed_per_row
 from kernelevo.agent.builtin.vocabulary import (
     LOW_PRECISION,
 )
-
-ONE_VALUE_REDUCTIONS = {"sum", "mean", "amax", "amin", "logsumexp", "norm"}
-"""Reductions that give back the one value they reduce (a norm its magnitude)."""
 
 
 def trace(model: nn.Module, inputs: list[Any]) -> torch.fx.GraphModule:
@@ -176,7 +174,7 @@ class _Lowering(CallLowering):
                           for k in range(self.main_chunks))
             self.values[node.name] = parts
             return
-        if shape != self.elem_shape() and self._unsqueezed_per_row(node, value):
+        if shape != self.elem_shape() and unsqueezed_per_row(node, value, tuple(self.elem_shape()[:-1])):
             operand = Operand(name=f"in{len(self.operands)}", source=node.name, kind="per_row")
             self.operands.append(operand)
             self.values[node.name] = self.add("load", [operand.name, 0], "row", *self.rounding_of(value))
@@ -199,7 +197,7 @@ class _Lowering(CallLowering):
 
     def broadcast_kind(self, value: torch.Tensor) -> str | None:
         """How a later input of another shape than the first broadcasts against it, if as a parameter
-        does: ``scalar`` (one value), ``col`` (one per column), else None."""
+        does: ``scalar`` (one value), ``col`` (one per column), ``per_row`` (``[..., 1]``), else None."""
         full = self.elem_shape()
         if value.dim() > len(full):
             return None
@@ -210,21 +208,6 @@ class _Lowering(CallLowering):
         if full and value.dim() == len(full) and tuple(value.shape) == (*full[:-1], 1):
             return "per_row"
         return None
-
-    def _unsqueezed_per_row(self, node: torch.fx.Node, value: torch.Tensor) -> bool:
-        """Is input ``node`` one value per row, used only through ``unsqueeze`` as a ``[..., 1]`` column
-        (``d.unsqueeze(1) * B``: a diagonal matrix times B)? Then it is read per row, and so are its
-        unsqueezed views."""
-        rows = tuple(self.elem_shape()[:-1])
-        if not rows or tuple(value.shape) != rows or not node.users:
-            return False
-        for user in node.users:
-            meta = self.meta(user)
-            if user.op != "call_method" or user.target != "unsqueeze" or meta is None:
-                return False
-            if meta[0] != (*rows, 1):
-                return False
-        return True
 
     def rounding_of(self, t: torch.Tensor) -> tuple[str, str | None]:
         return str(t.dtype).removeprefix("torch."), LOW_PRECISION.get(t.dtype)
@@ -272,14 +255,14 @@ class _Lowering(CallLowering):
 
     def reduce(self, node: torch.fx.Node, kind: str, x: Any, dim: Any, keepdim: bool, extra: dict[str, Any]) -> None:
         src = self.arg(x)
-        if self.level(src) == "row" and self._over_one_value(x, dim) and kind in ONE_VALUE_REDUCTIONS:
-            # a row's value reduced again over its kept dim of one: the value itself (or its magnitude)
-            result = src if kind != "norm" else self.add("abs", [src], "row", *self.rounding(node))
-            self.values[node.name] = result
-            if not keepdim and src not in self.rowflat:
+        if self.level(src) == "row" and src not in self.rowflat and kind in ONE_VALUE_REDUCTIONS and \
+                over_one_value(self.meta(x) if isinstance(x, torch.fx.Node) else None, dim):
+            # a row's value reduced again over its kept dim of one: the value itself (or its magnitude),
+            # as a node of its own, so that dropping the dim does not change how ``src`` broadcasts
+            self.values[node.name] = result = self.add("abs" if kind == "norm" else "identity", [src], "row",
+                                                       *self.rounding(node))
+            if not keepdim:
                 self.rowflat.add(result)
-            if keepdim and src in self.rowflat:
-                raise CannotCover(f"`{node.name}` keeps a dim its input did not have")
             self.ops.append(kind)
             return
         if self.level(src) != "elem":
@@ -335,15 +318,6 @@ class _Lowering(CallLowering):
         self.values[node.name] = result
         if not keepdim:
             self.rowflat.add(result)
-
-    def _over_one_value(self, x: Any, dim: Any) -> bool:
-        """Does a reduction of fx value ``x`` over ``dim`` take one value at a time (that dim has size 1)?"""
-        meta = self.meta(x) if isinstance(x, torch.fx.Node) else None
-        dims = dim if isinstance(dim, (list, tuple)) else [dim]
-        if meta is None or dim is None or len(dims) != 1 or not isinstance(dims[0], int):
-            return False
-        shape = meta[0]
-        return -len(shape) <= dims[0] < len(shape) and shape[dims[0]] == 1 and dims[0] in (-1, len(shape) - 1)
 
     def composite(self, node: torch.fx.Node, kind: str, x: Any, extra: dict[str, Any]) -> None:
         src = self.arg(x)

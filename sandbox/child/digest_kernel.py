@@ -26,31 +26,35 @@ BLOCK = 2048
 
 
 @triton.jit
-def _mix(z):
-    z = (z ^ (z >> 30)) * -0x40A7B892E31B1A47
-    z = (z ^ (z >> 27)) * -0x6B2FB644ECCEEE15
+def _mix(z, M0: tl.constexpr, M1: tl.constexpr):
+    """splitmix64's finalizer (its multipliers as signed int64, given by ``timed.py``)."""
+    z = (z ^ (z >> 30)) * M0
+    z = (z ^ (z >> 27)) * M1
     return z ^ (z >> 31)
 
 
-@triton.jit
-def _digest_kernel(bits_ptr, n, golden, k0, k1, k2, k3, partial_ptr, BLOCK: tl.constexpr):
+# Not specialised on the values: the size and the keys change from call to call, and one compiled
+# kernel (the one the self-check ran) serves them all.
+@triton.jit(do_not_specialize=["n", "golden", "k0", "k1", "k2", "k3"])
+def _digest_kernel(bits_ptr, n, golden, k0, k1, k2, k3, partial_ptr, M0: tl.constexpr, M1: tl.constexpr,
+                   BLOCK: tl.constexpr):
     """Each program hashes ``BLOCK`` elements into four lane sums, stored at ``partial_ptr[pid, :]``."""
     pid = tl.program_id(0).to(tl.int64)
     offsets = pid * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
     mask = offsets < n
     bits = tl.load(bits_ptr + offsets, mask=mask, other=0).to(tl.int64)
     base = bits + offsets * golden
-    tl.store(partial_ptr + pid * 4 + 0, tl.sum(tl.where(mask, _mix(base + k0), 0), axis=0))
-    tl.store(partial_ptr + pid * 4 + 1, tl.sum(tl.where(mask, _mix(base + k1), 0), axis=0))
-    tl.store(partial_ptr + pid * 4 + 2, tl.sum(tl.where(mask, _mix(base + k2), 0), axis=0))
-    tl.store(partial_ptr + pid * 4 + 3, tl.sum(tl.where(mask, _mix(base + k3), 0), axis=0))
+    tl.store(partial_ptr + pid * 4 + 0, tl.sum(tl.where(mask, _mix(base + k0, M0, M1), 0), axis=0))
+    tl.store(partial_ptr + pid * 4 + 1, tl.sum(tl.where(mask, _mix(base + k1, M0, M1), 0), axis=0))
+    tl.store(partial_ptr + pid * 4 + 2, tl.sum(tl.where(mask, _mix(base + k2, M0, M1), 0), axis=0))
+    tl.store(partial_ptr + pid * 4 + 3, tl.sum(tl.where(mask, _mix(base + k3, M0, M1), 0), axis=0))
 
 
-def kernel_lanes(bits: torch.Tensor, keys: list[int], golden: int) -> list[int]:
+def kernel_lanes(bits: torch.Tensor, keys: list[int], golden: int, mix: tuple[int, int]) -> list[int]:
     """The four lane sums (mod 2^64) of a contiguous 1-D integer tensor holding each element's bits
-    (unsigned 8-bit, or signed 16, 32 or 64-bit: widened as ``timed._bits`` widens them)."""
+    (unsigned 8-bit, or signed 16, 32 or 64-bit: widened to int64 as ``timed._torch_lanes`` widens them)."""
     assert len(keys) == 4 and bits.dim() == 1 and bits.is_contiguous()
     programs = max(1, triton.cdiv(bits.numel(), BLOCK))
     partial = torch.empty((programs, 4), dtype=torch.int64, device=bits.device)
-    _digest_kernel[(programs,)](bits, bits.numel(), golden, *keys, partial, BLOCK=BLOCK)
+    _digest_kernel[(programs,)](bits, bits.numel(), golden, *keys, partial, M0=mix[0], M1=mix[1], BLOCK=BLOCK)
     return [int(s) % (1 << 64) for s in partial.sum(dim=0).tolist()]

@@ -165,17 +165,12 @@ def _raw(flat: torch.Tensor) -> torch.Tensor:
     return flat.view(_INT_OF[flat.element_size()])
 
 
-def _bits(flat: torch.Tensor) -> torch.Tensor:
-    """The raw bits of each element of a contiguous 1-D tensor, as int64 (uint8 zero-extended, wider
-    integers sign-extended)."""
-    return _raw(flat).to(torch.int64)
-
-
 def _torch_lanes(flat: torch.Tensor, keys: list[int]) -> list[int]:
     """The digest's definition, chunk by chunk in torch (its int64 temporaries stay small)."""
     lanes = [0] * len(keys)
-    for start in range(0, flat.numel(), DIGEST_CHUNK):
-        bits = _bits(flat[start:start + DIGEST_CHUNK])
+    raw = _raw(flat)  # positions count the raw values (a complex element is two)
+    for start in range(0, raw.numel(), DIGEST_CHUNK):
+        bits = raw[start:start + DIGEST_CHUNK].to(torch.int64)
         position = torch.arange(start, start + bits.numel(), device=bits.device, dtype=torch.int64) * _GOLDEN
         for lane, key in enumerate(keys):
             z = bits + position + key
@@ -201,10 +196,12 @@ def kernel_agrees(device: torch.device) -> bool:
         keys = [int(k) for k in torch.randint(0, 2**62, (DIGEST_LANES,), generator=generator)]
         agrees = True
         try:
-            for dtype in (torch.float32, torch.bfloat16, torch.float64, torch.uint8, torch.bool):
-                sample = torch.randn(3 * digest_kernel.BLOCK + 5, generator=generator).mul(100).to(dtype).to(device)
-                flat = sample.reshape(-1)
-                agrees &= digest_kernel.kernel_lanes(_raw(flat), keys, _GOLDEN) == _torch_lanes(flat, keys)
+            for dtype, n in ((torch.float32, 3 * digest_kernel.BLOCK + 5), (torch.float32, 4 * digest_kernel.BLOCK),
+                             (torch.bfloat16, 999), (torch.float64, 77), (torch.uint8, 4097), (torch.bool, 31),
+                             (torch.int16, 500), (torch.complex64, 1000)):
+                sample = torch.randn(n, generator=generator, dtype=torch.float64).mul(100)
+                flat = (sample > 0 if dtype == torch.bool else sample.to(dtype)).to(device)
+                agrees &= digest_kernel.kernel_lanes(_raw(flat), keys, _GOLDEN, _MIX) == _torch_lanes(flat, keys)
         except Exception as exc:  # noqa: BLE001 (any failure of the fast path leaves the definition)
             print(f"kernelevo: the digest kernel failed on {device} ({type(exc).__name__}: {exc}); "
                   "hashing outputs in torch", file=sys.stderr)
@@ -231,7 +228,7 @@ def tensor_digest(value: Any, seed: int, index: int) -> list[int]:
     if flat.is_cuda and flat.numel() >= DIGEST_KERNEL_FROM and kernel_agrees(flat.device):
         from kernelevo.sandbox.child import digest_kernel
 
-        return digest_kernel.kernel_lanes(_raw(flat), keys, _GOLDEN)
+        return digest_kernel.kernel_lanes(_raw(flat), keys, _GOLDEN, _MIX)
     return _torch_lanes(flat, keys)
 
 

@@ -42,10 +42,11 @@ below (by 0.8 of its kernels' traced time); without it, this allowance is what a
 
 TIE_BAND = 0.03
 """Two medians within this fraction of each other are a tie. The same candidate judged in separate
-processes with the current timed call moved at most 0.3% at 20 us (1.04% counting a verdict with the
-forensic pass), 0.15% at 200 us and 0.51% at 2 ms (docs/BENCHMARKS.md); an older timed call moved
-2.3-3.3% at 1.5 ms. The band keeps about three times the worst current spread: a smaller gain is not
-shown to be one, so the search does not replace a kept candidate for it and a report does not call it one."""
+processes with the current timed call moved 1.4% at 20 us (three verdicts, one with the forensic
+pass) and 0.51% at 2 ms (two verdicts); at 200 us one verdict matched eager to 0.06%; an older timed
+call moved 2.3-3.3% at 1.5 ms (docs/BENCHMARKS.md). The band keeps about twice the worst current
+spread: a smaller gain is not shown to be one, so the search does not replace a kept candidate for it
+and a report does not call it one."""
 
 
 def faster_beyond_tie(new_ms: float, old_ms: float) -> bool:
