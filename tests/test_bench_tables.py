@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest
@@ -117,3 +118,24 @@ def test_a_problem_past_its_limit_takes_its_whole_process_group_down(tmp_path: P
     time.sleep(0.2)
     state = Path(f"/proc/{child}/stat")
     assert not state.exists() or state.read_text().split()[2] == "Z", "the job's child outlived it"
+
+
+def test_the_scripted_model_of_the_agent_bench_edits_the_kernel_it_is_shown() -> None:
+    """The bench's model finds the best kernel's id and launch line where the generation prompt shows
+    them, edits the block size, then checks what the edit saved: a change of the prompt's wording that
+    it no longer reads would turn the bench's edits into rewrites of the same file."""
+    bench = _bench("agent_bench")
+    assert "The fastest so far, {{ elites[0].id[:10] }}" in (ROOT / "prompts" / "generation.md").read_text()
+    launch = next(line for line in bench.START.splitlines() if "relu_kernel[(" in line)
+    prompt = f"Generation 1.\nThe fastest so far, 0123456789 (grid, 1.0 ms):\n```python\n{launch}\n```"
+    model = bench.ScriptedModel()
+    reply = model({"messages": [{"role": "system", "content": "You are a kernel engineer."},
+                                {"role": "user", "content": prompt}]})
+    call = reply["tool_calls"][0]
+    args = json.loads(call["arguments"])
+    assert call["name"] == "edit_kernel" and args["candidate"] == "0123456789"
+    assert f"BLOCK={bench.BLOCKS[0]}" in args["edits"] and launch in args["edits"]
+    reply = model({"messages": [{"role": "system", "content": "x"}, {"role": "user", "content": prompt},
+                                {"role": "tool", "content": "edited; saved as candidate abcdef0123 (26 lines)"}]})
+    assert reply["tool_calls"][0]["name"] == "check_kernel"
+    assert json.loads(reply["tool_calls"][0]["arguments"]) == {"candidate": "abcdef0123"}
