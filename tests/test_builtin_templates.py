@@ -236,7 +236,8 @@ SLOW_CASES = {"flat-gelu-tanh", "chunk-glu-bf16", "layernorm-module-bf16", "var-
               "conv2d-depthwise-bf16", "linear-groupnorm-sequence", "matmul-einsum-4d-fp16",
               "matmul-bmm-inputs", "matmul-einsum-weight-nk", "dim-argmin-bf16", "selu-hardtanh",
               "loss-huber-delta-sum", "loss-kl-batchmean", "per-row-input-added",
-              "per-row-scaled-softmax", "loss-smooth-l1-beta", "per-row-diagonal-times-matrix"}
+              "per-row-scaled-softmax", "loss-smooth-l1-beta", "per-row-diagonal-times-matrix", "linear-relu-fp32",
+              "dim-softmax-module-bf16", "mean-then-scale"}
 """Cases the default run leaves to ``make test-all``: each has a sibling of the same family that runs."""
 
 
