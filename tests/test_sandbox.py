@@ -362,3 +362,23 @@ def test_the_trusted_side_reads_a_jobs_files_without_following_links(tmp_path: P
     assert namespaces.read_no_follow(tmp_path / "missing.log") == ""
     assert namespaces.read_no_follow(tmp_path / "own.log") == "0123456789"
     assert namespaces.read_no_follow(tmp_path / "own.log", 4) == "6789"
+
+
+def test_folders_above_a_bind_are_traversable_but_not_listed(tmp_path: Path) -> None:
+    """A job handed a folder deep in a tree reaches it by its path, but cannot list the folders above
+    it: their listings would name what else is bound beside it (an oracle's outbox, another job's)."""
+    require_bwrap()
+    shared = tmp_path / "above" / "shared"
+    shared.mkdir(parents=True)
+    (shared / "data.txt").write_text("handed over")
+    (tmp_path / "above" / "beside").mkdir()
+    code = ("import os\n"
+            f"print('READ', open('{shared / 'data.txt'}').read(), flush=True)\n"
+            f"for folder in ['{tmp_path / 'above'}', '{tmp_path}']:\n"
+            "    try:\n        print('LISTED', folder, os.listdir(folder), flush=True)\n"
+            "    except OSError:\n        print('CLOSED', folder, flush=True)\n")
+    spec = spec_for(tmp_path, code)
+    spec.readable = [shared]
+    outcome = ProcessSandbox().run(spec)
+    assert "READ handed over" in outcome.log_tail, outcome.log_tail
+    assert "LISTED" not in outcome.log_tail and outcome.log_tail.count("CLOSED") == 2, outcome.log_tail

@@ -182,14 +182,16 @@ _HOST_TREES = (Path("/usr"), Path("/etc"), Path("/sys"), Path("/proc"), Path("/d
 
 def _parents(folders: list[Path]) -> list[str]:
     """``--dir`` for every folder above a bind that no host tree provides, traversable by the job's
-    user (bubblewrap would copy the host's modes, and /root or a mkdtemp folder is 0700)."""
+    user (bubblewrap would copy the host's modes, and /root or a mkdtemp folder is 0700) but not
+    listable: a listing would name the folders bound beside the job's (another job's outbox, the
+    oracle's), and a path the job is handed needs no listing to be reached."""
     args, made = [], {Path("/"), Path("/tmp"), Path("/var/tmp"), Path("/dev/shm")}
     for folder in folders:
         for parent in reversed(folder.parents):
             if parent in made or any(parent.is_relative_to(t) for t in _HOST_TREES):
                 continue
             made.add(parent)
-            args += ["--perms", "0755", "--dir", str(parent)]
+            args += ["--perms", "0111", "--dir", str(parent)]
     return args
 
 
