@@ -1,0 +1,131 @@
+"""How a reference's inputs and parameters enter the row program: each forward input and each tensor
+attribute becomes an operand (read per element, per row, per column, per channel or as one value) and
+the load node that reads it. Mixed into the lowering (``lower._Lowering``), which holds the program
+being built (``operands``, ``values``, ``add``) and the main input's shape (``elem_shape``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.fx
+
+from kernelevo.agent.builtin.program import CannotCover, Operand
+from kernelevo.agent.builtin.rowshapes import unsqueezed_per_row
+from kernelevo.agent.builtin.vocabulary import LOW_PRECISION
+
+
+class OperandIntake:
+    """Placeholders and attributes to operands (methods of ``lower._Lowering``)."""
+
+    def placeholder(self, node: torch.fx.Node, value: Any) -> None:
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and self.main is not None:
+            # a number passed to forward: a kernel argument (a float, whatever the call passes)
+            operand = Operand(name=f"in{len(self.operands)}", source=node.name, kind="value")
+            self.operands.append(operand)
+            self.values[node.name] = self.add("load", [operand.name, 0], "col", "float32", None)
+            return
+        if not isinstance(value, torch.Tensor):
+            raise CannotCover(f"input `{node.name}` is not a tensor")
+        if not value.is_floating_point():
+            raise CannotCover(f"input `{node.name}` is {value.dtype}; the templates read floating-point inputs")
+        if self.main is None:
+            self.main = node.name
+            users = list(node.users)
+            chunk = [u for u in users if _is_chunk(u)]
+            if chunk and len(chunk) == len(users):
+                n = _chunk_count(chunk[0])
+                if value.shape[-1] % n:
+                    raise CannotCover("chunk of a last dimension that does not divide evenly")
+                self.main_chunks = n
+            self.rows_shape = tuple(value.shape[:-1]) if value.dim() else ()
+            self.cols = value.shape[-1] // self.main_chunks if value.dim() else 1
+        shape = tuple(value.shape)
+        operand = Operand(name=f"in{len(self.operands)}", source=node.name, kind="row")
+        if self.main_chunks > 1 and node.name == self.main:
+            operand.chunks = self.main_chunks
+            self.operands.append(operand)
+            parts = tuple(self.add("load", [operand.name, k], "elem", *self.rounding_of(value))
+                          for k in range(self.main_chunks))
+            self.values[node.name] = parts
+            return
+        if shape != self.elem_shape() and unsqueezed_per_row(node, value, tuple(self.elem_shape()[:-1])):
+            operand = Operand(name=f"in{len(self.operands)}", source=node.name, kind="per_row")
+            self.operands.append(operand)
+            self.values[node.name] = self.add("load", [operand.name, 0], "row", *self.rounding_of(value))
+            self.unsqueezed.add(node.name)
+            return
+        if shape != self.elem_shape():
+            kind = self.broadcast_kind(value)
+            if kind is None:
+                raise CannotCover(f"input `{node.name}` has shape {list(shape)}, unlike the first input "
+                                  f"{list(self.elem_shape())}")
+            # read like a parameter: one value for all (a 0-d or one-element tensor), one per column,
+            # or one per row (a [..., 1] tensor)
+            operand = Operand(name=f"in{len(self.operands)}", source=node.name, kind=kind)
+            self.operands.append(operand)
+            level = "row" if kind == "per_row" else "col"
+            self.values[node.name] = self.add("load", [operand.name, 0], level, *self.rounding_of(value))
+            return
+        self.operands.append(operand)
+        self.values[node.name] = self.add("load", [operand.name, 0], "elem", *self.rounding_of(value))
+
+    def broadcast_kind(self, value: torch.Tensor) -> str | None:
+        """How a later input of another shape than the first broadcasts against it, if as a parameter
+        does: ``scalar`` (one value), ``col`` (one per column), ``per_row`` (``[..., 1]``), else None."""
+        full = self.elem_shape()
+        if value.dim() > len(full):
+            return None
+        if value.numel() == 1:
+            return "scalar"
+        if full and value.shape[-1] == full[-1] and value.numel() == full[-1]:
+            return "col"
+        if full and value.dim() == len(full) and tuple(value.shape) == (*full[:-1], 1):
+            return "per_row"
+        return None
+
+    def rounding_of(self, t: torch.Tensor) -> tuple[str, str | None]:
+        return str(t.dtype).removeprefix("torch."), LOW_PRECISION.get(t.dtype)
+
+    def get_attr(self, node: torch.fx.Node) -> None:
+        value = _fetch_attr(self.gm, str(node.target))
+        if not isinstance(value, torch.Tensor):
+            raise CannotCover(f"attribute `{node.target}` is not a tensor")
+        channel = self.channel_dim(tuple(value.shape))
+        if channel is not None:
+            operand = Operand(name=f"p{len(self.operands)}", source=f"self.{node.target}", kind="channel",
+                              channel_dim=channel - len(self.elem_shape()))
+            self.operands.append(operand)
+            self.values[node.name] = self.add("load", [operand.name, 0], "row", *self.rounding_of(value))
+            return
+        if value.numel() == 1:  # one value for every element, read once per program
+            operand = Operand(name=f"p{len(self.operands)}", source=f"self.{node.target}", kind="scalar")
+            self.operands.append(operand)
+            self.values[node.name] = self.add("load", [operand.name, 0], "col", *self.rounding_of(value))
+            return
+        if value.dim() == 0 or value.numel() != self.cols or value.shape[-1] != self.cols:
+            raise CannotCover(f"parameter `{node.target}` has shape {list(value.shape)}; the templates read "
+                              f"parameters with one value per column ({self.cols}) or per channel")
+        operand = Operand(name=f"p{len(self.operands)}", source=f"self.{node.target}", kind="col")
+        self.operands.append(operand)
+        self.values[node.name] = self.add("load", [operand.name, 0], "col", *self.rounding_of(value))
+
+
+def _is_chunk(node: torch.fx.Node) -> bool:
+    return (node.op == "call_method" and node.target == "chunk") or (
+        node.op == "call_function" and node.target is torch.chunk)
+
+
+def _chunk_count(node: torch.fx.Node) -> int:
+    n = node.kwargs.get("chunks", node.args[1] if len(node.args) > 1 else None)
+    dim = node.kwargs.get("dim", node.args[2] if len(node.args) > 2 else 0)
+    if not isinstance(n, int) or dim != -1:
+        raise CannotCover("chunk along a dimension other than the last")
+    return n
+
+
+def _fetch_attr(gm: torch.nn.Module, target: str) -> Any:
+    obj: Any = gm
+    for part in target.split("."):
+        obj = getattr(obj, part)
+    return obj
