@@ -8,10 +8,13 @@ result and ends the turn; a reflection gets a one-line note. Its replies are ins
 run spends beyond the judge's verdicts is the orchestration: the graph, checkpoints, prompts, the
 store and the HTTP round trips.
 
-Per run: evaluations, wall time, the verdicts' own wall time, orchestration overhead per evaluation
-(wall minus the baseline, the final re-judge and the verdicts, over the evaluations; with one island
-verdicts do not overlap, so this is exact there), evaluations per minute, requests and tokens per
-evaluation (the script's token counts are not real: request sizes are given instead).
+Per run: evaluations, wall time, the verdicts' own wall time, orchestration overhead per evaluation,
+evaluations per minute, requests and tokens per evaluation (the script's token counts are not real:
+request sizes are given instead). The overhead is the time from the first model request to the end
+of the run during which no harness work ran (no verdict, final re-judge, profile or compile gate, on
+any island: the intervals are recorded around the evaluator's calls and merged), over the
+evaluations: the time the harness sat idle waiting for the loop. Orchestration that overlaps another
+island's verdict is hidden by it and not counted, as it costs the run nothing.
 
 Usage: python bench/agent_bench.py [--islands 1,2] [--evals 8] [--task relu] [--size full] [--out FILE]
 """
@@ -87,6 +90,50 @@ def _parent_id(prompt: str) -> str | None:
     return prompt.split(marker, 1)[1].split()[0].strip(".,:;")
 
 
+class HarnessClock:
+    """Records when the evaluator's work ran (on every thread), by wrapping its entry points."""
+
+    def __init__(self) -> None:
+        self.intervals: list[tuple[float, float]] = []
+        self.lock = threading.Lock()
+        self.saved: list[tuple[type, str, object]] = []
+
+    def __enter__(self) -> HarnessClock:
+        from kernelevo.sandbox.advice.profiling import HarnessProfiler
+        from kernelevo.sandbox.judge.evaluate import Evaluator
+
+        for owner, name in ((Evaluator, "evaluate"), (Evaluator, "triton_gate"), (Evaluator, "ncu_pass"),
+                            (HarnessProfiler, "profile")):
+            original = getattr(owner, name)
+            self.saved.append((owner, name, original))
+            setattr(owner, name, self._timed(original))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for owner, name, original in self.saved:
+            setattr(owner, name, original)
+
+    def _timed(self, original):  # noqa: ANN001, ANN202 - any method
+        def wrapper(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+            began = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                with self.lock:
+                    self.intervals.append((began, time.perf_counter()))
+        return wrapper
+
+    def idle_s(self, start: float, end: float) -> float:
+        """Seconds of [start, end] during which none of the recorded work ran."""
+        covered, reach = 0.0, start
+        for a, b in sorted(self.intervals):
+            a, b = max(a, reach), min(b, end)
+            if b > a:
+                covered += b - a
+                reach = b
+        return (end - start) - covered
+
+
 def one_run(folder: Path, islands: int, evals: int, task: str, size: str) -> dict:
     from kernelevo.agent.budget import Budget
     from kernelevo.agent.report.summary import status
@@ -99,22 +146,26 @@ def one_run(folder: Path, islands: int, evals: int, task: str, size: str) -> dic
                            api_key_env=KEY_ENV, budget=Budget(max_evals=evals), islands=islands,
                            measure_compile=False, experience=False, model_retry_minutes=0.0)
         create(config, run).close()
-        began, began_at = time.perf_counter(), time.time()
-        code = drive(run, first=True, progress=None)
-        wall = time.perf_counter() - began
+        with HarnessClock() as clock:
+            began, began_at = time.perf_counter(), time.time()
+            code = drive(run, first=True, progress=None)
+            ended = time.perf_counter()
+        wall = ended - began
         refused = list(server.refused)
         sent = sum(len(json.dumps(r)) for r in server.requests)
     store = RunStore(run)
     try:
         return {"islands": islands, "exit": code, "wall_s": wall, "refused": refused, "request_chars": sent,
-                **_costs(store, wall, began_at), "model": status(store)["model"]}
+                **_costs(store, wall, began_at, lambda first_s: clock.idle_s(began + first_s, ended)),
+                "model": status(store)["model"]}
     finally:
         store.close()
 
 
-def _costs(store, wall: float, began_at: float) -> dict:
+def _costs(store, wall: float, began_at: float, idle_after) -> dict:  # noqa: ANN001 - (store, seconds -> seconds)
     """Verdict time and orchestration overhead, from the store's verdicts and its events' stamps
-    (``began_at``: the wall clock when the run was started)."""
+    (``began_at``: the wall clock when the run was started; ``idle_after(s)``: seconds without harness
+    work from ``s`` into the run to its end)."""
     search = [store.evaluation(c["id"]) for c in store.candidates()]
     verdicts = [v for v in search if v is not None]
     final = [store.evaluation(c["id"], "final") for c in store.candidates()]
@@ -126,7 +177,7 @@ def _costs(store, wall: float, began_at: float) -> dict:
     n = len(verdicts)
     return {"evaluations": n, "correct": sum(bool(v.correct) for v in verdicts), "verdict_s": verdict_s,
             "final_rejudge_s": final_s, "before_first_request_s": before_s,
-            "overhead_per_eval_s": (wall - verdict_s - final_s - before_s) / n if n else None,
+            "overhead_per_eval_s": idle_after(before_s) / n if n else None,
             "evals_per_minute": 60 * n / wall if wall else None,
             "best_ms": min((v.runtime_ms for v in verdicts if v.correct and v.runtime_ms), default=None)}
 

@@ -139,3 +139,13 @@ def test_the_scripted_model_of_the_agent_bench_edits_the_kernel_it_is_shown() ->
                                 {"role": "tool", "content": "edited; saved as candidate abcdef0123 (26 lines)"}]})
     assert reply["tool_calls"][0]["name"] == "check_kernel"
     assert json.loads(reply["tool_calls"][0]["arguments"]) == {"candidate": "abcdef0123"}
+
+
+def test_the_agent_bench_counts_only_time_no_harness_work_covered() -> None:
+    """Overlapping verdicts of two islands are merged, not summed: the idle time is what no interval
+    covers between the first request and the end."""
+    clock = _bench("agent_bench").HarnessClock()
+    clock.intervals = [(1.0, 4.0), (2.0, 5.0), (7.0, 8.0), (9.5, 12.0)]
+    assert clock.idle_s(0.0, 10.0) == pytest.approx(1.0 + 2.0 + 1.5)
+    assert clock.idle_s(3.0, 6.0) == pytest.approx(1.0)
+    assert clock.idle_s(0.0, 0.5) == pytest.approx(0.5)
