@@ -451,7 +451,7 @@ def test_a_correct_candidate_is_traced_again_when_ncu_itself_failed(monkeypatch:
 
         monkeypatch.setattr(forensic, "run_pass", run_pass)
         monkeypatch.setattr(forensic, "analyse", lambda *a: forensic.Findings(kernels=3, custom_share=1.0))
-        monkeypatch.setattr(forensic, "custom_kernel_names", lambda source: {"k"})
+        monkeypatch.setattr(forensic, "owned_kernels", lambda source: forensic.Owned(triton={"k"}))
         monkeypatch.setattr(ncu, "find_ncu", lambda: "/usr/bin/ncu")
         judged = verdict()
         evaluator = SimpleNamespace(config=SimpleNamespace(forensic=True))
@@ -469,3 +469,43 @@ def test_a_correct_candidate_is_traced_again_when_ncu_itself_failed(monkeypatch:
     own = forensic.Traced([], "under the kernel trace the candidate failed: the call raised", False, {})
     judged, calls = run([own])
     assert calls == 1 and not judged.correct
+
+
+def _trace(*names_ms: tuple[str, float]) -> list[dict]:
+    marker = "at::cuda::(anonymous namespace)::spin_kernel(long)"
+    return [{"name": marker, "metrics": {"gpu__time_duration.sum": 1e6}, "stream": "7"}] + [
+        {"name": n, "metrics": {"gpu__time_duration.sum": ms * 1e6}, "stream": "7"} for n, ms in names_ms]
+
+
+def test_the_forensic_trace_counts_a_kernel_as_the_candidates_only_by_a_name_nothing_else_prints() -> None:
+    """A never-launched Triton function named like torch's softmax kernel does not make torch's kernel
+    the candidate's; nor does a CUDA kernel of the same name unless it sits where the candidate put it."""
+    from kernelevo.sandbox.judge import forensic
+    from kernelevo.sandbox.judge.kernel_names import Owned
+
+    torch_softmax = ("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, "
+                     "at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(T4 *, const T2 *, int)")
+    decoy = Owned.of(["cunn_SoftMaxForward", "copy_out"], [])
+    found = forensic.analyse(_trace((torch_softmax, 0.5), ("copy_out", 0.01)) * 1, decoy, 1, True, 0.6)
+    assert found.library_extra and any("library kernels did the work" in p for p in found.problems)
+    cuda_decoy = Owned.of([], ["__global__ void cunn_SoftMaxForward(float* x) {}"])
+    assert not cuda_decoy.owns(torch_softmax)
+    honest = Owned.of(["softmax_kernel"], ["namespace mine { __global__ void rows(const float* x, int n) {} }"])
+    assert honest.owns("softmax_kernel") and honest.owns("mine::rows(const float *, int)")
+    assert not honest.owns("void at::native::rows(const float *, int)")
+    found = forensic.analyse(_trace(("softmax_kernel", 0.5)), honest, 1, True, 0.5)
+    assert not found.problems and found.custom_launches == 1
+
+
+def test_only_the_harness_first_spin_kernel_is_the_marker() -> None:
+    """A spin kernel launched after the marker (by the candidate) is counted in the per-call time."""
+    from kernelevo.sandbox.judge import forensic
+    from kernelevo.sandbox.judge.kernel_names import Owned
+
+    owned = Owned.of(["relu_tail"], [])
+    spin = "at::cuda::(anonymous namespace)::spin_kernel(long)"
+    found = forensic.analyse(_trace((spin, 5.0), ("relu_tail", 0.01)), owned, 1, False, 1.0)
+    assert found.per_call_ms == pytest.approx(5.01)
+    assert any("did not run these kernels" in p for p in found.problems)
+    assert forensic.analyse(_trace(("relu_tail", 0.01)), Owned(), 1, False, 1.0).problems == [
+        "no kernel of the candidate's own ran on the GPU"]

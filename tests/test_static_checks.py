@@ -106,3 +106,27 @@ def test_cuda_sources_are_found_for_the_compile_gate() -> None:
     assert report.kinds == ["cuda"]
     assert "relu_vec4" in report.cuda_sources[0]
     assert report.cpp_sources == ["torch::Tensor relu(torch::Tensor x);"]
+
+
+@pytest.mark.parametrize(("source", "words"), [
+    ("import triton\n@triton.jit\ndef triton_poi_fused_relu_0(x):\n    pass\n", "triton_poi_fused_relu_0"),
+    ("import triton\n@triton.jit\ndef sm90_xmma_gemm_f32f32_tn(x):\n    pass\n", "sm90_xmma_gemm_f32f32_tn"),
+    ("import triton\n@triton.jit\ndef spin_kernel(x):\n    pass\n", "spin_kernel"),
+    ("from torch.utils.cpp_extension import load_inline\n"
+     "m = load_inline('m', '', cuda_sources='__global__ void softmax_warp_forward(float* x) {}')\n",
+     "softmax_warp_forward"),
+    ("from torch.utils.cpp_extension import load_inline\n"
+     "m = load_inline('m', '', cuda_sources='namespace at { __global__ void k(float* x) {} }')\n", "namespace `at`"),
+])
+def test_kernel_names_a_library_prints_cannot_be_claimed(source: str, words: str) -> None:
+    """A kernel named like one a library prints without a namespace (cuBLAS, inductor, torch's
+    global softmax, the judge's marker) could have the library's kernel counted as the candidate's."""
+    failed = {c.name: c.detail for c in check_candidate(source).checks if not c.passed}
+    assert words in failed.get("static: kernel names", ""), failed
+
+
+def test_kernel_names_of_its_own_are_free() -> None:
+    source = ("import triton\n@triton.jit\ndef gemm_kernel(x):\n    pass\n@triton.jit\ndef softmax_kernel(x):\n"
+              "    pass\n")
+    failed = {c.name for c in check_candidate(source).checks if not c.passed}
+    assert "static: kernel names" not in failed

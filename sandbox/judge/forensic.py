@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 
 from kernelevo.sandbox.advice import ncu
 from kernelevo.sandbox.isolation.namespaces import read_no_follow
+from kernelevo.sandbox.judge.kernel_names import Owned
 from kernelevo.sandbox.judge.static_checks import check_candidate
 from kernelevo.sandbox.models import Check, Verdict
 from kernelevo.tasks.task import Task
@@ -42,26 +43,20 @@ MARKER = "spin_kernel"
 _GLUE = re.compile(r"FillFunctor|copy_kernel|CopyFunctor|_copy_kernel|fill_kernel")
 
 
-def custom_kernel_names(source: str) -> set[str]:
-    """The kernels the candidate's source defines: its ``@triton.jit`` functions and CUDA ``__global__``s."""
+def owned_kernels(source: str) -> Owned:
+    """The kernels the candidate's source defines (its ``@triton.jit`` functions and CUDA ``__global__``s)."""
     report = check_candidate(source, strict=False)
-    names = set(report.triton_kernels)
-    for cuda in report.cuda_sources:
-        names |= set(re.findall(r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?[\w:<>,\s*&]*?\b(\w+)\s*\(", cuda))
-    return names
+    return Owned.of(report.triton_kernels, report.cuda_sources)
 
 
-def base_name(name: str) -> str:
-    """``void ns::kernel<T>(int, float*)`` -> ``kernel``; ``softmax_kernel`` -> itself."""
-    short = ncu.short_name(name)
-    return short.split("::")[-1].strip()
+def is_marker(name: str) -> bool:
+    return ncu.short_name(name).split("::")[-1].strip() == MARKER
 
 
-def classify(name: str, custom: set[str]) -> str:
-    """``marker``, ``custom``, ``glue`` (library copies and fills) or ``library`` (anything else)."""
-    if MARKER in name:
-        return "marker"
-    if base_name(name) in custom:
+def classify(name: str, owned: Owned) -> str:
+    """``custom`` (the candidate's own, ``kernel_names``), ``glue`` (library copies and fills) or
+    ``library`` (anything else)."""
+    if owned.owns(name):
         return "custom"
     return "glue" if _GLUE.search(name) else "library"
 
@@ -78,22 +73,22 @@ class Findings:
     problems: list[str] = field(default_factory=list)
 
 
-def analyse(launches: list[dict[str, Any]], custom: set[str], calls: int, strict: bool,
+def analyse(launches: list[dict[str, Any]], owned: Owned, calls: int, strict: bool,
             timed_ms: float | None) -> Findings:
-    """Apply the rules to ncu's launches (in launch order: ``{"name", "metrics", "stream"}``)."""
+    """Apply the rules to ncu's launches (in launch order: ``{"name", "metrics", "stream"}``). The
+    marker is the first spin kernel, launched by the harness before the candidate is imported; one
+    the candidate launches later is a kernel like any other, counted in its time."""
     found = Findings(kernels=len(launches))
-    marks = [i for i, launch in enumerate(launches) if classify(launch["name"], custom) == "marker"]
-    if not marks:
+    marker = next((i for i, launch in enumerate(launches) if is_marker(launch["name"])), None)
+    if marker is None:
         found.problems.append("the harness's marker kernel never ran: the trace cannot be read")
         return found
-    allowance = Counter(launch["name"] for launch in launches[:marks[0]])
+    allowance = Counter(launch["name"] for launch in launches[:marker])
     per_stream: dict[str, float] = {}
     custom_ns = total_ns = 0.0
     extra: Counter[str] = Counter()
-    for launch in launches[marks[0] + 1:]:
-        kind, name = classify(launch["name"], custom), launch["name"]
-        if kind == "marker":
-            continue
+    for launch in launches[marker + 1:]:
+        kind, name = classify(launch["name"], owned), launch["name"]
         if allowance[name] > 0:
             allowance[name] -= 1
             continue
@@ -162,8 +157,8 @@ def apply(verdict: Verdict, evaluator: Any, task: Task, candidate: Path) -> None
     if failure is not None:
         verdict.checks.append(Check(name="forensic pass", passed=False, detail=failure))
     else:
-        custom = custom_kernel_names(candidate.read_text())
-        found = analyse(launches, custom, FORENSIC_CALLS, not task.allow_partial, verdict.runtime_ms)
+        owned = owned_kernels(candidate.read_text())
+        found = analyse(launches, owned, FORENSIC_CALLS, not task.allow_partial, verdict.runtime_ms)
         verdict.forensic = {"kernels": found.kernels, "custom_launches": found.custom_launches,
                             "per_call_ms": round(found.per_call_ms, 6), "custom_share": round(found.custom_share, 4),
                             "library_kernels": found.library_extra, "seconds": seconds}

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from kernelevo.sandbox.judge.kernel_names import Owned, library_like_names
 from kernelevo.sandbox.models import Check
 
 # Modules a candidate may import. Anything else (os, sys, gc, inspect, ctypes, importlib,
@@ -416,12 +417,16 @@ def check_candidate(source: str, strict: bool = True) -> StaticReport:
         problems.setdefault("kernel defined", []).append(
             "no custom kernel: define one with @triton.jit or torch.utils.cpp_extension.load_inline"
         )
+    named = library_like_names(Owned.of(report.triton_kernels, report.cuda_sources))
+    if named:
+        problems.setdefault("kernel names", []).extend(named)
     unlaunched = [k for k in report.triton_kernels if k not in analyzer.launched]
     if report.triton_kernels and len(unlaunched) == len(report.triton_kernels) and not report.uses_load_inline:
         problems.setdefault("kernel launched", []).append(
             f"Triton kernel(s) {', '.join(unlaunched)} are defined but never launched (`kernel[grid](...)`)"
         )
-    names = ["kernel defined", "kernel launched", "imports", "no harness access", "no monkeypatching", "no fallback"]
+    names = ["kernel defined", "kernel launched", "kernel names", "imports", "no harness access", "no monkeypatching",
+             "no fallback"]
     names.append("no torch compute" if strict else "torch compute (partial replacement allowed)")
     for name in names:
         found = problems.get(name.split(" (")[0], [])

@@ -1,0 +1,91 @@
+"""Which GPU kernels in a trace are the candidate's own (pure logic).
+
+The forensic pass sees kernels by the names Nsight Compute prints. A name alone is weak evidence: a
+candidate may define a Triton function it never launches, named like the library kernel that really
+does the work (``cunn_SoftMaxForward``), and have the library's kernel counted as its own. So a
+traced kernel is the candidate's only where its printed name can be nothing else:
+
+- a Triton kernel prints as its bare function name (no namespace, no template, no parameter list):
+  the printed name must *equal* one of the candidate's ``@triton.jit`` names; a library kernel, which
+  prints as ``void at::native::...cunn_SoftMaxForward<...>(...)``, never does;
+- a CUDA kernel of the candidate's extension prints with its parameters: its short name must be the
+  ``__global__`` name, in the global namespace or in namespaces the candidate's source opens itself,
+  none of them a library's;
+- and the static checks refuse kernel names that look like a library's plain-named kernels (cuBLAS,
+  cuDNN and inductor kernels print without a namespace), so such a name cannot be claimed either.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from kernelevo.sandbox.advice import ncu
+
+LIBRARY_NAMESPACES = frozenset({
+    "at", "c10", "caffe2", "torch", "std", "cub", "thrust", "cutlass", "cute", "cublas", "cublasLt", "cudnn",
+    "cufft", "curand", "cusparse", "cutensor", "nvjet", "flash", "fmha", "triton", "cuda", "native", "detail",
+    "internal", "xformers", "transformer_engine", "apex", "(anonymous namespace)",
+})
+"""Namespaces of the libraries torch calls into; a candidate's own kernel is never counted in one."""
+
+LIBRARY_LIKE = re.compile(
+    r"^((sm|compute)\d+|ampere|volta|turing|maxwell|pascal|hopper|blackwell|ada)_"  # cuBLAS/cuDNN, per architecture
+    r"|^(nvjet|cutlass|cublas|cudnn|cutensor|xmma)"
+    r"|^triton_(poi|red|per|tem|for|unk)_"  # inductor's generated kernels
+    r"|^(gemv\d|gemvNSP|gemmSN|gemmk1|splitKreduce|reduce_1Block|implicit_convolve|explicit_convolve|nchwToNhwc"
+    r"|nhwcToNchw|generateWinograd|winograd|fft\d|softmax_warp_(forward|backward)|spin_kernel)"
+    r"|^(dot|scal|axpy|nrm2|asum|amax|amin)_kernel$",
+)
+"""Names of library kernels that print without a namespace, so that a kernel of the candidate's named
+alike could claim them: cuBLAS and cuDNN (``sm90_xmma_gemm_...``, ``nvjet_...``, ``gemv2T_kernel_val``,
+``dot_kernel``, ``implicit_convolve_sgemm``), inductor (``triton_poi_fused_...``) and torch's
+global-namespace softmax. Honest names (``gemm_kernel``, ``softmax_kernel``) stay free."""
+
+_GLOBAL = re.compile(r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?[\w:<>,\s*&]*?\b(\w+)\s*\(")
+_NAMESPACE = re.compile(r"\bnamespace\s+(\w+)")
+
+
+def cuda_kernel_names(cuda: str) -> set[str]:
+    """The ``__global__`` functions a CUDA source defines."""
+    return set(_GLOBAL.findall(cuda))
+
+
+@dataclass
+class Owned:
+    """The kernels a candidate's source defines, and the namespaces it opens."""
+
+    triton: set[str] = field(default_factory=set)
+    cuda: set[str] = field(default_factory=set)
+    namespaces: set[str] = field(default_factory=set)
+
+    @classmethod
+    def of(cls, triton: list[str], cuda_sources: list[str]) -> Owned:
+        owned = cls(triton=set(triton))
+        for source in cuda_sources:
+            owned.cuda |= cuda_kernel_names(source)
+            owned.namespaces |= set(_NAMESPACE.findall(source))
+        return owned
+
+    def names(self) -> set[str]:
+        return self.triton | self.cuda
+
+    def owns(self, printed: str) -> bool:
+        """Is the kernel Nsight Compute printed as ``printed`` one of the candidate's own?"""
+        printed = printed.strip()
+        if printed in self.triton:
+            return True
+        parts = ncu.short_name(printed).split("::")
+        *spaces, name = [p.strip() for p in parts]
+        if name not in self.cuda:
+            return False
+        return all(s in self.namespaces and s not in LIBRARY_NAMESPACES for s in spaces)
+
+
+def library_like_names(owned: Owned) -> list[str]:
+    """Why some of the candidate's kernel names could be taken for a library's (empty if none can)."""
+    problems = [f"kernel `{name}` is named like a library kernel: give it a name of its own"
+                for name in sorted(owned.names()) if LIBRARY_LIKE.search(name)]
+    problems += [f"the CUDA source opens namespace `{space}`, a library's: put kernels in a namespace of their own"
+                 for space in sorted(owned.namespaces & LIBRARY_NAMESPACES)]
+    return problems
