@@ -167,6 +167,8 @@ class JobOutcome(BaseModel):
     log_tail: str = ""
     phase: str | None = None
     """What the process was doing when it ended (for a timeout or a crash)."""
+    killed_by_judge: bool = False
+    """The judge ended it while it ran (after it broke the protocol, say): its SIGKILL is no crash."""
     isolation: Isolation
 
 

@@ -38,6 +38,10 @@ class ChannelTimeout(ChannelError):
     pass
 
 
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number a message may carry")
+
+
 class Channel:
     """One connected socket carrying JSON messages."""
 
@@ -52,8 +56,10 @@ class Channel:
         except OSError as exc:
             raise ChannelError(f"the channel closed while sending ({exc.__class__.__name__})") from None
 
-    def recv(self, timeout: float | None = None) -> dict[str, Any]:
-        """The next message; ``timeout`` seconds at most (None: wait for ever)."""
+    def recv(self, timeout: float | None = None, finite: bool = False) -> dict[str, Any]:
+        """The next message; ``timeout`` seconds at most (None: wait for ever). ``finite``: refuse
+        ``NaN`` and ``Infinity``, which Python's JSON reads as numbers that no comparison rejects (a
+        message from a process that runs candidate code)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         header = self._read(4, deadline)
         (size,) = struct.unpack(">I", header)
@@ -61,16 +67,18 @@ class Channel:
             raise ChannelError(f"a message of {size} bytes is over the limit of {MAX_MESSAGE}")
         body = self._read(size, deadline)
         try:
-            message = json.loads(body)
-        except ValueError:
-            raise ChannelError("a message that is not JSON") from None
+            message = json.loads(body, parse_constant=_refuse_constant if finite else None)
+        except RecursionError:
+            raise ChannelError("a message nested too deeply") from None
+        except ValueError as exc:
+            raise ChannelError(f"a message that is not JSON ({str(exc)[:80]})") from None
         if not isinstance(message, dict):
             raise ChannelError("a message that is not a JSON object")
         return message
 
-    def request(self, message: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+    def request(self, message: dict[str, Any], timeout: float | None = None, finite: bool = False) -> dict[str, Any]:
         self.send(message)
-        return self.recv(timeout)
+        return self.recv(timeout, finite)
 
     def _read(self, count: int, deadline: float | None) -> bytes:
         while len(self._buffer) < count:

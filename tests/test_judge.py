@@ -385,7 +385,7 @@ def test_time_the_oracle_takes_is_added_to_the_candidates_deadline() -> None:
     import time as clock
 
     class Channel:
-        def request(self, message: dict, timeout: float) -> dict:
+        def request(self, message: dict, timeout: float, finite: bool = False) -> dict:
             clock.sleep(0.05)
             return {"ok": True}
 
@@ -509,3 +509,12 @@ def test_only_the_harness_first_spin_kernel_is_the_marker() -> None:
     assert any("did not run these kernels" in p for p in found.problems)
     assert forensic.analyse(_trace(("relu_tail", 0.01)), Owned(), 1, False, 1.0).problems == [
         "no kernel of the candidate's own ran on the GPU"]
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -1.0, "1.0", True, None])
+def test_a_reported_time_must_be_a_finite_number_of_milliseconds(value: object) -> None:
+    from kernelevo.sandbox.judge.timed_calls import reported_ms
+
+    with pytest.raises(ValueError):
+        reported_ms({"gpu_ms": value}, "gpu_ms")
+    assert reported_ms({"gpu_ms": 0.25}, "gpu_ms") == 0.25

@@ -100,6 +100,11 @@ RUNTIME_REJECTED = [
     (2, "softmax", "bad_lazy_ship", "timed runs correct", "digest differs"),
     (11, "softmax", "bad_fp16_when_unchecked", "timed runs correct", "lower precision|outside"),
     (2, "relu", "bad_blame_the_oracle", "correct: set 0", "cannot be read"),
+    # A third review: numbers Python's JSON reads but no comparison rejects, and replies that would
+    # have raised in the judge itself instead of failing the candidate
+    (2, "relu", "bad_nan_times", "sandboxed run", "NaN is not a number"),
+    (2, "relu", "bad_infinite_reply", "sandboxed run", "Infinity is not a number"),
+    (2, "relu", "bad_deep_reply", "sandboxed run", "nested too deeply"),
 ]
 
 

@@ -237,6 +237,7 @@ class DockerJob:
             command[0] = "python"
         self.began = time.monotonic()
         self.timed_out = False
+        self.killed_alive = False
         self._channel: wire.Channel | None = None
         self.greeted = False
         self.outcome: JobOutcome | None = None
@@ -298,6 +299,7 @@ class DockerJob:
             return set()
 
     def kill(self) -> None:
+        self.killed_alive = self.killed_alive or self.outcome is None and self.alive()
         try:
             self.container.kill()
         except Exception:
@@ -335,7 +337,8 @@ class DockerJob:
                     closable.close()
         # the job's folder may be the job's to shape (side jobs): never write through a link put there
         log_path = write_into(self.spec.job_dir, "process.log", log)
-        outcome = JobOutcome(returncode=returncode, timed_out=self.timed_out, wall_s=time.monotonic() - self.began,
+        outcome = JobOutcome(returncode=returncode, timed_out=self.timed_out, killed_by_judge=self.killed_alive,
+                             wall_s=time.monotonic() - self.began,
                              isolation=self.isolation, out_of_memory=oom, too_many_processes=pids_hit,
                              phase=self.phase, log_tail=tail(log_path))
         if returncode is not None and returncode > 128 and not oom:

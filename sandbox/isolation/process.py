@@ -269,6 +269,8 @@ class ProcessJob:
             os.close(log)
         self.pid = self.proc.pid
         self.timed_out = False
+        self.killed_alive = False
+        """Killed by the judge while it still ran (not at its deadline, not for memory)."""
         self._channel: wire.Channel | None = None
         self.greeted = False
         self.outcome: JobOutcome | None = None
@@ -321,6 +323,8 @@ class ProcessJob:
         return set(process_tree(self.pid)) if self.alive() else set()
 
     def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.killed_alive = True
         for pid in process_tree(self.pid):
             try:
                 os.kill(pid, signal.SIGKILL)
@@ -354,7 +358,7 @@ class ProcessJob:
             self.lock.close()
         wall = time.monotonic() - self.began
         outcome = JobOutcome(returncode=returncode, timed_out=self.timed_out, wall_s=wall,
-                             isolation=self.isolation, phase=self.phase)
+                             isolation=self.isolation, phase=self.phase, killed_by_judge=self.killed_alive)
         if self.cgroup is not None:
             outcome.out_of_memory = self.cgroup.oom_killed()
             outcome.too_many_processes = self.cgroup.pids_exhausted()

@@ -51,7 +51,7 @@ class Session(CorrectnessCalls, TimedCalls):
             timeout = min(timeout, self.plan.oracle_timeout_s)
         sent = time.monotonic()
         try:
-            reply = job.channel(CONNECT_TIMEOUT_S).request(message, timeout=timeout)
+            reply = job.channel(CONNECT_TIMEOUT_S).request(message, timeout=timeout, finite=who == "worker")
         except wire.ChannelError as exc:
             self._worker_broke |= who == "worker" and not isinstance(exc, wire.ChannelTimeout)
             raise Stop(who, phase, str(exc), broken=True) from None
@@ -91,7 +91,7 @@ class Session(CorrectnessCalls, TimedCalls):
                 self.record.reference_error = f"the task's reference failed during {stop.phase}: {stop.detail}"
             else:
                 self.record.failure = f"{stop.phase}: {stop.detail}"
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError, RecursionError) as exc:
             # The oracle's replies are well formed by construction; a field of the wrong shape came from
             # the candidate's process, which writes whatever it likes: its failure, never the run's.
             self.record.failure = (f"{self.worker.phase}: the candidate's process answered in a malformed way "

@@ -5,6 +5,7 @@ the reported pace of back-to-back calls."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import statistics
 import time
@@ -18,6 +19,15 @@ from kernelevo.sandbox.judge.timing import PACE_MEASUREMENTS, Block
 
 GRAPH_PHASE_S = 120.0
 """Time added to the candidate's deadline for the optional CUDA-graph phase (capture and replays)."""
+
+
+def reported_ms(reply: dict[str, Any], key: str) -> float:
+    """A time a process reported: a finite number of milliseconds, not negative (NaN would pass every
+    comparison with the judge's clock, and sort anywhere), else ValueError."""
+    value = reply[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise ValueError(f"{key} is {value!r}")
+    return float(value)
 
 
 def trace_call(who: str, op: str, reply: dict[str, Any], wall_ms: float) -> None:
@@ -109,9 +119,10 @@ class TimedCalls(SessionPart):
                 raise Stop(who, phase, str(reply.get("error")))
             trace_call(who, op, reply, wall)
             try:
-                block.add(call_ms(float(reply["gpu_ms"]), float(reply["lag_ms"])), float(reply["host_ms"]), wall)
+                gpu_ms, lag_ms, host_ms = (reported_ms(reply, k) for k in ("gpu_ms", "lag_ms", "host_ms"))
             except (KeyError, TypeError, ValueError):
                 raise Stop(who, phase, f"a malformed answer to a timed call: {str(reply)[:200]}") from None
+            block.add(call_ms(gpu_ms, lag_ms), host_ms, wall)
             run = len(block.times_ms) - 1
             # Past the first calls, each call is checked with the same chance, decided after it ran:
             # a candidate that counts its calls cannot tell which ones are looked at.
@@ -134,11 +145,9 @@ class TimedCalls(SessionPart):
             if not reply.get("ok"):
                 raise Stop(who, phase, str(reply.get("error")))
             try:
-                pace = float(reply["pace_ms"])
+                pace = reported_ms(reply, "pace_ms")
             except (KeyError, TypeError, ValueError):
-                pace = None
-            if pace is None or not 0 <= pace < float("inf"):
-                raise Stop(who, phase, f"a malformed answer to a pace request: {str(reply)[:200]}")
+                raise Stop(who, phase, f"a malformed answer to a pace request: {str(reply)[:200]}") from None
             block.pace_ms.append(pace)
 
     def _check_timed(self, seed: int, run: int, digest_seed: int, digest: Any) -> str | None:

@@ -39,7 +39,7 @@ def process_failure(outcome: JobOutcome | None, memory_text: str | None) -> str 
         return f"ran out of memory{during} (limit {memory_text}); the process was killed"
     if outcome.too_many_processes:
         return f"started too many processes{during} (limit {outcome.isolation.pids_limit}); killed"
-    if outcome.signal:
+    if outcome.signal and not (outcome.killed_by_judge and outcome.signal.startswith("SIGKILL")):
         return f"crashed with {outcome.signal}{during}"
     return None
 
