@@ -382,3 +382,23 @@ def test_folders_above_a_bind_are_traversable_but_not_listed(tmp_path: Path) -> 
     outcome = ProcessSandbox().run(spec)
     assert "READ handed over" in outcome.log_tail, outcome.log_tail
     assert "LISTED" not in outcome.log_tail and outcome.log_tail.count("CLOSED") == 2, outcome.log_tail
+
+
+def test_the_working_folder_and_pythonpath_are_not_bound_into_a_job(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """``python -m kernelevo ...`` puts the working folder on ``sys.path``, and PYTHONPATH adds more: a
+    project's checkout (its ``.env``, its run folders) must not become readable by a job for it."""
+    project = tmp_path / "project"
+    packages = tmp_path / "extra" / "site-packages"
+    packages.mkdir(parents=True)
+    project.mkdir()
+    (project / ".env").write_text("OPENAI_API_KEY=sk-not-for-candidates\n")
+    monkeypatch.setattr(sys, "path", [str(project), "", *sys.path, str(packages)])
+    monkeypatch.chdir(project)
+    bound = namespaces.python_paths()
+    assert not any(project == p or project.is_relative_to(p) for p in bound), bound
+    assert any(packages == p or packages.is_relative_to(p) for p in bound), bound
+    if namespaces.bwrap_path() is None:
+        return
+    outcome = run(tmp_path, f"import os\nprint('SEES', os.path.exists('{project / '.env'}'), flush=True)\n")
+    assert "SEES False" in outcome.log_tail, outcome.log_tail

@@ -123,10 +123,26 @@ def python_paths() -> list[Path]:
     import kernelevo.tasks
 
     paths = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent}
-    paths |= {Path(p) for p in sys.path if p and Path(p).is_dir()}
+    paths |= _package_folders()
     # kernelevo's sources (the agent's too: a reassembled network imports its run-time half)
     paths |= {Path(m.__file__).parent for m in (kernelevo.sandbox, kernelevo.tasks, kernelevo.agent)}
     return [q for p in _outermost(sorted(p.resolve() for p in paths)) for q in _enterable(p)]
+
+
+def _package_folders() -> set[Path]:
+    """The entries of ``sys.path`` a job may read: package folders (``site-packages``,
+    ``dist-packages``) and folders of the interpreter's own installation. Never the working folder
+    (``python -m`` puts it first) nor a ``PYTHONPATH`` entry that is neither: a project's checkout
+    holds its ``.env``, its run folders and whatever else its owner keeps there."""
+    prefixes = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}
+    kept = set()
+    for entry in sys.path:
+        path = Path(entry).resolve() if entry else None
+        if path is None or not path.is_dir():
+            continue
+        if path.name in ("site-packages", "dist-packages") or any(path.is_relative_to(p) for p in prefixes):
+            kept.add(path)
+    return kept
 
 
 def _enterable(folder: Path) -> list[Path]:
