@@ -315,6 +315,33 @@ def test_the_judges_own_files_are_out_of_a_candidates_reach(tier: str, cache_dir
         shutil.rmtree(workspace, ignore_errors=True)
 
 
+@pytest.mark.parametrize("tier", ["unshare", "bwrap"])
+def test_a_candidate_cannot_plant_files_in_the_next_candidates_outbox(tier: str, cache_dir: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Jobs of one user on the host's file system (the unshare tier): the spare process's outbox exists
+    while a candidate runs, and a folder planted under the name of the next candidate's first output
+    would fail that honest candidate. The folder of outboxes cannot be listed and outboxes are named at
+    random: nothing is found to plant in."""
+    import shutil
+    import tempfile
+
+    from kernelevo.sandbox.judge.evaluate import EvalConfig, Evaluator
+
+    _as_root_in(tier, monkeypatch)
+    workspace = Path(tempfile.mkdtemp(prefix="kernelevo-test-"))
+    workspace.chmod(0o755)
+    try:
+        with Evaluator(EvalConfig(workdir=workspace, cache_dir=cache_dir, measure_compile=False)) as evaluator:
+            task = load_task("relu", "small")
+            planter = evaluator.run_in_sandbox(task, candidate("bad_plants_in_the_next_outbox"), [])
+            log = Path(planter.log).read_text()
+            assert "PLANTED []" in log, log[-1500:]
+            honest = evaluator.run_in_sandbox(task, candidate("ok_relu_empty"), [])
+            assert honest.correct, honest.reason
+    finally:
+        shutil.rmtree(workspace, ignore_errors=True)
+
+
 def test_a_workspace_the_sandbox_user_cannot_enter_is_refused_in_one_line(cache_dir: Path,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """Without bubblewrap, a workspace under a closed folder (a root home, pytest's own temporary

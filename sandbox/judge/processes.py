@@ -13,6 +13,7 @@ exactly one, then discarded.
 
 from __future__ import annotations
 
+import secrets
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -52,9 +53,11 @@ class Processes:
     def __init__(self, ev: Any) -> None:
         self.ev = ev
         self.outboxes = ev.workspace / "outboxes"
-        # Ours, readable by all: each candidate process writes only the outbox handed to it inside,
-        # and cannot rename, replace or add outboxes.
-        keep_private(self.outboxes, 0o755)
+        # Ours, passable by all and listable by none: each candidate process writes only the outbox
+        # handed to it inside, and cannot rename, replace or add outboxes. Where jobs share the host's
+        # file system and one user (no bubblewrap), an outbox is named at random, so a candidate cannot
+        # find the spare process's outbox (made before its candidate is) to plant files or links in.
+        keep_private(self.outboxes, 0o711)
         self._oracles: dict[tuple, Oracle] = {}
         self._spare: Worker | None = None
         self._count = 0
@@ -119,7 +122,7 @@ class Processes:
     def _start(self, readable: list[Path], cmd: Callable[[Path], list[str]] | None) -> Worker:
         self._count += 1
         folder = self.ev.job_dir("worker")
-        outbox = self.outboxes / f"{self._count:04d}"
+        outbox = self.outboxes / f"{self._count:04d}-{secrets.token_hex(8)}"
         hand_over(outbox)
         spec = self.ev.spec("kernelevo.sandbox.child.worker", folder, IDLE_S, trusted=False, readable=readable,
                             extra_writable=[outbox], folder_writable=False,
