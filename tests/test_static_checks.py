@@ -65,6 +65,8 @@ def test_glue_allowlist_accepts_allocation_views_and_casts() -> None:
     ("        try:\n            k[(1,)](x, 1, BLOCK=4)\n        except (ValueError, BaseException):\n            pass\n        return x",
      "no fallback", "BaseException"),
     ("        k[(1,)](x, 1, BLOCK=4)\n        open('/etc/passwd')\n        return x", "no harness access", "open"),
+    ("        k[(1,)](x, 1, BLOCK=4)\n        torch.hub.sys.modules['os']\n        return x", "no harness access",
+     "torch.hub"),
 ])
 def test_static_rejections(body: str, check: str, words: str) -> None:
     report = check_candidate(model(body))

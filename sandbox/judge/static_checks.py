@@ -84,6 +84,7 @@ TORCH_FORBIDDEN = {
 }
 TORCH_FORBIDDEN_PREFIXES = (
     "overrides", "library", "utils._", "_", "backends", "fx", "export", "jit", "profiler", "autograd.profiler",
+    "hub",  # hands out sys and os (torch.hub.sys.modules): the whole process, past the import allowlist
 )
 
 # nn classes that only hold parameters; calling any other nn module computes the reference's work.
