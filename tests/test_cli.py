@@ -39,6 +39,7 @@ def test_eval_json_accepts_the_shipped_softmax(cache_dir: Path) -> None:
         assert verdict["graph_runtime_ms"] > 0 and verdict["runtime_ms"] > 0
 
 
+@pytest.mark.slow  # strides are compared in test_compare.py; this is the flag's way to the judge
 def test_strict_layout_refuses_a_transposed_view_and_says_how_sure(cache_dir: Path) -> None:
     """--strict-layout reaches the judge (a .T view of the right values is refused for its strides),
     and the printed verdict says how far its assurance goes."""

@@ -128,6 +128,7 @@ def test_bad_replies_and_arguments_do_not_lose_the_run(tmp_path, cache_dir, monk
     assert server.refused == []  # every request's history was one a real server accepts
 
 
+@pytest.mark.slow  # a sibling of the bad-replies test
 def test_a_reply_mixing_a_valid_and_a_malformed_call_keeps_the_valid_one(tmp_path, cache_dir, monkeypatch) -> None:
     """Both calls get an answer (a real server refuses a history with an unanswered call, HTTP 400),
     and the valid one is carried out."""
@@ -147,6 +148,7 @@ def test_a_reply_mixing_a_valid_and_a_malformed_call_keeps_the_valid_one(tmp_pat
     assert status(RunStore(run))["best"]["candidate"] == good
 
 
+@pytest.mark.slow  # a sibling of the outage test, which retries too
 def test_http_errors_are_retried(tmp_path, cache_dir, monkeypatch) -> None:
     script = [{"status": 500}, {"status": 503},
               {"tool_calls": [tool_call("write_kernel", {"source": GOOD, "strategy": "grid"})]},
@@ -223,6 +225,7 @@ def test_a_slow_endpoint_times_out_and_interrupts(tmp_path, cache_dir, monkeypat
     assert any(e["type"] == "model_error" and "Timeout" in e["error"] for e in events(run))
 
 
+@pytest.mark.slow  # the trace's lines are read by other tests too
 def test_trace_json_lines_have_types(tmp_path, cache_dir, monkeypatch) -> None:
     script = [{"tool_calls": [tool_call("write_kernel", {"source": GOOD, "strategy": "grid"})]},
               {"tool_calls": [tool_call("check_kernel", {"candidate": source_id(GOOD)})]},
@@ -264,6 +267,7 @@ def test_the_reflection_never_calls_an_unjudged_kernel_rejected(tmp_path, cache_
     assert "not judged yet" in text and "rejected" not in text
 
 
+@pytest.mark.slow  # a sibling of the bad-replies test
 def test_a_kernel_in_a_code_block_is_taken_as_a_write(tmp_path, cache_dir, monkeypatch) -> None:
     """A model that keeps answering with code blocks instead of tool calls still gets its kernel judged
     (it used to get one nudge, then the run ended for good)."""

@@ -315,7 +315,7 @@ def test_the_judges_own_files_are_out_of_a_candidates_reach(tier: str, cache_dir
         shutil.rmtree(workspace, ignore_errors=True)
 
 
-@pytest.mark.parametrize("tier", ["unshare", "bwrap"])
+@pytest.mark.parametrize("tier", ["unshare", pytest.param("bwrap", marks=pytest.mark.slow)])
 def test_a_candidate_cannot_plant_files_in_the_next_candidates_outbox(tier: str, cache_dir: Path,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """Jobs of one user on the host's file system (the unshare tier): the spare process's outbox exists

@@ -33,10 +33,11 @@ def status(cache: Path, run: Path) -> dict:
 
 def test_optimize_finishes_with_a_verified_candidate(tmp_path: Path, cache_dir: Path) -> None:
     run = tmp_path / "run"
-    done = kernelevo(cache_dir, "optimize", "softmax", "--size", "small", "--max-evals", "5", "--run-dir", str(run))
+    done = kernelevo(cache_dir, "optimize", "softmax", "--size", "small", "--max-evals", "3", "--batch", "2",
+                     "--run-dir", str(run))
     assert done.returncode == 0, done.stderr
     info = status(cache_dir, run)
-    assert info["state"] == "finished" and info["evaluations"] == 5 and info["correct"] >= 1
+    assert info["state"] == "finished" and info["evaluations"] == 3 and info["correct"] >= 1
     best = info["best"]
     assert best["verified"] and best["speedup"] is None and best["timing"] == "cpu-interpreter"
     assert {"id", "correct", "runtime_ms", "parent", "strategy"} <= set(info["candidates"][0])
