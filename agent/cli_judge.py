@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from kernelevo.agent.cli_output import EXIT_ENVIRONMENT, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, err, out
+from kernelevo.agent.cli_output import EXIT_ENVIRONMENT, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, err, out, plain
 from kernelevo.agent.cli_output import fail as _fail
 
 
@@ -194,15 +194,16 @@ def _sandbox(choice: str, as_json: bool):  # noqa: ANN202 - a Sandbox
 def _print_verdict(verdict) -> None:  # noqa: ANN001 - a Verdict
     from kernelevo.sandbox.judge.timing import tie_note
 
-    table = Table(title=f"{verdict.candidate} vs {verdict.task} ({verdict.size})", show_lines=False)
+    table = Table(title=plain(f"{verdict.candidate} vs {verdict.task} ({verdict.size})"), show_lines=False)
     table.add_column("check")
     table.add_column("")
     table.add_column("detail", overflow="fold")
     for check in verdict.checks:
-        table.add_row(check.name, "[green]pass[/green]" if check.passed else "[red]FAIL[/red]", check.detail)
+        passed = "[green]pass[/green]" if check.passed else "[red]FAIL[/red]"
+        table.add_row(plain(check.name), passed, plain(check.detail))
     out.print(table)
     status = "[green]ACCEPTED[/green]" if verdict.correct else "[red]REJECTED[/red]"
-    out.print(f"{status}" + (f": {verdict.reason}" if verdict.reason else ""), highlight=False)
+    out.print(f"{status}" + (f": {plain(verdict.reason)}" if verdict.reason else ""), highlight=False)
     if verdict.runtime_ms is not None:
         if verdict.timing == "cuda-events":
             line = f"candidate {verdict.runtime_ms:.4g} ms, eager {verdict.reference_runtime_ms:.4g} ms"
@@ -219,22 +220,22 @@ def _print_verdict(verdict) -> None:  # noqa: ANN001 - a Verdict
         else:
             line = (f"{verdict.timing} times (not speedups): candidate {verdict.runtime_ms:.4g} ms, "
                     f"reference {verdict.reference_runtime_ms:.4g} ms; run on a GPU to measure speed")
-        out.print(line, highlight=False)
+        out.print(line, highlight=False, markup=False)
     if verdict.graph_runtime_ms is not None:
         out.print(f"as CUDA graphs: candidate {verdict.graph_runtime_ms:.4g} ms, reference "
                   f"{verdict.graph_reference_ms:.4g} ms (beside the plain times, not instead)", highlight=False)
     if verdict.graph_note:
-        out.print(f"[yellow]CUDA graph:[/yellow] {verdict.graph_note}", highlight=False)
+        out.print(f"[yellow]CUDA graph:[/yellow] {plain(verdict.graph_note)}", highlight=False)
     iso = verdict.isolation
     if iso:
         from kernelevo.sandbox.models import Isolation
 
         isolation = Isolation.model_validate(iso)
-        out.print(f"[dim]isolation: {isolation.summary()}[/dim]", highlight=False)
+        out.print(f"[dim]isolation: {plain(isolation.summary())}[/dim]", highlight=False)
         for warning in isolation.warnings:
-            out.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
+            out.print(f"[yellow]warning:[/yellow] {plain(warning)}", highlight=False)
     if verdict.assurance:
-        out.print(f"[dim]assurance: {verdict.assurance}[/dim]", highlight=False)
+        out.print(f"[dim]assurance: {plain(verdict.assurance)}[/dim]", highlight=False)
     if verdict.log:
-        out.print(f"[dim]the candidate process's log: {verdict.log}[/dim]", highlight=False)
+        out.print(f"[dim]the candidate process's log: {plain(verdict.log)}[/dim]", highlight=False)
     out.print(f"[dim]device: {verdict.device}[/dim]", highlight=False)

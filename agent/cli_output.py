@@ -7,6 +7,7 @@ import json
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 out = Console()
 err = Console(stderr=True)
@@ -14,9 +15,15 @@ err = Console(stderr=True)
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE, EXIT_ENVIRONMENT, EXIT_INTERRUPTED = 0, 1, 2, 3, 4
 
 
+def plain(text: object) -> str:
+    """``text`` shown as it is, never read as Rich markup: verdicts, strategies and errors carry words a
+    candidate or a model wrote (``[/judge]`` would end the command; ``[green]ACCEPTED`` would lie)."""
+    return escape(str(text))
+
+
 def fail(message: str, code: int, as_json: bool) -> None:
     """Print ``message`` as an error (and as ``{"error": ...}`` under ``--json``), then exit with ``code``."""
     if as_json:
         print(json.dumps({"error": message}))
-    err.print(f"[red]error:[/red] {message}", highlight=False)
+    err.print(f"[red]error:[/red] {plain(message)}", highlight=False)
     raise typer.Exit(code)

@@ -12,7 +12,7 @@ import typer
 from rich.table import Table
 
 from kernelevo.agent.cli_judge import PolicyChoice, SandboxChoice, SizeChoice, _default_size, _load_task, _sandbox
-from kernelevo.agent.cli_output import EXIT_INTERRUPTED, EXIT_OK, EXIT_REJECTED, EXIT_USAGE, err, out
+from kernelevo.agent.cli_output import EXIT_INTERRUPTED, EXIT_OK, EXIT_REJECTED, EXIT_USAGE, err, out, plain
 from kernelevo.agent.cli_output import fail as _fail
 
 
@@ -220,8 +220,8 @@ def status_command(
     if as_json:
         print(json.dumps(info))
         return
-    out.print(f"[bold]{info['task']}[/bold] ({info['size']}), {info['policy']} policy: {info['state']}"
-              + (f" ({info['reason']})" if info["reason"] else ""), highlight=False)
+    out.print(f"[bold]{plain(info['task'])}[/bold] ({info['size']}), {info['policy']} policy: {info['state']}"
+              + (f" ({plain(info['reason'])})" if info["reason"] else ""), highlight=False)
     out.print(f"evaluations {info['evaluations']}/{info['max_evals'] or '-'}, correct {info['correct']}",
               highlight=False)
     if info.get("model"):
@@ -236,7 +236,7 @@ def status_command(
         out.print(f"best {best['candidate'][:10]}: {best['runtime_ms']:.4g} ms{speed} ({tag})", highlight=False,
                   markup=False)
         if best.get("note"):
-            out.print(f"[dim]{best['note']}[/dim]", highlight=False)
+            out.print(f"[dim]{plain(best['note'])}[/dim]", highlight=False)
         if best.get("diagnosis"):
             out.print(f"diagnosis: {best['diagnosis']}", highlight=False, markup=False)
     table = Table()
@@ -244,7 +244,7 @@ def status_command(
         table.add_column(column)
     for c in info["candidates"]:
         result = "pending" if c["correct"] is None else (f"{c['runtime_ms']:.4g} ms" if c["correct"] else "rejected")
-        table.add_row(c["id"][:10], str(c["generation"]), c["strategy"], (c["parent"] or "")[:10], result)
+        table.add_row(c["id"][:10], str(c["generation"]), plain(c["strategy"]), (c["parent"] or "")[:10], result)
     out.print(table)
 
 
@@ -288,16 +288,17 @@ def _model_status(run_dir: Path, as_json: bool) -> None:
         print(json.dumps(state))
         return
     e2e = state.get("end_to_end") or {}
-    out.print(f"[bold]{state['config']['spec']['path']}[/bold] on {state['device']}: {state['state']}; model time "
+    out.print(f"[bold]{plain(state['config']['spec']['path'])}[/bold] on {state['device']}: {state['state']}; "
+              "model time "
               f"{state['total_ms']:.4g} ms in context", highlight=False)
     table = Table()
     for column in ("region", "kind", "share", "before ms", "after ms", "evals", "state", "why"):
         table.add_column(column, no_wrap=column in ("region", "state"), overflow="fold")
     for r in state["regions"]:
-        table.add_row(r["name"], r["kind"], f"{100 * (r['share'] or 0):.0f}%",
+        table.add_row(plain(r["name"]), r["kind"], f"{100 * (r['share'] or 0):.0f}%",
                       f"{r['before_ms']:.4g}" if r["before_ms"] is not None else "",
                       f"{r['after_ms']:.4g}" if r.get("after_ms") is not None else "", str(r["evals"]), r["state"],
-                      r.get("reason") or "")
+                      plain(r.get("reason") or ""))
     out.print(table)
     if e2e:
         if e2e.get("correct"):

@@ -115,3 +115,22 @@ def test_help_teaches() -> None:
     done = subprocess.run([sys.executable, "-m", "kernelevo.agent.cli", "eval", "--help"], capture_output=True,
                           text=True, cwd=ROOT)
     assert done.returncode == 0 and "Examples" in done.stdout and "--memory" in done.stdout
+
+
+def test_words_a_candidate_wrote_are_printed_as_they_are(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A verdict's reason and details carry a candidate's own text (an exception's message): Rich markup
+    in it must neither end the command (``[/judge]``) nor dress a rejection up (``[green]ACCEPTED``)."""
+    from rich.console import Console
+
+    from kernelevo.agent import cli_judge
+    from kernelevo.sandbox.models import Check, Verdict
+
+    console = Console(record=True, width=200)
+    monkeypatch.setattr(cli_judge, "out", console)
+    words = "ValueError: [/judge] [green]ACCEPTED[/green]"
+    verdict = Verdict(task="relu", candidate="[bold]c.py", size="small", compiled=True, correct=False,
+                      reason=f"correct: set 0: {words}", checks=[Check(name="correct: set 0", passed=False,
+                                                                          detail=words)], device="cpu", isolation={})
+    cli_judge._print_verdict(verdict)
+    text = console.export_text()
+    assert text.count("[/judge] [green]ACCEPTED[/green]") == 2 and "[bold]c.py" in text, text

@@ -518,3 +518,23 @@ def test_a_reported_time_must_be_a_finite_number_of_milliseconds(value: object) 
     with pytest.raises(ValueError):
         reported_ms({"gpu_ms": value}, "gpu_ms")
     assert reported_ms({"gpu_ms": 0.25}, "gpu_ms") == 0.25
+
+
+@pytest.mark.parametrize("rows", [
+    '"x1","1","p","h","relu_kernel","1","7","(1, 1, 1)","(1, 1, 1)","0","9.0","s","gpu__time_duration.sum","ns","5"\n'
+    '"2","1"\n',
+    '"2","1","p","h","relu_kernel","1","7","(1, 1, 1)","(1, 1, 1)","0","9.0","s","gpu__time_duration.sum","ns","-1e12"\n',
+    '"2","1","p","h","relu_kernel","1","7","(1, 1, 1)","(1, 1, 1)","0","9.0","s","gpu__time_duration.sum","ns","inf"\n',
+    '"2","1","p","h","' + "A" * 200000 + '","1","7","(1, 1, 1)","(1, 1, 1)","0","9.0","s","gpu__time_duration.sum","ns","5"\n',
+], ids=["short-row", "negative", "infinite", "huge-field"])
+def test_a_malformed_kernel_trace_is_the_candidates_failure_not_the_judges(tmp_path: Path, rows: str) -> None:
+    """ncu's CSV lies in the candidate's outbox, where its process may rewrite it: whatever is wrong
+    with it rejects the candidate in words, and never raises in the judge."""
+    from kernelevo.sandbox.judge import forensic
+
+    head = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
+            '"Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"\n')
+    marker = ('"0","1","p","h","at::cuda::(anonymous namespace)::spin_kernel(long)","1","7","(1, 1, 1)","(1, 1, 1)",'
+              '"0","9.0","s","gpu__time_duration.sum","ns","1000"\n')
+    launches, failure, tool_failed = forensic.read_pass(_forensic_record(tmp_path, None, head + marker + rows))
+    assert launches == [] and not tool_failed and "could not be read" in failure, failure

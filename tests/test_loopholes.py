@@ -105,6 +105,7 @@ RUNTIME_REJECTED = [
     (2, "relu", "bad_nan_times", "sandboxed run", "NaN is not a number"),
     (2, "relu", "bad_infinite_reply", "sandboxed run", "Infinity is not a number"),
     (2, "relu", "bad_deep_reply", "sandboxed run", "nested too deeply"),
+    (2, "relu", "bad_zero_time", "sandboxed run", "gpu_ms is 0"),
 ]
 
 

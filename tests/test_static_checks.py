@@ -67,6 +67,8 @@ def test_glue_allowlist_accepts_allocation_views_and_casts() -> None:
     ("        k[(1,)](x, 1, BLOCK=4)\n        open('/etc/passwd')\n        return x", "no harness access", "open"),
     ("        k[(1,)](x, 1, BLOCK=4)\n        torch.hub.sys.modules['os']\n        return x", "no harness access",
      "torch.hub"),
+    ("        k[(1,)](x, 1, BLOCK=4)\n        t = torch\n        t.cuda.os.getcwd()\n        return x",
+     "no harness access", "module `os`"),
 ])
 def test_static_rejections(body: str, check: str, words: str) -> None:
     report = check_candidate(model(body))
@@ -114,6 +116,7 @@ def test_cuda_sources_are_found_for_the_compile_gate() -> None:
     ("import triton\n@triton.jit\ndef triton_poi_fused_relu_0(x):\n    pass\n", "triton_poi_fused_relu_0"),
     ("import triton\n@triton.jit\ndef sm90_xmma_gemm_f32f32_tn(x):\n    pass\n", "sm90_xmma_gemm_f32f32_tn"),
     ("import triton\n@triton.jit\ndef spin_kernel(x):\n    pass\n", "spin_kernel"),
+    ("import triton\n@triton.jit\ndef i0_vectorized4_kernel(x):\n    pass\n", "i0_vectorized4_kernel"),
     ("from torch.utils.cpp_extension import load_inline\n"
      "m = load_inline('m', '', cuda_sources='__global__ void softmax_warp_forward(float* x) {}')\n",
      "softmax_warp_forward"),

@@ -128,7 +128,11 @@ def parse_launches(text: str) -> list[dict]:
     for row in csv.DictReader(io.StringIO(_csv_lines(text))):
         if "Metric Name" not in row or row.get("ID") in (None, "ID"):
             continue
-        launch = launches.setdefault(row["ID"], {"id": int(row["ID"]), "name": row.get("Kernel Name", "?"),
+        try:
+            launch_id = int(row["ID"])
+        except ValueError:
+            continue  # a line of ncu's own that happens to start with a quote
+        launch = launches.setdefault(row["ID"], {"id": launch_id, "name": row.get("Kernel Name", "?"),
                                                  "block": row.get("Block Size", ""), "grid": row.get("Grid Size", ""),
                                                  "metrics": {}})
         value = number(row.get("Metric Value", ""))

@@ -19,6 +19,8 @@ The rules (``analyse``, pure):
 
 from __future__ import annotations
 
+import csv
+import math
 import re
 import sys
 import time
@@ -117,11 +119,19 @@ def analyse(launches: list[dict[str, Any]], owned: Owned, calls: int, strict: bo
 
 
 def read_trace(path: Path) -> list[dict[str, Any]]:
-    """ncu's CSV log as launches in order, durations in nanoseconds."""
+    """ncu's CSV log as launches in order, durations in nanoseconds. The file lies in the candidate's
+    outbox: anything malformed in it (a row cut short, a duration not finite or negative) is a
+    ValueError, for the candidate's account."""
     text = read_no_follow(path)
-    launches = ncu.parse_launches(text)
-    streams = ncu.launch_streams(text)
+    try:
+        launches = ncu.parse_launches(text)
+        streams = ncu.launch_streams(text)
+    except (csv.Error, KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"{type(exc).__name__}: {str(exc)[:120]}") from None
     for launch in launches:
+        duration = launch["metrics"].get("gpu__time_duration.sum", 0.0)
+        if not isinstance(launch["name"], str) or not math.isfinite(duration) or duration < 0:
+            raise ValueError(f"launch {launch['id']}: name {str(launch['name'])[:80]!r}, duration {duration!r}")
         launch["stream"] = streams.get(launch["id"], "")
     return launches
 
@@ -210,7 +220,10 @@ def read_pass(record: Any) -> tuple[list[dict[str, Any]], str | None, bool]:
         if said is None and text.strip():
             said = f"{why} (its log ends: {' | '.join(text.strip().splitlines()[-3:])[:400]})"
         return [], f"under the kernel trace the candidate failed: {said or why}", tool_failed
-    launches = read_trace(log)
+    try:
+        launches = read_trace(log)
+    except ValueError as exc:
+        return [], f"Nsight Compute's trace in the candidate's outbox could not be read ({exc})", False
     if len(launches) >= LAUNCH_CAP:
         return [], (f"the candidate launched more than {LAUNCH_CAP} kernels in {FORENSIC_CALLS} calls: too many to "
                     "trace"), False

@@ -29,18 +29,29 @@ LIBRARY_NAMESPACES = frozenset({
 })
 """Namespaces of the libraries torch calls into; a candidate's own kernel is never counted in one."""
 
+JITERATED = (
+    r"i0e?", r"i1e?", "gcd", "lcm", "zeta", "erfcx", "airy_ai", "sinc", "polygamma", "digamma", "trigamma", "lgamma",
+    "log_ndtr", "ndtri", "entr", "xlog1py", "xlogy", r"(modified_|scaled_modified_|spherical_)?bessel_\w+",
+    r"(shifted_)?chebyshev_polynomial_\w+", r"hermite_polynomial_\w+", r"laguerre_polynomial_\w+",
+    r"legendre_polynomial_\w+",
+)
+"""Ops torch compiles at run time with its jiterator, whose kernels (``<op>_kernel``,
+``<op>_vectorized4_kernel``) are declared ``extern "C"`` and print without a namespace."""
+
 LIBRARY_LIKE = re.compile(
     r"^((sm|compute)\d+|ampere|volta|turing|maxwell|pascal|hopper|blackwell|ada)_"  # cuBLAS/cuDNN, per architecture
     r"|^(nvjet|cutlass|cublas|cudnn|cutensor|xmma)"
     r"|^triton_(poi|red|per|tem|for|unk)_"  # inductor's generated kernels
     r"|^(gemv\d|gemvNSP|gemmSN|gemmk1|splitKreduce|reduce_1Block|implicit_convolve|explicit_convolve|nchwToNhwc"
     r"|nhwcToNchw|generateWinograd|winograd|fft\d|softmax_warp_(forward|backward)|spin_kernel)"
-    r"|^(dot|scal|axpy|nrm2|asum|amax|amin)_kernel$",
+    r"|^(dot|scal|axpy|nrm2|asum|amax|amin)_kernel$"
+    r"|_vectorized\d+_kernel$|^(" + "|".join(JITERATED) + r")_kernel$",  # torch's jiterator: extern "C", bare
 )
 """Names of library kernels that print without a namespace, so that a kernel of the candidate's named
 alike could claim them: cuBLAS and cuDNN (``sm90_xmma_gemm_...``, ``nvjet_...``, ``gemv2T_kernel_val``,
 ``dot_kernel``, ``implicit_convolve_sgemm``), inductor (``triton_poi_fused_...``) and torch's
-global-namespace softmax. Honest names (``gemm_kernel``, ``softmax_kernel``) stay free."""
+global-namespace softmax, the kernels torch's jiterator compiles. Honest names (``gemm_kernel``,
+``softmax_kernel``) stay free."""
 
 _GLOBAL = re.compile(r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?[\w:<>,\s*&]*?\b(\w+)\s*\(")
 _NAMESPACE = re.compile(r"\bnamespace\s+(\w+)")

@@ -38,6 +38,11 @@ ALLOWED_IMPORTS = {
 }
 ALLOWED_IMPORT_PREFIXES = ("triton.",)
 
+MODULE_ATTRIBUTES = {"sys", "os", "subprocess", "importlib", "builtins", "ctypes", "gc", "inspect", "socket",
+                     "shutil", "pickle", "marshal", "multiprocessing", "signal", "threading", "pathlib", "io"}
+"""Modules that libraries keep as plain attributes (``torch.hub.sys``, ``cpp_extension.os``,
+``torch.cuda.os``): reached on any object, they hand over the process past the import allowlist."""
+
 FORBIDDEN_BUILTINS = {
     "eval": "runs code the checker cannot see",
     "exec": "runs code the checker cannot see",
@@ -271,6 +276,8 @@ class _Analyzer(ast.NodeVisitor):
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr.startswith("__") and node.attr.endswith("__") and node.attr not in ALLOWED_DUNDERS:
             self.flag("no harness access", f"reaches `{node.attr}`, an object internal", node)
+        if node.attr in MODULE_ATTRIBUTES and not self.in_kernel:
+            self.flag("no harness access", f"reaches the module `{node.attr}` through an attribute", node)
         name = self.resolve(node)
         if name and name.startswith("torch.") and not self.in_kernel:
             rest = name[len("torch."):]

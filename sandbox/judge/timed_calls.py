@@ -120,8 +120,10 @@ class TimedCalls(SessionPart):
             trace_call(who, op, reply, wall)
             try:
                 gpu_ms, lag_ms, host_ms = (reported_ms(reply, k) for k in ("gpu_ms", "lag_ms", "host_ms"))
-            except (KeyError, TypeError, ValueError):
-                raise Stop(who, phase, f"a malformed answer to a timed call: {str(reply)[:200]}") from None
+                if gpu_ms <= 0:  # no call takes no time; a zero would divide every ratio the verdict gives
+                    raise ValueError("gpu_ms is 0")
+            except (KeyError, TypeError, ValueError) as exc:
+                raise Stop(who, phase, f"a malformed answer to a timed call ({exc}): {str(reply)[:200]}") from None
             block.add(call_ms(gpu_ms, lag_ms), host_ms, wall)
             run = len(block.times_ms) - 1
             # Past the first calls, each call is checked with the same chance, decided after it ran:
