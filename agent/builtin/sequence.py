@@ -42,6 +42,36 @@ class Segment:
     why: str
     inputs: list[str] = field(default_factory=list)
     """The segment method's arguments: ``flow`` (the previous segment's output) and/or the forward's inputs."""
+    views: list[str] = field(default_factory=list)
+    """Views taken of ``flow`` before the segment reads it (``.unsqueeze(1)``): torch's glue, no kernel."""
+
+
+VIEW_METHODS = {"unsqueeze", "squeeze", "view", "reshape", "flatten"}
+VIEW_FUNCTIONS = {torch.unsqueeze: "unsqueeze", torch.squeeze: "squeeze", torch.reshape: "reshape",
+                  torch.flatten: "flatten"}
+
+
+def _view_of(node: torch.fx.Node, flow: torch.fx.Node | None) -> str | None:
+    """``node`` as a view taken of ``flow`` and nothing else (``.unsqueeze(1)``), when ``flow`` is used by
+    it alone and its arguments are plain numbers; else None. Such a view between two segments (a
+    pooling over a 2-D GEMM output seen as one channel) is torch's glue in ``forward``, not a kernel."""
+    if flow is None or len(flow.users) != 1 or not node.args or node.args[0] is not flow:
+        return None
+    method = node.target if node.op == "call_method" and node.target in VIEW_METHODS else (
+        VIEW_FUNCTIONS.get(node.target) if node.op == "call_function" else None)
+    if method is None:
+        return None
+
+    def plain(a: Any) -> bool:
+        return isinstance(a, int) and not isinstance(a, bool) or (
+            isinstance(a, (tuple, list)) and all(isinstance(x, int) and not isinstance(x, bool) for x in a))
+
+    rest, kwargs = list(node.args[1:]), dict(node.kwargs)
+    if not all(plain(a) for a in [*rest, *kwargs.values()]):
+        return None
+    words = [repr(tuple(a)) if isinstance(a, list) else repr(a) for a in rest]
+    words += [f"{k}={v!r}" for k, v in kwargs.items()]
+    return f".{method}({', '.join(words)})"
 
 
 def _calls(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
@@ -123,7 +153,13 @@ def plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ..
     small = {n.name: tuple(v.shape) for n in gm.graph.nodes if isinstance(v := capture.seen.get(n.name), torch.Tensor)}
     segments: list[Segment] = []
     start, flow = 0, None
+    views: list[str] = []
     while start < len(calls):
+        view = _view_of(calls[start], flow)
+        if view is not None:
+            views.append(view)
+            flow, start = calls[start], start + 1
+            continue
         found = None
         for end in range(len(calls) - 1, start - 1, -1):
             if start == 0 and end == len(calls) - 1:
@@ -151,8 +187,8 @@ def plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ..
                               if start else str(whole))
         sub_plan, names = found
         strategy, params, why = seeds(sub_plan)[0]
-        segments.append(Segment(plan=sub_plan, strategy=strategy, params=params, why=why, inputs=names))
-        flow = calls[end]
+        segments.append(Segment(plan=sub_plan, strategy=strategy, params=params, why=why, inputs=names, views=views))
+        flow, views = calls[end], []
         start = end + 1
     if len(segments) < 2:
         raise CannotCover(str(whole))
@@ -161,7 +197,7 @@ def plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ..
     names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
     return Plan(kind="sequence", program=None, init=context.init, imports=context.imports, rows=first.rows,
                 cols=first.cols, dtype=context.dtype, ops=[op for s in segments for op in s.plan.ops], inputs=names,
-                extra={"segments": segments, "lead": lead})
+                extra={"segments": segments, "lead": lead, "tail_views": views})
 
 
 def searched(plan: Any) -> Any:
@@ -228,7 +264,9 @@ def render(plan: Any, strategy: str, params: dict[str, Any], why: str, render_on
             if key not in blocks:  # shared helpers and flags (INTERPRETED, CAST_ROUNDS) once
                 blocks[key] = rename(text)
         methods += [rename(m) for m in seg_methods]
+        calls += [f"{FLOW} = {FLOW}{view}" for view in seg.views]
         calls.append(f"{FLOW} = self._kernelevo_segment{k}({', '.join(seg.inputs)})")
+    calls += [f"{FLOW} = {FLOW}{view}" for view in plan.extra.get("tail_views", [])]
     forward = [f"def forward(self, {', '.join(plan.inputs)}):", *[f"    {c}" for c in calls], f"    return {FLOW}"]
     body = "\n\n\n".join(blocks.values())
     # methods keep the class indentation they were rendered with
