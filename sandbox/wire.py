@@ -11,6 +11,7 @@ without following links and checks their size before reading.
 from __future__ import annotations
 
 import json
+import math
 import os
 import select
 import socket
@@ -42,6 +43,14 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number a message may carry")
 
 
+def _finite_float(text: str) -> float:
+    """A JSON number as a float, refused where it overflows to infinity (``1e999``)."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:40]} is not a number a message may carry")
+    return value
+
+
 class Channel:
     """One connected socket carrying JSON messages."""
 
@@ -67,7 +76,8 @@ class Channel:
             raise ChannelError(f"a message of {size} bytes is over the limit of {MAX_MESSAGE}")
         body = self._read(size, deadline)
         try:
-            message = json.loads(body, parse_constant=_refuse_constant if finite else None)
+            message = json.loads(body, parse_constant=_refuse_constant if finite else None,
+                                 parse_float=_finite_float if finite else None)
         except RecursionError:
             raise ChannelError("a message nested too deeply") from None
         except ValueError as exc:

@@ -421,3 +421,51 @@ def test_losses_called_by_keyword_declined_or_broadcast_stay_correct() -> None:
     gm = trace(Broadcast(), [small, wide])
     assert [n for n in gm.graph.nodes if n.target is torch.nn.functional.kl_div]
     torch.testing.assert_close(gm(small, wide), Broadcast()(small, wide))
+
+
+def test_a_tensor_made_from_one_number_is_that_number() -> None:
+    """``torch.min(x, torch.tensor(0.0, device=x.device))`` is a clamp and ``x + torch.tensor(2)`` an
+    addition of a number: the graph keeps no tensor built in forward, and computes what it did."""
+    from kernelevo.agent.builtin.lower import lower, trace
+
+    class Bounded(torch.nn.Module):
+        def forward(self, x):
+            y = torch.min(x * 3.0, torch.tensor(0.5, device=x.device))
+            y = torch.max(y, torch.tensor(-1.0, device=x.device)) + torch.tensor(2, device=x.device)
+            return torch.nn.functional.gelu(y)
+
+    x = torch.randn(4, 33) * 2
+    gm = trace(Bounded(), [x])
+    assert not [n for n in gm.graph.nodes if n.target is torch.tensor]
+    torch.testing.assert_close(gm(x), Bounded()(x))
+    assert lower(Bounded(), [x]).ops.count("clamp") == 2
+
+    class ZeroD(torch.nn.Module):  # a 0-d tensor meets the constant as an equal: left as written
+        def forward(self, x):
+            return x.sum() + torch.tensor(0.1, device=x.device)
+
+    gm = trace(ZeroD(), [x.half()])
+    assert [n for n in gm.graph.nodes if n.target is torch.tensor]
+    assert gm(x.half()).dtype == ZeroD()(x.half()).dtype
+
+
+def test_a_view_between_segments_is_kept_only_where_its_sizes_hold_at_full_size() -> None:
+    """``view(-1, 1, n)`` is traced with the small model's ``n``: written into ``forward`` it must give
+    the node's shape at the size being optimised, or the split does not take it as glue."""
+    from kernelevo.agent.builtin.sequence import _view_of
+
+    class Viewed(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 8)
+
+        def forward(self, x):
+            return self.fc(x).view(-1, 1, 8).unsqueeze(1)
+
+    gm = torch.fx.symbolic_trace(Viewed())
+    fc, view, unsqueeze = [n for n in gm.graph.nodes if n.op in ("call_module", "call_method")]
+    small = {"fc": (3, 8), "view": (3, 1, 8), "unsqueeze": (3, 1, 1, 8)}
+    full = {"fc": (64, 48), "view": (64, 1, 48), "unsqueeze": (64, 1, 1, 48)}
+    assert _view_of(view, fc, small) == ".view(-1, 1, 8)"
+    assert _view_of(view, fc, full) is None  # 8 is the small model's width
+    assert _view_of(unsqueeze, view, full) == ".unsqueeze(1)"  # no sizes named: right at any size

@@ -388,17 +388,32 @@ def test_the_working_folder_and_pythonpath_are_not_bound_into_a_job(tmp_path: Pa
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """``python -m kernelevo ...`` puts the working folder on ``sys.path``, and PYTHONPATH adds more: a
     project's checkout (its ``.env``, its run folders) must not become readable by a job for it."""
-    project = tmp_path / "project"
+    project, chosen, from_pth = tmp_path / "project", tmp_path / "chosen", tmp_path / "built-from-source"
     packages = tmp_path / "extra" / "site-packages"
-    packages.mkdir(parents=True)
-    project.mkdir()
+    for folder in (project, chosen, from_pth, packages):
+        folder.mkdir(parents=True)
     (project / ".env").write_text("OPENAI_API_KEY=sk-not-for-candidates\n")
-    monkeypatch.setattr(sys, "path", [str(project), "", *sys.path, str(packages)])
+    monkeypatch.setenv("PYTHONPATH", f"{chosen}:{packages}")
+    monkeypatch.setattr(sys, "path", [str(project), "", str(chosen), *sys.path, str(packages), str(from_pth)])
     monkeypatch.chdir(project)
     bound = namespaces.python_paths()
-    assert not any(project == p or project.is_relative_to(p) for p in bound), bound
-    assert any(packages == p or packages.is_relative_to(p) for p in bound), bound
+    for hidden in (project, chosen):
+        assert not any(hidden == p or hidden.is_relative_to(p) for p in bound), (hidden, bound)
+    for needed in (packages, from_pth):  # a package folder, and one a .pth file adds (a source build)
+        assert any(needed == p or needed.is_relative_to(p) for p in bound), (needed, bound)
     if namespaces.bwrap_path() is None:
         return
     outcome = run(tmp_path, f"import os\nprint('SEES', os.path.exists('{project / '.env'}'), flush=True)\n")
     assert "SEES False" in outcome.log_tail, outcome.log_tail
+
+
+@pytest.mark.parametrize("body", [b'{"t": NaN}', b'{"t": -Infinity}', b'{"t": 1e999}', b"[" * 100000 + b"]" * 100000])
+def test_a_candidates_message_carries_only_finite_numbers_and_bounded_nesting(body: bytes) -> None:
+    left, right = socket.socketpair()
+    try:
+        left.sendall(len(body).to_bytes(4, "big") + body)
+        with pytest.raises(wire.ChannelError):
+            wire.Channel(right).recv(timeout=5, finite=True)
+    finally:
+        left.close()
+        right.close()

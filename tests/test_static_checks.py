@@ -69,6 +69,11 @@ def test_glue_allowlist_accepts_allocation_views_and_casts() -> None:
      "torch.hub"),
     ("        k[(1,)](x, 1, BLOCK=4)\n        t = torch\n        t.cuda.os.getcwd()\n        return x",
      "no harness access", "module `os`"),
+    ("        k[(1,)](x, 1, BLOCK=4)\n        getattr(torch.cuda, 'sys')\n        return x", "no harness access",
+     "module `sys`"),
+    ("        k[(1,)](x, 1, BLOCK=4)\n        g = getattr\n        g(torch.cuda, 'x')\n        return x",
+     "no harness access", "as a value"),
+    ("        k[(1,)](x, 1, BLOCK=4)\n        k.fn(torch)\n        return x", "no harness access", "k.fn"),
 ])
 def test_static_rejections(body: str, check: str, words: str) -> None:
     report = check_candidate(model(body))
@@ -130,8 +135,29 @@ def test_kernel_names_a_library_prints_cannot_be_claimed(source: str, words: str
     assert words in failed.get("static: kernel names", ""), failed
 
 
+def test_an_attribute_of_its_own_may_share_a_modules_name() -> None:
+    source = model("        k[(1,)](x, 1, BLOCK=4)\n        self.signal = 1\n        return x")
+    failed = {c.name for c in check_candidate(source).checks if not c.passed}
+    assert "static: no harness access" not in failed
+
+
 def test_kernel_names_of_its_own_are_free() -> None:
     source = ("import triton\n@triton.jit\ndef gemm_kernel(x):\n    pass\n@triton.jit\ndef softmax_kernel(x):\n"
               "    pass\n")
     failed = {c.name for c in check_candidate(source).checks if not c.passed}
     assert "static: kernel names" not in failed
+
+
+def test_cuda_namespaces_of_its_own_are_free_and_their_kernels_its_own() -> None:
+    """``using namespace std;``, an alias and a comment open nothing; a nested namespace of the
+    candidate's own holds kernels that count as its own; an anonymous one is refused in words."""
+    from kernelevo.sandbox.judge.kernel_names import Owned, library_like_names
+
+    source = ("#include <cooperative_groups.h>\nusing namespace std;\nnamespace cg = cooperative_groups;\n"
+              "// namespace at { would be a library's }\nnamespace my::inner {\n"
+              "__global__ void rows(const float* x, float* y, int n) {}\n}\n")
+    owned = Owned.of([], [source])
+    assert library_like_names(owned) == []
+    assert owned.owns("void my::inner::rows(const float *, float *, int)")
+    anonymous = Owned.of([], ["namespace {\n__global__ void k(float* x) {}\n}\n"])
+    assert any("anonymous namespace" in p for p in library_like_names(anonymous))

@@ -1,6 +1,7 @@
-"""Copies dropped and loss functions rewritten in the traced graph as the elementwise ops and
-reductions they are made of, so that every planner sees only ops the vocabulary knows (a Huber loss
-is a pointwise chain and a mean, as a hand-written MSE is).
+"""Copies dropped, tensors made from one number folded into the number, and loss functions rewritten
+in the traced graph as the elementwise ops and reductions they are made of, so that every planner
+sees only ops the vocabulary knows (a Huber loss is a pointwise chain and a mean, as a hand-written
+MSE is).
 
 A copy (``clone``, ``detach``) that nothing changes in place is the value it copies. Each rewrite of
 a loss is plain torch, so a part kept in torch still runs as written, and it computes what the
@@ -47,6 +48,7 @@ def decompose(gm: torch.fx.GraphModule) -> bool:
             node.op, node.target = "call_function", function  # the module is its function with its options
             node.kwargs = {**node.kwargs, **{name: getattr(sub, name) for name in options}}
             changed = True
+    changed |= _fold_constant_tensors(gm)
     mutates = _mutates_in_place(gm)
     for node in list(gm.graph.nodes):
         if not mutates and _passes_through(node):
@@ -64,6 +66,47 @@ def decompose(gm: torch.fx.GraphModule) -> bool:
     if changed:
         gm.graph.lint()
         gm.recompile()
+    return changed
+
+
+ARITHMETIC = {operator.add, operator.sub, operator.mul, operator.truediv, torch.add, torch.sub, torch.mul,
+              torch.div}
+BOUNDS = {torch.min: "max", torch.minimum: "max", torch.max: "min", torch.maximum: "min"}
+"""``torch.min(x, c)`` is ``x`` clamped from above at ``c``; ``torch.max(x, c)`` from below."""
+
+
+def _fold_constant_tensors(gm: torch.fx.GraphModule) -> bool:
+    """A tensor made in ``forward`` from one number (``torch.tensor(0.0, device=x.device)``) is that
+    number where it meets a floating-point tensor in arithmetic, or bounds it (``torch.min(x, t)``
+    as a clamp): a 0-d tensor takes no part in type promotion there, as a Python number does not."""
+    changed = False
+    for node in list(gm.graph.nodes):
+        if not (node.op == "call_function" and node.target is torch.tensor and len(node.args) == 1
+                and isinstance(node.args[0], (int, float)) and not isinstance(node.args[0], bool)
+                and set(node.kwargs) <= {"device", "dtype"} and node.kwargs.get("dtype") in (None, torch.float32)):
+            continue
+        value = torch.tensor(node.args[0]).item()  # as the tensor holds it (float32 rounding, or an integer)
+        for user in list(node.users):
+            other = [a for a in user.args if a is not node]
+            if user.op != "call_function" or user.kwargs or len(user.args) != 2 or len(other) != 1:
+                continue
+            meta = getattr(other[0], "meta", {}).get("tensor_meta")
+            # a 0-d tensor meets it as an equal in type promotion; only a tensor with dims outranks it
+            if meta is None or not meta.dtype.is_floating_point or len(meta.shape) == 0:
+                continue
+            if user.target in BOUNDS:
+                user.target, user.args, user.kwargs = torch.clamp, (other[0],), {BOUNDS[user.target]: value}
+            elif user.target in ARITHMETIC:
+                user.args = tuple(value if a is node else a for a in user.args)
+            else:
+                continue
+            changed = True
+        if not node.users:
+            device = node.kwargs.get("device")
+            gm.graph.erase_node(node)
+            if isinstance(device, torch.fx.Node) and not device.users:
+                gm.graph.erase_node(device)
+            changed = True
     return changed
 
 

@@ -51,10 +51,12 @@ VIEW_FUNCTIONS = {torch.unsqueeze: "unsqueeze", torch.squeeze: "squeeze", torch.
                   torch.flatten: "flatten"}
 
 
-def _view_of(node: torch.fx.Node, flow: torch.fx.Node | None) -> str | None:
+def _view_of(node: torch.fx.Node, flow: torch.fx.Node | None, full: dict[str, tuple[int, ...]]) -> str | None:
     """``node`` as a view taken of ``flow`` and nothing else (``.unsqueeze(1)``), when ``flow`` is used by
     it alone and its arguments are plain numbers; else None. Such a view between two segments (a
-    pooling over a 2-D GEMM output seen as one channel) is torch's glue in ``forward``, not a kernel."""
+    pooling over a 2-D GEMM output seen as one channel) is torch's glue in ``forward``, not a kernel.
+    A ``view`` or ``reshape`` names sizes, which the trace took from the small model: it is kept only
+    where those sizes give the node's own shape at the size being optimised (``full``)."""
     if flow is None or len(flow.users) != 1 or not node.args or node.args[0] is not flow:
         return None
     method = node.target if node.op == "call_method" and node.target in VIEW_METHODS else (
@@ -69,9 +71,22 @@ def _view_of(node: torch.fx.Node, flow: torch.fx.Node | None) -> str | None:
     rest, kwargs = list(node.args[1:]), dict(node.kwargs)
     if not all(plain(a) for a in [*rest, *kwargs.values()]):
         return None
+    if method in ("view", "reshape") and not _same_at_full_size(flow, node, rest, kwargs, full):
+        return None
     words = [repr(tuple(a)) if isinstance(a, list) else repr(a) for a in rest]
     words += [f"{k}={v!r}" for k, v in kwargs.items()]
     return f".{method}({', '.join(words)})"
+
+
+def _same_at_full_size(flow: torch.fx.Node, node: torch.fx.Node, args: list[Any], kwargs: dict[str, Any],
+                       full: dict[str, tuple[int, ...]]) -> bool:
+    if flow.name not in full or node.name not in full:
+        return False
+    sizes = args[0] if len(args) == 1 and isinstance(args[0], (tuple, list)) else kwargs.get("shape", args)
+    try:
+        return tuple(torch.empty(full[flow.name], device="meta").reshape(*sizes).shape) == full[node.name]
+    except (RuntimeError, TypeError):
+        return False
 
 
 def _calls(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
@@ -155,7 +170,7 @@ def plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ..
     start, flow = 0, None
     views: list[str] = []
     while start < len(calls):
-        view = _view_of(calls[start], flow)
+        view = _view_of(calls[start], flow, full_shapes)
         if view is not None:
             views.append(view)
             flow, start = calls[start], start + 1

@@ -130,17 +130,21 @@ def python_paths() -> list[Path]:
 
 
 def _package_folders() -> set[Path]:
-    """The entries of ``sys.path`` a job may read: package folders (``site-packages``,
-    ``dist-packages``) and folders of the interpreter's own installation. Never the working folder
-    (``python -m`` puts it first) nor a ``PYTHONPATH`` entry that is neither: a project's checkout
-    holds its ``.env``, its run folders and whatever else its owner keeps there."""
+    """The entries of ``sys.path`` a job may read: all but the working folder (``python -m`` puts it
+    first) and the ``PYTHONPATH`` entries that are neither package folders (``site-packages``,
+    ``dist-packages``) nor inside the interpreter's installation. A project's checkout holds its
+    ``.env``, its run folders and whatever else its owner keeps there; a folder a ``.pth`` file adds
+    (torch built from source, say) is a package's, and stays."""
     prefixes = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}
+    working = Path.cwd().resolve()
+    chosen = {Path(e).resolve() for e in os.environ.get("PYTHONPATH", "").split(os.pathsep) if e}
     kept = set()
     for entry in sys.path:
         path = Path(entry).resolve() if entry else None
         if path is None or not path.is_dir():
             continue
-        if path.name in ("site-packages", "dist-packages") or any(path.is_relative_to(p) for p in prefixes):
+        packages = path.name in ("site-packages", "dist-packages") or any(path.is_relative_to(p) for p in prefixes)
+        if packages or (path != working and path not in chosen):
             kept.add(path)
     return kept
 

@@ -311,13 +311,7 @@ class Evaluator:
         record = self._session(task, candidate, footprint=baseline.eager_peak_bytes)
         if record.reference_error:
             raise EvalError(record.reference_error)
-        try:
-            verdict = judge(task, str(candidate), static_checks, baseline, ceilings, record, self.config.memory)
-        except (ArithmeticError, ValueError, TypeError, KeyError, AttributeError) as exc:
-            # what the candidate's process reported could not be made into a verdict: its failure
-            record.add("timed runs correct", False, "what the candidate's process reported could not be judged "
-                       f"({type(exc).__name__}: {str(exc)[:200]})")
-            verdict = judge(task, str(candidate), static_checks, baseline, ceilings, record, self.config.memory)
+        verdict = judge(task, str(candidate), static_checks, baseline, ceilings, record, self.config.memory)
         if verdict.correct and self.device == "cuda":
             forensic.apply(verdict, self, task, candidate)
         if not self.readable:

@@ -25,9 +25,11 @@ from kernelevo.sandbox.advice import ncu
 LIBRARY_NAMESPACES = frozenset({
     "at", "c10", "caffe2", "torch", "std", "cub", "thrust", "cutlass", "cute", "cublas", "cublasLt", "cudnn",
     "cufft", "curand", "cusparse", "cutensor", "nvjet", "flash", "fmha", "triton", "cuda", "native", "detail",
-    "internal", "xformers", "transformer_engine", "apex", "(anonymous namespace)",
+    "internal", "xformers", "transformer_engine", "apex", "pytorch_flash", "PyTorchMemEffAttention", "gemvx",
+    "cudnn_frontend", "nvte",
 })
 """Namespaces of the libraries torch calls into; a candidate's own kernel is never counted in one."""
+ANONYMOUS = "(anonymous namespace)"
 
 JITERATED = (
     r"i0e?", r"i1e?", "gcd", "lcm", "zeta", "erfcx", "airy_ai", "sinc", "polygamma", "digamma", "trigamma", "lgamma",
@@ -40,11 +42,11 @@ JITERATED = (
 
 LIBRARY_LIKE = re.compile(
     r"^((sm|compute)\d+|ampere|volta|turing|maxwell|pascal|hopper|blackwell|ada)_"  # cuBLAS/cuDNN, per architecture
-    r"|^(nvjet|cutlass|cublas|cudnn|cutensor|xmma)"
+    r"|^(nvjet|cutlass|cublas|cudnn|cutensor|xmma|fmha|flash_fwd|flash_bwd)"
     r"|^triton_(poi|red|per|tem|for|unk)_"  # inductor's generated kernels
     r"|^(gemv\d|gemvNSP|gemmSN|gemmk1|splitKreduce|reduce_1Block|implicit_convolve|explicit_convolve|nchwToNhwc"
     r"|nhwcToNchw|generateWinograd|winograd|fft\d|softmax_warp_(forward|backward)|spin_kernel)"
-    r"|^(dot|scal|axpy|nrm2|asum|amax|amin)_kernel$"
+    r"|^(dot|scal|axpy|nrm2|asum|amax|amin|ger|rot|swap|gemvx)_kernel(_val)?$|^precomputed_convolve"
     r"|_vectorized\d+_kernel$|^(" + "|".join(JITERATED) + r")_kernel$",  # torch's jiterator: extern "C", bare
 )
 """Names of library kernels that print without a namespace, so that a kernel of the candidate's named
@@ -54,7 +56,10 @@ global-namespace softmax, the kernels torch's jiterator compiles. Honest names (
 ``softmax_kernel``) stay free."""
 
 _GLOBAL = re.compile(r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?[\w:<>,\s*&]*?\b(\w+)\s*\(")
-_NAMESPACE = re.compile(r"\bnamespace\s+(\w+)")
+_NAMESPACE = re.compile(r"(?<!using)\s\bnamespace\s+([\w:]*)\s*\{|^namespace\s+([\w:]*)\s*\{", re.MULTILINE)
+"""A namespace the source opens (``namespace a::b {``, ``namespace {``); not ``using namespace std;``
+nor an alias (``namespace cg = cooperative_groups;``)."""
+_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 
 
 def cuda_kernel_names(cuda: str) -> set[str]:
@@ -74,8 +79,11 @@ class Owned:
     def of(cls, triton: list[str], cuda_sources: list[str]) -> Owned:
         owned = cls(triton=set(triton))
         for source in cuda_sources:
-            owned.cuda |= cuda_kernel_names(source)
-            owned.namespaces |= set(_NAMESPACE.findall(source))
+            code = _COMMENTS.sub(" ", source)
+            owned.cuda |= cuda_kernel_names(code)
+            for found in _NAMESPACE.findall(code):
+                name = next((f for f in found if f), "")
+                owned.namespaces |= set(name.split("::")) if name else {ANONYMOUS}
         return owned
 
     def names(self) -> set[str]:
@@ -97,6 +105,9 @@ def library_like_names(owned: Owned) -> list[str]:
     """Why some of the candidate's kernel names could be taken for a library's (empty if none can)."""
     problems = [f"kernel `{name}` is named like a library kernel: give it a name of its own"
                 for name in sorted(owned.names()) if LIBRARY_LIKE.search(name)]
+    if ANONYMOUS in owned.namespaces:
+        problems.append("the CUDA source opens an anonymous namespace: its kernels print without a name of their "
+                        "own there; put them in a named namespace or the global one")
     problems += [f"the CUDA source opens namespace `{space}`, a library's: put kernels in a namespace of their own"
-                 for space in sorted(owned.namespaces & LIBRARY_NAMESPACES)]
+                 for space in sorted((owned.namespaces - {ANONYMOUS}) & LIBRARY_NAMESPACES)]
     return problems

@@ -43,6 +43,10 @@ MODULE_ATTRIBUTES = {"sys", "os", "subprocess", "importlib", "builtins", "ctypes
 """Modules that libraries keep as plain attributes (``torch.hub.sys``, ``cpp_extension.os``,
 ``torch.cuda.os``): reached on any object, they hand over the process past the import allowlist."""
 
+DYNAMIC_ATTRIBUTE = {"getattr", "setattr", "hasattr"}
+"""Checked where they are called with a literal name; used as values (``g = getattr``,
+``reduce(getattr, ...)``), they would reach any name unseen."""
+
 FORBIDDEN_BUILTINS = {
     "eval": "runs code the checker cannot see",
     "exec": "runs code the checker cannot see",
@@ -130,6 +134,8 @@ class _Analyzer(ast.NodeVisitor):
         self.aliases: dict[str, str] = {}
         self.problems: dict[str, list[str]] = {}
         self.triton_kernels: list[str] = []
+        self.called_names: set[int] = set()
+        """The ids of ``getattr``-like names in call position (checked there, not as values)."""
         self.launched: set[str] = set()
         self.load_inline_calls: list[ast.Call] = []
         self.nn_compute_attrs: dict[str, str] = {}
@@ -276,8 +282,10 @@ class _Analyzer(ast.NodeVisitor):
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr.startswith("__") and node.attr.endswith("__") and node.attr not in ALLOWED_DUNDERS:
             self.flag("no harness access", f"reaches `{node.attr}`, an object internal", node)
-        if node.attr in MODULE_ATTRIBUTES and not self.in_kernel:
+        if node.attr in MODULE_ATTRIBUTES and not (isinstance(node.value, ast.Name) and node.value.id == "self"):
             self.flag("no harness access", f"reaches the module `{node.attr}` through an attribute", node)
+        if node.attr == "fn" and isinstance(node.value, ast.Name) and node.value.id in self.triton_kernels:
+            self.flag("no harness access", f"`{node.value.id}.fn` runs a kernel's body as plain Python", node)
         name = self.resolve(node)
         if name and name.startswith("torch.") and not self.in_kernel:
             rest = name[len("torch."):]
@@ -288,6 +296,8 @@ class _Analyzer(ast.NodeVisitor):
     def visit_Name(self, node: ast.Name) -> None:
         if node.id in FORBIDDEN_BUILTINS and node.id not in self.aliases:
             self.flag("no harness access", f"`{node.id}` {FORBIDDEN_BUILTINS[node.id]}", node)
+        if node.id in DYNAMIC_ATTRIBUTE and node.id not in self.aliases and id(node) not in self.called_names:
+            self.flag("no harness access", f"`{node.id}` passed around as a value hides what it reaches", node)
         if node.id == "__builtins__":
             self.flag("no harness access", "reaches `__builtins__`", node)
         self.generic_visit(node)
@@ -309,7 +319,8 @@ class _Analyzer(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
         name = self.resolve(func)
-        if isinstance(func, ast.Name) and func.id in {"getattr", "setattr", "hasattr"}:
+        if isinstance(func, ast.Name) and func.id in DYNAMIC_ATTRIBUTE:
+            self.called_names.add(id(func))
             self._check_dynamic_attr(func.id, node)
         if name and name.startswith("torch."):
             self._check_torch_name(name, node, call=True)
@@ -342,6 +353,8 @@ class _Analyzer(ast.NodeVisitor):
             self.flag("no harness access", f"`{builtin}` with a computed name hides what is reached", node)
         elif args[1].value.startswith("__"):
             self.flag("no harness access", f"`{builtin}` reaches `{args[1].value}`", node)
+        elif args[1].value in MODULE_ATTRIBUTES:
+            self.flag("no harness access", f"`{builtin}` reaches the module `{args[1].value}`", node)
         elif args and (resolved := self.resolve(args[0])) and resolved.startswith("torch"):
             self._check_torch_name(f"{resolved}.{args[1].value}", node, call=True)
 

@@ -71,7 +71,11 @@ def judge(task: Task, candidate: str, static_checks: list[Check], baseline: Refe
         verdict.memory = {**({"eager": baseline.eager_peak_bytes} if baseline.eager_peak_bytes else {}),
                           **record.peak_bytes}
     if record.blocks and record.ok:
-        _judge_times(verdict, task, baseline, ceilings, record, checks)
+        try:
+            _judge_times(verdict, task, baseline, ceilings, record, checks)
+        except (ArithmeticError, ValueError) as exc:  # figures from the candidate's process no ratio takes
+            checks.append(Check(name="timed runs correct", passed=False,
+                                detail=f"the reported times could not be judged ({type(exc).__name__}: {exc})"))
         _graph_times(verdict, record)
     verdict.checks = checks
     failed = [c for c in checks if not c.passed]
