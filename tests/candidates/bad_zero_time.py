@@ -1,6 +1,7 @@
 """relu: a correct kernel whose process reports every timed call as taking 0 ms (finite and not
 negative). On a GPU the verdict's speedup is eager's time over the median: a zero there must be the
-candidate's failure, never a division the judge cannot make. Reached through ``torch.utils.cpp_extension.sys``, a module kept as an attribute."""
+candidate's failure, never a division the judge cannot make. Reached through
+``torch.utils.cpp_extension.sys``, a module kept as an attribute."""
 
 import torch
 import torch.nn as nn
