@@ -361,3 +361,59 @@ def test_a_workspace_the_sandbox_user_cannot_enter_is_refused_in_one_line(cache_
         shutil.rmtree(closed, ignore_errors=True)
     assert caught.value.exit_code == 3
     assert f"cannot enter {closed} (mode 700)" in str(caught.value) and "bubblewrap" in str(caught.value)
+
+
+CONSTANT_TASK = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Clamped into [0.5, 1] after a minimum with 0.5: every output is 0.5, whatever the input."""
+
+    def forward(self, x):
+        return torch.clamp(torch.min(x, torch.tensor(0.5, device=x.device)), min=0.5, max=1.0)
+
+
+def get_inputs():
+    return [torch.randn(8, 300)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+CONSTANT_CANDIDATE = '''import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def bounded_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(y_ptr + offs, tl.minimum(tl.maximum(tl.minimum(x, 0.5), 0.5), 1.0), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        bounded_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+        return y
+'''
+
+
+def test_a_reference_that_ignores_its_inputs_does_not_fail_every_candidate(evaluator, tmp_path: Path) -> None:
+    """KernelBench has such references (a minimum, then a clamp from the same bound). No output can
+    tell a kernel's work from none, so ghost replay says it does not apply rather than rejecting an
+    honest kernel; a kernel that returns the wrong constant is still wrong."""
+    task_path, candidate_path = tmp_path / "constant.py", tmp_path / "candidate.py"
+    task_path.write_text(CONSTANT_TASK)
+    candidate_path.write_text(CONSTANT_CANDIDATE)
+    verdict = evaluator.run_in_sandbox(load_task(str(task_path), "small"), candidate_path, [])
+    assert verdict.correct, verdict.reason
+    ghost = next(c for c in verdict.checks if c.name == "ghost replay")
+    assert "not applicable" in ghost.detail
+    candidate_path.write_text(CONSTANT_CANDIDATE.replace("1.0), mask=mask)", "1.0) + 0.25, mask=mask)"))
+    assert not evaluator.run_in_sandbox(load_task(str(task_path), "small"), candidate_path, []).correct

@@ -37,6 +37,7 @@ class CorrectnessCalls(SessionPart):
             self._delete_outputs(reply)
             self.record.add(f"correct: {label}", True, "skipped: the reference itself is not finite here")
             return
+        self.record.reference_fingerprints.append(expected.get("fingerprint"))
         found = self._compare(key, reply, expected, f"comparing {label}")
         self.record.add(f"correct: {label}", found["problem"] is None, found["problem"] or
                         "within tolerance, judged by the oracle from the raw output")
@@ -150,6 +151,14 @@ class CorrectnessCalls(SessionPart):
             self._delete_outputs(reply)
             self.ask(self.oracle, "oracle", "dropping an expectation", {"op": "drop", "key": key})
             self.record.add("ghost replay", True, "skipped: the reference is not finite on this input set")
+            return
+        seen = [*self.record.reference_fingerprints, expected.get("fingerprint")]
+        if len(seen) >= 3 and all(f is not None and f == seen[0] for f in seen):
+            self._delete_outputs(reply)
+            self.ask(self.oracle, "oracle", "dropping an expectation", {"op": "drop", "key": key})
+            self.record.add("ghost replay", True, "not applicable: the reference's output is the same on every input "
+                            "set (it does not depend on its inputs), so an output without the kernels' work cannot "
+                            "be told from one with it")
             return
         found = self._compare(key, reply, expected, "comparing the ghost call")
         wrong = found["problem"] is not None

@@ -138,7 +138,8 @@ class Oracle:
         reply: dict[str, Any] = {"ok": True, "finite": True, "exact": exact.outputs is not None,
                                  "exact_note": exact.note,
                                  "outputs": [{"dtype": str(w.dtype).removeprefix("torch."), "shape": list(w.shape)}
-                                             for w in want if isinstance(w, torch.Tensor)]}
+                                             for w in want if isinstance(w, torch.Tensor)],
+                                 "fingerprint": output_digest(want, 0)}
         if msg.get("write_inputs"):
             outbox = Path(self.job["outbox"])
             reply["inputs"] = [{"tensor": wire.write_tensor(a, outbox, f"in-{msg['key']}-{k}.bin").model_dump()}

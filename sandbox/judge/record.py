@@ -35,6 +35,8 @@ class Record:
     checks: list[Check] = field(default_factory=list)
     compiled: bool = False
     first_call_ms: float | None = None
+    reference_fingerprints: list = field(default_factory=list)
+    """A digest of the reference's outputs per checked set: all equal, the reference ignores its inputs."""
     max_abs_error: float = 0.0
     """The largest |candidate - eager| over every checked output."""
     launches: dict[str, int] = field(default_factory=dict)
