@@ -106,6 +106,7 @@ RUNTIME_REJECTED = [
     (2, "relu", "bad_infinite_reply", "sandboxed run", "Infinity is not a number"),
     (2, "relu", "bad_deep_reply", "sandboxed run", "nested too deeply"),
     (2, "relu", "bad_zero_time", "sandboxed run", "gpu_ms is 0"),
+    (2, "relu", "bad_count_string", "sandboxed run", "a count of"),
 ]
 
 
@@ -402,6 +403,55 @@ class ModelNew(nn.Module):
         bounded_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
         return y
 '''
+
+
+ZERO_ON_PLAIN_SETS = CONSTANT_TASK.replace(
+    "return torch.clamp(torch.min(x, torch.tensor(0.5, device=x.device)), min=0.5, max=1.0)",
+    "return torch.relu(x - 20.0)")
+NEAR_ZERO = CONSTANT_TASK.replace(
+    "return torch.clamp(torch.min(x, torch.tensor(0.5, device=x.device)), min=0.5, max=1.0)",
+    "return (x - x.mean(dim=1, keepdim=True)).sum(dim=1)")  # rounding noise about 0
+SHIFTED = CONSTANT_CANDIDATE.replace("tl.minimum(tl.maximum(tl.minimum(x, 0.5), 0.5), 1.0)",
+                                     "tl.maximum(x - 20.0, 0.0)")
+CENTRED_SUM = '''import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def centred_sum_kernel(x_ptr, y_ptr, cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < cols
+    x = tl.load(x_ptr + row * cols + offs, mask=mask, other=0.0)
+    centred = tl.where(mask, x - tl.sum(x, axis=0) / cols, 0.0)
+    tl.store(y_ptr + row, tl.sum(centred, axis=0))
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        rows, cols = x.shape
+        y = torch.empty(rows, device=x.device, dtype=x.dtype)
+        centred_sum_kernel[(rows,)](x, y, cols, BLOCK=triton.next_power_of_2(cols))
+        return y
+'''
+
+
+@pytest.mark.parametrize(("task", "honest"), [(ZERO_ON_PLAIN_SETS, SHIFTED),
+                                               pytest.param(NEAR_ZERO, CENTRED_SUM, marks=pytest.mark.slow)],
+                         ids=["zero-on-the-ghosts-kind-of-input", "zeros-within-tolerance"])
+def test_ghost_replay_does_not_reject_a_kernel_when_zeros_would_pass(evaluator, tmp_path: Path, task: str,
+                                                                      honest: str) -> None:
+    """Where buffers left zeroed give an output within tolerance of the reference (an answer of zeros
+    on the inputs the ghost call draws, or one that is rounding noise about 0), ghost replay cannot tell
+    a kernel's work from none and says so."""
+    task_path, candidate_path = tmp_path / "task.py", tmp_path / "candidate.py"
+    task_path.write_text(task)
+    candidate_path.write_text(honest)
+    verdict = evaluator.run_in_sandbox(load_task(str(task_path), "small"), candidate_path, [])
+    assert verdict.correct, verdict.reason
+    assert "not applicable" in next(c for c in verdict.checks if c.name == "ghost replay").detail
 
 
 def test_a_reference_that_ignores_its_inputs_does_not_fail_every_candidate(evaluator, tmp_path: Path) -> None:

@@ -73,7 +73,7 @@ def test_glue_allowlist_accepts_allocation_views_and_casts() -> None:
      "module `sys`"),
     ("        k[(1,)](x, 1, BLOCK=4)\n        g = getattr\n        g(torch.cuda, 'x')\n        return x",
      "no harness access", "as a value"),
-    ("        k[(1,)](x, 1, BLOCK=4)\n        k.fn(torch)\n        return x", "no harness access", "k.fn"),
+    ("        k[(1,)](x, 1, BLOCK=4)\n        k.fn(torch)\n        return x", "no harness access", "`.fn`"),
 ])
 def test_static_rejections(body: str, check: str, words: str) -> None:
     report = check_candidate(model(body))
@@ -135,10 +135,19 @@ def test_kernel_names_a_library_prints_cannot_be_claimed(source: str, words: str
     assert words in failed.get("static: kernel names", ""), failed
 
 
-def test_an_attribute_of_its_own_may_share_a_modules_name() -> None:
-    source = model("        k[(1,)](x, 1, BLOCK=4)\n        self.signal = 1\n        return x")
-    failed = {c.name for c in check_candidate(source).checks if not c.passed}
-    assert "static: no harness access" not in failed
+def test_a_parameter_named_self_is_no_way_past_the_module_attributes() -> None:
+    source = ("import torch.utils.cpp_extension as ce\n\ndef grab(self):\n    return self.sys\n\n"
+              "def walk(frame):\n    return frame.f_back.f_globals\n\nM = grab(ce)\n")
+    failed = {c.name: c.detail for c in check_candidate(source).checks if not c.passed}
+    assert "module `sys`" in failed.get("static: no harness access", "") and "f_back" in failed[
+        "static: no harness access"], failed
+
+
+def test_cuda_sources_built_at_run_time_are_refused_in_words() -> None:
+    source = ("from torch.utils.cpp_extension import load_inline\nN = 256\n"
+              "m = load_inline('m', '', cuda_sources=f'__global__ void k(float* x) {{ x[{N}] = 0; }}')\n")
+    failed = {c.name: c.detail for c in check_candidate(source).checks if not c.passed}
+    assert "strings the checker can read" in failed.get("static: kernel defined", ""), failed
 
 
 def test_kernel_names_of_its_own_are_free() -> None:

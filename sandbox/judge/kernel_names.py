@@ -26,7 +26,7 @@ LIBRARY_NAMESPACES = frozenset({
     "at", "c10", "caffe2", "torch", "std", "cub", "thrust", "cutlass", "cute", "cublas", "cublasLt", "cudnn",
     "cufft", "curand", "cusparse", "cutensor", "nvjet", "flash", "fmha", "triton", "cuda", "native", "detail",
     "internal", "xformers", "transformer_engine", "apex", "pytorch_flash", "PyTorchMemEffAttention", "gemvx",
-    "cudnn_frontend", "nvte",
+    "cudnn_frontend", "nvte", "xmma_cudnn", "cutlass_cudnn", "xmma_new", "xmma", "cudnn_infer", "cufft_internal",
 })
 """Namespaces of the libraries torch calls into; a candidate's own kernel is never counted in one."""
 ANONYMOUS = "(anonymous namespace)"
@@ -47,6 +47,7 @@ LIBRARY_LIKE = re.compile(
     r"|^(gemv\d|gemvNSP|gemmSN|gemmk1|splitKreduce|reduce_1Block|implicit_convolve|explicit_convolve|nchwToNhwc"
     r"|nhwcToNchw|generateWinograd|winograd|fft\d|softmax_warp_(forward|backward)|spin_kernel)"
     r"|^(dot|scal|axpy|nrm2|asum|amax|amin|ger|rot|swap|gemvx)_kernel(_val)?$|^precomputed_convolve"
+    r"|^(conv2d_grouped_direct|convolve_common_engine|vector_fft|regular_fft|fft_|cudnn|dgrad|wgrad|fprop)"
     r"|_vectorized\d+_kernel$|^(" + "|".join(JITERATED) + r")_kernel$",  # torch's jiterator: extern "C", bare
 )
 """Names of library kernels that print without a namespace, so that a kernel of the candidate's named
@@ -62,9 +63,13 @@ nor an alias (``namespace cg = cooperative_groups;``)."""
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 
 
+_LAUNCH_BOUNDS = re.compile(r"__launch_bounds__\s*\([^)]*\)")
+
+
 def cuda_kernel_names(cuda: str) -> set[str]:
-    """The ``__global__`` functions a CUDA source defines."""
-    return set(_GLOBAL.findall(cuda))
+    """The ``__global__`` functions a CUDA source defines (``__launch_bounds__`` before or after the
+    return type)."""
+    return set(_GLOBAL.findall(_LAUNCH_BOUNDS.sub(" ", cuda)))
 
 
 @dataclass

@@ -170,6 +170,17 @@ class Oracle:
         return [compare.largest_difference(o, w) if isinstance(w, torch.Tensor) and isinstance(o, torch.Tensor) else 0.0
                 for o, w in zip(out, want)]
 
+    def zeros_pass(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Would outputs of zeros be within tolerance of those expected under ``key`` (kept)? Then no
+        output can show a kernel's work apart from buffers left zeroed (the ghost replay's question)."""
+        want, exact, sensitivity = self.expected[str(msg["key"])]
+        passes = all(
+            isinstance(w, torch.Tensor) and w.is_floating_point() and compare.compare_output(
+                torch.zeros_like(w), w, exact[k] if exact is not None else None, float(msg["atol"]),
+                float(msg["rtol"]), sensitivity[k], bool(msg.get("scale_atol"))).problem is None
+            for k, w in enumerate(want))
+        return {"ok": True, "zeros_pass": passes}
+
     def compare(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Compare the candidate's outputs (files in its outbox) with those expected under ``key``.
 
@@ -393,6 +404,7 @@ def _triton_version() -> str | None:
 
 
 HANDLERS = {"load": Oracle.load, "expect": Oracle.expect, "compare": Oracle.compare, "drop": Oracle.drop,
+            "zeros_pass": Oracle.zeros_pass,
             "reset": Oracle.reset,
             "warmup": Oracle.warmup, "warm": Oracle.warm, "paced": Oracle.paced, "memory": Oracle.memory,
             "timed": Oracle.timed, "graph_timed": Oracle.graph_timed,

@@ -23,7 +23,7 @@ from kernelevo.sandbox import wire
 from kernelevo.sandbox.isolation.process import take_lock
 from kernelevo.sandbox.isolation.protocol import Job
 from kernelevo.sandbox.judge import device_memory, telemetry
-from kernelevo.sandbox.judge.correctness import CorrectnessCalls
+from kernelevo.sandbox.judge.correctness import CorrectnessCalls, reported_count
 from kernelevo.sandbox.judge.plan import CONNECT_TIMEOUT_S, Plan, Stop, hello, oracle_asker
 from kernelevo.sandbox.judge.record import Record
 from kernelevo.sandbox.judge.timed_calls import TimedCalls
@@ -204,6 +204,6 @@ class Session(CorrectnessCalls, TimedCalls):
         self.record.worker_modules = [str(m) for m in reply.get("modules") or []]
         if self.plan.device == "cuda":
             self._peaks(reply.get("peak_bytes"))
-        new_threads = int(reply.get("new_threads") or 0)
+        new_threads = reported_count(reply.get("new_threads") or 0)
         self.record.add("no new threads", new_threads <= 0, "no threads left running" if new_threads <= 0
                         else f"{new_threads} new thread(s) left running")

@@ -39,7 +39,11 @@ ALLOWED_IMPORTS = {
 ALLOWED_IMPORT_PREFIXES = ("triton.",)
 
 MODULE_ATTRIBUTES = {"sys", "os", "subprocess", "importlib", "builtins", "ctypes", "gc", "inspect", "socket",
-                     "shutil", "pickle", "marshal", "multiprocessing", "signal", "threading", "pathlib", "io"}
+                     "shutil", "pickle", "marshal", "multiprocessing", "signal", "threading", "pathlib", "io",
+                     "logging", "traceback", "warnings", "types", "setuptools", "sysconfig", "runpy", "weakref",
+                     # a frame's or a generator's way to its caller's globals
+                     "f_back", "f_globals", "f_locals", "f_builtins", "f_code", "tb_frame", "tb_next", "gi_frame",
+                     "cr_frame", "ag_frame"}
 """Modules that libraries keep as plain attributes (``torch.hub.sys``, ``cpp_extension.os``,
 ``torch.cuda.os``): reached on any object, they hand over the process past the import allowlist."""
 
@@ -282,10 +286,10 @@ class _Analyzer(ast.NodeVisitor):
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr.startswith("__") and node.attr.endswith("__") and node.attr not in ALLOWED_DUNDERS:
             self.flag("no harness access", f"reaches `{node.attr}`, an object internal", node)
-        if node.attr in MODULE_ATTRIBUTES and not (isinstance(node.value, ast.Name) and node.value.id == "self"):
+        if node.attr in MODULE_ATTRIBUTES:
             self.flag("no harness access", f"reaches the module `{node.attr}` through an attribute", node)
-        if node.attr == "fn" and isinstance(node.value, ast.Name) and node.value.id in self.triton_kernels:
-            self.flag("no harness access", f"`{node.value.id}.fn` runs a kernel's body as plain Python", node)
+        if node.attr == "fn":  # a jitted function's Python body, run as plain Python on any object
+            self.flag("no harness access", "`.fn` runs a kernel's body as plain Python", node)
         name = self.resolve(node)
         if name and name.startswith("torch.") and not self.in_kernel:
             rest = name[len("torch."):]
@@ -353,7 +357,7 @@ class _Analyzer(ast.NodeVisitor):
             self.flag("no harness access", f"`{builtin}` with a computed name hides what is reached", node)
         elif args[1].value.startswith("__"):
             self.flag("no harness access", f"`{builtin}` reaches `{args[1].value}`", node)
-        elif args[1].value in MODULE_ATTRIBUTES:
+        elif args[1].value in MODULE_ATTRIBUTES or args[1].value == "fn":
             self.flag("no harness access", f"`{builtin}` reaches the module `{args[1].value}`", node)
         elif args and (resolved := self.resolve(args[0])) and resolved.startswith("torch"):
             self._check_torch_name(f"{resolved}.{args[1].value}", node, call=True)
@@ -422,7 +426,12 @@ def check_candidate(source: str, strict: bool = True) -> StaticReport:
     report.uses_load_inline = bool(analyzer.load_inline_calls)
     for call in analyzer.load_inline_calls:
         kwargs = {k.arg: k.value for k in call.keywords if k.arg}
-        report.cuda_sources += _strings(kwargs.get("cuda_sources"), analyzer.module_strings)
+        cuda = _strings(kwargs.get("cuda_sources"), analyzer.module_strings)
+        if kwargs.get("cuda_sources") is not None and not cuda:
+            analyzer.flag("kernel defined", "the CUDA sources must be strings the checker can read (literals or "
+                          "module-level constants, not built at run time): the judge reads its kernel names there",
+                          call)
+        report.cuda_sources += cuda
         cpp = kwargs.get("cpp_sources", call.args[1] if len(call.args) > 1 else None)
         report.cpp_sources += _strings(cpp, analyzer.module_strings)
 
