@@ -241,7 +241,9 @@ SLOW_CASES = {"flat-gelu-tanh", "chunk-glu-bf16", "layernorm-module-bf16", "var-
               "loss-huber-delta-sum", "loss-kl-batchmean", "per-row-input-added",
               "per-row-scaled-softmax", "loss-smooth-l1-beta", "per-row-diagonal-times-matrix", "linear-relu-fp32",
               "dim-softmax-module-bf16", "mean-then-scale", "layernorm-by-hand", "row-value-reduced-again-plus-copy",
-              "matmul-inputs-triu-bf16", "linear-logsumexp-tail", "split-global-norm-then-divide"}
+              "matmul-inputs-triu-bf16", "linear-logsumexp-tail", "split-global-norm-then-divide",
+              "sequence-mean-softmax-bf16", "batchnorm-eval-bf16", "groupnorm-tanh-bf16", "maxpool2d-dilated-relu-bf16",
+              "convtranspose2d-strided-grouped"}
 """Cases the default run leaves to ``make test-all``: each has a sibling of the same family that runs."""
 
 

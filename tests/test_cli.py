@@ -22,6 +22,7 @@ def kernelevo(*args: str, cache: Path) -> subprocess.CompletedProcess:
                           env=env, cwd=ROOT, timeout=600)
 
 
+@pytest.mark.slow  # --json's eval is also run by the Docker fallback test
 def test_eval_json_accepts_the_shipped_softmax(cache_dir: Path) -> None:
     done = kernelevo("eval", "softmax", "tasks/examples/softmax_triton.py", "--json", "--size", "small",
                      "--no-compile-baseline", "--cuda-graph", cache=cache_dir)

@@ -52,6 +52,7 @@ def events(run: Path) -> list[dict]:
     return found
 
 
+@pytest.mark.slow  # the diff test writes, edits and judges
 def test_a_scripted_model_writes_a_correct_candidate(tmp_path, cache_dir, monkeypatch) -> None:
     cid = source_id(GOOD)
     script = [
@@ -367,6 +368,7 @@ def test_a_verified_kernel_is_remembered_and_seeds_the_next_run(tmp_path, cache_
         assert lib.entries() == []  # nothing the harness did not verify
 
 
+@pytest.mark.slow  # the diff test's prompt shows code too
 def test_other_strategies_that_work_are_shown_as_inspirations(tmp_path, cache_dir, monkeypatch) -> None:
     """The next generation's prompt carries the fastest kernel and, beside it, the source of the best
     kernel of another strategy."""

@@ -130,10 +130,18 @@ def test_uncovered_task_exits_1_and_says_why(tmp_path: Path, cache_dir: Path) ->
     assert status(cache_dir, run)["state"] == "failed"
 
 
-def test_usage_errors(tmp_path: Path, cache_dir: Path) -> None:
-    assert kernelevo(cache_dir, "optimize", "nope", "--run-dir", str(tmp_path / "r")).returncode == 2
-    assert kernelevo(cache_dir, "status", str(tmp_path)).returncode == 2
-    assert kernelevo(cache_dir, "optimize", "softmax", "--policy", "llm").returncode == 2
+def test_usage_errors(tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from kernelevo.agent.cli import app
+
+    monkeypatch.setenv("KERNELEVO_CACHE", str(cache_dir))
+    runner = CliRunner()
+    for args in (["optimize", "nope", "--run-dir", str(tmp_path / "r")], ["status", str(tmp_path)],
+                 ["optimize", "softmax", "--policy", "llm"]):
+        done = runner.invoke(app, args)
+        assert done.exit_code == 2, (args, done.output)
+        assert "Traceback" not in done.output
 
 
 @pytest.mark.slow  # concurrency by default: two islands at once (test_llm_policy)
