@@ -83,11 +83,7 @@ def optimize_command(
     from kernelevo.agent.budget import Budget
     from kernelevo.agent.runner import RunConfig, create, drive
 
-    chosen = policy.value if policy else ("llm" if model else "builtin")
-    if chosen == "llm" and not model:
-        _fail("--policy llm needs --model NAME (and usually --base-url URL)", EXIT_USAGE, False)
-    if chosen == "builtin" and model:
-        _fail("--model goes with the LLM policy, not --policy builtin", EXIT_USAGE, False)
+    chosen = _policy_of(policy, model)
     loaded = _load_task(task, size, memory, False)
     folder = run_dir or _run_dir_for(task)
     budget = Budget(max_evals=max_evals, max_minutes=max_minutes, max_tokens=max_tokens, max_cost_usd=max_cost_usd,
@@ -104,6 +100,16 @@ def optimize_command(
     except FileExistsError as exc:
         _fail(str(exc), EXIT_USAGE, False)
     raise typer.Exit(drive(folder, first=True))
+
+
+def _policy_of(policy: PolicyChoice | None, model: str | None) -> str:
+    """The policy ``--policy`` and ``--model`` ask for together (a model implies the LLM policy)."""
+    chosen = policy.value if policy else ("llm" if model else "builtin")
+    if chosen == "llm" and not model:
+        _fail("--policy llm needs --model NAME (and usually --base-url URL)", EXIT_USAGE, False)
+    if chosen == "builtin" and model:
+        _fail("--model goes with the LLM policy, not --policy builtin", EXIT_USAGE, False)
+    return chosen
 
 
 def optimize_model_command(

@@ -12,6 +12,7 @@ from kernelevo.sandbox.child.inputs import VARIANTS, variant_label
 from kernelevo.sandbox.child.launches import MAX_HOST_READ_ELEMENTS
 from kernelevo.sandbox.judge import rules
 from kernelevo.sandbox.judge.plan import SessionPart, fresh_seed
+from kernelevo.sandbox.judge.reported import reported_count
 
 
 class CorrectnessCalls(SessionPart):
@@ -21,8 +22,9 @@ class CorrectnessCalls(SessionPart):
         variant = index % len(VARIANTS)
         label = f"set {index} ({variant_label(variant)})"
         key = self.key()
+        ghost_like = VARIANTS[variant][1:] == VARIANTS[0][1:]  # drawn as the ghost call's inputs are
         expected = self.expect(f"reference outputs for {label}",
-                               {"key": key, "seed": seed, "variant": variant, "exact": True})
+                               {"key": key, "seed": seed, "variant": variant, "exact": True, "fingerprint": ghost_like})
         began = time.monotonic()
         reply = self.ask(self.worker, "worker", f"correctness call on {label}",
                          {"op": "call", "seed": seed, "variant": variant, "record": True, "name": f"set{index}"})
@@ -37,7 +39,7 @@ class CorrectnessCalls(SessionPart):
             self._delete_outputs(reply)
             self.record.add(f"correct: {label}", True, "skipped: the reference itself is not finite here")
             return
-        if VARIANTS[variant][1:] == VARIANTS[0][1:]:  # drawn as the ghost call's inputs are
+        if ghost_like:
             self.record.reference_fingerprints.append(expected.get("fingerprint"))
         found = self._compare(key, reply, expected, f"comparing {label}")
         self.record.add(f"correct: {label}", found["problem"] is None, found["problem"] or
@@ -49,14 +51,16 @@ class CorrectnessCalls(SessionPart):
                     self.record.precision.add(stats)
 
     def _compare(self, key: str, reply: dict[str, Any], expected: dict[str, Any], phase: str,
-                 digest_seed: int | None = None) -> dict[str, Any]:
+                 digest_seed: int | None = None, zeros: bool = False) -> dict[str, Any]:
+        """The oracle's comparison (``zeros``: where the outputs pass, say too whether outputs of zeros
+        would have)."""
         dtype = next((o["dtype"] for o in expected.get("outputs", [])), self.plan.task.dtype or "float32")
         self.record.exact_note = self.record.exact_note or expected.get("exact_note")
         try:
             return self.ask(self.oracle, "oracle", phase,
                             {"op": "compare", "key": key, "outputs": reply.get("outputs", []),
                              "folder": str(self.plan.worker_outbox), "strict_layout": self.plan.strict_layout,
-                             "digest_seed": digest_seed, **self.tolerance(dtype)})
+                             "digest_seed": digest_seed, "zeros": zeros, **self.tolerance(dtype)})
         finally:
             self._delete_outputs(reply)
 
@@ -140,7 +144,7 @@ class CorrectnessCalls(SessionPart):
     def _ghost(self) -> None:
         seed, key = fresh_seed(), self.key()
         expected = self.expect("reference outputs for the ghost call",
-                               {"key": key, "seed": seed, "variant": 0, "exact": True})
+                               {"key": key, "seed": seed, "variant": 0, "exact": True, "fingerprint": True})
         reply = self.ask(self.worker, "worker", "ghost replay",
                          {"op": "call", "seed": seed, "ghost": True, "record": False, "name": "ghost"})
         if not reply.get("ok"):
@@ -153,30 +157,26 @@ class CorrectnessCalls(SessionPart):
             self.ask(self.oracle, "oracle", "dropping an expectation", {"op": "drop", "key": key})
             self.record.add("ghost replay", True, "skipped: the reference is not finite on this input set")
             return
-        why = self._ghost_cannot_tell(key, expected)
+        # No output can tell a kernel's work from none where the reference's output is the same on every set
+        # drawn like this one (it ignores its inputs), or where outputs of zeros, as buffers left zeroed
+        # give, are within tolerance of it (an answer that is rounding noise about 0).
+        seen = [*self.record.reference_fingerprints, expected.get("fingerprint")]
+        why = ("the reference's output is the same on every input set drawn like this one"
+               if len(seen) >= 3 and all(f is not None and f == seen[0] for f in seen) else None)
         if why:
             self._delete_outputs(reply)
             self.ask(self.oracle, "oracle", "dropping an expectation", {"op": "drop", "key": key})
-            self.record.add("ghost replay", True, f"not applicable: {why}, so an output without the kernels' work "
-                            "cannot be told from one with it")
-            return
-        found = self._compare(key, reply, expected, "comparing the ghost call")
-        wrong = found["problem"] is not None
-        self.record.add("ghost replay", wrong, "without the custom kernels the output is wrong: they do the work"
-                        if wrong else "with every custom kernel turned into a no-op (its buffers zeroed) the output "
-                        "is still correct: the kernels' work never reaches the output")
-
-    def _ghost_cannot_tell(self, key: str, expected: dict[str, Any]) -> str | None:
-        """Why no ghost output could be told from a kernel's (None where one can): the reference's output
-        is the same on every set drawn like the ghost's (it ignores its inputs), or outputs of zeros, as
-        buffers left zeroed give, are within tolerance of it (an answer that is rounding noise about 0)."""
-        seen = [*self.record.reference_fingerprints, expected.get("fingerprint")]
-        if len(seen) >= 3 and all(f is not None and f == seen[0] for f in seen):
-            return "the reference's output is the same on every input set drawn like this one"
-        dtype = next((o["dtype"] for o in expected.get("outputs", [])), self.plan.task.dtype or "float32")
-        zeros = self.ask(self.oracle, "oracle", "asking whether zeros would pass",
-                         {"op": "zeros_pass", "key": key, **self.tolerance(dtype)})
-        return "outputs of zeros are within tolerance of the reference here" if zeros.get("zeros_pass") else None
+        else:
+            found = self._compare(key, reply, expected, "comparing the ghost call", zeros=True)
+            wrong = found["problem"] is not None
+            if wrong or not found.get("zeros_pass"):
+                self.record.add("ghost replay", wrong, "without the custom kernels the output is wrong: they do the "
+                                "work" if wrong else "with every custom kernel turned into a no-op (its buffers "
+                                "zeroed) the output is still correct: the kernels' work never reaches the output")
+                return
+            why = "outputs of zeros are within tolerance of the reference here"
+        self.record.add("ghost replay", True, f"not applicable: {why}, so an output without the kernels' work "
+                        "cannot be told from one with it")
 
     def _forensic_calls(self) -> None:
         """Checked calls on inputs the oracle writes as files: no kernel of the harness's own runs."""
@@ -205,16 +205,3 @@ class CorrectnessCalls(SessionPart):
             self.record.add("forensic call", False, problem)
             return
         self._finish()
-
-
-MAX_COUNT = 10**9
-"""More launches, ops or values read than any call makes: a count past it is not a count."""
-
-
-def reported_count(value: Any) -> int:
-    """A count the candidate's process reported: an int from 0 to ``MAX_COUNT``, else ValueError (the
-    candidate's failure: a string, a bool, a negative or a 4000-digit number would travel on into the
-    verdict)."""
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
-        raise ValueError(f"a count of {str(value)[:40]!r}")
-    return value

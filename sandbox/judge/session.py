@@ -23,9 +23,10 @@ from kernelevo.sandbox import wire
 from kernelevo.sandbox.isolation.process import take_lock
 from kernelevo.sandbox.isolation.protocol import Job
 from kernelevo.sandbox.judge import device_memory, telemetry
-from kernelevo.sandbox.judge.correctness import CorrectnessCalls, reported_count
+from kernelevo.sandbox.judge.correctness import CorrectnessCalls
 from kernelevo.sandbox.judge.plan import CONNECT_TIMEOUT_S, Plan, Stop, hello, oracle_asker
 from kernelevo.sandbox.judge.record import Record
+from kernelevo.sandbox.judge.reported import reported_count
 from kernelevo.sandbox.judge.timed_calls import TimedCalls
 
 __all__ = ["Plan", "Session", "Stop", "oracle_asker"]

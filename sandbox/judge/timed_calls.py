@@ -5,7 +5,6 @@ the reported pace of back-to-back calls."""
 from __future__ import annotations
 
 import json
-import math
 import os
 import statistics
 import time
@@ -15,19 +14,11 @@ from kernelevo.sandbox.child.timed import call_ms, same_digest
 from kernelevo.sandbox.isolation.protocol import Job
 from kernelevo.sandbox.judge import rules, telemetry
 from kernelevo.sandbox.judge.plan import SessionPart, Stop, fresh_seed
+from kernelevo.sandbox.judge.reported import reported_ms
 from kernelevo.sandbox.judge.timing import PACE_MEASUREMENTS, Block
 
 GRAPH_PHASE_S = 120.0
 """Time added to the candidate's deadline for the optional CUDA-graph phase (capture and replays)."""
-
-
-def reported_ms(reply: dict[str, Any], key: str) -> float:
-    """A time a process reported: a finite number of milliseconds, not negative (NaN would pass every
-    comparison with the judge's clock, and sort anywhere), else ValueError."""
-    value = reply[key]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise ValueError(f"{key} is {value!r}")
-    return float(value)
 
 
 def trace_call(who: str, op: str, reply: dict[str, Any], wall_ms: float) -> None:
