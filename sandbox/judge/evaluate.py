@@ -114,7 +114,8 @@ class Evaluator:
         os.chmod(self.workspace, 0o755)
         self.compile_cache = (self.config.compile_cache or self.workspace / "cache").resolve()
         why = getattr(self.sandbox, "why_unreachable", lambda _: None)
-        for folder in (self.workspace, self.compile_cache):
+        # kernelevo's own sources too: a checkout under a closed folder (``mktemp -d``) cannot be imported
+        for folder in (self.workspace, self.compile_cache, Path(__file__).resolve().parents[1]):
             if why(folder):
                 raise EvalError(why(folder), exit_code=3)
         hand_over(self.compile_cache)
