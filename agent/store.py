@@ -48,7 +48,10 @@ class RunStore:
         self.dir = run_dir
         self.db_path = run_dir / "run.sqlite"
         (run_dir / "candidates").mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
+        # one connection shared by the islands' threads: sqlite3 refuses a statement on a connection
+        # that another thread is stepping through ("bad parameter or other API misuse"), so every
+        # statement, reads included, runs under this lock
+        self._lock = threading.RLock()
         self.db = sqlite3.connect(self.db_path, check_same_thread=False, isolation_level=None, timeout=30)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.executescript(SCHEMA)
@@ -56,7 +59,16 @@ class RunStore:
 
     def close(self) -> None:
         self.release()
-        self.db.close()
+        with self._lock:
+            self.db.close()
+
+    def _one(self, sql: str, params: tuple[Any, ...] = ()) -> tuple[Any, ...] | None:
+        with self._lock:
+            return self.db.execute(sql, params).fetchone()
+
+    def _all(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self.db.execute(sql, params).fetchall()
 
     # the run's own lock: held by the process working on it --------------------------------------
     def acquire(self) -> bool:
@@ -97,7 +109,7 @@ class RunStore:
             self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
 
     def meta(self, key: str, default: Any = None) -> Any:
-        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        row = self._one("SELECT value FROM meta WHERE key = ?", (key,))
         return json.loads(row[0]) if row else default
 
     def set_state(self, state: str, reason: str | None = None) -> None:
@@ -133,8 +145,8 @@ class RunStore:
         return self.dir / "candidates" / f"{cid}.py"
 
     def candidate(self, cid: str) -> dict[str, Any] | None:
-        row = self.db.execute("SELECT id, parent, strategy, cell, note, generation FROM candidates WHERE id = ?",
-                              (cid,)).fetchone()
+        row = self._one("SELECT id, parent, strategy, cell, note, generation FROM candidates WHERE id = ?",
+                        (cid,))
         if row is None:
             return None
         return dict(zip(("id", "parent", "strategy", "cell", "note", "generation"), row))
@@ -147,19 +159,19 @@ class RunStore:
                  verdict.model_dump_json(), time.time()))
 
     def evaluation(self, cid: str, kind: str = "search") -> Verdict | None:
-        row = self.db.execute("SELECT verdict FROM evaluations WHERE candidate = ? AND kind = ?",
-                              (cid, kind)).fetchone()
+        row = self._one("SELECT verdict FROM evaluations WHERE candidate = ? AND kind = ?", (cid, kind))
         return Verdict.model_validate_json(row[0]) if row else None
 
     def count_evaluations(self, kind: str = "search") -> int:
-        return self.db.execute("SELECT COUNT(*) FROM evaluations WHERE kind = ?", (kind,)).fetchone()[0]
+        row = self._one("SELECT COUNT(*) FROM evaluations WHERE kind = ?", (kind,))
+        return row[0] if row else 0
 
     def candidates(self) -> list[dict[str, Any]]:
         """Every candidate with its search verdict's figures, oldest first."""
-        rows = self.db.execute(
+        rows = self._all(
             "SELECT c.id, c.parent, c.strategy, c.generation, e.correct, e.runtime_ms, e.speedup, e.reason "
             "FROM candidates c LEFT JOIN evaluations e ON e.candidate = c.id AND e.kind = 'search' "
-            "ORDER BY c.created").fetchall()
+            "ORDER BY c.created")
         keys = ("id", "parent", "strategy", "generation", "correct", "runtime_ms", "speedup", "reason")
         result = []
         for row in rows:
@@ -175,5 +187,5 @@ class RunStore:
                             (time.time(), type_, candidate, json.dumps(data, default=str)))
 
     def events(self) -> list[dict[str, Any]]:
-        rows = self.db.execute("SELECT seq, ts, type, candidate, data FROM events ORDER BY seq").fetchall()
+        rows = self._all("SELECT seq, ts, type, candidate, data FROM events ORDER BY seq")
         return [{"seq": s, "ts": ts, "type": t, "candidate": c, **json.loads(d)} for s, ts, t, c, d in rows]
