@@ -193,6 +193,8 @@ def main() -> None:
     os.environ.setdefault(KEY_ENV, "sk-bench-not-a-real-key")
     rows = []
     with tempfile.TemporaryDirectory(prefix="kernelevo-agent-bench-") as scratch:
+        # without bubblewrap the candidates run as an unprivileged user that must pass through
+        os.chmod(scratch, 0o711)
         os.environ.setdefault("KERNELEVO_CACHE", str(Path(scratch) / "cache"))
         for islands in (int(x) for x in args.islands.split(",")):
             rows.append(one_run(Path(scratch), islands, args.evals, args.task, args.size))
@@ -203,11 +205,14 @@ def main() -> None:
           "evaluations per minute | requests per evaluation | request kB per evaluation |")
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
-        m, n = r["model"], max(r["evaluations"], 1)
+        m, n = r["model"] or {}, max(r["evaluations"], 1)
         overhead = r["overhead_per_eval_s"]
         print(f"| {r['islands']} | {r['evaluations']} ({r['correct']}) | {r['wall_s']:.1f} | {r['verdict_s']:.1f} | "
               f"{overhead if overhead is None else round(overhead, 2)} | {r['evals_per_minute']:.2f} | "
               f"{m.get('requests', 0) / n:.1f} | {r['request_chars'] / n / 1000:.1f} |")
+    failed = [r["islands"] for r in rows if r["exit"] != 0]
+    if failed:
+        raise SystemExit(f"the run(s) with {failed} island(s) did not finish cleanly: see their output above")
 
 
 if __name__ == "__main__":
