@@ -25,23 +25,13 @@ from kernelevo.agent.budget import evaluations_left, exhausted, model_budget_spe
 from kernelevo.agent.chat_client import ReasoningChatOpenAI
 from kernelevo.agent.experience import Entry, Library, Signature, is_seed, signature_of
 from kernelevo.agent.islands import elites_for, share
-from kernelevo.agent.policy import Proposal, SearchView
+from kernelevo.agent.policy import PolicyRefused, PolicyUnavailable, Proposal, SearchView
 from kernelevo.agent.request_log import request_body, store_request
 from kernelevo.sandbox.judge.ceilings import speed_of_light_ms
 from kernelevo.sandbox.models import Verdict
 from kernelevo.tasks.task import Task
 from kernelevo.tools import ToolContext, make_tools
 from kernelevo.tools.kernel_tools import SOURCE_LIMIT
-
-
-class PolicyUnavailable(Exception):
-    """The model cannot be reached or keeps failing: the run stops, resumable."""
-
-
-class PolicyRefused(Exception):
-    """The endpoint refuses the request itself (a bad request, an unknown model, a key it does not
-    accept): asking again gives the same answer, so the run stops with the reason, not resumably."""
-
 
 INSPIRATION_LIMIT = 3000
 """Characters of each inspiration's source in a prompt (the fastest kernel's is shown whole)."""

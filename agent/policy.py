@@ -41,6 +41,15 @@ class SearchView:
         return next(e["strategy"] for e in self.archive.values() if e["id"] == cid)
 
 
+class PolicyUnavailable(Exception):
+    """The model cannot be reached or keeps failing: the run stops, resumable."""
+
+
+class PolicyRefused(Exception):
+    """The endpoint refuses the request itself (a bad request, an unknown model, a key it does not
+    accept): asking again gives the same answer, so the run stops with the reason, not resumably."""
+
+
 class Policy(Protocol):
     name: str
 

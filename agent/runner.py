@@ -22,7 +22,7 @@ from kernelevo.agent.budget import Budget
 from kernelevo.agent.builtin.policy import BuiltinPolicy
 from kernelevo.agent.builtin.recognize import CannotCover
 from kernelevo.agent.graph import Runtime, Stopped, build_graph
-from kernelevo.agent.llm_policy import PolicyRefused, PolicyUnavailable
+from kernelevo.agent.policy import PolicyRefused, PolicyUnavailable
 from kernelevo.agent.store import RunStore
 from kernelevo.sandbox.judge.evaluate import EvalConfig, EvalError, Evaluator
 from kernelevo.sandbox.models import TimingPolicy, Verdict

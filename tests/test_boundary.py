@@ -75,3 +75,13 @@ def test_each_output_file_is_deleted_once_compared(relu_record) -> None:
     outbox = relu_record.worker_outbox
     assert outbox is not None and outbox.is_dir()
     assert not sorted(p.name for p in outbox.rglob("*.bin")), "compared outputs were left on disk"
+
+
+def test_the_builtin_runner_does_not_load_the_model_client() -> None:
+    """Every CLI start of a run imports the runner: the OpenAI client (about a second) is loaded only
+    when the llm policy is built."""
+    script = ("import sys, kernelevo.agent.runner, kernelevo.agent.cli_runs\n"
+              "print(sorted(m for m in sys.modules if m.split('.')[0] in ('openai', 'langchain_openai')))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]"
