@@ -157,7 +157,7 @@ def one_run(folder: Path, islands: int, evals: int, task: str, size: str) -> dic
     try:
         return {"islands": islands, "exit": code, "wall_s": wall, "refused": refused, "request_chars": sent,
                 **_costs(store, wall, began_at, lambda first_s: clock.idle_s(began + first_s, ended)),
-                "model": status(store)["model"]}
+                "model": status(store)["model"], "judge_time": status(store)["judge_time"]}
     finally:
         store.close()
 

@@ -173,7 +173,9 @@ def optimize(path: Path, max_evals: int, timeout_s: float) -> dict[str, Any]:
                    correct=bool(best.get("verified")), runtime_ms=best.get("runtime_ms"),
                    speedup=best.get("speedup"), timing=best.get("timing"))
         row["speedup_vs_compile"] = _vs_compile(run_dir, best.get("candidate"))
-        row["time_split_s"] = time_split(run_dir, row["seconds"])
+        # where the seconds went: the judge's phases over the run's verdicts; the rest of ``seconds``
+        # is the CLI's start, the task's baselines and the winner's profile
+        row["judge_time"] = state.get("judge_time")
         return row
 
 
@@ -188,30 +190,6 @@ def _vs_compile(run_dir: Path, candidate: str | None) -> float | None:
         return verdict.speedup_vs_compile if verdict else None
     finally:
         store.close()
-
-
-def time_split(run_dir: Path, seconds: float) -> dict[str, float]:
-    """Where a problem's seconds went: each phase summed over the run's verdicts (search and final), the
-    verdicts' wall time, and the rest (the CLI's start, the task's load, the eager and torch.compile
-    baselines, the profile of the winner), largest first."""
-    from kernelevo.agent.store import RunStore
-
-    if not (run_dir / "run.sqlite").exists():
-        return {}
-    store = RunStore(run_dir)
-    try:
-        verdicts = [v for c in store.candidates() for kind in ("search", "final")
-                    if (v := store.evaluation(c["id"], kind)) is not None]
-    finally:
-        store.close()
-    phases: dict[str, float] = {}
-    for verdict in verdicts:
-        for phase, s in verdict.phases.items():
-            if phase != "total":
-                phases[phase] = phases.get(phase, 0.0) + s
-    wall = sum(v.wall_s or 0.0 for v in verdicts)
-    split = {"verdicts": wall, "outside the verdicts": max(seconds - wall, 0.0), **phases}
-    return {k: round(v, 1) for k, v in sorted(split.items(), key=lambda kv: -kv[1])}
 
 
 def summary(results: dict[str, dict[str, Any]]) -> dict[str, Any]:

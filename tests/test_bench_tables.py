@@ -150,22 +150,3 @@ def test_the_agent_bench_counts_only_time_no_harness_work_covered() -> None:
     assert clock.idle_s(3.0, 6.0) == pytest.approx(1.0)
     assert clock.idle_s(0.0, 0.5) == pytest.approx(0.5)
 
-
-def test_a_problems_seconds_are_split_by_phase_over_its_search_and_final_verdicts(tmp_path: Path) -> None:
-    from kernelevo.agent.store import RunStore
-    from kernelevo.sandbox.models import Verdict
-
-    store = RunStore(tmp_path)
-    for n, source in enumerate(("a = 1\n", "a = 2\n")):
-        cid, _ = store.add_candidate(source, None, "s", "c", "", 0)
-        verdict = Verdict(task="t", candidate=cid, size="full", compiled=True, correct=True, reason=None, checks=[],
-                          device="cuda", isolation={},
-                          wall_s=40.0, phases={"correctness": 20.0 + n, "timing": 10.0, "total": 39.0})
-        store.record_evaluation(cid, "search", verdict)
-        if n == 1:
-            store.record_evaluation(cid, "final", verdict)
-    store.close()
-    split = _bench("kernelbench").time_split(tmp_path, seconds=300.0)
-    assert split == {"outside the verdicts": 180.0, "verdicts": 120.0, "correctness": 62.0, "timing": 30.0}
-    assert list(split)[0] == "outside the verdicts"  # largest first
-    assert _bench("kernelbench").time_split(tmp_path / "none", seconds=1.0) == {}

@@ -179,3 +179,23 @@ def test_optimize_report_refreshes_the_page_as_verdicts_come(tmp_path: Path) -> 
     slow(None, cid, _verdict(True, 0.5, 2.0))  # within the interval: not rewritten
     assert page.stat().st_mtime_ns == before
     store.close()
+
+
+def test_status_says_where_the_judges_time_went(tmp_path: Path) -> None:
+    """Each phase summed over the search verdicts and the final re-judges, largest first; the nested
+    totals left out."""
+    from kernelevo.agent.report.summary import status
+
+    store = RunStore(tmp_path)
+    for n, source in enumerate(("a = 1\n", "a = 2\n")):
+        cid, _ = store.add_candidate(source, None, "s", "c", "", 0)
+        verdict = Verdict(task="t", candidate=cid, size="full", compiled=True, correct=True, reason=None, checks=[],
+                          device="cuda", isolation={}, wall_s=40.0,
+                          phases={"correctness": 20.0 + n, "timing": 10.0, "forensic: total": 7.0, "total": 39.0})
+        store.record_evaluation(cid, "search", verdict)
+        if n == 1:
+            store.record_evaluation(cid, "final", verdict)
+    spent = status(store)["judge_time"]
+    store.close()
+    assert spent == {"verdicts": 3, "wall_s": 120.0, "phases_s": {"correctness": 62.0, "timing": 30.0}}
+    assert list(spent["phases_s"]) == ["correctness", "timing"]

@@ -47,9 +47,25 @@ def status(store: RunStore) -> dict[str, Any]:
             if best.get("timing") == "cpu-interpreter" else tie_note(best.get("speedup"))},
         "elapsed_s": store.meta("elapsed_s"),
         "model": model_usage(store),
+        "judge_time": judge_time(store),
         "candidates": [{"id": c["id"], "correct": c["correct"], "runtime_ms": c["runtime_ms"], "parent": c["parent"],
                         "strategy": c["strategy"], "generation": c["generation"]} for c in candidates],
     }
+
+
+def judge_time(store: RunStore) -> dict[str, Any]:
+    """Where the judge's time went: the verdicts (search and final re-judges), their wall time, and each
+    phase's seconds summed over them, largest first. Phases nest (``forensic pass`` holds the
+    ``forensic: ...`` ones), so they are not a partition of the wall time."""
+    verdicts = [v for c in store.candidates() for kind in ("search", "final")
+                if (v := store.evaluation(c["id"], kind)) is not None]
+    phases: dict[str, float] = {}
+    for verdict in verdicts:
+        for phase, seconds in verdict.phases.items():
+            if not phase.endswith("total"):
+                phases[phase] = phases.get(phase, 0.0) + seconds
+    return {"verdicts": len(verdicts), "wall_s": round(sum(v.wall_s or 0.0 for v in verdicts), 1),
+            "phases_s": {k: round(v, 1) for k, v in sorted(phases.items(), key=lambda kv: -kv[1])}}
 
 
 def model_usage(store: RunStore) -> dict[str, Any] | None:
