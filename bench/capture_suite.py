@@ -7,15 +7,25 @@ fails), cut into regions, and the cut network run against the original (exact eq
 Reports how each file was captured, its regions (and how many could be written as tasks), or why
 it could not be.
 
+With ``--optimize N``, each file instead goes through ``kernelevo optimize-model`` with N evaluations
+(the built-in policy, at the small size on the CPU, the file's own size on a GPU) and the row says how
+the network ended: reassembled and verified end to end (with how many regions replaced, and the time
+against eager on a GPU) or why not. Results accumulate in ``--out`` (a file already there is skipped
+unless ``--redo``), so a sweep can stop and go on.
+
 Usage: python bench/capture_suite.py [--levels 3] [--only GPT,ResNet] [--timeout 180] [--out FILE]
+       python bench/capture_suite.py --optimize 4 --only MLP,LeNet --timeout 900 --out FILE
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,21 +70,66 @@ def probe(path: Path, timeout_s: float) -> dict:
     return json.loads(lines[-1])
 
 
+def optimize(path: Path, evals: int, timeout_s: float, size: str) -> dict:
+    """``optimize-model`` on one file; the end-to-end result as its run folder's ``model.json`` holds it."""
+    began = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="kernelevo-capture-") as scratch:
+        os.chmod(scratch, 0o711)  # without bubblewrap the candidates run as a user that must pass through
+        run = Path(scratch) / "run"
+        cmd = [sys.executable, "-m", "kernelevo.agent.cli", "optimize-model", str(path), "--size", size,
+               "--max-evals", str(evals), "--run-dir", str(run)]
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=ROOT)
+        except subprocess.TimeoutExpired:
+            return {"end_to_end": False, "reason": f"took longer than {timeout_s:.0f} s"}
+        seconds = round(time.monotonic() - began, 1)
+        try:
+            state = json.loads((run / "model.json").read_text())
+        except (OSError, json.JSONDecodeError):
+            tail = (done.stderr.strip().splitlines() or done.stdout.strip().splitlines() or ["no output"])[-1]
+            return {"end_to_end": False, "exit_code": done.returncode, "seconds": seconds, "reason": tail[:300]}
+    e2e = state.get("end_to_end") or {}
+    regions = state.get("regions") or []
+    return {"end_to_end": bool(e2e.get("correct")), "exit_code": done.returncode, "seconds": seconds,
+            "regions": len(regions), "optimized": sum(r.get("state") == "optimized" for r in regions),
+            "replaced": e2e.get("regions_replaced", 0), "max_abs_error": e2e.get("max_abs_error"),
+            "speedup": e2e.get("speedup"), "reason": e2e.get("reason") or e2e.get("note")}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--levels", default="3")
     parser.add_argument("--only", default="", help="comma-separated substrings of file names")
     parser.add_argument("--timeout", type=float, default=180.0)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--suite", type=Path, default=SUITE, help="the folder holding level3/")
+    parser.add_argument("--optimize", type=int, default=0, metavar="N",
+                        help="run optimize-model with N evaluations instead of the capture probe")
+    parser.add_argument("--size", default="small", help="--optimize: the size to optimize at")
+    parser.add_argument("--redo", action="store_true", help="--optimize: run files already in --out again")
     args = parser.parse_args()
     wanted = [s for s in args.only.split(",") if s]
+    kept = json.loads(args.out.read_text()) if args.optimize and args.out and args.out.exists() else {}
     rows = {}
     for level in args.levels.split(","):
-        for path in sorted((SUITE / f"level{level}").glob("*.py"), key=lambda p: int(p.name.split("_")[0])):
+        for path in sorted((args.suite / f"level{level}").glob("*.py"), key=lambda p: int(p.name.split("_")[0])):
+            name = f"level{level}/{path.stem}"
             if wanted and not any(w in path.name for w in wanted):
                 continue
-            rows[f"level{level}/{path.stem}"] = result = probe(path, args.timeout)
+            if name in kept and not args.redo:
+                continue
+            if args.optimize:
+                rows[name] = result = optimize(path, args.optimize, args.timeout, args.size)
+                if args.out:  # after each file: a sweep cut short keeps what finished
+                    args.out.write_text(json.dumps({**kept, **rows}, indent=1))
+            else:
+                rows[name] = result = probe(path, args.timeout)
             print(f"{path.stem:40s} {json.dumps(result)}", flush=True)
+    if args.optimize:
+        done = {**kept, **rows}
+        print(f"\nend to end verified {sum(r['end_to_end'] for r in done.values())} of {len(done)}; "
+              f"with a region replaced {sum(r['end_to_end'] and r.get('replaced', 0) > 0 for r in done.values())}")
+        return
     if args.out:
         args.out.write_text(json.dumps(rows, indent=1))
     captured = [r for r in rows.values() if r["captured"]]

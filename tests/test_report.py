@@ -182,8 +182,8 @@ def test_optimize_report_refreshes_the_page_as_verdicts_come(tmp_path: Path) -> 
 
 
 def test_status_says_where_the_judges_time_went(tmp_path: Path) -> None:
-    """Each phase summed over the search verdicts and the final re-judges, largest first; the nested
-    totals left out."""
+    """Each phase summed over the search verdicts and the final re-judges, largest first; the forensic
+    pass's own total (the same as its phase) left out."""
     from kernelevo.agent.report.summary import status
 
     store = RunStore(tmp_path)
@@ -197,5 +197,6 @@ def test_status_says_where_the_judges_time_went(tmp_path: Path) -> None:
             store.record_evaluation(cid, "final", verdict)
     spent = status(store)["judge_time"]
     store.close()
-    assert spent == {"verdicts": 3, "wall_s": 120.0, "phases_s": {"correctness": 62.0, "timing": 30.0}}
-    assert list(spent["phases_s"]) == ["correctness", "timing"]
+    assert spent == {"verdicts": 3, "wall_s": 120.0,
+                     "phases_s": {"session": 117.0, "correctness": 62.0, "timing": 30.0}}
+    assert list(spent["phases_s"]) == ["session", "correctness", "timing"]

@@ -55,15 +55,17 @@ def status(store: RunStore) -> dict[str, Any]:
 
 def judge_time(store: RunStore) -> dict[str, Any]:
     """Where the judge's time went: the verdicts (search and final re-judges), their wall time, and each
-    phase's seconds summed over them, largest first. Phases nest (``forensic pass`` holds the
-    ``forensic: ...`` ones), so they are not a partition of the wall time."""
+    phase's seconds summed over them, largest first. Phases nest (``session`` holds the session's own
+    phases, ``forensic pass`` the ``forensic: ...`` ones), so they are not a partition of the wall time."""
     verdicts = [v for c in store.candidates() for kind in ("search", "final")
                 if (v := store.evaluation(c["id"], kind)) is not None]
     phases: dict[str, float] = {}
     for verdict in verdicts:
         for phase, seconds in verdict.phases.items():
-            if not phase.endswith("total"):
-                phases[phase] = phases.get(phase, 0.0) + seconds
+            if phase == "forensic: total":
+                continue  # the same as "forensic pass"
+            name = "session" if phase == "total" else phase
+            phases[name] = phases.get(name, 0.0) + seconds
     return {"verdicts": len(verdicts), "wall_s": round(sum(v.wall_s or 0.0 for v in verdicts), 1),
             "phases_s": {k: round(v, 1) for k, v in sorted(phases.items(), key=lambda kv: -kv[1])}}
 

@@ -282,6 +282,7 @@ class Evaluator:
         except (OSError, UnicodeDecodeError) as exc:
             raise EvalError(f"cannot read the candidate {candidate}: {exc}") from None
         static = check_candidate(source, strict=not task.allow_partial)
+        static_s = time.monotonic() - began
         base = dict(task=task.name, candidate=str(candidate), size=task.size, isolation={},
                     device=self.device_label())
         if not static.passed:
@@ -294,6 +295,7 @@ class Evaluator:
             return Verdict(compiled=gate.passed, correct=False, reason=reason, checks=[*static.checks, gate],
                            **base), (3 if gate.passed else 1)
         verdict = self.run_in_sandbox(task, candidate, static.checks)
+        verdict.phases["static checks"] = round(static_s, 4)
         verdict.wall_s = round(time.monotonic() - began, 3)
         return verdict, 0 if verdict.correct else 1
 
@@ -308,8 +310,11 @@ class Evaluator:
         self.readable = list(readable or [])
         if not self.readable and self.device == "cpu":
             self.processes.warm()  # imports while the baselines are measured: CPU times mean nothing
+        began = time.monotonic()
         baseline, ceilings = self.baseline(task)
+        baseline_s = time.monotonic() - began
         record = self._session(task, candidate, footprint=baseline.eager_peak_bytes)
+        record.phases["the task's baselines (measured once, then cached)"] = round(baseline_s, 4)
         if record.reference_error:
             raise EvalError(record.reference_error)
         verdict = judge(task, str(candidate), static_checks, baseline, ceilings, record, self.config.memory)
@@ -342,8 +347,10 @@ class Evaluator:
             plan.checked_sets = FORENSIC_CALLS
         session = Session(plan, oracle.job, worker.job, self.device_lock_path())
         record = session.run()
+        ending = time.monotonic()
         session.close()
         record.worker = worker.job.wait(10)
+        record.phases["ending the processes"] = round(time.monotonic() - ending, 4)
         record.worker_isolation = worker.job.isolation
         record.worker_folder, record.worker_outbox = worker.folder, worker.outbox
         if record.reference_error or record.oracle_unfit:

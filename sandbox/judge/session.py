@@ -33,6 +33,8 @@ __all__ = ["Plan", "Session", "Stop", "oracle_asker"]
 
 WORKER_DEATH_GRACE_S = 2.0
 """How long a candidate process whose channel closed may take to exit, so that how it died is seen."""
+FORENSIC_EXIT_GRACE_S = 5.0
+"""How long a process under ncu may take to exit after its session: ncu writes its log then."""
 
 
 class Session(CorrectnessCalls, TimedCalls):
@@ -126,12 +128,16 @@ class Session(CorrectnessCalls, TimedCalls):
             f"(one eager call peaks at {device_memory.gib(footprint or 0)}): {detail}")
 
     def close(self) -> None:
-        """End the candidate's process (a finished one has exited; one still running is killed) and let
-        the kept oracle forget what this session asked of it.
+        """End the candidate's process and let the kept oracle forget what this session asked of it.
 
-        A finished process is given time to exit. So is one whose channel broke: it is most likely
-        dying of a signal, and killing it first would hide that signal behind our own SIGKILL."""
-        grace = 5.0 if self.record.failure is None else WORKER_DEATH_GRACE_S if self._worker_broke else 0.0
+        A process whose session succeeded has nothing more to give, and its interpreter's teardown (a
+        second or two with torch loaded) would only delay the verdict: it is killed at once, except under
+        ncu, which writes its log as the process exits. One whose channel broke is given time to exit: it
+        is most likely dying of a signal, and killing it first would hide that signal behind our SIGKILL."""
+        if self.record.failure is None:
+            grace = FORENSIC_EXIT_GRACE_S if self.plan.forensic else 0.0
+        else:
+            grace = WORKER_DEATH_GRACE_S if self._worker_broke else 0.0
         deadline = time.monotonic() + grace
         while self.worker.alive() and time.monotonic() < deadline:
             time.sleep(0.02)
