@@ -175,6 +175,14 @@ CASES = [
      "DTYPE = torch.bfloat16"),
     ("instancenorm-conv-sequence", "        self.conv = nn.Conv2d(3, 6, 3)\n        self.norm = nn.InstanceNorm2d(6)",
      "        return self.norm(self.conv(x)) / 2.0", "torch.randn(2, 3, 9, 8)", ""),
+    ("spatial-mean-of-a-computed-value-subtracted", "        pass",
+     "        y = torch.relu(x) * 1.5\n        return y - y.mean(dim=(2, 3), keepdim=True)", "torch.randn(2, 3, 5, {cols})",
+     ""),
+    ("softmax-over-spatial-dims-flattened-by-its-own-sizes", "        pass",
+     "        y = torch.relu(x)\n        b, c, h, w = y.shape\n        z = torch.softmax(y.view(b, c, -1), dim=2)\n"
+     "        return z.view(b, c, h, w) * 2.0", "torch.randn(2, 3, 5, {cols})", ""),
+    ("per-sample-and-channel-input", "        pass", "        return (x - y) * 2.0",
+     "torch.randn(2, 3, 5, {cols}), torch.randn(2, 3, 1, 1)", ""),
     ("linear-viewed-as-one-channel-pooled", "        self.fc = nn.Linear(n, 48)\n        self.pool = nn.MaxPool1d(2)",
      "        y = self.pool(self.fc(x).unsqueeze(1)).squeeze(1)\n        return torch.sum(y, dim=1) * 0.5",
      "torch.randn(9, {cols})", ""),
@@ -224,7 +232,7 @@ CASES = [
 ]
 
 
-SLOW_CASES = {"flat-gelu-tanh", "cross-entropy-sum", "chunk-glu-bf16", "layernorm-module-bf16", "var-unbiased", "max-values-and-argmin",
+SLOW_CASES = {"flat-gelu-tanh", "cross-entropy-sum", "per-sample-and-channel-input", "chunk-glu-bf16", "layernorm-module-bf16", "var-unbiased", "max-values-and-argmin",
               "amax-of-squares-bf16", "attention-negative-scale-fp32", "linear-plus-residual-input-bf16",
               "mlp-two-stages-bf16", "chain-methods-bf16", "two-inputs-fp16", "log-softmax-bf16",
               "attention-scaled-fp32", "linear-residual-bf16", "matmul-inputs-matrix-vector",

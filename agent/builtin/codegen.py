@@ -393,7 +393,7 @@ def forward(program: Program, strategy: str, params: dict[str, Any], max_block: 
     body = [f"{name} = {expression}  # left in torch (the task allows partial replacement)"
             for name, expression in program.torch_prefix]
     body += [f"{o.source} = {o.source}.contiguous()" for o in program.operands
-             if o.kind in ("row", "per_row") or (o.kind in ("col", "scalar") and o.source in program.inputs)]
+             if o.kind in ("row", "per_row") or (o.kind in ("col", "scalar", "channel") and o.source in program.inputs)]
     if flat:
         body += ["# Nothing broadcasts per column: treat the tensor as one long row.",
                  f"n_rows, n_cols = 1, {main}.numel()"]
@@ -410,8 +410,9 @@ def forward(program: Program, strategy: str, params: dict[str, Any], max_block: 
         if o.kind == "row":
             args.append("n_cols" if flat else f"{o.source}.shape[-1]")
         elif o.kind == "channel":
-            d = o.channel_dim
-            args += [f"{main}.shape[{d + 1}:-1].numel()", f"{main}.shape[{d}]"]
+            d, d0 = o.channel_dim, o.channel_from
+            across = f"{main}.shape[{d}]" if d0 is None else f"{main}.shape[{d0}:{d + 1}].numel()"
+            args += [f"{main}.shape[{d + 1}:-1].numel()", across]
     vec = _vec_check(params, row_operands, args)
     body += vec
     if strategy == "registers":

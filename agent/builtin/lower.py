@@ -106,21 +106,33 @@ class _Lowering(OperandIntake, CallLowering):
             return "rowflat"
         if len(shape) >= 1 and shape[-1] == self.cols and math.prod(shape) == self.cols:
             return "col"
-        if self.channel_dim(shape) is not None:
+        if self.channel_span(shape) is not None:
             return "row"
         raise CannotCover(f"`{node.name}` has shape {list(shape)}; the templates handle tensors shaped like the "
                           f"input {list(self.elem_shape())}, one value per row, or one per column")
 
     def channel_dim(self, shape: tuple[int, ...]) -> int | None:
         """The dimension a per-channel tensor (e.g. ``[C, 1, 1]`` on ``[N, C, H, W]``) varies along, or None."""
+        span = self.channel_span(shape)
+        return span[1] if span is not None and span[0] == span[1] else None
+
+    def channel_span(self, shape: tuple[int, ...]) -> tuple[int, int] | None:
+        """The first and last of the neighbouring dimensions a tensor varies along where it is constant
+        along the last ones (``[C, 1, 1]`` on ``[N, C, H, W]``: (1, 1); a mean kept over the spatial
+        dimensions, ``[N, C, 1, 1, 1]`` on ``[N, C, D, H, W]``: (0, 1)), or None. Every row of the
+        ``[rows, cols]`` view then reads one of its values."""
         full = self.elem_shape()
         if not shape or len(shape) > len(full) or shape[-1] != 1 or len(full) < 2:
             return None
         aligned = (1,) * (len(full) - len(shape)) + tuple(shape)
-        varying = [i for i, (a, b) in enumerate(zip(aligned, full)) if a != 1]
-        if len(varying) != 1 or aligned[varying[0]] != full[varying[0]] or varying[0] >= len(full) - 1:
+        varying = [i for i, a in enumerate(aligned) if a != 1]
+        if not varying or varying[-1] >= len(full) - 1:
             return None
-        return varying[0]
+        first, last = varying[0], varying[-1]
+        # between them only dimensions of full size (size-1 ones of the input among them change nothing)
+        if any(aligned[i] != full[i] for i in range(first, last + 1)):
+            return None
+        return first, last
 
     def rounding(self, node: torch.fx.Node) -> tuple[str, str | None]:
         meta = self.meta(node)

@@ -55,6 +55,13 @@ class OperandIntake:
             self.values[node.name] = self.add("load", [operand.name, 0], "row", *self.rounding_of(value))
             self.unsqueezed.add(node.name)
             return
+        span = self.channel_span(shape) if shape != self.elem_shape() else None
+        if span is not None and self.broadcast_kind(value) is None:
+            # constant along the last dimensions (a statistic kept per sample and channel): one value a row
+            operand = self.channel_operand(f"in{len(self.operands)}", node.name, span)
+            self.operands.append(operand)
+            self.values[node.name] = self.add("load", [operand.name, 0], "row", *self.rounding_of(value))
+            return
         if shape != self.elem_shape():
             kind = self.broadcast_kind(value)
             if kind is None:
@@ -84,6 +91,13 @@ class OperandIntake:
             return "per_row"
         return None
 
+    def channel_operand(self, name: str, source: str, span: tuple[int, int]) -> Operand:
+        """A tensor that varies along the input's dimensions ``span`` (first, last) only."""
+        rank = len(self.elem_shape())
+        first, last = span
+        return Operand(name=name, source=source, kind="channel", channel_dim=last - rank,
+                       channel_from=None if first == last else first - rank)
+
     def rounding_of(self, t: torch.Tensor) -> tuple[str, str | None]:
         return str(t.dtype).removeprefix("torch."), LOW_PRECISION.get(t.dtype)
 
@@ -91,10 +105,9 @@ class OperandIntake:
         value = _fetch_attr(self.gm, str(node.target))
         if not isinstance(value, torch.Tensor):
             raise CannotCover(f"attribute `{node.target}` is not a tensor")
-        channel = self.channel_dim(tuple(value.shape))
-        if channel is not None:
-            operand = Operand(name=f"p{len(self.operands)}", source=f"self.{node.target}", kind="channel",
-                              channel_dim=channel - len(self.elem_shape()))
+        span = self.channel_span(tuple(value.shape))
+        if span is not None:
+            operand = self.channel_operand(f"p{len(self.operands)}", f"self.{node.target}", span)
             self.operands.append(operand)
             self.values[node.name] = self.add("load", [operand.name, 0], "row", *self.rounding_of(value))
             return

@@ -32,6 +32,11 @@ class Operand:
     """For a ``channel`` operand (a parameter such as ``[C, 1, 1]`` on ``[N, C, H, W]``): the input
     dimension it varies along, counted from the end (-3 here); row r of the ``[rows, cols]`` view
     reads element ``(r // prod(shape[channel_dim+1:-1])) % shape[channel_dim]``."""
+    channel_from: int | None = None
+    """For a ``channel`` operand that varies along several neighbouring dimensions (a per-sample,
+    per-channel statistic such as ``[N, C, 1, 1, 1]`` on ``[N, C, D, H, W]``): the first of them,
+    counted from the end (-5 here; None: only ``channel_dim``). Row r reads element
+    ``(r // prod(shape[channel_dim+1:-1])) % prod(shape[channel_from:channel_dim+1])``."""
 
 
 @dataclass

@@ -4,7 +4,9 @@ its own kernel (or kernels) reading the previous segment's output from memory; w
 everything is fused as that template fuses it.
 
 The split is greedy and longest-first: from the first op, the longest run of ops that (a) hands
-only its last value to what follows and (b) some template covers becomes a segment. Each segment
+only its last value to what follows and (b) some template covers becomes a segment. A segment reads
+the previous segment's output, the forward's inputs, and any earlier segment's output (``x - x.mean(
+(2, 3, 4), keepdim=True)`` as a reduction kernel, then a pointwise one reading both ``x`` and the mean). Each segment
 is planned by :func:`recognize.plan_graph` on its own small graph, with the sizes it will see at the
 size being optimised (the full model's shapes, propagated on the meta device). The search tunes the
 heaviest segment (a GEMM or a convolution if there is one); the others keep their first seed.
@@ -13,6 +15,7 @@ heaviest segment (a GEMM or a convolution if there is one); the others keep thei
 from __future__ import annotations
 
 import ast
+import operator
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +30,8 @@ from kernelevo.agent.builtin.program import CannotCover
 
 FLOW = "_kernelevo_flow"
 """The name a segment gives the previous segment's output."""
+KEPT = "_kernelevo_kept"
+"""``KEPT`` + k: the name of segment k's output where a segment after the next one reads it too."""
 LEAD_KINDS = ("conv", "matmul", "attention")
 SHARED_HELPERS = {"round_to_bf16", "aligned", "conv_geometry", "pool_geometry", "tma_scratch"}
 """Helpers every template writes identically: one copy in the file, never renamed."""
@@ -43,7 +48,8 @@ class Segment:
     inputs: list[str] = field(default_factory=list)
     """The segment method's arguments: ``flow`` (the previous segment's output) and/or the forward's inputs."""
     views: list[str] = field(default_factory=list)
-    """Views taken of ``flow`` before the segment reads it (``.unsqueeze(1)``): torch's glue, no kernel."""
+    """Glue before the segment reads ``flow``, no kernel: a view taken of it (``.unsqueeze(1)``), or a
+    statement that reads its sizes (``getitem_1 = getattr_1[1]``), as :func:`glue_line` writes them."""
 
 
 VIEW_METHODS = {"unsqueeze", "squeeze", "view", "reshape", "flatten"}
@@ -51,31 +57,77 @@ VIEW_FUNCTIONS = {torch.unsqueeze: "unsqueeze", torch.squeeze: "squeeze", torch.
                   torch.flatten: "flatten"}
 
 
-def _view_of(node: torch.fx.Node, flow: torch.fx.Node | None, full: dict[str, tuple[int, ...]]) -> str | None:
+def _size_of(node: torch.fx.Node, flow: torch.fx.Node | None, sizes: set[str]) -> str | None:
+    """``node`` as a statement reading sizes of ``flow`` or of a forward input (``x.shape``,
+    ``x.size(1)``, an element of either), with ``flow`` written ``FLOW``; else None. The sizes are
+    read from the tensor itself when ``forward`` runs, so a view built from them holds at every size."""
+
+    def plain(a: Any) -> bool:
+        return isinstance(a, int) and not isinstance(a, bool)
+
+    tensor = node.args[0] if node.args and isinstance(node.args[0], torch.fx.Node) else None
+    of = FLOW if tensor is not None and tensor is flow else (
+        tensor.name if tensor is not None and tensor.op == "placeholder" else None)
+    if of is not None and node.op == "call_function" and node.target is getattr and len(node.args) == 2 and \
+            node.args[1] == "shape":
+        return f"{node.name} = {of}.shape"
+    if of is not None and node.op == "call_method" and node.target == "size" and not node.kwargs and \
+            all(plain(a) for a in node.args[1:]):
+        return f"{node.name} = {of}.size({', '.join(map(repr, node.args[1:]))})"
+    if node.op == "call_function" and node.target is operator.getitem and len(node.args) == 2 and \
+            isinstance(node.args[0], torch.fx.Node) and node.args[0].name in sizes and plain(node.args[1]):
+        return f"{node.name} = {node.args[0].name}[{node.args[1]!r}]"
+    return None
+
+
+def _view_of(node: torch.fx.Node, flow: torch.fx.Node | None, full: dict[str, tuple[int, ...]],
+             sizes: set[str] = frozenset()) -> str | None:  # type: ignore[assignment]
     """``node`` as a view taken of ``flow`` and nothing else (``.unsqueeze(1)``), when ``flow`` is used by
-    it alone and its arguments are plain numbers; else None. Such a view between two segments (a
-    pooling over a 2-D GEMM output seen as one channel) is torch's glue in ``forward``, not a kernel.
-    A ``view`` or ``reshape`` names sizes, which the trace took from the small model: it is kept only
-    where those sizes give the node's own shape at the size being optimised (``full``)."""
-    if flow is None or len(flow.users) != 1 or not node.args or node.args[0] is not flow:
+    it alone (and by reads of its sizes) and its arguments are plain numbers or sizes read in
+    ``forward`` (``sizes``: their names); else None. Such a view between two segments (a pooling over
+    a 2-D GEMM output seen as one channel, a softmax over the spatial dimensions flattened) is torch's
+    glue in ``forward``, not a kernel. A ``view`` or ``reshape`` that names sizes as numbers took them
+    from the small model: it is kept only where they give the node's own shape at the size being
+    optimised (``full``); sizes read in ``forward`` hold at every size, beside them only ``-1``."""
+    if flow is None or not node.args or node.args[0] is not flow or \
+            any(user is not node and user.name not in sizes for user in flow.users):
         return None
     method = node.target if node.op == "call_method" and node.target in VIEW_METHODS else (
         VIEW_FUNCTIONS.get(node.target) if node.op == "call_function" else None)
     if method is None:
         return None
 
+    def number(a: Any) -> bool:
+        return isinstance(a, int) and not isinstance(a, bool)
+
+    def read(a: Any) -> bool:
+        return isinstance(a, torch.fx.Node) and a.name in sizes
+
     def plain(a: Any) -> bool:
-        return isinstance(a, int) and not isinstance(a, bool) or (
-            isinstance(a, (tuple, list)) and all(isinstance(x, int) and not isinstance(x, bool) for x in a))
+        return number(a) or read(a) or (isinstance(a, (tuple, list)) and all(number(x) or read(x) for x in a))
 
     rest, kwargs = list(node.args[1:]), dict(node.kwargs)
     if not all(plain(a) for a in [*rest, *kwargs.values()]):
         return None
-    if method in ("view", "reshape") and not _same_at_full_size(flow, node, rest, kwargs, full):
+    flat = [x for a in [*rest, *kwargs.values()] for x in (a if isinstance(a, (tuple, list)) else [a])]
+    if any(read(x) for x in flat):
+        if any(number(x) and x != -1 for x in flat):
+            return None
+    elif method in ("view", "reshape") and not _same_at_full_size(flow, node, rest, kwargs, full):
         return None
-    words = [repr(tuple(a)) if isinstance(a, list) else repr(a) for a in rest]
-    words += [f"{k}={v!r}" for k, v in kwargs.items()]
+
+    def word(a: Any) -> str:
+        if isinstance(a, (tuple, list)):
+            return "(" + "".join(f"{word(x)}, " for x in a) + ")"
+        return a.name if isinstance(a, torch.fx.Node) else repr(a)
+
+    words = [word(a) for a in rest] + [f"{k}={word(v)}" for k, v in kwargs.items()]
     return f".{method}({', '.join(words)})"
+
+
+def glue_line(glue: str) -> str:
+    """A statement of ``forward`` from a segment's glue: a view of the flow, or a read of its sizes."""
+    return f"{FLOW} = {FLOW}{glue}" if glue.startswith(".") else glue
 
 
 def _same_at_full_size(flow: torch.fx.Node, node: torch.fx.Node, args: list[Any], kwargs: dict[str, Any],
@@ -93,21 +145,25 @@ def _calls(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
     return [n for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module")]
 
 
-def _subgraph(gm: torch.fx.GraphModule, nodes: list[torch.fx.Node],
-              flow: torch.fx.Node | None) -> torch.fx.GraphModule | None:
+def _subgraph(gm: torch.fx.GraphModule, nodes: list[torch.fx.Node], flow: torch.fx.Node | None,
+              earlier: dict[torch.fx.Node, str] | None = None) -> torch.fx.GraphModule | None:
     """``nodes`` as a graph of their own, or None if they read a computed value other than ``flow``
-    or hand on a value other than their last."""
+    and the outputs of earlier segments (``earlier``: node -> the name it is kept under), or hand on
+    a value other than their last."""
+    earlier = earlier or {}
     inside = set(nodes)
     for node in nodes[:-1]:
         if any(user not in inside for user in node.users):
             return None
     used = [a for n in nodes for a in n.all_input_nodes if a not in inside]
-    if any(a.op not in ("placeholder", "get_attr") and a is not flow for a in used):
+    if any(a.op not in ("placeholder", "get_attr") and a is not flow and a not in earlier for a in used):
         return None
     graph = torch.fx.Graph()
     env: dict[torch.fx.Node, torch.fx.Node] = {}
     if flow is not None and flow in used:
         env[flow] = graph.placeholder(FLOW)
+    for a in dict.fromkeys(a for a in used if a in earlier and a is not flow):
+        env[a] = graph.placeholder(earlier[a])
     for p in [n for n in gm.graph.nodes if n.op == "placeholder" and n in used]:
         env[p] = graph.placeholder(p.name)
 
@@ -169,8 +225,18 @@ def plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ..
     segments: list[Segment] = []
     start, flow = 0, None
     views: list[str] = []
+    earlier: dict[torch.fx.Node, str] = {}
+    """Each segment's output, by the name it is kept under."""
+    read_sizes: set[str] = set()
+    """Names of the sizes read in ``forward`` so far."""
     while start < len(calls):
-        view = _view_of(calls[start], flow, full_shapes)
+        size = _size_of(calls[start], flow, read_sizes)
+        if size is not None:
+            views.append(size)
+            read_sizes.add(calls[start].name)
+            start += 1
+            continue
+        view = _view_of(calls[start], flow, full_shapes, read_sizes)
         if view is not None:
             views.append(view)
             flow, start = calls[start], start + 1
@@ -179,13 +245,14 @@ def plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ..
         for end in range(len(calls) - 1, start - 1, -1):
             if start == 0 and end == len(calls) - 1:
                 continue  # the whole graph: already refused
-            sub = _subgraph(gm, calls[start:end + 1], flow)
+            sub = _subgraph(gm, calls[start:end + 1], flow, earlier)
             if sub is None:
                 continue
             names = [n.name for n in sub.graph.nodes if n.op == "placeholder"]
             if not names:
                 continue  # computed from parameters alone: it belongs with what reads it
-            sources = [flow.name if name == FLOW and flow is not None else name for name in names]
+            kept_as = {name: node.name for node, name in earlier.items()}
+            sources = [flow.name if name == FLOW and flow is not None else kept_as.get(name, name) for name in names]
             values = [capture.seen[s] for s in sources]
             try:
                 traced = trace(sub, values)
@@ -204,6 +271,7 @@ def plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ..
         strategy, params, why = seeds(sub_plan)[0]
         segments.append(Segment(plan=sub_plan, strategy=strategy, params=params, why=why, inputs=names, views=views))
         flow, views = calls[end], []
+        earlier[flow] = f"{KEPT}{len(segments) - 1}"
         start = end + 1
     if len(segments) < 2:
         raise CannotCover(str(whole))
@@ -279,9 +347,11 @@ def render(plan: Any, strategy: str, params: dict[str, Any], why: str, render_on
             if key not in blocks:  # shared helpers and flags (INTERPRETED, CAST_ROUNDS) once
                 blocks[key] = rename(text)
         methods += [rename(m) for m in seg_methods]
-        calls += [f"{FLOW} = {FLOW}{view}" for view in seg.views]
+        calls += [glue_line(glue) for glue in seg.views]
         calls.append(f"{FLOW} = self._kernelevo_segment{k}({', '.join(seg.inputs)})")
-    calls += [f"{FLOW} = {FLOW}{view}" for view in plan.extra.get("tail_views", [])]
+        if any(f"{KEPT}{k}" in later.inputs for later in plan.extra["segments"][k + 1:]):
+            calls.append(f"{KEPT}{k} = {FLOW}")
+    calls += [glue_line(glue) for glue in plan.extra.get("tail_views", [])]
     forward = [f"def forward(self, {', '.join(plan.inputs)}):", *[f"    {c}" for c in calls], f"    return {FLOW}"]
     body = "\n\n\n".join(blocks.values())
     # methods keep the class indentation they were rendered with
