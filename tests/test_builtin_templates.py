@@ -181,6 +181,8 @@ CASES = [
     ("softmax-over-spatial-dims-flattened-by-its-own-sizes", "        pass",
      "        y = torch.relu(x)\n        b, c, h, w = y.shape\n        z = torch.softmax(y.view(b, c, -1), dim=2)\n"
      "        return z.view(b, c, h, w) * 2.0", "torch.randn(2, 3, 5, {cols})", ""),
+    ("channel-parameter-viewed-to-broadcast", "        self.b = nn.Parameter(torch.randn(3))",
+     "        return torch.sigmoid(x - self.b.view(1, -1, 1, 1)) * x", "torch.randn(2, 3, 5, {cols})", ""),
     ("per-sample-and-channel-input", "        pass", "        return (x - y) * 2.0",
      "torch.randn(2, 3, 5, {cols}), torch.randn(2, 3, 1, 1)", ""),
     ("linear-viewed-as-one-channel-pooled", "        self.fc = nn.Linear(n, 48)\n        self.pool = nn.MaxPool1d(2)",

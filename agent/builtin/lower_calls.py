@@ -14,6 +14,7 @@ import torch.fx
 import torch.nn as nn
 import torch.nn.functional as F
 
+from kernelevo.agent.builtin.lower_operands import view_of_attribute, viewed_attribute
 from kernelevo.agent.builtin.program import CannotCover, Operand
 from kernelevo.agent.builtin.vocabulary import (
     BINARY_METHODS,
@@ -99,6 +100,9 @@ class CallLowering:
         """Reads of a value's metadata, chunks of the input, items of a tuple: no computation."""
         if target is getattr and args[1] in ("dtype", "shape", "device"):
             self.values[node.name] = IGNORED
+            return True
+        if viewed_attribute(node) is not None and self.values.get(args[0].name) is args[0]:
+            self.attribute(node.name, *view_of_attribute(self.gm, node))  # a module's tensor seen in another shape
             return True
         if (method and name == "chunk") or (not method and target is torch.chunk):
             if isinstance(args[0], torch.fx.Node) and args[0].name == self.main and self.main_chunks > 1:

@@ -105,23 +105,31 @@ class OperandIntake:
         value = _fetch_attr(self.gm, str(node.target))
         if not isinstance(value, torch.Tensor):
             raise CannotCover(f"attribute `{node.target}` is not a tensor")
+        if node.users and all(viewed_attribute(user) is not None for user in node.users):
+            # read only through views (``self.bias.view(1, -1, 1, 1)``): each view is the operand
+            self.values[node.name] = node
+            return
+        self.attribute(node.name, value, f"self.{node.target}")
+
+    def attribute(self, name: str, value: torch.Tensor, source: str) -> None:
+        """A tensor of the module (``source`` in ``forward``) as an operand, by how it broadcasts."""
         span = self.channel_span(tuple(value.shape))
         if span is not None:
-            operand = self.channel_operand(f"p{len(self.operands)}", f"self.{node.target}", span)
+            operand = self.channel_operand(f"p{len(self.operands)}", source, span)
             self.operands.append(operand)
-            self.values[node.name] = self.add("load", [operand.name, 0], "row", *self.rounding_of(value))
+            self.values[name] = self.add("load", [operand.name, 0], "row", *self.rounding_of(value))
             return
         if value.numel() == 1:  # one value for every element, read once per program
-            operand = Operand(name=f"p{len(self.operands)}", source=f"self.{node.target}", kind="scalar")
+            operand = Operand(name=f"p{len(self.operands)}", source=source, kind="scalar")
             self.operands.append(operand)
-            self.values[node.name] = self.add("load", [operand.name, 0], "col", *self.rounding_of(value))
+            self.values[name] = self.add("load", [operand.name, 0], "col", *self.rounding_of(value))
             return
         if value.dim() == 0 or value.numel() != self.cols or value.shape[-1] != self.cols:
-            raise CannotCover(f"parameter `{node.target}` has shape {list(value.shape)}; the templates read "
+            raise CannotCover(f"parameter `{source}` has shape {list(value.shape)}; the templates read "
                               f"parameters with one value per column ({self.cols}) or per channel")
-        operand = Operand(name=f"p{len(self.operands)}", source=f"self.{node.target}", kind="col")
+        operand = Operand(name=f"p{len(self.operands)}", source=source, kind="col")
         self.operands.append(operand)
-        self.values[node.name] = self.add("load", [operand.name, 0], "col", *self.rounding_of(value))
+        self.values[name] = self.add("load", [operand.name, 0], "col", *self.rounding_of(value))
 
 
 def _is_chunk(node: torch.fx.Node) -> bool:
@@ -135,6 +143,37 @@ def _chunk_count(node: torch.fx.Node) -> int:
     if not isinstance(n, int) or dim != -1:
         raise CannotCover("chunk along a dimension other than the last")
     return n
+
+
+VIEWS = {"view", "reshape", "unsqueeze", "squeeze", "flatten"}
+
+
+def viewed_attribute(node: torch.fx.Node) -> tuple[str, list[Any]] | None:
+    """``node`` as a view of a module's tensor with plain-number arguments: (the method, its
+    arguments); else None."""
+    method = node.target if node.op == "call_method" else getattr(node.target, "__name__", None)
+    if node.op not in ("call_method", "call_function") or method not in VIEWS or not node.args:
+        return None
+    if node.op == "call_function" and getattr(torch, str(method), None) is not node.target:
+        return None
+    if not isinstance(node.args[0], torch.fx.Node) or node.args[0].op != "get_attr":
+        return None
+
+    def number(a: Any) -> bool:
+        return isinstance(a, int) and not isinstance(a, bool)
+
+    rest = list(node.args[1:])
+    if node.kwargs or not all(number(a) or (isinstance(a, (tuple, list)) and all(map(number, a))) for a in rest):
+        return None
+    return str(method), rest
+
+
+def view_of_attribute(gm: torch.nn.Module, node: torch.fx.Node) -> tuple[torch.Tensor, str]:
+    """The tensor a :func:`viewed_attribute` node gives, and its expression in ``forward``."""
+    method, rest = viewed_attribute(node) or ("", [])
+    target = str(node.args[0].target)
+    words = ", ".join(repr(tuple(a)) if isinstance(a, list) else repr(a) for a in rest)
+    return getattr(_fetch_attr(gm, target), method)(*rest), f"self.{target}.{method}({words})"
 
 
 def _fetch_attr(gm: torch.nn.Module, target: str) -> Any:
