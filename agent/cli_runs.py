@@ -221,7 +221,7 @@ def status_command(
         return
     _require_run(run_dir, as_json)
     store = RunStore(run_dir)
-    info = status(store)
+    info = status(store, judge_times=True)
     store.close()
     if as_json:
         print(json.dumps(info))
@@ -235,6 +235,10 @@ def status_command(
         out.print(f"model: {usage['requests']} requests, {usage['tokens']} tokens "
                   f"({usage['requests_per_evaluation']} requests, {usage['tokens_per_evaluation']} tokens per "
                   "evaluation)", highlight=False)
+    spent = info["judge_time"]
+    if spent and spent["verdicts"]:
+        largest = ", ".join(f"{plain(k)} {v:.0f} s" for k, v in list(spent["phases_s"].items())[:4])
+        out.print(f"judge: {spent['verdicts']} verdicts, {spent['wall_s']:.0f} s ({largest})", highlight=False)
     best = info["best"]
     if best:
         speed = f", {best['speedup']:.2f}x over eager" if best.get("speedup") else ""

@@ -155,9 +155,10 @@ def one_run(folder: Path, islands: int, evals: int, task: str, size: str) -> dic
         sent = sum(len(json.dumps(r)) for r in server.requests)
     store = RunStore(run)
     try:
+        state = status(store, judge_times=True)
         return {"islands": islands, "exit": code, "wall_s": wall, "refused": refused, "request_chars": sent,
                 **_costs(store, wall, began_at, lambda first_s: clock.idle_s(began + first_s, ended)),
-                "model": status(store)["model"], "judge_time": status(store)["judge_time"]}
+                "model": state["model"], "judge_time": state["judge_time"]}
     finally:
         store.close()
 

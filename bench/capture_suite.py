@@ -28,6 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from kernelbench import run_within  # noqa: E402 - a sibling script: stops a run and its sandboxed jobs
+
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT.parent / "shared" / "kernelbench"
 
@@ -79,7 +81,7 @@ def optimize(path: Path, evals: int, timeout_s: float, size: str) -> dict:
         cmd = [sys.executable, "-m", "kernelevo.agent.cli", "optimize-model", str(path), "--size", size,
                "--max-evals", str(evals), "--run-dir", str(run)]
         try:
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=ROOT)
+            done = run_within(cmd, timeout_s)
         except subprocess.TimeoutExpired:
             return {"end_to_end": False, "reason": f"took longer than {timeout_s:.0f} s"}
         seconds = round(time.monotonic() - began, 1)

@@ -30,6 +30,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -110,15 +111,26 @@ print(strategy, params)
 """
 
 
+TERM_GRACE_S = 30.0
+"""How long a run past its limit may take to end its jobs after SIGTERM."""
+
+
 def run_within(cmd: list[str], timeout_s: float) -> subprocess.CompletedProcess:
-    """``cmd`` in a session of its own, its whole process group (the sandboxed jobs an `optimize` or
-    `eval` starts) killed when ``timeout_s`` runs out; then ``TimeoutExpired`` as ``subprocess.run``."""
+    """``cmd`` in a session of its own, stopped when ``timeout_s`` runs out; then ``TimeoutExpired`` as
+    ``subprocess.run``. SIGTERM first: the CLI then ends the sandboxed jobs it started, which run in
+    sessions of their own where a signal to its group does not reach; SIGKILL to the group after."""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
                             start_new_session=True)
     try:
         out, err = proc.communicate(timeout=max(timeout_s, 1.0))
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.communicate(timeout=TERM_GRACE_S)
+        except subprocess.TimeoutExpired:
+            pass
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
         raise
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)

@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from kernelevo.agent.builtin.policy import seeds
+from kernelevo.agent.builtin.program import CannotCover
 from kernelevo.agent.builtin.recognize import recognise
 from kernelevo.agent.builtin.templates import render
 from kernelevo.tasks import load_task
@@ -466,6 +467,58 @@ def test_a_view_between_segments_is_kept_only_where_its_sizes_hold_at_full_size(
     fc, view, unsqueeze = [n for n in gm.graph.nodes if n.op in ("call_module", "call_method")]
     small = {"fc": (3, 8), "view": (3, 1, 8), "unsqueeze": (3, 1, 1, 8)}
     full = {"fc": (64, 48), "view": (64, 1, 48), "unsqueeze": (64, 1, 1, 48)}
-    assert _view_of(view, fc, small) == ".view(-1, 1, 8)"
+    assert _view_of(view, fc, small) == "_kernelevo_flow = _kernelevo_flow.view(-1, 1, 8)"
     assert _view_of(view, fc, full) is None  # 8 is the small model's width
-    assert _view_of(unsqueeze, view, full) == ".unsqueeze(1)"  # no sizes named: right at any size
+    assert _view_of(unsqueeze, view, full) == "_kernelevo_flow = _kernelevo_flow.unsqueeze(1)"  # right at any size
+
+
+BROADCAST_HIDDEN_AT_SMALL = '''import torch
+import torch.nn as nn
+SMALL = {"batch": 1}
+batch = 3
+class Model(nn.Module):
+    def forward(self, x, y):
+        return (x - y) * 2.0
+def get_inputs():
+    return [torch.randn(batch, 3, 5, 40), torch.randn(batch, %s)]
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.parametrize("shape", ["3, 1, 1", "1, 1, 1"])
+def test_an_input_whose_broadcasting_the_small_size_hides_is_refused(tmp_path: Path, shape: str) -> None:
+    """At a batch of 1 a [B, C, 1, 1] input reads like one value per channel, a [B, 1, 1, 1] one like a
+    single value: a kernel planned from them would read sample 0's values for every sample."""
+    path = tmp_path / "hidden.py"
+    path.write_text(BROADCAST_HIDDEN_AT_SMALL % shape)
+    with pytest.raises(CannotCover, match="broadcasts against `x` differently at the small size"):
+        recognise(load_task(str(path), "full"))
+
+
+IN_PLACE_THEN_READ = '''import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.relu = nn.ReLU(inplace=True)
+    def forward(self, x):
+        y = x * 2.0
+        m = y.mean(dim=(2, 3), keepdim=True)
+        z = %s
+        return z - y + m
+def get_inputs():
+    return [torch.randn(2, 3, 5, 40)]
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.parametrize("write", ["self.relu(y)", "y.relu_()", "torch.relu_(y)"])
+def test_an_input_written_in_place_and_read_again_is_refused(tmp_path: Path, write: str) -> None:
+    """The templates compute every op into a new value: after ``relu_(y)`` they would still read the
+    old ``y``, where the reference reads the written one."""
+    path = tmp_path / "in_place.py"
+    path.write_text(IN_PLACE_THEN_READ % write)
+    with pytest.raises(CannotCover, match="writes its input in place and the input is read again"):
+        recognise(load_task(str(path), "full"))

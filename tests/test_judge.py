@@ -538,3 +538,51 @@ def test_a_malformed_kernel_trace_is_the_candidates_failure_not_the_judges(tmp_p
               '"0","9.0","s","gpu__time_duration.sum","ns","1000"\n')
     launches, failure, tool_failed = forensic.read_pass(_forensic_record(tmp_path, None, head + marker + rows))
     assert launches == [] and not tool_failed and "could not be read" in failure, failure
+
+
+class _Exiting:
+    """A process that exits by itself ``exits_after`` seconds after the session ends, unless killed."""
+
+    def __init__(self, exits_after: float) -> None:
+        import time
+
+        self.ends_at, self.killed = time.monotonic() + exits_after, False
+
+    def alive(self) -> bool:
+        import time
+
+        return not self.killed and time.monotonic() < self.ends_at
+
+    def kill(self) -> None:
+        self.killed = True
+
+    def channel(self, timeout: float):  # noqa: ANN201 - the oracle's channel, answering the reset
+        class Answer:
+            def request(self, message: dict, timeout: float) -> dict:
+                return {"ok": True}
+        return Answer()
+
+
+@pytest.mark.parametrize(("forensic", "failure", "broke", "killed"), [
+    (False, None, False, True),          # a finished session: killed at once, its teardown is of no use
+    (True, None, False, False),          # under ncu: left to exit, ncu writes its log then
+    (False, "timing: closed", True, False),  # a broken channel: left to die, so its signal is seen
+    (False, "timing: timed out", False, True),  # a process that stopped answering: killed
+])
+def test_the_candidates_process_is_ended_as_its_session_ended(forensic: bool, failure: str | None, broke: bool,
+                                                              killed: bool) -> None:
+    plan = Plan(task=task(), task_path=Path("t.py"), candidate_path=Path("c.py"), device="cpu",
+                timing=TimingPolicy(), forensic=forensic)
+    worker = _Exiting(exits_after=0.3)
+    session = Session(plan, _Exiting(exits_after=60.0), worker, None)  # type: ignore[arg-type]
+    session.record.failure, session._worker_broke = failure, broke
+    order = []
+
+    class Lock:  # the GPU's lock, held from the judgement's start
+        def __exit__(self, *exc: object) -> None:
+            order.append(("lock given back", worker.alive()))
+
+    session._held = Lock()
+    session.close()
+    assert worker.killed is killed
+    assert order == [("lock given back", False)]  # never while the candidate's process still runs

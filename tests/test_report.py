@@ -195,7 +195,8 @@ def test_status_says_where_the_judges_time_went(tmp_path: Path) -> None:
         store.record_evaluation(cid, "search", verdict)
         if n == 1:
             store.record_evaluation(cid, "final", verdict)
-    spent = status(store)["judge_time"]
+    assert status(store)["judge_time"] is None  # only where asked for: it reads every verdict
+    spent = status(store, judge_times=True)["judge_time"]
     store.close()
     assert spent == {"verdicts": 3, "wall_s": 120.0,
                      "phases_s": {"session": 117.0, "correctness": 62.0, "timing": 30.0}}

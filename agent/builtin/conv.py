@@ -164,7 +164,9 @@ def epilogue_program(gm: torch.fx.GraphModule, conv: torch.fx.Node, nodes: list[
     for operand in program.operands[1:]:
         if operand.kind == "per_row":
             raise CannotCover(f"an input with one value per row after the {what} is not covered")
-        if operand.kind == "channel" and (operand.channel_dim != 1 - rank or operand.channel_from is not None):
+        if operand.kind == "channel" and operand.channel_from is not None:
+            raise CannotCover(f"a tensor after the {what} with one value per sample and channel")
+        if operand.kind == "channel" and operand.channel_dim != 1 - rank:
             raise CannotCover(f"a parameter after the {what} that varies along a spatial dimension")
         if operand.kind == "col" and rank == 2:
             operand.kind = "channel"  # [batch, channels]: the last dimension is the channel

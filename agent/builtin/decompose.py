@@ -116,20 +116,33 @@ PASS_THROUGH = {"clone", "detach"}
 
 
 def _mutates_in_place(gm: torch.fx.GraphModule) -> bool:
-    """Does anything in ``gm`` write a tensor in place (a method or function named with a trailing
-    underscore, ``inplace=True``, an in-place module)? Then no copy is dropped: through views, any
+    """Does anything in ``gm`` write a tensor in place? Then no copy is dropped: through views, any
     copy might be the one written."""
-    for node in gm.graph.nodes:
-        if node.op == "call_module":
-            if getattr(gm.get_submodule(str(node.target)), "inplace", False):
-                return True
-        elif node.op in ("call_method", "call_function"):
-            name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
-            if name.endswith("_") and not name.endswith("__") or node.kwargs.get("inplace"):
-                return True
-            if node.target in IN_PLACE_OPERATORS:
-                return True
+    return any(writes_in_place(gm, node) for node in gm.graph.nodes)
+
+
+def writes_in_place(gm: torch.fx.GraphModule, node: torch.fx.Node) -> bool:
+    """Does ``node`` write a tensor in place (a method or function named with a trailing underscore,
+    ``inplace=True``, an in-place module or operator)?"""
+    if node.op == "call_module":
+        return bool(getattr(gm.get_submodule(str(node.target)), "inplace", False))
+    if node.op in ("call_method", "call_function"):
+        name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
+        return (name.endswith("_") and not name.endswith("__")) or bool(node.kwargs.get("inplace")) or \
+            node.target in IN_PLACE_OPERATORS
     return False
+
+
+def read_after_written(gm: torch.fx.GraphModule) -> torch.fx.Node | None:
+    """The first node that writes a tensor in place which something reads again after it (whose old
+    values the templates, which compute every op into a new value, would wrongly keep), or None."""
+    order = {n: i for i, n in enumerate(gm.graph.nodes)}
+    for node in gm.graph.nodes:
+        written = node.args[0] if node.args and isinstance(node.args[0], torch.fx.Node) else None
+        if written is not None and writes_in_place(gm, node) and \
+                any(order[user] > order[node] for user in written.users if user is not node):
+            return node
+    return None
 
 
 def _passes_through(node: torch.fx.Node) -> bool:

@@ -111,11 +111,6 @@ class _Lowering(OperandIntake, CallLowering):
         raise CannotCover(f"`{node.name}` has shape {list(shape)}; the templates handle tensors shaped like the "
                           f"input {list(self.elem_shape())}, one value per row, or one per column")
 
-    def channel_dim(self, shape: tuple[int, ...]) -> int | None:
-        """The dimension a per-channel tensor (e.g. ``[C, 1, 1]`` on ``[N, C, H, W]``) varies along, or None."""
-        span = self.channel_span(shape)
-        return span[1] if span is not None and span[0] == span[1] else None
-
     def channel_span(self, shape: tuple[int, ...]) -> tuple[int, int] | None:
         """The first and last of the neighbouring dimensions a tensor varies along where it is constant
         along the last ones (``[C, 1, 1]`` on ``[N, C, H, W]``: (1, 1); a mean kept over the spatial

@@ -22,6 +22,7 @@ import torch.fx
 import torch.nn.functional as F
 
 from kernelevo.agent.builtin import conv, dimreduce, groupnorm, matmul, pool, scan
+from kernelevo.agent.builtin.decompose import read_after_written
 from kernelevo.agent.builtin.lower import lower, trace
 from kernelevo.agent.builtin.program import CannotCover, Program
 from kernelevo.tasks.loader import import_task_module
@@ -345,6 +346,10 @@ def recognise(task: Task) -> Plan:
                       full=_full_model(task))
     gm = trace(model, inputs)
     _safe_input_names(gm)
+    written = read_after_written(gm)
+    if written is not None:
+        raise CannotCover(f"`{written.name}` writes its input in place and the input is read again after it; "
+                          "the templates compute every op into a new tensor")
     try:
         # the traced graph stands for the model from here on: its inputs may have been renamed
         return plan_graph(gm, gm, inputs, shapes, context)
@@ -354,6 +359,35 @@ def recognise(task: Task) -> Plan:
         return sequence.plan(gm, inputs, shapes, context, whole)
 
 
+def hidden_broadcast(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ...]]) -> str | None:
+    """Why the small inputs cannot tell how the tensor inputs broadcast at the size being optimised
+    (``shapes``), or None. The templates read the broadcasting from the small shapes: where a size
+    shrunk to 1 makes two inputs agree on a dimension they differ on at full size (or the other way
+    round), a kernel planned from them would index one of them wrongly."""
+    names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+    tensors = [(name, v) for name, v in zip(names, inputs, strict=False) if isinstance(v, torch.Tensor)]
+    full = [shapes[i] for i, v in enumerate(inputs) if isinstance(v, torch.Tensor)] \
+        if len(shapes) == len(inputs) else shapes
+    if len(full) != len(tensors) or not tensors:
+        return None
+    largest = max(range(len(tensors)), key=lambda i: tensors[i][1].numel())
+    (main, first), main_full = tensors[largest], tuple(full[largest])
+    for (name, value), size in zip(tensors, full, strict=True):
+        if name == main:
+            continue
+        small, big = tuple(value.shape), tuple(size)
+        if len(small) != len(big) or len(small) > first.dim():
+            continue
+        a, b = tuple(first.shape)[first.dim() - len(small):], main_full[len(main_full) - len(big):]
+        # a broadcast input (another shape than the main one) read by its sizes of 1 at the small
+        # size: one of them that grows at full size is read along it there
+        grows = small != tuple(first.shape) and any(s == 1 and f > 1 for s, f in zip(small, big, strict=True))
+        if grows or any((s == m) != (f == g) for s, m, f, g in zip(small, a, big, b, strict=True)):
+            return (f"input `{name}` broadcasts against `{main}` differently at the small size ({list(small)} on "
+                    f"{list(first.shape)}) than at the size being optimised ({list(big)} on {list(main_full)})")
+    return None
+
+
 def plan_graph(model: torch.nn.Module, gm: torch.fx.GraphModule, inputs: list[Any],
                shapes: list[tuple[int, ...]], context: Context) -> Plan:
     """The plan of one traced graph (``gm``, shape-propagated on ``inputs``) with ``shapes`` the
@@ -361,6 +395,9 @@ def plan_graph(model: torch.nn.Module, gm: torch.fx.GraphModule, inputs: list[An
     init, imports, dtype = context.init, context.imports, context.dtype
     if not shapes:
         raise CannotCover("no tensor input")
+    hidden = hidden_broadcast(gm, inputs, shapes)
+    if hidden:
+        raise CannotCover(hidden)
     main = shapes[0]
     cols = main[-1] if main else 1
     rows = math.prod(main[:-1]) if main else 1

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import operator
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,8 +49,9 @@ class Segment:
     inputs: list[str] = field(default_factory=list)
     """The segment method's arguments: ``flow`` (the previous segment's output) and/or the forward's inputs."""
     views: list[str] = field(default_factory=list)
-    """Glue before the segment reads ``flow``, no kernel: a view taken of it (``.unsqueeze(1)``), or a
-    statement that reads its sizes (``getitem_1 = getattr_1[1]``), as :func:`glue_line` writes them."""
+    """Glue before the segment reads ``flow``, no kernel, as statements of ``forward``: a view taken of
+    it (``_kernelevo_flow = _kernelevo_flow.unsqueeze(1)``), or a read of its sizes (``getitem_1 =
+    getattr_1[1]``)."""
 
 
 VIEW_METHODS = {"unsqueeze", "squeeze", "view", "reshape", "flatten"}
@@ -57,14 +59,14 @@ VIEW_FUNCTIONS = {torch.unsqueeze: "unsqueeze", torch.squeeze: "squeeze", torch.
                   torch.flatten: "flatten"}
 
 
-def _size_of(node: torch.fx.Node, flow: torch.fx.Node | None, sizes: set[str]) -> str | None:
+def _number(a: Any) -> bool:
+    return isinstance(a, int) and not isinstance(a, bool)
+
+
+def _size_of(node: torch.fx.Node, flow: torch.fx.Node | None, sizes: Collection[str]) -> str | None:
     """``node`` as a statement reading sizes of ``flow`` or of a forward input (``x.shape``,
     ``x.size(1)``, an element of either), with ``flow`` written ``FLOW``; else None. The sizes are
     read from the tensor itself when ``forward`` runs, so a view built from them holds at every size."""
-
-    def plain(a: Any) -> bool:
-        return isinstance(a, int) and not isinstance(a, bool)
-
     tensor = node.args[0] if node.args and isinstance(node.args[0], torch.fx.Node) else None
     of = FLOW if tensor is not None and tensor is flow else (
         tensor.name if tensor is not None and tensor.op == "placeholder" else None)
@@ -72,19 +74,19 @@ def _size_of(node: torch.fx.Node, flow: torch.fx.Node | None, sizes: set[str]) -
             node.args[1] == "shape":
         return f"{node.name} = {of}.shape"
     if of is not None and node.op == "call_method" and node.target == "size" and not node.kwargs and \
-            all(plain(a) for a in node.args[1:]):
+            all(_number(a) for a in node.args[1:]):
         return f"{node.name} = {of}.size({', '.join(map(repr, node.args[1:]))})"
     if node.op == "call_function" and node.target is operator.getitem and len(node.args) == 2 and \
-            isinstance(node.args[0], torch.fx.Node) and node.args[0].name in sizes and plain(node.args[1]):
+            isinstance(node.args[0], torch.fx.Node) and node.args[0].name in sizes and _number(node.args[1]):
         return f"{node.name} = {node.args[0].name}[{node.args[1]!r}]"
     return None
 
 
 def _view_of(node: torch.fx.Node, flow: torch.fx.Node | None, full: dict[str, tuple[int, ...]],
-             sizes: set[str] = frozenset()) -> str | None:  # type: ignore[assignment]
-    """``node`` as a view taken of ``flow`` and nothing else (``.unsqueeze(1)``), when ``flow`` is used by
-    it alone (and by reads of its sizes) and its arguments are plain numbers or sizes read in
-    ``forward`` (``sizes``: their names); else None. Such a view between two segments (a pooling over
+             sizes: Collection[str] = ()) -> str | None:
+    """``node`` as the statement that takes a view of ``flow`` and nothing else (``.unsqueeze(1)``),
+    when ``flow`` is used by it alone (and by reads of its sizes) and its arguments are plain numbers
+    or sizes read in ``forward`` (``sizes``: their names); else None. Such a view between two segments (a pooling over
     a 2-D GEMM output seen as one channel, a softmax over the spatial dimensions flattened) is torch's
     glue in ``forward``, not a kernel. A ``view`` or ``reshape`` that names sizes as numbers took them
     from the small model: it is kept only where they give the node's own shape at the size being
@@ -97,8 +99,7 @@ def _view_of(node: torch.fx.Node, flow: torch.fx.Node | None, full: dict[str, tu
     if method is None:
         return None
 
-    def number(a: Any) -> bool:
-        return isinstance(a, int) and not isinstance(a, bool)
+    number = _number
 
     def read(a: Any) -> bool:
         return isinstance(a, torch.fx.Node) and a.name in sizes
@@ -122,12 +123,7 @@ def _view_of(node: torch.fx.Node, flow: torch.fx.Node | None, full: dict[str, tu
         return a.name if isinstance(a, torch.fx.Node) else repr(a)
 
     words = [word(a) for a in rest] + [f"{k}={word(v)}" for k, v in kwargs.items()]
-    return f".{method}({', '.join(words)})"
-
-
-def glue_line(glue: str) -> str:
-    """A statement of ``forward`` from a segment's glue: a view of the flow, or a read of its sizes."""
-    return f"{FLOW} = {FLOW}{glue}" if glue.startswith(".") else glue
+    return f"{FLOW} = {FLOW}.{method}({', '.join(words)})"
 
 
 def _same_at_full_size(flow: torch.fx.Node, node: torch.fx.Node, args: list[Any], kwargs: dict[str, Any],
@@ -347,11 +343,11 @@ def render(plan: Any, strategy: str, params: dict[str, Any], why: str, render_on
             if key not in blocks:  # shared helpers and flags (INTERPRETED, CAST_ROUNDS) once
                 blocks[key] = rename(text)
         methods += [rename(m) for m in seg_methods]
-        calls += [glue_line(glue) for glue in seg.views]
+        calls += seg.views
         calls.append(f"{FLOW} = self._kernelevo_segment{k}({', '.join(seg.inputs)})")
         if any(f"{KEPT}{k}" in later.inputs for later in plan.extra["segments"][k + 1:]):
             calls.append(f"{KEPT}{k} = {FLOW}")
-    calls += [glue_line(glue) for glue in plan.extra.get("tail_views", [])]
+    calls += plan.extra.get("tail_views", [])
     forward = [f"def forward(self, {', '.join(plan.inputs)}):", *[f"    {c}" for c in calls], f"    return {FLOW}"]
     body = "\n\n\n".join(blocks.values())
     # methods keep the class indentation they were rendered with

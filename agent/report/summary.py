@@ -10,8 +10,9 @@ from kernelevo.agent.store import RunStore
 from kernelevo.sandbox.judge.timing import tie_note
 
 
-def status(store: RunStore) -> dict[str, Any]:
-    """The ``kernelevo status --json`` object."""
+def status(store: RunStore, judge_times: bool = False) -> dict[str, Any]:
+    """The ``kernelevo status --json`` object (``judge_times``: with :func:`judge_time`, which reads
+    every verdict; the page that refreshes while a run goes on leaves it out)."""
     candidates = store.candidates()
     best = store.meta("best")
     timing = None
@@ -47,7 +48,7 @@ def status(store: RunStore) -> dict[str, Any]:
             if best.get("timing") == "cpu-interpreter" else tie_note(best.get("speedup"))},
         "elapsed_s": store.meta("elapsed_s"),
         "model": model_usage(store),
-        "judge_time": judge_time(store),
+        "judge_time": judge_time(store) if judge_times else None,
         "candidates": [{"id": c["id"], "correct": c["correct"], "runtime_ms": c["runtime_ms"], "parent": c["parent"],
                         "strategy": c["strategy"], "generation": c["generation"]} for c in candidates],
     }
@@ -56,14 +57,15 @@ def status(store: RunStore) -> dict[str, Any]:
 def judge_time(store: RunStore) -> dict[str, Any]:
     """Where the judge's time went: the verdicts (search and final re-judges), their wall time, and each
     phase's seconds summed over them, largest first. Phases nest (``session`` holds the session's own
-    phases, ``forensic pass`` the ``forensic: ...`` ones), so they are not a partition of the wall time."""
+    phases, ``forensic pass`` the ``forensic: ...`` ones), so they are not a partition of the wall time;
+    the forensic sessions' own totals are left out (``forensic pass`` holds them and ncu's start)."""
     verdicts = [v for c in store.candidates() for kind in ("search", "final")
                 if (v := store.evaluation(c["id"], kind)) is not None]
     phases: dict[str, float] = {}
     for verdict in verdicts:
         for phase, seconds in verdict.phases.items():
-            if phase == "forensic: total":
-                continue  # the same as "forensic pass"
+            if phase.endswith(": total"):
+                continue
             name = "session" if phase == "total" else phase
             phases[name] = phases.get(name, 0.0) + seconds
     return {"verdicts": len(verdicts), "wall_s": round(sum(v.wall_s or 0.0 for v in verdicts), 1),

@@ -346,9 +346,11 @@ class Evaluator:
         if forensic is not None:
             plan.checked_sets = FORENSIC_CALLS
         session = Session(plan, oracle.job, worker.job, self.device_lock_path())
-        record = session.run()
-        ending = time.monotonic()
-        session.close()
+        try:
+            record = session.run()
+        finally:
+            ending = time.monotonic()
+            session.close()  # also gives the GPU's lock back, whatever happened
         record.worker = worker.job.wait(10)
         record.phases["ending the processes"] = round(time.monotonic() - ending, 4)
         record.worker_isolation = worker.job.isolation

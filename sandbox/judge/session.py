@@ -46,6 +46,7 @@ class Session(CorrectnessCalls, TimedCalls):
         self.rng = random.Random(secrets.randbits(64))
         self._keys = 0
         self._worker_broke = False
+        self._held: Any = None
 
     def ask(self, job: Job, who: str, phase: str, message: dict[str, Any]) -> dict[str, Any]:
         job.phase = phase
@@ -85,8 +86,11 @@ class Session(CorrectnessCalls, TimedCalls):
             for job, who in ((self.oracle, "oracle"), (self.worker, "worker")):
                 hello(job, who)
             self.record.phases["starting the processes"] = round(time.monotonic() - began, 4)
-            with self._gpu():
-                self._phases(began)
+            # held until close() has ended the candidate's process: none of its threads may use the
+            # GPU while another judgement holds it
+            self._held = self._gpu()
+            self._held.__enter__()
+            self._phases(began)
         except Stop as stop:
             if stop.who == "oracle" and stop.out_of_memory:
                 self._out_of_memory(stop)
@@ -138,15 +142,20 @@ class Session(CorrectnessCalls, TimedCalls):
             grace = FORENSIC_EXIT_GRACE_S if self.plan.forensic else 0.0
         else:
             grace = WORKER_DEATH_GRACE_S if self._worker_broke else 0.0
-        deadline = time.monotonic() + grace
-        while self.worker.alive() and time.monotonic() < deadline:
-            time.sleep(0.02)
-        if self.worker.alive():
-            self.worker.kill()
         try:
-            self.oracle.channel(1.0).request({"op": "reset"}, timeout=30)
-        except wire.ChannelError:
-            self.oracle.kill()
+            deadline = time.monotonic() + grace
+            while self.worker.alive() and time.monotonic() < deadline:
+                time.sleep(0.02)
+            if self.worker.alive():
+                self.worker.kill()
+            try:
+                self.oracle.channel(1.0).request({"op": "reset"}, timeout=30)
+            except wire.ChannelError:
+                self.oracle.kill()
+        finally:
+            if self._held is not None:
+                self._held.__exit__(None, None, None)
+                self._held = None
 
     def _gpu(self) -> Any:
         """Hold the GPU's lock for the judgement (both processes have started; waiting costs neither
