@@ -411,12 +411,12 @@ def test_time_the_oracle_takes_is_added_to_the_candidates_deadline() -> None:
     assert worker.extended < 0.1
 
 
-def _forensic_record(tmp_path: Path, failure: str | None, log: str):  # noqa: ANN202 - a record stand-in
+def _forensic_record(tmp_path: Path, failure: str | None, log: str, killed: bool = False):  # noqa: ANN202
     from types import SimpleNamespace
 
     (tmp_path / "ncu.csv").write_text(log)
     return SimpleNamespace(reference_error=None, worker_outbox=tmp_path, checks=[], failure=failure,
-                           worker=SimpleNamespace(log_tail=""))
+                           worker=SimpleNamespace(log_tail="", killed_by_judge=killed))
 
 
 def test_a_forensic_pass_tells_ncus_own_failure_from_the_candidates(tmp_path: Path) -> None:
@@ -540,6 +540,20 @@ def test_a_malformed_kernel_trace_is_the_candidates_failure_not_the_judges(tmp_p
     assert launches == [] and not tool_failed and "could not be read" in failure, failure
 
 
+def test_a_kernel_trace_left_by_a_process_the_judge_had_to_kill_is_not_read(tmp_path: Path) -> None:
+    """A candidate can write its own trace into its outbox and keep ncu from writing the real one at
+    exit by never exiting: such a trace is the candidate's word, not ncu's."""
+    from kernelevo.sandbox.judge import forensic
+
+    head = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
+            '"Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"\n')
+    marker = ('"0","1","p","h","at::cuda::(anonymous namespace)::spin_kernel(long)","1","7","(1, 1, 1)","(1, 1, 1)",'
+              '"0","9.0","s","gpu__time_duration.sum","ns","1000"\n')
+    assert forensic.read_pass(_forensic_record(tmp_path, None, head + marker))[1] is None
+    launches, failure, tool_failed = forensic.read_pass(_forensic_record(tmp_path, None, head + marker, killed=True))
+    assert launches == [] and not tool_failed and "did not exit by itself" in failure
+
+
 class _Exiting:
     """A process that exits by itself ``exits_after`` seconds after the session ends, unless killed."""
 
@@ -555,6 +569,12 @@ class _Exiting:
 
     def kill(self) -> None:
         self.killed = True
+
+    def wait(self, timeout: float) -> None:
+        import time
+
+        while self.alive():
+            time.sleep(0.01)
 
     def channel(self, timeout: float):  # noqa: ANN201 - the oracle's channel, answering the reset
         class Answer:
@@ -586,3 +606,16 @@ def test_the_candidates_process_is_ended_as_its_session_ended(forensic: bool, fa
     session.close()
     assert worker.killed is killed
     assert order == [("lock given back", False)]  # never while the candidate's process still runs
+
+
+def test_no_job_can_find_another_by_counting(evaluator) -> None:
+    """Without bubblewrap a candidate could walk from its folder to its neighbours' (the spare process's
+    channel): the folder of jobs can be entered, not listed, and every job's name has a random part."""
+    import re
+    import stat
+
+    first, second = evaluator.job_dir("worker"), evaluator.job_dir("worker")
+    assert stat.S_IMODE(first.parent.stat().st_mode) == 0o711
+    for folder in (first, second):
+        assert re.fullmatch(r"\d{4}-worker-[0-9a-f]{16}", folder.name), folder.name
+    assert first.name.split("-")[-1] != second.name.split("-")[-1]

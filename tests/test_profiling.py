@@ -126,7 +126,7 @@ def test_the_ncu_pass_runs_in_the_sandbox_and_reads_ncus_log(evaluator, monkeypa
     monkeypatch.setenv("KERNELEVO_NCU", _stand_in(evaluator, "fake_ncu_ok.sh"))
     kernels, why, _ = evaluator.ncu_pass(load_task("softmax", "small"), candidate("ok_softmax_two_kernels"))
     assert why is None and [k.name for k in kernels][:2] == ["normalize_kernel", "row_stats_kernel"]
-    job = sorted((evaluator.workspace / "jobs").glob("*-ncu"))[-1]
+    job = sorted((evaluator.workspace / "jobs").glob("*-ncu-*"))[-1]
     assert json.loads((job / "job.json").read_text())["size"] == "small"
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import fcntl
 import functools
 import os
+import secrets
 import shutil
 import sys
 import tempfile
@@ -175,8 +176,15 @@ class Evaluator:
         return parse_size(self.config.memory)
 
     def job_dir(self, label: str) -> Path:
+        """A new job's folder. Where jobs share the host's file system (no bubblewrap), a candidate
+        could walk to its neighbours: the folder of jobs can be entered but not listed, and each job's
+        name holds a random part, so no candidate finds another job (the spare process's channel) by
+        counting."""
         self._jobs += 1
-        folder = self.workspace / "jobs" / f"{self._jobs:04d}-{label}"
+        jobs = self.workspace / "jobs"
+        if self._jobs == 1:
+            keep_private(jobs, 0o711)
+        folder = jobs / f"{self._jobs:04d}-{label}-{secrets.token_hex(8)}"
         folder.mkdir(parents=True, exist_ok=True)
         return folder
 

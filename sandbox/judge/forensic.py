@@ -220,6 +220,12 @@ def read_pass(record: Any) -> tuple[list[dict[str, Any]], str | None, bool]:
         if said is None and text.strip():
             said = f"{why} (its log ends: {' | '.join(text.strip().splitlines()[-3:])[:400]})"
         return [], f"under the kernel trace the candidate failed: {said or why}", tool_failed
+    ended = record.worker
+    if ended is None or ended.killed_by_judge:
+        # ncu writes its log as the process exits; one that never exited by itself had its outbox to
+        # itself all along, and what lies there may be its own writing
+        return [], ("under the kernel trace the candidate's process did not exit by itself after its last "
+                    "call: the trace in its outbox is not read"), False
     try:
         launches = read_trace(log)
     except ValueError as exc:

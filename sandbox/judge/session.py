@@ -33,6 +33,8 @@ __all__ = ["Plan", "Session", "Stop", "oracle_asker"]
 
 WORKER_DEATH_GRACE_S = 2.0
 """How long a candidate process whose channel closed may take to exit, so that how it died is seen."""
+WORKER_REAP_S = 10.0
+"""How long the judge waits for a killed candidate process to be reaped."""
 FORENSIC_EXIT_GRACE_S = 5.0
 """How long a process under ncu may take to exit after its session: ncu writes its log then."""
 
@@ -148,6 +150,9 @@ class Session(CorrectnessCalls, TimedCalls):
                 time.sleep(0.02)
             if self.worker.alive():
                 self.worker.kill()
+            # the whole job gone (every process of it reaped, its cgroup emptied) before the lock is
+            # given back: a dying process can still hold the GPU and its memory
+            self.worker.wait(WORKER_REAP_S)
             try:
                 self.oracle.channel(1.0).request({"op": "reset"}, timeout=30)
             except wire.ChannelError:
