@@ -307,8 +307,8 @@ def test_the_judges_own_files_are_out_of_a_candidates_reach(tier: str, cache_dir
             probes = re.search(r"JUDGE-PROBES (\{.*\})", Path(verdict.log).read_text())
             assert probes, (verdict.reason, Path(verdict.log).read_text()[-2000:])
             assert verdict.correct, (verdict.reason, probes.group(1))  # any successful probe poisons the output
-            if tier == "unshare":
-                assert "'oracles found': 1" in probes.group(1), probes.group(1)  # it saw the oracle's folder
+            # not even found: the folder of jobs can be entered, not listed, and job names are not counted
+            assert "'oracles found': 0" in probes.group(1), probes.group(1)
             planted = list(workspace.rglob("planted-by-candidate"))
             assert not planted and not list(workspace.rglob("task.py.gone")), planted
             assert not any(p.is_symlink() for p in workspace.rglob("process.log"))
