@@ -81,6 +81,19 @@ class Runtime:
                          unavailable=profile.unavailable)
         return profile
 
+    def inductor_code(self) -> str:
+        """The code torch.compile generates for the reference, made once and kept in the run store."""
+        kept = self.store.meta("inductor_code")
+        if kept:
+            return str(kept)
+        evaluator = self._free.get()
+        try:
+            text = evaluator.inductor_code(self.task)
+        finally:
+            self._free.put(evaluator)
+        self.store.set_meta("inductor_code", text)
+        return text
+
     def spent(self) -> Spent:
         return Spent(evaluations=self.store.count_evaluations("search"),
                      seconds=self.elapsed_before + time.monotonic() - self.started,

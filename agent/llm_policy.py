@@ -25,7 +25,7 @@ from kernelevo.agent.budget import evaluations_left, exhausted, model_budget_spe
 from kernelevo.agent.chat_client import ReasoningChatOpenAI
 from kernelevo.agent.experience import Entry, Library, Signature, is_seed, signature_of
 from kernelevo.agent.islands import elites_for, share
-from kernelevo.agent.policy import PolicyRefused, PolicyUnavailable, Proposal, SearchView
+from kernelevo.agent.policy import PolicyRefused, PolicyRuntime, PolicyUnavailable, Proposal, SearchView
 from kernelevo.agent.request_log import request_body, store_request
 from kernelevo.sandbox.judge.ceilings import speed_of_light_ms
 from kernelevo.sandbox.models import Verdict
@@ -103,7 +103,7 @@ class LLMPolicy:
         self.retry_minutes = retry_minutes
         self.max_steps = max_steps
         self.reflect = reflect
-        self.rt: Any = None
+        self.rt: PolicyRuntime | None = None
         self.task: Task | None = None
         self.experience = experience
         self.islands = max(int(islands), 1)
@@ -115,7 +115,7 @@ class LLMPolicy:
     def prepare(self, task: Task) -> None:
         self.task = task
 
-    def attach(self, runtime: Any) -> None:
+    def attach(self, runtime: PolicyRuntime) -> None:
         """Give the policy the run it works on (store, evaluator, budget)."""
         self.rt = runtime
 
@@ -257,7 +257,7 @@ class LLMPolicy:
         ctx = ToolContext(task=self.task, store=rt.store, judge=self._judge, budget_left=self._reserve,
                           population=self._population, notes=self._notes, generation=view.generation,
                           triton_gate=lambda cid: rt.evaluator.triton_gate(self.task, rt.store.source_path(cid)),
-                          profile=rt.profile)
+                          profile=rt.profile, inductor_code=rt.inductor_code)
         tools = make_tools(ctx)
         by_name = {t.name: t for t in tools}
         if island == 0:

@@ -50,6 +50,28 @@ class PolicyRefused(Exception):
     accept): asking again gives the same answer, so the run stops with the reason, not resumably."""
 
 
+class PolicyRuntime(Protocol):
+    """What a policy that works through tools (the LLM policy) may use of the run it is attached to
+    (``graph.Runtime`` satisfies it): the store, the budget, the evaluator for baselines and gates,
+    judging, profiles and torch.compile's code; nothing of the graph or its checkpoints."""
+
+    store: Any
+    """The run's ``RunStore``."""
+    budget: Any
+    """The run's ``Budget``."""
+    evaluator: Any
+    """An ``Evaluator``: the task's baselines, the device's name, the Triton compile gate."""
+    stopping: bool
+
+    def spent(self) -> Any: ...
+
+    def judge_and_record(self, cid: str) -> Any: ...
+
+    def profile(self, cid: str) -> Any: ...
+
+    def inductor_code(self) -> str: ...
+
+
 class Policy(Protocol):
     name: str
 

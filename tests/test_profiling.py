@@ -242,3 +242,29 @@ def test_the_winner_on_a_gpu_is_profiled_once_and_status_shows_it(tmp_path) -> N
     store.set_meta("best", {"id": cid, "runtime_ms": 1.5, "speedup": 2.0, "timing": "cuda-events"})
     assert "top stall: long scoreboard" in status(store)["best"]["diagnosis"]
     store.close()
+
+
+def test_the_model_reads_the_code_torch_compile_generates_for_the_reference(evaluator, tmp_path) -> None:
+    """In a job of its own that runs the reference only: inductor's kernels (C++ on the CPU, Triton on
+    a GPU) with the wrapper that launches them, through the tool, made once per run."""
+    from kernelevo.agent.store import RunStore
+    from kernelevo.tools.kernel_tools import ToolContext, make_tools
+
+    task = load_task("relu", "small")
+    made = []
+
+    def inductor_code() -> str:
+        made.append(1)
+        return evaluator.inductor_code(task)
+
+    store = RunStore(tmp_path / "run")
+    ctx = ToolContext(task=task, store=store, judge=lambda c: None, budget_left=lambda: None,
+                      population=lambda: "", notes=lambda: [], inductor_code=inductor_code)
+    said = {t.name: t for t in make_tools(ctx)}["read_torch_compile_code"].invoke({})
+    assert "def call(" in said, said[-2000:]
+    assert ("cpp_fused" in said or "extern \"C\"" in said) if evaluator.device == "cpu" else "@triton.jit" in said
+    assert made == [1]
+    blind = ToolContext(task=task, store=store, judge=lambda c: None, budget_left=lambda: None,
+                        population=lambda: "", notes=lambda: [])
+    assert "not available" in {t.name: t for t in make_tools(blind)}["read_torch_compile_code"].invoke({})
+    store.close()

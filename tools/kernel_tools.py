@@ -51,6 +51,9 @@ class ToolContext:
     profile: Callable[[str], Profile] | None = None
     """Profile a judged candidate (compiler report, Nsight Compute counters where available, diagnosis);
     None where only the verdict's own figures can be shown."""
+    inductor_code: Callable[[], str] | None = None
+    """The code torch.compile generates for the reference (its kernels and their launches); None where
+    it cannot be had."""
     written: list[str] = field(default_factory=list)
     """Candidates written in this turn, in order."""
 
@@ -245,6 +248,15 @@ class KernelTools:
             return f"edit not applied: {exc}"
         return "edited; " + self.write_kernel(source, strategy, parent=cid)
 
+    def read_torch_compile_code(self) -> str:
+        if self.ctx.inductor_code is None:
+            return "torch.compile's code is not available in this run"
+        try:
+            text = self.ctx.inductor_code()
+        except Exception as exc:  # advice: say why, keep the turn going
+            return f"torch.compile's code could not be had: {_trim(str(exc), 400)}"
+        return _trim(text, SOURCE_LIMIT)
+
     def list_population(self) -> str:
         return self.ctx.population()
 
@@ -270,6 +282,9 @@ def make_tools(ctx: ToolContext) -> list[BaseTool]:
         (tools.read_source, "read_source", "A candidate's source file, with its verdict.", CandidateArgs),
         (tools.edit_kernel, "edit_kernel", "Derive a new candidate from an existing one by SEARCH/REPLACE edits (saves "
          "it like write_kernel, with that one as parent); cheaper than rewriting the whole file.", EditArgs),
+        (tools.read_torch_compile_code, "read_torch_compile_code", "The code torch.compile generates for the "
+         "reference (inductor's kernels and the wrapper that launches them): the baseline to beat, and its "
+         "fusions and launch configurations to learn from. Made once per run.", NoArgs),
         (tools.list_population, "list_population", "The elites and the strategies tried so far.", NoArgs),
         (tools.read_notes, "read_notes", "Strategy notes from earlier generations.", NoArgs),
     ]

@@ -81,3 +81,27 @@ def ncu_pass(evaluator: Any, task: Task, candidate: Path) -> tuple[list[KernelMe
         else:
             why = f"ncu gave no metrics ({process_failure(outcome, None) or 'no kernel was profiled'})"
     return [], why, seconds
+
+
+def inductor_code(evaluator: Any, task: Task) -> str:
+    """The code torch.compile generates for the task's reference (``advice/inductor_dump.py``), in a
+    trusted job: it runs the reference only. Raises RuntimeError, saying why, where it cannot be had."""
+    job_dir = evaluator.job_dir("inductor")
+    write_into(job_dir, "task.py", task.path.read_bytes())
+    cache = job_dir / "inductor-cache"
+    job = {"task": str(job_dir / "task.py"), "size": task.size, "dtype": task.dtype, "device": evaluator.device,
+           "cache": str(cache), "result": str(job_dir / "generated.py")}
+    write_into(job_dir, "job.json", json.dumps(job).encode())
+    spec = evaluator.spec("", job_dir, max(evaluator.config.timeout_s, 300), trusted=True, channel=False,
+                          gpu_lock=True, cmd=[sys.executable, "-m", "kernelevo.sandbox.advice.inductor_dump",
+                                              str(job_dir / "job.json")])
+    outcome = evaluator.sandbox.run(spec)
+    try:
+        text = read_no_follow(job_dir / "generated.py")
+    except OSError:
+        text = ""
+    if not text.strip():
+        failure = process_failure(outcome, None) or f"exit code {outcome.returncode}"
+        tail = " | ".join(outcome.log_tail.strip().splitlines()[-3:])
+        raise RuntimeError(f"torch.compile of the reference gave no code ({failure}): {tail[-400:]}")
+    return text

@@ -373,6 +373,11 @@ class Evaluator:
 
         return triton_gate(self, task, candidate, capability)
 
+    def inductor_code(self, task: Task) -> str:
+        from kernelevo.sandbox.advice.side_jobs import inductor_code
+
+        return inductor_code(self, task)
+
     def ncu_pass(self, task: Task, candidate: Path):  # noqa: ANN201 - (kernels, why not, seconds)
         from kernelevo.sandbox.advice.side_jobs import ncu_pass
 
