@@ -70,6 +70,9 @@ def optimize_command(
         "experience`.")] = None,
     no_experience: Annotated[bool, typer.Option(
         "--no-experience", help="Neither read earlier runs' verified kernels nor keep this run's best.")] = False,
+    no_builtin_seed: Annotated[bool, typer.Option(
+        "--no-builtin-seed", help="With a model: do not start from the built-in strategist's first kernel "
+        "(by default the model starts from it where the templates cover the task).")] = False,
 ) -> None:
     """Search for a faster, verified replacement of TASK, with no human in the loop.
 
@@ -94,7 +97,8 @@ def optimize_command(
                        strict_layout=strict_layout, forensic=not no_forensic, cuda_graph=cuda_graph,
                        model_retry_minutes=retry_minutes,
                        temperature=temperature, model_timeout_s=model_timeout, steps_per_turn=steps_per_turn,
-                       experience=not no_experience, experience_path=experience, islands=islands)
+                       experience=not no_experience, experience_path=experience, islands=islands,
+                       builtin_seed=not no_builtin_seed)
     try:
         create(config, folder).close()
     except FileExistsError as exc:

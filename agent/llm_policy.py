@@ -95,7 +95,7 @@ class LLMPolicy:
     def __init__(self, model: str, base_url: str | None, api_key: str, max_steps: int = 16,
                  timeout_s: float = 120.0, max_retries: int = 2, reflect: bool = True,
                  retry_minutes: float = 15.0, temperature: float = 0.2, experience: Path | None = None,
-                 islands: int = 1) -> None:
+                 islands: int = 1, builtin_seed: bool = True) -> None:
         self.model = model
         self.base_url = base_url
         self.llm = ReasoningChatOpenAI(model=model, base_url=base_url, api_key=api_key, timeout=timeout_s,
@@ -107,6 +107,7 @@ class LLMPolicy:
         self.task: Task | None = None
         self.experience = experience
         self.islands = max(int(islands), 1)
+        self.builtin_seed = builtin_seed
         self._lock = threading.Lock()
         self._reserved = 0
         self._recalled: list[Entry] | None = None
@@ -186,6 +187,28 @@ class LLMPolicy:
                                     f"similarity {entry.similarity:.2f}): {str(result)[:200]}")
                 return
 
+    def _seed_from_strategist(self, tools: dict[str, Any], ctx: ToolContext, view: SearchView) -> None:
+        """At the start of a run with nothing remembered, the built-in strategist's first kernel for the
+        task (where its templates cover it) is written as a first candidate: the model starts from a
+        working, tuned-by-rule kernel rather than from nothing. The harness judges it like any other."""
+        if view.generation != 0 or self.rt.store.candidates() or "write_kernel" not in tools:
+            return
+        from kernelevo.agent.builtin.policy import seeds
+        from kernelevo.agent.builtin.recognize import CannotCover, recognise
+        from kernelevo.agent.builtin.templates import render
+
+        try:
+            plan = recognise(self.task)
+            strategy, params, why = seeds(plan)[0]
+            source = render(plan, strategy, params, why)
+        except CannotCover as exc:
+            self.rt.store.event("decision", None, action="seed",
+                                reason=f"the built-in strategist does not cover this task: {str(exc)[:300]}")
+            return
+        result = tools["write_kernel"].invoke({"source": source, "strategy": f"builtin-{strategy}"})
+        self.rt.store.event("decision", ctx.written[-1] if ctx.written else None, action="seed",
+                            reason=f"the built-in strategist's first kernel ({why[:200]}): {str(result)[:200]}")
+
     def _notes(self) -> list[str]:
         return list(self.rt.store.meta("notes", []))
 
@@ -262,6 +285,8 @@ class LLMPolicy:
         by_name = {t.name: t for t in tools}
         if island == 0:
             self._seed_from_experience(by_name, ctx, view)
+            if self.builtin_seed and not ctx.written:
+                self._seed_from_strategist(by_name, ctx, view)
         llm = self.llm.bind_tools(tools)
         messages = self._opening(view, count, island, ctx)
         nudged = False

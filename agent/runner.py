@@ -72,6 +72,8 @@ class RunConfig(BaseModel):
     """Conversations with the model at once, each its own island (``--islands``); by default one per
     evaluation slot."""
     experience: bool = True
+    builtin_seed: bool = True
+    """With a model: start the population from the built-in strategist's first kernel, where it covers the task."""
     """Read verified kernels of similar earlier tasks into the model's prompt and keep this run's
     verified best for later runs (``--no-experience`` turns both off)."""
     experience_path: Path | None = None
@@ -261,7 +263,7 @@ def _make_policy(config: RunConfig, task: Task) -> Any:
                            timeout_s=config.model_timeout_s, max_retries=config.model_retries,
                            retry_minutes=config.model_retry_minutes, temperature=config.temperature,
                            max_steps=config.steps_per_turn, islands=config.islands or len(evaluator_slots()),
-                           experience=config.experience_file())
+                           experience=config.experience_file(), builtin_seed=config.builtin_seed)
     else:
         policy = BuiltinPolicy()
     policy.prepare(task)

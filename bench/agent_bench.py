@@ -144,7 +144,8 @@ def one_run(folder: Path, islands: int, evals: int, task: str, size: str) -> dic
     with FakeOpenAI([ScriptedModel()] * 1000) as server:
         config = RunConfig(task=task, size=size, policy="llm", model="scripted", base_url=server.base_url,
                            api_key_env=KEY_ENV, budget=Budget(max_evals=evals), islands=islands,
-                           measure_compile=False, experience=False, model_retry_minutes=0.0)
+                           measure_compile=False, experience=False, model_retry_minutes=0.0,
+                           builtin_seed=False)
         create(config, run).close()
         with HarnessClock() as clock:
             began, began_at = time.perf_counter(), time.time()

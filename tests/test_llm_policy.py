@@ -35,6 +35,7 @@ def run_with(tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch, b
     monkeypatch.setenv("KERNELEVO_TEST_KEY", KEY)
     extra.setdefault("model_retry_minutes", 0.0)  # an outage stops a test at once unless it asks otherwise
     extra.setdefault("experience", False)  # tests share a cache folder: only the experience tests remember
+    extra.setdefault("builtin_seed", False)  # each test scripts its own first kernel, but the seed's test
     run = tmp_path / str(extra.pop("run_name", "run"))
     config = RunConfig(task="relu", size="small", policy="llm", model="fake-coder", base_url=base_url,
                        api_key_env="KERNELEVO_TEST_KEY", budget=extra.pop("budget", Budget(max_evals=evals)), batch=1,
@@ -454,3 +455,18 @@ def test_two_islands_hold_two_conversations_at_once(tmp_path, cache_dir, monkeyp
     usage = status(store)["model"]  # a turn ends early once the other island spent the budget: 7 or 8
     assert usage["requests"] == len(server.requests) and usage["requests_per_evaluation"] == len(server.requests) / 2
     store.close()
+
+
+def test_the_model_starts_from_the_strategists_kernel(tmp_path, cache_dir, monkeypatch) -> None:
+    """Where the built-in templates cover the task, their first kernel is the population's first
+    candidate, judged like any other, before the model writes anything."""
+    script = [{"content": "done"}, {"content": "Started from the strategist's kernel."}]
+    with FakeOpenAI(script) as server:
+        code, run = run_with(tmp_path, cache_dir, monkeypatch, server.base_url, builtin_seed=True)
+    assert code == 0 and server.refused == []
+    info = status(RunStore(run))
+    first = info["candidates"][0]
+    assert first["strategy"].startswith("builtin-") and first["correct"], info["candidates"]
+    assert info["best"]["candidate"] == first["id"] and info["best"]["verified"]
+    seeded = [e for e in events(run) if e["type"] == "decision" and e.get("action") == "seed"]
+    assert seeded and "built-in strategist's first kernel" in seeded[0]["reason"]
