@@ -82,13 +82,19 @@ class Runtime:
         return profile
 
     def inductor_code(self) -> str:
-        """The code torch.compile generates for the reference, made once and kept in the run store."""
-        kept = self.store.meta("inductor_code")
+        """The code torch.compile generates for the reference, made once and kept in the run store (as
+        is why it could not be made: a compile that failed once is not paid for again)."""
+        kept, failed = self.store.meta("inductor_code"), self.store.meta("inductor_code_error")
         if kept:
             return str(kept)
+        if failed:
+            raise RuntimeError(str(failed))
         evaluator = self._free.get()
         try:
             text = evaluator.inductor_code(self.task)
+        except RuntimeError as exc:
+            self.store.set_meta("inductor_code_error", str(exc))
+            raise
         finally:
             self._free.put(evaluator)
         self.store.set_meta("inductor_code", text)
