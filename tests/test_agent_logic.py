@@ -603,3 +603,27 @@ def test_islands_see_their_own_elites_and_now_and_then_the_others_best() -> None
     assert [e["id"] for e in elites_for(1, elites, members, generation=2)] == ["b", "c"]
     assert elites_for(0, elites, {}, generation=3)[0]["id"] == "b"  # candidates from before islands: island 0
     assert share(3, 2) == [2, 1] and share(1, 2) == [1, 1]
+
+
+def test_torch_compiles_code_is_made_once_per_run_even_when_it_fails(tmp_path: Path) -> None:
+    from kernelevo.agent.budget import Budget
+    from kernelevo.agent.graph import Runtime
+    from kernelevo.agent.store import RunStore
+    from kernelevo.tasks import load_task
+
+    class Evaluator:
+        calls = 0
+
+        def inductor_code(self, task: object) -> str:
+            Evaluator.calls += 1
+            raise RuntimeError("torch.compile of the reference gave no code (exit code 1): no compiler")
+
+    store = RunStore(tmp_path / "run")
+    ev = Evaluator()
+    rt = Runtime(task=load_task("relu", "small"), store=store, policy=None, budget=Budget(max_evals=1),  # type: ignore[arg-type]
+                 evaluator=ev, final_evaluator=ev)  # type: ignore[arg-type]
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="no compiler"):
+            rt.inductor_code()
+    assert Evaluator.calls == 1
+    store.close()
