@@ -10,6 +10,9 @@ is skipped unless ``--redo``:
 - ``--mode cpu-judge`` (any machine): for each problem the coverage sweep covers, the first seed
   rendered and judged by the harness under the Triton interpreter at the file's automatic small
   size: is the strategist's candidate correct, and if not, why. No timing.
+- ``--mode gpu-seed`` (a GPU): the same first seed judged once at the file's own size, timed against
+  eager and torch.compile, the forensic pass included: one verdict a problem, so a GPU sweep covers
+  a level in a fraction of ``optimize``'s time. Its speedups are the first seed's, before any search.
 - ``--mode optimize`` (a GPU): ``kernelevo optimize FILE --policy builtin`` with ``--max-evals``
   evaluations (``--quick``: 2), then the run's status: correct or not, the verified best's time
   against eager and against torch.compile, both timed by the harness in the same oracle process.
@@ -22,6 +25,7 @@ Usage:
   python bench/kernelbench.py --mode coverage --levels 1,2
   python bench/kernelbench.py --mode cpu-judge --levels 1 --only conv
   python bench/kernelbench.py --mode optimize --levels 1 --quick --only 19_ReLU,23_Softmax
+  python bench/kernelbench.py --mode gpu-seed --suite .gpu/kernelbench --every 4 --stop-after 500
   python bench/kernelbench.py --summary            # the table of what the file holds
   python bench/kernelbench.py --mode optimize --quick --suite .gpu/kernelbench --every 5 --stop-after 500
                                                    # a GPU call: a sample of each level, stopping in time
@@ -136,9 +140,11 @@ def run_within(cmd: list[str], timeout_s: float) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
-def judge_on_cpu(path: Path, timeout_s: float) -> dict[str, Any]:
-    """The first seed rendered and judged by the harness on this machine (the Triton interpreter, the
-    file's automatic small size): the strategist's candidate is correct, or why not. No timing."""
+def judge_seed(path: Path, timeout_s: float, timed: bool) -> dict[str, Any]:
+    """The strategist's first seed rendered and judged once by ``kernelevo eval``: on this machine's
+    CPU (``timed`` False: the Triton interpreter at the file's automatic small size, correctness only),
+    or on a GPU at the file's own size, timed against eager and torch.compile in the oracle's process,
+    the forensic pass included. One verdict a problem: a sweep's cheapest honest measure."""
     began = time.monotonic()
     with tempfile.TemporaryDirectory() as scratch:
         candidate = Path(scratch) / "candidate.py"
@@ -150,8 +156,9 @@ def judge_on_cpu(path: Path, timeout_s: float) -> dict[str, Any]:
             return {"correct": False, "harness": True, "reason": f"rendering failed: {made.stderr.strip()[-300:]}"}
         cli = [sys.executable, "-m", "kernelevo.agent.cli"]
         left = timeout_s - (time.monotonic() - began)  # rendering and judging share the problem's limit
+        where = [] if timed else ["--sandbox", "process"]
         try:
-            done = run_within([*cli, "eval", str(path), str(candidate), "--json", "--sandbox", "process",
+            done = run_within([*cli, "eval", str(path), str(candidate), "--json", *where,
                                "--timeout", str(max(10, int(0.75 * left)))], left)
         except subprocess.TimeoutExpired:
             return {"correct": False, "reason": f"judging took over {timeout_s:.0f} s", "harness": True}
@@ -159,8 +166,16 @@ def judge_on_cpu(path: Path, timeout_s: float) -> dict[str, Any]:
         verdict = json.loads(done.stdout)
     except json.JSONDecodeError:
         return {"correct": False, "harness": True, "reason": (done.stderr or done.stdout)[-300:]}
-    return {"correct": bool(verdict.get("correct")), "reason": verdict.get("reason"), "seed": made.stdout.strip(),
-            "seconds": round(time.monotonic() - began, 1)}
+    row = {"correct": bool(verdict.get("correct")), "reason": verdict.get("reason"), "seed": made.stdout.strip(),
+           "seconds": round(time.monotonic() - began, 1)}
+    if timed:
+        row.update({field: verdict.get(field) for field in TIMED_FIELDS})
+    return row
+
+
+TIMED_FIELDS = ("runtime_ms", "reference_runtime_ms", "compile_runtime_ms", "speedup", "speedup_vs_compile",
+                "assurance", "phases", "wall_s")
+"""What a timed seed verdict keeps: its times against eager and torch.compile, and where its seconds went."""
 
 
 def optimize(path: Path, max_evals: int, timeout_s: float) -> dict[str, Any]:
@@ -231,7 +246,7 @@ def table(results: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-DEFAULT_TIMEOUT_S = {"coverage": 300.0, "cpu-judge": 900.0, "optimize": 3600.0}
+DEFAULT_TIMEOUT_S = {"coverage": 300.0, "cpu-judge": 900.0, "gpu-seed": 900.0, "optimize": 3600.0}
 MIN_PROBLEM_S = 30.0
 """With less than this left of ``--stop-after``, no problem is started."""
 
@@ -240,14 +255,14 @@ def run_one(args: argparse.Namespace, path: Path, limit: float) -> dict[str, Any
     """One problem in the sweep's mode, within ``limit`` seconds."""
     if args.mode == "coverage":
         return coverage(path, args.memory_gb, limit)
-    if args.mode == "cpu-judge":
-        return judge_on_cpu(path, limit)
+    if args.mode in ("cpu-judge", "gpu-seed"):
+        return judge_seed(path, limit, timed=args.mode == "gpu-seed")
     return optimize(path, 2 if args.quick else args.max_evals, limit)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--mode", choices=["coverage", "cpu-judge", "optimize"], default="coverage")
+    parser.add_argument("--mode", choices=["coverage", "cpu-judge", "gpu-seed", "optimize"], default="coverage")
     parser.add_argument("--levels", default="1,2")
     parser.add_argument("--only", default="", help="comma-separated parts of file names")
     parser.add_argument("--quick", action="store_true", help="optimize: 2 evaluations a problem")

@@ -150,3 +150,36 @@ def test_the_agent_bench_counts_only_time_no_harness_work_covered() -> None:
     assert clock.idle_s(3.0, 6.0) == pytest.approx(1.0)
     assert clock.idle_s(0.0, 0.5) == pytest.approx(0.5)
 
+
+
+@pytest.mark.parametrize("timed", [True, False])
+def test_a_seed_judged_on_a_gpu_keeps_its_times_and_on_the_cpu_only_its_verdict(monkeypatch: pytest.MonkeyPatch,
+                                                                                tmp_path: Path, timed: bool) -> None:
+    """``gpu-seed`` judges the first seed once at the file's own size (the sandbox the machine picks) and
+    keeps the verdict's times against eager and torch.compile; ``cpu-judge`` forces the process sandbox
+    and keeps no time, since interpreter times mean nothing."""
+    import json
+    import subprocess
+
+    bench = _bench("kernelbench")
+    commands = []
+    verdict = {"correct": True, "reason": None, "runtime_ms": 1.0, "reference_runtime_ms": 2.0,
+               "compile_runtime_ms": 1.5, "speedup": 2.0, "speedup_vs_compile": 1.5, "assurance": "forensic: ...",
+               "phases": {"timing": 1.0}, "wall_s": 9.0, "launches": {"k": 3}}
+
+    def run_within(cmd, timeout_s):  # noqa: ANN001, ANN202 - the CLI processes, stood in
+        commands.append(cmd)
+        out = json.dumps(verdict) if "eval" in cmd else "tiled {'BLOCK_C': 1024}"
+        return subprocess.CompletedProcess(cmd, 0, out, "")
+
+    monkeypatch.setattr(bench, "run_within", run_within)
+    row = bench.judge_seed(tmp_path / "19_ReLU.py", 100.0, timed=timed)
+    eval_cmd = commands[-1]
+    assert row["correct"] and row["seed"] == "tiled {'BLOCK_C': 1024}"
+    assert ("--sandbox" in eval_cmd) is not timed
+    if timed:
+        assert row["speedup"] == 2.0 and row["speedup_vs_compile"] == 1.5 and row["phases"] == {"timing": 1.0}
+        assert "launches" not in row
+        assert bench.summary({"a": row})["geomean_compile"] == pytest.approx(1.5)
+    else:
+        assert not {"speedup", "speedup_vs_compile", "runtime_ms"} & set(row)
