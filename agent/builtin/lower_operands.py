@@ -12,7 +12,7 @@ import torch.fx
 
 from kernelevo.agent.builtin.program import CannotCover, Operand
 from kernelevo.agent.builtin.rowshapes import unsqueezed_per_row
-from kernelevo.agent.builtin.vocabulary import LOW_PRECISION
+from kernelevo.agent.builtin.vocabulary import LOW_PRECISION, plain_int, view_method
 
 
 class OperandIntake:
@@ -145,25 +145,17 @@ def _chunk_count(node: torch.fx.Node) -> int:
     return n
 
 
-VIEWS = {"view", "reshape", "unsqueeze", "squeeze", "flatten"}
-
-
 def viewed_attribute(node: torch.fx.Node) -> tuple[str, list[Any]] | None:
     """``node`` as a view of a module's tensor with plain-number arguments: (the method, its
     arguments); else None."""
-    method = node.target if node.op == "call_method" else getattr(node.target, "__name__", None)
-    if node.op not in ("call_method", "call_function") or method not in VIEWS or not node.args:
-        return None
-    if node.op == "call_function" and getattr(torch, str(method), None) is not node.target:
+    method = view_method(node)
+    if method is None or not node.args:
         return None
     if not isinstance(node.args[0], torch.fx.Node) or node.args[0].op != "get_attr":
         return None
-
-    def number(a: Any) -> bool:
-        return isinstance(a, int) and not isinstance(a, bool)
-
     rest = list(node.args[1:])
-    if node.kwargs or not all(number(a) or (isinstance(a, (tuple, list)) and all(map(number, a))) for a in rest):
+    if node.kwargs or not all(plain_int(a) or (isinstance(a, (tuple, list)) and all(map(plain_int, a)))
+                              for a in rest):
         return None
     return str(method), rest
 

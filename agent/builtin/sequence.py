@@ -28,6 +28,7 @@ from torch.fx.passes.shape_prop import ShapeProp
 from kernelevo.agent.builtin.decompose import decompose
 from kernelevo.agent.builtin.lower import trace
 from kernelevo.agent.builtin.program import CannotCover
+from kernelevo.agent.builtin.vocabulary import plain_int, view_method
 
 FLOW = "_kernelevo_flow"
 """The name a segment gives the previous segment's output."""
@@ -54,15 +55,6 @@ class Segment:
     getattr_1[1]``)."""
 
 
-VIEW_METHODS = {"unsqueeze", "squeeze", "view", "reshape", "flatten"}
-VIEW_FUNCTIONS = {torch.unsqueeze: "unsqueeze", torch.squeeze: "squeeze", torch.reshape: "reshape",
-                  torch.flatten: "flatten"}
-
-
-def _number(a: Any) -> bool:
-    return isinstance(a, int) and not isinstance(a, bool)
-
-
 def _size_of(node: torch.fx.Node, flow: torch.fx.Node | None, sizes: Collection[str]) -> str | None:
     """``node`` as a statement reading sizes of ``flow`` or of a forward input (``x.shape``,
     ``x.size(1)``, an element of either), with ``flow`` written ``FLOW``; else None. The sizes are
@@ -74,10 +66,10 @@ def _size_of(node: torch.fx.Node, flow: torch.fx.Node | None, sizes: Collection[
             node.args[1] == "shape":
         return f"{node.name} = {of}.shape"
     if of is not None and node.op == "call_method" and node.target == "size" and not node.kwargs and \
-            all(_number(a) for a in node.args[1:]):
+            all(plain_int(a) for a in node.args[1:]):
         return f"{node.name} = {of}.size({', '.join(map(repr, node.args[1:]))})"
     if node.op == "call_function" and node.target is operator.getitem and len(node.args) == 2 and \
-            isinstance(node.args[0], torch.fx.Node) and node.args[0].name in sizes and _number(node.args[1]):
+            isinstance(node.args[0], torch.fx.Node) and node.args[0].name in sizes and plain_int(node.args[1]):
         return f"{node.name} = {node.args[0].name}[{node.args[1]!r}]"
     return None
 
@@ -94,25 +86,22 @@ def _view_of(node: torch.fx.Node, flow: torch.fx.Node | None, full: dict[str, tu
     if flow is None or not node.args or node.args[0] is not flow or \
             any(user is not node and user.name not in sizes for user in flow.users):
         return None
-    method = node.target if node.op == "call_method" and node.target in VIEW_METHODS else (
-        VIEW_FUNCTIONS.get(node.target) if node.op == "call_function" else None)
+    method = view_method(node)
     if method is None:
         return None
-
-    number = _number
 
     def read(a: Any) -> bool:
         return isinstance(a, torch.fx.Node) and a.name in sizes
 
     def plain(a: Any) -> bool:
-        return number(a) or read(a) or (isinstance(a, (tuple, list)) and all(number(x) or read(x) for x in a))
+        return plain_int(a) or read(a) or (isinstance(a, (tuple, list)) and all(plain_int(x) or read(x) for x in a))
 
     rest, kwargs = list(node.args[1:]), dict(node.kwargs)
     if not all(plain(a) for a in [*rest, *kwargs.values()]):
         return None
     flat = [x for a in [*rest, *kwargs.values()] for x in (a if isinstance(a, (tuple, list)) else [a])]
     if any(read(x) for x in flat):
-        if any(number(x) and x != -1 for x in flat):
+        if any(plain_int(x) and x != -1 for x in flat):
             return None
     elif method in ("view", "reshape") and not _same_at_full_size(flow, node, rest, kwargs, full):
         return None

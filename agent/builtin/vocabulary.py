@@ -7,6 +7,7 @@ import operator
 from typing import Any
 
 import torch
+import torch.fx
 import torch.nn as nn
 import torch.nn.functional as F
 
@@ -50,3 +51,20 @@ ROW_FUNCTIONS = {torch.softmax: "softmax", F.softmax: "softmax", torch.log_softm
 if hasattr(F, "rms_norm"):
     ROW_FUNCTIONS[F.rms_norm] = "rms_norm"
 POW_EXPONENTS = {2.0: "square", 3.0: "cube", 0.5: "sqrt", -0.5: "rsqrt", -1.0: "reciprocal", 1.0: "identity"}
+
+# Views: a new shape on the same elements, by method name or by torch function.
+VIEW_METHODS = {"view", "reshape", "unsqueeze", "squeeze", "flatten"}
+VIEW_FUNCTIONS = {torch.unsqueeze: "unsqueeze", torch.squeeze: "squeeze", torch.reshape: "reshape",
+                  torch.flatten: "flatten"}
+
+
+def view_method(node: torch.fx.Node) -> str | None:
+    """The view ``node`` takes, as its method's name, whether called as a method or a torch function; else None."""
+    if node.op == "call_method":
+        return node.target if node.target in VIEW_METHODS else None
+    return VIEW_FUNCTIONS.get(node.target) if node.op == "call_function" else None
+
+
+def plain_int(a: Any) -> bool:
+    """``a`` is an int and not a bool: bool is a subclass of int, and ``True`` is no size or dimension."""
+    return isinstance(a, int) and not isinstance(a, bool)
