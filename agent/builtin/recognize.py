@@ -359,9 +359,9 @@ def recognise(task: Task) -> Plan:
         return sequence.plan(gm, inputs, shapes, context, whole)
 
 
-def hidden_broadcast(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ...]]) -> str | None:
-    """Why the small inputs cannot tell how the tensor inputs broadcast at the size being optimised
-    (``shapes``), or None. The templates read the broadcasting from the small shapes: where a size
+def _refuse_hidden_broadcast(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ...]]) -> None:
+    """CannotCover where the small inputs cannot tell how the tensor inputs broadcast at the size being
+    optimised (``shapes``). The templates read the broadcasting from the small shapes: where a size
     shrunk to 1 makes two inputs agree on a dimension they differ on at full size (or the other way
     round), a kernel planned from them would index one of them wrongly."""
     names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
@@ -369,7 +369,7 @@ def hidden_broadcast(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[t
     full = [shapes[i] for i, v in enumerate(inputs) if isinstance(v, torch.Tensor)] \
         if len(shapes) == len(inputs) else shapes
     if len(full) != len(tensors) or not tensors:
-        return None
+        return
     largest = max(range(len(tensors)), key=lambda i: tensors[i][1].numel())
     (main, first), main_full = tensors[largest], tuple(full[largest])
     for (name, value), size in zip(tensors, full, strict=True):
@@ -383,90 +383,121 @@ def hidden_broadcast(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[t
         # size: one of them that grows at full size is read along it there
         grows = small != tuple(first.shape) and any(s == 1 and f > 1 for s, f in zip(small, big, strict=True))
         if grows or any((s == m) != (f == g) for s, m, f, g in zip(small, a, big, b, strict=True)):
-            return (f"input `{name}` broadcasts against `{main}` differently at the small size ({list(small)} on "
-                    f"{list(first.shape)}) than at the size being optimised ({list(big)} on {list(main_full)})")
-    return None
+            raise CannotCover(f"input `{name}` broadcasts against `{main}` differently at the small size "
+                              f"({list(small)} on {list(first.shape)}) than at the size being optimised "
+                              f"({list(big)} on {list(main_full)})")
 
 
 def plan_graph(model: torch.nn.Module, gm: torch.fx.GraphModule, inputs: list[Any],
                shapes: list[tuple[int, ...]], context: Context) -> Plan:
     """The plan of one traced graph (``gm``, shape-propagated on ``inputs``) with ``shapes`` the
     tensor inputs' shapes at the size being optimised; CannotCover when no template covers it."""
-    init, imports, dtype = context.init, context.imports, context.dtype
     if not shapes:
         raise CannotCover("no tensor input")
-    hidden = hidden_broadcast(gm, inputs, shapes)
-    if hidden:
-        raise CannotCover(hidden)
-    main = shapes[0]
-    cols = main[-1] if main else 1
-    rows = math.prod(main[:-1]) if main else 1
+    _refuse_hidden_broadcast(gm, inputs, shapes)
     names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+    plan = _whole_op_plan(gm, inputs, shapes[0], context, names)
+    if plan is None and any(matmul._linear(gm, n) is not None for n in gm.graph.nodes if n.op.startswith("call")):
+        plan = _matmul_plan(model, inputs, shapes, context, names)
+    if plan is None:
+        plan = _reduction_plan(gm, inputs, shapes[0], context, names)
+    return plan if plan is not None else _lowered_plan(model, inputs, shapes, context, names)
+
+
+def _rows_cols(shape: tuple[int, ...]) -> tuple[int, int]:
+    """``shape`` as rows (every dimension but the last, together) and columns (the last)."""
+    return (math.prod(shape[:-1]), shape[-1]) if shape else (1, 1)
+
+
+def _covering(context: Context, names: list[str], **fields: Any) -> Plan:
+    """A plan of the whole graph: the reference's ``__init__``, imports and dtype, the graph's inputs
+    (``names``), and ``fields``; no row program unless ``fields`` gives one."""
+    return Plan(init=context.init, imports=context.imports, dtype=context.dtype, inputs=names,
+                **{"program": None, **fields})
+
+
+def _whole_op_plan(gm: torch.fx.GraphModule, inputs: list[Any], main: tuple[int, ...], context: Context,
+                   names: list[str]) -> Plan | None:
+    """The plan of a template for one whole op (cross-entropy, attention, a convolution, a group or
+    instance norm, a pooling), each with what it fuses after it; None when none of them covers ``gm``.
+    ``main``: the first input's shape at the size being optimised."""
+    rows, cols = _rows_cols(main)
     ce = _cross_entropy(gm, inputs)
     if ce is not None:
-        return Plan(kind="cross_entropy", program=None, init=init, imports=imports, rows=rows, cols=cols,
-                    dtype=dtype, ops=["cross_entropy"], inputs=names, extra=ce)
+        return _covering(context, names, kind="cross_entropy", rows=rows, cols=cols, ops=["cross_entropy"], extra=ce)
     attention = _attention(gm, inputs)
     if attention is not None:
-        b, h, seq, d = shapes[0]
-        return Plan(kind="attention", program=None, init=init, imports=imports, rows=b * h * seq, cols=d,
-                    dtype=dtype, ops=["scaled_dot_product_attention"], inputs=names,
-                    extra={**attention, "seq": seq, "head_dim": d})
+        b, h, seq, d = main
+        return _covering(context, names, kind="attention", rows=b * h * seq, cols=d,
+                         ops=["scaled_dot_product_attention"], extra={**attention, "seq": seq, "head_dim": d})
     convolution = None if context.allow_partial else conv.recognise(gm, inputs)
     if convolution is not None:
         if context.full is not None:
             conv.full_size(convolution, context.full)
         # rows: output pixels over the batch, cols: output channels (the implicit GEMM's M and N)
-        return Plan(kind="conv", program=None, init=init, imports=imports, rows=rows, cols=convolution.out_channels,
-                    dtype=dtype, ops=[f"conv{convolution.dims}d"] + (convolution.epilogue.ops
-                                                                   if convolution.epilogue else []),
-                    inputs=names, extra={"conv": convolution})
+        return _covering(context, names, kind="conv", rows=rows, cols=convolution.out_channels,
+                         ops=[f"conv{convolution.dims}d"] + (convolution.epilogue.ops if convolution.epilogue else []),
+                         extra={"conv": convolution})
     norm = groupnorm.recognise(gm, inputs)
     if norm is not None:
-        return Plan(kind="group_norm", program=None, init=init, imports=imports, rows=rows, cols=cols, dtype=dtype,
-                    ops=["group_norm" if norm.groups is not None else "instance_norm"]
-                    + (norm.epilogue.ops if norm.epilogue else []), inputs=names, extra={"norm": norm})
+        return _covering(context, names, kind="group_norm", rows=rows, cols=cols,
+                         ops=["group_norm" if norm.groups is not None else "instance_norm"]
+                         + (norm.epilogue.ops if norm.epilogue else []), extra={"norm": norm})
     pooling = pool.recognise(gm, inputs, context.full)
     if pooling is not None:
-        return Plan(kind="pool", program=None, init=init, imports=imports, rows=rows, cols=cols, dtype=dtype,
-                    ops=[f"{pooling.op}_pool{pooling.dims}d"] + (pooling.epilogue.ops if pooling.epilogue else []),
-                    inputs=names, extra={"pool": pooling})
-    if any(matmul._linear(gm, n) is not None for n in gm.graph.nodes if n.op.startswith("call")):
-        stages = matmul.lower_chain(model, inputs)
-        by_name = dict(zip(names, shapes, strict=False)) if len(shapes) == len(names) else {}
-        _full_weight_shapes(context.full, stages, by_name)
-        chain = by_name.get(stages[0].chain_input, main)
-        rows = chain[-1] if stages[0].a_transposed else math.prod(chain[:-1])
-        ops = [op for st in stages for op in (["linear"] + (st.epilogue.ops if st.epilogue else []))]
-        extra: dict[str, Any] = {"stages": stages}
-        tail = stages[-1].tail
-        if tail is not None:
-            ops += tail.ops
-            extra["tail"] = _tail_choice(Plan(kind=tail.kind, program=tail, init=init, imports=imports, rows=rows,
-                                              cols=stages[-1].n, dtype=stages[-1].out_dtype, ops=tail.ops,
-                                              inputs=tail.inputs))
-        return Plan(kind="matmul", program=None, init=init, imports=imports, rows=rows, cols=cols, dtype=dtype,
-                    ops=ops, inputs=names, extra=extra)
+        return _covering(context, names, kind="pool", rows=rows, cols=cols,
+                         ops=[f"{pooling.op}_pool{pooling.dims}d"] + (pooling.epilogue.ops if pooling.epilogue else []),
+                         extra={"pool": pooling})
+    return None
+
+
+def _matmul_plan(model: torch.nn.Module, inputs: list[Any], shapes: list[tuple[int, ...]], context: Context,
+                 names: list[str]) -> Plan:
+    """The plan of a chain of linear layers, each with its epilogue, and the row kernel after the
+    last where one follows it."""
+    stages = matmul.lower_chain(model, inputs)
+    by_name = dict(zip(names, shapes, strict=False)) if len(shapes) == len(names) else {}
+    _full_weight_shapes(context.full, stages, by_name)
+    chain = by_name.get(stages[0].chain_input, shapes[0])
+    rows = chain[-1] if stages[0].a_transposed else math.prod(chain[:-1])
+    ops = [op for st in stages for op in (["linear"] + (st.epilogue.ops if st.epilogue else []))]
+    extra: dict[str, Any] = {"stages": stages}
+    tail = stages[-1].tail
+    if tail is not None:
+        ops += tail.ops
+        extra["tail"] = _tail_choice(Plan(kind=tail.kind, program=tail, init=context.init, imports=context.imports,
+                                          rows=rows, cols=stages[-1].n, dtype=stages[-1].out_dtype, ops=tail.ops,
+                                          inputs=tail.inputs))
+    return _covering(context, names, kind="matmul", rows=rows, cols=_rows_cols(shapes[0])[1], ops=ops, extra=extra)
+
+
+def _reduction_plan(gm: torch.fx.GraphModule, inputs: list[Any], main: tuple[int, ...], context: Context,
+                    names: list[str]) -> Plan | None:
+    """The plan of a reduction over dimensions other than the last, or of a cumulative scan along any
+    dimension; None when neither template covers ``gm``."""
     reduction = dimreduce.recognise(gm, inputs)
     if reduction is not None:
         first, last = reduction.first, reduction.first + reduction.count
-        return Plan(kind="dim_reduce", program=None, init=init, imports=imports,
-                    rows=math.prod(main[:first]) * math.prod(main[last:]), cols=math.prod(main[first:last]),
-                    dtype=dtype, ops=[reduction.op], inputs=names,
-                    extra={"reduction": reduction, "inner": math.prod(main[last:])})
+        return _covering(context, names, kind="dim_reduce", rows=math.prod(main[:first]) * math.prod(main[last:]),
+                         cols=math.prod(main[first:last]), ops=[reduction.op],
+                         extra={"reduction": reduction, "inner": math.prod(main[last:])})
     scanned = scan.recognise(gm, inputs)
     if scanned is not None:
         d = scanned.dim
-        return Plan(kind="scan", program=None, init=init, imports=imports,
-                    rows=math.prod(main[:d]) * math.prod(main[d + 1:]), cols=main[d], dtype=dtype,
-                    ops=[f"cum{scanned.op}"] + ["reversed"] * scanned.reverse + ["exclusive"] * scanned.exclusive
-                    + ["masked"] * scanned.masked, inputs=names,
-                    extra={"scan": scanned, "inner": math.prod(main[d + 1:])})
+        return _covering(context, names, kind="scan", rows=math.prod(main[:d]) * math.prod(main[d + 1:]),
+                         cols=main[d], ops=[f"cum{scanned.op}"] + ["reversed"] * scanned.reverse
+                         + ["exclusive"] * scanned.exclusive + ["masked"] * scanned.masked,
+                         extra={"scan": scanned, "inner": math.prod(main[d + 1:])})
+    return None
+
+
+def _lowered_plan(model: torch.nn.Module, inputs: list[Any], shapes: list[tuple[int, ...]], context: Context,
+                  names: list[str]) -> Plan:
+    """The plan of a row program (:mod:`lower`): pointwise chains, reductions over the last
+    dimension, softmax, norms; CannotCover when the lowering does not know an op."""
     program = lower(model, inputs, partial=context.allow_partial)
     largest = max(shapes, key=math.prod)  # the lowering reads the largest input as its main one
-    if math.prod(largest) > math.prod(main):
-        cols, rows = (largest[-1] if largest else 1), (math.prod(largest[:-1]) if largest else 1)
+    rows, cols = _rows_cols(largest if math.prod(largest) > math.prod(shapes[0]) else shapes[0])
     if program.main_chunks > 1:
         cols //= program.main_chunks
-    return Plan(kind=program.kind, program=program, init=init, imports=imports, rows=rows, cols=cols, dtype=dtype,
-                ops=program.ops, inputs=names)
+    return _covering(context, names, kind=program.kind, program=program, rows=rows, cols=cols, ops=program.ops)
