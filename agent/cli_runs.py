@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 from rich.table import Table
@@ -21,18 +21,36 @@ def _run_dir_for(task: str) -> Path:
     return Path("runs") / f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
+# Options `optimize` and `optimize-model` declare alike.
+PolicyOption = Annotated[PolicyChoice | None, typer.Option(
+    help="Who proposes kernels: the built-in strategist (no LLM) or a model (--model).")]
+ApiKeyEnvOption = Annotated[str, typer.Option(help="Environment variable that holds the API key.")]
+TimeoutOption = Annotated[float, typer.Option(help="Seconds per candidate before it is killed.", min=1)]
+MemoryOption = Annotated[str | None, typer.Option(help="Memory limit per candidate, e.g. 8g.")]
+# `optimize`'s options whose help runs over several lines, kept apart so that its signature stays readable.
+RetryMinutesOption = Annotated[float, typer.Option(
+    help="Keep retrying an endpoint that is down or overloaded this long (growing pauses, its Retry-After "
+    "honoured) before stopping resumably.", min=0)]
+IslandsOption = Annotated[int | None, typer.Option(
+    help="With a model: conversations at once, each growing its own population, the best migrating "
+    "between them every 2 generations (default: one per evaluation slot).", min=1, max=16)]
+ExperienceOption = Annotated[Path | None, typer.Option(
+    help="The experience library (default: experience.sqlite in the cache folder); see `kernelevo "
+    "experience`.")]
+NoBuiltinSeedOption = Annotated[bool, typer.Option(
+    "--no-builtin-seed", help="With a model: do not start from the built-in strategist's first kernel "
+    "(by default the model starts from it where the templates cover the task).")]
+
+
 def optimize_command(
     task: Annotated[str, typer.Argument(help="A KernelBench-format .py file, or a built-in task name.")],
-    policy: Annotated[PolicyChoice | None, typer.Option(
-        help="Who proposes kernels: the built-in strategist (no LLM) or a model (--model).")] = None,
+    policy: PolicyOption = None,
     model: Annotated[str | None, typer.Option(
         help="Model name at an OpenAI-compatible endpoint; implies --policy llm.")] = None,
     base_url: Annotated[str | None, typer.Option(
         help="OpenAI-compatible endpoint, e.g. http://localhost:11434/v1.")] = None,
-    api_key_env: Annotated[str, typer.Option(help="Environment variable that holds the API key.")] = "OPENAI_API_KEY",
-    retry_minutes: Annotated[float, typer.Option(
-        help="Keep retrying an endpoint that is down or overloaded this long (growing pauses, its Retry-After "
-        "honoured) before stopping resumably.", min=0)] = 15.0,
+    api_key_env: ApiKeyEnvOption = "OPENAI_API_KEY",
+    retry_minutes: RetryMinutesOption = 15.0,
     temperature: Annotated[float, typer.Option(help="Sampling temperature of the model.", min=0)] = 0.2,
     model_timeout: Annotated[float, typer.Option(help="Seconds before one model request times out.", min=1)] = 120.0,
     steps_per_turn: Annotated[int, typer.Option(help="Model replies per generation at most.", min=1)] = 16,
@@ -49,8 +67,8 @@ def optimize_command(
     ] = SandboxChoice.auto,
     size: Annotated[SizeChoice | None, typer.Option(
         help="Problem size; default small without a GPU, full with one.")] = None,
-    timeout: Annotated[float, typer.Option(help="Seconds per candidate before it is killed.", min=1)] = 300.0,
-    memory: Annotated[str | None, typer.Option(help="Memory limit per candidate, e.g. 8g.")] = None,
+    timeout: TimeoutOption = 300.0,
+    memory: MemoryOption = None,
     batch: Annotated[int, typer.Option(help="Candidates proposed per generation.", min=1, max=64)] = 3,
     report: Annotated[bool, typer.Option(
         "--report", help="Keep RUN_DIR/report.html (see `kernelevo report`) up to date as the run goes.")] = False,
@@ -62,17 +80,11 @@ def optimize_command(
     cuda_graph: Annotated[bool, typer.Option(
         "--cuda-graph", help="On a GPU, also time every candidate replayed as a CUDA graph (reported beside "
         "its plain time; selection still uses the plain time).")] = False,
-    islands: Annotated[int | None, typer.Option(
-        help="With a model: conversations at once, each growing its own population, the best migrating "
-        "between them every 2 generations (default: one per evaluation slot).", min=1, max=16)] = None,
-    experience: Annotated[Path | None, typer.Option(
-        help="The experience library (default: experience.sqlite in the cache folder); see `kernelevo "
-        "experience`.")] = None,
+    islands: IslandsOption = None,
+    experience: ExperienceOption = None,
     no_experience: Annotated[bool, typer.Option(
         "--no-experience", help="Neither read earlier runs' verified kernels nor keep this run's best.")] = False,
-    no_builtin_seed: Annotated[bool, typer.Option(
-        "--no-builtin-seed", help="With a model: do not start from the built-in strategist's first kernel "
-        "(by default the model starts from it where the templates cover the task).")] = False,
+    no_builtin_seed: NoBuiltinSeedOption = False,
 ) -> None:
     """Search for a faster, verified replacement of TASK, with no human in the loop.
 
@@ -84,11 +96,10 @@ def optimize_command(
       kernelevo optimize my_task.py --max-minutes 60 --run-dir runs/night1
     """
     from kernelevo.agent.budget import Budget
-    from kernelevo.agent.runner import RunConfig, create, drive
+    from kernelevo.agent.runner import RunConfig
 
     chosen = _policy_of(policy, model)
     loaded = _load_task(task, size, memory, False)
-    folder = run_dir or _run_dir_for(task)
     budget = Budget(max_evals=max_evals, max_minutes=max_minutes, max_tokens=max_tokens, max_cost_usd=max_cost_usd,
                     price_in=price_in, price_out=price_out)
     config = RunConfig(task=str(loaded.path) if not loaded.builtin else loaded.name, size=loaded.size,
@@ -99,6 +110,13 @@ def optimize_command(
                        temperature=temperature, model_timeout_s=model_timeout, steps_per_turn=steps_per_turn,
                        experience=not no_experience, experience_path=experience, islands=islands,
                        builtin_seed=not no_builtin_seed)
+    _start(config, run_dir or _run_dir_for(task))
+
+
+def _start(config, folder: Path) -> NoReturn:  # noqa: ANN001 - a RunConfig
+    """Create the run in ``folder`` and drive it to its end; an existing run there is a usage error."""
+    from kernelevo.agent.runner import create, drive
+
     try:
         create(config, folder).close()
     except FileExistsError as exc:
@@ -124,11 +142,10 @@ def optimize_model_command(
                       ] = None,
     init: Annotated[str | None, typer.Option(help="file.py:function returning the constructor's arguments.")
                     ] = None,
-    policy: Annotated[PolicyChoice | None, typer.Option(
-        help="Who proposes kernels: the built-in strategist (no LLM) or a model (--model).")] = None,
+    policy: PolicyOption = None,
     model: Annotated[str | None, typer.Option(help="Model name at an OpenAI-compatible endpoint.")] = None,
     base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint.")] = None,
-    api_key_env: Annotated[str, typer.Option(help="Environment variable that holds the API key.")] = "OPENAI_API_KEY",
+    api_key_env: ApiKeyEnvOption = "OPENAI_API_KEY",
     max_evals: Annotated[int, typer.Option(help="Evaluations for the whole model, split across regions by "
                                                 "expected gain.", min=1)] = 24,
     max_regions: Annotated[int, typer.Option(help="Optimize at most this many regions.", min=1)] = 8,
@@ -138,8 +155,8 @@ def optimize_model_command(
     size: Annotated[SizeChoice | None, typer.Option(
         help="For a KernelBench file: small applies its SMALL overrides; default small without a GPU, "
              "full with one.")] = None,
-    timeout: Annotated[float, typer.Option(help="Seconds per candidate before it is killed.", min=1)] = 300.0,
-    memory: Annotated[str | None, typer.Option(help="Memory limit per candidate, e.g. 8g.")] = None,
+    timeout: TimeoutOption = 300.0,
+    memory: MemoryOption = None,
     report: Annotated[bool, typer.Option(
         "--report", help="Keep RUN_DIR/report.html (and each region's page) up to date as the run goes.")] = False,
 ) -> None:

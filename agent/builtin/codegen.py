@@ -107,6 +107,34 @@ def kernel(program: Program, strategy: str, online: bool = False, persistent: bo
     """The ``@triton.jit`` function for ``program`` with ``strategy``; ``persistent``: a fixed grid
     (a few programs per SM) whose programs loop over the tiles, instead of one program per tile."""
     em = Emitter(program)
+    body = _tile_rows(strategy)
+    reduction = None
+    if strategy in ("tiled", "registers"):
+        body += _in_registers(program, em, strategy)
+    elif strategy == "split":
+        reduction = splittable(program)
+        assert reduction is not None, "split: one sum, max or min per row only"
+        body += _split_chunk(program, em, reduction)
+    else:
+        body += _looped(program, em, [n for n in program.nodes if n.level == "row"], online)
+    head = [] if static else _vector_hint(program)  # static sizes: the compiler knows their alignment exactly
+    head += ["tiles_c = tl.cdiv(n_cols, BLOCK_C)"] if strategy == "tiled" else []
+    if persistent:
+        # A fixed grid of a few programs per SM, each looping over tiles: no tail wave of
+        # half-empty SMs, and launch and scheduling costs paid once per program, not per tile.
+        tiles = "tl.cdiv(n_rows, BLOCK_R)" + (" * tiles_c" if strategy == "tiled" else "")
+        head += [f"n_tiles = {tiles}",
+                 "for pid in range(tl.program_id(0), n_tiles, tl.num_programs(0)):", *_indent(body, 1)]
+    else:
+        head += ["pid = tl.program_id(0)", *body]
+    lines = ["@triton.jit", f"def fused_kernel({_signature(program, strategy, static)}):", *_indent(head, 1)]
+    finish = "\n\n" + _finish_kernel(program, em, reduction) if reduction is not None else ""
+    return "\n".join(lines) + "\n" + finish
+
+
+def _signature(program: Program, strategy: str, static: bool) -> str:
+    """The kernel's parameters: each operand's pointer (or value) and strides, the output's (or, for
+    ``split``, the workspace's), the sizes, and the meta-parameters."""
     # static: the row length and strides are compile-time constants, as in torch.compile's kernels
     # (loop trip counts and alignment known exactly; one compile per distinct shape).
     const = ": tl.constexpr" if static else ""
@@ -122,71 +150,68 @@ def kernel(program: Program, strategy: str, online: bool = False, persistent: bo
     signature = ", ".join([*params, *target, "BLOCK_R: tl.constexpr", "BLOCK_C: tl.constexpr",
                            "EVEN_R: tl.constexpr", "EVEN_C: tl.constexpr", "WIDE: tl.constexpr",
                            "VEC: tl.constexpr"])
-    if strategy == "split":
-        signature += ", SPLIT: tl.constexpr"
-    body: list[str] = []
+    return signature + (", SPLIT: tl.constexpr" if strategy == "split" else "")
+
+
+def _tile_rows(strategy: str) -> list[str]:
+    """The rows (and, for ``tiled``, the columns) program ``pid`` owns, and their bounds checks."""
     if strategy == "tiled":
-        body += ["# One tile per program: BLOCK_R rows by BLOCK_C columns.",
+        lines = ["# One tile per program: BLOCK_R rows by BLOCK_C columns.",
                  "rows = (pid // tiles_c) * BLOCK_R + tl.arange(0, BLOCK_R)",
                  "cols = (pid % tiles_c) * BLOCK_C + tl.arange(0, BLOCK_C)"]
     else:
-        body += ["# BLOCK_R whole rows per program.",
+        lines = ["# BLOCK_R whole rows per program.",
                  "rows = pid * BLOCK_R + tl.arange(0, BLOCK_R)"]
-    body += ["# Shapes that divide into whole tiles need no bounds checks: constant-true masks fold away.",
-             "if EVEN_R:", "    row_ok = tl.full([BLOCK_R], 1, tl.int1)", "else:", "    row_ok = rows < n_rows",
-             "# 32-bit offsets while every tensor has fewer than 2**31 elements: fewer instructions per address.",
-             "if WIDE:", "    rows64 = rows.to(tl.int64)", "else:", "    rows64 = rows"]
-    out = program.output
-    row_nodes = [n for n in program.nodes if n.level == "row"]
-    if strategy in ("tiled", "registers"):
-        if strategy == "registers":
-            body += ["cols = tl.arange(0, BLOCK_C)"]
-            em.evict = "evict_first"  # the row is read once
-        body += [*_col_ok(), "mask = row_ok[:, None] & col_ok[None, :]"]
-        needed = em.deps(out)
-        for node in program.nodes:
-            if node.name not in needed:
-                continue
-            if node.op in REDUCTIONS:
-                body.append(em.reduce_registers(node))
-            else:
-                body.append(em.statement(node))
-        body += _store(program)
-    elif strategy == "split":
-        reduction = splittable(program)
-        assert reduction is not None, "split: one sum, max or min per row only"
-        em.evict = "evict_first"
-        # Program (row, s) reduces the s-th chunk of the row; finish_kernel combines the chunks.
-        partial = replace(reduction, round_to=None)  # rounded once, after the chunks are combined
-        em.by_name[partial.name] = partial
-        body += _pass(program, em, [partial], {}, set(), lo="tl.program_id(1) * chunk",
-                      hi="tl.minimum(tl.program_id(1) * chunk + chunk, n_cols)")
-        em.by_name[partial.name] = reduction
-        body.append(f"tl.store(ws_ptr + rows[:, None] * SPLIT + tl.program_id(1), {partial.name}, "
-                    "mask=row_ok[:, None])")
-    else:
-        body += _looped(program, em, row_nodes, online)
+    return lines + [
+        "# Shapes that divide into whole tiles need no bounds checks: constant-true masks fold away.",
+        "if EVEN_R:", "    row_ok = tl.full([BLOCK_R], 1, tl.int1)", "else:", "    row_ok = rows < n_rows",
+        "# 32-bit offsets while every tensor has fewer than 2**31 elements: fewer instructions per address.",
+        "if WIDE:", "    rows64 = rows.to(tl.int64)", "else:", "    rows64 = rows"]
+
+
+def _in_registers(program: Program, em: Emitter, strategy: str) -> list[str]:
+    """``tiled`` or ``registers``: the tile (or the whole rows) loaded once, every value the output
+    needs computed from it, and the output stored."""
+    lines = []
+    if strategy == "registers":
+        lines += ["cols = tl.arange(0, BLOCK_C)"]
+        em.evict = "evict_first"  # the row is read once
+    lines += [*_col_ok(), "mask = row_ok[:, None] & col_ok[None, :]"]
+    needed = em.deps(program.output)
+    for node in program.nodes:
+        if node.name not in needed:
+            continue
+        if node.op in REDUCTIONS:
+            lines.append(em.reduce_registers(node))
+        else:
+            lines.append(em.statement(node))
+    return lines + _store(program)
+
+
+def _split_chunk(program: Program, em: Emitter, reduction: Node) -> list[str]:
+    """``split``: program (row, s) reduces the s-th chunk of the row into the workspace;
+    ``finish_kernel`` combines the chunks."""
+    em.evict = "evict_first"
+    partial = replace(reduction, round_to=None)  # rounded once, after the chunks are combined
+    em.by_name[partial.name] = partial
+    lines = _pass(program, em, [partial], {}, set(), lo="tl.program_id(1) * chunk",
+                  hi="tl.minimum(tl.program_id(1) * chunk + chunk, n_cols)")
+    em.by_name[partial.name] = reduction
+    lines.append(f"tl.store(ws_ptr + rows[:, None] * SPLIT + tl.program_id(1), {partial.name}, "
+                 "mask=row_ok[:, None])")
+    return lines
+
+
+def _vector_hint(program: Program) -> list[str]:
+    """Rounds the row length and strides down to a multiple of VEC, so that Triton reads VEC elements at a time."""
     strides = [f"{o.name}_stride" for o in program.operands if o.kind == "row"]
-    head = [] if static else [  # static sizes: the compiler knows their alignment exactly
+    return [
         "# VEC > 1: the host checked that row lengths, strides and pointers are multiples of VEC",
         "# elements. Triton learns that by itself only for multiples of 16; otherwise it reads one",
         "# element per instruction. Rounding down to a multiple of VEC (a no-op here) tells it, where",
         "# tl.multiple_of on a scalar does not, and it then reads VEC * itemsize bytes at a time.",
         "if VEC > 1:",
         *[f"    {n} = {n} // VEC * VEC" for n in ["n_cols", *strides]]]
-    head += ["tiles_c = tl.cdiv(n_cols, BLOCK_C)"] if strategy == "tiled" else []
-    if persistent:
-        # A fixed grid of a few programs per SM, each looping over tiles: no tail wave of
-        # half-empty SMs, and launch and scheduling costs paid once per program, not per tile.
-        tiles = "tl.cdiv(n_rows, BLOCK_R)" + (" * tiles_c" if strategy == "tiled" else "")
-        head += [f"n_tiles = {tiles}",
-                 "for pid in range(tl.program_id(0), n_tiles, tl.num_programs(0)):", *_indent(body, 1)]
-    else:
-        head += ["pid = tl.program_id(0)", *body]
-    lines = ["@triton.jit", f"def fused_kernel({signature}):", *_indent(head, 1)]
-    finish = "\n\n" + _finish_kernel(program, em, reduction) if strategy == "split" else ""
-    return "\n".join(lines) + "\n" + finish
-
 
 
 def splittable(program: Program) -> Node | None:
