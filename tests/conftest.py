@@ -1,5 +1,7 @@
 """Shared fixtures: evaluators with short limits, candidate paths, and the CI rule for skips.
 
+With ``KERNELEVO_TEST_FAILURES`` set to a file, each failure's report is written there at once.
+
 Tests that need a service or tool that CI provides (bubblewrap) skip on a developer's machine that
 lacks it, with the reason, and fail under CI (``CI=true``), where .ci/run must provide it.
 """
@@ -19,6 +21,17 @@ ROOT = Path(__file__).resolve().parents[1]
 CANDIDATES = ROOT / "tests" / "candidates"
 IN_CI = os.environ.get("CI") == "true"
 ON_GPU = detect_device() == "cuda"
+
+
+FAILURE_LOG = os.environ.get("KERNELEVO_TEST_FAILURES")
+"""Where each failure's report is appended the moment it happens. A run stopped from outside (a GPU
+call's time limit) never prints pytest's summary: without this, a failure seen there leaves no reason."""
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if FAILURE_LOG and report.failed:
+        with open(FAILURE_LOG, "a") as log:
+            log.write(f"=== {report.nodeid} ({report.when}, {report.duration:.1f} s)\n{report.longreprtext}\n\n")
 
 
 def candidate(name: str) -> Path:
