@@ -133,6 +133,9 @@ class Isolation(BaseModel):
     the process)."""
     capabilities: str | None = None
     """Its effective capability set (hex, /proc/PID/status CapEff); 0 means none."""
+    writes: str | None = None
+    """Where the candidate's process may write, as its confiner enforced it before any candidate code
+    ran (Landlock), or why it is not confined."""
     device_lock: str | None = None
     """The GPU lock the job ran under (jobs sharing it never overlap on the GPU)."""
     device_lock_wait_s: float | None = None
@@ -147,6 +150,8 @@ class Isolation(BaseModel):
             parts.append(f"uid {self.uid}, capabilities {self.capabilities or '?'}")
         if self.read_only_root:
             parts.append("read-only root")
+        if self.writes:
+            parts.append("writes confined" if self.writes.startswith("landlock") else self.writes)
         parts.append(f"network {self.network}")
         if self.memory_limit:
             parts.append(f"memory {self.memory_limit} ({self.memory_enforced_by})")

@@ -415,7 +415,7 @@ def _forensic_record(tmp_path: Path, failure: str | None, log: str, killed: bool
     from types import SimpleNamespace
 
     (tmp_path / "ncu.csv").write_text(log)
-    return SimpleNamespace(reference_error=None, worker_outbox=tmp_path, checks=[], failure=failure,
+    return SimpleNamespace(reference_error=None, worker_trace=tmp_path, checks=[], failure=failure,
                            worker=SimpleNamespace(log_tail="", killed_by_judge=killed))
 
 
@@ -619,3 +619,18 @@ def test_no_job_can_find_another_by_counting(evaluator) -> None:
     for folder in (first, second):
         assert re.fullmatch(r"\d{4}-worker-[0-9a-f]{16}", folder.name), folder.name
     assert first.name.split("-")[-1] != second.name.split("-")[-1]
+
+
+def test_a_forensic_trace_within_the_candidates_reach_is_said_to_be_so() -> None:
+    """The kernel trace is evidence only where the candidate's process could not write it: a verdict
+    says when it could (no Landlock, or ncu's folder beneath one the candidate may write)."""
+    from kernelevo.sandbox.judge.forensic import exposure
+    from kernelevo.sandbox.models import Isolation
+
+    kept_out = Isolation(writes="landlock ABI 7: writes only beneath /out, /tmp, /var/tmp, /dev")
+    assert exposure(kept_out) is None
+    assert exposure(Isolation(writes="not confined: this kernel has no Landlock")) == \
+        "not confined: this kernel has no Landlock"
+    beneath = Isolation(writes=kept_out.writes, warnings=["the launcher's folder /tmp/x lies where the job may write"])
+    assert "launcher's folder" in exposure(beneath)
+    assert exposure(Isolation()) == "not reported"

@@ -417,3 +417,39 @@ def test_a_candidates_message_carries_only_finite_numbers_and_bounded_nesting(bo
     finally:
         left.close()
         right.close()
+
+
+def test_a_candidates_job_writes_only_where_it_may_and_its_launcher_writes_what_it_cannot(tmp_path: Path) -> None:
+    """Landlock confines a candidate's job to its writable folders, whoever owns the rest: a folder its
+    own user may write (open to all here) stays closed to it, and so does the launcher's (ncu's trace),
+    which the launcher, outside the confinement, writes; processes the job starts inherit it. The run
+    folder lies in /tmp here, which the job may write: the launcher's folder must still be out of reach."""
+    from kernelevo.sandbox.child import confine
+    from kernelevo.sandbox.isolation.confinement import LAUNCHER_FOLDER
+
+    if confine.abi_version() < 1:
+        pytest.skip("this kernel has no Landlock")
+    job = tmp_path / "job"
+    cache, trace, open_to_all = tmp_path / "cache", tmp_path / "trace", tmp_path / "open"
+    for folder in (cache, open_to_all):
+        folder.mkdir()
+        folder.chmod(0o777)
+    code = ("import os, pathlib, subprocess\n"
+            "trace = os.environ['TRACE']\n"
+            f"for target in ['{cache}/kept', '{open_to_all}/planted', trace + '/ncu.csv', 'own.txt']:\n"
+            "    try:\n        pathlib.Path(target).write_text('forged')\n        print('WROTE', target)\n"
+            "    except OSError:\n        print('DENIED', target)\n"
+            "subprocess.run(['/bin/sh', '-c', f'echo forged > {trace}/ncu.csv'])\n"
+            "print('CONFINED', os.environ.get('KERNELEVO_CONFINED'))\n")
+    spec = spec_for(tmp_path, code, writable=[cache], readable=[open_to_all], folder_writable=False,
+                    launcher=["/bin/sh", "-c", 'echo traced > "$0/ncu.csv" && TRACE="$0" exec "$@"', LAUNCHER_FOLDER],
+                    launcher_folder=trace)
+    outcome = ProcessSandbox().run(spec)
+    log = outcome.log_tail
+    assert f"WROTE {cache}/kept" in log and (cache / "kept").exists(), log
+    assert "CONFINED landlock ABI" in log
+    assert (trace / "ncu.csv").read_text() == "traced\n", log
+    assert "ncu.csv" in log and "WROTE" not in log.split("ncu.csv")[0].splitlines()[-1]
+    assert f"DENIED {open_to_all}/planted" in log  # open to its user, yet not its to write
+    assert "DENIED own.txt" in log  # a candidate's job may not write its own folder
+    assert not (open_to_all / "planted").exists() and not (job / "own.txt").exists()

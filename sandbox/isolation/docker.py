@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelevo.sandbox import wire
+from kernelevo.sandbox.isolation import confinement
 from kernelevo.sandbox.isolation.namespaces import hand_over, keep_private, process_identity, write_into
 from kernelevo.sandbox.isolation.process import Deadline, RunSpec, describe_signal, tail, take_lock
 from kernelevo.sandbox.models import Isolation, JobOutcome
@@ -205,7 +206,8 @@ class DockerJob:
         # The container's user (nobody) reads its job folder, writes it where the job may, and writes
         # its compile cache.
         keep_private(spec.job_dir, 0o755)
-        for folder in ([spec.job_dir] if spec.folder_writable else []) + list(spec.writable):
+        launcher_folder = [spec.launcher_folder] if spec.launcher_folder is not None else []
+        for folder in ([spec.job_dir] if spec.folder_writable else []) + [*spec.writable, *launcher_folder]:
             hand_over(folder)
         env = dict(spec.env, HOME="/tmp")
         self.listener = None
@@ -217,6 +219,8 @@ class DockerJob:
             volumes[str(folder)] = {"bind": str(folder), "mode": "ro"}
         for folder in (spec.job_dir, *spec.writable):
             volumes[str(folder)] = {"bind": str(folder), "mode": "rw"}
+        for folder in launcher_folder:
+            volumes[str(folder)] = {"bind": confinement.LAUNCHER_FOLDER_INSIDE, "mode": "rw"}
         requests = []
         gpu = env.get("CUDA_VISIBLE_DEVICES", "")
         if spec.gpu and gpu:
@@ -232,9 +236,12 @@ class DockerJob:
             self.isolation.device_lock = str(spec.device_lock)
             self.lock, waited = take_lock(spec.device_lock)
             self.isolation.device_lock_wait_s = round(waited, 3)
-        command = list(spec.cmd)
-        if owner.self_contained and command and command[0] == sys.executable:
-            command[0] = "python"
+        python = "python" if owner.self_contained else sys.executable
+        allowed = confinement.allowed_folders(spec.job_dir, spec.writable, spec.folder_writable)
+        command, extra = confinement.command([python if part == sys.executable else part for part in spec.cmd],
+                                             spec.launcher, allowed, spec.trusted, python,
+                                             launcher_folder=confinement.LAUNCHER_FOLDER_INSIDE)
+        env.update(extra)
         self.began = time.monotonic()
         self.timed_out = False
         self.killed_alive = False

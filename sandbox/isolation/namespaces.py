@@ -216,8 +216,9 @@ def _parents(folders: list[Path]) -> list[str]:
 
 
 def bwrap_command(cmd: list[str], job_dir: Path, writable: list[Path], readable: list[Path], gpu: bool,
-                  bwrap: str | None = None) -> list[str]:
-    """Wrap ``cmd`` in bubblewrap (see the module's docstring for what the job sees)."""
+                  bwrap: str | None = None, moved: list[tuple[Path, str]] | None = None) -> list[str]:
+    """Wrap ``cmd`` in bubblewrap (see the module's docstring for what the job sees); ``moved``: host
+    folders bound writable at another path inside."""
     path = bwrap or bwrap_path()
     assert path
     args = [path, *_system_binds(), "--ro-bind", "/etc", "/etc", "--ro-bind-try", "/sys", "/sys", "--proc", "/proc",
@@ -233,6 +234,8 @@ def bwrap_command(cmd: list[str], job_dir: Path, writable: list[Path], readable:
         args += ["--ro-bind", str(folder), str(folder)]
     for folder in writable:
         args += ["--bind", str(folder), str(folder)]
+    for folder, inside in moved or []:
+        args += ["--bind", str(folder), inside]
     args += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
              "--hostname", "sandbox", "--die-with-parent", "--new-session", "--chdir", str(job_dir)]
     if os.geteuid() == 0:  # built as root; the job itself switches to the unprivileged user

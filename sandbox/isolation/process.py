@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelevo.sandbox import wire
-from kernelevo.sandbox.isolation import cgroups, namespaces
+from kernelevo.sandbox.isolation import cgroups, confinement, namespaces
 from kernelevo.sandbox.models import Isolation, JobOutcome
 
 _SIGNAL_WORDS = {
@@ -70,6 +70,11 @@ class RunSpec:
     """The job may write its own folder. A candidate's process may not: it writes its outbox, its
     compile cache and its private /tmp only, so that it cannot plant modules, bytecode or links for
     the processes and readers that use its folder after it."""
+    launcher: list[str] = field(default_factory=list)
+    """A trusted tool that starts ``cmd`` and writes where ``cmd`` may not (ncu and its kernel trace);
+    ``confinement.LAUNCHER_FOLDER`` in its arguments names ``launcher_folder`` as the job sees it."""
+    launcher_folder: Path | None = None
+    """The folder only the launcher writes: the job's own processes are confined away from it."""
 
 
 def take_lock(path: Path, give_up: Callable[[], bool] = lambda: False) -> tuple[Any, float]:
@@ -237,12 +242,14 @@ class ProcessJob:
             namespaces.keep_private(spec.job_dir, 0o755)
         else:
             namespaces.hand_over(spec.job_dir)
+        if spec.launcher_folder is not None:
+            namespaces.hand_over(spec.launcher_folder)
         env = dict(spec.env)
         self.listener = None
         if spec.channel:
             self.listener = wire.Listener(spec.job_dir, public=not self.private)
             env[wire.CHANNEL_ENV] = self.listener.env_value
-        cmd = self._command(tier)
+        cmd = self._command(tier, env)
         self.cgroup = cgroups.Cgroup.create(spec.memory_bytes, spec.pids_limit)
         if self.cgroup is not None:
             self.isolation.memory_enforced_by = f"cgroup v{self.cgroup.version}" if spec.memory_bytes else None
@@ -278,14 +285,22 @@ class ProcessJob:
         self._watch.start(self.pid)
         self.deadline = Deadline(spec.timeout_s, self._on_deadline)
 
-    def _command(self, tier: str) -> list[str]:
+    def _command(self, tier: str, env: dict[str, str]) -> list[str]:
         spec = self.spec
+        allowed = confinement.allowed_folders(spec.job_dir, spec.writable, spec.folder_writable)
+        moved = tier == "bwrap" and spec.launcher_folder is not None
+        inside = confinement.LAUNCHER_FOLDER_INSIDE if moved else str(spec.launcher_folder or "")
+        cmd, extra = confinement.command(spec.cmd, spec.launcher, allowed, spec.trusted, launcher_folder=inside)
+        env.update(extra)
+        if spec.launcher_folder is not None and confinement.within_reach(inside, allowed):
+            self.isolation.warnings.append(f"the launcher's folder {inside} lies where the job may write (no "
+                                           "bubblewrap): its output is within the candidate's reach")
         if tier == "bwrap":
-            return namespaces.bwrap_command(spec.cmd, spec.job_dir, [spec.job_dir, *spec.writable], spec.readable,
-                                            spec.gpu)
+            return namespaces.bwrap_command(cmd, spec.job_dir, [spec.job_dir, *spec.writable], spec.readable,
+                                            spec.gpu, moved=[(spec.launcher_folder, inside)] if moved else [])
         if tier == "unshare":
-            return namespaces.unshare_command(spec.cmd, drop=not self.private)
-        return spec.cmd if self.private else [*namespaces.drop_privileges(), *spec.cmd]
+            return namespaces.unshare_command(cmd, drop=not self.private)
+        return cmd if self.private else [*namespaces.drop_privileges(), *cmd]
 
     def _on_deadline(self) -> None:
         if self.proc.poll() is None:

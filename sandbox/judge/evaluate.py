@@ -23,7 +23,7 @@ from kernelevo.sandbox.isolation.namespaces import hand_over, keep_private, scru
 from kernelevo.sandbox.isolation.process import ProcessSandbox, RunSpec, take_lock
 from kernelevo.sandbox.isolation.protocol import Sandbox
 from kernelevo.sandbox.judge import cache, device_memory, forensic
-from kernelevo.sandbox.judge.forensic import FORENSIC_CALLS, forensic_command
+from kernelevo.sandbox.judge.forensic import FORENSIC_CALLS, forensic_launcher
 from kernelevo.sandbox.judge.processes import Processes
 from kernelevo.sandbox.judge.session import Plan, Session, Stop, oracle_asker
 from kernelevo.sandbox.judge.static_checks import check_candidate
@@ -338,11 +338,11 @@ class Evaluator:
         peak device memory): its Record."""
         oracle = self.processes.oracle(task, self.readable)
         readable = list(self.readable)
-        cmd = None
+        launcher = None
         if forensic is not None:
             readable += [oracle.outbox, *ncu.install_folders(forensic)]
-            cmd = functools.partial(forensic_command, forensic)  # ncu's CSV goes to the worker's outbox
-        worker = self.processes.worker(readable, cmd)
+            launcher = functools.partial(forensic_launcher, forensic)
+        worker = self.processes.worker(readable, launcher)
         write_into(worker.folder, "task.py", task.path.read_bytes())
         write_into(worker.folder, "candidate.py", candidate.read_bytes())
         plan = Plan(task=task, task_path=worker.folder / "task.py", candidate_path=worker.folder / "candidate.py",
@@ -362,7 +362,7 @@ class Evaluator:
         record.worker = worker.job.wait(10)
         record.phases["ending the processes"] = round(time.monotonic() - ending, 4)
         record.worker_isolation = worker.job.isolation
-        record.worker_folder, record.worker_outbox = worker.folder, worker.outbox
+        record.worker_folder, record.worker_outbox, record.worker_trace = worker.folder, worker.outbox, worker.trace
         if record.reference_error or record.oracle_unfit:
             self.processes.drop_oracle(oracle)
         return record

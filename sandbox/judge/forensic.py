@@ -22,7 +22,6 @@ from __future__ import annotations
 import csv
 import math
 import re
-import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -136,13 +135,13 @@ def read_trace(path: Path) -> list[dict[str, Any]]:
     return launches
 
 
-def forensic_command(binary: str, outbox: Path) -> list[str]:
-    """ncu around a candidate process: one metric, every kernel from the start, clocks and caches as
-    they are; the CSV goes to ``ncu.csv`` in the process's outbox (ncu runs as the process's user, which
-    writes nothing else)."""
-    return [binary, "--csv", "--log-file", str(outbox / "ncu.csv"), "--metrics", "gpu__time_duration.sum",
+def forensic_launcher(binary: str, trace: Path) -> list[str]:
+    """ncu as the launcher of a candidate's process: one metric, every kernel from the start, clocks and
+    caches as they are; its CSV goes to ``ncu.csv`` in ``trace``, a folder ncu writes and the candidate's
+    process, confined away from it, cannot."""
+    return [binary, "--csv", "--log-file", str(trace / "ncu.csv"), "--metrics", "gpu__time_duration.sum",
             "--print-units", "base", "--clock-control", "none", "--cache-control", "none", "--target-processes", "all",
-            "--launch-count", str(LAUNCH_CAP), sys.executable, "-m", "kernelevo.sandbox.child.worker"]
+            "--launch-count", str(LAUNCH_CAP)]
 
 
 def apply(verdict: Verdict, evaluator: Any, task: Task, candidate: Path) -> None:
@@ -176,7 +175,9 @@ def apply(verdict: Verdict, evaluator: Any, task: Task, candidate: Path) -> None
             f"{found.kernels} kernels traced outside the candidate's Python; its own did "
             f"{100 * found.custom_share:.0f}% of the GPU time, {found.per_call_ms:.4g} ms per call")
         verdict.checks.append(Check(name="forensic kernel trace", passed=not found.problems, detail=detail))
-        verdict.assurance = "forensic: the kernels Nsight Compute saw agree with the verdict"
+        verdict.assurance = "forensic: the kernels Nsight Compute saw agree with the verdict" + (
+            f" (a tripwire, not a proof: the trace was within the candidate's reach: {traced.exposed})"
+            if traced.exposed else "")
     failed = [c for c in verdict.checks if not c.passed]
     if failed:
         verdict.correct = False
@@ -193,6 +194,8 @@ class Traced(NamedTuple):
     failure: str | None
     tool_failed: bool
     phases: dict[str, float]
+    exposed: str | None = None
+    """Why the trace lay within the candidate's reach (None where confinement kept it out)."""
 
 
 def run_pass(evaluator: Any, task: Task, candidate: Path, binary: str) -> Traced:
@@ -202,14 +205,23 @@ def run_pass(evaluator: Any, task: Task, candidate: Path, binary: str) -> Traced
     record = evaluator._session(task, candidate, forensic=binary, footprint=footprint)
     phases = {**record.phases, "session with exits": round(time.monotonic() - began, 4)}
     launches, failure, tool_failed = read_pass(record)
-    return Traced(launches, failure, tool_failed, phases)
+    return Traced(launches, failure, tool_failed, phases, exposure(record.worker_isolation))
+
+
+def exposure(isolation: Any) -> str | None:
+    """Why the candidate's process could have written the trace: not confined, or the trace's folder
+    beneath one it may write; None when it could not."""
+    writes = getattr(isolation, "writes", None) or "not reported"
+    if not writes.startswith("landlock"):
+        return writes
+    return next((w for w in getattr(isolation, "warnings", []) if "launcher's folder" in w), None)
 
 
 def read_pass(record: Any) -> tuple[list[dict[str, Any]], str | None, bool]:
     """``(launches, why the pass failed, whether ncu itself said it failed)`` from a session's record."""
     if record.reference_error:
         return [], record.reference_error, False
-    log = record.worker_outbox / "ncu.csv"
+    log = record.worker_trace / "ncu.csv"
     failed = [c for c in record.checks if not c.passed]
     if record.failure or failed:
         why = record.failure or f"{failed[0].name}: {failed[0].detail}"

@@ -39,10 +39,12 @@ def hello(job: Job, who: str) -> None:
         return
     job.phase = "starting"
     try:
-        job.channel(CONNECT_TIMEOUT_S).recv(timeout=min(CONNECT_TIMEOUT_S, job.remaining()))
+        greeting = job.channel(CONNECT_TIMEOUT_S).recv(timeout=min(CONNECT_TIMEOUT_S, job.remaining()))
     except wire.ChannelError as exc:
         raise Stop(who, "starting", str(exc)) from None
     job.greeted = True
+    if who == "worker":  # sent before the process imported any candidate code
+        job.isolation.writes = str(greeting.get("confined", "not reported"))[:400]
     uid, caps = job.identity()
     job.isolation.uid, job.isolation.capabilities = uid, caps
 

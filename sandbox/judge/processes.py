@@ -14,12 +14,12 @@ exactly one, then discarded.
 from __future__ import annotations
 
 import secrets
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kernelevo.sandbox.isolation.confinement import LAUNCHER_FOLDER
 from kernelevo.sandbox.isolation.namespaces import hand_over, keep_private, write_into
 from kernelevo.sandbox.isolation.protocol import Job
 from kernelevo.tasks.task import Task
@@ -37,6 +37,8 @@ class Worker:
     job: Job
     folder: Path
     outbox: Path
+    trace: Path | None = None
+    """Where the launcher (ncu) writes what the candidate's process may not (the kernel trace)."""
 
 
 @dataclass
@@ -103,31 +105,36 @@ class Processes:
         if self._spare is None or not self._spare.job.alive():
             self._spare = self._start([], None)
 
-    def worker(self, readable: list[Path], cmd: Callable[[Path], list[str]] | None = None) -> Worker:
+    def worker(self, readable: list[Path], launcher: Callable[[Path], list[str]] | None = None) -> Worker:
         """A candidate process for one evaluation: the spare when it suits, else a new one; on the CPU a
         new spare is started at once for the next evaluation (on a GPU, :meth:`warm` after it)."""
         worker = None
-        if cmd is None and not readable and self._spare is not None and self._spare.job.alive():
+        if launcher is None and not readable and self._spare is not None and self._spare.job.alive():
             worker, self._spare = self._spare, None
         elif self._spare is not None and not self._spare.job.alive():
             _end(self._spare.job)
             self._spare = None
         if worker is None:
-            worker = self._start(readable, cmd)
-        if cmd is None and self._spare is None and self.ev.device == "cpu":
+            worker = self._start(readable, launcher)
+        if launcher is None and self._spare is None and self.ev.device == "cpu":
             self._spare = self._start([], None)
-        worker.job.set_deadline(self.ev.config.timeout_s * (2 if cmd else 1))
+        worker.job.set_deadline(self.ev.config.timeout_s * (2 if launcher else 1))
         return worker
 
-    def _start(self, readable: list[Path], cmd: Callable[[Path], list[str]] | None) -> Worker:
+    def _start(self, readable: list[Path], launcher: Callable[[Path], list[str]] | None) -> Worker:
+        """A new candidate process; under ``launcher`` (ncu, given the folder for its trace), that folder
+        is the launcher's alone: the candidate's process is confined away from it."""
         self._count += 1
         folder = self.ev.job_dir("worker")
-        outbox = self.outboxes / f"{self._count:04d}-{secrets.token_hex(8)}"
+        name = f"{self._count:04d}-{secrets.token_hex(8)}"
+        outbox = self.outboxes / name
         hand_over(outbox)
+        trace = self.outboxes / f"{name}-trace" if launcher else None
         spec = self.ev.spec("kernelevo.sandbox.child.worker", folder, IDLE_S, trusted=False, readable=readable,
-                            extra_writable=[outbox], folder_writable=False,
-                            cmd=cmd(outbox) if cmd else [sys.executable, "-m", "kernelevo.sandbox.child.worker"])
-        return Worker(job=self.ev.sandbox.start(spec), folder=folder, outbox=outbox)
+                            extra_writable=[outbox], folder_writable=False)
+        if trace is not None:
+            spec.launcher, spec.launcher_folder = launcher(Path(LAUNCHER_FOLDER)), trace
+        return Worker(job=self.ev.sandbox.start(spec), folder=folder, outbox=outbox, trace=trace)
 
 
 def _end(job: Job) -> Any:

@@ -69,6 +69,7 @@ class Record:
     """Peak device memory of the oracle and (as reported) the candidate's process."""
     worker_folder: Path | None = None
     worker_outbox: Path | None = None
+    worker_trace: Path | None = None
     exact_note: str | None = None
     """The first note on a float64 reference: made on the host (no room on the GPU), or missing (the
     model cannot run in float64)."""

@@ -1,0 +1,54 @@
+"""The command a candidate's job runs as: its launcher (ncu), then the Landlock confiner, then the job.
+
+The confiner (``sandbox/child/confine.py``) restricts the job to writing beneath the folders the
+sandbox lets it write, whoever owns the rest; a launcher runs outside that restriction, so ncu can
+write the kernel trace where the candidate's process cannot. The judge's own jobs are not confined.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from kernelevo.sandbox.child import confine
+
+PRIVATE_FOLDERS = ("/tmp", "/var/tmp", "/dev")
+"""Written by every job: its temporary folders (private under bubblewrap and Docker) and devices
+(/dev/null, the GPU's nodes, /dev/shm)."""
+
+LAUNCHER_FOLDER = "{launcher_folder}"
+"""Stands in the launcher's arguments for its folder as the job sees it."""
+
+LAUNCHER_FOLDER_INSIDE = "/kernelevo-launcher"
+"""Where bubblewrap and Docker mount the launcher's folder: beneath none of the folders the job may
+write (a run folder often lies in /tmp, which the job may write), so confinement keeps it out."""
+
+OFF_ENV = "KERNELEVO_LANDLOCK"
+"""``0`` turns confinement off (a kernel or driver where it breaks a job); verdicts then say so."""
+
+
+def wanted() -> bool:
+    return os.environ.get(OFF_ENV, "1") != "0"
+
+
+def allowed_folders(job_dir: Path, writable: list[Path], folder_writable: bool) -> list[str]:
+    return [*([str(job_dir)] if folder_writable else []), *(str(p) for p in writable), *PRIVATE_FOLDERS]
+
+
+def command(cmd: list[str], launcher: list[str], allowed: list[str], trusted: bool,
+            python: str = sys.executable, launcher_folder: str = "") -> tuple[list[str], dict[str, str]]:
+    """``(argv, extra environment)`` for a job: ``launcher + confiner + cmd`` for a candidate's job;
+    ``launcher_folder``: the launcher's folder as the job sees it."""
+    launcher = [part.replace(LAUNCHER_FOLDER, launcher_folder) for part in launcher]
+    if trusted:
+        return [*launcher, *cmd], {}
+    if not wanted():
+        return [*launcher, *cmd], {confine.STATUS_ENV: f"not confined: turned off ({OFF_ENV}=0)"}
+    return ([*launcher, python, "-m", "kernelevo.sandbox.child.confine", *cmd],
+            {confine.WRITABLE_ENV: os.pathsep.join(allowed)})
+
+
+def within_reach(folder: str, allowed: list[str]) -> bool:
+    """Whether ``folder`` lies beneath a folder the job may write (so confinement cannot keep it out)."""
+    return any(Path(folder).is_relative_to(a) for a in allowed)
