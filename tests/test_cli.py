@@ -108,8 +108,11 @@ def test_tasks_and_doctor(cache_dir: Path) -> None:
     assert tasks.returncode == 0 and len(json.loads(tasks.stdout)) >= 12
     doctor = kernelevo("doctor", "--json", cache=cache_dir)
     items = {p["item"]: p for p in json.loads(doctor.stdout)}
-    assert {"GPU", "driver", "CUDA", "nvcc", "ncu", "Triton", "Docker engine", "isolation"} <= set(items)
+    assert {"GPU", "driver", "CUDA", "nvcc", "ncu", "Triton", "Docker engine", "isolation", "writes"} <= set(items)
     assert items["GPU"]["available"] == ON_GPU
+    from kernelevo.sandbox.child import confine
+
+    assert items["writes"]["available"] == (confine.abi_version() > 0)
 
 
 def test_help_teaches() -> None:

@@ -119,7 +119,16 @@ def _isolation() -> list[Probe]:
         group.remove()
     else:
         limits = "no writable cgroups: memory and process limits are polled"
+    from kernelevo.sandbox.child import confine
+    from kernelevo.sandbox.isolation import confinement
+
+    abi = confine.abi_version()
+    writes = (f"Landlock ABI {abi}: candidate processes write only their outbox, compile cache and temporary "
+              "folders, and ncu's trace is out of their reach" if abi and confinement.wanted() else
+              f"not confined: {'turned off' if abi else 'this kernel has no Landlock'}; a candidate writes wherever "
+              "its user may, ncu's forensic trace included")
     return [Probe(item="isolation", available=tier == "bwrap", detail=words[tier]),
+            Probe(item="writes", available=bool(abi) and confinement.wanted(), detail=writes),
             Probe(item="limits", available=group is not None, detail=limits),
             Probe(item="user", available=True, detail="root" if os.geteuid() == 0 else f"uid {os.geteuid()}")]
 
