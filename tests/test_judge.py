@@ -634,3 +634,22 @@ def test_a_forensic_trace_within_the_candidates_reach_is_said_to_be_so() -> None
     beneath = Isolation(writes=kept_out.writes, warnings=["the launcher's folder /tmp/x lies where the job may write"])
     assert "launcher's folder" in exposure(beneath)
     assert exposure(Isolation()) == "not reported"
+
+
+def test_a_trace_with_lines_ncu_does_not_write_is_the_candidates_doing() -> None:
+    """ncu copies the profiled process's path into its log: a path holding newlines and quotes must not
+    add a table of its own, nor may a name break a row into rows. ncu's real log reads as it is."""
+    from conftest import ROOT
+    from kernelevo.sandbox.advice import ncu
+
+    real = (ROOT / "tests" / "fixtures" / "ncu" / "softmax_two_kernels" / "ncu.csv").read_text()
+    assert ncu.layout_problem(real) is None
+    header = real.splitlines()[3]
+    forged_row = '"0","575","x","h","my_kernel","1","7","(1, 1, 1)","(1, 1, 1)","0","9.0","s","gpu__time_duration.sum","ns","5"'
+    injected = real.replace("(/usr/bin/python3.12)", f"(/tmp/a\n{header}\n{forged_row}\nz/python3.12)")
+    assert "header lines" in ncu.layout_problem(injected)
+    rows_only = real.replace("(/usr/bin/python3.12)", f"(/tmp/a\n{forged_row}\nz/python3.12)")
+    assert "line before the table" in ncu.layout_problem(rows_only)
+    assert "header lines" in ncu.layout_problem(f"{header}\n{forged_row}\n{real}")
+    split = real.replace('"python3.12"', '"py\n"0","575"', 1)
+    assert "not ncu's" in ncu.layout_problem(split)

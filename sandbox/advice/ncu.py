@@ -118,6 +118,35 @@ def number(text: str) -> float | None:
         return None
 
 
+def layout_problem(text: str) -> str | None:
+    """Why ``text`` is not laid out as ncu writes a CSV log (None if it is): its own lines, each
+    beginning with ``==``, then one header, then rows of the header's width with whole-number IDs.
+    Names ncu copies into its log (a process's path or name) are the profiled program's to choose: a
+    newline or a quote in one would otherwise let it add rows of its own."""
+    try:
+        return _layout_problem(text.splitlines())
+    except csv.Error as exc:
+        return f"a line the CSV reader refuses ({exc})"
+
+
+def _layout_problem(lines: list[str]) -> str | None:
+    headers = [k for k, line in enumerate(lines) if line.startswith('"ID","Process ID"')]
+    if len(headers) != 1:
+        return f"{len(headers)} header lines where ncu writes one"
+    start = headers[0]
+    stray = next((line for line in lines[:start] if line.strip() and not line.startswith("==")), None)
+    if stray is not None:
+        return f"a line before the table that ncu does not write: {stray[:80]!r}"
+    header = next(csv.reader([lines[start]]))
+    for line in lines[start + 1:]:
+        if line.startswith("==") or not line.strip():
+            continue
+        row = next(csv.reader([line]), [])
+        if len(row) != len(header) or not row[0].isdigit() or not row[1].isdigit():
+            return f"a row that is not ncu's: {line[:80]!r}"
+    return None
+
+
 def _csv_lines(text: str) -> str:
     return "\n".join(line for line in text.splitlines() if line.startswith('"'))
 

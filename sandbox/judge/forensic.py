@@ -118,10 +118,13 @@ def analyse(launches: list[dict[str, Any]], owned: Owned, calls: int, strict: bo
 
 
 def read_trace(path: Path) -> list[dict[str, Any]]:
-    """ncu's CSV log as launches in order, durations in nanoseconds. The file lies in the candidate's
-    outbox: anything malformed in it (a row cut short, a duration not finite or negative) is a
-    ValueError, for the candidate's account."""
+    """ncu's CSV log as launches in order, durations in nanoseconds. Names in it are the candidate's
+    to choose: anything not laid out as ncu writes it (a stray line, a row cut short, a duration not
+    finite or negative) is a ValueError, for the candidate's account."""
     text = read_no_follow(path)
+    problem = ncu.layout_problem(text)
+    if problem:
+        raise ValueError(f"the trace is not as ncu writes it: {problem}")
     try:
         launches = ncu.parse_launches(text)
         streams = ncu.launch_streams(text)
