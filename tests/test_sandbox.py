@@ -419,37 +419,98 @@ def test_a_candidates_message_carries_only_finite_numbers_and_bounded_nesting(bo
         right.close()
 
 
-def test_a_candidates_job_writes_only_where_it_may_and_its_launcher_writes_what_it_cannot(tmp_path: Path) -> None:
+@pytest.mark.parametrize("tier", ["bwrap", "unshare", "none"])
+def test_a_candidates_job_writes_only_where_it_may_and_its_launcher_writes_what_it_cannot(
+        tier: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Landlock confines a candidate's job to its writable folders, whoever owns the rest: a folder its
     own user may write (open to all here) stays closed to it, and so does the launcher's (ncu's trace),
     which the launcher, outside the confinement, writes; processes the job starts inherit it. The run
-    folder lies in /tmp here, which the job may write: the launcher's folder must still be out of reach."""
+    folder lies in /tmp here: where /tmp is the host's (no bubblewrap), the job gets a temporary folder
+    of its own instead, and neither the host's /tmp nor /dev/shm."""
+    import shutil
+    import tempfile
+
     from kernelevo.sandbox.child import confine
-    from kernelevo.sandbox.isolation.confinement import LAUNCHER_FOLDER
 
     if confine.abi_version() < 1:
         pytest.skip("this kernel has no Landlock")
-    job = tmp_path / "job"
-    cache, trace, open_to_all = tmp_path / "cache", tmp_path / "trace", tmp_path / "open"
+    if tier == "bwrap":
+        require_bwrap()
+    elif tier == "unshare" and not namespaces.unshare_works():
+        pytest.skip("unshare does not work here")
+    else:
+        root = Path(__file__).resolve().parents[1]
+        closed = [namespaces.closed_ancestor(p) for p in (root, Path(sys.executable).resolve().parent)]
+        if os.geteuid() == 0 and any(closed):  # without bubblewrap the sandbox's user runs Python from the host
+            pytest.skip(f"without bubblewrap uid {namespaces.SANDBOX_UID} must reach Python and the checkout; "
+                        f"{next(c for c in closed if c)} is closed to it")
+    monkeypatch.setenv("KERNELEVO_ISOLATION", tier)
+    base = Path(tempfile.mkdtemp(prefix="kernelevo-confine-"))
+    base.chmod(0o755)  # the sandbox's user must reach the job's folders without bubblewrap's binds
+    try:
+        _check_confinement(base, tier)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _check_confinement(base: Path, tier: str) -> None:
+    from kernelevo.sandbox.isolation.confinement import LAUNCHER_FOLDER
+
+    job = base / "job"
+    cache, trace, open_to_all = base / "cache", base / "trace", base / "open"
     for folder in (cache, open_to_all):
         folder.mkdir()
         folder.chmod(0o777)
+    host_tmp, shm = Path(f"/tmp/kernelevo-confine-probe-{os.getpid()}"), Path(f"/dev/shm/kernelevo-probe-{os.getpid()}")
     code = ("import os, pathlib, subprocess\n"
             "trace = os.environ['TRACE']\n"
-            f"for target in ['{cache}/kept', '{open_to_all}/planted', trace + '/ncu.csv', 'own.txt']:\n"
+            f"for target in ['{cache}/kept', '{open_to_all}/planted', trace + '/ncu.csv', 'own.txt',\n"
+            f"               os.environ['TMPDIR'] + '/scratch', '{host_tmp}', '{shm}']:\n"
             "    try:\n        pathlib.Path(target).write_text('forged')\n        print('WROTE', target)\n"
             "    except OSError:\n        print('DENIED', target)\n"
             "subprocess.run(['/bin/sh', '-c', f'echo forged > {trace}/ncu.csv'])\n"
             "print('CONFINED', os.environ.get('KERNELEVO_CONFINED'))\n")
-    spec = spec_for(tmp_path, code, writable=[cache], readable=[open_to_all], folder_writable=False,
-                    launcher=["/bin/sh", "-c", 'echo traced > "$0/ncu.csv" && TRACE="$0" exec "$@"', LAUNCHER_FOLDER],
-                    launcher_folder=trace)
-    outcome = ProcessSandbox().run(spec)
-    log = outcome.log_tail
-    assert f"WROTE {cache}/kept" in log and (cache / "kept").exists(), log
-    assert "CONFINED landlock ABI" in log
-    assert (trace / "ncu.csv").read_text() == "traced\n", log
-    assert "ncu.csv" in log and "WROTE" not in log.split("ncu.csv")[0].splitlines()[-1]
-    assert f"DENIED {open_to_all}/planted" in log  # open to its user, yet not its to write
-    assert "DENIED own.txt" in log  # a candidate's job may not write its own folder
-    assert not (open_to_all / "planted").exists() and not (job / "own.txt").exists()
+    spec = spec_for(base, code, writable=[cache], readable=[open_to_all], folder_writable=False,
+                    launcher=["/bin/sh", "-c", 'echo traced > "$0/ncu.csv" && TRACE="$0" TMPDIR="${TMPDIR:-/tmp}" '
+                              'exec "$@"', LAUNCHER_FOLDER], launcher_folder=trace)
+    try:
+        outcome = ProcessSandbox().run(spec)
+        log = outcome.log_tail
+        assert f"WROTE {cache}/kept" in log and (cache / "kept").exists(), log
+        assert "CONFINED landlock ABI" in log
+        assert (trace / "ncu.csv").read_text() == "traced\n", log
+        assert "/ncu.csv" in log and "WROTE" not in [line.split()[0] for line in log.splitlines()
+                                                     if line.endswith("/ncu.csv")], log
+        assert f"DENIED {open_to_all}/planted" in log  # open to its user, yet not its to write
+        assert "DENIED own.txt" in log  # a candidate's job may not write its own folder
+        assert "/scratch" in log and "DENIED" not in [line.split()[0] for line in log.splitlines()
+                                                      if line.endswith("/scratch")], log
+        assert not host_tmp.exists() and not shm.exists(), log
+        assert not (open_to_all / "planted").exists() and not (job / "own.txt").exists()
+    finally:
+        host_tmp.unlink(missing_ok=True)
+        shm.unlink(missing_ok=True)
+
+
+def test_a_file_the_launcher_left_open_for_writing_is_closed_before_the_job_runs(tmp_path: Path) -> None:
+    """Landlock checks a path when it is opened: a log the launcher opened and let the job inherit would
+    still write outside the job's folders, so the confiner closes such descriptors first."""
+    import subprocess
+
+    from kernelevo.sandbox.child import confine
+
+    if confine.abi_version() < 1:
+        pytest.skip("this kernel has no Landlock")
+    mine, launchers = tmp_path / "mine", tmp_path / "launcher"
+    mine.mkdir()
+    launchers.mkdir()
+    probe = ("import os\n"
+             "for fd in (7, 8):\n"
+             "    try:\n        os.write(fd, b'forged')\n        print(fd, 'WROTE')\n"
+             "    except OSError:\n        print(fd, 'CLOSED')\n")
+    script = (f'exec 7>>"{launchers}/log" 8>>"{mine}/kept"; exec "{sys.executable}" -m kernelevo.sandbox.child.confine '
+              f'"{sys.executable}" -c "$0"')
+    done = subprocess.run(["/bin/sh", "-c", script, probe], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, confine.WRITABLE_ENV: str(mine)})
+    assert "7 CLOSED" in done.stdout and "8 WROTE" in done.stdout, done.stdout + done.stderr
+    assert (launchers / "log").read_text() == "" and (mine / "kept").read_text() == "forged"

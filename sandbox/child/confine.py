@@ -98,12 +98,41 @@ def restrict_writes(allowed: list[str]) -> str:
     return f"landlock ABI {abi}: writes only beneath {', '.join(kept) or 'nothing'}"
 
 
+def close_inherited_writers(allowed: list[str]) -> list[str]:
+    """Close the files this process inherited open for writing beneath no folder in ``allowed`` (a log
+    its launcher opened before starting it, say): Landlock checks a path when it is opened, so such a
+    descriptor would still write where the job may not. Returns the paths closed."""
+    import fcntl
+    import stat
+
+    closed = []
+    try:
+        numbers = [int(n) for n in os.listdir("/proc/self/fd")]
+    except OSError:
+        return closed
+    for fd in numbers:
+        try:
+            if fd <= 2 or not stat.S_ISREG(os.fstat(fd).st_mode):
+                continue
+            if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDONLY:
+                continue
+            path = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue  # the listing's own descriptor, closed by now
+        if not any(path == a or path.startswith(a.rstrip("/") + "/") for a in allowed):
+            os.close(fd)
+            closed.append(path)
+    return closed
+
+
 def main(argv: list[str]) -> int:
     if not argv:
         print("usage: python -m kernelevo.sandbox.child.confine CMD [ARGS...]", file=sys.stderr)
         return 2
     allowed = [p for p in os.environ.pop(WRITABLE_ENV, "").split(os.pathsep) if p]
-    os.environ[STATUS_ENV] = restrict_writes(allowed)
+    closed = close_inherited_writers(allowed)
+    os.environ[STATUS_ENV] = restrict_writes(allowed) + (
+        f"; closed {len(closed)} inherited file(s) open for writing elsewhere" if closed else "")
     os.execvp(argv[0], argv)
     return 127  # execvp raises rather than returns
 

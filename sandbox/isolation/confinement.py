@@ -12,10 +12,15 @@ import sys
 from pathlib import Path
 
 from kernelevo.sandbox.child import confine
+from kernelevo.sandbox.isolation import namespaces
 
 PRIVATE_FOLDERS = ("/tmp", "/var/tmp", "/dev")
-"""Written by every job: its temporary folders (private under bubblewrap and Docker) and devices
-(/dev/null, the GPU's nodes, /dev/shm)."""
+"""Written by every job where the sandbox makes them its own (bubblewrap, Docker): its temporary
+folders and devices (/dev/null, the GPU's nodes, /dev/shm)."""
+
+HOST_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
+"""The host's devices a job may write where /dev is the host's (no bubblewrap), besides the GPU's
+nodes: not /dev/shm, which every user of the host shares."""
 
 LAUNCHER_FOLDER = "{launcher_folder}"
 """Stands in the launcher's arguments for its folder as the job sees it."""
@@ -32,8 +37,21 @@ def wanted() -> bool:
     return os.environ.get(OFF_ENV, "1") != "0"
 
 
-def allowed_folders(job_dir: Path, writable: list[Path], folder_writable: bool) -> list[str]:
-    return [*([str(job_dir)] if folder_writable else []), *(str(p) for p in writable), *PRIVATE_FOLDERS]
+def allowed_folders(job_dir: Path, writable: list[Path], folder_writable: bool,
+                    private_tmp: Path | None = None) -> list[str]:
+    """Where a job may write: its folder if it may, its writable folders, and either the sandbox's
+    private /tmp, /var/tmp and /dev, or, where those are the host's, ``private_tmp`` and the devices
+    it needs."""
+    own = [*([str(job_dir)] if folder_writable else []), *(str(p) for p in writable)]
+    if private_tmp is None:
+        return [*own, *PRIVATE_FOLDERS]
+    return [*own, str(private_tmp), *HOST_DEVICES, *namespaces.gpu_devices()]
+
+
+def private_tmp_for(job_dir: Path) -> Path:
+    """A candidate's job's temporary folder where /tmp is the host's: beside its folder, not in it
+    (which holds what the next process imports)."""
+    return job_dir.with_name(job_dir.name + "-tmp")
 
 
 def command(cmd: list[str], launcher: list[str], allowed: list[str], trusted: bool,

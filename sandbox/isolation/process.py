@@ -287,7 +287,12 @@ class ProcessJob:
 
     def _command(self, tier: str, env: dict[str, str]) -> list[str]:
         spec = self.spec
-        allowed = confinement.allowed_folders(spec.job_dir, spec.writable, spec.folder_writable)
+        private_tmp = None
+        if tier != "bwrap" and not spec.trusted:  # /tmp is the host's: the job gets a folder of its own
+            private_tmp = confinement.private_tmp_for(spec.job_dir)
+            namespaces.hand_over(private_tmp)
+            env.update({name: str(private_tmp) for name in ("TMPDIR", "TMP", "TEMP", "HOME")})
+        allowed = confinement.allowed_folders(spec.job_dir, spec.writable, spec.folder_writable, private_tmp)
         moved = tier == "bwrap" and spec.launcher_folder is not None
         inside = confinement.LAUNCHER_FOLDER_INSIDE if moved else str(spec.launcher_folder or "")
         cmd, extra = confinement.command(spec.cmd, spec.launcher, allowed, spec.trusted, launcher_folder=inside)
