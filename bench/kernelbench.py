@@ -25,7 +25,7 @@ Usage:
   python bench/kernelbench.py --mode coverage --levels 1,2
   python bench/kernelbench.py --mode cpu-judge --levels 1 --only conv
   python bench/kernelbench.py --mode optimize --levels 1 --quick --only 19_ReLU,23_Softmax
-  python bench/kernelbench.py --mode gpu-seed --suite .gpu/kernelbench --every 4 --stop-after 500
+  python bench/kernelbench.py --mode gpu-seed --suite .gpu/kernelbench --every 4 --jobs 2 --stop-after 500
   python bench/kernelbench.py --summary            # the table of what the file holds
   python bench/kernelbench.py --mode optimize --quick --suite .gpu/kernelbench --every 5 --stop-after 500
                                                    # a GPU call: a sample of each level, stopping in time
@@ -42,6 +42,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -260,6 +261,60 @@ def run_one(args: argparse.Namespace, path: Path, limit: float) -> dict[str, Any
     return optimize(path, 2 if args.quick else args.max_evals, limit)
 
 
+def sweep(args: argparse.Namespace, files: list[Path], store: dict[str, Any], section: dict[str, Any]) -> None:
+    """The problems of ``files`` not yet in ``section``, ``args.jobs`` at a time, each row written to
+    ``args.out`` as it finishes. No problem starts with less than ``MIN_PROBLEM_S`` left of
+    ``--stop-after``; one cut short by it is not recorded, and no other starts after it."""
+    began = time.monotonic()
+    todo = iter([(n, p) for n, p in enumerate(files, 1) if _wanted(args, store, section, p)])
+    guard, stopped = threading.Lock(), threading.Event()
+
+    def next_problem() -> tuple[int, Path, float, bool] | None:
+        with guard:
+            item = None if stopped.is_set() else next(todo, None)
+            if item is None:
+                return None
+            number, path = item
+            limit = args.timeout or DEFAULT_TIMEOUT_S[args.mode]
+            left = None if args.stop_after is None else args.stop_after - (time.monotonic() - began)
+            if left is not None and left < MIN_PROBLEM_S:
+                print(f"stopping after {args.stop_after:.0f} s; run again to go on", flush=True)
+                stopped.set()
+                return None
+            cut = left is not None and left < limit
+            print(f"[{number}/{len(files)}] {key_of(path)}: started (at most {min(limit, left or limit):.0f} s)",
+                  flush=True)
+            return number, path, (min(limit, left) if cut else limit), cut
+
+    def work() -> None:
+        while (item := next_problem()) is not None:
+            number, path, limit, cut = item
+            row = run_one(args, path, limit)
+            with guard:
+                if cut and row.get("harness") and "took over" in str(row.get("reason")):
+                    print(f"[{number}/{len(files)}] {key_of(path)}: cut short by --stop-after, not recorded; "
+                          "run again to go on", flush=True)
+                    stopped.set()
+                    continue
+                section[key_of(path)] = row
+                args.out.parent.mkdir(parents=True, exist_ok=True)
+                args.out.write_text(json.dumps(store, indent=1, sort_keys=True))
+                print(f"[{number}/{len(files)}] {key_of(path)}: {json.dumps(row)[:240]}", flush=True)
+
+    workers = [threading.Thread(target=work) for _ in range(max(args.jobs, 1))]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+
+
+def _wanted(args: argparse.Namespace, store: dict[str, Any], section: dict[str, Any], path: Path) -> bool:
+    if key_of(path) in section and not args.redo:
+        return False
+    # cpu-judge: only what the coverage sweep says the strategist covers
+    return args.mode != "cpu-judge" or bool(store.get("coverage", {}).get(key_of(path), {}).get("covered"))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mode", choices=["coverage", "cpu-judge", "gpu-seed", "optimize"], default="coverage")
@@ -274,38 +329,19 @@ def main() -> None:
     parser.add_argument("--summary", action="store_true", help="print what --out holds and stop")
     parser.add_argument("--suite", type=Path, default=SUITE, help="the folder holding level1/, level2/, level3/")
     parser.add_argument("--every", type=int, default=1, help="one problem in this many of each level")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="problems at once: on a GPU their judgements take turns on it through the judge's "
+                             "GPU lock, while one's process starts and compiles overlap another's GPU time")
     parser.add_argument("--stop-after", type=float, default=None,
                         help="seconds the sweep may take: no problem runs past them; one cut short is not "
                              "recorded (the next sweep starts it again), and the file keeps what finished")
     args = parser.parse_args()
     store = json.loads(args.out.read_text()) if args.out.exists() else {}
     section = store.setdefault(args.mode, {})
-    began = time.monotonic()
     if not args.summary:
         files = problems([int(x) for x in args.levels.split(",")], [o for o in args.only.split(",") if o],
                          args.suite, args.every)
-        for number, path in enumerate(files, 1):
-            name = key_of(path)
-            if name in section and not args.redo:
-                continue
-            if args.mode == "cpu-judge" and not store.get("coverage", {}).get(name, {}).get("covered"):
-                continue  # only what the coverage sweep says the strategist covers
-            limit = args.timeout or DEFAULT_TIMEOUT_S[args.mode]
-            left = None if args.stop_after is None else args.stop_after - (time.monotonic() - began)
-            if left is not None and left < MIN_PROBLEM_S:
-                print(f"stopping after {args.stop_after:.0f} s; run again to go on", flush=True)
-                break
-            cut = left is not None and left < limit
-            print(f"[{number}/{len(files)}] {name}: started (at most {min(limit, left or limit):.0f} s)", flush=True)
-            row = run_one(args, path, min(limit, left) if cut else limit)
-            if cut and row.get("harness") and "took over" in str(row.get("reason")):
-                print(f"[{number}/{len(files)}] {name}: cut short by --stop-after, not recorded; run again to go on",
-                      flush=True)
-                break
-            section[name] = row
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text(json.dumps(store, indent=1, sort_keys=True))
-            print(f"[{number}/{len(files)}] {name}: {json.dumps(row)[:240]}", flush=True)
+        sweep(args, files, store, section)
     print(table(section))
     if args.mode == "cpu-judge":  # correctness only: no times to summarise
         print(json.dumps({"judged": len(section), "correct": sum(1 for r in section.values() if r.get("correct"))}))

@@ -183,3 +183,36 @@ def test_a_seed_judged_on_a_gpu_keeps_its_times_and_on_the_cpu_only_its_verdict(
         assert bench.summary({"a": row})["geomean_compile"] == pytest.approx(1.5)
     else:
         assert not {"speedup", "speedup_vs_compile", "runtime_ms"} & set(row)
+
+
+def test_a_sweep_of_two_jobs_runs_two_problems_at_once_and_records_each(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+    import sys
+    import threading
+    import time
+
+    bench = _bench("kernelbench")
+    suite = tmp_path / "suite" / "level1"
+    suite.mkdir(parents=True)
+    for n in range(1, 5):
+        (suite / f"{n}_P.py").write_text("")
+    running, most = [0], [0]
+    guard = threading.Lock()
+
+    def run_one(args, path, limit):  # noqa: ANN001, ANN202 - the sweep's problem runner, stood in
+        with guard:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.3)
+        with guard:
+            running[0] -= 1
+        return {"correct": True, "speedup": 1.0}
+
+    monkeypatch.setattr(bench, "run_one", run_one)
+    out = tmp_path / "kb.json"
+    monkeypatch.setattr(sys, "argv", ["kernelbench.py", "--mode", "gpu-seed", "--suite", str(tmp_path / "suite"),
+                                      "--levels", "1", "--jobs", "2", "--out", str(out)])
+    bench.main()
+    assert most[0] == 2
+    assert sorted(json.loads(out.read_text())["gpu-seed"]) == [f"level1/{n}_P" for n in range(1, 5)]
