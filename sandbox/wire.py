@@ -136,12 +136,16 @@ class Listener:
             os.close(fd)
         os.chmod(self.path, 0o777 if public else 0o700)
         self.sock.listen(1)
+        self.strangers = 0
+        """Connections refused because they came from outside the job."""
 
     env_value = NAME
     """What ``KERNELEVO_CHANNEL`` holds: the name, relative to the job's folder."""
 
-    def accept(self, timeout: float, alive: Any = lambda: True) -> Channel:
-        """The first connection within ``timeout`` seconds; gives up early once ``alive()`` is False."""
+    def accept(self, timeout: float, alive: Any = lambda: True, peers: Any = None) -> Channel:
+        """The first connection within ``timeout`` seconds; gives up early once ``alive()`` is False.
+        ``peers()``: the process ids that may connect (the job's own); a connection from any other
+        process (another job's candidate that found this socket) is closed and the wait goes on."""
         deadline = time.monotonic() + timeout
         while True:
             left = deadline - time.monotonic()
@@ -150,6 +154,10 @@ class Listener:
             ready, _, _ = select.select([self.sock], [], [], min(left, 0.1))
             if ready:
                 conn, _ = self.sock.accept()
+                if peers is not None and peer_pid(conn) not in peers():
+                    self.strangers += 1
+                    conn.close()
+                    continue
                 self.close()
                 return Channel(conn)
             if not alive():
@@ -160,6 +168,13 @@ class Listener:
             self.sock.close()
         finally:
             self.path.unlink(missing_ok=True)
+
+
+def peer_pid(conn: socket.socket) -> int:
+    """The process id of a Unix socket's peer, as the kernel recorded it at connect (in this process's
+    PID namespace): what the peer says about itself plays no part."""
+    pid, _, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+    return pid
 
 
 def connect(path: str | None = None) -> Channel:

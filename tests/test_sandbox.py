@@ -514,3 +514,25 @@ def test_a_file_the_launcher_left_open_for_writing_is_closed_before_the_job_runs
                           env={**os.environ, confine.WRITABLE_ENV: str(mine)})
     assert "7 CLOSED" in done.stdout and "8 WROTE" in done.stdout, done.stdout + done.stderr
     assert (launchers / "log").read_text() == "" and (mine / "kept").read_text() == "forged"
+
+
+def test_a_channel_refuses_a_process_that_is_not_its_jobs(tmp_path: Path) -> None:
+    """Without bubblewrap another job's candidate can reach a job's channel socket by name and connect
+    first, to pose as that job's process: the listener asks the kernel who connected and keeps
+    waiting for its own job."""
+    code = ("import time\nfrom kernelevo.sandbox import wire\ntime.sleep(1.0)\nc = wire.connect()\n"
+            "c.send({'hello': 'mine'})\ntime.sleep(0.5)\n")
+    job = ProcessSandbox().start(spec_for(tmp_path, code, channel=True))
+    stranger = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    fd = os.open(tmp_path / "job", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        stranger.connect(f"/proc/self/fd/{fd}/{wire.Listener.NAME}")
+    finally:
+        os.close(fd)
+    channel = job.channel(60)
+    assert channel.recv(timeout=60) == {"hello": "mine"}
+    assert job.listener.strangers == 1
+    stranger.settimeout(5)
+    assert stranger.recv(1) == b""  # closed without a word
+    stranger.close()
+    job.wait()

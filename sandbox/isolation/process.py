@@ -331,7 +331,10 @@ class ProcessJob:
         """The job's connected channel (waits for it to connect, at most ``timeout`` seconds)."""
         if self._channel is None:
             assert self.listener is not None, "this job was started without a channel"
-            self._channel = self.listener.accept(min(timeout, self.remaining()), alive=self.alive)
+            # only the job's own processes: without bubblewrap another job's candidate can reach this
+            # socket by name
+            self._channel = self.listener.accept(min(timeout, self.remaining()), alive=self.alive,
+                                                 peers=self.host_pids)
         return self._channel
 
     def identity(self) -> tuple[int | None, str | None]:
