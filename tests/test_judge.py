@@ -653,3 +653,11 @@ def test_a_trace_with_lines_ncu_does_not_write_is_the_candidates_doing() -> None
     assert "header lines" in ncu.layout_problem(f"{header}\n{forged_row}\n{real}")
     split = real.replace('"python3.12"', '"py\n"0","575"', 1)
     assert "not ncu's" in ncu.layout_problem(split)
+    # a kernel name holding quotes and commas, written by ncu without escaping them, to end its row
+    # early and add rows of its own
+    name_break = real.replace('"void at::vectorized_elementwise_kernel', '"x","1","7","(1, 1, 1)","(1, 1, 1)","0","9.0",'
+                              '"s","gpu__time_duration.sum","ns","5"\n"0","575","py","h","void at::vectorized', 1)
+    assert ncu.layout_problem(name_break) is not None
+    first_row = real.splitlines()[4]
+    assert "twice" in ncu.layout_problem(real + first_row + "\n")  # a row repeated to overwrite a launch
+    assert "not ncu's" in ncu.layout_problem(real.replace(first_row, first_row.replace('"0"', '"\u0663"', 1)))

@@ -120,13 +120,17 @@ def number(text: str) -> float | None:
 
 def layout_problem(text: str) -> str | None:
     """Why ``text`` is not laid out as ncu writes a CSV log (None if it is): its own lines, each
-    beginning with ``==``, then one header, then rows of the header's width with whole-number IDs.
-    Names ncu copies into its log (a process's path or name) are the profiled program's to choose: a
-    newline or a quote in one would otherwise let it add rows of its own."""
+    beginning with ``==``, then one header, then rows of the header's width, every field quoted,
+    whole-number IDs, one row per launch and metric. Names ncu copies into its log (a process's path,
+    a kernel's name) are the profiled program's to choose: a newline or an unescaped quote in one
+    would otherwise let it add or overwrite rows."""
     try:
         return _layout_problem(text.splitlines())
     except csv.Error as exc:
         return f"a line the CSV reader refuses ({exc})"
+
+
+_WHOLE_NUMBER = re.compile(r"[0-9]+")
 
 
 def _layout_problem(lines: list[str]) -> str | None:
@@ -138,13 +142,25 @@ def _layout_problem(lines: list[str]) -> str | None:
     if stray is not None:
         return f"a line before the table that ncu does not write: {stray[:80]!r}"
     header = next(csv.reader([lines[start]]))
+    metric = header.index("Metric Name") if "Metric Name" in header else None
+    seen: set[tuple[str, str]] = set()
     for line in lines[start + 1:]:
-        if line.startswith("==") or not line.strip():
+        if not line.strip():
             continue
         row = next(csv.reader([line]), [])
-        if len(row) != len(header) or not row[0].isdigit() or not row[1].isdigit():
+        if (len(row) != len(header) or not _WHOLE_NUMBER.fullmatch(row[0]) or not _WHOLE_NUMBER.fullmatch(row[1])
+                or _quoted(row) != line or any(not field.isprintable() for field in row)):
             return f"a row that is not ncu's: {line[:80]!r}"
+        key = (row[0], row[metric] if metric is not None else "")
+        if key in seen:
+            return f"launch {row[0]} reported twice for {key[1] or 'the same metric'}"
+        seen.add(key)
     return None
+
+
+def _quoted(row: list[str]) -> str:
+    """``row`` as ncu writes it: every field in double quotes, quotes inside doubled."""
+    return ",".join('"' + field.replace('"', '""') + '"' for field in row)
 
 
 def _csv_lines(text: str) -> str:
