@@ -469,7 +469,9 @@ def _check_confinement(base: Path, tier: str) -> None:
             "    try:\n        pathlib.Path(target).write_text('forged')\n        print('WROTE', target)\n"
             "    except OSError:\n        print('DENIED', target)\n"
             "subprocess.run(['/bin/sh', '-c', f'echo forged > {trace}/ncu.csv'])\n"
-            "print('CONFINED', os.environ.get('KERNELEVO_CONFINED'))\n")
+            "print('CONFINED', os.environ.get('KERNELEVO_CONFINED'))\n"
+            f"try:\n    os.kill({os.getpid()}, 0)\n    print('SIGNALLED the judge')\n"
+            "except OSError:\n    print('could not signal the judge')\n")
     spec = spec_for(base, code, writable=[cache], readable=[open_to_all], folder_writable=False,
                     launcher=["/bin/sh", "-c", 'echo traced > "$0/ncu.csv" && TRACE="$0" TMPDIR="${TMPDIR:-/tmp}" '
                               'exec "$@"', LAUNCHER_FOLDER], launcher_folder=trace)
@@ -486,6 +488,9 @@ def _check_confinement(base: Path, tier: str) -> None:
         assert "/scratch" in log and "DENIED" not in [line.split()[0] for line in log.splitlines()
                                                       if line.endswith("/scratch")], log
         assert not host_tmp.exists() and not shm.exists(), log
+        if tier == "none":  # no PID namespace: the judge's processes are in sight, never in reach
+            assert "signals and abstract sockets only within the job" in log
+            assert "could not signal the judge" in log
         assert not (open_to_all / "planted").exists() and not (job / "own.txt").exists()
     finally:
         host_tmp.unlink(missing_ok=True)

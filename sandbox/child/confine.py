@@ -22,6 +22,9 @@ import sys
 
 WRITABLE_ENV = "KERNELEVO_WRITABLE"
 STATUS_ENV = "KERNELEVO_CONFINED"
+SCOPE_ENV = "KERNELEVO_SCOPE"
+"""``1``: also keep the job from signalling, or connecting to abstract sockets of, processes outside
+it (where it shares the host's PID and network namespaces)."""
 
 _CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446  # the same numbers on x86-64 and arm64
 _VERSION_FLAG, _RULE_PATH_BENEATH, _PR_SET_NO_NEW_PRIVS = 1, 1, 38
@@ -31,6 +34,7 @@ _VERSION_FLAG, _RULE_PATH_BENEATH, _PR_SET_NO_NEW_PRIVS = 1, 1, 38
 _WRITE_FILE, _REMOVE_DIR, _REMOVE_FILE = 1 << 1, 1 << 4, 1 << 5
 _MAKE = (1 << 6) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12)
 _REFER, _TRUNCATE = 1 << 13, 1 << 14  # from ABI 2 and 3
+_SCOPE_ABSTRACT_UNIX_SOCKET, _SCOPE_SIGNAL = 1 << 0, 1 << 1  # from ABI 6
 
 
 class _RulesetAttr(ctypes.Structure):
@@ -63,14 +67,16 @@ def handled_rights(abi: int) -> int:
             | (_TRUNCATE if abi >= 3 else 0))
 
 
-def restrict_writes(allowed: list[str]) -> str:
-    """Let this process (and all it becomes or starts) write beneath ``allowed`` only. Returns what
-    was enforced, in words: "landlock ABI N: ..." or "not confined: why"."""
+def restrict_writes(allowed: list[str], scope: bool = False) -> str:
+    """Let this process (and all it becomes or starts) write beneath ``allowed`` only; with ``scope``
+    (and ABI 6), signal and reach abstract sockets only within itself. Returns what was enforced, in
+    words: "landlock ABI N: ..." or "not confined: why"."""
     abi = abi_version()
     if abi < 1:
         return "not confined: this kernel has no Landlock"
     libc, handled = _libc(), handled_rights(abi)
-    attr = _RulesetAttr(handled, 0, 0)
+    scoped = _SCOPE_ABSTRACT_UNIX_SOCKET | _SCOPE_SIGNAL if scope and abi >= 6 else 0
+    attr = _RulesetAttr(handled, 0, scoped)
     size = ctypes.sizeof(_RulesetAttr) if abi >= 6 else 16 if abi >= 4 else 8
     ruleset = libc.syscall(_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
     if ruleset < 0:
@@ -95,7 +101,8 @@ def restrict_writes(allowed: list[str]) -> str:
             return f"not confined: restricting itself failed ({os.strerror(ctypes.get_errno())})"
     finally:
         os.close(ruleset)
-    return f"landlock ABI {abi}: writes only beneath {', '.join(kept) or 'nothing'}"
+    scope_words = "; signals and abstract sockets only within the job" if scoped else ""
+    return f"landlock ABI {abi}: writes only beneath {', '.join(kept) or 'nothing'}{scope_words}"
 
 
 def close_inherited_writers(allowed: list[str]) -> list[str]:
@@ -131,7 +138,7 @@ def main(argv: list[str]) -> int:
         return 2
     allowed = [p for p in os.environ.pop(WRITABLE_ENV, "").split(os.pathsep) if p]
     closed = close_inherited_writers(allowed)
-    os.environ[STATUS_ENV] = restrict_writes(allowed) + (
+    os.environ[STATUS_ENV] = restrict_writes(allowed, os.environ.pop(SCOPE_ENV, "") == "1") + (
         f"; closed {len(closed)} inherited file(s) open for writing elsewhere" if closed else "")
     os.execvp(argv[0], argv)
     return 127  # execvp raises rather than returns

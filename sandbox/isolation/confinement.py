@@ -55,16 +55,19 @@ def private_tmp_for(job_dir: Path) -> Path:
 
 
 def command(cmd: list[str], launcher: list[str], allowed: list[str], trusted: bool,
-            python: str = sys.executable, launcher_folder: str = "") -> tuple[list[str], dict[str, str]]:
+            python: str = sys.executable, launcher_folder: str = "",
+            shares_host: bool = False) -> tuple[list[str], dict[str, str]]:
     """``(argv, extra environment)`` for a job: ``launcher + confiner + cmd`` for a candidate's job;
-    ``launcher_folder``: the launcher's folder as the job sees it."""
+    ``launcher_folder``: the launcher's folder as the job sees it; ``shares_host``: the job shares the
+    host's PID and network namespaces, so it is also kept from signalling or reaching the abstract
+    sockets of processes outside it."""
     launcher = [part.replace(LAUNCHER_FOLDER, launcher_folder) for part in launcher]
     if trusted:
         return [*launcher, *cmd], {}
     if not wanted():
         return [*launcher, *cmd], {confine.STATUS_ENV: f"not confined: turned off ({OFF_ENV}=0)"}
     return ([*launcher, python, "-m", "kernelevo.sandbox.child.confine", *cmd],
-            {confine.WRITABLE_ENV: os.pathsep.join(allowed)})
+            {confine.WRITABLE_ENV: os.pathsep.join(allowed), **({confine.SCOPE_ENV: "1"} if shares_host else {})})
 
 
 def within_reach(folder: str, allowed: list[str]) -> bool:

@@ -295,7 +295,8 @@ class ProcessJob:
         allowed = confinement.allowed_folders(spec.job_dir, spec.writable, spec.folder_writable, private_tmp)
         moved = tier == "bwrap" and spec.launcher_folder is not None
         inside = confinement.LAUNCHER_FOLDER_INSIDE if moved else str(spec.launcher_folder or "")
-        cmd, extra = confinement.command(spec.cmd, spec.launcher, allowed, spec.trusted, launcher_folder=inside)
+        cmd, extra = confinement.command(spec.cmd, spec.launcher, allowed, spec.trusted, launcher_folder=inside,
+                                         shares_host=tier == "none")
         env.update(extra)
         if spec.launcher_folder is not None and confinement.within_reach(inside, allowed):
             self.isolation.warnings.append(f"the launcher's folder {inside} lies where the job may write (no "
