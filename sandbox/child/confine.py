@@ -140,8 +140,13 @@ def main(argv: list[str]) -> int:
     closed = close_inherited_writers(allowed)
     os.environ[STATUS_ENV] = restrict_writes(allowed, os.environ.pop(SCOPE_ENV, "") == "1") + (
         f"; closed {len(closed)} inherited file(s) open for writing elsewhere" if closed else "")
+    if argv[0] == sys.executable:
+        # the same interpreter, through the link the kernel keeps to it: its path may run through a
+        # folder the job's user cannot search (a Python installed under /root), which the first
+        # start was let through and a second lookup by name would not be
+        os.execv("/proc/self/exe", argv)
     os.execvp(argv[0], argv)
-    return 127  # execvp raises rather than returns
+    return 127  # exec raises rather than returns
 
 
 if __name__ == "__main__":
