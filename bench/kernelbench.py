@@ -289,7 +289,10 @@ def sweep(args: argparse.Namespace, files: list[Path], store: dict[str, Any], se
     def work() -> None:
         while (item := next_problem()) is not None:
             number, path, limit, cut = item
-            row = run_one(args, path, limit)
+            try:
+                row = run_one(args, path, limit)
+            except Exception as exc:  # one problem's harness fault is its row, never the sweep's end
+                row = {"correct": False, "harness": True, "reason": f"{type(exc).__name__}: {str(exc)[:300]}"}
             with guard:
                 if cut and row.get("harness") and "took over" in str(row.get("reason")):
                     print(f"[{number}/{len(files)}] {key_of(path)}: cut short by --stop-after, not recorded; "

@@ -216,3 +216,29 @@ def test_a_sweep_of_two_jobs_runs_two_problems_at_once_and_records_each(tmp_path
     bench.main()
     assert most[0] == 2
     assert sorted(json.loads(out.read_text())["gpu-seed"]) == [f"level1/{n}_P" for n in range(1, 5)]
+
+
+def test_a_problem_whose_runner_raises_is_a_harness_row_and_the_sweep_goes_on(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+    import sys
+
+    bench = _bench("kernelbench")
+    suite = tmp_path / "suite" / "level1"
+    suite.mkdir(parents=True)
+    for name in ("1_Breaks.py", "2_Fine.py"):
+        (suite / name).write_text("")
+
+    def run_one(args, path, limit):  # noqa: ANN001, ANN202 - the sweep's problem runner, stood in
+        if path.stem == "1_Breaks":
+            raise OSError("no space left on device")
+        return {"correct": True}
+
+    monkeypatch.setattr(bench, "run_one", run_one)
+    out = tmp_path / "kb.json"
+    monkeypatch.setattr(sys, "argv", ["kernelbench.py", "--mode", "gpu-seed", "--suite", str(tmp_path / "suite"),
+                                      "--levels", "1", "--out", str(out)])
+    bench.main()
+    rows = json.loads(out.read_text())["gpu-seed"]
+    assert rows["level1/1_Breaks"]["harness"] and "no space left" in rows["level1/1_Breaks"]["reason"]
+    assert rows["level1/2_Fine"]["correct"]

@@ -624,6 +624,7 @@ def test_no_job_can_find_another_by_counting(evaluator) -> None:
 def test_a_forensic_trace_within_the_candidates_reach_is_said_to_be_so() -> None:
     """The kernel trace is evidence only where the candidate's process could not write it: a verdict
     says when it could (no Landlock, or ncu's folder beneath one the candidate may write)."""
+    from kernelevo.sandbox.isolation.confinement import LAUNCHER_EXPOSED
     from kernelevo.sandbox.judge.forensic import exposure
     from kernelevo.sandbox.models import Isolation
 
@@ -631,8 +632,8 @@ def test_a_forensic_trace_within_the_candidates_reach_is_said_to_be_so() -> None
     assert exposure(kept_out) is None
     assert exposure(Isolation(writes="not confined: this kernel has no Landlock")) == \
         "not confined: this kernel has no Landlock"
-    beneath = Isolation(writes=kept_out.writes, warnings=["the launcher's folder /tmp/x lies where the job may write"])
-    assert "launcher's folder" in exposure(beneath)
+    beneath = Isolation(writes=kept_out.writes, warnings=[f"{LAUNCHER_EXPOSED} (/tmp/x lies where the job may write)"])
+    assert exposure(beneath).startswith(LAUNCHER_EXPOSED)
     assert exposure(Isolation()) == "not reported"
 
 

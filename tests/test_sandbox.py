@@ -454,6 +454,7 @@ def test_a_candidates_job_writes_only_where_it_may_and_its_launcher_writes_what_
 
 
 def _check_confinement(base: Path, tier: str) -> None:
+    from kernelevo.sandbox.child import confine
     from kernelevo.sandbox.isolation.confinement import LAUNCHER_FOLDER
 
     job = base / "job"
@@ -488,7 +489,7 @@ def _check_confinement(base: Path, tier: str) -> None:
         assert "/scratch" in log and "DENIED" not in [line.split()[0] for line in log.splitlines()
                                                       if line.endswith("/scratch")], log
         assert not host_tmp.exists() and not shm.exists(), log
-        if tier == "none":  # no PID namespace: the judge's processes are in sight, never in reach
+        if tier == "none" and confine.abi_version() >= 6:  # no PID namespace: the judge is in sight, not in reach
             assert "signals and abstract sockets only within the job" in log
             assert "could not signal the judge" in log
         assert not (open_to_all / "planted").exists() and not (job / "own.txt").exists()
@@ -541,3 +542,25 @@ def test_a_channel_refuses_a_process_that_is_not_its_jobs(tmp_path: Path) -> Non
     assert stranger.recv(1) == b""  # closed without a word
     stranger.close()
     job.wait()
+
+
+@pytest.mark.parametrize("tier", ["bwrap", "none"])
+def test_a_launchers_folder_the_job_may_write_is_reported_as_within_its_reach(
+        tier: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the launcher's folder lies beneath one the job may write, confinement cannot keep the job
+    out of it: the job's isolation says so, in the words the forensic pass looks for. Bubblewrap mounts
+    it apart, out of reach."""
+    from kernelevo.sandbox.isolation.confinement import LAUNCHER_FOLDER
+    from kernelevo.sandbox.judge.forensic import exposure
+    from kernelevo.sandbox.models import Isolation
+
+    if tier == "bwrap":
+        require_bwrap()
+    monkeypatch.setenv("KERNELEVO_ISOLATION", tier)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    spec = spec_for(tmp_path, "print('ran')\n", writable=[cache], launcher_folder=cache / "trace",
+                    launcher=["/bin/sh", "-c", 'exec "$@"', LAUNCHER_FOLDER])
+    outcome = ProcessSandbox().run(spec)
+    confined = Isolation(writes="landlock ABI 7: ...", warnings=outcome.isolation.warnings)
+    assert (exposure(confined) is None) == (tier == "bwrap"), outcome.isolation.warnings

@@ -17,6 +17,7 @@ from kernelevo.agent.builtin import (
     dimreduce,
     expressions,
     groupnorm,
+    launch,
     matmul_kernels,
     pool,
     scan,
@@ -302,8 +303,8 @@ def _row_program(program: Any, strategy: str, params: dict[str, Any], dtype: str
     """A row program's kernel (with the aligned-pointer helper where it vectorises) and its forward."""
     body = codegen.kernel(program, strategy, online=bool(params.get("online")),
                           persistent=bool(params.get("PROGRAMS_PER_SM")), static=bool(params.get("STATIC")))
-    forward = codegen.forward(program, strategy, params, MAX_REGISTER_BLOCK.get(dtype, 16384))
-    aligned = codegen.ALIGNED if params.get("VEC", 1) > 1 else ""
+    forward = launch.forward(program, strategy, params, MAX_REGISTER_BLOCK.get(dtype, 16384))
+    aligned = launch.ALIGNED if params.get("VEC", 1) > 1 else ""
     return aligned + body, forward
 
 
@@ -450,7 +451,7 @@ def _render_program(r: Rendering) -> str:
     program = r.plan.program
     assert program is not None
     body, forward = _row_program(program, r.strategy, r.params, r.plan.dtype)
-    head = r.head(f"Fused Triton kernel for a {r.plan.describe()}.", codegen.bytes_note(program))
+    head = r.head(f"Fused Triton kernel for a {r.plan.describe()}.", launch.bytes_note(program))
     head, body = _with_rounding(head, body)
     return head + body + _model(r.plan.init, forward)
 

@@ -135,6 +135,8 @@ _WHOLE_NUMBER = re.compile(r"[0-9]+")
 
 def _layout_problem(lines: list[str]) -> str | None:
     headers = [k for k, line in enumerate(lines) if line.startswith('"ID","Process ID"')]
+    if not headers and all(line.startswith("==") or not line.strip() for line in lines):
+        return None  # ncu's own words only: no kernel was profiled, which the reader of the launches says
     if len(headers) != 1:
         return f"{len(headers)} header lines where ncu writes one"
     start = headers[0]
@@ -145,8 +147,8 @@ def _layout_problem(lines: list[str]) -> str | None:
     metric = header.index("Metric Name") if "Metric Name" in header else None
     seen: set[tuple[str, str]] = set()
     for line in lines[start + 1:]:
-        if not line.strip():
-            continue
+        if not line.strip() or line.startswith("=="):
+            continue  # ncu's own words; a name that splits a row still fails the quoting below
         row = next(csv.reader([line]), [])
         if (len(row) != len(header) or not _WHOLE_NUMBER.fullmatch(row[0]) or not _WHOLE_NUMBER.fullmatch(row[1])
                 or _quoted(row) != line or any(not field.isprintable() for field in row)):

@@ -29,6 +29,9 @@ LAUNCHER_FOLDER_INSIDE = "/kernelevo-launcher"
 """Where bubblewrap and Docker mount the launcher's folder: beneath none of the folders the job may
 write (a run folder often lies in /tmp, which the job may write), so confinement keeps it out."""
 
+LAUNCHER_EXPOSED = "the launcher's folder is within the candidate's reach"
+"""The isolation warning that says a launcher's output (ncu's trace) could be the candidate's writing."""
+
 OFF_ENV = "KERNELEVO_LANDLOCK"
 """``0`` turns confinement off (a kernel or driver where it breaks a job); verdicts then say so."""
 

@@ -299,10 +299,12 @@ class ProcessJob:
                                          shares_host=tier == "none")
         env.update(extra)
         if spec.launcher_folder is not None and confinement.within_reach(inside, allowed):
-            self.isolation.warnings.append(f"the launcher's folder {inside} lies where the job may write (no "
-                                           "bubblewrap): its output is within the candidate's reach")
+            self.isolation.warnings.append(f"{confinement.LAUNCHER_EXPOSED} ({inside} lies where the job may "
+                                           "write)")
         if tier == "bwrap":
-            return namespaces.bwrap_command(cmd, spec.job_dir, [spec.job_dir, *spec.writable], spec.readable,
+            # a folder the job may not write is mounted read-only: without root its owner is the job's user
+            own = ([spec.job_dir], []) if spec.folder_writable else ([], [spec.job_dir])
+            return namespaces.bwrap_command(cmd, spec.job_dir, [*own[0], *spec.writable], [*own[1], *spec.readable],
                                             spec.gpu, moved=[(spec.launcher_folder, inside)] if moved else [])
         if tier == "unshare":
             return namespaces.unshare_command(cmd, drop=not self.private)

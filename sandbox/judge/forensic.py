@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from kernelevo.sandbox.advice import ncu
+from kernelevo.sandbox.isolation.confinement import LAUNCHER_EXPOSED
 from kernelevo.sandbox.isolation.namespaces import read_no_follow
 from kernelevo.sandbox.judge.kernel_names import Owned
 from kernelevo.sandbox.judge.static_checks import check_candidate
@@ -217,7 +218,7 @@ def exposure(isolation: Any) -> str | None:
     writes = getattr(isolation, "writes", None) or "not reported"
     if not writes.startswith("landlock"):
         return writes
-    return next((w for w in getattr(isolation, "warnings", []) if "launcher's folder" in w), None)
+    return next((w for w in getattr(isolation, "warnings", []) if w.startswith(LAUNCHER_EXPOSED)), None)
 
 
 def read_pass(record: Any) -> tuple[list[dict[str, Any]], str | None, bool]:
@@ -237,10 +238,10 @@ def read_pass(record: Any) -> tuple[list[dict[str, Any]], str | None, bool]:
         return [], f"under the kernel trace the candidate failed: {said or why}", tool_failed
     ended = record.worker
     if ended is None or ended.killed_by_judge:
-        # ncu writes its log as the process exits; one that never exited by itself had its outbox to
-        # itself all along, and what lies there may be its own writing
+        # ncu writes its log as the process exits; one that never exited by itself may still have been
+        # writing where ncu's log lies (where confinement could not keep it out)
         return [], ("under the kernel trace the candidate's process did not exit by itself after its last "
-                    "call: the trace in its outbox is not read"), False
+                    "call: its trace is not read"), False
     try:
         launches = read_trace(log)
     except ValueError as exc:

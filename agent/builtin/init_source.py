@@ -1,0 +1,93 @@
+"""The reference's constructor as ``ModelNew``'s: the source of ``Model.__init__`` and everything it
+needs from its module (imports, constants, helper classes and functions), so that a generated
+candidate builds its parameters by running the reference's own code, never a copy of its values."""
+
+from __future__ import annotations
+
+import dis
+import inspect
+import re
+import textwrap
+import types
+from typing import Any
+
+from kernelevo.agent.builtin.program import CannotCover
+
+SIMPLE = (int, float, str, bool, type(None))
+"""Module constants whose value is copied into a candidate as a literal."""
+
+
+def init_source(cls: type) -> tuple[str, list[str]]:
+    """The source of ``cls.__init__`` renamed for ``ModelNew``, and what it needs from its module:
+    imports, constants, and the helper classes and functions defined beside it (their own sources,
+    with what those need in turn). ``super(Model, self)`` becomes ``super()``."""
+    init = cls.__dict__.get("__init__")
+    if init is None:
+        return "def __init__(self, *args, **kwargs):\n    super().__init__()\n", []
+    try:
+        source = textwrap.dedent(inspect.getsource(init))
+    except (OSError, TypeError) as exc:
+        raise CannotCover(f"the reference's __init__ has no readable source ({exc})") from None
+    source = re.sub(rf"super\(\s*{cls.__name__}\s*,\s*self\s*\)", "super()", source)
+    if set(inspect.getclosurevars(init).nonlocals) - {"__class__"}:
+        raise CannotCover("the reference's __init__ uses closure variables")
+    heads: list[str] = []
+    bodies: list[str] = []
+    _collect_needs(init, source, cls.__module__, heads, bodies, {cls.__name__})
+    imports = [h for h in heads if h.startswith("import ")]
+    return source, imports + [h for h in heads if h not in imports] + ["\n" + b.rstrip() + "\n" for b in bodies]
+
+
+def _global_names(code: types.CodeType) -> set[str]:
+    """The global names ``code`` (and the functions and comprehensions inside it) loads. Not its
+    attribute names: ``self.dim = dim`` reads the argument ``dim``, never a module constant ``dim``."""
+    names = {ins.argval for ins in dis.get_instructions(code) if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _global_names(const)
+    return names
+
+
+def _collect_needs(fn: Any, source: str, module: str, heads: list[str], bodies: list[str], seen: set[str]) -> None:
+    """Append to ``heads`` the imports and constants ``fn`` (whose source is ``source``) uses, and to
+    ``bodies`` the sources of the classes and functions of ``module`` it uses, recursively."""
+    loaded = {name: fn.__globals__[name] for name in _global_names(fn.__code__) if name in fn.__globals__}
+    for name, value in sorted(loaded.items()):
+        if name in seen or not re.search(rf"\b{re.escape(name)}\b", source):
+            continue  # gone from the rewritten source (the class's own name in super(...)), or done
+        seen.add(name)
+        if isinstance(value, types.ModuleType):
+            if name not in ("torch", "nn", "triton", "tl"):
+                heads.append(f"import {value.__name__}" if value.__name__ == name
+                             else f"import {value.__name__} as {name}")
+        elif isinstance(value, SIMPLE) or (isinstance(value, tuple) and all(isinstance(v, SIMPLE) for v in value)):
+            heads.append(f"{name} = {value!r}")
+        elif isinstance(value, (type, types.FunctionType)) and getattr(value, "__module__", None) == module:
+            try:
+                helper = textwrap.dedent(inspect.getsource(value))
+            except (OSError, TypeError) as exc:
+                raise CannotCover(f"the reference's helper `{name}` has no readable source ({exc})") from None
+            members = [value] if isinstance(value, types.FunctionType) else _methods(value)
+            for member in members:
+                _collect_needs(member, helper, module, heads, bodies, seen)
+            bodies.append(helper)
+        else:
+            raise CannotCover(f"the reference's __init__ uses `{name}` ({type(value).__name__}), which a generated "
+                              "candidate cannot carry")
+
+
+def _methods(cls: type) -> list[Any]:
+    """The functions of a helper class (plain, static, class methods and properties); its bases must be
+    torch's or the class's module's own (whose source the scan cannot follow is refused)."""
+    for base in cls.__bases__:
+        if base.__module__ not in ("builtins",) and not base.__module__.startswith("torch"):
+            raise CannotCover(f"the reference's helper `{cls.__name__}` derives from `{base.__name__}`, which a "
+                              "generated candidate cannot carry")
+    found = []
+    for member in vars(cls).values():
+        for fn in (member, getattr(member, "__func__", None), getattr(member, "fget", None),
+                   getattr(member, "fset", None)):
+            if isinstance(fn, types.FunctionType):
+                found.append(fn)
+                break
+    return found

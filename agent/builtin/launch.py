@@ -1,0 +1,118 @@
+"""``ModelNew.forward`` for a row program (see :mod:`codegen` for its kernel): the views, the output's
+allocation and the launch, with the grid, block sizes and vector width a strategy chose."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kernelevo.agent.builtin.codegen import indent
+from kernelevo.agent.builtin.program import Program
+
+
+def forward(program: Program, strategy: str, params: dict[str, Any], max_block: int) -> str:
+    """``ModelNew.forward``: views, allocation and the launch."""
+    main = program.main
+    row_operands = [o for o in program.operands if o.kind == "row"]
+    flat = strategy == "tiled" and program.flat
+    lines = [f"def forward(self, {', '.join(program.inputs)}):"]
+    body = [f"{name} = {expression}  # left in torch (the task allows partial replacement)"
+            for name, expression in program.torch_prefix]
+    body += [f"{o.source} = {o.source}.contiguous()" for o in program.operands
+             if o.kind in ("row", "per_row") or (o.kind in ("col", "scalar", "channel") and o.source in program.inputs)]
+    if flat:
+        body += ["# Nothing broadcasts per column: treat the tensor as one long row.",
+                 f"n_rows, n_cols = 1, {main}.numel()"]
+    else:
+        cols = f"{main}.shape[-1]" if program.main_chunks == 1 else f"{main}.shape[-1] // {program.main_chunks}"
+        body += [f"n_cols = {cols}", f"n_rows = {main}.numel() // max({main}.shape[-1], 1)"]
+    shape = {("elem", True): f"(*{main}.shape[:-1], n_cols)", ("row", True): f"(*{main}.shape[:-1], 1)",
+             ("row", False): f"{main}.shape[:-1]", ("elem", False): f"(*{main}.shape[:-1], n_cols)"}
+    out_shape = f"{main}.shape" if flat else shape[(program.out_level, program.out_keepdim)]
+    body.append(f"out = torch.empty({out_shape}, dtype=torch.{program.out_dtype}, device={main}.device)")
+    args = []
+    for o in program.operands:
+        args.append(f"float({o.source})" if o.kind == "value" else o.source)
+        if o.kind == "row":
+            args.append("n_cols" if flat else f"{o.source}.shape[-1]")
+        elif o.kind == "channel":
+            d, d0 = o.channel_dim, o.channel_from
+            across = f"{main}.shape[{d}]" if d0 is None else f"{main}.shape[{d0}:{d + 1}].numel()"
+            args += [f"{main}.shape[{d + 1}:-1].numel()", across]
+    vec = _vec_check(params, row_operands, args)
+    body += vec
+    if strategy == "registers":
+        body += ["block_c = max(triton.next_power_of_2(n_cols), 16)",
+                 f"if block_c > {max_block}:",
+                 f"    raise ValueError(f'rows of {{n_cols}} do not fit in registers (at most {max_block})')"]
+        block_c = "block_c"
+        grid = "(triton.cdiv(n_rows, BLOCK_R),)"
+    elif strategy == "looped":
+        block_c = str(params["BLOCK_C"])
+        grid = "(triton.cdiv(n_rows, BLOCK_R),)"
+    elif strategy == "split":
+        sizes = ", ".join([f"{o.source}.numel()" for o in row_operands] + ["out.numel()"])
+        split, block_c = params["SPLIT"], params["BLOCK_C"]
+        body += [f"BLOCK_C, SPLIT = {block_c}, {split}",
+                 "# Few, long rows: SPLIT programs per row, each reducing a chunk of whole column blocks.",
+                 f"ws = torch.empty((n_rows, SPLIT), dtype=torch.float32, device={main}.device)",
+                 "chunk = triton.cdiv(triton.cdiv(n_cols, BLOCK_C), SPLIT) * BLOCK_C",
+                 "fused_kernel[(n_rows, SPLIT)](",
+                 f"    {', '.join(args)}, ws, n_rows, n_cols, chunk, BLOCK_R=1, BLOCK_C=BLOCK_C,",
+                 f"    EVEN_R=True, EVEN_C=n_cols % BLOCK_C == 0, WIDE=max({sizes}) >= 2**31, SPLIT=SPLIT,",
+                 f"    VEC={'vec' if vec else 1},",
+                 f"    num_warps={params['num_warps']})",
+                 "finish_kernel[(triton.cdiv(n_rows, 16),)](ws, out, n_rows, n_cols, BLOCK_R=16, SPLIT=SPLIT, "
+                 "num_warps=1)",
+                 "return out"]
+        return "\n".join(lines + indent(body, 1)) + "\n"
+    else:
+        block_c = str(params["BLOCK_C"])
+        grid = "(triton.cdiv(n_rows, BLOCK_R) * triton.cdiv(n_cols, BLOCK_C),)"
+    block_r = 1 if flat else params.get("BLOCK_R", 1)
+    if params.get("PROGRAMS_PER_SM"):
+        body += ["# Persistent: a few programs per SM loop over the tiles (4 'SMs' under the CPU interpreter).",
+                 f"sms = torch.cuda.get_device_properties({main}.device).multi_processor_count "
+                 f"if {main}.is_cuda else 4"]
+        grid = f"(max(1, min({grid[1:-2]}, sms * {params['PROGRAMS_PER_SM']})),)"
+    sizes = ", ".join([f"{o.source}.numel()" for o in row_operands] + ["out.numel()"])
+    body += [f"BLOCK_R, BLOCK_C = {block_r}, {block_c}",
+             f"fused_kernel[{grid}](",
+             f"    {', '.join(args)}, out, n_rows, n_cols, BLOCK_R=BLOCK_R, BLOCK_C=BLOCK_C,",
+             "    EVEN_R=n_rows % BLOCK_R == 0, EVEN_C=n_cols % BLOCK_C == 0,",
+             f"    WIDE=max({sizes}) >= 2**31, VEC={'vec' if vec else 1},",
+             f"    num_warps={params['num_warps']}{_stages(params)})",
+             "return out"]
+    return "\n".join(lines + indent(body, 1)) + "\n"
+
+
+ALIGNED = '''def aligned(vec, sizes, tensors):
+    """vec if every size and every tensor's address is a multiple of vec elements, else 1."""
+    if all(n % vec == 0 for n in sizes) and all(t.data_ptr() % (vec * t.element_size()) == 0 for t in tensors):
+        return vec
+    return 1
+
+
+'''
+
+
+def _vec_check(params: dict[str, Any], row_operands: list[Any], args: list[str]) -> list[str]:
+    """The line that sets ``vec`` to the requested vector width where the promise holds for these
+    tensors (see :data:`ALIGNED`); none without VEC."""
+    if params.get("VEC", 1) <= 1:
+        return []
+    strides = [args[args.index(o.source) + 1] for o in row_operands]
+    tensors = [o.source for o in row_operands] + ["out"]
+    return [f"vec = aligned({params['VEC']}, (n_cols, {', '.join(strides)}), ({', '.join(tensors)},))"]
+
+
+def _stages(params: dict[str, Any]) -> str:
+    return f", num_stages={params['num_stages']}" if "num_stages" in params else ""
+
+
+def bytes_note(program: Program) -> str:
+    rows = sum(o.chunks for o in program.operands if o.kind == "row") if program.operands else 0
+    cols = [o for o in program.operands if o.kind == "col"]
+    out = "one value per element" if program.out_level == "elem" else "one value per row"
+    read = f"{rows} read{'s' if rows != 1 else ''} per element of the input rows"
+    extra = f", {len(cols)} per-column parameter{'s' if len(cols) != 1 else ''} (cached)" if cols else ""
+    return f"{read}{extra}, and {out} written."
