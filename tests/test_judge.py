@@ -661,4 +661,7 @@ def test_a_trace_with_lines_ncu_does_not_write_is_the_candidates_doing() -> None
     assert ncu.layout_problem(name_break) is not None
     first_row = real.splitlines()[4]
     assert "twice" in ncu.layout_problem(real + first_row + "\n")  # a row repeated to overwrite a launch
+    # ncu's own words are its own wherever they fall, and a log without a table says no kernel ran
+    assert ncu.layout_problem(real + "==PROF== Disconnected from process 575\n") is None
+    assert ncu.layout_problem("==WARNING== No kernels were profiled.\n") is None
     assert "not ncu's" in ncu.layout_problem(real.replace(first_row, first_row.replace('"0"', '"\u0663"', 1)))
