@@ -665,3 +665,28 @@ def test_a_trace_with_lines_ncu_does_not_write_is_the_candidates_doing() -> None
     assert ncu.layout_problem(real + "==PROF== Disconnected from process 575\n") is None
     assert ncu.layout_problem("==WARNING== No kernels were profiled.\n") is None
     assert "not ncu's" in ncu.layout_problem(real.replace(first_row, first_row.replace('"0"', '"\u0663"', 1)))
+
+
+def test_a_forensic_process_started_ahead_is_used_only_for_the_same_folders_and_launcher(make_evaluator) -> None:
+    """The forensic pass's process (under ncu) starts while nothing is timed, ahead of the candidate that
+    needs it; the pass takes it only when it was started for the same folders and the same launcher,
+    and otherwise ends it and starts its own."""
+    ev = make_evaluator()
+
+    def launcher(folder: Path) -> list[str]:
+        return ["/bin/sh", "-c", 'exec "$@"', str(folder)]
+
+    readable = [ev.workspace]
+    ev.processes.warm_traced(readable, launcher)
+    ahead = ev.processes._traced[1]
+    assert ahead.trace is not None and ahead.job.alive()
+    taken = ev.processes.worker(readable, launcher)
+    assert taken is ahead and ev.processes._traced is None
+    assert taken.job.channel(60).recv(timeout=60)["hello"] == "worker"  # it runs, under its launcher
+
+    ev.processes.warm_traced(readable, launcher)
+    stale = ev.processes._traced[1]
+    other = ev.processes.worker([], launcher)  # other folders: a process of its own
+    assert other is not stale and not stale.job.alive()
+    for worker in (taken, other):
+        worker.job.kill()

@@ -330,7 +330,17 @@ class Evaluator:
             forensic.apply(verdict, self, task, candidate)
         if not self.readable:
             self.processes.warm()  # the next candidate's process imports now, while nothing is timed
+            self._warm_forensic(task)
         return verdict
+
+    def _warm_forensic(self, task: Task) -> None:
+        """On a GPU, start the next forensic pass's process now, while nothing is timed: ncu and the
+        process's imports (most of the pass's seconds) are then done before a candidate needs them."""
+        binary = ncu.find_ncu() if self.device == "cuda" and self.config.forensic else None
+        if binary is not None:
+            oracle = self.processes.oracle(task, self.readable)
+            self.processes.warm_traced([*self.readable, oracle.outbox, *ncu.install_folders(binary)],
+                                       functools.partial(forensic_launcher, binary))
 
     def _session(self, task: Task, candidate: Path, forensic: str | None = None,  # noqa: ANN202 - Record
                  footprint: int | None = None):
@@ -339,7 +349,7 @@ class Evaluator:
         oracle = self.processes.oracle(task, self.readable)
         readable = list(self.readable)
         launcher = None
-        if forensic is not None:
+        if forensic is not None:  # the folders and launcher _warm_forensic starts a spare with
             readable += [oracle.outbox, *ncu.install_folders(forensic)]
             launcher = functools.partial(forensic_launcher, forensic)
         worker = self.processes.worker(readable, launcher)

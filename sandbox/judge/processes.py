@@ -62,6 +62,8 @@ class Processes:
         keep_private(self.outboxes, 0o711)
         self._oracles: dict[tuple, Oracle] = {}
         self._spare: Worker | None = None
+        self._traced: tuple[tuple, Worker] | None = None
+        """A spare process started under a launcher (ncu) ahead of the forensic pass, with its key."""
         self._count = 0
 
     def close(self) -> None:
@@ -71,6 +73,9 @@ class Processes:
         if self._spare is not None:
             _end(self._spare.job)
             self._spare = None
+        if self._traced is not None:
+            _end(self._traced[1].job)
+            self._traced = None
 
     # oracles ----------------------------------------------------------------------------------
     def oracle(self, task: Task, readable: list[Path]) -> Oracle:
@@ -105,10 +110,28 @@ class Processes:
         if self._spare is None or not self._spare.job.alive():
             self._spare = self._start([], None)
 
+    def warm_traced(self, readable: list[Path], launcher: Callable[[Path], list[str]]) -> None:
+        """Start a spare process under ``launcher`` now, for a forensic pass that may follow: ncu and the
+        process's imports then start while the session runs, not after it (they hold no GPU)."""
+        key = _traced_key(readable, launcher)
+        if self._traced is not None and self._traced[0] == key and self._traced[1].job.alive():
+            return
+        if self._traced is not None:
+            _end(self._traced[1].job)
+        self._traced = (key, self._start(readable, launcher))
+
     def worker(self, readable: list[Path], launcher: Callable[[Path], list[str]] | None = None) -> Worker:
         """A candidate process for one evaluation: the spare when it suits, else a new one; on the CPU a
-        new spare is started at once for the next evaluation (on a GPU, :meth:`warm` after it)."""
+        new spare is started at once for the next evaluation (on a GPU, :meth:`warm` after it). Under a
+        launcher, the spare :meth:`warm_traced` started when it was started for the same folders."""
         worker = None
+        if launcher is not None and self._traced is not None:
+            key, traced = self._traced
+            self._traced = None
+            if key == _traced_key(readable, launcher) and traced.job.alive():
+                worker = traced
+            else:
+                _end(traced.job)
         if launcher is None and not readable and self._spare is not None and self._spare.job.alive():
             worker, self._spare = self._spare, None
         elif self._spare is not None and not self._spare.job.alive():
@@ -135,6 +158,10 @@ class Processes:
         if trace is not None:
             spec.launcher, spec.launcher_folder = launcher(Path(LAUNCHER_FOLDER)), trace
         return Worker(job=self.ev.sandbox.start(spec), folder=folder, outbox=outbox, trace=trace)
+
+
+def _traced_key(readable: list[Path], launcher: Callable[[Path], list[str]]) -> tuple:
+    return tuple(str(p) for p in readable), tuple(launcher(Path(LAUNCHER_FOLDER)))
 
 
 def _end(job: Job) -> Any:
