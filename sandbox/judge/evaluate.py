@@ -337,10 +337,14 @@ class Evaluator:
         """On a GPU, start the next forensic pass's process now, while nothing is timed: ncu and the
         process's imports (most of the pass's seconds) are then done before a candidate needs them."""
         binary = ncu.find_ncu() if self.device == "cuda" and self.config.forensic else None
-        if binary is not None:
+        if binary is None:
+            return
+        try:
             oracle = self.processes.oracle(task, self.readable)
             self.processes.warm_traced([*self.readable, oracle.outbox, *ncu.install_folders(binary)],
                                        functools.partial(forensic_launcher, binary))
+        except (OSError, RuntimeError, ValueError):
+            pass  # a head start only: the pass starts its own process when it comes
 
     def _session(self, task: Task, candidate: Path, forensic: str | None = None,  # noqa: ANN202 - Record
                  footprint: int | None = None):
