@@ -664,6 +664,9 @@ def test_a_trace_with_lines_ncu_does_not_write_is_the_candidates_doing() -> None
     # ncu's own words are its own wherever they fall, and a log without a table says no kernel ran
     assert ncu.layout_problem(real + "==PROF== Disconnected from process 575\n") is None
     assert ncu.layout_problem("==WARNING== No kernels were profiled.\n") is None
+    # but no row may follow them: a name in such a line could carry one
+    smuggled = real + "==PROF== Connected to process 7 (/x/a\n" + first_row.replace('"0"', '"999"', 1) + "\n"
+    assert "after ncu's closing lines" in ncu.layout_problem(smuggled)
     assert "not ncu's" in ncu.layout_problem(real.replace(first_row, first_row.replace('"0"', '"\u0663"', 1)))
 
 

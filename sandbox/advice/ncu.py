@@ -146,9 +146,13 @@ def _layout_problem(lines: list[str]) -> str | None:
     header = next(csv.reader([lines[start]]))
     metric = header.index("Metric Name") if "Metric Name" in header else None
     seen: set[tuple[str, str]] = set()
+    closing = False
     for line in lines[start + 1:]:
         if not line.strip() or line.startswith("=="):
-            continue  # ncu's own words; a name that splits a row still fails the quoting below
+            closing = closing or line.startswith("==")  # ncu's own closing words, after every row
+            continue
+        if closing:
+            return f"a row after ncu's closing lines: {line[:80]!r}"
         row = next(csv.reader([line]), [])
         if (len(row) != len(header) or not _WHOLE_NUMBER.fullmatch(row[0]) or not _WHOLE_NUMBER.fullmatch(row[1])
                 or _quoted(row) != line or any(not field.isprintable() for field in row)):

@@ -136,7 +136,7 @@ def read_trace(path: Path) -> list[dict[str, Any]]:
         if not isinstance(launch["name"], str) or not math.isfinite(duration) or duration < 0:
             raise ValueError(f"launch {launch['id']}: name {str(launch['name'])[:80]!r}, duration {duration!r}")
         launch["stream"] = streams.get(launch["id"], "")
-    return launches
+    return sorted(launches, key=lambda launch: launch["id"])  # ncu numbers launches in the order they ran
 
 
 def forensic_launcher(binary: str, trace: Path) -> list[str]:
