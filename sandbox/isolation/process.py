@@ -303,9 +303,10 @@ class ProcessJob:
                                            "write)")
         if tier == "bwrap":
             # a folder the job may not write is mounted read-only: without root its owner is the job's user
-            own = ([spec.job_dir], []) if spec.folder_writable else ([], [spec.job_dir])
-            return namespaces.bwrap_command(cmd, spec.job_dir, [*own[0], *spec.writable], [*own[1], *spec.readable],
-                                            spec.gpu, moved=[(spec.launcher_folder, inside)] if moved else [])
+            writes = [spec.job_dir, *spec.writable] if spec.folder_writable else spec.writable
+            reads = spec.readable if spec.folder_writable else [spec.job_dir, *spec.readable]
+            return namespaces.bwrap_command(cmd, spec.job_dir, writes, reads, spec.gpu,
+                                            moved=[(spec.launcher_folder, inside)] if moved else [])
         if tier == "unshare":
             return namespaces.unshare_command(cmd, drop=not self.private)
         return cmd if self.private else [*namespaces.drop_privileges(), *cmd]

@@ -12,6 +12,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from kernelevo.sandbox.isolation.process import ProcessSandbox, RunSpec, take_lo
 from kernelevo.sandbox.isolation.protocol import Sandbox
 from kernelevo.sandbox.judge import cache, device_memory, forensic
 from kernelevo.sandbox.judge.forensic import FORENSIC_CALLS, forensic_launcher
-from kernelevo.sandbox.judge.processes import Processes
+from kernelevo.sandbox.judge.processes import Oracle, Processes
 from kernelevo.sandbox.judge.session import Plan, Session, Stop, oracle_asker
 from kernelevo.sandbox.judge.static_checks import check_candidate
 from kernelevo.sandbox.judge.verdict import judge, process_failure
@@ -340,22 +341,22 @@ class Evaluator:
         if binary is None:
             return
         try:
-            oracle = self.processes.oracle(task, self.readable)
-            self.processes.warm_traced([*self.readable, oracle.outbox, *ncu.install_folders(binary)],
-                                       functools.partial(forensic_launcher, binary))
+            self.processes.warm_traced(*self._traced_process(binary, self.processes.oracle(task, self.readable)))
         except (OSError, RuntimeError, ValueError):
             pass  # a head start only: the pass starts its own process when it comes
+
+    def _traced_process(self, binary: str, oracle: Oracle) -> tuple[list[Path], Callable[[Path], list[str]]]:
+        """What the forensic pass's process reads (the oracle's input files, ncu's install) and its
+        launcher: one place, so that a process started ahead is the one the pass asks for."""
+        return ([*self.readable, oracle.outbox, *ncu.install_folders(binary)],
+                functools.partial(forensic_launcher, binary))
 
     def _session(self, task: Task, candidate: Path, forensic: str | None = None,  # noqa: ANN202 - Record
                  footprint: int | None = None):
         """One session (``forensic``: ncu's path, for the forensic pass; ``footprint``: one eager call's
         peak device memory): its Record."""
         oracle = self.processes.oracle(task, self.readable)
-        readable = list(self.readable)
-        launcher = None
-        if forensic is not None:  # the folders and launcher _warm_forensic starts a spare with
-            readable += [oracle.outbox, *ncu.install_folders(forensic)]
-            launcher = functools.partial(forensic_launcher, forensic)
+        readable, launcher = (list(self.readable), None) if forensic is None else self._traced_process(forensic, oracle)
         worker = self.processes.worker(readable, launcher)
         write_into(worker.folder, "task.py", task.path.read_bytes())
         write_into(worker.folder, "candidate.py", candidate.read_bytes())

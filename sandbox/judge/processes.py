@@ -112,7 +112,7 @@ class Processes:
 
     def warm_traced(self, readable: list[Path], launcher: Callable[[Path], list[str]]) -> None:
         """Start a spare process under ``launcher`` now, for a forensic pass that may follow: ncu and the
-        process's imports then start while the session runs, not after it (they hold no GPU)."""
+        process's imports are then done before that pass begins (they hold no GPU)."""
         key = _traced_key(readable, launcher)
         if self._traced is not None and self._traced[0] == key and self._traced[1].job.alive():
             return
