@@ -5,8 +5,11 @@
    verdicts' medians (max / min - 1) is the noise a tie band must cover.
 2. Cost: each verdict's wall time without the forensic pass, and one verdict with it per size, so the
    share the pass adds per verdict is measured, not guessed (and where its seconds go, by phase).
+3. A search's cost (``--search N``): N verdicts with the forensic pass on one Evaluator, as a search
+   makes them. The first starts its traced process cold; later ones find one started ahead, while
+   the previous verdict was being read, so their pass is what a search pays per verdict.
 
-Usage: python bench/judge_bench.py [--repeats 3] [--out FILE]
+Usage: python bench/judge_bench.py [--repeats 3] [--search 0] [--out FILE]
 """
 
 from __future__ import annotations
@@ -64,6 +67,29 @@ def judge(folder: Path, n: int, repeats: int, forensic: bool, cache: Path) -> li
     return rows
 
 
+def search_like(folder: Path, n: int, verdicts: int, cache: Path) -> list[dict]:
+    """``verdicts`` judgements of the same candidate on one Evaluator, forensic pass on, with a pause
+    between them as a search's next proposal would leave: each verdict's wall time and pass."""
+    import time
+
+    from kernelevo.sandbox.judge.evaluate import EvalConfig, Evaluator
+    from kernelevo.tasks import load_task
+
+    path = folder / f"relu_{n}.py"
+    path.write_text(TASK.format(n=n))
+    task = load_task(str(path), "full")
+    rows = []
+    with Evaluator(EvalConfig(measure_compile=False, forensic=True, cache_dir=cache)) as ev:
+        for k in range(verdicts):
+            verdict, _ = ev.evaluate(task, ROOT / "tests" / "candidates" / "ok_relu_empty.py")
+            rows.append({"k": k, "correct": verdict.correct, "reason": verdict.reason, "wall_s": verdict.wall_s,
+                         "forensic_s": verdict.phases.get("forensic pass"), "phases": verdict.phases,
+                         "assurance": verdict.assurance})
+            print(json.dumps({"n": n, "search": True, **rows[-1]}), flush=True)
+            time.sleep(5)  # a proposal's time; the next traced process starts meanwhile
+    return rows
+
+
 def call_parts(trace: Path) -> dict:
     """Per process, the medians of what its timed calls reported (events, lag past the end event,
     host time of ``forward``) and of the session's wall time around each, and how often a lag counted."""
@@ -98,6 +124,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--sizes", default=",".join(SIZES), help=f"which of {', '.join(SIZES)}")
+    parser.add_argument("--search", type=int, default=0,
+                        help="also judge N times on one Evaluator with the forensic pass, as a search does")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     result: dict = {}
@@ -105,6 +133,10 @@ def main() -> None:
         folder, cache = Path(scratch), Path(scratch) / "cache"
         for label in args.sizes.split(","):
             n = SIZES[label]
+            if args.search:
+                result[f"{label} search"] = {"rows": search_like(folder, n, args.search, cache)}
+                if args.repeats == 0:
+                    continue
             without = judge(folder, n, args.repeats, False, cache)
             with_pass = judge(folder, n, 1, True, cache)
             result[label] = {"without_forensic": summary(without), "with_forensic": summary(with_pass),
@@ -114,6 +146,10 @@ def main() -> None:
     print("| call | median ms | spread between processes | verdict wall s | forensic pass s | wall without it s |")
     print("|---|---|---|---|---|---|")
     for label, r in result.items():
+        if "search" in label:
+            print(f"| {label} | verdict wall s: {[r_['wall_s'] for r_ in r['rows']]} | "
+                  f"forensic pass s: {[r_['forensic_s'] for r_ in r['rows']]} |")
+            continue
         w, wo = r["with_forensic"], r["without_forensic"]
         print(f"| {label} | {wo['median_ms']:.4g} | {wo['spread_pct'] or 0:.2f}% | {w['wall_s']:.2f} | "
               f"{w['forensic_s']:.2f} | {wo['wall_s']:.2f} |")
