@@ -471,6 +471,13 @@ def _check_confinement(base: Path, tier: str) -> None:
             "    except OSError:\n        print('DENIED', target)\n"
             "subprocess.run(['/bin/sh', '-c', f'echo forged > {trace}/ncu.csv'])\n"
             "print('CONFINED', os.environ.get('KERNELEVO_CONFINED'))\n"
+            # the CUDA driver names its threads through /proc as it starts: the job's own /proc stays open
+            "import threading\n"
+            "pathlib.Path(f'/proc/self/task/{threading.get_native_id()}/comm').write_text('probe')\n"
+            "print('NAMED', pathlib.Path('/proc/self/comm').read_text().strip())\n"
+            f"judges = pathlib.Path('/proc/{os.getpid()}/oom_score_adj')\n"
+            "try:\n    judges.write_text(judges.read_text())\n    print('WROTE the judge', judges)\n"
+            "except OSError:\n    print('DENIED the judge', judges)\n"
             f"try:\n    os.kill({os.getpid()}, 0)\n    print('SIGNALLED the judge')\n"
             "except OSError:\n    print('could not signal the judge')\n")
     spec = spec_for(base, code, writable=[cache], readable=[open_to_all], folder_writable=False,
@@ -489,6 +496,8 @@ def _check_confinement(base: Path, tier: str) -> None:
         assert "/scratch" in log and "DENIED" not in [line.split()[0] for line in log.splitlines()
                                                       if line.endswith("/scratch")], log
         assert not host_tmp.exists() and not shm.exists(), log
+        assert "NAMED probe" in log, log
+        assert "WROTE the judge" not in log, log  # where /proc is the host's, only the job's own process
         if tier == "none" and confine.abi_version() >= 6:  # no PID namespace: the judge is in sight, not in reach
             assert "signals and abstract sockets only within the job" in log
             assert "could not signal the judge" in log

@@ -5,9 +5,10 @@ Folders and user ids alone cannot keep a candidate's process from writing a file
 write: a job run without root shares its user with every folder the run made, and ncu, which writes
 the forensic kernel trace, runs as the candidate's user. Landlock, the kernel's unprivileged access
 control, can: this process restricts itself to writing beneath the folders named in
-``KERNELEVO_WRITABLE`` (its outbox, its compile cache, its private temporary folders, /dev), and the
-restriction holds for every process it becomes or starts, irrevocably. A confined process also cannot
-trace or read the memory and open files of a process outside its domain (ncu, which starts it).
+``KERNELEVO_WRITABLE`` (its outbox, its compile cache, its private temporary folders, /dev, and its
+/proc, where the CUDA driver writes as it starts), and the restriction holds for every process it
+becomes or starts, irrevocably. A confined process also cannot trace or read the memory and open
+files of a process outside its domain (ncu, which starts it).
 
 Reading is not restricted: what a job may read is the sandbox's business (bubblewrap binds, Docker
 mounts). Where the kernel has no Landlock the command runs unconfined, and ``KERNELEVO_CONFINED``

@@ -22,6 +22,13 @@ HOST_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/uran
 """The host's devices a job may write where /dev is the host's (no bubblewrap), besides the GPU's
 nodes: not /dev/shm, which every user of the host shares."""
 
+PROC_PRIVATE, PROC_OWN = "/proc", "/proc/self"
+"""What of /proc a job may write. The CUDA driver writes there as it starts (without it every CUDA
+call fails with error 304, "OS call failed"). Where the job has a PID namespace of its own (bubblewrap,
+unshare, Docker) its /proc shows only its own processes: all of it. Where /proc is the host's, only
+the confiner's own process, which the job becomes: the confiner opens ``/proc/self`` and so names its
+own PID; a process the job starts cannot then use CUDA."""
+
 LAUNCHER_FOLDER = "{launcher_folder}"
 """Stands in the launcher's arguments for its folder as the job sees it."""
 
@@ -41,11 +48,12 @@ def wanted() -> bool:
 
 
 def allowed_folders(job_dir: Path, writable: list[Path], folder_writable: bool,
-                    private_tmp: Path | None = None) -> list[str]:
+                    private_tmp: Path | None = None, private_proc: bool = True) -> list[str]:
     """Where a job may write: its folder if it may, its writable folders, and either the sandbox's
     private /tmp, /var/tmp and /dev, or, where those are the host's, ``private_tmp`` and the devices
-    it needs."""
-    own = [*([str(job_dir)] if folder_writable else []), *(str(p) for p in writable)]
+    it needs; /proc as ``private_proc`` (the job's own PID namespace) allows."""
+    own = [*([str(job_dir)] if folder_writable else []), *(str(p) for p in writable),
+           PROC_PRIVATE if private_proc else PROC_OWN]
     if private_tmp is None:
         return [*own, *PRIVATE_FOLDERS]
     return [*own, str(private_tmp), *HOST_DEVICES, *namespaces.gpu_devices()]

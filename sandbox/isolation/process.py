@@ -292,7 +292,8 @@ class ProcessJob:
             private_tmp = confinement.private_tmp_for(spec.job_dir)
             namespaces.hand_over(private_tmp)
             env.update({name: str(private_tmp) for name in ("TMPDIR", "TMP", "TEMP", "HOME")})
-        allowed = confinement.allowed_folders(spec.job_dir, spec.writable, spec.folder_writable, private_tmp)
+        allowed = confinement.allowed_folders(spec.job_dir, spec.writable, spec.folder_writable, private_tmp,
+                                              private_proc=tier != "none")
         moved = tier == "bwrap" and spec.launcher_folder is not None
         inside = confinement.LAUNCHER_FOLDER_INSIDE if moved else str(spec.launcher_folder or "")
         cmd, extra = confinement.command(spec.cmd, spec.launcher, allowed, spec.trusted, launcher_folder=inside,
