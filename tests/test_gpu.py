@@ -50,6 +50,26 @@ def test_cuda_candidate_is_judged_end_to_end(evaluator, relu_task) -> None:
     assert verdict.assurance.startswith("forensic"), verdict.assurance
 
 
+def test_cuda_kept_out_by_the_sandbox_is_the_judges_failure_not_the_candidates(
+        make_evaluator, relu_task, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With /proc left out of what a candidate's job may write, the CUDA driver does not start there (on
+    the H200 with driver 580): the evaluation stops as the environment's failure (exit 3), naming
+    the confinement, and never rejects the honest candidate for it."""
+    from kernelevo.sandbox.isolation import confinement, environment
+    from kernelevo.sandbox.judge.evaluate import EvalError
+
+    assert environment._cuda_confined() is None  # as shipped, a confined process starts CUDA
+    monkeypatch.setattr(confinement, "PROC_PRIVATE", "/nonexistent")
+    monkeypatch.setattr(confinement, "PROC_OWN", "/nonexistent")
+    evaluator = make_evaluator()
+    try:
+        verdict, _ = evaluator.evaluate(relu_task, candidate("ok_relu_empty"))
+    except EvalError as exc:
+        assert exc.exit_code == 3 and "CUDA did not start" in str(exc) and "landlock" in str(exc), exc
+    else:  # a driver that no longer writes /proc: then the candidate must simply pass
+        assert verdict.correct, verdict.reason
+
+
 def test_triton_candidate_is_judged_with_cuda_events(evaluator, relu_task) -> None:
     verdict, code = evaluator.evaluate(relu_task, candidate("ok_relu_empty"))
     assert code == 0, verdict.reason

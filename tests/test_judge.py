@@ -333,6 +333,31 @@ def test_the_drivers_count_of_the_candidates_own_memory_decides_where_it_has_one
             assert f"the candidate's process held {own_gib}.0 GiB" in session.record.failure
 
 
+class _ConfinedWorker:
+    isolation = Isolation(writes="landlock ABI 7: writes only beneath /out, /tmp, /var/tmp, /dev, /proc")
+
+
+def test_cuda_that_does_not_start_before_the_candidate_is_imported_is_the_judges_failure() -> None:
+    """A worker whose CUDA does not start (a sandbox that keeps the driver out) says so before it imports
+    the candidate: the session records the harness's failure, with the confinement that may be the
+    cause, and no check against the candidate; the forensic pass stops on it the same way."""
+    from kernelevo.sandbox.judge import forensic
+    from kernelevo.sandbox.judge.record import HarnessFault
+
+    plan = Plan(task=task(), task_path=Path("t.py"), candidate_path=Path("c.py"), device="cuda",
+                timing=TimingPolicy())
+    session = Session(plan, None, _ConfinedWorker(), None)
+    error = "RuntimeError: Unexpected error from cudaGetDeviceCount(). Error 304: OS call failed"
+    session.ask = lambda *args, **kwargs: {"ok": False, "device_unusable": error, "error": error}
+    assert not session._build()
+    assert not session.record.checks and session.record.failure is None
+    said = session.record.harness_error or ""
+    assert said.startswith("the harness failed: CUDA did not start") and "Error 304" in said
+    assert "landlock ABI 7" in said and "KERNELEVO_LANDLOCK=0" in said
+    with pytest.raises(HarnessFault, match="in the forensic pass, the harness failed"):
+        forensic.read_pass(session.record)
+
+
 def test_gpu_memory_of_sums_the_drivers_per_process_figures() -> None:
     class Proc:
         def __init__(self, pid: int, used: int | None) -> None:

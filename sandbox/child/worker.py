@@ -101,6 +101,8 @@ class Worker:
     def build(self, msg: dict[str, Any]) -> dict[str, Any]:
         self.job = msg
         device, dtype, seed = msg["device"], msg.get("dtype"), int(msg["init_seed"])
+        if device == "cuda" and (unusable := _cuda_unusable()) is not None:
+            return {"ok": False, "device_unusable": unusable, "error": unusable}
         self.task = import_task_module(Path(msg["task"]), msg["size"])
         if msg.get("reference_first"):
             reference = inputs.build_model(self.task.Model, self.task, device, dtype, seed)
@@ -255,6 +257,16 @@ class Worker:
             self.shipped += 1
             files.append(wire.write_tensor(value, outbox, f"{name}-{self.shipped}-{k}.bin").model_dump())
         return {"ok": True, "outputs": files}
+
+
+def _cuda_unusable() -> str | None:
+    """Why CUDA does not start in this process, asked before any candidate code runs (a sandbox or a
+    driver that keeps the GPU out is the judge's fault, not the candidate's); None where it starts."""
+    try:
+        torch.empty(1, device="cuda")
+    except Exception as exc:  # the driver's errors come as RuntimeError, AssertionError and more
+        return wire.describe_exception(exc, 600)
+    return None
 
 
 def _delta(now: dict[str, int], before: dict[str, int]) -> dict[str, int]:

@@ -103,6 +103,35 @@ def _docker() -> Probe:
         return Probe(item="Docker engine", available=False, detail=f"not reachable ({type(exc).__name__})")
 
 
+def _cuda_confined() -> str | None:
+    """Where this machine has CUDA: why it does not start in a process confined as a candidate's job is
+    (the strictest rule: its own temporary folder, /dev and its own /proc); None where it does, or
+    where there is no GPU to try."""
+    import subprocess
+    import sys
+    import tempfile
+
+    import torch
+
+    from kernelevo.sandbox.child import confine
+
+    if not torch.cuda.is_available():
+        return None
+    start = "import torch; torch.empty(1, device='cuda')"
+    with tempfile.TemporaryDirectory() as scratch:
+        env = {**os.environ, confine.WRITABLE_ENV: os.pathsep.join([scratch, "/dev", "/proc/self"]),
+               "TMPDIR": scratch}
+        try:
+            done = subprocess.run([sys.executable, "-m", "kernelevo.sandbox.child.confine", sys.executable, "-c",
+                                   start], env=env, capture_output=True, text=True, timeout=120)
+        except subprocess.TimeoutExpired:
+            return "starting CUDA took over 120 s"
+    if done.returncode == 0:
+        return None
+    lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
+    return (lines[-1] if lines else f"exit {done.returncode}")[:300]
+
+
 def _isolation() -> list[Probe]:
     tier = namespaces.tier()
     user = (f"uid {namespaces.SANDBOX_UID} (nobody)" if os.geteuid() == 0 else f"your own uid {os.geteuid()}")
@@ -127,8 +156,12 @@ def _isolation() -> list[Probe]:
               "folders, and ncu's trace is out of their reach" if abi and confinement.wanted() else
               f"not confined: {'turned off' if abi else 'this kernel has no Landlock'}; a candidate writes wherever "
               "its user may, ncu's forensic trace included")
+    broken = _cuda_confined() if abi and confinement.wanted() else None
+    if broken:
+        writes = (f"Landlock ABI {abi}, but CUDA does not start in a confined process ({broken}): every GPU "
+                  f"candidate would fail; {confinement.OFF_ENV}=0 turns the confinement off")
     return [Probe(item="isolation", available=tier == "bwrap", detail=words[tier]),
-            Probe(item="writes", available=bool(abi) and confinement.wanted(), detail=writes),
+            Probe(item="writes", available=bool(abi) and confinement.wanted() and not broken, detail=writes),
             Probe(item="limits", available=group is not None, detail=limits),
             Probe(item="user", available=True, detail="root" if os.geteuid() == 0 else f"uid {os.geteuid()}")]
 

@@ -26,6 +26,7 @@ from kernelevo.sandbox.isolation.protocol import Sandbox
 from kernelevo.sandbox.judge import cache, device_memory, forensic
 from kernelevo.sandbox.judge.forensic import FORENSIC_CALLS, forensic_launcher
 from kernelevo.sandbox.judge.processes import Oracle, Processes
+from kernelevo.sandbox.judge.record import HarnessFault
 from kernelevo.sandbox.judge.session import Plan, Session, Stop, oracle_asker
 from kernelevo.sandbox.judge.static_checks import check_candidate
 from kernelevo.sandbox.judge.verdict import judge, process_failure
@@ -326,9 +327,14 @@ class Evaluator:
         record.phases["the task's baselines (measured once, then cached)"] = round(baseline_s, 4)
         if record.reference_error:
             raise EvalError(record.reference_error)
+        if record.harness_error:
+            raise EvalError(record.harness_error, exit_code=3)
         verdict = judge(task, str(candidate), static_checks, baseline, ceilings, record, self.config.memory)
         if verdict.correct and self.device == "cuda":
-            forensic.apply(verdict, self, task, candidate)
+            try:
+                forensic.apply(verdict, self, task, candidate)
+            except HarnessFault as exc:
+                raise EvalError(str(exc), exit_code=3) from None
         if not self.readable:
             self.processes.warm()  # the next candidate's process imports now, while nothing is timed
             self._warm_forensic(task)

@@ -32,6 +32,7 @@ from kernelevo.sandbox.advice import ncu
 from kernelevo.sandbox.isolation.confinement import LAUNCHER_EXPOSED
 from kernelevo.sandbox.isolation.namespaces import read_no_follow
 from kernelevo.sandbox.judge.kernel_names import Owned
+from kernelevo.sandbox.judge.record import HarnessFault
 from kernelevo.sandbox.judge.static_checks import check_candidate
 from kernelevo.sandbox.models import Check, Verdict
 from kernelevo.tasks.task import Task
@@ -225,6 +226,8 @@ def read_pass(record: Any) -> tuple[list[dict[str, Any]], str | None, bool]:
     """``(launches, why the pass failed, whether ncu itself said it failed)`` from a session's record."""
     if record.reference_error:
         return [], record.reference_error, False
+    if harness_error := getattr(record, "harness_error", None):
+        raise HarnessFault(f"in the forensic pass, {harness_error}")
     log = record.worker_trace / "ncu.csv"
     failed = [c for c in record.checks if not c.passed]
     if record.failure or failed:

@@ -27,6 +27,10 @@ class PrecisionSums:
         self.outputs += 1
 
 
+class HarnessFault(Exception):
+    """The judge could not judge (its sandbox kept the device out): no verdict, the run stops and says why."""
+
+
 @dataclass
 class Record:
     """One session: the checks it ran, the times it saw, and how its processes ended."""
@@ -64,6 +68,9 @@ class Record:
     """Why the session could not finish: the candidate's process ended, hung, or broke the protocol."""
     reference_error: str | None = None
     """The task's own reference failed (not the candidate's fault)."""
+    harness_error: str | None = None
+    """The candidate's process could not do its work before any candidate code ran (CUDA did not start
+    in its sandbox): the judge's fault, never the candidate's."""
     worker_modules: list[str] = field(default_factory=list)
     peak_bytes: dict[str, int] = field(default_factory=dict)
     """Peak device memory of the oracle and (as reported) the candidate's process."""

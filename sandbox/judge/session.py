@@ -207,6 +207,9 @@ class Session(CorrectnessCalls, TimedCalls):
                           "init_seed": plan.init_seed, "outbox": str(plan.worker_outbox),
                           "inbox": str(plan.oracle_outbox or ""), "reference_first": plan.forensic})
         self.record.phases["importing the candidate"] = round(time.monotonic() - began, 4)
+        if reply.get("device_unusable"):  # said before the candidate was imported: the judge's doing
+            self.record.harness_error = cuda_unusable(str(reply["device_unusable"]), self.worker.isolation)
+            return False
         if not reply.get("ok"):
             self.record.add("import", False, str(reply.get("error")))
             return False
@@ -228,3 +231,11 @@ class Session(CorrectnessCalls, TimedCalls):
         new_threads = reported_count(reply.get("new_threads") or 0)
         self.record.add("no new threads", new_threads <= 0, "no threads left running" if new_threads <= 0
                         else f"{new_threads} new thread(s) left running")
+
+
+def cuda_unusable(detail: str, isolation: Any) -> str:
+    """The message for a candidate's process in which CUDA did not start, with what may be the cause."""
+    writes = getattr(isolation, "writes", None) or "not reported"
+    return (f"the harness failed: CUDA did not start in the candidate's sandboxed process, before any of its "
+            f"code ran ({detail[:400]}); confinement: {writes[:200]}. `kernelevo doctor` checks this; "
+            "KERNELEVO_LANDLOCK=0 turns the confinement off")
