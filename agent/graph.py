@@ -13,7 +13,7 @@ from langgraph.graph import END, START, StateGraph
 
 from kernelevo.agent.budget import Budget, Spent
 from kernelevo.agent.policy import Policy
-from kernelevo.agent.search_nodes import SearchNodes
+from kernelevo.agent.search_nodes import FINAL_CONTENDERS, SearchNodes, forensic_bar
 from kernelevo.agent.state import State
 from kernelevo.agent.store import RunStore
 from kernelevo.sandbox.advice.profiling import HarnessProfiler
@@ -55,11 +55,12 @@ class Runtime:
     def parallelism(self) -> int:
         return max(len(self.pool), 1)
 
-    def judge(self, evaluator: Evaluator, cid: str) -> Verdict:
-        """Judge candidate ``cid``; raises Stopped if the run began stopping before or during it."""
+    def judge(self, evaluator: Evaluator, cid: str, trace_below_ms: float | None = None) -> Verdict:
+        """Judge candidate ``cid`` (``trace_below_ms``: the forensic pass's bar, :func:`forensic_bar`);
+        raises Stopped if the run began stopping before or during it."""
         if self.stopping:
             raise Stopped()
-        verdict, _ = evaluator.evaluate(self.task, self.store.source_path(cid))
+        verdict, _ = evaluator.evaluate(self.task, self.store.source_path(cid), trace_below_ms=trace_below_ms)
         if self.stopping:
             raise Stopped()
         return verdict
@@ -113,7 +114,7 @@ class Runtime:
         evaluator = self._free.get()  # blocks until a GPU (an evaluator) is free
         started = time.time()
         try:
-            verdict = self.judge(evaluator, cid)
+            verdict = self.judge(evaluator, cid, forensic_bar(self.store.fastest_runtimes(FINAL_CONTENDERS)))
         finally:
             self._free.put(evaluator)
         self.store.record_evaluation(cid, "search", verdict)

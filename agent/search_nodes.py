@@ -27,6 +27,16 @@ FINAL_CONTENDERS = 3
 """Elites re-judged at the end of a run on a GPU (not counted as evaluations)."""
 
 
+def forensic_bar(fastest: list[float]) -> float | None:
+    """The time a search verdict must beat to get the forensic pass on a GPU: the tie band above the
+    FINAL_CONTENDERS-th fastest correct time so far (``fastest``, fastest first); None, trace every
+    one, until there are that many. The pass costs seconds a verdict; a candidate slower than the bar
+    changes nothing the run hands back, and whatever is handed back is re-judged with the pass."""
+    if len(fastest) < FINAL_CONTENDERS:
+        return None
+    return fastest[FINAL_CONTENDERS - 1] * (1 + TIE_BAND)
+
+
 def entry_of(cid: str, candidate: dict[str, Any], verdict: Verdict, store: RunStore) -> arch.Entry:
     """A judged candidate as the archive sees it. A policy that gives no descriptor of its own (a
     model's candidates) gets a behavioural cell, measured from the kernel and its verdict."""
@@ -52,7 +62,7 @@ class SearchRuntime(Protocol):
 
     def spent(self) -> Spent: ...
 
-    def judge(self, evaluator: Any, cid: str) -> Verdict: ...
+    def judge(self, evaluator: Any, cid: str, trace_below_ms: float | None = None) -> Verdict: ...
 
     def judge_and_record(self, cid: str) -> Verdict: ...
 

@@ -162,6 +162,12 @@ class RunStore:
         row = self._one("SELECT verdict FROM evaluations WHERE candidate = ? AND kind = ?", (cid, kind))
         return Verdict.model_validate_json(row[0]) if row else None
 
+    def fastest_runtimes(self, n: int, kind: str = "search") -> list[float]:
+        """The ``n`` fastest times of correct verdicts of ``kind``, fastest first."""
+        rows = self._all("SELECT runtime_ms FROM evaluations WHERE kind = ? AND correct = 1 AND runtime_ms "
+                         "IS NOT NULL ORDER BY runtime_ms LIMIT ?", (kind, n))
+        return [float(r[0]) for r in rows]
+
     def count_evaluations(self, kind: str = "search") -> int:
         row = self._one("SELECT COUNT(*) FROM evaluations WHERE kind = ?", (kind,))
         return row[0] if row else 0

@@ -416,7 +416,7 @@ def test_the_final_step_rejudges_the_top_elites_and_keeps_the_fastest(tmp_path: 
     calls = []
 
     class FakeEvaluator:
-        def evaluate(self, task, path):  # noqa: ANN001, ANN202
+        def evaluate(self, task, path, trace_below_ms=None):  # noqa: ANN001, ANN202
             calls.append(path)
             return Verdict(task="t", candidate=str(path), size="full", compiled=True, correct=True, reason=None,
                            checks=[], device="H200", isolation={}, runtime_ms=rejudged_ms[path], timing=timing), 0
@@ -430,13 +430,46 @@ def test_the_final_step_rejudges_the_top_elites_and_keeps_the_fastest(tmp_path: 
     assert len(calls) == rejudged and store.evaluation(ids[3], "final") is None  # the 4th is never re-judged
 
 
+def test_a_search_traces_only_what_could_be_handed_back_and_the_final_re_judge_traces_all(tmp_path: Path) -> None:
+    """The forensic pass's bar: every search verdict is traced until three are correct; then only one
+    within the tie band of the third fastest so far. The final re-judge, which picks what is handed
+    back, is given no bar: it traces every contender."""
+    from kernelevo.agent.graph import Runtime, build_graph
+    from kernelevo.agent.search_nodes import FINAL_CONTENDERS, forensic_bar
+
+    assert forensic_bar([1.0, 2.0]) is None and forensic_bar([1.0, 2.0, 4.0, 0.5]) == pytest.approx(4.0 * 1.03)
+    times = [5.0, 4.0, 3.0, 6.0, 2.0, 2.5]
+    bars: list = []
+
+    class Recording(FakeEvaluator):
+        def evaluate(self, task, path, trace_below_ms=None):  # noqa: ANN001, ANN202
+            bars.append(trace_below_ms)
+            verdict, code = super().evaluate(task, path)
+            ms = times[int(Path(path).read_text().split("=")[1])]
+            return verdict.model_copy(update={"runtime_ms": ms, "timing": "cuda-events"}), code
+
+    final = Recording()
+    rounds = [[{"source": f"x = {i}\n", "parent": None, "strategy": "tiled", "descriptor": f"c{i}",
+                "why": "test", "params": {}}] for i in range(len(times))]
+    rt = Runtime(task=load_task("relu", "small"), store=RunStore(tmp_path / "run"),
+                 policy=ScriptedPolicy(lambda view, count: rounds.pop(0) if rounds else []),
+                 budget=Budget(max_evals=len(times)), evaluator=Recording(), final_evaluator=final, batch=1)
+    build_graph(rt).compile().invoke({"generation": 0})
+    search_bars, final_bars = bars[:len(times)], bars[len(times):]
+    assert search_bars[:FINAL_CONTENDERS] == [None] * FINAL_CONTENDERS
+    assert search_bars[3] == pytest.approx(5.0 * 1.03)  # the third fastest of 5, 4 and 3 ms
+    assert search_bars[4] == pytest.approx(5.0 * 1.03)  # 6 ms did not change the three fastest
+    assert search_bars[5] == pytest.approx(4.0 * 1.03)  # 2 ms did: now 2, 3 and 4 ms
+    assert final_bars == [None] * FINAL_CONTENDERS
+
+
 class FakeEvaluator:
     """Judges every candidate correct at ``runtime_ms``, keeping the paths it was given."""
 
     def __init__(self, runtime_ms: float = 1.0) -> None:
         self.runtime_ms, self.judged = runtime_ms, []
 
-    def evaluate(self, task, path):  # noqa: ANN001, ANN202
+    def evaluate(self, task, path, trace_below_ms=None):  # noqa: ANN001, ANN202
         self.judged.append(path)
         return Verdict(task="t", candidate=str(path), size="small", compiled=True, correct=True, reason=None,
                        checks=[], device="cpu", isolation={}, runtime_ms=self.runtime_ms,
@@ -568,8 +601,8 @@ def test_a_models_kernels_are_filed_by_what_they_are_not_what_they_are_called(tm
     times = {s: ms for _, s, ms in sources}
 
     class Timed(FakeEvaluator):
-        def evaluate(self, task, path):  # noqa: ANN001, ANN202
-            verdict, code = super().evaluate(task, path)
+        def evaluate(self, task, path, trace_below_ms=None):  # noqa: ANN001, ANN202
+            verdict, code = super().evaluate(task, path, trace_below_ms)
             return verdict.model_copy(update={"runtime_ms": times.get(Path(path).read_text(), 1.0)}), code
 
     rounds = [[{"source": s, "parent": None, "strategy": label, "descriptor": MEASURED, "why": "model",

@@ -70,6 +70,13 @@ def test_cuda_kept_out_by_the_sandbox_is_the_judges_failure_not_the_candidates(
         assert verdict.correct, verdict.reason
 
 
+def test_a_search_verdict_slower_than_the_bar_is_not_traced_and_says_so(evaluator, relu_task) -> None:
+    verdict, code = evaluator.evaluate(relu_task, candidate("ok_relu_empty"), trace_below_ms=1e-6)
+    assert code == 0 and verdict.forensic is None, verdict.reason
+    assert verdict.assurance.startswith("gpu: not forensic (no faster than 1e-06 ms"), verdict.assurance
+    assert not any(name.startswith("forensic") for name in verdict.phases), verdict.phases
+
+
 def test_triton_candidate_is_judged_with_cuda_events(evaluator, relu_task) -> None:
     verdict, code = evaluator.evaluate(relu_task, candidate("ok_relu_empty"))
     assert code == 0, verdict.reason

@@ -284,8 +284,10 @@ class Evaluator:
         return ReferenceResult.model_validate(reply["result"])
 
     # candidates ---------------------------------------------------------------------------------
-    def evaluate(self, task: Task, candidate: Path) -> tuple[Verdict, int]:
-        """Judge ``candidate``; returns the verdict and the CLI exit code (0 accepted, 1 rejected, 3 no GPU)."""
+    def evaluate(self, task: Task, candidate: Path, trace_below_ms: float | None = None) -> tuple[Verdict, int]:
+        """Judge ``candidate``; returns the verdict and the CLI exit code (0 accepted, 1 rejected, 3 no GPU).
+        ``trace_below_ms``: a search's bar for the forensic pass; a correct candidate no faster than it
+        could not be handed back (its run re-judges its fastest with the pass), so it is not traced."""
         began = time.monotonic()
         try:
             source = candidate.read_text()
@@ -304,13 +306,13 @@ class Evaluator:
                       + ("passed: " if gate.passed else "failed: ") + gate.detail)
             return Verdict(compiled=gate.passed, correct=False, reason=reason, checks=[*static.checks, gate],
                            **base), (3 if gate.passed else 1)
-        verdict = self.run_in_sandbox(task, candidate, static.checks)
+        verdict = self.run_in_sandbox(task, candidate, static.checks, trace_below_ms=trace_below_ms)
         verdict.phases["static checks"] = round(static_s, 4)
         verdict.wall_s = round(time.monotonic() - began, 3)
         return verdict, 0 if verdict.correct else 1
 
     def run_in_sandbox(self, task: Task, candidate: Path, static_checks: list[Check],
-                       readable: list[Path] | None = None) -> Verdict:
+                       readable: list[Path] | None = None, trace_below_ms: float | None = None) -> Verdict:
         """The runtime half of :meth:`evaluate`: the session with the oracle and the candidate's process,
         then the forensic pass for a candidate about to be accepted on a GPU. ``readable``: folders both
         processes may read (a model's own files, for a whole network judged end to end).
@@ -331,10 +333,13 @@ class Evaluator:
             raise EvalError(record.harness_error, exit_code=3)
         verdict = judge(task, str(candidate), static_checks, baseline, ceilings, record, self.config.memory)
         if verdict.correct and self.device == "cuda":
-            try:
-                forensic.apply(verdict, self, task, candidate)
-            except HarnessFault as exc:
-                raise EvalError(str(exc), exit_code=3) from None
+            if trace_below_ms is not None and (verdict.runtime_ms or 0.0) >= trace_below_ms:
+                verdict.assurance = forensic.untraced_slower(trace_below_ms)
+            else:
+                try:
+                    forensic.apply(verdict, self, task, candidate)
+                except HarnessFault as exc:
+                    raise EvalError(str(exc), exit_code=3) from None
         if not self.readable:
             self.processes.warm()  # the next candidate's process imports now, while nothing is timed
             self._warm_forensic(task)

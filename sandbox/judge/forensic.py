@@ -149,6 +149,13 @@ def forensic_launcher(binary: str, trace: Path) -> list[str]:
             "--launch-count", str(LAUNCH_CAP)]
 
 
+def untraced_slower(bar_ms: float) -> str:
+    """The assurance of a correct search verdict left untraced: no faster than the run's fastest, which
+    were traced, it cannot be handed back without the re-judge that traces it."""
+    return (f"gpu: not forensic (no faster than {bar_ms:.4g} ms, the bar of the run's fastest verdicts, all "
+            "traced: it is traced only if it is re-judged to be handed back)")
+
+
 def apply(verdict: Verdict, evaluator: Any, task: Task, candidate: Path) -> None:
     """Run the forensic pass for an accepted verdict on a GPU and fold its findings in."""
     if not evaluator.config.forensic:
