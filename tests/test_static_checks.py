@@ -74,6 +74,10 @@ def test_glue_allowlist_accepts_allocation_views_and_casts() -> None:
     ("        k[(1,)](x, 1, BLOCK=4)\n        g = getattr\n        g(torch.cuda, 'x')\n        return x",
      "no harness access", "as a value"),
     ("        k[(1,)](x, 1, BLOCK=4)\n        k.fn(torch)\n        return x", "no harness access", "`.fn`"),
+    ("        k[(1,)](x, 1, BLOCK=4)\n        torch.cuda.cudart().cudaProfilerStop()\n        return x",
+     "no harness access", "torch.cuda.cudart"),
+    ("        k[(1,)](x, 1, BLOCK=4)\n        torch.cuda.profiler.stop()\n        return x",
+     "no harness access", "torch.cuda.profiler"),
 ])
 def test_static_rejections(body: str, check: str, words: str) -> None:
     report = check_candidate(model(body))
@@ -148,6 +152,23 @@ def test_cuda_sources_built_at_run_time_are_refused_in_words() -> None:
               "m = load_inline('m', '', cuda_sources=f'__global__ void k(float* x) {{ x[{N}] = 0; }}')\n")
     failed = {c.name: c.detail for c in check_candidate(source).checks if not c.passed}
     assert "strings the checker can read" in failed.get("static: kernel defined", ""), failed
+
+
+@pytest.mark.parametrize(("native", "word"), [
+    ("cudaProfilerStop();", "ProfilerStop"), ("cuProfilerStart();", "ProfilerStart"),
+    ("void* f = dlsym(RTLD_DEFAULT, name);", "dlsym"), ("cuGetProcAddress(name, &f, 12000, 0, 0);", "GetProcAddress"),
+    ("cudaGetDriverEntryPoint(name, &f, 0, 0);", "DriverEntryPoint"), ("#include <cupti.h>", "cupti"),
+])
+def test_cuda_sources_that_could_stop_the_forensic_trace_are_refused(native: str, word: str) -> None:
+    """A kernel has no use for profiler control or run-time symbol lookup, with which it could stop
+    ncu's collection before the torch work it hides; in the CUDA or the C++ sources."""
+    for where in ("cuda_sources", "cpp_sources"):
+        source = ("from torch.utils.cpp_extension import load_inline\n"
+                  f"CUDA = '__global__ void k(float* x) {{}}'\nNATIVE = {native!r}\n"
+                  f"m = load_inline('m', cpp_sources={'NATIVE' if where == 'cpp_sources' else repr('')}, "
+                  f"cuda_sources={'CUDA + NATIVE' if where == 'cuda_sources' else 'CUDA'})\n")
+        failed = {c.name: c.detail for c in check_candidate(source).checks if not c.passed}
+        assert f"mention `{word}`" in failed.get("static: no harness access", ""), (where, failed, source)
 
 
 def test_kernel_names_of_its_own_are_free() -> None:

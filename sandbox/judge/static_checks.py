@@ -98,7 +98,21 @@ TORCH_FORBIDDEN = {
 TORCH_FORBIDDEN_PREFIXES = (
     "overrides", "library", "utils._", "_", "backends", "fx", "export", "jit", "profiler", "autograd.profiler",
     "hub",  # hands out sys and os (torch.hub.sys.modules): the whole process, past the import allowlist
+    "cuda.profiler", "cuda.cudart",  # cudaProfilerStop: the forensic trace would stop seeing kernels
 )
+
+NATIVE_FORBIDDEN = {
+    "ProfilerStop": "profiler control would hide kernels from the forensic trace",
+    "ProfilerStart": "profiler control would hide kernels from the forensic trace",
+    "ProfilerInitialize": "profiler control would hide kernels from the forensic trace",
+    "dlsym": "looking symbols up at run time could reach profiler control under a built name",
+    "dlopen": "loading libraries at run time could reach profiler control under a built name",
+    "GetProcAddress": "looking driver entry points up at run time could reach profiler control",
+    "DriverEntryPoint": "looking driver entry points up at run time could reach profiler control",
+    "cupti": "CUPTI is the profilers' interface: a candidate has no use for it",
+}
+"""Words refused in CUDA and C++ sources: a kernel has no business controlling, or looking up, the
+profiling tools the forensic pass relies on. A tripwire, not the defence (the trace's own rules are)."""
 
 # nn classes that only hold parameters; calling any other nn module computes the reference's work.
 NN_HOLDERS = {"Parameter", "ParameterList", "ParameterDict", "ModuleList", "ModuleDict", "Module", "Identity"}
@@ -450,6 +464,10 @@ def check_candidate(source: str, strict: bool = True) -> StaticReport:
     named = library_like_names(Owned.of(report.triton_kernels, report.cuda_sources))
     if named:
         problems.setdefault("kernel names", []).extend(named)
+    native = "\n".join(report.cuda_sources + report.cpp_sources)
+    for word, why in NATIVE_FORBIDDEN.items():
+        if word in native:
+            problems.setdefault("no harness access", []).append(f"the CUDA/C++ sources mention `{word}`: {why}")
     unlaunched = [k for k in report.triton_kernels if k not in analyzer.launched]
     if report.triton_kernels and len(unlaunched) == len(report.triton_kernels) and not report.uses_load_inline:
         problems.setdefault("kernel launched", []).append(
