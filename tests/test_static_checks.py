@@ -163,10 +163,10 @@ def test_cuda_sources_that_could_stop_the_forensic_trace_are_refused(native: str
     """A kernel has no use for profiler control or run-time symbol lookup, with which it could stop
     ncu's collection before the torch work it hides; in the CUDA or the C++ sources."""
     for where in ("cuda_sources", "cpp_sources"):
+        kernel = "__global__ void k(float* x) {}\n"
+        cuda, cpp = (kernel + native, "") if where == "cuda_sources" else (kernel, native)
         source = ("from torch.utils.cpp_extension import load_inline\n"
-                  f"CUDA = '__global__ void k(float* x) {{}}'\nNATIVE = {native!r}\n"
-                  f"m = load_inline('m', cpp_sources={'NATIVE' if where == 'cpp_sources' else repr('')}, "
-                  f"cuda_sources={'CUDA + NATIVE' if where == 'cuda_sources' else 'CUDA'})\n")
+                  f"m = load_inline('m', cpp_sources={cpp!r}, cuda_sources={cuda!r})\n")
         failed = {c.name: c.detail for c in check_candidate(source).checks if not c.passed}
         assert f"mention `{word}`" in failed.get("static: no harness access", ""), (where, failed, source)
 
