@@ -408,8 +408,13 @@ def drive(run_dir: Path, first: bool, progress: Callable[..., Any] | None = None
         _log(f"error: {exc}")
         return EXIT_USAGE
     except EvalError as exc:
-        store.set_state("failed", str(exc))
-        _log(f"error: {exc}")
+        if exc.exit_code == EXIT_ENVIRONMENT:  # the machine, not the run: resumable once it is fixed
+            store.set_state("interrupted", f"{exc}; once that is fixed, `kernelevo resume` continues")
+            store.event("decision", None, action="interrupted", reason=str(exc))
+            _log(f"interrupted: {exc}\nonce that is fixed, resume with `kernelevo resume {run_dir}`")
+        else:
+            store.set_state("failed", str(exc))
+            _log(f"error: {exc}")
         return exc.exit_code
     finally:
         for s, handler in previous.items():

@@ -160,3 +160,42 @@ def test_several_evaluations_run_at_once_with_several_devices(tmp_path: Path, ca
     overlapping = sum(1 for i, a in enumerate(spans) for b in spans[i + 1:] if a[0] < b[1] and b[0] < a[1])
     assert overlapping >= 1
     assert status(cache_dir, run)["evaluations"] == 4
+
+
+def test_a_machine_fault_mid_search_interrupts_the_run_and_resume_loses_nothing(
+        tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The judge's environment failing under a search (CUDA kept out of the candidate's sandbox, say:
+    EvalError with exit 3) is the machine's fault, not the run's: the run stops as interrupted, says
+    why and how to go on, and `resume` finishes it with every verdict it had kept."""
+    from kernelevo.agent.budget import Budget
+    from kernelevo.agent.runner import RunConfig, create, drive
+    from kernelevo.agent.store import RunStore
+    from kernelevo.sandbox.judge.evaluate import EvalError, Evaluator
+    from kernelevo.sandbox.models import TimingPolicy
+
+    monkeypatch.setenv("KERNELEVO_CACHE", str(cache_dir))
+    run = tmp_path / "run"
+    config = RunConfig(task="relu", size="small", policy="builtin", budget=Budget(max_evals=3), batch=1,
+                       measure_compile=False, experience=False,
+                       timing=TimingPolicy(warmup=1, warmup_s=0, min_runs=5, budget_s=0.1))
+    create(config, run).close()
+    real, calls = Evaluator.evaluate, []
+
+    def failing_second(self, task, candidate, trace_below_ms=None):  # noqa: ANN001, ANN202
+        calls.append(candidate)
+        if len(calls) == 2:
+            raise EvalError("the harness failed: CUDA did not start in the candidate's sandboxed process", 3)
+        return real(self, task, candidate, trace_below_ms)
+
+    monkeypatch.setattr(Evaluator, "evaluate", failing_second)
+    assert drive(run, first=True, progress=None) == 3
+    store = RunStore(run)
+    assert store.state() == "interrupted" and "kernelevo resume" in store.meta("state_reason")
+    kept = store.count_evaluations()
+    store.close()
+    assert kept == 1
+    monkeypatch.setattr(Evaluator, "evaluate", real)
+    assert drive(run, first=False, progress=None) == 0
+    store = RunStore(run)
+    assert store.state() == "finished" and store.count_evaluations() == 3
+    store.close()
