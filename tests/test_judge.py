@@ -337,18 +337,32 @@ class _ConfinedWorker:
     isolation = Isolation(writes="landlock ABI 7: writes only beneath /out, /tmp, /var/tmp, /dev, /proc")
 
 
-def test_cuda_that_does_not_start_before_the_candidate_is_imported_is_the_judges_failure() -> None:
-    """A worker whose CUDA does not start (a sandbox that keeps the driver out) says so before it imports
-    the candidate: the session records the harness's failure, with the confinement that may be the
-    cause, and no check against the candidate; the forensic pass stops on it the same way."""
+def test_cuda_that_does_not_start_before_the_candidate_is_named_is_the_judges_failure() -> None:
+    """A worker whose CUDA does not start (a sandbox that keeps the driver out) says so in a round trip
+    of its own, before the candidate is named: the session records the harness's failure, with the
+    confinement that may be the cause, and no check against the candidate; the forensic pass stops on
+    it the same way. The same words in the build's answer, which the candidate's code could have
+    written, are the candidate's failure."""
     from kernelevo.sandbox.judge import forensic
     from kernelevo.sandbox.judge.record import HarnessFault
 
     plan = Plan(task=task(), task_path=Path("t.py"), candidate_path=Path("c.py"), device="cuda",
                 timing=TimingPolicy())
-    session = Session(plan, None, _ConfinedWorker(), None)
     error = "RuntimeError: Unexpected error from cudaGetDeviceCount(). Error 304: OS call failed"
-    session.ask = lambda *args, **kwargs: {"ok": False, "device_unusable": error, "error": error}
+    asked = []
+
+    def answer(job, who, phase, message, fail_at="device"):  # noqa: ANN001, ANN202
+        asked.append(message["op"])
+        if message["op"] == fail_at:
+            return {"ok": False, "device_unusable": error, "error": error}
+        return {"ok": True}
+
+    forged = Session(plan, None, _ConfinedWorker(), None)
+    forged.ask = lambda *args: answer(*args, fail_at="build")
+    assert not forged._build() and asked == ["device", "build"]
+    assert forged.record.harness_error is None and not forged.record.checks[0].passed  # the candidate's
+    session = Session(plan, None, _ConfinedWorker(), None)
+    session.ask = answer
     assert not session._build()
     assert not session.record.checks and session.record.failure is None
     said = session.record.harness_error or ""

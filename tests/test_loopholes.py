@@ -107,6 +107,8 @@ RUNTIME_REJECTED = [
     (2, "relu", "bad_deep_reply", "sandboxed run", "nested too deeply"),
     (2, "relu", "bad_zero_time", "sandboxed run", "gpu_ms is 0"),
     (2, "relu", "bad_count_string", "sandboxed run", "a count of"),
+    # A fourth: the words of the judge's own failure, said by the candidate
+    (2, "relu", "bad_claims_the_harness_failed", "import", "OS call failed"),
 ]
 
 

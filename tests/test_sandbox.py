@@ -573,3 +573,33 @@ def test_a_launchers_folder_the_job_may_write_is_reported_as_within_its_reach(
     outcome = ProcessSandbox().run(spec)
     confined = Isolation(writes="landlock ABI 7: ...", warnings=outcome.isolation.warnings)
     assert (exposure(confined) is None) == (tier == "bwrap"), outcome.isolation.warnings
+
+
+def test_a_job_may_write_its_own_proc_even_after_memory_pressure_evicts_it() -> None:
+    """Where /proc is the host's, the job may write its own process's part of it (the CUDA driver
+    does, as it starts). The rule holds the inode of /proc/<pid>, which procfs replaces once its cache
+    is dropped: the confiner keeps it open across the exec, so the rule still matches afterwards."""
+    import subprocess
+
+    from kernelevo.sandbox.child import confine
+
+    if confine.abi_version() < 1:
+        pytest.skip("this kernel has no Landlock")
+    if os.geteuid() != 0:
+        pytest.skip("dropping the kernel's caches needs root")
+    code = ("import sys, threading, pathlib\n"
+            "sys.stdin.readline()\n"
+            "pathlib.Path(f'/proc/self/task/{threading.get_native_id()}/comm').write_text('probe')\n"
+            "print('NAMED', pathlib.Path('/proc/self/comm').read_text().strip())\n")
+    env = {**os.environ, confine.WRITABLE_ENV: os.pathsep.join(["/proc/self", "/dev/null"])}
+    proc = subprocess.Popen([sys.executable, "-m", "kernelevo.sandbox.child.confine", sys.executable, "-c", code],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    time.sleep(1.0)  # confined and waiting
+    try:
+        Path("/proc/sys/vm/drop_caches").write_text("2\n")
+    except OSError as exc:  # a container's read-only /proc/sys
+        proc.kill()
+        proc.communicate()
+        pytest.skip(f"the kernel's caches cannot be dropped here ({exc})")
+    out, err = proc.communicate("go\n", timeout=60)
+    assert "NAMED probe" in out, err

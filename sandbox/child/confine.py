@@ -89,14 +89,21 @@ def restrict_writes(allowed: list[str], scope: bool = False) -> str:
                 fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
             except OSError:
                 continue  # not there: nothing to allow
+            pinned = False
             try:
                 rights = handled if os.path.isdir(path) else handled & (_WRITE_FILE | _TRUNCATE)
                 rule = _PathBeneath(rights, fd)
                 if libc.syscall(_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_RULE_PATH_BENEATH),
                                 ctypes.byref(rule), ctypes.c_uint32(0)) == 0:
                     kept.append(path)
+                    # A rule holds an inode, and procfs makes a new one for /proc/<pid> once memory
+                    # pressure evicts the old: an open descriptor, kept across the exec, keeps it.
+                    pinned = path.startswith("/proc/")
+                    if pinned:
+                        os.set_inheritable(fd, True)
             finally:
-                os.close(fd)
+                if not pinned:
+                    os.close(fd)
         libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
         if libc.syscall(_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0)) != 0:
             return f"not confined: restricting itself failed ({os.strerror(ctypes.get_errno())})"

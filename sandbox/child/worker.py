@@ -98,11 +98,16 @@ class Worker:
         self.shipped = 0
 
     # requests ---------------------------------------------------------------------------------
+    def device(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Start CUDA, asked before the candidate is named (the judge reads this answer as the harness's
+        only because no candidate code can have run yet to write it)."""
+        if msg.get("device") == "cuda" and (unusable := _cuda_unusable()) is not None:
+            return {"ok": False, "device_unusable": unusable}
+        return {"ok": True}
+
     def build(self, msg: dict[str, Any]) -> dict[str, Any]:
         self.job = msg
         device, dtype, seed = msg["device"], msg.get("dtype"), int(msg["init_seed"])
-        if device == "cuda" and (unusable := _cuda_unusable()) is not None:
-            return {"ok": False, "device_unusable": unusable, "error": unusable}
         self.task = import_task_module(Path(msg["task"]), msg["size"])
         if msg.get("reference_first"):
             reference = inputs.build_model(self.task.Model, self.task, device, dtype, seed)
@@ -273,8 +278,8 @@ def _delta(now: dict[str, int], before: dict[str, int]) -> dict[str, int]:
     return {k: v - before.get(k, 0) for k, v in now.items() if v - before.get(k, 0)}
 
 
-HANDLERS = {"build": Worker.build, "call": Worker.call, "warmup": Worker.warmup, "timed": Worker.timed,
-            "warm": Worker.warm, "paced": Worker.paced,
+HANDLERS = {"device": Worker.device, "build": Worker.build, "call": Worker.call, "warmup": Worker.warmup,
+            "timed": Worker.timed, "warm": Worker.warm, "paced": Worker.paced,
             "graph_timed": Worker.graph_timed, "ship": Worker.ship, "finish": Worker.finish}
 
 

@@ -98,6 +98,8 @@ class Session(CorrectnessCalls, TimedCalls):
                 self._out_of_memory(stop)
             elif stop.who == "oracle":
                 self.record.reference_error = f"the task's reference failed during {stop.phase}: {stop.detail}"
+            elif stop.phase == "starting CUDA":  # before the candidate was named: the judge's failure
+                self.record.harness_error = cuda_unusable(stop.detail, self.worker.isolation)
             else:
                 self.record.failure = f"{stop.phase}: {stop.detail}"
         except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError, RecursionError) as exc:
@@ -200,6 +202,8 @@ class Session(CorrectnessCalls, TimedCalls):
 
     def _build(self) -> bool:
         plan = self.plan
+        if plan.device == "cuda" and not self._device():
+            return False
         began = time.monotonic()
         reply = self.ask(self.worker, "worker", "importing the candidate and building ModelNew",
                          {"op": "build", "task": str(plan.task_path), "candidate": str(plan.candidate_path),
@@ -207,14 +211,22 @@ class Session(CorrectnessCalls, TimedCalls):
                           "init_seed": plan.init_seed, "outbox": str(plan.worker_outbox),
                           "inbox": str(plan.oracle_outbox or ""), "reference_first": plan.forensic})
         self.record.phases["importing the candidate"] = round(time.monotonic() - began, 4)
-        if reply.get("device_unusable"):  # said before the candidate was imported: the judge's doing
-            self.record.harness_error = cuda_unusable(str(reply["device_unusable"]), self.worker.isolation)
-            return False
         if not reply.get("ok"):
             self.record.add("import", False, str(reply.get("error")))
             return False
         self.record.add("import", True, "imported; ModelNew built with the task's init inputs and seed")
         return True
+
+    def _device(self) -> bool:
+        """CUDA started in the candidate's process before the candidate is named: a failure here is the
+        judge's (its sandbox keeps the driver out), told apart from the candidate's because no
+        candidate code has run to answer for the worker. Any later answer is the candidate's to forge."""
+        reply = self.ask(self.worker, "worker", "starting CUDA", {"op": "device", "device": "cuda"})
+        if reply.get("ok"):
+            return True
+        detail = reply.get("device_unusable") or reply.get("error") or "no reason given"
+        self.record.harness_error = cuda_unusable(str(detail), self.worker.isolation)
+        return False
 
     def _peaks(self, candidate: Any) -> None:
         """Peak device memory: the oracle's over this session, and the candidate's as its process says."""
