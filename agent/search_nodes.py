@@ -226,11 +226,15 @@ class SearchNodes:
 
     def _rejudge(self, state: State) -> list[tuple[str, Verdict]]:
         """The fastest elites re-judged with fresh seeds (once: a recorded final verdict is reused),
-        those still correct kept; under the interpreter, the first correct one only."""
+        fastest first, until FINAL_CONTENDERS are still correct or the elites run out (one demoted, a
+        search verdict the forensic pass did not see among them, makes room for the next); under the
+        interpreter, the first correct one only."""
         rt = self.rt
         elites = sorted((e for e in state.get("archive", {}).values()), key=lambda e: e["runtime_ms"])
         contenders: list[tuple[str, Verdict]] = []
-        for entry in elites[:FINAL_CONTENDERS]:
+        for entry in elites:
+            if len(contenders) >= FINAL_CONTENDERS:
+                break
             cid = entry["id"]
             verdict = rt.store.evaluation(cid, "final")
             if verdict is None:

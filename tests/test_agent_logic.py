@@ -430,6 +430,36 @@ def test_the_final_step_rejudges_the_top_elites_and_keeps_the_fastest(tmp_path: 
     assert len(calls) == rejudged and store.evaluation(ids[3], "final") is None  # the 4th is never re-judged
 
 
+def test_elites_demoted_by_the_final_re_judge_make_room_for_the_next(tmp_path: Path) -> None:
+    """Search verdicts slower than the forensic bar were not traced: two such elites (cheats the
+    re-judge's forensic pass rejects) among the fastest must not crowd out the honest ones behind
+    them. The re-judge goes down the elites until three are still correct."""
+    from kernelevo.agent.graph import Runtime, build_graph
+
+    store = RunStore(tmp_path / "run")
+    ids = [store.add_candidate(f"x = {i}\n", None, "tiled", f"tiled|c{i}", "{}", 0)[0] for i in range(6)]
+    cheats = {store.source_path(ids[1]), store.source_path(ids[2])}
+    calls = []
+
+    class FinalEvaluator:
+        def evaluate(self, task, path, trace_below_ms=None):  # noqa: ANN001, ANN202
+            calls.append(path)
+            honest = path not in cheats
+            return Verdict(task="t", candidate=str(path), size="full", compiled=True, correct=honest,
+                           reason=None if honest else "forensic kernel trace: aten kernels ran", checks=[],
+                           device="H200", isolation={}, runtime_ms=1.0 + len(calls) / 10, timing="cuda-events"), 0
+
+    rt = Runtime(task=load_task("relu", "small"), store=store, policy=BuiltinPolicy(), budget=Budget(max_evals=0),
+                 evaluator=FinalEvaluator(), final_evaluator=FinalEvaluator())
+    archive = {f"c{i}": arch.Entry(id=c, strategy="tiled", cell=f"c{i}", parent=None, correct=True,
+                                   runtime_ms=1.0 + i / 10, speedup=None) for i, c in enumerate(ids)}
+    out = build_graph(rt).compile().invoke({"archive": archive, "generation": 1})
+    assert len(calls) == 5 and store.evaluation(ids[5], "final") is None  # 0, the two cheats, 3 and 4
+    assert out["final"]["id"] == ids[0]
+    demoted = [e["candidate"] for e in store.events() if e.get("action") == "demoted"]
+    assert demoted == [ids[1], ids[2]]
+
+
 def test_a_search_traces_only_what_could_be_handed_back_and_the_final_re_judge_traces_all(tmp_path: Path) -> None:
     """The forensic pass's bar: every search verdict is traced until three are correct; then only one
     within the tie band of the third fastest so far. The final re-judge, which picks what is handed
