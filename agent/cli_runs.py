@@ -332,7 +332,9 @@ def _model_status(run_dir: Path, as_json: bool) -> None:
                       plain(r.get("reason") or ""))
     out.print(table)
     if e2e:
-        if e2e.get("correct"):
+        if e2e.get("correct") and e2e.get("max_abs_error") is None:  # nothing replaced: nothing to compare
+            out.print(f"end to end: {e2e.get('note') or 'unchanged'}", highlight=False, markup=False)
+        elif e2e.get("correct"):
             speed = (f"{e2e['optimized_ms']:.4g} ms vs eager {e2e['eager_ms']:.4g} ms ({e2e['speedup']:.2f}x)"
                      if e2e.get("speedup") else "CPU interpreter: no speedup measured")
             if e2e.get("vs_compile"):

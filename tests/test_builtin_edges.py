@@ -522,3 +522,46 @@ def test_an_input_written_in_place_and_read_again_is_refused(tmp_path: Path, wri
     path.write_text(IN_PLACE_THEN_READ % write)
     with pytest.raises(CannotCover, match="writes its input in place and the input is read again"):
         recognise(load_task(str(path), "full"))
+
+
+PARTIAL_CONV = '''"""A captured region: a convolution that changes the channel count, then ReLU; partial replacement."""
+import torch
+import torch.nn as nn
+
+ALLOW_PARTIAL = True
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.squeeze = nn.Conv2d(3, 6, (1, 1), stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1, bias=True)
+        self.squeeze_activation = nn.ReLU()
+
+    def forward(self, x):
+        return self.squeeze_activation(self.squeeze(x))
+
+
+def get_inputs():
+    return [torch.randn(2, 3, 8, 8)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_partial_task_whose_convolution_changes_the_shape_gets_the_convolution_template(evaluator,
+                                                                                          tmp_path: Path) -> None:
+    """Partial replacement keeps a convolution in torch only where its output is shaped as the rest's
+    input; a region captured from a network (SqueezeNet's fire module: 3 -> 6 channels, then ReLU)
+    is not, and used to be left alone. The convolution template, which replaces all of it, covers it
+    and is judged correct; a partial task whose convolution keeps the shape still keeps it in torch."""
+    task_file = tmp_path / "region.py"
+    task_file.write_text(PARTIAL_CONV)
+    plan = recognise(load_task(str(task_file), "small"))
+    assert plan.kind == "conv" and plan.ops == ["conv2d", "relu"]
+    assert "conv (torch)" in recognise(load_task("conv_relu_scale", "small")).ops
+    candidate = tmp_path / "candidate.py"
+    candidate.write_text(_first_seed(task_file, "small"))
+    verdict, code = evaluator.evaluate(load_task(str(task_file), "small"), candidate)
+    assert code == 0, verdict.reason

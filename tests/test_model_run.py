@@ -452,6 +452,21 @@ def test_a_model_slower_end_to_end_exports_no_kernels(tmp_path: Path) -> None:
     assert "slower: no kernels exported" in (tmp_path / "optimized.py").read_text()
 
 
+def test_status_of_a_model_run_that_replaced_nothing_says_so(tmp_path: Path) -> None:
+    """No region won: the end-to-end record holds a note and no comparison; status says the note."""
+    run = tmp_path / "run"
+    run.mkdir()
+    config = mr.ModelRunConfig(spec=mr.ModelSpec(path=str(TINY), size="small"))
+    (run / "model-config.json").write_text(config.model_dump_json())
+    state = {"config": config.model_dump(mode="json"), "device": "cpu", "state": "finished", "total_ms": 1.0,
+             "regions": [], "end_to_end": {"correct": True, "reason": None, "timing": None, "regions_replaced": 0,
+                                            "note": "no kernel is left in the network: it runs as it was"}}
+    (run / mr.MODEL_FILE).write_text(json.dumps(state))
+    shown = CliRunner().invoke(app, ["status", str(run)])
+    assert shown.exit_code == 0 and "Traceback" not in shown.output, shown.output
+    assert "no kernel is left in the network" in shown.output
+
+
 @pytest.mark.slow
 def test_kill_9_mid_run_loses_nothing_and_resumes(tmp_path, cache_dir) -> None:
     """kill -9 of optimize-model while a region is being optimized: the region's own process stops by

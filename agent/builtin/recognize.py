@@ -318,7 +318,17 @@ def plan_graph(model: torch.nn.Module, gm: torch.fx.GraphModule, inputs: list[An
         plan = _matmul_plan(model, inputs, shapes, context, names)
     if plan is None:
         plan = _reduction_plan(gm, inputs, shapes[0], context, names)
-    return plan if plan is not None else _lowered_plan(model, inputs, shapes, context, names)
+    if plan is not None:
+        return plan
+    try:
+        return _lowered_plan(model, inputs, shapes, context, names)
+    except CannotCover:
+        # partial replacement could not keep the convolution in torch (its output is not shaped as the
+        # rest's input): the convolution template replaces all of it instead, where it covers the graph
+        whole = _conv_plan(gm, inputs, _rows_cols(shapes[0])[0], context, names) if context.allow_partial else None
+        if whole is None:
+            raise
+        return whole
 
 
 def _rows_cols(shape: tuple[int, ...]) -> tuple[int, int]:
@@ -347,14 +357,10 @@ def _whole_op_plan(gm: torch.fx.GraphModule, inputs: list[Any], main: tuple[int,
         b, h, seq, d = main
         return _covering(context, names, kind="attention", rows=b * h * seq, cols=d,
                          ops=["scaled_dot_product_attention"], extra={**attention, "seq": seq, "head_dim": d})
-    convolution = None if context.allow_partial else conv.recognise(gm, inputs)
+    # a task that allows partial replacement keeps its convolution in torch (cuDNN), the rest fused
+    convolution = None if context.allow_partial else _conv_plan(gm, inputs, rows, context, names)
     if convolution is not None:
-        if context.full is not None:
-            conv.full_size(convolution, context.full)
-        # rows: output pixels over the batch, cols: output channels (the implicit GEMM's M and N)
-        return _covering(context, names, kind="conv", rows=rows, cols=convolution.out_channels,
-                         ops=[f"conv{convolution.dims}d"] + (convolution.epilogue.ops if convolution.epilogue else []),
-                         extra={"conv": convolution})
+        return convolution
     norm = groupnorm.recognise(gm, inputs)
     if norm is not None:
         return _covering(context, names, kind="group_norm", rows=rows, cols=cols,
@@ -366,6 +372,20 @@ def _whole_op_plan(gm: torch.fx.GraphModule, inputs: list[Any], main: tuple[int,
                          ops=[f"{pooling.op}_pool{pooling.dims}d"] + (pooling.epilogue.ops if pooling.epilogue else []),
                          extra={"pool": pooling})
     return None
+
+
+def _conv_plan(gm: torch.fx.GraphModule, inputs: list[Any], rows: int, context: Context,
+               names: list[str]) -> Plan | None:
+    """The implicit-GEMM convolution with its epilogue fused; None when the graph is not one."""
+    convolution = conv.recognise(gm, inputs)
+    if convolution is None:
+        return None
+    if context.full is not None:
+        conv.full_size(convolution, context.full)
+    # rows: output pixels over the batch, cols: output channels (the implicit GEMM's M and N)
+    return _covering(context, names, kind="conv", rows=rows, cols=convolution.out_channels,
+                     ops=[f"conv{convolution.dims}d"] + (convolution.epilogue.ops if convolution.epilogue else []),
+                     extra={"conv": convolution})
 
 
 def _matmul_plan(model: torch.nn.Module, inputs: list[Any], shapes: list[tuple[int, ...]], context: Context,
