@@ -24,6 +24,9 @@ IDLE_ROUNDS = 3
 converged: one repeat (a model that wrote the same kernel twice) must not end a run."""
 
 FINAL_CONTENDERS = 3
+MAX_DEMOTED = 2 * FINAL_CONTENDERS
+"""The final re-judge stops after demoting this many elites (a task whose fresh seeds fail every
+candidate would otherwise re-judge the whole archive, outside the budget)."""
 """Elites re-judged at the end of a run on a GPU (not counted as evaluations)."""
 
 
@@ -226,14 +229,19 @@ class SearchNodes:
 
     def _rejudge(self, state: State) -> list[tuple[str, Verdict]]:
         """The fastest elites re-judged with fresh seeds (once: a recorded final verdict is reused),
-        fastest first, until FINAL_CONTENDERS are still correct or the elites run out (one demoted, a
-        search verdict the forensic pass did not see among them, makes room for the next); under the
-        interpreter, the first correct one only."""
+        fastest first, until FINAL_CONTENDERS are still correct, the elites run out or MAX_DEMOTED
+        were demoted (one demoted, a search verdict the forensic pass did not see among them, makes
+        room for the next); under the interpreter, the first correct one only."""
         rt = self.rt
         elites = sorted((e for e in state.get("archive", {}).values()), key=lambda e: e["runtime_ms"])
         contenders: list[tuple[str, Verdict]] = []
+        demoted = 0
         for entry in elites:
             if len(contenders) >= FINAL_CONTENDERS:
+                break
+            if demoted >= MAX_DEMOTED:
+                rt.store.event("decision", None, action="re-judge stopped",
+                               reason=f"{demoted} elites failed the fresh-seed re-judge; the rest are not re-judged")
                 break
             cid = entry["id"]
             verdict = rt.store.evaluation(cid, "final")
@@ -247,6 +255,7 @@ class SearchNodes:
             if not verdict.correct:
                 rt.store.event("decision", cid, action="demoted",
                                reason=f"failed the fresh-seed re-judge: {verdict.reason}")
+                demoted += 1
                 continue
             contenders.append((cid, verdict))
             if verdict.timing != "cuda-events":

@@ -452,6 +452,34 @@ def test_a_model_slower_end_to_end_exports_no_kernels(tmp_path: Path) -> None:
     assert "slower: no kernels exported" in (tmp_path / "optimized.py").read_text()
 
 
+def test_a_machine_that_cannot_judge_the_network_leaves_the_run_to_resume(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The end-to-end check failing for the machine (exit 3: CUDA kept out of the sandbox, say) is not
+    the network's verdict: the run stops with exit 3, unfinished, to be resumed; any other judging
+    failure is the reassembled network's result."""
+    from kernelevo.agent.model import check as mc
+    from kernelevo.sandbox.judge.evaluate import EvalError
+
+    class Refusing:
+        def __init__(self, code: int) -> None:
+            self.code = code
+
+        def run_in_sandbox(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+            raise EvalError("the harness failed: CUDA did not start", self.code)
+
+    with pytest.raises(EvalError):
+        mc.judge_network(Refusing(3), TINY, TINY, tmp_path)
+    assert mc.judge_network(Refusing(2), TINY, TINY, tmp_path)["correct"] is False
+    config = mr.ModelRunConfig(spec=mr.ModelSpec(path=str(TINY), size="small"))
+    state = {"config": config.model_dump(mode="json"), "state": "running", "regions": []}
+    monkeypatch.setattr(mr, "load_state", lambda run_dir: state)
+    monkeypatch.setattr(mr, "optimize_regions", lambda *args: None)
+    monkeypatch.setattr(mr, "finish", lambda *args: (_ for _ in ()).throw(EvalError("CUDA did not start", 3)))
+    said: list[str] = []
+    assert mr.optimize_model(config, tmp_path, said.append) == 3
+    assert "kernelevo resume" in said[-1] and state["state"] == "running"
+
+
 def test_status_of_a_model_run_that_replaced_nothing_says_so(tmp_path: Path) -> None:
     """No region won: the end-to-end record holds a note and no comparison; status says the note."""
     run = tmp_path / "run"

@@ -123,13 +123,15 @@ def arbitrate(evaluator: Any, spec: ModelSpec, regions: list[list[str]], kernels
 
 def judge_network(evaluator: Any, task_path: Path, candidate: Path, folder: Path) -> dict[str, Any]:
     """The verdict on the reassembled network, as the end-to-end result of a model run."""
-    from kernelevo.sandbox.judge.evaluate import EvalError
+    from kernelevo.sandbox.judge.evaluate import EXIT_ENVIRONMENT, EvalError
     from kernelevo.tasks import load_task
 
     task = load_task(str(task_path), "full")
     try:
         verdict = evaluator.run_in_sandbox(task, candidate, [], readable=[folder])
     except EvalError as exc:
+        if exc.exit_code == EXIT_ENVIRONMENT:  # the machine cannot judge now: the run waits for it, not fails
+            raise
         return {"correct": False, "reason": f"the original network could not be measured: {exc}"}
     result: dict[str, Any] = {
         "correct": verdict.correct, "reason": verdict.reason, "max_abs_error": verdict.max_abs_error,

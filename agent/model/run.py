@@ -384,8 +384,9 @@ def _refresh_report(run_dir: Path, log: Callable[[str], None]) -> None:
 
 
 def optimize_model(config: ModelRunConfig, run_dir: Path, log: Callable[[str], None]) -> int:
-    """The whole run (or its continuation: prepared regions and finished region runs are reused)."""
-    from kernelevo.sandbox.judge.evaluate import detect_device
+    """The whole run (or its continuation: prepared regions and finished region runs are reused). The
+    end-to-end check needs the machine: where it cannot judge (exit 3), the run is left to resume."""
+    from kernelevo.sandbox.judge.evaluate import EXIT_ENVIRONMENT, EvalError, detect_device
 
     device = detect_device()
     state = load_state(run_dir)
@@ -397,7 +398,13 @@ def optimize_model(config: ModelRunConfig, run_dir: Path, log: Callable[[str], N
     if any(r["state"] == "interrupted" for r in state["regions"]):
         log(f"interrupted: continue with `kernelevo resume {run_dir}`")
         return 4
-    state = finish(config, run_dir, state, device, log)
+    try:
+        state = finish(config, run_dir, state, device, log)
+    except EvalError as exc:
+        if exc.exit_code != EXIT_ENVIRONMENT:
+            raise
+        log(f"interrupted: {exc}\nonce that is fixed, continue with `kernelevo resume {run_dir}`")
+        return EXIT_ENVIRONMENT
     if config.report:
         _refresh_report(run_dir, log)
         log(f"report: {run_dir / 'report.html'}")

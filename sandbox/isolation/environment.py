@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 from pydantic import BaseModel
 
@@ -104,23 +105,25 @@ def _docker() -> Probe:
 
 
 def _cuda_confined() -> str | None:
-    """Where this machine has CUDA: why it does not start in a process confined as a candidate's job is
-    (the strictest rule: its own temporary folder, /dev and its own /proc); None where it does, or
-    where there is no GPU to try."""
-    import subprocess
+    """Where this machine has CUDA: why it does not start in a process confined as this machine's
+    candidate jobs are (without namespaces: its own folders, the host devices a job may write, its
+    own /proc; with them, where /dev is the sandbox's own, all of /dev); None where it does, or where
+    there is no GPU to try."""
     import sys
     import tempfile
 
     import torch
 
     from kernelevo.sandbox.child import confine
+    from kernelevo.sandbox.isolation import confinement
 
     if not torch.cuda.is_available():
         return None
     start = "import torch; torch.empty(1, device='cuda')"
     with tempfile.TemporaryDirectory() as scratch:
-        env = {**os.environ, confine.WRITABLE_ENV: os.pathsep.join([scratch, "/dev", "/proc/self"]),
-               "TMPDIR": scratch}
+        allowed = (confinement.allowed_folders(Path(scratch), [], True, Path(scratch), private_proc=False)
+                   if namespaces.tier() == "none" else [scratch, "/dev", confinement.PROC_OWN])
+        env = {**os.environ, confine.WRITABLE_ENV: os.pathsep.join(allowed), "TMPDIR": scratch}
         try:
             done = subprocess.run([sys.executable, "-m", "kernelevo.sandbox.child.confine", sys.executable, "-c",
                                    start], env=env, capture_output=True, text=True, timeout=120)

@@ -40,6 +40,10 @@ memory beside the task's own footprint, here), so older ones are measured again.
 """Baselines are times, not checks: fixed seeds keep the cache valid across evaluations."""
 
 
+EXIT_ENVIRONMENT = 3
+"""The CLI's exit code for what the machine lacks or keeps out (a GPU, CUDA in the sandbox)."""
+
+
 class EvalError(Exception):
     """Evaluation could not happen at all; ``exit_code`` follows the CLI contract (2 input, 3 environment)."""
 
@@ -120,7 +124,7 @@ class Evaluator:
         # kernelevo's own sources too: a checkout under a closed folder (``mktemp -d``) cannot be imported
         for folder in (self.workspace, self.compile_cache, Path(__file__).resolve().parents[1]):
             if why(folder):
-                raise EvalError(why(folder), exit_code=3)
+                raise EvalError(why(folder), exit_code=EXIT_ENVIRONMENT)
         hand_over(self.compile_cache)
         # The clean processes compile (torch.compile's baseline) in a cache no candidate can write:
         # a poisoned inductor cache would run a candidate's code in them.
@@ -330,7 +334,7 @@ class Evaluator:
         if record.reference_error:
             raise EvalError(record.reference_error)
         if record.harness_error:
-            raise EvalError(record.harness_error, exit_code=3)
+            raise EvalError(record.harness_error, exit_code=EXIT_ENVIRONMENT)
         verdict = judge(task, str(candidate), static_checks, baseline, ceilings, record, self.config.memory)
         if verdict.correct and self.device == "cuda":
             if trace_below_ms is not None and (verdict.runtime_ms or 0.0) >= trace_below_ms:
@@ -339,7 +343,7 @@ class Evaluator:
                 try:
                     forensic.apply(verdict, self, task, candidate)
                 except HarnessFault as exc:
-                    raise EvalError(str(exc), exit_code=3) from None
+                    raise EvalError(str(exc), exit_code=EXIT_ENVIRONMENT) from None
         if not self.readable:
             self.processes.warm()  # the next candidate's process imports now, while nothing is timed
             self._warm_forensic(task)

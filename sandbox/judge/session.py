@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelevo.sandbox import wire
+from kernelevo.sandbox.isolation import confinement
 from kernelevo.sandbox.isolation.process import take_lock
 from kernelevo.sandbox.isolation.protocol import Job
 from kernelevo.sandbox.judge import device_memory, telemetry
@@ -248,6 +249,9 @@ class Session(CorrectnessCalls, TimedCalls):
 def cuda_unusable(detail: str, isolation: Any) -> str:
     """The message for a candidate's process in which CUDA did not start, with what may be the cause."""
     writes = getattr(isolation, "writes", None) or "not reported"
-    return (f"the harness failed: CUDA did not start in the candidate's sandboxed process, before any of its "
-            f"code ran ({detail[:400]}); confinement: {writes[:200]}. `kernelevo doctor` checks this; "
-            "KERNELEVO_LANDLOCK=0 turns the confinement off")
+    said = (f"the harness failed: CUDA did not start in the candidate's sandboxed process, before any of its "
+            f"code ran ({detail[:400]}); confinement: {writes[:200]}. Run `kernelevo doctor`")
+    if writes.startswith("landlock"):
+        said += (f": where it says CUDA does not start confined, {confinement.OFF_ENV}=0 turns the confinement "
+                 "off (and ncu's trace is then within the candidate's reach)")
+    return said
