@@ -460,6 +460,32 @@ def test_elites_demoted_by_the_final_re_judge_make_room_for_the_next(tmp_path: P
     assert demoted == [ids[1], ids[2]]
 
 
+def test_the_final_re_judge_stops_after_a_bounded_number_of_demotions(tmp_path: Path) -> None:
+    """Fresh seeds that fail every candidate (a task at the edge of its tolerance) must not re-judge
+    the whole archive outside the budget: it stops after MAX_DEMOTED and says so."""
+    from kernelevo.agent.graph import Runtime, build_graph
+    from kernelevo.agent.search_nodes import MAX_DEMOTED
+
+    store = RunStore(tmp_path / "run")
+    ids = [store.add_candidate(f"x = {i}\n", None, "tiled", f"tiled|c{i}", "{}", 0)[0] for i in range(10)]
+    calls = []
+
+    class Failing:
+        def evaluate(self, task, path, trace_below_ms=None):  # noqa: ANN001, ANN202
+            calls.append(path)
+            return Verdict(task="t", candidate=str(path), size="full", compiled=True, correct=False,
+                           reason="correct: set 3: outside the tolerance", checks=[], device="H200", isolation={},
+                           timing="cuda-events"), 1
+
+    rt = Runtime(task=load_task("relu", "small"), store=store, policy=BuiltinPolicy(), budget=Budget(max_evals=0),
+                 evaluator=Failing(), final_evaluator=Failing())
+    archive = {f"c{i}": arch.Entry(id=c, strategy="tiled", cell=f"c{i}", parent=None, correct=True,
+                                   runtime_ms=1.0 + i / 10, speedup=None) for i, c in enumerate(ids)}
+    out = build_graph(rt).compile().invoke({"archive": archive, "generation": 1})
+    assert out["final"] is None and len(calls) == MAX_DEMOTED
+    assert any(e.get("action") == "re-judge stopped" for e in store.events())
+
+
 def test_a_search_traces_only_what_could_be_handed_back_and_the_final_re_judge_traces_all(tmp_path: Path) -> None:
     """The forensic pass's bar: every search verdict is traced until three are correct; then only one
     within the tie band of the third fastest so far. The final re-judge, which picks what is handed

@@ -367,9 +367,52 @@ def test_cuda_that_does_not_start_before_the_candidate_is_named_is_the_judges_fa
     assert not session.record.checks and session.record.failure is None
     said = session.record.harness_error or ""
     assert said.startswith("the harness failed: CUDA did not start") and "Error 304" in said
-    assert "landlock ABI 7" in said and "KERNELEVO_LANDLOCK=0" in said
+    assert "landlock ABI 7" in said and "KERNELEVO_LANDLOCK=0" in said and "kernelevo doctor" in said
     with pytest.raises(HarnessFault, match="in the forensic pass, the harness failed"):
         forensic.read_pass(session.record)
+    unconfined = Session(plan, None, _UnconfinedWorker(), None)
+    unconfined.ask = answer
+    assert not unconfined._build() and "turns the confinement off" not in (unconfined.record.harness_error or "")
+
+
+class _UnconfinedWorker:
+    isolation = Isolation(writes="not confined: turned off (KERNELEVO_LANDLOCK=0)")
+
+
+def test_a_worker_that_dies_while_cuda_starts_is_the_judges_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker's process ending or hanging while CUDA starts, before the candidate is named, is the
+    judge's failure as well, and the evaluator turns such a session into no verdict (exit 3)."""
+    from kernelevo.sandbox.judge import evaluate as ev
+
+    plan = Plan(task=task(), task_path=Path("t.py"), candidate_path=Path("c.py"), device="cuda",
+                timing=TimingPolicy())
+    session = Session(plan, None, _ConfinedWorker(), None)
+
+    def dies(*args):  # noqa: ANN002, ANN202
+        raise Stop("worker", "starting CUDA", "the other side closed the channel", broken=True)
+
+    session.ask = dies
+    record = session.record
+    try:
+        session._build()
+    except Stop as stop:  # as Session.run receives it
+        session._stopped(stop)
+    assert record.harness_error and "the other side closed the channel" in record.harness_error
+    assert record.failure is None
+
+    class FakeEvaluator(ev.Evaluator):
+        def __init__(self) -> None:
+            self.device, self.readable = "cuda", []
+
+        def baseline(self, task):  # noqa: ANN001, ANN202
+            return ReferenceResult(device="H200", flops=0.0, bytes=1.0, torch_version="x"), None
+
+        def _session(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+            return record
+
+    with pytest.raises(ev.EvalError) as raised:
+        FakeEvaluator().run_in_sandbox(task(), Path("c.py"), [])
+    assert raised.value.exit_code == ev.EXIT_ENVIRONMENT and "CUDA did not start" in str(raised.value)
 
 
 def test_gpu_memory_of_sums_the_drivers_per_process_figures() -> None:

@@ -78,6 +78,12 @@ def test_glue_allowlist_accepts_allocation_views_and_casts() -> None:
      "no harness access", "torch.cuda.cudart"),
     ("        k[(1,)](x, 1, BLOCK=4)\n        torch.cuda.profiler.stop()\n        return x",
      "no harness access", "torch.cuda.profiler"),
+    ("        k[(1,)](x, 1, BLOCK=4)\n        import triton.profiler as proton\n        proton.start()\n        return x",
+     "no harness access", "triton.profiler"),
+    ("        k[(1,)](x, 1, BLOCK=4)\n        from triton import profiler\n        return x",
+     "no harness access", "triton.profiler"),
+    ("        k[(1,)](x, 1, BLOCK=4)\n        triton.knobs.runtime.debug = True\n        return x",
+     "no harness access", "triton.knobs"),
 ])
 def test_static_rejections(body: str, check: str, words: str) -> None:
     report = check_candidate(model(body))

@@ -40,6 +40,11 @@ FORENSIC_EXIT_GRACE_S = 5.0
 """How long a process under ncu may take to exit after its session: ncu writes its log then."""
 
 
+DEVICE_PHASE = "starting CUDA"
+"""The round trip, before the candidate is named, in which the worker starts CUDA: what fails in it
+is the judge's doing."""
+
+
 class Session(CorrectnessCalls, TimedCalls):
     """Drives one oracle and one candidate process through a judgement."""
 
@@ -95,20 +100,24 @@ class Session(CorrectnessCalls, TimedCalls):
             self._held.__enter__()
             self._phases(began)
         except Stop as stop:
-            if stop.who == "oracle" and stop.out_of_memory:
-                self._out_of_memory(stop)
-            elif stop.who == "oracle":
-                self.record.reference_error = f"the task's reference failed during {stop.phase}: {stop.detail}"
-            elif stop.phase == "starting CUDA":  # before the candidate was named: the judge's failure
-                self.record.harness_error = cuda_unusable(stop.detail, self.worker.isolation)
-            else:
-                self.record.failure = f"{stop.phase}: {stop.detail}"
+            self._stopped(stop)
         except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError, RecursionError) as exc:
             # The oracle's replies are well formed by construction; a field of the wrong shape came from
             # the candidate's process, which writes whatever it likes: its failure, never the run's.
             self.record.failure = (f"{self.worker.phase}: the candidate's process answered in a malformed way "
                                    f"({type(exc).__name__}: {str(exc)[:200]})")
         return self.record
+
+    def _stopped(self, stop: Stop) -> None:
+        """Whose failure a stopped session is: the reference's, the judge's, or the candidate's."""
+        if stop.who == "oracle" and stop.out_of_memory:
+            self._out_of_memory(stop)
+        elif stop.who == "oracle":
+            self.record.reference_error = f"the task's reference failed during {stop.phase}: {stop.detail}"
+        elif stop.phase == DEVICE_PHASE:  # before the candidate was named: the judge's failure
+            self.record.harness_error = cuda_unusable(stop.detail, self.worker.isolation)
+        else:
+            self.record.failure = f"{stop.phase}: {stop.detail}"
 
     def _out_of_memory(self, stop: Stop) -> None:
         """The oracle ran out of device memory: the candidate's fault where its process held more than its
@@ -222,7 +231,7 @@ class Session(CorrectnessCalls, TimedCalls):
         """CUDA started in the candidate's process before the candidate is named: a failure here is the
         judge's (its sandbox keeps the driver out), told apart from the candidate's because no
         candidate code has run to answer for the worker. Any later answer is the candidate's to forge."""
-        reply = self.ask(self.worker, "worker", "starting CUDA", {"op": "device", "device": "cuda"})
+        reply = self.ask(self.worker, "worker", DEVICE_PHASE, {"op": "device", "device": "cuda"})
         if reply.get("ok"):
             return True
         detail = reply.get("device_unusable") or reply.get("error") or "no reason given"

@@ -37,6 +37,10 @@ ALLOWED_IMPORTS = {
     "triton",
 }
 ALLOWED_IMPORT_PREFIXES = ("triton.",)
+TRITON_FORBIDDEN_PREFIXES = ("triton.profiler", "triton.knobs")
+TRITON_FORBIDDEN_WHY = "Triton's profiler or its process-wide settings, which the judge's own kernels share"
+"""Triton's profiler (Proton, on CUPTI) could stop the forensic trace's collection; its knobs change
+how every later kernel of the process is compiled and launched, the judge's own included."""
 
 MODULE_ATTRIBUTES = {"sys", "os", "subprocess", "importlib", "builtins", "ctypes", "gc", "inspect", "socket",
                      "shutil", "pickle", "marshal", "multiprocessing", "signal", "threading", "pathlib", "io",
@@ -182,7 +186,9 @@ class _Analyzer(ast.NodeVisitor):
 
     # imports --------------------------------------------------------------------------------
     def _check_module(self, module: str, node: ast.AST) -> None:
-        if module not in ALLOWED_IMPORTS and not module.startswith(ALLOWED_IMPORT_PREFIXES):
+        if module.startswith(TRITON_FORBIDDEN_PREFIXES):
+            self.flag("no harness access", f"`{module}`: {TRITON_FORBIDDEN_WHY}", node)
+        elif module not in ALLOWED_IMPORTS and not module.startswith(ALLOWED_IMPORT_PREFIXES):
             self.flag("imports", f"import of `{module}` is not allowed in candidates", node)
 
     def visit_Import(self, node: ast.Import) -> None:
@@ -205,6 +211,8 @@ class _Analyzer(ast.NodeVisitor):
                 self.flag("imports", f"`from {module} import *` hides what is used", node)
                 continue
             full = f"{module}.{alias.name}"
+            if full.startswith(TRITON_FORBIDDEN_PREFIXES):
+                self.flag("no harness access", f"`{full}`: {TRITON_FORBIDDEN_WHY}", node)
             if full.startswith("torch."):
                 rest = full[len("torch."):]
                 if rest.startswith(TORCH_FORBIDDEN_PREFIXES) or alias.name.startswith("_"):
@@ -305,6 +313,8 @@ class _Analyzer(ast.NodeVisitor):
         if node.attr == "fn":  # a jitted function's Python body, run as plain Python on any object
             self.flag("no harness access", "`.fn` runs a kernel's body as plain Python", node)
         name = self.resolve(node)
+        if name and name.startswith(TRITON_FORBIDDEN_PREFIXES):
+            self.flag("no harness access", f"`{name}`: {TRITON_FORBIDDEN_WHY}", node)
         if name and name.startswith("torch.") and not self.in_kernel:
             rest = name[len("torch."):]
             if rest.startswith(TORCH_FORBIDDEN_PREFIXES) and not rest.startswith("nn."):
