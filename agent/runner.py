@@ -341,6 +341,35 @@ def _search(app: Any, cfg: dict[str, Any], first: bool, rt: Runtime, config: Run
     return EXIT_NONE_CORRECT
 
 
+def _stopped(store: RunStore, run_dir: Path, exc: BaseException) -> int:
+    """Record and say why a search stopped before its end; the exit code. A signal, an endpoint that
+    stays down or a machine that cannot judge (exit 3) leave it resumable; the rest fail it."""
+    if isinstance(exc, (KeyboardInterrupt, Stopped)):
+        store.set_state("interrupted", "stopped by a signal; `kernelevo resume` continues")
+        store.event("decision", None, action="interrupted", reason="stopped by a signal")
+        _log(f"interrupted: resume with `kernelevo resume {run_dir}`")
+        return EXIT_INTERRUPTED
+    if isinstance(exc, PolicyUnavailable):
+        store.set_state("interrupted", f"{exc}; `kernelevo resume` continues")
+        store.event("decision", None, action="interrupted", reason=str(exc))
+        _log(f"interrupted: {exc}\nresume with `kernelevo resume {run_dir}`")
+        return EXIT_INTERRUPTED
+    if isinstance(exc, PolicyRefused):
+        store.set_state("failed", str(exc))
+        store.event("decision", None, action="stop", reason=str(exc))
+        _log(f"error: {exc}")
+        return EXIT_USAGE
+    assert isinstance(exc, EvalError)
+    if exc.exit_code == EXIT_ENVIRONMENT:  # the machine, not the run: resumable once it is fixed
+        store.set_state("interrupted", f"{exc}; once that is fixed, `kernelevo resume` continues")
+        store.event("decision", None, action="interrupted", reason=str(exc))
+        _log(f"interrupted: {exc}\nonce that is fixed, resume with `kernelevo resume {run_dir}`")
+    else:
+        store.set_state("failed", str(exc))
+        _log(f"error: {exc}")
+    return exc.exit_code
+
+
 def drive(run_dir: Path, first: bool, progress: Callable[..., Any] | None = None) -> int:
     """Run (or resume) the optimizer on ``run_dir`` until it finishes, fails or is stopped."""
     watch_parent()
@@ -392,30 +421,8 @@ def drive(run_dir: Path, first: bool, progress: Callable[..., Any] | None = None
          f"{policy.describe()}; {rt.parallelism} evaluation(s) at once; run folder {run_dir}")
     try:
         return _search(app, cfg, first, rt, config, live)
-    except (KeyboardInterrupt, Stopped):
-        store.set_state("interrupted", "stopped by a signal; `kernelevo resume` continues")
-        store.event("decision", None, action="interrupted", reason="stopped by a signal")
-        _log(f"interrupted: resume with `kernelevo resume {run_dir}`")
-        return EXIT_INTERRUPTED
-    except PolicyUnavailable as exc:
-        store.set_state("interrupted", f"{exc}; `kernelevo resume` continues")
-        store.event("decision", None, action="interrupted", reason=str(exc))
-        _log(f"interrupted: {exc}\nresume with `kernelevo resume {run_dir}`")
-        return EXIT_INTERRUPTED
-    except PolicyRefused as exc:
-        store.set_state("failed", str(exc))
-        store.event("decision", None, action="stop", reason=str(exc))
-        _log(f"error: {exc}")
-        return EXIT_USAGE
-    except EvalError as exc:
-        if exc.exit_code == EXIT_ENVIRONMENT:  # the machine, not the run: resumable once it is fixed
-            store.set_state("interrupted", f"{exc}; once that is fixed, `kernelevo resume` continues")
-            store.event("decision", None, action="interrupted", reason=str(exc))
-            _log(f"interrupted: {exc}\nonce that is fixed, resume with `kernelevo resume {run_dir}`")
-        else:
-            store.set_state("failed", str(exc))
-            _log(f"error: {exc}")
-        return exc.exit_code
+    except (KeyboardInterrupt, Stopped, PolicyUnavailable, PolicyRefused, EvalError) as exc:
+        return _stopped(store, run_dir, exc)
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)

@@ -128,6 +128,8 @@ def main() -> None:
                         help="also judge N times on one Evaluator with the forensic pass, as a search does")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
+    if args.repeats < 1 and not args.search:
+        parser.error("nothing to measure: give --repeats 1 or more, or --search N")
     result: dict = {}
     with tempfile.TemporaryDirectory() as scratch:
         folder, cache = Path(scratch), Path(scratch) / "cache"
@@ -143,12 +145,14 @@ def main() -> None:
                              "rows": without + with_pass}
     if args.out:
         args.out.write_text(json.dumps(result, indent=2))
+    for label, r in result.items():
+        if "search" in label:
+            print(f"{label}: verdict wall s {[row['wall_s'] for row in r['rows']]}, "
+                  f"forensic pass s {[row['forensic_s'] for row in r['rows']]}")
     print("| call | median ms | spread between processes | verdict wall s | forensic pass s | wall without it s |")
     print("|---|---|---|---|---|---|")
     for label, r in result.items():
         if "search" in label:
-            print(f"| {label} | verdict wall s: {[r_['wall_s'] for r_ in r['rows']]} | "
-                  f"forensic pass s: {[r_['forensic_s'] for r_ in r['rows']]} |")
             continue
         w, wo = r["with_forensic"], r["without_forensic"]
         print(f"| {label} | {wo['median_ms']:.4g} | {wo['spread_pct'] or 0:.2f}% | {w['wall_s']:.2f} | "

@@ -52,9 +52,10 @@ def test_cuda_candidate_is_judged_end_to_end(evaluator, relu_task) -> None:
 
 def test_cuda_kept_out_by_the_sandbox_is_the_judges_failure_not_the_candidates(
         make_evaluator, relu_task, monkeypatch: pytest.MonkeyPatch) -> None:
-    """With /proc left out of what a candidate's job may write, the CUDA driver does not start there (on
-    the H200 with driver 580): the evaluation stops as the environment's failure (exit 3), naming
-    the confinement, and never rejects the honest candidate for it."""
+    """With /proc left out of what a candidate's job may write, the CUDA driver does not start there (as
+    measured with the drivers of 2026): the evaluation stops as the environment's failure (exit 3),
+    naming the confinement, and never rejects the honest candidate for it. A driver that starts
+    without /proc makes the honest candidate simply pass."""
     from kernelevo.sandbox.isolation import confinement, environment
     from kernelevo.sandbox.judge.evaluate import EvalError
 
