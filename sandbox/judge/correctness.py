@@ -169,12 +169,14 @@ class CorrectnessCalls(SessionPart):
         else:
             found = self._compare(key, reply, expected, "comparing the ghost call", zeros=True)
             wrong = found["problem"] is not None
-            if wrong or not found.get("zeros_pass"):
+            if wrong or not (found.get("zeros_pass") or found.get("another_set_passes")):
                 self.record.add("ghost replay", wrong, "without the custom kernels the output is wrong: they do the "
                                 "work" if wrong else "with every custom kernel turned into a no-op (its buffers "
                                 "zeroed) the output is still correct: the kernels' work never reaches the output")
                 return
-            why = "outputs of zeros are within tolerance of the reference here"
+            why = ("outputs of zeros are within tolerance of the reference here" if found.get("zeros_pass") else
+                   "the reference's output on another input set is within tolerance of this one's (it barely "
+                   "depends on its inputs)")
         self.record.add("ghost replay", True, f"not applicable: {why}, so an output without the kernels' work "
                         "cannot be told from one with it")
 
