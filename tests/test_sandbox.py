@@ -478,11 +478,16 @@ def _check_confinement(base: Path, tier: str) -> None:
             f"judges = pathlib.Path('/proc/{os.getpid()}/oom_score_adj')\n"
             "try:\n    judges.write_text(judges.read_text())\n    print('WROTE the judge', judges)\n"
             "except OSError:\n    print('DENIED the judge', judges)\n"
+            # the process that started it (bubblewrap's own, as the job's user), ncu's place in a forensic pass
+            "parent = pathlib.Path(f'/proc/{os.getppid()}/oom_score_adj')\n"
+            "if os.getppid() > 0 and parent.exists():\n"
+            "    try:\n        parent.write_text(parent.read_text())\n        print('WROTE the parent', parent)\n"
+            "    except OSError:\n        print('DENIED the parent', parent)\n"
             f"try:\n    os.kill({os.getpid()}, 0)\n    print('SIGNALLED the judge')\n"
             "except OSError:\n    print('could not signal the judge')\n")
     spec = spec_for(base, code, writable=[cache], readable=[open_to_all], folder_writable=False,
                     launcher=["/bin/sh", "-c", 'echo traced > "$0/ncu.csv" && TRACE="$0" TMPDIR="${TMPDIR:-/tmp}" '
-                              'exec "$@"', LAUNCHER_FOLDER], launcher_folder=trace)
+                              '"$@"; exit $?', LAUNCHER_FOLDER], launcher_folder=trace)  # stays, as ncu does
     try:
         outcome = ProcessSandbox().run(spec)
         log = outcome.log_tail
@@ -498,6 +503,7 @@ def _check_confinement(base: Path, tier: str) -> None:
         assert not host_tmp.exists() and not shm.exists(), log
         assert "NAMED probe" in log, log
         assert "WROTE the judge" not in log, log  # where /proc is the host's, only the job's own process
+        assert "WROTE the parent" not in log, log  # nor, in a PID namespace of its own, its launcher's entries
         if tier == "none" and confine.abi_version() >= 6:  # no PID namespace: the judge is in sight, not in reach
             assert "signals and abstract sockets only within the job" in log
             assert "could not signal the judge" in log

@@ -62,7 +62,7 @@ def ncu_pass(evaluator: Any, task: Task, candidate: Path) -> tuple[list[KernelMe
            "--target-processes", "all", "--launch-count", str(ncu.LAUNCH_LIMIT), "--metrics", ",".join(ncu.METRICS),
            sys.executable, "-m", "kernelevo.sandbox.child.profile_target", str(job_dir / "job.json")]
     spec = evaluator.spec("", job_dir, evaluator.config.timeout_s * 2, trusted=False, channel=False, gpu_lock=True,
-                          cmd=cmd, readable=ncu.install_folders(binary))
+                          cmd=cmd, readable=ncu.install_folders(binary), proc_children=True)
     began = time.monotonic()
     outcome = evaluator.sandbox.run(spec)
     seconds = round(time.monotonic() - began, 1)

@@ -24,10 +24,11 @@ nodes: not /dev/shm, which every user of the host shares."""
 
 PROC_PRIVATE, PROC_OWN = "/proc", "/proc/self"
 """What of /proc a job may write. The CUDA driver writes there as it starts (without it every CUDA
-call fails with error 304, "OS call failed"). Where the job has a PID namespace of its own (bubblewrap,
-unshare, Docker) its /proc shows only its own processes: all of it. Where /proc is the host's, only
-the confiner's own process, which the job becomes: the confiner opens ``/proc/self`` and so names its
-own PID; a process the job starts cannot then use CUDA."""
+call fails with error 304, "OS call failed"). A job may write its own process's entry: the confiner
+opens ``/proc/self``, which names its PID, and becomes the job. A job whose children use CUDA too (ncu
+inside the confinement, starting its target) may write all of /proc where its PID namespace is its
+own (bubblewrap, unshare, Docker), which shows its processes and the launcher's only; never where
+/proc is the host's."""
 
 LAUNCHER_FOLDER = "{launcher_folder}"
 """Stands in the launcher's arguments for its folder as the job sees it."""
@@ -48,7 +49,7 @@ def wanted() -> bool:
 
 
 def allowed_folders(job_dir: Path, writable: list[Path], folder_writable: bool,
-                    private_tmp: Path | None = None, private_proc: bool = True) -> list[str]:
+                    private_tmp: Path | None = None, *, private_proc: bool) -> list[str]:
     """Where a job may write: its folder if it may, its writable folders, and either the sandbox's
     private /tmp, /var/tmp and /dev, or, where those are the host's, ``private_tmp`` and the devices
     it needs; /proc as ``private_proc`` (the job's own PID namespace) allows."""

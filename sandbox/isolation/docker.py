@@ -237,7 +237,8 @@ class DockerJob:
             self.lock, waited = take_lock(spec.device_lock)
             self.isolation.device_lock_wait_s = round(waited, 3)
         python = "python" if owner.self_contained else sys.executable
-        allowed = confinement.allowed_folders(spec.job_dir, spec.writable, spec.folder_writable)
+        allowed = confinement.allowed_folders(spec.job_dir, spec.writable, spec.folder_writable,
+                                              private_proc=spec.proc_children)
         command, extra = confinement.command([python if part == sys.executable else part for part in spec.cmd],
                                              spec.launcher, allowed, spec.trusted, python,
                                              launcher_folder=confinement.LAUNCHER_FOLDER_INSIDE)

@@ -75,6 +75,10 @@ class RunSpec:
     ``confinement.LAUNCHER_FOLDER`` in its arguments names ``launcher_folder`` as the job sees it."""
     launcher_folder: Path | None = None
     """The folder only the launcher writes: the job's own processes are confined away from it."""
+    proc_children: bool = False
+    """Processes the job starts use CUDA too (ncu run inside the confinement starts its target): where
+    the job has a PID namespace of its own, it may write all of that namespace's /proc, not only its
+    own process's entry (which the CUDA driver writes as it starts)."""
 
 
 def take_lock(path: Path, give_up: Callable[[], bool] = lambda: False) -> tuple[Any, float]:
@@ -293,7 +297,7 @@ class ProcessJob:
             namespaces.hand_over(private_tmp)
             env.update({name: str(private_tmp) for name in ("TMPDIR", "TMP", "TEMP", "HOME")})
         allowed = confinement.allowed_folders(spec.job_dir, spec.writable, spec.folder_writable, private_tmp,
-                                              private_proc=tier != "none")
+                                              private_proc=tier != "none" and spec.proc_children)
         moved = tier == "bwrap" and spec.launcher_folder is not None
         inside = confinement.LAUNCHER_FOLDER_INSIDE if moved else str(spec.launcher_folder or "")
         cmd, extra = confinement.command(spec.cmd, spec.launcher, allowed, spec.trusted, launcher_folder=inside,

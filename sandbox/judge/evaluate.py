@@ -197,7 +197,7 @@ class Evaluator:
     def spec(self, module: str, job_dir: Path, timeout_s: float, *, trusted: bool, readable: list[Path] | None = None,
              channel: bool = True, gpu_lock: bool = False, cmd: list[str] | None = None,
              env: dict[str, str] | None = None, extra_writable: list[Path] | None = None,
-             folder_writable: bool = True) -> RunSpec:
+             folder_writable: bool = True, proc_children: bool = False) -> RunSpec:
         """A sandboxed job: this evaluator's limits (host memory for candidate jobs) and environment, the
         right compile cache writable, nothing else of the workspace visible."""
         memory = None if trusted else self.memory_bytes()
@@ -208,7 +208,7 @@ class Evaluator:
                        writable=[self.trusted_cache if trusted else self.compile_cache, *(extra_writable or [])],
                        readable=readable or [],
                        gpu=gpu, channel=channel, device_lock=self.device_lock_path() if gpu_lock else None,
-                       trusted=trusted, folder_writable=folder_writable)
+                       trusted=trusted, folder_writable=folder_writable, proc_children=proc_children)
 
     def device_lock_path(self) -> Path | None:
         """The lock shared by every job on this evaluator's GPU (None on the CPU: interpreter times mean
