@@ -45,13 +45,19 @@ def get_init_inputs():
 SIZES = {"20us": 9_000_000, "200us": 90_000_000, "2ms": 900_000_000}
 
 
-def judge(folder: Path, n: int, repeats: int, forensic: bool, cache: Path) -> list[dict]:
-    from kernelevo.sandbox.judge.evaluate import EvalConfig, Evaluator
+def relu_task(folder: Path, n: int):  # noqa: ANN201 - a Task
+    """The ReLU task over ``n`` values, written into ``folder`` and loaded at its own size."""
     from kernelevo.tasks import load_task
 
     path = folder / f"relu_{n}.py"
     path.write_text(TASK.format(n=n))
-    task = load_task(str(path), "full")
+    return load_task(str(path), "full")
+
+
+def judge(folder: Path, n: int, repeats: int, forensic: bool, cache: Path) -> list[dict]:
+    from kernelevo.sandbox.judge.evaluate import EvalConfig, Evaluator
+
+    task = relu_task(folder, n)
     rows = []
     for k in range(repeats):  # a new Evaluator each time: fresh oracle and candidate processes
         trace = folder / f"trace-{n}-{forensic}-{k}.jsonl"
@@ -73,11 +79,8 @@ def search_like(folder: Path, n: int, verdicts: int, cache: Path) -> list[dict]:
     import time
 
     from kernelevo.sandbox.judge.evaluate import EvalConfig, Evaluator
-    from kernelevo.tasks import load_task
 
-    path = folder / f"relu_{n}.py"
-    path.write_text(TASK.format(n=n))
-    task = load_task(str(path), "full")
+    task = relu_task(folder, n)
     rows = []
     with Evaluator(EvalConfig(measure_compile=False, forensic=True, cache_dir=cache)) as ev:
         for k in range(verdicts):

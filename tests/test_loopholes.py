@@ -443,20 +443,35 @@ class ModelNew(nn.Module):
 '''
 
 
-@pytest.mark.parametrize(("task", "honest"), [(ZERO_ON_PLAIN_SETS, SHIFTED),
-                                               pytest.param(NEAR_ZERO, CENTRED_SUM, marks=pytest.mark.slow)],
-                         ids=["zero-on-the-ghosts-kind-of-input", "zeros-within-tolerance"])
-def test_ghost_replay_does_not_reject_a_kernel_when_zeros_would_pass(evaluator, tmp_path: Path, task: str,
-                                                                      honest: str) -> None:
+# A partial task whose output barely depends on its inputs: the signal vanishes into a constant, as in
+# a deep stack of small layers (KernelBench's deep narrow MLP); the kernel's part is the vanishing one.
+VANISHING = CONSTANT_TASK.replace(
+    "return torch.clamp(torch.min(x, torch.tensor(0.5, device=x.device)), min=0.5, max=1.0)",
+    "return torch.relu(x) * 1e-6 + 1.0").replace("\n\nclass Model", "\n\nALLOW_PARTIAL = True\n\n\nclass Model")
+SMALL_RELU_THEN_TORCH = CONSTANT_CANDIDATE.replace(
+    "tl.minimum(tl.maximum(tl.minimum(x, 0.5), 0.5), 1.0)", "tl.maximum(x, 0.0) * 1e-6").replace(
+    "        return y\n", "        return y + 1.0\n")
+
+
+@pytest.mark.parametrize(("task", "honest", "words"),
+                         [(ZERO_ON_PLAIN_SETS, SHIFTED, "not applicable"),
+                          pytest.param(NEAR_ZERO, CENTRED_SUM, "not applicable", marks=pytest.mark.slow),
+                          (VANISHING, SMALL_RELU_THEN_TORCH, "another input set")],
+                         ids=["zero-on-the-ghosts-kind-of-input", "zeros-within-tolerance", "barely-depends-on-inputs"])
+def test_ghost_replay_does_not_reject_a_kernel_when_no_output_can_tell(evaluator, tmp_path: Path, task: str,
+                                                                        honest: str, words: str) -> None:
     """Where buffers left zeroed give an output within tolerance of the reference (an answer of zeros
-    on the inputs the ghost call draws, or one that is rounding noise about 0), ghost replay cannot tell
-    a kernel's work from none and says so."""
+    on the inputs the ghost call draws, or one that is rounding noise about 0), or where the reference's
+    own output on another input set passes for this one's (it barely depends on its inputs: a network
+    whose signal vanishes was rejected end to end for it), ghost replay cannot tell a kernel's work
+    from none and says so. The poison link, on a task whose output does depend on its inputs, is still
+    rejected (RUNTIME_REJECTED)."""
     task_path, candidate_path = tmp_path / "task.py", tmp_path / "candidate.py"
     task_path.write_text(task)
     candidate_path.write_text(honest)
     verdict = evaluator.run_in_sandbox(load_task(str(task_path), "small"), candidate_path, [])
     assert verdict.correct, verdict.reason
-    assert "not applicable" in next(c for c in verdict.checks if c.name == "ghost replay").detail
+    assert words in next(c for c in verdict.checks if c.name == "ghost replay").detail
 
 
 def test_a_reference_that_ignores_its_inputs_does_not_fail_every_candidate(evaluator, tmp_path: Path) -> None:
@@ -472,59 +487,3 @@ def test_a_reference_that_ignores_its_inputs_does_not_fail_every_candidate(evalu
     assert "not applicable" in ghost.detail
     candidate_path.write_text(CONSTANT_CANDIDATE.replace("1.0), mask=mask)", "1.0) + 0.25, mask=mask)"))
     assert not evaluator.run_in_sandbox(load_task(str(task_path), "small"), candidate_path, []).correct
-
-
-VANISHING_TASK = '''"""A partial task whose output barely depends on its inputs: the signal vanishes into a constant, as
-in a deep stack of small layers (KernelBench's deep narrow MLP)."""
-import torch
-import torch.nn as nn
-
-ALLOW_PARTIAL = True
-
-
-class Model(nn.Module):
-    def forward(self, x):
-        return torch.relu(x) * 1e-6 + 1.0
-
-
-def get_inputs():
-    return [torch.randn(64, 256)]
-
-
-def get_init_inputs():
-    return []
-'''
-VANISHING_CANDIDATE = '''import torch
-import torch.nn as nn
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def small_relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(y_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=mask), 0.0) * 1e-6, mask=mask)
-
-
-class ModelNew(nn.Module):
-    def forward(self, x):
-        h = torch.empty_like(x)
-        small_relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, h, x.numel(), BLOCK=1024)
-        return h + 1.0
-'''
-
-
-def test_a_reference_whose_output_barely_depends_on_its_inputs_does_not_fail_an_honest_kernel(
-        evaluator, tmp_path: Path) -> None:
-    """The reference's output on another input set passes for this one's: no output can tell a kernel's
-    work from none, so ghost replay says it does not apply (a network whose signal vanishes was
-    rejected end to end for it); the poison link, on a task whose output does depend on its inputs,
-    is still rejected (RUNTIME_REJECTED)."""
-    task_path, candidate_path = tmp_path / "vanishing.py", tmp_path / "candidate.py"
-    task_path.write_text(VANISHING_TASK)
-    candidate_path.write_text(VANISHING_CANDIDATE)
-    verdict = evaluator.run_in_sandbox(load_task(str(task_path), "small"), candidate_path, [])
-    assert verdict.correct, verdict.reason
-    ghost = next(c for c in verdict.checks if c.name == "ghost replay")
-    assert "another input set" in ghost.detail

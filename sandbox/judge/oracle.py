@@ -236,11 +236,7 @@ class Oracle:
                 other = flat_outputs(self.model(*self._inputs({"seed": secrets.randbits(31), "variant": 0})))
         except Exception:  # the reference refuses another set: its inputs matter as far as can be told
             return False
-        return len(other) == len(want) and all(
-            isinstance(w, torch.Tensor) and isinstance(o, torch.Tensor) and o.shape == w.shape
-            and compare.compare_output(o, w, exact[k] if exact is not None else None, float(msg["atol"]),
-                                       float(msg["rtol"]), sensitivity[k], bool(msg.get("scale_atol"))).problem is None
-            for k, (o, w) in enumerate(zip(other, want)))
+        return _all_pass(msg, other, want, exact, sensitivity)
 
     def _forget_inputs(self, key: str) -> None:
         """Delete the input files written for ``key`` (the forensic pass's): each can be gigabytes."""
@@ -419,9 +415,18 @@ def _triton_version() -> str | None:
 def _zeros_pass(msg: dict[str, Any], want: list[Any], exact: list[Any] | None, sensitivity: list[float]) -> bool:
     """Would outputs of zeros be within tolerance of ``want``? Then no output tells a kernel's work from
     buffers left zeroed (asked only where the ghost replay's output passed, so rarely paid for)."""
-    return all(isinstance(w, torch.Tensor) and w.is_floating_point() and compare.compare_output(
-        torch.zeros_like(w), w, exact[k] if exact is not None else None, float(msg["atol"]), float(msg["rtol"]),
-        sensitivity[k], bool(msg.get("scale_atol"))).problem is None for k, w in enumerate(want))
+    zeros = [torch.zeros_like(w) if isinstance(w, torch.Tensor) and w.is_floating_point() else None for w in want]
+    return _all_pass(msg, zeros, want, exact, sensitivity)
+
+
+def _all_pass(msg: dict[str, Any], outputs: list[Any], want: list[Any], exact: list[Any] | None,
+              sensitivity: list[float]) -> bool:
+    """Would ``outputs`` pass for ``want`` under the task's tolerance, every one of them?"""
+    return len(outputs) == len(want) and all(
+        isinstance(w, torch.Tensor) and isinstance(o, torch.Tensor) and o.shape == w.shape
+        and compare.compare_output(o, w, exact[k] if exact is not None else None, float(msg["atol"]),
+                                   float(msg["rtol"]), sensitivity[k], bool(msg.get("scale_atol"))).problem is None
+        for k, (o, w) in enumerate(zip(outputs, want)))
 
 
 HANDLERS = {"load": Oracle.load, "expect": Oracle.expect, "compare": Oracle.compare, "drop": Oracle.drop,
