@@ -55,12 +55,15 @@ class Runtime:
     def parallelism(self) -> int:
         return max(len(self.pool), 1)
 
-    def judge(self, evaluator: Evaluator, cid: str, trace_below_ms: float | None = None) -> Verdict:
-        """Judge candidate ``cid`` (``trace_below_ms``: the forensic pass's bar, :func:`forensic_bar`);
-        raises Stopped if the run began stopping before or during it."""
+    def judge(self, evaluator: Evaluator, cid: str, trace_below_ms: float | None = None,
+              compile_afresh: bool = False) -> Verdict:
+        """Judge candidate ``cid`` (``trace_below_ms``: the forensic pass's bar, :func:`forensic_bar`;
+        ``compile_afresh``: in an empty compile cache, as the final re-judge does); raises Stopped if
+        the run began stopping before or during it."""
         if self.stopping:
             raise Stopped()
-        verdict, _ = evaluator.evaluate(self.task, self.store.source_path(cid), trace_below_ms=trace_below_ms)
+        verdict, _ = evaluator.evaluate(self.task, self.store.source_path(cid), trace_below_ms=trace_below_ms,
+                                        compile_afresh=compile_afresh)
         if self.stopping:
             raise Stopped()
         return verdict

@@ -416,7 +416,7 @@ def test_the_final_step_rejudges_the_top_elites_and_keeps_the_fastest(tmp_path: 
     calls = []
 
     class FakeEvaluator:
-        def evaluate(self, task, path, trace_below_ms=None):  # noqa: ANN001, ANN202
+        def evaluate(self, task, path, trace_below_ms=None, compile_afresh=False):  # noqa: ANN001, ANN202
             calls.append(path)
             return Verdict(task="t", candidate=str(path), size="full", compiled=True, correct=True, reason=None,
                            checks=[], device="H200", isolation={}, runtime_ms=rejudged_ms[path], timing=timing), 0
@@ -442,7 +442,7 @@ def test_elites_demoted_by_the_final_re_judge_make_room_for_the_next(tmp_path: P
     calls = []
 
     class FinalEvaluator:
-        def evaluate(self, task, path, trace_below_ms=None):  # noqa: ANN001, ANN202
+        def evaluate(self, task, path, trace_below_ms=None, compile_afresh=False):  # noqa: ANN001, ANN202
             calls.append(path)
             honest = path not in cheats
             return Verdict(task="t", candidate=str(path), size="full", compiled=True, correct=honest,
@@ -471,7 +471,7 @@ def test_the_final_re_judge_stops_after_a_bounded_number_of_demotions(tmp_path: 
     calls = []
 
     class Failing:
-        def evaluate(self, task, path, trace_below_ms=None):  # noqa: ANN001, ANN202
+        def evaluate(self, task, path, trace_below_ms=None, compile_afresh=False):  # noqa: ANN001, ANN202
             calls.append(path)
             return Verdict(task="t", candidate=str(path), size="full", compiled=True, correct=False,
                            reason="correct: set 3: outside the tolerance", checks=[], device="H200", isolation={},
@@ -498,7 +498,7 @@ def test_a_search_traces_only_what_could_be_handed_back_and_the_final_re_judge_t
     bars: list = []
 
     class Recording(FakeEvaluator):
-        def evaluate(self, task, path, trace_below_ms=None):  # noqa: ANN001, ANN202
+        def evaluate(self, task, path, trace_below_ms=None, compile_afresh=False):  # noqa: ANN001, ANN202
             bars.append(trace_below_ms)
             verdict, code = super().evaluate(task, path)
             ms = times[int(Path(path).read_text().split("=")[1])]
@@ -523,10 +523,11 @@ class FakeEvaluator:
     """Judges every candidate correct at ``runtime_ms``, keeping the paths it was given."""
 
     def __init__(self, runtime_ms: float = 1.0) -> None:
-        self.runtime_ms, self.judged = runtime_ms, []
+        self.runtime_ms, self.judged, self.afresh = runtime_ms, [], []
 
-    def evaluate(self, task, path, trace_below_ms=None):  # noqa: ANN001, ANN202
+    def evaluate(self, task, path, trace_below_ms=None, compile_afresh=False):  # noqa: ANN001, ANN202
         self.judged.append(path)
+        self.afresh.append(compile_afresh)
         return Verdict(task="t", candidate=str(path), size="small", compiled=True, correct=True, reason=None,
                        checks=[], device="cpu", isolation={}, runtime_ms=self.runtime_ms,
                        timing="cpu-interpreter"), 0
@@ -575,6 +576,8 @@ def test_the_evaluation_budget_holds_when_a_policy_offers_more(tmp_path: Path) -
                  evaluator=search, final_evaluator=final, batch=8)
     out = build_graph(rt).compile().invoke({"generation": 0})
     assert rt.spent().evaluations == 2 and len(search.judged) + len(final.judged) == 2 + 1  # the best re-judged
+    # the re-judge compiles the handed-back source afresh; the search reuses each source's cache
+    assert final.afresh == [True] and search.afresh == [False, False]
     assert "2 of 2" in out["stop_reason"]
     assert sum(e.get("action") == "over budget" for e in store.events()) == 3  # kept, said, not judged
 
@@ -657,7 +660,7 @@ def test_a_models_kernels_are_filed_by_what_they_are_not_what_they_are_called(tm
     times = {s: ms for _, s, ms in sources}
 
     class Timed(FakeEvaluator):
-        def evaluate(self, task, path, trace_below_ms=None):  # noqa: ANN001, ANN202
+        def evaluate(self, task, path, trace_below_ms=None, compile_afresh=False):  # noqa: ANN001, ANN202
             verdict, code = super().evaluate(task, path, trace_below_ms)
             return verdict.model_copy(update={"runtime_ms": times.get(Path(path).read_text(), 1.0)}), code
 

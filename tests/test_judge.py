@@ -379,7 +379,7 @@ class _UnconfinedWorker:
     isolation = Isolation(writes="not confined: turned off (KERNELEVO_LANDLOCK=0)")
 
 
-def test_a_worker_that_dies_while_cuda_starts_is_the_judges_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_worker_that_dies_while_cuda_starts_is_the_judges_failure(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """The worker's process ending or hanging while CUDA starts, before the candidate is named, is the
     judge's failure as well, and the evaluator turns such a session into no verdict (exit 3)."""
     from kernelevo.sandbox.judge import evaluate as ev
@@ -400,9 +400,11 @@ def test_a_worker_that_dies_while_cuda_starts_is_the_judges_failure(monkeypatch:
     assert record.harness_error and "the other side closed the channel" in record.harness_error
     assert record.failure is None
 
+    from kernelevo.sandbox.judge.compile_caches import CandidateCaches
+
     class FakeEvaluator(ev.Evaluator):
         def __init__(self) -> None:
-            self.device, self.readable = "cuda", []
+            self.device, self.readable, self.caches = "cuda", [], CandidateCaches(tmp_path / "cache")
 
         def baseline(self, task):  # noqa: ANN001, ANN202
             return ReferenceResult(device="H200", flops=0.0, bytes=1.0, torch_version="x"), None
@@ -411,7 +413,8 @@ def test_a_worker_that_dies_while_cuda_starts_is_the_judges_failure(monkeypatch:
             return record
 
     with pytest.raises(ev.EvalError) as raised:
-        FakeEvaluator().run_in_sandbox(task(), Path("c.py"), [])
+        (tmp_path / "c.py").write_text("class ModelNew: ...\n")
+        FakeEvaluator().run_in_sandbox(task(), tmp_path / "c.py", [])
     assert raised.value.exit_code == ev.EXIT_ENVIRONMENT and "CUDA did not start" in str(raised.value)
 
 
@@ -775,3 +778,21 @@ def test_a_forensic_process_started_ahead_is_used_only_for_the_same_folders_and_
     assert other is not stale and not stale.job.alive()
     for worker in (taken, other):
         worker.job.kill()
+
+
+def test_each_source_compiles_into_a_folder_no_other_candidate_can_name(tmp_path: Path) -> None:
+    """A cubin is loaded by its kernel's key, not checked against the source: candidate A must not be
+    able to leave a kernel where B's process looks. A source's folder is the same for its evaluations
+    on one evaluator, another source's differs, another evaluator's key gives other names, and a
+    final re-judge's (afresh) is new and empty. The root and the folder of folders are the judge's."""
+    from kernelevo.sandbox.judge.compile_caches import CANDIDATES, CandidateCaches
+
+    one, other = CandidateCaches(tmp_path / "cache"), CandidateCaches(tmp_path / "cache")
+    a, b = b"class ModelNew: a", b"class ModelNew: b"
+    assert one.folder_for(a) == one.folder_for(a) != one.folder_for(b)
+    assert other.folder_for(a) != one.folder_for(a)
+    fresh = one.folder_for(a, afresh=True)
+    assert fresh not in (one.folder_for(a), one.folder_for(a, afresh=True)) and not any(fresh.iterdir())
+    assert one.folder_for(a).parent == tmp_path / "cache" / CANDIDATES
+    for folder in (tmp_path / "cache", tmp_path / "cache" / CANDIDATES):
+        assert folder.stat().st_mode & 0o777 == 0o711

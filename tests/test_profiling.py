@@ -214,7 +214,7 @@ def test_the_winner_on_a_gpu_is_profiled_once_and_status_shows_it(tmp_path) -> N
     class FakeEvaluator:  # the harness's figures as on the H200; the compiler and ncu passes stood in
         device, workspace = "cuda", tmp_path
 
-        def evaluate(self, task, path, trace_below_ms=None):  # noqa: ANN001, ANN202
+        def evaluate(self, task, path, trace_below_ms=None, compile_afresh=False):  # noqa: ANN001, ANN202
             return Verdict(task="softmax", candidate=str(path), size="full", compiled=True, correct=True,
                            reason=None, checks=[], device="H200", isolation={}, runtime_ms=1.5,
                            timing="cuda-events", bound="memory", roofline_fraction=0.71, achieved_gbps=2800.0,

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelevo.sandbox.advice import ncu
+from kernelevo.sandbox.child.compile_env import env_for
 from kernelevo.sandbox.isolation.namespaces import read_no_follow, write_into
 from kernelevo.sandbox.judge.verdict import process_failure
 from kernelevo.sandbox.models import KernelMetrics
@@ -32,10 +33,11 @@ def triton_gate(evaluator: Any, task: Task, candidate: Path, capability: int = 9
     """Compile the candidate's Triton kernels for a GPU target without running them
     (``child/triton_gate.py``): ``{"ok", "kernels": [{kernel, ok, resources | error}], "error"}``."""
     job_dir = _job(evaluator, task, candidate, "triton-gate", "gate.json", capability=capability)
-    env = evaluator.env()
+    cache = evaluator.caches.folder_for(candidate.read_bytes())
+    env = {**evaluator.env(), **env_for(cache)}
     env.pop("TRITON_INTERPRET", None)  # real JITFunctions: the gate compiles them, never runs them
     spec = evaluator.spec("kernelevo.sandbox.child.triton_gate", job_dir, min(evaluator.config.timeout_s, 300),
-                          trusted=False, channel=False, env=env,
+                          trusted=False, channel=False, env=env, compile_cache=cache,
                           cmd=[sys.executable, "-m", "kernelevo.sandbox.child.triton_gate", str(job_dir / "job.json")])
     spec.gpu = False
     outcome = evaluator.sandbox.run(spec)
@@ -62,7 +64,8 @@ def ncu_pass(evaluator: Any, task: Task, candidate: Path) -> tuple[list[KernelMe
            "--target-processes", "all", "--launch-count", str(ncu.LAUNCH_LIMIT), "--metrics", ",".join(ncu.METRICS),
            sys.executable, "-m", "kernelevo.sandbox.child.profile_target", str(job_dir / "job.json")]
     spec = evaluator.spec("", job_dir, evaluator.config.timeout_s * 2, trusted=False, channel=False, gpu_lock=True,
-                          cmd=cmd, readable=ncu.install_folders(binary), proc_children=True)
+                          cmd=cmd, readable=ncu.install_folders(binary), proc_children=True,
+                          compile_cache=evaluator.caches.folder_for(candidate.read_bytes()))
     began = time.monotonic()
     outcome = evaluator.sandbox.run(spec)
     seconds = round(time.monotonic() - began, 1)

@@ -39,6 +39,7 @@ import torch  # noqa: E402
 
 from kernelevo.sandbox import wire  # noqa: E402
 from kernelevo.sandbox.child import autotune, confine, inputs  # noqa: E402
+from kernelevo.sandbox.child.compile_env import env_for  # noqa: E402
 from kernelevo.sandbox.child.launches import LaunchRecorder, OpRecorder  # noqa: E402
 from kernelevo.sandbox.child.timed import (  # noqa: E402
     GraphTimedCall,
@@ -117,7 +118,7 @@ class Worker:
             del reference
         began = time.perf_counter()
         try:
-            _caches_of(Path(msg["candidate"]))
+            _compile_into(msg.get("compile_cache") or "")
             module = _import_candidate(Path(msg["candidate"]))
             if not hasattr(module, "ModelNew"):
                 return {"ok": False, "error": "the candidate defines no ModelNew"}
@@ -307,21 +308,21 @@ def serve(channel: wire.Channel) -> None:
             return
 
 
-_SHARED_CACHES = {name: os.environ.get(name) for name in ("TRITON_CACHE_DIR", "TORCH_EXTENSIONS_DIR",
-                                                           "TORCHINDUCTOR_CACHE_DIR")}
-"""The run's compile caches as the process was started with them (the candidate's own are inside)."""
-
-
-def _caches_of(candidate: Path) -> None:
-    """Compile into caches of this candidate's own (by its source's hash), inside the run's cache: a
-    kernel, an extension or its lock planted there by an earlier candidate is then found only by a
-    candidate with the very same source. The timing and forensic processes of one candidate share them."""
-    import hashlib
-
-    digest = hashlib.sha256(candidate.read_bytes()).hexdigest()[:16]
-    for name, base in _SHARED_CACHES.items():
-        if base:
-            os.environ[name] = str(Path(base).parent / "by-candidate" / digest / Path(base).name)
+def _compile_into(folder: str) -> None:
+    """Compile into the candidate's own cache, which the judge named and made (``judge/compile_caches.py``):
+    point the compile-cache variables at it and, where this process is confined, narrow its writing in
+    the run's compile cache to that folder, for itself and for all it starts. The judge's folder layout
+    comes from the trusted side: the folder is ``<compile cache>/by-candidate/<name>``."""
+    if not folder:
+        raise RuntimeError("the judge named no compile cache for the candidate")
+    mine = Path(folder)
+    os.environ.update(env_for(mine))
+    granted = [p for p in os.environ.get(confine.GRANTED_ENV, "").split(os.pathsep) if p]
+    if granted:
+        root = str(mine.parents[1])
+        narrowed = confine.restrict_writes([p for p in granted if p != root] + [folder])
+        if not narrowed.startswith("landlock"):
+            raise RuntimeError(f"the judge could not narrow this process's writing to its compile cache: {narrowed}")
 
 
 def main() -> int:

@@ -24,6 +24,7 @@ from kernelevo.sandbox.isolation.namespaces import hand_over, keep_private, scru
 from kernelevo.sandbox.isolation.process import ProcessSandbox, RunSpec, take_lock
 from kernelevo.sandbox.isolation.protocol import Sandbox
 from kernelevo.sandbox.judge import cache, device_memory, forensic
+from kernelevo.sandbox.judge.compile_caches import CandidateCaches, env_for
 from kernelevo.sandbox.judge.forensic import FORENSIC_CALLS, forensic_launcher
 from kernelevo.sandbox.judge.processes import Oracle, Processes
 from kernelevo.sandbox.judge.record import HarnessFault
@@ -125,7 +126,9 @@ class Evaluator:
         for folder in (self.workspace, self.compile_cache, Path(__file__).resolve().parents[1]):
             if why(folder):
                 raise EvalError(why(folder), exit_code=EXIT_ENVIRONMENT)
-        hand_over(self.compile_cache)
+        self.caches = CandidateCaches(self.compile_cache)
+        self.candidate_cache: Path | None = None
+        """The compile cache of the candidate being judged (``compile_caches.py``)."""
         # The clean processes compile (torch.compile's baseline) in a cache no candidate can write:
         # a poisoned inductor cache would run a candidate's code in them.
         self.trusted_cache = self.workspace / "trusted-cache"
@@ -157,9 +160,7 @@ class Evaluator:
             # No user site: without bubblewrap /tmp is shared, and a site folder planted under HOME
             # would run code in every later job.
             "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1", "HOME": "/tmp",
-            "TRITON_CACHE_DIR": str(caches / "triton"), "TORCH_EXTENSIONS_DIR": str(caches / "torch_extensions"),
-            "TORCHINDUCTOR_CACHE_DIR": str(caches / "inductor"), "XDG_CACHE_HOME": str(caches / "xdg"),
-            "TRITON_CACHE_AUTOTUNING": "1",
+            **env_for(caches), "TRITON_CACHE_AUTOTUNING": "1",
         }
         if trusted:
             # Without bubblewrap /tmp is the host's: a compiler's temporary files (ptxas writes to a
@@ -197,15 +198,22 @@ class Evaluator:
     def spec(self, module: str, job_dir: Path, timeout_s: float, *, trusted: bool, readable: list[Path] | None = None,
              channel: bool = True, gpu_lock: bool = False, cmd: list[str] | None = None,
              env: dict[str, str] | None = None, extra_writable: list[Path] | None = None,
-             folder_writable: bool = True, proc_children: bool = False) -> RunSpec:
+             folder_writable: bool = True, proc_children: bool = False,
+             compile_cache: Path | None = None) -> RunSpec:
         """A sandboxed job: this evaluator's limits (host memory for candidate jobs) and environment, the
-        right compile cache writable, nothing else of the workspace visible."""
+        right compile cache writable, nothing else of the workspace visible. ``compile_cache``: a
+        candidate's own (``caches.folder_for``), for a job that knows its candidate as it starts."""
         memory = None if trusted else self.memory_bytes()
         gpu = self.device == "cuda"
+        if env is None:
+            env = self.env(trusted)
+            if compile_cache is not None:
+                env.update(env_for(compile_cache))
+        cache_folder = self.trusted_cache if trusted else compile_cache or self.compile_cache
         return RunSpec(cmd=cmd or [sys.executable, "-m", module], job_dir=job_dir, timeout_s=timeout_s,
                        memory_bytes=memory, memory_text=self.config.memory if memory else None,
-                       pids_limit=self.config.pids_limit, env=env if env is not None else self.env(trusted),
-                       writable=[self.trusted_cache if trusted else self.compile_cache, *(extra_writable or [])],
+                       pids_limit=self.config.pids_limit, env=env,
+                       writable=[cache_folder, *(extra_writable or [])],
                        readable=readable or [],
                        gpu=gpu, channel=channel, device_lock=self.device_lock_path() if gpu_lock else None,
                        trusted=trusted, folder_writable=folder_writable, proc_children=proc_children)
@@ -288,10 +296,13 @@ class Evaluator:
         return ReferenceResult.model_validate(reply["result"])
 
     # candidates ---------------------------------------------------------------------------------
-    def evaluate(self, task: Task, candidate: Path, trace_below_ms: float | None = None) -> tuple[Verdict, int]:
+    def evaluate(self, task: Task, candidate: Path, trace_below_ms: float | None = None,
+                 compile_afresh: bool = False) -> tuple[Verdict, int]:
         """Judge ``candidate``; returns the verdict and the CLI exit code (0 accepted, 1 rejected, 3 no GPU).
         ``trace_below_ms``: a search's bar for the forensic pass; a correct candidate no faster than it
-        could not be handed back (its run re-judges its fastest with the pass), so it is not traced."""
+        could not be handed back (its run re-judges its fastest with the pass), so it is not traced.
+        ``compile_afresh``: compile into an empty cache (a final re-judge: the handed-back source's own
+        kernels, whatever earlier processes left in its cache)."""
         began = time.monotonic()
         try:
             source = candidate.read_text()
@@ -310,13 +321,15 @@ class Evaluator:
                       + ("passed: " if gate.passed else "failed: ") + gate.detail)
             return Verdict(compiled=gate.passed, correct=False, reason=reason, checks=[*static.checks, gate],
                            **base), (3 if gate.passed else 1)
-        verdict = self.run_in_sandbox(task, candidate, static.checks, trace_below_ms=trace_below_ms)
+        verdict = self.run_in_sandbox(task, candidate, static.checks, trace_below_ms=trace_below_ms,
+                                      compile_afresh=compile_afresh)
         verdict.phases["static checks"] = round(static_s, 4)
         verdict.wall_s = round(time.monotonic() - began, 3)
         return verdict, 0 if verdict.correct else 1
 
     def run_in_sandbox(self, task: Task, candidate: Path, static_checks: list[Check],
-                       readable: list[Path] | None = None, trace_below_ms: float | None = None) -> Verdict:
+                       readable: list[Path] | None = None, trace_below_ms: float | None = None,
+                       compile_afresh: bool = False) -> Verdict:
         """The runtime half of :meth:`evaluate`: the session with the oracle and the candidate's process,
         then the forensic pass for a candidate about to be accepted on a GPU. ``readable``: folders both
         processes may read (a model's own files, for a whole network judged end to end).
@@ -324,6 +337,8 @@ class Evaluator:
         Tests call it directly to prove that the runtime defences hold without the static ones.
         """
         self.readable = list(readable or [])
+        # the timed process and the forensic pass of one evaluation share the candidate's cache
+        self.candidate_cache = self.caches.folder_for(candidate.read_bytes(), afresh=compile_afresh)
         if not self.readable and self.device == "cpu":
             self.processes.warm()  # imports while the baselines are measured: CPU times mean nothing
         began = time.monotonic()
@@ -380,6 +395,7 @@ class Evaluator:
                     strict_layout=self.config.strict_layout, worker_outbox=worker.outbox,
                     oracle_task_path=oracle.folder / "task.py", forensic=forensic is not None,
                     oracle_outbox=oracle.outbox, oracle_timeout_s=self.config.reference_timeout_s,
+                    compile_cache=self.candidate_cache,
                     cuda_graph=self.config.cuda_graph and forensic is None, eager_peak_bytes=footprint)
         if forensic is not None:
             plan.checked_sets = FORENSIC_CALLS

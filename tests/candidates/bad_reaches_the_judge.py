@@ -1,7 +1,8 @@
 """relu: reaches for the judge's own files from the candidate's process. Without bubblewrap every job
 sees the host's file system, so the judge's jobs can be kept from candidates only by user: this
 candidate tries to write the oracle's compile cache (a poisoned inductor cache runs code in the
-oracle), to list and write the oracle's folder, to replace the task file the oracle imports, to write
+oracle), to write the run's compile cache or another candidate's part of it (a kernel left there would
+be loaded in place of that candidate's own), to list and write the oracle's folder, to replace the task file the oracle imports, to write
 the oracle's outbox and the folder of outboxes, to plant files in the folders of other candidates'
 processes (the spare that will import the next candidate), to put a link in place of its own log, and
 to connect to any channel it finds. Run without
@@ -77,6 +78,17 @@ def probes():
     # a compile cache shared with other candidates: an extension or its lock planted for a later one
     caches = [os.environ.get(v, "") for v in ("TORCH_EXTENSIONS_DIR", "TRITON_CACHE_DIR")]
     seen["a shared compile cache"] = not all("by-candidate" in c for c in caches)
+    # the run's compile cache holds every candidate's: a kernel left under another source's folder
+    # would be loaded in place of that candidate's own (its folder is <root>/by-candidate/<name>)
+    mine = os.path.dirname(os.environ.get("TRITON_CACHE_DIR", ""))
+    candidates = os.path.dirname(mine)
+    seen["the run's compile cache written"] = _writes(os.path.dirname(candidates))
+    seen["the candidates' caches listed"] = _lists(candidates)
+    try:
+        os.makedirs(os.path.join(candidates, "0" * 32, "triton"))
+        seen["another candidate's cache made"] = True
+    except OSError:
+        seen["another candidate's cache made"] = False
     replaced = False
     for oracle in oracles:
         task = os.path.join(oracle, "task.py")
