@@ -69,6 +69,10 @@ def test_an_honest_candidate_is_accepted_in_a_container(docker_sandbox, tmp_path
             listener.close()
             secret.unlink()
         assert verdict.correct, verdict.reason  # any successful probe poisons its output
+        # the judge's folders, the run's compile cache and other candidates' caches stay out of reach
+        verdict = ev.run_in_sandbox(load_task("relu", "small"), candidate("bad_reaches_the_judge"), [])
+        assert verdict.correct, verdict.reason
+        assert (tmp_path / "ws" / "cache").stat().st_uid == os.geteuid()  # not handed to the container's user
 
 
 def test_no_network_no_host_files_no_secrets(docker_sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

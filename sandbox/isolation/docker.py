@@ -203,11 +203,11 @@ class DockerJob:
         from docker.types import DeviceRequest
 
         self.owner, self.spec, self.phase = owner, spec, None
-        # The container's user (nobody) reads its job folder, writes it where the job may, and writes
-        # its compile cache.
+        # The container's user (nobody) reads its job folder and writes it where the job may; its
+        # other writable folders (the compile cache, the outbox) were handed over by their makers.
         keep_private(spec.job_dir, 0o755)
         launcher_folder = [spec.launcher_folder] if spec.launcher_folder is not None else []
-        for folder in ([spec.job_dir] if spec.folder_writable else []) + [*spec.writable, *launcher_folder]:
+        for folder in ([spec.job_dir] if spec.folder_writable else []) + launcher_folder:
             hand_over(folder)
         env = dict(spec.env, HOME="/tmp")
         self.listener = None

@@ -55,7 +55,9 @@ class RunSpec:
     pids_limit: int | None = 512
     env: dict[str, str] = field(default_factory=dict)
     writable: list[Path] = field(default_factory=list)
-    """Folders besides ``job_dir`` the job may write (its compile cache)."""
+    """Folders besides ``job_dir`` the job may write (its compile cache, its outbox). Whoever made them
+    has handed them to the sandbox's user; the sandbox hands over none of them, since a folder may hold
+    others' folders that must stay the judge's (a compile cache's root)."""
     readable: list[Path] = field(default_factory=list)
     """Folders the job may read that no other job of the evaluation may (another process's outbox)."""
     gpu: bool = False
