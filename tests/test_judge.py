@@ -780,19 +780,34 @@ def test_a_forensic_process_started_ahead_is_used_only_for_the_same_folders_and_
         worker.job.kill()
 
 
-def test_each_source_compiles_into_a_folder_no_other_candidate_can_name(tmp_path: Path) -> None:
+def test_a_process_compiles_alone_and_only_the_judge_carries_a_sources_cache(tmp_path: Path) -> None:
     """A cubin is loaded by its kernel's key, not checked against the source: candidate A must not be
-    able to leave a kernel where B's process looks. A source's folder is the same for its evaluations
-    on one evaluator, another source's differs, another evaluator's key gives other names, and a
-    final re-judge's (afresh) is new and empty. The root and the folder of folders are the judge's."""
-    from kernelevo.sandbox.judge.compile_caches import CANDIDATES, CandidateCaches
+    able to leave a kernel where B's process looks. Every process gets an empty folder of its own; the
+    judge keeps it, when the process has ended, under a keyed name of its source, and lends it to the
+    next process of that source only; another source, another evaluator's key, or a final re-judge
+    (afresh) gets none. The root and its folders are the judge's."""
+    from kernelevo.sandbox.judge.compile_caches import KEPT, SCRATCH, CandidateCaches
 
     one, other = CandidateCaches(tmp_path / "cache"), CandidateCaches(tmp_path / "cache")
     a, b = b"class ModelNew: a", b"class ModelNew: b"
-    assert one.folder_for(a) == one.folder_for(a) != one.folder_for(b)
-    assert other.folder_for(a) != one.folder_for(a)
-    fresh = one.folder_for(a, afresh=True)
-    assert fresh not in (one.folder_for(a), one.folder_for(a, afresh=True)) and not any(fresh.iterdir())
-    assert one.folder_for(a).parent == tmp_path / "cache" / CANDIDATES
-    for folder in (tmp_path / "cache", tmp_path / "cache" / CANDIDATES):
+    assert one.name_for(a) == one.name_for(a) != one.name_for(b)
+    assert other.name_for(a) != one.name_for(a) and one.name_for(a, afresh=True) != one.name_for(a, afresh=True)
+    first = one.scratch()
+    assert first.parent == tmp_path / "cache" / SCRATCH and not any(first.iterdir())
+    (first / "triton").mkdir()
+    (first / "triton" / "kernel.cubin").write_text("compiled from a")
+    (first / "triton").chmod(0)  # closed by the candidate, to fail the next process
+    one.keep(one.name_for(a), first)
+    assert not first.exists()
+
+    def lent(caches: CandidateCaches, name: str) -> Path:
+        folder = caches.scratch()
+        caches.lend(name, folder)
+        return folder
+
+    assert (lent(one, one.name_for(a)) / "triton" / "kernel.cubin").read_text() == "compiled from a"
+    assert not any(lent(one, one.name_for(b)).iterdir())
+    assert not any(lent(one, one.name_for(a, afresh=True)).iterdir())
+    assert not any(lent(other, other.name_for(a)).iterdir())
+    for folder in (tmp_path / "cache", tmp_path / "cache" / KEPT, tmp_path / "cache" / SCRATCH):
         assert folder.stat().st_mode & 0o777 == 0o711

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ON_GPU, ROOT, candidate, require_bwrap
+from kernelevo.sandbox.isolation.namespaces import hand_over
 from kernelevo.tasks import load_task
 
 ACCEPTED = [
@@ -305,6 +306,8 @@ def test_the_judges_own_files_are_out_of_a_candidates_reach(tier: str, cache_dir
     workspace = Path(tempfile.mkdtemp(prefix="kernelevo-test-"))  # a folder the sandbox's user can enter
     try:
         with Evaluator(EvalConfig(workdir=workspace, cache_dir=cache_dir, measure_compile=False)) as evaluator:
+            for neighbour in ("procs/" + "e" * 32, "kept/" + "f" * 32):  # folders of names it knows
+                hand_over(evaluator.compile_cache / neighbour)
             verdict = evaluator.run_in_sandbox(load_task("relu", "small"), candidate("bad_reaches_the_judge"), [])
             probes = re.search(r"JUDGE-PROBES (\{.*\})", Path(verdict.log).read_text())
             assert probes, (verdict.reason, Path(verdict.log).read_text()[-2000:])

@@ -29,11 +29,18 @@ def _job(evaluator: Any, task: Task, candidate: Path, label: str, result: str, *
     return job_dir
 
 
+def _lent_cache(evaluator: Any, candidate: Path) -> tuple[str, Path]:
+    """A side job's own compile cache, holding what the candidate's earlier processes compiled."""
+    name, cache = evaluator.caches.name_for(candidate.read_bytes()), evaluator.caches.scratch()
+    evaluator.caches.lend(name, cache)
+    return name, cache
+
+
 def triton_gate(evaluator: Any, task: Task, candidate: Path, capability: int = 90) -> dict:
     """Compile the candidate's Triton kernels for a GPU target without running them
     (``child/triton_gate.py``): ``{"ok", "kernels": [{kernel, ok, resources | error}], "error"}``."""
     job_dir = _job(evaluator, task, candidate, "triton-gate", "gate.json", capability=capability)
-    cache = evaluator.caches.folder_for(candidate.read_bytes())
+    name, cache = _lent_cache(evaluator, candidate)
     env = {**evaluator.env(), **env_for(cache)}
     env.pop("TRITON_INTERPRET", None)  # real JITFunctions: the gate compiles them, never runs them
     spec = evaluator.spec("kernelevo.sandbox.child.triton_gate", job_dir, min(evaluator.config.timeout_s, 300),
@@ -41,6 +48,7 @@ def triton_gate(evaluator: Any, task: Task, candidate: Path, capability: int = 9
                           cmd=[sys.executable, "-m", "kernelevo.sandbox.child.triton_gate", str(job_dir / "job.json")])
     spec.gpu = False
     outcome = evaluator.sandbox.run(spec)
+    evaluator.caches.keep(name, cache)
     try:
         return json.loads(read_no_follow(job_dir / "gate.json"))
     except (OSError, ValueError):
@@ -59,15 +67,16 @@ def ncu_pass(evaluator: Any, task: Task, candidate: Path) -> tuple[list[KernelMe
     if binary is None:
         return [], "ncu not found (install Nsight Compute, or set KERNELEVO_NCU to its path)", 0.0
     job_dir = _job(evaluator, task, candidate, "ncu", "target.json", seed=evaluator.config.seed_offset + 1)
+    name, cache = _lent_cache(evaluator, candidate)
     log = job_dir / "ncu.csv"
     cmd = [binary, "--csv", "--log-file", str(log), "--profile-from-start", "off", "--clock-control", "none",
            "--target-processes", "all", "--launch-count", str(ncu.LAUNCH_LIMIT), "--metrics", ",".join(ncu.METRICS),
            sys.executable, "-m", "kernelevo.sandbox.child.profile_target", str(job_dir / "job.json")]
     spec = evaluator.spec("", job_dir, evaluator.config.timeout_s * 2, trusted=False, channel=False, gpu_lock=True,
-                          cmd=cmd, readable=ncu.install_folders(binary), proc_children=True,
-                          compile_cache=evaluator.caches.folder_for(candidate.read_bytes()))
+                          cmd=cmd, readable=ncu.install_folders(binary), proc_children=True, compile_cache=cache)
     began = time.monotonic()
     outcome = evaluator.sandbox.run(spec)
+    evaluator.caches.keep(name, cache)
     seconds = round(time.monotonic() - began, 1)
     text = read_no_follow(log)
     kernels = ncu.parse(text)

@@ -23,9 +23,6 @@ import sys
 
 WRITABLE_ENV = "KERNELEVO_WRITABLE"
 STATUS_ENV = "KERNELEVO_CONFINED"
-GRANTED_ENV = "KERNELEVO_GRANTED"
-"""Where a confined process may write, as it was confined: a later, narrower restriction (the
-candidate's process, once it knows its compile cache) starts from it."""
 SCOPE_ENV = "KERNELEVO_SCOPE"
 """``1``: also keep the job from signalling, or connecting to abstract sockets of, processes outside
 it (where it shares the host's PID and network namespaces)."""
@@ -152,8 +149,6 @@ def main(argv: list[str]) -> int:
     status = restrict_writes(allowed, os.environ.pop(SCOPE_ENV, "") == "1")
     os.environ[STATUS_ENV] = status + (
         f"; closed {len(closed)} inherited file(s) open for writing elsewhere" if closed else "")
-    if status.startswith("landlock"):
-        os.environ[GRANTED_ENV] = os.pathsep.join(allowed)
     if argv[0] == sys.executable:
         # the same interpreter, through the link the kernel keeps to it: its path may run through a
         # folder the job's user cannot search (a Python installed under /root), which the first

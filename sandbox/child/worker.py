@@ -39,7 +39,6 @@ import torch  # noqa: E402
 
 from kernelevo.sandbox import wire  # noqa: E402
 from kernelevo.sandbox.child import autotune, confine, inputs  # noqa: E402
-from kernelevo.sandbox.child.compile_env import env_for  # noqa: E402
 from kernelevo.sandbox.child.launches import LaunchRecorder, OpRecorder  # noqa: E402
 from kernelevo.sandbox.child.timed import (  # noqa: E402
     GraphTimedCall,
@@ -118,7 +117,6 @@ class Worker:
             del reference
         began = time.perf_counter()
         try:
-            _compile_into(msg.get("compile_cache") or "")
             module = _import_candidate(Path(msg["candidate"]))
             if not hasattr(module, "ModelNew"):
                 return {"ok": False, "error": "the candidate defines no ModelNew"}
@@ -306,23 +304,6 @@ def serve(channel: wire.Channel) -> None:
         channel.send(reply)
         if msg.get("op") == "finish":
             return
-
-
-def _compile_into(folder: str) -> None:
-    """Compile into the candidate's own cache, which the judge named and made (``judge/compile_caches.py``):
-    point the compile-cache variables at it and, where this process is confined, narrow its writing in
-    the run's compile cache to that folder, for itself and for all it starts. The judge's folder layout
-    comes from the trusted side: the folder is ``<compile cache>/by-candidate/<name>``."""
-    if not folder:
-        raise RuntimeError("the judge named no compile cache for the candidate")
-    mine = Path(folder)
-    os.environ.update(env_for(mine))
-    granted = [p for p in os.environ.get(confine.GRANTED_ENV, "").split(os.pathsep) if p]
-    if granted:
-        root = str(mine.parents[1])
-        narrowed = confine.restrict_writes([p for p in granted if p != root] + [folder])
-        if not narrowed.startswith("landlock"):
-            raise RuntimeError(f"the judge could not narrow this process's writing to its compile cache: {narrowed}")
 
 
 def main() -> int:

@@ -1,34 +1,41 @@
-"""Candidates' compile caches: one folder per candidate source, which no other candidate can find.
+"""Candidates' compile caches: every process compiles into a folder of its own, and only the judge
+carries a folder from one process of a source to the next.
 
 A compiled kernel in a cache is trusted by whoever loads it: Triton keys a cubin by the kernel's
-source, not by the bytes on disk. If candidate A could write where candidate B's process looks, A
-could leave a correct binary under the key of B's wrong kernel; B would then be judged on A's binary
-and the user handed B's source. So a candidate's processes (its timed one, its forensic pass, its
-side jobs) compile into a folder of their own, named by a keyed hash of the source: another source
-never maps to it, and the name cannot be worked out without the evaluator's key. The cache's root
-and its folder of candidates belong to the judge and can be entered, not listed or written (as
-root; without root the sandbox's user is ours, and the candidate's process narrows its own writing
-to its folder with Landlock as it is named, ``child/worker.py``).
+source, not by the bytes on disk, and torch loads an extension by its name. If candidate A could
+write where candidate B's process looks, A could leave a correct binary under the key of B's wrong
+kernel; B would be judged on A's binary and the user handed B's source. So no candidate's process
+can reach another's cache, not even by name:
 
-A folder is shared by every evaluation of the same source on one evaluator (the kernels need not be
-compiled again), except where an evaluation asks to compile afresh: the final re-judge, whose time
-must be the handed-back source's own, compiled from it, whatever any earlier process left on disk.
+- each process (a candidate's timed process, its forensic pass, a side job) gets an empty folder
+  of its own as it starts (``scratch``), the only part of the cache it may write or see (bubblewrap
+  and Docker mount that folder alone; elsewhere Landlock confines writing to it, and as root the
+  cache's root and its folders are the judge's, mode 711, entered by name only);
+- the evaluations of one source share compiled kernels (its forensic pass would otherwise compile
+  them again, under ncu): when a process ends, the judge moves its folder to ``kept/<name>``, where
+  the name is a hash of the source keyed with a secret of this evaluator's, and moves it into the
+  next process of the same source before naming the candidate to it (``lend``). What such a folder
+  holds was written by processes of that very source, so it is that source's own doing;
+- a final re-judge compiles afresh (``afresh``): its time is the handed-back source's own, compiled
+  from it.
+
+Any failure to carry a folder leaves the process an empty one (the kernels are compiled again): it
+never fails an evaluation.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import os
 import secrets
+import shutil
 from pathlib import Path
 
-from kernelevo.sandbox.child.compile_env import env_for
 from kernelevo.sandbox.isolation.namespaces import hand_over, keep_private
 
-__all__ = ["CANDIDATES", "CandidateCaches", "env_for"]
-
-CANDIDATES = "by-candidate"
-"""The folder of candidates' caches inside a compile cache."""
+KEPT, SCRATCH = "kept", "procs"
+"""The folders, inside a compile cache, of the sources' kept caches and of the processes' own."""
 
 
 class CandidateCaches:
@@ -37,14 +44,59 @@ class CandidateCaches:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._key = secrets.token_bytes(32)
-        keep_private(root, 0o711)
-        keep_private(root / CANDIDATES, 0o711)
+        for folder in (root, root / KEPT, root / SCRATCH):
+            keep_private(folder, 0o711)
 
-    def folder_for(self, source: bytes, afresh: bool = False) -> Path:
-        """The cache folder of this source, made and handed to the sandbox's user; ``afresh``: a new,
-        empty one that no earlier process has seen."""
+    def name_for(self, source: bytes, afresh: bool = False) -> str:
+        """The name the source's kept cache goes by; ``afresh``: a name no other evaluation has."""
         salt = secrets.token_bytes(16) if afresh else b""
-        name = hmac.new(self._key, salt + hashlib.sha256(source).digest(), hashlib.sha256).hexdigest()[:32]
-        folder = self.root / CANDIDATES / name
+        return hmac.new(self._key, salt + hashlib.sha256(source).digest(), hashlib.sha256).hexdigest()[:32]
+
+    def scratch(self) -> Path:
+        """A new, empty folder for one process, handed to the sandbox's user."""
+        folder = self.root / SCRATCH / secrets.token_hex(16)
         hand_over(folder)
         return folder
+
+    def lend(self, name: str, scratch: Path) -> None:
+        """Move the source's kept cache into ``scratch`` (a process's still-empty folder), for a process
+        of the same source; nothing kept, or anything in the way: ``scratch`` stays empty."""
+        kept = self.root / KEPT / name
+        try:
+            if not kept.is_dir() or kept.is_symlink() or any(scratch.iterdir()):
+                return
+            scratch.rmdir()
+            os.rename(kept, scratch)
+            _open_modes(scratch)
+        except OSError:
+            pass
+        hand_over(scratch)
+
+    def keep(self, name: str, scratch: Path) -> None:
+        """After the process that used ``scratch`` has ended: keep its folder for the source's next
+        process (replacing what was kept), out of every candidate's reach."""
+        kept = self.root / KEPT / name
+        try:
+            if scratch.is_symlink() or not scratch.is_dir():
+                return
+            keep_private(self.root / KEPT, 0o711)  # as the judge left it (a candidate without root could chmod it)
+            if kept.exists() or kept.is_symlink():
+                shutil.rmtree(kept, ignore_errors=True)
+            os.rename(scratch, kept)
+        except OSError:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _open_modes(folder: Path) -> None:
+    """Let the sandbox's user read and write what a process of the same source left (without root it
+    is our user, and a candidate could have closed a folder of its own to fail the next process)."""
+    os.chmod(folder, 0o755)
+    for here, dirs, files in os.walk(folder):
+        for name in dirs:
+            path = os.path.join(here, name)
+            if not os.path.islink(path):
+                os.chmod(path, 0o755)
+        for name in files:
+            path = os.path.join(here, name)
+            if not os.path.islink(path):
+                os.chmod(path, 0o644)

@@ -20,11 +20,12 @@ from pydantic import BaseModel, Field
 
 from kernelevo.sandbox.advice import ncu
 from kernelevo.sandbox.advice.cuda_gate import compile_gate
+from kernelevo.sandbox.child.compile_env import env_for
 from kernelevo.sandbox.isolation.namespaces import hand_over, keep_private, scrubbed_env, write_into
 from kernelevo.sandbox.isolation.process import ProcessSandbox, RunSpec, take_lock
 from kernelevo.sandbox.isolation.protocol import Sandbox
 from kernelevo.sandbox.judge import cache, device_memory, forensic
-from kernelevo.sandbox.judge.compile_caches import CandidateCaches, env_for
+from kernelevo.sandbox.judge.compile_caches import CandidateCaches
 from kernelevo.sandbox.judge.forensic import FORENSIC_CALLS, forensic_launcher
 from kernelevo.sandbox.judge.processes import Oracle, Processes
 from kernelevo.sandbox.judge.record import HarnessFault
@@ -127,8 +128,8 @@ class Evaluator:
             if why(folder):
                 raise EvalError(why(folder), exit_code=EXIT_ENVIRONMENT)
         self.caches = CandidateCaches(self.compile_cache)
-        self.candidate_cache: Path | None = None
-        """The compile cache of the candidate being judged (``compile_caches.py``)."""
+        self.cache_name = ""
+        """The kept compile cache of the candidate being judged (``compile_caches.py``)."""
         # The clean processes compile (torch.compile's baseline) in a cache no candidate can write:
         # a poisoned inductor cache would run a candidate's code in them.
         self.trusted_cache = self.workspace / "trusted-cache"
@@ -202,14 +203,16 @@ class Evaluator:
              compile_cache: Path | None = None) -> RunSpec:
         """A sandboxed job: this evaluator's limits (host memory for candidate jobs) and environment, the
         right compile cache writable, nothing else of the workspace visible. ``compile_cache``: a
-        candidate's own (``caches.folder_for``), for a job that knows its candidate as it starts."""
+        candidate's job's own folder (``caches.scratch``; by default a new one)."""
         memory = None if trusted else self.memory_bytes()
         gpu = self.device == "cuda"
+        if not trusted and compile_cache is None:
+            compile_cache = self.caches.scratch()
         if env is None:
             env = self.env(trusted)
             if compile_cache is not None:
                 env.update(env_for(compile_cache))
-        cache_folder = self.trusted_cache if trusted else compile_cache or self.compile_cache
+        cache_folder = self.trusted_cache if trusted else compile_cache
         return RunSpec(cmd=cmd or [sys.executable, "-m", module], job_dir=job_dir, timeout_s=timeout_s,
                        memory_bytes=memory, memory_text=self.config.memory if memory else None,
                        pids_limit=self.config.pids_limit, env=env,
@@ -337,8 +340,8 @@ class Evaluator:
         Tests call it directly to prove that the runtime defences hold without the static ones.
         """
         self.readable = list(readable or [])
-        # the timed process and the forensic pass of one evaluation share the candidate's cache
-        self.candidate_cache = self.caches.folder_for(candidate.read_bytes(), afresh=compile_afresh)
+        # the timed process and the forensic pass of one evaluation share the candidate's kept cache
+        self.cache_name = self.caches.name_for(candidate.read_bytes(), afresh=compile_afresh)
         if not self.readable and self.device == "cpu":
             self.processes.warm()  # imports while the baselines are measured: CPU times mean nothing
         began = time.monotonic()
@@ -388,6 +391,7 @@ class Evaluator:
         oracle = self.processes.oracle(task, self.readable)
         readable, launcher = (list(self.readable), None) if forensic is None else self._traced_process(forensic, oracle)
         worker = self.processes.worker(readable, launcher)
+        self.caches.lend(self.cache_name, worker.cache)
         write_into(worker.folder, "task.py", task.path.read_bytes())
         write_into(worker.folder, "candidate.py", candidate.read_bytes())
         plan = Plan(task=task, task_path=worker.folder / "task.py", candidate_path=worker.folder / "candidate.py",
@@ -395,7 +399,7 @@ class Evaluator:
                     strict_layout=self.config.strict_layout, worker_outbox=worker.outbox,
                     oracle_task_path=oracle.folder / "task.py", forensic=forensic is not None,
                     oracle_outbox=oracle.outbox, oracle_timeout_s=self.config.reference_timeout_s,
-                    compile_cache=self.candidate_cache,
+
                     cuda_graph=self.config.cuda_graph and forensic is None, eager_peak_bytes=footprint)
         if forensic is not None:
             plan.checked_sets = FORENSIC_CALLS
@@ -406,6 +410,7 @@ class Evaluator:
             ending = time.monotonic()
             session.close()  # also gives the GPU's lock back, whatever happened
         record.worker = worker.job.wait(10)
+        self.caches.keep(self.cache_name, worker.cache)  # the process and all it started have ended
         record.phases["ending the processes"] = round(time.monotonic() - ending, 4)
         record.worker_isolation = worker.job.isolation
         record.worker_folder, record.worker_outbox, record.worker_trace = worker.folder, worker.outbox, worker.trace

@@ -93,9 +93,6 @@ class Plan:
     """Also time the candidate and the reference replayed as CUDA graphs, beside the plain calls."""
     eager_peak_bytes: int | None = None
     """The task's own footprint on the GPU (``device_memory``), to say who ran the GPU out of memory."""
-    compile_cache: Path | None = None
-    """The candidate's own compile cache (``compile_caches.py``), named to its process as it is handed
-    the candidate."""
 
 
 def fresh_seed() -> int:

@@ -37,6 +37,8 @@ class Worker:
     job: Job
     folder: Path
     outbox: Path
+    cache: Path
+    """Its compile cache, the only part of the run's it may write (``compile_caches.py``)."""
     trace: Path | None = None
     """Where the launcher (ncu) writes what the candidate's process may not (the kernel trace)."""
 
@@ -153,11 +155,12 @@ class Processes:
         outbox = self.outboxes / name
         hand_over(outbox)
         trace = self.outboxes / f"{name}-trace" if launcher else None
+        cache = self.ev.caches.scratch()
         spec = self.ev.spec("kernelevo.sandbox.child.worker", folder, IDLE_S, trusted=False, readable=readable,
-                            extra_writable=[outbox], folder_writable=False)
+                            extra_writable=[outbox], folder_writable=False, compile_cache=cache)
         if trace is not None:
             spec.launcher, spec.launcher_folder = launcher(Path(LAUNCHER_FOLDER)), trace
-        return Worker(job=self.ev.sandbox.start(spec), folder=folder, outbox=outbox, trace=trace)
+        return Worker(job=self.ev.sandbox.start(spec), folder=folder, outbox=outbox, cache=cache, trace=trace)
 
 
 def _traced_key(readable: list[Path], launcher: Callable[[Path], list[str]]) -> tuple:

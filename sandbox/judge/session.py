@@ -219,8 +219,7 @@ class Session(CorrectnessCalls, TimedCalls):
                          {"op": "build", "task": str(plan.task_path), "candidate": str(plan.candidate_path),
                           "size": plan.task.size, "dtype": plan.task.dtype, "device": plan.device,
                           "init_seed": plan.init_seed, "outbox": str(plan.worker_outbox),
-                          "inbox": str(plan.oracle_outbox or ""), "reference_first": plan.forensic,
-                          "compile_cache": str(plan.compile_cache or "")})
+                          "inbox": str(plan.oracle_outbox or ""), "reference_first": plan.forensic})
         self.record.phases["importing the candidate"] = round(time.monotonic() - began, 4)
         if not reply.get("ok"):
             self.record.add("import", False, str(reply.get("error")))

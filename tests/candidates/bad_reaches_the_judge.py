@@ -77,18 +77,26 @@ def probes():
     seen["attachable"] = ctypes.CDLL(None).prctl(3, 0, 0, 0, 0) == 1  # PR_GET_DUMPABLE
     # a compile cache shared with other candidates: an extension or its lock planted for a later one
     caches = [os.environ.get(v, "") for v in ("TORCH_EXTENSIONS_DIR", "TRITON_CACHE_DIR")]
-    seen["a shared compile cache"] = not all("by-candidate" in c for c in caches)
-    # the run's compile cache holds every candidate's: a kernel left under another source's folder
-    # would be loaded in place of that candidate's own (its folder is <root>/by-candidate/<name>)
+    seen["a shared compile cache"] = not all(os.sep + "procs" + os.sep in c for c in caches)
+    # the run's compile cache holds every process's folder and every source's kept one: a kernel left
+    # in another's would be loaded in place of that candidate's own (this one's: <root>/procs/<name>)
     mine = os.path.dirname(os.environ.get("TRITON_CACHE_DIR", ""))
-    candidates = os.path.dirname(mine)
-    seen["the run's compile cache written"] = _writes(os.path.dirname(candidates))
-    seen["the candidates' caches listed"] = _lists(candidates)
-    try:
-        os.makedirs(os.path.join(candidates, "0" * 32, "triton"))
-        seen["another candidate's cache made"] = True
+    procs = os.path.dirname(mine)
+    root = os.path.dirname(procs)
+    seen["the run's compile cache written"] = _writes(root)
+    try:  # where the sandbox mounts only its own, the folder above may show that one alone
+        seen["the processes' caches listed"] = bool(set(os.listdir(procs)) - {os.path.basename(mine)})
     except OSError:
-        seen["another candidate's cache made"] = False
+        seen["the processes' caches listed"] = False
+    seen["the kept caches listed"] = _lists(os.path.join(root, "kept"))
+    # folders of known names (the test makes them, as other candidates' would be)
+    seen["another process's cache written"] = _writes(os.path.join(procs, "e" * 32))
+    seen["a kept cache written"] = _writes(os.path.join(root, "kept", "f" * 32))
+    try:
+        os.makedirs(os.path.join(root, "kept", "0" * 32, "triton"))
+        seen["a kept cache made"] = True
+    except OSError:
+        seen["a kept cache made"] = False
     replaced = False
     for oracle in oracles:
         task = os.path.join(oracle, "task.py")
