@@ -30,6 +30,7 @@ import hmac
 import os
 import secrets
 import shutil
+import stat
 from pathlib import Path
 
 from kernelevo.sandbox.isolation.namespaces import hand_over, keep_private
@@ -89,14 +90,14 @@ class CandidateCaches:
 
 def _open_modes(folder: Path) -> None:
     """Let the sandbox's user read and write what a process of the same source left (without root it
-    is our user, and a candidate could have closed a folder of its own to fail the next process)."""
+    is our user, and a candidate could have closed a folder of its own to fail the next process).
+    Links are never followed; a file keeps its execute bits."""
     os.chmod(folder, 0o755)
     for here, dirs, files in os.walk(folder):
-        for name in dirs:
+        for name in dirs + files:
             path = os.path.join(here, name)
-            if not os.path.islink(path):
+            info = os.lstat(path)
+            if stat.S_ISDIR(info.st_mode):
                 os.chmod(path, 0o755)
-        for name in files:
-            path = os.path.join(here, name)
-            if not os.path.islink(path):
-                os.chmod(path, 0o644)
+            elif stat.S_ISREG(info.st_mode):
+                os.chmod(path, (info.st_mode & 0o777) | 0o644)
