@@ -325,6 +325,34 @@ def test_the_judges_own_files_are_out_of_a_candidates_reach(tier: str, cache_dir
         shutil.rmtree(workspace, ignore_errors=True)
 
 
+@pytest.mark.parametrize("tier", ["unshare", "bwrap"])
+def test_a_sources_second_process_finds_and_writes_what_its_first_compiled(tier: str, cache_dir: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The judge carries a source's compile cache from one of its processes to the next (a forensic
+    pass need not compile again). The next process was started with a folder of its own, mounted or
+    allowed as it started: what was kept must arrive inside that very folder, still writable, and a
+    folder tree deeper than Python's recursion limit must not break the judge (nor its clean-up)."""
+    import tempfile
+
+    from kernelevo.sandbox.judge.evaluate import EvalConfig, Evaluator
+
+    _as_root_in(tier, monkeypatch)
+    workspace = Path(tempfile.mkdtemp(prefix="kernelevo-test-"))
+    honest = candidate("ok_keeps_a_deep_cache")
+    evaluator = Evaluator(EvalConfig(workdir=workspace, cache_dir=cache_dir, measure_compile=False))
+    try:
+        for expected in (0, 1):
+            verdict = evaluator.run_in_sandbox(load_task("relu", "small"), honest, [])
+            assert verdict.correct, verdict.reason
+            assert f"CACHE-RUNS-SEEN {expected}" in Path(verdict.log).read_text()
+    finally:
+        evaluator.close()
+        from kernelevo.sandbox.isolation.namespaces import remove_tree
+
+        remove_tree(workspace)
+    assert not workspace.exists()
+
+
 @pytest.mark.parametrize("tier", ["unshare", pytest.param("bwrap", marks=pytest.mark.slow)])
 def test_a_candidate_cannot_plant_files_in_the_next_candidates_outbox(tier: str, cache_dir: Path,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:

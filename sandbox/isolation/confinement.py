@@ -37,11 +37,31 @@ LAUNCHER_FOLDER_INSIDE = "/kernelevo-launcher"
 """Where bubblewrap and Docker mount the launcher's folder: beneath none of the folders the job may
 write (a run folder often lies in /tmp, which the job may write), so confinement keeps it out."""
 
+CACHE_INSIDE = "/kernelevo-cache"
+"""Where bubblewrap and Docker mount a candidate's job's compile cache: one path for every process, so
+that build files naming their folder (a torch extension's) stay valid when the judge carries a cache
+from one process to the next; and beneath none of the folders the job may write, so that the rule for
+its private /tmp does not also cover the run's cache when the run's folder lies in /tmp."""
+
 LAUNCHER_EXPOSED = "the launcher's folder is within the candidate's reach"
 """The isolation warning that says a launcher's output (ncu's trace) could be the candidate's writing."""
 
 OFF_ENV = "KERNELEVO_LANDLOCK"
 """``0`` turns confinement off (a kernel or driver where it breaks a job); verdicts then say so."""
+
+
+def cache_as_seen(cache: Path | None, env: dict[str, str], mounted: bool) -> list[str]:
+    """The job's compile cache as the job sees it (none, or one folder); where the sandbox ``mounted``
+    it at ``CACHE_INSIDE``, the variables in ``env`` that name it are rewritten to match."""
+    if cache is None:
+        return []
+    if not mounted:
+        return [str(cache)]
+    prefix = str(cache)
+    for name, value in env.items():
+        if value == prefix or value.startswith(prefix + "/"):
+            env[name] = CACHE_INSIDE + value[len(prefix):]
+    return [CACHE_INSIDE]
 
 
 def wanted() -> bool:

@@ -221,6 +221,9 @@ class DockerJob:
             volumes[str(folder)] = {"bind": str(folder), "mode": "rw"}
         for folder in launcher_folder:
             volumes[str(folder)] = {"bind": confinement.LAUNCHER_FOLDER_INSIDE, "mode": "rw"}
+        cache = confinement.cache_as_seen(spec.compile_cache, env, mounted=True)
+        if spec.compile_cache is not None:
+            volumes[str(spec.compile_cache)] = {"bind": confinement.CACHE_INSIDE, "mode": "rw"}
         requests = []
         gpu = env.get("CUDA_VISIBLE_DEVICES", "")
         if spec.gpu and gpu:
@@ -237,7 +240,7 @@ class DockerJob:
             self.lock, waited = take_lock(spec.device_lock)
             self.isolation.device_lock_wait_s = round(waited, 3)
         python = "python" if owner.self_contained else sys.executable
-        allowed = confinement.allowed_folders(spec.job_dir, spec.writable, spec.folder_writable,
+        allowed = confinement.allowed_folders(spec.job_dir, [*spec.writable, *cache], spec.folder_writable,
                                               private_proc=spec.proc_children)
         command, extra = confinement.command([python if part == sys.executable else part for part in spec.cmd],
                                              spec.launcher, allowed, spec.trusted, python,

@@ -316,6 +316,19 @@ def read_no_follow(path: Path, limit: int | None = None) -> str:
     return data.decode(errors="replace")
 
 
+def remove_tree(folder: Path) -> None:
+    """Remove ``folder`` and all beneath it, as a candidate may have filled it: links are removed, not
+    followed, and no depth of folders makes it fail (``rm`` walks with handles and a stack of its own,
+    where Python's walks recurse once a level). Never raises."""
+    import subprocess
+
+    try:
+        subprocess.run(["rm", "-rf", "--one-file-system", "--", str(folder)], capture_output=True, timeout=600,
+                       check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+
+
 def keep_private(folder: Path, mode: int = 0o700) -> None:
     """Make ``folder`` the invoking user's alone (``mode``; 0o711 lets others enter a known name but
     not list or write): for the judge's own jobs where the sandbox cannot hide them from candidates.

@@ -72,6 +72,9 @@ class RunSpec:
     """The job may write its own folder. A candidate's process may not: it writes its outbox, its
     compile cache and its private /tmp only, so that it cannot plant modules, bytecode or links for
     the processes and readers that use its folder after it."""
+    compile_cache: Path | None = None
+    """The job's own compile cache (a candidate's job), writable like ``writable``; where the sandbox
+    mounts folders it appears at ``confinement.CACHE_INSIDE``, and the variables naming it say so."""
     launcher: list[str] = field(default_factory=list)
     """A trusted tool that starts ``cmd`` and writes where ``cmd`` may not (ncu and its kernel trace);
     ``confinement.LAUNCHER_FOLDER`` in its arguments names ``launcher_folder`` as the job sees it."""
@@ -298,8 +301,9 @@ class ProcessJob:
             private_tmp = confinement.private_tmp_for(spec.job_dir)
             namespaces.hand_over(private_tmp)
             env.update({name: str(private_tmp) for name in ("TMPDIR", "TMP", "TEMP", "HOME")})
-        allowed = confinement.allowed_folders(spec.job_dir, spec.writable, spec.folder_writable, private_tmp,
-                                              private_proc=tier != "none" and spec.proc_children)
+        cache = confinement.cache_as_seen(spec.compile_cache, env, mounted=tier == "bwrap")
+        allowed = confinement.allowed_folders(spec.job_dir, [*spec.writable, *cache], spec.folder_writable,
+                                              private_tmp, private_proc=tier != "none" and spec.proc_children)
         moved = tier == "bwrap" and spec.launcher_folder is not None
         inside = confinement.LAUNCHER_FOLDER_INSIDE if moved else str(spec.launcher_folder or "")
         cmd, extra = confinement.command(spec.cmd, spec.launcher, allowed, spec.trusted, launcher_folder=inside,
@@ -312,8 +316,9 @@ class ProcessJob:
             # a folder the job may not write is mounted read-only: without root its owner is the job's user
             writes = [spec.job_dir, *spec.writable] if spec.folder_writable else spec.writable
             reads = spec.readable if spec.folder_writable else [spec.job_dir, *spec.readable]
+            mounted = [(spec.compile_cache, confinement.CACHE_INSIDE)] if spec.compile_cache else []
             return namespaces.bwrap_command(cmd, spec.job_dir, writes, reads, spec.gpu,
-                                            moved=[(spec.launcher_folder, inside)] if moved else [])
+                                            moved=[*mounted, *([(spec.launcher_folder, inside)] if moved else [])])
         if tier == "unshare":
             return namespaces.unshare_command(cmd, drop=not self.private)
         return cmd if self.private else [*namespaces.drop_privileges(), *cmd]

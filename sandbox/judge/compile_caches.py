@@ -19,8 +19,10 @@ can reach another's cache, not even by name:
 - a final re-judge compiles afresh (``afresh``): its time is the handed-back source's own, compiled
   from it.
 
-Any failure to carry a folder leaves the process an empty one (the kernels are compiled again): it
-never fails an evaluation.
+Any failure to carry a folder leaves the process without it (the kernels are compiled again): it
+never fails an evaluation. Where the sandbox mounts the process's folder (bubblewrap, Docker), it
+appears at one fixed path, ``confinement.CACHE_INSIDE``, so a torch extension's build files, which
+name their folder, stay valid from one process to the next.
 """
 
 from __future__ import annotations
@@ -29,11 +31,9 @@ import hashlib
 import hmac
 import os
 import secrets
-import shutil
-import stat
 from pathlib import Path
 
-from kernelevo.sandbox.isolation.namespaces import hand_over, keep_private
+from kernelevo.sandbox.isolation.namespaces import hand_over, keep_private, remove_tree
 
 KEPT, SCRATCH = "kept", "procs"
 """The folders, inside a compile cache, of the sources' kept caches and of the processes' own."""
@@ -60,44 +60,31 @@ class CandidateCaches:
         return folder
 
     def lend(self, name: str, scratch: Path) -> None:
-        """Move the source's kept cache into ``scratch`` (a process's still-empty folder), for a process
-        of the same source; nothing kept, or anything in the way: ``scratch`` stays empty."""
+        """Move what the source's kept cache holds into ``scratch``, the folder of a process of the same
+        source that has not yet been named its candidate. The entries move, not the folder: the process
+        was started with ``scratch`` itself mounted or allowed, and holds on to that folder, not its
+        path. Nothing kept, or anything in the way: the process compiles again."""
         kept = self.root / KEPT / name
         try:
-            if not kept.is_dir() or kept.is_symlink() or any(scratch.iterdir()):
+            if kept.is_symlink() or not kept.is_dir():
                 return
-            scratch.rmdir()
-            os.rename(kept, scratch)
-            _open_modes(scratch)
+            for entry in os.listdir(kept):
+                if not os.path.lexists(scratch / entry):
+                    os.rename(kept / entry, scratch / entry)
         except OSError:
             pass
-        hand_over(scratch)
+        remove_tree(kept)
 
     def keep(self, name: str, scratch: Path) -> None:
         """After the process that used ``scratch`` has ended: keep its folder for the source's next
-        process (replacing what was kept), out of every candidate's reach."""
+        process (replacing what was kept), out of every candidate's reach. What it holds was written by
+        that source's own processes; the judge never walks it, only moves and removes it."""
         kept = self.root / KEPT / name
+        remove_tree(kept)
         try:
-            if scratch.is_symlink() or not scratch.is_dir():
+            if not scratch.is_symlink() and scratch.is_dir():
+                os.rename(scratch, kept)
                 return
-            keep_private(self.root / KEPT, 0o711)  # as the judge left it (a candidate without root could chmod it)
-            if kept.exists() or kept.is_symlink():
-                shutil.rmtree(kept, ignore_errors=True)
-            os.rename(scratch, kept)
         except OSError:
-            shutil.rmtree(scratch, ignore_errors=True)
-
-
-def _open_modes(folder: Path) -> None:
-    """Let the sandbox's user read and write what a process of the same source left (without root it
-    is our user, and a candidate could have closed a folder of its own to fail the next process).
-    Links are never followed; a file keeps its execute bits."""
-    os.chmod(folder, 0o755)
-    for here, dirs, files in os.walk(folder):
-        for name in dirs + files:
-            path = os.path.join(here, name)
-            info = os.lstat(path)
-            if stat.S_ISDIR(info.st_mode):
-                os.chmod(path, 0o755)
-            elif stat.S_ISREG(info.st_mode):
-                os.chmod(path, (info.st_mode & 0o777) | 0o644)
+            pass
+        remove_tree(scratch)

@@ -8,7 +8,6 @@ import fcntl
 import functools
 import os
 import secrets
-import shutil
 import sys
 import tempfile
 import time
@@ -21,7 +20,7 @@ from pydantic import BaseModel, Field
 from kernelevo.sandbox.advice import ncu
 from kernelevo.sandbox.advice.cuda_gate import compile_gate
 from kernelevo.sandbox.child.compile_env import env_for
-from kernelevo.sandbox.isolation.namespaces import hand_over, keep_private, scrubbed_env, write_into
+from kernelevo.sandbox.isolation.namespaces import hand_over, keep_private, remove_tree, scrubbed_env, write_into
 from kernelevo.sandbox.isolation.process import ProcessSandbox, RunSpec, take_lock
 from kernelevo.sandbox.isolation.protocol import Sandbox
 from kernelevo.sandbox.judge import cache, device_memory, forensic
@@ -146,7 +145,7 @@ class Evaluator:
     def close(self) -> None:
         self.processes.close()
         if self._own_workspace:
-            shutil.rmtree(self.workspace, ignore_errors=True)
+            remove_tree(self.workspace)  # candidates' folders may be deeper than Python's walks go
 
     def __enter__(self) -> Evaluator:
         return self
@@ -212,11 +211,11 @@ class Evaluator:
             env = self.env(trusted)
             if compile_cache is not None:
                 env.update(env_for(compile_cache))
-        cache_folder = self.trusted_cache if trusted else compile_cache
         return RunSpec(cmd=cmd or [sys.executable, "-m", module], job_dir=job_dir, timeout_s=timeout_s,
                        memory_bytes=memory, memory_text=self.config.memory if memory else None,
                        pids_limit=self.config.pids_limit, env=env,
-                       writable=[cache_folder, *(extra_writable or [])],
+                       writable=[*([self.trusted_cache] if trusted else []), *(extra_writable or [])],
+                       compile_cache=None if trusted else compile_cache,
                        readable=readable or [],
                        gpu=gpu, channel=channel, device_lock=self.device_lock_path() if gpu_lock else None,
                        trusted=trusted, folder_writable=folder_writable, proc_children=proc_children)

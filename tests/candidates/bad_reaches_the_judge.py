@@ -77,17 +77,15 @@ def probes():
     seen["attachable"] = ctypes.CDLL(None).prctl(3, 0, 0, 0, 0) == 1  # PR_GET_DUMPABLE
     # a compile cache shared with other candidates: an extension or its lock planted for a later one
     caches = [os.environ.get(v, "") for v in ("TORCH_EXTENSIONS_DIR", "TRITON_CACHE_DIR")]
-    seen["a shared compile cache"] = not all(os.sep + "procs" + os.sep in c for c in caches)
+    # a cache of its own: mounted at one path (bubblewrap, Docker) or a folder of the run's cache's
+    seen["a shared compile cache"] = not all(c.startswith("/kernelevo-cache") or os.sep + "procs" + os.sep in c
+                                             for c in caches)
     # the run's compile cache holds every process's folder and every source's kept one: a kernel left
-    # in another's would be loaded in place of that candidate's own (this one's: <root>/procs/<name>)
-    mine = os.path.dirname(os.environ.get("TRITON_CACHE_DIR", ""))
-    procs = os.path.dirname(mine)
-    root = os.path.dirname(procs)
+    # in another's would be loaded in place of that candidate's own
+    root = os.path.join(workspace, "cache")
+    procs = os.path.join(root, "procs")
     seen["the run's compile cache written"] = _writes(root)
-    try:  # where the sandbox mounts only its own, the folder above may show that one alone
-        seen["the processes' caches listed"] = bool(set(os.listdir(procs)) - {os.path.basename(mine)})
-    except OSError:
-        seen["the processes' caches listed"] = False
+    seen["the processes' caches listed"] = _lists(procs)
     seen["the kept caches listed"] = _lists(os.path.join(root, "kept"))
     # folders of known names (the test makes them, as other candidates' would be)
     seen["another process's cache written"] = _writes(os.path.join(procs, "e" * 32))
