@@ -338,7 +338,7 @@ def test_a_sources_second_process_finds_and_writes_what_its_first_compiled(tier:
 
     _as_root_in(tier, monkeypatch)
     workspace = Path(tempfile.mkdtemp(prefix="kernelevo-test-"))
-    honest = candidate("ok_keeps_a_deep_cache")
+    honest = candidate("probe_keeps_a_deep_cache")
     evaluator = Evaluator(EvalConfig(workdir=workspace, cache_dir=cache_dir, measure_compile=False))
     try:
         for expected in (0, 1):

@@ -181,11 +181,11 @@ def test_a_machine_fault_mid_search_interrupts_the_run_and_resume_loses_nothing(
     create(config, run).close()
     real, calls = Evaluator.evaluate, []
 
-    def failing_second(self, task, candidate, trace_below_ms=None):  # noqa: ANN001, ANN202
+    def failing_second(self, task, candidate, trace_below_ms=None, compile_afresh=False):  # noqa: ANN001, ANN202
         calls.append(candidate)
         if len(calls) == 2:
             raise EvalError("the harness failed: CUDA did not start in the candidate's sandboxed process", 3)
-        return real(self, task, candidate, trace_below_ms)
+        return real(self, task, candidate, trace_below_ms, compile_afresh)
 
     monkeypatch.setattr(Evaluator, "evaluate", failing_second)
     assert drive(run, first=True, progress=None) == 3

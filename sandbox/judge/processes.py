@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelevo.sandbox.isolation.confinement import LAUNCHER_FOLDER
-from kernelevo.sandbox.isolation.namespaces import hand_over, keep_private, write_into
+from kernelevo.sandbox.isolation.namespaces import hand_over, keep_private, remove_tree, write_into
 from kernelevo.sandbox.isolation.protocol import Job
 from kernelevo.tasks.task import Task
 
@@ -73,10 +73,10 @@ class Processes:
             _end(oracle.job)
         self._oracles.clear()
         if self._spare is not None:
-            _end(self._spare.job)
+            _discard(self._spare)
             self._spare = None
         if self._traced is not None:
-            _end(self._traced[1].job)
+            _discard(self._traced[1])
             self._traced = None
 
     # oracles ----------------------------------------------------------------------------------
@@ -119,7 +119,7 @@ class Processes:
         if self._traced is not None and self._traced[0] == key and self._traced[1].job.alive():
             return
         if self._traced is not None:
-            _end(self._traced[1].job)
+            _discard(self._traced[1])
         self._traced = (key, self._start(readable, launcher))
 
     def worker(self, readable: list[Path], launcher: Callable[[Path], list[str]] | None = None) -> Worker:
@@ -133,11 +133,11 @@ class Processes:
             if key == _traced_key(readable, launcher) and traced.job.alive():
                 worker = traced
             else:
-                _end(traced.job)
+                _discard(traced)
         if launcher is None and not readable and self._spare is not None and self._spare.job.alive():
             worker, self._spare = self._spare, None
         elif self._spare is not None and not self._spare.job.alive():
-            _end(self._spare.job)
+            _discard(self._spare)
             self._spare = None
         if worker is None:
             worker = self._start(readable, launcher)
@@ -165,6 +165,12 @@ class Processes:
 
 def _traced_key(readable: list[Path], launcher: Callable[[Path], list[str]]) -> tuple:
     return tuple(str(p) for p in readable), tuple(launcher(Path(LAUNCHER_FOLDER)))
+
+
+def _discard(worker: Worker) -> None:
+    """End a candidate process that was never handed a candidate, and remove its compile cache."""
+    _end(worker.job)
+    remove_tree(worker.cache)
 
 
 def _end(job: Job) -> Any:
