@@ -332,7 +332,7 @@ def kernel(conv: Conv, strategy: str, precision: str | None) -> str:
     finish = FINISH.format(epilogue="\n".join("    " + line for line in lines) or "    pass", result=result)
     if strategy == "direct":
         return DIRECT.format(params=params, finish=finish)
-    precision_arg = f", input_precision=\"{precision}\"" if precision else ""
+    precision_arg = ", input_precision=DOT_PRECISION" if precision else ""
     return IMPLICIT_GEMM.format(params=params, precision=precision_arg, finish=finish)
 
 
@@ -426,7 +426,7 @@ def seeds(conv: Conv, dtype: str) -> list[tuple[str, dict[str, Any], str]]:
         for block, warps in ((256, 4), (512, 4), (1024, 8)):
             out.append(("direct", {"BLOCK_M": block, "num_warps": warps},
                         f"seed: {block} output pixels per program, taps unrolled"))
-    precision = {"precision": "tf32x3"} if dtype == "float32" else {}
+    precision = {"precision": "bf16x6"} if dtype == "float32" else {}
     block_n = max(16, min(128, 1 << max(conv.per_group_out - 1, 0).bit_length()))
     block_k = 32 if conv.per_group_in * conv.taps >= 32 else 16
     for bm, warps, stages in ((128, 4, 3), (64, 4, 3), (256, 8, 3)):

@@ -392,6 +392,7 @@ def _render_conv(r: Rendering) -> str:
                                        "block of output pixels, and the output written once."),
                                 conv.GEOMETRY + conv.kernel(convolution, r.strategy, r.params.get("precision")))
     return (_with_interpreter_import(head) + body + expressions.INTERPRETED.format(kernel="conv_kernel")
+            + expressions.dot_precision(r.params.get("precision"))
             + _model(r.plan.init, conv.forward(convolution, r.strategy, r.params)))
 
 
@@ -443,7 +444,8 @@ def _render_matmul(r: Rendering) -> str:
     if tail is not None:
         kernels, forward = _with_tail(kernels, forward, tail)
     return (_with_interpreter_import(head) + scratch + helper + kernels
-            + expressions.INTERPRETED.format(kernel="stage0_kernel") + _model(plan.init, forward))
+            + expressions.INTERPRETED.format(kernel="stage0_kernel")
+            + expressions.dot_precision(params.get("precision")) + _model(plan.init, forward))
 
 
 def _render_program(r: Rendering) -> str:
