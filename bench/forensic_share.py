@@ -17,8 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kernelevo.agent.store import RunStore  # noqa: E402
-
-FORENSIC = "forensic pass"
+from kernelevo.sandbox.judge.forensic import PHASE as FORENSIC  # noqa: E402
 
 
 def rows(store: RunStore) -> list[dict]:

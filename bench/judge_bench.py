@@ -21,6 +21,8 @@ import statistics
 import tempfile
 from pathlib import Path
 
+from kernelevo.sandbox.judge.forensic import PHASE as FORENSIC_PHASE
+
 ROOT = Path(__file__).resolve().parents[1]
 TASK = '''"""ReLU over N fp32 values (a judge benchmark)."""
 import torch
@@ -86,7 +88,7 @@ def search_like(folder: Path, n: int, verdicts: int, cache: Path) -> list[dict]:
         for k in range(verdicts):
             verdict, _ = ev.evaluate(task, ROOT / "tests" / "candidates" / "ok_relu_empty.py")
             rows.append({"k": k, "correct": verdict.correct, "reason": verdict.reason, "wall_s": verdict.wall_s,
-                         "forensic_s": verdict.phases.get("forensic pass"), "phases": verdict.phases,
+                         "forensic_s": verdict.phases.get(FORENSIC_PHASE), "phases": verdict.phases,
                          "assurance": verdict.assurance})
             print(json.dumps({"n": n, "search": True, **rows[-1]}), flush=True)
             time.sleep(5)  # a proposal's time; the next traced process starts meanwhile
@@ -116,7 +118,7 @@ def call_parts(trace: Path) -> dict:
 def summary(rows: list[dict]) -> dict:
     times = [r["runtime_ms"] for r in rows if r["runtime_ms"]]
     walls = [r["wall_s"] for r in rows]
-    passes = [r["phases"].get("forensic pass", 0.0) for r in rows]
+    passes = [r["phases"].get(FORENSIC_PHASE, 0.0) for r in rows]
     return {"median_ms": statistics.median(times) if times else None,
             "spread_pct": 100 * (max(times) / min(times) - 1) if len(times) > 1 else None,
             "wall_s": statistics.median(walls), "forensic_s": statistics.median(passes),

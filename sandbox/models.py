@@ -80,7 +80,8 @@ class Ceilings(BaseModel):
     copy_gbps: float
     """Bytes read plus bytes written per second of a large device-to-device copy, in GB/s."""
     matmul_tflops: dict[str, float]
-    """Peak of a large torch matmul per dtype; ``tf32`` is the fastest way to fp32 accuracy (3xTF32)."""
+    """Peak of a large torch matmul per dtype; ``tf32`` bounds fp32-accurate products on tensor cores
+    (split into bf16 or TF32 parts, several products per fp32 one)."""
     sms: int | None = None
     """Streaming multiprocessors (what a grid must fill)."""
     shared_bytes_per_sm: int | None = None

@@ -37,7 +37,8 @@ def test_code_of_the_candidates_process_imports_nothing_of_the_trusted_side() ->
 
 @pytest.fixture(scope="module")
 def relu_record(evaluator):  # noqa: ANN201 - a judging session's Record
-    return evaluator._session(load_task("relu", "small"), candidate("ok_relu_empty"))
+    source = candidate("ok_relu_empty")
+    return evaluator._session(load_task("relu", "small"), source, evaluator.caches.name_for(source.read_bytes()))
 
 
 def test_the_candidates_process_loaded_nothing_of_the_trusted_side(relu_record) -> None:

@@ -542,7 +542,7 @@ def test_a_correct_candidate_is_traced_again_when_ncu_itself_failed(monkeypatch:
         evaluator = SimpleNamespace(config=SimpleNamespace(forensic=True))
         task = SimpleNamespace(allow_partial=False)
         candidate = SimpleNamespace(read_text=lambda: "")
-        forensic.apply(judged, evaluator, task, candidate)
+        forensic.apply(judged, evaluator, task, candidate, "0" * 32)
         return judged, len(calls)
 
     ncu_failed = forensic.Traced([], "under the kernel trace the candidate failed: ncu failed: driver", True, {})
@@ -808,5 +808,20 @@ def test_a_process_compiles_alone_and_only_the_judge_carries_a_sources_cache(tmp
     assert not any(lent(one, one.name_for(b)).iterdir())
     assert not any(lent(one, one.name_for(a, afresh=True)).iterdir())
     assert not any(lent(other, other.name_for(a)).iterdir())
+    # what the process already holds stays; a name that is not a cache's (an empty one would be the
+    # folder of all kept caches) is refused
+    third = one.scratch()
+    (third / "triton").mkdir()
+    (third / "triton" / "mine").write_text("x")
+    one.keep(one.name_for(b), third)
+    fourth = one.scratch()
+    (fourth / "triton").mkdir()
+    one.lend(one.name_for(b), fourth)
+    assert not any((fourth / "triton").iterdir())
+    for bad in ("", "..", "kept", "0" * 31):
+        with pytest.raises(ValueError):
+            one.lend(bad, fourth)
+        with pytest.raises(ValueError):
+            one.keep(bad, fourth)
     for folder in (tmp_path / "cache", tmp_path / "cache" / KEPT, tmp_path / "cache" / SCRATCH):
         assert folder.stat().st_mode & 0o777 == 0o711

@@ -341,10 +341,12 @@ def test_a_sources_second_process_finds_and_writes_what_its_first_compiled(tier:
     honest = candidate("probe_keeps_a_deep_cache")
     evaluator = Evaluator(EvalConfig(workdir=workspace, cache_dir=cache_dir, measure_compile=False))
     try:
-        for expected in (0, 1):
-            verdict = evaluator.run_in_sandbox(load_task("relu", "small"), honest, [])
+        for expected, afresh in ((0, False), (1, False), (0, True)):  # a final re-judge compiles afresh
+            verdict = evaluator.run_in_sandbox(load_task("relu", "small"), honest, [], compile_afresh=afresh)
             assert verdict.correct, verdict.reason
             assert f"CACHE-RUNS-SEEN {expected}" in Path(verdict.log).read_text()
+        kept = list((evaluator.compile_cache / "kept").iterdir())
+        assert len(kept) == 1  # the afresh evaluation's is dropped: no later process has its name
     finally:
         evaluator.close()
         from kernelevo.sandbox.isolation.namespaces import remove_tree

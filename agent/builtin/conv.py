@@ -332,7 +332,7 @@ def kernel(conv: Conv, strategy: str, precision: str | None) -> str:
     finish = FINISH.format(epilogue="\n".join("    " + line for line in lines) or "    pass", result=result)
     if strategy == "direct":
         return DIRECT.format(params=params, finish=finish)
-    precision_arg = ", input_precision=DOT_PRECISION" if precision else ""
+    precision_arg = f", input_precision={expressions.dot_name(precision)}" if precision else ""
     return IMPLICIT_GEMM.format(params=params, precision=precision_arg, finish=finish)
 
 

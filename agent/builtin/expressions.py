@@ -100,16 +100,21 @@ INTERPRETED = isinstance({kernel}, InterpretedFunction)
 
 DOT_PRECISION = '''
 # fp32 products on the tensor cores: {precision} splits each fp32 operand into bf16 parts and sums
-# their products in fp32. On the H200, for 4096^3, bf16x6 ran 1.4x and bf16x3 2.3x as fast as
-# cuBLAS's fp32 GEMM, with 0.15x and 4.4x eager's error against float64 (the judge allows 64x). The
-# CPU interpreter has no such mode: there the tiles are multiplied in fp32.
-DOT_PRECISION = tl.constexpr("ieee" if INTERPRETED else "{precision}")
+# their products in fp32, within the judge's precision rule (docs/BENCHMARKS.md measures it against
+# cuBLAS's fp32 GEMM). The CPU interpreter has no such mode: there the tiles are multiplied in fp32.
+{name} = tl.constexpr("ieee" if INTERPRETED else "{precision}")
 '''
 
 
+def dot_name(precision: str) -> str:
+    """The module constant that holds ``tl.dot``'s input precision ``precision`` (one per precision, so
+    that segments of a sequence with different precisions keep their own)."""
+    return "DOT_" + precision.upper()
+
+
 def dot_precision(precision: str | None) -> str:
-    """The module's line naming ``tl.dot``'s input precision, placed after ``INTERPRETED`` ("" for none)."""
-    return DOT_PRECISION.format(precision=precision) if precision else ""
+    """The module's line defining :func:`dot_name`, placed after ``INTERPRETED`` ("" for none)."""
+    return DOT_PRECISION.format(precision=precision, name=dot_name(precision)) if precision else ""
 
 
 def rounded(node: Node, expr: str) -> str:

@@ -217,7 +217,7 @@ def kernel(stage: Stage, index: int, precision: str | None, split_k: int = 1, tm
         k_loop = TRIANGLE_K_LOOP.format(kind=kind, live=TRIANGLE_LIVE[kind].format(d=d))
     epilogue = EPILOGUE.format(epilogue="\n".join("    " + line for line in lines) or "    pass", result=result,
                                triangle=triangle)
-    precision = ", input_precision=DOT_PRECISION" if precision else ""
+    precision = f", input_precision={expressions.dot_name(precision)}" if precision else ""
     if tma:
         return TMA_KERNEL.format(name=name, operands=operands, pad=" " * (len(name) + 5), precision=precision,
                                  finish=textwrap.indent(epilogue, "    "))

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelevo.agent.model.runtime import ModelSpec, tolerance
-from kernelevo.sandbox.isolation.namespaces import read_no_follow
+from kernelevo.sandbox.isolation.namespaces import read_no_follow, remove_tree
 
 TASK = '''"""The whole network of a model run, as a task (written by kernelevo)."""
 
@@ -110,10 +110,14 @@ def arbitrate(evaluator: Any, spec: ModelSpec, regions: list[list[str]], kernels
     job = {"spec": spec.model_dump(mode="json"), "regions": regions, "kernels": kernels,
            "device": evaluator.device, "result": str(job_dir / "arbitration.json")}
     (job_dir / "job.json").write_text(json.dumps(job))
+    cache = evaluator.caches.scratch()  # the kernels of many sources: compiled here, kept nowhere
     run_spec = evaluator.spec("", job_dir, timeout_s, trusted=False, channel=False, gpu_lock=True,
-                              readable=[folder],
+                              readable=[folder], compile_cache=cache,
                               cmd=[sys.executable, "-m", "kernelevo.agent.model.arbitrate", str(job_dir / "job.json")])
-    outcome = evaluator.sandbox.run(run_spec)
+    try:
+        outcome = evaluator.sandbox.run(run_spec)
+    finally:
+        remove_tree(cache)
     try:
         return json.loads(read_no_follow(job_dir / "arbitration.json"))
     except (OSError, ValueError):

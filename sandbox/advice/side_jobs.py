@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from kernelevo.sandbox.advice import ncu
-from kernelevo.sandbox.child.compile_env import env_for
 from kernelevo.sandbox.isolation.namespaces import read_no_follow, write_into
+from kernelevo.sandbox.judge.compile_caches import env_for
 from kernelevo.sandbox.judge.verdict import process_failure
 from kernelevo.sandbox.models import KernelMetrics
 from kernelevo.tasks.task import Task
@@ -47,8 +47,10 @@ def triton_gate(evaluator: Any, task: Task, candidate: Path, capability: int = 9
                           trusted=False, channel=False, env=env, compile_cache=cache,
                           cmd=[sys.executable, "-m", "kernelevo.sandbox.child.triton_gate", str(job_dir / "job.json")])
     spec.gpu = False
-    outcome = evaluator.sandbox.run(spec)
-    evaluator.caches.keep(name, cache)
+    try:
+        outcome = evaluator.sandbox.run(spec)
+    finally:
+        evaluator.caches.keep(name, cache)
     try:
         return json.loads(read_no_follow(job_dir / "gate.json"))
     except (OSError, ValueError):
@@ -75,8 +77,10 @@ def ncu_pass(evaluator: Any, task: Task, candidate: Path) -> tuple[list[KernelMe
     spec = evaluator.spec("", job_dir, evaluator.config.timeout_s * 2, trusted=False, channel=False, gpu_lock=True,
                           cmd=cmd, readable=ncu.install_folders(binary), proc_children=True, compile_cache=cache)
     began = time.monotonic()
-    outcome = evaluator.sandbox.run(spec)
-    evaluator.caches.keep(name, cache)
+    try:
+        outcome = evaluator.sandbox.run(spec)
+    finally:
+        evaluator.caches.keep(name, cache)
     seconds = round(time.monotonic() - began, 1)
     text = read_no_follow(log)
     kernels = ncu.parse(text)

@@ -146,8 +146,7 @@ def main(argv: list[str]) -> int:
         return 2
     allowed = [p for p in os.environ.pop(WRITABLE_ENV, "").split(os.pathsep) if p]
     closed = close_inherited_writers(allowed)
-    status = restrict_writes(allowed, os.environ.pop(SCOPE_ENV, "") == "1")
-    os.environ[STATUS_ENV] = status + (
+    os.environ[STATUS_ENV] = restrict_writes(allowed, os.environ.pop(SCOPE_ENV, "") == "1") + (
         f"; closed {len(closed)} inherited file(s) open for writing elsewhere" if closed else "")
     if argv[0] == sys.executable:
         # the same interpreter, through the link the kernel keeps to it: its path may run through a

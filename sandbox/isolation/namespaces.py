@@ -323,7 +323,7 @@ def remove_tree(folder: Path) -> None:
     import subprocess
 
     try:
-        subprocess.run(["rm", "-rf", "--one-file-system", "--", str(folder)], capture_output=True, timeout=600,
+        subprocess.run(["rm", "-rf", "--one-file-system", "--", str(folder)], capture_output=True, timeout=120,
                        check=False)
     except (OSError, subprocess.TimeoutExpired):
         pass

@@ -2,8 +2,9 @@
 
 Measured once per GPU (name, driver, torch version) by the clean reference process and cached:
 device-to-device copy bandwidth (bytes read plus bytes written) and the peak of a large torch matmul
-per dtype. ``tf32`` is the fp32 ceiling: fp32-accurate 3xTF32 products run at up to a third of it,
-so no fp32 candidate can legitimately beat it.
+per dtype. ``tf32`` is the fp32 ceiling: fp32-accurate products on tensor cores (3xTF32, or bf16x3
+and bf16x6, which split each operand into bf16 parts) run well below it, so no fp32 candidate can
+legitimately beat it.
 """
 
 from __future__ import annotations

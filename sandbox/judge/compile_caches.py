@@ -30,13 +30,23 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
+import re
 import secrets
 from pathlib import Path
 
 from kernelevo.sandbox.isolation.namespaces import hand_over, keep_private, remove_tree
 
 KEPT, SCRATCH = "kept", "procs"
+KINDS = {"TRITON_CACHE_DIR": "triton", "TORCH_EXTENSIONS_DIR": "torch_extensions",
+         "TORCHINDUCTOR_CACHE_DIR": "inductor", "XDG_CACHE_HOME": "xdg"}
+"""The variables that name where a process compiles, and each one's folder inside a cache."""
+_NAME = re.compile(r"[0-9a-f]{32}")
 """The folders, inside a compile cache, of the sources' kept caches and of the processes' own."""
+
+
+def env_for(folder: Path) -> dict[str, str]:
+    """The compile-cache variables for a process that compiles into ``folder``."""
+    return {name: str(folder / sub) for name, sub in KINDS.items()}
 
 
 class CandidateCaches:
@@ -59,12 +69,19 @@ class CandidateCaches:
         hand_over(folder)
         return folder
 
+    def _kept(self, name: str) -> Path:
+        """The kept folder of ``name``; anything but a name :meth:`name_for` gives is refused (an empty
+        name would be the folder of all kept caches)."""
+        if not _NAME.fullmatch(name):
+            raise ValueError(f"not a compile cache's name: {name!r}")
+        return self.root / KEPT / name
+
     def lend(self, name: str, scratch: Path) -> None:
         """Move what the source's kept cache holds into ``scratch``, the folder of a process of the same
         source that has not yet been named its candidate. The entries move, not the folder: the process
         was started with ``scratch`` itself mounted or allowed, and holds on to that folder, not its
         path. Nothing kept, or anything in the way: the process compiles again."""
-        kept = self.root / KEPT / name
+        kept = self._kept(name)
         try:
             if kept.is_symlink() or not kept.is_dir():
                 return
@@ -75,11 +92,15 @@ class CandidateCaches:
             pass
         remove_tree(kept)
 
+    def drop(self, name: str) -> None:
+        """Remove what is kept under ``name`` (an afresh evaluation's: no later process has its name)."""
+        remove_tree(self._kept(name))
+
     def keep(self, name: str, scratch: Path) -> None:
         """After the process that used ``scratch`` has ended: keep its folder for the source's next
         process (replacing what was kept), out of every candidate's reach. What it holds was written by
         that source's own processes; the judge never walks it, only moves and removes it."""
-        kept = self.root / KEPT / name
+        kept = self._kept(name)
         remove_tree(kept)
         try:
             if not scratch.is_symlink() and scratch.is_dir():

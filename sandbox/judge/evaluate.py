@@ -19,12 +19,11 @@ from pydantic import BaseModel, Field
 
 from kernelevo.sandbox.advice import ncu
 from kernelevo.sandbox.advice.cuda_gate import compile_gate
-from kernelevo.sandbox.child.compile_env import env_for
 from kernelevo.sandbox.isolation.namespaces import hand_over, keep_private, remove_tree, scrubbed_env, write_into
 from kernelevo.sandbox.isolation.process import ProcessSandbox, RunSpec, take_lock
 from kernelevo.sandbox.isolation.protocol import Sandbox
 from kernelevo.sandbox.judge import cache, device_memory, forensic
-from kernelevo.sandbox.judge.compile_caches import CandidateCaches
+from kernelevo.sandbox.judge.compile_caches import CandidateCaches, env_for
 from kernelevo.sandbox.judge.forensic import FORENSIC_CALLS, forensic_launcher
 from kernelevo.sandbox.judge.processes import Oracle, Processes
 from kernelevo.sandbox.judge.record import HarnessFault
@@ -67,7 +66,8 @@ class EvalConfig(BaseModel):
     seed_offset: int = 0
     """Kept for run folders and commands that name it; every evaluation draws its own secret seeds."""
     compile_cache: Path | None = None
-    """Candidates' Triton/extension caches (default: inside the workspace). A run shares one across resumes."""
+    """Where candidates' processes compile, each in a folder of its own (``compile_caches.py``; default:
+    inside the workspace)."""
     gpu: int = 0
     workdir: Path | None = None
     """Keep job folders here; default: a temporary folder removed afterwards."""
@@ -127,8 +127,6 @@ class Evaluator:
             if why(folder):
                 raise EvalError(why(folder), exit_code=EXIT_ENVIRONMENT)
         self.caches = CandidateCaches(self.compile_cache)
-        self.cache_name = ""
-        """The kept compile cache of the candidate being judged (``compile_caches.py``)."""
         # The clean processes compile (torch.compile's baseline) in a cache no candidate can write:
         # a poisoned inductor cache would run a candidate's code in them.
         self.trusted_cache = self.workspace / "trusted-cache"
@@ -202,11 +200,11 @@ class Evaluator:
              compile_cache: Path | None = None) -> RunSpec:
         """A sandboxed job: this evaluator's limits (host memory for candidate jobs) and environment, the
         right compile cache writable, nothing else of the workspace visible. ``compile_cache``: a
-        candidate's job's own folder (``caches.scratch``; by default a new one)."""
+        candidate's job's own folder (``caches.scratch``), required for one."""
         memory = None if trusted else self.memory_bytes()
         gpu = self.device == "cuda"
         if not trusted and compile_cache is None:
-            compile_cache = self.caches.scratch()
+            raise ValueError("a candidate's job compiles into a folder of its own: pass compile_cache")
         if env is None:
             env = self.env(trusted)
             if compile_cache is not None:
@@ -340,13 +338,13 @@ class Evaluator:
         """
         self.readable = list(readable or [])
         # the timed process and the forensic pass of one evaluation share the candidate's kept cache
-        self.cache_name = self.caches.name_for(candidate.read_bytes(), afresh=compile_afresh)
+        cache_name = self.caches.name_for(candidate.read_bytes(), afresh=compile_afresh)
         if not self.readable and self.device == "cpu":
             self.processes.warm()  # imports while the baselines are measured: CPU times mean nothing
         began = time.monotonic()
         baseline, ceilings = self.baseline(task)
         baseline_s = time.monotonic() - began
-        record = self._session(task, candidate, footprint=baseline.eager_peak_bytes)
+        record = self._session(task, candidate, cache_name, footprint=baseline.eager_peak_bytes)
         record.phases["the task's baselines (measured once, then cached)"] = round(baseline_s, 4)
         if record.reference_error:
             raise EvalError(record.reference_error)
@@ -358,9 +356,11 @@ class Evaluator:
                 verdict.assurance = forensic.untraced_slower(trace_below_ms)
             else:
                 try:
-                    forensic.apply(verdict, self, task, candidate)
+                    forensic.apply(verdict, self, task, candidate, cache_name)
                 except HarnessFault as exc:
                     raise EvalError(str(exc), exit_code=EXIT_ENVIRONMENT) from None
+        if compile_afresh:
+            self.caches.drop(cache_name)  # no later process has this name
         if not self.readable:
             self.processes.warm()  # the next candidate's process imports now, while nothing is timed
             self._warm_forensic(task)
@@ -383,14 +383,15 @@ class Evaluator:
         return ([*self.readable, oracle.outbox, *ncu.install_folders(binary)],
                 functools.partial(forensic_launcher, binary))
 
-    def _session(self, task: Task, candidate: Path, forensic: str | None = None,  # noqa: ANN202 - Record
-                 footprint: int | None = None):
-        """One session (``forensic``: ncu's path, for the forensic pass; ``footprint``: one eager call's
-        peak device memory): its Record."""
+    def _session(self, task: Task, candidate: Path, cache_name: str,  # noqa: ANN202 - Record
+                 forensic: str | None = None, footprint: int | None = None):
+        """One session (``cache_name``: the candidate's kept compile cache, ``caches.name_for``;
+        ``forensic``: ncu's path, for the forensic pass; ``footprint``: one eager call's peak device
+        memory): its Record."""
         oracle = self.processes.oracle(task, self.readable)
         readable, launcher = (list(self.readable), None) if forensic is None else self._traced_process(forensic, oracle)
         worker = self.processes.worker(readable, launcher)
-        self.caches.lend(self.cache_name, worker.cache)
+        self.caches.lend(cache_name, worker.cache)
         write_into(worker.folder, "task.py", task.path.read_bytes())
         write_into(worker.folder, "candidate.py", candidate.read_bytes())
         plan = Plan(task=task, task_path=worker.folder / "task.py", candidate_path=worker.folder / "candidate.py",
@@ -398,7 +399,6 @@ class Evaluator:
                     strict_layout=self.config.strict_layout, worker_outbox=worker.outbox,
                     oracle_task_path=oracle.folder / "task.py", forensic=forensic is not None,
                     oracle_outbox=oracle.outbox, oracle_timeout_s=self.config.reference_timeout_s,
-
                     cuda_graph=self.config.cuda_graph and forensic is None, eager_peak_bytes=footprint)
         if forensic is not None:
             plan.checked_sets = FORENSIC_CALLS
@@ -408,8 +408,9 @@ class Evaluator:
         finally:
             ending = time.monotonic()
             session.close()  # also gives the GPU's lock back, whatever happened
-        record.worker = worker.job.wait(10)
-        self.caches.keep(self.cache_name, worker.cache)  # the process and all it started have ended
+            outcome = worker.job.wait(10)
+            self.caches.keep(cache_name, worker.cache)  # the process and all it started have ended
+        record.worker = outcome
         record.phases["ending the processes"] = round(time.monotonic() - ending, 4)
         record.worker_isolation = worker.job.isolation
         record.worker_folder, record.worker_outbox, record.worker_trace = worker.folder, worker.outbox, worker.trace

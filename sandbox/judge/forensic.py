@@ -37,6 +37,8 @@ from kernelevo.sandbox.judge.static_checks import check_candidate
 from kernelevo.sandbox.models import Check, Verdict
 from kernelevo.tasks.task import Task
 
+PHASE = "forensic pass"
+"""The verdict's phase that holds the whole pass's seconds."""
 FORENSIC_CALLS = 3
 MARGIN = 0.8
 """A candidate's median timed call may be this much shorter than its kernels' time per call under
@@ -156,8 +158,9 @@ def untraced_slower(bar_ms: float) -> str:
             "traced: it is traced only if it is re-judged to be handed back)")
 
 
-def apply(verdict: Verdict, evaluator: Any, task: Task, candidate: Path) -> None:
-    """Run the forensic pass for an accepted verdict on a GPU and fold its findings in."""
+def apply(verdict: Verdict, evaluator: Any, task: Task, candidate: Path, cache_name: str) -> None:
+    """Run the forensic pass for an accepted verdict on a GPU and fold its findings in (``cache_name``:
+    the evaluation's kept compile cache, so the pass loads what the timed process compiled)."""
     if not evaluator.config.forensic:
         verdict.assurance = "gpu: not forensic (the forensic pass was turned off)"
         return
@@ -166,12 +169,12 @@ def apply(verdict: Verdict, evaluator: Any, task: Task, candidate: Path) -> None
         verdict.assurance = "gpu: not forensic (Nsight Compute's ncu was not found: install it or set KERNELEVO_NCU)"
         return
     began = time.monotonic()
-    traced = run_pass(evaluator, task, candidate, binary)
+    traced = run_pass(evaluator, task, candidate, binary, cache_name)
     verdict.phases.update({f"forensic: {name}": value for name, value in traced.phases.items()})
     if traced.tool_failed:
         # ncu itself failed (a driver error, not the candidate's doing as far as can be told): once more
         # before a correct candidate is rejected for it. Forging such a log buys a second pass, no more.
-        traced = run_pass(evaluator, task, candidate, binary)
+        traced = run_pass(evaluator, task, candidate, binary, cache_name)
         verdict.phases.update({f"forensic again: {name}": value for name, value in traced.phases.items()})
     launches, failure = traced.launches, traced.failure
     seconds = round(time.monotonic() - began, 2)
@@ -195,7 +198,7 @@ def apply(verdict: Verdict, evaluator: Any, task: Task, candidate: Path) -> None
         verdict.correct = False
         verdict.reason = f"{failed[0].name}: {failed[0].detail}"
         verdict.assurance = "forensic: rejected by the kernel trace"
-    verdict.phases["forensic pass"] = seconds
+    verdict.phases[PHASE] = seconds
 
 
 class Traced(NamedTuple):
@@ -210,11 +213,11 @@ class Traced(NamedTuple):
     """Why the trace lay within the candidate's reach (None where confinement kept it out)."""
 
 
-def run_pass(evaluator: Any, task: Task, candidate: Path, binary: str) -> Traced:
+def run_pass(evaluator: Any, task: Task, candidate: Path, binary: str, cache_name: str) -> Traced:
     """The forensic session (``Evaluator._session`` under ncu)."""
     began = time.monotonic()
     footprint = evaluator.baseline(task)[0].eager_peak_bytes
-    record = evaluator._session(task, candidate, forensic=binary, footprint=footprint)
+    record = evaluator._session(task, candidate, cache_name, forensic=binary, footprint=footprint)
     phases = {**record.phases, "session with exits": round(time.monotonic() - began, 4)}
     launches, failure, tool_failed = read_pass(record)
     return Traced(launches, failure, tool_failed, phases, exposure(record.worker_isolation))

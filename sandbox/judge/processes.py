@@ -110,6 +110,8 @@ class Processes:
     def warm(self) -> None:
         """Start the spare candidate process now, unless one is alive."""
         if self._spare is None or not self._spare.job.alive():
+            if self._spare is not None:
+                _discard(self._spare)
             self._spare = self._start([], None)
 
     def warm_traced(self, readable: list[Path], launcher: Callable[[Path], list[str]]) -> None:
