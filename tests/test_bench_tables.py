@@ -242,3 +242,31 @@ def test_a_problem_whose_runner_raises_is_a_harness_row_and_the_sweep_goes_on(tm
     rows = json.loads(out.read_text())["gpu-seed"]
     assert rows["level1/1_Breaks"]["harness"] and "no space left" in rows["level1/1_Breaks"]["reason"]
     assert rows["level1/2_Fine"]["correct"]
+
+
+def test_the_forensic_share_counts_every_verdict_and_the_search_apart(tmp_path: Path) -> None:
+    """``bench/forensic_share.py``: the pass's seconds over each verdict's wall time, untraced verdicts
+    counted with none (a search traces only what could be handed back), the final re-judges apart."""
+    from kernelevo.agent.store import RunStore
+    from kernelevo.sandbox.judge.forensic import PHASE
+    from kernelevo.sandbox.models import Verdict
+
+    share = _bench("forensic_share")
+    store = RunStore(tmp_path / "run")
+
+    def judged(wall: float, forensic: float | None) -> Verdict:
+        return Verdict(task="t", candidate="c", size="full", compiled=True, correct=True, reason=None, checks=[],
+                       device="cuda", isolation={}, runtime_ms=1.0, wall_s=wall,
+                       phases={PHASE: forensic} if forensic else {}, forensic={"kernels": 1} if forensic else None)
+
+    for i, (wall, forensic) in enumerate(((10.0, 3.0), (8.0, None))):
+        cid, _ = store.add_candidate(f"x = {i}\n", None, "s", "c", "{}", 0)
+        store.record_evaluation(cid, "search", judged(wall, forensic))
+        if i == 0:
+            store.record_evaluation(cid, "final", judged(12.0, 6.0))
+    rows = share.rows(store)
+    assert [(r["kind"], r["traced"]) for r in rows] == [("search", True), ("search", False), ("final", True)]
+    totals = share.totals(rows)
+    assert totals["traced_search_verdicts"] == 1 and totals["search_share"] == round(3.0 / 18.0, 3)
+    assert totals["share"] == round(9.0 / 30.0, 3)
+    store.close()

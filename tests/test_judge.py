@@ -776,6 +776,7 @@ def test_a_forensic_process_started_ahead_is_used_only_for_the_same_folders_and_
     stale = ev.processes._traced[1]
     other = ev.processes.worker([], launcher)  # other folders: a process of its own
     assert other is not stale and not stale.job.alive()
+    assert not stale.cache.exists() and other.cache.is_dir()  # an unused process leaves no cache folder
     for worker in (taken, other):
         worker.job.kill()
 
