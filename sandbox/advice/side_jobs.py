@@ -4,6 +4,7 @@ could overwrite: nothing here ever decides a verdict."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
@@ -12,7 +13,6 @@ from typing import Any
 
 from kernelevo.sandbox.advice import ncu
 from kernelevo.sandbox.isolation.namespaces import read_no_follow, write_into
-from kernelevo.sandbox.judge.compile_caches import env_for
 from kernelevo.sandbox.judge.verdict import process_failure
 from kernelevo.sandbox.models import KernelMetrics
 from kernelevo.tasks.task import Task
@@ -29,28 +29,25 @@ def _job(evaluator: Any, task: Task, candidate: Path, label: str, result: str, *
     return job_dir
 
 
-def _lent_cache(evaluator: Any, candidate: Path) -> tuple[str, Path]:
-    """A side job's own compile cache, holding what the candidate's earlier processes compiled."""
-    name, cache = evaluator.caches.name_for(candidate.read_bytes()), evaluator.caches.scratch()
-    evaluator.caches.lend(name, cache)
-    return name, cache
+def _own_cache(evaluator: Any, candidate: Path) -> contextlib.AbstractContextManager[Path]:
+    """A side job's own compile cache, holding what the candidate's earlier processes compiled while
+    the job runs, kept for its later ones afterwards."""
+    return evaluator.caches.lent(evaluator.caches.name_for(candidate.read_bytes()), evaluator.caches.scratch())
 
 
 def triton_gate(evaluator: Any, task: Task, candidate: Path, capability: int = 90) -> dict:
     """Compile the candidate's Triton kernels for a GPU target without running them
     (``child/triton_gate.py``): ``{"ok", "kernels": [{kernel, ok, resources | error}], "error"}``."""
     job_dir = _job(evaluator, task, candidate, "triton-gate", "gate.json", capability=capability)
-    name, cache = _lent_cache(evaluator, candidate)
-    env = {**evaluator.env(), **env_for(cache)}
+    env = evaluator.env()
     env.pop("TRITON_INTERPRET", None)  # real JITFunctions: the gate compiles them, never runs them
-    spec = evaluator.spec("kernelevo.sandbox.child.triton_gate", job_dir, min(evaluator.config.timeout_s, 300),
-                          trusted=False, channel=False, env=env, compile_cache=cache,
-                          cmd=[sys.executable, "-m", "kernelevo.sandbox.child.triton_gate", str(job_dir / "job.json")])
-    spec.gpu = False
-    try:
+    with _own_cache(evaluator, candidate) as cache:
+        spec = evaluator.spec("kernelevo.sandbox.child.triton_gate", job_dir, min(evaluator.config.timeout_s, 300),
+                              trusted=False, channel=False, env=env, compile_cache=cache,
+                              cmd=[sys.executable, "-m", "kernelevo.sandbox.child.triton_gate",
+                                   str(job_dir / "job.json")])
+        spec.gpu = False
         outcome = evaluator.sandbox.run(spec)
-    finally:
-        evaluator.caches.keep(name, cache)
     try:
         return json.loads(read_no_follow(job_dir / "gate.json"))
     except (OSError, ValueError):
@@ -69,18 +66,16 @@ def ncu_pass(evaluator: Any, task: Task, candidate: Path) -> tuple[list[KernelMe
     if binary is None:
         return [], "ncu not found (install Nsight Compute, or set KERNELEVO_NCU to its path)", 0.0
     job_dir = _job(evaluator, task, candidate, "ncu", "target.json", seed=evaluator.config.seed_offset + 1)
-    name, cache = _lent_cache(evaluator, candidate)
     log = job_dir / "ncu.csv"
     cmd = [binary, "--csv", "--log-file", str(log), "--profile-from-start", "off", "--clock-control", "none",
            "--target-processes", "all", "--launch-count", str(ncu.LAUNCH_LIMIT), "--metrics", ",".join(ncu.METRICS),
            sys.executable, "-m", "kernelevo.sandbox.child.profile_target", str(job_dir / "job.json")]
-    spec = evaluator.spec("", job_dir, evaluator.config.timeout_s * 2, trusted=False, channel=False, gpu_lock=True,
-                          cmd=cmd, readable=ncu.install_folders(binary), proc_children=True, compile_cache=cache)
     began = time.monotonic()
-    try:
+    with _own_cache(evaluator, candidate) as cache:
+        spec = evaluator.spec("", job_dir, evaluator.config.timeout_s * 2, trusted=False, channel=False,
+                              gpu_lock=True, cmd=cmd, readable=ncu.install_folders(binary), proc_children=True,
+                              compile_cache=cache)
         outcome = evaluator.sandbox.run(spec)
-    finally:
-        evaluator.caches.keep(name, cache)
     seconds = round(time.monotonic() - began, 1)
     text = read_no_follow(log)
     kernels = ncu.parse(text)

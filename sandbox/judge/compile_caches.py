@@ -27,21 +27,23 @@ name their folder, stay valid from one process to the next.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import os
 import re
 import secrets
+from collections.abc import Iterator
 from pathlib import Path
 
 from kernelevo.sandbox.isolation.namespaces import hand_over, keep_private, remove_tree
 
 KEPT, SCRATCH = "kept", "procs"
+"""The folders, inside a compile cache, of the sources' kept caches and of the processes' own."""
 KINDS = {"TRITON_CACHE_DIR": "triton", "TORCH_EXTENSIONS_DIR": "torch_extensions",
          "TORCHINDUCTOR_CACHE_DIR": "inductor", "XDG_CACHE_HOME": "xdg"}
 """The variables that name where a process compiles, and each one's folder inside a cache."""
 _NAME = re.compile(r"[0-9a-f]{32}")
-"""The folders, inside a compile cache, of the sources' kept caches and of the processes' own."""
 
 
 def env_for(folder: Path) -> dict[str, str]:
@@ -91,6 +93,16 @@ class CandidateCaches:
         except OSError:
             pass
         remove_tree(kept)
+
+    @contextlib.contextmanager
+    def lent(self, name: str, scratch: Path) -> Iterator[Path]:
+        """``scratch`` holding the source's kept cache for as long as its process runs, then kept again
+        (the process, and all it started, must have ended when the block does)."""
+        self.lend(name, scratch)
+        try:
+            yield scratch
+        finally:
+            self.keep(name, scratch)
 
     def drop(self, name: str) -> None:
         """Remove what is kept under ``name`` (an afresh evaluation's: no later process has its name)."""

@@ -205,10 +205,7 @@ class Evaluator:
         gpu = self.device == "cuda"
         if not trusted and compile_cache is None:
             raise ValueError("a candidate's job compiles into a folder of its own: pass compile_cache")
-        if env is None:
-            env = self.env(trusted)
-            if compile_cache is not None:
-                env.update(env_for(compile_cache))
+        env = {**(self.env(trusted) if env is None else env), **(env_for(compile_cache) if compile_cache else {})}
         return RunSpec(cmd=cmd or [sys.executable, "-m", module], job_dir=job_dir, timeout_s=timeout_s,
                        memory_bytes=memory, memory_text=self.config.memory if memory else None,
                        pids_limit=self.config.pids_limit, env=env,
@@ -391,7 +388,6 @@ class Evaluator:
         oracle = self.processes.oracle(task, self.readable)
         readable, launcher = (list(self.readable), None) if forensic is None else self._traced_process(forensic, oracle)
         worker = self.processes.worker(readable, launcher)
-        self.caches.lend(cache_name, worker.cache)
         write_into(worker.folder, "task.py", task.path.read_bytes())
         write_into(worker.folder, "candidate.py", candidate.read_bytes())
         plan = Plan(task=task, task_path=worker.folder / "task.py", candidate_path=worker.folder / "candidate.py",
@@ -403,13 +399,13 @@ class Evaluator:
         if forensic is not None:
             plan.checked_sets = FORENSIC_CALLS
         session = Session(plan, oracle.job, worker.job, self.device_lock_path())
-        try:
-            record = session.run()
-        finally:
-            ending = time.monotonic()
-            session.close()  # also gives the GPU's lock back, whatever happened
-            outcome = worker.job.wait(10)
-            self.caches.keep(cache_name, worker.cache)  # the process and all it started have ended
+        with self.caches.lent(cache_name, worker.cache):
+            try:
+                record = session.run()
+            finally:
+                ending = time.monotonic()
+                session.close()  # also gives the GPU's lock back, whatever happened
+                outcome = worker.job.wait(10)  # the process and all it started have ended
         record.worker = outcome
         record.phases["ending the processes"] = round(time.monotonic() - ending, 4)
         record.worker_isolation = worker.job.isolation
