@@ -3,9 +3,8 @@
 Imported on both sides of the trust boundary; it decides nothing. One Unix socket per job, in the
 job's own folder: the sandbox listens, the process connects (``KERNELEVO_CHANNEL`` names the path).
 Messages are length-prefixed JSON objects (a 4-byte big-endian length), never pickles, so a hostile
-process can send wrong values but no code. Tensors cross as files: raw bytes in logical (row-major)
-order with their dtype and shape, plus the strides the producer's tensor had; the reader opens them
-without following links and checks their size before reading.
+process can send wrong values but no code. Tensors cross as files (``tensor_files``), never inside
+a message.
 """
 
 from __future__ import annotations
@@ -15,21 +14,15 @@ import math
 import os
 import select
 import socket
-import stat
 import struct
 import time
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
 
 CHANNEL_ENV = "KERNELEVO_CHANNEL"
 MAX_MESSAGE = 16 * 1024 * 1024
 """Larger messages are refused: tensors travel as files, never inside a message."""
-
-# The dtypes a tensor file may declare, by the name torch prints without its prefix.
-DTYPES = ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool")
-
 
 class ChannelError(Exception):
     """The other side closed the channel, sent something malformed, or did not answer in time."""
@@ -185,97 +178,6 @@ def connect(path: str | None = None) -> Channel:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(target)
     return Channel(sock)
-
-
-class TensorFile(BaseModel):
-    """One tensor written to a file: what the reader needs, and the producer's layout."""
-
-    file: str
-    """The file's name inside the producer's exchange folder (no path: the reader joins it)."""
-    dtype: str
-    shape: list[int]
-    strides: list[int] = Field(default_factory=list)
-    """The producer tensor's strides in elements (its bytes in the file are always row-major)."""
-    storage_offset: int = 0
-    device: str = "cpu"
-    type_name: str = "Tensor"
-    """The producer object's class name: only a plain ``Tensor`` is an acceptable output."""
-
-
-FILE_SLICE_BYTES = 64 << 20
-"""Tensor files are written and read in slices of this size, so neither side holds a whole copy on the host."""
-
-
-def write_tensor(t: Any, folder: Path, name: str) -> TensorFile:
-    """Write tensor ``t``'s values (row-major) to ``folder/name``."""
-    import torch
-
-    meta = TensorFile(file=name, dtype=str(t.dtype).removeprefix("torch."), shape=list(t.shape),
-                      strides=list(t.stride()), storage_offset=int(t.storage_offset()), device=t.device.type,
-                      type_name=type(t).__name__)
-    flat = torch.Tensor.contiguous(t.detach()).reshape(-1)
-    raw = flat.view(torch.uint8) if flat.dtype != torch.bool else flat.to(torch.uint8)
-    path = folder / name
-    tmp = path.with_name(path.name + ".part")
-    with open(tmp, "wb") as handle:
-        # in slices: a task's output can be gigabytes, and a host copy of it whole would count against
-        # the candidate process's memory limit
-        for start in range(0, raw.numel(), FILE_SLICE_BYTES):
-            raw[start:start + FILE_SLICE_BYTES].cpu().numpy().tofile(handle)
-    tmp.replace(path)
-    return meta
-
-
-def _itemsize(dtype: str) -> int:
-    import torch
-
-    return torch.empty((), dtype=getattr(torch, dtype)).element_size()
-
-
-def read_tensor(meta: TensorFile, folder: Path, device: str, limit: int) -> Any:
-    """Read a tensor file written by another process: the name must be a plain file in ``folder``
-    (no links, no other folders), its size must match its dtype and shape, and stay under ``limit``."""
-    import numpy as np
-    import torch
-
-    if meta.dtype not in DTYPES:
-        raise ValueError(f"dtype {meta.dtype!r} is not one a tensor file may carry")
-    if "/" in meta.file or meta.file in {"", ".", ".."} or any(d < 0 for d in meta.shape):
-        raise ValueError(f"a malformed tensor file entry ({meta.file!r}, shape {meta.shape})")
-    numel = 1
-    for d in meta.shape:
-        numel *= d
-    expected = numel * _itemsize(meta.dtype)
-    if expected > limit:
-        raise ValueError(f"a tensor of {expected} bytes is over the limit of {limit}")
-    # O_NONBLOCK: a FIFO named as an output opens at once (and fails the plain-file check below)
-    # instead of blocking the reader until someone writes to it.
-    fd = os.open(folder / meta.file, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise ValueError(f"{meta.file} is not a plain file")
-        if info.st_nlink != 1:  # a hard link to a file of the reader's (a reader may be root)
-            raise ValueError(f"{meta.file} is linked elsewhere ({info.st_nlink} links): not a file its writer made")
-        if info.st_size != expected:
-            raise ValueError(f"{meta.file} holds {info.st_size} bytes; {meta.dtype} {meta.shape} needs {expected}")
-        raw = torch.empty(expected, dtype=torch.uint8, device=device)
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            done = 0
-            while done < expected:  # in slices, as written
-                piece = np.fromfile(handle, dtype=np.uint8, count=min(FILE_SLICE_BYTES, expected - done))
-                if piece.size == 0:
-                    raise ValueError(f"{meta.file} ended early (it was changed while being read)")
-                raw[done:done + piece.size].copy_(torch.from_numpy(piece))
-                done += piece.size
-    finally:
-        os.close(fd)
-    if meta.dtype == "bool":
-        flat = raw.to(torch.bool)
-    else:
-        flat = raw.view(getattr(torch, meta.dtype)) if numel else torch.empty(0, dtype=getattr(torch, meta.dtype),
-                                                                                device=device)
-    return flat.reshape(meta.shape)
 
 
 def describe_exception(exc: BaseException, limit: int = 1500) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernelevo.sandbox import wire
+from kernelevo.sandbox import tensor_files
 from kernelevo.sandbox.judge import compare
 from kernelevo.sandbox.judge.compare import compare_output, largest_difference, layout_problem
 from kernelevo.sandbox.judge.record import PrecisionSums
@@ -81,33 +81,33 @@ def test_strict_layout_compares_strides() -> None:
 @pytest.mark.parametrize("slice_bytes", [7, 64 << 20])
 def test_tensor_files_round_trip_every_dtype_and_views(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                         slice_bytes: int) -> None:
-    monkeypatch.setattr(wire, "FILE_SLICE_BYTES", slice_bytes)  # slices that split values, and one whole
+    monkeypatch.setattr(tensor_files, "SLICE_BYTES", slice_bytes)  # slices that split values, and one whole
     for dtype in (torch.float32, torch.bfloat16, torch.float16, torch.int64, torch.bool, torch.float64):
         t = (torch.randn(6, 5) * 3).to(dtype)
-        meta = wire.write_tensor(t.T, tmp_path, f"{dtype}.bin")
+        meta = tensor_files.write_tensor(t.T, tmp_path, f"{dtype}.bin")
         assert meta.strides == [1, 5] and meta.type_name == "Tensor"
-        back = wire.read_tensor(meta, tmp_path, "cpu", 1 << 20)
+        back = tensor_files.read_tensor(meta, tmp_path, "cpu", 1 << 20)
         assert back.dtype == dtype and torch.equal(back, t.T)
-    empty = wire.write_tensor(torch.empty(0, 3), tmp_path, "empty.bin")
-    assert wire.read_tensor(empty, tmp_path, "cpu", 10).shape == (0, 3)
+    empty = tensor_files.write_tensor(torch.empty(0, 3), tmp_path, "empty.bin")
+    assert tensor_files.read_tensor(empty, tmp_path, "cpu", 10).shape == (0, 3)
 
 
 def test_a_tensor_file_must_be_a_plain_file_of_the_declared_size(tmp_path: Path) -> None:
-    meta = wire.write_tensor(torch.ones(4), tmp_path, "x.bin")
+    meta = tensor_files.write_tensor(torch.ones(4), tmp_path, "x.bin")
     with pytest.raises(ValueError, match="needs 8"):
-        wire.read_tensor(meta.model_copy(update={"dtype": "float16"}), tmp_path, "cpu", 1 << 20)
+        tensor_files.read_tensor(meta.model_copy(update={"dtype": "float16"}), tmp_path, "cpu", 1 << 20)
     with pytest.raises(ValueError, match="over the limit"):
-        wire.read_tensor(meta, tmp_path, "cpu", 8)
+        tensor_files.read_tensor(meta, tmp_path, "cpu", 8)
     secret = tmp_path / "secret"
     secret.write_bytes(b"s" * 16)
     os.symlink(secret, tmp_path / "link.bin")
     with pytest.raises(OSError):  # never follows a link the other process planted
-        wire.read_tensor(meta.model_copy(update={"file": "link.bin"}), tmp_path, "cpu", 1 << 20)
+        tensor_files.read_tensor(meta.model_copy(update={"file": "link.bin"}), tmp_path, "cpu", 1 << 20)
     for name in ("../x.bin", "", "a/b"):
         with pytest.raises(ValueError):
-            wire.read_tensor(meta.model_copy(update={"file": name}), tmp_path, "cpu", 1 << 20)
+            tensor_files.read_tensor(meta.model_copy(update={"file": name}), tmp_path, "cpu", 1 << 20)
     with pytest.raises(ValueError, match="dtype"):
-        wire.read_tensor(meta.model_copy(update={"dtype": "complex64"}), tmp_path, "cpu", 1 << 20)
+        tensor_files.read_tensor(meta.model_copy(update={"dtype": "complex64"}), tmp_path, "cpu", 1 << 20)
 
 
 def _sums(candidate: torch.Tensor, eager: torch.Tensor, exact: torch.Tensor) -> PrecisionSums:

@@ -3,7 +3,10 @@ of light, reference drift."""
 
 from __future__ import annotations
 
+import random
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -14,6 +17,7 @@ from kernelevo.sandbox.judge import device_memory
 from kernelevo.sandbox.judge.ceilings import speed_of_light_ms
 from kernelevo.sandbox.judge.record import Record
 from kernelevo.sandbox.judge.session import Plan, Session, Stop
+from kernelevo.sandbox.judge.timed_calls import TimedCalls
 from kernelevo.sandbox.judge.telemetry import decode_throttle_reasons, gpu_memory_of, snapshot
 from kernelevo.sandbox.judge.timing import Block
 from kernelevo.sandbox.judge.verdict import INTERPRETER, judge, process_failure
@@ -826,3 +830,37 @@ def test_a_process_compiles_alone_and_only_the_judge_carries_a_sources_cache(tmp
             one.keep(bad, fourth)
     for folder in (tmp_path / "cache", tmp_path / "cache" / KEPT, tmp_path / "cache" / SCRATCH):
         assert folder.stat().st_mode & 0o777 == 0o711
+
+
+class _ScriptedBlock(TimedCalls):
+    """The timed-block loop of a GPU session against scripted answers: each timed call takes about a
+    millisecond of wall time, each timed-output check ``check_s``."""
+
+    def __init__(self, check_s: float) -> None:
+        self.plan = SimpleNamespace(device="cuda", timing=TimingPolicy(warmup=1, warmup_s=0.0, min_runs=6,
+                                                                       max_runs=60, budget_s=0.05, spot_checks=2))
+        self.rng = random.Random(7)
+        self.check_s, self.checked_runs = check_s, []
+
+    def ask(self, job, who, phase, message):  # noqa: ANN001, ANN201 - the Session's signature
+        if message["op"] == "timed":
+            time.sleep(0.001)
+            return {"ok": True, "gpu_ms": 0.5, "lag_ms": 0.0, "host_ms": 0.01, "digest": 1}
+        return {"ok": True}
+
+    def _check_timed(self, seed, run, digest_seed, digest):  # noqa: ANN001, ANN202
+        self.checked_runs.append(run)
+        time.sleep(self.check_s)
+
+    def _pace(self, job, who, phase, block) -> None:  # noqa: ANN001
+        pass
+
+
+def test_a_blocks_checks_count_against_its_budget_so_costly_checks_stop_it_at_its_least_calls() -> None:
+    cheap = _ScriptedBlock(check_s=0.0)
+    block, (checked, _) = cheap._timed_block(None, "worker", "timed block 1")
+    assert len(block.times_ms) > 2 * 6 and checked >= 2  # cheap checks: the budget buys calls past the least
+    costly = _ScriptedBlock(check_s=0.03)
+    block, (checked, _) = costly._timed_block(None, "worker", "timed block 1")
+    # two checks of 30 ms spend the 50 ms budget: the block ends at its least calls, each checked at random
+    assert len(block.times_ms) == 6 and checked == 2 and all(run < 6 for run in costly.checked_runs)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import require_bwrap
-from kernelevo.sandbox import wire
+from kernelevo.sandbox import tensor_files, wire
 from kernelevo.sandbox.isolation import cgroups, namespaces
 from kernelevo.sandbox.isolation.process import ProcessSandbox, RunSpec
 
@@ -278,10 +278,10 @@ def test_a_job_killed_while_waiting_for_the_device_lock_frees_its_thread(tmp_pat
 def test_a_fifo_named_as_an_output_is_refused_at_once(tmp_path: Path) -> None:
     """A reader must never block on a file the candidate's process named: a FIFO fails at once."""
     os.mkfifo(tmp_path / "out.bin")
-    meta = wire.TensorFile(file="out.bin", dtype="float32", shape=[4], strides=[1])
+    meta = tensor_files.TensorFile(file="out.bin", dtype="float32", shape=[4], strides=[1])
     began = time.monotonic()
     with pytest.raises(ValueError, match="not a plain file"):
-        wire.read_tensor(meta, tmp_path, "cpu", 1 << 20)
+        tensor_files.read_tensor(meta, tmp_path, "cpu", 1 << 20)
     assert time.monotonic() - began < 5
 
 
@@ -291,9 +291,9 @@ def test_an_output_hard_linked_to_another_file_is_refused(tmp_path: Path) -> Non
     elsewhere = tmp_path / "secret"
     elsewhere.write_bytes(b"\0" * 16)
     os.link(elsewhere, tmp_path / "out.bin")
-    meta = wire.TensorFile(file="out.bin", dtype="float32", shape=[4], strides=[1])
+    meta = tensor_files.TensorFile(file="out.bin", dtype="float32", shape=[4], strides=[1])
     with pytest.raises(ValueError, match="linked elsewhere"):
-        wire.read_tensor(meta, tmp_path, "cpu", 1 << 20)
+        tensor_files.read_tensor(meta, tmp_path, "cpu", 1 << 20)
 
 
 def test_toolchain_folders_never_include_a_home_or_the_working_folder(tmp_path: Path, monkeypatch) -> None:

@@ -37,7 +37,7 @@ _not_attachable()  # first of all: importing torch takes a second, in which the 
 
 import torch  # noqa: E402
 
-from kernelevo.sandbox import wire  # noqa: E402
+from kernelevo.sandbox import tensor_files, wire  # noqa: E402
 from kernelevo.sandbox.child import autotune, confine, inputs  # noqa: E402
 from kernelevo.sandbox.child.launches import LaunchRecorder, OpRecorder  # noqa: E402
 from kernelevo.sandbox.child.timed import (  # noqa: E402
@@ -131,7 +131,7 @@ class Worker:
         device, dtype = self.job["device"], self.job.get("dtype")
         if msg.get("inputs") is not None:  # the forensic pass: the oracle's files, copied in, no kernels
             inbox = Path(self.job["inbox"])
-            return [wire.read_tensor(wire.TensorFile.model_validate(v["tensor"]), inbox, device, 1 << 40)
+            return [tensor_files.read_tensor(tensor_files.TensorFile.model_validate(v["tensor"]), inbox, device, 1 << 40)
                     if "tensor" in v else v["value"] for v in msg["inputs"]]
         values = inputs.generate(self.task, int(msg["seed"]), int(msg.get("variant", 0)), device, dtype)
         return self.buffers.fill(values)
@@ -259,7 +259,7 @@ class Worker:
             if not isinstance(value, torch.Tensor):
                 return {"ok": False, "error": f"output {k} is a {type(value).__name__}, not a tensor"}
             self.shipped += 1
-            files.append(wire.write_tensor(value, outbox, f"{name}-{self.shipped}-{k}.bin").model_dump())
+            files.append(tensor_files.write_tensor(value, outbox, f"{name}-{self.shipped}-{k}.bin").model_dump())
         return {"ok": True, "outputs": files}
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from kernelevo.sandbox import wire
+from kernelevo.sandbox import tensor_files, wire
 from kernelevo.sandbox.child import inputs
 from kernelevo.sandbox.child.timed import (
     GraphTimedCall,
@@ -42,7 +42,7 @@ from kernelevo.sandbox.models import OutputStats, ReferenceResult, TimingPolicy
 from kernelevo.tasks.loader import TaskError, import_task_module
 
 
-def _kind_problem(meta: wire.TensorFile, want: Any) -> str | None:
+def _kind_problem(meta: tensor_files.TensorFile, want: Any) -> str | None:
     """What is wrong with an output before its bytes are read: its type, device, shape or dtype."""
     if not isinstance(want, torch.Tensor):
         return "the reference's output here is not a tensor"
@@ -144,7 +144,7 @@ class Oracle:
             reply["fingerprint"] = output_digest(want, 0)
         if msg.get("write_inputs"):
             outbox = Path(self.job["outbox"])
-            reply["inputs"] = [{"tensor": wire.write_tensor(a, outbox, f"in-{msg['key']}-{k}.bin").model_dump()}
+            reply["inputs"] = [{"tensor": tensor_files.write_tensor(a, outbox, f"in-{msg['key']}-{k}.bin").model_dump()}
                                if isinstance(a, torch.Tensor) else {"value": a} for k, a in enumerate(args)]
             self.input_files[str(msg["key"])] = [outbox / f"in-{msg['key']}-{k}.bin" for k, a in enumerate(args)
                                                  if isinstance(a, torch.Tensor)]
@@ -181,7 +181,7 @@ class Oracle:
         self._forget_inputs(str(msg["key"]))
         want, exact, sensitivity = self.expected.pop(str(msg["key"]))
         try:
-            metas = [wire.TensorFile.model_validate(m) for m in msg["outputs"]]
+            metas = [tensor_files.TensorFile.model_validate(m) for m in msg["outputs"]]
         except (ValueError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
             return {"ok": True, "problem": f"the candidate's process described its outputs in a way that cannot be "
                     f"read: {wire.describe_exception(exc, 300)}", "stats": []}
@@ -190,7 +190,7 @@ class Oracle:
         _release_cache()
         return reply
 
-    def _compare(self, msg: dict[str, Any], metas: list[wire.TensorFile], want: list[Any], exact: list[Any] | None,
+    def _compare(self, msg: dict[str, Any], metas: list[tensor_files.TensorFile], want: list[Any], exact: list[Any] | None,
                  sensitivity: list[float]) -> dict[str, Any]:
         if len(metas) != len(want):
             return {"ok": True, "problem": f"returned {len(metas)} outputs, the reference returns {len(want)}",
@@ -204,7 +204,7 @@ class Oracle:
                 found.append(OutputStats(problem=problem).model_dump())
                 continue
             try:
-                got = wire.read_tensor(meta, folder, w.device.type, w.numel() * w.element_size())
+                got = tensor_files.read_tensor(meta, folder, w.device.type, w.numel() * w.element_size())
             except (OSError, ValueError) as exc:
                 found.append(OutputStats(problem=f"the output's file is unusable: {exc}").model_dump())
                 continue

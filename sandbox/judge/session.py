@@ -12,6 +12,8 @@ clock runs around every call; ``timing.py`` holds the candidate's reported times
 
 from __future__ import annotations
 
+import json
+import os
 import random
 import secrets
 import time
@@ -38,6 +40,16 @@ WORKER_REAP_S = 10.0
 """How long the judge waits for a killed candidate process to be reaped."""
 FORENSIC_EXIT_GRACE_S = 5.0
 """How long a process under ncu may take to exit after its session: ncu writes its log then."""
+
+
+def trace_request(who: str, phase: str, message: dict[str, Any], seconds: float) -> None:
+    """With ``KERNELEVO_SESSION_TRACE`` set to a file, append each request's process, phase, operation
+    and round-trip seconds as a JSON line (for benchmarks that ask where a verdict's time goes; nothing
+    reads it back)."""
+    path = os.environ.get("KERNELEVO_SESSION_TRACE")
+    if path:
+        with open(path, "a") as out:
+            out.write(json.dumps({"who": who, "phase": phase, "op": message.get("op"), "s": round(seconds, 4)}) + "\n")
 
 
 DEVICE_PHASE = "starting CUDA"
@@ -67,6 +79,7 @@ class Session(CorrectnessCalls, TimedCalls):
         except wire.ChannelError as exc:
             self._worker_broke |= who == "worker" and not isinstance(exc, wire.ChannelTimeout)
             raise Stop(who, phase, str(exc), broken=True) from None
+        trace_request(who, phase, message, time.monotonic() - sent)
         if who == "oracle":
             # the candidate's process waits while the oracle works (a float64 reference made on the host
             # can take minutes at a task's real size): that time is not the candidate's

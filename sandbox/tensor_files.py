@@ -1,0 +1,159 @@
+"""Tensors as files between processes: raw bytes in logical (row-major) order, with the dtype and
+shape a reader needs and the strides the producer's tensor had.
+
+Imported on both sides of the trust boundary; it decides nothing. The reader opens a file without
+following links and checks its kind and size before reading a byte.
+
+Why staged through one page-locked buffer: a task's output can be gigabytes, and every checked
+output crosses as a file. A device tensor goes to the host in slices copied into a pinned buffer
+(at the bus's speed, with no page faults), and each slice is written or read with plain system
+calls on that buffer; a fresh pageable host copy per slice, as ``tensor.cpu()`` makes, costs a
+page fault per 4 KB and the driver's own bounce copy. ``bench/tensor_file_probe.py`` measures both
+ways. Slices keep the host copy small: it counts against the candidate process's memory limit.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+DTYPES = ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool")
+"""The dtypes a tensor file may declare, by the name torch prints without its prefix."""
+
+SLICE_BYTES = 64 << 20
+"""Tensor files are written and read in slices of this size, so neither side holds a whole copy on the host."""
+
+
+class TensorFile(BaseModel):
+    """One tensor written to a file: what the reader needs, and the producer's layout."""
+
+    file: str
+    """The file's name inside the producer's exchange folder (no path: the reader joins it)."""
+    dtype: str
+    shape: list[int]
+    strides: list[int] = Field(default_factory=list)
+    """The producer tensor's strides in elements (its bytes in the file are always row-major)."""
+    storage_offset: int = 0
+    device: str = "cpu"
+    type_name: str = "Tensor"
+    """The producer object's class name: only a plain ``Tensor`` is an acceptable output."""
+
+
+_staging: dict[int, Any] = {}
+
+
+def _staging_buffer(size: int) -> Any:
+    """This process's host buffer of ``size`` bytes for slices of device tensors: page-locked where
+    the driver grants it (pageable otherwise, which is only slower)."""
+    import torch
+
+    buffer = _staging.get(size)
+    if buffer is None:
+        try:
+            buffer = torch.empty(size, dtype=torch.uint8, pin_memory=True)
+        except RuntimeError:
+            buffer = torch.empty(size, dtype=torch.uint8)
+        _staging.clear()  # one buffer per process, whatever the slice size
+        _staging[size] = buffer
+    return buffer
+
+
+def _host_slices(raw: Any) -> Any:
+    """``raw``'s bytes (a flat uint8 tensor) as host memoryviews of at most ``SLICE_BYTES`` each; a
+    view is valid until the next one is taken (device slices share the staging buffer)."""
+    staging = None if raw.device.type == "cpu" else _staging_buffer(min(SLICE_BYTES, max(raw.numel(), 1)))
+    for start in range(0, raw.numel(), SLICE_BYTES):
+        piece = raw[start:start + SLICE_BYTES]
+        if staging is not None:
+            piece = staging[:piece.numel()].copy_(piece)  # synchronous: the bytes are on the host after it
+        yield memoryview(piece.numpy()).cast("B")
+
+
+def write_tensor(t: Any, folder: Path, name: str) -> TensorFile:
+    """Write tensor ``t``'s values (row-major) to ``folder/name``."""
+    import torch
+
+    meta = TensorFile(file=name, dtype=str(t.dtype).removeprefix("torch."), shape=list(t.shape),
+                      strides=list(t.stride()), storage_offset=int(t.storage_offset()), device=t.device.type,
+                      type_name=type(t).__name__)
+    flat = torch.Tensor.contiguous(t.detach()).reshape(-1)
+    raw = flat.view(torch.uint8) if flat.dtype != torch.bool else flat.to(torch.uint8)
+    path = folder / name
+    tmp = path.with_name(path.name + ".part")
+    with open(tmp, "wb", buffering=0) as handle:
+        for view in _host_slices(raw):
+            while view:  # a write may take fewer bytes than offered
+                view = view[handle.write(view):]
+    tmp.replace(path)
+    return meta
+
+
+def _itemsize(dtype: str) -> int:
+    import torch
+
+    return torch.empty((), dtype=getattr(torch, dtype)).element_size()
+
+
+def _expected_bytes(meta: TensorFile, limit: int) -> tuple[int, int]:
+    """``(elements, bytes)`` the file must hold, after refusing a malformed or oversized entry."""
+    if meta.dtype not in DTYPES:
+        raise ValueError(f"dtype {meta.dtype!r} is not one a tensor file may carry")
+    if "/" in meta.file or meta.file in {"", ".", ".."} or any(d < 0 for d in meta.shape):
+        raise ValueError(f"a malformed tensor file entry ({meta.file!r}, shape {meta.shape})")
+    numel = 1
+    for d in meta.shape:
+        numel *= d
+    expected = numel * _itemsize(meta.dtype)
+    if expected > limit:
+        raise ValueError(f"a tensor of {expected} bytes is over the limit of {limit}")
+    return numel, expected
+
+
+def _fill(fd: int, raw: Any, name: str) -> None:
+    """Read the open file into flat uint8 tensor ``raw``, slice by slice (through the staging buffer
+    where ``raw`` lives on a device)."""
+    staging = None if raw.device.type == "cpu" else _staging_buffer(min(SLICE_BYTES, max(raw.numel(), 1)))
+    for start in range(0, raw.numel(), SLICE_BYTES):
+        target = raw[start:start + SLICE_BYTES]
+        host = target if staging is None else staging[:target.numel()]
+        view = memoryview(host.numpy()).cast("B")
+        while view:
+            got = os.readv(fd, [view])
+            if got == 0:
+                raise ValueError(f"{name} ended early (it was changed while being read)")
+            view = view[got:]
+        if staging is not None:
+            target.copy_(host)  # synchronous: the buffer is free again after it
+
+
+def read_tensor(meta: TensorFile, folder: Path, device: str, limit: int) -> Any:
+    """Read a tensor file written by another process: the name must be a plain file in ``folder``
+    (no links, no other folders), its size must match its dtype and shape, and stay under ``limit``."""
+    import torch
+
+    numel, expected = _expected_bytes(meta, limit)
+    # O_NONBLOCK: a FIFO named as an output opens at once (and fails the plain-file check below)
+    # instead of blocking the reader until someone writes to it.
+    fd = os.open(folder / meta.file, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError(f"{meta.file} is not a plain file")
+        if info.st_nlink != 1:  # a hard link to a file of the reader's (a reader may be root)
+            raise ValueError(f"{meta.file} is linked elsewhere ({info.st_nlink} links): not a file its writer made")
+        if info.st_size != expected:
+            raise ValueError(f"{meta.file} holds {info.st_size} bytes; {meta.dtype} {meta.shape} needs {expected}")
+        raw = torch.empty(expected, dtype=torch.uint8, device=device)
+        _fill(fd, raw, meta.file)
+    finally:
+        os.close(fd)
+    if meta.dtype == "bool":
+        flat = raw.to(torch.bool)
+    else:
+        flat = raw.view(getattr(torch, meta.dtype)) if numel else torch.empty(0, dtype=getattr(torch, meta.dtype),
+                                                                                device=device)
+    return flat.reshape(meta.shape)
