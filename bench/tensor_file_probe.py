@@ -62,14 +62,14 @@ def _staged_read(path: Path, like):  # noqa: ANN001, ANN202
     return tensor_files.read_tensor(meta, path.parent, "cuda", 1 << 40)
 
 
-def _timed(fn) -> float:  # noqa: ANN001
+def _timed(fn, *args):  # noqa: ANN001, ANN002, ANN202 - (seconds, what fn returned)
     import torch
 
     torch.cuda.synchronize()
     began = time.perf_counter()
-    fn()
+    result = fn(*args)
     torch.cuda.synchronize()
-    return time.perf_counter() - began
+    return time.perf_counter() - began, result
 
 
 def measure(values: int, repeats: int, folder: Path) -> list[dict]:
@@ -81,10 +81,10 @@ def measure(values: int, repeats: int, folder: Path) -> list[dict]:
         writes, reads = [], []
         for _ in range(repeats):
             path = folder / f"probe-{way}.bin"
-            writes.append(_timed(lambda: write(t, path)))
-            back = []
-            reads.append(_timed(lambda: back.append(read(path, t))))
-            assert torch.equal(back[0], t), f"{way}: the tensor read back differs"
+            writes.append(_timed(write, t, path)[0])
+            seconds, back = _timed(read, path, t)
+            reads.append(seconds)
+            assert torch.equal(back, t), f"{way}: the tensor read back differs"
             del back
             path.unlink()
         gb = values * 4 / 1e9

@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-
 CHANNEL_ENV = "KERNELEVO_CHANNEL"
 MAX_MESSAGE = 16 * 1024 * 1024
 """Larger messages are refused: tensors travel as files, never inside a message."""

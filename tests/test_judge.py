@@ -17,8 +17,8 @@ from kernelevo.sandbox.judge import device_memory
 from kernelevo.sandbox.judge.ceilings import speed_of_light_ms
 from kernelevo.sandbox.judge.record import Record
 from kernelevo.sandbox.judge.session import Plan, Session, Stop
-from kernelevo.sandbox.judge.timed_calls import TimedCalls
 from kernelevo.sandbox.judge.telemetry import decode_throttle_reasons, gpu_memory_of, snapshot
+from kernelevo.sandbox.judge.timed_calls import TimedCalls
 from kernelevo.sandbox.judge.timing import Block
 from kernelevo.sandbox.judge.verdict import INTERPRETER, judge, process_failure
 from kernelevo.sandbox.models import Ceilings, Check, Isolation, JobOutcome, ReferenceResult, TimingPolicy, TimingStats

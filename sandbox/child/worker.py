@@ -131,7 +131,8 @@ class Worker:
         device, dtype = self.job["device"], self.job.get("dtype")
         if msg.get("inputs") is not None:  # the forensic pass: the oracle's files, copied in, no kernels
             inbox = Path(self.job["inbox"])
-            return [tensor_files.read_tensor(tensor_files.TensorFile.model_validate(v["tensor"]), inbox, device, 1 << 40)
+            read = tensor_files.read_tensor
+            return [read(tensor_files.TensorFile.model_validate(v["tensor"]), inbox, device, 1 << 40)
                     if "tensor" in v else v["value"] for v in msg["inputs"]]
         values = inputs.generate(self.task, int(msg["seed"]), int(msg.get("variant", 0)), device, dtype)
         return self.buffers.fill(values)

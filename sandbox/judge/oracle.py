@@ -190,8 +190,8 @@ class Oracle:
         _release_cache()
         return reply
 
-    def _compare(self, msg: dict[str, Any], metas: list[tensor_files.TensorFile], want: list[Any], exact: list[Any] | None,
-                 sensitivity: list[float]) -> dict[str, Any]:
+    def _compare(self, msg: dict[str, Any], metas: list[tensor_files.TensorFile], want: list[Any],
+                 exact: list[Any] | None, sensitivity: list[float]) -> dict[str, Any]:
         if len(metas) != len(want):
             return {"ok": True, "problem": f"returned {len(metas)} outputs, the reference returns {len(want)}",
                     "stats": []}
