@@ -12,7 +12,9 @@ from rich.markup import escape
 out = Console()
 err = Console(stderr=True)
 
-EXIT_OK, EXIT_REJECTED, EXIT_USAGE, EXIT_ENVIRONMENT, EXIT_INTERRUPTED = 0, 1, 2, 3, 4
+EXIT_OK, EXIT_REJECTED, EXIT_USAGE, EXIT_ENVIRONMENT, EXIT_INTERRUPTED, EXIT_INTERNAL = 0, 1, 2, 3, 4, 5
+"""5: kernelevo's own error (a bug, not the input's or the machine's): a run is left interrupted with the
+traceback in its folder's ``crash.log``, to resume once kernelevo is fixed."""
 
 
 def plain(text: object) -> str:

@@ -21,6 +21,14 @@ from pydantic import BaseModel, Field
 from kernelevo.agent.budget import Budget
 from kernelevo.agent.builtin.policy import BuiltinPolicy
 from kernelevo.agent.builtin.recognize import CannotCover
+from kernelevo.agent.cli_output import (
+    EXIT_ENVIRONMENT,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_REJECTED,
+    EXIT_USAGE,
+)
 from kernelevo.agent.graph import Runtime, Stopped, build_graph
 from kernelevo.agent.policy import PolicyRefused, PolicyUnavailable
 from kernelevo.agent.store import RunStore
@@ -29,7 +37,7 @@ from kernelevo.sandbox.models import TimingPolicy, Verdict
 from kernelevo.tasks import load_task
 from kernelevo.tasks.task import Task
 
-EXIT_OK, EXIT_NONE_CORRECT, EXIT_USAGE, EXIT_ENVIRONMENT, EXIT_INTERRUPTED = 0, 1, 2, 3, 4
+EXIT_NONE_CORRECT = EXIT_REJECTED
 
 
 class RunConfig(BaseModel):
@@ -370,6 +378,26 @@ def _stopped(store: RunStore, run_dir: Path, exc: BaseException) -> int:
     return exc.exit_code
 
 
+CRASH_LOG = "crash.log"
+"""The traceback of a run stopped by kernelevo's own error, in the run's folder."""
+
+
+def _crashed(store: RunStore, run_dir: Path, exc: Exception) -> int:
+    """A bug of kernelevo's stopped the search: the traceback goes to the run's ``crash.log``, the run
+    stays interrupted (everything judged is kept) and the error is said in one line."""
+    import traceback
+
+    where = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+    at = f" at {Path(where.filename).name}:{where.lineno}" if where else ""
+    error = f"{type(exc).__name__}: {str(exc)[:300]}{at}"
+    (run_dir / CRASH_LOG).write_text("".join(traceback.format_exception(exc)))
+    reason = f"stopped by kernelevo's own error ({error}); the traceback is in {run_dir / CRASH_LOG}"
+    store.set_state("interrupted", f"{reason}; once kernelevo is fixed, `kernelevo resume` continues")
+    store.event("decision", None, action="interrupted", reason=reason)
+    _log(f"error: {reason}\nthis is a bug in kernelevo, please report it with that file; nothing judged is lost")
+    return EXIT_INTERNAL
+
+
 def drive(run_dir: Path, first: bool, progress: Callable[..., Any] | None = None) -> int:
     """Run (or resume) the optimizer on ``run_dir`` until it finishes, fails or is stopped."""
     watch_parent()
@@ -423,6 +451,8 @@ def drive(run_dir: Path, first: bool, progress: Callable[..., Any] | None = None
         return _search(app, cfg, first, rt, config, live)
     except (KeyboardInterrupt, Stopped, PolicyUnavailable, PolicyRefused, EvalError) as exc:
         return _stopped(store, run_dir, exc)
+    except Exception as exc:  # noqa: BLE001 - kernelevo's own bug: said in one line, the run kept
+        return _crashed(store, run_dir, exc)
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)

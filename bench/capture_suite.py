@@ -95,7 +95,10 @@ def optimize(path: Path, evals: int, timeout_s: float, size: str) -> dict:
     return {"end_to_end": bool(e2e.get("correct")), "exit_code": done.returncode, "seconds": seconds,
             "regions": len(regions), "optimized": sum(r.get("state") == "optimized" for r in regions),
             "replaced": e2e.get("regions_replaced", 0), "max_abs_error": e2e.get("max_abs_error"),
-            "speedup": e2e.get("speedup"), "reason": e2e.get("reason") or e2e.get("note")}
+            "speedup": e2e.get("speedup"),
+            "reason": e2e.get("reason") or e2e.get("note") or next(
+                (f"region {r.get('name')}: {r.get('reason')}" for r in regions if r.get("state") == "interrupted"),
+                None)}
 
 
 def main() -> None:

@@ -665,3 +665,25 @@ def get_init_inputs():
 
         module = import_task_module(path, "full")
         matmul.lower_chain(module.Model(), module.get_inputs())
+
+
+def test_every_plans_first_generation_is_proposed_with_a_cell_per_tile(tmp_path: Path) -> None:
+    """The policy names each proposal's tile for the archive from whatever block sizes its template
+    has: a direct convolution (one input channel per group) has a block along M and none along N."""
+    from kernelevo.agent.builtin.policy import BuiltinPolicy
+    from kernelevo.agent.policy import SearchView
+
+    for case in CASES:
+        cols = 200 if "linear" in case[0] or "mlp" in case[0] or "matmul" in case[0] else 1000
+        task = load_task(str(_write(tmp_path, case, 64 if "residual" in case[0] else cols)), "full")
+        policy = BuiltinPolicy()
+        policy.prepare(task)
+        offered = seeds(policy.plan)
+        proposals = policy.propose(SearchView(task=task, generation=0, archive={}, entries=[], tried=set()),
+                                   len(offered))
+        assert len(proposals) == len({policy_key(p) for p in proposals}) > 0, case[0]
+        assert all(p["descriptor"] for p in proposals), case[0]
+
+
+def policy_key(proposal) -> str:  # noqa: ANN001 - a Proposal
+    return f"{proposal['strategy']}:{sorted(proposal['params'].items())}"

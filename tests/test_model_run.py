@@ -617,3 +617,17 @@ def test_a_region_whose_best_kernel_is_slower_keeps_its_original_code(tmp_path: 
     empty.set_state("finished", "no correct candidate found")
     empty.close()
     assert mr.region_outcome(tmp_path / "none") == ("failed", None, "no correct candidate found")
+
+
+def test_a_region_whose_process_died_says_the_last_line_it_wrote(tmp_path: Path) -> None:
+    from kernelevo.agent.store import RunStore
+
+    store = RunStore(tmp_path / "died")
+    store.set_state("running")
+    store.close()
+    (tmp_path / "died" / "resume.log").write_text("Traceback (most recent call last):\n  ...\nMemoryError: boom\n\n")
+    state, candidate, reason = mr.region_outcome(tmp_path / "died", 1)
+    assert (state, candidate) == ("interrupted", None)
+    assert reason.startswith("exit code 1: MemoryError: boom (its log: ") and reason.endswith("resume.log)")
+    (tmp_path / "died" / "resume.log").unlink()
+    assert mr.region_outcome(tmp_path / "died", -9)[2] == "exit code -9"

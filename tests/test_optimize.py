@@ -199,3 +199,44 @@ def test_a_machine_fault_mid_search_interrupts_the_run_and_resume_loses_nothing(
     store = RunStore(run)
     assert store.state() == "finished" and store.count_evaluations() == 3
     store.close()
+
+
+def test_a_bug_of_kernelevos_mid_search_keeps_the_run_and_says_where_the_traceback_is(
+        tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    """An exception nobody planned for (a policy's KeyError, say) is kernelevo's bug: exit 5, the run
+    interrupted with what it judged kept, the error in one line and the traceback in crash.log; once
+    the bug is gone, `resume` finishes the run."""
+    from kernelevo.agent.budget import Budget
+    from kernelevo.agent.builtin.policy import BuiltinPolicy
+    from kernelevo.agent.cli_output import EXIT_INTERNAL
+    from kernelevo.agent.runner import CRASH_LOG, RunConfig, create, drive
+    from kernelevo.agent.store import RunStore
+    from kernelevo.sandbox.models import TimingPolicy
+
+    monkeypatch.setenv("KERNELEVO_CACHE", str(cache_dir))
+    run = tmp_path / "run"
+    create(RunConfig(task="relu", size="small", policy="builtin", budget=Budget(max_evals=3), batch=1,
+                     measure_compile=False, experience=False,
+                     timing=TimingPolicy(warmup=1, warmup_s=0, min_runs=5, budget_s=0.1)), run).close()
+    real, calls = BuiltinPolicy.propose, []
+
+    def failing_second(self, view, count):  # noqa: ANN001, ANN202
+        calls.append(view.generation)
+        if len(calls) == 2:
+            raise KeyError("BLOCK_N")
+        return real(self, view, min(count, 1))
+
+    monkeypatch.setattr(BuiltinPolicy, "propose", failing_second)
+    assert drive(run, first=True, progress=None) == EXIT_INTERNAL
+    said = capsys.readouterr().err
+    assert "KeyError: 'BLOCK_N'" in said and str(run / CRASH_LOG) in said and "Traceback" not in said
+    assert "failing_second" in (run / CRASH_LOG).read_text()
+    store = RunStore(run)
+    assert store.state() == "interrupted" and "kernelevo resume" in store.meta("state_reason")
+    assert store.count_evaluations() == 1
+    store.close()
+    monkeypatch.setattr(BuiltinPolicy, "propose", real)
+    assert drive(run, first=False, progress=None) == 0
+    store = RunStore(run)
+    assert store.state() == "finished" and store.count_evaluations() == 3
+    store.close()

@@ -317,6 +317,15 @@ def _row_seeds(plan: Plan) -> Seeds:
     return out
 
 
+def tile_name(params: dict[str, Any]) -> str:
+    """The archive's cell name for a tile: its block sizes along M and N (or its rows per program) and
+    its warps; a template without a block along N (a direct convolution) has none in its name."""
+    if "BLOCK_M" in params:
+        n = f"n{params['BLOCK_N']}" if "BLOCK_N" in params else ""
+        return f"m{params['BLOCK_M']}{n}w{params.get('num_warps')}"
+    return f"r{params.get('BLOCK_R', 1)}w{params.get('num_warps')}"
+
+
 class BuiltinPolicy:
     """Template search over the plans :func:`recognise` makes."""
 
@@ -334,12 +343,8 @@ class BuiltinPolicy:
 
     def _proposal(self, strategy: str, params: dict[str, Any], parent: str | None, why: str) -> Proposal:
         assert self.plan is not None
-        if "BLOCK_M" in params:
-            descriptor = f"m{params['BLOCK_M']}n{params['BLOCK_N']}w{params.get('num_warps')}"
-        else:
-            descriptor = f"r{params.get('BLOCK_R', 1)}w{params.get('num_warps')}"
-        return Proposal(source=render(self.plan, strategy, params, why), strategy=strategy, descriptor=descriptor,
-                        params=params, parent=parent, why=why)
+        return Proposal(source=render(self.plan, strategy, params, why), strategy=strategy,
+                        descriptor=tile_name(params), params=params, parent=parent, why=why)
 
     def propose(self, view: SearchView, count: int) -> list[Proposal]:
         assert self.plan is not None, "prepare() first"

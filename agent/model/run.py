@@ -368,10 +368,20 @@ def region_outcome(region_dir: Path, exit_code: int | None = None) -> tuple[str,
                         "when re-judged: the original stays")
             return "optimized", best["id"], None
         if run_state in ("interrupted", "running"):
-            return "interrupted", None, reason or f"exit code {exit_code}"
+            return "interrupted", None, reason or _died(region_dir, exit_code)
         return "failed", None, reason or "no correct candidate"
     finally:
         store.close()
+
+
+def _died(region_dir: Path, exit_code: int | None) -> str:
+    """Why a region's process ended without a word in its store: the last line it wrote, if any."""
+    try:
+        lines = [line for line in (region_dir / "resume.log").read_text().splitlines() if line.strip()]
+    except OSError:
+        lines = []
+    said = f": {lines[-1].strip()[:300]} (its log: {region_dir / 'resume.log'})" if lines else ""
+    return f"exit code {exit_code}{said}"
 
 
 def _refresh_report(run_dir: Path, log: Callable[[str], None]) -> None:
