@@ -21,8 +21,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-DTYPES = ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool")
-"""The dtypes a tensor file may declare, by the name torch prints without its prefix."""
+ITEM_BYTES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4, "int16": 2,
+              "int8": 1, "uint8": 1, "bool": 1}
+"""Bytes per value of each dtype a tensor file may declare, by the name torch prints without its prefix."""
+DTYPES = tuple(ITEM_BYTES)
 
 SLICE_BYTES = 64 << 20
 """Tensor files are written and read in slices of this size, so neither side holds a whole copy on the host."""
@@ -92,10 +94,12 @@ def write_tensor(t: Any, folder: Path, name: str) -> TensorFile:
     return meta
 
 
-def _itemsize(dtype: str) -> int:
-    import torch
-
-    return torch.empty((), dtype=getattr(torch, dtype)).element_size()
+def nbytes(dtype: str, shape: list[int]) -> int:
+    """The bytes a tensor of ``dtype`` and ``shape`` holds (a dtype outside ``DTYPES``: 8 a value)."""
+    count = 1
+    for d in shape:
+        count *= max(int(d), 0)
+    return count * ITEM_BYTES.get(dtype, 8)
 
 
 def _expected_bytes(meta: TensorFile, limit: int) -> tuple[int, int]:
@@ -107,7 +111,7 @@ def _expected_bytes(meta: TensorFile, limit: int) -> tuple[int, int]:
     numel = 1
     for d in meta.shape:
         numel *= d
-    expected = numel * _itemsize(meta.dtype)
+    expected = numel * ITEM_BYTES[meta.dtype]
     if expected > limit:
         raise ValueError(f"a tensor of {expected} bytes is over the limit of {limit}")
     return numel, expected

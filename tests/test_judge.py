@@ -834,13 +834,13 @@ def test_a_process_compiles_alone_and_only_the_judge_carries_a_sources_cache(tmp
 
 class _ScriptedBlock(TimedCalls):
     """The timed-block loop of a GPU session against scripted answers: each timed call takes about a
-    millisecond of wall time, each timed-output check ``check_s``."""
+    millisecond of wall time; the reference's output holds ``output_bytes``."""
 
-    def __init__(self, check_s: float) -> None:
+    def __init__(self, output_bytes: int) -> None:
         self.plan = SimpleNamespace(device="cuda", timing=TimingPolicy(warmup=1, warmup_s=0.0, min_runs=6,
                                                                        max_runs=60, budget_s=0.05, spot_checks=2))
         self.rng = random.Random(7)
-        self.check_s, self.checked_runs = check_s, []
+        self.output_bytes, self.checked_runs = output_bytes, []
 
     def ask(self, job, who, phase, message):  # noqa: ANN001, ANN201 - the Session's signature
         if message["op"] == "timed":
@@ -850,17 +850,19 @@ class _ScriptedBlock(TimedCalls):
 
     def _check_timed(self, seed, run, digest_seed, digest):  # noqa: ANN001, ANN202
         self.checked_runs.append(run)
-        time.sleep(self.check_s)
+        return None, self.output_bytes
 
     def _pace(self, job, who, phase, block) -> None:  # noqa: ANN001
         pass
 
 
 def test_a_blocks_checks_count_against_its_budget_so_costly_checks_stop_it_at_its_least_calls() -> None:
-    cheap = _ScriptedBlock(check_s=0.0)
+    """The checks are charged by the reference's output size (``CHECK_MS_PER_GB``), never by the time the
+    candidate's process takes to ship: slowing its ships cannot shorten a block."""
+    cheap = _ScriptedBlock(output_bytes=4 << 20)
     block, (checked, _) = cheap._timed_block(None, "worker", "timed block 1")
-    assert len(block.times_ms) > 2 * 6 and checked >= 2  # cheap checks: the budget buys calls past the least
-    costly = _ScriptedBlock(check_s=0.03)
+    assert len(block.times_ms) > 2 * 6 and checked >= 2  # small outputs: the budget buys calls past the least
+    costly = _ScriptedBlock(output_bytes=2 << 30)
     block, (checked, _) = costly._timed_block(None, "worker", "timed block 1")
-    # two checks of 30 ms spend the 50 ms budget: the block ends at its least calls, each checked at random
+    # two checks of 2 GB outspend the 50 ms budget: the block ends at its least calls, each checked at random
     assert len(block.times_ms) == 6 and checked == 2 and all(run < 6 for run in costly.checked_runs)

@@ -16,7 +16,13 @@ from kernelevo.sandbox.judge import rules, telemetry
 from kernelevo.sandbox.judge.plan import SessionPart, Stop, fresh_seed
 from kernelevo.sandbox.judge.reported import reported_ms
 from kernelevo.sandbox.judge.timing import PACE_MEASUREMENTS, Block
+from kernelevo.sandbox.tensor_files import nbytes
 
+CHECK_MS_PER_GB = 600.0
+"""What a timed-output check costs per GB of the reference's output, charged against its block's
+budget: on an H200, 2.1 GB shipped in 0.69 s and compared in 0.58 s (``bench/tensor_file_probe.py``,
+``KERNELEVO_SESSION_TRACE``). Charged from the reference's size, never from the time the check took,
+so a candidate cannot shorten its blocks (and so their checks) by slowing its own ships."""
 GRAPH_PHASE_S = 120.0
 """Time added to the candidate's deadline for the optional CUDA-graph phase (capture and replays)."""
 
@@ -98,8 +104,8 @@ class TimedCalls(SessionPart):
         checks = min(policy.spot_checks, least)
         keep = set(self.rng.sample(range(least), checks)) if who == "worker" else set()
         block, checked, problems = Block(), 0, []
-        # The budget holds the checks' time too: where each check ships gigabytes, the block stops at its
-        # least calls (every one of which had the same chance of a check) instead of shipping on.
+        # The budget holds the checks too: where each check ships gigabytes, the block stops at its least
+        # calls (every one of which had the same chance of a check) instead of shipping on.
         budget_ms, checking_ms = 1e3 * policy.budget_s, 0.0
         while len(block.times_ms) < most and (len(block.times_ms) < least
                                               or sum(block.wall_ms) + checking_ms < budget_ms):
@@ -124,9 +130,8 @@ class TimedCalls(SessionPart):
             # a candidate that counts its calls cannot tell which ones are looked at.
             if who == "worker" and (run in keep or (run >= least and self.rng.random() < checks / least)):
                 checked += 1
-                began = time.perf_counter()
-                problem = self._check_timed(seed, run, digest_seed, reply.get("digest"))
-                checking_ms += (time.perf_counter() - began) * 1e3
+                problem, shipped = self._check_timed(seed, run, digest_seed, reply.get("digest"))
+                checking_ms += CHECK_MS_PER_GB * shipped / 1e9
                 if problem:
                     problems.append(problem)
                     break
@@ -148,24 +153,26 @@ class TimedCalls(SessionPart):
                 raise Stop(who, phase, f"a malformed answer to a pace request: {str(reply)[:200]}") from None
             block.pace_ms.append(pace)
 
-    def _check_timed(self, seed: int, run: int, digest_seed: int, digest: Any) -> str | None:
+    def _check_timed(self, seed: int, run: int, digest_seed: int, digest: Any) -> tuple[str | None, int]:
         """A timed call's output, shipped after the call: it must be the output the call committed to
-        (its digest), agree with the reference, and keep the precision the checked calls showed."""
+        (its digest), agree with the reference, and keep the precision the checked calls showed. Returns
+        the problem (None if none) and the reference's output bytes, which the check's cost follows."""
         reply = self.ask(self.worker, "worker", "shipping a timed output", {"op": "ship", "name": f"timed{run}"})
         if not reply.get("ok"):
-            return f"timed run {run}: {reply.get('error')}"
+            return f"timed run {run}: {reply.get('error')}", 0
         key = self.key()
         expected = self.expect("reference outputs for a timed run",
                                {"key": key, "seed": seed, "variant": 0, "exact": True})
+        shipped = sum(nbytes(o["dtype"], o["shape"]) for o in expected.get("outputs", []))
         if not expected.get("finite"):
             self._delete_outputs(reply)
             self.ask(self.oracle, "oracle", "dropping an expectation", {"op": "drop", "key": key})
-            return None
+            return None, shipped
         found = self._compare(key, reply, expected, "comparing a timed output", digest_seed=digest_seed)
         if found["problem"]:
-            return f"timed run {run}: {found['problem']}"
+            return f"timed run {run}: {found['problem']}", shipped
         if not same_digest(digest, found.get("digests")):
             return (f"timed run {run}: the output shipped after the call is not the one the call returned (its "
-                    "digest differs): the work was done after the timed call")
+                    "digest differs): the work was done after the timed call"), shipped
         self._timed_precision(found, expected)
-        return None
+        return None, shipped
