@@ -29,6 +29,7 @@ from kernelevo.agent.cli_output import (
     EXIT_REJECTED,
     EXIT_USAGE,
 )
+from kernelevo.agent.crash import BUG_HINT, keep_crash
 from kernelevo.agent.graph import Runtime, Stopped, build_graph
 from kernelevo.agent.policy import PolicyRefused, PolicyUnavailable
 from kernelevo.agent.store import RunStore
@@ -378,23 +379,13 @@ def _stopped(store: RunStore, run_dir: Path, exc: BaseException) -> int:
     return exc.exit_code
 
 
-CRASH_LOG = "crash.log"
-"""The traceback of a run stopped by kernelevo's own error, in the run's folder."""
-
-
 def _crashed(store: RunStore, run_dir: Path, exc: Exception) -> int:
-    """A bug of kernelevo's stopped the search: the traceback goes to the run's ``crash.log``, the run
-    stays interrupted (everything judged is kept) and the error is said in one line."""
-    import traceback
-
-    where = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
-    at = f" at {Path(where.filename).name}:{where.lineno}" if where else ""
-    error = f"{type(exc).__name__}: {str(exc)[:300]}{at}"
-    (run_dir / CRASH_LOG).write_text("".join(traceback.format_exception(exc)))
-    reason = f"stopped by kernelevo's own error ({error}); the traceback is in {run_dir / CRASH_LOG}"
+    """A bug of kernelevo's stopped the search: the run stays interrupted (everything judged is kept),
+    the error is said in one line and its traceback kept in the run's ``crash.log``."""
+    reason = f"stopped by {keep_crash(run_dir, exc)}"
     store.set_state("interrupted", f"{reason}; once kernelevo is fixed, `kernelevo resume` continues")
     store.event("decision", None, action="interrupted", reason=reason)
-    _log(f"error: {reason}\nthis is a bug in kernelevo, please report it with that file; nothing judged is lost")
+    _log(f"error: {reason}\n{BUG_HINT}")
     return EXIT_INTERNAL
 
 

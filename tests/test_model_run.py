@@ -631,3 +631,24 @@ def test_a_region_whose_process_died_says_the_last_line_it_wrote(tmp_path: Path)
     assert reason.startswith("exit code 1: MemoryError: boom (its log: ") and reason.endswith("resume.log)")
     (tmp_path / "died" / "resume.log").unlink()
     assert mr.region_outcome(tmp_path / "died", -9)[2] == "exit code -9"
+
+
+def test_a_bug_of_kernelevos_in_a_model_run_is_one_line_and_a_crash_log(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    import typer
+
+    from kernelevo.agent import cli_runs
+    from kernelevo.agent.cli_output import EXIT_INTERNAL
+    from kernelevo.agent.crash import CRASH_LOG
+    from kernelevo.agent.model import run as model_run
+
+    def broken(config, run_dir, log):  # noqa: ANN001, ANN202
+        raise RuntimeError("reassembly went wrong")
+
+    monkeypatch.setattr(model_run, "optimize_model", broken)
+    with pytest.raises(typer.Exit) as stop:
+        cli_runs._drive_model(None, tmp_path)
+    assert stop.value.exit_code == EXIT_INTERNAL
+    said = capsys.readouterr().err
+    assert "RuntimeError: reassembly went wrong" in said and "Traceback" not in said and "kernelevo resume" in said
+    assert "in broken" in (tmp_path / CRASH_LOG).read_text()

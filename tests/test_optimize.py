@@ -209,7 +209,8 @@ def test_a_bug_of_kernelevos_mid_search_keeps_the_run_and_says_where_the_traceba
     from kernelevo.agent.budget import Budget
     from kernelevo.agent.builtin.policy import BuiltinPolicy
     from kernelevo.agent.cli_output import EXIT_INTERNAL
-    from kernelevo.agent.runner import CRASH_LOG, RunConfig, create, drive
+    from kernelevo.agent.crash import CRASH_LOG
+    from kernelevo.agent.runner import RunConfig, create, drive
     from kernelevo.agent.store import RunStore
     from kernelevo.sandbox.models import TimingPolicy
 
