@@ -4,8 +4,9 @@ unchanged? (not a test; any machine)
 For each file, in its own process with a time limit, at the automatic small size: the model built
 from the file, its forward captured (symbolic tracing, or the trace at the inputs' shapes where that
 fails), cut into regions, and the cut network run against the original (exact equality of outputs).
-Reports how each file was captured, its regions (and how many could be written as tasks), or why
-it could not be.
+Reports how each file was captured, its regions (and how many could be written as tasks, and how
+many of those the built-in policy plans: its first generation proposed and rendered, as a search
+starts; a planner error is listed), or why it could not be.
 
 With ``--optimize N``, each file instead goes through ``kernelevo optimize-model`` with N evaluations
 (the built-in policy, at the small size on the CPU, the file's own size on a GPU) and the row says how
@@ -53,9 +54,31 @@ found = rg.partition(gm)
 with torch.no_grad():
     want, got = model(*inputs), rg.split(gm, found)(*inputs)
 same = all(torch.equal(a, b) for a, b in zip(*(o if isinstance(o, (tuple, list)) else [o] for o in (want, got))))
+# each region's task through the search's first step, as optimize-model would start it
+import tempfile
+from pathlib import Path
+from kernelevo.agent.builtin.policy import BuiltinPolicy
+from kernelevo.agent.builtin.program import CannotCover
+from kernelevo.agent.policy import SearchView
+from kernelevo.tasks import load_task
+planned, failures = 0, []
+with tempfile.TemporaryDirectory() as folder:
+    for k, region in enumerate(r for r in found if r.supported):
+        path = Path(folder) / f"r{k}_{region.kind}.py"
+        path.write_text(rg.region_task_source(gm, region))
+        try:
+            task = load_task(str(path), "small")
+            policy = BuiltinPolicy()
+            policy.prepare(task)
+            policy.propose(SearchView(task=task, generation=0, archive={}, entries=[], tried=set()), 64)
+            planned += 1
+        except CannotCover:
+            pass
+        except Exception as exc:
+            failures.append(f"{path.stem}: {type(exc).__name__}: {str(exc)[:200]}")
 print(json.dumps({"captured": True, "how": how, "regions": len(found),
                   "tasks": sum(r.supported for r in found), "split_exact": same,
-                  "kinds": sorted({r.kind for r in found})}))
+                  "kinds": sorted({r.kind for r in found}), "planned": planned, "plan_failures": failures}))
 """
 
 

@@ -4,7 +4,8 @@ Two modes, results accumulated per problem in a JSON file (``--out``, default
 ``docs/bench/kernelbench.json``), so a sweep can stop and go on later; a problem already in the file
 is skipped unless ``--redo``:
 
-- ``--mode coverage`` (any machine): does the built-in policy cover the file, unchanged, and if not,
+- ``--mode coverage`` (any machine): does the built-in policy cover the file, unchanged (its plan, and
+  the first generation the search would propose, every seed rendered), and if not,
   why. Each file is loaded and recognised in its own process, with a memory cap and a time limit: a
   file whose reference does not fit this machine at its own size says so, and never stops the sweep.
 - ``--mode cpu-judge`` (any machine): for each problem the coverage sweep covers, the first seed
@@ -60,9 +61,15 @@ try:
     from kernelevo.agent.builtin.program import CannotCover
     from kernelevo.agent.builtin.recognize import recognise
     from kernelevo.tasks import load_task
+    from kernelevo.agent.builtin.policy import BuiltinPolicy
+    from kernelevo.agent.policy import SearchView
     task = load_task(sys.argv[1], "full")
     plan = recognise(task)
-    print(json.dumps({"covered": True, "kind": plan.kind, "plan": plan.describe()}))
+    # the search's own first step: every seed planned, named and rendered as the policy proposes it
+    policy = BuiltinPolicy()
+    policy.plan = plan
+    first = policy.propose(SearchView(task=task, generation=0, archive={}, entries=[], tried=set()), 64)
+    print(json.dumps({"covered": True, "kind": plan.kind, "plan": plan.describe(), "proposals": len(first)}))
 except CannotCover as exc:
     print(json.dumps({"covered": False, "reason": str(exc)}))
 except MemoryError:
