@@ -833,18 +833,18 @@ def test_a_process_compiles_alone_and_only_the_judge_carries_a_sources_cache(tmp
 
 
 class _ScriptedBlock(TimedCalls):
-    """The timed-block loop of a GPU session against scripted answers: each timed call takes about a
-    millisecond of wall time; the reference's output holds ``output_bytes``."""
+    """The timed-block loop of a GPU session against scripted answers: each timed call takes ``call_s``
+    of wall time; the reference's output holds ``output_bytes``."""
 
-    def __init__(self, output_bytes: int) -> None:
+    def __init__(self, output_bytes: int, call_s: float = 0.001) -> None:
         self.plan = SimpleNamespace(device="cuda", timing=TimingPolicy(warmup=1, warmup_s=0.0, min_runs=6,
                                                                        max_runs=60, budget_s=0.05, spot_checks=2))
         self.rng = random.Random(7)
-        self.output_bytes, self.checked_runs = output_bytes, []
+        self.output_bytes, self.call_s, self.checked_runs = output_bytes, call_s, []
 
     def ask(self, job, who, phase, message):  # noqa: ANN001, ANN201 - the Session's signature
         if message["op"] == "timed":
-            time.sleep(0.001)
+            time.sleep(self.call_s)
             return {"ok": True, "gpu_ms": 0.5, "lag_ms": 0.0, "host_ms": 0.01, "digest": 1}
         return {"ok": True}
 
@@ -864,5 +864,22 @@ def test_a_blocks_checks_count_against_its_budget_so_costly_checks_stop_it_at_it
     assert len(block.times_ms) > 2 * 6 and checked >= 2  # small outputs: the budget buys calls past the least
     costly = _ScriptedBlock(output_bytes=2 << 30)
     block, (checked, _) = costly._timed_block(None, "worker", "timed block 1")
-    # two checks of 2 GB outspend the 50 ms budget: the block ends at its least calls, each checked at random
-    assert len(block.times_ms) == 6 and checked == 2 and all(run < 6 for run in costly.checked_runs)
+    # two checks of 2 GB outspend the 50 ms budget: the block ends once it has its least calls and its checks
+    assert checked >= 2 and len(block.times_ms) == max(6, costly.checked_runs[1] + 1)
+
+
+def test_the_checks_so_far_say_nothing_of_whether_the_next_call_is_checked() -> None:
+    """A candidate's process sees each ship request. Were a fixed number of checks drawn from the first
+    calls, the calls after the last of them would be known to be unchecked; drawn call by call, a call
+    after the block's checks are done is checked as often as any other."""
+    after = checked_after = 0
+    for seed in range(300):
+        block = _ScriptedBlock(output_bytes=2 << 30, call_s=0.0)
+        block.rng = random.Random(seed)
+        block._timed_block(None, "worker", "timed block 1")
+        runs = block.checked_runs
+        if len(runs) >= 2 and runs[1] < 5:  # the two checks done before the last of the least calls
+            later = range(runs[1] + 1, 6)
+            after += len(later)
+            checked_after += sum(run in runs for run in later)
+    assert after > 100 and 0.2 < checked_after / after < 0.47  # the chance of any call: 2 of 6

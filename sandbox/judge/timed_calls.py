@@ -101,36 +101,22 @@ class TimedCalls(SessionPart):
                                                   "calls": policy.warmup if gpu else 1,
                                                   "seconds": policy.warmup_s if gpu else 0.0})
         least, most = (policy.min_runs, policy.max_runs) if gpu else (3, 3)
-        checks = min(policy.spot_checks, least)
-        keep = set(self.rng.sample(range(least), checks)) if who == "worker" else set()
+        # Each of the candidate's calls is checked with the same chance, drawn after it ran and apart from
+        # every other draw: the checks so far say nothing of the next call's (a fixed number drawn from
+        # the first calls would leave the rest of them known to be unchecked once that many were shipped).
+        wanted = min(policy.spot_checks, least) if who == "worker" else 0
+        chance = wanted / least
         block, checked, problems = Block(), 0, []
-        # The budget holds the checks too: where each check ships gigabytes, the block stops at its least
-        # calls (every one of which had the same chance of a check) instead of shipping on.
+        # The block runs its least calls, then on until it has its checks and has spent its budget, which
+        # holds the checks too: where each check ships gigabytes, it stops soon after its least calls.
         budget_ms, checking_ms = 1e3 * policy.budget_s, 0.0
-        while len(block.times_ms) < most and (len(block.times_ms) < least
+        while len(block.times_ms) < most and (len(block.times_ms) < least or checked < wanted
                                               or sum(block.wall_ms) + checking_ms < budget_ms):
             seed, digest_seed = fresh_seed(), fresh_seed()
-            if gpu and op == "timed":  # its own request: the judge's clock below holds the timed call alone
-                self.ask(job, who, f"{phase}: warm call", {"op": "warm"})
-            sent = time.perf_counter()
-            reply = self.ask(job, who, phase, {"op": op, "seed": seed, "digest_seed": digest_seed})
-            wall = (time.perf_counter() - sent) * 1e3
-            if not reply.get("ok"):
-                raise Stop(who, phase, str(reply.get("error")))
-            trace_call(who, op, reply, wall)
-            try:
-                gpu_ms, lag_ms, host_ms = (reported_ms(reply, k) for k in ("gpu_ms", "lag_ms", "host_ms"))
-                if gpu_ms <= 0:  # no call takes no time; a zero would divide every ratio the verdict gives
-                    raise ValueError("gpu_ms is 0")
-            except (KeyError, TypeError, ValueError) as exc:
-                raise Stop(who, phase, f"a malformed answer to a timed call ({exc}): {str(reply)[:200]}") from None
-            block.add(call_ms(gpu_ms, lag_ms), host_ms, wall)
-            run = len(block.times_ms) - 1
-            # Past the first calls, each call is checked with the same chance, decided after it ran:
-            # a candidate that counts its calls cannot tell which ones are looked at.
-            if who == "worker" and (run in keep or (run >= least and self.rng.random() < checks / least)):
+            reply = self._timed_call(job, who, phase, op, seed, digest_seed, block)
+            if chance and self.rng.random() < chance:
                 checked += 1
-                problem, shipped = self._check_timed(seed, run, digest_seed, reply.get("digest"))
+                problem, shipped = self._check_timed(seed, len(block.times_ms) - 1, digest_seed, reply.get("digest"))
                 checking_ms += CHECK_MS_PER_GB * shipped / 1e9
                 if problem:
                     problems.append(problem)
@@ -138,6 +124,27 @@ class TimedCalls(SessionPart):
         if gpu and op == "timed" and who == "worker" and not problems:
             self._pace(job, who, phase, block)
         return block, (checked, problems)
+
+    def _timed_call(self, job: Job, who: str, phase: str, op: str, seed: int, digest_seed: int,
+                    block: Block) -> dict[str, Any]:
+        """One timed call (after its untimed warm call on a GPU), held to the session's clock and added
+        to ``block``; its reply."""
+        if self.plan.device == "cuda" and op == "timed":  # its own request: the clock below holds the call alone
+            self.ask(job, who, f"{phase}: warm call", {"op": "warm"})
+        sent = time.perf_counter()
+        reply = self.ask(job, who, phase, {"op": op, "seed": seed, "digest_seed": digest_seed})
+        wall = (time.perf_counter() - sent) * 1e3
+        if not reply.get("ok"):
+            raise Stop(who, phase, str(reply.get("error")))
+        trace_call(who, op, reply, wall)
+        try:
+            gpu_ms, lag_ms, host_ms = (reported_ms(reply, k) for k in ("gpu_ms", "lag_ms", "host_ms"))
+            if gpu_ms <= 0:  # no call takes no time; a zero would divide every ratio the verdict gives
+                raise ValueError("gpu_ms is 0")
+        except (KeyError, TypeError, ValueError) as exc:
+            raise Stop(who, phase, f"a malformed answer to a timed call ({exc}): {str(reply)[:200]}") from None
+        block.add(call_ms(gpu_ms, lag_ms), host_ms, wall)
+        return reply
 
     def _pace(self, job: Job, who: str, phase: str, block: Block) -> None:
         """Loops of back-to-back calls on the block's last inputs (``child/timed.paced_ms``): reported
