@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import select
 import socket
 import struct
@@ -40,6 +41,23 @@ def _finite_float(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
         raise ValueError(f"{text[:40]} is not a number a message may carry")
+    return value
+
+
+_ESCAPED_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
+"""A UTF-16 surrogate written as a JSON escape: alone (not half of a pair), it decodes to a string no
+UTF-8 encoder takes, and a verdict, a store or a console given it would fail on it."""
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _whole_characters(value: Any) -> Any:
+    """``value`` with every lone surrogate in its strings (keys too) replaced by U+FFFD."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_whole_characters(v) for v in value]
+    if isinstance(value, dict):
+        return {_whole_characters(k): _whole_characters(v) for k, v in value.items()}
     return value
 
 
@@ -76,6 +94,11 @@ class Channel:
             raise ChannelError(f"a message that is not JSON ({str(exc)[:80]})") from None
         if not isinstance(message, dict):
             raise ChannelError("a message that is not a JSON object")
+        if _ESCAPED_SURROGATE.search(body):
+            try:
+                message = _whole_characters(message)
+            except RecursionError:
+                raise ChannelError("a message nested too deeply") from None
         return message
 
     def request(self, message: dict[str, Any], timeout: float | None = None, finite: bool = False) -> dict[str, Any]:

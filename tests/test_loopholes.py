@@ -520,3 +520,12 @@ def test_a_reference_that_ignores_its_inputs_does_not_fail_every_candidate(evalu
     assert "not applicable" in ghost.detail
     candidate_path.write_text(CONSTANT_CANDIDATE.replace("1.0), mask=mask)", "1.0) + 0.25, mask=mask)"))
     assert not evaluator.run_in_sandbox(load_task(str(task_path), "small"), candidate_path, []).correct
+
+
+def test_text_no_encoder_takes_is_read_as_text_and_the_candidate_rejected(evaluator) -> None:
+    """A lone surrogate in what the candidate's process says reaches the verdict as U+FFFD: the verdict
+    is the candidate's failure and is written as JSON, as a store and ``--json`` write it."""
+    verdict, code = evaluator.evaluate(load_task("relu", "small"), candidate("bad_unencodable_error"))
+    assert not verdict.correct and code == 1
+    assert "unencodable \ufffd message" in verdict.reason, verdict.reason
+    verdict.model_dump_json().encode("utf-8")
