@@ -413,13 +413,20 @@ def test_a_worker_that_dies_while_cuda_starts_is_the_judges_failure(monkeypatch:
         def baseline(self, task):  # noqa: ANN001, ANN202
             return ReferenceResult(device="H200", flops=0.0, bytes=1.0, torch_version="x"), None
 
+        def _warm_forensic(self, task) -> None:  # noqa: ANN001
+            steps.append("forensic process started")
+
         def _session(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+            steps.append("session")
             return record
 
+    steps: list[str] = []
     with pytest.raises(ev.EvalError) as raised:
         (tmp_path / "c.py").write_text("class ModelNew: ...\n")
         FakeEvaluator().run_in_sandbox(task(), tmp_path / "c.py", [])
     assert raised.value.exit_code == ev.EXIT_ENVIRONMENT and "CUDA did not start" in str(raised.value)
+    # the forensic pass's process starts while the session runs, not after its verdict
+    assert steps == ["forensic process started", "session"]
 
 
 def test_gpu_memory_of_sums_the_drivers_per_process_figures() -> None:
@@ -883,3 +890,49 @@ def test_the_checks_so_far_say_nothing_of_whether_the_next_call_is_checked() -> 
             after += len(later)
             checked_after += sum(run in runs for run in later)
     assert after > 100 and 0.2 < checked_after / after < 0.47  # the chance of any call: 2 of 6
+
+
+def test_a_cache_too_large_to_keep_or_a_disk_too_full_keeps_nothing(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A candidate that fills its compile folder must not fill the disk for every verdict after its own:
+    over the cap (blocks in use, a sparse file's holes not counted), or with too little room left on
+    the disk, the folder is removed when its process ends, not kept."""
+    from kernelevo.sandbox.judge import compile_caches
+
+    caches = compile_caches.CandidateCaches(tmp_path / "cache")
+    monkeypatch.setattr(compile_caches, "KEPT_CAP_BYTES", 1 << 20)
+    monkeypatch.setattr(compile_caches, "FREE_RESERVE_BYTES", 0)
+
+    def kept_after_writing(name: bytes, real: int, sparse: int = 0) -> bool:
+        folder = caches.scratch()
+        (folder / "deep" / "er").mkdir(parents=True)
+        (folder / "deep" / "er" / "ballast").write_bytes(b"x" * real)
+        with open(folder / "holes", "wb") as holes:
+            holes.truncate(sparse)
+        caches.keep(caches.name_for(name), folder)
+        assert not folder.exists()
+        return (tmp_path / "cache" / compile_caches.KEPT / caches.name_for(name)).is_dir()
+
+    assert kept_after_writing(b"small", 64 << 10, sparse=8 << 20)
+    assert not kept_after_writing(b"large", 2 << 20)
+    monkeypatch.setattr(compile_caches, "FREE_RESERVE_BYTES", 1 << 62)
+    assert not kept_after_writing(b"small again", 64 << 10)
+
+
+def test_a_full_disk_is_the_candidates_only_where_there_was_room_when_its_session_began() -> None:
+    """The oracle's "no space left" is never the reference's failure (that would fail the whole run):
+    with room when the session began, the candidate's process filled the disk; without, the machine
+    is full, the judge's failure (exit 3, a run to resume once there is room)."""
+    def stopped(free_at_start: int | None) -> Record:
+        session = Session.__new__(Session)
+        session.record, session.free_at_start = Record(device="cuda"), free_at_start
+        session.plan = SimpleNamespace(eager_peak_bytes=1 << 30)
+        session._stopped(Stop("oracle", "writing inputs for the forensic pass", "[Errno 28] No space left on device",
+                              disk_full=True))
+        return session.record
+
+    filled = stopped(100 << 30)
+    assert "filled while the candidate's process ran" in filled.failure and not filled.reference_error
+    full = stopped(2 << 30)
+    assert "free space, then go on" in full.harness_error and not full.failure and not full.reference_error
+    assert stopped(None).harness_error

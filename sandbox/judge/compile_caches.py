@@ -33,10 +33,11 @@ import hmac
 import os
 import re
 import secrets
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-from kernelevo.sandbox.isolation.namespaces import hand_over, keep_private, remove_tree
+from kernelevo.sandbox.isolation.namespaces import disk_use, hand_over, keep_private, remove_tree
 
 KEPT, SCRATCH = "kept", "procs"
 """The folders, inside a compile cache, of the sources' kept caches and of the processes' own."""
@@ -44,6 +45,12 @@ KINDS = {"TRITON_CACHE_DIR": "triton", "TORCH_EXTENSIONS_DIR": "torch_extensions
          "TORCHINDUCTOR_CACHE_DIR": "inductor", "XDG_CACHE_HOME": "xdg"}
 """The variables that name where a process compiles, and each one's folder inside a cache."""
 _NAME = re.compile(r"[0-9a-f]{32}")
+KEPT_CAP_BYTES = 1 << 30
+"""A process's cache holding more than this is not kept: honest ones hold kilobytes (Triton) to a few
+hundred megabytes (a torch extension's build); a candidate filling its folder must not fill the disk
+for every verdict after its own."""
+FREE_RESERVE_BYTES = 4 << 30
+"""Nothing is kept where the disk would be left with less free than this."""
 
 
 def env_for(folder: Path) -> dict[str, str]:
@@ -115,9 +122,19 @@ class CandidateCaches:
         kept = self._kept(name)
         remove_tree(kept)
         try:
-            if not scratch.is_symlink() and scratch.is_dir():
+            if not scratch.is_symlink() and scratch.is_dir() and self._worth_keeping(scratch):
                 os.rename(scratch, kept)
                 return
         except OSError:
             pass
         remove_tree(scratch)
+
+    def _worth_keeping(self, scratch: Path) -> bool:
+        """Small enough to keep, with room left on the disk (a folder ``du`` cannot measure is not)."""
+        used = disk_use(scratch)
+        if used is None or used > KEPT_CAP_BYTES:
+            return False
+        try:
+            return shutil.disk_usage(self.root).free >= FREE_RESERVE_BYTES
+        except OSError:
+            return False

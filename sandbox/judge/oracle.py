@@ -10,6 +10,7 @@ counts the work one call does, times eager and ``torch.compile`` and measures th
 
 from __future__ import annotations
 
+import errno
 import faulthandler
 import os
 import secrets
@@ -455,6 +456,9 @@ def serve(channel: wire.Channel) -> None:
             reply = {"ok": False, "error": str(exc), "task_error": True}
         except torch.OutOfMemoryError as exc:  # whose fault it is depends on who holds the rest
             reply = {"ok": False, "error": wire.describe_exception(exc, 600), "out_of_memory": _device_use()}
+        except OSError as exc:  # a full disk is the machine's or the candidate's doing, not the reference's
+            reply = {"ok": False, "error": wire.describe_exception(exc, 600),
+                     "disk_full": exc.errno in (errno.ENOSPC, errno.EDQUOT)}
         except Exception as exc:  # the reference failed: the session says so in words
             reply = {"ok": False, "error": wire.describe_exception(exc, 3000)}
         channel.send(reply)

@@ -26,11 +26,13 @@ class Stop(Exception):
     the channel itself failed (a timeout, a closed socket), so no later request can be trusted."""
 
     def __init__(self, who: str, phase: str, detail: str, task_error: bool = False, broken: bool = False,
-                 out_of_memory: dict[str, int] | None = None) -> None:
+                 out_of_memory: dict[str, int] | None = None, disk_full: bool = False) -> None:
         super().__init__(detail)
         self.who, self.phase, self.detail, self.task_error, self.broken = who, phase, detail, task_error, broken
         self.out_of_memory = out_of_memory
         """The oracle ran out of device memory: the GPU's total, free and the oracle's own bytes."""
+        self.disk_full = disk_full
+        """The oracle could not write a file: no space left on the disk (or the user's quota)."""
 
 
 def hello(job: Job, who: str) -> None:

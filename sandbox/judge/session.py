@@ -16,6 +16,7 @@ import json
 import os
 import random
 import secrets
+import shutil
 import time
 from contextlib import nullcontext
 from pathlib import Path
@@ -52,6 +53,20 @@ def trace_request(who: str, phase: str, message: dict[str, Any], seconds: float)
             out.write(json.dumps({"who": who, "phase": phase, "op": message.get("op"), "s": round(seconds, 4)}) + "\n")
 
 
+DISK_ROOM_BYTES = 8 << 30
+DISK_ROOM_PER_FOOTPRINT = 4
+"""Free disk at a session's start above which a full disk during it is the candidate's doing: at least
+this, and this many times the task's eager footprint (the most files of inputs and outputs one
+session holds at once is a few tensors of the task's)."""
+
+
+def _free_bytes(folder: Path | None) -> int | None:
+    try:
+        return shutil.disk_usage(folder).free if folder is not None else None
+    except OSError:
+        return None
+
+
 DEVICE_PHASE = "starting CUDA"
 """The round trip, before the candidate is named, in which the worker starts CUDA: what fails in it
 is the judge's doing."""
@@ -67,6 +82,7 @@ class Session(CorrectnessCalls, TimedCalls):
         self._keys = 0
         self._worker_broke = False
         self._held: Any = None
+        self.free_at_start = _free_bytes(plan.worker_outbox)
 
     def ask(self, job: Job, who: str, phase: str, message: dict[str, Any]) -> dict[str, Any]:
         job.phase = phase
@@ -86,7 +102,7 @@ class Session(CorrectnessCalls, TimedCalls):
             self.worker.extend(time.monotonic() - sent)
         if who == "oracle" and not reply.get("ok"):
             raise Stop("oracle", phase, str(reply.get("error")), bool(reply.get("task_error")),
-                       out_of_memory=reply.get("out_of_memory"))
+                       out_of_memory=reply.get("out_of_memory"), disk_full=bool(reply.get("disk_full")))
         return reply
 
     def expect(self, phase: str, message: dict[str, Any]) -> dict[str, Any]:
@@ -125,12 +141,28 @@ class Session(CorrectnessCalls, TimedCalls):
         """Whose failure a stopped session is: the reference's, the judge's, or the candidate's."""
         if stop.who == "oracle" and stop.out_of_memory:
             self._out_of_memory(stop)
+        elif stop.who == "oracle" and stop.disk_full:
+            self._disk_full(stop)
         elif stop.who == "oracle":
             self.record.reference_error = f"the task's reference failed during {stop.phase}: {stop.detail}"
         elif stop.phase == DEVICE_PHASE:  # before the candidate was named: the judge's failure
             self.record.harness_error = cuda_unusable(stop.detail, self.worker.isolation)
         else:
             self.record.failure = f"{stop.phase}: {stop.detail}"
+
+    def _disk_full(self, stop: Stop) -> None:
+        """The oracle found the disk full. With room for this session's files when it began, something
+        filled the disk while it ran: the candidate's process, the one untrusted writer (a run's other
+        evaluation could too, rarely). Without it, the machine's: the judge's failure, to resume once
+        there is room."""
+        free = device_memory.gib(self.free_at_start or 0)
+        room = max(DISK_ROOM_BYTES, DISK_ROOM_PER_FOOTPRINT * (self.plan.eager_peak_bytes or 0))
+        if self.free_at_start is not None and self.free_at_start >= room:
+            self.record.failure = (f"{stop.phase}: the disk filled while the candidate's process ran ({free} free "
+                                   f"when its session began): {stop.detail}")
+        else:
+            self.record.harness_error = (f"the disk holding the judge's work folder is full ({free} free when "
+                                         f"this session began): free space, then go on: {stop.detail}")
 
     def _out_of_memory(self, stop: Stop) -> None:
         """The oracle ran out of device memory: the candidate's fault where its process held more than its
