@@ -936,3 +936,46 @@ def test_a_full_disk_is_the_candidates_only_where_there_was_room_when_its_sessio
     full = stopped(2 << 30)
     assert "free space, then go on" in full.harness_error and not full.failure and not full.reference_error
     assert stopped(None).harness_error
+
+
+def test_a_reference_that_fails_beside_a_candidate_is_blamed_on_it_a_few_times_then_stops_the_run(
+        tmp_path: Path) -> None:
+    """One hostile candidate (a GPU it keeps busy into the reference's timeout, say) must not end a run,
+    which a failed reference does: its session's reference failure rejects it. The same failure beside
+    several candidates in a row is the reference's own, and stops the evaluation; the task refusing its
+    inputs is the task's at once."""
+    from kernelevo.sandbox.judge import evaluate as ev
+    from kernelevo.sandbox.judge.compile_caches import CandidateCaches
+
+    outcomes: list[tuple[bool, bool]] = []
+
+    class FakeEvaluator(ev.Evaluator):
+        def __init__(self) -> None:
+            self.device, self.readable, self.caches = "cpu", [], CandidateCaches(tmp_path / "cache")
+            self.config, self._reference_failures = ev.EvalConfig(workdir=tmp_path / "work"), 0
+            self.processes = SimpleNamespace(warm=lambda: None)
+
+        def baseline(self, task):  # noqa: ANN001, ANN202
+            return ReferenceResult(device="cpu", flops=0.0, bytes=1.0, torch_version="x"), None
+
+        def _session(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+            failed, beside = outcomes.pop(0)
+            record = Record(device="cpu")
+            if failed:
+                record.reference_error = "the task's reference failed during comparing set 0: timed out"
+                record.reference_failed_beside = beside
+            return record
+
+    evaluator, source = FakeEvaluator(), tmp_path / "c.py"
+    source.write_text("class ModelNew: ...\n")
+    outcomes.extend([(True, True), (False, False), (True, True), (True, True), (True, True), (True, False)])
+    first = evaluator.run_in_sandbox(task(), source, [])
+    assert not first.correct and "taken as the candidate's doing" in first.reason
+    evaluator.run_in_sandbox(task(), source, [])  # a session without one: the count starts again
+    for _ in range(2):
+        assert "timed out" in evaluator.run_in_sandbox(task(), source, []).reason
+    with pytest.raises(ev.EvalError, match="timed out"):
+        evaluator.run_in_sandbox(task(), source, [])
+    evaluator._reference_failures = 0
+    with pytest.raises(ev.EvalError):  # the task refusing its inputs: its own at once
+        evaluator.run_in_sandbox(task(), source, [])

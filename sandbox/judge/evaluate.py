@@ -26,7 +26,7 @@ from kernelevo.sandbox.judge import cache, device_memory, forensic
 from kernelevo.sandbox.judge.compile_caches import CandidateCaches, env_for
 from kernelevo.sandbox.judge.forensic import FORENSIC_CALLS, forensic_launcher
 from kernelevo.sandbox.judge.processes import Oracle, Processes
-from kernelevo.sandbox.judge.record import HarnessFault
+from kernelevo.sandbox.judge.record import HarnessFault, Record
 from kernelevo.sandbox.judge.session import Plan, Session, Stop, oracle_asker
 from kernelevo.sandbox.judge.static_checks import check_candidate
 from kernelevo.sandbox.judge.verdict import judge, process_failure
@@ -50,6 +50,11 @@ class EvalError(Exception):
     def __init__(self, message: str, exit_code: int = 2) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+
+
+REFERENCE_FAILURES_BLAMED = 2
+"""Sessions in a row whose reference failure is put down to the candidate beside it (the next one
+stops the evaluation as the reference's failure)."""
 
 
 class EvalConfig(BaseModel):
@@ -114,6 +119,7 @@ class Evaluator:
     def __init__(self, config: EvalConfig | None = None, sandbox: Sandbox | None = None) -> None:
         self.config = config or EvalConfig()
         self.sandbox = sandbox or ProcessSandbox()
+        self._reference_failures = 0
         self.device = detect_device()
         self._own_workspace = self.config.workdir is None
         root = self.config.workdir or Path(tempfile.mkdtemp(prefix="kernelevo-eval-"))
@@ -347,6 +353,7 @@ class Evaluator:
             self._warm_forensic(task)
         record = self._session(task, candidate, cache_name, footprint=baseline.eager_peak_bytes)
         record.phases["the task's baselines (measured once, then cached)"] = round(baseline_s, 4)
+        self._blame_beside(record)
         if record.reference_error:
             raise EvalError(record.reference_error)
         if record.harness_error:
@@ -366,6 +373,21 @@ class Evaluator:
             self.processes.warm()  # the next candidate's process imports now, while nothing is timed
             self._warm_forensic(task)
         return verdict
+
+    def _blame_beside(self, record: Record) -> None:
+        """A reference that had worked (its baselines, earlier sessions) and fails beside a candidate's
+        process is taken as that candidate's doing, up to ``REFERENCE_FAILURES_BLAMED`` sessions in a
+        row: one hostile candidate must not end a run (a failed reference fails it). Past that, the
+        reference fails for every candidate alike, and the evaluation stops with its error."""
+        if not record.reference_error:
+            self._reference_failures = 0
+            return
+        if not record.reference_failed_beside or self._reference_failures >= REFERENCE_FAILURES_BLAMED:
+            return
+        self._reference_failures += 1
+        record.failure = (f"{record.reference_error} (while the candidate's process ran; the reference had run "
+                          "before, so this is taken as the candidate's doing)")
+        record.reference_error = None
 
     def _warm_forensic(self, task: Task) -> None:
         """On a GPU, start the next forensic pass's process now, while nothing is timed: ncu and the

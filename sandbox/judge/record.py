@@ -68,6 +68,10 @@ class Record:
     """Why the session could not finish: the candidate's process ended, hung, or broke the protocol."""
     reference_error: str | None = None
     """The task's own reference failed (not the candidate's fault)."""
+    reference_failed_beside: bool = False
+    """The reference failed with an error of its own (not the task refusing its inputs, not out of
+    memory) while the candidate's process ran beside it: a reference that had worked before may have
+    been made to fail (a GPU or host kept busy into a timeout, say)."""
     harness_error: str | None = None
     """The candidate's process could not do its work before any candidate code ran (CUDA did not start
     in its sandbox): the judge's fault, never the candidate's."""

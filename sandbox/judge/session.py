@@ -145,6 +145,7 @@ class Session(CorrectnessCalls, TimedCalls):
             self._disk_full(stop)
         elif stop.who == "oracle":
             self.record.reference_error = f"the task's reference failed during {stop.phase}: {stop.detail}"
+            self.record.reference_failed_beside = not stop.task_error
         elif stop.phase == DEVICE_PHASE:  # before the candidate was named: the judge's failure
             self.record.harness_error = cuda_unusable(stop.detail, self.worker.isolation)
         else:
