@@ -44,7 +44,7 @@ def _finite_float(text: str) -> float:
     return value
 
 
-_ESCAPED_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 """A UTF-16 surrogate written as a JSON escape: alone (not half of a pair), it decodes to a string no
 UTF-8 encoder takes, and a verdict, a store or a console given it would fail on it."""
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -86,7 +86,12 @@ class Channel:
             raise ChannelError(f"a message of {size} bytes is over the limit of {MAX_MESSAGE}")
         body = self._read(size, deadline)
         try:
-            message = json.loads(body, parse_constant=_refuse_constant if finite else None,
+            # strictly UTF-8: JSON's own reader guesses other encodings, and lets encoded surrogates through
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ChannelError("a message that is not UTF-8 text") from None
+        try:
+            message = json.loads(text, parse_constant=_refuse_constant if finite else None,
                                  parse_float=_finite_float if finite else None)
         except RecursionError:
             raise ChannelError("a message nested too deeply") from None
@@ -94,7 +99,7 @@ class Channel:
             raise ChannelError(f"a message that is not JSON ({str(exc)[:80]})") from None
         if not isinstance(message, dict):
             raise ChannelError("a message that is not a JSON object")
-        if _ESCAPED_SURROGATE.search(body):
+        if _ESCAPED_SURROGATE.search(text):
             try:
                 message = _whole_characters(message)
             except RecursionError:

@@ -419,6 +419,28 @@ def test_a_candidates_message_carries_only_finite_numbers_and_bounded_nesting(bo
         right.close()
 
 
+@pytest.mark.parametrize(("body", "read"), [
+    (b'{"e": "\xed\xa0\x80"}', None),  # a surrogate encoded as UTF-8 bytes: not UTF-8
+    ('{"e": "\ud800"}'.encode("utf-16-le", "surrogatepass"), None),  # JSON's reader would guess UTF-16
+    (b'{"e\\udfff": ["a\\ud800", "\\ud83d\\ude00"]}', {"e\ufffd": ["a\ufffd", "\U0001f600"]}),
+])
+def test_a_message_is_utf8_text_with_no_lone_surrogate(body: bytes, read: dict | None) -> None:
+    """A string holding a lone surrogate cannot be written as UTF-8: in a verdict it would stop the store
+    and the console. A message that is not UTF-8 is refused; an escaped lone surrogate is read as U+FFFD
+    (a pair stays the character it encodes)."""
+    left, right = socket.socketpair()
+    try:
+        left.sendall(len(body).to_bytes(4, "big") + body)
+        if read is None:
+            with pytest.raises(wire.ChannelError, match="not UTF-8"):
+                wire.Channel(right).recv(timeout=5, finite=True)
+        else:
+            assert wire.Channel(right).recv(timeout=5, finite=True) == read
+    finally:
+        left.close()
+        right.close()
+
+
 @pytest.mark.parametrize("tier", ["bwrap", "unshare", "none"])
 def test_a_candidates_job_writes_only_where_it_may_and_its_launcher_writes_what_it_cannot(
         tier: str, monkeypatch: pytest.MonkeyPatch) -> None:
