@@ -901,7 +901,7 @@ def test_a_cache_too_large_to_keep_or_a_disk_too_full_keeps_nothing(tmp_path: Pa
 
     caches = compile_caches.CandidateCaches(tmp_path / "cache")
     monkeypatch.setattr(compile_caches, "KEPT_CAP_BYTES", 1 << 20)
-    monkeypatch.setattr(compile_caches, "FREE_RESERVE_BYTES", 0)
+    monkeypatch.setattr(compile_caches, "DISK_ROOM_BYTES", 0)
 
     def kept_after_writing(name: bytes, real: int, sparse: int = 0) -> bool:
         folder = caches.scratch()
@@ -915,7 +915,7 @@ def test_a_cache_too_large_to_keep_or_a_disk_too_full_keeps_nothing(tmp_path: Pa
 
     assert kept_after_writing(b"small", 64 << 10, sparse=8 << 20)
     assert not kept_after_writing(b"large", 2 << 20)
-    monkeypatch.setattr(compile_caches, "FREE_RESERVE_BYTES", 1 << 62)
+    monkeypatch.setattr(compile_caches, "DISK_ROOM_BYTES", 1 << 62)
     assert not kept_after_writing(b"small again", 64 << 10)
 
 

@@ -329,20 +329,6 @@ def remove_tree(folder: Path) -> None:
         pass
 
 
-def disk_use(folder: Path, timeout_s: float = 30.0) -> int | None:
-    """The bytes of disk ``folder`` and all beneath it take (blocks in use, not sizes: a sparse file
-    counts what it holds), counted as :func:`remove_tree` removes: links not followed, one file system,
-    any depth. None where ``du`` could not say within ``timeout_s``."""
-    import subprocess
-
-    try:
-        done = subprocess.run(["du", "-s", "-x", "-B1", "--", str(folder)], capture_output=True, text=True,
-                              timeout=timeout_s, check=False)
-        return int(done.stdout.split()[0]) if done.returncode == 0 else None
-    except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
-        return None
-
-
 def keep_private(folder: Path, mode: int = 0o700) -> None:
     """Make ``folder`` the invoking user's alone (``mode``; 0o711 lets others enter a known name but
     not list or write): for the judge's own jobs where the sandbox cannot hide them from candidates.

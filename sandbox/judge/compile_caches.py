@@ -33,11 +33,11 @@ import hmac
 import os
 import re
 import secrets
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-from kernelevo.sandbox.isolation.namespaces import disk_use, hand_over, keep_private, remove_tree
+from kernelevo.sandbox.isolation.namespaces import hand_over, keep_private, remove_tree
+from kernelevo.sandbox.judge.disk import DISK_ROOM_BYTES, disk_use, free_bytes
 
 KEPT, SCRATCH = "kept", "procs"
 """The folders, inside a compile cache, of the sources' kept caches and of the processes' own."""
@@ -49,8 +49,6 @@ KEPT_CAP_BYTES = 1 << 30
 """A process's cache holding more than this is not kept: honest ones hold kilobytes (Triton) to a few
 hundred megabytes (a torch extension's build); a candidate filling its folder must not fill the disk
 for every verdict after its own."""
-FREE_RESERVE_BYTES = 4 << 30
-"""Nothing is kept where the disk would be left with less free than this."""
 
 
 def env_for(folder: Path) -> dict[str, str]:
@@ -132,9 +130,5 @@ class CandidateCaches:
     def _worth_keeping(self, scratch: Path) -> bool:
         """Small enough to keep, with room left on the disk (a folder ``du`` cannot measure is not)."""
         used = disk_use(scratch)
-        if used is None or used > KEPT_CAP_BYTES:
-            return False
-        try:
-            return shutil.disk_usage(self.root).free >= FREE_RESERVE_BYTES
-        except OSError:
-            return False
+        free = free_bytes(self.root)
+        return used is not None and used <= KEPT_CAP_BYTES and free is not None and free >= DISK_ROOM_BYTES

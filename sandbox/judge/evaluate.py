@@ -432,6 +432,7 @@ class Evaluator:
                 ending = time.monotonic()
                 session.close()  # also gives the GPU's lock back, whatever happened
                 outcome = worker.job.wait(10)  # the process and all it started have ended
+                remove_tree(worker.outbox)  # the candidate's to fill: nothing it left outlives its session
         record.worker = outcome
         record.phases["ending the processes"] = round(time.monotonic() - ending, 4)
         record.worker_isolation = worker.job.isolation

@@ -16,7 +16,6 @@ import json
 import os
 import random
 import secrets
-import shutil
 import time
 from contextlib import nullcontext
 from pathlib import Path
@@ -28,6 +27,7 @@ from kernelevo.sandbox.isolation.process import take_lock
 from kernelevo.sandbox.isolation.protocol import Job
 from kernelevo.sandbox.judge import device_memory, telemetry
 from kernelevo.sandbox.judge.correctness import CorrectnessCalls
+from kernelevo.sandbox.judge.disk import DISK_ROOM_BYTES, free_bytes
 from kernelevo.sandbox.judge.plan import CONNECT_TIMEOUT_S, Plan, Stop, hello, oracle_asker
 from kernelevo.sandbox.judge.record import Record
 from kernelevo.sandbox.judge.reported import reported_count
@@ -53,18 +53,10 @@ def trace_request(who: str, phase: str, message: dict[str, Any], seconds: float)
             out.write(json.dumps({"who": who, "phase": phase, "op": message.get("op"), "s": round(seconds, 4)}) + "\n")
 
 
-DISK_ROOM_BYTES = 8 << 30
 DISK_ROOM_PER_FOOTPRINT = 4
-"""Free disk at a session's start above which a full disk during it is the candidate's doing: at least
-this, and this many times the task's eager footprint (the most files of inputs and outputs one
-session holds at once is a few tensors of the task's)."""
-
-
-def _free_bytes(folder: Path | None) -> int | None:
-    try:
-        return shutil.disk_usage(folder).free if folder is not None else None
-    except OSError:
-        return None
+"""A full disk during a session is the candidate's doing where the session began with ``DISK_ROOM_BYTES``
+free and this many times the task's eager footprint (the most files of inputs and outputs one session
+holds at once is a few tensors of the task's)."""
 
 
 DEVICE_PHASE = "starting CUDA"
@@ -82,7 +74,7 @@ class Session(CorrectnessCalls, TimedCalls):
         self._keys = 0
         self._worker_broke = False
         self._held: Any = None
-        self.free_at_start = _free_bytes(plan.worker_outbox)
+        self.free_at_start = free_bytes(plan.worker_outbox)
 
     def ask(self, job: Job, who: str, phase: str, message: dict[str, Any]) -> dict[str, Any]:
         job.phase = phase
@@ -156,7 +148,7 @@ class Session(CorrectnessCalls, TimedCalls):
         filled the disk while it ran: the candidate's process, the one untrusted writer (a run's other
         evaluation could too, rarely). Without it, the machine's: the judge's failure, to resume once
         there is room."""
-        free = device_memory.gib(self.free_at_start or 0)
+        free = "unknown space" if self.free_at_start is None else f"{device_memory.gib(self.free_at_start)}"
         room = max(DISK_ROOM_BYTES, DISK_ROOM_PER_FOOTPRINT * (self.plan.eager_peak_bytes or 0))
         if self.free_at_start is not None and self.free_at_start >= room:
             self.record.failure = (f"{stop.phase}: the disk filled while the candidate's process ran ({free} free "
