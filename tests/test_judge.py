@@ -941,9 +941,9 @@ def test_a_full_disk_is_the_candidates_only_where_there_was_room_when_its_sessio
 def test_a_reference_that_fails_beside_a_candidate_is_blamed_on_it_a_few_times_then_stops_the_run(
         tmp_path: Path) -> None:
     """One hostile candidate (a GPU it keeps busy into the reference's timeout, say) must not end a run,
-    which a failed reference does: its session's reference failure rejects it. The same failure beside
-    several candidates in a row is the reference's own, and stops the evaluation; the task refusing its
-    inputs is the task's at once."""
+    which a failed reference does: its session's reference timing out rejects it. The same beside
+    several candidates in a row is the reference's own failure, and stops the evaluation; a reference
+    that raises is its own at once (the session marks only a stopped one as failed beside)."""
     from kernelevo.sandbox.judge import evaluate as ev
     from kernelevo.sandbox.judge.compile_caches import CandidateCaches
 
@@ -977,5 +977,11 @@ def test_a_reference_that_fails_beside_a_candidate_is_blamed_on_it_a_few_times_t
     with pytest.raises(ev.EvalError, match="timed out"):
         evaluator.run_in_sandbox(task(), source, [])
     evaluator._reference_failures = 0
-    with pytest.raises(ev.EvalError):  # the task refusing its inputs: its own at once
+    with pytest.raises(ev.EvalError):  # a reference that raised: its own at once
         evaluator.run_in_sandbox(task(), source, [])
+    for broken, task_error, beside in ((True, False, True), (False, False, False), (True, True, False)):
+        session = Session.__new__(Session)
+        session.record = Record(device="cpu")
+        session._stopped(Stop("oracle", "comparing set 0", "no answer in time", task_error=task_error,
+                              broken=broken))
+        assert session.record.reference_failed_beside is beside

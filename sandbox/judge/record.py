@@ -69,9 +69,8 @@ class Record:
     reference_error: str | None = None
     """The task's own reference failed (not the candidate's fault)."""
     reference_failed_beside: bool = False
-    """The reference failed with an error of its own (not the task refusing its inputs, not out of
-    memory) while the candidate's process ran beside it: a reference that had worked before may have
-    been made to fail (a GPU or host kept busy into a timeout, say)."""
+    """The reference stopped answering (a timeout, a lost channel) while the candidate's process ran
+    beside it: a reference that had worked before may have been starved (a GPU or host kept busy)."""
     harness_error: str | None = None
     """The candidate's process could not do its work before any candidate code ran (CUDA did not start
     in its sandbox): the judge's fault, never the candidate's."""

@@ -137,7 +137,9 @@ class Session(CorrectnessCalls, TimedCalls):
             self._disk_full(stop)
         elif stop.who == "oracle":
             self.record.reference_error = f"the task's reference failed during {stop.phase}: {stop.detail}"
-            self.record.reference_failed_beside = not stop.task_error
+            # a reference that stops answering (a timeout, a lost channel) may have been starved by the
+            # candidate beside it; one that raises is its own failure
+            self.record.reference_failed_beside = stop.broken and not stop.task_error
         elif stop.phase == DEVICE_PHASE:  # before the candidate was named: the judge's failure
             self.record.harness_error = cuda_unusable(stop.detail, self.worker.isolation)
         else:
