@@ -45,33 +45,30 @@ class TensorFile(BaseModel):
     """The producer object's class name: only a plain ``Tensor`` is an acceptable output."""
 
 
-_staging: dict[int, Any] = {}
+_staging: list[Any] = []
 
 
-def _staging_buffer(size: int) -> Any:
-    """This process's host buffer of ``size`` bytes for slices of device tensors: page-locked where
-    the driver grants it (pageable otherwise, which is only slower)."""
+def _staging_buffer() -> Any:
+    """This process's one host buffer of ``SLICE_BYTES`` for slices of device tensors, made on first use:
+    page-locked where the driver grants it (pageable otherwise, which is only slower)."""
     import torch
 
-    buffer = _staging.get(size)
-    if buffer is None:
+    if not _staging or _staging[0].numel() < SLICE_BYTES:
         try:
-            buffer = torch.empty(size, dtype=torch.uint8, pin_memory=True)
+            buffer = torch.empty(SLICE_BYTES, dtype=torch.uint8, pin_memory=True)
         except RuntimeError:
-            buffer = torch.empty(size, dtype=torch.uint8)
-        _staging.clear()  # one buffer per process, whatever the slice size
-        _staging[size] = buffer
-    return buffer
+            buffer = torch.empty(SLICE_BYTES, dtype=torch.uint8)
+        _staging[:] = [buffer]
+    return _staging[0]
 
 
 def _host_slices(raw: Any) -> Any:
     """``raw``'s bytes (a flat uint8 tensor) as host memoryviews of at most ``SLICE_BYTES`` each; a
     view is valid until the next one is taken (device slices share the staging buffer)."""
-    staging = None if raw.device.type == "cpu" else _staging_buffer(min(SLICE_BYTES, max(raw.numel(), 1)))
     for start in range(0, raw.numel(), SLICE_BYTES):
         piece = raw[start:start + SLICE_BYTES]
-        if staging is not None:
-            piece = staging[:piece.numel()].copy_(piece)  # synchronous: the bytes are on the host after it
+        if raw.device.type != "cpu":
+            piece = _staging_buffer()[:piece.numel()].copy_(piece)  # synchronous: on the host after it
         yield memoryview(piece.numpy()).cast("B")
 
 
@@ -120,17 +117,17 @@ def _expected_bytes(meta: TensorFile, limit: int) -> tuple[int, int]:
 def _fill(fd: int, raw: Any, name: str) -> None:
     """Read the open file into flat uint8 tensor ``raw``, slice by slice (through the staging buffer
     where ``raw`` lives on a device)."""
-    staging = None if raw.device.type == "cpu" else _staging_buffer(min(SLICE_BYTES, max(raw.numel(), 1)))
+    staged = raw.device.type != "cpu"
     for start in range(0, raw.numel(), SLICE_BYTES):
         target = raw[start:start + SLICE_BYTES]
-        host = target if staging is None else staging[:target.numel()]
+        host = _staging_buffer()[:target.numel()] if staged else target
         view = memoryview(host.numpy()).cast("B")
         while view:
             got = os.readv(fd, [view])
             if got == 0:
                 raise ValueError(f"{name} ended early (it was changed while being read)")
             view = view[got:]
-        if staging is not None:
+        if staged:
             target.copy_(host)  # synchronous: the buffer is free again after it
 
 
