@@ -17,7 +17,7 @@ from rich.table import Table
 
 from kernelevo.agent.cli_experience import experience_app
 from kernelevo.agent.cli_judge import SizeChoice, eval_command, profile_command
-from kernelevo.agent.cli_output import EXIT_ENVIRONMENT, EXIT_INTERRUPTED, EXIT_USAGE, err, out
+from kernelevo.agent.cli_output import EXIT_ENVIRONMENT, EXIT_INTERRUPTED, EXIT_USAGE, err, out, plain
 from kernelevo.agent.cli_output import fail as _fail
 from kernelevo.agent.cli_request import request_command
 from kernelevo.agent.cli_runs import (
@@ -138,6 +138,27 @@ def main() -> None:
     except KeyboardInterrupt:
         err.print("interrupted")
         sys.exit(EXIT_INTERRUPTED)
+    except Exception as exc:  # noqa: BLE001 - unplanned, in any command: one line, the traceback kept
+        sys.exit(_unplanned(exc))
+
+
+def _unplanned(exc: Exception) -> int:
+    """Say an error no command planned for in one line, keep its traceback under the cache folder, and
+    give its exit code (3 the machine's, 5 kernelevo's own)."""
+    import tempfile
+    import time
+
+    from kernelevo.agent.crash import exit_code_of, hint, keep_crash
+    from kernelevo.sandbox.judge.cache import default_cache_dir
+
+    crashes = default_cache_dir() / "crashes"
+    try:
+        crashes.mkdir(parents=True, exist_ok=True)
+        folder = Path(tempfile.mkdtemp(prefix=time.strftime("%Y%m%d-%H%M%S-"), dir=crashes))
+    except OSError:
+        folder = crashes
+    err.print(f"[red]error:[/red] {plain(keep_crash(folder, exc))}\n{hint(exc)}", highlight=False)
+    return exit_code_of(exc)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """What every ``kernelevo`` command prints through, and how it fails: one place for the consoles,
-the exit codes and the error line (a JSON object too under ``--json``)."""
+the error line (a JSON object too under ``--json``), and the exit codes (``sandbox/exit_codes.py``)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,17 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from kernelevo.sandbox.exit_codes import (  # noqa: F401 - the CLI's codes, kept with the judge's errors
+    EXIT_ENVIRONMENT,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_REJECTED,
+    EXIT_USAGE,
+)
+
 out = Console()
 err = Console(stderr=True)
-
-EXIT_OK, EXIT_REJECTED, EXIT_USAGE, EXIT_ENVIRONMENT, EXIT_INTERRUPTED, EXIT_INTERNAL = 0, 1, 2, 3, 4, 5
-"""5: kernelevo's own error (a bug, not the input's or the machine's): a run is left interrupted with the
-traceback in its folder's ``crash.log``, to resume once kernelevo is fixed."""
-
 
 def plain(text: object) -> str:
     """``text`` shown as it is, never read as Rich markup: verdicts, strategies and errors carry words a

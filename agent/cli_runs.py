@@ -13,7 +13,6 @@ from rich.table import Table
 
 from kernelevo.agent.cli_judge import PolicyChoice, SandboxChoice, SizeChoice, _default_size, _load_task, _sandbox
 from kernelevo.agent.cli_output import (
-    EXIT_INTERNAL,
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_REJECTED,
@@ -23,7 +22,7 @@ from kernelevo.agent.cli_output import (
     plain,
 )
 from kernelevo.agent.cli_output import fail as _fail
-from kernelevo.agent.crash import BUG_HINT, keep_crash
+from kernelevo.agent.crash import exit_code_of, hint, keep_crash
 
 
 def _run_dir_for(task: str) -> Path:
@@ -217,9 +216,9 @@ def _drive_model(config, folder: Path) -> int:  # noqa: ANN001 - a ModelRunConfi
         _fail(str(exc), EXIT_USAGE, False)
     except KeyboardInterrupt:
         _fail(f"interrupted: continue with `kernelevo resume {folder}`", EXIT_INTERRUPTED, False)
-    except Exception as exc:  # noqa: BLE001 - kernelevo's own bug: one line, the run kept to resume
-        _fail(f"stopped by {keep_crash(folder, exc)}; once kernelevo is fixed, `kernelevo resume {folder}` "
-              f"continues\n{BUG_HINT}", EXIT_INTERNAL, False)
+    except Exception as exc:  # noqa: BLE001 - unplanned (a bug, a full disk): one line, the run kept to resume
+        _fail(f"stopped by {keep_crash(folder, exc)}; once that is fixed, `kernelevo resume {folder}` "
+              f"continues\n{hint(exc)}", exit_code_of(exc), False)
     return EXIT_USAGE
 
 

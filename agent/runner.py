@@ -23,13 +23,12 @@ from kernelevo.agent.builtin.policy import BuiltinPolicy
 from kernelevo.agent.builtin.recognize import CannotCover
 from kernelevo.agent.cli_output import (
     EXIT_ENVIRONMENT,
-    EXIT_INTERNAL,
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_REJECTED,
     EXIT_USAGE,
 )
-from kernelevo.agent.crash import BUG_HINT, keep_crash
+from kernelevo.agent.crash import exit_code_of, hint, keep_crash
 from kernelevo.agent.graph import Runtime, Stopped, build_graph
 from kernelevo.agent.policy import PolicyRefused, PolicyUnavailable
 from kernelevo.agent.store import RunStore
@@ -380,13 +379,17 @@ def _stopped(store: RunStore, run_dir: Path, exc: BaseException) -> int:
 
 
 def _crashed(store: RunStore, run_dir: Path, exc: Exception) -> int:
-    """A bug of kernelevo's stopped the search: the run stays interrupted (everything judged is kept),
-    the error is said in one line and its traceback kept in the run's ``crash.log``."""
+    """An unplanned error stopped the search (kernelevo's bug, exit 5, or the machine's, exit 3): the run
+    stays interrupted (everything judged is kept), the error is said in one line and its traceback kept
+    in the run's ``crash.log``."""
     reason = f"stopped by {keep_crash(run_dir, exc)}"
-    store.set_state("interrupted", f"{reason}; once kernelevo is fixed, `kernelevo resume` continues")
-    store.event("decision", None, action="interrupted", reason=reason)
-    _log(f"error: {reason}\n{BUG_HINT}")
-    return EXIT_INTERNAL
+    try:
+        store.set_state("interrupted", f"{reason}; once that is fixed, `kernelevo resume` continues")
+        store.event("decision", None, action="interrupted", reason=reason)
+    except sqlite3.Error as err:  # the store may be what failed (a full disk)
+        reason += f" (the run's state could not be written: {err})"
+    _log(f"error: {reason}\n{hint(exc)}")
+    return exit_code_of(exc)
 
 
 def drive(run_dir: Path, first: bool, progress: Callable[..., Any] | None = None) -> int:
@@ -442,7 +445,7 @@ def drive(run_dir: Path, first: bool, progress: Callable[..., Any] | None = None
         return _search(app, cfg, first, rt, config, live)
     except (KeyboardInterrupt, Stopped, PolicyUnavailable, PolicyRefused, EvalError) as exc:
         return _stopped(store, run_dir, exc)
-    except Exception as exc:  # noqa: BLE001 - kernelevo's own bug: said in one line, the run kept
+    except Exception as exc:  # noqa: BLE001 - unplanned (a bug, a full disk): said in one line, the run kept
         return _crashed(store, run_dir, exc)
     finally:
         for s, handler in previous.items():

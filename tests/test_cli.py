@@ -139,3 +139,29 @@ def test_words_a_candidate_wrote_are_printed_as_they_are(monkeypatch: pytest.Mon
     cli_judge._print_verdict(verdict)
     text = console.export_text()
     assert text.count("[/judge] [green]ACCEPTED[/green]") == 2 and "[bold]c.py" in text, text
+
+
+def test_an_unplanned_error_in_any_command_is_one_line_and_a_crash_log(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    """kernelevo's own error is exit 5, a full disk exit 3 (the machine's); both in one line, never a
+    traceback, with the traceback kept under the cache folder."""
+    import errno
+
+    from kernelevo.agent import cli
+
+    monkeypatch.setenv("KERNELEVO_CACHE", str(tmp_path))
+
+    def raised(exc: Exception) -> Exception:
+        try:
+            raise exc
+        except Exception as caught:  # noqa: BLE001 - a raised exception, with its traceback
+            return caught
+
+    assert cli._unplanned(raised(RuntimeError("the planner\nbroke"))) == 5
+    said = capsys.readouterr().err
+    assert "RuntimeError: the planner broke" in said and "bug in kernelevo" in said and "Traceback" not in said
+    assert cli._unplanned(raised(OSError(errno.ENOSPC, "No space left on device"))) == 3
+    said = capsys.readouterr().err
+    assert "the machine" in said and "free the disk" in said
+    logs = sorted((tmp_path / "crashes").glob("*/crash.log"))
+    assert len(logs) >= 1 and "RuntimeError" in "".join(log.read_text() for log in logs)

@@ -127,7 +127,8 @@ def arbitrate(evaluator: Any, spec: ModelSpec, regions: list[list[str]], kernels
 
 def judge_network(evaluator: Any, task_path: Path, candidate: Path, folder: Path) -> dict[str, Any]:
     """The verdict on the reassembled network, as the end-to-end result of a model run."""
-    from kernelevo.sandbox.judge.evaluate import EXIT_ENVIRONMENT, EvalError
+    from kernelevo.sandbox.exit_codes import EXIT_ENVIRONMENT
+    from kernelevo.sandbox.judge.evaluate import EvalError
     from kernelevo.tasks import load_task
 
     task = load_task(str(task_path), "full")

@@ -396,7 +396,8 @@ def _refresh_report(run_dir: Path, log: Callable[[str], None]) -> None:
 def optimize_model(config: ModelRunConfig, run_dir: Path, log: Callable[[str], None]) -> int:
     """The whole run (or its continuation: prepared regions and finished region runs are reused). The
     end-to-end check needs the machine: where it cannot judge (exit 3), the run is left to resume."""
-    from kernelevo.sandbox.judge.evaluate import EXIT_ENVIRONMENT, EvalError, detect_device
+    from kernelevo.sandbox.exit_codes import EXIT_ENVIRONMENT
+    from kernelevo.sandbox.judge.evaluate import EvalError, detect_device
 
     device = detect_device()
     state = load_state(run_dir)

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 
 from kernelevo.sandbox.advice import ncu
 from kernelevo.sandbox.advice.cuda_gate import compile_gate
+from kernelevo.sandbox.exit_codes import EXIT_ENVIRONMENT, EXIT_USAGE
 from kernelevo.sandbox.isolation.namespaces import hand_over, keep_private, remove_tree, scrubbed_env, write_into
 from kernelevo.sandbox.isolation.process import ProcessSandbox, RunSpec, take_lock
 from kernelevo.sandbox.isolation.protocol import Sandbox
@@ -34,20 +35,16 @@ from kernelevo.sandbox.models import Ceilings, Check, ReferenceResult, TimingPol
 from kernelevo.tasks.task import Task
 
 BASELINE_SEEDS = [1, 2, 3, 4, 5]
+"""Baselines are times, not checks: fixed seeds keep the cache valid across evaluations."""
 BASELINE_FORMAT = 8
 """Part of a cached baseline's key: raised when what a baseline measures changes (the GPU's total
 memory beside the task's own footprint, here), so older ones are measured again."""
-"""Baselines are times, not checks: fixed seeds keep the cache valid across evaluations."""
-
-
-EXIT_ENVIRONMENT = 3
-"""The CLI's exit code for what the machine lacks or keeps out (a GPU, CUDA in the sandbox)."""
 
 
 class EvalError(Exception):
     """Evaluation could not happen at all; ``exit_code`` follows the CLI contract (2 input, 3 environment)."""
 
-    def __init__(self, message: str, exit_code: int = 2) -> None:
+    def __init__(self, message: str, exit_code: int = EXIT_USAGE) -> None:
         super().__init__(message)
         self.exit_code = exit_code
 
