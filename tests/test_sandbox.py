@@ -631,3 +631,18 @@ def test_a_job_may_write_its_own_proc_even_after_memory_pressure_evicts_it() -> 
         pytest.skip(f"the kernel's caches cannot be dropped here ({exc})")
     out, err = proc.communicate("go\n", timeout=60)
     assert "NAMED probe" in out, err
+
+
+def test_a_jobs_log_keeps_only_its_end_once_the_job_has_ended(tmp_path: Path) -> None:
+    """A candidate may print gigabytes: its log must not hold the disk for the verdicts after its own.
+    The end (what a person reads) stays; a link put in the log's place is never followed."""
+    log = tmp_path / "process.log"
+    log.write_bytes(b"a" * 5000 + b"the end\n")
+    namespaces.keep_tail(log, 1000)
+    text = log.read_bytes()
+    assert text.endswith(b"a" * 992 + b"the end\n") and b"was 5008 bytes" in text and len(text) < 1100
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"v" * 5000)
+    (tmp_path / "link.log").symlink_to(victim)
+    namespaces.keep_tail(tmp_path / "link.log", 10)
+    assert victim.read_bytes() == b"v" * 5000

@@ -32,6 +32,8 @@ LABEL = "org.kernelevo.job"
 USER = "65534:65534"  # nobody
 SELF_CONTAINED = "org.kernelevo.self-contained"
 TMPFS_SIZE = "4g"
+LOG_TAIL_LINES = 2000
+"""Lines of a container's output kept as its log (the engine itself keeps its last megabyte)."""
 
 
 class DockerUnavailable(Exception):
@@ -200,7 +202,7 @@ class DockerJob:
     """One container: its channel (a socket in the bind-mounted job folder), deadline and end."""
 
     def __init__(self, owner: DockerSandbox, spec: RunSpec) -> None:
-        from docker.types import DeviceRequest
+        from docker.types import DeviceRequest, LogConfig
 
         self.owner, self.spec, self.phase = owner, spec, None
         # The container's user (nobody) reads its job folder and writes it where the job may; its
@@ -259,7 +261,9 @@ class DockerJob:
             memswap_limit=spec.memory_bytes or None, pids_limit=spec.pids_limit or None,
             nano_cpus=int(owner.cpus * 1e9), cap_drop=["ALL"], security_opt=["no-new-privileges"], user=USER,
             environment=env, labels={LABEL: "1", "org.kernelevo.owner": str(os.getpid())},
-            device_requests=requests, ipc_mode="private", shm_size="1g")
+            device_requests=requests, ipc_mode="private", shm_size="1g",
+            # the engine keeps a container's output on the host's disk: a candidate may print gigabytes
+            log_config=LogConfig(type="json-file", config={"max-size": "1m", "max-file": "1"}))
         self.deadline = Deadline(spec.timeout_s, self._on_deadline)
 
     def _on_deadline(self) -> None:
@@ -336,7 +340,7 @@ class DockerJob:
             if returncode is None:
                 returncode = state.get("ExitCode")
             pids_hit = _pids_exhausted(self.container.id)
-            log = self.container.logs(stdout=True, stderr=True)
+            log = self.container.logs(stdout=True, stderr=True, tail=LOG_TAIL_LINES)
         finally:
             self.owner._forget(self)
             try:

@@ -316,6 +316,26 @@ def read_no_follow(path: Path, limit: int | None = None) -> str:
     return data.decode(errors="replace")
 
 
+def keep_tail(path: Path, keep: int) -> None:
+    """Cut a job's log down to its last ``keep`` bytes once its process has ended: a candidate may print
+    gigabytes, and its log must not hold the disk for the verdicts after its own. Never through a link,
+    never a file linked elsewhere; never raises."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISREG(info.st_mode) and info.st_nlink == 1 and info.st_size > keep:
+            last = os.pread(fd, keep, info.st_size - keep)
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, b"[... the log's start is cut: it was " + str(info.st_size).encode() + b" bytes]\n" + last, 0)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 def remove_tree(folder: Path) -> None:
     """Remove ``folder`` and all beneath it, as a candidate may have filled it: links are removed, not
     followed, and no depth of folders makes it fail (``rm`` walks with handles and a stack of its own,

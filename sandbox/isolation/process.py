@@ -160,6 +160,10 @@ def _rss_bytes(pids: list[int]) -> int:
     return total
 
 
+LOG_KEEP_BYTES = 1 << 20
+"""A job's log keeps its last megabyte once the job has ended (what a person reads is its end)."""
+
+
 def tail(path: Path, limit: int = 3000) -> str:
     """The end of a job's log (read without following a link the job may have put in its place)."""
     return namespaces.read_no_follow(path, limit)
@@ -408,6 +412,7 @@ class ProcessJob:
             outcome.signal = describe_signal(-returncode)
         elif returncode is not None and returncode > 128:
             outcome.signal = describe_signal(returncode - 128)
+        namespaces.keep_tail(self.log_path, LOG_KEEP_BYTES)
         outcome.log_tail = tail(self.log_path)
         self.outcome = outcome
         return outcome
