@@ -50,14 +50,14 @@ UTF-8 encoder takes, and a verdict, a store or a console given it would fail on 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _whole_characters(value: Any) -> Any:
+def whole_characters(value: Any) -> Any:
     """``value`` with every lone surrogate in its strings (keys too) replaced by U+FFFD."""
     if isinstance(value, str):
         return _LONE_SURROGATE.sub("\ufffd", value)
     if isinstance(value, list):
-        return [_whole_characters(v) for v in value]
+        return [whole_characters(v) for v in value]
     if isinstance(value, dict):
-        return {_whole_characters(k): _whole_characters(v) for k, v in value.items()}
+        return {whole_characters(k): whole_characters(v) for k, v in value.items()}
     return value
 
 
@@ -101,7 +101,7 @@ class Channel:
             raise ChannelError("a message that is not a JSON object")
         if _ESCAPED_SURROGATE.search(text):
             try:
-                message = _whole_characters(message)
+                message = whole_characters(message)
             except RecursionError:
                 raise ChannelError("a message nested too deeply") from None
         return message

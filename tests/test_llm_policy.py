@@ -470,3 +470,21 @@ def test_the_model_starts_from_the_strategists_kernel(tmp_path, cache_dir, monke
     assert info["best"]["candidate"] == first["id"] and info["best"]["verified"]
     seeded = [e for e in events(run) if e["type"] == "decision" and e.get("action") == "seed"]
     assert seeded and "built-in strategist's first kernel" in seeded[0]["reason"]
+
+
+def test_a_lone_surrogate_in_a_models_reply_is_read_as_text(tmp_path, cache_dir, monkeypatch) -> None:
+    """A server may send a lone UTF-16 surrogate, escaped, in the content or a tool's arguments: no
+    kernel's source can be parsed with one, and no store write it. It is read as U+FFFD, and the run
+    goes on (it ended with kernelevo's own error)."""
+    odd = GOOD.replace("import torch", "# a note \ud800 the model wrote\nimport torch", 1)
+    script = [
+        {"content": "A kernel \ud800 with a comment.",
+         "tool_calls": [tool_call("write_kernel", {"source": odd, "strategy": "grid \udfff"})]},
+        {"tool_calls": [tool_call("check_kernel", {"candidate": source_id(odd.replace("\ud800", "\ufffd"))[:10]})]},
+        {"content": "done \ud800"},
+    ]
+    with FakeOpenAI(script) as server:
+        code, run = run_with(tmp_path, cache_dir, monkeypatch, server.base_url)
+    assert code == 0 and not server.refused
+    info = status(RunStore(run))
+    assert info["best"]["verified"] and info["best"]["candidate"] == source_id(odd.replace("\ud800", "\ufffd"))

@@ -197,3 +197,8 @@ def test_cuda_namespaces_of_its_own_are_free_and_their_kernels_its_own() -> None
     assert owned.owns("void my::inner::rows(const float *, float *, int)")
     anonymous = Owned.of([], ["namespace {\n__global__ void k(float* x) {}\n}\n"])
     assert any("anonymous namespace" in p for p in library_like_names(anonymous))
+
+
+def test_a_source_python_cannot_read_is_a_syntax_failure_not_a_crash() -> None:
+    report = check_candidate("import torch\n# \ud800\nclass ModelNew: pass\n")
+    assert not report.passed and "not readable text" in report.first_failure()

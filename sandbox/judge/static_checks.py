@@ -437,6 +437,9 @@ def check_candidate(source: str, strict: bool = True) -> StaticReport:
     except SyntaxError as exc:
         report.checks.append(Check(name="syntax", passed=False, detail=f"syntax error at line {exc.lineno}: {exc.msg}"))
         return report
+    except ValueError as exc:  # text Python cannot read as source (a lone surrogate, say)
+        report.checks.append(Check(name="syntax", passed=False, detail=f"the source is not readable text: {exc}"))
+        return report
     analyzer = _Analyzer(strict)
     analyzer.visit(tree)
     for attr, line in analyzer.nn_calls:
