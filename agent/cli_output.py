@@ -4,6 +4,7 @@ the error line (a JSON object too under ``--json``), and the exit codes (``sandb
 from __future__ import annotations
 
 import json
+import re
 
 import typer
 from rich.console import Console
@@ -21,10 +22,20 @@ from kernelevo.sandbox.exit_codes import (  # noqa: F401 - the CLI's codes, kept
 out = Console()
 err = Console(stderr=True)
 
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: object) -> str:
+    """``text`` with every terminal control character (escape sequences, C1 controls) shown as its code:
+    a candidate's error can carry ones that clear the screen or print a fake "ACCEPTED" in colour."""
+    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+
+
 def plain(text: object) -> str:
-    """``text`` shown as it is, never read as Rich markup: verdicts, strategies and errors carry words a
-    candidate or a model wrote (``[/judge]`` would end the command; ``[green]ACCEPTED`` would lie)."""
-    return escape(str(text))
+    """``text`` shown as it is, never read as Rich markup or as terminal controls: verdicts, strategies
+    and errors carry words a candidate or a model wrote (``[/judge]`` would end the command;
+    ``[green]ACCEPTED`` would lie, and so would an escape sequence)."""
+    return escape(printable(text))
 
 
 def fail(message: str, code: int, as_json: bool) -> None:

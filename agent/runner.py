@@ -27,6 +27,7 @@ from kernelevo.agent.cli_output import (
     EXIT_OK,
     EXIT_REJECTED,
     EXIT_USAGE,
+    printable,
 )
 from kernelevo.agent.crash import exit_code_of, hint, keep_crash
 from kernelevo.agent.graph import Runtime, Stopped, build_graph
@@ -142,7 +143,9 @@ class ReportRefresher:
 
 
 def _log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    """A line for the person running the search: its words may be a candidate's or a model's, so no
+    terminal control in them reaches the terminal."""
+    print(printable(message), file=sys.stderr, flush=True)
 
 
 def summary(rt: Runtime) -> str:
@@ -192,7 +195,7 @@ class LiveProgress:
         self.status = self.console.status("measuring the reference and judging the first candidates", spinner="dots")
 
     def __call__(self, rt: Runtime, cid: str, verdict: Verdict) -> None:
-        self.console.print(result_words(cid, verdict), markup=False, highlight=False)
+        self.console.print(printable(result_words(cid, verdict)), markup=False, highlight=False)
         self.status.update(summary(rt))
 
 

@@ -165,3 +165,22 @@ def test_an_unplanned_error_in_any_command_is_one_line_and_a_crash_log(
     assert "the machine" in said and "free the disk" in said
     logs = sorted((tmp_path / "crashes").glob("*/crash.log"))
     assert len(logs) >= 1 and "RuntimeError" in "".join(log.read_text() for log in logs)
+
+
+def test_a_candidates_terminal_controls_never_reach_the_terminal(tmp_path: Path) -> None:
+    """A candidate's error text may carry escape sequences (clear the screen, set the title, a green
+    "ACCEPTED"): shown, they are codes, not controls; line breaks and tabs stay."""
+    from kernelevo.agent.cli_output import plain, printable
+
+    hostile = "boom\x1b[2J\x1b]0;title\x07\x1b[32mACCEPTED\x9b\nnext\tline"
+    shown = printable(hostile)
+    assert "\x1b" not in shown and "\x07" not in shown and "\x9b" not in shown
+    assert shown == "boom\\x1b[2J\\x1b]0;title\\x07\\x1b[32mACCEPTED\\x9b\nnext\tline"
+    assert "\x1b" not in plain(hostile)
+    bad = tmp_path / "bad.py"  # a kernel that runs, then an error with controls in its words
+    source = (ROOT / "tests" / "candidates" / "bad_unencodable_error.py").read_text()
+    bad.write_text(source.replace('"unencodable " + chr(0xD800) + " message"', '"\\x1b[2J\\x1b[32mACCEPTED"'))
+    done = subprocess.run([sys.executable, "-m", "kernelevo.agent.cli", "eval", "relu", str(bad), "--sandbox",
+                           "process"], capture_output=True, text=True, timeout=300)
+    shown = done.stdout + done.stderr
+    assert done.returncode == 1 and "\\x1b[32mACCEPTED" in shown and "\x1b" not in shown, shown[-800:]
