@@ -895,13 +895,13 @@ def test_the_checks_so_far_say_nothing_of_whether_the_next_call_is_checked() -> 
 def test_a_cache_too_large_to_keep_or_a_disk_too_full_keeps_nothing(tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """A candidate that fills its compile folder must not fill the disk for every verdict after its own:
-    over the cap (blocks in use, a sparse file's holes not counted), or with too little room left on
-    the disk, the folder is removed when its process ends, not kept."""
+    over the cap (blocks in use, a sparse file's holes not counted; or files, empty ones too), or with
+    too little room left on the disk, the folder is removed when its process ends, not kept."""
     from kernelevo.sandbox.judge import compile_caches
 
     caches = compile_caches.CandidateCaches(tmp_path / "cache")
     monkeypatch.setattr(compile_caches, "KEPT_CAP_BYTES", 1 << 20)
-    monkeypatch.setattr(compile_caches, "DISK_ROOM_BYTES", 0)
+    monkeypatch.setattr(compile_caches, "has_room", lambda free: True)
 
     def kept_after_writing(name: bytes, real: int, sparse: int = 0) -> bool:
         folder = caches.scratch()
@@ -915,7 +915,13 @@ def test_a_cache_too_large_to_keep_or_a_disk_too_full_keeps_nothing(tmp_path: Pa
 
     assert kept_after_writing(b"small", 64 << 10, sparse=8 << 20)
     assert not kept_after_writing(b"large", 2 << 20)
-    monkeypatch.setattr(compile_caches, "DISK_ROOM_BYTES", 1 << 62)
+    monkeypatch.setattr(compile_caches, "KEPT_CAP_FILES", 50)
+    many = caches.scratch()
+    for k in range(60):  # empty files: no bytes, but the disk's inodes
+        (many / f"f{k}").touch()
+    caches.keep(caches.name_for(b"many"), many)
+    assert not (tmp_path / "cache" / compile_caches.KEPT / caches.name_for(b"many")).exists()
+    monkeypatch.setattr(compile_caches, "has_room", lambda free: False)
     assert not kept_after_writing(b"small again", 64 << 10)
 
 
@@ -931,9 +937,10 @@ def test_a_full_disk_is_the_candidates_only_where_there_was_room_when_its_sessio
                               disk_full=True))
         return session.record
 
-    filled = stopped(100 << 30)
+    filled = stopped((100 << 30, 10 ** 7))
     assert "filled while the candidate's process ran" in filled.failure and not filled.reference_error
-    full = stopped(2 << 30)
+    full = stopped((2 << 30, 10 ** 7))
+    assert stopped((100 << 30, 10)).harness_error  # bytes to spare, but no inodes
     assert "free space, then go on" in full.harness_error and not full.failure and not full.reference_error
     assert stopped(None).harness_error
 

@@ -37,7 +37,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from kernelevo.sandbox.isolation.namespaces import hand_over, keep_private, remove_tree
-from kernelevo.sandbox.judge.disk import DISK_ROOM_BYTES, disk_use, free_bytes
+from kernelevo.sandbox.judge.disk import disk_use, free_space, has_room
 
 KEPT, SCRATCH = "kept", "procs"
 """The folders, inside a compile cache, of the sources' kept caches and of the processes' own."""
@@ -45,6 +45,9 @@ KINDS = {"TRITON_CACHE_DIR": "triton", "TORCH_EXTENSIONS_DIR": "torch_extensions
          "TORCHINDUCTOR_CACHE_DIR": "inductor", "XDG_CACHE_HOME": "xdg"}
 """The variables that name where a process compiles, and each one's folder inside a cache."""
 _NAME = re.compile(r"[0-9a-f]{32}")
+KEPT_CAP_FILES = 20_000
+"""Nor one holding more files than this: a Triton cache holds a few a kernel, an extension's build a
+dozen; millions of empty files would use up the disk's inodes."""
 KEPT_CAP_BYTES = 1 << 30
 """A process's cache holding more than this is not kept: honest ones hold kilobytes (Triton) to a few
 hundred megabytes (a torch extension's build); a candidate filling its folder must not fill the disk
@@ -130,5 +133,5 @@ class CandidateCaches:
     def _worth_keeping(self, scratch: Path) -> bool:
         """Small enough to keep, with room left on the disk (a folder ``du`` cannot measure is not)."""
         used = disk_use(scratch)
-        free = free_bytes(self.root)
-        return used is not None and used <= KEPT_CAP_BYTES and free is not None and free >= DISK_ROOM_BYTES
+        return (used is not None and used[0] <= KEPT_CAP_BYTES and used[1] <= KEPT_CAP_FILES
+                and has_room(free_space(self.root)))

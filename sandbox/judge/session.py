@@ -27,7 +27,7 @@ from kernelevo.sandbox.isolation.process import take_lock
 from kernelevo.sandbox.isolation.protocol import Job
 from kernelevo.sandbox.judge import device_memory, telemetry
 from kernelevo.sandbox.judge.correctness import CorrectnessCalls
-from kernelevo.sandbox.judge.disk import DISK_ROOM_BYTES, free_bytes
+from kernelevo.sandbox.judge.disk import DISK_ROOM_BYTES, free_space, has_room
 from kernelevo.sandbox.judge.plan import CONNECT_TIMEOUT_S, Plan, Stop, hello, oracle_asker
 from kernelevo.sandbox.judge.record import Record
 from kernelevo.sandbox.judge.reported import reported_count
@@ -74,7 +74,7 @@ class Session(CorrectnessCalls, TimedCalls):
         self._keys = 0
         self._worker_broke = False
         self._held: Any = None
-        self.free_at_start = free_bytes(plan.worker_outbox)
+        self.free_at_start = free_space(plan.worker_outbox)
 
     def ask(self, job: Job, who: str, phase: str, message: dict[str, Any]) -> dict[str, Any]:
         job.phase = phase
@@ -150,9 +150,10 @@ class Session(CorrectnessCalls, TimedCalls):
         filled the disk while it ran: the candidate's process, the one untrusted writer (a run's other
         evaluation could too, rarely). Without it, the machine's: the judge's failure, to resume once
         there is room."""
-        free = "unknown space" if self.free_at_start is None else f"{device_memory.gib(self.free_at_start)}"
+        free = ("unknown space" if self.free_at_start is None else
+                f"{device_memory.gib(self.free_at_start[0])} and {self.free_at_start[1]} files")
         room = max(DISK_ROOM_BYTES, DISK_ROOM_PER_FOOTPRINT * (self.plan.eager_peak_bytes or 0))
-        if self.free_at_start is not None and self.free_at_start >= room:
+        if has_room(self.free_at_start, room):
             self.record.failure = (f"{stop.phase}: the disk filled while the candidate's process ran ({free} free "
                                    f"when its session began): {stop.detail}")
         else:
