@@ -413,20 +413,13 @@ def test_a_worker_that_dies_while_cuda_starts_is_the_judges_failure(monkeypatch:
         def baseline(self, task):  # noqa: ANN001, ANN202
             return ReferenceResult(device="H200", flops=0.0, bytes=1.0, torch_version="x"), None
 
-        def _warm_forensic(self, task) -> None:  # noqa: ANN001
-            steps.append("forensic process started")
-
         def _session(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN202
-            steps.append("session")
             return record
 
-    steps: list[str] = []
     with pytest.raises(ev.EvalError) as raised:
         (tmp_path / "c.py").write_text("class ModelNew: ...\n")
         FakeEvaluator().run_in_sandbox(task(), tmp_path / "c.py", [])
     assert raised.value.exit_code == ev.EXIT_ENVIRONMENT and "CUDA did not start" in str(raised.value)
-    # the forensic pass's process starts while the session runs, not after its verdict
-    assert steps == ["forensic process started", "session"]
 
 
 def test_gpu_memory_of_sums_the_drivers_per_process_figures() -> None:

@@ -344,10 +344,6 @@ class Evaluator:
         began = time.monotonic()
         baseline, ceilings = self.baseline(task)
         baseline_s = time.monotonic() - began
-        if not self.readable:
-            # ncu and its process's imports (seconds) overlap this session's correctness calls instead of
-            # following its verdict; the process holds no GPU until a pass names a candidate to it
-            self._warm_forensic(task)
         record = self._session(task, candidate, cache_name, footprint=baseline.eager_peak_bytes)
         record.phases["the task's baselines (measured once, then cached)"] = round(baseline_s, 4)
         self._blame_beside(record)
