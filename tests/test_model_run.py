@@ -628,9 +628,10 @@ def test_a_region_whose_process_died_says_the_last_line_it_wrote(tmp_path: Path)
     (tmp_path / "died" / "resume.log").write_text("Traceback (most recent call last):\n  ...\nMemoryError: boom\n\n")
     state, candidate, reason = mr.region_outcome(tmp_path / "died", 1)
     assert (state, candidate) == ("interrupted", None)
-    assert reason.startswith("exit code 1: MemoryError: boom (its log: ") and reason.endswith("resume.log)")
+    assert reason.startswith("exit code 1; its last line was: MemoryError: boom (its log: ")
+    assert reason.endswith("resume.log)")
     (tmp_path / "died" / "resume.log").unlink()
-    assert mr.region_outcome(tmp_path / "died", -9)[2] == "exit code -9"
+    assert mr.region_outcome(tmp_path / "died", -9)[2] == "killed by SIGKILL (killed)"
 
 
 def test_a_bug_of_kernelevos_in_a_model_run_is_one_line_and_a_crash_log(
@@ -652,3 +653,12 @@ def test_a_bug_of_kernelevos_in_a_model_run_is_one_line_and_a_crash_log(
     said = capsys.readouterr().err
     assert "RuntimeError: reassembly went wrong" in said and "Traceback" not in said and "kernelevo resume" in said
     assert "in broken" in (tmp_path / CRASH_LOG).read_text()
+
+
+def test_a_model_run_stopped_by_a_region_says_whose_the_stop_was() -> None:
+    regions = [{"state": "optimized"}, {"state": "interrupted", "exit_code": 4}]
+    assert mr.stopped_exit_code(regions) == 4
+    assert mr.stopped_exit_code([*regions, {"state": "interrupted", "exit_code": 3}]) == 3
+    assert mr.stopped_exit_code([*regions, {"state": "interrupted", "exit_code": 5},
+                                 {"state": "interrupted", "exit_code": 3}]) == 5
+    assert mr.stopped_exit_code([{"state": "interrupted"}]) == 4  # a run from before exit codes were kept

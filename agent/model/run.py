@@ -41,6 +41,8 @@ from kernelevo.agent.model.runtime import (  # noqa: F401 - the runtime's names,
 )
 from kernelevo.agent.runner import RunConfig, create, device_count
 from kernelevo.agent.store import RunStore
+from kernelevo.sandbox.exit_codes import EXIT_ENVIRONMENT, EXIT_INTERNAL, EXIT_INTERRUPTED
+from kernelevo.sandbox.isolation.process import describe_signal
 from kernelevo.tasks import regions as rg
 
 MODEL_FILE = "model.json"
@@ -274,6 +276,7 @@ def optimize_regions(config: ModelRunConfig, run_dir: Path, state: dict[str, Any
         with lock:
             r = by_name[name]
             r["state"], r["candidate"], r["reason"] = outcome
+            r["exit_code"] = code
             _save(run_dir, state)
             if config.report:
                 _refresh_report(run_dir, log)
@@ -375,13 +378,18 @@ def region_outcome(region_dir: Path, exit_code: int | None = None) -> tuple[str,
 
 
 def _died(region_dir: Path, exit_code: int | None) -> str:
-    """Why a region's process ended without a word in its store: the last line it wrote, if any."""
+    """How a region's process ended without a word in its store: its exit code (or signal), and the
+    last line it wrote, if any (often the error; it may be only the last thing it said)."""
     try:
-        lines = [line for line in (region_dir / "resume.log").read_text().splitlines() if line.strip()]
+        lines = [line for line in (region_dir / "resume.log").read_text(errors="replace").splitlines()
+                 if line.strip()]
     except OSError:
         lines = []
-    said = f": {lines[-1].strip()[:300]} (its log: {region_dir / 'resume.log'})" if lines else ""
-    return f"exit code {exit_code}{said}"
+    how = f"exit code {exit_code}"
+    if exit_code is not None and exit_code < 0:
+        how = f"killed by {describe_signal(-exit_code)}"
+    said = f"; its last line was: {lines[-1].strip()[:300]} (its log: {region_dir / 'resume.log'})" if lines else ""
+    return f"{how}{said}"
 
 
 def _refresh_report(run_dir: Path, log: Callable[[str], None]) -> None:
@@ -393,10 +401,16 @@ def _refresh_report(run_dir: Path, log: Callable[[str], None]) -> None:
         log(f"warning: the report could not be written: {type(exc).__name__}: {exc}")
 
 
+def stopped_exit_code(regions: list[dict[str, Any]]) -> int:
+    """A model run's exit code while regions are interrupted: a region stopped by kernelevo's own error
+    (5) or by the machine (3) says so; else the run was interrupted (4)."""
+    codes = {r.get("exit_code") for r in regions if r["state"] == "interrupted"}
+    return next((c for c in (EXIT_INTERNAL, EXIT_ENVIRONMENT) if c in codes), EXIT_INTERRUPTED)
+
+
 def optimize_model(config: ModelRunConfig, run_dir: Path, log: Callable[[str], None]) -> int:
     """The whole run (or its continuation: prepared regions and finished region runs are reused). The
     end-to-end check needs the machine: where it cannot judge (exit 3), the run is left to resume."""
-    from kernelevo.sandbox.exit_codes import EXIT_ENVIRONMENT
     from kernelevo.sandbox.judge.evaluate import EvalError, detect_device
 
     device = detect_device()
@@ -408,7 +422,7 @@ def optimize_model(config: ModelRunConfig, run_dir: Path, log: Callable[[str], N
     optimize_regions(config, run_dir, state, log, device_count() if device == "cuda" else 0)
     if any(r["state"] == "interrupted" for r in state["regions"]):
         log(f"interrupted: continue with `kernelevo resume {run_dir}`")
-        return 4
+        return stopped_exit_code(state["regions"])
     try:
         state = finish(config, run_dir, state, device, log)
     except EvalError as exc:
