@@ -103,11 +103,20 @@ def _count(text: str) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="64M,512M", help="fp32 values per tensor, comma-separated (K, M, G)")
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--folder", type=Path, default=Path(tempfile.gettempdir()))
+    parser.add_argument("--repeats", type=int, default=3, help="rounds per size and way; the median is shown")
+    parser.add_argument("--folder", type=Path, default=Path(tempfile.gettempdir()),
+                        help="where the file lies (default: the temporary folder, where the judge's outboxes are)")
     parser.add_argument("--json", action="store_true", help="print the rows as one JSON list")
     args = parser.parse_args()
-    rows = [row for size in args.sizes.split(",") for row in measure(_count(size), args.repeats, args.folder)]
+    import torch
+
+    if not torch.cuda.is_available():
+        parser.exit(3, "error: this probe needs a GPU (it times device tensors crossing as files)\n")
+    try:
+        sizes = [_count(size) for size in args.sizes.split(",")]
+    except (ValueError, IndexError):
+        parser.error(f"--sizes {args.sizes!r}: give counts such as 64M,512M")
+    rows = [row for values in sizes for row in measure(values, args.repeats, args.folder)]
     if args.json:
         print(json.dumps(rows))
         return

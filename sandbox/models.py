@@ -32,8 +32,9 @@ class TimingPolicy(BaseModel):
     budget_s: float = 1.0
     """Seconds of timed calls per block (candidate, reference, candidate)."""
     spot_checks: int = 3
-    """Outputs of this many timed calls per block are shipped and checked by the oracle; which ones
-    the session decides after each call, so the candidate cannot know in advance."""
+    """Each timed call's output is shipped and checked by the oracle with chance ``spot_checks`` in
+    ``min_runs``, drawn after the call and apart from every other draw (so the candidate cannot know in
+    advance); a block goes on until it has at least this many checks."""
 
 
 class OutputStats(BaseModel):

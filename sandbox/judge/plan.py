@@ -3,6 +3,8 @@ processes it talks to: the vocabulary shared by the session and its phases."""
 
 from __future__ import annotations
 
+import json
+import os
 import random
 import secrets
 from collections.abc import Callable
@@ -19,6 +21,16 @@ from kernelevo.tasks.task import Task
 CONNECT_TIMEOUT_S = 180.0
 """How long a process may take to start (Python, torch and Triton imports) and connect."""
 
+
+
+def trace_line(variable: str, fields: dict[str, Any]) -> None:
+    """With the environment variable ``variable`` naming a file, append ``fields`` to it as a JSON line:
+    what benchmarks ask of a session (``KERNELEVO_TIMING_TRACE``: each timed call's parts;
+    ``KERNELEVO_SESSION_TRACE``: each request's round trip). Nothing reads it back."""
+    path = os.environ.get(variable)
+    if path:
+        with open(path, "a") as out:
+            out.write(json.dumps(fields) + "\n")
 
 class Stop(Exception):
     """The session cannot go on: ``who`` ("worker" or "oracle") failed during ``phase``;

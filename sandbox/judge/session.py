@@ -12,8 +12,6 @@ clock runs around every call; ``timing.py`` holds the candidate's reported times
 
 from __future__ import annotations
 
-import json
-import os
 import random
 import secrets
 import time
@@ -28,7 +26,7 @@ from kernelevo.sandbox.isolation.protocol import Job
 from kernelevo.sandbox.judge import device_memory, telemetry
 from kernelevo.sandbox.judge.correctness import CorrectnessCalls
 from kernelevo.sandbox.judge.disk import DISK_ROOM_BYTES, free_space, has_room
-from kernelevo.sandbox.judge.plan import CONNECT_TIMEOUT_S, Plan, Stop, hello, oracle_asker
+from kernelevo.sandbox.judge.plan import CONNECT_TIMEOUT_S, Plan, Stop, hello, oracle_asker, trace_line
 from kernelevo.sandbox.judge.record import Record
 from kernelevo.sandbox.judge.reported import reported_count
 from kernelevo.sandbox.judge.timed_calls import TimedCalls
@@ -41,16 +39,6 @@ WORKER_REAP_S = 10.0
 """How long the judge waits for a killed candidate process to be reaped."""
 FORENSIC_EXIT_GRACE_S = 5.0
 """How long a process under ncu may take to exit after its session: ncu writes its log then."""
-
-
-def trace_request(who: str, phase: str, message: dict[str, Any], seconds: float) -> None:
-    """With ``KERNELEVO_SESSION_TRACE`` set to a file, append each request's process, phase, operation
-    and round-trip seconds as a JSON line (for benchmarks that ask where a verdict's time goes; nothing
-    reads it back)."""
-    path = os.environ.get("KERNELEVO_SESSION_TRACE")
-    if path:
-        with open(path, "a") as out:
-            out.write(json.dumps({"who": who, "phase": phase, "op": message.get("op"), "s": round(seconds, 4)}) + "\n")
 
 
 DISK_ROOM_PER_FOOTPRINT = 4
@@ -87,7 +75,8 @@ class Session(CorrectnessCalls, TimedCalls):
         except wire.ChannelError as exc:
             self._worker_broke |= who == "worker" and not isinstance(exc, wire.ChannelTimeout)
             raise Stop(who, phase, str(exc), broken=True) from None
-        trace_request(who, phase, message, time.monotonic() - sent)
+        trace_line("KERNELEVO_SESSION_TRACE", {"who": who, "phase": phase, "op": message.get("op"),
+                                              "s": round(time.monotonic() - sent, 4)})
         if who == "oracle":
             # the candidate's process waits while the oracle works (a float64 reference made on the host
             # can take minutes at a task's real size): that time is not the candidate's

@@ -4,8 +4,6 @@ the reported pace of back-to-back calls."""
 
 from __future__ import annotations
 
-import json
-import os
 import statistics
 import time
 from typing import Any
@@ -13,7 +11,7 @@ from typing import Any
 from kernelevo.sandbox.child.timed import call_ms, same_digest
 from kernelevo.sandbox.isolation.protocol import Job
 from kernelevo.sandbox.judge import rules, telemetry
-from kernelevo.sandbox.judge.plan import SessionPart, Stop, fresh_seed
+from kernelevo.sandbox.judge.plan import SessionPart, Stop, fresh_seed, trace_line
 from kernelevo.sandbox.judge.reported import reported_ms
 from kernelevo.sandbox.judge.timing import PACE_MEASUREMENTS, Block
 from kernelevo.sandbox.tensor_files import nbytes
@@ -28,13 +26,9 @@ GRAPH_PHASE_S = 120.0
 
 
 def trace_call(who: str, op: str, reply: dict[str, Any], wall_ms: float) -> None:
-    """With ``KERNELEVO_TIMING_TRACE`` set to a file, append each timed call's reported parts and the
-    session's wall time as a JSON line (for the timing benchmarks; nothing reads it back)."""
-    path = os.environ.get("KERNELEVO_TIMING_TRACE")
-    if path:
-        fields = {k: reply.get(k) for k in ("gpu_ms", "lag_ms", "host_ms", "parts")}
-        with open(path, "a") as out:
-            out.write(json.dumps({"who": who, "op": op, **fields, "wall_ms": wall_ms}) + "\n")
+    """Each timed call's reported parts and the session's wall time, for the timing benchmarks."""
+    fields = {k: reply.get(k) for k in ("gpu_ms", "lag_ms", "host_ms", "parts")}
+    trace_line("KERNELEVO_TIMING_TRACE", {"who": who, "op": op, **fields, "wall_ms": wall_ms})
 
 
 class TimedCalls(SessionPart):
