@@ -11,7 +11,16 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from kernelevo.agent.cli_output import EXIT_ENVIRONMENT, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, err, out, plain
+from kernelevo.agent.cli_output import (
+    EXIT_ENVIRONMENT,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    err,
+    out,
+    plain,
+    printable,
+)
 from kernelevo.agent.cli_output import fail as _fail
 
 
@@ -161,7 +170,7 @@ def profile_command(
     if as_json:
         print(json.dumps({"verdict": verdict.model_dump(mode="json"), "profile": profile.model_dump(mode="json")}))
     else:
-        out.print(describe(profile), highlight=False, markup=False, soft_wrap=True)
+        out.print(printable(describe(profile)), highlight=False, markup=False, soft_wrap=True)
     raise typer.Exit(EXIT_OK)
 
 
@@ -187,7 +196,7 @@ def _sandbox(choice: str, as_json: bool):  # noqa: ANN202 - a Sandbox
     except DockerUnavailable as exc:
         _fail(str(exc), EXIT_ENVIRONMENT, as_json)
     if warning:
-        err.print(warning, markup=False, highlight=False)
+        err.print(printable(warning), markup=False, highlight=False)
     return chosen
 
 

@@ -20,6 +20,7 @@ from kernelevo.agent.cli_output import (
     err,
     out,
     plain,
+    printable,
 )
 from kernelevo.agent.cli_output import fail as _fail
 from kernelevo.agent.crash import exit_code_of, hint, keep_crash
@@ -211,7 +212,7 @@ def _drive_model(config, folder: Path) -> int:  # noqa: ANN001 - a ModelRunConfi
     from kernelevo.tasks.regions import CannotCapture
 
     try:
-        return optimize_model(config, folder, lambda line: err.print(line, highlight=False, markup=False))
+        return optimize_model(config, folder, lambda line: err.print(printable(line), highlight=False, markup=False))
     except (CannotCapture, FileNotFoundError, AttributeError, ValueError) as exc:
         _fail(str(exc), EXIT_USAGE, False)
     except KeyboardInterrupt:
@@ -281,7 +282,7 @@ def status_command(
         if best.get("note"):
             out.print(f"[dim]{plain(best['note'])}[/dim]", highlight=False)
         if best.get("diagnosis"):
-            out.print(f"diagnosis: {best['diagnosis']}", highlight=False, markup=False)
+            out.print(printable(f"diagnosis: {best['diagnosis']}"), highlight=False, markup=False)
     table = Table()
     for column in ("id", "gen", "strategy", "parent", "result"):
         table.add_column(column)
@@ -345,7 +346,7 @@ def _model_status(run_dir: Path, as_json: bool) -> None:
     out.print(table)
     if e2e:
         if e2e.get("correct") and e2e.get("max_abs_error") is None:  # nothing replaced: nothing to compare
-            out.print(f"end to end: {e2e.get('note') or 'unchanged'}", highlight=False, markup=False)
+            out.print(printable(f"end to end: {e2e.get('note') or 'unchanged'}"), highlight=False, markup=False)
         elif e2e.get("correct"):
             speed = (f"{e2e['optimized_ms']:.4g} ms vs eager {e2e['eager_ms']:.4g} ms ({e2e['speedup']:.2f}x)"
                      if e2e.get("speedup") else "CPU interpreter: no speedup measured")
@@ -354,7 +355,7 @@ def _model_status(run_dir: Path, as_json: bool) -> None:
             out.print(f"end to end: matches the original (max error {e2e['max_abs_error']:.3g}); {speed}",
                       highlight=False, markup=False)
         else:
-            out.print(f"end to end: FAILED: {e2e.get('reason')}", highlight=False, markup=False)
+            out.print(printable(f"end to end: FAILED: {e2e.get('reason')}"), highlight=False, markup=False)
 
 
 def trace_command(
@@ -378,7 +379,7 @@ def trace_command(
                     print(json.dumps({**event, "region": region.name}))
                 store.close()
                 continue
-            out.print(f"== region {region.name} ==", highlight=False, markup=False)
+            out.print(printable(f"== region {region.name} =="), highlight=False, markup=False)
             trace_command(region, as_json=False, candidate=candidate)
         return
     _require_run(run_dir, as_json)
@@ -397,7 +398,8 @@ def trace_command(
         if event.get("action") == "propose" and event.get("generation") != generation:
             generation = event.get("generation")
             out.print(f"-- generation {generation} --", highlight=False, markup=False)
-        out.print(f"{format_time(event['ts'])}  {describe(event)}", highlight=False, soft_wrap=True, markup=False)
+        out.print(printable(f"{format_time(event['ts'])}  {describe(event)}"), highlight=False, soft_wrap=True,
+                  markup=False)
 
 
 def export_command(
