@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from kernelevo.agent.cli_output import EXIT_USAGE, err, fail, out
+from kernelevo.agent.cli_output import EXIT_USAGE, err, fail, out, printable
 
 experience_app = typer.Typer(
     help="The experience library: each finished run keeps its verified best kernel (with its task's "
@@ -71,12 +71,12 @@ def show_command(entry_id: Annotated[str, typer.Argument(metavar="ID", help="An 
         print(entry.model_dump_json(indent=2))
         return
     speed = f", {entry.speedup:.2f}x over eager" if entry.speedup else ""
-    out.print(f"{entry.id}  task {entry.task} on {entry.device}: {entry.runtime_ms:.4g} ms{speed}\n"
-              f"operations: {', '.join(entry.signature.ops)}\ninputs: {', '.join(entry.signature.inputs)}\n"
-              f"from run: {entry.run_dir}", highlight=False, markup=False)
+    out.print(printable(f"{entry.id}  task {entry.task} on {entry.device}: {entry.runtime_ms:.4g} ms{speed}\n"
+                        f"operations: {', '.join(entry.signature.ops)}\ninputs: {', '.join(entry.signature.inputs)}\n"
+                        f"from run: {entry.run_dir}"), highlight=False, markup=False)
     for note in entry.notes:
-        out.print(f"note: {note}", highlight=False, markup=False)
-    out.print(entry.source, highlight=False, markup=False)
+        out.print(printable(f"note: {note}"), highlight=False, markup=False)
+    out.print(printable(entry.source), highlight=False, markup=False)
 
 
 @experience_app.command("forget")

@@ -22,13 +22,16 @@ from kernelevo.sandbox.exit_codes import (  # noqa: F401 - the CLI's codes, kept
 out = Console()
 err = Console(stderr=True)
 
-_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+"""Terminal controls (C0 but tab and line feed, DEL, C1) and the bidirectional overrides that make
+text read otherwise than it is written."""
 
 
 def printable(text: object) -> str:
     """``text`` with every terminal control character (escape sequences, C1 controls) shown as its code:
     a candidate's error can carry ones that clear the screen or print a fake "ACCEPTED" in colour."""
-    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+    return _CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}" if ord(m.group()) > 0xff else f"\\x{ord(m.group()):02x}",
+                         str(text))
 
 
 def plain(text: object) -> str:

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from kernelevo.agent.cli_output import EXIT_USAGE, err, fail, out
+from kernelevo.agent.cli_output import EXIT_USAGE, err, fail, out, printable
 
 
 def _fail(message: str, as_json: bool) -> None:
@@ -53,4 +53,4 @@ def request_command(
     if as_json:
         print(json.dumps(body, indent=2))
     else:
-        out.print(request_text(body), highlight=False, markup=False, soft_wrap=True)
+        out.print(printable(request_text(body)), highlight=False, markup=False, soft_wrap=True)

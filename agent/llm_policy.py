@@ -58,13 +58,15 @@ def _sleep_unless_stopping(rt: Any, seconds: float) -> None:
 
 
 def _whole_text(reply: AIMessage) -> AIMessage:
-    """The reply with every lone surrogate in its text and tool arguments replaced by U+FFFD: a server
-    may send one escaped, and a string holding it can be neither parsed as a kernel's source nor
-    written to the run's store."""
+    """The reply with every lone surrogate in its text, tool calls (valid or not) and metadata replaced by
+    U+FFFD: a server may send one escaped, and a string holding it can be neither parsed as a kernel's
+    source, nor written to the run's store, nor sent back in the next request."""
     return reply.model_copy(update={
         "content": whole_characters(reply.content),
-        "tool_calls": [{**call, "args": whole_characters(call["args"])} for call in reply.tool_calls],
-        "additional_kwargs": whole_characters(reply.additional_kwargs or {})})
+        "tool_calls": [whole_characters(dict(call)) for call in reply.tool_calls],
+        "invalid_tool_calls": [whole_characters(dict(call)) for call in reply.invalid_tool_calls],
+        "additional_kwargs": whole_characters(reply.additional_kwargs or {}),
+        "response_metadata": whole_characters(reply.response_metadata or {})})
 
 class TurnTooLong(Exception):
     """The conversation outgrew the model's context: the turn ends with what it wrote; the next turn
@@ -261,6 +263,8 @@ class LLMPolicy:
         while True:
             try:
                 return llm.invoke(messages)
+            except (UnicodeError, TypeError):  # a request the client cannot even encode: never an outage
+                raise
             except Exception as exc:  # network, HTTP 5xx and 429 after the client's own retries, timeouts
                 error = f"{type(exc).__name__}: {exc}"
                 store.event("model_error", None, generation=generation, step=step, error=_short(error, 600))

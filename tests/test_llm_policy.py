@@ -473,11 +473,12 @@ def test_the_model_starts_from_the_strategists_kernel(tmp_path, cache_dir, monke
 
 
 def test_a_lone_surrogate_in_a_models_reply_is_read_as_text(tmp_path, cache_dir, monkeypatch) -> None:
-    """A server may send a lone UTF-16 surrogate, escaped, in the content or a tool's arguments: no
-    kernel's source can be parsed with one, and no store write it. It is read as U+FFFD, and the run
-    goes on (it ended with kernelevo's own error)."""
+    """A server may send a lone UTF-16 surrogate, escaped, in the content or a tool's arguments (ones that
+    parse, or not): no kernel's source can be parsed with one, no store write it, and the client cannot
+    send it back. It is read as U+FFFD, and the run goes on."""
     odd = GOOD.replace("import torch", "# a note \ud800 the model wrote\nimport torch", 1)
     script = [
+        {"content": "Arguments that do not parse.", "tool_calls": [tool_call("write_kernel", "{bad \ud800")]},
         {"content": "A kernel \ud800 with a comment.",
          "tool_calls": [tool_call("write_kernel", {"source": odd, "strategy": "grid \udfff"})]},
         {"tool_calls": [tool_call("check_kernel", {"candidate": source_id(odd.replace("\ud800", "\ufffd"))[:10]})]},

@@ -477,7 +477,7 @@ def test_a_candidates_job_writes_only_where_it_may_and_its_launcher_writes_what_
 
 def _check_confinement(base: Path, tier: str) -> None:
     from kernelevo.sandbox.child import confine
-    from kernelevo.sandbox.isolation.confinement import LAUNCHER_FOLDER
+    from kernelevo.sandbox.isolation.confinement import LAUNCHER_FOLDER, private_tmp_for
 
     job = base / "job"
     cache, trace, open_to_all = base / "cache", base / "trace", base / "open"
@@ -530,6 +530,8 @@ def _check_confinement(base: Path, tier: str) -> None:
             assert "signals and abstract sockets only within the job" in log
             assert "could not signal the judge" in log
         assert not (open_to_all / "planted").exists() and not (job / "own.txt").exists()
+        # where /tmp is the host's, the job's own folder of it (its scratch written above) ends with it
+        assert not private_tmp_for(spec.job_dir).exists()
     finally:
         host_tmp.unlink(missing_ok=True)
         shm.unlink(missing_ok=True)

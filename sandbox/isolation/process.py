@@ -413,6 +413,9 @@ class ProcessJob:
         elif returncode is not None and returncode > 128:
             outcome.signal = describe_signal(returncode - 128)
         namespaces.keep_tail(self.log_path, LOG_KEEP_BYTES)
+        private_tmp = confinement.private_tmp_for(self.spec.job_dir)
+        if os.path.lexists(private_tmp):  # its /tmp where the host's is shared: nothing of it outlives the job
+            namespaces.remove_tree(private_tmp)
         outcome.log_tail = tail(self.log_path)
         self.outcome = outcome
         return outcome
