@@ -29,7 +29,6 @@ from kernelevo.agent.policy import PolicyRefused, PolicyRuntime, PolicyUnavailab
 from kernelevo.agent.request_log import request_body, store_request
 from kernelevo.sandbox.judge.ceilings import speed_of_light_ms
 from kernelevo.sandbox.models import Verdict
-from kernelevo.sandbox.wire import whole_characters
 from kernelevo.tasks.task import Task
 from kernelevo.tools import ToolContext, make_tools
 from kernelevo.tools.kernel_tools import SOURCE_LIMIT
@@ -56,17 +55,6 @@ def _sleep_unless_stopping(rt: Any, seconds: float) -> None:
         time.sleep(min(0.2, end - time.monotonic()))
 
 
-
-def _whole_text(reply: AIMessage) -> AIMessage:
-    """The reply with every lone surrogate in its text, tool calls (valid or not) and metadata replaced by
-    U+FFFD: a server may send one escaped, and a string holding it can be neither parsed as a kernel's
-    source, nor written to the run's store, nor sent back in the next request."""
-    return reply.model_copy(update={
-        "content": whole_characters(reply.content),
-        "tool_calls": [whole_characters(dict(call)) for call in reply.tool_calls],
-        "invalid_tool_calls": [whole_characters(dict(call)) for call in reply.invalid_tool_calls],
-        "additional_kwargs": whole_characters(reply.additional_kwargs or {}),
-        "response_metadata": whole_characters(reply.response_metadata or {})})
 
 class TurnTooLong(Exception):
     """The conversation outgrew the model's context: the turn ends with what it wrote; the next turn
@@ -230,7 +218,7 @@ class LLMPolicy:
         store = self.rt.store
         store.event("model_request", None, generation=generation, step=step, messages=len(messages),
                     last=_short(str(messages[-1].content), 2000), request=self._log_request(llm, messages))
-        reply = _whole_text(self._with_retries(llm, messages, step, generation))
+        reply = self._with_retries(llm, messages, step, generation)
         usage = reply.usage_metadata or {}
         with self._lock:  # islands answer at the same time: the sums must not lose an update
             store.set_meta("tokens_in", int(store.meta("tokens_in", 0)) + int(usage.get("input_tokens", 0)))

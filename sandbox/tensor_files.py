@@ -105,10 +105,8 @@ def _expected_bytes(meta: TensorFile, limit: int) -> tuple[int, int]:
         raise ValueError(f"dtype {meta.dtype!r} is not one a tensor file may carry")
     if "/" in meta.file or meta.file in {"", ".", ".."} or any(d < 0 for d in meta.shape):
         raise ValueError(f"a malformed tensor file entry ({meta.file!r}, shape {meta.shape})")
-    numel = 1
-    for d in meta.shape:
-        numel *= d
-    expected = numel * ITEM_BYTES[meta.dtype]
+    expected = nbytes(meta.dtype, meta.shape)
+    numel = expected // ITEM_BYTES[meta.dtype]
     if expected > limit:
         raise ValueError(f"a tensor of {expected} bytes is over the limit of {limit}")
     return numel, expected
