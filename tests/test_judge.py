@@ -836,8 +836,8 @@ class _ScriptedBlock(TimedCalls):
     """The timed-block loop of a GPU session against scripted answers: each timed call takes ``call_s``
     of wall time; the reference's output holds ``output_bytes``."""
 
-    def __init__(self, output_bytes: int, call_s: float = 0.001) -> None:
-        self.plan = SimpleNamespace(device="cuda", timing=TimingPolicy(warmup=1, warmup_s=0.0, min_runs=6,
+    def __init__(self, output_bytes: int, call_s: float = 0.001, device: str = "cuda") -> None:
+        self.plan = SimpleNamespace(device=device, timing=TimingPolicy(warmup=1, warmup_s=0.0, min_runs=6,
                                                                        max_runs=60, budget_s=0.05, spot_checks=2))
         self.rng = random.Random(7)
         self.output_bytes, self.call_s, self.checked_runs = output_bytes, call_s, []
@@ -985,3 +985,13 @@ def test_a_reference_that_fails_beside_a_candidate_is_blamed_on_it_a_few_times_t
         session._stopped(Stop("oracle", "comparing set 0", "no answer in time", task_error=task_error,
                               broken=broken))
         assert session.record.reference_failed_beside is beside
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_without_a_gpu_every_timed_call_is_checked(seed: int) -> None:
+    """Three calls drawn at 2 in 6 would all go unchecked one time in nine: a candidate skipping its
+    work in every timed call must never pass on the draw."""
+    cpu = _ScriptedBlock(output_bytes=4 << 10, device="cpu")
+    cpu.rng = random.Random(seed)
+    block, (checked, _) = cpu._timed_block(None, "worker", "timed block 1")
+    assert len(block.times_ms) == 3 and checked == 3 and cpu.checked_runs == [0, 1, 2]

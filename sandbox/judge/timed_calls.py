@@ -99,7 +99,9 @@ class TimedCalls(SessionPart):
         # every other draw: the checks so far say nothing of the next call's (a fixed number drawn from
         # the first calls would leave the rest of them known to be unchecked once that many were shipped).
         wanted = min(policy.spot_checks, least) if who == "worker" else 0
-        chance = wanted / least
+        # Without a GPU every call is checked: its times mean nothing, and the block's three calls could
+        # all miss their draws, leaving a candidate that skips its work in every timed call unseen.
+        chance = (wanted / least if gpu else 1.0) if wanted else 0.0
         block, checked, problems = Block(), 0, []
         # The block runs its least calls, then on until it has its checks and has spent its budget, which
         # holds the checks too: where each check ships gigabytes, it stops soon after its least calls.
