@@ -134,10 +134,10 @@ def main() -> None:
     parser.add_argument("--optimize", type=int, default=0, metavar="N",
                         help="run optimize-model with N evaluations instead of the capture probe")
     parser.add_argument("--size", default="small", help="--optimize: the size to optimize at")
-    parser.add_argument("--redo", action="store_true", help="--optimize: run files already in --out again")
+    parser.add_argument("--redo", action="store_true", help="run files already in --out again")
     args = parser.parse_args()
     wanted = [s for s in args.only.split(",") if s]
-    kept = json.loads(args.out.read_text()) if args.optimize and args.out and args.out.exists() else {}
+    kept = json.loads(args.out.read_text()) if args.out and args.out.exists() else {}
     rows = {}
     for level in args.levels.split(","):
         for path in sorted((args.suite / f"level{level}").glob("*.py"), key=lambda p: int(p.name.split("_")[0])):
@@ -148,18 +148,16 @@ def main() -> None:
                 continue
             if args.optimize:
                 rows[name] = result = optimize(path, args.optimize, args.timeout, args.size)
-                if args.out:  # after each file: a sweep cut short keeps what finished
-                    args.out.write_text(json.dumps({**kept, **rows}, indent=1))
             else:
                 rows[name] = result = probe(path, args.timeout)
+            if args.out:  # after each file: a sweep cut short keeps what finished, and rows not run stay
+                args.out.write_text(json.dumps({**kept, **rows}, indent=1))
             print(f"{path.stem:40s} {json.dumps(result)}", flush=True)
     if args.optimize:
         done = {**kept, **rows}
         print(f"\nend to end verified {sum(r['end_to_end'] for r in done.values())} of {len(done)}; "
               f"with a region replaced {sum(r['end_to_end'] and r.get('replaced', 0) > 0 for r in done.values())}")
         return
-    if args.out:
-        args.out.write_text(json.dumps(rows, indent=1))
     captured = [r for r in rows.values() if r["captured"]]
     print(f"\ncaptured {len(captured)} of {len(rows)} "
           f"({sum(r['how'] == 'shapes fixed' for r in captured)} only with shapes fixed); "

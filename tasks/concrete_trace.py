@@ -24,6 +24,8 @@ import torch
 import torch.fx
 import torch.nn as nn
 
+from kernelevo.tasks.einops_trace import teach_einops
+
 SHAPE_ATTRIBUTES = frozenset({"shape", "ndim", "dtype", "device", "is_cuda", "layout", "is_floating_point",
                               "is_complex", "size", "dim", "numel", "nelement", "stride", "element_size",
                               "is_contiguous", "get_device"})
@@ -188,6 +190,7 @@ def refuse_variable_arguments(model: nn.Module) -> None:
 def concrete_graph(model: nn.Module, inputs: list[Any]) -> torch.fx.Graph:
     """``model``'s forward as a graph recorded at the shapes of ``inputs`` (see the module)."""
     refuse_variable_arguments(model)
+    teach_einops(_ConcreteProxy)
     defaults = unpassed_defaults(model, inputs)
     return ConcreteTracer(inputs, defaults).trace(model, concrete_args=defaults or None)
 

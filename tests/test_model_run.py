@@ -158,6 +158,30 @@ def test_a_forward_that_reads_sizes_into_python_is_captured_at_its_shapes() -> N
                 next(n for n in gm.graph.nodes if n.name == region.output)).shape
 
 
+def test_a_forward_written_with_einops_is_captured_as_plain_torch() -> None:
+    """einops refuses a tracer's proxies; at fixed shapes its torch backend records reshapes, permutes
+    and reductions, and the cut network computes exactly what the original does."""
+    einops = pytest.importorskip("einops")
+
+    class Chunked(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.scale = nn.Parameter(torch.randn(4))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            blocks = einops.rearrange(x, "b (c l) h -> b h c l", l=4)
+            summed = einops.reduce(blocks.exp() * self.scale, "b h c l -> b c h", "sum")
+            return torch.einsum("bch,bch->bc", summed, summed.tanh())
+
+    model, inputs = Chunked(), [torch.randn(2, 16, 3)]
+    gm = rg.capture(model, inputs)
+    assert not any("einops" in str(n.target) for n in gm.graph.nodes)
+    found = rg.partition(gm)
+    fresh = [torch.randn_like(inputs[0])]
+    with torch.no_grad():
+        assert torch.equal(rg.split(gm, found)(*fresh), model(*fresh))
+
+
 def test_a_forward_that_stores_state_on_its_module_is_left_as_it_was() -> None:
     """A failed symbolic trace stores its proxy where forward assigns (``self.state = ...``); the
     capture puts every attribute back, so the trace at fixed shapes and the model itself still work."""
