@@ -84,6 +84,19 @@ def test_memory_limit_kills_and_says_out_of_memory(tmp_path: Path) -> None:
     assert not outcome.timed_out
 
 
+@pytest.mark.parametrize("folder", ["/tmp", "/dev/shm", "/var/tmp"])
+def test_a_private_tmpfs_cannot_hold_more_than_a_share_of_the_memory_limit(tmp_path: Path, folder: str) -> None:
+    """Files in a tmpfs are memory no resident size shows: where the limit is polled they would escape it."""
+    require_bwrap()
+    code = (f"import os\nwritten = 0\ntry:\n    with open({folder!r} + '/fill', 'wb') as f:\n"
+            "        while written < 400 << 20:\n            f.write(bytes(16 << 20)); f.flush(); written += 16 << 20\n"
+            "except OSError as exc:\n    print('stopped', written >> 20, exc.errno, flush=True)\n")
+    outcome = run(tmp_path, code, memory_bytes=256 * 1024**2, memory_text="256m", timeout_s=60)
+    assert "stopped" in outcome.log_tail, outcome
+    megabytes, errno = map(int, outcome.log_tail.split("stopped")[1].split()[:2])
+    assert errno == 28 and megabytes <= 256 // namespaces.TMPFS_SHARE_OF_MEMORY, outcome.log_tail
+
+
 def test_process_burst_stops_at_the_pids_limit(tmp_path: Path) -> None:
     code = ("import subprocess, time\nprocs = []\nfailed = 0\n"
             "for _ in range(200):\n"

@@ -215,16 +215,26 @@ def _parents(folders: list[Path]) -> list[str]:
     return args
 
 
+PRIVATE_TMPFS = ("/dev/shm", "/tmp", "/var/tmp")
+TMPFS_SHARE_OF_MEMORY = 4
+"""Each private tmpfs holds at most this fraction (1/4) of the job's memory limit. A tmpfs lives in
+memory that no process's resident size shows, so where limits are polled instead of enforced by a
+cgroup, files written there would escape the limit; the three together stay under it."""
+
+
 def bwrap_command(cmd: list[str], job_dir: Path, writable: list[Path], readable: list[Path], gpu: bool,
-                  bwrap: str | None = None, moved: list[tuple[Path, str]] | None = None) -> list[str]:
+                  bwrap: str | None = None, moved: list[tuple[Path, str]] | None = None,
+                  memory_bytes: int | None = None) -> list[str]:
     """Wrap ``cmd`` in bubblewrap (see the module's docstring for what the job sees); ``moved``: host
-    folders bound writable at another path inside."""
+    folders bound writable at another path inside; ``memory_bytes``: the job's memory limit, which
+    bounds its private tmpfs mounts."""
     path = bwrap or bwrap_path()
     assert path
     args = [path, *_system_binds(), "--ro-bind", "/etc", "/etc", "--ro-bind-try", "/sys", "/sys", "--proc", "/proc",
             "--dev", "/dev"]
-    for private in ("/dev/shm", "/tmp", "/var/tmp"):
-        args += ["--perms", "1777", "--tmpfs", private]
+    for private in PRIVATE_TMPFS:
+        size = ["--size", str(max(memory_bytes // TMPFS_SHARE_OF_MEMORY, 1 << 20))] if memory_bytes else []
+        args += ["--perms", "1777", *size, "--tmpfs", private]
     for device in gpu_devices() if gpu else []:
         args += ["--dev-bind", device, device]
     reads = [f for f in _outermost([*python_paths(), *toolchain_paths(), *readable])

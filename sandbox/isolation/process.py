@@ -322,7 +322,8 @@ class ProcessJob:
             reads = spec.readable if spec.folder_writable else [spec.job_dir, *spec.readable]
             mounted = [(spec.compile_cache, confinement.CACHE_INSIDE)] if spec.compile_cache else []
             return namespaces.bwrap_command(cmd, spec.job_dir, writes, reads, spec.gpu,
-                                            moved=[*mounted, *([(spec.launcher_folder, inside)] if moved else [])])
+                                            moved=[*mounted, *([(spec.launcher_folder, inside)] if moved else [])],
+                                            memory_bytes=spec.memory_bytes)
         if tier == "unshare":
             return namespaces.unshare_command(cmd, drop=not self.private)
         return cmd if self.private else [*namespaces.drop_privileges(), *cmd]
