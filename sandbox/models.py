@@ -170,6 +170,8 @@ class JobOutcome(BaseModel):
     timed_out: bool = False
     out_of_memory: bool = False
     too_many_processes: bool = False
+    too_many_files: bool = False
+    """Killed for creating more files in its writable folders than ``file_watch.FILES_LIMIT``."""
     wall_s: float
     log_tail: str = ""
     phase: str | None = None

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ON_GPU, ROOT, candidate, require_bwrap
+from kernelevo.sandbox.isolation import file_watch
 from kernelevo.sandbox.isolation.namespaces import hand_over
 from kernelevo.tasks import load_task
 
@@ -234,6 +235,14 @@ def test_memory_hog_is_killed_and_reported(make_evaluator) -> None:
     verdict, code = ev.evaluate(load_task("relu", "small"), candidate("bad_memory_hog"))
     assert code == 1
     assert "ran out of memory" in verdict.reason and "2g" in verdict.reason
+
+
+def test_a_file_flood_is_killed_at_the_limit_and_rejected(make_evaluator, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(file_watch, "FILES_LIMIT", 5000)
+    ev = make_evaluator(timeout_s=120)
+    verdict = ev.run_in_sandbox(load_task("relu", "small"), candidate("bad_file_flood"), [])
+    assert not verdict.correct
+    assert "created more than 5,000 files" in verdict.reason, verdict.reason
 
 
 CANCELLING_SUM = '''import torch

@@ -13,7 +13,8 @@ import pytest
 
 from conftest import require_bwrap
 from kernelevo.sandbox import tensor_files, wire
-from kernelevo.sandbox.isolation import cgroups, namespaces
+from kernelevo.sandbox.isolation import cgroups, file_watch, namespaces
+from kernelevo.sandbox.judge.verdict import process_failure
 from kernelevo.sandbox.isolation.process import ProcessSandbox, RunSpec
 
 
@@ -95,6 +96,32 @@ def test_a_private_tmpfs_cannot_hold_more_than_a_share_of_the_memory_limit(tmp_p
     assert "stopped" in outcome.log_tail, outcome
     megabytes, errno = map(int, outcome.log_tail.split("stopped")[1].split()[:2])
     assert errno == 28 and megabytes <= 256 // namespaces.TMPFS_SHARE_OF_MEMORY, outcome.log_tail
+
+
+def test_counting_a_folders_entries_stops_past_the_limit(tmp_path: Path) -> None:
+    for i in range(30):
+        (tmp_path / "a" / str(i % 3)).mkdir(parents=True, exist_ok=True)
+        (tmp_path / "a" / str(i % 3) / f"f{i}").touch()
+    (tmp_path / "link").symlink_to("/usr")  # never followed
+    assert file_watch.count_entries([tmp_path], 1000) == 1 + 3 + 30 + 1
+    assert file_watch.count_entries([tmp_path], 10) == 11
+    assert file_watch.count_entries([tmp_path / "gone"], 10) == 0
+
+
+def test_a_job_that_floods_its_folders_with_files_is_killed_and_says_so(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Millions of small files would make every later step that measures or removes them wait out its
+    time limit: the job is killed once it passes the limit, with the reason in its verdict's words."""
+    monkeypatch.setattr(file_watch, "FILES_LIMIT", 3000)
+    code = ("import os, time\nos.makedirs('many', exist_ok=True)\n"
+            "for i in range(10 ** 6):\n    open(f'many/{i}', 'w').close()\n")
+    outcome = run(tmp_path, code, timeout_s=60)
+    assert outcome.too_many_files and not outcome.timed_out, outcome
+    assert "created more than 3,000 files" in process_failure(outcome, None)
+    written = len(list((tmp_path / "job" / "many").iterdir()))
+    assert 3000 < written < 10 ** 6
+    honest = run(tmp_path, "open('out', 'w').write('x')\n", name="honest")
+    assert not honest.too_many_files and honest.returncode == 0
 
 
 def test_process_burst_stops_at_the_pids_limit(tmp_path: Path) -> None:

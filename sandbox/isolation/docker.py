@@ -23,6 +23,7 @@ from typing import Any
 
 from kernelevo.sandbox import wire
 from kernelevo.sandbox.isolation import confinement
+from kernelevo.sandbox.isolation.file_watch import FileWatch, watched_folders
 from kernelevo.sandbox.isolation.namespaces import hand_over, keep_private, process_identity, write_into
 from kernelevo.sandbox.isolation.process import Deadline, RunSpec, describe_signal, tail, take_lock
 from kernelevo.sandbox.models import Isolation, JobOutcome
@@ -265,6 +266,8 @@ class DockerJob:
             # the engine keeps a container's output on the host's disk: a candidate may print gigabytes
             log_config=LogConfig(type="json-file", config={"max-size": "1m", "max-file": "1"}))
         self.deadline = Deadline(spec.timeout_s, self._on_deadline)
+        self._files = FileWatch(watched_folders(spec.job_dir, spec.writable, spec.compile_cache, spec.folder_writable,
+                                                spec.trusted), self.kill).start()
 
     def _on_deadline(self) -> None:
         if self.alive():
@@ -331,6 +334,7 @@ class DockerJob:
             self.timed_out = self.timed_out or timeout is None
             self.kill()
         self.deadline.cancel()
+        self._files.stop()
         oom = pids_hit = False
         log = b""
         try:
@@ -355,7 +359,7 @@ class DockerJob:
         outcome = JobOutcome(returncode=returncode, timed_out=self.timed_out, killed_by_judge=self.killed_alive,
                              wall_s=time.monotonic() - self.began,
                              isolation=self.isolation, out_of_memory=oom, too_many_processes=pids_hit,
-                             phase=self.phase, log_tail=tail(log_path))
+                             too_many_files=self._files.over, phase=self.phase, log_tail=tail(log_path))
         if returncode is not None and returncode > 128 and not oom:
             outcome.signal = describe_signal(returncode - 128)
         self.outcome = outcome

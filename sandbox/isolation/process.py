@@ -22,6 +22,7 @@ from typing import Any
 
 from kernelevo.sandbox import wire
 from kernelevo.sandbox.isolation import cgroups, confinement, namespaces
+from kernelevo.sandbox.isolation.file_watch import FileWatch, watched_folders
 from kernelevo.sandbox.models import Isolation, JobOutcome
 
 _SIGNAL_WORDS = {
@@ -296,6 +297,10 @@ class ProcessJob:
         self.outcome: JobOutcome | None = None
         self._watch = _Watch(spec, self.cgroup)
         self._watch.start(self.pid)
+        private_tmp = confinement.private_tmp_for(spec.job_dir)
+        self._files = FileWatch(watched_folders(spec.job_dir, spec.writable, spec.compile_cache, spec.folder_writable,
+                                                spec.trusted, private_tmp if private_tmp.exists() else None),
+                                self.kill).start()
         self.deadline = Deadline(spec.timeout_s, self._on_deadline)
 
     def _command(self, tier: str, env: dict[str, str]) -> list[str]:
@@ -392,6 +397,7 @@ class ProcessJob:
             returncode = self.proc.wait()
         self.deadline.cancel()
         self._watch.stop()
+        self._files.stop()
         self.kill()  # anything the job left behind
         self.owner._forget(self)
         if self._channel is not None:
@@ -409,6 +415,7 @@ class ProcessJob:
             self.cgroup.remove()
         outcome.out_of_memory |= self._watch.over_memory
         outcome.too_many_processes |= self._watch.over_pids
+        outcome.too_many_files = self._files.over
         if returncode is not None and returncode < 0:
             outcome.signal = describe_signal(-returncode)
         elif returncode is not None and returncode > 128:

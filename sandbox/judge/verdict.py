@@ -7,6 +7,7 @@ from __future__ import annotations
 import statistics
 
 from kernelevo.sandbox.advice.diagnosis import verdict_diagnosis
+from kernelevo.sandbox.isolation import file_watch
 from kernelevo.sandbox.judge.ceilings import speed_of_light_ms
 from kernelevo.sandbox.judge.record import Record
 from kernelevo.sandbox.judge.timing import (
@@ -39,6 +40,8 @@ def process_failure(outcome: JobOutcome | None, memory_text: str | None) -> str 
         return f"ran out of memory{during} (limit {memory_text}); the process was killed"
     if outcome.too_many_processes:
         return f"started too many processes{during} (limit {outcome.isolation.pids_limit}); killed"
+    if outcome.too_many_files:
+        return f"created more than {file_watch.FILES_LIMIT:,} files in its folders{during}; killed"
     if outcome.signal and not (outcome.killed_by_judge and outcome.signal.startswith("SIGKILL")):
         return f"crashed with {outcome.signal}{during}"
     return None
