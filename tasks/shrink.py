@@ -91,6 +91,15 @@ def size_literals(tree: ast.Module) -> dict[str, int]:
 
 def module_at(path: Path, name: str, values: dict[str, int]) -> types.ModuleType:
     """The task file executed as module ``name`` with its sizes replaced by ``values``."""
+    tree = rewritten(path, values)
+    module = types.ModuleType(name)
+    module.__file__ = str(path)
+    exec(compile(tree, str(path), "exec"), module.__dict__)  # noqa: S102 - the user's own task file
+    return module
+
+
+def rewritten(path: Path, values: dict[str, int]) -> ast.Module:
+    """The task file's syntax tree with its sizes replaced by ``values``."""
     tree = ast.parse(path.read_text(), filename=str(path))
     for node in tree.body:
         if not isinstance(node, ast.Assign):
@@ -109,11 +118,7 @@ def module_at(path: Path, name: str, values: dict[str, int]) -> types.ModuleType
             node.value = ast.copy_location(kind(elts=[ast.Constant(v) for v in new], ctx=ast.Load()), node.value)
         elif names[0] in values:
             node.value = ast.copy_location(ast.Constant(values[names[0]]), node.value)
-    ast.fix_missing_locations(tree)
-    module = types.ModuleType(name)
-    module.__file__ = str(path)
-    exec(compile(tree, str(path), "exec"), module.__dict__)  # noqa: S102 - the user's own task file
-    return module
+    return ast.fix_missing_locations(tree)
 
 
 def _count(path: Path, values: dict[str, int]) -> int | None:

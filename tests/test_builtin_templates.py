@@ -231,6 +231,47 @@ CASES = [
     ("split-global-max", "        pass", "        return torch.amax(x)", "torch.randn(40000)", ""),
     ("matmul-param-transposed-tril", "        self.w = nn.Parameter(torch.randn(24, n) * 0.05)",
      "        return torch.tril(torch.matmul(x, self.w.T) / 2.0, -2)", "torch.randn(30, {cols})", ""),
+    # Reductions over other dimensions than the last, fused with what follows them: rows across the
+    # reduced dimensions (at a stride where dimensions follow them), parameters along them per column.
+    ("span-rmsnorm-channels", "        pass",
+     "        return x / torch.sqrt(torch.mean(x ** 2, dim=1, keepdim=True) + 1e-5)", "torch.randn(3, 7, 5, 9)", ""),
+    ("span-layernorm-three-dims", "        self.ln = nn.LayerNorm((7, 5, 9))", "        return self.ln(x)",
+     "torch.randn(3, 7, 5, 9)", ""),
+    ("span-softmax-channels-then-sub-bf16", "        pass", "        return torch.softmax(x, dim=1) * 2.0 - x",
+     "torch.randn(2, 13, 6, 5)", "DTYPE = torch.bfloat16"),
+    ("span-standardised-over-two-dims", "        pass",
+     "        m = x.mean(dim=(1, 2), keepdim=True)\n        return (x - m) / (x.std(dim=(1, 2), keepdim=True) + 1e-3)",
+     "torch.randn(4, 6, 5, 3)", ""),
+    ("span-log-softmax-dim0-plus-one", "        pass", "        return F.log_softmax(x, dim=0) + 1.0",
+     "torch.randn(9, 300)", ""),
+    ("span-masked-softmax-dim1", "        pass",
+     "        return torch.softmax(x.masked_fill(x < -1.0, float('-inf')), dim=1)", "torch.randn(3, 70, 5)", ""),
+    ("span-rmsnorm-channel-weight-fp16", "        self.w = nn.Parameter(1.0 + 0.1 * torch.randn(7, 1, 1))",
+     "        return x * torch.rsqrt(x.pow(2).mean(1, keepdim=True) + 1e-6) * self.w", "torch.randn(2, 7, 6, 11)",
+     "DTYPE = torch.float16"),
+    # Comparisons, logic and selections: truth values held as 1.0 or 0.0 inside the kernel.
+    ("where-leaky-and-masked-fill", "        pass",
+     "        y = torch.where(x > 0, x, 0.1 * x)\n        keep = (x < 1.5) & ~(x == 0.25)\n"
+     "        return y.masked_fill(~keep, -1.0) + (x >= -0.5).float()", "torch.randn(4, {cols})", ""),
+    ("softmax-masked-below-threshold-bf16", "        pass",
+     "        return torch.softmax(x.masked_fill(x < -1.0, float('-inf')), dim=-1)", "torch.randn(6, {cols})",
+     "DTYPE = torch.bfloat16"),
+    ("elu-alpha-softplus-beta", "        self.act = nn.ELU(alpha=0.5)",
+     "        return self.act(x) + F.softplus(x, beta=2.0, threshold=5.0) + F.elu(x, 1.7)", "torch.randn(3, {cols})",
+     ""),
+    # Functions rewritten as what they are made of.
+    ("normalize-channels-and-glu", "        self.glu = nn.GLU(dim=-1)",
+     "        return self.glu(F.normalize(x, p=2.0, dim=1))", "torch.randn(2, 5, 3, 2 * 9)", ""),
+    ("bce-with-logits-mean", "        pass",
+     "        return F.binary_cross_entropy_with_logits(x * 4.0, torch.sigmoid(y))",
+     "torch.randn(5, {cols}), torch.randn(5, {cols})", ""),
+    ("cross-entropy-as-nll-of-log-softmax", "        self.nll = nn.NLLLoss()",
+     "        return self.nll(F.log_softmax(x, dim=1), t)", "torch.randn(6, {cols}), torch.randint(0, {cols}, (6,))",
+     ""),
+    ("cosine-similarity-loss", "        pass", "        return torch.mean(1 - F.cosine_similarity(x, y, dim=1))",
+     "torch.randn(5, {cols}), torch.randn(5, {cols})", ""),
+    ("cosine-similarity-module-dim0", "        self.sim = nn.CosineSimilarity(dim=0, eps=1e-6)",
+     "        return self.sim(x, y) * 3.0", "torch.randn(33, 17), torch.randn(33, 17)", ""),
 ]
 
 

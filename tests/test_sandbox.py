@@ -14,8 +14,8 @@ import pytest
 from conftest import require_bwrap
 from kernelevo.sandbox import tensor_files, wire
 from kernelevo.sandbox.isolation import cgroups, file_watch, namespaces
-from kernelevo.sandbox.judge.verdict import process_failure
 from kernelevo.sandbox.isolation.process import ProcessSandbox, RunSpec
+from kernelevo.sandbox.judge.verdict import process_failure
 
 
 def spec_for(tmp_path: Path, code: str, name: str = "job", **limits: object) -> RunSpec:

@@ -63,8 +63,11 @@ class Emitter:
             # Every row reads the same parameters: keep them in L2.
             return (f"tl.load({operand.name}_ptr + cols, mask=col_ok, other=0.0, eviction_policy=\"evict_last\")"
                     ".to(tl.float32)[None, :]")
-        offset = f"{node.args[1]} * n_cols + " if node.args[1] else ""
         hint = f", eviction_policy=\"{self.evict}\"" if self.evict else ""
+        if self.p.strided:
+            return (f"tl.load({operand.name}_ptr + starts[:, None] + cols[None, :].to(starts.dtype) * inner, "
+                    f"mask=mask, other=0.0{hint}).to(tl.float32)")
+        offset = f"{node.args[1]} * n_cols + " if node.args[1] else ""
         return (f"tl.load({operand.name}_ptr + (rows64 * {operand.name}_stride)[:, None] + ({offset}cols)[None, :], "
                 f"mask=mask, other=0.0{hint}).to(tl.float32)")
 
@@ -106,7 +109,7 @@ def kernel(program: Program, strategy: str, online: bool = False, persistent: bo
     """The ``@triton.jit`` function for ``program`` with ``strategy``; ``persistent``: a fixed grid
     (a few programs per SM) whose programs loop over the tiles, instead of one program per tile."""
     em = Emitter(program)
-    body = _tile_rows(strategy)
+    body = _tile_rows(strategy, program.strided)
     reduction = None
     if strategy in ("tiled", "registers"):
         body += _in_registers(program, em, strategy)
@@ -146,14 +149,17 @@ def _signature(program: Program, strategy: str, static: bool) -> str:
             params += [f"{o.name}_div", f"{o.name}_mod"]
     target = ["ws_ptr", "n_rows", f"n_cols{const}", "chunk"] if strategy == "split" else \
         ["out_ptr", "n_rows", f"n_cols{const}"]
+    if program.strided:
+        target.append(f"inner{const}")
     signature = ", ".join([*params, *target, "BLOCK_R: tl.constexpr", "BLOCK_C: tl.constexpr",
                            "EVEN_R: tl.constexpr", "EVEN_C: tl.constexpr", "WIDE: tl.constexpr",
                            "VEC: tl.constexpr"])
     return signature + (", SPLIT: tl.constexpr" if strategy == "split" else "")
 
 
-def _tile_rows(strategy: str) -> list[str]:
-    """The rows (and, for ``tiled``, the columns) program ``pid`` owns, and their bounds checks."""
+def _tile_rows(strategy: str, strided: bool = False) -> list[str]:
+    """The rows (and, for ``tiled``, the columns) program ``pid`` owns, and their bounds checks; where
+    a row's values lie ``inner`` apart (``Program.strided``), where each row starts."""
     if strategy == "tiled":
         lines = ["# One tile per program: BLOCK_R rows by BLOCK_C columns.",
                  "rows = (pid // tiles_c) * BLOCK_R + tl.arange(0, BLOCK_R)",
@@ -165,7 +171,11 @@ def _tile_rows(strategy: str) -> list[str]:
         "# Shapes that divide into whole tiles need no bounds checks: constant-true masks fold away.",
         "if EVEN_R:", "    row_ok = tl.full([BLOCK_R], 1, tl.int1)", "else:", "    row_ok = rows < n_rows",
         "# 32-bit offsets while every tensor has fewer than 2**31 elements: fewer instructions per address.",
-        "if WIDE:", "    rows64 = rows.to(tl.int64)", "else:", "    rows64 = rows"]
+        "if WIDE:", "    rows64 = rows.to(tl.int64)", "else:", "    rows64 = rows",
+        *(["# The reduced dimensions are not the last ones: a row's values lie `inner` apart, and row r",
+           "# starts at (r // inner) * n_cols * inner + r % inner. Neighbouring rows are neighbouring",
+           "# in memory, so a tile of BLOCK_R rows reads whole runs of memory at each column.",
+           "starts = (rows64 // inner) * n_cols * inner + rows64 % inner"] if strided else [])]
 
 
 def _in_registers(program: Program, em: Emitter, strategy: str) -> list[str]:
@@ -252,6 +262,9 @@ def _store(program: Program) -> list[str]:
     out = program.output
     if program.out_level == "row":
         return [f"tl.store(out_ptr + rows[:, None], {out}.to(out_ptr.dtype.element_ty), mask=row_ok[:, None])"]
+    if program.strided:
+        return [f"tl.store(out_ptr + starts[:, None] + cols[None, :].to(starts.dtype) * inner, "
+                f"{out}.to(out_ptr.dtype.element_ty), mask=mask)"]
     return [f"tl.store(out_ptr + (rows64 * n_cols)[:, None] + cols[None, :], {out}.to(out_ptr.dtype.element_ty), "
             "mask=mask)"]
 
@@ -364,9 +377,11 @@ def _pass(program: Program, em: Emitter, batch: list[Node], pairs: dict[str, str
         if r.name in pairs:
             m = pairs[r.name]
             a = em.by_name[em.by_name[src].args[0]].args[0]
+            # a lane that has seen only -inf (masked-out values) keeps max -inf and adds nothing: exp(-inf - -inf)
+            # would be NaN
             body += [f"{m}_new = tl.maximum({m}_acc, tl.where(mask, {a}, {NEG_INF}))",
                      f"{acc} = {acc} * tl.where({m}_new == {NEG_INF}, 0.0, tl.exp({m}_acc - {m}_new)) + "
-                     f"tl.where(mask, tl.exp({a} - {m}_new), 0.0)",
+                     f"tl.where(mask & ({m}_new != {NEG_INF}), tl.exp({a} - {m}_new), 0.0)",
                      f"{m}_acc = {m}_new"]
         elif r.name in paired_max:
             continue  # updated with its sum

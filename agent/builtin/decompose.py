@@ -14,7 +14,8 @@ function computes:
   the last dim.
 - ``kl_div(x, t)``: ``xlogy(t, t) - t * x`` (``exp(t) * (t - x)`` with ``log_target``); ``batchmean``
   sums all but the first dim and takes the mean over the first.
-Then the reduction: ``mean``, ``sum`` or none.
+Then the reduction: ``mean``, ``sum`` or none. And ``cosine_similarity(a, b, dim, eps)`` as torch
+computes it: each input divided by its 2-norm over ``dim`` (at least ``eps``), the products summed.
 """
 
 from __future__ import annotations
@@ -26,15 +27,19 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-LOSSES = (F.smooth_l1_loss, F.huber_loss, F.mse_loss, F.l1_loss, F.kl_div, F.triplet_margin_loss)
+from kernelevo.agent.builtin.rewrite_functions import rewrite_functions
+
+LOSSES = (F.smooth_l1_loss, F.huber_loss, F.mse_loss, F.l1_loss, F.kl_div, F.triplet_margin_loss,
+          F.cosine_similarity)
 
 
 LOSS_MODULES = {nn.SmoothL1Loss: (F.smooth_l1_loss, ("reduction", "beta")),
                 nn.HuberLoss: (F.huber_loss, ("reduction", "delta")),
                 nn.MSELoss: (F.mse_loss, ("reduction",)), nn.L1Loss: (F.l1_loss, ("reduction",)),
                 nn.KLDivLoss: (F.kl_div, ("reduction", "log_target")),
-                nn.TripletMarginLoss: (F.triplet_margin_loss, ("margin", "p", "eps", "swap", "reduction"))}
-"""Loss modules, as the function each calls with its own options."""
+                nn.TripletMarginLoss: (F.triplet_margin_loss, ("margin", "p", "eps", "swap", "reduction")),
+                nn.CosineSimilarity: (F.cosine_similarity, ("dim", "eps"))}
+"""Loss modules (and the similarity losses are made of), as the function each calls with its own options."""
 
 
 def decompose(gm: torch.fx.GraphModule) -> bool:
@@ -48,6 +53,7 @@ def decompose(gm: torch.fx.GraphModule) -> bool:
             node.op, node.target = "call_function", function  # the module is its function with its options
             node.kwargs = {**node.kwargs, **{name: getattr(sub, name) for name in options}}
             changed = True
+    changed |= rewrite_functions(gm)
     changed |= _fold_constant_tensors(gm)
     mutates = _mutates_in_place(gm)
     for node in list(gm.graph.nodes):
@@ -161,6 +167,8 @@ def _option(node: torch.fx.Node, name: str, position: int, default: Any) -> Any:
 
 def _rewrite(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
     """The nodes computing ``node``'s loss, or None where its options are not the ones covered."""
+    if node.target is F.cosine_similarity:
+        return _cosine(graph, node)
     a, b = _option(node, "input", 0, None), _option(node, "target", 1, None)
     if not isinstance(a, torch.fx.Node) or not isinstance(b, torch.fx.Node):
         return None
@@ -221,6 +229,24 @@ def _triplet(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None
 
     gap = call(operator.add, (call(operator.sub, (distance(positive), distance(negative))), float(margin)))
     return _reduce(graph, call(torch.clamp, (gap,), {"min": 0.0}), reduction, anchor)
+
+
+def _cosine(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
+    """``sum((a / max(|a|, eps)) * (b / max(|b|, eps)), dim)``, norms over ``dim`` kept: torch's own
+    order of operations (dividing first keeps the result within [-1, 1])."""
+    a, b = _option(node, "x1", 0, None), _option(node, "x2", 1, None)
+    dim, eps = _option(node, "dim", 2, 1), _option(node, "eps", 3, 1e-8)
+    if not isinstance(a, torch.fx.Node) or not isinstance(b, torch.fx.Node) or not _same_shape(a, b):
+        return None  # inputs broadcast against each other: left as written
+    if not isinstance(dim, int) or isinstance(dim, bool) or not isinstance(eps, (int, float)):
+        return None
+    call = graph.call_function
+
+    def unit(x: torch.fx.Node) -> torch.fx.Node:
+        norm = call(torch.linalg.vector_norm, (x, 2.0), {"dim": dim, "keepdim": True})
+        return call(operator.truediv, (x, call(torch.clamp, (norm,), {"min": float(eps)})))
+
+    return call(torch.sum, (call(operator.mul, (unit(a), unit(b))),), {"dim": dim})
 
 
 def _same_shape(a: torch.fx.Node, b: torch.fx.Node) -> bool:

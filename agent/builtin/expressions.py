@@ -36,6 +36,20 @@ def elementwise(op: str, args: list[Any]) -> str:
     if op in binary:
         return f"({a[0]} {binary[op]} {a[1]})"
     softplus = f"tl.where({x} > 20.0, {x}, tl.log(1.0 + tl.exp({x})))"
+    if op == "softplus" and len(a) == 3:  # 1/beta log(1 + exp(beta x)), linear past the threshold
+        return f"tl.where({x} * {a[1]} > {a[2]}, {x}, tl.log(1.0 + tl.exp({x} * {a[1]})) / {a[1]})"
+    if op == "elu" and len(a) == 2:
+        return f"tl.where({x} > 0.0, {x}, {a[1]} * (tl.exp({x}) - 1.0))"
+    compare = {"gt": ">", "lt": "<", "ge": ">=", "le": "<=", "eq": "==", "ne": "!="}
+    if op in compare:  # a truth value, as 1.0 or 0.0 (comparisons with NaN are false, as in torch)
+        return f"tl.where({a[0]} {compare[op]} {a[1]}, 1.0, 0.0)"
+    logical = {"logical_and": "&", "logical_or": "|", "logical_xor": "^"}
+    if op in logical:
+        return f"tl.where(({a[0]} != 0.0) {logical[op]} ({a[1]} != 0.0), 1.0, 0.0)"
+    if op == "logical_not":
+        return f"tl.where({x} == 0.0, 1.0, 0.0)"
+    if op == "where":  # where(condition, a, b): the condition's value is a truth value (non-zero: true)
+        return f"tl.where({a[0]} != 0.0, {a[1]}, {a[2]})"
     table = {
         "identity": x, "cast": x, "neg": f"(-{x})", "relu": _nan_max(x, "0.0"),
         "sigmoid": f"(1.0 / (1.0 + tl.exp(-{x})))", "silu": f"({x} / (1.0 + tl.exp(-{x})))",

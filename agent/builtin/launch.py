@@ -22,23 +22,35 @@ def forward(program: Program, strategy: str, params: dict[str, Any], max_block: 
     if flat:
         body += ["# Nothing broadcasts per column: treat the tensor as one long row.",
                  f"n_rows, n_cols = 1, {main}.numel()"]
+    elif program.span is not None:
+        first, count, _ = program.span
+        body += [f"# Rows: every position outside dims {first}-{first + count - 1}; columns: the positions in them.",
+                 f"n_cols = {main}.shape[{first}:{first + count}].numel()",
+                 f"n_rows = {main}.numel() // max(n_cols, 1)"]
+        if program.strided:
+            body.append(f"inner = {main}.shape[{first + count}:].numel()  # how far apart a row's values lie")
     else:
         cols = f"{main}.shape[-1]" if program.main_chunks == 1 else f"{main}.shape[-1] // {program.main_chunks}"
         body += [f"n_cols = {cols}", f"n_rows = {main}.numel() // max({main}.shape[-1], 1)"]
     shape = {("elem", True): f"(*{main}.shape[:-1], n_cols)", ("row", True): f"(*{main}.shape[:-1], 1)",
              ("row", False): f"{main}.shape[:-1]", ("elem", False): f"(*{main}.shape[:-1], n_cols)"}
+    if program.span is not None:
+        first, count, _ = program.span
+        before, after = f"*{main}.shape[:{first}]", f"*{main}.shape[{first + count}:]"
+        shape.update({("elem", True): f"{main}.shape", ("elem", False): f"{main}.shape",
+                      ("row", True): f"({before}, {'1, ' * count}{after})", ("row", False): f"({before}, {after})"})
     out_shape = f"{main}.shape" if flat else shape[(program.out_level, program.out_keepdim)]
     body.append(f"out = torch.empty({out_shape}, dtype=torch.{program.out_dtype}, device={main}.device)")
     args = []
     for o in program.operands:
         args.append(f"float({o.source})" if o.kind == "value" else o.source)
         if o.kind == "row":
-            args.append("n_cols" if flat else f"{o.source}.shape[-1]")
+            args.append("n_cols" if flat or program.span is not None else f"{o.source}.shape[-1]")
         elif o.kind == "channel":
             d, d0 = o.channel_dim, o.channel_from
             across = f"{main}.shape[{d}]" if d0 is None else f"{main}.shape[{d0}:{d + 1}].numel()"
             args += [f"{main}.shape[{d + 1}:-1].numel()", across]
-    vec = _vec_check(params, row_operands, args)
+    vec = [] if program.strided else _vec_check(params, row_operands, args)  # a row's values are not adjacent
     body += vec
     if strategy == "registers":
         body += ["block_c = max(triton.next_power_of_2(n_cols), 16)",
@@ -57,7 +69,8 @@ def forward(program: Program, strategy: str, params: dict[str, Any], max_block: 
                  f"ws = torch.empty((n_rows, SPLIT), dtype=torch.float32, device={main}.device)",
                  "chunk = triton.cdiv(triton.cdiv(n_cols, BLOCK_C), SPLIT) * BLOCK_C",
                  "fused_kernel[(n_rows, SPLIT)](",
-                 f"    {', '.join(args)}, ws, n_rows, n_cols, chunk, BLOCK_R=1, BLOCK_C=BLOCK_C,",
+                 f"    {', '.join(args)}, ws, n_rows, n_cols, chunk, {'inner, ' if program.strided else ''}"
+                 "BLOCK_R=1, BLOCK_C=BLOCK_C,",
                  f"    EVEN_R=True, EVEN_C=n_cols % BLOCK_C == 0, WIDE=max({sizes}) >= 2**31, SPLIT=SPLIT,",
                  f"    VEC={'vec' if vec else 1},",
                  f"    num_warps={params['num_warps']})",
@@ -77,7 +90,8 @@ def forward(program: Program, strategy: str, params: dict[str, Any], max_block: 
     sizes = ", ".join([f"{o.source}.numel()" for o in row_operands] + ["out.numel()"])
     body += [f"BLOCK_R, BLOCK_C = {block_r}, {block_c}",
              f"fused_kernel[{grid}](",
-             f"    {', '.join(args)}, out, n_rows, n_cols, BLOCK_R=BLOCK_R, BLOCK_C=BLOCK_C,",
+             f"    {', '.join(args)}, out, n_rows, n_cols, {'inner, ' if program.strided else ''}"
+             "BLOCK_R=BLOCK_R, BLOCK_C=BLOCK_C,",
              "    EVEN_R=n_rows % BLOCK_R == 0, EVEN_C=n_cols % BLOCK_C == 0,",
              f"    WIDE=max({sizes}) >= 2**31, VEC={'vec' if vec else 1},",
              f"    num_warps={params['num_warps']}{_stages(params)})",

@@ -5,7 +5,10 @@ dimension): every value is per element (``elem``), per row (``row``: a reduction
 dimension), per column (``col``: a parameter of shape ``[cols]``) or a constant. Pointwise chains of
 any length, reductions over the last dimension, softmax, log-softmax, LayerNorm, RMSNorm and
 variance all lower to it, whatever the reference's names; what does not lower raises
-:class:`CannotCover` with the reason.
+:class:`CannotCover` with the reason. Reductions over other adjacent dimensions (a norm over the
+channels of ``[N, C, H, W]``, a LayerNorm over the last three) lower to the same program laid out
+with rows across them (``Program.span``): the lowering notices the first such reduction and starts
+again in that layout.
 """
 
 from __future__ import annotations
@@ -38,10 +41,33 @@ def trace(model: nn.Module, inputs: list[Any]) -> torch.fx.GraphModule:
     return gm
 
 
+class SpanNeeded(CannotCover):
+    """A reduction over other dimensions than the last: the lowering starts again with rows and
+    columns laid out for them (``Program.span``)."""
+
+    def __init__(self, first: int, count: int, rank: int) -> None:
+        super().__init__(f"reductions over dims {first}-{first + count - 1} and over other dims in one program")
+        self.span = (first, count, rank)
+
+
+def reduced_span(dim: Any, rank: int) -> tuple[int, int] | None:
+    """``dim`` (an int or a list of them) as (first, count) of adjacent dimensions, else None."""
+    dims = dim if isinstance(dim, (list, tuple)) else [dim]
+    if not dims or not all(isinstance(d, int) and not isinstance(d, bool) and -rank <= d < rank for d in dims):
+        return None
+    found = sorted({d % rank for d in dims})
+    if len(found) != len(dims) or found != list(range(found[0], found[0] + len(found))):
+        return None
+    return found[0], len(found)
+
+
 class _Lowering(OperandIntake, CallLowering):
     """The program being built: its operands and nodes, and how values map to them."""
 
-    def __init__(self, gm: torch.fx.GraphModule, inputs: list[Any], partial: bool = False) -> None:
+    def __init__(self, gm: torch.fx.GraphModule, inputs: list[Any], partial: bool = False,
+                 span: tuple[int, int, int] | None = None) -> None:
+        self.span = span
+        self.main_shape: tuple[int, ...] | None = None
         self.partial = partial
         self.torch_prefix: list[tuple[str, str]] = []
         self.torch_sources: dict[str, str] = {}
@@ -83,10 +109,36 @@ class _Lowering(OperandIntake, CallLowering):
         return float(a)
 
     def meta(self, node: torch.fx.Node) -> tuple[tuple[int, ...], torch.dtype] | None:
+        """The node's shape, as the ``[rows, cols]`` layout sees it (:meth:`logical`), and dtype."""
         tm = node.meta.get("tensor_meta")
         if tm is None or not hasattr(tm, "shape"):
             return None
-        return tuple(tm.shape), tm.dtype
+        return self.logical(tuple(tm.shape)), tm.dtype
+
+    def logical(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        """A tensor's shape in the program's layout. Without a span, the shape itself. With one
+        (``Program.span``): the main input's shape is ``(*rows, cols)``, with the span's dimensions
+        kept as ones it is ``(*rows, 1)``, without them ``rows``, and varying along the span alone
+        ``(cols,)``; one value is itself; any other shape is marked so that it matches none of these."""
+        shape = tuple(shape)
+        if self.span is None or self.main_shape is None or self.rows_shape is None:
+            return shape
+        first, count, rank = self.span
+        full = self.main_shape
+        if shape == full:
+            return self.elem_shape()
+        if shape == (*full[:first], *(1,) * count, *full[first + count:]):
+            return (*self.rows_shape, 1)
+        if shape == (*full[:first], *full[first + count:]) and shape:
+            return tuple(self.rows_shape)
+        if math.prod(shape) == 1:
+            return shape
+        if len(shape) <= rank:
+            aligned = (1,) * (rank - len(shape)) + shape
+            if aligned[first:first + count] == full[first:first + count] and all(
+                    a == 1 for i, a in enumerate(aligned) if not first <= i < first + count):
+                return (self.cols,)
+        return (-1, *shape)  # no size is -1: matches no layout above
 
     def elem_shape(self) -> tuple[int, ...]:
         assert self.rows_shape is not None and self.cols is not None
@@ -112,6 +164,11 @@ class _Lowering(OperandIntake, CallLowering):
                           f"input {list(self.elem_shape())}, one value per row, or one per column")
 
     def channel_span(self, shape: tuple[int, ...]) -> tuple[int, int] | None:
+        if self.span is not None:  # rows are not whole runs of the last dimension: no channel operands
+            return None
+        return self._channel_span(shape)
+
+    def _channel_span(self, shape: tuple[int, ...]) -> tuple[int, int] | None:
         """The first and last of the neighbouring dimensions a tensor varies along where it is constant
         along the last ones (``[C, 1, 1]`` on ``[N, C, H, W]``: (1, 1); a mean kept over the spatial
         dimensions, ``[N, C, 1, 1, 1]`` on ``[N, C, D, H, W]``: (0, 1)), or None. Every row of the
@@ -129,12 +186,27 @@ class _Lowering(OperandIntake, CallLowering):
             return None
         return first, last
 
+    def require_span(self, dim: Any, what: str) -> None:
+        """A reduction of a per-element value over ``dim``: the program's span (the last dimension when
+        none is set), else :class:`SpanNeeded` to lay the program out for ``dim``, else CannotCover."""
+        rank = len(self.main_shape or ())
+        found = reduced_span(dim, rank) if dim is not None and rank else None
+        if found is None:
+            raise CannotCover(f"{what}; the templates reduce over one run of adjacent dimensions")
+        if self.span is None:
+            if found != (rank - 1, 1):
+                raise SpanNeeded(*found, rank)
+        elif found != self.span[:2]:
+            first, count, _ = self.span
+            raise CannotCover(f"{what} beside reductions over dims {first}-{first + count - 1}: a program "
+                              "reduces one set of dimensions")
+
     def rounding(self, node: torch.fx.Node) -> tuple[str, str | None]:
         meta = self.meta(node)
         dtype = meta[1] if meta else torch.float32
         low = LOW_PRECISION.get(dtype)
         name = str(dtype).removeprefix("torch.")
-        if not dtype.is_floating_point and dtype != torch.int64:
+        if not dtype.is_floating_point and dtype not in (torch.int64, torch.bool):
             raise CannotCover(f"`{node.name}` is {name}; the templates compute floating-point values")
         if dtype == torch.float64:
             raise CannotCover("float64 is not covered by the templates")
@@ -170,7 +242,7 @@ class _Lowering(OperandIntake, CallLowering):
     def reduce(self, node: torch.fx.Node, kind: str, x: Any, dim: Any, keepdim: bool, extra: dict[str, Any]) -> None:
         src = self.arg(x)
         if self.level(src) == "row" and src not in self.rowflat and kind in ONE_VALUE_REDUCTIONS and \
-                over_one_value(self.meta(x) if isinstance(x, torch.fx.Node) else None, dim):
+                self.span is None and over_one_value(self.meta(x) if isinstance(x, torch.fx.Node) else None, dim):
             # a row's value reduced again over its kept dim of one: the value itself (or its magnitude),
             # as a node of its own, so that dropping the dim does not change how ``src`` broadcasts
             self.values[node.name] = result = self.add("abs" if kind == "norm" else "identity", [src], "row",
@@ -181,10 +253,7 @@ class _Lowering(OperandIntake, CallLowering):
             return
         if self.level(src) != "elem":
             raise CannotCover(f"`{node.name}` reduces something that is not per element")
-        rank = len(self.elem_shape())
-        dims = dim if isinstance(dim, (list, tuple)) else [dim]
-        if dim is None or len(dims) != 1 or dims[0] not in (-1, rank - 1):
-            raise CannotCover(f"`{kind}` over dim {dim}; the templates reduce over the last dimension only")
+        self.require_span(dim, f"`{kind}` over dim {dim}")
         self.ops.append(kind)
         meta = self.meta(node)
         out_dtype, low = self.rounding(node) if meta else ("float32", None)
@@ -195,7 +264,7 @@ class _Lowering(OperandIntake, CallLowering):
         elif kind == "mean":
             total = self.add("sum", [src], "row")
             result = self.add("div", [total, cols], "row", out_dtype, low)
-        elif kind == "var":
+        elif kind in ("var", "std"):
             correction = extra.get("correction")
             if correction is None:
                 correction = 1.0 if extra.get("unbiased", True) else 0.0
@@ -203,7 +272,11 @@ class _Lowering(OperandIntake, CallLowering):
             centred = self.add("sub", [src, mean], "elem")
             squares = self.add("sum", [self.add("mul", [centred, centred], "elem")], "row")
             correction = _number(correction, "the correction")
-            result = self.add("div", [squares, f"(n_cols - {correction!r})"], "row", out_dtype, low)
+            if kind == "var":
+                result = self.add("div", [squares, f"(n_cols - {correction!r})"], "row", out_dtype, low)
+            else:
+                result = self.add("sqrt", [self.add("div", [squares, f"(n_cols - {correction!r})"], "row")], "row",
+                                  out_dtype, low)
         elif kind == "norm":
             magnitude = self.add("abs", [src], "elem")
             if extra["p"] == 2.0:
@@ -241,9 +314,7 @@ class _Lowering(OperandIntake, CallLowering):
         dtype, low = self.rounding(node)
         cols = N_COLS
         if kind in ("softmax", "log_softmax"):
-            rank = len(self.elem_shape())
-            if extra.get("dim") not in (-1, rank - 1):
-                raise CannotCover(f"{kind} over dim {extra.get('dim')}; the templates cover the last dimension")
+            self.require_span(extra.get("dim"), f"{kind} over dim {extra.get('dim')}")
             if extra.get("dtype") is not None:
                 raise CannotCover(f"{kind} with a dtype argument is not covered")
             m = self.add("max", [src], "row")
@@ -256,8 +327,14 @@ class _Lowering(OperandIntake, CallLowering):
                 out = self.add("sub", [z, self.add("log", [s], "row")], "elem", dtype, low)
         else:  # layer_norm, rms_norm
             shape = extra.get("normalized_shape")
-            if shape is not None and tuple(shape) != (self.cols,):
-                raise CannotCover(f"{kind} over {list(shape)}; the templates normalise the last dimension only")
+            if shape is not None:
+                shape = tuple(shape) if isinstance(shape, (list, tuple, torch.Size)) else (shape,)
+                full = self.main_shape or ()
+                if not 0 < len(shape) <= len(full) or shape != tuple(full[len(full) - len(shape):]):
+                    raise CannotCover(f"{kind} over {list(shape)}, which are not the input's last dimensions")
+                self.require_span(list(range(-len(shape), 0)), f"{kind} over {list(shape)}")
+            elif self.span is not None:
+                raise CannotCover(f"{kind} without a normalized shape in a program over other dimensions")
             eps = extra.get("eps")
             if eps is None:
                 eps = torch.finfo(torch.float32).eps if kind == "rms_norm" else 1e-5
@@ -288,7 +365,7 @@ class _Lowering(OperandIntake, CallLowering):
         running statistics and the affine parameters read per channel (dimension 1)."""
         src = self.arg(x)
         rank = len(self.elem_shape())
-        if self.level(src) != "elem" or rank < 2:
+        if self.level(src) != "elem" or rank < 2 or self.span is not None:
             raise CannotCover(f"`{node.name}`: BatchNorm of something that is not per element")
         if sub.training or sub.running_mean is None:
             raise CannotCover("BatchNorm with batch statistics (training mode or no running statistics)")
@@ -340,6 +417,8 @@ class _Lowering(OperandIntake, CallLowering):
             else:
                 try:
                     self.call(node)
+                except SpanNeeded:
+                    raise
                 except CannotCover:
                     if not self.partial or not self.keep_in_torch(node):
                         raise
@@ -356,7 +435,7 @@ class _Lowering(OperandIntake, CallLowering):
                        out_dtype=out_node.dtype, out_keepdim=out not in self.rowflat, main=self.main,
                        main_chunks=self.main_chunks, inputs=[n.name for n in self.gm.graph.nodes
                                                              if n.op == "placeholder"], ops=self.ops,
-                       torch_prefix=self.torch_prefix)
+                       torch_prefix=self.torch_prefix, span=self.span)
 
     def node(self, name: str) -> Node:
         return next(n for n in self.nodes if n.name == name)
@@ -393,6 +472,10 @@ def lower(model: nn.Module, inputs: list[Any], partial: bool = False) -> Program
     """The row program of ``model`` on ``inputs`` (small inputs are enough: only shapes matter).
     With ``partial`` (the task allows it), modules the templates cannot generate may stay in torch."""
     gm = trace(model, inputs)
-    low = _Lowering(gm, inputs, partial)
-    program = low.lower()
-    return program
+    try:
+        return _Lowering(gm, inputs, partial).lower()
+    except SpanNeeded as needed:  # laid out again with rows across the reduced dimensions
+        try:
+            return _Lowering(gm, inputs, partial, span=needed.span).lower()
+        except SpanNeeded as again:
+            raise CannotCover(str(again)) from None

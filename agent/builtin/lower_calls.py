@@ -19,6 +19,9 @@ from kernelevo.agent.builtin.program import CannotCover, Operand
 from kernelevo.agent.builtin.vocabulary import (
     BINARY_METHODS,
     BINARY_TARGETS,
+    BITWISE_ON_BOOL,
+    COMPARE_METHODS,
+    COMPARE_TARGETS,
     IDENTITY_MODULES,
     PASS_METHODS,
     POW_EXPONENTS,
@@ -65,7 +68,7 @@ class CallLowering:
         if node.op == "call_module":
             return self._module_call(node, target, args)
         name, method = _name(target), node.op == "call_method"
-        for handler in (self._structural_call, self._pointwise_call, self._row_call):
+        for handler in (self._structural_call, self._logic_call, self._pointwise_call, self._row_call):
             if handler(node, target, name, method, args, kwargs):
                 return None
         raise CannotCover(f"no template for `{name}`")
@@ -82,6 +85,10 @@ class CallLowering:
             return self.elementwise(node, "gelu_tanh" if sub.approximate == "tanh" else "gelu", args[:1])
         if isinstance(sub, nn.LeakyReLU):
             return self.elementwise(node, "leaky_relu", [args[0], sub.negative_slope])
+        if isinstance(sub, nn.ELU):
+            return self.elementwise(node, "elu", [args[0], float(sub.alpha)])
+        if isinstance(sub, nn.Softplus):
+            return self.elementwise(node, "softplus", [args[0], float(sub.beta), float(sub.threshold)])
         if isinstance(sub, nn.Hardtanh):  # nn.ReLU6 is one too, matched above
             return self.elementwise(node, "clamp", [args[0], float(sub.min_val), float(sub.max_val)])
         if isinstance(sub, (nn.Softmax, nn.LogSoftmax)):
@@ -123,6 +130,49 @@ class CallLowering:
             raise CannotCover(f"`{node.name}` indexes a tensor; the templates cover whole tensors")
         return False
 
+    def _logic_call(self, node: torch.fx.Node, target: Any, name: str, method: bool, args: list[Any],
+                    kwargs: dict[str, Any]) -> bool:
+        """Comparisons, logic on truth values, and selections by them (``where``, ``masked_fill``)."""
+        op = COMPARE_METHODS.get(name) if method else COMPARE_TARGETS.get(target)
+        if op is None and not method and target in BITWISE_ON_BOOL:
+            op = BITWISE_ON_BOOL[target]
+            if not self._truth_values(args[:2]):
+                raise CannotCover(f"`{name}` of integers (bitwise arithmetic) is not covered")
+        if op is not None:
+            other = args[1] if len(args) > 1 else kwargs.get("other")
+            self.elementwise(node, op, [args[0], other])
+            return True
+        if (method and name == "logical_not") or (not method and target in (torch.logical_not, operator.invert)):
+            if not self._truth_values(args[:1]):
+                raise CannotCover(f"`{name}` of integers (bitwise arithmetic) is not covered")
+            self.elementwise(node, "logical_not", args[:1])
+            return True
+        if not method and target is torch.where:
+            if len(args) + len(kwargs) != 3:
+                raise CannotCover("torch.where with one argument (the positions where it holds) is not covered")
+            condition = kwargs.get("condition", args[0])
+            a = kwargs.get("input", args[1] if len(args) > 1 else None)
+            b = kwargs.get("other", args[2] if len(args) > 2 else None)
+            self.elementwise(node, "where", [condition, a, b])
+            return True
+        if method and name == "where":  # x.where(condition, other)
+            self.elementwise(node, "where", [args[1], args[0], args[2] if len(args) > 2 else kwargs.get("other")])
+            return True
+        if (method and name == "masked_fill") or (not method and target is torch.masked_fill):
+            value = args[2] if len(args) > 2 else kwargs.get("value")
+            self.elementwise(node, "where", [args[1], value, args[0]])
+            return True
+        return False
+
+    def _truth_values(self, args: list[Any]) -> bool:
+        """Are the tensors among ``args`` booleans (numbers may be anything)?"""
+        for a in args:
+            if isinstance(a, torch.fx.Node):
+                tm = a.meta.get("tensor_meta")
+                if tm is None or tm.dtype != torch.bool:
+                    return False
+        return True
+
     def _pointwise_call(self, node: torch.fx.Node, target: Any, name: str, method: bool, args: list[Any],
                         kwargs: dict[str, Any]) -> bool:
         """Elementwise ops, clamps and casts."""
@@ -132,10 +182,15 @@ class CallLowering:
                 slope = kwargs.get("negative_slope", args[1] if len(args) > 1 else 0.01)
                 self.elementwise(node, op, [args[0], slope])
                 return True
-            if op == "elu" and kwargs.get("alpha", args[1] if len(args) > 1 else 1.0) != 1.0:
-                raise CannotCover("elu with alpha other than 1")
-            if op == "softplus" and (kwargs.get("beta", 1.0) != 1.0 or kwargs.get("threshold", 20.0) != 20.0):
-                raise CannotCover("softplus with a non-default beta or threshold")
+            if op == "elu":
+                alpha = kwargs.get("alpha", args[1] if len(args) > 1 else 1.0)
+                self.elementwise(node, op, [args[0], _number(alpha, "alpha")])
+                return True
+            if op == "softplus":
+                beta = kwargs.get("beta", args[1] if len(args) > 1 else 1.0)
+                threshold = kwargs.get("threshold", args[2] if len(args) > 2 else 20.0)
+                self.elementwise(node, op, [args[0], _number(beta, "beta"), _number(threshold, "threshold")])
+                return True
             self.elementwise(node, op, args[:1])
             return True
         if not method and target is torch.xlogy and len(args) == 2 and args[0] is args[1]:
@@ -234,12 +289,16 @@ class CallLowering:
         return self.reduce(node, "norm", args[0], dim, keepdim, {"p": float(order)})
 
     def _norm_params(self, node: torch.fx.Node, sub: nn.Module, names: tuple[str, ...]) -> dict[str, Any]:
-        extra: dict[str, Any] = {"normalized_shape": tuple(sub.normalized_shape), "eps": sub.eps}
+        shape = tuple(sub.normalized_shape)
+        extra: dict[str, Any] = {"normalized_shape": shape, "eps": sub.eps}
+        if shape and tuple(self.main_shape or ())[-len(shape):] == shape:
+            # normalised over the last len(shape) dimensions: laid out with those as the columns first
+            self.require_span(list(range(-len(shape), 0)), f"{type(sub).__name__} over {list(shape)}")
         for what in names:
             param = getattr(sub, what, None)
             if param is None:
                 continue
-            if param.shape != (self.cols,):
+            if self.logical(tuple(param.shape)) != (self.cols,):
                 raise CannotCover(f"{type(sub).__name__}.{what} is not one value per column")
             operand = Operand(name=f"p{len(self.operands)}", source=f"self.{node.target}.{what}", kind="col")
             self.operands.append(operand)

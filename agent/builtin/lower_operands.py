@@ -5,6 +5,7 @@ being built (``operands``, ``values``, ``add``) and the main input's shape (``el
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -29,8 +30,16 @@ class OperandIntake:
             raise CannotCover(f"input `{node.name}` is not a tensor")
         if not value.is_floating_point():
             raise CannotCover(f"input `{node.name}` is {value.dtype}; the templates read floating-point inputs")
-        if self.main is None:
-            self.main = node.name
+        if self.main is None and self.span is not None:
+            # rows: every position of the dimensions outside the span; columns: the span's positions
+            first, count, rank = self.span
+            if value.dim() != rank:
+                raise CannotCover(f"input `{node.name}` has {value.dim()} dimensions, not {rank}")
+            self.main, self.main_shape = node.name, tuple(value.shape)
+            self.rows_shape = (*value.shape[:first], *value.shape[first + count:])
+            self.cols = math.prod(value.shape[first:first + count])
+        elif self.main is None:
+            self.main, self.main_shape = node.name, tuple(value.shape)
             users = list(node.users)
             chunk = [u for u in users if _is_chunk(u)]
             if chunk and len(chunk) == len(users):
@@ -40,7 +49,7 @@ class OperandIntake:
                 self.main_chunks = n
             self.rows_shape = tuple(value.shape[:-1]) if value.dim() else ()
             self.cols = value.shape[-1] // self.main_chunks if value.dim() else 1
-        shape = tuple(value.shape)
+        shape = self.logical(tuple(value.shape))
         operand = Operand(name=f"in{len(self.operands)}", source=node.name, kind="row")
         if self.main_chunks > 1 and node.name == self.main:
             operand.chunks = self.main_chunks
@@ -49,7 +58,8 @@ class OperandIntake:
                           for k in range(self.main_chunks))
             self.values[node.name] = parts
             return
-        if shape != self.elem_shape() and unsqueezed_per_row(node, value, tuple(self.elem_shape()[:-1])):
+        if shape != self.elem_shape() and self.span is None and \
+                unsqueezed_per_row(node, value, tuple(self.elem_shape()[:-1])):
             operand = Operand(name=f"in{len(self.operands)}", source=node.name, kind="per_row")
             self.operands.append(operand)
             self.values[node.name] = self.add("load", [operand.name, 0], "row", *self.rounding_of(value))
@@ -80,14 +90,14 @@ class OperandIntake:
     def broadcast_kind(self, value: torch.Tensor) -> str | None:
         """How a later input of another shape than the first broadcasts against it, if as a parameter
         does: ``scalar`` (one value), ``col`` (one per column), ``per_row`` (``[..., 1]``), else None."""
-        full = self.elem_shape()
-        if value.dim() > len(full):
+        full, shape = self.elem_shape(), self.logical(tuple(value.shape))
+        if len(shape) > len(full):
             return None
         if value.numel() == 1:
             return "scalar"
-        if full and value.shape[-1] == full[-1] and value.numel() == full[-1]:
+        if full and shape[-1] == full[-1] and math.prod(shape) == full[-1]:
             return "col"
-        if full and value.dim() == len(full) and tuple(value.shape) == (*full[:-1], 1):
+        if full and len(shape) == len(full) and shape == (*full[:-1], 1):
             return "per_row"
         return None
 
@@ -114,6 +124,7 @@ class OperandIntake:
     def attribute(self, name: str, value: torch.Tensor, source: str) -> None:
         """A tensor of the module (``source`` in ``forward``) as an operand, by how it broadcasts."""
         span = self.channel_span(tuple(value.shape))
+        shape = self.logical(tuple(value.shape))
         if span is not None:
             operand = self.channel_operand(f"p{len(self.operands)}", source, span)
             self.operands.append(operand)
@@ -124,7 +135,7 @@ class OperandIntake:
             self.operands.append(operand)
             self.values[name] = self.add("load", [operand.name, 0], "col", *self.rounding_of(value))
             return
-        if value.dim() == 0 or value.numel() != self.cols or value.shape[-1] != self.cols:
+        if value.dim() == 0 or value.numel() != self.cols or shape[-1] != self.cols:
             raise CannotCover(f"parameter `{source}` has shape {list(value.shape)}; the templates read "
                               f"parameters with one value per column ({self.cols}) or per channel")
         operand = Operand(name=f"p{len(self.operands)}", source=source, kind="col")

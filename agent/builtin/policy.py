@@ -277,7 +277,9 @@ def _row_seeds(plan: Plan) -> Seeds:
     block_c = max(next_pow2(plan.cols), 16)
     sms = target().sms
     split_seed, split_first = None, False
-    if plan.program is not None and splittable(plan.program) and plan.rows < 2 * sms and plan.cols >= 4096:
+    strided = plan.program is not None and plan.program.strided
+    if plan.program is not None and splittable(plan.program) and plan.rows < 2 * sms and plan.cols >= 4096 \
+            and not strided:
         # Fewer rows than programs the GPU can run at once: split each row across programs.
         split = max(2, min(next_pow2(-(-4 * sms // max(plan.rows, 1))), 64, plan.cols // 2048))
         split = _clamp(split, "SPLIT")
@@ -303,6 +305,10 @@ def _row_seeds(plan: Plan) -> Seeds:
         out.append(("registers", {"BLOCK_R": block_r, "num_warps": _clamp(max(warps // 2, 1), "num_warps")},
                     "seed: the same tile with half the warps (more independent loads per thread)"))
     looped: dict[str, Any] = {"BLOCK_R": 1, "BLOCK_C": min(block_c, 4096), "num_warps": 8}
+    if strided:
+        # A row's values lie far apart, its neighbours next to them: a tile of 32 rows reads 128-byte
+        # runs at each column, where one row per program would read one value per line.
+        looped.update(BLOCK_R=32, BLOCK_C=min(block_c, 64), num_warps=4)
     if online:
         looped["online"] = True
     out.append(("looped", looped, "seed: column blocks of " + str(looped["BLOCK_C"]) +

@@ -70,10 +70,21 @@ class Program:
     inputs: list[str]
     """The forward's parameter names, in order."""
     ops: list[str] = field(default_factory=list)
+    """The reference's ops as written (for the description)."""
     torch_prefix: list[tuple[str, str]] = field(default_factory=list)
     """Partial replacement: ``(name, expression)`` computed in torch in ``forward`` before the kernel
     (e.g. ``("t0", "self.conv(x)")``); the kernel reads each as an input."""
-    """The reference's ops as written (for the description)."""
+    span: tuple[int, int, int] | None = None
+    """Where the reductions are not over the last dimension alone: ``(first, count, rank)``, the
+    adjacent dimensions of the main input they reduce (an RMSNorm over the channels of
+    ``[N, C, H, W]``: (1, 1, 4); a LayerNorm over its last three: (1, 3, 4)). A row is then one
+    position of the other dimensions, and its columns are the reduced ones; where dimensions follow
+    the span (``strided``), a row's values lie ``inner`` (their product) apart and neighbouring rows
+    are neighbouring in memory."""
+
+    @property
+    def strided(self) -> bool:
+        return self.span is not None and self.span[0] + self.span[1] < self.span[2]
 
     @property
     def reductions(self) -> list[Node]:

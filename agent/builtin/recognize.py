@@ -86,7 +86,13 @@ class Plan:
         ops = ", ".join(self.ops) if len(self.ops) <= 8 else ", ".join(self.ops[:8]) + ", ..."
         if self.kind == "pointwise":
             return f"pointwise chain of {len(self.ops)} op{'s' if len(self.ops) != 1 else ''} ({ops}); {shape}"
-        return f"row program ({ops}) over the last dimension; {shape}"
+        span = self.program.span if self.program is not None else None
+        if span is None:
+            return f"row program ({ops}) over the last dimension; {shape}"
+        first, count, rank = span
+        dims = f"dim {first}" if count == 1 else f"dims {first}-{first + count - 1}"
+        where = ", a row's values strided" if first + count < rank else ""
+        return f"row program ({ops}) over {dims} of {rank}{where}; {shape}"
 
 
 def _full_shapes(task: Task) -> list[tuple[int, ...]]:
@@ -434,7 +440,12 @@ def _lowered_plan(model: torch.nn.Module, inputs: list[Any], shapes: list[tuple[
     dimension, softmax, norms; CannotCover when the lowering does not know an op."""
     program = lower(model, inputs, partial=context.allow_partial)
     largest = max(shapes, key=math.prod)  # the lowering reads the largest input as its main one
-    rows, cols = _rows_cols(largest if math.prod(largest) > math.prod(shapes[0]) else shapes[0])
+    main = largest if math.prod(largest) > math.prod(shapes[0]) else shapes[0]
+    rows, cols = _rows_cols(main)
+    if program.span is not None:  # rows across the reduced dimensions (at the full size's shape)
+        first, count, _ = program.span
+        cols = math.prod(main[first:first + count])
+        rows = math.prod(main) // max(cols, 1)
     if program.main_chunks > 1:
         cols //= program.main_chunks
     return _covering(context, names, kind=program.kind, program=program, rows=rows, cols=cols, ops=program.ops)

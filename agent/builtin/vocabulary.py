@@ -39,13 +39,29 @@ BINARY_TARGETS: dict[Any, str] = {
 }
 BINARY_METHODS = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "pow": "pow", "maximum": "maximum",
                   "minimum": "minimum", "multiply": "mul", "subtract": "sub", "divide": "div", "true_divide": "div"}
+COMPARE_TARGETS: dict[Any, str] = {
+    operator.gt: "gt", torch.gt: "gt", torch.greater: "gt", operator.lt: "lt", torch.lt: "lt", torch.less: "lt",
+    operator.ge: "ge", torch.ge: "ge", torch.greater_equal: "ge", operator.le: "le", torch.le: "le",
+    torch.less_equal: "le", operator.eq: "eq", torch.eq: "eq", operator.ne: "ne", torch.ne: "ne",
+    torch.not_equal: "ne", torch.logical_and: "logical_and", torch.logical_or: "logical_or",
+    torch.logical_xor: "logical_xor",
+}
+"""Comparisons and logic: each gives a truth value, which the kernels hold as 1.0 or 0.0."""
+COMPARE_METHODS = {"gt": "gt", "lt": "lt", "ge": "ge", "le": "le", "eq": "eq", "ne": "ne", "greater": "gt",
+                   "less": "lt", "logical_and": "logical_and", "logical_or": "logical_or",
+                   "logical_xor": "logical_xor"}
+BITWISE_ON_BOOL = {operator.and_: "logical_and", operator.or_: "logical_or", operator.xor: "logical_xor",
+                   torch.bitwise_and: "logical_and", torch.bitwise_or: "logical_or"}
+"""``&``, ``|`` and ``^``: logic where both sides are truth values (bitwise arithmetic on integers is not
+covered)."""
 PASS_METHODS = {"contiguous", "float", "to", "type_as", "half", "bfloat16", "double", "clone", "detach"}
 IDENTITY_MODULES = (nn.Identity, nn.Dropout)
 REDUCE_TARGETS = {torch.sum: "sum", torch.mean: "mean", torch.amax: "amax", torch.amin: "amin",
                   torch.argmax: "argmax", torch.argmin: "argmin", torch.max: "max", torch.min: "min",
-                  torch.var: "var", torch.logsumexp: "logsumexp"}
+                  torch.var: "var", torch.std: "std", torch.logsumexp: "logsumexp"}
 REDUCE_METHODS = {"sum": "sum", "mean": "mean", "amax": "amax", "amin": "amin", "argmax": "argmax",
-                  "argmin": "argmin", "max": "max", "min": "min", "var": "var", "logsumexp": "logsumexp"}
+                  "argmin": "argmin", "max": "max", "min": "min", "var": "var", "std": "std",
+                  "logsumexp": "logsumexp"}
 ROW_FUNCTIONS = {torch.softmax: "softmax", F.softmax: "softmax", torch.log_softmax: "log_softmax",
                  F.log_softmax: "log_softmax", F.layer_norm: "layer_norm"}
 if hasattr(F, "rms_norm"):

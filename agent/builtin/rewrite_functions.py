@@ -1,0 +1,123 @@
+"""Functions written in the traced graph as the ops they are made of, as torch computes them, so that
+the planners see only ops the vocabulary knows. Each rewrite is plain torch (a part kept in torch still
+runs as written); options a rewrite does not follow leave the call as it was.
+
+- ``normalize(x, p, dim, eps)``: ``x / max(||x||_p over dim, eps)``, the norm kept for broadcasting.
+- ``glu(x, dim)``: the first half of ``x`` along ``dim`` times the sigmoid of the second.
+- ``binary_cross_entropy_with_logits(x, y)``: ``max(x, 0) - x * y + log(1 + exp(-|x|))`` (no exp of a
+  large positive value), then the reduction (no weights).
+- ``nll_loss(log_softmax(x, 1), t)``: the cross-entropy of ``x`` and ``t``, which one template computes
+  without writing the log-probabilities out.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import torch
+import torch.fx
+import torch.nn as nn
+import torch.nn.functional as F
+
+FUNCTION_MODULES = {nn.GLU: (F.glu, ("dim",)),
+                    nn.BCEWithLogitsLoss: (F.binary_cross_entropy_with_logits, ("reduction",)),
+                    nn.NLLLoss: (F.nll_loss, ("reduction", "ignore_index"))}
+"""Modules, as the function each calls with its options; one holding weights is left as it is."""
+WEIGHTS = ("weight", "pos_weight")
+
+
+def module_as_function(sub: nn.Module) -> tuple[Any, dict[str, Any]] | None:
+    """The function ``sub`` calls and its options, if it is one of :data:`FUNCTION_MODULES` without weights."""
+    if type(sub) not in FUNCTION_MODULES or any(getattr(sub, w, None) is not None for w in WEIGHTS):
+        return None
+    function, options = FUNCTION_MODULES[type(sub)]
+    return function, {name: getattr(sub, name) for name in options}
+
+
+def _option(node: torch.fx.Node, name: str, position: int, default: Any) -> Any:
+    return node.kwargs.get(name, node.args[position] if len(node.args) > position else default)
+
+
+def _normalize(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
+    x, p = _option(node, "input", 0, None), _option(node, "p", 1, 2.0)
+    dim, eps = _option(node, "dim", 2, 1), _option(node, "eps", 3, 1e-12)
+    if not isinstance(x, torch.fx.Node) or p not in (1, 2, float("inf")) or not isinstance(eps, (int, float)) \
+            or node.kwargs.get("out") is not None:
+        return None
+    call = graph.call_function
+    norm = call(torch.linalg.vector_norm, (x, float(p)), {"dim": dim, "keepdim": True})
+    return call(operator.truediv, (x, call(torch.clamp, (norm,), {"min": float(eps)})))
+
+
+def _glu(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
+    x, dim = _option(node, "input", 0, None), _option(node, "dim", 1, -1)
+    if not isinstance(x, torch.fx.Node) or not isinstance(dim, int):
+        return None
+    call = graph.call_function
+    halves = call(torch.chunk, (x, 2), {"dim": dim})
+    first, second = (call(operator.getitem, (halves, k)) for k in (0, 1))
+    return call(operator.mul, (first, call(torch.sigmoid, (second,))))
+
+
+def _bce_with_logits(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
+    x, y = _option(node, "input", 0, None), _option(node, "target", 1, None)
+    reduction = _option(node, "reduction", 5, "mean")
+    if not isinstance(x, torch.fx.Node) or not isinstance(y, torch.fx.Node) or reduction not in ("none", "mean", "sum"):
+        return None
+    if any(_option(node, name, k, None) is not None for name, k in (("weight", 2), ("size_average", 3),
+                                                                    ("reduce", 4), ("pos_weight", 6))):
+        return None
+    call = graph.call_function
+    soft = call(torch.log, (call(operator.add, (call(torch.exp, (call(torch.neg, (call(torch.abs, (x,)),)),)), 1.0)),))
+    loss = call(operator.add, (call(operator.sub, (call(torch.relu, (x,)), call(operator.mul, (x, y)))), soft))
+    return loss if reduction == "none" else call(torch.sum if reduction == "sum" else torch.mean, (loss,))
+
+
+def _nll_of_log_softmax(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
+    logp, target = _option(node, "input", 0, None), _option(node, "target", 1, None)
+    if not isinstance(logp, torch.fx.Node) or not isinstance(target, torch.fx.Node) or len(logp.users) != 1:
+        return None
+    if logp.op != "call_function" or logp.target not in (F.log_softmax, torch.log_softmax):
+        return None
+    tm = logp.meta.get("tensor_meta")
+    dim = _option(logp, "dim", 1, None)
+    if tm is None or len(tm.shape) != 2 or dim not in (1, -1) or _option(logp, "dtype", 3, None) is not None:
+        return None
+    if any(_option(node, name, k, None) is not None for name, k in (("weight", 2), ("size_average", 3),
+                                                                    ("reduce", 5))):
+        return None
+    options = {"ignore_index": _option(node, "ignore_index", 4, -100), "reduction": _option(node, "reduction", 6,
+                                                                                              "mean")}
+    return graph.call_function(F.cross_entropy, (logp.args[0], target), options)
+
+
+REWRITES = {F.normalize: _normalize, F.glu: _glu, F.binary_cross_entropy_with_logits: _bce_with_logits,
+            F.nll_loss: _nll_of_log_softmax}
+
+
+def rewrite_functions(gm: torch.fx.GraphModule) -> bool:
+    """Modules of :data:`FUNCTION_MODULES` as their functions, then each function of :data:`REWRITES`
+    as its ops; True when something changed (the caller recompiles and propagates shapes again)."""
+    changed = False
+    for node in list(gm.graph.nodes):
+        if node.op == "call_module":
+            found = module_as_function(gm.get_submodule(str(node.target)))
+            if found is not None:
+                node.op, node.target = "call_function", found[0]
+                node.kwargs = {**node.kwargs, **found[1]}
+                changed = True
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or node.target not in REWRITES:
+            continue
+        with gm.graph.inserting_before(node):
+            result = REWRITES[node.target](gm.graph, node)
+        if result is None:
+            continue
+        inputs = node.all_input_nodes
+        node.replace_all_uses_with(result)
+        gm.graph.erase_node(node)
+        for dead in [a for a in inputs if a.op == "call_function" and not a.users]:
+            gm.graph.erase_node(dead)  # the log-softmax a cross-entropy now computes itself
+        changed = True
+    return changed
