@@ -27,6 +27,7 @@ Usage:
   python bench/kernelbench.py --mode cpu-judge --levels 1 --only conv
   python bench/kernelbench.py --mode optimize --levels 1 --quick --only 19_ReLU,23_Softmax
   python bench/kernelbench.py --mode gpu-seed --suite .gpu/kernelbench --every 4 --jobs 2 --stop-after 500
+  python bench/kernelbench.py --mode cpu-judge --odd --levels 1 --every 5   # at odd small sizes
   python bench/kernelbench.py --summary            # the table of what the file holds
   python bench/kernelbench.py --mode optimize --quick --suite .gpu/kernelbench --every 5 --stop-after 500
                                                    # a GPU call: a sample of each level, stopping in time
@@ -49,6 +50,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from odd_sizes import write_odd_copy  # noqa: E402 - a sibling script, not a package
+
 SUITE = ROOT.parent / "shared" / "kernelbench"
 DEFAULT_OUT = ROOT / "docs" / "bench" / "kernelbench.json"
 FAST_P = (0.0, 1.0, 1.5, 2.0)
@@ -260,7 +264,16 @@ MIN_PROBLEM_S = 30.0
 
 
 def run_one(args: argparse.Namespace, path: Path, limit: float) -> dict[str, Any]:
-    """One problem in the sweep's mode, within ``limit`` seconds."""
+    """One problem in the sweep's mode, within ``limit`` seconds (``--odd``: on the file's copy at odd
+    small sizes, ``odd_sizes.py``)."""
+    if args.odd:
+        with tempfile.TemporaryDirectory() as folder:
+            copy, values = write_odd_copy(path, Path(folder))
+            return {**_run_mode(args, copy, limit), "sizes": values}
+    return _run_mode(args, path, limit)
+
+
+def _run_mode(args: argparse.Namespace, path: Path, limit: float) -> dict[str, Any]:
     if args.mode == "coverage":
         return coverage(path, args.memory_gb, limit)
     if args.mode in ("cpu-judge", "gpu-seed"):
@@ -336,6 +349,9 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=None, help="seconds per problem")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--redo", action="store_true")
+    parser.add_argument("--odd", action="store_true",
+                        help="coverage or cpu-judge on each file's copy at odd small sizes (masks, partial tiles), "
+                             "in the section '<mode>-odd'")
     parser.add_argument("--summary", action="store_true", help="print what --out holds and stop")
     parser.add_argument("--suite", type=Path, default=SUITE, help="the folder holding level1/, level2/, level3/")
     parser.add_argument("--every", type=int, default=1, help="one problem in this many of each level")
@@ -347,7 +363,9 @@ def main() -> None:
                              "recorded (the next sweep starts it again), and the file keeps what finished")
     args = parser.parse_args()
     store = json.loads(args.out.read_text()) if args.out.exists() else {}
-    section = store.setdefault(args.mode, {})
+    if args.odd and args.mode not in ("coverage", "cpu-judge"):
+        parser.error("--odd is for --mode coverage or cpu-judge (on the CPU, at small sizes)")
+    section = store.setdefault(args.mode + ("-odd" if args.odd else ""), {})
     if not args.summary:
         files = problems([int(x) for x in args.levels.split(",")], [o for o in args.only.split(",") if o],
                          args.suite, args.every)

@@ -214,10 +214,8 @@ class _Lowering(OperandIntake, CallLowering):
 
     def combine_levels(self, levels: list[str], node: torch.fx.Node) -> str:
         kinds = {lv for lv in levels if lv != "const"}
-        if "elem" in kinds:
+        if "elem" in kinds or {"row", "col"} <= kinds:  # a row's value with a column's: one per element
             return "elem"
-        if "row" in kinds and "col" in kinds:
-            raise CannotCover(f"`{node.name}` mixes per-row and per-column values without a per-element one")
         return kinds.pop() if kinds else "const"
 
     # -- lowering --------------------------------------------------------------------------------
