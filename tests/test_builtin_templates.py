@@ -250,9 +250,16 @@ CASES = [
      "        return torch.min(x, dim=1, keepdim=True)[0] + self.b", "torch.randn(3, 6, 5, 7)", ""),
     ("row-max-plus-column-parameter", "        self.b = nn.Parameter(torch.randn(n))",
      "        return x.amax(dim=-1, keepdim=True) * self.b", "torch.randn(5, {cols})", ""),
+    ("span-linear-then-softmax-dim0", "        self.fc = nn.Linear(n, 24)",
+     "        return torch.softmax(self.fc(x), dim=0) * 2.0", "torch.randn(7, {cols})", ""),
     ("span-rmsnorm-channel-weight-fp16", "        self.w = nn.Parameter(1.0 + 0.1 * torch.randn(7, 1, 1))",
      "        return x * torch.rsqrt(x.pow(2).mean(1, keepdim=True) + 1e-6) * self.w", "torch.randn(2, 7, 6, 11)",
      "DTYPE = torch.float16"),
+    # Tensors that broadcast along several dimensions, read through their strides (no copy).
+    ("broadcast-input-and-parameter", "        self.p = nn.Parameter(torch.randn(1, 4, 1, 6))",
+     "        return torch.sigmoid(x) * y + self.p", "torch.randn(2, 4, 3, 6), torch.randn(2, 1, 3, 1)", ""),
+    ("broadcast-then-row-softmax-fp16", "        self.p = nn.Parameter(torch.randn(5, 1, 9))",
+     "        return torch.softmax(x + self.p, dim=-1)", "torch.randn(5, 7, 9)", "DTYPE = torch.float16"),
     # Comparisons, logic and selections: truth values held as 1.0 or 0.0 inside the kernel.
     ("where-leaky-and-masked-fill", "        pass",
      "        y = torch.where(x > 0, x, 0.1 * x)\n        keep = (x < 1.5) & ~(x == 0.25)\n"

@@ -55,6 +55,11 @@ class Emitter:
                     "[:, None]")
         if operand.kind == "per_row":
             return f"tl.load({operand.name}_ptr + rows, mask=row_ok, other=0.0).to(tl.float32)[:, None]"
+        if operand.kind == "view":
+            n, rank = operand.name, operand.view_rank or 2
+            at_row = " + ".join(f"i{d} * {n}_s{d}" for d in range(rank - 1))
+            return (f"tl.load({n}_ptr + ({at_row})[:, None] + cols[None, :] * {n}_s{rank - 1}, mask=mask, "
+                    "other=0.0).to(tl.float32)")
         if operand.kind == "scalar":
             return f"tl.load({operand.name}_ptr).to(tl.float32)"
         if operand.kind == "value":
@@ -109,7 +114,7 @@ def kernel(program: Program, strategy: str, online: bool = False, persistent: bo
     """The ``@triton.jit`` function for ``program`` with ``strategy``; ``persistent``: a fixed grid
     (a few programs per SM) whose programs loop over the tiles, instead of one program per tile."""
     em = Emitter(program)
-    body = _tile_rows(strategy, program.strided)
+    body = _tile_rows(strategy, program.strided) + _row_positions(program.view_rank)
     reduction = None
     if strategy in ("tiled", "registers"):
         body += _in_registers(program, em, strategy)
@@ -147,10 +152,13 @@ def _signature(program: Program, strategy: str, static: bool) -> str:
             params.append(f"{o.name}_stride{const}")
         elif o.kind == "channel":
             params += [f"{o.name}_div", f"{o.name}_mod"]
+        elif o.kind == "view":
+            params += [f"{o.name}_s{d}" for d in range(o.view_rank or 2)]
     target = ["ws_ptr", "n_rows", f"n_cols{const}", "chunk"] if strategy == "split" else \
         ["out_ptr", "n_rows", f"n_cols{const}"]
     if program.strided:
         target.append(f"inner{const}")
+    target += [f"D{d}" for d in range(max(program.view_rank - 1, 0))]
     signature = ", ".join([*params, *target, "BLOCK_R: tl.constexpr", "BLOCK_C: tl.constexpr",
                            "EVEN_R: tl.constexpr", "EVEN_C: tl.constexpr", "WIDE: tl.constexpr",
                            "VEC: tl.constexpr"])
@@ -176,6 +184,18 @@ def _tile_rows(strategy: str, strided: bool = False) -> list[str]:
            "# starts at (r // inner) * n_cols * inner + r % inner. Neighbouring rows are neighbouring",
            "# in memory, so a tile of BLOCK_R rows reads whole runs of memory at each column.",
            "starts = (rows64 // inner) * n_cols * inner + rows64 % inner"] if strided else [])]
+
+
+def _row_positions(rank: int) -> list[str]:
+    """Each row's index in the dimensions before the last, for inputs read through their own strides
+    (``view`` operands: broadcast dimensions have stride 0); none where there are none."""
+    if rank < 2:
+        return []
+    lines = ["# Where each row lies in the dimensions before the last: inputs that broadcast are read",
+             "# through their strides (0 along a broadcast dimension), with no copy made.", "rest = rows64"]
+    for d in range(rank - 2, 0, -1):
+        lines += [f"i{d} = rest % D{d}", f"rest = rest // D{d}"]
+    return lines + ["i0 = rest"]
 
 
 def _in_registers(program: Program, em: Emitter, strategy: str) -> list[str]:

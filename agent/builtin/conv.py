@@ -162,6 +162,8 @@ def epilogue_program(gm: torch.fx.GraphModule, conv: torch.fx.Node, nodes: list[
     if any(o.kind == "value" for o in program.operands):
         raise CannotCover(f"a number passed to forward after the {what} (covered: in pointwise and row kernels)")
     for operand in program.operands[1:]:
+        if operand.kind == "view":
+            raise CannotCover(f"a tensor after the {what} that broadcasts along several dimensions")
         if operand.kind == "per_row":
             raise CannotCover(f"an input with one value per row after the {what} is not covered")
         if operand.kind == "channel" and operand.channel_from is not None:

@@ -46,6 +46,11 @@ def forward(program: Program, strategy: str, params: dict[str, Any], max_block: 
         args.append(f"float({o.source})" if o.kind == "value" else o.source)
         if o.kind == "row":
             args.append("n_cols" if flat or program.span is not None else f"{o.source}.shape[-1]")
+        elif o.kind == "view":
+            args[-1] = f"{o.name}_view"
+            args.append(f"*{o.name}_view.stride()")
+            body.insert(len(program.torch_prefix), f"{o.name}_view = {o.source}.expand({main}.shape)  # broadcast "
+                        "dims get stride 0: no copy")
         elif o.kind == "channel":
             d, d0 = o.channel_dim, o.channel_from
             across = f"{main}.shape[{d}]" if d0 is None else f"{main}.shape[{d0}:{d + 1}].numel()"
@@ -70,6 +75,7 @@ def forward(program: Program, strategy: str, params: dict[str, Any], max_block: 
                  "chunk = triton.cdiv(triton.cdiv(n_cols, BLOCK_C), SPLIT) * BLOCK_C",
                  "fused_kernel[(n_rows, SPLIT)](",
                  f"    {', '.join(args)}, ws, n_rows, n_cols, chunk, {'inner, ' if program.strided else ''}"
+                 f"{f'*{main}.shape[:-1], ' if program.view_rank else ''}"
                  "BLOCK_R=1, BLOCK_C=BLOCK_C,",
                  f"    EVEN_R=True, EVEN_C=n_cols % BLOCK_C == 0, WIDE=max({sizes}) >= 2**31, SPLIT=SPLIT,",
                  f"    VEC={'vec' if vec else 1},",
@@ -91,6 +97,7 @@ def forward(program: Program, strategy: str, params: dict[str, Any], max_block: 
     body += [f"BLOCK_R, BLOCK_C = {block_r}, {block_c}",
              f"fused_kernel[{grid}](",
              f"    {', '.join(args)}, out, n_rows, n_cols, {'inner, ' if program.strided else ''}"
+             f"{f'*{main}.shape[:-1], ' if program.view_rank else ''}"
              "BLOCK_R=BLOCK_R, BLOCK_C=BLOCK_C,",
              "    EVEN_R=n_rows % BLOCK_R == 0, EVEN_C=n_cols % BLOCK_C == 0,",
              f"    WIDE=max({sizes}) >= 2**31, VEC={'vec' if vec else 1},",

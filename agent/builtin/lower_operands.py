@@ -73,10 +73,13 @@ class OperandIntake:
             self.values[node.name] = self.add("load", [operand.name, 0], "row", *self.rounding_of(value))
             return
         if shape != self.elem_shape():
-            kind = self.broadcast_kind(value)
+            kind = self.broadcast_kind(value) or self.view_kind(tuple(value.shape))
             if kind is None:
                 raise CannotCover(f"input `{node.name}` has shape {list(shape)}, unlike the first input "
                                   f"{list(self.elem_shape())}")
+            if kind == "view":
+                self.view_operand(f"in{len(self.operands)}", node.name, node.name, value)
+                return
             # read like a parameter: one value for all (a 0-d or one-element tensor), one per column,
             # or one per row (a [..., 1] tensor)
             operand = Operand(name=f"in{len(self.operands)}", source=node.name, kind=kind)
@@ -100,6 +103,21 @@ class OperandIntake:
         if full and len(shape) == len(full) and shape == (*full[:-1], 1):
             return "per_row"
         return None
+
+    def view_kind(self, shape: tuple[int, ...]) -> str | None:
+        """``view`` where ``shape`` broadcasts to the main input's (with rows laid out along the last
+        dimension only), else None."""
+        if self.span is not None or self.main_chunks > 1 or self.main_shape is None or len(self.main_shape) < 2:
+            return None
+        try:
+            return "view" if torch.broadcast_shapes(shape, self.main_shape) == self.main_shape else None
+        except RuntimeError:
+            return None
+
+    def view_operand(self, name: str, source: str, value_name: str, value: torch.Tensor) -> None:
+        operand = Operand(name=name, source=source, kind="view", view_rank=len(self.main_shape or ()))
+        self.operands.append(operand)
+        self.values[value_name] = self.add("load", [operand.name, 0], "elem", *self.rounding_of(value))
 
     def channel_operand(self, name: str, source: str, span: tuple[int, int]) -> Operand:
         """A tensor that varies along the input's dimensions ``span`` (first, last) only."""
@@ -134,6 +152,9 @@ class OperandIntake:
             operand = Operand(name=f"p{len(self.operands)}", source=source, kind="scalar")
             self.operands.append(operand)
             self.values[name] = self.add("load", [operand.name, 0], "col", *self.rounding_of(value))
+            return
+        if self.view_kind(tuple(value.shape)) and not (value.numel() == self.cols and shape[-1] == self.cols):
+            self.view_operand(f"p{len(self.operands)}", source, name, value)
             return
         if value.dim() == 0 or value.numel() != self.cols or shape[-1] != self.cols:
             raise CannotCover(f"parameter `{source}` has shape {list(value.shape)}; the templates read "

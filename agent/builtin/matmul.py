@@ -407,7 +407,7 @@ def _epilogue(gm: torch.fx.GraphModule, linear: torch.fx.Node, bias: Any, nodes:
         raise CannotCover("a number passed to forward after a linear (covered: in pointwise and row kernels)")
     if program.kind != "pointwise":
         raise CannotCover("a reduction after a linear is not covered in a matmul chain")
-    if any(o.kind in ("channel", "per_row") for o in program.operands):
+    if any(o.kind in ("channel", "per_row", "view") for o in program.operands):
         raise CannotCover("a per-channel or per-row value (shaped [C, 1]) after a linear is not covered in a "
                           "matmul chain")
     if bias is not None:

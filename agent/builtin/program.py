@@ -19,8 +19,8 @@ class CannotCover(Exception):
 class Operand:
     """A tensor the kernel reads: a forward input (``row``), a parameter of shape ``[cols]`` (``col``),
     one per channel (``channel``), an input with one value per row (``per_row``, ``[..., 1]``, read
-    contiguous) or a single value (``scalar``); or a number passed to forward (``value``), which the
-    kernel takes as an argument."""
+    contiguous), a single value (``scalar``) or any other broadcast (``view``); or a number passed to
+    forward (``value``), which the kernel takes as an argument."""
 
     name: str
     source: str
@@ -32,6 +32,10 @@ class Operand:
     """For a ``channel`` operand (a parameter such as ``[C, 1, 1]`` on ``[N, C, H, W]``): the input
     dimension it varies along, counted from the end (-3 here); row r of the ``[rows, cols]`` view
     reads element ``(r // prod(shape[channel_dim+1:-1])) % shape[channel_dim]``."""
+    view_rank: int | None = None
+    """For a ``view`` operand (any other tensor that broadcasts to the main input's shape, ``[N, 1, H, 1]``
+    on ``[N, C, H, W]``): the main input's rank. The kernel reads it through its strides as expanded to
+    that shape (0 along a broadcast dimension): no copy is made."""
     channel_from: int | None = None
     """For a ``channel`` operand that varies along several neighbouring dimensions (a per-sample,
     per-channel statistic such as ``[N, C, 1, 1, 1]`` on ``[N, C, D, H, W]``): the first of them,
@@ -81,6 +85,11 @@ class Program:
     position of the other dimensions, and its columns are the reduced ones; where dimensions follow
     the span (``strided``), a row's values lie ``inner`` (their product) apart and neighbouring rows
     are neighbouring in memory."""
+
+    @property
+    def view_rank(self) -> int:
+        """The rank ``view`` operands are read at (0: there are none)."""
+        return max((o.view_rank or 0 for o in self.operands if o.kind == "view"), default=0)
 
     @property
     def strided(self) -> bool:
