@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ON_GPU
+from kernelevo.agent.builtin import split_passes
 from kernelevo.agent.builtin.policy import seeds
 from kernelevo.agent.builtin.recognize import recognise
 from kernelevo.agent.builtin.templates import render
@@ -348,6 +349,18 @@ def test_every_seed_is_judged_correct(evaluator, tmp_path: Path, case: tuple[str
         assert code == 0, f"{strategy} {params}: {verdict.reason}"
         if not ON_GPU:
             assert verdict.timing == "cpu-interpreter"
+
+
+@pytest.mark.parametrize(("name", "block_c"), _first_runs([("span-layernorm-three-dims", 32),
+                                                            ("span-rmsnorm-channels", 2), ("layernorm-by-hand", 128)]))
+def test_few_long_rows_spread_every_pass_across_programs(evaluator, tmp_path: Path, name: str, block_c: int) -> None:
+    """``split_passes``: each pass over a row (the mean, the variance around it, the output) is a kernel
+    over (rows, SPLIT) chunks, the statistics combined from partial results: correct with chunks that
+    end mid-block and a last chunk shorter than the others."""
+    task, plan = _case(tmp_path, name, 1000)
+    assert split_passes.batches(plan.program) is not None
+    _accepted(evaluator, task, plan, tmp_path, "split_passes", {"BLOCK_C": block_c, "SPLIT": 4, "num_warps": 4},
+              "test", "final_kernel[(n_rows, SPLIT)]")
 
 
 EVEN_CASES = ["chain-params", "softmax-module", "rmsnorm-llama-bf16", "argmin", "layernorm-by-hand"]

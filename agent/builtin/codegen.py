@@ -113,6 +113,10 @@ def kernel(program: Program, strategy: str, online: bool = False, persistent: bo
            static: bool = False) -> str:
     """The ``@triton.jit`` function for ``program`` with ``strategy``; ``persistent``: a fixed grid
     (a few programs per SM) whose programs loop over the tiles, instead of one program per tile."""
+    if strategy == "split_passes":
+        from kernelevo.agent.builtin import split_passes  # it builds on this module
+
+        return split_passes.kernels(program, static)
     em = Emitter(program)
     body = _tile_rows(strategy, program.strided) + _row_positions(program.view_rank)
     reduction = None

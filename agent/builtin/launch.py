@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kernelevo.agent.builtin import split_passes
 from kernelevo.agent.builtin.codegen import indent
 from kernelevo.agent.builtin.program import Program
 
@@ -66,6 +67,10 @@ def forward(program: Program, strategy: str, params: dict[str, Any], max_block: 
     elif strategy == "looped":
         block_c = str(params["BLOCK_C"])
         grid = "(triton.cdiv(n_rows, BLOCK_R),)"
+    elif strategy == "split_passes":
+        sizes = ", ".join([f"{o.source}.numel()" for o in row_operands] + ["out.numel()"])
+        body += split_passes.launch_lines(program, args, main, params, sizes)
+        return "\n".join(lines + indent(body, 1)) + "\n"
     elif strategy == "split":
         sizes = ", ".join([f"{o.source}.numel()" for o in row_operands] + ["out.numel()"])
         split, block_c = params["SPLIT"], params["BLOCK_C"]

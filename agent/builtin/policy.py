@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from kernelevo.agent.archive import best, select_parents
-from kernelevo.agent.builtin import conv, dimreduce, groupnorm, matmul_kernels, pool, scan
+from kernelevo.agent.builtin import conv, dimreduce, groupnorm, matmul_kernels, pool, scan, split_passes
 from kernelevo.agent.builtin.codegen import online_pairs, splittable
 from kernelevo.agent.builtin.recognize import Plan, recognise
 from kernelevo.agent.builtin.sequence import searched
@@ -320,6 +320,13 @@ def _row_seeds(plan: Plan) -> Seeds:
                     "seed: column blocks of 2048, 16 warps (4 elements per thread per block)"))
     if split_seed and not split_first:
         out.append(split_seed)
+    if plan.program is not None and not fits and plan.rows < 2 * sms and split_passes.batches(plan.program):
+        # Few rows too long for registers, normalised after their statistics: each pass over a row
+        # spread across SPLIT programs, so that every SM has work (a LayerNorm over 16 images).
+        split = _clamp(max(2, min(next_pow2(-(-4 * sms // max(plan.rows, 1))), 64, plan.cols // 4096)), "SPLIT")
+        out.insert(0, ("split_passes", {"BLOCK_C": 2048, "SPLIT": split, "num_warps": 8},
+                       f"seed: {plan.rows} rows for {sms} SMs: every pass over a row split {split} ways, each "
+                       "pass's partial statistics combined by the next"))
     return out
 
 

@@ -27,7 +27,7 @@ from kernelevo.agent.builtin.recognize import Plan
 
 STRATEGIES = {
     "pointwise": ["tiled"],
-    "row": ["registers", "looped", "split"],
+    "row": ["registers", "looped", "split", "split_passes"],
     "dim_reduce": ["strided"],
     "scan": ["carried"],
     "conv": ["implicit_gemm", "direct"],
@@ -47,6 +47,8 @@ WHY_STRATEGY = {
               "mostly hit L2",
     "split": "each long row split across several programs, so that a few rows still fill every SM; a "
              "second, small kernel combines each row's partial results",
+    "split_passes": "few rows too long for registers: every pass over a row (each statistic, then the output) "
+                    "spread across several programs, each chunk's partial statistics combined by the next pass",
     "strided": "the reduced dimension walked in place: each load is a run of contiguous inner elements, so the "
                "input is read once in whole lines with no transposed copy, and partials stay per lane until one "
                "final tree reduction",
