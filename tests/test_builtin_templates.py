@@ -261,6 +261,12 @@ CASES = [
      "        return torch.sigmoid(x) * y + self.p", "torch.randn(2, 4, 3, 6), torch.randn(2, 1, 3, 1)", ""),
     ("broadcast-then-row-softmax-fp16", "        self.p = nn.Parameter(torch.randn(5, 1, 9))",
      "        return torch.softmax(x + self.p, dim=-1)", "torch.randn(5, 7, 9)", "DTYPE = torch.float16"),
+    ("outer-sum-of-unsqueezed-inputs", "        pass", "        return torch.tanh(x[:, None] + y.unsqueeze(0))",
+     "torch.randn({cols}), torch.randn(37)", ""),
+    ("softmax-of-a-transposed-input-bf16", "        pass", "        return torch.softmax(x.transpose(1, 2), dim=-1) * 2",
+     "torch.randn(3, 19, 7)", "DTYPE = torch.bfloat16"),
+    ("kept-min-plus-channel-bias-grows", "        self.b = nn.Parameter(torch.randn(1, 6, 1, 1))",
+     "        return x + self.b", "torch.randn(5, 1)", ""),
     # Comparisons, logic and selections: truth values held as 1.0 or 0.0 inside the kernel.
     ("where-leaky-and-masked-fill", "        pass",
      "        y = torch.where(x > 0, x, 0.1 * x)\n        keep = (x < 1.5) & ~(x == 0.25)\n"

@@ -18,6 +18,11 @@ def forward(program: Program, strategy: str, params: dict[str, Any], max_block: 
     lines = [f"def forward(self, {', '.join(program.inputs)}):"]
     body = [f"{name} = {expression}  # left in torch (the task allows partial replacement)"
             for name, expression in program.torch_prefix]
+    if program.broadcast_from:
+        shapes = ", ".join(f"{source}.shape" for source in program.broadcast_from)
+        first = program.broadcast_from[0]
+        main = "full"  # holds the output's shape and device; no kernel reads it
+        body.append(f"full = torch.empty((), device={first}.device).expand(torch.broadcast_shapes({shapes}))")
     body += [f"{o.source} = {o.source}.contiguous()" for o in program.operands
              if o.kind in ("row", "per_row") or (o.kind in ("col", "scalar", "channel") and o.source in program.inputs)]
     if flat:
@@ -50,8 +55,8 @@ def forward(program: Program, strategy: str, params: dict[str, Any], max_block: 
         elif o.kind == "view":
             args[-1] = f"{o.name}_view"
             args.append(f"*{o.name}_view.stride()")
-            body.insert(len(program.torch_prefix), f"{o.name}_view = {o.source}.expand({main}.shape)  # broadcast "
-                        "dims get stride 0: no copy")
+            line = f"{o.name}_view = {o.source}.expand({main}.shape)  # broadcast dims get stride 0: no copy"
+            body.insert(len(program.torch_prefix) + bool(program.broadcast_from), line)
         elif o.kind == "channel":
             d, d0 = o.channel_dim, o.channel_from
             across = f"{main}.shape[{d}]" if d0 is None else f"{main}.shape[{d0}:{d + 1}].numel()"
@@ -68,11 +73,11 @@ def forward(program: Program, strategy: str, params: dict[str, Any], max_block: 
         block_c = str(params["BLOCK_C"])
         grid = "(triton.cdiv(n_rows, BLOCK_R),)"
     elif strategy == "split_passes":
-        sizes = ", ".join([f"{o.source}.numel()" for o in row_operands] + ["out.numel()"])
+        sizes = _sizes(program)
         body += split_passes.launch_lines(program, args, main, params, sizes)
         return "\n".join(lines + indent(body, 1)) + "\n"
     elif strategy == "split":
-        sizes = ", ".join([f"{o.source}.numel()" for o in row_operands] + ["out.numel()"])
+        sizes = _sizes(program)
         split, block_c = params["SPLIT"], params["BLOCK_C"]
         body += [f"BLOCK_C, SPLIT = {block_c}, {split}",
                  "# Few, long rows: SPLIT programs per row, each reducing a chunk of whole column blocks.",
@@ -98,7 +103,7 @@ def forward(program: Program, strategy: str, params: dict[str, Any], max_block: 
                  f"sms = torch.cuda.get_device_properties({main}.device).multi_processor_count "
                  f"if {main}.is_cuda else 4"]
         grid = f"(max(1, min({grid[1:-2]}, sms * {params['PROGRAMS_PER_SM']})),)"
-    sizes = ", ".join([f"{o.source}.numel()" for o in row_operands] + ["out.numel()"])
+    sizes = _sizes(program)
     body += [f"BLOCK_R, BLOCK_C = {block_r}, {block_c}",
              f"fused_kernel[{grid}](",
              f"    {', '.join(args)}, out, n_rows, n_cols, {'inner, ' if program.strided else ''}"
@@ -109,6 +114,13 @@ def forward(program: Program, strategy: str, params: dict[str, Any], max_block: 
              f"    num_warps={params['num_warps']}{_stages(params)})",
              "return out"]
     return "\n".join(lines + indent(body, 1)) + "\n"
+
+
+def _sizes(program: Program) -> str:
+    """The tuple of element counts whose largest decides 64-bit offsets: every tensor the kernel reads by
+    rows or through strides, and the output."""
+    read = [f"{o.source}.numel()" for o in program.operands if o.kind in ("row", "view")]
+    return f"({', '.join([*read, 'out.numel()'])},)"
 
 
 ALIGNED = '''def aligned(vec, sizes, tensors):

@@ -67,6 +67,10 @@ class _Lowering(OperandIntake, CallLowering):
     def __init__(self, gm: torch.fx.GraphModule, inputs: list[Any], partial: bool = False,
                  span: tuple[int, int, int] | None = None) -> None:
         self.span = span
+        self.viewed_inputs: dict[str, torch.Tensor] = {}
+        """Inputs used only through views that change strides (``input_views``), by name."""
+        self.virtual: tuple[int, ...] | None = None
+        """The output's shape, where it is larger than every input's (``Program.broadcast_from``)."""
         self.main_shape: tuple[int, ...] | None = None
         self.partial = partial
         self.torch_prefix: list[tuple[str, str]] = []
@@ -103,6 +107,8 @@ class _Lowering(OperandIntake, CallLowering):
                 raise CannotCover(f"`{a.name}` is a tuple; only its elements can be used")
             if value is IGNORED:
                 raise CannotCover(f"`{a.name}` (a tensor's dtype, shape or device) is used as a value")
+            if isinstance(value, torch.fx.Node):
+                raise CannotCover(f"`{a.name}` is read through a view the templates do not follow")
             return value
         if isinstance(a, bool) or not isinstance(a, (int, float)):
             raise CannotCover(f"argument {a!r} is neither a tensor nor a number")
@@ -225,6 +231,8 @@ class _Lowering(OperandIntake, CallLowering):
         expect = self.classify(node)
         if level == "const":
             raise CannotCover(f"`{node.name}` computes on constants only")
+        if expect == "elem" and level == "row" and self.cols == 1:
+            expect = "row"  # rows of one column: a value per row is one per element
         if {"row": "row", "rowflat": "row"}.get(expect, expect) != level:
             raise CannotCover(f"`{node.name}` broadcasts in a way the templates do not follow")
         flat = [v for v in values if isinstance(v, str) and v in self.rowflat]
@@ -402,6 +410,8 @@ class _Lowering(OperandIntake, CallLowering):
         sizes = [v.numel() if isinstance(v, torch.Tensor) else -1 for _, v in given]
         if given and sizes[0] < max(sizes):
             given.insert(0, given.pop(sizes.index(max(sizes))))
+        self.virtual = self._broadcast_output(max(sizes, default=-1),
+                                              tuple(given[0][1].shape) if given and sizes[0] >= 0 else None)
         for node, value in given:
             self.placeholder(node, value)
         output = None
@@ -433,10 +443,23 @@ class _Lowering(OperandIntake, CallLowering):
                        out_dtype=out_node.dtype, out_keepdim=out not in self.rowflat, main=self.main,
                        main_chunks=self.main_chunks, inputs=[n.name for n in self.gm.graph.nodes
                                                              if n.op == "placeholder"], ops=self.ops,
-                       torch_prefix=self.torch_prefix, span=self.span)
+                       torch_prefix=self.torch_prefix, span=self.span,
+                       broadcast_from=[o.source for o in self.operands if o.kind != "value"] if self.virtual else [])
 
     def node(self, name: str) -> Node:
         return next(n for n in self.nodes if n.name == name)
+
+    def _broadcast_output(self, largest: int, first: tuple[int, ...] | None) -> tuple[int, ...] | None:
+        """The output's shape where it holds more values than every input, or as many in another shape
+        than the largest input's (a transposed view): the program then runs over it, every tensor read
+        as broadcast to it. Else None."""
+        output = next((n for n in self.gm.graph.nodes if n.op == "output"), None)
+        result = output.args[0] if output is not None else None
+        tm = result.meta.get("tensor_meta") if isinstance(result, torch.fx.Node) else None
+        if self.span is not None or tm is None or not hasattr(tm, "shape") or len(tm.shape) < 2:
+            return None
+        shape = tuple(tm.shape)
+        return shape if math.prod(shape) > largest or (math.prod(shape) == largest and shape != first) else None
 
     def keep_in_torch(self, node: torch.fx.Node) -> bool:
         """Partial replacement: leave a module the templates cannot generate (a convolution, say) in

@@ -108,6 +108,8 @@ class CallLowering:
         if target is getattr and args[1] in ("dtype", "shape", "device"):
             self.values[node.name] = IGNORED
             return True
+        if self.input_view(node):
+            return True
         if viewed_attribute(node) is not None and self.values.get(args[0].name) is args[0]:
             self.attribute(node.name, *view_of_attribute(self.gm, node))  # a module's tensor seen in another shape
             return True

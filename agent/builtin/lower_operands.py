@@ -11,6 +11,7 @@ from typing import Any
 import torch
 import torch.fx
 
+from kernelevo.agent.builtin.input_views import only_viewed, view_text
 from kernelevo.agent.builtin.program import CannotCover, Operand
 from kernelevo.agent.builtin.rowshapes import unsqueezed_per_row
 from kernelevo.agent.builtin.vocabulary import LOW_PRECISION, plain_int, view_method
@@ -30,7 +31,12 @@ class OperandIntake:
             raise CannotCover(f"input `{node.name}` is not a tensor")
         if not value.is_floating_point():
             raise CannotCover(f"input `{node.name}` is {value.dtype}; the templates read floating-point inputs")
-        if self.main is None and self.span is not None:
+        if self.main is None and self.virtual is not None:
+            # the output is larger than every input: rows and columns are the output's, and every
+            # tensor, this one too, is read as broadcast to it
+            self.main, self.main_shape = node.name, self.virtual
+            self.rows_shape, self.cols = self.virtual[:-1], self.virtual[-1]
+        elif self.main is None and self.span is not None:
             # rows: every position of the dimensions outside the span; columns: the span's positions
             first, count, rank = self.span
             if value.dim() != rank:
@@ -49,6 +55,11 @@ class OperandIntake:
                 self.main_chunks = n
             self.rows_shape = tuple(value.shape[:-1]) if value.dim() else ()
             self.cols = value.shape[-1] // self.main_chunks if value.dim() else 1
+        if self.span is None and self.main_chunks == 1 and only_viewed(node):
+            # used only through views that change its strides: each view is an operand of its own
+            self.values[node.name] = node
+            self.viewed_inputs[node.name] = value
+            return
         shape = self.logical(tuple(value.shape))
         operand = Operand(name=f"in{len(self.operands)}", source=node.name, kind="row")
         if self.main_chunks > 1 and node.name == self.main:
@@ -103,6 +114,20 @@ class OperandIntake:
         if full and len(shape) == len(full) and shape == (*full[:-1], 1):
             return "per_row"
         return None
+
+    def input_view(self, node: torch.fx.Node) -> bool:
+        """``node``, a stride-changing view of an input used only so, as a ``view`` operand whose source
+        is the view's expression; False where ``node`` is no such view."""
+        source = node.args[0] if node.args else None
+        if not isinstance(source, torch.fx.Node) or source.name not in self.viewed_inputs:
+            return False
+        text = view_text(node, source.name)
+        tm = node.meta.get("tensor_meta")
+        if text is None or tm is None or self.view_kind(tuple(tm.shape)) is None:
+            raise CannotCover(f"`{node.name}`, a view of input `{source.name}`, does not broadcast to the "
+                              f"shape {list(self.main_shape or ())} the kernel computes")
+        self.view_operand(f"in{len(self.operands)}", text, node.name, self.viewed_inputs[source.name])
+        return True
 
     def view_kind(self, shape: tuple[int, ...]) -> str | None:
         """``view`` where ``shape`` broadcasts to the main input's (with rows laid out along the last

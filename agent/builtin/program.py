@@ -86,6 +86,11 @@ class Program:
     the span (``strided``), a row's values lie ``inner`` (their product) apart and neighbouring rows
     are neighbouring in memory."""
 
+    broadcast_from: list[str] = field(default_factory=list)
+    """Where the output is larger than every input (``x[:, None] + y``, a ``[B, 1]`` column plus a
+    ``[1, C, 1, 1]`` parameter): the tensors whose shapes broadcast to the program's shape. The main
+    input is then read through its strides like the others, as expanded to that shape."""
+
     @property
     def view_rank(self) -> int:
         """The rank ``view`` operands are read at (0: there are none)."""

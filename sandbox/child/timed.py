@@ -19,13 +19,13 @@ back-to-back calls, for a ``forward`` whose own host work is slower than its ker
 from __future__ import annotations
 
 import math
-import random
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
 import torch
+
+from kernelevo.sandbox.child.digest import tensor_digest
 
 _perf_counter = time.perf_counter
 
@@ -138,98 +138,6 @@ class GraphTimedCall:
     def _replay(self) -> Any:
         self.graph.replay()
         return self.out
-
-
-DIGEST_CHUNK = 1 << 22
-"""Elements hashed at a time: the digest's int64 temporaries stay small whatever the output's size."""
-DIGEST_LANES = 4
-"""Independent 64-bit sums: 256 bits, beyond a generalized-birthday search for nudges that land on a
-chosen value, whatever the output's size."""
-_MIX = (-0x40A7B892E31B1A47, -0x6B2FB644ECCEEE15)  # splitmix64's multipliers, as signed int64
-_GOLDEN = -0x61C8864680B583EB
-_INT_OF = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
-
-
-DIGEST_KERNEL_FROM = 1 << 20
-"""Outputs of at least this many elements on a GPU are hashed by one Triton kernel
-(``digest_kernel.py``: one pass, not a dozen per lane); smaller ones by the torch expression below,
-which costs no compile."""
-
-
-def _raw(flat: torch.Tensor) -> torch.Tensor:
-    """The raw bits of each element of a contiguous 1-D tensor, as the integer type of its width."""
-    if flat.dtype == torch.bool:
-        return flat.view(torch.uint8)
-    if flat.is_complex():
-        flat = torch.view_as_real(flat).reshape(-1)
-    return flat.view(_INT_OF[flat.element_size()])
-
-
-def _torch_lanes(flat: torch.Tensor, keys: list[int]) -> list[int]:
-    """The digest's definition, chunk by chunk in torch (its int64 temporaries stay small)."""
-    lanes = [0] * len(keys)
-    raw = _raw(flat)  # positions count the raw values (a complex element is two)
-    for start in range(0, raw.numel(), DIGEST_CHUNK):
-        bits = raw[start:start + DIGEST_CHUNK].to(torch.int64)
-        position = torch.arange(start, start + bits.numel(), device=bits.device, dtype=torch.int64) * _GOLDEN
-        for lane, key in enumerate(keys):
-            z = bits + position + key
-            z = (z ^ (z >> 30)) * _MIX[0]
-            z = (z ^ (z >> 27)) * _MIX[1]
-            z = z ^ (z >> 31)
-            lanes[lane] = (lanes[lane] + int(z.sum())) % (1 << 64)
-    return lanes
-
-
-_KERNEL_AGREES: dict[str, bool] = {}
-
-
-def kernel_agrees(device: torch.device) -> bool:
-    """Does the digest kernel give the torch expression's figures on ``device``? Checked once per
-    process on a sample with every dtype width and a partial last block; where it does not (or fails
-    to compile), this process keeps the torch expression and says so once."""
-    key = str(device)
-    if key not in _KERNEL_AGREES:
-        from kernelevo.sandbox.child import digest_kernel
-
-        generator = torch.Generator().manual_seed(1234)
-        keys = [int(k) for k in torch.randint(0, 2**62, (DIGEST_LANES,), generator=generator)]
-        agrees = True
-        try:
-            for dtype, n in ((torch.float32, 3 * digest_kernel.BLOCK + 5), (torch.float32, 4 * digest_kernel.BLOCK),
-                             (torch.bfloat16, 999), (torch.float64, 77), (torch.uint8, 4097), (torch.bool, 31),
-                             (torch.int16, 500), (torch.complex64, 1000)):
-                sample = torch.randn(n, generator=generator, dtype=torch.float64).mul(100)
-                flat = (sample > 0 if dtype == torch.bool else sample.to(dtype)).to(device)
-                agrees &= digest_kernel.kernel_lanes(_raw(flat), keys, _GOLDEN, _MIX) == _torch_lanes(flat, keys)
-        except Exception as exc:  # noqa: BLE001 (any failure of the fast path leaves the definition)
-            print(f"kernelevo: the digest kernel failed on {device} ({type(exc).__name__}: {exc}); "
-                  "hashing outputs in torch", file=sys.stderr)
-            agrees = False
-        else:
-            if not agrees:
-                print(f"kernelevo: the digest kernel disagrees with its definition on {device}; "
-                      "hashing outputs in torch", file=sys.stderr)
-        _KERNEL_AGREES[key] = agrees
-    return _KERNEL_AGREES[key]
-
-
-def tensor_digest(value: Any, seed: int, index: int) -> list[int]:
-    """A commitment to ``value``'s exact bits, in logical order: each element's bits, mixed with its
-    position and a key from ``seed`` by splitmix64's non-linear finalizer, summed (mod 2^64) in
-    ``DIGEST_LANES`` lanes with different keys. Changing any bit changes every lane unpredictably, so
-    a candidate cannot nudge a cheap output until it lands on a value it committed to; it runs on the
-    output's device, cheap enough to take after every timed call."""
-    if not isinstance(value, torch.Tensor):
-        return [0] * DIGEST_LANES
-    flat = value.detach().reshape(-1).contiguous()
-    generator = random.Random(seed * 1_000_003 + index)
-    keys = [generator.getrandbits(63) for _ in range(DIGEST_LANES)]
-    if flat.is_cuda and flat.numel() >= DIGEST_KERNEL_FROM and kernel_agrees(flat.device):
-        from kernelevo.sandbox.child import digest_kernel
-
-        return digest_kernel.kernel_lanes(_raw(flat), keys, _GOLDEN, _MIX)
-    return _torch_lanes(flat, keys)
 
 
 def flat_outputs(out: Any) -> list[Any]:
