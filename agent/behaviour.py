@@ -23,11 +23,16 @@ _FEATURES = {"dot": "dot", "atomic_add": "atomics", "atomic_max": "atomics", "at
 
 def structure_family(source: str) -> str:
     """``cuda``, or ``triton`` with the constructs its ``@triton.jit`` functions use, e.g.
-    ``triton:dot+loop``, ``triton:reduce``, ``triton:plain``; ``unreadable`` for a broken source."""
+    ``triton:dot+loop``, ``triton:reduce``, ``triton:plain``; ``unreadable`` for a source that cannot be
+    read (broken, or nested past what the parser walks)."""
     try:
-        tree = ast.parse(source)
-    except SyntaxError:
+        return _structure_family(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return "unreadable"
+
+
+def _structure_family(source: str) -> str:
+    tree = ast.parse(source)
     if "load_inline" in source:
         return "cuda"
     features = set()

@@ -78,7 +78,7 @@ def reference_ops(source: str) -> list[str]:
     less the generic ones (shapes, construction, Python built-ins)."""
     try:
         tree = ast.parse(source)
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     names = set()
     for node in ast.walk(tree):
@@ -95,7 +95,7 @@ def reference_ops(source: str) -> list[str]:
 def reference_hash(source: str) -> str:
     try:
         text = ast.dump(ast.parse(source))
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         text = source
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 

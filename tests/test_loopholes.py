@@ -245,6 +245,19 @@ def test_a_file_flood_is_killed_at_the_limit_and_rejected(make_evaluator, monkey
     assert "created more than 5,000 files" in verdict.reason, verdict.reason
 
 
+def test_source_nested_too_deeply_to_parse_is_the_candidates_failure(evaluator, tmp_path: Path) -> None:
+    """An expression of thousands of terms exhausts the parser's recursion: the candidate fails its
+    syntax check (exit 1), never the judge (exit 5), and the search's own readers of its code cope."""
+    from kernelevo.agent.behaviour import structure_family
+
+    deep = candidate("ok_relu_empty").read_text() + "\nDEPTH = 0" + " + 1" * 5000 + "\n"
+    path = tmp_path / "deep.py"
+    path.write_text(deep)
+    verdict, code = evaluator.evaluate(load_task("relu", "small"), path)
+    assert code == 1 and not verdict.correct and "nested too deeply" in verdict.reason, verdict.reason
+    assert structure_family(deep) == "unreadable"
+
+
 CANCELLING_SUM = '''import torch
 import torch.nn as nn
 

@@ -430,7 +430,18 @@ def _strings(node: ast.AST | None, module_strings: dict[str, ast.AST], depth: in
 
 
 def check_candidate(source: str, strict: bool = True) -> StaticReport:
-    """Run every static check on ``source``; ``strict`` forbids torch compute."""
+    """Run every static check on ``source``; ``strict`` forbids torch compute. Source nested past what
+    the parser or the checks can walk (an expression of thousands of terms) fails its syntax check."""
+    try:
+        return _check_candidate(source, strict)
+    except (RecursionError, MemoryError) as exc:
+        report = StaticReport()
+        report.checks.append(Check(name="syntax", passed=False, detail="the source is nested too deeply to read "
+                                   f"({type(exc).__name__}): write expressions and blocks of ordinary depth"))
+        return report
+
+
+def _check_candidate(source: str, strict: bool) -> StaticReport:
     report = StaticReport()
     try:
         tree = ast.parse(source)
