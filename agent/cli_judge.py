@@ -68,7 +68,7 @@ def eval_command(
     timeout: Annotated[float, typer.Option(
         help="Seconds before the candidate's process group is killed.", min=1)] = 300.0,
     memory: Annotated[str | None, typer.Option(
-        help="Memory limit of the candidate's process, e.g. 2g or 512m.")] = None,
+        help="Memory limit of the candidate's process, e.g. 2g or 512m (default: half the host's memory).")] = None,
     sandbox: Annotated[SandboxChoice, typer.Option(
         help="Where candidates run: docker, process, or auto (Docker when an engine and the image are there).")
     ] = SandboxChoice.auto,
@@ -124,7 +124,8 @@ def profile_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")] = False,
     no_ncu: Annotated[bool, typer.Option("--no-ncu", help="Skip the Nsight Compute pass.")] = False,
     timeout: Annotated[float, typer.Option(help="Seconds before a candidate's process is killed.", min=1)] = 300.0,
-    memory: Annotated[str | None, typer.Option(help="Memory limit of the candidate's processes, e.g. 8g.")] = None,
+    memory: Annotated[str | None, typer.Option(
+        help="Memory limit of the candidate's processes, e.g. 8g (default: half the host's memory).")] = None,
     sandbox: Annotated[SandboxChoice, typer.Option(help="Where candidates run: docker, process or auto.")
                        ] = SandboxChoice.auto,
     size: Annotated[SizeChoice | None, typer.Option(

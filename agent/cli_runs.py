@@ -36,7 +36,8 @@ PolicyOption = Annotated[PolicyChoice | None, typer.Option(
     help="Who proposes kernels: the built-in strategist (no LLM) or a model (--model).")]
 ApiKeyEnvOption = Annotated[str, typer.Option(help="Environment variable that holds the API key.")]
 TimeoutOption = Annotated[float, typer.Option(help="Seconds per candidate before it is killed.", min=1)]
-MemoryOption = Annotated[str | None, typer.Option(help="Memory limit per candidate, e.g. 8g.")]
+MemoryOption = Annotated[str | None, typer.Option(
+    help="Memory limit per candidate, e.g. 8g (default: half the host's memory).")]
 # `optimize`'s options whose help runs over several lines, kept apart so that its signature stays readable.
 RetryMinutesOption = Annotated[float, typer.Option(
     help="Keep retrying an endpoint that is down or overloaded this long (growing pauses, its Retry-After "

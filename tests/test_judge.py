@@ -995,3 +995,17 @@ def test_without_a_gpu_every_timed_call_is_checked(seed: int) -> None:
     cpu.rng = random.Random(seed)
     block, (checked, _) = cpu._timed_block(None, "worker", "timed block 1")
     assert len(block.times_ms) == 3 and checked == 3 and cpu.checked_runs == [0, 1, 2]
+
+
+def test_a_candidate_given_no_memory_limit_gets_half_the_hosts() -> None:
+    """Without ``--memory`` a candidate still has a limit (its memory-backed /tmp counts against it
+    under a cgroup): half the host's memory, said so in verdicts."""
+    from kernelevo.sandbox.judge.evaluate import EvalConfig, Evaluator, default_memory_bytes
+
+    unset = Evaluator.__new__(Evaluator)
+    unset.config = EvalConfig()
+    half = default_memory_bytes()
+    assert half and unset.memory_bytes() == half and "half the host's memory" in unset.memory_text()
+    given = Evaluator.__new__(Evaluator)
+    given.config = EvalConfig(memory="2g")
+    assert given.memory_bytes() == 2 * 1024**3 and given.memory_text() == "2g"

@@ -54,6 +54,19 @@ REFERENCE_FAILURES_BLAMED = 2
 stops the evaluation as the reference's failure)."""
 
 
+def default_memory_bytes() -> int | None:
+    """Half the host's memory (``MemTotal``), the candidate's limit where none is given; None where the
+    host does not say."""
+    try:
+        with open("/proc/meminfo") as info:
+            for line in info:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024 // 2
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 class EvalConfig(BaseModel):
     """How to judge: limits of the sandboxed processes and what to measure."""
 
@@ -61,7 +74,8 @@ class EvalConfig(BaseModel):
     """Wall-clock limit of the candidate's process (compile included)."""
     reference_timeout_s: float = 1200.0
     memory: str | None = None
-    """Memory limit of the candidate's process, e.g. ``8g`` (None: no limit)."""
+    """Memory limit of the candidate's process, e.g. ``8g`` (None: half the host's memory, so that no
+    candidate, its memory-backed /tmp included, can take the machine's memory from everything else)."""
     pids_limit: int = 512
     seeds: int = Field(default=5, ge=1, le=50)
     """Input sets checked per evaluation, each from a seed drawn afresh (and kept from the candidate)."""
@@ -178,10 +192,17 @@ class Evaluator:
 
     def memory_bytes(self) -> int | None:
         if not self.config.memory:
-            return None
+            return default_memory_bytes()
         from kernelevo.sandbox.isolation.cgroups import parse_size
 
         return parse_size(self.config.memory)
+
+    def memory_text(self) -> str | None:
+        """The candidate's memory limit in words (for verdicts)."""
+        if self.config.memory:
+            return self.config.memory
+        limit = default_memory_bytes()
+        return f"{limit / 2**30:.1f}g, half the host's memory" if limit else None
 
     def job_dir(self, label: str) -> Path:
         """A new job's folder. Where jobs share the host's file system (no bubblewrap), a candidate
@@ -210,7 +231,7 @@ class Evaluator:
             raise ValueError("a candidate's job compiles into a folder of its own: pass compile_cache")
         env = {**(self.env(trusted) if env is None else env), **(env_for(compile_cache) if compile_cache else {})}
         return RunSpec(cmd=cmd or [sys.executable, "-m", module], job_dir=job_dir, timeout_s=timeout_s,
-                       memory_bytes=memory, memory_text=self.config.memory if memory else None,
+                       memory_bytes=memory, memory_text=self.memory_text() if memory else None,
                        pids_limit=self.config.pids_limit, env=env,
                        writable=[*([self.trusted_cache] if trusted else []), *(extra_writable or [])],
                        compile_cache=None if trusted else compile_cache,
@@ -351,7 +372,7 @@ class Evaluator:
             raise EvalError(record.reference_error)
         if record.harness_error:
             raise EvalError(record.harness_error, exit_code=EXIT_ENVIRONMENT)
-        verdict = judge(task, str(candidate), static_checks, baseline, ceilings, record, self.config.memory)
+        verdict = judge(task, str(candidate), static_checks, baseline, ceilings, record, self.memory_text())
         if verdict.correct and self.device == "cuda":
             if trace_below_ms is not None and (verdict.runtime_ms or 0.0) >= trace_below_ms:
                 verdict.assurance = forensic.untraced_slower(trace_below_ms)
