@@ -828,8 +828,32 @@ def test_a_process_compiles_alone_and_only_the_judge_carries_a_sources_cache(tmp
             one.lend(bad, fourth)
         with pytest.raises(ValueError):
             one.keep(bad, fourth)
-    for folder in (tmp_path / "cache", tmp_path / "cache" / KEPT, tmp_path / "cache" / SCRATCH):
+    for folder in (tmp_path / "cache", tmp_path / "cache" / KEPT, tmp_path / "cache" / SCRATCH, one.kept_root):
         assert folder.stat().st_mode & 0o777 == 0o711
+    one.close()
+    assert not one.kept_root.exists() and other.kept_root.exists()
+
+
+def test_kept_caches_are_bounded_together_and_an_orphans_are_removed(tmp_path: Path, monkeypatch) -> None:
+    """Many candidates each keeping just under the cap must not fill the disk: past the total, the
+    oldest kept go. A kept folder of an evaluator that died is useless (its key died too) and goes when
+    the next evaluator starts."""
+    from kernelevo.sandbox.judge import compile_caches
+
+    monkeypatch.setattr(compile_caches, "KEPT_TOTAL_BYTES", 7 << 19)  # 3.5 MB
+    monkeypatch.setattr(compile_caches, "has_room", lambda free: True)
+    caches = compile_caches.CandidateCaches(tmp_path / "cache")
+    for k in range(5):
+        folder = caches.scratch()
+        (folder / "ballast").write_bytes(b"x" * (1 << 20))
+        caches.keep(caches.name_for(bytes([k])), folder)
+    kept = [k for k in range(5) if caches._kept(caches.name_for(bytes([k]))).is_dir()]
+    assert kept == [2, 3, 4], kept  # the newest that fit in 3.5 MB together (each a little over 1 MB on disk)
+    orphan = tmp_path / "cache" / compile_caches.KEPT / "999999999-dead"
+    orphan.mkdir()
+    (orphan / "x").write_text("left by a killed run")
+    compile_caches.CandidateCaches(tmp_path / "cache")
+    assert not orphan.exists() and caches.kept_root.exists()
 
 
 class _ScriptedBlock(TimedCalls):
@@ -904,7 +928,7 @@ def test_a_cache_too_large_to_keep_or_a_disk_too_full_keeps_nothing(tmp_path: Pa
             holes.truncate(sparse)
         caches.keep(caches.name_for(name), folder)
         assert not folder.exists()
-        return (tmp_path / "cache" / compile_caches.KEPT / caches.name_for(name)).is_dir()
+        return caches._kept(caches.name_for(name)).is_dir()
 
     assert kept_after_writing(b"small", 64 << 10, sparse=8 << 20)
     assert not kept_after_writing(b"large", 2 << 20)
@@ -913,7 +937,7 @@ def test_a_cache_too_large_to_keep_or_a_disk_too_full_keeps_nothing(tmp_path: Pa
     for k in range(60):  # empty files: no bytes, but the disk's inodes
         (many / f"f{k}").touch()
     caches.keep(caches.name_for(b"many"), many)
-    assert not (tmp_path / "cache" / compile_caches.KEPT / caches.name_for(b"many")).exists()
+    assert not caches._kept(caches.name_for(b"many")).exists()
     monkeypatch.setattr(compile_caches, "has_room", lambda free: False)
     assert not kept_after_writing(b"small again", 64 << 10)
 

@@ -19,6 +19,10 @@ can reach another's cache, not even by name:
 - a final re-judge compiles afresh (``afresh``): its time is the handed-back source's own, compiled
   from it.
 
+Kept folders are bounded: each (``KEPT_CAP_*``), all of one evaluator's together (``KEPT_TOTAL_*``:
+the oldest kept go first), and they go when the evaluator closes, since no later evaluator holds
+its key (a folder left by one that died is removed by the next that finds it).
+
 Any failure to carry a folder leaves the process without it (the kernels are compiled again): it
 never fails an evaluation. Where the sandbox mounts the process's folder (bubblewrap, Docker), it
 appears at one fixed path, ``confinement.CACHE_INSIDE``, so a torch extension's build files, which
@@ -52,6 +56,10 @@ KEPT_CAP_BYTES = 1 << 30
 """A process's cache holding more than this is not kept: honest ones hold kilobytes (Triton) to a few
 hundred megabytes (a torch extension's build); a candidate filling its folder must not fill the disk
 for every verdict after its own."""
+KEPT_TOTAL_BYTES = 4 << 30
+KEPT_TOTAL_FILES = 100_000
+"""All of an evaluator's kept caches together: past either, the oldest kept are removed (many
+candidates each keeping just under the caps must not fill the disk either)."""
 
 
 def env_for(folder: Path) -> dict[str, str]:
@@ -67,6 +75,16 @@ class CandidateCaches:
         self._key = secrets.token_bytes(32)
         for folder in (root, root / KEPT, root / SCRATCH):
             keep_private(folder, 0o711)
+        _remove_orphans(root / KEPT)
+        self.kept_root = root / KEPT / f"{os.getpid()}-{secrets.token_hex(8)}"
+        keep_private(self.kept_root, 0o711)
+        self._kept_use: dict[str, tuple[int, int]] = {}
+        """Bytes and files of each kept folder, oldest first."""
+
+    def close(self) -> None:
+        """Remove every kept folder: no later evaluator can name them (the key dies with this one)."""
+        remove_tree(self.kept_root)
+        self._kept_use.clear()
 
     def name_for(self, source: bytes, afresh: bool = False) -> str:
         """The name the source's kept cache goes by; ``afresh``: a name no other evaluation has."""
@@ -84,7 +102,7 @@ class CandidateCaches:
         name would be the folder of all kept caches)."""
         if not _NAME.fullmatch(name):
             raise ValueError(f"not a compile cache's name: {name!r}")
-        return self.root / KEPT / name
+        return self.kept_root / name
 
     def lend(self, name: str, scratch: Path) -> None:
         """Move what the source's kept cache holds into ``scratch``, the folder of a process of the same
@@ -101,6 +119,7 @@ class CandidateCaches:
         except OSError:
             pass
         remove_tree(kept)
+        self._kept_use.pop(name, None)
 
     @contextlib.contextmanager
     def lent(self, name: str, scratch: Path) -> Iterator[Path]:
@@ -115,23 +134,59 @@ class CandidateCaches:
     def drop(self, name: str) -> None:
         """Remove what is kept under ``name`` (an afresh evaluation's: no later process has its name)."""
         remove_tree(self._kept(name))
+        self._kept_use.pop(name, None)
 
     def keep(self, name: str, scratch: Path) -> None:
         """After the process that used ``scratch`` has ended: keep its folder for the source's next
         process (replacing what was kept), out of every candidate's reach. What it holds was written by
         that source's own processes; the judge never walks it, only moves and removes it."""
         kept = self._kept(name)
-        remove_tree(kept)
+        self.drop(name)
         try:
-            if not scratch.is_symlink() and scratch.is_dir() and self._worth_keeping(scratch):
+            used = self._worth_keeping(scratch) if not scratch.is_symlink() and scratch.is_dir() else None
+            if used is not None:
                 os.rename(scratch, kept)
+                self._kept_use[name] = used
+                self._evict_oldest()
                 return
         except OSError:
             pass
         remove_tree(scratch)
 
-    def _worth_keeping(self, scratch: Path) -> bool:
-        """Small enough to keep, with room left on the disk (a folder ``du`` cannot measure is not)."""
+    def _worth_keeping(self, scratch: Path) -> tuple[int, int] | None:
+        """Its bytes and files, if small enough to keep with room left on the disk (a folder ``du``
+        cannot measure is not kept); else None."""
         used = disk_use(scratch)
-        return (used is not None and used[0] <= KEPT_CAP_BYTES and used[1] <= KEPT_CAP_FILES
-                and has_room(free_space(self.root)))
+        ok = (used is not None and used[0] <= KEPT_CAP_BYTES and used[1] <= KEPT_CAP_FILES
+              and has_room(free_space(self.root)))
+        return used if ok else None
+
+    def _evict_oldest(self) -> None:
+        """Remove the oldest kept folders while all of them together pass ``KEPT_TOTAL_*``."""
+        while self._kept_use and (sum(b for b, _ in self._kept_use.values()) > KEPT_TOTAL_BYTES
+                                  or sum(f for _, f in self._kept_use.values()) > KEPT_TOTAL_FILES):
+            self.drop(next(iter(self._kept_use)))
+
+
+def _remove_orphans(kept: Path) -> None:
+    """Kept folders of evaluators whose process is gone (named ``<pid>-<token>``), or of any other name:
+    their key died with them, so nothing can use them again."""
+    try:
+        entries = os.listdir(kept)
+    except OSError:
+        return
+    for entry in entries:
+        pid = entry.split("-", 1)[0]
+        if pid.isdigit() and _alive(int(pid)):
+            continue
+        remove_tree(kept / entry)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # another user's process: alive
+    return True

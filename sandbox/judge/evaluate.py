@@ -159,6 +159,7 @@ class Evaluator:
 
     def close(self) -> None:
         self.processes.close()
+        self.caches.close()
         if self._own_workspace:
             remove_tree(self.workspace)  # candidates' folders may be deeper than Python's walks go
 
