@@ -267,6 +267,8 @@ CASES = [
      "torch.randn(3, 19, 7)", "DTYPE = torch.bfloat16"),
     ("kept-min-plus-channel-bias-grows", "        self.b = nn.Parameter(torch.randn(1, 6, 1, 1))",
      "        return x + self.b", "torch.randn(5, 1)", ""),
+    ("permuted-input-times-column-parameter", "        self.w = nn.Parameter(torch.randn(5))",
+     "        return x.permute(0, 2, 1) * self.w + y.T", "torch.randn(4, 5, 7), torch.randn(5, 7, 4)", ""),
     # Comparisons, logic and selections: truth values held as 1.0 or 0.0 inside the kernel.
     ("where-leaky-and-masked-fill", "        pass",
      "        y = torch.where(x > 0, x, 0.1 * x)\n        keep = (x < 1.5) & ~(x == 0.25)\n"
