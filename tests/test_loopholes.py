@@ -258,6 +258,25 @@ def test_source_nested_too_deeply_to_parse_is_the_candidates_failure(evaluator, 
     assert structure_family(deep) == "unreadable"
 
 
+def test_cuda_sources_that_defeat_patterns_are_read_in_linear_time() -> None:
+    """A kernel-name pattern that searched from every ``__global__`` for its parenthesis took minutes on
+    a source of ``"__global__ " * 8000``; names are now found in one pass, and a source past 1 MB fails
+    unread."""
+    import time
+
+    from kernelevo.sandbox.judge.kernel_names import Owned, cuda_kernel_names
+    from kernelevo.sandbox.judge.static_checks import MAX_SOURCE_CHARS, check_candidate
+
+    began = time.monotonic()
+    for hostile in ("__global__ " * 50_000, "__launch_bounds__(" * 50_000, "/*" * 50_000):
+        Owned.of([], [hostile])
+    assert time.monotonic() - began < 5
+    assert cuda_kernel_names("template <int B> __global__ void __launch_bounds__(256, 2) k1(float* x) {}\n"
+                             "__global__ __launch_bounds__(64) void\n  k2\n(int n) {}") == {"k1", "k2"}
+    big = check_candidate("x = 1\n" * (MAX_SOURCE_CHARS // 6 + 1))
+    assert not big.passed and "at most" in big.checks[0].detail
+
+
 CANCELLING_SUM = '''import torch
 import torch.nn as nn
 

@@ -103,9 +103,20 @@ def test_counting_a_folders_entries_stops_past_the_limit(tmp_path: Path) -> None
         (tmp_path / "a" / str(i % 3)).mkdir(parents=True, exist_ok=True)
         (tmp_path / "a" / str(i % 3) / f"f{i}").touch()
     (tmp_path / "link").symlink_to("/usr")  # never followed
-    assert file_watch.count_entries([tmp_path], 1000) == 1 + 3 + 30 + 1
-    assert file_watch.count_entries([tmp_path], 10) == 11
-    assert file_watch.count_entries([tmp_path / "gone"], 10) == 0
+    assert file_watch.count_entries([tmp_path], 1000) == (1 + 3 + 30 + 1, None)
+    assert file_watch.count_entries([tmp_path], 10) == (11, None)
+    assert file_watch.count_entries([tmp_path / "gone"], 10) == (0, None)
+    # deeper than a path may be long: walked by handle, each folder opened from its parent
+    deep = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(20):
+        os.mkdir("d" * 240, dir_fd=deep)
+        inner = os.open("d" * 240, os.O_RDONLY | os.O_DIRECTORY, dir_fd=deep)
+        os.close(deep)
+        deep = inner
+    for k in range(50):
+        os.close(os.open(f"f{k}", os.O_CREAT | os.O_WRONLY, dir_fd=deep))
+    os.close(deep)
+    assert file_watch.count_entries([tmp_path], 10_000)[0] == 35 + 20 + 50
 
 
 def test_a_job_that_floods_its_folders_with_files_is_killed_and_says_so(tmp_path: Path,
@@ -122,6 +133,26 @@ def test_a_job_that_floods_its_folders_with_files_is_killed_and_says_so(tmp_path
     assert 3000 < written < 10 ** 6
     honest = run(tmp_path, "open('out', 'w').write('x')\n", name="honest")
     assert not honest.too_many_files and honest.returncode == 0
+
+
+def test_a_polled_memory_limit_counts_memory_no_process_maps(tmp_path: Path) -> None:
+    """Without cgroups the limit is polled: a memfd buffer that nothing maps shows in no process's
+    resident size, only in the host's shared memory, and it counts."""
+    import subprocess
+
+    from kernelevo.sandbox.isolation.process import _Watch
+
+    code = ("import os, time\nfd = os.memfd_create('hold')\nfor _ in range(24):\n"
+            "    os.write(fd, bytes(16 << 20))\nprint('held', flush=True)\ntime.sleep(30)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    watch = _Watch(RunSpec(cmd=[], job_dir=tmp_path, timeout_s=30, memory_bytes=256 << 20), None)
+    watch.start(proc.pid)
+    try:
+        proc.wait(timeout=30)
+    finally:
+        watch.stop()
+        proc.kill()
+    assert watch.over_memory and proc.returncode != 0
 
 
 def test_process_burst_stops_at_the_pids_limit(tmp_path: Path) -> None:

@@ -51,7 +51,8 @@ def elementwise(op: str, args: list[Any]) -> str:
     if op == "where":  # where(condition, a, b): the condition's value is a truth value (non-zero: true)
         return f"tl.where({a[0]} != 0.0, {a[1]}, {a[2]})"
     table = {
-        "identity": x, "cast": x, "neg": f"(-{x})", "relu": _nan_max(x, "0.0"),
+        "identity": x, "cast": x, "to_bool": f"tl.where({x} != 0.0, 1.0, 0.0)",
+        "trunc": f"tl.where({x} < 0.0, -tl.floor(-{x}), tl.floor({x}))", "neg": f"(-{x})", "relu": _nan_max(x, "0.0"),
         "sigmoid": f"(1.0 / (1.0 + tl.exp(-{x})))", "silu": f"({x} / (1.0 + tl.exp(-{x})))",
         "tanh": f"(2.0 / (1.0 + tl.exp(-2.0 * {x})) - 1.0)", "exp": f"tl.exp({x})", "log": f"tl.log({x})",
         "abs": f"tl.abs({x})", "sqrt": f"tl.sqrt({x})", "rsqrt": f"tl.rsqrt({x})", "erf": f"tl.math.erf({x})",

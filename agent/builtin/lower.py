@@ -121,21 +121,25 @@ class _Lowering(OperandIntake, CallLowering):
             return None
         return self.logical(tuple(tm.shape)), tm.dtype
 
-    def logical(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+    def logical(self, shape: tuple[int, ...], result: bool = True) -> tuple[int, ...]:
         """A tensor's shape in the program's layout. Without a span, the shape itself. With one
         (``Program.span``): the main input's shape is ``(*rows, cols)``, with the span's dimensions
-        kept as ones it is ``(*rows, 1)``, without them ``rows``, and varying along the span alone
-        ``(cols,)``; one value is itself; any other shape is marked so that it matches none of these."""
+        kept as ones it is ``(*rows, 1)``, without them (a reduction's ``result`` only: an operand of
+        that shape broadcasts against the main input right-aligned, as torch reads it) ``rows``, and
+        varying along the span alone ``(cols,)``; one value is itself; any other shape is marked so
+        that it matches none of these."""
         shape = tuple(shape)
         if self.span is None or self.main_shape is None or self.rows_shape is None:
             return shape
         first, count, rank = self.span
         full = self.main_shape
+        if not result and len(shape) < rank and math.prod(shape) != 1:
+            shape = (1,) * (rank - len(shape)) + shape  # as torch broadcasts it against the main input
         if shape == full:
             return self.elem_shape()
         if shape == (*full[:first], *(1,) * count, *full[first + count:]):
             return (*self.rows_shape, 1)
-        if shape == (*full[:first], *full[first + count:]) and shape:
+        if result and shape == (*full[:first], *full[first + count:]) and shape:
             return tuple(self.rows_shape)
         if math.prod(shape) == 1:
             return shape

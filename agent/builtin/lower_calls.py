@@ -238,8 +238,9 @@ class CallLowering:
             dtype, low = self.rounding(node)
             if self.node(src).dtype == dtype:
                 self.values[node.name] = src
-            else:
-                self.values[node.name] = self.add("cast", [src], self.level(src), dtype, low)
+            else:  # to a truth value: non-zero is true; to an integer: toward zero, as torch converts
+                op = "to_bool" if dtype == "bool" else "trunc" if dtype.startswith(("int", "uint")) else "cast"
+                self.values[node.name] = self.add(op, [src], self.level(src), dtype, low)
             return True
         return False
 
@@ -300,7 +301,7 @@ class CallLowering:
             param = getattr(sub, what, None)
             if param is None:
                 continue
-            if self.logical(tuple(param.shape)) != (self.cols,):
+            if self.logical(tuple(param.shape), result=False) != (self.cols,):
                 raise CannotCover(f"{type(sub).__name__}.{what} is not one value per column")
             operand = Operand(name=f"p{len(self.operands)}", source=f"self.{node.target}.{what}", kind="col")
             self.operands.append(operand)

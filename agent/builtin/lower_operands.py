@@ -60,7 +60,7 @@ class OperandIntake:
             self.values[node.name] = node
             self.viewed_inputs[node.name] = value
             return
-        shape = self.logical(tuple(value.shape))
+        shape = self.logical(tuple(value.shape), result=False)
         operand = Operand(name=f"in{len(self.operands)}", source=node.name, kind="row")
         if self.main_chunks > 1 and node.name == self.main:
             operand.chunks = self.main_chunks
@@ -104,7 +104,7 @@ class OperandIntake:
     def broadcast_kind(self, value: torch.Tensor) -> str | None:
         """How a later input of another shape than the first broadcasts against it, if as a parameter
         does: ``scalar`` (one value), ``col`` (one per column), ``per_row`` (``[..., 1]``), else None."""
-        full, shape = self.elem_shape(), self.logical(tuple(value.shape))
+        full, shape = self.elem_shape(), self.logical(tuple(value.shape), result=False)
         if len(shape) > len(full):
             return None
         if value.numel() == 1:
@@ -167,7 +167,7 @@ class OperandIntake:
     def attribute(self, name: str, value: torch.Tensor, source: str) -> None:
         """A tensor of the module (``source`` in ``forward``) as an operand, by how it broadcasts."""
         span = self.channel_span(tuple(value.shape))
-        shape = self.logical(tuple(value.shape))
+        shape = self.logical(tuple(value.shape), result=False)
         if span is not None:
             operand = self.channel_operand(f"p{len(self.operands)}", source, span)
             self.operands.append(operand)

@@ -313,14 +313,15 @@ def _row_seeds(plan: Plan) -> Seeds:
         looped["online"] = True
     out.append(("looped", looped, "seed: column blocks of " + str(looped["BLOCK_C"]) +
                 (", online max and sum" if online else "")))
-    if block_c >= 4096:
+    if block_c >= 4096 and not strided:
         # Long rows: blocks of 2048 with 16 warps keep more loads in flight per SM (the shape
         # torch.compile's reduction heuristic picks for such rows).
         out.append(("looped", dict(looped, BLOCK_C=2048, num_warps=16),
                     "seed: column blocks of 2048, 16 warps (4 elements per thread per block)"))
     if split_seed and not split_first:
         out.append(split_seed)
-    if plan.program is not None and not fits and plan.rows < 2 * sms and split_passes.batches(plan.program):
+    if plan.program is not None and not fits and plan.rows < 2 * sms and not strided \
+            and split_passes.batches(plan.program):
         # Few rows too long for registers, normalised after their statistics: each pass over a row
         # spread across SPLIT programs, so that every SM has work (a LayerNorm over 16 images).
         split = _clamp(max(2, min(next_pow2(-(-4 * sms // max(plan.rows, 1))), 64, plan.cols // 4096)), "SPLIT")
@@ -426,7 +427,8 @@ class BuiltinPolicy:
                         direction = "larger"
                     why = f"mutation: {name} {params[name]} -> {values[j]} ({direction}) from the elite"
                     yield strategy, changed, why
-        if searched(self.plan).kind in ("pointwise", "row") and strategy != "split" and "PROGRAMS_PER_SM" not in params:
+        if searched(self.plan).kind in ("pointwise", "row") and strategy not in ("split", "split_passes") \
+                and "PROGRAMS_PER_SM" not in params:
             # As many programs per SM as fill half its 64 warp slots: with 2 programs of 4 warps the
             # H200 ran swiglu at 1.639 ms against 0.755 ms for the plain grid (too few loads in flight).
             # With 8 or 16 it still lost (0.80 against 0.74 ms), as did rmsnorm; a mutation only.

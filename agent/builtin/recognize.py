@@ -8,6 +8,7 @@ search's heuristics).
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -136,16 +137,15 @@ def _full_weight_shapes(full: torch.nn.Module | None, stages: list[matmul.Stage]
 
 def _full_output_shape(model: torch.nn.Module, inputs: list[Any], shapes: list[tuple[int, ...]]
                        ) -> tuple[int, ...] | None:
-    """The output's shape with the tensor inputs at their full ``shapes`` (run on the meta device), or
-    None where that cannot be run (a model holding tensors, which would have to move there)."""
-    if any(True for _ in model.parameters()) or any(True for _ in model.buffers()):
-        return None
+    """The output's shape with the tensor inputs at their full ``shapes``, run on the meta device (a
+    copy of the model moved there: nothing allocated, the model itself untouched), or None where that
+    cannot be run (a graph traced with the small sizes in it, say)."""
     try:
         full = iter(shapes)
         meta = [torch.empty(next(full), dtype=x.dtype, device="meta") if isinstance(x, torch.Tensor) else x
                 for x in inputs]
         with torch.no_grad():
-            out = model(*meta)
+            out = copy.deepcopy(model).to("meta")(*meta)
         return tuple(out.shape) if isinstance(out, torch.Tensor) else None
     except Exception:
         return None

@@ -54,7 +54,7 @@ BITWISE_ON_BOOL = {operator.and_: "logical_and", operator.or_: "logical_or", ope
                    torch.bitwise_and: "logical_and", torch.bitwise_or: "logical_or"}
 """``&``, ``|`` and ``^``: logic where both sides are truth values (bitwise arithmetic on integers is not
 covered)."""
-PASS_METHODS = {"contiguous", "float", "to", "type_as", "half", "bfloat16", "double", "clone", "detach"}
+PASS_METHODS = {"contiguous", "float", "to", "type_as", "half", "bfloat16", "double", "clone", "detach", "long", "bool"}
 IDENTITY_MODULES = (nn.Identity, nn.Dropout)
 REDUCE_TARGETS = {torch.sum: "sum", torch.mean: "mean", torch.amax: "amax", torch.amin: "amin",
                   torch.argmax: "argmax", torch.argmin: "argmin", torch.max: "max", torch.min: "min",

@@ -11,10 +11,12 @@ so the walk is cheap; a flood is caught within one interval.
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 FILES_LIMIT = 100_000
 """Entries (files, folders, links) a job may create in its writable host folders, all together. A Triton
@@ -22,22 +24,56 @@ or CUDA compile cache holds a few files per kernel; a candidate's outputs are a 
 WATCH_INTERVAL_S = 1.0
 
 
-def count_entries(folders: Iterable[Path], stop_after: int) -> int:
-    """Entries under ``folders`` (never following links), counted up to ``stop_after`` + 1 at most."""
+MAX_DEPTH = 256
+"""Folders nested deeper than this are not walked: the job is stopped as one that cannot be counted
+(honest compile caches nest a few levels; the walk holds one open folder per level)."""
+_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_GONE = (FileNotFoundError, NotADirectoryError)
+"""An entry removed or replaced while it is walked: nothing there to count."""
+
+
+def count_entries(folders: Iterable[Path], stop_after: int) -> tuple[int, str | None]:
+    """Entries under ``folders`` (never following links), counted up to ``stop_after`` + 1 at most, and
+    why a folder could not be walked (then the count is ``stop_after`` + 1: what cannot be counted
+    counts as too much). Each folder is opened relative to its parent, so no path grows past the
+    system's limit on path length, however deep the tree."""
     count = 0
-    pending = [str(f) for f in folders]
-    while pending:
+    for folder in folders:
         try:
-            with os.scandir(pending.pop()) as entries:
-                for entry in entries:
-                    count += 1
-                    if count > stop_after:
-                        return count
-                    if entry.is_dir(follow_symlinks=False):
-                        pending.append(entry.path)
-        except OSError:  # a folder removed or closed meanwhile: what it held is not countable
+            top = os.open(folder, _FLAGS)
+        except _GONE:
             continue
-    return count
+        except OSError as exc:
+            return stop_after + 1, f"{folder}: {exc.strerror}"
+        stack: list[tuple[int, Any]] = [(top, os.scandir(top))]
+        try:
+            while stack:
+                fd, entries = stack[-1]
+                entry = next(entries, None)
+                if entry is None:
+                    entries.close()
+                    os.close(fd)
+                    stack.pop()
+                    continue
+                count += 1
+                if count > stop_after:
+                    return count, None
+                if not entry.is_dir(follow_symlinks=False):
+                    continue
+                if len(stack) >= MAX_DEPTH:
+                    return stop_after + 1, f"folders nested more than {MAX_DEPTH} deep"
+                try:
+                    child = os.open(entry.name, _FLAGS, dir_fd=fd)
+                except (*_GONE, OSError) as exc:
+                    if isinstance(exc, _GONE) or exc.errno == errno.ELOOP:  # replaced by a link meanwhile
+                        continue
+                    return stop_after + 1, f"a folder it made unreadable ({exc.strerror})"
+                stack.append((child, os.scandir(child)))
+        finally:
+            for fd, entries in stack:
+                entries.close()
+                os.close(fd)
+    return count, None
 
 
 class FileWatch:
@@ -49,6 +85,8 @@ class FileWatch:
         self.folders, self.kill, self.interval = folders, kill, interval
         self.limit = FILES_LIMIT if limit is None else limit
         self.over = False
+        self.why: str | None = None
+        """Where the walk could not go, if that is why the job was stopped."""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True, name="file-watch")
 
@@ -59,8 +97,9 @@ class FileWatch:
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
-            if count_entries(self.folders, self.limit) > self.limit:
-                self.over = True
+            count, why = count_entries(self.folders, self.limit)
+            if count > self.limit:
+                self.over, self.why = True, why
                 self.kill()
                 return
 

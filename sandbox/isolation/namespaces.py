@@ -89,6 +89,13 @@ def disable_userns_supported() -> bool:
 
 
 @functools.lru_cache(maxsize=1)
+def tmpfs_size_supported() -> bool:
+    """Does this bubblewrap size a tmpfs (``--size``: 0.7 and later, and not setuid)?"""
+    path = bwrap_path()
+    return bool(path) and _runs([path, *_system_binds(), "--size", str(1 << 20), "--tmpfs", "/tmp", "true"])
+
+
+@functools.lru_cache(maxsize=1)
 def unshare_works() -> bool:
     path = shutil.which("unshare")
     return bool(path) and _runs([path, "--net", "--pid", "--fork", "--mount-proc", "true"])
@@ -233,10 +240,14 @@ def bwrap_command(cmd: list[str], job_dir: Path, writable: list[Path], readable:
     args = [path, *_system_binds(), "--ro-bind", "/etc", "/etc", "--ro-bind-try", "/sys", "/sys", "--proc", "/proc",
             "--dev", "/dev"]
     for private in PRIVATE_TMPFS:
-        size = ["--size", str(max(memory_bytes // TMPFS_SHARE_OF_MEMORY, 1 << 20))] if memory_bytes else []
+        size = ["--size", str(max(memory_bytes // TMPFS_SHARE_OF_MEMORY, 1 << 20))] \
+            if memory_bytes and tmpfs_size_supported() else []
         args += ["--perms", "1777", *size, "--tmpfs", private]
     for device in gpu_devices() if gpu else []:
         args += ["--dev-bind", device, device]
+    # /dev itself is a tmpfs of bubblewrap's: read-only, or a job run by an ordinary user (who owns it
+    # inside its user namespace) could fill it, memory outside every limit; the mounts in it stay as made
+    args += ["--remount-ro", "/dev"]
     reads = [f for f in _outermost([*python_paths(), *toolchain_paths(), *readable])
              if not any(f.is_relative_to(t) for t in _HOST_TREES)]
     args += _parents(_outermost([*reads, *writable]))

@@ -429,8 +429,24 @@ class ProcessJob:
         return outcome
 
 
+def host_shared_bytes() -> int:
+    """The host's shared memory (``Shmem`` in /proc/meminfo: tmpfs files, memfd and System V segments);
+    0 where it cannot be read."""
+    try:
+        with open("/proc/meminfo") as info:
+            for line in info:
+                if line.startswith("Shmem:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
 class _Watch:
-    """Polls memory and process counts where no cgroup enforces them."""
+    """Polls memory and process counts where no cgroup enforces them. Memory is the job's resident
+    size plus the growth of the host's shared memory since the job began: a job's memory-backed files
+    and ``memfd`` buffers that nothing maps show in no process's resident size, only there (another
+    process's growth meanwhile counts against the job: a limit polled errs on the safe side)."""
 
     def __init__(self, spec: RunSpec, cgroup: cgroups.Cgroup | None) -> None:
         self.memory = spec.memory_bytes if cgroup is None else None
@@ -445,11 +461,12 @@ class _Watch:
             self._thread.start()
 
     def _loop(self, pid: int) -> None:
+        shared_at_start = host_shared_bytes()
         while not self._stop.wait(0.1):
             tree = process_tree(pid)
             if self.pids and len(tree) > self.pids:
                 self.over_pids = True
-            elif self.memory and _rss_bytes(tree) > self.memory:
+            elif self.memory and _rss_bytes(tree) + max(host_shared_bytes() - shared_at_start, 0) > self.memory:
                 self.over_memory = True
             else:
                 continue

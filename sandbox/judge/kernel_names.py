@@ -56,20 +56,52 @@ alike could claim them: cuBLAS and cuDNN (``sm90_xmma_gemm_...``, ``nvjet_...``,
 global-namespace softmax, the kernels torch's jiterator compiles. Honest names (``gemm_kernel``,
 ``softmax_kernel``) stay free."""
 
-_GLOBAL = re.compile(r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?[\w:<>,\s*&]*?\b(\w+)\s*\(")
+_DECLARATION = re.compile(r"[\w:<>,\s*&]*")
+"""What may stand between ``__global__`` and a kernel's name: its return type, qualifiers, templates."""
 _NAMESPACE = re.compile(r"(?<!using)\s\bnamespace\s+([\w:]*)\s*\{|^namespace\s+([\w:]*)\s*\{", re.MULTILINE)
 """A namespace the source opens (``namespace a::b {``, ``namespace {``); not ``using namespace std;``
 nor an alias (``namespace cg = cooperative_groups;``)."""
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 
 
-_LAUNCH_BOUNDS = re.compile(r"__launch_bounds__\s*\([^)]*\)")
+def _without_launch_bounds(code: str) -> str:
+    """``code`` with every ``__launch_bounds__(...)`` blanked, in one pass (a pattern that looked for the
+    closing parenthesis from each occurrence took time growing with the square of the source)."""
+    out, at = [], 0
+    while (found := code.find("__launch_bounds__", at)) >= 0:
+        out.append(code[at:found])
+        after = found + len("__launch_bounds__")
+        while after < len(code) and code[after].isspace():
+            after += 1
+        if after < len(code) and code[after] == "(":
+            close = code.find(")", after)
+            if close < 0:
+                return "".join(out)
+            after = close + 1
+        out.append(" ")
+        at = after
+    out.append(code[at:])
+    return "".join(out)
 
 
 def cuda_kernel_names(cuda: str) -> set[str]:
     """The ``__global__`` functions a CUDA source defines (``__launch_bounds__`` before or after the
-    return type)."""
-    return set(_GLOBAL.findall(_LAUNCH_BOUNDS.sub(" ", cuda)))
+    return type). One pass: the text before each ``(`` that holds ``__global__`` declares a kernel,
+    whose name is its last word."""
+    names = set()
+    for piece in _without_launch_bounds(cuda).split("("):
+        at = piece.rfind("__global__")
+        if at < 0:
+            continue
+        declaration = piece[at + len("__global__"):].rstrip()
+        if not declaration[:1].isspace() or not _DECLARATION.fullmatch(declaration):
+            continue
+        start = len(declaration)
+        while start and (declaration[start - 1].isalnum() or declaration[start - 1] == "_"):
+            start -= 1
+        if start < len(declaration):
+            names.add(declaration[start:])
+    return names
 
 
 @dataclass

@@ -429,9 +429,20 @@ def _strings(node: ast.AST | None, module_strings: dict[str, ast.AST], depth: in
     return []
 
 
+MAX_SOURCE_CHARS = 1 << 20
+"""A candidate's source longer than this fails its syntax check unread: honest kernels are tens of
+kilobytes, and every reader of a source (patterns included) then has a bound on its time."""
+
+
 def check_candidate(source: str, strict: bool = True) -> StaticReport:
     """Run every static check on ``source``; ``strict`` forbids torch compute. Source nested past what
-    the parser or the checks can walk (an expression of thousands of terms) fails its syntax check."""
+    the parser or the checks can walk (an expression of thousands of terms), or longer than
+    ``MAX_SOURCE_CHARS``, fails its syntax check."""
+    if len(source) > MAX_SOURCE_CHARS:
+        report = StaticReport()
+        report.checks.append(Check(name="syntax", passed=False, detail=f"the source holds {len(source):,} "
+                                   f"characters; a candidate holds at most {MAX_SOURCE_CHARS:,}"))
+        return report
     try:
         return _check_candidate(source, strict)
     except (RecursionError, MemoryError) as exc:

@@ -107,6 +107,9 @@ class Block:
     """The session's own clock around each call's request and answer."""
     pace_ms: list[float] = field(default_factory=list)
     """Per call in loops of back-to-back calls after the block (GPU only)."""
+    digest_ms: list[float] = field(default_factory=list)
+    """The reference's blocks only: how long the oracle took to digest each call's output (its own
+    figure, trusted), part of its unexplained time but no harness work a candidate's calls may share."""
 
     def add(self, time_ms: float, host_ms: float, wall_ms: float) -> None:
         self.times_ms.append(time_ms)
@@ -138,8 +141,9 @@ def unexplained_problem(candidate: Block, reference: Block, device: str) -> str 
     extra = candidate.unexplained_ms() - reference.unexplained_ms()
     call = statistics.median(candidate.times_ms)
     kind = "cuda" if device == "cuda" else "cpu"
+    digest = statistics.median(reference.digest_ms) if reference.digest_ms else 0.0
     allowed = (UNEXPLAINED_FRACTION[kind] * call + UNEXPLAINED_MS[kind]
-               + UNEXPLAINED_OF_HARNESS[kind] * max(reference.unexplained_ms(), 0.0))
+               + UNEXPLAINED_OF_HARNESS[kind] * max(reference.unexplained_ms() - digest, 0.0))
     if extra <= allowed:
         return None
     return (f"each timed call took {extra:.3g} ms more wall time beyond its reported {call:.3g} ms than the "

@@ -41,7 +41,8 @@ def process_failure(outcome: JobOutcome | None, memory_text: str | None) -> str 
     if outcome.too_many_processes:
         return f"started too many processes{during} (limit {outcome.isolation.pids_limit}); killed"
     if outcome.too_many_files:
-        return f"created more than {file_watch.FILES_LIMIT:,} files in its folders{during}; killed"
+        return (f"created more than {file_watch.FILES_LIMIT:,} files in its folders, or folders the judge cannot "
+                f"count{during}; killed")
     if outcome.signal and not (outcome.killed_by_judge and outcome.signal.startswith("SIGKILL")):
         return f"crashed with {outcome.signal}{during}"
     return None
