@@ -28,7 +28,7 @@ def odd_values(path: Path) -> dict[str, int]:
     chosen = {**sizes, **shrink.automatic_small(path)}
     for name in sorted(chosen, key=lambda n: -chosen[n]):
         trial = {**chosen, name: odd(chosen[name])}
-        if trial[name] >= 3 and shrink._count(path, trial) is not None:
+        if trial[name] >= 3 and shrink.count_values(path, trial) is not None:
             chosen = trial
     return {k: v for k, v in chosen.items() if v != sizes.get(k)}
 

@@ -121,7 +121,7 @@ def rewritten(path: Path, values: dict[str, int]) -> ast.Module:
     return ast.fix_missing_locations(tree)
 
 
-def _count(path: Path, values: dict[str, int]) -> int | None:
+def count_values(path: Path, values: dict[str, int]) -> int | None:
     """Values in the inputs, parameters and outputs at ``values``: the reference built and run on the
     meta device, which checks every shape and allocates nothing (None: it fails there)."""
     import torch
@@ -151,14 +151,14 @@ def automatic_small(path: Path) -> dict[str, int]:
         sizes = size_literals(ast.parse(path.read_text(), filename=str(path)))
     except SyntaxError:
         return {}
-    full = _count(path, {}) if sizes else None
+    full = count_values(path, {}) if sizes else None
     if full is None or full <= SMALL_VALUES:
         return {}
     steps: list[tuple[dict[str, int], int]] = []
     current = sizes
     for _ in range(MAX_STEPS):
         trial = _halved(current)
-        count = _count(path, trial) if trial != current else None
+        count = count_values(path, trial) if trial != current else None
         if count is None:
             break
         steps.append((trial, count))

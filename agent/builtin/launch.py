@@ -25,42 +25,8 @@ def forward(program: Program, strategy: str, params: dict[str, Any], max_block: 
         body.append(f"full = torch.empty((), device={first}.device).expand(torch.broadcast_shapes({shapes}))")
     body += [f"{o.source} = {o.source}.contiguous()" for o in program.operands
              if o.kind in ("row", "per_row") or (o.kind in ("col", "scalar", "channel") and o.source in program.inputs)]
-    if flat:
-        body += ["# Nothing broadcasts per column: treat the tensor as one long row.",
-                 f"n_rows, n_cols = 1, {main}.numel()"]
-    elif program.span is not None:
-        first, count, _ = program.span
-        body += [f"# Rows: every position outside dims {first}-{first + count - 1}; columns: the positions in them.",
-                 f"n_cols = {main}.shape[{first}:{first + count}].numel()",
-                 f"n_rows = {main}.numel() // max(n_cols, 1)"]
-        if program.strided:
-            body.append(f"inner = {main}.shape[{first + count}:].numel()  # how far apart a row's values lie")
-    else:
-        cols = f"{main}.shape[-1]" if program.main_chunks == 1 else f"{main}.shape[-1] // {program.main_chunks}"
-        body += [f"n_cols = {cols}", f"n_rows = {main}.numel() // max({main}.shape[-1], 1)"]
-    shape = {("elem", True): f"(*{main}.shape[:-1], n_cols)", ("row", True): f"(*{main}.shape[:-1], 1)",
-             ("row", False): f"{main}.shape[:-1]", ("elem", False): f"(*{main}.shape[:-1], n_cols)"}
-    if program.span is not None:
-        first, count, _ = program.span
-        before, after = f"*{main}.shape[:{first}]", f"*{main}.shape[{first + count}:]"
-        shape.update({("elem", True): f"{main}.shape", ("elem", False): f"{main}.shape",
-                      ("row", True): f"({before}, {'1, ' * count}{after})", ("row", False): f"({before}, {after})"})
-    out_shape = f"{main}.shape" if flat else shape[(program.out_level, program.out_keepdim)]
-    body.append(f"out = torch.empty({out_shape}, dtype=torch.{program.out_dtype}, device={main}.device)")
-    args = []
-    for o in program.operands:
-        args.append(f"float({o.source})" if o.kind == "value" else o.source)
-        if o.kind == "row":
-            args.append("n_cols" if flat or program.span is not None else f"{o.source}.shape[-1]")
-        elif o.kind == "view":
-            args[-1] = f"{o.name}_view"
-            args.append(f"*{o.name}_view.stride()")
-            line = f"{o.name}_view = {o.source}.expand({main}.shape)  # broadcast dims get stride 0: no copy"
-            body.insert(len(program.torch_prefix) + bool(program.broadcast_from), line)
-        elif o.kind == "channel":
-            d, d0 = o.channel_dim, o.channel_from
-            across = f"{main}.shape[{d}]" if d0 is None else f"{main}.shape[{d0}:{d + 1}].numel()"
-            args += [f"{main}.shape[{d + 1}:-1].numel()", across]
+    body += _sizes(program, main, flat)
+    args = _arguments(program, main, flat, body)
     vec = [] if program.strided else _vec_check(params, row_operands, args)  # a row's values are not adjacent
     body += vec
     if strategy == "registers":
@@ -73,11 +39,11 @@ def forward(program: Program, strategy: str, params: dict[str, Any], max_block: 
         block_c = str(params["BLOCK_C"])
         grid = "(triton.cdiv(n_rows, BLOCK_R),)"
     elif strategy == "split_passes":
-        sizes = _sizes(program)
+        sizes = _counts(program)
         body += split_passes.launch_lines(program, args, main, params, sizes)
         return "\n".join(lines + indent(body, 1)) + "\n"
     elif strategy == "split":
-        sizes = _sizes(program)
+        sizes = _counts(program)
         split, block_c = params["SPLIT"], params["BLOCK_C"]
         body += [f"BLOCK_C, SPLIT = {block_c}, {split}",
                  "# Few, long rows: SPLIT programs per row, each reducing a chunk of whole column blocks.",
@@ -103,7 +69,7 @@ def forward(program: Program, strategy: str, params: dict[str, Any], max_block: 
                  f"sms = torch.cuda.get_device_properties({main}.device).multi_processor_count "
                  f"if {main}.is_cuda else 4"]
         grid = f"(max(1, min({grid[1:-2]}, sms * {params['PROGRAMS_PER_SM']})),)"
-    sizes = _sizes(program)
+    sizes = _counts(program)
     body += [f"BLOCK_R, BLOCK_C = {block_r}, {block_c}",
              f"fused_kernel[{grid}](",
              f"    {', '.join(args)}, out, n_rows, n_cols, {'inner, ' if program.strided else ''}"
@@ -116,7 +82,53 @@ def forward(program: Program, strategy: str, params: dict[str, Any], max_block: 
     return "\n".join(lines + indent(body, 1)) + "\n"
 
 
-def _sizes(program: Program) -> str:
+def _sizes(program: Program, main: str, flat: bool) -> list[str]:
+    """The lines that set ``n_cols``, ``n_rows`` (and ``inner``) and allocate ``out``."""
+    if flat:
+        lines = ["# Nothing broadcasts per column: treat the tensor as one long row.",
+                 f"n_rows, n_cols = 1, {main}.numel()"]
+    elif program.span is not None:
+        first, count, _ = program.span
+        lines = [f"# Rows: every position outside dims {first}-{first + count - 1}; columns: the positions in them.",
+                 f"n_cols = {main}.shape[{first}:{first + count}].numel()",
+                 f"n_rows = {main}.numel() // max(n_cols, 1)"]
+        if program.strided:
+            lines.append(f"inner = {main}.shape[{first + count}:].numel()  # how far apart a row's values lie")
+    else:
+        cols = f"{main}.shape[-1]" if program.main_chunks == 1 else f"{main}.shape[-1] // {program.main_chunks}"
+        lines = [f"n_cols = {cols}", f"n_rows = {main}.numel() // max({main}.shape[-1], 1)"]
+    shape = {("elem", True): f"(*{main}.shape[:-1], n_cols)", ("row", True): f"(*{main}.shape[:-1], 1)",
+             ("row", False): f"{main}.shape[:-1]", ("elem", False): f"(*{main}.shape[:-1], n_cols)"}
+    if program.span is not None:
+        first, count, _ = program.span
+        before, after = f"*{main}.shape[:{first}]", f"*{main}.shape[{first + count}:]"
+        shape.update({("elem", True): f"{main}.shape", ("elem", False): f"{main}.shape",
+                      ("row", True): f"({before}, {'1, ' * count}{after})", ("row", False): f"({before}, {after})"})
+    out_shape = f"{main}.shape" if flat else shape[(program.out_level, program.out_keepdim)]
+    return [*lines, f"out = torch.empty({out_shape}, dtype=torch.{program.out_dtype}, device={main}.device)"]
+
+
+def _arguments(program: Program, main: str, flat: bool, body: list[str]) -> list[str]:
+    """The kernel's arguments for the operands (each with its strides or sizes); a view's line goes into
+    ``body`` before the lines that follow the torch prefix."""
+    args = []
+    for o in program.operands:
+        args.append(f"float({o.source})" if o.kind == "value" else o.source)
+        if o.kind == "row":
+            args.append("n_cols" if flat or program.span is not None else f"{o.source}.shape[-1]")
+        elif o.kind == "view":
+            args[-1] = f"{o.name}_view"
+            args.append(f"*{o.name}_view.stride()")
+            line = f"{o.name}_view = {o.source}.expand({main}.shape)  # broadcast dims get stride 0: no copy"
+            body.insert(len(program.torch_prefix) + bool(program.broadcast_from), line)
+        elif o.kind == "channel":
+            d, d0 = o.channel_dim, o.channel_from
+            across = f"{main}.shape[{d}]" if d0 is None else f"{main}.shape[{d0}:{d + 1}].numel()"
+            args += [f"{main}.shape[{d + 1}:-1].numel()", across]
+    return args
+
+
+def _counts(program: Program) -> str:
     """The tuple of element counts whose largest decides 64-bit offsets: every tensor the kernel reads by
     rows or through strides, and the output."""
     read = [f"{o.source}.numel()" for o in program.operands if o.kind in ("row", "view")]

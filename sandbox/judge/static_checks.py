@@ -14,112 +14,22 @@ import ast
 from dataclasses import dataclass, field
 
 from kernelevo.sandbox.judge.kernel_names import Owned, library_like_names
-from kernelevo.sandbox.models import Check
-
-# Modules a candidate may import. Anything else (os, sys, gc, inspect, ctypes, importlib,
-# subprocess, socket, ...) gives a way around the harness and is rejected.
-ALLOWED_IMPORTS = {
-    "__future__",
-    "math",
-    "typing",
-    "typing_extensions",
-    "functools",
-    "itertools",
-    "dataclasses",
-    "enum",
-    "numbers",
-    "collections",
-    "torch",
-    "torch.nn",
-    "torch.nn.functional",
-    "torch.utils.cpp_extension",
-    "torch.cuda",
-    "triton",
-}
-ALLOWED_IMPORT_PREFIXES = ("triton.",)
-TRITON_FORBIDDEN_PREFIXES = ("triton.profiler", "triton.knobs")
-TRITON_FORBIDDEN_WHY = "Triton's profiler or its process-wide settings, which the judge's own kernels share"
-"""Triton's profiler (Proton, on CUPTI) could stop the forensic trace's collection; its knobs change
-how every later kernel of the process is compiled and launched, the judge's own included."""
-
-MODULE_ATTRIBUTES = {"sys", "os", "subprocess", "importlib", "builtins", "ctypes", "gc", "inspect", "socket",
-                     "shutil", "pickle", "marshal", "multiprocessing", "signal", "threading", "pathlib", "io",
-                     "logging", "traceback", "warnings", "types", "setuptools", "sysconfig", "runpy", "weakref",
-                     # a frame's or a generator's way to its caller's globals
-                     "f_back", "f_globals", "f_locals", "f_builtins", "f_code", "tb_frame", "tb_next", "gi_frame",
-                     "cr_frame", "ag_frame"}
-"""Modules that libraries keep as plain attributes (``torch.hub.sys``, ``cpp_extension.os``,
-``torch.cuda.os``): reached on any object, they hand over the process past the import allowlist."""
-
-DYNAMIC_ATTRIBUTE = {"getattr", "setattr", "hasattr"}
-"""Checked where they are called with a literal name; used as values (``g = getattr``,
-``reduce(getattr, ...)``), they would reach any name unseen."""
-
-FORBIDDEN_BUILTINS = {
-    "eval": "runs code the checker cannot see",
-    "exec": "runs code the checker cannot see",
-    "compile": "builds code the checker cannot see",
-    "__import__": "imports modules around the import allowlist",
-    "globals": "reaches module state of the harness",
-    "locals": "reaches frames of the harness",
-    "vars": "reaches object internals",
-    "delattr": "removes attributes (monkeypatching)",
-    "open": "touches files; candidates compute, they do not read or write files",
-    "input": "reads from the terminal",
-    "breakpoint": "stops the harness",
-    "exit": "ends the harness early",
-    "quit": "ends the harness early",
-}
-
-ALLOWED_DUNDERS = {"__init__", "__name__", "__qualname__", "__doc__"}
-
-# torch functions that allocate, describe or reshape without computing the task's work. Random
-# fills are here because candidates create their parameters the way the reference does (the same
-# calls under the same seed); random numbers never compute a task's answer.
-TORCH_GLUE = {
-    "randn", "rand", "randint", "randperm", "randn_like", "rand_like", "randint_like", "normal",
-    "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full",
-    "full_like", "arange", "tensor", "as_tensor", "is_tensor", "numel", "finfo", "iinfo",
-    "get_default_dtype", "no_grad", "inference_mode", "enable_grad", "device", "dtype", "Size",
-    "Tensor", "Generator", "manual_seed", "reshape", "flatten", "squeeze", "unsqueeze", "transpose",
-    "permute", "t", "chunk", "split", "narrow", "unbind", "broadcast_shapes", "is_floating_point",
-    "result_type", "promote_types", "can_cast",
-}
-TORCH_GLUE_PREFIXES = ("cuda.", "utils.cpp_extension.", "nn.")
-# Always rejected, strict or not: they change global state the reference and the harness rely on,
-# or hand the work to torch's own compiler.
-TORCH_FORBIDDEN = {
-    "compile": "torch.compile is the baseline, not a custom kernel",
-    "set_default_dtype": "changes global state the reference depends on",
-    "set_default_device": "changes global state the reference depends on",
-    "set_default_tensor_type": "changes global state the reference depends on",
-    "use_deterministic_algorithms": "turns off the harness's poisoning of fresh memory",
-    "set_deterministic_debug_mode": "changes global state the harness depends on",
-    "set_float32_matmul_precision": "changes the reference's precision",
-    "set_flush_denormal": "changes the reference's arithmetic",
-    "set_num_threads": "changes global state the reference depends on",
-}
-TORCH_FORBIDDEN_PREFIXES = (
-    "overrides", "library", "utils._", "_", "backends", "fx", "export", "jit", "profiler", "autograd.profiler",
-    "hub",  # hands out sys and os (torch.hub.sys.modules): the whole process, past the import allowlist
-    "cuda.profiler", "cuda.cudart",  # cudaProfilerStop: the forensic trace would stop seeing kernels
+from kernelevo.sandbox.judge.static_rules import (
+    ALLOWED_DUNDERS,
+    ALLOWED_IMPORT_PREFIXES,
+    ALLOWED_IMPORTS,
+    DYNAMIC_ATTRIBUTE,
+    FORBIDDEN_BUILTINS,
+    MODULE_ATTRIBUTES,
+    NATIVE_FORBIDDEN,
+    NN_HOLDERS,
+    TORCH_FORBIDDEN,
+    TORCH_FORBIDDEN_PREFIXES,
+    TORCH_GLUE,
+    TRITON_FORBIDDEN_PREFIXES,
+    TRITON_FORBIDDEN_WHY,
 )
-
-NATIVE_FORBIDDEN = {
-    "ProfilerStop": "profiler control would hide kernels from the forensic trace",
-    "ProfilerStart": "profiler control would hide kernels from the forensic trace",
-    "ProfilerInitialize": "profiler control would hide kernels from the forensic trace",
-    "dlsym": "looking symbols up at run time could reach profiler control under a built name",
-    "dlopen": "loading libraries at run time could reach profiler control under a built name",
-    "GetProcAddress": "looking driver entry points up at run time could reach profiler control",
-    "DriverEntryPoint": "looking driver entry points up at run time could reach profiler control",
-    "cupti": "CUPTI is the profilers' interface: a candidate has no use for it",
-}
-"""Words refused in CUDA and C++ sources: a kernel has no business controlling, or looking up, the
-profiling tools the forensic pass relies on. A tripwire, not the defence (the trace's own rules are)."""
-
-# nn classes that only hold parameters; calling any other nn module computes the reference's work.
-NN_HOLDERS = {"Parameter", "ParameterList", "ParameterDict", "ModuleList", "ModuleDict", "Module", "Identity"}
+from kernelevo.sandbox.models import Check
 
 
 @dataclass
