@@ -177,7 +177,7 @@ def test_a_convolution_stays_in_torch_only_where_the_task_allows_it(tmp_path: Pa
     ("return x ** 1.7", "exponent 1.7"),
     ("return x[:, :3] * 2", "indexes a tensor"),
     ("return torch.sort(x, -1).values", "no template for `sort`"),
-    ("return x.t() * 2", "no template for `t`"),
+    ("return x.flip(0) * 2", "no template for `flip`"),
 ])
 def test_structures_outside_the_templates_say_why(tmp_path: Path, forward: str, words: str) -> None:
     path = tmp_path / "odd.py"
