@@ -11,12 +11,13 @@ so the walk is cheap; a flood is caught within one interval.
 
 from __future__ import annotations
 
-import errno
 import os
+import shutil
+import subprocess
+import tempfile
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
 
 FILES_LIMIT = 100_000
 """Entries (files, folders, links) a job may create in its writable host folders, all together. A Triton
@@ -24,55 +25,36 @@ or CUDA compile cache holds a few files per kernel; a candidate's outputs are a 
 WATCH_INTERVAL_S = 1.0
 
 
-MAX_DEPTH = 256
-"""Folders nested deeper than this are not walked: the job is stopped as one that cannot be counted
-(honest compile caches nest a few levels; the walk holds one open folder per level)."""
-_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_GONE = (FileNotFoundError, NotADirectoryError)
-"""An entry removed or replaced while it is walked: nothing there to count."""
+FIND = shutil.which("find") or "find"
+_VANISHED = b"No such file or directory"
+"""find's words for an entry removed while it walked (a compiler's temporary file): nothing to count."""
 
 
 def count_entries(folders: Iterable[Path], stop_after: int) -> tuple[int, str | None]:
     """Entries under ``folders`` (never following links), counted up to ``stop_after`` + 1 at most, and
     why a folder could not be walked (then the count is ``stop_after`` + 1: what cannot be counted
-    counts as too much). Each folder is opened relative to its parent, so no path grows past the
-    system's limit on path length, however deep the tree."""
-    count = 0
-    for folder in folders:
-        try:
-            top = os.open(folder, _FLAGS)
-        except _GONE:
-            continue
-        except OSError as exc:
-            return stop_after + 1, f"{folder}: {exc.strerror}"
-        stack: list[tuple[int, Any]] = [(top, os.scandir(top))]
-        try:
-            while stack:
-                fd, entries = stack[-1]
-                entry = next(entries, None)
-                if entry is None:
-                    entries.close()
-                    os.close(fd)
-                    stack.pop()
-                    continue
-                count += 1
-                if count > stop_after:
-                    return count, None
-                if not entry.is_dir(follow_symlinks=False):
-                    continue
-                if len(stack) >= MAX_DEPTH:
-                    return stop_after + 1, f"folders nested more than {MAX_DEPTH} deep"
-                try:
-                    child = os.open(entry.name, _FLAGS, dir_fd=fd)
-                except (*_GONE, OSError) as exc:
-                    if isinstance(exc, _GONE) or exc.errno == errno.ELOOP:  # replaced by a link meanwhile
-                        continue
-                    return stop_after + 1, f"a folder it made unreadable ({exc.strerror})"
-                stack.append((child, os.scandir(child)))
-        finally:
-            for fd, entries in stack:
-                entries.close()
-                os.close(fd)
+    counts as too much). GNU find walks them: it opens each folder from its parent and keeps few
+    folders open, so neither a tree deeper than a path may be long nor one deeper than the open-file
+    limit escapes the count."""
+    roots = [str(f) for f in folders if os.path.lexists(f)]
+    if not roots:
+        return 0, None
+    with tempfile.TemporaryFile() as errors:
+        proc = subprocess.Popen([FIND, *roots, "-mindepth", "1", "-printf", "."], stdout=subprocess.PIPE,
+                                stderr=errors, stdin=subprocess.DEVNULL)
+        assert proc.stdout is not None
+        count = 0
+        while chunk := proc.stdout.read(1 << 16):
+            count += len(chunk)
+            if count > stop_after:
+                proc.kill()
+                proc.wait()
+                return stop_after + 1, None
+        proc.wait()
+        errors.seek(0)
+        unexpected = [line for line in errors.read().splitlines() if line and _VANISHED not in line]
+    if proc.returncode != 0 and unexpected:
+        return stop_after + 1, unexpected[0].decode(errors="replace")[-200:]
     return count, None
 
 
