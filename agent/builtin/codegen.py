@@ -76,6 +76,10 @@ class Emitter:
         return (f"tl.load({operand.name}_ptr + (rows64 * {operand.name}_stride)[:, None] + ({offset}cols)[None, :], "
                 f"mask=mask, other=0.0{hint}).to(tl.float32)")
 
+    def row_deps(self, name: str) -> set[str]:
+        """The per-row values ``name`` needs (reductions, inputs read per row, what follows from them)."""
+        return {d for d in self.deps(name) if self.by_name[d].level == "row" and d != name}
+
     def statement(self, node: Node) -> str:
         if node.op == "load":
             return f"{node.name} = {self.load(node)}"
@@ -336,20 +340,17 @@ def _looped(program: Program, em: Emitter, row_nodes: list[Node], online: bool) 
     needed_all = em.deps(program.output)
     pending = [r for r in reductions if r.name in needed_all]
 
-    def row_deps(name: str) -> set[str]:
-        return {d for d in em.deps(name) if em.by_name[d].level == "row" and d != name}
-
     # values read once per row (an input with one value per row, a per-channel parameter): before the passes
     for node in row_nodes:
         if node.op == "load" and node.name in needed_all:
             lines.append(em.statement(node))
             known.add(node.name)
     while pending:
-        batch = [r for r in pending if r.name not in pairs and row_deps(r.args[0]) <= known]
+        batch = [r for r in pending if r.name not in pairs and em.row_deps(r.args[0]) <= known]
         # An online sum joins the pass of its max.
         maxes = {r.name for r in batch}
         batch += [r for r in pending if r.name in pairs and pairs[r.name] in maxes
-                  and row_deps(r.args[0]) - {pairs[r.name]} <= known]
+                  and em.row_deps(r.args[0]) - {pairs[r.name]} <= known]
         if not batch:
             raise ValueError("the row program has a cycle")  # impossible for a traced graph
         last_read = program.out_level == "row" and len(batch) == len(pending)
@@ -360,7 +361,7 @@ def _looped(program: Program, em: Emitter, row_nodes: list[Node], online: bool) 
         # row values that became computable (e.g. mean = sum / n, rsqrt(var + eps))
         for node in row_nodes:
             if node.name not in known and node.op not in REDUCTIONS and node.op != "load" and \
-                    row_deps(node.name) - {node.name} <= known and node.name in needed_all:
+                    em.row_deps(node.name) - {node.name} <= known and node.name in needed_all:
                 lines.append(em.statement(node))
                 known.add(node.name)
     if program.out_level == "row":

@@ -38,21 +38,16 @@ def batches(program: Program) -> list[list[Node]] | None:
     known = _row_loads(program, em)
     passes = []
     while pending:
-        batch = [r for r in pending if _row_deps(em, r.args[0]) <= known]
+        batch = [r for r in pending if em.row_deps(r.args[0]) <= known]
         if not batch:
             return None
         passes.append(batch)
         known |= {r.name for r in batch}
         pending = [r for r in pending if r not in batch]
         for node in program.nodes:  # per-row values that follow (the mean from a sum)
-            if node.level == "row" and node.op not in REDUCTIONS and _row_deps(em, node.name) <= known:
+            if node.level == "row" and node.op not in REDUCTIONS and em.row_deps(node.name) <= known:
                 known.add(node.name)
     return passes
-
-
-def _row_deps(em: Emitter, name: str) -> set[str]:
-    """The per-row values ``name`` needs (reductions, inputs read per row, what follows from them)."""
-    return {d for d in em.deps(name) if em.by_name[d].level == "row" and d != name}
 
 
 def kernels(program: Program, static: bool) -> str:
@@ -109,7 +104,7 @@ def _prologue(program: Program, em: Emitter, combined: list[Node], batch: list[N
                   f"{r.name} = {rounded(r, f'{combine}({r.name}_parts, axis=1)[:, None]')}"]
     for node in program.nodes:
         if node.level == "row" and node.op not in REDUCTIONS and node.op != "load" and node.name not in known \
-                and node.name in needed and _row_deps(em, node.name) <= known:
+                and node.name in needed and em.row_deps(node.name) <= known:
             lines.append(em.statement(node))
             known.add(node.name)
     return lines

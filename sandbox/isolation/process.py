@@ -429,17 +429,21 @@ class ProcessJob:
         return outcome
 
 
-def host_shared_bytes() -> int:
-    """The host's shared memory (``Shmem`` in /proc/meminfo: tmpfs files, memfd and System V segments);
-    0 where it cannot be read."""
+def meminfo_bytes(field: str) -> int | None:
+    """A figure of /proc/meminfo in bytes (``MemTotal``, ``Shmem``), or None where it cannot be read."""
     try:
         with open("/proc/meminfo") as info:
             for line in info:
-                if line.startswith("Shmem:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
-    return 0
+    return None
+
+
+def host_shared_bytes() -> int:
+    """The host's shared memory (``Shmem``: tmpfs files, memfd and System V segments); 0 where unknown."""
+    return meminfo_bytes("Shmem") or 0
 
 
 class _Watch:

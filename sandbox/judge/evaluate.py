@@ -21,7 +21,7 @@ from kernelevo.sandbox.advice import ncu
 from kernelevo.sandbox.advice.cuda_gate import compile_gate
 from kernelevo.sandbox.exit_codes import EXIT_ENVIRONMENT, EXIT_USAGE
 from kernelevo.sandbox.isolation.namespaces import hand_over, keep_private, remove_tree, scrubbed_env, write_into
-from kernelevo.sandbox.isolation.process import ProcessSandbox, RunSpec, take_lock
+from kernelevo.sandbox.isolation.process import ProcessSandbox, RunSpec, meminfo_bytes, take_lock
 from kernelevo.sandbox.isolation.protocol import Sandbox
 from kernelevo.sandbox.judge import cache, device_memory, forensic
 from kernelevo.sandbox.judge.compile_caches import CandidateCaches, env_for
@@ -57,14 +57,8 @@ stops the evaluation as the reference's failure)."""
 def default_memory_bytes() -> int | None:
     """Half the host's memory (``MemTotal``), the candidate's limit where none is given; None where the
     host does not say."""
-    try:
-        with open("/proc/meminfo") as info:
-            for line in info:
-                if line.startswith("MemTotal:"):
-                    return int(line.split()[1]) * 1024 // 2
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
+    total = meminfo_bytes("MemTotal")
+    return total // 2 if total else None
 
 
 class EvalConfig(BaseModel):
