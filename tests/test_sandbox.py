@@ -117,6 +117,7 @@ def test_counting_a_folders_entries_stops_past_the_limit(tmp_path: Path) -> None
         os.close(os.open(f"f{k}", os.O_CREAT | os.O_WRONLY, dir_fd=deep))
     os.close(deep)
     assert file_watch.count_entries([tmp_path], 10_000) == (35 + 1100 + 50, None)
+    namespaces.remove_tree(tmp_path)  # deeper than shutil.rmtree (pytest's clean-up) can recurse
 
 
 def test_a_job_that_floods_its_folders_with_files_is_killed_and_says_so(tmp_path: Path,
