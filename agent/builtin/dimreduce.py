@@ -1,6 +1,6 @@
-"""Reductions over dimensions other than the last: ``sum``, ``mean``, ``max``, ``min``, ``amax``,
-``amin``, ``argmax`` and ``argmin`` over one dimension or several adjacent ones, as one Triton
-kernel that reads the input once.
+"""Reductions over dimensions other than the last: ``sum``, ``mean``, ``prod``, ``max``, ``min``,
+``amax``, ``amin``, ``argmax`` and ``argmin`` over one dimension or several adjacent ones (``prod``
+over the last one too), as one Triton kernel that reads the input once.
 
 The input is viewed as ``[outer, reduced, inner]``. A program owns BLOCK_I neighbouring inner
 positions of one outer index and walks the reduced dimension BLOCK_R rows at a time, so every load
@@ -23,11 +23,11 @@ import torch.nn.functional as F
 
 from kernelevo.agent.builtin.program import CannotCover
 
-OPS = {"sum": "sum", "mean": "mean", "amax": "max", "amin": "min", "max": "max", "min": "min",
+OPS = {"sum": "sum", "mean": "mean", "prod": "prod", "amax": "max", "amin": "min", "max": "max", "min": "min",
        "argmax": "argmax", "argmin": "argmin", "logsumexp": "logsumexp", "softmax": "softmax",
        "log_softmax": "log_softmax"}
-TARGETS = {torch.sum: "sum", torch.mean: "mean", torch.amax: "amax", torch.amin: "amin", torch.max: "max",
-           torch.min: "min", torch.argmax: "argmax", torch.argmin: "argmin", torch.logsumexp: "logsumexp",
+TARGETS = {torch.sum: "sum", torch.mean: "mean", torch.prod: "prod", torch.amax: "amax", torch.amin: "amin",
+           torch.max: "max", torch.min: "min", torch.argmax: "argmax", torch.argmin: "argmin", torch.logsumexp: "logsumexp",
            torch.softmax: "softmax", F.softmax: "softmax", torch.log_softmax: "log_softmax",
            F.log_softmax: "log_softmax"}
 SOFTMAX_MODULES = {nn.Softmax: "softmax", nn.LogSoftmax: "log_softmax"}
@@ -55,7 +55,8 @@ class DimReduction:
     but the last alone)."""
 
     op: str
-    """sum, mean, max, min, argmax or argmin (amax and amin are max and min)."""
+    """sum, mean, prod, max, min, argmax or argmin (amax and amin are max and min), a norm, or a
+    normalisation (softmax, log_softmax, logsumexp)."""
     first: int
     """The first reduced dimension (non-negative)."""
     count: int
@@ -64,15 +65,15 @@ class DimReduction:
     out_dtype: str
 
 
-def _dims(dim: Any, rank: int) -> tuple[int, int] | None:
+def _dims(dim: Any, rank: int, last_alone: bool = False) -> tuple[int, int] | None:
     """(first, count) for adjacent dims (None: all of them), else None; the last dimension alone is
-    left to the row templates, which fuse what comes before and after."""
+    left to the row templates, which fuse what comes before and after, unless ``last_alone``."""
     if dim is None:
         return 0, rank
     dims = sorted(d % rank for d in (dim if isinstance(dim, (tuple, list)) else [dim]) if isinstance(d, int))
     if not dims or len(dims) != (len(dim) if isinstance(dim, (tuple, list)) else 1):
         return None
-    if dims != list(range(dims[0], dims[0] + len(dims))) or dims == [rank - 1]:
+    if dims != list(range(dims[0], dims[0] + len(dims))) or (dims == [rank - 1] and not last_alone):
         return None
     return dims[0], len(dims)
 
@@ -109,7 +110,8 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> DimReduction | Non
                                                                  else False)
     if keep is not None:  # an adaptive average pool to size 1: a mean that keeps the pooled dims
         keepdim = keep
-    found = _dims(dim, x.dim()) if x.dim() >= 1 else None
+    # the row programs have no product: this kernel takes it over the last dimension too
+    found = _dims(dim, x.dim(), last_alone=name == "prod") if x.dim() >= 1 else None
     if found is None or not isinstance(keepdim, bool) or node.kwargs.get("dtype") is not None:
         return None
     if name in ("softmax", "log_softmax", "logsumexp") and (dim is None or found[1] != 1):
@@ -214,11 +216,11 @@ def {name}(x_ptr, out_ptr, R, INNER, CHUNK, N_TOTAL, BLOCK_R: tl.constexpr, BLOC
     tl.store(out_ptr + at, result.to(out_ptr.dtype.element_ty), mask=inner_ok)
 '''
 
-SPLIT_PARTIAL = {"sum": "sum", "mean": "sum", "norm1": "norm1", "norm2": "sumsq", "max": "max", "min": "min",
-                 "normmax": "normmax"}
+SPLIT_PARTIAL = {"sum": "sum", "mean": "sum", "prod": "prod", "norm1": "norm1", "norm2": "sumsq", "max": "max",
+                 "min": "min", "normmax": "normmax"}
 """Split reductions: what each share computes (partials the combine can add or compare)."""
-SPLIT_COMBINE = {"sum": "sum", "mean": "mean", "norm1": "sum", "norm2": "sqrtsum", "max": "max", "min": "min",
-                 "normmax": "max"}
+SPLIT_COMBINE = {"sum": "sum", "mean": "mean", "prod": "prod", "norm1": "sum", "norm2": "sqrtsum", "max": "max",
+                 "min": "min", "normmax": "max"}
 """And how the combine kernel reduces the shares' partials into the result."""
 SPLIT_MIN_VALUES = 1 << 15
 """Reductions at least this long, with too few outputs to fill the GPU, are split across programs."""
@@ -228,6 +230,10 @@ PARTS = {
     "sum": ("    acc = tl.zeros((BLOCK_R, BLOCK_I), dtype=tl.float32)", "0.0",
             "        acc += tile",
             "    result = tl.sum(acc, axis=0)"),
+    # lanes multiply in fp32 (as eager does), then one tree combines them; masked values read 1
+    "prod": ("    acc = tl.full((BLOCK_R, BLOCK_I), 1.0, dtype=tl.float32)", "1.0",
+             "        acc *= tile",
+             "    result = tl.reduce(acc, 0, product_of)"),
     "max": ("    acc = tl.full((BLOCK_R, BLOCK_I), float(\"-inf\"), dtype=tl.float32)", "float(\"-inf\")",
             "        acc = tl.where((tile > acc) | (tile != tile), tile, acc)  # NaN sticks, as in torch",
             "    nan = tl.max((acc != acc).to(tl.int32), axis=0) > 0\n"
@@ -245,6 +251,11 @@ PARTS = {
                "    # the first row among the lanes holding the best value\n"
                "    result = tl.min(tl.where(winner, at, R), axis=0)"),
 }
+
+PRODUCT_OF = '''@triton.jit
+def product_of(a, b):
+    # Triton has no tl.prod: the combine function of tl.reduce for a product
+    return a * b'''
 
 
 NORMALISE = '''@triton.jit
@@ -336,7 +347,7 @@ def _parts(op: str) -> tuple[str, str, str, str]:
 
 def _reduce_kernel(op: str, name: str, bf16: bool) -> str:
     init, other, step, finish = _parts(op)
-    if bf16 and op in ("sum", "mean", "norm2", "norm1", "sqrtsum"):
+    if bf16 and op in ("sum", "mean", "prod", "norm2", "norm1", "sqrtsum"):
         finish += "\n    result = round_to_bf16(result)"
     return KERNEL.format(name=name, program=STRIDED_PROGRAM, init=init, other=other, step=step, finish=finish)
 
@@ -350,9 +361,10 @@ def kernel(reduction: DimReduction, params: dict[str, Any] | None = None) -> str
     if reduction.op in ("logsumexp", *ELEMENTWISE):
         return _normalise(reduction)
     bf16 = reduction.out_dtype == "bfloat16"
+    helper = PRODUCT_OF + "\n\n" if reduction.op == "prod" else ""
     if split(reduction, params or {}) == 1:
-        return _reduce_kernel(reduction.op, "dim_reduce_kernel", bf16)
-    return (_reduce_kernel(SPLIT_PARTIAL[reduction.op], "dim_reduce_kernel", False) + "\n\n"
+        return helper + _reduce_kernel(reduction.op, "dim_reduce_kernel", bf16)
+    return (helper + _reduce_kernel(SPLIT_PARTIAL[reduction.op], "dim_reduce_kernel", False) + "\n\n"
             + _reduce_kernel(SPLIT_COMBINE[reduction.op], "dim_combine_kernel", bf16))
 
 
