@@ -27,9 +27,9 @@ OPS = {"sum": "sum", "mean": "mean", "prod": "prod", "amax": "max", "amin": "min
        "argmax": "argmax", "argmin": "argmin", "logsumexp": "logsumexp", "softmax": "softmax",
        "log_softmax": "log_softmax"}
 TARGETS = {torch.sum: "sum", torch.mean: "mean", torch.prod: "prod", torch.amax: "amax", torch.amin: "amin",
-           torch.max: "max", torch.min: "min", torch.argmax: "argmax", torch.argmin: "argmin", torch.logsumexp: "logsumexp",
-           torch.softmax: "softmax", F.softmax: "softmax", torch.log_softmax: "log_softmax",
-           F.log_softmax: "log_softmax"}
+           torch.max: "max", torch.min: "min", torch.argmax: "argmax", torch.argmin: "argmin",
+           torch.logsumexp: "logsumexp", torch.softmax: "softmax", F.softmax: "softmax",
+           torch.log_softmax: "log_softmax", F.log_softmax: "log_softmax"}
 SOFTMAX_MODULES = {nn.Softmax: "softmax", nn.LogSoftmax: "log_softmax"}
 ADAPTIVE_AVG = (nn.AdaptiveAvgPool1d, nn.AdaptiveAvgPool2d, nn.AdaptiveAvgPool3d)
 ADAPTIVE_AVG_FUNCTIONS = {F.adaptive_avg_pool1d: 1, F.adaptive_avg_pool2d: 2, F.adaptive_avg_pool3d: 3,
