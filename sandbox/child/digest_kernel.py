@@ -3,9 +3,10 @@
 before trusting it).
 
 Each lane of a program hashes one leaf: 64 blocks of 64 bytes, then SHA-256's padding block for a
-4096-byte message, each block's 64 rounds unrolled, the state in eight uint32 registers per lane. The
-leaves are independent, so a 2 GB output's 512K leaves keep every SM busy; the output is read once,
-and 32 bytes per leaf are written.
+4096-byte message, the state and a 16-word window of the message schedule in uint32 registers per
+lane. The leaves are independent, so a 2 GB output's 512K leaves keep every SM busy; the output is
+read once, and 32 bytes per leaf are written. The 64 rounds are a loop, not unrolled: unrolled, the
+kernel took over half a minute to compile, and every process that hashes compiles it once.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import triton.language as tl
 
 LANES = 64
 """Leaves hashed per program."""
+WARPS = LANES // 32
+"""One thread per lane: more warps than that would each repeat the same lanes' work."""
 WORDS_PER_LEAF = 1024
 INITIAL = (0x6A09E667, 0xBB67AE85, 0x3C6EF372, 0xA54FF53A, 0x510E527F, 0x9B05688C, 0x1F83D9AB, 0x5BE0CD19)
 ROUND_CONSTANTS = (
@@ -83,7 +86,7 @@ def _sha256_leaves(words_ptr, k_ptr, state_ptr, n_leaves, out_ptr, LANES: tl.con
         w14 = _word(words_ptr, at + 14, data)
         w15 = tl.where(block < 64, _word(words_ptr, at + 15, data), length)
         a, b, c, d, e, f, g, h = h0, h1, h2, h3, h4, h5, h6, h7
-        for r in tl.static_range(64):
+        for r in range(64):
             s1 = _rotr(e, 6) ^ _rotr(e, 11) ^ _rotr(e, 25)
             choose = (e & f) ^ (~e & g)
             t1 = h + s1 + choose + tl.load(k_ptr + r).to(tl.uint32, bitcast=True) + w0
@@ -133,5 +136,5 @@ def full_leaves(data: torch.Tensor) -> bytes:
     rounds, initial = _CONSTANTS[key]
     out = torch.empty(n_leaves * 8, dtype=torch.int32, device=data.device)
     _sha256_leaves[(triton.cdiv(n_leaves, LANES),)](data.view(torch.int32), rounds, initial, n_leaves, out,
-                                                      LANES=LANES)
+                                                      LANES=LANES, num_warps=WARPS)
     return out.cpu().numpy().astype(">u4").tobytes()
