@@ -213,6 +213,9 @@ CASES = [
      "torch.randn(2, 3, 16, {cols}), torch.randn(2, 3, 40, {cols})", ""),
     ("matmul-einsum-4d-fp16", "        pass", '        return torch.einsum("bijl,lk->bijk", x, y) * 0.5',
      "torch.randn(2, 3, 7, {cols}), torch.randn({cols}, 40)", "DTYPE = torch.float16"),
+    ("matmul-einsum-batched-scores-bf16", "        pass",
+     '        return torch.einsum("bhqd,bhkd->bhqk", x, y) * 0.125',
+     "torch.randn(2, 3, 20, {cols}), torch.randn(2, 3, 24, {cols})", "DTYPE = torch.bfloat16"),
     ("matmul-einsum-weight-nk", "        self.w = nn.Parameter(torch.randn(24, n) * 0.05)",
      '        return torch.einsum("bl,kl->bk", x, self.w)', "torch.randn(30, {cols})", ""),
     ("scan-masked-cumsum", "        pass", "        return torch.cumsum(x * y, dim=-1)",
@@ -706,10 +709,12 @@ def test_an_einsum_that_is_not_a_matmul_is_not_taken_for_one() -> None:
 
     graph = torch.fx.Graph()
     a, b = graph.placeholder("a"), graph.placeholder("b")
-    for equation in ("ij,jk->ik", "bij,bjk->bik", "ij,kj->ikj", "ii,ij->ij", "ij,jk->ki"):
+    taken = {"ij,jk->ik": False, "bij,bjk->bik": False, "bhik,bhjk->bhij": True}
+    for equation in (*taken, "ij,kj->ikj", "ii,ij->ij", "ij,jk->ki", "bij,cjk->bik", "bij,bjk->bki", "bij,bjj->bij"):
         node = graph.call_function(torch.einsum, (equation, a, b))
         found = matmul._einsum_as_matmul(node)
-        assert (found is not None) == (equation == "ij,jk->ik"), equation
+        assert (found is not None) == (equation in taken), equation
+        assert found is None or found[2] is taken[equation], equation
 
 
 @pytest.mark.parametrize("forward, inputs, why", [

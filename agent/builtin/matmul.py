@@ -124,11 +124,15 @@ def _operand(node: Any) -> tuple[torch.fx.Node, bool, tuple[torch.fx.Node, ...]]
 def _einsum_as_matmul(node: torch.fx.Node) -> tuple[Any, Any, bool] | None:
     """``(left, right, right transposed)`` for an einsum that is a matmul with a 2-D right operand
     contracting the left's last dimension (``"bijl,lk->bijk"``, or ``"bl,kl->bk"`` for a right operand
-    held as [N, K]; no ellipsis), else None."""
+    held as [N, K]; no ellipsis) or a batched matmul of two operands, else None."""
     if not (node.op == "call_function" and node.target is torch.einsum and len(node.args) == 3
             and isinstance(node.args[0], str)):
         return None
-    found = re.fullmatch(r"([a-z]*)([a-z]),([a-z])([a-z])->([a-z]*)", node.args[0].replace(" ", ""))
+    equation = node.args[0].replace(" ", "")
+    batched = _einsum_as_batched_matmul(equation)
+    if batched is not None:
+        return node.args[1], node.args[2], batched
+    found = re.fullmatch(r"([a-z]*)([a-z]),([a-z])([a-z])->([a-z]*)", equation)
     if found is None:
         return None
     batch, k, first, second, out = found.groups()
@@ -139,6 +143,23 @@ def _einsum_as_matmul(node: torch.fx.Node) -> tuple[Any, Any, bool] | None:
     if second == k and first not in batch + k and out == batch + first:
         return node.args[1], node.args[2], True
     return None
+
+
+def _einsum_as_batched_matmul(equation: str) -> bool | None:
+    """Whether the right operand is read transposed, for an einsum that is a batched matmul of two
+    operands with the same batch dims (``"bik,bkj->bij"``, or ``"bik,bjk->bij"`` transposed); None for
+    any other equation."""
+    if "." in equation or equation.count(",") != 1 or "->" not in equation:
+        return None
+    operands, out = equation.split("->")
+    left, right = operands.split(",")
+    if not (len(left) == len(right) == len(out) >= 3) or len(set(left + right[-2:])) != len(left) + 1:
+        return None
+    batch, (i, k) = left[:-2], left[-2:]
+    j = (set(right[-2:]) - {k}).pop() if k in right[-2:] else None
+    if j is None or right[:-2] != batch or out != batch + i + j:
+        return None
+    return right[-2:] == j + k
 
 
 def _linear(gm: torch.fx.GraphModule, node: torch.fx.Node) -> Linear | None:
