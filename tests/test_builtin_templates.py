@@ -132,6 +132,11 @@ CASES = [
      "torch.randn(2, 9, 11, 37)", "DTYPE = torch.float16"),
     ("dim-global-mean-and-all", "        pass", "        return torch.amax(x.mean(dim=(2, 3)) * 2.0)",
      "torch.randn(2, 3, 7, 9)", ""),
+    ("pointwise-more-unary", "        self.shrink = nn.Tanhshrink()\n        self.logsig = nn.LogSigmoid()",
+     "        y = torch.sin(x) + torch.cos(x) * F.logsigmoid(x) + F.softsign(x) - torch.floor(x) + x.ceil()\n"
+     "        y = y + torch.sign(x) + torch.expm1(x * 0.1) + torch.log1p(x.abs()) + torch.log2(x.abs() + 1.0)\n"
+     "        return self.shrink(y) + torch.exp2(x * 0.5) + self.logsig(-x) + F.softsign(-x)",
+     "torch.randn(6, {cols}) * 3.0", ""),
     ("dim-prod-over-dim1", "        pass", "        return torch.prod(x, dim=1)", "torch.rand(3, 70, 45) + 0.5", ""),
     ("dim-prod-last-keepdim-bf16", "        pass", "        return x.prod(-1, keepdim=True)",
      "torch.rand(5, 7, {cols}) * 0.2 + 0.9", "DTYPE = torch.bfloat16"),

