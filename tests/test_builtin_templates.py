@@ -137,6 +137,11 @@ CASES = [
      "        y = y + torch.sign(x) + torch.expm1(x * 0.1) + torch.log1p(x.abs()) + torch.log2(x.abs() + 1.0)\n"
      "        return self.shrink(y) + torch.exp2(x * 0.5) + self.logsig(-x) + F.softsign(-x)",
      "torch.randn(6, {cols}) * 3.0", ""),
+    ("layernorm-shape-read-scaled", "        pass",
+     "        return F.layer_norm(x, x.shape[1:]) * x.size(-1) ** -0.5 / (x.dim() - 1)",
+     "torch.randn(3, 5, {cols})", ""),
+    ("layernorm-size-tuple", "        pass", "        return F.layer_norm(x, (x.size(-1),), eps=1e-6)",
+     "torch.randn(4, {cols})", ""),
     ("dim-prod-over-dim1", "        pass", "        return torch.prod(x, dim=1)", "torch.rand(3, 70, 45) + 0.5", ""),
     ("dim-prod-last-keepdim-bf16", "        pass", "        return x.prod(-1, keepdim=True)",
      "torch.rand(5, 7, {cols}) * 0.2 + 0.9", "DTYPE = torch.bfloat16"),

@@ -14,6 +14,7 @@ import torch.fx
 import torch.nn as nn
 import torch.nn.functional as F
 
+from kernelevo.agent.builtin import shape_reads
 from kernelevo.agent.builtin.lower_operands import view_of_attribute, viewed_attribute
 from kernelevo.agent.builtin.program import CannotCover, Operand
 from kernelevo.agent.builtin.vocabulary import (
@@ -105,6 +106,10 @@ class CallLowering:
     def _structural_call(self, node: torch.fx.Node, target: Any, name: str, method: bool, args: list[Any],
                          kwargs: dict[str, Any]) -> bool:
         """Reads of a value's metadata, chunks of the input, items of a tuple: no computation."""
+        traced = shape_reads.traced_value(target, name, method, args, kwargs, self.values)
+        if traced is not shape_reads.NOT_A_SHAPE_READ:
+            self.values[node.name] = traced
+            return True
         if target is getattr and args[1] in ("dtype", "shape", "device"):
             self.values[node.name] = IGNORED
             return True
@@ -270,7 +275,8 @@ class CallLowering:
                 dim = kwargs.get("dim", args[1] if len(args) > 1 else None)
                 self.composite(node, kind, args[0], {"dim": dim, "dtype": kwargs.get("dtype")})
                 return True
-            shape = kwargs.get("normalized_shape", args[1] if len(args) > 1 else None)
+            shape = shape_reads.constant(kwargs.get("normalized_shape", args[1] if len(args) > 1 else None),
+                                         self.values)
             positions = ("weight", "bias", "eps") if kind == "layer_norm" else ("weight", "eps")
             extra = {"normalized_shape": shape}
             for i, what in enumerate(positions):
