@@ -8,6 +8,8 @@ runs as written); options a rewrite does not follow leave the call as it was.
   large positive value), then the reduction (no weights).
 - ``nll_loss(log_softmax(x, 1), t)``: the cross-entropy of ``x`` and ``t``, which one template computes
   without writing the log-probabilities out.
+- ``diag(d) @ m`` and ``m @ diag(d)`` (``d`` a vector): ``d.unsqueeze(1) * m`` and ``m * d``, each row or
+  column scaled, without the N x N matrix or the GEMM over its zeros.
 """
 
 from __future__ import annotations
@@ -92,8 +94,34 @@ def _nll_of_log_softmax(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.
     return graph.call_function(F.cross_entropy, (logp.args[0], target), options)
 
 
+def _diagonal(node: Any) -> torch.fx.Node | None:
+    """The vector ``d`` of a ``torch.diag(d)`` node used only once (its main diagonal, ``d`` 1-D), else None."""
+    if not (isinstance(node, torch.fx.Node) and node.op == "call_function" and node.target is torch.diag
+            and len(node.users) == 1 and _option(node, "diagonal", 1, 0) == 0):
+        return None
+    vector = node.args[0]
+    tm = vector.meta.get("tensor_meta") if isinstance(vector, torch.fx.Node) else None
+    return vector if tm is not None and len(tm.shape) == 1 else None
+
+
+def _diagonal_matmul(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
+    if len(node.args) != 2 or node.kwargs:
+        return None
+    left, right = node.args
+    tm = [a.meta.get("tensor_meta") if isinstance(a, torch.fx.Node) else None for a in (left, right)]
+    if any(t is None or len(t.shape) != 2 for t in tm):
+        return None
+    call = graph.call_function
+    if (d := _diagonal(left)) is not None:
+        return call(operator.mul, (call(torch.unsqueeze, (d, 1)), right))
+    if (d := _diagonal(right)) is not None:
+        return call(operator.mul, (left, d))
+    return None
+
+
 REWRITES = {F.normalize: _normalize, F.glu: _glu, F.binary_cross_entropy_with_logits: _bce_with_logits,
-            F.nll_loss: _nll_of_log_softmax}
+            F.nll_loss: _nll_of_log_softmax, operator.matmul: _diagonal_matmul, torch.matmul: _diagonal_matmul,
+            torch.mm: _diagonal_matmul}
 
 
 def rewrite_functions(gm: torch.fx.GraphModule) -> bool:
