@@ -28,6 +28,7 @@ from torch.fx.passes.shape_prop import ShapeProp
 from kernelevo.agent.builtin.decompose import decompose
 from kernelevo.agent.builtin.lower import trace
 from kernelevo.agent.builtin.program import CannotCover
+from kernelevo.agent.builtin.shape_reads import INTEGER_ARITHMETIC
 from kernelevo.agent.builtin.vocabulary import plain_int, view_method
 
 FLOW = "_kernelevo_flow"
@@ -69,9 +70,33 @@ def _size_of(node: torch.fx.Node, flow: torch.fx.Node | None, sizes: Collection[
             all(plain_int(a) for a in node.args[1:]):
         return f"{node.name} = {of}.size({', '.join(map(repr, node.args[1:]))})"
     if node.op == "call_function" and node.target is operator.getitem and len(node.args) == 2 and \
-            isinstance(node.args[0], torch.fx.Node) and node.args[0].name in sizes and plain_int(node.args[1]):
+            isinstance(node.args[0], torch.fx.Node) and node.args[0].name in sizes and _plain_index(node.args[1]):
         return f"{node.name} = {node.args[0].name}[{node.args[1]!r}]"
     return None
+
+
+def _feeds_a_view(node: torch.fx.Node) -> bool:
+    """Does this read of sizes reach a view (directly, or through items of it and arithmetic)? Such
+    reads are glue in ``forward``; others (a normalized shape, a scale from a size) stay with the ops
+    that use them, which fold them to numbers."""
+    pending, seen = list(node.users), set()
+    while pending:
+        user = pending.pop()
+        if user in seen:
+            continue
+        seen.add(user)
+        if view_method(user) is not None:
+            return True
+        if user.op == "call_function" and (user.target is operator.getitem or user.target in INTEGER_ARITHMETIC):
+            pending.extend(user.users)
+    return False
+
+
+def _plain_index(index: Any) -> bool:
+    """An int, or a slice of ints and Nones (``shape[1:]``)."""
+    if isinstance(index, slice):
+        return all(part is None or plain_int(part) for part in (index.start, index.stop, index.step))
+    return plain_int(index)
 
 
 def _view_of(node: torch.fx.Node, flow: torch.fx.Node | None, full: dict[str, tuple[int, ...]],
@@ -215,7 +240,7 @@ def plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ..
     read_sizes: set[str] = set()
     """Names of the sizes read in ``forward`` so far."""
     while start < len(calls):
-        size = _size_of(calls[start], flow, read_sizes)
+        size = _size_of(calls[start], flow, read_sizes) if _feeds_a_view(calls[start]) else None
         if size is not None:
             views.append(size)
             read_sizes.add(calls[start].name)
