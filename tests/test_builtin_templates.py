@@ -14,6 +14,7 @@ import pytest
 from conftest import ON_GPU
 from kernelevo.agent.builtin import split_passes
 from kernelevo.agent.builtin.policy import seeds
+from kernelevo.agent.builtin.program import CannotCover
 from kernelevo.agent.builtin.recognize import recognise
 from kernelevo.agent.builtin.templates import render
 from kernelevo.tasks import load_task
@@ -793,3 +794,39 @@ def test_every_plans_first_generation_is_proposed_with_a_cell_per_tile(tmp_path:
 
 def policy_key(proposal) -> str:  # noqa: ANN001 - a Proposal
     return f"{proposal['strategy']}:{sorted(proposal['params'].items())}"
+
+
+SIZE_AS_NUMBER = '''import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class Model(nn.Module):
+    def __init__(self):
+        super(Model, self).__init__()
+
+    def forward(self, x):
+        return {body}
+
+batch_size = 4096
+dim = 16384
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_size_read_in_forward_is_a_number_in_a_kernel_only_where_it_does_not_change(tmp_path: Path) -> None:
+    """The reference is traced at a small size. A size read in forward serves as structure at any
+    size (a normalized shape), but as a number in a kernel only where it is the same at the size being
+    optimised: ``x.size(-1)`` traced as 1024 must not become the constant of a kernel run at 16384."""
+    path = tmp_path / "sizes.py"
+    path.write_text(SIZE_AS_NUMBER.format(body="torch.softmax(x * x.size(-1) ** -0.5, dim=-1)"))
+    task = load_task(str(path), "full")
+    with pytest.raises(CannotCover, match="size read in forward"):
+        recognise(task)
+    path.write_text(SIZE_AS_NUMBER.format(body="F.layer_norm(x, x.shape[1:]) * (x.dim() - 1)"))
+    plan = recognise(load_task(str(path), "full"))
+    assert plan.cols == 16384 and "layer_norm" in plan.describe()

@@ -27,6 +27,7 @@ from kernelevo.agent.builtin.lower_calls import IGNORED, CallLowering, _Lowered,
 from kernelevo.agent.builtin.lower_operands import OperandIntake
 from kernelevo.agent.builtin.program import N_COLS, CannotCover, Node, Operand, Program
 from kernelevo.agent.builtin.rowshapes import ONE_VALUE_REDUCTIONS, over_one_value
+from kernelevo.agent.builtin.shape_reads import FullSizes, Varying
 from kernelevo.agent.builtin.vocabulary import LOW_PRECISION
 
 
@@ -42,11 +43,24 @@ def trace(model: nn.Module, inputs: list[Any]) -> torch.fx.GraphModule:
     return gm
 
 
+def _full_sizes(gm: torch.fx.GraphModule, inputs: list[Any],
+                shapes: list[tuple[int, ...]] | None) -> FullSizes | None:
+    """The inputs' shapes at the size being optimised, by placeholder name (None: not known)."""
+    tensors = [(n.name, x) for n, x in zip([n for n in gm.graph.nodes if n.op == "placeholder"], inputs,
+                                            strict=False) if isinstance(x, torch.Tensor)]
+    if shapes is None or len(shapes) != len(tensors):
+        return None
+    there = {name: tuple(shape) for (name, _), shape in zip(tensors, shapes, strict=True)}
+    return FullSizes(inputs=there, all_same=all(tuple(x.shape) == there[name] for name, x in tensors))
+
+
 class _Lowering(OperandIntake, CallLowering, Layout):
     """The program being built: its operands and nodes, and how values map to them."""
 
     def __init__(self, gm: torch.fx.GraphModule, inputs: list[Any], partial: bool = False,
-                 span: tuple[int, int, int] | None = None) -> None:
+                 span: tuple[int, int, int] | None = None, full: FullSizes | None = None) -> None:
+        self.full = full
+        """What is known of the sizes being optimised (see :mod:`shape_reads`)."""
         self.span = span
         self.viewed_inputs: dict[str, torch.Tensor] = {}
         """Inputs used only through views that change strides (``input_views``), by name."""
@@ -90,6 +104,10 @@ class _Lowering(OperandIntake, CallLowering, Layout):
                 raise CannotCover(f"`{a.name}` (a tensor's dtype, shape or device) is used as a value")
             if isinstance(value, torch.fx.Node):
                 raise CannotCover(f"`{a.name}` is read through a view the templates do not follow")
+            if isinstance(value, Varying):
+                raise CannotCover(f"`{a.name}` is computed from a size read in forward ({value.value} as "
+                                  "traced) that may differ at the size being optimised; as a number in a "
+                                  "kernel it is not covered")
             return value
         if isinstance(a, bool) or not isinstance(a, (int, float)):
             raise CannotCover(f"argument {a!r} is neither a tensor nor a number")
@@ -395,14 +413,18 @@ class _Lowering(OperandIntake, CallLowering, Layout):
         return True
 
 
-def lower(model: nn.Module, inputs: list[Any], partial: bool = False) -> Program:
+def lower(model: nn.Module, inputs: list[Any], partial: bool = False,
+          full_shapes: list[tuple[int, ...]] | None = None) -> Program:
     """The row program of ``model`` on ``inputs`` (small inputs are enough: only shapes matter).
-    With ``partial`` (the task allows it), modules the templates cannot generate may stay in torch."""
+    With ``partial`` (the task allows it), modules the templates cannot generate may stay in torch.
+    ``full_shapes``: the tensor inputs' shapes at the size being optimised, where known (sizes read
+    in ``forward`` may be used as numbers only where they are the same there)."""
     gm = trace(model, inputs)
+    full = _full_sizes(gm, inputs, full_shapes)
     try:
-        return _Lowering(gm, inputs, partial).lower()
+        return _Lowering(gm, inputs, partial, full=full).lower()
     except SpanNeeded as needed:  # laid out again with rows across the reduced dimensions
         try:
-            return _Lowering(gm, inputs, partial, span=needed.span).lower()
+            return _Lowering(gm, inputs, partial, span=needed.span, full=full).lower()
         except SpanNeeded as again:
             raise CannotCover(str(again)) from None

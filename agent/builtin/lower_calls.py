@@ -106,7 +106,7 @@ class CallLowering:
     def _structural_call(self, node: torch.fx.Node, target: Any, name: str, method: bool, args: list[Any],
                          kwargs: dict[str, Any]) -> bool:
         """Reads of a value's metadata, chunks of the input, items of a tuple: no computation."""
-        traced = shape_reads.traced_value(target, name, method, args, kwargs, self.values)
+        traced = shape_reads.traced_value(target, name, method, args, kwargs, self.values, self.full)
         if traced is not shape_reads.NOT_A_SHAPE_READ:
             self.values[node.name] = traced
             return True

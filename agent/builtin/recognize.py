@@ -455,7 +455,7 @@ def _lowered_plan(model: torch.nn.Module, inputs: list[Any], shapes: list[tuple[
                   names: list[str]) -> Plan:
     """The plan of a row program (:mod:`lower`): pointwise chains, reductions over the last
     dimension, softmax, norms; CannotCover when the lowering does not know an op."""
-    program = lower(model, inputs, partial=context.allow_partial)
+    program = lower(model, inputs, partial=context.allow_partial, full_shapes=shapes)
     largest = max(shapes, key=math.prod)  # the lowering reads the largest input as its main one
     main = largest if math.prod(largest) > math.prod(shapes[0]) else shapes[0]
     rows, cols = _rows_cols(main)
