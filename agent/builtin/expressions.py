@@ -69,17 +69,14 @@ def elementwise(op: str, args: list[Any]) -> str:
         "inf_to_zero": f"tl.where(tl.abs({x}) == float(\"inf\"), 0.0, {x})",
         "elu": f"tl.where({x} > 0.0, {x}, tl.exp({x}) - 1.0)",
         "selu": f"(1.0507009873554805 * tl.where({x} > 0.0, {x}, 1.6732632423543772 * (tl.exp({x}) - 1.0)))",
-        # log(sigmoid(x)) without overflow: min(x, 0) - log(1 + exp(-|x|))
-        "logsigmoid": f"(tl.where({x} < 0.0, {x}, 0.0) - tl.log(1.0 + tl.exp(-tl.abs({x}))))",
+        # log(sigmoid(x)) without overflow: min(x, 0) - log1p(exp(-|x|))
+        "logsigmoid": f"(tl.where({x} < 0.0, {x}, 0.0) - {_log1p(f'tl.exp(-tl.abs({x}))')})",
         "softsign": f"({x} / (1.0 + tl.abs({x})))",
-        "tanhshrink": f"({x} - (2.0 / (1.0 + tl.exp(-2.0 * {x})) - 1.0))",
+        "tanhshrink": _tanhshrink(x),
         "sin": f"tl.sin({x})", "cos": f"tl.cos({x})", "floor": f"tl.floor({x})", "ceil": f"tl.ceil({x})",
-        # NaN stays NaN and a zero keeps its sign, as in torch
-        "sign": f"tl.where({x} > 0.0, 1.0, tl.where({x} < 0.0, -1.0, {x}))",
-        # exp(x) - 1 and log(1 + x) lose relative accuracy only for tiny |x|, where their absolute error
-        # (about 1e-7) is far inside the tolerance
-        "expm1": f"(tl.exp({x}) - 1.0)", "log1p": f"tl.log(1.0 + {x})",
-        "log2": f"(tl.log({x}) * 1.4426950408889634)", "exp2": f"tl.exp({x} * 0.6931471805599453)",
+        # as torch computes it, (0 < x) - (x < 0): NaN and -0.0 give 0
+        "sign": f"tl.where({x} > 0.0, 1.0, tl.where({x} < 0.0, -1.0, 0.0))",
+        "expm1": _expm1(x), "log1p": _log1p(x), "log2": f"tl.log2({x})", "exp2": f"tl.exp2({x})",
     }
     if op in table:
         return table[op]
@@ -95,6 +92,36 @@ def elementwise(op: str, args: list[Any]) -> str:
             out = _nan_max(out, a[2], "minimum")
         return out
     raise KeyError(op)
+
+
+def _log1p(x: str) -> str:
+    """log(1 + x), accurate for tiny x too: with u = 1 + x rounded, log(u) * x / (u - 1) cancels the
+    rounding of u (u == 1 means log1p(x) is x to fp32's precision; an infinite x is its own result)."""
+    u = f"(1.0 + {x})"
+    return f"tl.where(({u} == 1.0) | ({u} == float(\"inf\")), {x}, tl.log({u}) * ({x}) / ({u} - 1.0))"
+
+
+def _expm1(x: str) -> str:
+    """exp(x) - 1, accurate for tiny x too: with u = exp(x), (u - 1) * x / log(u) cancels the rounding
+    of u; u == 1 means x, where u - 1 is -1 (x very negative) the result is -1 itself, and an infinite
+    u is the result."""
+    u = f"tl.exp({x})"
+    return (f"tl.where(({u} == 1.0) | ({u} == float(\"inf\")), tl.where({u} == 1.0, {x}, {u}), "
+            f"tl.where({u} - 1.0 == -1.0, -1.0, ({u} - 1.0) * ({x}) / tl.log({u})))")
+
+
+TANHSHRINK_SERIES = (1 / 3, -2 / 15, 17 / 315, -62 / 2835, 1382 / 155925, -21844 / 6081075, 929569 / 638512875)
+"""x - tanh(x) = x^3 (1/3 - 2x^2/15 + ...): below |x| = 0.5 its first seven terms are within about 1e-6
+of it; the difference of x and tanh(x) itself would lose most of its digits there."""
+
+
+def _tanhshrink(x: str) -> str:
+    x2 = f"({x} * {x})"
+    series = f"{TANHSHRINK_SERIES[-1]!r}"
+    for c in reversed(TANHSHRINK_SERIES[:-1]):
+        series = f"({c!r} + {x2} * {series})"
+    return (f"tl.where(tl.abs({x}) < 0.5, {x} * {x2} * {series}, "
+            f"{x} - (2.0 / (1.0 + tl.exp(-2.0 * {x})) - 1.0))")
 
 
 ROUND_TO_BF16 = '''@triton.jit
