@@ -824,15 +824,19 @@ def get_init_inputs():
 '''
 
 
-def test_a_size_read_in_forward_is_a_number_in_a_kernel_only_where_it_does_not_change(tmp_path: Path) -> None:
+def test_a_size_in_forward_is_a_number_in_a_kernel_only_where_it_does_not_change(tmp_path: Path) -> None:
     """The reference is traced at a small size. A size read in forward serves as structure at any
     size (a normalized shape), but as a number in a kernel only where it is the same at the size being
-    optimised: ``x.size(-1)`` traced as 1024 must not become the constant of a kernel run at 16384."""
+    optimised: ``x.size(-1)`` traced as 1024, or a module-level ``dim`` read in forward, must not
+    become the constant of a kernel run at 16384."""
     path = tmp_path / "sizes.py"
     path.write_text(SIZE_AS_NUMBER.format(body="torch.softmax(x * x.size(-1) ** -0.5, dim=-1)"))
     task = load_task(str(path), "full")
     with pytest.raises(CannotCover, match="size read in forward"):
         recognise(task)
+    path.write_text(SIZE_AS_NUMBER.format(body="torch.relu(x * dim ** -0.5)"))  # a module-level size
+    with pytest.raises(CannotCover, match="0.03125 at the traced size and 0.0078125 at the size being optimised"):
+        recognise(load_task(str(path), "full"))
     path.write_text(SIZE_AS_NUMBER.format(body="F.layer_norm(x, x.shape[1:]) * (x.dim() - 1)"))
     plan = recognise(load_task(str(path), "full"))
     assert plan.cols == 16384 and "layer_norm" in plan.describe()

@@ -22,6 +22,7 @@ from kernelevo.agent.builtin.decompose import read_after_written
 from kernelevo.agent.builtin.init_source import init_source
 from kernelevo.agent.builtin.lower import lower, trace
 from kernelevo.agent.builtin.program import CannotCover, Program
+from kernelevo.agent.builtin.size_constants import refuse_numbers_that_change
 from kernelevo.tasks.loader import import_task_module
 from kernelevo.tasks.task import Task
 
@@ -284,6 +285,7 @@ def recognise(task: Task) -> Plan:
     init, imports = init_source(import_task_module(task.path, task.size).Model)
     context = Context(init=init, imports=imports, dtype=dtype, allow_partial=task.allow_partial,
                       full=_full_model(task))
+    refuse_numbers_that_change(model, context.full)
     gm = trace(model, inputs)
     _safe_input_names(gm)
     written = read_after_written(gm)
