@@ -54,7 +54,7 @@ def elementwise(op: str, args: list[Any]) -> str:
         "identity": x, "cast": x, "to_bool": f"tl.where({x} != 0.0, 1.0, 0.0)",
         "trunc": f"tl.where({x} < 0.0, -tl.floor(-{x}), tl.floor({x}))", "neg": f"(-{x})", "relu": _nan_max(x, "0.0"),
         "sigmoid": f"(1.0 / (1.0 + tl.exp(-{x})))", "silu": f"({x} / (1.0 + tl.exp(-{x})))",
-        "tanh": f"(2.0 / (1.0 + tl.exp(-2.0 * {x})) - 1.0)", "exp": f"tl.exp({x})", "log": f"tl.log({x})",
+        "tanh": _tanh(x), "exp": f"tl.exp({x})", "log": f"tl.log({x})",
         "abs": f"tl.abs({x})", "sqrt": f"tl.sqrt({x})", "rsqrt": f"tl.rsqrt({x})", "erf": f"tl.math.erf({x})",
         "square": f"({x} * {x})", "cube": f"({x} * {x} * {x})", "reciprocal": f"(1.0 / {x})",
         "xlogx": f"tl.where({x} == 0.0, 0.0, {x} * tl.log({x}))",
@@ -62,7 +62,7 @@ def elementwise(op: str, args: list[Any]) -> str:
         "gelu_tanh": f"(0.5 * {x} * (2.0 / (1.0 + tl.exp(-2.0 * (0.7978845608028654 * ({x} + 0.044715 * {x} * {x} "
                      f"* {x}))))))",
         "softplus": softplus,
-        "mish": f"({x} * (2.0 / (1.0 + tl.exp(-2.0 * {softplus})) - 1.0))",
+        "mish": f"({x} * {_tanh(softplus)})",
         "hardswish": f"({x} * tl.minimum(tl.maximum({x} + 3.0, 0.0), 6.0) / 6.0)",
         "hardsigmoid": _nan_max(_nan_max(f"{x} / 6.0 + 0.5", "0.0"), "1.0", "minimum"),
         "relu6": _nan_max(_nan_max(x, "0.0"), "6.0", "minimum"),
@@ -94,6 +94,11 @@ def elementwise(op: str, args: list[Any]) -> str:
     raise KeyError(op)
 
 
+def _tanh(x: str) -> str:
+    """tanh(x) from one exp, saturating to +-1 without overflow (exp(-2x) may be inf: 2 / inf is 0)."""
+    return f"(2.0 / (1.0 + tl.exp(-2.0 * {x})) - 1.0)"
+
+
 def _log1p(x: str) -> str:
     """log(1 + x), accurate for tiny x too: with u = 1 + x rounded, log(u) * x / (u - 1) cancels the
     rounding of u (u == 1 means log1p(x) is x to fp32's precision; an infinite x is its own result)."""
@@ -121,7 +126,7 @@ def _tanhshrink(x: str) -> str:
     for c in reversed(TANHSHRINK_SERIES[:-1]):
         series = f"({c!r} + {x2} * {series})"
     return (f"tl.where(tl.abs({x}) < 0.5, {x} * {x2} * {series}, "
-            f"{x} - (2.0 / (1.0 + tl.exp(-2.0 * {x})) - 1.0))")
+            f"{x} - {_tanh(x)})")
 
 
 ROUND_TO_BF16 = '''@triton.jit
