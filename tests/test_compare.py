@@ -178,11 +178,15 @@ def test_the_digest_is_a_sha256_tree_of_the_outputs_bytes() -> None:
 
     from kernelevo.sandbox.child import timed
 
-    out = torch.randn(3000, 7).to(torch.bfloat16)  # 42000 bytes: 10 full leaves and a short one
+    def level(raw: bytes) -> bytes:
+        return b"".join(hashlib.sha256(raw[k:k + 4096]).digest() for k in range(0, len(raw), 4096))
+
+    out = torch.randn(600, 700).to(torch.bfloat16)  # 840000 bytes: 205 full leaves and a short one
     raw = out.contiguous().view(torch.uint8).reshape(-1).numpy().tobytes()
-    leaves = b"".join(hashlib.sha256(raw[k:k + 4096]).digest() for k in range(0, len(raw), 4096))
+    second = level(level(raw))  # 206 leaf hashes: a second level of a full leaf and a short one
+    assert len(second) == 64
     header = HEADER + struct.pack("<QqQ", 77, 1, len(raw)) + f"{out.dtype}{tuple(out.shape)}".encode()
-    root = hashlib.sha256(header + leaves).digest()
+    root = hashlib.sha256(header + second).digest()
     assert timed.tensor_digest(out, 77, 1) == [int.from_bytes(root[8 * k:8 * k + 8], "little") for k in range(4)]
     assert timed.tensor_digest(out, 77, 0) != timed.tensor_digest(out, 77, 1)  # each output has its own
 
@@ -199,6 +203,7 @@ if device == "cuda":
     assert digest.kernel_agrees(torch.device(device))
     big = torch.randint(0, 256, (digest.KERNEL_FROM_BYTES + 12345,), dtype=torch.uint8)
     assert digest.leaves(big.to(device)) == digest.host_leaves(big)
+    assert digest.tensor_digest(big.to(device), 5, 0) == digest.tensor_digest(big, 5, 0)  # both levels on the GPU
 print("agrees")
 """
 

@@ -8,12 +8,15 @@ a candidate free to choose each of many elements among values within the toleran
 onto any target with a generalized-birthday (Wagner) search. A cryptographic hash does: finding
 another message with the same SHA-256 is out of reach.
 
-Definition: the output's bytes (contiguous, in memory order) are cut into leaves of
-:data:`LEAF_BYTES` (the last may be shorter); each leaf's SHA-256, in order, follows a header naming
-the digest, the request's seed, the output's index, dtype, shape and size; the digest is the
-SHA-256 of the whole, as four 64-bit integers. The leaves are independent, so a GPU hashes them all
-at once (``digest_kernel.py``: one read of the output, checked once per process against ``hashlib``
-before it is used); on a CPU, and for small outputs, ``hashlib`` hashes each leaf.
+Definition, a tree of two levels: the output's bytes (contiguous, in memory order) are cut into
+leaves of :data:`LEAF_BYTES` (the last may be shorter) and each leaf's SHA-256 taken, in order; those
+hashes, concatenated, are cut and hashed the same way once more; the second level's hashes follow a
+header naming the digest, the request's seed, the output's index, dtype, shape and size, and the
+digest is the SHA-256 of the whole, as four 64-bit integers. The leaves are independent, so a GPU
+hashes them all at once (``digest_kernel.py``: one read of the output, checked once per process
+against ``hashlib`` before it is used); on a CPU, and for small outputs, ``hashlib`` hashes each leaf.
+The second level is why a large output's digest is cheap: a 6 GB output has 50 MB of leaf hashes,
+which the host would take a tenth of a second to copy and hash, and 400 KB of second-level ones.
 """
 
 from __future__ import annotations
@@ -76,12 +79,23 @@ def kernel_agrees(device: torch.device) -> bool:
 
 def leaves(data: torch.Tensor) -> bytes:
     """Every leaf's SHA-256 of a 1-D uint8 tensor, on its own device where that is faster."""
+    return level_hashes(data).cpu().numpy().tobytes()
+
+
+def level_hashes(data: torch.Tensor) -> torch.Tensor:
+    """Every leaf's SHA-256 of a 1-D uint8 tensor, concatenated, as a 1-D uint8 tensor on ``data``'s
+    device: one level of the tree, hashed by the GPU kernel where that is faster."""
     if data.is_cuda and data.numel() >= KERNEL_FROM_BYTES and kernel_agrees(data.device):
         from kernelevo.sandbox.child import digest_kernel
 
         whole = data.numel() // LEAF_BYTES * LEAF_BYTES
-        return digest_kernel.full_leaves(data[:whole]) + host_leaves(data[whole:].cpu())
-    return host_leaves(data.cpu())
+        tail = host_leaves(data[whole:].cpu())
+        hashed = digest_kernel.leaf_hashes(data[:whole])
+        if not tail:
+            return hashed
+        return torch.cat([hashed, torch.frombuffer(bytearray(tail), dtype=torch.uint8).to(data.device)])
+    hashed = host_leaves(data.cpu())
+    return torch.frombuffer(bytearray(hashed), dtype=torch.uint8) if hashed else torch.empty(0, dtype=torch.uint8)
 
 
 def tensor_digest(value: Any, seed: int, index: int) -> list[int]:
@@ -92,5 +106,6 @@ def tensor_digest(value: Any, seed: int, index: int) -> list[int]:
     data = output_bytes(value)
     header = HEADER + struct.pack("<QqQ", seed % (1 << 64), index, data.numel()) + \
         f"{value.dtype}{tuple(value.shape)}".encode()
-    root = hashlib.sha256(header + leaves(data)).digest()
+    second = level_hashes(level_hashes(data)).cpu().numpy().tobytes()
+    root = hashlib.sha256(header + second).digest()
     return [int.from_bytes(root[8 * k:8 * k + 8], "little") for k in range(DIGEST_LANES)]

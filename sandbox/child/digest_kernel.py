@@ -5,8 +5,11 @@ before trusting it).
 Each lane of a program hashes one leaf: 64 blocks of 64 bytes, then SHA-256's padding block for a
 4096-byte message, the state and a 16-word window of the message schedule in uint32 registers per
 lane. The leaves are independent, so a 2 GB output's 512K leaves keep every SM busy; the output is
-read once, and 32 bytes per leaf are written. The 64 rounds are a loop, not unrolled: unrolled, the
-kernel took over half a minute to compile, and every process that hashes compiles it once.
+read once, and 32 bytes per leaf are written, byte-swapped so that memory holds the digest's bytes
+(the next level of the tree reads them as its message). About 550 GB/s on an H200: wider loads, more
+lanes per program or unrolled rounds measured within 10% of this shape. The 64 rounds are a loop,
+not unrolled: unrolled, the kernel took over half a minute to compile, and every process that hashes
+compiles it once.
 """
 
 from __future__ import annotations
@@ -44,8 +47,19 @@ def _rotr(x, n: tl.constexpr):
 @triton.jit
 def _word(ptr, offset, ok):
     """A big-endian message word from little-endian memory."""
-    x = tl.load(ptr + offset, mask=ok, other=0).to(tl.uint32, bitcast=True)
+    return _swap(tl.load(ptr + offset, mask=ok, other=0).to(tl.uint32, bitcast=True))
+
+
+@triton.jit
+def _swap(x):
+    """A uint32's four bytes in the other order."""
     return ((x & 0xFF) << 24) | ((x & 0xFF00) << 8) | ((x >> 8) & 0xFF00) | (x >> 24)
+
+
+@triton.jit
+def _big_endian(x):
+    """``x``'s bytes swapped: stored, a state word reads as the bytes of SHA-256's digest."""
+    return _swap(x.to(tl.uint32, bitcast=True)).to(tl.int32, bitcast=True)
 
 
 @triton.jit(do_not_specialize=["n_leaves"])
@@ -107,14 +121,14 @@ def _sha256_leaves(words_ptr, k_ptr, state_ptr, n_leaves, out_ptr, LANES: tl.con
         h6 += g
         h7 += h
     out = out_ptr + leaf.to(tl.int64) * 8
-    tl.store(out + 0, h0.to(tl.int32, bitcast=True), mask=ok)
-    tl.store(out + 1, h1.to(tl.int32, bitcast=True), mask=ok)
-    tl.store(out + 2, h2.to(tl.int32, bitcast=True), mask=ok)
-    tl.store(out + 3, h3.to(tl.int32, bitcast=True), mask=ok)
-    tl.store(out + 4, h4.to(tl.int32, bitcast=True), mask=ok)
-    tl.store(out + 5, h5.to(tl.int32, bitcast=True), mask=ok)
-    tl.store(out + 6, h6.to(tl.int32, bitcast=True), mask=ok)
-    tl.store(out + 7, h7.to(tl.int32, bitcast=True), mask=ok)
+    tl.store(out + 0, _big_endian(h0), mask=ok)
+    tl.store(out + 1, _big_endian(h1), mask=ok)
+    tl.store(out + 2, _big_endian(h2), mask=ok)
+    tl.store(out + 3, _big_endian(h3), mask=ok)
+    tl.store(out + 4, _big_endian(h4), mask=ok)
+    tl.store(out + 5, _big_endian(h5), mask=ok)
+    tl.store(out + 6, _big_endian(h6), mask=ok)
+    tl.store(out + 7, _big_endian(h7), mask=ok)
 
 
 _CONSTANTS: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
@@ -123,10 +137,15 @@ _CONSTANTS: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
 def full_leaves(data: torch.Tensor) -> bytes:
     """The SHA-256 of each 4096-byte leaf of ``data`` (1-D uint8, a whole number of leaves), in order:
     the bytes ``hashlib`` gives for each leaf, concatenated."""
+    return leaf_hashes(data).cpu().numpy().tobytes()
+
+
+def leaf_hashes(data: torch.Tensor) -> torch.Tensor:
+    """As :func:`full_leaves`, left on ``data``'s device as a 1-D uint8 tensor (32 bytes a leaf)."""
     assert data.dim() == 1 and data.numel() % 4096 == 0
     n_leaves = data.numel() // 4096
     if n_leaves == 0:
-        return b""
+        return torch.empty(0, dtype=torch.uint8, device=data.device)
     if data.data_ptr() % 4:  # word loads need 4-byte alignment
         data = data.clone()
     key = str(data.device)
@@ -137,4 +156,4 @@ def full_leaves(data: torch.Tensor) -> bytes:
     out = torch.empty(n_leaves * 8, dtype=torch.int32, device=data.device)
     _sha256_leaves[(triton.cdiv(n_leaves, LANES),)](data.view(torch.int32), rounds, initial, n_leaves, out,
                                                       LANES=LANES, num_warps=WARPS)
-    return out.cpu().numpy().astype(">u4").tobytes()
+    return out.view(torch.uint8)
