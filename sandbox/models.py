@@ -35,6 +35,11 @@ class TimingPolicy(BaseModel):
     """Each timed call's output is shipped and checked by the oracle with chance ``spot_checks`` in
     ``min_runs``, drawn after the call and apart from every other draw (so the candidate cannot know in
     advance); a block goes on until it has at least this many checks."""
+    sample_from_bytes: int = 64 << 20
+    """A checked timed call whose reference output is at least this large ships ``sampled_leaves``
+    leaves of each output, drawn after the call and tied to its digest, instead of the whole output
+    (``judge/sampled.py``): at gigabytes a whole output costs seconds a check."""
+    sampled_leaves: int = 128
 
 
 class OutputStats(BaseModel):

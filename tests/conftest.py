@@ -76,8 +76,9 @@ def make_evaluator(tmp_path: Path, cache_dir: Path):
     made: list[Evaluator] = []
 
     def make(**overrides: object) -> Evaluator:
+        timing = overrides.pop("timing", _timing())
         config = EvalConfig(workdir=tmp_path / f"ws{len(made)}", cache_dir=cache_dir, measure_compile=False,
-                            timing=_timing(), **overrides)
+                            timing=timing, **overrides)
         ev = Evaluator(config)
         made.append(ev)
         return ev

@@ -98,14 +98,79 @@ def level_hashes(data: torch.Tensor) -> torch.Tensor:
     return torch.frombuffer(bytearray(hashed), dtype=torch.uint8) if hashed else torch.empty(0, dtype=torch.uint8)
 
 
+def _header(seed: int, index: int, size: int, dtype: Any, shape: Any) -> bytes:
+    return HEADER + struct.pack("<QqQ", seed % (1 << 64), index, size) + f"{dtype}{tuple(shape)}".encode()
+
+
+def _lanes(root: bytes) -> list[int]:
+    return [int.from_bytes(root[8 * k:8 * k + 8], "little") for k in range(DIGEST_LANES)]
+
+
 def tensor_digest(value: Any, seed: int, index: int) -> list[int]:
     """The digest of output ``index`` of a call made with ``seed`` (see the module); zeros for
     something that is not a tensor."""
     if not isinstance(value, torch.Tensor):
         return [0] * DIGEST_LANES
     data = output_bytes(value)
-    header = HEADER + struct.pack("<QqQ", seed % (1 << 64), index, data.numel()) + \
-        f"{value.dtype}{tuple(value.shape)}".encode()
     second = level_hashes(level_hashes(data)).cpu().numpy().tobytes()
-    root = hashlib.sha256(header + second).digest()
-    return [int.from_bytes(root[8 * k:8 * k + 8], "little") for k in range(DIGEST_LANES)]
+    return _lanes(hashlib.sha256(_header(seed, index, data.numel(), value.dtype, value.shape) + second).digest())
+
+
+FANOUT = LEAF_BYTES // 32
+"""Leaf hashes in one leaf of the second level."""
+
+
+def _piece(size: int, k: int) -> slice:
+    """Leaf ``k`` of a level of ``size`` bytes."""
+    return slice(k * LEAF_BYTES, min(size, (k + 1) * LEAF_BYTES))
+
+
+def proof_bytes(size: int, leaves: list[int]) -> int:
+    """The length of :func:`leaf_proof`'s answer for an output of ``size`` bytes."""
+    first = 32 * -(-size // LEAF_BYTES)
+    total = 32 * -(-first // LEAF_BYTES)
+    for k in leaves:
+        piece, chunk = _piece(size, k), _piece(first, k // FANOUT)
+        total += (chunk.stop - chunk.start) + (piece.stop - piece.start)
+    return total
+
+
+def leaf_proof(value: torch.Tensor, leaves: list[int]) -> torch.Tensor:
+    """What proves some leaves of an output to its digest without shipping all of it: the second level
+    of the tree, then for each leaf asked for, the first-level leaf holding its hash and its own bytes
+    (1-D uint8 on the host). The asker draws the leaves after the digest was given: a tree that was
+    fixed then either holds the right bytes in them or does not."""
+    data = output_bytes(value)
+    first = level_hashes(data)
+    parts = [level_hashes(first).cpu()]
+    for k in leaves:
+        parts += [first[_piece(first.numel(), k // FANOUT)].cpu(), data[_piece(data.numel(), k)].cpu()]
+    return torch.cat(parts) if parts else torch.empty(0, dtype=torch.uint8)
+
+
+def open_leaf_proof(proof: bytes, seed: int, index: int, size: int, dtype: Any, shape: Any,
+                    leaves: list[int]) -> tuple[list[int], list[bytes]] | str:
+    """Check a :func:`leaf_proof` against the tree it claims (an output of ``size`` bytes, ``dtype`` and
+    ``shape``): every leaf's bytes hash to the hash the first level holds for it, every first-level
+    leaf to its hash in the second level. Returns the digest that second level gives (for the caller
+    to hold against the one committed to) and each leaf's bytes; or, if the proof is inconsistent, why."""
+    if len(proof) != proof_bytes(size, leaves):
+        return f"the proof holds {len(proof)} bytes, not {proof_bytes(size, leaves)}"
+    first = 32 * -(-size // LEAF_BYTES)
+    at = 32 * -(-first // LEAF_BYTES)
+    second, found = proof[:at], []
+    for k in leaves:
+        chunk = _piece(first, k // FANOUT)
+        hashes = proof[at:at + chunk.stop - chunk.start]
+        at += chunk.stop - chunk.start
+        piece = _piece(size, k)
+        leaf = proof[at:at + piece.stop - piece.start]
+        at += piece.stop - piece.start
+        j = k // FANOUT
+        if hashlib.sha256(hashes).digest() != second[32 * j:32 * j + 32]:
+            return f"leaf {k}: its first-level hashes are not the ones the second level holds"
+        slot = 32 * (k % FANOUT)
+        if hashlib.sha256(leaf).digest() != hashes[slot:slot + 32]:
+            return f"leaf {k}: its bytes are not the ones the tree holds"
+        found.append(leaf)
+    return _lanes(hashlib.sha256(_header(seed, index, size, dtype, shape) + second).digest()), found

@@ -38,7 +38,7 @@ _not_attachable()  # first of all: importing torch takes a second, in which the 
 import torch  # noqa: E402
 
 from kernelevo.sandbox import tensor_files, wire  # noqa: E402
-from kernelevo.sandbox.child import autotune, confine, inputs  # noqa: E402
+from kernelevo.sandbox.child import autotune, confine, digest, inputs  # noqa: E402
 from kernelevo.sandbox.child.launches import LaunchRecorder, OpRecorder  # noqa: E402
 from kernelevo.sandbox.child.timed import (  # noqa: E402
     GraphTimedCall,
@@ -242,6 +242,31 @@ class Worker:
         self.kept = None
         return reply
 
+    def ship_leaves(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Leaves of the kept output, with the hashes tying them to its digest (``digest.leaf_proof``):
+        for each output, the leaves the request names, drawn by the session after the call."""
+        if self.kept is None:
+            return {"ok": False, "error": "no output is kept"}
+        outputs, asked = flat_outputs(self.kept), msg.get("leaves")
+        if not isinstance(asked, list) or len(asked) != len(outputs):
+            return {"ok": False, "error": f"leaves asked of {len(asked or [])} outputs; the call returned "
+                    f"{len(outputs)}"}
+        outbox, name, files = Path(self.job["outbox"]), str(msg.get("name", "timed")), []
+        for k, (value, leaves) in enumerate(zip(outputs, asked)):
+            if not isinstance(value, torch.Tensor):
+                return {"ok": False, "error": f"output {k} is a {type(value).__name__}, not a tensor"}
+            count = -(-value.numel() * value.element_size() // digest.LEAF_BYTES)
+            if not all(isinstance(i, int) and 0 <= i < count for i in leaves):
+                return {"ok": False, "error": f"output {k} has {count} leaves; asked for {str(leaves)[:100]}"}
+            self.shipped += 1
+            proof = tensor_files.write_tensor(digest.leaf_proof(value, leaves), outbox,
+                                              f"{name}-{self.shipped}-{k}.proof")
+            files.append({**proof.model_dump(), "dtype": str(value.dtype).removeprefix("torch."),
+                          "shape": list(value.shape), "strides": list(value.stride()), "device": value.device.type,
+                          "type_name": type(value).__name__})
+        self.kept = None
+        return {"ok": True, "outputs": files}
+
     def finish(self, msg: dict[str, Any]) -> dict[str, Any]:
         peak = torch.cuda.max_memory_allocated() if self.job["device"] == "cuda" else None
         return {"ok": True, "new_threads": threading.active_count() - self.threads_before, "peak_bytes": peak,
@@ -280,7 +305,8 @@ def _delta(now: dict[str, int], before: dict[str, int]) -> dict[str, int]:
 
 HANDLERS = {"device": Worker.device, "build": Worker.build, "call": Worker.call, "warmup": Worker.warmup,
             "timed": Worker.timed, "warm": Worker.warm, "paced": Worker.paced,
-            "graph_timed": Worker.graph_timed, "ship": Worker.ship, "finish": Worker.finish}
+            "graph_timed": Worker.graph_timed, "ship": Worker.ship, "ship_leaves": Worker.ship_leaves,
+            "finish": Worker.finish}
 
 
 def serve(channel: wire.Channel) -> None:

@@ -17,9 +17,12 @@ than a few float64 copies of a chunk.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from kernelevo.sandbox.models import OutputStats
+from kernelevo.sandbox.tensor_files import TensorFile
 
 SLACK_FACTOR = 8.0
 """A candidate may exceed ``atol + rtol*|ref|`` by this many times the output's rounding scale. Another
@@ -55,6 +58,20 @@ def _problem_in_kind(got: torch.Tensor, want: torch.Tensor) -> str | None:
     return None
 
 
+def problem_in_description(meta: TensorFile, want: Any) -> str | None:
+    """What is wrong with an output before its bytes are read: its type, device, shape or dtype."""
+    if not isinstance(want, torch.Tensor):
+        return "the reference's output here is not a tensor"
+    if meta.type_name != "Tensor" or meta.device != want.device.type:
+        return f"output is a {meta.type_name} on {meta.device}; a plain torch.Tensor on {want.device.type} is expected"
+    if list(meta.shape) != list(want.shape):
+        return f"output shape {tuple(meta.shape)} != reference {tuple(want.shape)}"
+    need = str(want.dtype).removeprefix("torch.")
+    if meta.dtype != need:
+        return f"output dtype {meta.dtype} != reference {need}"
+    return None
+
+
 def typical_magnitude(want: torch.Tensor) -> float:
     """The mean |value| of an output (0 where it is empty, all zero, or not finite)."""
     if want.numel() == 0:
@@ -75,10 +92,17 @@ def scaled_atol(atol: float, want: torch.Tensor) -> tuple[float, str]:
 
 
 def compare_output(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | None, atol: float,
-                   rtol: float, sensitivity: float = 0.0, scale_atol: bool = False) -> OutputStats:
+                   rtol: float, sensitivity: float = 0.0, scale_atol: bool = False, *,
+                   whole: tuple[torch.Tensor, torch.Tensor | None] | None = None,
+                   positions: torch.Tensor | None = None) -> OutputStats:
     """Does ``got`` match ``want`` (eager's output on the same inputs)? ``exact``: float64, or None;
     ``sensitivity``: how far eager's output moves when its inputs move by one unit in the last place;
-    ``scale_atol``: the atol is the default one, to be read in units of the output's magnitude."""
+    ``scale_atol``: the atol is the default one, to be read in units of the output's magnitude.
+
+    For a sample of an output (1-D values at flat ``positions``), ``whole`` is eager's whole output and
+    its float64 one: the rounding scale and the atol's unit are the whole output's, as a full
+    comparison would have them."""
+    whole_want, whole_exact = whole if whole is not None else (want, exact)
     stats = OutputStats(elements=want.numel())
     stats.problem = _problem_in_kind(got, want)
     if stats.problem or want.numel() == 0:
@@ -88,8 +112,8 @@ def compare_output(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | 
         if wrong:
             stats.problem = f"{wrong} of {want.numel()} values differ (integer output must match exactly)"
         return stats
-    stats.eager_error, stats.sensitivity = largest_difference(want, exact), sensitivity
-    atol, atol_text = scaled_atol(atol, want) if scale_atol else (atol, f"{atol:g}")
+    stats.eager_error, stats.sensitivity = largest_difference(whole_want, whole_exact), sensitivity
+    atol, atol_text = scaled_atol(atol, whole_want) if scale_atol else (atol, f"{atol:g}")
     slack = SLACK_FACTOR * max(stats.eager_error, sensitivity)
     bad = nan = 0
     largest = 0.0
@@ -119,10 +143,12 @@ def compare_output(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | 
     if exact is not None:
         stats.err_candidate, stats.err_eager, stats.magnitude = err_c, err_e, magnitude
     if bad:
-        at = tuple(int(i) for i in torch.unravel_index(torch.tensor(worst[1]), want.shape))
+        place = int(positions[worst[1]]) if positions is not None else worst[1]
+        at = tuple(int(i) for i in torch.unravel_index(torch.tensor(place), whole_want.shape))
         allowed = f"{atol_text} + {rtol:g}*|ref|" + (f" + {slack:.3g} (the output's own rounding scale)"
                                                        if slack else "")
-        stats.problem = (f"{bad} of {want.numel()} values outside |out - ref| <= {allowed}; worst at {at}: "
+        values = "values" if positions is None else "sampled values"
+        stats.problem = (f"{bad} of {want.numel()} {values} outside |out - ref| <= {allowed}; worst at {at}: "
                          f"got {worst[2]:.6g}, expected {worst[3]:.6g}")
         if nan:
             stats.problem += f"; {nan} NaN (unwritten memory is poisoned with NaN)"

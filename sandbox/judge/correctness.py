@@ -51,14 +51,16 @@ class CorrectnessCalls(SessionPart):
                     self.record.precision.add(stats)
 
     def _compare(self, key: str, reply: dict[str, Any], expected: dict[str, Any], phase: str,
-                 digest_seed: int | None = None, zeros: bool = False) -> dict[str, Any]:
+                 digest_seed: int | None = None, zeros: bool = False,
+                 leaves: list[list[int]] | None = None) -> dict[str, Any]:
         """The oracle's comparison (``zeros``: where the outputs pass, say too whether outputs of zeros
-        would have)."""
+        would have; ``leaves``: the reply ships these leaves of each output, not the whole of it)."""
         dtype = next((o["dtype"] for o in expected.get("outputs", [])), self.plan.task.dtype or "float32")
         self.record.exact_note = self.record.exact_note or expected.get("exact_note")
         try:
+            sample = {"op": "compare_leaves", "leaves": leaves} if leaves is not None else {"op": "compare"}
             return self.ask(self.oracle, "oracle", phase,
-                            {"op": "compare", "key": key, "outputs": reply.get("outputs", []),
+                            {**sample, "key": key, "outputs": reply.get("outputs", []),
                              "folder": str(self.plan.worker_outbox), "strict_layout": self.plan.strict_layout,
                              "digest_seed": digest_seed, "zeros": zeros, **self.tolerance(dtype)})
         finally:

@@ -36,25 +36,11 @@ from kernelevo.sandbox.child.timed import (
     warm_host,
     warm_up,
 )
-from kernelevo.sandbox.judge import compare, device_memory, telemetry, workload
+from kernelevo.sandbox.judge import compare, device_memory, sampled, telemetry, workload
 from kernelevo.sandbox.judge.exact import ExactOutcome, ExactReference
 from kernelevo.sandbox.judge.timing import PACE_MEASUREMENTS, stats
 from kernelevo.sandbox.models import OutputStats, ReferenceResult, TimingPolicy
 from kernelevo.tasks.loader import TaskError, import_task_module
-
-
-def _kind_problem(meta: tensor_files.TensorFile, want: Any) -> str | None:
-    """What is wrong with an output before its bytes are read: its type, device, shape or dtype."""
-    if not isinstance(want, torch.Tensor):
-        return "the reference's output here is not a tensor"
-    if meta.type_name != "Tensor" or meta.device != want.device.type:
-        return f"output is a {meta.type_name} on {meta.device}; a plain torch.Tensor on {want.device.type} is expected"
-    if list(meta.shape) != list(want.shape):
-        return f"output shape {tuple(meta.shape)} != reference {tuple(want.shape)}"
-    need = str(want.dtype).removeprefix("torch.")
-    if meta.dtype != need:
-        return f"output dtype {meta.dtype} != reference {need}"
-    return None
 
 
 def _finite(values: list[Any]) -> bool:
@@ -191,6 +177,21 @@ class Oracle:
         _release_cache()
         return reply
 
+    def compare_leaves(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Compare leaves of a large timed output, shipped with the hashes that tie them to the call's
+        digest, with the output expected under ``key`` (``sampled.py``)."""
+        self._forget_inputs(str(msg["key"]))
+        want, exact, sensitivity = self.expected.pop(str(msg["key"]))
+        try:
+            metas = [tensor_files.TensorFile.model_validate(m) for m in msg["outputs"]]
+        except (ValueError, TypeError) as exc:
+            return {"ok": True, "problem": f"the candidate's process described its outputs in a way that cannot be "
+                    f"read: {wire.describe_exception(exc, 300)}", "stats": []}
+        reply = sampled.compare_leaves(msg, metas, want, exact, sensitivity)
+        del want, exact
+        _release_cache()
+        return reply
+
     def _compare(self, msg: dict[str, Any], metas: list[tensor_files.TensorFile], want: list[Any],
                  exact: list[Any] | None, sensitivity: list[float]) -> dict[str, Any]:
         if len(metas) != len(want):
@@ -200,7 +201,7 @@ class Oracle:
         found: list[dict[str, Any]] = []
         digests: list[float] = []
         for k, (meta, w) in enumerate(zip(metas, want)):
-            problem = _kind_problem(meta, w)
+            problem = compare.problem_in_description(meta, w)
             if problem:
                 found.append(OutputStats(problem=problem).model_dump())
                 continue
@@ -433,7 +434,8 @@ def _all_pass(msg: dict[str, Any], outputs: list[Any], want: list[Any], exact: l
         for k, (o, w) in enumerate(zip(outputs, want)))
 
 
-HANDLERS = {"load": Oracle.load, "expect": Oracle.expect, "compare": Oracle.compare, "drop": Oracle.drop,
+HANDLERS = {"load": Oracle.load, "expect": Oracle.expect, "compare": Oracle.compare,
+            "compare_leaves": Oracle.compare_leaves, "drop": Oracle.drop,
             "reset": Oracle.reset,
             "warmup": Oracle.warmup, "warm": Oracle.warm, "paced": Oracle.paced, "memory": Oracle.memory,
             "timed": Oracle.timed, "graph_timed": Oracle.graph_timed,

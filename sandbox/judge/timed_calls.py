@@ -8,9 +8,10 @@ import statistics
 import time
 from typing import Any
 
+from kernelevo.sandbox.child.digest import proof_bytes
 from kernelevo.sandbox.child.timed import call_ms, same_digest
 from kernelevo.sandbox.isolation.protocol import Job
-from kernelevo.sandbox.judge import rules, telemetry
+from kernelevo.sandbox.judge import rules, sampled, telemetry
 from kernelevo.sandbox.judge.plan import SessionPart, Stop, fresh_seed, trace_line
 from kernelevo.sandbox.judge.reported import reported_ms
 from kernelevo.sandbox.judge.timing import PACE_MEASUREMENTS, Block
@@ -163,20 +164,30 @@ class TimedCalls(SessionPart):
 
     def _check_timed(self, seed: int, run: int, digest_seed: int, digest: Any) -> tuple[str | None, int]:
         """A timed call's output, shipped after the call: it must be the output the call committed to
-        (its digest), agree with the reference, and keep the precision the checked calls showed. Returns
-        the problem (None if none) and the reference's output bytes, which the check's cost follows."""
-        reply = self.ask(self.worker, "worker", "shipping a timed output", {"op": "ship", "name": f"timed{run}"})
-        if not reply.get("ok"):
-            return f"timed run {run}: {reply.get('error')}", 0
+        (its digest), agree with the reference, and keep the precision the checked calls showed. A large
+        output ships leaves drawn now, tied to the digest (``sampled.py``), rather than all of it.
+        Returns the problem (None if none) and the bytes the check ships, which its cost follows."""
         key = self.key()
         expected = self.expect("reference outputs for a timed run",
                                {"key": key, "seed": seed, "variant": 0, "exact": True})
-        shipped = sum(nbytes(o["dtype"], o["shape"]) for o in expected.get("outputs", []))
         if not expected.get("finite"):
-            self._delete_outputs(reply)
             self.ask(self.oracle, "oracle", "dropping an expectation", {"op": "drop", "key": key})
-            return None, shipped
-        found = self._compare(key, reply, expected, "comparing a timed output", digest_seed=digest_seed)
+            return None, 0
+        sizes = [nbytes(o["dtype"], o["shape"]) for o in expected.get("outputs", [])]
+        policy, leaves = self.plan.timing, None
+        if sum(sizes) >= policy.sample_from_bytes:
+            leaves = sampled.draw_leaves(self.rng, sizes, policy.sampled_leaves)
+            shipped = sum(proof_bytes(size, asked) for size, asked in zip(sizes, leaves))
+            reply = self.ask(self.worker, "worker", "shipping leaves of a timed output",
+                             {"op": "ship_leaves", "leaves": leaves, "name": f"timed{run}"})
+        else:
+            shipped = sum(sizes)
+            reply = self.ask(self.worker, "worker", "shipping a timed output", {"op": "ship", "name": f"timed{run}"})
+        if not reply.get("ok"):
+            self.ask(self.oracle, "oracle", "dropping an expectation", {"op": "drop", "key": key})
+            return f"timed run {run}: {reply.get('error')}", shipped
+        found = self._compare(key, reply, expected, "comparing a timed output", digest_seed=digest_seed,
+                              leaves=leaves)
         if found["problem"]:
             return f"timed run {run}: {found['problem']}", shipped
         if not same_digest(digest, found.get("digests")):

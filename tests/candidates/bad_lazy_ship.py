@@ -30,7 +30,7 @@ def honest_softmax(x):
 
 
 if worker is not None:
-    original_call, original_ship = worker.HANDLERS["call"], worker.HANDLERS["ship"]
+    original_call = worker.HANDLERS["call"]
 
     def call(self, msg):
         HONEST.append(1)
@@ -39,13 +39,17 @@ if worker is not None:
         finally:
             HONEST.clear()
 
-    def ship(self, msg):
-        if self.kept is not None:  # only now, and only for the calls the judge looks at
-            self.kept = honest_softmax(self.buffers.tensors[0])
-        return original_ship(self, msg)
+    def lazy(original):
+        def ship(self, msg):
+            if self.kept is not None:  # only now, and only for the calls the judge looks at
+                self.kept = honest_softmax(self.buffers.tensors[0])
+            return original(self, msg)
+        return ship
 
     worker.HANDLERS["call"] = call
-    worker.HANDLERS["ship"] = ship
+    for op in ("ship", "ship_leaves"):  # the whole output, or leaves of it with their hashes
+        if op in worker.HANDLERS:
+            worker.HANDLERS[op] = lazy(worker.HANDLERS[op])
 
 
 class ModelNew(nn.Module):

@@ -1,0 +1,102 @@
+"""Checking a large timed output by a sample of its leaves, in the oracle.
+
+A timed call commits to its output with a SHA-256 tree (``child/digest.py``) before anyone says which
+calls are checked. For outputs of gigabytes, shipping and comparing the whole output of each checked
+call costs seconds a check; instead the session draws leaves (4096-byte pieces of the output's bytes)
+after the call, and the candidate's process ships those leaves with the tree's hashes above them.
+The oracle checks that the leaves are the ones the committed tree holds (each hashes to its place,
+and the tree's root under the call's secret seed is the digest the call returned), then compares
+their values with eager's at the same places, with the whole output's tolerance.
+
+What this gives up, and why it is enough: an output wrong in a share ``p`` of its leaves passes one
+check with chance ``(1 - p) ** leaves``. Skipping work shows as wrong leaves in proportion to the
+work skipped, so a candidate that wants to be measured faster than it is must be wrong in a large
+share and is caught on the first check; one wrong in a few leaves gains nothing measurable. Every
+checked call of the correctness phase still compares whole outputs.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kernelevo.sandbox import tensor_files
+from kernelevo.sandbox.child import digest
+from kernelevo.sandbox.judge import compare
+from kernelevo.sandbox.models import OutputStats
+
+
+def leaf_count(size: int) -> int:
+    return -(-size // digest.LEAF_BYTES)
+
+
+def draw_leaves(rng: random.Random, sizes: list[int], count: int) -> list[list[int]]:
+    """For each output of ``sizes`` bytes, ``count`` distinct leaves (all of them if it has fewer), in
+    order; drawn by the trusted side after the call committed to its output."""
+    return [sorted(rng.sample(range(leaf_count(size)), min(count, leaf_count(size)))) for size in sizes]
+
+
+def positions(leaves: list[int], numel: int, element_bytes: int) -> torch.Tensor:
+    """The flat element indices the leaves hold, in order (a leaf holds whole elements: every element
+    size divides the leaf's)."""
+    per_leaf = digest.LEAF_BYTES // element_bytes
+    return torch.cat([torch.arange(k * per_leaf, min(numel, (k + 1) * per_leaf)) for k in leaves]) if leaves \
+        else torch.empty(0, dtype=torch.long)
+
+
+def at(tensor: torch.Tensor | None, flat: torch.Tensor) -> torch.Tensor | None:
+    """``tensor``'s values at logical flat indices ``flat``, without a contiguous copy of the whole."""
+    if tensor is None:
+        return None
+    index = torch.unravel_index(flat.to(tensor.device), tensor.shape) if tensor.dim() else ()
+    return tensor[index] if tensor.dim() else tensor.reshape(1).expand(flat.numel())
+
+
+def compare_leaves(msg: dict[str, Any], metas: list[tensor_files.TensorFile], want: list[Any],
+                   exact: list[Any] | None, sensitivity: list[float]) -> dict[str, Any]:
+    """The oracle's answer to ``compare_leaves``: each output's proof opened (``digest.open_leaf_proof``),
+    its leaves compared with eager's values at the same places; ``digests``: the roots the proofs give,
+    which the session holds against the digests the call returned."""
+    leaves = msg["leaves"]
+    if len(metas) != len(want) or len(leaves) != len(want):
+        return {"ok": True, "problem": f"returned {len(metas)} outputs, the reference returns {len(want)}", "stats": []}
+    found: list[dict[str, Any]] = []
+    digests: list[list[int]] = []
+    for k, (meta, w) in enumerate(zip(metas, want)):
+        problem = compare.problem_in_description(meta, w)
+        if problem:
+            found.append(OutputStats(problem=problem).model_dump())
+            continue
+        size = w.numel() * w.element_size()
+        asked = [int(i) for i in leaves[k]]
+        expected = digest.proof_bytes(size, asked)
+        try:
+            proof = tensor_files.read_tensor(tensor_files.TensorFile(file=meta.file, dtype="uint8", shape=[expected]),
+                                             Path(msg["folder"]), "cpu", expected)
+        except (OSError, ValueError) as exc:
+            found.append(OutputStats(problem=f"the output's leaves could not be read: {exc}").model_dump())
+            continue
+        opened = digest.open_leaf_proof(proof.numpy().tobytes(), int(msg["digest_seed"]), k, size, w.dtype,
+                                        w.shape, asked)
+        if isinstance(opened, str):
+            found.append(OutputStats(problem=f"the leaves shipped are not the output the call committed to "
+                                             f"({opened})").model_dump())
+            continue
+        root, pieces = opened
+        digests.append(root)
+        flat = positions(asked, w.numel(), w.element_size())
+        raw = torch.frombuffer(bytearray(b"".join(pieces)), dtype=torch.uint8) if pieces \
+            else torch.empty(0, dtype=torch.uint8)
+        got = raw.view(w.dtype).to(w.device)
+        x = exact[k] if exact is not None else None
+        stats = compare.compare_output(got, at(w, flat), at(x, flat), float(msg["atol"]), float(msg["rtol"]),
+                                       sensitivity[k], bool(msg.get("scale_atol")), whole=(w, x), positions=flat)
+        if stats.problem is None and msg.get("strict_layout"):
+            stats.problem = compare.layout_problem(meta.strides, w)
+        found.append(stats.model_dump())
+    problems = [f"output {k}: {s['problem']}" if len(found) > 1 else s["problem"]
+                for k, s in enumerate(found) if s["problem"]]
+    return {"ok": True, "problem": problems[0] if problems else None, "stats": found, "digests": digests}

@@ -1,0 +1,102 @@
+"""Large timed outputs are checked by leaves drawn after the call and tied to its digest
+(``sandbox/judge/sampled.py``): the proof opens only for the bytes the call committed to, the leaves'
+values are compared at their own places with the whole output's tolerance, and candidates that skip
+work in timed calls are still rejected when every timed check is a sample."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import _timing, candidate
+from kernelevo.sandbox import tensor_files
+from kernelevo.sandbox.child import digest
+from kernelevo.sandbox.judge import sampled
+from kernelevo.tasks import load_task
+
+
+def _proof(value: torch.Tensor, leaves: list[int]) -> bytes:
+    return digest.leaf_proof(value, leaves).numpy().tobytes()
+
+
+@pytest.mark.parametrize("size", [1, 4096, 4096 * 128 + 17, 4096 * 128 * 129 + 5])
+def test_a_leaf_proof_opens_to_the_digest_and_the_leaves(size: int) -> None:
+    data = torch.randint(0, 256, (size,), dtype=torch.uint8, generator=torch.Generator().manual_seed(size))
+    leaves = sampled.draw_leaves(random.Random(size), [size], 5)[0]
+    opened = digest.open_leaf_proof(_proof(data, leaves), 9, 0, size, data.dtype, data.shape, leaves)
+    assert not isinstance(opened, str), opened
+    root, pieces = opened
+    assert root == digest.tensor_digest(data, 9, 0)
+    assert pieces == [data[k * 4096:(k + 1) * 4096].numpy().tobytes() for k in leaves]
+
+
+def test_a_leaf_proof_does_not_open_for_other_bytes() -> None:
+    data = torch.randint(0, 256, (4096 * 300,), dtype=torch.uint8, generator=torch.Generator().manual_seed(1))
+    leaves = [3, 150, 299]
+    proof = _proof(data, leaves)
+    for where in (0, 200, len(proof) - 1):  # the second level, a first-level leaf, a leaf's bytes
+        changed = bytearray(proof)
+        changed[where] ^= 1
+        opened = digest.open_leaf_proof(bytes(changed), 9, 0, data.numel(), data.dtype, data.shape, leaves)
+        # an inconsistent proof says so; one changed only in the second level opens to another digest
+        assert isinstance(opened, str) or opened[0] != digest.tensor_digest(data, 9, 0)
+    other = _proof(data, [4, 150, 299])  # the leaves of another draw
+    assert isinstance(digest.open_leaf_proof(other, 9, 0, data.numel(), data.dtype, data.shape, leaves), str)
+    assert isinstance(digest.open_leaf_proof(proof[:-1], 9, 0, data.numel(), data.dtype, data.shape, leaves), str)
+
+
+def _compare(tmp_path: Path, got: torch.Tensor, want: torch.Tensor, leaves: list[int]) -> dict:
+    meta = tensor_files.write_tensor(digest.leaf_proof(got, leaves), tmp_path, "out.proof").model_dump()
+    meta.update(dtype=str(got.dtype).removeprefix("torch."), shape=list(got.shape), strides=list(got.stride()),
+                type_name="Tensor")
+    message = {"leaves": [leaves], "folder": str(tmp_path), "digest_seed": 5, "atol": 1e-5, "rtol": 1e-5}
+    return sampled.compare_leaves(message, [tensor_files.TensorFile.model_validate(meta)], [want],
+                                  [want.double()], [0.0])
+
+
+def test_sampled_leaves_are_compared_at_their_own_places(tmp_path: Path) -> None:
+    want = torch.randn(64, 3000)  # 768000 bytes: 188 leaves of 1024 values
+    got = want.clone()
+    got[40, 2001] += 1.0  # flat index 122001: leaf 119
+    found = _compare(tmp_path, got, want, [0, 119, 187])
+    assert found["problem"] and "1 of" in found["problem"] and "sampled values" in found["problem"], found
+    assert "worst at (40, 2001)" in found["problem"]
+    assert found["digests"] == [digest.tensor_digest(got, 5, 0)]
+    clean = _compare(tmp_path, got, want, [0, 118, 187])  # a draw that misses the wrong leaf
+    assert clean["problem"] is None
+    assert clean["stats"][0]["err_candidate"] == 0.0 and clean["stats"][0]["magnitude"] > 0
+
+
+def test_a_sample_of_another_shape_is_refused_before_reading(tmp_path: Path) -> None:
+    want = torch.randn(64, 3000)
+    found = _compare(tmp_path, want.reshape(3000, 64), want, [1])
+    assert "output shape (3000, 64) != reference (64, 3000)" in found["problem"]
+
+
+def _every_check_sampled() -> object:
+    return _timing().model_copy(update={"sample_from_bytes": 0, "sampled_leaves": 8})
+
+
+@pytest.mark.parametrize(("name", "words"), [
+    ("bad_lazy_ship", "digest differs"),
+    ("bad_half_work_when_unchecked", "sampled values outside"),
+    ("bad_fp16_when_unchecked", "lower precision|sampled values outside"),
+])
+def test_timed_calls_that_skip_work_are_rejected_by_sampled_checks(make_evaluator, name: str, words: str) -> None:
+    evaluator = make_evaluator(timing=_every_check_sampled())
+    verdict = evaluator.run_in_sandbox(load_task("softmax", "small"), candidate(name), [])
+    failed = [c for c in verdict.checks if not c.passed]
+    assert not verdict.correct and failed[0].name.startswith("timed runs correct"), [(c.name, c.detail)
+                                                                                     for c in failed]
+    assert any(w in verdict.reason for w in words.split("|")), verdict.reason
+
+
+def test_an_honest_candidate_passes_sampled_checks(make_evaluator) -> None:
+    evaluator = make_evaluator(timing=_every_check_sampled())
+    verdict, code = evaluator.evaluate(load_task("softmax", "small"), candidate("ok_softmax_two_kernels"))
+    assert verdict.correct and code == 0, verdict.reason
+    timed = next(c for c in verdict.checks if c.name == "timed runs correct")
+    assert timed.passed, timed.detail
