@@ -192,6 +192,11 @@ CASES = [
      "output_padding=1, groups=2)", "        return torch.tanh(self.conv(x)) + 1.0", "torch.randn(2, 4, 5, 6)", ""),
     ("convtranspose1d-dilated-bf16", "        self.conv = nn.ConvTranspose1d(3, 5, 4, stride=3, padding=2, dilation=2, "
      "bias=False)", "        return self.conv(x) * 0.5", "torch.randn(2, 3, 9)", "DTYPE = torch.bfloat16"),
+    ("convtranspose3d-phases-asymmetric", "        self.conv = nn.ConvTranspose3d(3, 4, (3, 4, 2), stride=(2, 3, 1), "
+     "padding=(1, 0, 1), output_padding=(1, 2, 0))", "        return F.silu(self.conv(x))", "torch.randn(2, 3, 3, 4, 5)",
+     ""),
+    ("convtranspose1d-kernel-below-stride", "        self.conv = nn.ConvTranspose1d(4, 3, 2, stride=3, padding=1, "
+     "output_padding=2)", "        return self.conv(x) + 0.25", "torch.randn(2, 4, 7)", ""),
     ("sequence-conv-pool", "        self.conv = nn.Conv2d(3, 8, 3, padding=1)",
      "        return torch.relu(F.max_pool2d(self.conv(x) * 2.0, 2))", "torch.randn(2, 3, 8, 10)", ""),
     ("sequence-mean-softmax-bf16", "        pass", "        return torch.softmax(x.mean(dim=1), dim=-1)",
@@ -351,7 +356,7 @@ SLOW_CASES = {"flat-gelu-tanh", "cross-entropy-sum", "per-sample-and-channel-inp
               "dim-softmax-module-bf16", "mean-then-scale", "layernorm-by-hand", "row-value-reduced-again-plus-copy",
               "matmul-inputs-triu-bf16", "linear-logsumexp-tail", "split-global-norm-then-divide",
               "sequence-mean-softmax-bf16", "batchnorm-eval-bf16", "groupnorm-tanh-bf16", "maxpool2d-dilated-relu-bf16",
-              "convtranspose2d-strided-grouped", "span-standardised-over-two-dims", "span-log-softmax-dim0-plus-one",
+              "convtranspose2d-strided-grouped", "convtranspose1d-kernel-below-stride", "span-standardised-over-two-dims", "span-log-softmax-dim0-plus-one",
               "cosine-similarity-module-dim0", "span-linear-then-softmax-dim0", "row-max-plus-column-parameter",
               "broadcast-then-row-softmax-fp16", "span-softmax-channels-then-sub-bf16"}
 """Cases the default run leaves to ``make test-all``: each has a sibling of the same family that runs."""

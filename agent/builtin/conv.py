@@ -24,7 +24,7 @@ import torch
 import torch.fx
 import torch.nn as nn
 
-from kernelevo.agent.builtin import codegen, expressions
+from kernelevo.agent.builtin import codegen, conv_transposed, expressions
 from kernelevo.agent.builtin.lower import lower
 from kernelevo.agent.builtin.program import CannotCover, Node, Program
 
@@ -335,6 +335,8 @@ def kernel(conv: Conv, strategy: str, precision: str | None) -> str:
     if strategy == "direct":
         return DIRECT.format(params=params, finish=finish)
     precision_arg = f", input_precision={expressions.dot_name(precision)}" if precision else ""
+    if conv_transposed.phased(conv.transposed, conv.stride, conv.dilation):
+        return conv_transposed.PHASED_GEMM.format(params=params, precision=precision_arg, finish=finish)
     return IMPLICIT_GEMM.format(params=params, precision=precision_arg, finish=finish)
 
 
@@ -401,7 +403,8 @@ def forward(conv: Conv, strategy: str, params: dict[str, Any]) -> str:
                  f"        {constants},",
                  f"        BLOCK_M={params['BLOCK_M']}, num_warps={params['num_warps']})"]
     else:
-        grid = (f"(triton.cdiv({x}.shape[0] * od * oh * ow, {params['BLOCK_M']}), "
+        grid = (conv_transposed.grid(x, params) if conv_transposed.phased(conv.transposed, conv.stride, conv.dilation)
+                else f"(triton.cdiv({x}.shape[0] * od * oh * ow, {params['BLOCK_M']}), "
                 f"triton.cdiv(k_out // groups, {params['BLOCK_N']}), groups)")
         body += [f"    conv_kernel[{grid}](",
                  f"        {x}, weight, {bias}, {extra}out, {sizes},",

@@ -1,0 +1,98 @@
+"""A transposed convolution (``nn.ConvTranspose1d/2d/3d`` with stride and no dilation) as implicit
+GEMMs by output phase.
+
+Output pixel ``o`` of a transposed convolution sums tap ``t`` of the weights against input
+``(o + pad - t) / stride`` only where that divides exactly. Seen from one output pixel, a stride of 2
+leaves half the taps of each dim with no input: an implicit GEMM over every tap multiplies zeros in
+3 of 4 steps in 2-D, 7 of 8 in 3-D. Split the outputs by phase instead (``o mod stride`` in each dim):
+all outputs of one phase use the same taps (``t ≡ (phase + pad) mod stride``), every ``stride``-th
+one, and read input ``(o + pad - t0) / stride - j`` for the ``j``-th of them. Each program computes
+BLOCK_M output pixels of one phase x BLOCK_N output channels of one group, summing over input
+channels x that phase's taps only: the tensor cores see no structural zeros, and each input value is
+read about once per phase from L2. The bias and epilogue are the convolution's (``conv.FINISH``).
+"""
+
+from __future__ import annotations
+
+PHASED_GEMM = '''@triton.jit
+def conv_kernel(x_ptr, w_ptr, b_ptr, {params}out_ptr, BATCH, C_IN, D, H, W, OD, OH, OW, K_OUT,
+                CG: tl.constexpr, KG: tl.constexpr, KT: tl.constexpr, KR: tl.constexpr, KS: tl.constexpr,
+                ST: tl.constexpr, SR: tl.constexpr, SS: tl.constexpr, PT: tl.constexpr, PR: tl.constexpr,
+                PS: tl.constexpr, DT: tl.constexpr, DR: tl.constexpr, DS: tl.constexpr,
+                HAS_BIAS: tl.constexpr, TRANSPOSED: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                BLOCK_K: tl.constexpr, WIDEN: tl.constexpr):
+    # Program (m, n, group * phases + phase): BLOCK_M output pixels of one phase (each output index
+    # mod the stride, per dim) x BLOCK_N output channels of one group. The GEMM's K is (input
+    # channel, the phase's taps): every ST-th, SR-th, SS-th tap from the first that lands on an input.
+    PHASES: tl.constexpr = ST * SR * SS
+    KTP: tl.constexpr = (KT + ST - 1) // ST
+    KRP: tl.constexpr = (KR + SR - 1) // SR
+    KSP: tl.constexpr = (KS + SS - 1) // SS
+    KTOT: tl.constexpr = CG * KTP * KRP * KSP
+    group = tl.program_id(2) // PHASES
+    phase = tl.program_id(2) % PHASES
+    pd = phase // (SR * SS)
+    ph = (phase // SS) % SR
+    pw = phase % SS
+    odp = tl.cdiv(OD, ST)
+    ohp = tl.cdiv(OH, SR)
+    owp = tl.cdiv(OW, SS)
+    per_image = odp * ohp * owp
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    n = rows // per_image
+    q = rows % per_image
+    od = pd + ST * (q // (ohp * owp))
+    oh = ph + SR * ((q // owp) % ohp)
+    ow = pw + SS * (q % owp)
+    row_ok = (n < BATCH) & (od < OD) & (oh < OH) & (ow < OW)
+    pixels = OD * OH * OW
+    pix = (od * OH + oh) * OW + ow
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    col_ok = cols < KG
+    kout = group * KG + cols
+    # the phase's first tap per dim, and the input index it reads (exact: o + pad - t0 divides)
+    t0 = (pd + PT) % ST
+    r0 = (ph + PR) % SR
+    s0 = (pw + PS) % SS
+    d0 = (od + PT - t0) // ST
+    h0 = (oh + PR - r0) // SR
+    w0 = (ow + PS - s0) // SS
+    x_base = n.to(tl.int64) * C_IN * D * H * W + group * CG * D * H * W
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, KTOT, BLOCK_K):
+        ks = k0 + tl.arange(0, BLOCK_K)
+        k_ok = ks < KTOT
+        j_s = ks % KSP
+        j_r = (ks // KSP) % KRP
+        j_t = (ks // (KSP * KRP)) % KTP
+        c = ks // (KSP * KRP * KTP)
+        t = t0 + ST * j_t
+        r = r0 + SR * j_r
+        s = s0 + SS * j_s
+        tap_ok = k_ok & (t < KT) & (r < KR) & (s < KS)
+        di = d0[:, None] - j_t[None, :]
+        hi = h0[:, None] - j_r[None, :]
+        wi = w0[:, None] - j_s[None, :]
+        inside = (di >= 0) & (di < D) & (hi >= 0) & (hi < H) & (wi >= 0) & (wi < W)
+        ok = row_ok[:, None] & tap_ok[None, :] & inside
+        a = tl.load(x_ptr + x_base[:, None] + ((c[None, :] * D + di) * H + hi) * W + wi, mask=ok, other=0.0)
+        # the weights are [in, out per group, taps]
+        w_offsets = ((group * CG + c)[:, None] * KG + cols[None, :]) * (KT * KR * KS) + ((t * KR + r) * KS + s)[:, None]
+        b = tl.load(w_ptr + w_offsets, mask=tap_ok[:, None] & col_ok[None, :], other=0.0)
+        if WIDEN:
+            a = a.to(tl.float32)
+            b = b.to(tl.float32)
+        acc = tl.dot(a, b, acc{precision})
+{finish}'''
+
+
+def phased(transposed: bool, stride: tuple[int, int, int], dilation: tuple[int, int, int]) -> bool:
+    """Does the phase split apply: a transposed convolution with a stride, without dilation (with
+    one, a phase's taps are no longer every stride-th)."""
+    return transposed and dilation == (1, 1, 1) and stride != (1, 1, 1)
+
+
+def grid(x: str, params: dict) -> str:
+    """The launch grid: row tiles of the largest phase, channel tiles, groups x phases."""
+    return (f"(triton.cdiv({x}.shape[0] * triton.cdiv(od, st) * triton.cdiv(oh, sr) * triton.cdiv(ow, ss), "
+            f"{params['BLOCK_M']}), triton.cdiv(k_out // groups, {params['BLOCK_N']}), groups * st * sr * ss)")
