@@ -35,11 +35,14 @@ class TimingPolicy(BaseModel):
     """Each timed call's output is shipped and checked by the oracle with chance ``spot_checks`` in
     ``min_runs``, drawn after the call and apart from every other draw (so the candidate cannot know in
     advance); a block goes on until it has at least this many checks."""
-    sample_from_bytes: int = 64 << 20
+    sample_from_bytes: int = Field(default=64 << 20, ge=0)
     """A checked timed call whose reference output is at least this large ships ``sampled_leaves``
     leaves of each output, drawn after the call and tied to its digest, instead of the whole output
     (``judge/sampled.py``): at gigabytes a whole output costs seconds a check."""
-    sampled_leaves: int = 128
+    sampled_leaves: int = Field(default=128, ge=1)
+    whole_share: float = Field(default=0.25, ge=0.0, le=1.0)
+    """The share of checks above ``sample_from_bytes`` that still ship whole outputs (drawn after the
+    call); a block whose checks were all samples ends with one call checked whole."""
 
 
 class OutputStats(BaseModel):

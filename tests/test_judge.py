@@ -18,7 +18,7 @@ from kernelevo.sandbox.judge.ceilings import speed_of_light_ms
 from kernelevo.sandbox.judge.record import Record
 from kernelevo.sandbox.judge.session import Plan, Session, Stop
 from kernelevo.sandbox.judge.telemetry import decode_throttle_reasons, gpu_memory_of, snapshot
-from kernelevo.sandbox.judge.timed_calls import TimedCalls
+from kernelevo.sandbox.judge.timed_calls import CHECK_MS_PER_GB, TimedCalls
 from kernelevo.sandbox.judge.timing import Block
 from kernelevo.sandbox.judge.verdict import INTERPRETER, judge, process_failure
 from kernelevo.sandbox.models import Ceilings, Check, Isolation, JobOutcome, ReferenceResult, TimingPolicy, TimingStats
@@ -872,9 +872,12 @@ class _ScriptedBlock(TimedCalls):
             return {"ok": True, "gpu_ms": 0.5, "lag_ms": 0.0, "host_ms": 0.01, "digest": 1}
         return {"ok": True}
 
-    def _check_timed(self, seed, run, digest_seed, digest):  # noqa: ANN001, ANN202
+    kind = "whole"
+
+    def _check_timed(self, seed, run, digest_seed, digest, whole=False):  # noqa: ANN001, ANN202
         self.checked_runs.append(run)
-        return None, self.output_bytes
+        self.forced = getattr(self, "forced", []) + [run] * whole
+        return None, CHECK_MS_PER_GB * self.output_bytes / 1e9, "whole" if whole else self.kind
 
     def _pace(self, job, who, phase, block) -> None:  # noqa: ANN001
         pass
@@ -890,6 +893,17 @@ def test_a_blocks_checks_count_against_its_budget_so_costly_checks_stop_it_at_it
     block, (checked, _) = costly._timed_block(None, "worker", "timed block 1")
     # two checks of 2 GB outspend the 50 ms budget: the block ends once it has its least calls and its checks
     assert checked >= 2 and len(block.times_ms) == max(6, costly.checked_runs[1] + 1)
+
+
+def test_a_block_whose_checks_were_all_samples_ends_with_one_call_checked_whole() -> None:
+    sampled = _ScriptedBlock(output_bytes=4 << 20)
+    sampled.kind = "sampled"
+    block, (checked, _) = sampled._timed_block(None, "worker", "timed block 1")
+    # the extra call is the block's last, and the only check asked to be whole
+    assert sampled.forced == [len(block.times_ms) - 1] and sampled.checked_runs[-1] == sampled.forced[0]
+    whole = _ScriptedBlock(output_bytes=4 << 20)
+    whole._timed_block(None, "worker", "timed block 1")
+    assert whole.forced == []  # a block that had a whole check owes none
 
 
 def test_the_checks_so_far_say_nothing_of_whether_the_next_call_is_checked() -> None:

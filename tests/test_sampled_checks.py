@@ -77,7 +77,29 @@ def test_a_sample_of_another_shape_is_refused_before_reading(tmp_path: Path) -> 
 
 
 def _every_check_sampled() -> object:
-    return _timing().model_copy(update={"sample_from_bytes": 0, "sampled_leaves": 8})
+    return _timing().model_copy(update={"sample_from_bytes": 0, "sampled_leaves": 8, "whole_share": 0.0})
+
+
+def test_a_share_of_large_checks_ships_whole_outputs() -> None:
+    policy = _timing().model_copy(update={"sample_from_bytes": 1000, "sampled_leaves": 4, "whole_share": 0.25})
+    rng = random.Random(3)
+    draws = [sampled.draw_if_sampled(rng, [5000, 9000], policy) for _ in range(2000)]
+    whole = sum(d is None for d in draws)
+    assert 400 < whole < 600  # a quarter, drawn apart from the leaves
+    assert all(len(d) == 2 and len(d[0]) == 2 and len(d[1]) == 3 for d in draws if d is not None)
+    assert sampled.draw_if_sampled(rng, [999], policy) is None  # below the size: always whole
+
+
+def test_work_skipped_in_few_leaves_meets_the_blocks_whole_check(make_evaluator) -> None:
+    """Every timed check a sample of 8 leaves of 1025, which misses the one wrong leaf nearly always;
+    the block then ends with one more call checked whole, and that finds the row sums left undone."""
+    evaluator = make_evaluator(timing=_every_check_sampled())
+    task = load_task(str(Path(__file__).parent / "fixtures" / "tasks" / "costly_tail.py"), "small")
+    verdict = evaluator.run_in_sandbox(task, candidate("bad_skips_the_costly_leaf"), [])
+    failed = [c for c in verdict.checks if not c.passed]
+    assert not verdict.correct and failed[0].name.startswith("timed runs correct"), [(c.name, c.detail)
+                                                                                     for c in failed]
+    assert "values outside" in verdict.reason, verdict.reason
 
 
 @pytest.mark.parametrize(("name", "words"), [

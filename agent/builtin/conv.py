@@ -329,13 +329,17 @@ FINISH = '''    if HAS_BIAS:
 '''
 
 
+def _phased(conv: Conv) -> bool:
+    return conv_transposed.phased(conv.transposed, conv.stride, conv.dilation, conv.groups)
+
+
 def kernel(conv: Conv, strategy: str, precision: str | None) -> str:
     params, lines, result = epilogue_lines(conv.epilogue, conv.out_dtype)
     finish = FINISH.format(epilogue="\n".join("    " + line for line in lines) or "    pass", result=result)
     if strategy == "direct":
         return DIRECT.format(params=params, finish=finish)
     precision_arg = f", input_precision={expressions.dot_name(precision)}" if precision else ""
-    if conv_transposed.phased(conv.transposed, conv.stride, conv.dilation):
+    if _phased(conv):
         return conv_transposed.PHASED_GEMM.format(params=params, precision=precision_arg, finish=finish)
     return IMPLICIT_GEMM.format(params=params, precision=precision_arg, finish=finish)
 
@@ -403,7 +407,7 @@ def forward(conv: Conv, strategy: str, params: dict[str, Any]) -> str:
                  f"        {constants},",
                  f"        BLOCK_M={params['BLOCK_M']}, num_warps={params['num_warps']})"]
     else:
-        grid = (conv_transposed.grid(x, params) if conv_transposed.phased(conv.transposed, conv.stride, conv.dilation)
+        grid = (conv_transposed.grid(x, params) if _phased(conv)
                 else f"(triton.cdiv({x}.shape[0] * od * oh * ow, {params['BLOCK_M']}), "
                 f"triton.cdiv(k_out // groups, {params['BLOCK_N']}), groups)")
         body += [f"    conv_kernel[{grid}](",
@@ -433,7 +437,8 @@ def seeds(conv: Conv, dtype: str) -> list[tuple[str, dict[str, Any], str]]:
                         f"seed: {block} output pixels per program, taps unrolled"))
     precision = {"precision": "bf16x6"} if dtype == "float32" else {}
     block_n = max(16, min(128, 1 << max(conv.per_group_out - 1, 0).bit_length()))
-    block_k = 32 if conv.per_group_in * conv.taps >= 32 else 16
+    taps = conv_transposed.phase_taps(conv.kernel, conv.stride) if _phased(conv) else conv.taps
+    block_k = 32 if conv.per_group_in * taps >= 32 else 16
     for bm, warps, stages in ((128, 4, 3), (64, 4, 3), (256, 8, 3)):
         out.append(("implicit_gemm", {"BLOCK_M": bm, "BLOCK_N": block_n, "BLOCK_K": block_k, "num_warps": warps,
                                       "num_stages": stages, **precision},

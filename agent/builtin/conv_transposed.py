@@ -86,10 +86,20 @@ def conv_kernel(x_ptr, w_ptr, b_ptr, {params}out_ptr, BATCH, C_IN, D, H, W, OD, 
 {finish}'''
 
 
-def phased(transposed: bool, stride: tuple[int, int, int], dilation: tuple[int, int, int]) -> bool:
+GRID_Z = 65535
+"""CUDA's limit on a launch grid's third dimension, which holds groups x phases."""
+
+
+def phased(transposed: bool, stride: tuple[int, int, int], dilation: tuple[int, int, int], groups: int) -> bool:
     """Does the phase split apply: a transposed convolution with a stride, without dilation (with
-    one, a phase's taps are no longer every stride-th)."""
-    return transposed and dilation == (1, 1, 1) and stride != (1, 1, 1)
+    one, a phase's taps are no longer every stride-th), whose groups x phases fit a grid."""
+    phases = stride[0] * stride[1] * stride[2]
+    return transposed and dilation == (1, 1, 1) and phases > 1 and groups * phases <= GRID_Z
+
+
+def phase_taps(kernel: tuple[int, int, int], stride: tuple[int, int, int]) -> int:
+    """Taps one phase visits (some of them past the kernel's edge in phases that start late)."""
+    return -(-kernel[0] // stride[0]) * -(-kernel[1] // stride[1]) * -(-kernel[2] // stride[2])
 
 
 def grid(x: str, params: dict) -> str:

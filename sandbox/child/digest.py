@@ -40,8 +40,10 @@ HEADER = b"kernelevo output digest, SHA-256 tree, 4096-byte leaves\0"
 
 
 def output_bytes(value: torch.Tensor) -> torch.Tensor:
-    """The tensor's elements, contiguous in logical order, as a 1-D uint8 tensor on its device."""
-    return value.detach().reshape(-1).contiguous().view(torch.uint8)
+    """The tensor's elements, contiguous in logical order, as a 1-D uint8 tensor on its device (a bool
+    as 0 or 1, whatever byte holds it: as a tensor file carries it)."""
+    flat = value.detach().reshape(-1)
+    return flat.to(torch.uint8) if flat.dtype == torch.bool else flat.contiguous().view(torch.uint8)
 
 
 def host_leaves(data: torch.Tensor) -> bytes:

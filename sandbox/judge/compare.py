@@ -110,7 +110,8 @@ def compare_output(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | 
     if not want.is_floating_point():
         wrong = sum(int((g != w).sum()) for g, w in _chunks(got, want))
         if wrong:
-            stats.problem = f"{wrong} of {want.numel()} values differ (integer output must match exactly)"
+            values = "values" if positions is None else "sampled values"
+            stats.problem = f"{wrong} of {want.numel()} {values} differ (integer output must match exactly)"
         return stats
     stats.eager_error, stats.sensitivity = largest_difference(whole_want, whole_exact), sensitivity
     atol, atol_text = scaled_atol(atol, whole_want) if scale_atol else (atol, f"{atol:g}")

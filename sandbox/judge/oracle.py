@@ -125,8 +125,10 @@ class Oracle:
         self.expected[str(msg["key"])] = (want, exact.outputs, sensitivity)
         reply: dict[str, Any] = {"ok": True, "finite": True, "exact": exact.outputs is not None,
                                  "exact_note": exact.note,
-                                 "outputs": [{"dtype": str(w.dtype).removeprefix("torch."), "shape": list(w.shape)}
-                                             for w in want if isinstance(w, torch.Tensor)]}
+                                 "outputs": [{"dtype": str(w.dtype).removeprefix("torch."), "shape": list(w.shape),
+                                              "bytes": w.numel() * w.element_size()}
+                                             for w in want if isinstance(w, torch.Tensor)],
+                                 "count": len(want)}
         if msg.get("fingerprint"):  # the same bits on every set: the reference ignores its inputs
             reply["fingerprint"] = output_digest(want, 0)
         if msg.get("write_inputs"):

@@ -8,11 +8,18 @@ The oracle checks that the leaves are the ones the committed tree holds (each ha
 and the tree's root under the call's secret seed is the digest the call returned), then compares
 their values with eager's at the same places, with the whole output's tolerance.
 
-What this gives up, and why it is enough: an output wrong in a share ``p`` of its leaves passes one
-check with chance ``(1 - p) ** leaves``. Skipping work shows as wrong leaves in proportion to the
-work skipped, so a candidate that wants to be measured faster than it is must be wrong in a large
-share and is caught on the first check; one wrong in a few leaves gains nothing measurable. Every
-checked call of the correctness phase still compares whole outputs.
+What a sample bounds is the share of wrong bytes: an output wrong in a share ``p`` of its leaves
+passes one check with chance ``(1 - p) ** leaves``. Where the work is spread over the output, as in
+most kernels, skipping work shows as wrong leaves in proportion and is caught on the first check. But
+work need not be spread evenly: one output may join a large cheap part and a small costly one, and a
+candidate could skip the costly part, wrong in one leaf of thousands. So a share of the checks
+(``whole_share``, drawn after the call like the check itself) ships whole outputs, and a block whose
+checks were all samples ends with one more call checked whole: a candidate that skips work in every
+timed call meets a whole check in every block. One that is honest until it has seen a whole check and
+then skips work in the block's later calls meets each later check whole with chance ``whole_share``;
+on a GPU the forensic pass stands behind that (its calls compare whole outputs, and a median timed
+call much shorter than the candidate's own kernels under ncu rejects). Every checked call of the
+correctness phase still compares whole outputs.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ import torch
 from kernelevo.sandbox import tensor_files
 from kernelevo.sandbox.child import digest
 from kernelevo.sandbox.judge import compare
-from kernelevo.sandbox.models import OutputStats
+from kernelevo.sandbox.models import OutputStats, TimingPolicy
 
 
 def leaf_count(size: int) -> int:
@@ -37,6 +44,14 @@ def draw_leaves(rng: random.Random, sizes: list[int], count: int) -> list[list[i
     """For each output of ``sizes`` bytes, ``count`` distinct leaves (all of them if it has fewer), in
     order; drawn by the trusted side after the call committed to its output."""
     return [sorted(rng.sample(range(leaf_count(size)), min(count, leaf_count(size)))) for size in sizes]
+
+
+def draw_if_sampled(rng: random.Random, sizes: list[int], policy: TimingPolicy) -> list[list[int]] | None:
+    """The leaves a timed check ships, or None where it ships whole outputs: below the policy's size, and
+    for a share of the checks above it, drawn apart from everything else."""
+    if sum(sizes) < policy.sample_from_bytes or rng.random() < policy.whole_share:
+        return None
+    return draw_leaves(rng, sizes, policy.sampled_leaves)
 
 
 def positions(leaves: list[int], numel: int, element_bytes: int) -> torch.Tensor:

@@ -13,7 +13,6 @@ clock runs around every call; ``timing.py`` holds the candidate's reported times
 from __future__ import annotations
 
 import random
-import secrets
 import time
 from contextlib import nullcontext
 from pathlib import Path
@@ -58,7 +57,7 @@ class Session(CorrectnessCalls, TimedCalls):
     def __init__(self, plan: Plan, oracle: Job, worker: Job, device_lock: Path | None) -> None:
         self.plan, self.oracle, self.worker, self.device_lock = plan, oracle, worker, device_lock
         self.record = Record(device=plan.device)
-        self.rng = random.Random(secrets.randbits(64))
+        self.rng = random.SystemRandom()  # what it draws the candidate may see: no state to rebuild
         self._keys = 0
         self._worker_broke = False
         self._held: Any = None

@@ -8,20 +8,21 @@ import statistics
 import time
 from typing import Any
 
-from kernelevo.sandbox.child.digest import proof_bytes
 from kernelevo.sandbox.child.timed import call_ms, same_digest
 from kernelevo.sandbox.isolation.protocol import Job
 from kernelevo.sandbox.judge import rules, sampled, telemetry
 from kernelevo.sandbox.judge.plan import SessionPart, Stop, fresh_seed, trace_line
 from kernelevo.sandbox.judge.reported import reported_ms
 from kernelevo.sandbox.judge.timing import PACE_MEASUREMENTS, Block
-from kernelevo.sandbox.tensor_files import nbytes
 
 CHECK_MS_PER_GB = 600.0
 """What a timed-output check costs per GB of the reference's output, charged against its block's
 budget: on an H200, 2.1 GB shipped in 0.69 s and compared in 0.58 s (``bench/tensor_file_probe.py``,
 ``KERNELEVO_SESSION_TRACE``). Charged from the reference's size, never from the time the check took,
 so a candidate cannot shorten its blocks (and so their checks) by slowing its own ships."""
+SAMPLED_CHECK_MS_PER_GB = 45.0
+"""What a check by sampled leaves costs per GB of the reference's output (the reference's run and the
+oracle's passes over its whole output remain): on an H200, 0.23-0.29 s a check at 6.4 GB."""
 GRAPH_PHASE_S = 120.0
 """Time added to the candidate's deadline for the optional CUDA-graph phase (capture and replays)."""
 
@@ -107,17 +108,28 @@ class TimedCalls(SessionPart):
         # The block runs its least calls, then on until it has its checks and has spent its budget, which
         # holds the checks too: where each check ships gigabytes, it stops soon after its least calls.
         budget_ms, checking_ms = 1e3 * policy.budget_s, 0.0
-        while len(block.times_ms) < most and (len(block.times_ms) < least or checked < wanted
-                                              or sum(block.wall_ms) + checking_ms < budget_ms):
+        kinds: set[str] = set()
+        while True:
+            more = len(block.times_ms) < most and (len(block.times_ms) < least or checked < wanted
+                                                   or sum(block.wall_ms) + checking_ms < budget_ms)
+            # A block whose checks were all samples ends with one more call, checked whole: a candidate
+            # that skips, in every timed call, work whose results fill few of the output's leaves meets it.
+            owed = not more and "sampled" in kinds and "whole" not in kinds
+            if not more and not owed:
+                break
             seed, digest_seed = fresh_seed(), fresh_seed()
             reply = self._timed_call(job, who, phase, op, seed, digest_seed, block)
-            if chance >= 1.0 or (chance and self.rng.random() < chance):
+            if owed or chance >= 1.0 or (chance and self.rng.random() < chance):
                 checked += 1
-                problem, shipped = self._check_timed(seed, len(block.times_ms) - 1, digest_seed, reply.get("digest"))
-                checking_ms += CHECK_MS_PER_GB * shipped / 1e9
+                problem, cost_ms, kind = self._check_timed(seed, len(block.times_ms) - 1, digest_seed,
+                                                           reply.get("digest"), whole=owed)
+                checking_ms += cost_ms
+                kinds.add(kind)
                 if problem:
                     problems.append(problem)
                     break
+            if owed:
+                break
         if gpu and op == "timed" and who == "worker" and not problems:
             self._pace(job, who, phase, block)
         return block, (checked, problems)
@@ -162,36 +174,41 @@ class TimedCalls(SessionPart):
                 raise Stop(who, phase, f"a malformed answer to a pace request: {str(reply)[:200]}") from None
             block.pace_ms.append(pace)
 
-    def _check_timed(self, seed: int, run: int, digest_seed: int, digest: Any) -> tuple[str | None, int]:
+    def _check_timed(self, seed: int, run: int, digest_seed: int, digest: Any,
+                     whole: bool = False) -> tuple[str | None, float, str]:
         """A timed call's output, shipped after the call: it must be the output the call committed to
         (its digest), agree with the reference, and keep the precision the checked calls showed. A large
-        output ships leaves drawn now, tied to the digest (``sampled.py``), rather than all of it.
-        Returns the problem (None if none) and the bytes the check ships, which its cost follows."""
+        output ships leaves drawn now, tied to the digest (``sampled.py``), unless this check is drawn
+        to be whole (or ``whole``). Returns the problem (None if none), the milliseconds the check is
+        charged against its block's budget, and its kind ("whole", "sampled", or "none" where the
+        reference is not finite on these inputs)."""
         key = self.key()
         expected = self.expect("reference outputs for a timed run",
                                {"key": key, "seed": seed, "variant": 0, "exact": True})
         if not expected.get("finite"):
             self.ask(self.oracle, "oracle", "dropping an expectation", {"op": "drop", "key": key})
-            return None, 0
-        sizes = [nbytes(o["dtype"], o["shape"]) for o in expected.get("outputs", [])]
-        policy, leaves = self.plan.timing, None
-        if sum(sizes) >= policy.sample_from_bytes:
-            leaves = sampled.draw_leaves(self.rng, sizes, policy.sampled_leaves)
-            shipped = sum(proof_bytes(size, asked) for size, asked in zip(sizes, leaves))
+            return None, 0.0, "none"
+        sizes = [int(o["bytes"]) for o in expected.get("outputs", [])]
+        # leaves are drawn per output: only where every output of the reference is a tensor
+        leaves = None if whole or len(sizes) != expected.get("count") else \
+            sampled.draw_if_sampled(self.rng, sizes, self.plan.timing)
+        if leaves is not None:
+            cost_ms = SAMPLED_CHECK_MS_PER_GB * sum(sizes) / 1e9
             reply = self.ask(self.worker, "worker", "shipping leaves of a timed output",
                              {"op": "ship_leaves", "leaves": leaves, "name": f"timed{run}"})
         else:
-            shipped = sum(sizes)
+            cost_ms = CHECK_MS_PER_GB * sum(sizes) / 1e9
             reply = self.ask(self.worker, "worker", "shipping a timed output", {"op": "ship", "name": f"timed{run}"})
+        kind = "whole" if leaves is None else "sampled"
         if not reply.get("ok"):
             self.ask(self.oracle, "oracle", "dropping an expectation", {"op": "drop", "key": key})
-            return f"timed run {run}: {reply.get('error')}", shipped
+            return f"timed run {run}: {reply.get('error')}", cost_ms, kind
         found = self._compare(key, reply, expected, "comparing a timed output", digest_seed=digest_seed,
                               leaves=leaves)
         if found["problem"]:
-            return f"timed run {run}: {found['problem']}", shipped
+            return f"timed run {run}: {found['problem']}", cost_ms, kind
         if not same_digest(digest, found.get("digests")):
             return (f"timed run {run}: the output shipped after the call is not the one the call returned (its "
-                    "digest differs): the work was done after the timed call"), shipped
+                    "digest differs): the work was done after the timed call"), cost_ms, kind
         self._timed_precision(found, expected)
-        return None, shipped
+        return None, cost_ms, kind
