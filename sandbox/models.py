@@ -42,7 +42,7 @@ class TimingPolicy(BaseModel):
     sampled_leaves: int = Field(default=128, ge=1)
     whole_share: float = Field(default=0.25, ge=0.0, le=1.0)
     """The share of checks above ``sample_from_bytes`` that still ship whole outputs (drawn after the
-    call); a block whose checks were all samples ends with one call checked whole."""
+    call); besides, one call among each block's ``min_runs``, drawn in secret, is checked whole."""
 
 
 class OutputStats(BaseModel):

@@ -865,6 +865,7 @@ class _ScriptedBlock(TimedCalls):
                                                                        max_runs=60, budget_s=0.05, spot_checks=2))
         self.rng = random.Random(7)
         self.output_bytes, self.call_s, self.checked_runs = output_bytes, call_s, []
+        self.reference_bytes, self.forced = output_bytes, []
 
     def ask(self, job, who, phase, message):  # noqa: ANN001, ANN201 - the Session's signature
         if message["op"] == "timed":
@@ -876,7 +877,7 @@ class _ScriptedBlock(TimedCalls):
 
     def _check_timed(self, seed, run, digest_seed, digest, whole=False):  # noqa: ANN001, ANN202
         self.checked_runs.append(run)
-        self.forced = getattr(self, "forced", []) + [run] * whole
+        self.forced += [run] * whole
         return None, CHECK_MS_PER_GB * self.output_bytes / 1e9, "whole" if whole else self.kind
 
     def _pace(self, job, who, phase, block) -> None:  # noqa: ANN001
@@ -895,15 +896,18 @@ def test_a_blocks_checks_count_against_its_budget_so_costly_checks_stop_it_at_it
     assert checked >= 2 and len(block.times_ms) == max(6, costly.checked_runs[1] + 1)
 
 
-def test_a_block_whose_checks_were_all_samples_ends_with_one_call_checked_whole() -> None:
-    sampled = _ScriptedBlock(output_bytes=4 << 20)
-    sampled.kind = "sampled"
-    block, (checked, _) = sampled._timed_block(None, "worker", "timed block 1")
-    # the extra call is the block's last, and the only check asked to be whole
-    assert sampled.forced == [len(block.times_ms) - 1] and sampled.checked_runs[-1] == sampled.forced[0]
-    whole = _ScriptedBlock(output_bytes=4 << 20)
-    whole._timed_block(None, "worker", "timed block 1")
-    assert whole.forced == []  # a block that had a whole check owes none
+def test_where_checks_may_be_samples_one_secret_call_among_the_least_is_checked_whole() -> None:
+    places = []
+    for seed in range(200):
+        large = _ScriptedBlock(output_bytes=128 << 20)  # above the 64 MiB sampling size
+        large.rng = random.Random(seed)
+        large._timed_block(None, "worker", "timed block 1")
+        assert len(large.forced) == 1 and large.forced[0] in large.checked_runs
+        places.append(large.forced[0])
+    assert set(places) == set(range(6))  # any of the block's least calls, not one a count could find
+    small = _ScriptedBlock(output_bytes=4 << 20)
+    small._timed_block(None, "worker", "timed block 1")
+    assert small.forced == []  # whole checks anyway: nothing forced
 
 
 def test_the_checks_so_far_say_nothing_of_whether_the_next_call_is_checked() -> None:

@@ -90,12 +90,14 @@ def test_a_share_of_large_checks_ships_whole_outputs() -> None:
     assert sampled.draw_if_sampled(rng, [999], policy) is None  # below the size: always whole
 
 
-def test_work_skipped_in_few_leaves_meets_the_blocks_whole_check(make_evaluator) -> None:
+@pytest.mark.parametrize("name", ["bad_skips_the_costly_leaf", "bad_cheats_before_the_owed_call"])
+def test_work_skipped_in_few_leaves_meets_the_blocks_whole_check(make_evaluator, name: str) -> None:
     """Every timed check a sample of 8 leaves of 1025, which misses the one wrong leaf nearly always;
-    the block then ends with one more call checked whole, and that finds the row sums left undone."""
+    one of the block's calls, drawn in secret, is checked whole and finds the row sums left undone,
+    also for a candidate that counts its calls to be honest wherever a check after them would fall."""
     evaluator = make_evaluator(timing=_every_check_sampled())
     task = load_task(str(Path(__file__).parent / "fixtures" / "tasks" / "costly_tail.py"), "small")
-    verdict = evaluator.run_in_sandbox(task, candidate("bad_skips_the_costly_leaf"), [])
+    verdict = evaluator.run_in_sandbox(task, candidate(name), [])
     failed = [c for c in verdict.checks if not c.passed]
     assert not verdict.correct and failed[0].name.startswith("timed runs correct"), [(c.name, c.detail)
                                                                                      for c in failed]

@@ -121,6 +121,7 @@ class SessionPart:
     oracle: Job
     worker: Job
     rng: random.Random
+    reference_bytes: int
     ask: Callable[[Job, str, str, dict[str, Any]], dict[str, Any]]
     expect: Callable[[str, dict[str, Any]], dict[str, Any]]
     key: Callable[[], str]

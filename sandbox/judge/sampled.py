@@ -13,13 +13,12 @@ passes one check with chance ``(1 - p) ** leaves``. Where the work is spread ove
 most kernels, skipping work shows as wrong leaves in proportion and is caught on the first check. But
 work need not be spread evenly: one output may join a large cheap part and a small costly one, and a
 candidate could skip the costly part, wrong in one leaf of thousands. So a share of the checks
-(``whole_share``, drawn after the call like the check itself) ships whole outputs, and a block whose
-checks were all samples ends with one more call checked whole: a candidate that skips work in every
-timed call meets a whole check in every block. One that is honest until it has seen a whole check and
-then skips work in the block's later calls meets each later check whole with chance ``whole_share``;
-on a GPU the forensic pass stands behind that (its calls compare whole outputs, and a median timed
-call much shorter than the candidate's own kernels under ncu rejects). Every checked call of the
-correctness phase still compares whole outputs.
+(``whole_share``, drawn after the call like the check itself) ships whole outputs, and one call among
+each block's least, drawn when the block starts and kept secret, is checked whole: a candidate that
+skips work in more than half of the calls, as it must to move the median, meets it with chance above
+one half in every block, whatever it counts. On a GPU the forensic pass stands behind that (its calls
+compare whole outputs, and a median timed call much shorter than the candidate's own kernels under
+ncu rejects). Every checked call of the correctness phase still compares whole outputs.
 """
 
 from __future__ import annotations

@@ -59,6 +59,9 @@ class Session(CorrectnessCalls, TimedCalls):
         self.record = Record(device=plan.device)
         self.rng = random.SystemRandom()  # what it draws the candidate may see: no state to rebuild
         self._keys = 0
+        self.reference_bytes = 0
+        """The largest total of the reference's outputs the oracle has reported (timed checks above the
+        sampling size are drawn differently)."""
         self._worker_broke = False
         self._held: Any = None
         self.free_at_start = free_space(plan.worker_outbox)
@@ -87,7 +90,11 @@ class Session(CorrectnessCalls, TimedCalls):
 
     def expect(self, phase: str, message: dict[str, Any]) -> dict[str, Any]:
         """The oracle's expected outputs for one input set (``message``: key, seed, variant, ...)."""
-        return self.ask(self.oracle, "oracle", phase, {"op": "expect", **message})
+        reply = self.ask(self.oracle, "oracle", phase, {"op": "expect", **message})
+        sizes = [o.get("bytes") for o in reply.get("outputs", []) if isinstance(o, dict)]
+        if sizes and all(isinstance(b, int) for b in sizes):  # the oracle's own figures
+            self.reference_bytes = max(self.reference_bytes, sum(sizes))
+        return reply
 
     def key(self) -> str:
         self._keys += 1

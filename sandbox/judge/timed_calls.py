@@ -108,28 +108,24 @@ class TimedCalls(SessionPart):
         # The block runs its least calls, then on until it has its checks and has spent its budget, which
         # holds the checks too: where each check ships gigabytes, it stops soon after its least calls.
         budget_ms, checking_ms = 1e3 * policy.budget_s, 0.0
-        kinds: set[str] = set()
-        while True:
-            more = len(block.times_ms) < most and (len(block.times_ms) < least or checked < wanted
-                                                   or sum(block.wall_ms) + checking_ms < budget_ms)
-            # A block whose checks were all samples ends with one more call, checked whole: a candidate
-            # that skips, in every timed call, work whose results fill few of the output's leaves meets it.
-            owed = not more and "sampled" in kinds and "whole" not in kinds
-            if not more and not owed:
-                break
+        # Where checks may be samples, one call among the block's least, drawn now and kept secret, is
+        # checked whole: a candidate that skips work in more than half of the calls (as it must, to
+        # move the median) meets it with chance above one half, in every block, whatever it counts.
+        sampling = wanted and self.reference_bytes >= policy.sample_from_bytes
+        whole_at = self.rng.randrange(least) if sampling else -1
+        while len(block.times_ms) < most and (len(block.times_ms) < least or checked < wanted
+                                              or sum(block.wall_ms) + checking_ms < budget_ms):
             seed, digest_seed = fresh_seed(), fresh_seed()
             reply = self._timed_call(job, who, phase, op, seed, digest_seed, block)
-            if owed or chance >= 1.0 or (chance and self.rng.random() < chance):
+            forced = len(block.times_ms) - 1 == whole_at
+            if forced or chance >= 1.0 or (chance and self.rng.random() < chance):
                 checked += 1
-                problem, cost_ms, kind = self._check_timed(seed, len(block.times_ms) - 1, digest_seed,
-                                                           reply.get("digest"), whole=owed)
+                problem, cost_ms, _ = self._check_timed(seed, len(block.times_ms) - 1, digest_seed,
+                                                        reply.get("digest"), whole=forced)
                 checking_ms += cost_ms
-                kinds.add(kind)
                 if problem:
                     problems.append(problem)
                     break
-            if owed:
-                break
         if gpu and op == "timed" and who == "worker" and not problems:
             self._pace(job, who, phase, block)
         return block, (checked, problems)
