@@ -873,12 +873,10 @@ class _ScriptedBlock(TimedCalls):
             return {"ok": True, "gpu_ms": 0.5, "lag_ms": 0.0, "host_ms": 0.01, "digest": 1}
         return {"ok": True}
 
-    kind = "whole"
-
     def _check_timed(self, seed, run, digest_seed, digest, whole=False):  # noqa: ANN001, ANN202
         self.checked_runs.append(run)
         self.forced += [run] * whole
-        return None, CHECK_MS_PER_GB * self.output_bytes / 1e9, "whole" if whole else self.kind
+        return None, CHECK_MS_PER_GB * self.output_bytes / 1e9
 
     def _pace(self, job, who, phase, block) -> None:  # noqa: ANN001
         pass

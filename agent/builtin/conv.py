@@ -216,13 +216,24 @@ def epilogue_arguments(program: Program | None) -> tuple[list[str], str]:
     return lines, "".join(o.source + ", " for o in program.operands[1:])
 
 
-IMPLICIT_GEMM = '''@triton.jit
+GEMM_SIGNATURE = '''@triton.jit
 def conv_kernel(x_ptr, w_ptr, b_ptr, {params}out_ptr, BATCH, C_IN, D, H, W, OD, OH, OW, K_OUT,
                 CG: tl.constexpr, KG: tl.constexpr, KT: tl.constexpr, KR: tl.constexpr, KS: tl.constexpr,
                 ST: tl.constexpr, SR: tl.constexpr, SS: tl.constexpr, PT: tl.constexpr, PR: tl.constexpr,
                 PS: tl.constexpr, DT: tl.constexpr, DR: tl.constexpr, DS: tl.constexpr,
                 HAS_BIAS: tl.constexpr, TRANSPOSED: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                 BLOCK_K: tl.constexpr, WIDEN: tl.constexpr):
+'''
+"""The implicit GEMMs' signature: the geometry as constants, tiles, and whether to widen to fp32."""
+
+DOT_STEP = '''        if WIDEN:
+            a = a.to(tl.float32)
+            b = b.to(tl.float32)
+        acc = tl.dot(a, b, acc{precision})
+{finish}'''
+"""The end of an implicit GEMM's K step (tiles ``a`` and ``b`` loaded), then the epilogue."""
+
+IMPLICIT_GEMM = GEMM_SIGNATURE + '''\
     # Program (m, n, g): BLOCK_M output pixels x BLOCK_N output channels of group g. The GEMM's K is
     # (input channel, tap): each step gathers a BLOCK_M x BLOCK_K tile of the input (zeros where a
     # tap falls in the padding) and a BLOCK_K x BLOCK_N tile of the weights, and the tensor cores
@@ -278,11 +289,7 @@ def conv_kernel(x_ptr, w_ptr, b_ptr, {params}out_ptr, BATCH, C_IN, D, H, W, OD, 
         ok = row_ok[:, None] & k_ok[None, :] & inside
         a = tl.load(x_ptr + x_base[:, None] + ((c[None, :] * D + di) * H + hi) * W + wi, mask=ok, other=0.0)
         b = tl.load(w_ptr + w_offsets, mask=k_ok[:, None] & col_ok[None, :], other=0.0)
-        if WIDEN:
-            a = a.to(tl.float32)
-            b = b.to(tl.float32)
-        acc = tl.dot(a, b, acc{precision})
-{finish}'''
+''' + DOT_STEP
 
 DIRECT = '''@triton.jit
 def conv_kernel(x_ptr, w_ptr, b_ptr, {params}out_ptr, BATCH, C_IN, D, H, W, OD, OH, OW, K_OUT,
@@ -340,7 +347,8 @@ def kernel(conv: Conv, strategy: str, precision: str | None) -> str:
         return DIRECT.format(params=params, finish=finish)
     precision_arg = f", input_precision={expressions.dot_name(precision)}" if precision else ""
     if _phased(conv):
-        return conv_transposed.PHASED_GEMM.format(params=params, precision=precision_arg, finish=finish)
+        source = GEMM_SIGNATURE + conv_transposed.PHASED_BODY + DOT_STEP
+        return source.format(params=params, precision=precision_arg, finish=finish)
     return IMPLICIT_GEMM.format(params=params, precision=precision_arg, finish=finish)
 
 

@@ -9,18 +9,13 @@ all outputs of one phase use the same taps (``t ≡ (phase + pad) mod stride``),
 one, and read input ``(o + pad - t0) / stride - j`` for the ``j``-th of them. Each program computes
 BLOCK_M output pixels of one phase x BLOCK_N output channels of one group, summing over input
 channels x that phase's taps only: the tensor cores see no structural zeros, and each input value is
-read about once per phase from L2. The bias and epilogue are the convolution's (``conv.FINISH``).
+read about once per phase from L2. The signature, the K step's end, the bias and the epilogue are the
+convolution's (``conv.py``).
 """
 
 from __future__ import annotations
 
-PHASED_GEMM = '''@triton.jit
-def conv_kernel(x_ptr, w_ptr, b_ptr, {params}out_ptr, BATCH, C_IN, D, H, W, OD, OH, OW, K_OUT,
-                CG: tl.constexpr, KG: tl.constexpr, KT: tl.constexpr, KR: tl.constexpr, KS: tl.constexpr,
-                ST: tl.constexpr, SR: tl.constexpr, SS: tl.constexpr, PT: tl.constexpr, PR: tl.constexpr,
-                PS: tl.constexpr, DT: tl.constexpr, DR: tl.constexpr, DS: tl.constexpr,
-                HAS_BIAS: tl.constexpr, TRANSPOSED: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                BLOCK_K: tl.constexpr, WIDEN: tl.constexpr):
+PHASED_BODY = '''\
     # Program (m, n, group * phases + phase): BLOCK_M output pixels of one phase (each output index
     # mod the stride, per dim) x BLOCK_N output channels of one group. The GEMM's K is (input
     # channel, the phase's taps): every ST-th, SR-th, SS-th tap from the first that lands on an input.
@@ -79,11 +74,8 @@ def conv_kernel(x_ptr, w_ptr, b_ptr, {params}out_ptr, BATCH, C_IN, D, H, W, OD, 
         # the weights are [in, out per group, taps]
         w_offsets = ((group * CG + c)[:, None] * KG + cols[None, :]) * (KT * KR * KS) + ((t * KR + r) * KS + s)[:, None]
         b = tl.load(w_ptr + w_offsets, mask=tap_ok[:, None] & col_ok[None, :], other=0.0)
-        if WIDEN:
-            a = a.to(tl.float32)
-            b = b.to(tl.float32)
-        acc = tl.dot(a, b, acc{precision})
-{finish}'''
+'''
+"""The phased kernel's body, between ``conv.GEMM_SIGNATURE`` and ``conv.DOT_STEP``."""
 
 
 GRID_Z = 65535

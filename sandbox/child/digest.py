@@ -122,6 +122,11 @@ FANOUT = LEAF_BYTES // 32
 """Leaf hashes in one leaf of the second level."""
 
 
+def leaf_count(size: int) -> int:
+    """Leaves of a level of ``size`` bytes (the last may be shorter)."""
+    return -(-size // LEAF_BYTES)
+
+
 def _piece(size: int, k: int) -> slice:
     """Leaf ``k`` of a level of ``size`` bytes."""
     return slice(k * LEAF_BYTES, min(size, (k + 1) * LEAF_BYTES))
@@ -129,8 +134,8 @@ def _piece(size: int, k: int) -> slice:
 
 def proof_bytes(size: int, leaves: list[int]) -> int:
     """The length of :func:`leaf_proof`'s answer for an output of ``size`` bytes."""
-    first = 32 * -(-size // LEAF_BYTES)
-    total = 32 * -(-first // LEAF_BYTES)
+    first = 32 * leaf_count(size)
+    total = 32 * leaf_count(first)
     for k in leaves:
         piece, chunk = _piece(size, k), _piece(first, k // FANOUT)
         total += (chunk.stop - chunk.start) + (piece.stop - piece.start)
@@ -158,8 +163,8 @@ def open_leaf_proof(proof: bytes, seed: int, index: int, size: int, dtype: Any, 
     to hold against the one committed to) and each leaf's bytes; or, if the proof is inconsistent, why."""
     if len(proof) != proof_bytes(size, leaves):
         return f"the proof holds {len(proof)} bytes, not {proof_bytes(size, leaves)}"
-    first = 32 * -(-size // LEAF_BYTES)
-    at = 32 * -(-first // LEAF_BYTES)
+    first = 32 * leaf_count(size)
+    at = 32 * leaf_count(first)
     second, found = proof[:at], []
     for k in leaves:
         chunk = _piece(first, k // FANOUT)

@@ -255,7 +255,7 @@ class Worker:
         for k, (value, leaves) in enumerate(zip(outputs, asked)):
             if not isinstance(value, torch.Tensor):
                 return {"ok": False, "error": f"output {k} is a {type(value).__name__}, not a tensor"}
-            count = -(-value.numel() * value.element_size() // digest.LEAF_BYTES)
+            count = digest.leaf_count(value.numel() * value.element_size())
             if not all(isinstance(i, int) and 0 <= i < count for i in leaves):
                 return {"ok": False, "error": f"output {k} has {count} leaves; asked for {str(leaves)[:100]}"}
             self.shipped += 1

@@ -18,6 +18,7 @@ import statistics
 import sys
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -167,6 +168,16 @@ class Oracle:
         Everything in ``outputs`` comes from the candidate's process: a description that does not parse,
         or a file that cannot be read as described, is the candidate's problem, reported as such; a
         failure of the oracle itself (out of memory, say) stays the oracle's."""
+        return self._against_expected(msg, self._compare)
+
+    def compare_leaves(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Compare leaves of a large timed output, shipped with the hashes that tie them to the call's
+        digest, with the output expected under ``key`` (``sampled.py``)."""
+        return self._against_expected(msg, sampled.compare_leaves)
+
+    def _against_expected(self, msg: dict[str, Any], how: Callable[..., dict[str, Any]]) -> dict[str, Any]:
+        """The expectation under ``key``, taken; the candidate's description of its outputs parsed (one that
+        does not parse is its problem); then ``how``'s comparison of the two."""
         self._forget_inputs(str(msg["key"]))
         want, exact, sensitivity = self.expected.pop(str(msg["key"]))
         try:
@@ -174,22 +185,7 @@ class Oracle:
         except (ValueError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
             return {"ok": True, "problem": f"the candidate's process described its outputs in a way that cannot be "
                     f"read: {wire.describe_exception(exc, 300)}", "stats": []}
-        reply = self._compare(msg, metas, want, exact, sensitivity)
-        del want, exact
-        _release_cache()
-        return reply
-
-    def compare_leaves(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """Compare leaves of a large timed output, shipped with the hashes that tie them to the call's
-        digest, with the output expected under ``key`` (``sampled.py``)."""
-        self._forget_inputs(str(msg["key"]))
-        want, exact, sensitivity = self.expected.pop(str(msg["key"]))
-        try:
-            metas = [tensor_files.TensorFile.model_validate(m) for m in msg["outputs"]]
-        except (ValueError, TypeError) as exc:
-            return {"ok": True, "problem": f"the candidate's process described its outputs in a way that cannot be "
-                    f"read: {wire.describe_exception(exc, 300)}", "stats": []}
-        reply = sampled.compare_leaves(msg, metas, want, exact, sensitivity)
+        reply = how(msg, metas, want, exact, sensitivity)
         del want, exact
         _release_cache()
         return reply

@@ -35,14 +35,11 @@ from kernelevo.sandbox.judge import compare
 from kernelevo.sandbox.models import OutputStats, TimingPolicy
 
 
-def leaf_count(size: int) -> int:
-    return -(-size // digest.LEAF_BYTES)
-
-
 def draw_leaves(rng: random.Random, sizes: list[int], count: int) -> list[list[int]]:
     """For each output of ``sizes`` bytes, ``count`` distinct leaves (all of them if it has fewer), in
     order; drawn by the trusted side after the call committed to its output."""
-    return [sorted(rng.sample(range(leaf_count(size)), min(count, leaf_count(size)))) for size in sizes]
+    counts = [digest.leaf_count(size) for size in sizes]
+    return [sorted(rng.sample(range(n), min(count, n))) for n in counts]
 
 
 def draw_if_sampled(rng: random.Random, sizes: list[int], policy: TimingPolicy) -> list[list[int]] | None:

@@ -120,8 +120,8 @@ class TimedCalls(SessionPart):
             forced = len(block.times_ms) - 1 == whole_at
             if forced or chance >= 1.0 or (chance and self.rng.random() < chance):
                 checked += 1
-                problem, cost_ms, _ = self._check_timed(seed, len(block.times_ms) - 1, digest_seed,
-                                                        reply.get("digest"), whole=forced)
+                problem, cost_ms = self._check_timed(seed, len(block.times_ms) - 1, digest_seed,
+                                                     reply.get("digest"), whole=forced)
                 checking_ms += cost_ms
                 if problem:
                     problems.append(problem)
@@ -171,19 +171,18 @@ class TimedCalls(SessionPart):
             block.pace_ms.append(pace)
 
     def _check_timed(self, seed: int, run: int, digest_seed: int, digest: Any,
-                     whole: bool = False) -> tuple[str | None, float, str]:
+                     whole: bool = False) -> tuple[str | None, float]:
         """A timed call's output, shipped after the call: it must be the output the call committed to
         (its digest), agree with the reference, and keep the precision the checked calls showed. A large
         output ships leaves drawn now, tied to the digest (``sampled.py``), unless this check is drawn
-        to be whole (or ``whole``). Returns the problem (None if none), the milliseconds the check is
-        charged against its block's budget, and its kind ("whole", "sampled", or "none" where the
-        reference is not finite on these inputs)."""
+        to be whole (or ``whole``). Returns the problem (None if none) and the milliseconds the check
+        is charged against its block's budget."""
         key = self.key()
         expected = self.expect("reference outputs for a timed run",
                                {"key": key, "seed": seed, "variant": 0, "exact": True})
         if not expected.get("finite"):
             self.ask(self.oracle, "oracle", "dropping an expectation", {"op": "drop", "key": key})
-            return None, 0.0, "none"
+            return None, 0.0
         sizes = [int(o["bytes"]) for o in expected.get("outputs", [])]
         # leaves are drawn per output: only where every output of the reference is a tensor
         leaves = None if whole or len(sizes) != expected.get("count") else \
@@ -195,16 +194,15 @@ class TimedCalls(SessionPart):
         else:
             cost_ms = CHECK_MS_PER_GB * sum(sizes) / 1e9
             reply = self.ask(self.worker, "worker", "shipping a timed output", {"op": "ship", "name": f"timed{run}"})
-        kind = "whole" if leaves is None else "sampled"
         if not reply.get("ok"):
             self.ask(self.oracle, "oracle", "dropping an expectation", {"op": "drop", "key": key})
-            return f"timed run {run}: {reply.get('error')}", cost_ms, kind
+            return f"timed run {run}: {reply.get('error')}", cost_ms
         found = self._compare(key, reply, expected, "comparing a timed output", digest_seed=digest_seed,
                               leaves=leaves)
         if found["problem"]:
-            return f"timed run {run}: {found['problem']}", cost_ms, kind
+            return f"timed run {run}: {found['problem']}", cost_ms
         if not same_digest(digest, found.get("digests")):
             return (f"timed run {run}: the output shipped after the call is not the one the call returned (its "
-                    "digest differs): the work was done after the timed call"), cost_ms, kind
+                    "digest differs): the work was done after the timed call"), cost_ms
         self._timed_precision(found, expected)
-        return None, cost_ms, kind
+        return None, cost_ms
