@@ -6,6 +6,10 @@ of a verdict goes to hashing. This prints the first call's cost (the GPU kernel'
 check against hashlib) and the median of later calls, per size, as a table or JSON.
 
     python3 bench/digest_speed.py --sizes-mb 1,64,1024,3600 [--json]
+    python3 bench/digest_speed.py --kernel-only --sizes-mb 1024   # the GPU leaf kernel alone
+
+``--kernel-only`` times one level of leaf hashes on the device (``digest_kernel.leaf_hashes``), without
+the copy to the host or the tree's other levels.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ def main() -> None:
     parser.add_argument("--sizes-mb", default="1,64,1024", help="output sizes in MB, comma-separated")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--kernel-only", action="store_true", help="time the GPU leaf kernel alone")
     args = parser.parse_args()
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     first_start = time.perf_counter()
@@ -46,12 +51,19 @@ def main() -> None:
     rows = [{"what": "first use: compile and check against hashlib", "s": time.perf_counter() - first_start}]
     for mb in (float(text) for text in args.sizes_mb.split(",")):
         out = torch.rand(int(mb * (1 << 20)) // 4, device=device)
-        times = seconds(lambda value=out: digest.tensor_digest(value, 1, 0), args.repeats)
+        if args.kernel_only and uses_kernel:
+            from kernelevo.sandbox.child import digest_kernel
+
+            words = digest.output_bytes(out)
+            times = seconds(lambda data=words: digest_kernel.leaf_hashes(data), args.repeats)
+        else:
+            times = seconds(lambda value=out: digest.tensor_digest(value, 1, 0), args.repeats)
         rows.append({"what": f"{mb:g} MB fp32", "median_ms": 1e3 * statistics.median(times),
                      "gb_per_s": out.numel() * 4 / statistics.median(times) / 1e9})
         out = None  # freed before the next size is made
     report = {"device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu",
-              "kernel": uses_kernel, "torch": torch.__version__, "rows": rows}
+              "kernel": uses_kernel, "kernel_only": bool(args.kernel_only and uses_kernel),
+              "torch": torch.__version__, "rows": rows}
     if args.json:
         print(json.dumps(report, indent=1))
         return
