@@ -12,6 +12,8 @@ Usage:
   python bench/param_ab.py attention --seed 2 --set TMA=false --set TMA=true --out ab.json
   python bench/param_ab.py row_sum --edit 'rows, cols = 65536, 16384=>rows, cols = 32, 8388608' \
       --set seed=0 --set seed=2      # the split seed against the looped one
+  python bench/param_ab.py level2/1_Conv2D_ReLU_BiasAdd.py --set strategy=implicit_gemm \
+      --set strategy=tap_major,CHANNELS_LAST=true   # two templates' first seeds
 """
 
 from __future__ import annotations
@@ -64,6 +66,10 @@ def main() -> None:
     import torch
     import triton.testing
 
+    # as the judge measures: fp32 convolutions and matmuls in IEEE fp32, not TF32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+
     from kernelevo.agent.builtin.policy import seeds
     from kernelevo.agent.builtin.recognize import recognise
     from kernelevo.agent.builtin.templates import render
@@ -83,14 +89,27 @@ def main() -> None:
         for i, text in enumerate(args.set or [""]):
             override = parse_set(text)
             # "seed=N" picks another of the policy's seeds (another strategy) for this variant
-            strategy, params, why = offered[override.pop("seed", args.seed)]
+            # "strategy=NAME" picks that strategy's first seed
+            wanted = override.pop("strategy", None)
+            index = override.pop("seed", args.seed)
+            if wanted is not None:
+                index = next((i for i, (s, _, _) in enumerate(offered) if s == wanted), None)
+                if index is None:
+                    print(f"no seed of strategy {wanted!r}: {sorted({s for s, _, _ in offered})}")
+                    continue
+            strategy, params, why = offered[index]
             variant = dict(params, **override)
             path = scratch / f"variant{i}.py"
             path.write_text(render(plan, strategy, variant, why))
             fn = instantiate_candidate(task, path, args.device)
-            atol, rtol = task.tolerances(str(expected.dtype).removeprefix("torch."))
-            torch.testing.assert_close(fn(*inputs), expected, rtol=rtol, atol=atol)
-            timed[f"{strategy} {json.dumps(variant, sort_keys=True)}"] = fn
+            label = f"{strategy} {json.dumps(variant, sort_keys=True)}"
+            got = fn(*inputs)
+            error = float((got.double() - expected.double()).abs().max()) if got.shape == expected.shape else None
+            scale = float(expected.double().abs().max())
+            print(f"max error {error} (largest value {scale:.3g}): {label}", flush=True)
+            if error is None or error != error or error > 1e-2 * max(scale, 1.0):
+                continue  # wrong, not timed; the judge's precision rule is the real test
+            timed[label] = fn
         for label, fn in timed.items():
             fn(*inputs)
             if args.device != "cuda":

@@ -197,6 +197,10 @@ CASES = [
      ""),
     ("convtranspose1d-kernel-below-stride", "        self.conv = nn.ConvTranspose1d(4, 3, 2, stride=3, padding=1, "
      "output_padding=2)", "        return self.conv(x) + 0.25", "torch.randn(2, 4, 7)", ""),
+    ("conv2d-tap-major-grouped-strided", "        self.conv = nn.Conv2d(40, 24, 3, stride=(2, 1), padding=1, groups=2)",
+     "        return F.silu(self.conv(x)) * 2.0", "torch.randn(2, 40, 7, 9)", ""),
+    ("convtranspose2d-stride1-dilated-bf16", "        self.conv = nn.ConvTranspose2d(32, 12, (3, 2), padding=(2, 1), "
+     "dilation=(2, 1))", "        return self.conv(x) - 1.0", "torch.randn(2, 32, 5, 6)", "DTYPE = torch.bfloat16"),
     ("sequence-conv-pool", "        self.conv = nn.Conv2d(3, 8, 3, padding=1)",
      "        return torch.relu(F.max_pool2d(self.conv(x) * 2.0, 2))", "torch.randn(2, 3, 8, 10)", ""),
     ("sequence-mean-softmax-bf16", "        pass", "        return torch.softmax(x.mean(dim=1), dim=-1)",
@@ -357,7 +361,7 @@ SLOW_CASES = {"flat-gelu-tanh", "cross-entropy-sum", "per-sample-and-channel-inp
               "matmul-inputs-triu-bf16", "linear-logsumexp-tail", "split-global-norm-then-divide",
               "sequence-mean-softmax-bf16", "batchnorm-eval-bf16", "groupnorm-tanh-bf16", "maxpool2d-dilated-relu-bf16",
               "convtranspose2d-strided-grouped", "span-standardised-over-two-dims", "span-log-softmax-dim0-plus-one",
-              "cosine-similarity-module-dim0", "span-linear-then-softmax-dim0", "row-max-plus-column-parameter",
+              "cosine-similarity-module-dim0", "span-linear-then-softmax-dim0", "convtranspose2d-stride1-dilated-bf16", "row-max-plus-column-parameter",
               "broadcast-then-row-softmax-fp16", "span-softmax-channels-then-sub-bf16"}
 """Cases the default run leaves to ``make test-all``: each has a sibling of the same family that runs."""
 
@@ -846,3 +850,23 @@ def test_a_size_in_forward_is_a_number_in_a_kernel_only_where_it_does_not_change
     path.write_text(SIZE_AS_NUMBER.format(body="F.layer_norm(x, x.shape[1:]) * (x.dim() - 1)"))
     plan = recognise(load_task(str(path), "full"))
     assert plan.cols == 16384 and "layer_norm" in plan.describe()
+
+
+@pytest.mark.parametrize(("name", "transposed"), _first_runs([("conv3d-tap-major", False),
+                                                               ("convtranspose1d-tap-major-grouped", True)]))
+def test_tap_major_reads_a_channels_last_copy_of_the_input(evaluator, tmp_path: Path, name: str,
+                                                           transposed: bool) -> None:
+    """``tap_major`` with CHANNELS_LAST: the input copied to [N, spatial, C] and read a pixel's
+    channels at a time; the judge accepts it, and the K steps whose channels run past a group's end
+    (40 channels, steps of 32) are masked."""
+    conv = ("nn.ConvTranspose1d(80, 16, 3, padding=2, dilation=2, groups=2)" if transposed
+            else "nn.Conv3d(40, 20, (2, 3, 3), stride=(1, 2, 1), padding=(1, 1, 0))")
+    inputs = "torch.randn(2, 80, 11)" if transposed else "torch.randn(2, 40, 3, 6, 5)"
+    path = tmp_path / "mystery.py"
+    path.write_text(TASK.format(header="", cols=0, init=f"        self.conv = {conv}", args="x",
+                                body="        return torch.relu(self.conv(x))", inputs=inputs))
+    task = load_task(str(path), "full")
+    plan = recognise(task)
+    strategy, params, why = next(seed for seed in seeds(plan) if seed[0] == "tap_major")
+    _accepted(evaluator, task, plan, tmp_path, strategy, dict(params, CHANNELS_LAST=True, BLOCK_M=32), why,
+              "x_last = x.permute(0, 2")

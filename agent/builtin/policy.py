@@ -454,6 +454,11 @@ class BuiltinPolicy:
                 f"mutation: TMA {'off' if params['TMA'] else 'on'}: "
                 + ("the copy engine moves whole tiles, no address arithmetic" if not params["TMA"]
                    else "pointer loads, which the compiler pipelines its own way"))
+        if "CHANNELS_LAST" in params:
+            yield strategy, dict(params, CHANNELS_LAST=not params["CHANNELS_LAST"]), (
+                f"mutation: channels-last {'off' if params['CHANNELS_LAST'] else 'on'}: "
+                + ("a copy of the input per call, then one vector load per pixel's channels"
+                   if not params["CHANNELS_LAST"] else "the input read as it comes, no copy"))
         if "online" in params:
             yield strategy, dict(params, online=not params["online"]), (
                 f"mutation: online {'off' if params['online'] else 'on'}: "

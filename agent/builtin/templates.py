@@ -30,7 +30,7 @@ STRATEGIES = {
     "row": ["registers", "looped", "split", "split_passes"],
     "dim_reduce": ["strided"],
     "scan": ["carried"],
-    "conv": ["implicit_gemm", "direct"],
+    "conv": ["tap_major", "implicit_gemm", "direct"],
     "pool": ["window"],
     "group_norm": ["three_pass"],
     "cross_entropy": ["looped"],
@@ -57,6 +57,9 @@ WHY_STRATEGY = {
     "implicit_gemm": "the convolution as a tensor-core GEMM (output pixels x output channels over input "
                      "channels x taps) whose input tiles are gathered from the image as the K loop goes, so the "
                      "unfolded matrix never exists; the bias and the ops after it are applied in registers",
+    "tap_major": "the convolution as a tensor-core GEMM whose K loop walks the taps one at a time and the "
+                 "input channels in blocks within a tap: a step's padding test is one per output pixel and an "
+                 "address one add, so the tensor cores, not index arithmetic, set the pace; the epilogue fused",
     "direct": "one input channel per group: each program sums the unrolled taps for a block of output pixels "
               "of one channel in fp32 registers, reading its input lines from L1; the epilogue fused",
     "window": "each program pools a block of output positions of one plane with the window's taps unrolled; "

@@ -1,0 +1,121 @@
+"""A convolution as an implicit GEMM whose K loop walks the taps one at a time, and the input
+channels in blocks within each tap ("tap-major").
+
+The plain implicit GEMM (``conv.py``) packs (input channel, tap) into one K index and decodes it per
+element: every K step computes a BLOCK_M x BLOCK_K tile of input coordinates, each with its own
+divisions, bounds tests and address. That index arithmetic competes with the tensor cores, and on
+the H200 it, not the multiplies, sets the pace. Walking the taps in the outer order instead, all
+BLOCK_K channels of one step share one tap: the input coordinates and the padding test are one
+value per output pixel (a BLOCK_M vector), and an element's address is that pixel's offset plus its
+channel's, one add. The weights are permuted once per call to [taps, input channels, output
+channels], so each step's weight tile is contiguous along its output channels.
+
+The input may be read as it comes (NCDHW: a tile's pixels are contiguous, its channels far apart)
+or from a channels-last copy made per call (NDHWC: a tile's channels contiguous, one vector load per
+pixel): the copy costs one pass over the input, which pays where the convolution reads each input
+value many times. Both are parameters of the search.
+
+Where it applies: a convolution, or a transposed convolution without stride (with one, the phase
+split of ``conv_transposed.py`` applies), whose groups hold at least ``MIN_CHANNELS`` input
+channels: with fewer, a K step of one tap would be mostly padding, and the packed K of the plain
+kernel is better.
+"""
+
+from __future__ import annotations
+
+MIN_CHANNELS = 16
+"""The tensor cores' smallest K step: fewer input channels per group pad each tap's step with zeros."""
+
+SIGNATURE_EXTRA = ", CHANNELS_LAST: tl.constexpr):\n"
+"""Appended to the implicit GEMMs' signature (in place of its closing ``):``)."""
+
+BODY = '''\
+    # Program (m, n, g): BLOCK_M output pixels x BLOCK_N output channels of group g. The GEMM's K is
+    # walked tap by tap, BLOCK_K input channels at a time within a tap: one step's channels share
+    # their input coordinates, so the padding test is per pixel and an address is one add.
+    # TRANSPOSED (stride 1 only): tap t of output o reads input o + pad - t * dilation.
+    pixels = OD * OH * OW
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    row_ok = rows < BATCH * pixels
+    n = rows // pixels
+    pix = rows % pixels
+    ow = pix % OW
+    oh = (pix // OW) % OH
+    od = pix // (OW * OH)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    col_ok = cols < KG
+    kout = tl.program_id(2) * KG + cols
+    TAPS: tl.constexpr = KT * KR * KS
+    CHUNKS: tl.constexpr = (CG + BLOCK_K - 1) // BLOCK_K
+    if CHANNELS_LAST:  # the input as [N, D, H, W, C]: a pixel's channels are contiguous
+        x_row = n.to(tl.int64) * D * H * W * C_IN + tl.program_id(2) * CG
+        pixel_step = C_IN
+        channel_step = 1
+    else:  # [N, C, D, H, W]: a channel's pixels are contiguous
+        x_row = n.to(tl.int64) * C_IN * D * H * W + tl.program_id(2) * CG * D * H * W
+        pixel_step = 1
+        channel_step = D * H * W
+    if TRANSPOSED:
+        d0 = od + PT
+        h0 = oh + PR
+        w0 = ow + PS
+    else:
+        d0 = od * ST - PT
+        h0 = oh * SR - PR
+        w0 = ow * SS - PS
+    chans = tl.arange(0, BLOCK_K)
+    # the permuted weights are [taps, C_IN, KG] (transposed) or [taps, CG, K_OUT]
+    if TRANSPOSED:
+        w_cols = cols + tl.program_id(2) * CG * KG
+        w_chan = KG
+        w_tap = C_IN * KG
+    else:
+        w_cols = kout
+        w_chan = K_OUT
+        w_tap = CG * K_OUT
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, TAPS * CHUNKS):
+        tap = k // CHUNKS
+        c = (k % CHUNKS) * BLOCK_K + chans
+        c_ok = c < CG
+        s = tap % KS
+        r = (tap // KS) % KR
+        t = tap // (KS * KR)
+        if TRANSPOSED:
+            di = d0 - t * DT
+            hi = h0 - r * DR
+            wi = w0 - s * DS
+        else:
+            di = d0 + t * DT
+            hi = h0 + r * DR
+            wi = w0 + s * DS
+        inside = row_ok & (di >= 0) & (di < D) & (hi >= 0) & (hi < H) & (wi >= 0) & (wi < W)
+        a = tl.load(x_ptr + (x_row + ((di * H + hi) * W + wi) * pixel_step)[:, None] + (c * channel_step)[None, :],
+                    mask=inside[:, None] & c_ok[None, :], other=0.0)
+        b = tl.load(w_ptr + tap * w_tap + (c * w_chan)[:, None] + w_cols[None, :],
+                    mask=c_ok[:, None] & col_ok[None, :], other=0.0)
+'''
+"""The tap-major kernel's body, between the signature and ``conv.DOT_STEP``."""
+
+
+def applies(transposed: bool, stride: tuple[int, int, int], per_group_in: int) -> bool:
+    """A convolution (any stride), or a transposed one without stride, with enough channels per group."""
+    return (not transposed or stride == (1, 1, 1)) and per_group_in >= MIN_CHANNELS
+
+
+def block_k(per_group_in: int) -> int:
+    """The widest K step that one tap's channels fill: 64, 32 or 16."""
+    return 64 if per_group_in >= 64 else 32 if per_group_in >= 32 else 16
+
+
+def prepare_lines(x: str, transposed: bool, dims: int, channels_last: bool) -> list[str]:
+    """``forward`` lines after the geometry: the weights as [taps, channels, output channels], and
+    the input's channels-last copy where the variant reads one (the sizes stay the NCDHW ones)."""
+    spatial = ", ".join(str(i) for i in range(2, 2 + dims))
+    if transposed:  # [C_IN, KG, taps] -> [taps, C_IN, KG]
+        lines = ["weight = weight.reshape(weight.shape[0], weight.shape[1], -1).permute(2, 0, 1).contiguous()"]
+    else:  # [K_OUT, CG, taps] -> [taps, CG, K_OUT]
+        lines = ["weight = weight.reshape(weight.shape[0], weight.shape[1], -1).permute(2, 1, 0).contiguous()"]
+    if channels_last:
+        lines.append(f"{x}_last = {x}.permute(0, {spatial}, 1).contiguous()")
+    return lines
