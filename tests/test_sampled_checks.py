@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import _timing, candidate
+from conftest import ON_GPU, _timing, candidate
 from kernelevo.sandbox import tensor_files
 from kernelevo.sandbox.child import digest
 from kernelevo.sandbox.judge import sampled
@@ -99,15 +99,19 @@ def test_work_skipped_in_few_leaves_meets_the_blocks_whole_check(make_evaluator,
     task = load_task(str(Path(__file__).parent / "fixtures" / "tasks" / "costly_tail.py"), "small")
     verdict = evaluator.run_in_sandbox(task, candidate(name), [])
     failed = [c for c in verdict.checks if not c.passed]
-    assert not verdict.correct and failed[0].name.startswith("timed runs correct"), [(c.name, c.detail)
-                                                                                     for c in failed]
+    # The counting candidate skips work in the CPU block's three calls. A GPU block has at least 25, so
+    # there its three skipped calls do not move the median and the secret whole check meets one of
+    # them with chance 3/25: there the forensic pass, whose calls are compared whole, may be first.
+    stages = ("timed runs correct", "forensic pass") if ON_GPU and "owed" in name else ("timed runs correct",)
+    assert not verdict.correct and failed[0].name.startswith(stages), [(c.name, c.detail) for c in failed]
     assert "values outside" in verdict.reason, verdict.reason
 
 
 @pytest.mark.parametrize(("name", "words"), [
     ("bad_lazy_ship", "digest differs"),
-    ("bad_half_work_when_unchecked", "sampled values outside"),
-    ("bad_fp16_when_unchecked", "lower precision|sampled values outside"),
+    # a whole check may come first: the block's secret one, which may be its first call
+    ("bad_half_work_when_unchecked", "values outside"),
+    ("bad_fp16_when_unchecked", "lower precision|values outside"),
 ])
 def test_timed_calls_that_skip_work_are_rejected_by_sampled_checks(make_evaluator, name: str, words: str) -> None:
     evaluator = make_evaluator(timing=_every_check_sampled())
