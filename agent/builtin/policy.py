@@ -174,7 +174,7 @@ def _seeds(plan: Plan) -> Seeds:
         "pointwise": _pointwise_seeds,
         "matmul": _matmul_seeds,
         "attention": _attention_seeds,
-        "conv": lambda p: conv.seeds(p.extra["conv"], p.dtype),
+        "conv": lambda p: conv.seeds(p.extra["conv"], p.dtype, target().shared_bytes),
         "pool": lambda p: [("window", params, why) for params, why in pool.seeds()],
         "group_norm": lambda p: [("three_pass", params, why) for params, why in groupnorm.seeds()],
         "dim_reduce": lambda p: [("strided", params, why) for params, why in dimreduce.seeds(
