@@ -348,7 +348,7 @@ def kernel(conv: Conv, strategy: str, precision: str | None) -> str:
     precision_arg = f", input_precision={expressions.dot_name(precision)}" if precision else ""
     if strategy == "tap_major":
         signature = GEMM_SIGNATURE.removesuffix("):\n") + conv_taps.SIGNATURE_EXTRA
-        source = signature + conv_taps.BODY + DOT_STEP
+        source = signature + (conv_transposed.PHASED_TAPS_BODY if _phased(conv) else conv_taps.BODY) + DOT_STEP
         return source.format(params=params, precision=precision_arg, finish=finish)
     if _phased(conv):
         source = GEMM_SIGNATURE + conv_transposed.PHASED_BODY + DOT_STEP
@@ -455,7 +455,7 @@ def seeds(conv: Conv, dtype: str, shared_bytes: int) -> list[tuple[str, dict[str
                         f"seed: {block} output pixels per program, taps unrolled"))
     precision = {"precision": "bf16x6"} if dtype == "float32" else {}
     block_n = max(16, min(128, 1 << max(conv.per_group_out - 1, 0).bit_length()))
-    if conv_taps.applies(conv.transposed, conv.stride, conv.per_group_in):
+    if conv_taps.applies(conv.transposed, conv.stride, _phased(conv), conv.per_group_in):
         out += conv_taps.seeds(conv.per_group_in, block_n, bool(precision), shared_bytes)
     taps = conv_transposed.phase_taps(conv.kernel, conv.stride) if _phased(conv) else conv.taps
     block_k = 32 if conv.per_group_in * taps >= 32 else 16

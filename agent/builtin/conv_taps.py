@@ -15,9 +15,9 @@ or from a channels-last copy made per call (NDHWC: a tile's channels contiguous,
 pixel): the copy costs one pass over the input, which pays where the convolution reads each input
 value many times. Both are parameters of the search.
 
-Where it applies: a convolution, or a transposed convolution without stride (with one, the phase
-split of ``conv_transposed.py`` applies), whose groups hold at least ``MIN_CHANNELS`` input
-channels: with fewer, a K step of one tap would be mostly padding, and the packed K of the plain
+Where it applies: a convolution, or a transposed convolution without stride or split by phase
+(``conv_transposed.py``, whose phases are walked the same way), whose groups hold at least
+``MIN_CHANNELS`` input channels: with fewer, a K step of one tap would be mostly padding, and the packed K of the plain
 kernel is better.
 """
 
@@ -100,9 +100,10 @@ BODY = '''\
 """The tap-major kernel's body, between the signature and ``conv.DOT_STEP``."""
 
 
-def applies(transposed: bool, stride: tuple[int, int, int], per_group_in: int) -> bool:
-    """A convolution (any stride), or a transposed one without stride, with enough channels per group."""
-    return (not transposed or stride == (1, 1, 1)) and per_group_in >= MIN_CHANNELS
+def applies(transposed: bool, stride: tuple[int, int, int], phased: bool, per_group_in: int) -> bool:
+    """A convolution (any stride), or a transposed one without stride or split by phase, with enough
+    channels per group."""
+    return (not transposed or stride == (1, 1, 1) or phased) and per_group_in >= MIN_CHANNELS
 
 
 def block_k(per_group_in: int) -> int:

@@ -78,6 +78,78 @@ PHASED_BODY = '''\
 """The phased kernel's body, between ``conv.GEMM_SIGNATURE`` and ``conv.DOT_STEP``."""
 
 
+PHASED_TAPS_BODY = '''\
+    # Program (m, n, group * phases + phase): BLOCK_M output pixels of one phase x BLOCK_N output
+    # channels of one group. K is walked tap by tap over the phase's taps (every ST-th, SR-th, SS-th
+    # from the first that lands on an input), BLOCK_K input channels a step: a step's channels share
+    # their input coordinates, so its padding test is per pixel and an address is one add.
+    PHASES: tl.constexpr = ST * SR * SS
+    KTP: tl.constexpr = (KT + ST - 1) // ST
+    KRP: tl.constexpr = (KR + SR - 1) // SR
+    KSP: tl.constexpr = (KS + SS - 1) // SS
+    CHUNKS: tl.constexpr = (CG + BLOCK_K - 1) // BLOCK_K
+    group = tl.program_id(2) // PHASES
+    phase = tl.program_id(2) % PHASES
+    pd = phase // (SR * SS)
+    ph = (phase // SS) % SR
+    pw = phase % SS
+    odp = tl.cdiv(OD, ST)
+    ohp = tl.cdiv(OH, SR)
+    owp = tl.cdiv(OW, SS)
+    per_image = odp * ohp * owp
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    n = rows // per_image
+    q = rows % per_image
+    od = pd + ST * (q // (ohp * owp))
+    oh = ph + SR * ((q // owp) % ohp)
+    ow = pw + SS * (q % owp)
+    row_ok = (n < BATCH) & (od < OD) & (oh < OH) & (ow < OW)
+    pixels = OD * OH * OW
+    pix = (od * OH + oh) * OW + ow
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    col_ok = cols < KG
+    kout = group * KG + cols
+    # the phase's first tap per dim, and the input index it reads (exact: o + pad - t0 divides)
+    t0 = (pd + PT) % ST
+    r0 = (ph + PR) % SR
+    s0 = (pw + PS) % SS
+    d0 = (od + PT - t0) // ST
+    h0 = (oh + PR - r0) // SR
+    w0 = (ow + PS - s0) // SS
+    if CHANNELS_LAST:  # the input as [N, D, H, W, C]: a pixel's channels are contiguous
+        x_row = n.to(tl.int64) * D * H * W * C_IN + group * CG
+        pixel_step = C_IN
+        channel_step = 1
+    else:
+        x_row = n.to(tl.int64) * C_IN * D * H * W + group * CG * D * H * W
+        pixel_step = 1
+        channel_step = D * H * W
+    chans = tl.arange(0, BLOCK_K)
+    w_cols = cols + group * CG * KG  # the permuted weights are [taps, C_IN, KG]
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, KTP * KRP * KSP * CHUNKS):
+        j = k // CHUNKS
+        c = (k % CHUNKS) * BLOCK_K + chans
+        c_ok = c < CG
+        j_s = j % KSP
+        j_r = (j // KSP) % KRP
+        j_t = j // (KSP * KRP)
+        t = t0 + ST * j_t
+        r = r0 + SR * j_r
+        s = s0 + SS * j_s
+        tap_ok = (t < KT) & (r < KR) & (s < KS)
+        di = d0 - j_t
+        hi = h0 - j_r
+        wi = w0 - j_s
+        inside = row_ok & tap_ok & (di >= 0) & (di < D) & (hi >= 0) & (hi < H) & (wi >= 0) & (wi < W)
+        a = tl.load(x_ptr + (x_row + ((di * H + hi) * W + wi) * pixel_step)[:, None] + (c * channel_step)[None, :],
+                    mask=inside[:, None] & c_ok[None, :], other=0.0)
+        b = tl.load(w_ptr + ((t * KR + r) * KS + s) * (C_IN * KG) + (c * KG)[:, None] + w_cols[None, :],
+                    mask=tap_ok & c_ok[:, None] & col_ok[None, :], other=0.0)
+'''
+"""The phased kernel walked tap-major (``conv_taps.py``), between its signature and ``conv.DOT_STEP``."""
+
+
 GRID_Z = 65535
 """CUDA's limit on a launch grid's third dimension, which holds groups x phases."""
 
