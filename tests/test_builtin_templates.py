@@ -852,16 +852,21 @@ def test_a_size_in_forward_is_a_number_in_a_kernel_only_where_it_does_not_change
     assert plan.cols == 16384 and "layer_norm" in plan.describe()
 
 
-@pytest.mark.parametrize(("name", "transposed"), _first_runs([("conv3d-tap-major", False),
-                                                               ("convtranspose1d-tap-major-grouped", True)]))
-def test_tap_major_reads_a_channels_last_copy_of_the_input(evaluator, tmp_path: Path, name: str,
-                                                           transposed: bool) -> None:
+TAP_MAJOR_CONVS = {
+    "conv3d": ("nn.Conv3d(40, 20, (2, 3, 3), stride=(1, 2, 1), padding=(1, 1, 0))", "torch.randn(2, 40, 3, 6, 5)"),
+    "convtranspose1d-grouped-dilated": ("nn.ConvTranspose1d(80, 16, 3, padding=2, dilation=2, groups=2)",
+                                        "torch.randn(2, 80, 11)"),
+    "convtranspose2d-phases-grouped": ("nn.ConvTranspose2d(36, 10, (3, 4), stride=(2, 3), padding=(1, 2), "
+                                       "output_padding=(1, 0), groups=2)", "torch.randn(2, 36, 4, 5)"),
+}
+
+
+@pytest.mark.parametrize("name", _first_runs(list(TAP_MAJOR_CONVS)))
+def test_tap_major_reads_a_channels_last_copy_of_the_input(evaluator, tmp_path: Path, name: str) -> None:
     """``tap_major`` with CHANNELS_LAST: the input copied to [N, spatial, C] and read a pixel's
     channels at a time; the judge accepts it, and the K steps whose channels run past a group's end
-    (40 channels, steps of 32) are masked."""
-    conv = ("nn.ConvTranspose1d(80, 16, 3, padding=2, dilation=2, groups=2)" if transposed
-            else "nn.Conv3d(40, 20, (2, 3, 3), stride=(1, 2, 1), padding=(1, 1, 0))")
-    inputs = "torch.randn(2, 80, 11)" if transposed else "torch.randn(2, 40, 3, 6, 5)"
+    (40 or 18 channels, steps of 32 or 16) are masked, as are a late phase's taps past the kernel."""
+    conv, inputs = TAP_MAJOR_CONVS[name]
     path = tmp_path / "mystery.py"
     path.write_text(TASK.format(header="", cols=0, init=f"        self.conv = {conv}", args="x",
                                 body="        return torch.relu(self.conv(x))", inputs=inputs))

@@ -129,23 +129,23 @@ PHASED_TAPS_BODY = '''\
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k in range(0, KTP * KRP * KSP * CHUNKS):
         j = k // CHUNKS
-        c = (k % CHUNKS) * BLOCK_K + chans
-        c_ok = c < CG
         j_s = j % KSP
         j_r = (j // KSP) % KRP
         j_t = j // (KSP * KRP)
         t = t0 + ST * j_t
         r = r0 + SR * j_r
         s = s0 + SS * j_s
-        tap_ok = (t < KT) & (r < KR) & (s < KS)
+        # a tap past the kernel's edge (in a phase that starts late) has no channels
+        c = (k % CHUNKS) * BLOCK_K + chans
+        c_ok = c < tl.where((t < KT) & (r < KR) & (s < KS), CG, 0)
         di = d0 - j_t
         hi = h0 - j_r
         wi = w0 - j_s
-        inside = row_ok & tap_ok & (di >= 0) & (di < D) & (hi >= 0) & (hi < H) & (wi >= 0) & (wi < W)
+        inside = row_ok & (di >= 0) & (di < D) & (hi >= 0) & (hi < H) & (wi >= 0) & (wi < W)
         a = tl.load(x_ptr + (x_row + ((di * H + hi) * W + wi) * pixel_step)[:, None] + (c * channel_step)[None, :],
                     mask=inside[:, None] & c_ok[None, :], other=0.0)
         b = tl.load(w_ptr + ((t * KR + r) * KS + s) * (C_IN * KG) + (c * KG)[:, None] + w_cols[None, :],
-                    mask=tap_ok & c_ok[:, None] & col_ok[None, :], other=0.0)
+                    mask=c_ok[:, None] & col_ok[None, :], other=0.0)
 '''
 """The phased kernel walked tap-major (``conv_taps.py``), between its signature and ``conv.DOT_STEP``."""
 
