@@ -459,10 +459,15 @@ def seeds(conv: Conv, dtype: str, shared_bytes: int) -> list[tuple[str, dict[str
         out += conv_taps.seeds(conv.per_group_in, block_n, bool(precision), shared_bytes)
     taps = conv_transposed.phase_taps(conv.kernel, conv.stride) if _phased(conv) else conv.taps
     block_k = 32 if conv.per_group_in * taps >= 32 else 16
-    for bm, warps, stages in ((128, 4, 3), (64, 4, 3), (256, 8, 3)):
+    # fp32: three bf16 products per fp32 one first and six second, as for the tap-major seeds
+    tiles = [(128, 4, 3, {"precision": "bf16x3"}), (128, 4, 3, precision), (64, 4, 3, {"precision": "bf16x3"}),
+             (256, 8, 3, {"precision": "bf16x3"})] if precision else [(128, 4, 3, {}), (64, 4, 3, {}), (256, 8, 3, {})]
+    for bm, warps, stages, chosen in tiles:
+        products = ", three bf16 products per fp32 one" if chosen.get("precision") == "bf16x3" else ""
         out.append(("implicit_gemm", {"BLOCK_M": bm, "BLOCK_N": block_n, "BLOCK_K": block_k, "num_warps": warps,
-                                      "num_stages": stages, **precision},
-                    f"seed: {bm} output pixels x {block_n} output channels per program, K steps of {block_k}"))
+                                      "num_stages": stages, **chosen},
+                    f"seed: {bm} output pixels x {block_n} output channels per program, K steps of {block_k}"
+                    + products))
     return out
 
 
