@@ -1,13 +1,16 @@
 """Convolutions (``nn.Conv1d``, ``nn.Conv2d``, ``nn.Conv3d``: any stride, padding, dilation and
 groups) with the ops after them fused into the kernel's epilogue.
 
-Two kernels. ``implicit_gemm`` computes the convolution as the GEMM it is — output pixels x output
+Three kernels. ``implicit_gemm`` computes the convolution as the GEMM it is — output pixels x output
 channels, summed over input channels x kernel taps — without ever building the unfolded ("im2col")
 matrix: each K step decodes its (channel, tap) pairs and gathers the input tile straight from the
 NC(D)HW tensor, padding by masking, so the input is read from memory about once and reused from
-L1/L2 across the taps. ``direct`` is for convolutions whose groups hold one input channel each
-(depthwise): there the GEMM's K is just the taps, too short for tensor cores, so each program
-accumulates a block of output pixels of one channel with the taps unrolled at compile time.
+L1/L2 across the taps. ``tap_major`` (``conv_taps.py``) is the same GEMM with K walked tap by tap and
+channel blocks within a tap, so that its index arithmetic is per pixel, not per element: the faster
+one wherever a group has enough channels to fill a K step. ``direct`` is for convolutions whose
+groups hold one input channel each (depthwise): there the GEMM's K is just the taps, too short for
+tensor cores, so each program accumulates a block of output pixels of one channel with the taps
+unrolled at compile time.
 
 Every convolution is treated as 3-D (a 2-D one has depth 1, a 1-D one height 1 too): the sizes the
 compiler sees as constants collapse the unused loops. The bias and the epilogue (pointwise ops,
@@ -347,6 +350,9 @@ def kernel(conv: Conv, strategy: str, precision: str | None) -> str:
         return DIRECT.format(params=params, finish=finish)
     precision_arg = f", input_precision={expressions.dot_name(precision)}" if precision else ""
     if strategy == "tap_major":
+        if not conv_taps.applies(conv.transposed, conv.stride, _phased(conv), conv.per_group_in):
+            raise CannotCover("the tap-major kernel takes a convolution, or a transposed one without stride or "
+                              f"split by phase, with at least {conv_taps.MIN_CHANNELS} channels a group")
         signature = GEMM_SIGNATURE.removesuffix("):\n") + conv_taps.SIGNATURE_EXTRA
         source = signature + (conv_transposed.PHASED_TAPS_BODY if _phased(conv) else conv_taps.BODY) + DOT_STEP
         return source.format(params=params, precision=precision_arg, finish=finish)
@@ -427,12 +433,13 @@ def forward(conv: Conv, strategy: str, params: dict[str, Any]) -> str:
                 f"triton.cdiv(k_out // groups, {params['BLOCK_N']}), groups)")
         source, layout = x, ""
         if strategy == "tap_major":
-            source, layout = (f"{x}_last" if channels_last else x), f"CHANNELS_LAST={channels_last}, "
+            source = conv_taps.channels_last_name(x) if channels_last else x
+            layout = f" CHANNELS_LAST={channels_last},"
         body += [f"    conv_kernel[{grid}](",
                  f"        {source}, weight, {bias}, {extra}out, {sizes},",
                  f"        {constants},",
                  f"        BLOCK_M={params['BLOCK_M']}, BLOCK_N={params['BLOCK_N']}, BLOCK_K={params['BLOCK_K']}, "
-                 f"WIDEN=INTERPRETED, {layout}",
+                 f"WIDEN=INTERPRETED,{layout}",
                  f"        num_warps={params['num_warps']}, num_stages={params['num_stages']})"]
     body.append("return out")
     return f"def forward(self, {', '.join(conv.inputs)}):\n" + "\n".join("    " + line for line in body) + "\n"
@@ -446,8 +453,9 @@ def full_size(conv: Conv, model: nn.Module) -> None:
 
 
 def seeds(conv: Conv, dtype: str, shared_bytes: int) -> list[tuple[str, dict[str, Any], str]]:
-    """Direct kernels first for one input channel per group; implicit-GEMM tiles sized to the
-    output channels per group (at least 16, the tensor cores' smallest)."""
+    """Direct kernels first for one input channel per group; then tap-major tiles where they apply,
+    then implicit-GEMM ones, each sized to the output channels per group (at least 16, the tensor
+    cores' smallest). fp32 seeds multiply through bf16 products (``conv_taps.LONG_K``)."""
     out: list[tuple[str, dict[str, Any], str]] = []
     if conv.per_group_in == 1 and not conv.transposed:
         for block, warps in ((256, 4), (512, 4), (1024, 8)):
@@ -455,13 +463,19 @@ def seeds(conv: Conv, dtype: str, shared_bytes: int) -> list[tuple[str, dict[str
                         f"seed: {block} output pixels per program, taps unrolled"))
     precision = {"precision": "bf16x6"} if dtype == "float32" else {}
     block_n = max(16, min(128, 1 << max(conv.per_group_out - 1, 0).bit_length()))
-    if conv_taps.applies(conv.transposed, conv.stride, _phased(conv), conv.per_group_in):
-        out += conv_taps.seeds(conv.per_group_in, block_n, bool(precision), shared_bytes)
     taps = conv_transposed.phase_taps(conv.kernel, conv.stride) if _phased(conv) else conv.taps
+    if conv_taps.applies(conv.transposed, conv.stride, _phased(conv), conv.per_group_in):
+        out += conv_taps.seeds(conv.per_group_in, taps, block_n, bool(precision), shared_bytes)
     block_k = 32 if conv.per_group_in * taps >= 32 else 16
-    # fp32: three bf16 products per fp32 one first and six second, as for the tap-major seeds
-    tiles = [(128, 4, 3, {"precision": "bf16x3"}), (128, 4, 3, precision), (64, 4, 3, {"precision": "bf16x3"}),
-             (256, 8, 3, {"precision": "bf16x3"})] if precision else [(128, 4, 3, {}), (64, 4, 3, {}), (256, 8, 3, {})]
+    # fp32: three bf16 products per fp32 one first and six second where each output sums enough
+    # products (conv_taps.LONG_K), six first where it sums few
+    fast = {"precision": "bf16x3"}
+    if conv.per_group_in * taps < conv_taps.LONG_K:
+        fast = precision
+    tiles = [(128, 4, 3, fast), (128, 4, 3, precision), (64, 4, 3, fast), (256, 8, 3, fast)] if precision \
+        else [(128, 4, 3, {}), (64, 4, 3, {}), (256, 8, 3, {})]
+    if tiles[0][3] == tiles[1][3]:
+        del tiles[1]
     for bm, warps, stages, chosen in tiles:
         products = ", three bf16 products per fp32 one" if chosen.get("precision") == "bf16x3" else ""
         out.append(("implicit_gemm", {"BLOCK_M": bm, "BLOCK_N": block_n, "BLOCK_K": block_k, "num_warps": warps,

@@ -84,9 +84,6 @@ PHASED_TAPS_BODY = '''\
     # from the first that lands on an input), BLOCK_K input channels a step: a step's channels share
     # their input coordinates, so its padding test is per pixel and an address is one add.
     PHASES: tl.constexpr = ST * SR * SS
-    KTP: tl.constexpr = (KT + ST - 1) // ST
-    KRP: tl.constexpr = (KR + SR - 1) // SR
-    KSP: tl.constexpr = (KS + SS - 1) // SS
     CHUNKS: tl.constexpr = (CG + BLOCK_K - 1) // BLOCK_K
     group = tl.program_id(2) // PHASES
     phase = tl.program_id(2) % PHASES
@@ -126,25 +123,29 @@ PHASED_TAPS_BODY = '''\
         channel_step = D * H * W
     chans = tl.arange(0, BLOCK_K)
     w_cols = cols + group * CG * KG  # the permuted weights are [taps, C_IN, KG]
+    # This phase's taps per dim, from its first to the kernel's end: one fewer than the largest
+    # phase's where the kernel does not divide by the stride, none where it is shorter than the
+    # phase's start. The loop visits only taps that exist (a 3x3x3 kernel at stride 2: 27 tap
+    # steps over the 8 phases, not 64).
+    nt = (KT - t0 + ST - 1) // ST
+    nr = (KR - r0 + SR - 1) // SR
+    ns = (KS - s0 + SS - 1) // SS
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, KTP * KRP * KSP * CHUNKS):
+    for k in range(0, nt * nr * ns * CHUNKS):
         j = k // CHUNKS
-        j_s = j % KSP
-        j_r = (j // KSP) % KRP
-        j_t = j // (KSP * KRP)
-        t = t0 + ST * j_t
-        r = r0 + SR * j_r
-        s = s0 + SS * j_s
-        # a tap past the kernel's edge (in a phase that starts late) has no channels
+        j_s = j % ns
+        j_r = (j // ns) % nr
+        j_t = j // (ns * nr)
         c = (k % CHUNKS) * BLOCK_K + chans
-        c_ok = c < tl.where((t < KT) & (r < KR) & (s < KS), CG, 0)
+        c_ok = c < CG
         di = d0 - j_t
         hi = h0 - j_r
         wi = w0 - j_s
         inside = row_ok & (di >= 0) & (di < D) & (hi >= 0) & (hi < H) & (wi >= 0) & (wi < W)
         a = tl.load(x_ptr + (x_row + ((di * H + hi) * W + wi) * pixel_step)[:, None] + (c * channel_step)[None, :],
                     mask=inside[:, None] & c_ok[None, :], other=0.0)
-        b = tl.load(w_ptr + ((t * KR + r) * KS + s) * (C_IN * KG) + (c * KG)[:, None] + w_cols[None, :],
+        tap = ((t0 + ST * j_t) * KR + r0 + SR * j_r) * KS + s0 + SS * j_s
+        b = tl.load(w_ptr + tap * (C_IN * KG) + (c * KG)[:, None] + w_cols[None, :],
                     mask=c_ok[:, None] & col_ok[None, :], other=0.0)
 '''
 """The phased kernel walked tap-major (``conv_taps.py``), between its signature and ``conv.DOT_STEP``."""

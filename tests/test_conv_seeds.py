@@ -1,0 +1,63 @@
+"""The convolution seeds' pure logic: which kernel applies, K steps, precision order, shared memory."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernelevo.agent.builtin import conv, conv_taps
+from kernelevo.agent.builtin.program import CannotCover
+
+HOPPER_SHARED = 232448
+
+
+def _conv(cin: int, cout: int, kernel: tuple[int, int, int], stride: tuple[int, int, int] = (1, 1, 1),
+          groups: int = 1, transposed: bool = False, dilation: tuple[int, int, int] = (1, 1, 1)) -> conv.Conv:
+    return conv.Conv(module="conv", dims=2, in_channels=cin, out_channels=cout, groups=groups, kernel=kernel,
+                     stride=stride, padding=(0, 1, 1), dilation=dilation, has_bias=True, epilogue=None,
+                     out_dtype="float32", input="x", inputs=["x"], transposed=transposed)
+
+
+@pytest.mark.parametrize(("transposed", "stride", "phased", "channels", "applies"), [
+    (False, (1, 2, 3), False, 16, True),
+    (False, (1, 1, 1), False, 15, False),   # too few channels to fill a K step
+    (True, (1, 1, 1), False, 64, True),
+    (True, (1, 2, 2), True, 64, True),      # split by phase
+    (True, (1, 2, 2), False, 64, False),    # strided and dilated: neither walk
+])
+def test_tap_major_applies_where_its_walk_is_exact(transposed: bool, stride: tuple, phased: bool, channels: int,
+                                                   applies: bool) -> None:
+    assert conv_taps.applies(transposed, stride, phased, channels) is applies
+
+
+def test_a_strided_dilated_transposed_convolution_is_refused_by_the_tap_major_kernel() -> None:
+    strided = _conv(16, 8, (1, 3, 3), stride=(1, 2, 2), transposed=True, dilation=(1, 2, 2))
+    with pytest.raises(CannotCover, match="tap-major"):
+        conv.kernel(strided, "tap_major", "bf16x3")
+    assert all(strategy != "tap_major" for strategy, _, _ in conv.seeds(strided, "float32", HOPPER_SHARED))
+
+
+@pytest.mark.parametrize(("channels", "step"), [(16, 16), (40, 16), (64, 64), (80, 16), (96, 32), (128, 64),
+                                                (192, 64), (36, 16)])
+def test_a_k_step_pads_a_taps_channels_by_at_most_an_eighth(channels: int, step: int) -> None:
+    assert conv_taps.block_k(channels) == step
+
+
+def test_fp32_seeds_put_three_bf16_products_first_only_over_long_sums() -> None:
+    long_sum = conv.seeds(_conv(64, 128, (1, 3, 3)), "float32", HOPPER_SHARED)
+    assert long_sum[0][0] == "tap_major" and long_sum[0][1]["precision"] == "bf16x3"
+    assert long_sum[1][1]["precision"] == "bf16x6"  # a short search measures both
+    one_by_one = conv.seeds(_conv(16, 32, (1, 1, 1)), "float32", HOPPER_SHARED)  # 16 products an output
+    assert one_by_one[0][1]["precision"] == "bf16x6" and one_by_one[1][1]["precision"] == "bf16x3"
+    few = conv.seeds(_conv(3, 16, (1, 3, 3)), "float32", HOPPER_SHARED)  # 27: the packed kernel, six first
+    assert few[0][0] == "implicit_gemm" and few[0][1]["precision"] == "bf16x6"
+    bf16 = conv.seeds(_conv(64, 128, (1, 3, 3)), "bfloat16", HOPPER_SHARED)
+    assert all("precision" not in params for _, params, _ in bf16)
+    assert len({str(params) for _, params, _ in bf16}) == len(bf16)
+
+
+@pytest.mark.parametrize("shared", [HOPPER_SHARED, 100 * 1024])
+def test_every_seed_fits_the_shared_memory_it_is_given(shared: int) -> None:
+    for strategy, params, _ in conv.seeds(_conv(64, 128, (1, 3, 3)), "float32", shared):
+        if strategy == "tap_major":
+            need = params["num_stages"] * (params["BLOCK_M"] + params["BLOCK_N"]) * params["BLOCK_K"] * 4
+            assert 2 <= params["num_stages"] and need <= shared, params
