@@ -88,8 +88,12 @@ def problems(levels: list[int], only: list[str], suite: Path = SUITE, every: int
     """The suite's files of ``levels`` in KernelBench's order, those naming a part of ``only`` if given;
     ``every``: one in that many of each level's (a sample spread over it, for sweeps that cannot afford
     all of it)."""
+    def number(path: Path) -> tuple[int, str]:  # KernelBench's "12_Name.py" by its number; others after, by name
+        head = path.name.split("_")[0]
+        return (int(head) if head.isdigit() else 10**9, path.name)
+
     def in_order(level: int) -> list[Path]:
-        return sorted((suite / f"level{level}").glob("*.py"), key=lambda p: int(p.name.split("_")[0]))
+        return sorted((suite / f"level{level}").glob("*.py"), key=number)
 
     chosen = [[p for p in in_order(level) if not only or any(o in p.stem for o in only)] for level in levels]
     return [p for files in chosen for k, p in enumerate(files) if k % max(every, 1) == 0]

@@ -199,8 +199,16 @@ CASES = [
      "output_padding=2)", "        return self.conv(x) + 0.25", "torch.randn(2, 4, 7)", ""),
     ("conv2d-tap-major-grouped-strided", "        self.conv = nn.Conv2d(40, 24, 3, stride=(2, 1), padding=1, groups=2)",
      "        return F.silu(self.conv(x)) * 2.0", "torch.randn(2, 40, 7, 9)", ""),
-    ("convtranspose2d-stride1-dilated-bf16", "        self.conv = nn.ConvTranspose2d(32, 12, (3, 2), padding=(2, 1), "
+    ("convtranspose2d-stride1-dilated-bf16", "prelu-features-and-one-slope-bf16", "        self.conv = nn.ConvTranspose2d(32, 12, (3, 2), padding=(2, 1), "
      "dilation=(2, 1))", "        return self.conv(x) - 1.0", "torch.randn(2, 32, 5, 6)", "DTYPE = torch.bfloat16"),
+    ("prelu-per-channel-4d", "        self.act = nn.PReLU(5)\n        with torch.no_grad():\n"
+     "            self.act.weight.uniform_(-0.5, 0.5)", "        return self.act(x) + 1.0", "torch.randn(2, 5, 3, {cols})",
+     ""),
+    ("prelu-features-and-one-slope-bf16", "        self.act = nn.PReLU(n)\n        self.one = nn.PReLU()\n"
+     "        with torch.no_grad():\n            self.act.weight.uniform_(-0.5, 0.5)",
+     "        return self.one(self.act(x) * 3.0)", "torch.randn(7, {cols})", "DTYPE = torch.bfloat16"),
+    ("conv1d-dilated-prelu", "        self.conv = nn.Conv1d(16, 24, 5, dilation=3, padding=6)\n        self.act = nn.PReLU(24)",
+     "        return self.act(self.conv(x))", "torch.randn(2, 16, 37)", ""),
     ("sequence-conv-pool", "        self.conv = nn.Conv2d(3, 8, 3, padding=1)",
      "        return torch.relu(F.max_pool2d(self.conv(x) * 2.0, 2))", "torch.randn(2, 3, 8, 10)", ""),
     ("sequence-mean-softmax-bf16", "        pass", "        return torch.softmax(x.mean(dim=1), dim=-1)",

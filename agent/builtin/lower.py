@@ -335,6 +335,26 @@ class _Lowering(OperandIntake, CallLowering, Layout):
         self.nodes[-1].round_to, self.nodes[-1].dtype = low, dtype
         self.values[node.name] = out
 
+    def prelu(self, node: torch.fx.Node, sub: nn.PReLU, x: Any) -> None:
+        """``nn.PReLU``: ``x`` where it is above zero, else its slope times ``x``; one slope for every
+        element, or one per channel (dimension 1, the last of a 2-D input)."""
+        src = self.arg(x)
+        rank = len(self.elem_shape())
+        if self.level(src) != "elem":
+            raise CannotCover(f"`{node.name}`: PReLU of something that is not per element")
+        slopes = sub.weight.detach()
+        source = f"self.{node.target}.weight"
+        if slopes.numel() > 1 and rank > 2:  # [C] read along dimension 1: seen as [C, 1, ..., 1]
+            slopes = slopes.reshape(-1, *([1] * (rank - 2)))
+            source += f".view(-1, {', '.join(['1'] * (rank - 2))})"
+        self.attribute(f"{node.name}_slope", slopes, source)
+        self.ops.append("prelu")
+        dtype, low = self.rounding(node)
+        sloped = self.add("mul", [self.values[f"{node.name}_slope"], src], "elem")
+        out = self.add("where", [self.add("gt", [src, 0.0], "elem"), src, sloped], "elem")
+        self.nodes[-1].round_to, self.nodes[-1].dtype = low, dtype
+        self.values[node.name] = out
+
     def lower(self) -> Program:
         self.rowflat: set[str] = set()
         self.unsqueezed: set[str] = set()

@@ -99,6 +99,8 @@ class CallLowering:
             return self.composite(node, "layer_norm", args[0], self._norm_params(node, sub, ("weight", "bias")))
         if isinstance(sub, nn.modules.batchnorm._BatchNorm):
             return self.batch_norm(node, sub, args[0])
+        if isinstance(sub, nn.PReLU):
+            return self.prelu(node, sub, args[0])
         if type(sub).__name__ == "RMSNorm" and hasattr(sub, "normalized_shape"):
             return self.composite(node, "rms_norm", args[0], self._norm_params(node, sub, ("weight",)))
         raise CannotCover(f"no template for the module `{target}` ({type(sub).__name__})")
