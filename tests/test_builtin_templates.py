@@ -199,7 +199,7 @@ CASES = [
      "output_padding=2)", "        return self.conv(x) + 0.25", "torch.randn(2, 4, 7)", ""),
     ("conv2d-tap-major-grouped-strided", "        self.conv = nn.Conv2d(40, 24, 3, stride=(2, 1), padding=1, groups=2)",
      "        return F.silu(self.conv(x)) * 2.0", "torch.randn(2, 40, 7, 9)", ""),
-    ("convtranspose2d-stride1-dilated-bf16", "prelu-features-and-one-slope-bf16", "        self.conv = nn.ConvTranspose2d(32, 12, (3, 2), padding=(2, 1), "
+    ("convtranspose2d-stride1-dilated-bf16", "prelu-features-and-one-slope-bf16", "maxpool3d-ceil-mode-dilated-bf16", "        self.conv = nn.ConvTranspose2d(32, 12, (3, 2), padding=(2, 1), "
      "dilation=(2, 1))", "        return self.conv(x) - 1.0", "torch.randn(2, 32, 5, 6)", "DTYPE = torch.bfloat16"),
     ("prelu-per-channel-4d", "        self.act = nn.PReLU(5)\n        with torch.no_grad():\n"
      "            self.act.weight.uniform_(-0.5, 0.5)", "        return self.act(x) + 1.0", "torch.randn(2, 5, 3, {cols})",
@@ -209,6 +209,11 @@ CASES = [
      "        return self.one(self.act(x) * 3.0)", "torch.randn(7, {cols})", "DTYPE = torch.bfloat16"),
     ("conv1d-dilated-prelu", "        self.conv = nn.Conv1d(16, 24, 5, dilation=3, padding=6)\n        self.act = nn.PReLU(24)",
      "        return self.act(self.conv(x))", "torch.randn(2, 16, 37)", ""),
+    ("avgpool2d-ceil-mode", "        self.pool = nn.AvgPool2d(3, stride=2, padding=1, ceil_mode=True)",
+     "        return self.pool(x) - 0.5", "torch.randn(2, 3, 10, 7)", ""),
+    ("maxpool3d-ceil-mode-dilated-bf16", "        self.pool = nn.MaxPool3d((2, 3, 2), stride=(2, 2, 3), padding=(0, 1, 1), "
+     "dilation=(1, 2, 1), ceil_mode=True)", "        return torch.relu(self.pool(x))", "torch.randn(2, 3, 5, 9, 8)",
+     "DTYPE = torch.bfloat16"),
     ("sequence-conv-pool", "        self.conv = nn.Conv2d(3, 8, 3, padding=1)",
      "        return torch.relu(F.max_pool2d(self.conv(x) * 2.0, 2))", "torch.randn(2, 3, 8, 10)", ""),
     ("sequence-mean-softmax-bf16", "        pass", "        return torch.softmax(x.mean(dim=1), dim=-1)",

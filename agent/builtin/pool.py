@@ -44,6 +44,9 @@ class Pool:
     inputs: list[str]
     module: str | None = None
     """The pooling module's name (its window is read from it at run time), None for a function call."""
+    ceil_mode: bool = False
+    """Output sizes rounded up: a last window may hang past the input (its taps there are skipped, and
+    an average divides by the part inside the input and padding), but starts inside them."""
 
 
 def _three(value: Any, dims: int, fill: int) -> tuple[int, int, int]:
@@ -100,8 +103,8 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any], full: torch.nn.Module
         raise CannotCover(f"a {dims}-D pooling on an input without a batch dimension is not covered")
     if node.op == "call_function":
         _same_at_full_size(node, full)
-    if settings.get("ceil_mode") or settings.get("return_indices") or settings.get("divisor_override"):
-        raise CannotCover("pooling with ceil_mode, return_indices or divisor_override is not covered")
+    if settings.get("return_indices") or settings.get("divisor_override"):
+        raise CannotCover("pooling with return_indices or divisor_override is not covered")
     kernel = _three(settings["kernel_size"], dims, 1)
     stride_arg = settings.get("stride")
     stride = kernel if stride_arg in (None, [], ()) else _three(stride_arg, dims, 1)
@@ -118,7 +121,8 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any], full: torch.nn.Module
                 count_include_pad=True if include is None else bool(include), epilogue=epilogue,
                 out_dtype=str(last.meta["tensor_meta"].dtype).removeprefix("torch."), input=node.args[0].name,
                 inputs=[p.name for p in placeholders],
-                module=str(node.target) if node.op == "call_module" else None)
+                module=str(node.target) if node.op == "call_module" else None,
+                ceil_mode=bool(settings.get("ceil_mode")))
 
 
 KERNEL = '''@triton.jit
@@ -210,7 +214,11 @@ def forward(pool: Pool, params: dict[str, Any]) -> str:
                  f"pt, pr, ps = {p[0]}, {p[1]}, {p[2]}", f"dt, dr, ds = {dl[0]}, {dl[1]}, {dl[2]}"]
     for axis, size, k, s, p, dl in (("od", "d", "kt", "st", "pt", "dt"), ("oh", "h", "kr", "sr", "pr", "dr"),
                                     ("ow", "w", "ks", "ss", "ps", "ds")):
-        body.append(f"{axis} = ({size} + 2 * {p} - {dl} * ({k} - 1) - 1) // {s} + 1")
+        if pool.ceil_mode:  # rounded up, then the last window dropped if it would start past the padding
+            body.append(f"{axis} = -(-({size} + 2 * {p} - {dl} * ({k} - 1) - 1) // {s}) + 1")
+            body.append(f"{axis} -= int(({axis} - 1) * {s} >= {size} + {p})")
+        else:
+            body.append(f"{axis} = ({size} + 2 * {p} - {dl} * ({k} - 1) - 1) // {s} + 1")
     body.append(f"out = torch.empty(({x}.shape[0], {x}.shape[1], {', '.join(('od', 'oh', 'ow')[3 - pool.dims:])}), "
                 f"dtype=torch.{pool.out_dtype}, device={x}.device)")
     lines, extra = epilogue_arguments(pool.epilogue)
