@@ -199,7 +199,7 @@ CASES = [
      "output_padding=2)", "        return self.conv(x) + 0.25", "torch.randn(2, 4, 7)", ""),
     ("conv2d-tap-major-grouped-strided", "        self.conv = nn.Conv2d(40, 24, 3, stride=(2, 1), padding=1, groups=2)",
      "        return F.silu(self.conv(x)) * 2.0", "torch.randn(2, 40, 7, 9)", ""),
-    ("convtranspose2d-stride1-dilated-bf16", "prelu-features-and-one-slope-bf16", "maxpool3d-ceil-mode-dilated-bf16", "        self.conv = nn.ConvTranspose2d(32, 12, (3, 2), padding=(2, 1), "
+    ("convtranspose2d-stride1-dilated-bf16", "prelu-features-and-one-slope-bf16", "maxpool3d-ceil-mode-dilated-bf16", "scan-cummin-reversed-bf16", "        self.conv = nn.ConvTranspose2d(32, 12, (3, 2), padding=(2, 1), "
      "dilation=(2, 1))", "        return self.conv(x) - 1.0", "torch.randn(2, 32, 5, 6)", "DTYPE = torch.bfloat16"),
     ("prelu-per-channel-4d", "        self.act = nn.PReLU(5)\n        with torch.no_grad():\n"
      "            self.act.weight.uniform_(-0.5, 0.5)", "        return self.act(x) + 1.0", "torch.randn(2, 5, 3, {cols})",
@@ -263,6 +263,11 @@ CASES = [
      "torch.randn(2, 3, 20, {cols}), torch.randn(2, 3, 24, {cols})", "DTYPE = torch.bfloat16"),
     ("matmul-einsum-weight-nk", "        self.w = nn.Parameter(torch.randn(24, n) * 0.05)",
      '        return torch.einsum("bl,kl->bk", x, self.w)', "torch.randn(30, {cols})", ""),
+    # short scans: the interpreter runs a max scan's combine in Python, about a millisecond a call
+    ("scan-cummax-values-dim1", "        pass", "        return torch.cummax(x, dim=1)[0] * 2.0",
+     "torch.randn(3, 70, 5)", ""),
+    ("scan-cummin-reversed-bf16", "        pass", "        return x.flip(0).cummin(0).values.flip(0)",
+     "torch.randn(40, 33)", "DTYPE = torch.bfloat16"),
     ("scan-masked-cumsum", "        pass", "        return torch.cumsum(x * y, dim=-1)",
      "torch.randn(4, {cols}), torch.randn(4, {cols}) > 0", ""),
     ("scan-reversed-cumsum-fp16", "        pass", "        return torch.cumsum(x.flip(1), dim=1).flip(1)",

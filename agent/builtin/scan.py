@@ -1,4 +1,5 @@
-"""Cumulative sums and products (``cumsum``, ``cumprod``) along any dimension: inclusive or
+"""Cumulative sums, products, maxima and minima (``cumsum``, ``cumprod``, the values of ``cummax`` and
+``cummin``) along any dimension: inclusive or
 exclusive, forward or reversed, of the input or of the input times a mask, as one Triton kernel
 that reads each input once and writes the output once.
 
@@ -28,8 +29,10 @@ import torch.fx
 from kernelevo.agent.builtin.dimreduce import STRIDED_PROGRAM
 from kernelevo.agent.builtin.program import CannotCover
 
-SCANS = {torch.cumsum: "sum", torch.cumprod: "prod"}
-SCAN_METHODS = {"cumsum": "sum", "cumprod": "prod"}
+SCANS = {torch.cumsum: "sum", torch.cumprod: "prod", torch.cummax: "max", torch.cummin: "min"}
+SCAN_METHODS = {"cumsum": "sum", "cumprod": "prod", "cummax": "max", "cummin": "min"}
+IDENTITY = {"sum": 0.0, "prod": 1.0, "max": float("-inf"), "min": float("inf")}
+"""Each scan's value for "nothing yet": an exclusive scan's first result, and what padding loads."""
 HELPERS = {torch.flip, torch.narrow, torch.cat, torch.concat, torch.zeros_like, torch.ones_like, torch.select,
            torch.unsqueeze, torch.mul, operator.mul, operator.sub, operator.add, operator.getitem, getattr,
            torch.zeros, torch.ones}
@@ -44,7 +47,7 @@ class Scan:
     """One cumulative sum or product over ``dim`` of the task's input (times its mask)."""
 
     op: str
-    """sum or prod."""
+    """sum, prod, max or min (the values of ``cummax``/``cummin``; their indices are not covered)."""
     dim: int
     """The scanned dimension (non-negative)."""
     reverse: bool
@@ -80,9 +83,10 @@ def reference(scan: Scan, x: torch.Tensor, mask: torch.Tensor | None = None) -> 
     if scan.reverse:
         values = values.flip(scan.dim)
     if scan.exclusive:
-        first = torch.full_like(values.narrow(scan.dim, 0, 1), 0.0 if scan.op == "sum" else 1.0)
+        first = torch.full_like(values.narrow(scan.dim, 0, 1), IDENTITY[scan.op])
         values = torch.cat([first, values.narrow(scan.dim, 0, values.shape[scan.dim] - 1)], dim=scan.dim)
-    out = values.cumsum(scan.dim) if scan.op == "sum" else values.cumprod(scan.dim)
+    out = {"sum": torch.cumsum, "prod": torch.cumprod, "max": lambda v, d: torch.cummax(v, d).values,
+           "min": lambda v, d: torch.cummin(v, d).values}[scan.op](values, scan.dim)
     return out.flip(scan.dim) if scan.reverse else out
 
 
@@ -151,6 +155,17 @@ def _times(a, b):
 
 
 @triton.jit
+def _larger(a, b):
+    # NaN wins, as in torch's cummax: once a NaN is seen it is every later result
+    return tl.where((a > b) | (a != a), a, b)
+
+
+@triton.jit
+def _smaller(a, b):
+    return tl.where((a < b) | (a != a), a, b)
+
+
+@triton.jit
 def scan_kernel(x_ptr, mask_ptr, out_ptr, R, INNER, BLOCK_R: tl.constexpr, BLOCK_I: tl.constexpr,
                 WIDE: tl.constexpr):
     # Program p: inner positions [i * BLOCK_I, (i + 1) * BLOCK_I) of outer index o (p = o * blocks + i),
@@ -173,14 +188,22 @@ def scan_kernel(x_ptr, mask_ptr, out_ptr, R, INNER, BLOCK_R: tl.constexpr, BLOCK
 '''
 
 
+COMBINE = {
+    "sum": ("carry[None, :] + tl.cumsum(v, axis=0)", "carry + tl.sum(v, axis=0)"),
+    "prod": ("carry[None, :] * tl.cumprod(v, axis=0)", "carry * tl.reduce(v, 0, _times)"),
+    "max": ("_larger(carry[None, :], tl.associative_scan(v, 0, _larger))", "_larger(carry, tl.reduce(v, 0, _larger))"),
+    "min": ("_smaller(carry[None, :], tl.associative_scan(v, 0, _smaller))",
+            "_smaller(carry, tl.reduce(v, 0, _smaller))"),
+}
+"""Per scan: a tile's results from the carry and the tile's own scan, and the carry after the tile."""
+
+
 def kernel(scan: Scan) -> str:
-    product = scan.op == "prod"
-    identity = "1.0" if product else "0.0"
+    identity = repr(IDENTITY[scan.op]) if scan.op in ("sum", "prod") else f'float("{IDENTITY[scan.op]}")'
     shift = ("r + 1" if scan.reverse else "r - 1") if scan.exclusive else "r"
-    mask = ("        v = v * tl.load(mask_ptr + at, mask=src_ok, other=1).to(tl.float32)\n" if product else
-            "        v = v * tl.load(mask_ptr + at, mask=src_ok, other=0).to(tl.float32)\n") if scan.masked else ""
-    combine = ("carry[None, :] * tl.cumprod(v, axis=0)" if product else "carry[None, :] + tl.cumsum(v, axis=0)")
-    advance = "carry * tl.reduce(v, 0, _times)" if product else "carry + tl.sum(v, axis=0)"
+    # a padded position holds the identity and keeps it: its mask reads as 1 (0 would turn -inf to NaN)
+    mask = "        v = v * tl.load(mask_ptr + at, mask=src_ok, other=1).to(tl.float32)\n" if scan.masked else ""
+    combine, advance = COMBINE[scan.op]
     rounding = "        result = round_to_bf16(result)\n" if scan.out_dtype == "bfloat16" else ""
     direction = ("from the last to the first" if scan.reverse else "from the first to the last") + (
         ", each position's own value left out" if scan.exclusive else "")
