@@ -1,0 +1,19 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class Model(nn.Module):
+    def __init__(self):
+        super(Model, self).__init__()
+        pass
+
+    def forward(self, x):
+        return torch.min(F.logsigmoid(x), dim=1).values
+
+
+
+def get_inputs():
+    return [torch.randn(64, 100, 50)]
+
+def get_init_inputs():
+    return []
