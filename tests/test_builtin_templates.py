@@ -199,7 +199,7 @@ CASES = [
      "output_padding=2)", "        return self.conv(x) + 0.25", "torch.randn(2, 4, 7)", ""),
     ("conv2d-tap-major-grouped-strided", "        self.conv = nn.Conv2d(40, 24, 3, stride=(2, 1), padding=1, groups=2)",
      "        return F.silu(self.conv(x)) * 2.0", "torch.randn(2, 40, 7, 9)", ""),
-    ("convtranspose2d-stride1-dilated-bf16", "prelu-features-and-one-slope-bf16", "maxpool3d-ceil-mode-dilated-bf16", "scan-cummin-reversed-bf16", "        self.conv = nn.ConvTranspose2d(32, 12, (3, 2), padding=(2, 1), "
+    ("convtranspose2d-stride1-dilated-bf16", "prelu-features-and-one-slope-bf16", "maxpool3d-ceil-mode-dilated-bf16", "scan-cummin-reversed-bf16", "topk-smallest-bf16", "        self.conv = nn.ConvTranspose2d(32, 12, (3, 2), padding=(2, 1), "
      "dilation=(2, 1))", "        return self.conv(x) - 1.0", "torch.randn(2, 32, 5, 6)", "DTYPE = torch.bfloat16"),
     ("prelu-per-channel-4d", "        self.act = nn.PReLU(5)\n        with torch.no_grad():\n"
      "            self.act.weight.uniform_(-0.5, 0.5)", "        return self.act(x) + 1.0", "torch.randn(2, 5, 3, {cols})",
@@ -268,6 +268,10 @@ CASES = [
      "torch.randn(3, 70, 5)", ""),
     ("scan-cummin-reversed-bf16", "        pass", "        return x.flip(0).cummin(0).values.flip(0)",
      "torch.randn(40, 33)", "DTYPE = torch.bfloat16"),
+    ("sort-values-descending", "        pass", "        return x.sort(dim=-1, descending=True).values * 2.0",
+     "torch.randn(5, 3, 37)", ""),
+    ("topk-smallest-bf16", "        pass", "        return torch.topk(x, 4, dim=-1, largest=False)[0]",
+     "torch.randn(9, 50)", "DTYPE = torch.bfloat16"),
     ("scan-masked-cumsum", "        pass", "        return torch.cumsum(x * y, dim=-1)",
      "torch.randn(4, {cols}), torch.randn(4, {cols}) > 0", ""),
     ("scan-reversed-cumsum-fp16", "        pass", "        return torch.cumsum(x.flip(1), dim=1).flip(1)",
@@ -893,3 +897,11 @@ def test_tap_major_reads_a_channels_last_copy_of_the_input(evaluator, tmp_path: 
     strategy, params, why = next(seed for seed in seeds(plan) if seed[0] == "tap_major")
     _accepted(evaluator, task, plan, tmp_path, strategy, dict(params, CHANNELS_LAST=True, BLOCK_M=32), why,
               "_kernelevo_x_channels_last = x.permute(0, 2")
+
+
+def test_a_sorts_indices_are_left_to_torch_with_the_reason(tmp_path: Path) -> None:
+    path = tmp_path / "mystery.py"
+    path.write_text(TASK.format(header="", cols=0, init="        pass", args="x",
+                                body="        return torch.sort(x, dim=-1)[1]", inputs="torch.randn(4, 9)"))
+    with pytest.raises(CannotCover, match="indices"):
+        recognise(load_task(str(path), "full"))

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from kernelevo.agent.archive import best, select_parents
-from kernelevo.agent.builtin import conv, dimreduce, groupnorm, matmul_kernels, pool, scan, split_passes
+from kernelevo.agent.builtin import conv, dimreduce, groupnorm, matmul_kernels, pool, scan, sort, split_passes
 from kernelevo.agent.builtin.codegen import online_pairs, splittable
 from kernelevo.agent.builtin.recognize import Plan, recognise
 from kernelevo.agent.builtin.sequence import searched
@@ -180,6 +180,7 @@ def _seeds(plan: Plan) -> Seeds:
         "dim_reduce": lambda p: [("strided", params, why) for params, why in dimreduce.seeds(
             p.extra["reduction"], p.extra["inner"], p.rows, p.cols, target().sms)],
         "scan": lambda p: [("carried", params, why) for params, why in scan.seeds(p.extra["inner"])],
+        "sort": lambda p: [("bitonic", params, why) for params, why in sort.seeds(p.cols)],
         "cross_entropy": _cross_entropy_seeds,
     }
     return by_kind.get(plan.kind, _row_seeds)(plan)

@@ -17,7 +17,7 @@ import torch
 import torch.fx
 import torch.nn.functional as F
 
-from kernelevo.agent.builtin import conv, dimreduce, groupnorm, matmul, pool, scan
+from kernelevo.agent.builtin import conv, dimreduce, groupnorm, matmul, pool, scan, sort
 from kernelevo.agent.builtin.decompose import read_after_written
 from kernelevo.agent.builtin.init_source import init_source
 from kernelevo.agent.builtin.lower import lower, trace
@@ -77,6 +77,11 @@ class Plan:
             kind = " ".join(["exclusive"] * s.exclusive + ["reversed"] * s.reverse + [f"cum{s.op}"])
             masked = " of the input times its mask" if s.masked else ""
             return f"{kind}{masked} over dim {s.dim}: {self.rows} scans of {self.cols} values, {self.dtype}"
+        if self.kind == "sort":
+            s = self.extra["sort"]
+            kept = "all values" if s.keep is None else f"the {s.keep} {'largest' if s.descending else 'smallest'}"
+            order = "descending" if s.descending else "ascending"
+            return f"sort ({order}, {kept}) of {self.rows} rows of {self.cols} values, {self.dtype}"
         if self.kind == "matmul":
             parts = []
             for st in self.extra["stages"]:
@@ -450,6 +455,10 @@ def _reduction_plan(gm: torch.fx.GraphModule, inputs: list[Any], main: tuple[int
                          cols=main[d], ops=[f"cum{scanned.op}"] + ["reversed"] * scanned.reverse
                          + ["exclusive"] * scanned.exclusive + ["masked"] * scanned.masked,
                          extra={"scan": scanned, "inner": math.prod(main[d + 1:])})
+    ordered = sort.recognise(gm, inputs)
+    if ordered is not None:
+        return _covering(context, names, kind="sort", rows=math.prod(main[:-1]), cols=main[-1],
+                         ops=["sort" if ordered.keep is None else "topk"], extra={"sort": ordered})
     return None
 
 

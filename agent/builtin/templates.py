@@ -22,6 +22,7 @@ from kernelevo.agent.builtin import (
     pool,
     scan,
     sequence,
+    sort,
 )
 from kernelevo.agent.builtin.recognize import Plan
 
@@ -30,6 +31,7 @@ STRATEGIES = {
     "row": ["registers", "looped", "split", "split_passes"],
     "dim_reduce": ["strided"],
     "scan": ["carried"],
+    "sort": ["bitonic"],
     "conv": ["tap_major", "implicit_gemm", "direct"],
     "pool": ["window"],
     "group_norm": ["three_pass"],
@@ -54,6 +56,8 @@ WHY_STRATEGY = {
                "final tree reduction",
     "carried": "each tile scanned in registers and offset by the running total of the tiles before it: the "
                "input read once in whole lines and the output written once, with no second pass over memory",
+    "bitonic": "each row loaded once into registers and sorted there by a bitonic network, only the kept "
+               "values written",
     "implicit_gemm": "the convolution as a tensor-core GEMM (output pixels x output channels over input "
                      "channels x taps) whose input tiles are gathered from the image as the K loop goes, so the "
                      "unfolded matrix never exists; the bias and the ops after it are applied in registers",
@@ -416,6 +420,12 @@ def _render_scan(r: Rendering) -> str:
     return head + body + _model(r.plan.init, scan.forward(scanned, r.plan.inputs, r.params))
 
 
+def _render_sort(r: Rendering) -> str:
+    head = r.head(f"A Triton sort: {r.plan.describe()}.", "each row once and the kept values written once.")
+    model = _model(r.plan.init, sort.forward(r.plan.extra["sort"], r.plan.inputs, r.params))
+    return head + sort.KERNEL + "\n\n" + model
+
+
 def _render_attention(r: Rendering) -> str:
     plan, params = r.plan, r.params
     head = r.head(f"Flash attention forward in Triton: {plan.describe()}.",
@@ -471,6 +481,7 @@ RENDERERS = {
     "conv": _render_conv,
     "dim_reduce": _render_dim_reduce,
     "scan": _render_scan,
+    "sort": _render_sort,
     "attention": _render_attention,
     "matmul": _render_matmul,
 }

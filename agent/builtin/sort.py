@@ -1,0 +1,107 @@
+"""Sorting along the last dimension (``torch.sort``'s values) and its k largest or smallest values
+(``torch.topk``'s values, in order), one row per program.
+
+A row is loaded into registers once, padded to a power of two with values that sort last (+inf
+ascending, -inf descending), sorted by Triton's bitonic network (``tl.sort``: log2(n)^2 / 2
+compare-exchange stages, all in registers and shuffles), and its first k values stored: the input is
+read once and only the kept values are written. Rows up to ``MAX_COLUMNS`` fit.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.fx
+
+from kernelevo.agent.builtin.program import CannotCover
+
+MAX_COLUMNS = 16384
+"""The longest row a program holds (fp32 registers of one program, as for the row templates)."""
+FLOATS = (torch.float32, torch.bfloat16, torch.float16)
+
+
+@dataclass
+class Sort:
+    """The values of one sort or top-k over the last dimension of the task's input."""
+
+    descending: bool
+    keep: int | None
+    """How many values each row keeps: a top-k's k; None for a sort (all of them, at any size)."""
+    out_dtype: str
+
+
+def _sort_call(node: torch.fx.Node) -> str | None:
+    name = node.target if node.op == "call_method" else getattr(node.target, "__name__", "")
+    return name if node.op in ("call_method", "call_function") and name in ("sort", "topk") else None
+
+
+def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> Sort | None:
+    """The plan if the graph is the values of one ``sort`` or ``topk`` of its one input over the last
+    dimension; None when the graph has no sort (other templates may take it)."""
+    calls = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output")]
+    sorts = [n for n in calls if _sort_call(n)]
+    if len(sorts) != 1:
+        return None
+    node, what = sorts[0], f"`{_sort_call(sorts[0])}`"
+    output = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+    values = [n for n in calls if n is not node]
+    picks = len(values) == 1 and (values[0].target is operator.getitem and values[0].args[1] == 0
+                                  or values[0].target is getattr and values[0].args[1] == "values")
+    if not picks or output is not values[0] or len(inputs) != 1 or node.args[0].op != "placeholder":
+        raise CannotCover(f"{what} other than the values of one over the input (its indices, or ops around "
+                          "it, are not covered)")
+    x = inputs[0]
+    if not isinstance(x, torch.Tensor) or x.dtype not in FLOATS or x.dim() == 0:
+        raise CannotCover(f"{what} of a {getattr(x, 'dtype', type(x))} input (covered: fp32, bf16, fp16)")
+    probe = (torch.randn(x.shape) * 10).round().to(x.dtype)  # ties too: stable or not, the values agree
+    want = gm(probe)
+    for descending in (False, True):
+        full = torch.sort(probe, dim=-1, descending=descending).values
+        keep = want.shape[-1] if want.dim() else 0
+        if want.shape[:-1] == probe.shape[:-1] and torch.equal(full[..., :keep], want):
+            return Sort(descending=descending, keep=None if _sort_call(node) == "sort" else keep,
+                        out_dtype=str(want.dtype).removeprefix("torch."))
+    raise CannotCover(f"{what} in a form the template does not compute (covered: the values of a sort or top-k "
+                      "over the last dimension, in order)")
+
+
+KERNEL = '''@triton.jit
+def sort_kernel(x_ptr, out_ptr, n_cols, keep, BLOCK_C: tl.constexpr, DESCENDING: tl.constexpr):
+    # Program r: row r, loaded once, padded with values that sort last, sorted in registers by a
+    # bitonic network; its first `keep` values stored.
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK_C)
+    pad = float("-inf") if DESCENDING else float("inf")
+    x = tl.load(x_ptr + row * n_cols + cols, mask=cols < n_cols, other=pad).to(tl.float32)
+    y = tl.sort(x, 0, descending=DESCENDING)
+    tl.store(out_ptr + row * keep + cols, y.to(out_ptr.dtype.element_ty), mask=cols < keep)
+'''
+
+
+def forward(plan: Sort, names: list[str], params: dict[str, Any]) -> str:
+    """``ModelNew.forward``: rows of the last dimension, the output of ``keep`` values a row, one launch."""
+    x = names[0]
+    body = [f"{x} = {x}.contiguous()",
+            f"n_cols = {x}.shape[-1]",
+            "keep = n_cols" if plan.keep is None else f"keep = {plan.keep}",
+            "if keep > n_cols:",
+            "    raise ValueError(f'keeping {keep} of rows of {n_cols}')",
+            f"out = torch.empty((*{x}.shape[:-1], keep), dtype=torch.{plan.out_dtype}, device={x}.device)",
+            "block_c = triton.next_power_of_2(max(n_cols, 2))",
+            f"if block_c > {MAX_COLUMNS}:",
+            f"    raise ValueError(f'rows of {{n_cols}} do not fit in registers (at most {MAX_COLUMNS})')",
+            "if out.numel():",
+            f"    sort_kernel[(out.numel() // keep,)]({x}, out, n_cols, keep, BLOCK_C=block_c, "
+            f"DESCENDING={plan.descending}, num_warps={params['num_warps']})",
+            "return out"]
+    return f"def forward(self, {', '.join(names)}):\n" + "\n".join("    " + line for line in body) + "\n"
+
+
+def seeds(cols: int) -> list[tuple[dict[str, Any], str]]:
+    """Warps by row length: a few values per thread, so the network's shuffles stay in registers."""
+    warps = [w for w in (1, 2, 4, 8, 16) if w * 32 * 4 >= min(cols, MAX_COLUMNS)][:1] or [16]
+    return [({"num_warps": w}, f"seed: one row per program, {w} warps")
+            for w in dict.fromkeys([warps[0], min(warps[0] * 2, 16), max(warps[0] // 2, 1)])]
