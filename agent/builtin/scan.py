@@ -139,7 +139,10 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> Scan | None:
         raise CannotCover(f"{what} over a dimension of length {x.shape[dim]} at the size it is traced at "
                           "(its direction cannot be told)")
     probes = _probes(inputs)
-    out_dtype = gm(*probes[1]).dtype
+    result = gm(*probes[1])
+    if not isinstance(result, torch.Tensor) or result.dtype not in FLOATS:
+        raise CannotCover(f"{what} whose result is not its values (the indices of cummax/cummin are not covered)")
+    out_dtype = result.dtype
     for reverse, exclusive in itertools.product((False, True), repeat=2):
         scan = Scan(op=name, dim=dim, reverse=reverse, exclusive=exclusive, masked=len(inputs) == 2,
                     out_dtype=str(out_dtype).removeprefix("torch."))
