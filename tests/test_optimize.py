@@ -122,7 +122,7 @@ def test_uncovered_task_exits_1_and_says_why(tmp_path: Path, cache_dir: Path) ->
     run = tmp_path / "run"
     task = tmp_path / "sorted_rows.py"
     task.write_text("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
-                    "        return torch.sort(x, dim=-1).values\n\ndef get_inputs():\n    return [torch.randn(4, 9)]\n\n"
+                    "        return torch.sort(x, dim=-1).indices\n\ndef get_inputs():\n    return [torch.randn(4, 9)]\n\n"
                     "def get_init_inputs():\n    return []\n")
     done = kernelevo(cache_dir, "optimize", str(task), "--size", "small", "--run-dir", str(run))
     assert done.returncode == 1
