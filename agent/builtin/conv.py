@@ -236,13 +236,8 @@ DOT_STEP = '''        if WIDEN:
 {finish}'''
 """The end of an implicit GEMM's K step (tiles ``a`` and ``b`` loaded), then the epilogue."""
 
-IMPLICIT_GEMM = GEMM_SIGNATURE + '''\
-    # Program (m, n, g): BLOCK_M output pixels x BLOCK_N output channels of group g. The GEMM's K is
-    # (input channel, tap): each step gathers a BLOCK_M x BLOCK_K tile of the input (zeros where a
-    # tap falls in the padding) and a BLOCK_K x BLOCK_N tile of the weights, and the tensor cores
-    # add their product to the fp32 accumulator. TRANSPOSED: the same sum seen from the output, as
-    # the gradient of a convolution is: tap t of output o reads input (o + pad - t * dilation) /
-    # stride where that divides exactly, and the weights are [in, out per group, taps].
+OUTPUT_TILE = '''\
+    group = tl.program_id(2)
     pixels = OD * OH * OW
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = rows < BATCH * pixels
@@ -253,9 +248,7 @@ IMPLICIT_GEMM = GEMM_SIGNATURE + '''\
     od = pix // (OW * OH)
     cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
     col_ok = cols < KG
-    kout = tl.program_id(2) * KG + cols
-    KTOT: tl.constexpr = CG * KT * KR * KS
-    x_base = n.to(tl.int64) * C_IN * D * H * W + tl.program_id(2) * CG * D * H * W
+    kout = group * KG + cols
     if TRANSPOSED:
         d0 = od + PT
         h0 = oh + PR
@@ -264,6 +257,20 @@ IMPLICIT_GEMM = GEMM_SIGNATURE + '''\
         d0 = od * ST - PT
         h0 = oh * SR - PR
         w0 = ow * SS - PS
+'''
+"""Program (m, n, g)'s output pixels and channels, and where each pixel's window starts in the input
+(TRANSPOSED: where its first tap reads); shared by the implicit GEMMs."""
+
+IMPLICIT_GEMM = GEMM_SIGNATURE + '''\
+    # Program (m, n, g): BLOCK_M output pixels x BLOCK_N output channels of group g. The GEMM's K is
+    # (input channel, tap): each step gathers a BLOCK_M x BLOCK_K tile of the input (zeros where a
+    # tap falls in the padding) and a BLOCK_K x BLOCK_N tile of the weights, and the tensor cores
+    # add their product to the fp32 accumulator. TRANSPOSED: the same sum seen from the output, as
+    # the gradient of a convolution is: tap t of output o reads input (o + pad - t * dilation) /
+    # stride where that divides exactly, and the weights are [in, out per group, taps].
+''' + OUTPUT_TILE + '''\
+    KTOT: tl.constexpr = CG * KT * KR * KS
+    x_base = n.to(tl.int64) * C_IN * D * H * W + group * CG * D * H * W
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k0 in range(0, KTOT, BLOCK_K):
         ks = k0 + tl.arange(0, BLOCK_K)
@@ -354,7 +361,9 @@ def kernel(conv: Conv, strategy: str, precision: str | None) -> str:
             raise CannotCover("the tap-major kernel takes a convolution, or a transposed one without stride or "
                               f"split by phase, with at least {conv_taps.MIN_CHANNELS} channels a group")
         signature = GEMM_SIGNATURE.removesuffix("):\n") + conv_taps.SIGNATURE_EXTRA
-        source = signature + (conv_transposed.PHASED_TAPS_BODY if _phased(conv) else conv_taps.BODY) + DOT_STEP
+        body = (conv_transposed.PHASED_TAPS_BODY if _phased(conv)
+                else conv_taps.INTRO + OUTPUT_TILE + conv_taps.INPUT_LAYOUT + conv_taps.LOOP)
+        source = signature + body + DOT_STEP
         return source.format(params=params, precision=precision_arg, finish=finish)
     if _phased(conv):
         source = GEMM_SIGNATURE + conv_transposed.PHASED_BODY + DOT_STEP

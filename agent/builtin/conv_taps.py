@@ -37,44 +37,34 @@ that bound, so six go first there."""
 SIGNATURE_EXTRA = ", CHANNELS_LAST: tl.constexpr):\n"
 """Appended to the implicit GEMMs' signature (in place of its closing ``):``)."""
 
-BODY = '''\
+INTRO = '''\
     # Program (m, n, g): BLOCK_M output pixels x BLOCK_N output channels of group g. The GEMM's K is
     # walked tap by tap, BLOCK_K input channels at a time within a tap: one step's channels share
     # their input coordinates, so the padding test is per pixel and an address is one add.
     # TRANSPOSED (stride 1 only): tap t of output o reads input o + pad - t * dilation.
-    pixels = OD * OH * OW
-    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    row_ok = rows < BATCH * pixels
-    n = rows // pixels
-    pix = rows % pixels
-    ow = pix % OW
-    oh = (pix // OW) % OH
-    od = pix // (OW * OH)
-    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
-    col_ok = cols < KG
-    kout = tl.program_id(2) * KG + cols
-    TAPS: tl.constexpr = KT * KR * KS
-    CHUNKS: tl.constexpr = (CG + BLOCK_K - 1) // BLOCK_K
+'''
+"""The tap-major kernel's opening comment; ``conv.OUTPUT_TILE`` follows it."""
+
+INPUT_LAYOUT = '''\
     if CHANNELS_LAST:  # the input as [N, D, H, W, C]: a pixel's channels are contiguous
-        x_row = n.to(tl.int64) * D * H * W * C_IN + tl.program_id(2) * CG
+        x_row = n.to(tl.int64) * D * H * W * C_IN + group * CG
         pixel_step = C_IN
         channel_step = 1
     else:  # [N, C, D, H, W]: a channel's pixels are contiguous
-        x_row = n.to(tl.int64) * C_IN * D * H * W + tl.program_id(2) * CG * D * H * W
+        x_row = n.to(tl.int64) * C_IN * D * H * W + group * CG * D * H * W
         pixel_step = 1
         channel_step = D * H * W
-    if TRANSPOSED:
-        d0 = od + PT
-        h0 = oh + PR
-        w0 = ow + PS
-    else:
-        d0 = od * ST - PT
-        h0 = oh * SR - PR
-        w0 = ow * SS - PS
+'''
+"""Where group ``group`` of image ``n`` starts in the input, and the steps between a tile's pixels
+and its channels, as it comes or from the channels-last copy."""
+
+LOOP = '''\
+    TAPS: tl.constexpr = KT * KR * KS
+    CHUNKS: tl.constexpr = (CG + BLOCK_K - 1) // BLOCK_K
     chans = tl.arange(0, BLOCK_K)
     # the permuted weights are [taps, C_IN, KG] (transposed) or [taps, CG, K_OUT]
     if TRANSPOSED:
-        w_cols = cols + tl.program_id(2) * CG * KG
+        w_cols = cols + group * CG * KG
         w_chan = KG
         w_tap = C_IN * KG
     else:
@@ -103,7 +93,7 @@ BODY = '''\
         b = tl.load(w_ptr + tap * w_tap + (c * w_chan)[:, None] + w_cols[None, :],
                     mask=c_ok[:, None] & col_ok[None, :], other=0.0)
 '''
-"""The tap-major kernel's body, between the signature and ``conv.DOT_STEP``."""
+"""The tap-major K loop, up to ``conv.DOT_STEP``."""
 
 
 def applies(transposed: bool, stride: tuple[int, int, int], phased: bool, per_group_in: int) -> bool:

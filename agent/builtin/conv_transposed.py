@@ -15,15 +15,9 @@ convolution's (``conv.py``).
 
 from __future__ import annotations
 
-PHASED_BODY = '''\
-    # Program (m, n, group * phases + phase): BLOCK_M output pixels of one phase (each output index
-    # mod the stride, per dim) x BLOCK_N output channels of one group. The GEMM's K is (input
-    # channel, the phase's taps): every ST-th, SR-th, SS-th tap from the first that lands on an input.
-    PHASES: tl.constexpr = ST * SR * SS
-    KTP: tl.constexpr = (KT + ST - 1) // ST
-    KRP: tl.constexpr = (KR + SR - 1) // SR
-    KSP: tl.constexpr = (KS + SS - 1) // SS
-    KTOT: tl.constexpr = CG * KTP * KRP * KSP
+from kernelevo.agent.builtin import conv_taps
+
+PHASE_TILE = '''\
     group = tl.program_id(2) // PHASES
     phase = tl.program_id(2) % PHASES
     pd = phase // (SR * SS)
@@ -52,6 +46,20 @@ PHASED_BODY = '''\
     d0 = (od + PT - t0) // ST
     h0 = (oh + PR - r0) // SR
     w0 = (ow + PS - s0) // SS
+'''
+"""Program (m, n, group * phases + phase)'s output pixels of one phase and channels of one group,
+the phase's first tap per dim and the input index it reads; shared by both phased walks."""
+
+PHASED_BODY = '''\
+    # Program (m, n, group * phases + phase): BLOCK_M output pixels of one phase (each output index
+    # mod the stride, per dim) x BLOCK_N output channels of one group. The GEMM's K is (input
+    # channel, the phase's taps): every ST-th, SR-th, SS-th tap from the first that lands on an input.
+    PHASES: tl.constexpr = ST * SR * SS
+    KTP: tl.constexpr = (KT + ST - 1) // ST
+    KRP: tl.constexpr = (KR + SR - 1) // SR
+    KSP: tl.constexpr = (KS + SS - 1) // SS
+    KTOT: tl.constexpr = CG * KTP * KRP * KSP
+''' + PHASE_TILE + '''\
     x_base = n.to(tl.int64) * C_IN * D * H * W + group * CG * D * H * W
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k0 in range(0, KTOT, BLOCK_K):
@@ -85,42 +93,8 @@ PHASED_TAPS_BODY = '''\
     # their input coordinates, so its padding test is per pixel and an address is one add.
     PHASES: tl.constexpr = ST * SR * SS
     CHUNKS: tl.constexpr = (CG + BLOCK_K - 1) // BLOCK_K
-    group = tl.program_id(2) // PHASES
-    phase = tl.program_id(2) % PHASES
-    pd = phase // (SR * SS)
-    ph = (phase // SS) % SR
-    pw = phase % SS
-    odp = tl.cdiv(OD, ST)
-    ohp = tl.cdiv(OH, SR)
-    owp = tl.cdiv(OW, SS)
-    per_image = odp * ohp * owp
-    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    n = rows // per_image
-    q = rows % per_image
-    od = pd + ST * (q // (ohp * owp))
-    oh = ph + SR * ((q // owp) % ohp)
-    ow = pw + SS * (q % owp)
-    row_ok = (n < BATCH) & (od < OD) & (oh < OH) & (ow < OW)
-    pixels = OD * OH * OW
-    pix = (od * OH + oh) * OW + ow
-    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
-    col_ok = cols < KG
-    kout = group * KG + cols
-    # the phase's first tap per dim, and the input index it reads (exact: o + pad - t0 divides)
-    t0 = (pd + PT) % ST
-    r0 = (ph + PR) % SR
-    s0 = (pw + PS) % SS
-    d0 = (od + PT - t0) // ST
-    h0 = (oh + PR - r0) // SR
-    w0 = (ow + PS - s0) // SS
-    if CHANNELS_LAST:  # the input as [N, D, H, W, C]: a pixel's channels are contiguous
-        x_row = n.to(tl.int64) * D * H * W * C_IN + group * CG
-        pixel_step = C_IN
-        channel_step = 1
-    else:
-        x_row = n.to(tl.int64) * C_IN * D * H * W + group * CG * D * H * W
-        pixel_step = 1
-        channel_step = D * H * W
+''' + PHASE_TILE + '''\
+''' + conv_taps.INPUT_LAYOUT + '''\
     chans = tl.arange(0, BLOCK_K)
     w_cols = cols + group * CG * KG  # the permuted weights are [taps, C_IN, KG]
     # This phase's taps per dim, from its first to the kernel's end: one fewer than the largest

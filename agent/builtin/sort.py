@@ -102,6 +102,6 @@ def forward(plan: Sort, names: list[str], params: dict[str, Any]) -> str:
 
 def seeds(cols: int) -> list[tuple[dict[str, Any], str]]:
     """Warps by row length: a few values per thread, so the network's shuffles stay in registers."""
-    warps = [w for w in (1, 2, 4, 8, 16) if w * 32 * 4 >= min(cols, MAX_COLUMNS)][:1] or [16]
+    warps = next((w for w in (1, 2, 4, 8) if w * 32 * 4 >= min(cols, MAX_COLUMNS)), 16)
     return [({"num_warps": w}, f"seed: one row per program, {w} warps")
-            for w in dict.fromkeys([warps[0], min(warps[0] * 2, 16), max(warps[0] // 2, 1)])]
+            for w in dict.fromkeys((warps, min(warps * 2, 16), max(warps // 2, 1)))]
