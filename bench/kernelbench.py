@@ -27,6 +27,7 @@ Usage:
   python bench/kernelbench.py --mode cpu-judge --levels 1 --only conv
   python bench/kernelbench.py --mode optimize --levels 1 --quick --only 19_ReLU,23_Softmax
   python bench/kernelbench.py --mode gpu-seed --suite .gpu/kernelbench --every 4 --jobs 2 --stop-after 500
+  python bench/kernelbench.py --mode gpu-seed --gpus 8 --jobs 16   # a machine of 8 GPUs, two problems each
   python bench/kernelbench.py --mode cpu-judge --odd --levels 1 --every 5   # at odd small sizes
   python bench/kernelbench.py --summary            # the table of what the file holds
   python bench/kernelbench.py --mode optimize --quick --suite .gpu/kernelbench --every 5 --stop-after 500
@@ -135,12 +136,14 @@ TERM_GRACE_S = 30.0
 """How long a run past its limit may take to end its jobs after SIGTERM."""
 
 
-def run_within(cmd: list[str], timeout_s: float) -> subprocess.CompletedProcess:
+def run_within(cmd: list[str], timeout_s: float, gpu: str | None = None) -> subprocess.CompletedProcess:
     """``cmd`` in a session of its own, stopped when ``timeout_s`` runs out; then ``TimeoutExpired`` as
     ``subprocess.run``. SIGTERM first: the CLI then ends the sandboxed jobs it started, which run in
-    sessions of their own where a signal to its group does not reach; SIGKILL to the group after."""
+    sessions of their own where a signal to its group does not reach; SIGKILL to the group after.
+    ``gpu``: the one device ``cmd`` may see (``CUDA_VISIBLE_DEVICES``), None: what this process sees."""
+    env = None if gpu is None else {**os.environ, "CUDA_VISIBLE_DEVICES": gpu}
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                            start_new_session=True)
+                            start_new_session=True, env=env)
     try:
         out, err = proc.communicate(timeout=max(timeout_s, 1.0))
     except subprocess.TimeoutExpired:
@@ -156,7 +159,7 @@ def run_within(cmd: list[str], timeout_s: float) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
-def judge_seed(path: Path, timeout_s: float, timed: bool) -> dict[str, Any]:
+def judge_seed(path: Path, timeout_s: float, timed: bool, gpu: str | None = None) -> dict[str, Any]:
     """The strategist's first seed rendered and judged once by ``kernelevo eval``: on this machine's
     CPU (``timed`` False: the Triton interpreter at the file's automatic small size, correctness only),
     or on a GPU at the file's own size, timed against eager and torch.compile in the oracle's process,
@@ -175,7 +178,7 @@ def judge_seed(path: Path, timeout_s: float, timed: bool) -> dict[str, Any]:
         where = [] if timed else ["--sandbox", "process"]
         try:
             done = run_within([*cli, "eval", str(path), str(candidate), "--json", *where,
-                               "--timeout", str(max(10, int(0.75 * left)))], left)
+                               "--timeout", str(max(10, int(0.75 * left)))], left, gpu)
         except subprocess.TimeoutExpired:
             return {"correct": False, "reason": f"judging took over {timeout_s:.0f} s", "harness": True}
     try:
@@ -194,7 +197,7 @@ TIMED_FIELDS = ("runtime_ms", "reference_runtime_ms", "compile_runtime_ms", "spe
 """What a timed seed verdict keeps: its times against eager and torch.compile, and where its seconds went."""
 
 
-def optimize(path: Path, max_evals: int, timeout_s: float) -> dict[str, Any]:
+def optimize(path: Path, max_evals: int, timeout_s: float, gpu: str | None = None) -> dict[str, Any]:
     """The built-in policy on one file, then the verified best as the run's status reports it."""
     with tempfile.TemporaryDirectory() as scratch:
         run_dir = Path(scratch) / "run"
@@ -202,7 +205,7 @@ def optimize(path: Path, max_evals: int, timeout_s: float) -> dict[str, Any]:
         cli = [sys.executable, "-m", "kernelevo.agent.cli"]
         try:
             done = run_within([*cli, "optimize", str(path), "--policy", "builtin", "--max-evals", str(max_evals),
-                               "--run-dir", str(run_dir)], timeout_s)
+                               "--run-dir", str(run_dir)], timeout_s, gpu)
         except subprocess.TimeoutExpired:
             return {"correct": False, "reason": f"the run took over {timeout_s:.0f} s", "harness": True}
         status = subprocess.run([*cli, "status", str(run_dir), "--json"], capture_output=True, text=True, cwd=ROOT)
@@ -267,22 +270,36 @@ MIN_PROBLEM_S = 30.0
 """With less than this left of ``--stop-after``, no problem is started."""
 
 
-def run_one(args: argparse.Namespace, path: Path, limit: float) -> dict[str, Any]:
-    """One problem in the sweep's mode, within ``limit`` seconds (``--odd``: on the file's copy at odd
-    small sizes, ``odd_sizes.py``)."""
+def run_one(args: argparse.Namespace, path: Path, limit: float, gpu: str | None = None) -> dict[str, Any]:
+    """One problem in the sweep's mode, within ``limit`` seconds, on device ``gpu`` where one is given
+    (``--odd``: on the file's copy at odd small sizes, ``odd_sizes.py``)."""
     if args.odd:
         with tempfile.TemporaryDirectory() as folder:
             copy, values = write_odd_copy(path, Path(folder))
-            return {**_run_mode(args, copy, limit), "sizes": values}
-    return _run_mode(args, path, limit)
+            return {**_run_mode(args, copy, limit, gpu), "sizes": values}
+    return _run_mode(args, path, limit, gpu)
 
 
-def _run_mode(args: argparse.Namespace, path: Path, limit: float) -> dict[str, Any]:
+def _run_mode(args: argparse.Namespace, path: Path, limit: float, gpu: str | None) -> dict[str, Any]:
     if args.mode == "coverage":
         return coverage(path, args.memory_gb, limit)
     if args.mode in ("cpu-judge", "gpu-seed"):
-        return judge_seed(path, limit, timed=args.mode == "gpu-seed")
-    return optimize(path, 2 if args.quick else args.max_evals, limit)
+        return judge_seed(path, limit, timed=args.mode == "gpu-seed", gpu=gpu)
+    return optimize(path, 2 if args.quick else args.max_evals, limit, gpu)
+
+
+def worker_devices(gpus: int, jobs: int) -> list[str | None]:
+    """The device each of ``jobs`` workers runs its problems on: with ``gpus`` above 1, worker k gets the
+    k-th visible GPU modulo their number (as ``CUDA_VISIBLE_DEVICES`` names it, so a sweep started with
+    some GPUs hidden keeps to the rest); else every worker sees what this process sees. Each device's
+    judge lock is its own, so problems on different GPUs are timed at the same moment."""
+    if gpus <= 1:
+        return [None] * jobs
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    ids = [v.strip() for v in visible.split(",") if v.strip()] if visible else [str(k) for k in range(gpus)]
+    if len(ids) < gpus:
+        raise SystemExit(f"--gpus {gpus}: only {len(ids)} visible ({visible})")
+    return [ids[k % gpus] for k in range(jobs)]
 
 
 def sweep(args: argparse.Namespace, files: list[Path], store: dict[str, Any], section: dict[str, Any]) -> None:
@@ -310,11 +327,11 @@ def sweep(args: argparse.Namespace, files: list[Path], store: dict[str, Any], se
                   flush=True)
             return number, path, (min(limit, left) if cut else limit), cut
 
-    def work() -> None:
+    def work(gpu: str | None) -> None:
         while (item := next_problem()) is not None:
             number, path, limit, cut = item
             try:
-                row = run_one(args, path, limit)
+                row = run_one(args, path, limit, gpu)
             except Exception as exc:  # one problem's harness fault is its row, never the sweep's end
                 row = {"correct": False, "harness": True, "reason": f"{type(exc).__name__}: {str(exc)[:300]}"}
             with guard:
@@ -328,7 +345,8 @@ def sweep(args: argparse.Namespace, files: list[Path], store: dict[str, Any], se
                 args.out.write_text(json.dumps(store, indent=1, sort_keys=True))
                 print(f"[{number}/{len(files)}] {key_of(path)}: {json.dumps(row)[:240]}", flush=True)
 
-    workers = [threading.Thread(target=work) for _ in range(max(args.jobs, 1))]
+    jobs = max(args.jobs, args.gpus, 1)
+    workers = [threading.Thread(target=work, args=(gpu,)) for gpu in worker_devices(args.gpus, jobs)]
     for worker in workers:
         worker.start()
     for worker in workers:
@@ -362,6 +380,9 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1,
                         help="problems at once: on a GPU their judgements take turns on it through the judge's "
                              "GPU lock, while one's process starts and compiles overlap another's GPU time")
+    parser.add_argument("--gpus", type=int, default=1,
+                        help="GPUs of this machine to spread the problems over (gpu-seed, optimize): each worker "
+                             "keeps to one, and --jobs is at least this")
     parser.add_argument("--stop-after", type=float, default=None,
                         help="seconds the sweep may take: no problem runs past them; one cut short is not "
                              "recorded (the next sweep starts it again), and the file keeps what finished")

@@ -87,7 +87,7 @@ def test_a_sweep_never_runs_past_stop_after_and_records_no_problem_it_cut(tmp_pa
         (suite / name).write_text("")
     limits = []
 
-    def run_one(args, path, limit):  # noqa: ANN001, ANN202 - the sweep's problem runner, stood in
+    def run_one(args, path, limit, gpu=None):  # noqa: ANN001, ANN202 - the sweep's problem runner, stood in
         limits.append((path.stem, limit))
         if path.stem == "1_Fast":
             return {"correct": True, "seconds": 1.0}
@@ -167,7 +167,7 @@ def test_a_seed_judged_on_a_gpu_keeps_its_times_and_on_the_cpu_only_its_verdict(
                "compile_runtime_ms": 1.5, "speedup": 2.0, "speedup_vs_compile": 1.5, "assurance": "forensic: ...",
                "phases": {"timing": 1.0}, "wall_s": 9.0, "launches": {"k": 3}}
 
-    def run_within(cmd, timeout_s):  # noqa: ANN001, ANN202 - the CLI processes, stood in
+    def run_within(cmd, timeout_s, gpu=None):  # noqa: ANN001, ANN202 - the CLI processes, stood in
         commands.append(cmd)
         out = json.dumps(verdict) if "eval" in cmd else "tiled {'BLOCK_C': 1024}"
         return subprocess.CompletedProcess(cmd, 0, out, "")
@@ -200,7 +200,7 @@ def test_a_sweep_of_two_jobs_runs_two_problems_at_once_and_records_each(tmp_path
     running, most = [0], [0]
     guard = threading.Lock()
 
-    def run_one(args, path, limit):  # noqa: ANN001, ANN202 - the sweep's problem runner, stood in
+    def run_one(args, path, limit, gpu=None):  # noqa: ANN001, ANN202 - the sweep's problem runner, stood in
         with guard:
             running[0] += 1
             most[0] = max(most[0], running[0])
@@ -218,6 +218,43 @@ def test_a_sweep_of_two_jobs_runs_two_problems_at_once_and_records_each(tmp_path
     assert sorted(json.loads(out.read_text())["gpu-seed"]) == [f"level1/{n}_P" for n in range(1, 5)]
 
 
+def test_a_sweep_over_two_gpus_keeps_each_worker_on_its_own_device(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--gpus 2``: two workers at least, each running its problems with one GPU visible (the k-th of
+    those this process sees), and the CLI processes started with that device alone."""
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    bench = _bench("kernelbench")
+    suite = tmp_path / "suite" / "level1"
+    suite.mkdir(parents=True)
+    for n in range(1, 7):
+        (suite / f"{n}_P.py").write_text("")
+    seen: dict[str, str | None] = {}
+    guard = threading.Lock()
+
+    def run_one(args, path, limit, gpu=None):  # noqa: ANN001, ANN202 - the sweep's problem runner, stood in
+        time.sleep(0.2)  # long enough for both workers to take problems
+        with guard:
+            seen[path.stem] = gpu
+        return {"correct": True}
+
+    monkeypatch.setattr(bench, "run_one", run_one)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
+    out = tmp_path / "kb.json"
+    monkeypatch.setattr(sys, "argv", ["kernelbench.py", "--mode", "gpu-seed", "--suite", str(tmp_path / "suite"),
+                                      "--levels", "1", "--gpus", "2", "--out", str(out)])
+    bench.main()
+    assert len(seen) == 6 and set(seen.values()) == {"3", "5"}
+    assert bench.worker_devices(1, 2) == [None, None]
+    with pytest.raises(SystemExit, match="only 2 visible"):
+        bench.worker_devices(4, 4)
+    done = bench.run_within([sys.executable, "-c", "import os; print(os.environ['CUDA_VISIBLE_DEVICES'])"], 30, "5")
+    assert isinstance(done, subprocess.CompletedProcess) and done.stdout.strip() == "5"
+
+
 def test_a_problem_whose_runner_raises_is_a_harness_row_and_the_sweep_goes_on(tmp_path: Path,
                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     import json
@@ -229,7 +266,7 @@ def test_a_problem_whose_runner_raises_is_a_harness_row_and_the_sweep_goes_on(tm
     for name in ("1_Breaks.py", "2_Fine.py"):
         (suite / name).write_text("")
 
-    def run_one(args, path, limit):  # noqa: ANN001, ANN202 - the sweep's problem runner, stood in
+    def run_one(args, path, limit, gpu=None):  # noqa: ANN001, ANN202 - the sweep's problem runner, stood in
         if path.stem == "1_Breaks":
             raise OSError("no space left on device")
         return {"correct": True}
