@@ -162,6 +162,8 @@ CASES = [
      "torch.randn(2, 30, 17)", "DTYPE = torch.bfloat16"),
     ("dim-logsumexp-then-log-softmax", "        pass",
      "        return F.log_softmax(torch.logsumexp(x, dim=1), dim=0)", "torch.randn(3, 40, 9)", ""),
+    ("global-average-module-then-flatten", "        self.pool = nn.AdaptiveAvgPool2d((1, 1))",
+     "        return torch.flatten(self.pool(x), 1)", "torch.randn(3, 5, 7, 37)", ""),
     ("adaptive-avgpool-after-multiply", "        self.pool = nn.AdaptiveAvgPool2d(1)",
      "        return F.adaptive_avg_pool2d(self.pool(torch.multiply(x, 2.0)), (1, 1))",
      "torch.randn(2, 3, 7, 9)", ""),

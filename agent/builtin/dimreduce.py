@@ -31,20 +31,6 @@ TARGETS = {torch.sum: "sum", torch.mean: "mean", torch.prod: "prod", torch.amax:
            torch.logsumexp: "logsumexp", torch.softmax: "softmax", F.softmax: "softmax",
            torch.log_softmax: "log_softmax", F.log_softmax: "log_softmax"}
 SOFTMAX_MODULES = {nn.Softmax: "softmax", nn.LogSoftmax: "log_softmax"}
-ADAPTIVE_AVG = (nn.AdaptiveAvgPool1d, nn.AdaptiveAvgPool2d, nn.AdaptiveAvgPool3d)
-ADAPTIVE_AVG_FUNCTIONS = {F.adaptive_avg_pool1d: 1, F.adaptive_avg_pool2d: 2, F.adaptive_avg_pool3d: 3,
-                          torch.adaptive_avg_pool1d: 1, torch._C._nn.adaptive_avg_pool2d: 2,
-                          torch._C._nn.adaptive_avg_pool3d: 3}
-
-
-def _spatial(module: nn.Module) -> int:
-    return {nn.AdaptiveAvgPool1d: 1, nn.AdaptiveAvgPool2d: 2, nn.AdaptiveAvgPool3d: 3}[type(module)]
-
-
-def _ones(size: Any) -> bool:
-    """An adaptive pool's output size of 1 everywhere (a global average)."""
-    values = size if isinstance(size, (tuple, list)) else [size]
-    return bool(values) and all(v == 1 for v in values)
 ELEMENTWISE = ("softmax", "log_softmax")
 """Ops whose output has the input's shape: normalised along the dimension rather than reduced."""
 
@@ -93,23 +79,14 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> DimReduction | Non
     name = TARGETS.get(node.target) if node.op == "call_function" else (
         str(node.target) if node.op == "call_method" and node.target in OPS else None)
     dim = node.kwargs.get("dim", node.args[1] if len(node.args) > 1 else None)
-    keep = None
-    if node.op == "call_module":
+    if node.op == "call_module":  # a global average pool is a mean by now (``rewrite_functions``)
         module = gm.get_submodule(str(node.target))
         name, dim = SOFTMAX_MODULES.get(type(module)), getattr(module, "dim", None)
-        if isinstance(module, ADAPTIVE_AVG) and _ones(module.output_size):
-            name, dim, keep = "mean", tuple(range(-_spatial(module), 0)), True
-    elif node.op == "call_function" and node.target in ADAPTIVE_AVG_FUNCTIONS:
-        size = node.kwargs.get("output_size", node.args[1] if len(node.args) > 1 else None)
-        if _ones(size):
-            name, dim, keep = "mean", tuple(range(-ADAPTIVE_AVG_FUNCTIONS[node.target], 0)), True
     if name is None or node.args[:1] != (placeholders[0],):
         return None
     x = inputs[0]
     keepdim = False if name in ELEMENTWISE else node.kwargs.get("keepdim", node.args[2] if len(node.args) > 2
                                                                  else False)
-    if keep is not None:  # an adaptive average pool to size 1: a mean that keeps the pooled dims
-        keepdim = keep
     # the row programs have no product: this kernel takes it over the last dimension too
     found = _dims(dim, x.dim(), last_alone=name == "prod") if x.dim() >= 1 else None
     if found is None or not isinstance(keepdim, bool) or node.kwargs.get("dtype") is not None:

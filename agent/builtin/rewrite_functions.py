@@ -8,6 +8,8 @@ runs as written); options a rewrite does not follow leave the call as it was.
   large positive value), then the reduction (no weights).
 - ``nll_loss(log_softmax(x, 1), t)``: the cross-entropy of ``x`` and ``t``, which one template computes
   without writing the log-probabilities out.
+- ``adaptive_avg_pool{1,2,3}d(x, 1)`` (a global average, module or function): the mean over the pooled
+  trailing dimensions, kept as ones; other output sizes are left as they are.
 - ``diag(d) @ m`` and ``m @ diag(d)`` (``d`` a vector): ``d.unsqueeze(1) * m`` and ``m * d``, each row or
   column scaled, without the N x N matrix or the GEMM over its zeros.
 """
@@ -24,7 +26,10 @@ import torch.nn.functional as F
 
 FUNCTION_MODULES = {nn.GLU: (F.glu, ("dim",)),
                     nn.BCEWithLogitsLoss: (F.binary_cross_entropy_with_logits, ("reduction",)),
-                    nn.NLLLoss: (F.nll_loss, ("reduction", "ignore_index"))}
+                    nn.NLLLoss: (F.nll_loss, ("reduction", "ignore_index")),
+                    nn.AdaptiveAvgPool1d: (F.adaptive_avg_pool1d, ("output_size",)),
+                    nn.AdaptiveAvgPool2d: (F.adaptive_avg_pool2d, ("output_size",)),
+                    nn.AdaptiveAvgPool3d: (F.adaptive_avg_pool3d, ("output_size",))}
 """Modules, as the function each calls with its options; one holding weights is left as it is."""
 WEIGHTS = ("weight", "pos_weight")
 
@@ -50,6 +55,21 @@ def _normalize(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | No
     call = graph.call_function
     norm = call(torch.linalg.vector_norm, (x, float(p)), {"dim": dim, "keepdim": True})
     return call(operator.truediv, (x, call(torch.clamp, (norm,), {"min": float(eps)})))
+
+
+ADAPTIVE_AVG_FUNCTIONS = {F.adaptive_avg_pool1d: 1, F.adaptive_avg_pool2d: 2, F.adaptive_avg_pool3d: 3,
+                          torch.adaptive_avg_pool1d: 1, torch._C._nn.adaptive_avg_pool2d: 2,
+                          torch._C._nn.adaptive_avg_pool3d: 3}
+"""Adaptive average pools, by how many trailing dimensions they pool."""
+
+
+def _global_average(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
+    x, size = _option(node, "input", 0, None), _option(node, "output_size", 1, None)
+    sizes = size if isinstance(size, (tuple, list)) else [size]
+    if not isinstance(x, torch.fx.Node) or not sizes or any(v != 1 for v in sizes):
+        return None
+    pooled = tuple(range(-ADAPTIVE_AVG_FUNCTIONS[node.target], 0))
+    return graph.call_function(torch.mean, (x,), {"dim": pooled, "keepdim": True})
 
 
 def _glu(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
@@ -121,7 +141,7 @@ def _diagonal_matmul(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Nod
 
 REWRITES = {F.normalize: _normalize, F.glu: _glu, F.binary_cross_entropy_with_logits: _bce_with_logits,
             F.nll_loss: _nll_of_log_softmax, operator.matmul: _diagonal_matmul, torch.matmul: _diagonal_matmul,
-            torch.mm: _diagonal_matmul}
+            torch.mm: _diagonal_matmul, **dict.fromkeys(ADAPTIVE_AVG_FUNCTIONS, _global_average)}
 
 
 def rewrite_functions(gm: torch.fx.GraphModule) -> bool:

@@ -283,7 +283,7 @@ def plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ..
         flow, views = calls[end], []
         earlier[flow] = f"{KEPT}{len(segments) - 1}"
         start = end + 1
-    if len(segments) < 2:
+    if not segments:  # one segment is enough where views before or after it were what the whole missed
         raise CannotCover(str(whole))
     lead = next((i for i, s in enumerate(segments) if s.plan.kind in LEAD_KINDS), 0)
     first = segments[0].plan
@@ -300,6 +300,8 @@ def searched(plan: Any) -> Any:
 
 def describe(plan: Any) -> str:
     parts = [f"{i + 1}. {s.plan.describe()}" for i, s in enumerate(plan.extra["segments"])]
+    if len(parts) == 1:
+        return f"one kernel, with torch's views around it: {parts[0]}"
     return f"{len(parts)} kernels in sequence: " + "; ".join(parts)
 
 
