@@ -30,6 +30,7 @@ ACCEPTED = [
     ("relu", "ok_eps_tensor"),
     ("softmax", "ok_transposed_view"),
     ("softmax", "ok_autotune"),
+    ("conv_relu_scale", "ok_persistent_buffers"),
 ]
 
 
@@ -111,6 +112,11 @@ RUNTIME_REJECTED = [
     (2, "relu", "bad_count_string", "sandboxed run", "a count of"),
     # A fourth: the words of the judge's own failure, said by the candidate
     (2, "relu", "bad_claims_the_harness_failed", "import", "OS call failed"),
+    # A fifth: a kernel that does nothing credited by the ghost replay, and a judge told by its seed
+    (3, "conv_relu_scale", "bad_noop_holds_the_output", "ghost replay", "still correct"),
+    (3, "conv_relu_scale", "bad_weights_through_a_noop", "ghost replay", "kept as they were"),
+    (10, "conv_relu_scale", "bad_stale_nan_link", "ghost replay", "from before the call zeroed"),
+    (8, "relu", "bad_knows_the_exam", "correct: set 0", "outside"),
 ]
 
 

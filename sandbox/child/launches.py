@@ -8,10 +8,20 @@ record is not proof (the oracle, the session's clock and, on a GPU, the forensic
 - Every Triton launch (``JITFunction.run``, or ``InterpretedFunction.run`` under the interpreter) and
   every call into a ``load_inline`` extension is counted once it returns; a launch that raised is
   counted as failed, never as a launch.
-- In ghost mode a Triton launch is skipped and every tensor it was given is zeroed, except the call's
-  inputs and the model's parameters and buffers; an extension call runs, then its returned tensors
-  and its other tensor arguments are zeroed and the protected ones restored. Zeros, not NaN: a
-  kernel whose only link to the output is ``0 * scratch`` must leave the output correct without it.
+- In ghost mode a Triton launch is skipped, as if its kernel wrote nothing, and of the tensors it was
+  given:
+  - a fresh one still uninitialised (every value the poison of the checked call's fresh allocations)
+    is zeroed: zeros, not NaN, so that a kernel whose only link to the output is ``0 * scratch``
+    leaves it correct;
+  - one computed in this call is left as computed: a kernel handed a finished output and writing
+    nothing leaves it correct;
+  - one that existed before the call (inputs, parameters, state kept from an earlier call) is zeroed
+    in the ``blank`` replay and kept in the ``keep`` replay, and restored after either. The judge
+    asks for both, and only an output wrong in both shows the kernels' work: stale state linked to
+    the output (NaN kept from an earlier call) is wiped by the first, weights handed to a kernel
+    that does nothing survive the second.
+  An extension call runs, then its returned tensors are zeroed and its tensor arguments zeroed or
+  put back as they were by the same rule.
 - :class:`OpRecorder` records the aten ops a forward runs, on every thread, through torch's profiler
   (which also sees ops called from C++ extensions and from a jitted body under the interpreter);
   strict tasks allow only :data:`GLUE_OPS`, and read at most a few values into Python.
@@ -20,6 +30,7 @@ record is not proof (the oracle, the session's clock and, on a GPU, the forensic
 from __future__ import annotations
 
 import functools
+import gc
 from collections import Counter
 from typing import Any
 
@@ -52,16 +63,23 @@ MAX_HOST_READ_ELEMENTS = 16
 a size): reading more is computing outside the kernels."""
 
 
+GHOST_MODES = ("blank", "keep")
+"""The ghost replay's two calls: tensors from before the call zeroed, or kept (see the module)."""
+
+
 class LaunchRecorder:
-    """Counts custom kernel launches; in ghost mode turns them into no-ops that zero their tensors."""
+    """Counts custom kernel launches; in ghost mode turns them into no-ops (see the module)."""
 
     def __init__(self) -> None:
         self.launches: Counter[str] = Counter()
         self.failed: Counter[str] = Counter()
         self.ghosted: Counter[str] = Counter()
         self.ghost = False
-        self.protected: set[int] = set()
-        """Storage addresses ghost mode must not zero: the call's inputs, the model's state."""
+        self.earlier: set[int] = set()
+        """In ghost mode, the storage of every tensor alive when the call began."""
+        self.blank_earlier = False
+        self.saved: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        """Earlier tensors zeroed in a ``blank`` replay, with their values, to be put back after it."""
         self.installed: list[str] = []
 
     @property
@@ -97,14 +115,40 @@ class LaunchRecorder:
         cpp_extension.load_inline = load_inline
         self.installed.append("load_inline")
 
-    def protect(self, tensors: list[Any]) -> None:
-        self.protected = {_storage(t) for t in tensors if isinstance(t, torch.Tensor)}
+    def start_ghost(self, mode: str) -> None:
+        """Ghost mode from here on (``mode``: ``blank`` or ``keep`` the tensors alive now)."""
+        if mode not in GHOST_MODES:
+            raise ValueError(f"ghost mode {mode!r}: one of {GHOST_MODES}")
+        self.earlier = {_storage(o) for o in gc.get_objects() if issubclass(type(o), torch.Tensor)}
+        self.blank_earlier, self.saved, self.ghost = mode == "blank", {}, True
 
-    def zero_unprotected(self, values: list[Any]) -> None:
+    def stop_ghost(self) -> None:
+        """Out of ghost mode, every earlier tensor zeroed put back."""
+        with torch.no_grad():
+            for tensor, values in self.saved.values():
+                tensor.copy_(values)
+        self.ghost, self.earlier, self.saved = False, set(), {}
+
+    def to_zero(self, tensor: torch.Tensor) -> bool:
+        """Does a skipped kernel leave ``tensor`` zeroed (see the module)?"""
+        if not tensor.numel():
+            return False
+        if _storage(tensor) in self.earlier:
+            return self.blank_earlier
+        return _uninitialised(tensor)
+
+    def zero(self, tensor: torch.Tensor) -> None:
+        with torch.no_grad():
+            if _storage(tensor) in self.earlier and _storage(tensor) not in self.saved:
+                base = tensor._base if tensor._base is not None else tensor
+                self.saved[_storage(tensor)] = (base, base.clone())
+            tensor.zero_()
+
+    def blank(self, values: list[Any]) -> None:
+        """Zero the tensors among ``values`` a skipped kernel leaves zeroed (see the module)."""
         for value in values:
-            if isinstance(value, torch.Tensor) and _storage(value) not in self.protected and value.numel():
-                with torch.no_grad():
-                    value.zero_()
+            if isinstance(value, torch.Tensor) and self.to_zero(value):
+                self.zero(value)
 
     def _wrap_triton(self, cls: type) -> None:
         original = cls.run
@@ -117,7 +161,7 @@ class LaunchRecorder:
             name = _kernel_name(fn_self)
             if recorder.ghost:
                 recorder.ghosted[name] += 1
-                recorder.zero_unprotected([*args, *kwargs.values()])
+                recorder.blank([*args, *kwargs.values()])
                 return None
             try:
                 result = original(fn_self, *args, grid=grid, warmup=warmup, **kwargs)
@@ -141,13 +185,26 @@ class LaunchRecorder:
             return result
         self.ghosted[name] += 1
         tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
-        saved = [(t, t.clone()) for t in tensors if _storage(t) in self.protected]
+        zeroed = [t for t in tensors if self.to_zero(t)]
+        kept = [(t, t.clone()) for t in tensors if not any(t is z for z in zeroed)]
         result = fn(*args, **kwargs)
-        returned = [r for r in (result if isinstance(result, (tuple, list)) else [result])]
-        self.zero_unprotected([*tensors, *returned])
-        for tensor, copy in saved:
-            tensor.copy_(copy)
+        returned = [r for r in (result if isinstance(result, (tuple, list)) else [result])
+                    if isinstance(r, torch.Tensor) and not any(r is t for t in tensors)]
+        with torch.no_grad():
+            for tensor, copy in kept:  # as if the call had not run
+                tensor.copy_(copy)
+            for tensor in [*zeroed, *returned]:
+                self.zero(tensor)
         return result
+
+
+def _uninitialised(t: torch.Tensor) -> bool:
+    """Does every value of ``t`` hold the poison of a fresh allocation (NaN, or an integer's maximum)?"""
+    if t.is_floating_point() or t.is_complex():
+        return bool(torch.isnan(t).all())
+    if t.dtype == torch.bool:
+        return False
+    return bool((t == torch.iinfo(t.dtype).max).all())
 
 
 def _storage(t: torch.Tensor) -> int:

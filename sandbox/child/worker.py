@@ -144,13 +144,13 @@ class Worker:
         recorded = bool(msg.get("record", True))
         copies = [a.clone() if isinstance(a, torch.Tensor) else a for a in args] if recorded else []
         before, failed_before = dict(self.recorder.launches), dict(self.recorder.failed)
-        ghost = bool(msg.get("ghost"))
-        self.recorder.protect([*args, *self.model.parameters(), *self.model.buffers()])
+        ghost = msg.get("ghost")
         _poison(bool(msg.get("poison", True)))
         began = time.perf_counter()
         try:
             with torch.no_grad():
-                self.recorder.ghost = ghost
+                if ghost:
+                    self.recorder.start_ghost(str(ghost))
                 if recorded:
                     with self.ops:
                         out = self.model(*args)
@@ -158,14 +158,17 @@ class Worker:
                     out = self.model(*args)
                 self._sync()
         except Exception as exc:
+            self.recorder.stop_ghost()
             return {"ok": False, "error": f"the call raised: {wire.describe_exception(exc)}"}
         finally:
-            self.recorder.ghost = False
             _poison(False)
         host_ms = (time.perf_counter() - began) * 1e3
         changed = [k for k, (a, c) in enumerate(zip(args, copies))
                    if isinstance(a, torch.Tensor) and not torch.equal(a, c)]
-        reply = self._ship(out, str(msg.get("name", "call")))
+        try:
+            reply = self._ship(out, str(msg.get("name", "call")))
+        finally:  # the output as the ghost call left it, then the earlier tensors it zeroed put back
+            self.recorder.stop_ghost()
         reply.update(host_ms=host_ms, inputs_changed=changed,
                      launches=_delta(self.recorder.launches, before),
                      failed=_delta(self.recorder.failed, failed_before),

@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from kernelevo.sandbox.child.inputs import VARIANTS, variant_label
-from kernelevo.sandbox.child.launches import MAX_HOST_READ_ELEMENTS
+from kernelevo.sandbox.child.launches import GHOST_MODES, MAX_HOST_READ_ELEMENTS
 from kernelevo.sandbox.judge import rules
 from kernelevo.sandbox.judge.plan import SessionPart, fresh_seed
 from kernelevo.sandbox.judge.reported import reported_count
@@ -144,21 +144,31 @@ class CorrectnessCalls(SessionPart):
                 self.record.timed_precision.add(stats)
 
     def _ghost(self) -> None:
+        """Two calls with every custom kernel a no-op, state kept before the call zeroed in one and kept
+        in the other (``launches``): the output must be wrong in both for the kernels to do the work."""
+        outcomes = []
+        for mode in GHOST_MODES:
+            passed, detail, final = self._ghost_call(mode)
+            outcomes.append(detail)
+            if final or not passed:
+                self.record.add("ghost replay", passed, detail)
+                return
+        self.record.add("ghost replay", True, "; ".join(dict.fromkeys(outcomes)))
+
+    def _ghost_call(self, mode: str) -> tuple[bool, str, bool]:
+        """One ghost call: (passed, what it showed, whether it settles the check alone)."""
         seed, key = fresh_seed(), self.key()
         expected = self.expect("reference outputs for the ghost call",
                                {"key": key, "seed": seed, "variant": 0, "exact": True, "fingerprint": True})
         reply = self.ask(self.worker, "worker", "ghost replay",
-                         {"op": "call", "seed": seed, "ghost": True, "record": False, "name": "ghost"})
+                         {"op": "call", "seed": seed, "ghost": mode, "record": False, "name": "ghost"})
         if not reply.get("ok"):
             self.ask(self.oracle, "oracle", "dropping an expectation", {"op": "drop", "key": key})
-            self.record.add("ghost replay", True, f"with its kernels turned off the candidate failed "
-                            f"({str(reply.get('error'))[:200]})")
-            return
+            return True, f"with its kernels turned off the candidate failed ({str(reply.get('error'))[:200]})", False
         if not expected.get("finite"):
             self._delete_outputs(reply)
             self.ask(self.oracle, "oracle", "dropping an expectation", {"op": "drop", "key": key})
-            self.record.add("ghost replay", True, "skipped: the reference is not finite on this input set")
-            return
+            return True, "skipped: the reference is not finite on this input set", False
         # No output can tell a kernel's work from none where the reference's output is the same on every set
         # drawn like this one (it ignores its inputs), or where outputs of zeros, as buffers left zeroed
         # give, are within tolerance of it (an answer that is rounding noise about 0).
@@ -171,16 +181,18 @@ class CorrectnessCalls(SessionPart):
         else:
             found = self._compare(key, reply, expected, "comparing the ghost call", zeros=True)
             wrong = found["problem"] is not None
-            if wrong or not (found.get("zeros_pass") or found.get("another_set_passes")):
-                self.record.add("ghost replay", wrong, "without the custom kernels the output is wrong: they do the "
-                                "work" if wrong else "with every custom kernel turned into a no-op (its buffers "
-                                "zeroed) the output is still correct: the kernels' work never reaches the output")
-                return
+            if wrong:
+                return True, "without the custom kernels the output is wrong: they do the work", False
+            if not (found.get("zeros_pass") or found.get("another_set_passes")):
+                kept = "zeroed" if mode == "blank" else "kept as they were"
+                return False, ("with every custom kernel turned into a no-op (its fresh buffers zeroed, tensors "
+                               f"from before the call {kept}) the output is still correct: the kernels' work "
+                               "never reaches the output"), True
             why = ("outputs of zeros are within tolerance of the reference here" if found.get("zeros_pass") else
                    "the reference's output on another input set is within tolerance of this one's (it barely "
                    "depends on its inputs)")
-        self.record.add("ghost replay", True, f"not applicable: {why}, so an output without the kernels' work "
-                        "cannot be told from one with it")
+        return True, (f"not applicable: {why}, so an output without the kernels' work cannot be told from one "
+                      "with it"), True
 
     def _forensic_calls(self) -> None:
         """Checked calls on inputs the oracle writes as files: no kernel of the harness's own runs."""

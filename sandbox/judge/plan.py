@@ -8,7 +8,7 @@ import os
 import random
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -92,7 +92,9 @@ class Plan:
     device: str
     timing: TimingPolicy
     checked_sets: int = 5
-    init_seed: int = 42
+    init_seed: int = field(default_factory=lambda: fresh_seed())
+    """Seeds the parameters of both models, drawn in secret per session: a candidate that reads torch's
+    seed in ``__init__`` cannot tell a judge's construction from a user's."""
     strict_layout: bool = False
     worker_outbox: Path | None = None
     oracle_task_path: Path | None = None
