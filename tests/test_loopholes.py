@@ -30,7 +30,7 @@ ACCEPTED = [
     ("relu", "ok_eps_tensor"),
     ("softmax", "ok_transposed_view"),
     ("softmax", "ok_autotune"),
-    ("conv_relu_scale", "ok_persistent_buffers"),
+    ("conv_relu_scale", "ok_conv_partial_kept_buffers"),
 ]
 
 

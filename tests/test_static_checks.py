@@ -71,6 +71,8 @@ def test_glue_allowlist_accepts_allocation_views_and_casts() -> None:
      "no harness access", "module `os`"),
     ("        k[(1,)](x, 1, BLOCK=4)\n        getattr(torch.cuda, 'sys')\n        return x", "no harness access",
      "module `sys`"),
+    ("        k[(1,)](x, 1, BLOCK=4)\n        t = torch.serialization\n        t.tempfile._os.getcwd()\n        return x",
+     "no harness access", "module `tempfile`"),
     ("        k[(1,)](x, 1, BLOCK=4)\n        g = getattr\n        g(torch.cuda, 'x')\n        return x",
      "no harness access", "as a value"),
     ("        k[(1,)](x, 1, BLOCK=4)\n        k.fn(torch)\n        return x", "no harness access", "`.fn`"),

@@ -32,6 +32,10 @@ how every later kernel of the process is compiled and launched, the judge's own 
 MODULE_ATTRIBUTES = {"sys", "os", "subprocess", "importlib", "builtins", "ctypes", "gc", "inspect", "socket",
                      "shutil", "pickle", "marshal", "multiprocessing", "signal", "threading", "pathlib", "io",
                      "logging", "traceback", "warnings", "types", "setuptools", "sysconfig", "runpy", "weakref",
+                     "tempfile", "posix", "mmap", "fcntl", "resource", "select", "selectors", "pty",
+                     # modules kept under a private name (``tempfile._os``, ``typing._sys``)
+                     "_os", "_sys", "_io", "_shutil", "_thread", "_threading", "_imp", "_weakref", "_signal",
+                     "_socket", "_pickle", "_ctypes", "_posixsubprocess",
                      # a frame's or a generator's way to its caller's globals
                      "f_back", "f_globals", "f_locals", "f_builtins", "f_code", "tb_frame", "tb_next", "gi_frame",
                      "cr_frame", "ag_frame"}

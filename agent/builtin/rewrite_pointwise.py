@@ -1,0 +1,506 @@
+"""Pointwise functions written in the traced graph as the primitives the lowering knows, computed as
+torch computes them, so that a reference using ``lerp``, ``hypot``, ``fmod``, ``asinh`` or ``x ** 1.5``
+is covered like one using ``add`` and ``exp``. Each rewrite is plain torch (a part kept in torch still
+runs as written); a call whose options a rewrite does not follow is left as it was, and the lowering
+then says it is not covered.
+
+Accuracy: every rewrite follows torch's own formula where torch has one (``lerp`` switches form at a
+weight of 0.5, ``remainder`` and ``floor_divide`` start from the exact ``fmod``), and otherwise uses a
+form without cancellation (``sinh`` from ``expm1``, ``asinh`` and ``atanh`` from ``log1p``). ``pow`` with
+an exponent that is not a small integer goes through ``exp2(y * log2|x|)``: a relative error of about
+``|y log2 x|`` units in the last place, within the fp32 tolerance for the values a task draws.
+
+In-place arithmetic on a value nothing else reads (``x.mul(2).add_(1)``, ``y += b``) is the same
+arithmetic out of place.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable
+from types import SimpleNamespace
+from typing import Any
+
+import torch
+import torch.fx
+import torch.nn.functional as F
+
+Node = torch.fx.Node
+Value = Any  # a Node or a Python number
+
+
+class _Ops:
+    """Builds nodes before the node being rewritten; each method is the torch op of its name."""
+
+    def __init__(self, graph: torch.fx.Graph) -> None:
+        self.graph = graph
+
+    def call(self, target: Any, *args: Any, **kwargs: Any) -> Node:
+        return self.graph.call_function(target, args, kwargs)
+
+    def add(self, a: Value, b: Value) -> Node:
+        return self.call(operator.add, a, b)
+
+    def sub(self, a: Value, b: Value) -> Node:
+        return self.call(operator.sub, a, b)
+
+    def mul(self, a: Value, b: Value) -> Node:
+        return self.call(operator.mul, a, b)
+
+    def div(self, a: Value, b: Value) -> Node:
+        return self.call(operator.truediv, a, b)
+
+    def where(self, condition: Node, a: Value, b: Value) -> Node:
+        return self.call(torch.where, condition, a, b)
+
+    def both(self, a: Node, b: Node) -> Node:
+        return self.call(torch.logical_and, a, b)
+
+    def unary(self, target: Any, x: Value) -> Node:
+        return self.call(target, x)
+
+
+def _option(node: Node, name: str, position: int, default: Any) -> Any:
+    return node.kwargs.get(name, node.args[position] if len(node.args) > position else default)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _operand(value: Any) -> bool:
+    return isinstance(value, Node) or _number(value)
+
+
+# -- two inputs ------------------------------------------------------------------------------------
+def _lerp(o: _Ops, node: Node) -> Node | None:
+    """torch's form: ``a + w (b - a)`` for ``|w| < 0.5``, else ``b - (b - a)(1 - w)``."""
+    a, b, w = _option(node, "input", 0, None), _option(node, "end", 1, None), _option(node, "weight", 2, None)
+    if not (isinstance(a, Node) and _operand(b) and _operand(w)):
+        return None
+    diff = o.sub(b, a)
+    low = o.add(a, o.mul(w, diff))
+    high = o.sub(b, o.mul(diff, o.sub(1.0, w)))
+    if _number(w):
+        return low if abs(w) < 0.5 else high
+    return o.where(o.call(operator.lt, o.unary(torch.abs, w), 0.5), low, high)
+
+
+def _addc(o: _Ops, node: Node) -> Node | None:
+    """``addcmul``: ``x + value * t1 * t2``; ``addcdiv``: ``x + value * (t1 / t2)``."""
+    x, t1, t2 = (_option(node, name, k, None) for k, name in enumerate(("input", "tensor1", "tensor2")))
+    value = node.kwargs.get("value", 1.0)
+    if not (isinstance(x, Node) and _operand(t1) and _operand(t2) and _number(value)):
+        return None
+    term = o.mul(t1, t2) if node.target is torch.addcmul else o.div(t1, t2)
+    return o.add(x, o.mul(value, term) if value != 1 else term)
+
+
+def _hypot(o: _Ops, node: Node) -> Node | None:
+    a, b = node.args[:2] if len(node.args) >= 2 else (None, None)
+    if not (_operand(a) and _operand(b)):
+        return None
+    return o.unary(torch.sqrt, o.add(o.mul(a, a), o.mul(b, b)))
+
+
+def _logaddexp(o: _Ops, node: Node) -> Node | None:
+    """``max(a, b) + log1p(exp(-|a - b|))``: no exp of a large value."""
+    a, b = node.args[:2] if len(node.args) >= 2 else (None, None)
+    if not (isinstance(a, Node) and _operand(b)):
+        return None
+    tail = o.unary(torch.log1p, o.unary(torch.exp, o.unary(torch.neg, o.unary(torch.abs, o.sub(a, b)))))
+    return o.add(o.call(torch.maximum, a, b) if isinstance(b, Node) else o.call(torch.clamp, a, min=b), tail)
+
+
+def _xlogy(o: _Ops, node: Node) -> Node | None:
+    """``x log y``, 0 where ``x`` is 0 (unless ``y`` is NaN)."""
+    x, y = node.args[:2] if len(node.args) >= 2 else (None, None)
+    if not (isinstance(x, Node) and _operand(y)) or x is y:
+        return None  # x log x is a primitive of its own
+    zero = o.call(operator.eq, x, 0.0)
+    if isinstance(y, Node):
+        zero = o.both(zero, o.call(operator.eq, y, y))
+    return o.where(zero, 0.0, o.mul(x, o.unary(torch.log, y)))
+
+
+def _copysign(o: _Ops, node: Node) -> Node | None:
+    a, b = node.args[:2] if len(node.args) >= 2 else (None, None)
+    if not (isinstance(a, Node) and _operand(b)):
+        return None
+    size = o.unary(torch.abs, a)
+    if _number(b):
+        return size if math.copysign(1.0, b) > 0 else o.unary(torch.neg, size)
+    return o.where(o.call(operator.lt, b, 0.0), o.unary(torch.neg, size), size)
+
+
+def _heaviside(o: _Ops, node: Node) -> Node | None:
+    x, at_zero = node.args[:2] if len(node.args) >= 2 else (None, None)
+    if not (isinstance(x, Node) and _operand(at_zero)):
+        return None
+    return o.where(o.call(operator.eq, x, 0.0), at_zero, o.where(o.call(operator.gt, x, 0.0), 1.0, 0.0))
+
+
+def _fmax_fmin(o: _Ops, node: Node) -> Node | None:
+    """The larger (smaller) of the two, a NaN counting only where both are NaN."""
+    a, b = node.args[:2] if len(node.args) >= 2 else (None, None)
+    if not (isinstance(a, Node) and isinstance(b, Node)):
+        return None
+    pick = o.call(torch.maximum if node.target is torch.fmax else torch.minimum, a, b)
+    return o.where(o.call(operator.ne, a, a), b, o.where(o.call(operator.ne, b, b), a, pick))
+
+
+def _remainder(o: _Ops, node: Node) -> Node | None:
+    """torch's: ``fmod``, moved by the divisor where its sign differs from the divisor's."""
+    a, b = node.args[:2] if len(node.args) >= 2 else (None, None)
+    if not (isinstance(a, Node) and _operand(b)):
+        return None
+    mod = o.call(torch.fmod, a, b)
+    differs = o.both(o.call(operator.ne, mod, 0.0),
+                     o.call(operator.ne, o.call(operator.lt, mod, 0.0), o.call(operator.lt, b, 0.0))
+                     if isinstance(b, Node) else o.call(operator.lt if b > 0 else operator.gt, mod, 0.0))
+    return o.where(differs, o.add(mod, b), mod)
+
+
+def _floor_divide(o: _Ops, a: Node, b: Value) -> Node:
+    """torch's floor division of floats: from ``fmod``, exact where ``a / b`` is an integer."""
+    mod = o.call(torch.fmod, a, b)
+    div = o.div(o.sub(a, mod), b)
+    below = o.call(operator.lt, b, 0.0) if isinstance(b, Node) else (b < 0)
+    moved = o.call(operator.ne, o.call(operator.lt, mod, 0.0), below) if isinstance(below, Node) else \
+        o.call(operator.gt if below else operator.lt, mod, 0.0)
+    div = o.where(o.both(o.call(operator.ne, mod, 0.0), moved), o.sub(div, 1.0), div)
+    floor = o.unary(torch.floor, div)
+    floor = o.where(o.call(operator.gt, o.sub(div, floor), 0.5), o.add(floor, 1.0), floor)
+    return o.where(o.call(operator.eq, div, 0.0), o.mul(div, 0.0), floor)  # keeps div's zero
+
+
+def _floor_divide_call(o: _Ops, node: Node) -> Node | None:
+    a, b = node.args[:2] if len(node.args) >= 2 else (None, None)
+    if not (isinstance(a, Node) and _operand(b)) or not _float_node(a):
+        return None
+    return _floor_divide(o, a, b)
+
+
+def _div_rounded(o: _Ops, node: Node) -> Node | None:
+    """``div`` with ``rounding_mode``: ``trunc`` of the quotient, or the floor division."""
+    mode = node.kwargs.get("rounding_mode")
+    a, b = _option(node, "input", 0, None), _option(node, "other", 1, None)
+    if mode not in ("trunc", "floor") or not (isinstance(a, Node) and _operand(b)) or not _float_node(a):
+        return None
+    return o.unary(torch.trunc, o.div(a, b)) if mode == "trunc" else _floor_divide(o, a, b)
+
+
+def _add_alpha(o: _Ops, node: Node) -> Node | None:
+    """``add``/``sub`` with ``alpha``: the other operand scaled first."""
+    alpha = node.kwargs.get("alpha")
+    a, b = _option(node, "input", 0, None), _option(node, "other", 1, None)
+    if alpha is None or not _number(alpha) or not (isinstance(a, Node) and _operand(b)):
+        return None
+    scaled = o.mul(b, alpha) if isinstance(b, Node) else b * alpha
+    return o.add(a, scaled) if node.target is torch.add else o.sub(a, scaled)
+
+
+def _float_node(x: Any) -> bool:
+    meta = getattr(x, "meta", {}).get("tensor_meta")
+    return meta is not None and meta.dtype.is_floating_point
+
+
+# -- powers ----------------------------------------------------------------------------------------
+def _power(o: _Ops, x: Node, y: Value) -> Node:
+    """``x ** y`` for any ``y``: small integers by multiplication, else ``exp2(y log2|x|)`` with the
+    sign of an odd integer power and NaN for a negative base to a fraction, as torch gives."""
+    if _number(y) and float(y).is_integer() and 0 < abs(y) <= 8:
+        result, base, n = None, x, abs(int(y))
+        while n:
+            if n & 1:
+                result = base if result is None else o.mul(result, base)
+            n >>= 1
+            if n:
+                base = o.mul(base, base)
+        return result if y > 0 else o.div(1.0, result)
+    size = o.unary(torch.exp2, o.mul(y, o.unary(torch.log2, o.unary(torch.abs, x))))
+    negative = o.call(operator.lt, x, 0.0)
+    if _number(y):
+        if not float(y).is_integer():
+            return o.where(negative, float("nan"), size)
+        return o.where(negative, o.unary(torch.neg, size), size) if int(y) % 2 else size
+    whole = o.call(operator.eq, y, o.unary(torch.floor, y))
+    odd = o.call(operator.ne, o.call(torch.fmod, y, 2.0), 0.0)
+    signed = o.where(odd, o.unary(torch.neg, size), size)
+    result = o.where(negative, o.where(whole, signed, float("nan")), size)
+    return o.where(o.call(operator.eq, y, 0.0), 1.0, result)  # 0 ** 0 and NaN ** 0 are 1
+
+
+KNOWN_EXPONENTS = {2.0, 3.0, 0.5, -0.5, -1.0, 1.0}
+"""Exponents the lowering computes itself (``vocabulary.POW_EXPONENTS``)."""
+
+
+def _pow(o: _Ops, node: Node) -> Node | None:
+    x, y = _option(node, "input", 0, None), _option(node, "exponent", 1, None)
+    if isinstance(x, Node) and _number(y) and float(y) not in KNOWN_EXPONENTS | {0.0}:
+        return _power(o, x, y) if _float_node(x) else None
+    if isinstance(x, Node) and isinstance(y, Node) and _float_node(x):
+        return _power(o, x, y)
+    if _number(x) and isinstance(y, Node) and x > 0 and _float_node(y):  # c ** y
+        return o.unary(torch.exp2, o.mul(y, math.log2(x)))
+    return None
+
+
+# -- one input -------------------------------------------------------------------------------------
+def _composite(build: Callable[[_Ops, Node], Node]) -> Callable[[_Ops, Node], Node | None]:
+    """A rewrite of a function of one tensor and no options."""
+    def rewrite(o: _Ops, node: Node) -> Node | None:
+        x = _option(node, "input", 0, None)
+        if not isinstance(x, Node) or len(node.args) > 1 or set(node.kwargs) - {"input"}:
+            return None
+        return build(o, x)
+    return rewrite
+
+
+def _asin(o: _Ops, x: Node) -> Node:
+    """``atan(x / sqrt((1 - x)(1 + x)))``: +-pi/2 at +-1, NaN beyond."""
+    return o.unary(torch.atan, o.div(x, o.unary(torch.sqrt, o.mul(o.sub(1.0, x), o.add(1.0, x)))))
+
+
+def _atan2(o: _Ops, node: Node) -> Node | None:
+    y, x = node.args[:2] if len(node.args) >= 2 else (None, None)
+    if not (isinstance(y, Node) and isinstance(x, Node)):
+        return None
+    base = o.unary(torch.atan, o.div(y, x))
+    turned = o.where(o.call(operator.ge, y, 0.0), o.add(base, math.pi), o.sub(base, math.pi))
+    on_axis = o.mul(o.unary(torch.sign, y), math.pi / 2)
+    return o.where(o.call(operator.lt, x, 0.0), turned, o.where(o.call(operator.eq, x, 0.0), on_axis, base))
+
+
+def _asinh(o: _Ops, x: Node) -> Node:
+    """``sign(x) log1p(|x| + x^2 / (1 + sqrt(1 + x^2)))``: no cancellation near 0."""
+    a = o.unary(torch.abs, x)
+    square = o.mul(a, a)
+    inner = o.add(a, o.div(square, o.add(1.0, o.unary(torch.sqrt, o.add(square, 1.0)))))
+    return o.mul(o.unary(torch.sign, x), o.unary(torch.log1p, inner))
+
+
+def _acosh(o: _Ops, x: Node) -> Node:
+    """``log1p((x - 1) + sqrt((x - 1)(x + 1)))``."""
+    below = o.sub(x, 1.0)
+    return o.unary(torch.log1p, o.add(below, o.unary(torch.sqrt, o.mul(below, o.add(x, 1.0)))))
+
+
+def _round(o: _Ops, x: Node) -> Node:
+    """Half to even; values of 2^23 and more are integers already (``x + 0.5`` would round there)."""
+    up = o.unary(torch.floor, o.add(x, 0.5))
+    tie = o.call(operator.eq, o.sub(up, x), 0.5)
+    odd = o.call(operator.ne, o.call(torch.fmod, up, 2.0), 0.0)
+    even = o.where(o.both(tie, odd), o.sub(up, 1.0), up)
+    return o.where(o.call(operator.ge, o.unary(torch.abs, x), 2.0**23), x, even)
+
+
+UNARY_COMPOSITES: dict[Any, Callable[[_Ops, Node], Node]] = {
+    torch.tan: lambda o, x: o.div(o.unary(torch.sin, x), o.unary(torch.cos, x)),
+    torch.asin: _asin,
+    torch.acos: lambda o, x: o.sub(math.pi / 2, _asin(o, x)),
+    torch.sinh: lambda o, x: o.mul(o.sub(o.unary(torch.expm1, x), o.unary(torch.expm1, o.unary(torch.neg, x))), 0.5),
+    torch.cosh: lambda o, x: o.mul(o.add(o.unary(torch.exp, x), o.unary(torch.exp, o.unary(torch.neg, x))), 0.5),
+    torch.asinh: _asinh,
+    torch.acosh: _acosh,
+    torch.atanh: lambda o, x: o.mul(o.unary(torch.log1p, o.div(o.mul(x, 2.0), o.sub(1.0, x))), 0.5),
+    torch.frac: lambda o, x: o.sub(x, o.unary(torch.trunc, x)),
+    torch.round: _round,
+    torch.log10: lambda o, x: o.mul(o.unary(torch.log, x), 1.0 / math.log(10.0)),
+    torch.erfc: lambda o, x: o.sub(1.0, o.unary(torch.erf, x)),
+    torch.sgn: lambda o, x: o.unary(torch.sign, x),
+    torch.deg2rad: lambda o, x: o.mul(x, math.pi / 180.0),
+    torch.rad2deg: lambda o, x: o.mul(x, 180.0 / math.pi),
+    torch.sinc: lambda o, x: o.where(o.call(operator.eq, x, 0.0), 1.0, o.div(
+        o.unary(torch.sin, o.mul(x, math.pi)), o.mul(x, math.pi))),
+    torch.isnan: lambda o, x: o.call(operator.ne, x, x),
+    torch.isinf: lambda o, x: o.call(operator.eq, o.unary(torch.abs, x), float("inf")),
+    torch.isposinf: lambda o, x: o.call(operator.eq, x, float("inf")),
+    torch.isneginf: lambda o, x: o.call(operator.eq, x, float("-inf")),
+    torch.isfinite: lambda o, x: o.call(operator.lt, o.unary(torch.abs, x), float("inf")),
+    torch.signbit: lambda o, x: o.call(operator.lt, x, 0.0),
+}
+
+
+def _logit(o: _Ops, node: Node) -> Node | None:
+    x, eps = _option(node, "input", 0, None), _option(node, "eps", 1, None)
+    if not isinstance(x, Node) or not (eps is None or _number(eps)):
+        return None
+    z = x if eps is None else o.call(torch.clamp, x, min=float(eps), max=1.0 - float(eps))
+    return o.unary(torch.log, o.div(z, o.sub(1.0, z)))
+
+
+def _nan_to_num(o: _Ops, node: Node) -> Node | None:
+    x = _option(node, "input", 0, None)
+    nan, pos, neg = (_option(node, name, k, None) for k, name in ((1, "nan"), (2, "posinf"), (3, "neginf")))
+    if not isinstance(x, Node) or not _float_node(x) or not all(v is None or _number(v) for v in (nan, pos, neg)):
+        return None
+    largest = torch.finfo(x.meta["tensor_meta"].dtype).max
+    out = o.where(o.call(operator.eq, x, float("inf")), largest if pos is None else float(pos), x)
+    out = o.where(o.call(operator.eq, x, float("-inf")), -largest if neg is None else float(neg), out)
+    return o.where(o.call(operator.ne, x, x), 0.0 if nan is None else float(nan), out)
+
+
+def _shrink(o: _Ops, node: Node) -> Node | None:
+    """``hardshrink``: ``x`` outside ``[-l, l]``, else 0; ``softshrink``: moved towards 0 by ``l``."""
+    x, lambd = _option(node, "input", 0, None), _option(node, "lambd", 1, 0.5)
+    if not isinstance(x, Node) or not _number(lambd):
+        return None
+    inside = o.both(o.call(operator.ge, x, -lambd), o.call(operator.le, x, lambd))
+    if node.target is F.hardshrink:
+        return o.where(inside, 0.0, x)
+    return o.where(o.call(operator.gt, x, lambd), o.sub(x, lambd),
+                   o.where(o.call(operator.lt, x, -lambd), o.add(x, lambd), 0.0))
+
+
+def _threshold(o: _Ops, node: Node) -> Node | None:
+    x, limit, value = _option(node, "input", 0, None), _option(node, "threshold", 1, None), \
+        _option(node, "value", 2, None)
+    if not isinstance(x, Node) or not _number(limit) or not _number(value):
+        return None
+    return o.where(o.call(operator.le, x, limit), float(value), x)
+
+
+def _celu(o: _Ops, node: Node) -> Node | None:
+    x, alpha = _option(node, "input", 0, None), _option(node, "alpha", 1, 1.0)
+    if not isinstance(x, Node) or not _number(alpha) or alpha == 0:
+        return None
+    return o.where(o.call(operator.gt, x, 0.0), x, o.mul(o.unary(torch.expm1, o.div(x, alpha)), alpha))
+
+
+def _rrelu(o: _Ops, node: Node) -> Node | None:
+    """Out of training, the slope is the middle of ``[lower, upper]``."""
+    x = _option(node, "input", 0, None)
+    lower, upper = _option(node, "lower", 1, 1.0 / 8), _option(node, "upper", 2, 1.0 / 3)
+    if not isinstance(x, Node) or _option(node, "training", 3, False) is not False or \
+            not (_number(lower) and _number(upper)):
+        return None
+    return o.call(F.leaky_relu, x, (lower + upper) / 2)
+
+
+def _softmin(o: _Ops, node: Node) -> Node | None:
+    x, dim = _option(node, "input", 0, None), _option(node, "dim", 1, None)
+    if not isinstance(x, Node) or not isinstance(dim, int) or node.kwargs.get("dtype") is not None:
+        return None
+    return o.call(F.softmax, o.unary(torch.neg, x), dim=dim)
+
+
+def _clamp_one_side(o: _Ops, node: Node) -> Node | None:
+    x, bound = node.args[:2] if len(node.args) >= 2 else (None, None)
+    if not isinstance(x, Node) or not _number(bound):
+        return None
+    return o.call(torch.clamp, x, **{"min" if node.target is torch.clamp_min else "max": bound})
+
+
+REWRITES: dict[Any, Callable[[_Ops, Node], Node | None]] = {
+    torch.lerp: _lerp, torch.addcmul: _addc, torch.addcdiv: _addc, torch.hypot: _hypot,
+    torch.logaddexp: _logaddexp, torch.xlogy: _xlogy, torch.copysign: _copysign, torch.heaviside: _heaviside,
+    torch.fmax: _fmax_fmin, torch.fmin: _fmax_fmin, torch.remainder: _remainder,
+    torch.floor_divide: _floor_divide_call, torch.div: _div_rounded, torch.add: _add_alpha, torch.sub: _add_alpha,
+    torch.pow: _pow, operator.pow: _pow, torch.atan2: _atan2, torch.arctan2: _atan2,
+    torch.logit: _logit, torch.special.logit: _logit, torch.nan_to_num: _nan_to_num,
+    F.hardshrink: _shrink, F.softshrink: _shrink, F.threshold: _threshold, F.celu: _celu,
+    torch.celu: _celu, F.rrelu: _rrelu, F.softmin: _softmin, torch.clamp_min: _clamp_one_side,
+    torch.clamp_max: _clamp_one_side,
+    **{target: _composite(build) for target, build in UNARY_COMPOSITES.items()},
+}
+
+METHOD_FUNCTIONS = {name: target for name, target in (
+    ("lerp", torch.lerp), ("addcmul", torch.addcmul), ("addcdiv", torch.addcdiv), ("hypot", torch.hypot),
+    ("logaddexp", torch.logaddexp), ("xlogy", torch.xlogy), ("copysign", torch.copysign),
+    ("heaviside", torch.heaviside), ("fmax", torch.fmax), ("fmin", torch.fmin), ("remainder", torch.remainder),
+    ("floor_divide", torch.floor_divide), ("div", torch.div), ("add", torch.add), ("sub", torch.sub),
+    ("atan2", torch.atan2), ("arctan2", torch.atan2), ("logit", torch.logit), ("nan_to_num", torch.nan_to_num),
+    ("tan", torch.tan), ("asin", torch.asin), ("arcsin", torch.asin), ("acos", torch.acos),
+    ("arccos", torch.acos), ("sinh", torch.sinh), ("cosh", torch.cosh), ("asinh", torch.asinh),
+    ("arcsinh", torch.asinh), ("acosh", torch.acosh), ("arccosh", torch.acosh), ("atanh", torch.atanh),
+    ("arctanh", torch.atanh), ("frac", torch.frac), ("round", torch.round), ("log10", torch.log10),
+    ("erfc", torch.erfc), ("sgn", torch.sgn), ("deg2rad", torch.deg2rad), ("rad2deg", torch.rad2deg),
+    ("sinc", torch.sinc), ("isnan", torch.isnan), ("isinf", torch.isinf), ("isposinf", torch.isposinf),
+    ("isneginf", torch.isneginf), ("isfinite", torch.isfinite), ("signbit", torch.signbit),
+    ("clamp_min", torch.clamp_min), ("clamp_max", torch.clamp_max), ("pow", torch.pow), ("float_power", None),
+) if target is not None}
+"""Methods that are the function of the same name with the tensor first; they are rewritten as it is."""
+ALIASES = {torch.arcsin: torch.asin, torch.arccos: torch.acos, torch.arcsinh: torch.asinh,
+           torch.arccosh: torch.acosh, torch.arctanh: torch.atanh, torch.special.erfc: torch.erfc,
+           torch.special.sinc: torch.sinc, torch.true_divide: torch.div, torch.divide: torch.div,
+           torch.subtract: torch.sub}
+
+
+IN_PLACE_METHODS = {"add_": "add", "sub_": "sub", "mul_": "mul", "div_": "div", "pow_": "pow", "clamp_": "clamp",
+                    "clamp_min_": "clamp_min", "clamp_max_": "clamp_max", "neg_": "neg", "abs_": "abs",
+                    "exp_": "exp", "log_": "log", "sqrt_": "sqrt", "tanh_": "tanh", "sigmoid_": "sigmoid",
+                    "relu_": "relu", "lerp_": "lerp", "addcmul_": "addcmul", "addcdiv_": "addcdiv",
+                    "square_": "square", "reciprocal_": "reciprocal", "rsqrt_": "rsqrt"}
+FRESH_VALUE = {"call_function", "call_method", "call_module"}
+IN_PLACE_OPERATORS = {operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
+                      operator.itruediv: operator.truediv}
+ALIASING = {"view", "reshape", "transpose", "permute", "squeeze", "unsqueeze", "expand", "flatten", "narrow",
+            "select", "t", "T", "mT", "view_as", "expand_as", "unflatten", "chunk", "split", "unbind", "as_strided",
+            "diagonal", "movedim", "swapaxes", "contiguous", "detach", "to", "type_as", "float", "half", "bfloat16",
+            "real", "getitem", "getattr", "dropout", "alias"}
+"""Ops whose result may share its storage with an argument: writing one writes the other."""
+
+
+def _name(node: Node) -> str:
+    return node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
+
+
+def _aliases(gm: torch.fx.GraphModule, node: Node) -> bool:
+    if node.op == "call_module":  # Identity, Flatten, Dropout out of training: the input itself
+        return not any(p is not None for p in gm.get_submodule(str(node.target)).parameters(recurse=False))
+    return _name(node) in ALIASING
+
+
+def _out_of_place(gm: torch.fx.GraphModule, node: Node, order: dict[Node, int]) -> bool:
+    """In-place arithmetic on a value computed in ``forward`` that shares its storage with nothing
+    (not an input, not a view, no view taken of it): the same arithmetic out of place, and what reads
+    the value after the write reads its result."""
+    if node.op == "call_method" and node.target in IN_PLACE_METHODS:
+        plain = IN_PLACE_METHODS[str(node.target)]
+    elif node.op == "call_function" and node.target in IN_PLACE_OPERATORS:
+        plain = IN_PLACE_OPERATORS[node.target]
+    else:
+        return False
+    written = node.args[0] if node.args else None
+    if not isinstance(written, Node) or written.op not in FRESH_VALUE or _aliases(gm, written):
+        return False
+    others = [user for user in written.users if user is not node]
+    if any(_aliases(gm, user) for user in others):
+        return False
+    for user in others:
+        if order[user] > order[node]:
+            user.replace_input_with(written, node)
+    node.target = plain
+    return True
+
+
+def rewrite_pointwise(gm: torch.fx.GraphModule) -> bool:
+    """In-place arithmetic on values of ``forward`` alone as out of place, then each call of
+    :data:`REWRITES` (or its method or alias) as the ops it is made of; True when something changed
+    (shapes must be propagated: some rewrites read an input's dtype)."""
+    order = {n: k for k, n in enumerate(gm.graph.nodes)}
+    changed = False
+    for node in list(gm.graph.nodes):
+        changed |= _out_of_place(gm, node, order)
+    for node in list(gm.graph.nodes):
+        if node.op == "call_method" and node.target in METHOD_FUNCTIONS:
+            target = METHOD_FUNCTIONS[str(node.target)]
+        elif node.op == "call_function":
+            target = ALIASES.get(node.target, node.target)
+        else:
+            continue
+        if target not in REWRITES or node.kwargs.get("out") is not None:
+            continue
+        call = SimpleNamespace(target=target, args=node.args, kwargs=node.kwargs)
+        with gm.graph.inserting_before(node):
+            result = REWRITES[target](_Ops(gm.graph), call)
+        if result is None:
+            continue
+        node.replace_all_uses_with(result)
+        gm.graph.erase_node(node)
+        changed = True
+    if changed:
+        gm.graph.eliminate_dead_code()
+    return changed
