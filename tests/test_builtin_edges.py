@@ -372,7 +372,14 @@ def test_a_copy_is_dropped_only_where_nothing_writes_in_place() -> None:
     class Kept(torch.nn.Module):
         def forward(self, x):
             y = x.clone()
-            y.add_(1.0)  # the copy is written: it must stay a copy, or the input would change
+            y.masked_fill_(x > 0, 1.0)  # the copy is written: it must stay a copy, or the input would change
+            return y * 2
+
+    class Rewritten(torch.nn.Module):
+        def forward(self, x):
+            y = x.clone()
+            y.add_(1.0)  # arithmetic in place on a value read by nothing else: the same out of place
+            y *= 3.0
             return y * 2
 
     class Dropped(torch.nn.Module):
@@ -384,7 +391,11 @@ def test_a_copy_is_dropped_only_where_nothing_writes_in_place() -> None:
     kept = trace(Kept(), [x.clone()])
     assert [n.target for n in kept.graph.nodes if n.op == "call_method"][:1] == ["clone"]
     before = x.clone()
-    torch.testing.assert_close(kept(x), (before + 1) * 2)
+    torch.testing.assert_close(kept(x), before.masked_fill(before > 0, 1.0) * 2)
+    assert torch.equal(x, before)
+    rewritten = trace(Rewritten(), [x.clone()])
+    assert not [n for n in rewritten.graph.nodes if str(n.target).endswith("_") or "imul" in str(n.target)]
+    torch.testing.assert_close(rewritten(x), (before + 1) * 6)
     assert torch.equal(x, before)
     dropped = trace(Dropped(), [x])
     assert not [n for n in dropped.graph.nodes if n.op == "call_method"]
@@ -514,7 +525,7 @@ def get_init_inputs():
 '''
 
 
-@pytest.mark.parametrize("write", ["self.relu(y)", "y.relu_()", "torch.relu_(y)"])
+@pytest.mark.parametrize("write", ["self.relu(y)", "torch.relu_(y)"])
 def test_an_input_written_in_place_and_read_again_is_refused(tmp_path: Path, write: str) -> None:
     """The templates compute every op into a new value: after ``relu_(y)`` they would still read the
     old ``y``, where the reference reads the written one."""
@@ -522,6 +533,23 @@ def test_an_input_written_in_place_and_read_again_is_refused(tmp_path: Path, wri
     path.write_text(IN_PLACE_THEN_READ % write)
     with pytest.raises(CannotCover, match="writes its input in place and the input is read again"):
         recognise(load_task(str(path), "full"))
+
+
+def test_a_method_writing_a_value_in_place_is_read_as_written_after_it(tmp_path: Path) -> None:
+    """``y.relu_()`` on a value computed in ``forward``: what reads ``y`` after it reads the result (here
+    ``z - y`` is 0), what read it before kept the old values (the mean)."""
+    from kernelevo.agent.builtin.lower import trace
+
+    path = tmp_path / "in_place.py"
+    path.write_text(IN_PLACE_THEN_READ % "y.relu_()")
+    task = load_task(str(path), "full")
+    assert recognise(task).kind
+    namespace: dict = {}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    model, x = namespace["Model"](), torch.randn(2, 3, 5, 40)
+    traced = trace(model, [x])
+    assert not [n for n in traced.graph.nodes if str(n.target).endswith("_")]
+    torch.testing.assert_close(traced(x), model(x))
 
 
 PARTIAL_CONV = '''"""A captured region: a convolution that changes the channel count, then ReLU; partial replacement."""

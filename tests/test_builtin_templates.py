@@ -162,6 +162,22 @@ CASES = [
      "torch.randn(2, 30, 17)", "DTYPE = torch.bfloat16"),
     ("dim-logsumexp-then-log-softmax", "        pass",
      "        return F.log_softmax(torch.logsumexp(x, dim=1), dim=0)", "torch.randn(3, 40, 9)", ""),
+    ("pointwise-inverse-trig-and-hyperbolic", "        pass",
+     "        return torch.atan2(x, y) + torch.asin(torch.tanh(x)) - torch.acosh(x.abs() + 1)"
+     " + torch.atanh(torch.tanh(y) * 0.9) + torch.sinh(x * 0.5) - torch.arctan(y)",
+     "torch.randn(3, {cols}), torch.randn(3, {cols})", ""),
+    ("pointwise-remainders-and-rounding", "        pass",
+     "        return torch.remainder(x, 0.7) + torch.fmod(y, x.abs() + 0.5) - torch.floor_divide(x, 0.3)"
+     " + torch.round(x * 2) + torch.frac(y) + torch.div(x, 0.4, rounding_mode='trunc')",
+     "torch.randn(3, {cols}), torch.randn(3, {cols})", ""),
+    ("pointwise-powers-and-blends-bf16", "        pass",
+     "        return torch.pow(x.abs() + 0.5, y.clamp(-2, 2)) + torch.where(x > 0, x.abs() ** 1.5, 0.0)"
+     " + torch.lerp(x, y, torch.sigmoid(y)) + torch.hypot(x, y) - torch.logaddexp(x, y)"
+     " + torch.nan_to_num(torch.log(x), neginf=-5.0)",
+     "torch.randn(3, {cols}), torch.randn(3, {cols})", "DTYPE = torch.bfloat16"),
+    ("inplace-arithmetic-on-temporaries", "        pass",
+     "        z = x * 2\n        z += y\n        z.mul_(0.5)\n        return F.softshrink(z.clamp_(min=-1.0), 0.25)",
+     "torch.randn(3, {cols}), torch.randn(3, {cols})", ""),
     ("global-average-module-then-flatten", "        self.pool = nn.AdaptiveAvgPool2d((1, 1))",
      "        return torch.flatten(self.pool(x), 1)", "torch.randn(3, 5, 7, 37)", ""),
     ("adaptive-avgpool-after-multiply", "        self.pool = nn.AdaptiveAvgPool2d(1)",
@@ -387,7 +403,9 @@ SLOW_CASES = {"flat-gelu-tanh", "cross-entropy-sum", "per-sample-and-channel-inp
               "convtranspose2d-strided-grouped", "span-standardised-over-two-dims", "span-log-softmax-dim0-plus-one",
               "cosine-similarity-module-dim0", "span-linear-then-softmax-dim0", "convtranspose2d-stride1-dilated-bf16", "row-max-plus-column-parameter",
               "broadcast-then-row-softmax-fp16", "span-softmax-channels-then-sub-bf16", "prelu-features-and-one-slope-bf16",
-              "maxpool3d-ceil-mode-dilated-bf16", "scan-cummin-reversed-bf16", "topk-smallest-bf16"}
+              "maxpool3d-ceil-mode-dilated-bf16", "scan-cummin-reversed-bf16", "topk-smallest-bf16",
+              "pointwise-remainders-and-rounding", "pointwise-powers-and-blends-bf16",
+              "inplace-arithmetic-on-temporaries"}
 """Cases the default run leaves to ``make test-all``: each has a sibling of the same family that runs."""
 
 

@@ -28,6 +28,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from kernelevo.agent.builtin.rewrite_functions import rewrite_functions
+from kernelevo.agent.builtin.rewrite_pointwise import rewrite_pointwise
 
 LOSSES = (F.smooth_l1_loss, F.huber_loss, F.mse_loss, F.l1_loss, F.kl_div, F.triplet_margin_loss,
           F.cosine_similarity)
@@ -45,7 +46,7 @@ LOSS_MODULES = {nn.SmoothL1Loss: (F.smooth_l1_loss, ("reduction", "beta")),
 def decompose(gm: torch.fx.GraphModule) -> bool:
     """Rewrite every loss call of ``gm`` it knows in place (shapes must be propagated: ``batchmean``
     reads the input's rank); True when something changed (recompile and propagate again)."""
-    changed = False
+    changed = rewrite_pointwise(gm)
     for node in list(gm.graph.nodes):
         if node.op == "call_module" and type(gm.get_submodule(str(node.target))) in LOSS_MODULES:
             sub = gm.get_submodule(str(node.target))

@@ -12,6 +12,8 @@ POS_INF = 'float("inf")'
 
 
 def _c(value: float) -> str:
+    if value != value:
+        return 'float("nan")'
     if value == float("inf"):
         return POS_INF
     if value == float("-inf"):
@@ -32,7 +34,7 @@ def elementwise(op: str, args: list[Any]) -> str:
     """The Triton expression of primitive ``op`` on fp32 values ``args`` (names or numbers)."""
     a = [_a(x) for x in args]
     x = a[0]
-    binary = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+    binary = {"add": "+", "sub": "-", "mul": "*", "div": "/", "fmod": "%"}  # a float % is C's fmod, exact
     if op in binary:
         return f"({a[0]} {binary[op]} {a[1]})"
     softplus = f"tl.where({x} > 20.0, {x}, tl.log(1.0 + tl.exp({x})))"
@@ -77,6 +79,7 @@ def elementwise(op: str, args: list[Any]) -> str:
         # as torch computes it, (0 < x) - (x < 0): NaN and -0.0 give 0
         "sign": f"tl.where({x} > 0.0, 1.0, tl.where({x} < 0.0, -1.0, 0.0))",
         "expm1": _expm1(x), "log1p": _log1p(x), "log2": f"tl.log2({x})", "exp2": f"tl.exp2({x})",
+        "atan": _atan(x),
     }
     if op in table:
         return table[op]
@@ -94,6 +97,25 @@ def elementwise(op: str, args: list[Any]) -> str:
     raise KeyError(op)
 
 
+ATAN_POLYNOMIAL = (8.05374449538e-2, -1.38776856032e-1, 1.99777106478e-1, -3.33329491539e-1)
+"""atan(t) = t + t z P(z), z = t^2, for |t| <= tan(pi/8): the fp32 minimax fit of the Cephes library,
+about 1 ulp; larger arguments are brought there by atan(x) = pi/4 + atan((x - 1) / (x + 1)) and
+atan(x) = pi/2 - atan(1 / x)."""
+
+
+def _atan(x: str) -> str:
+    a = f"tl.abs({x})"
+    big, mid = f"({a} > 2.414213562373095)", f"({a} > 0.4142135623730950)"
+    t = f"tl.where({big}, -1.0 / {a}, tl.where({mid}, ({a} - 1.0) / ({a} + 1.0), {a}))"
+    z = f"(({t}) * ({t}))"
+    p = repr(ATAN_POLYNOMIAL[0])
+    for c in ATAN_POLYNOMIAL[1:]:
+        p = f"({p} * {z} + {c!r})"
+    base = f"tl.where({big}, 1.5707963267948966, tl.where({mid}, 0.7853981633974483, 0.0))"
+    magnitude = f"({base} + ({t}) + ({t}) * {z} * {p})"
+    return f"tl.where({x} < 0.0, -{magnitude}, {magnitude})"
+
+
 def _tanh(x: str) -> str:
     """tanh(x) from one exp, saturating to +-1 without overflow (exp(-2x) may be inf: 2 / inf is 0)."""
     return f"(2.0 / (1.0 + tl.exp(-2.0 * {x})) - 1.0)"
@@ -107,12 +129,12 @@ def _log1p(x: str) -> str:
 
 
 def _expm1(x: str) -> str:
-    """exp(x) - 1, accurate for tiny x too: with u = exp(x), (u - 1) * x / log(u) cancels the rounding
-    of u; u == 1 means x, where u - 1 is -1 (x very negative) the result is -1 itself, and an infinite
-    u is the result."""
+    """exp(x) - 1, accurate for tiny x too: with u = exp(x), (u - 1) * (x / log(u)) cancels the rounding
+    of u (the quotient first: near fp32's largest exp, u * x would overflow); u == 1 means x, where
+    u - 1 is -1 (x very negative) the result is -1 itself, and an infinite u is the result."""
     u = f"tl.exp({x})"
     return (f"tl.where(({u} == 1.0) | ({u} == float(\"inf\")), tl.where({u} == 1.0, {x}, {u}), "
-            f"tl.where({u} - 1.0 == -1.0, -1.0, ({u} - 1.0) * ({x}) / tl.log({u})))")
+            f"tl.where({u} - 1.0 == -1.0, -1.0, ({u} - 1.0) * (({x}) / tl.log({u}))))")
 
 
 TANHSHRINK_SERIES = (1 / 3, -2 / 15, 17 / 315, -62 / 2835, 1382 / 155925, -21844 / 6081075, 929569 / 638512875)

@@ -124,6 +124,13 @@ def _xlogy(o: _Ops, node: Node) -> Node | None:
     return o.where(zero, 0.0, o.mul(x, o.unary(torch.log, y)))
 
 
+def _signed_negative(o: _Ops, v: Node) -> Node:
+    """``v``'s sign bit as a truth value: below 0, or -0.0 (whose reciprocal is -inf); NaN is not."""
+    zero = o.call(operator.eq, v, 0.0)
+    return o.call(torch.logical_or, o.call(operator.lt, v, 0.0),
+                  o.both(zero, o.call(operator.lt, o.div(1.0, v), 0.0)))
+
+
 def _copysign(o: _Ops, node: Node) -> Node | None:
     a, b = node.args[:2] if len(node.args) >= 2 else (None, None)
     if not (isinstance(a, Node) and _operand(b)):
@@ -131,7 +138,7 @@ def _copysign(o: _Ops, node: Node) -> Node | None:
     size = o.unary(torch.abs, a)
     if _number(b):
         return size if math.copysign(1.0, b) > 0 else o.unary(torch.neg, size)
-    return o.where(o.call(operator.lt, b, 0.0), o.unary(torch.neg, size), size)
+    return o.where(_signed_negative(o, b), o.unary(torch.neg, size), size)
 
 
 def _heaviside(o: _Ops, node: Node) -> Node | None:
@@ -172,7 +179,10 @@ def _floor_divide(o: _Ops, a: Node, b: Value) -> Node:
     div = o.where(o.both(o.call(operator.ne, mod, 0.0), moved), o.sub(div, 1.0), div)
     floor = o.unary(torch.floor, div)
     floor = o.where(o.call(operator.gt, o.sub(div, floor), 0.5), o.add(floor, 1.0), floor)
-    return o.where(o.call(operator.eq, div, 0.0), o.mul(div, 0.0), floor)  # keeps div's zero
+    result = o.where(o.call(operator.eq, div, 0.0), o.mul(div, 0.0), floor)  # keeps div's zero
+    if isinstance(b, Node):  # by zero: the quotient itself (an infinity, or NaN for 0 / 0), as torch gives
+        result = o.where(o.call(operator.eq, b, 0.0), o.div(a, b), result)
+    return result
 
 
 def _floor_divide_call(o: _Ops, node: Node) -> Node | None:
@@ -264,13 +274,16 @@ def _asin(o: _Ops, x: Node) -> Node:
 
 
 def _atan2(o: _Ops, node: Node) -> Node | None:
+    """The angle of the point (x, y) as IEEE defines it, signed zeros included: ``atan(y / x)``, turned
+    by pi where ``x`` is negative or -0.0 (towards ``y``'s sign bit), and ``y`` itself where both are 0
+    (``0 / 0`` would be NaN)."""
     y, x = node.args[:2] if len(node.args) >= 2 else (None, None)
     if not (isinstance(y, Node) and isinstance(x, Node)):
         return None
-    base = o.unary(torch.atan, o.div(y, x))
-    turned = o.where(o.call(operator.ge, y, 0.0), o.add(base, math.pi), o.sub(base, math.pi))
-    on_axis = o.mul(o.unary(torch.sign, y), math.pi / 2)
-    return o.where(o.call(operator.lt, x, 0.0), turned, o.where(o.call(operator.eq, x, 0.0), on_axis, base))
+    both_zero = o.both(o.call(operator.eq, y, 0.0), o.call(operator.eq, x, 0.0))
+    base = o.unary(torch.atan, o.where(both_zero, y, o.div(y, x)))
+    turned = o.where(_signed_negative(o, y), o.sub(base, math.pi), o.add(base, math.pi))
+    return o.where(_signed_negative(o, x), turned, base)
 
 
 def _asinh(o: _Ops, x: Node) -> Node:
@@ -287,6 +300,33 @@ def _acosh(o: _Ops, x: Node) -> Node:
     return o.unary(torch.log1p, o.add(below, o.unary(torch.sqrt, o.mul(below, o.add(x, 1.0)))))
 
 
+LN2 = math.log(2.0)
+LARGE_EXP = 88.0
+"""Past this, exp(x) is near fp32's largest value: e^x / 2 is taken as exp(x - ln 2), which stays finite
+as far as sinh and cosh do."""
+
+
+def _sinh(o: _Ops, x: Node) -> Node:
+    """``(expm1(x) - expm1(-x)) / 2`` (no cancellation near 0), ``sign(x) exp(|x| - ln 2)`` far out."""
+    a = o.unary(torch.abs, x)
+    near = o.mul(o.sub(o.unary(torch.expm1, x), o.unary(torch.expm1, o.unary(torch.neg, x))), 0.5)
+    far = o.mul(o.unary(torch.sign, x), o.unary(torch.exp, o.sub(a, LN2)))
+    return o.where(o.call(operator.gt, a, LARGE_EXP), far, near)
+
+
+def _cosh(o: _Ops, x: Node) -> Node:
+    """``exp(|x| - ln 2) + exp(-|x|) / 2``: finite wherever cosh is."""
+    a = o.unary(torch.abs, x)
+    return o.add(o.unary(torch.exp, o.sub(a, LN2)), o.mul(o.unary(torch.exp, o.unary(torch.neg, a)), 0.5))
+
+
+def _atanh(o: _Ops, x: Node) -> Node:
+    """``sign(x) log1p(2|x| / (1 - |x|)) / 2``: odd, so ``1 - |x|`` never rounds away a negative x's digits."""
+    a = o.unary(torch.abs, x)
+    half = o.mul(o.unary(torch.log1p, o.div(o.mul(a, 2.0), o.sub(1.0, a))), 0.5)
+    return o.mul(o.unary(torch.sign, x), half)
+
+
 def _round(o: _Ops, x: Node) -> Node:
     """Half to even; values of 2^23 and more are integers already (``x + 0.5`` would round there)."""
     up = o.unary(torch.floor, o.add(x, 0.5))
@@ -300,11 +340,11 @@ UNARY_COMPOSITES: dict[Any, Callable[[_Ops, Node], Node]] = {
     torch.tan: lambda o, x: o.div(o.unary(torch.sin, x), o.unary(torch.cos, x)),
     torch.asin: _asin,
     torch.acos: lambda o, x: o.sub(math.pi / 2, _asin(o, x)),
-    torch.sinh: lambda o, x: o.mul(o.sub(o.unary(torch.expm1, x), o.unary(torch.expm1, o.unary(torch.neg, x))), 0.5),
-    torch.cosh: lambda o, x: o.mul(o.add(o.unary(torch.exp, x), o.unary(torch.exp, o.unary(torch.neg, x))), 0.5),
+    torch.sinh: _sinh,
+    torch.cosh: _cosh,
     torch.asinh: _asinh,
     torch.acosh: _acosh,
-    torch.atanh: lambda o, x: o.mul(o.unary(torch.log1p, o.div(o.mul(x, 2.0), o.sub(1.0, x))), 0.5),
+    torch.atanh: _atanh,
     torch.frac: lambda o, x: o.sub(x, o.unary(torch.trunc, x)),
     torch.round: _round,
     torch.log10: lambda o, x: o.mul(o.unary(torch.log, x), 1.0 / math.log(10.0)),
@@ -319,7 +359,7 @@ UNARY_COMPOSITES: dict[Any, Callable[[_Ops, Node], Node]] = {
     torch.isposinf: lambda o, x: o.call(operator.eq, x, float("inf")),
     torch.isneginf: lambda o, x: o.call(operator.eq, x, float("-inf")),
     torch.isfinite: lambda o, x: o.call(operator.lt, o.unary(torch.abs, x), float("inf")),
-    torch.signbit: lambda o, x: o.call(operator.lt, x, 0.0),
+    torch.signbit: _signed_negative,
 }
 
 

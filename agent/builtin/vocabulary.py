@@ -24,12 +24,14 @@ UNARY_TARGETS: dict[Any, str] = {
     torch.selu: "selu", F.selu: "selu", F.logsigmoid: "logsigmoid", F.softsign: "softsign",
     F.tanhshrink: "tanhshrink", torch.sin: "sin", torch.cos: "cos", torch.floor: "floor", torch.ceil: "ceil",
     torch.sign: "sign", torch.expm1: "expm1", torch.log1p: "log1p", torch.log2: "log2", torch.exp2: "exp2",
+    torch.atan: "atan", torch.arctan: "atan", torch.trunc: "trunc", torch.fix: "trunc",
 }
 UNARY_METHODS = {
     "relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh", "exp": "exp", "log": "log", "abs": "abs", "neg": "neg",
     "sqrt": "sqrt", "rsqrt": "rsqrt", "erf": "erf", "square": "square", "reciprocal": "reciprocal",
     "sin": "sin", "cos": "cos", "floor": "floor", "ceil": "ceil", "sign": "sign", "expm1": "expm1",
-    "log1p": "log1p", "log2": "log2", "exp2": "exp2",
+    "log1p": "log1p", "log2": "log2", "exp2": "exp2", "atan": "atan", "arctan": "atan", "trunc": "trunc",
+    "fix": "trunc",
 }
 UNARY_MODULES: dict[type, str] = {
     nn.ReLU: "relu", nn.Sigmoid: "sigmoid", nn.Tanh: "tanh", nn.SiLU: "silu", nn.Mish: "mish",
@@ -40,10 +42,11 @@ BINARY_TARGETS: dict[Any, str] = {
     operator.add: "add", torch.add: "add", operator.sub: "sub", torch.sub: "sub", operator.mul: "mul",
     torch.mul: "mul", operator.truediv: "div", torch.div: "div", torch.maximum: "maximum",
     torch.minimum: "minimum", operator.pow: "pow", torch.pow: "pow", torch.multiply: "mul", torch.subtract: "sub",
-    torch.divide: "div", torch.true_divide: "div",
+    torch.divide: "div", torch.true_divide: "div", torch.fmod: "fmod",
 }
 BINARY_METHODS = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "pow": "pow", "maximum": "maximum",
-                  "minimum": "minimum", "multiply": "mul", "subtract": "sub", "divide": "div", "true_divide": "div"}
+                  "minimum": "minimum", "multiply": "mul", "subtract": "sub", "divide": "div", "true_divide": "div",
+                  "fmod": "fmod"}
 COMPARE_TARGETS: dict[Any, str] = {
     operator.gt: "gt", torch.gt: "gt", torch.greater: "gt", operator.lt: "lt", torch.lt: "lt", torch.less: "lt",
     operator.ge: "ge", torch.ge: "ge", torch.greater_equal: "ge", operator.le: "le", torch.le: "le",
