@@ -41,12 +41,17 @@ EXPRESSIONS = {
     "sinc": "torch.sinc(torch.round(x * 2) / 2)", "deg2rad": "torch.deg2rad(x)", "rad2deg": "x.rad2deg()",
     "fmax": "torch.fmax(torch.log(x), y)", "fmin": "torch.fmin(x, torch.log(y))", "softmin": "F.softmin(x, dim=1)",
     "in-place-method": "x.mul(2).add_(y)",
+    # reductions written as the ones the planners know
+    "linalg-norm-over-a-dim": "torch.linalg.norm(x, dim=1)", "linalg-norm-frobenius": "torch.linalg.norm(x, dim=(0, 1))",
+    "linalg-norm-1-keepdim": "torch.linalg.norm(x, ord=1, dim=1, keepdim=True)",
+    "var-mean": "torch.var_mean(x, dim=1)[0] + torch.var_mean(x, dim=1)[1]",
+    "std-mean-keepdim": "x - torch.std_mean(x, dim=1, keepdim=True, correction=0)[1]",
 }
 REWRITTEN = {"lerp", "addcmul", "addcdiv", "hypot", "atan2", "logaddexp", "xlogy", "remainder", "floor_divide",
              "tan", "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh", "frac", "round", "clamp_min",
              "clamp_max", "hardshrink", "softshrink", "threshold", "celu", "rrelu", "log10", "nan_to_num", "logit",
              "heaviside", "copysign", "sgn", "signbit", "isnan", "isinf", "isfinite", "erfc", "sinc", "deg2rad",
-             "rad2deg", "fmax", "fmin", "softmin", "add_"}
+             "rad2deg", "fmax", "fmin", "softmin", "add_", "linalg_norm", "var_mean", "std_mean"}
 
 
 def _traced(expression: str, x: torch.Tensor, y: torch.Tensor) -> tuple[nn.Module, torch.fx.GraphModule]:

@@ -10,6 +10,9 @@ runs as written); options a rewrite does not follow leave the call as it was.
   without writing the log-probabilities out.
 - ``adaptive_avg_pool{1,2,3}d(x, 1)`` (a global average, module or function): the mean over the pooled
   trailing dimensions, kept as ones; other output sizes are left as they are.
+- ``linalg.norm(x, ord, dim)``: a vector norm over one dim, or the Frobenius norm over two (the 2-norm
+  of their values).
+- ``var_mean`` and ``std_mean``: the variance (or deviation) and the mean, each where it is used.
 - ``diag(d) @ m`` and ``m @ diag(d)`` (``d`` a vector): ``d.unsqueeze(1) * m`` and ``m * d``, each row or
   column scaled, without the N x N matrix or the GEMM over its zeros.
 """
@@ -114,6 +117,49 @@ def _nll_of_log_softmax(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.
     return graph.call_function(F.cross_entropy, (logp.args[0], target), options)
 
 
+def _linalg_norm(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
+    x, order, dim = _option(node, "input", 0, None), _option(node, "ord", 1, None), _option(node, "dim", 2, None)
+    keepdim = _option(node, "keepdim", 3, False)
+    if not isinstance(x, torch.fx.Node) or node.kwargs.get("dtype") is not None or not isinstance(keepdim, bool):
+        return None
+    tm = x.meta.get("tensor_meta")
+    rank = len(tm.shape) if tm is not None else None
+    pair = isinstance(dim, (tuple, list)) and len(dim) == 2 or (dim is None and rank == 2)
+    if pair and order in (None, "fro"):  # the Frobenius norm: the 2-norm of the values
+        order = 2.0
+    elif isinstance(dim, int) or (dim is None and rank == 1):
+        order = 2.0 if order is None else order
+        if not isinstance(order, (int, float)) or isinstance(order, bool):
+            return None
+    else:
+        return None
+    return graph.call_function(torch.linalg.vector_norm, (x, float(order)), {"dim": dim, "keepdim": keepdim})
+
+
+def _split_moments(gm: torch.fx.GraphModule) -> bool:
+    """``var_mean`` / ``std_mean`` whose users each take one element: those elements as their own calls."""
+    changed = False
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or node.target not in (torch.var_mean, torch.std_mean) or not node.users or \
+                not all(u.op == "call_function" and u.target is operator.getitem and u.args[1] in (0, 1)
+                        for u in node.users):
+            continue
+        x, dim = node.args[0], node.kwargs.get("dim", node.args[1] if len(node.args) > 1 else None)
+        if isinstance(dim, bool):  # the old form var_mean(x, unbiased)
+            dim = None
+        keepdim = node.kwargs.get("keepdim", node.args[3] if len(node.args) > 3 else False)
+        spread = torch.var if node.target is torch.var_mean else torch.std
+        for user in list(node.users):
+            with gm.graph.inserting_before(user):
+                part = (gm.graph.call_function(spread, node.args, dict(node.kwargs)) if user.args[1] == 0 else
+                        gm.graph.call_function(torch.mean, (x,) if dim is None else (x, dim), {"keepdim": keepdim}))
+            user.replace_all_uses_with(part)
+            gm.graph.erase_node(user)
+        gm.graph.erase_node(node)
+        changed = True
+    return changed
+
+
 def _diagonal(node: Any) -> torch.fx.Node | None:
     """The vector ``d`` of a ``torch.diag(d)`` node used only once (its main diagonal, ``d`` 1-D), else None."""
     if not (isinstance(node, torch.fx.Node) and node.op == "call_function" and node.target is torch.diag
@@ -141,13 +187,14 @@ def _diagonal_matmul(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Nod
 
 REWRITES = {F.normalize: _normalize, F.glu: _glu, F.binary_cross_entropy_with_logits: _bce_with_logits,
             F.nll_loss: _nll_of_log_softmax, operator.matmul: _diagonal_matmul, torch.matmul: _diagonal_matmul,
-            torch.mm: _diagonal_matmul, **dict.fromkeys(ADAPTIVE_AVG_FUNCTIONS, _global_average)}
+            torch.mm: _diagonal_matmul, torch.linalg.norm: _linalg_norm,
+            **dict.fromkeys(ADAPTIVE_AVG_FUNCTIONS, _global_average)}
 
 
 def rewrite_functions(gm: torch.fx.GraphModule) -> bool:
     """Modules of :data:`FUNCTION_MODULES` as their functions, then each function of :data:`REWRITES`
     as its ops; True when something changed (the caller recompiles and propagates shapes again)."""
-    changed = False
+    changed = _split_moments(gm)
     for node in list(gm.graph.nodes):
         if node.op == "call_module":
             found = module_as_function(gm.get_submodule(str(node.target)))
