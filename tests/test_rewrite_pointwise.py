@@ -98,3 +98,52 @@ def test_options_a_rewrite_does_not_follow_leave_the_call_as_it_was() -> None:
     for expression, kept in (("torch.round(x, decimals=2)", "round"), ("F.rrelu(x, training=True)", "rrelu")):
         _, traced = _traced(expression, x, y)
         assert kept in {getattr(n.target, "__name__", str(n.target)) for n in traced.graph.nodes}
+
+
+SHAPED = {
+    "clamp-tensor-bounds": ("torch.clamp(x, min=y, max=y + 1.0)", (64, 256), (64, 256)),
+    "clip-tensor-low": ("x.clip(y)", (64, 256), (64, 256)),
+    "dropout-not-training": ("F.dropout(x, 0.3, training=False) + y", (64, 256), (64, 256)),
+    "mv": ("torch.mv(x, y)", (64, 32), (32,)), "dot": ("torch.dot(x, y)", (512,), (512,)),
+    "outer": ("torch.outer(x, y)", (64,), (32,)),
+    "addmm": ("torch.addmm(x[:, :16], x, y, beta=0.5, alpha=2.0)", (64, 32), (32, 16)),
+    "baddbmm": ("torch.baddbmm(x, x, y)", (4, 16, 16), (4, 16, 16)),
+    "binary-cross-entropy": ("F.binary_cross_entropy(torch.sigmoid(x), torch.sigmoid(y))", (64, 256), (64, 256)),
+    "bce-sum": ("F.binary_cross_entropy(torch.sigmoid(x), torch.sigmoid(y), reduction='sum')", (64, 256), (64, 256)),
+    "margin-ranking": ("F.margin_ranking_loss(x, y, torch.sign(x - y), margin=0.2)", (256,), (256,)),
+    "pairwise-distance": ("F.pairwise_distance(x, y, p=1.0, keepdim=True)", (64, 256), (64, 256)),
+}
+FUNCTIONS = {"dropout", "mv", "dot", "outer", "addmm", "baddbmm", "binary_cross_entropy",
+             "margin_ranking_loss", "pairwise_distance"}
+
+
+@pytest.mark.parametrize(("expression", "x_shape", "y_shape"), list(SHAPED.values()), ids=list(SHAPED))
+def test_products_losses_and_bounds_are_rewritten_as_torch_computes_them(expression: str, x_shape: tuple,
+                                                                         y_shape: tuple) -> None:
+    generator = torch.Generator().manual_seed(1)
+    x, y = torch.randn(x_shape, generator=generator), torch.randn(y_shape, generator=generator)
+    model, traced = _traced(expression, x, y)
+    names = {n.target if isinstance(n.target, str) else getattr(n.target, "__name__", "")
+             for n in traced.graph.nodes if n.op in ("call_function", "call_method", "call_module")}
+    assert not names & FUNCTIONS and not [n for n in traced.graph.nodes if n.op == "call_module"], names
+    torch.testing.assert_close(traced(x, y), model(x, y), rtol=2e-5, atol=1e-5)
+
+
+def test_a_loss_module_is_its_function_with_its_options_named_as_the_function_names_them() -> None:
+    """``PairwiseDistance(p=1)`` keeps its p as ``norm``; the function takes it as ``p``."""
+
+    class Distances(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.distance = nn.PairwiseDistance(p=1.0, keepdim=True)
+            self.loss = nn.MarginRankingLoss(margin=0.3, reduction="sum")
+
+        def forward(self, x, y):
+            return self.distance(x, y).sum() + self.loss(x[:, 0], y[:, 0], torch.sign(x[:, 1]))
+
+    generator = torch.Generator().manual_seed(2)
+    x, y = torch.randn(64, 32, generator=generator), torch.randn(64, 32, generator=generator)
+    model = Distances()
+    traced = trace(model, [x, y])
+    assert not [n for n in traced.graph.nodes if n.op == "call_module"]
+    torch.testing.assert_close(traced(x, y), model(x, y), rtol=2e-5, atol=1e-5)

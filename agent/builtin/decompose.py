@@ -31,16 +31,21 @@ from kernelevo.agent.builtin.rewrite_functions import rewrite_functions
 from kernelevo.agent.builtin.rewrite_pointwise import rewrite_pointwise
 
 LOSSES = (F.smooth_l1_loss, F.huber_loss, F.mse_loss, F.l1_loss, F.kl_div, F.triplet_margin_loss,
-          F.cosine_similarity)
+          F.cosine_similarity, F.binary_cross_entropy, F.margin_ranking_loss, F.pairwise_distance)
 
 
 LOSS_MODULES = {nn.SmoothL1Loss: (F.smooth_l1_loss, ("reduction", "beta")),
+                nn.BCELoss: (F.binary_cross_entropy, ("reduction",)),
+                nn.MarginRankingLoss: (F.margin_ranking_loss, ("margin", "reduction")),
+                nn.PairwiseDistance: (F.pairwise_distance, ("norm", "eps", "keepdim")),
                 nn.HuberLoss: (F.huber_loss, ("reduction", "delta")),
                 nn.MSELoss: (F.mse_loss, ("reduction",)), nn.L1Loss: (F.l1_loss, ("reduction",)),
                 nn.KLDivLoss: (F.kl_div, ("reduction", "log_target")),
                 nn.TripletMarginLoss: (F.triplet_margin_loss, ("margin", "p", "eps", "swap", "reduction")),
                 nn.CosineSimilarity: (F.cosine_similarity, ("dim", "eps"))}
 """Loss modules (and the similarity losses are made of), as the function each calls with its own options."""
+MODULE_OPTION_NAMES = {"norm": "p"}
+"""A module's option the function names otherwise (``PairwiseDistance.norm`` is ``p``)."""
 
 
 def decompose(gm: torch.fx.GraphModule) -> bool:
@@ -52,7 +57,8 @@ def decompose(gm: torch.fx.GraphModule) -> bool:
             sub = gm.get_submodule(str(node.target))
             function, options = LOSS_MODULES[type(sub)]
             node.op, node.target = "call_function", function  # the module is its function with its options
-            node.kwargs = {**node.kwargs, **{name: getattr(sub, name) for name in options}}
+            node.kwargs = {**node.kwargs,
+                           **{MODULE_OPTION_NAMES.get(name, name): getattr(sub, name) for name in options}}
             changed = True
     changed |= rewrite_functions(gm)
     changed |= _fold_constant_tensors(gm)
@@ -170,6 +176,12 @@ def _rewrite(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None
     """The nodes computing ``node``'s loss, or None where its options are not the ones covered."""
     if node.target is F.cosine_similarity:
         return _cosine(graph, node)
+    if node.target is F.pairwise_distance:
+        return _pairwise(graph, node)
+    if node.target is F.margin_ranking_loss:
+        return _margin_ranking(graph, node)
+    if node.target is F.binary_cross_entropy:
+        return _binary_cross_entropy(graph, node)
     a, b = _option(node, "input", 0, None), _option(node, "target", 1, None)
     if not isinstance(a, torch.fx.Node) or not isinstance(b, torch.fx.Node):
         return None
@@ -207,6 +219,48 @@ def _rewrite(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None
         outside = call(operator.sub, (magnitude, inside))
         pointwise = call(operator.add, (square, outside if smooth else call(operator.mul, (outside, width))))
     return _reduce(graph, pointwise, reduction, a)
+
+
+def _pairwise(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
+    """``||a - b + eps||_p`` over the last dim, as torch computes it."""
+    a, b = _option(node, "x1", 0, None), _option(node, "x2", 1, None)
+    p = _option(node, "p", 2, 2.0)
+    eps, keepdim = _option(node, "eps", 3, 1e-6), _option(node, "keepdim", 4, False)
+    if not (isinstance(a, torch.fx.Node) and isinstance(b, torch.fx.Node)) or p not in (1, 2, 1.0, 2.0) \
+            or not isinstance(eps, (int, float)) or not isinstance(keepdim, bool):
+        return None
+    call = graph.call_function
+    shifted = call(operator.add, (call(operator.sub, (a, b)), float(eps)))
+    return call(torch.linalg.vector_norm, (shifted, float(p)), {"dim": -1, "keepdim": keepdim})
+
+
+def _margin_ranking(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
+    """``max(0, -y (a - b) + margin)``, then the reduction."""
+    a, b, y = (_option(node, name, k, None) for k, name in enumerate(("input1", "input2", "target")))
+    margin, reduction = _option(node, "margin", 3, 0.0), _option(node, "reduction", 6, "mean")
+    if not all(isinstance(v, torch.fx.Node) for v in (a, b, y)) or not isinstance(margin, (int, float)) \
+            or not _reduction_known(reduction, a) or node.kwargs.get("size_average") is not None:
+        return None
+    call = graph.call_function
+    gap = call(operator.add, (call(operator.mul, (call(torch.neg, (y,)), call(operator.sub, (a, b)))),
+                              float(margin)))
+    return _reduce(graph, call(torch.clamp, (gap,), {"min": 0.0}), reduction, a)
+
+
+def _binary_cross_entropy(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
+    """torch's: ``(t - 1) max(log1p(-p), -100) - t max(log(p), -100)``, then the reduction (no weight)."""
+    p, t = _option(node, "input", 0, None), _option(node, "target", 1, None)
+    reduction = _option(node, "reduction", 5, "mean")
+    if not (isinstance(p, torch.fx.Node) and isinstance(t, torch.fx.Node)) or \
+            _option(node, "weight", 2, None) is not None or not _reduction_known(reduction, p) or \
+            node.kwargs.get("size_average") is not None or node.kwargs.get("reduce") is not None:
+        return None
+    call = graph.call_function
+    log_miss = call(torch.clamp, (call(torch.log1p, (call(torch.neg, (p,)),)),), {"min": -100.0})
+    log_hit = call(torch.clamp, (call(torch.log, (p,)),), {"min": -100.0})
+    pointwise = call(operator.sub, (call(operator.mul, (call(operator.sub, (t, 1.0)), log_miss)),
+                                    call(operator.mul, (t, log_hit))))
+    return _reduce(graph, pointwise, reduction, p)
 
 
 def _triplet(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:

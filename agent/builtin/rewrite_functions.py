@@ -13,6 +13,8 @@ runs as written); options a rewrite does not follow leave the call as it was.
 - ``linalg.norm(x, ord, dim)``: a vector norm over one dim, or the Frobenius norm over two (the 2-norm
   of their values).
 - ``var_mean`` and ``std_mean``: the variance (or deviation) and the mean, each where it is used.
+- ``mv``, ``dot`` and ``outer`` as a matmul, a product summed and a broadcast product; ``addmm``,
+  ``addmv`` and ``baddbmm`` as ``beta * c + alpha * (a @ b)``.
 - ``diag(d) @ m`` and ``m @ diag(d)`` (``d`` a vector): ``d.unsqueeze(1) * m`` and ``m * d``, each row or
   column scaled, without the N x N matrix or the GEMM over its zeros.
 """
@@ -117,6 +119,34 @@ def _nll_of_log_softmax(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.
     return graph.call_function(F.cross_entropy, (logp.args[0], target), options)
 
 
+def _products(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
+    """``mv`` and ``dot`` of two inputs, ``outer``, and ``addmm``/``addmv``/``baddbmm`` (a matmul plus a term)."""
+    call = graph.call_function
+    if node.target in (torch.mv, torch.dot, torch.outer, torch.ger):
+        a, b = node.args[:2] if len(node.args) == 2 and not node.kwargs else (None, None)
+        if not (isinstance(a, torch.fx.Node) and isinstance(b, torch.fx.Node)):
+            return None
+        if node.target is torch.mv:
+            return call(torch.matmul, (a, b))
+        if node.target is torch.dot:
+            return call(torch.sum, (call(operator.mul, (a, b)),))
+        return call(operator.mul, (call(torch.unsqueeze, (a, 1)), call(torch.unsqueeze, (b, 0))))
+    c, a, b = (_option(node, name, k, None) for k, name in enumerate(
+        ("input", "vec1" if node.target is torch.addr else "mat1" if node.target is torch.addmm else
+         "mat" if node.target is torch.addmv else "batch1",
+         "vec2" if node.target is torch.addr else "mat2" if node.target is torch.addmm else
+         "vec" if node.target is torch.addmv else "batch2")))
+    beta, alpha = node.kwargs.get("beta", 1), node.kwargs.get("alpha", 1)
+    if not all(isinstance(v, torch.fx.Node) for v in (c, a, b)) or len(node.args) > 3 or \
+            not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (beta, alpha)):
+        return None
+    product = call(torch.matmul, (a, b))
+    product = product if alpha == 1 else call(operator.mul, (product, float(alpha)))
+    if beta == 0:  # torch ignores c then, NaN included
+        return product
+    return call(operator.add, (c if beta == 1 else call(operator.mul, (c, float(beta))), product))
+
+
 def _linalg_norm(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
     x, order, dim = _option(node, "input", 0, None), _option(node, "ord", 1, None), _option(node, "dim", 2, None)
     keepdim = _option(node, "keepdim", 3, False)
@@ -188,6 +218,8 @@ def _diagonal_matmul(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Nod
 REWRITES = {F.normalize: _normalize, F.glu: _glu, F.binary_cross_entropy_with_logits: _bce_with_logits,
             F.nll_loss: _nll_of_log_softmax, operator.matmul: _diagonal_matmul, torch.matmul: _diagonal_matmul,
             torch.mm: _diagonal_matmul, torch.linalg.norm: _linalg_norm,
+            **dict.fromkeys((torch.mv, torch.dot, torch.outer, torch.ger, torch.addmm, torch.addmv, torch.baddbmm),
+                            _products),
             **dict.fromkeys(ADAPTIVE_AVG_FUNCTIONS, _global_average)}
 
 

@@ -426,6 +426,29 @@ def _softmin(o: _Ops, node: Node) -> Node | None:
     return o.call(F.softmax, o.unary(torch.neg, x), dim=dim)
 
 
+def _clamp_tensors(o: _Ops, node: Node) -> Node | None:
+    """``clamp`` with a tensor bound: ``maximum`` with the lower, then ``minimum`` with the upper."""
+    x, low, high = _option(node, "input", 0, None), _option(node, "min", 1, None), _option(node, "max", 2, None)
+    if not isinstance(x, Node) or not (isinstance(low, Node) or isinstance(high, Node)):
+        return None
+    if not all(v is None or _operand(v) for v in (low, high)):
+        return None
+    out = x
+    if low is not None:
+        out = o.call(torch.maximum, out, low) if isinstance(low, Node) else o.call(torch.clamp, out, min=low)
+    if high is not None:
+        out = o.call(torch.minimum, out, high) if isinstance(high, Node) else o.call(torch.clamp, out, max=high)
+    return out
+
+
+def _dropout_off(o: _Ops, node: Node) -> Node | None:
+    """Dropout out of training, or of probability 0: its input."""
+    x, p, training = _option(node, "input", 0, None), _option(node, "p", 1, 0.5), _option(node, "training", 2, True)
+    if not isinstance(x, Node) or (training is not False and p != 0) or _option(node, "inplace", 3, False):
+        return None
+    return o.call(torch.clone, x)
+
+
 def _clamp_one_side(o: _Ops, node: Node) -> Node | None:
     x, bound = node.args[:2] if len(node.args) >= 2 else (None, None)
     if not isinstance(x, Node) or not _number(bound):
@@ -442,7 +465,8 @@ REWRITES: dict[Any, Callable[[_Ops, Node], Node | None]] = {
     torch.logit: _logit, torch.special.logit: _logit, torch.nan_to_num: _nan_to_num,
     F.hardshrink: _shrink, F.softshrink: _shrink, F.threshold: _threshold, F.celu: _celu,
     torch.celu: _celu, F.rrelu: _rrelu, F.softmin: _softmin, torch.clamp_min: _clamp_one_side,
-    torch.clamp_max: _clamp_one_side,
+    torch.clamp_max: _clamp_one_side, torch.clamp: _clamp_tensors, torch.clip: _clamp_tensors,
+    F.dropout: _dropout_off, torch.dropout: _dropout_off,
     **{target: _composite(build) for target, build in UNARY_COMPOSITES.items()},
 }
 
@@ -459,7 +483,8 @@ METHOD_FUNCTIONS = {name: target for name, target in (
     ("erfc", torch.erfc), ("sgn", torch.sgn), ("deg2rad", torch.deg2rad), ("rad2deg", torch.rad2deg),
     ("sinc", torch.sinc), ("isnan", torch.isnan), ("isinf", torch.isinf), ("isposinf", torch.isposinf),
     ("isneginf", torch.isneginf), ("isfinite", torch.isfinite), ("signbit", torch.signbit),
-    ("clamp_min", torch.clamp_min), ("clamp_max", torch.clamp_max), ("pow", torch.pow), ("float_power", None),
+    ("clamp_min", torch.clamp_min), ("clamp_max", torch.clamp_max), ("pow", torch.pow), ("clamp", torch.clamp),
+    ("clip", torch.clip),
 ) if target is not None}
 """Methods that are the function of the same name with the tensor first; they are rewritten as it is."""
 ALIASES = {torch.arcsin: torch.asin, torch.arccos: torch.acos, torch.arcsinh: torch.asinh,
