@@ -147,3 +147,13 @@ def test_a_loss_module_is_its_function_with_its_options_named_as_the_function_na
     traced = trace(model, [x, y])
     assert not [n for n in traced.graph.nodes if n.op == "call_module"]
     torch.testing.assert_close(traced(x, y), model(x, y), rtol=2e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("expression", ["torch.where(y > 0.5, x, torch.zeros_like(x))",
+                                        "x * torch.ones_like(y) + torch.full_like(x, 2.5)",
+                                        "torch.maximum(x, torch.full_like(x, 0.25))"])
+def test_a_tensor_of_one_value_shaped_like_another_is_that_value(expression: str) -> None:
+    x, y = _inputs()
+    model, traced = _traced(expression, x, y)
+    assert not [n for n in traced.graph.nodes if getattr(n.target, "__name__", "").endswith("_like")]
+    torch.testing.assert_close(traced(x, y), model(x, y))

@@ -541,12 +541,53 @@ def _out_of_place(gm: torch.fx.GraphModule, node: Node, order: dict[Node, int]) 
     return True
 
 
+FILLED_LIKE = {torch.zeros_like: 0.0, torch.ones_like: 1.0, torch.full_like: None}
+"""Tensors of one value shaped like another: that value, where it meets a tensor of that shape."""
+MEETS = {operator.add, operator.sub, operator.mul, operator.truediv, torch.add, torch.sub, torch.mul, torch.div,
+         torch.where}
+BOUNDS = {torch.maximum: "min", torch.minimum: "max"}
+"""``maximum(x, c)`` takes no number: it is ``x`` clamped from below at ``c`` (``minimum``: from above)."""
+
+
+def _fold_filled_like(gm: torch.fx.GraphModule) -> bool:
+    """``zeros_like(x)``, ``ones_like(x)``, ``full_like(x, v)`` (no other options) as the number itself in
+    each use beside a tensor of the same shape and a floating dtype, where a Python number computes the
+    same (``where(c, x, zeros_like(x))`` is ``where(c, x, 0.0)``)."""
+    changed = False
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or node.target not in FILLED_LIKE:
+            continue
+        value = FILLED_LIKE[node.target]
+        if node.target is torch.full_like:
+            value = _option(node, "fill_value", 1, None)
+        extra = set(node.kwargs) - {"input", "fill_value", "device"}
+        meta = node.meta.get("tensor_meta")
+        if not _number(value) or extra or meta is None or not meta.dtype.is_floating_point:
+            continue
+        for user in list(node.users):
+            peers = [a for a in user.args if isinstance(a, Node) and a is not node]
+            same = [a for a in peers if (m := a.meta.get("tensor_meta")) is not None and m.shape == meta.shape
+                    and m.dtype == meta.dtype]
+            if user.op != "call_function" or user.kwargs or not same:
+                continue
+            if user.target in MEETS:
+                user.args = tuple(float(value) if a is node else a for a in user.args)
+            elif user.target in BOUNDS and len(user.args) == 2:
+                user.target, user.args, user.kwargs = torch.clamp, (same[0],), {BOUNDS[user.target]: float(value)}
+            else:
+                continue
+            changed = True
+        if not node.users:
+            gm.graph.erase_node(node)
+    return changed
+
+
 def rewrite_pointwise(gm: torch.fx.GraphModule) -> bool:
     """In-place arithmetic on values of ``forward`` alone as out of place, then each call of
     :data:`REWRITES` (or its method or alias) as the ops it is made of; True when something changed
     (shapes must be propagated: some rewrites read an input's dtype)."""
     order = {n: k for k, n in enumerate(gm.graph.nodes)}
-    changed = False
+    changed = _fold_filled_like(gm)
     for node in list(gm.graph.nodes):
         changed |= _out_of_place(gm, node, order)
     for node in list(gm.graph.nodes):
