@@ -178,6 +178,11 @@ CASES = [
     ("inplace-arithmetic-on-temporaries", "        pass",
      "        z = x * 2\n        z += y\n        z.mul_(0.5)\n        return F.softshrink(z.clamp_(min=-1.0), 0.25)",
      "torch.randn(3, {cols}), torch.randn(3, {cols})", ""),
+    ("instance-norm-function-then-losses", "        pass",
+     "        z = F.relu(F.instance_norm(x, eps=1e-3))\n"
+     "        return z + F.binary_cross_entropy(torch.sigmoid(x), torch.sigmoid(y), reduction='none')"
+     " + torch.clamp(y, min=-z, max=z + 1.0)",
+     "torch.randn(2, 3, 5, {cols}), torch.randn(2, 3, 5, {cols})", ""),
     ("global-average-module-then-flatten", "        self.pool = nn.AdaptiveAvgPool2d((1, 1))",
      "        return torch.flatten(self.pool(x), 1)", "torch.randn(3, 5, 7, 37)", ""),
     ("adaptive-avgpool-after-multiply", "        self.pool = nn.AdaptiveAvgPool2d(1)",
@@ -405,7 +410,7 @@ SLOW_CASES = {"flat-gelu-tanh", "cross-entropy-sum", "per-sample-and-channel-inp
               "broadcast-then-row-softmax-fp16", "span-softmax-channels-then-sub-bf16", "prelu-features-and-one-slope-bf16",
               "maxpool3d-ceil-mode-dilated-bf16", "scan-cummin-reversed-bf16", "topk-smallest-bf16",
               "pointwise-remainders-and-rounding", "pointwise-powers-and-blends-bf16",
-              "inplace-arithmetic-on-temporaries"}
+              "inplace-arithmetic-on-temporaries", "instance-norm-function-then-losses"}
 """Cases the default run leaves to ``make test-all``: each has a sibling of the same family that runs."""
 
 

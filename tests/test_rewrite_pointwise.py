@@ -157,3 +157,21 @@ def test_a_tensor_of_one_value_shaped_like_another_is_that_value(expression: str
     model, traced = _traced(expression, x, y)
     assert not [n for n in traced.graph.nodes if getattr(n.target, "__name__", "").endswith("_like")]
     torch.testing.assert_close(traced(x, y), model(x, y))
+
+
+def test_instance_norm_from_the_inputs_statistics_is_its_formula() -> None:
+    class Normed(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.weight = nn.Parameter(torch.rand(6) + 0.5)
+            self.bias = nn.Parameter(torch.randn(6))
+
+        def forward(self, x, y):
+            return F.instance_norm(x, eps=1e-3) * self.weight[:, None, None] + F.instance_norm(y)
+
+    generator = torch.Generator().manual_seed(3)
+    x, y = torch.randn(4, 6, 9, 7, generator=generator) * 3 + 1, torch.randn(4, 6, 9, 7, generator=generator)
+    model = Normed()
+    traced = trace(model, [x, y])
+    assert not [n for n in traced.graph.nodes if n.target is F.instance_norm]
+    torch.testing.assert_close(traced(x, y), model(x, y), rtol=1e-5, atol=1e-5)

@@ -13,6 +13,8 @@ runs as written); options a rewrite does not follow leave the call as it was.
 - ``linalg.norm(x, ord, dim)``: a vector norm over one dim, or the Frobenius norm over two (the 2-norm
   of their values).
 - ``var_mean`` and ``std_mean``: the variance (or deviation) and the mean, each where it is used.
+- ``instance_norm(x)`` from the input's own statistics, without weights: ``(x - mean) / sqrt(var + eps)``
+  over the spatial dims (the biased variance); the modules have a template of their own.
 - ``mv``, ``dot`` and ``outer`` as a matmul, a product summed and a broadcast product; ``addmm``,
   ``addmv`` and ``baddbmm`` as ``beta * c + alpha * (a @ b)``.
 - ``diag(d) @ m`` and ``m @ diag(d)`` (``d`` a vector): ``d.unsqueeze(1) * m`` and ``m * d``, each row or
@@ -147,6 +149,23 @@ def _products(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | Non
     return call(operator.add, (c if beta == 1 else call(operator.mul, (c, float(beta))), product))
 
 
+def _instance_norm(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
+    x = _option(node, "input", 0, None)
+    running = (_option(node, "running_mean", 1, None), _option(node, "running_var", 2, None))
+    weight, bias = _option(node, "weight", 3, None), _option(node, "bias", 4, None)
+    eps = _option(node, "eps", 7, 1e-5)
+    tm = x.meta.get("tensor_meta") if isinstance(x, torch.fx.Node) else None
+    if tm is None or len(tm.shape) < 3 or any(r is not None for r in (*running, weight, bias)) or \
+            _option(node, "use_input_stats", 5, True) is not True or not isinstance(eps, (int, float)):
+        return None
+    call = graph.call_function
+    dims = tuple(range(2, len(tm.shape)))
+    mean = call(torch.mean, (x, dims), {"keepdim": True})
+    var = call(torch.var, (x, dims), {"keepdim": True, "unbiased": False})
+    return call(operator.mul, (call(operator.sub, (x, mean)),
+                               call(torch.rsqrt, (call(operator.add, (var, float(eps))),))))
+
+
 def _linalg_norm(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
     x, order, dim = _option(node, "input", 0, None), _option(node, "ord", 1, None), _option(node, "dim", 2, None)
     keepdim = _option(node, "keepdim", 3, False)
@@ -217,7 +236,7 @@ def _diagonal_matmul(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Nod
 
 REWRITES = {F.normalize: _normalize, F.glu: _glu, F.binary_cross_entropy_with_logits: _bce_with_logits,
             F.nll_loss: _nll_of_log_softmax, operator.matmul: _diagonal_matmul, torch.matmul: _diagonal_matmul,
-            torch.mm: _diagonal_matmul, torch.linalg.norm: _linalg_norm,
+            torch.mm: _diagonal_matmul, torch.linalg.norm: _linalg_norm, F.instance_norm: _instance_norm,
             **dict.fromkeys((torch.mv, torch.dot, torch.outer, torch.ger, torch.addmm, torch.addmv, torch.baddbmm),
                             _products),
             **dict.fromkeys(ADAPTIVE_AVG_FUNCTIONS, _global_average)}
