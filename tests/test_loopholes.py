@@ -114,9 +114,17 @@ RUNTIME_REJECTED = [
     (2, "relu", "bad_claims_the_harness_failed", "import", "OS call failed"),
     # A fifth: a kernel that does nothing credited by the ghost replay, and a judge told by its seed
     (3, "conv_relu_scale", "bad_noop_holds_the_output", "ghost replay", "still correct"),
-    (3, "conv_relu_scale", "bad_weights_through_a_noop", "ghost replay", "kept as they were"),
-    (10, "conv_relu_scale", "bad_stale_nan_link", "ghost replay", "from before the call zeroed"),
+    (3, "conv_relu_scale", "bad_weights_through_a_noop", "ghost replay", "every other tensor kept"),
+    (10, "conv_relu_scale", "bad_stale_nan_link", "ghost replay", "every tensor a kernel was given zeroed"),
     (8, "relu", "bad_knows_the_exam", "correct: set 0", "outside"),
+    # A sixth, against the two-call ghost replay
+    (3, "conv_relu_scale", "bad_sparse_breaks_ghost", "ghost replay", "still correct"),
+    (3, "conv_relu_scale", "bad_inference_scratch_breaks_ghost", "ghost replay", "still correct"),
+    (3, "conv_relu_scale", "bad_kernel_clears_a_torch_one", "ghost replay", "every tensor a kernel was given zeroed"),
+    (10, "conv_relu_scale", "bad_stale_nan_in_a_storage", "ghost replay", "every tensor a kernel was given zeroed"),
+    (3, "conv_relu_scale", "bad_two_views_not_restored", "ghost replay", "every other tensor kept"),
+    (3, "conv_relu_scale", "bad_folds_scale_each_call", "ghost replay", "work for __init__"),
+    (8, "relu", "bad_knows_the_secret_seed", "correct: set 0", "outside"),
 ]
 
 

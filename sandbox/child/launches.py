@@ -8,20 +8,19 @@ record is not proof (the oracle, the session's clock and, on a GPU, the forensic
 - Every Triton launch (``JITFunction.run``, or ``InterpretedFunction.run`` under the interpreter) and
   every call into a ``load_inline`` extension is counted once it returns; a launch that raised is
   counted as failed, never as a launch.
-- In ghost mode a Triton launch is skipped, as if its kernel wrote nothing, and of the tensors it was
-  given:
-  - a fresh one still uninitialised (every value the poison of the checked call's fresh allocations)
-    is zeroed: zeros, not NaN, so that a kernel whose only link to the output is ``0 * scratch``
-    leaves it correct;
-  - one computed in this call is left as computed: a kernel handed a finished output and writing
-    nothing leaves it correct;
-  - one that existed before the call (inputs, parameters, state kept from an earlier call) is zeroed
-    in the ``blank`` replay and kept in the ``keep`` replay, and restored after either. The judge
-    asks for both, and only an output wrong in both shows the kernels' work: stale state linked to
-    the output (NaN kept from an earlier call) is wiped by the first, weights handed to a kernel
-    that does nothing survive the second.
-  An extension call runs, then its returned tensors are zeroed and its tensor arguments zeroed or
-  put back as they were by the same rule.
+- In ghost mode a Triton launch is skipped, as if its kernel wrote nothing, in one of two replays the
+  judge asks for; only an output wrong in both shows the kernels' work:
+  - ``blank``: every tensor it was given is zeroed (the storages of tensors from before the call,
+    inputs and parameters among them, put back after the call). Stale state linked to the output
+    (NaN kept from an earlier call) is wiped, and a tensor torch filled that the kernel only
+    overwrites stops mattering. Zeros, not NaN: a kernel whose only link to the output is
+    ``0 * scratch`` leaves it correct.
+  - ``keep``: only a tensor still uninitialised (every value the poison of the checked call's fresh
+    allocations) is zeroed; the rest stay as they are. A kernel handed a finished output, or the
+    weights torch computes with, and writing nothing, leaves the output correct.
+  A fault of the replay's own (a tensor it cannot zero) is reported to the judge as such, never as
+  the candidate failing without its kernels. An extension call runs, then its returned tensors are
+  zeroed and its tensor arguments zeroed or put back as they were by the same rule.
 - :class:`OpRecorder` records the aten ops a forward runs, on every thread, through torch's profiler
   (which also sees ops called from C++ extensions and from a jitted body under the interpreter);
   strict tasks allow only :data:`GLUE_OPS`, and read at most a few values into Python.
@@ -75,11 +74,13 @@ class LaunchRecorder:
         self.failed: Counter[str] = Counter()
         self.ghosted: Counter[str] = Counter()
         self.ghost = False
-        self.earlier: set[int] = set()
+        self.earlier: set[int | None] = set()
         """In ghost mode, the storage of every tensor alive when the call began."""
-        self.blank_earlier = False
-        self.saved: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
-        """Earlier tensors zeroed in a ``blank`` replay, with their values, to be put back after it."""
+        self.blank_all = False
+        self.saved: dict[int, tuple[Any, Any]] = {}
+        """Storages from before the call zeroed in a ``blank`` replay, with their bytes, put back after it."""
+        self.fault: str | None = None
+        """What went wrong in the replay's own work (the judge's, not the candidate's failure)."""
         self.installed: list[str] = []
 
     @property
@@ -116,39 +117,51 @@ class LaunchRecorder:
         self.installed.append("load_inline")
 
     def start_ghost(self, mode: str) -> None:
-        """Ghost mode from here on (``mode``: ``blank`` or ``keep`` the tensors alive now)."""
+        """Ghost mode from here on (``mode``: one of :data:`GHOST_MODES`)."""
         if mode not in GHOST_MODES:
             raise ValueError(f"ghost mode {mode!r}: one of {GHOST_MODES}")
-        self.earlier = {_storage(o) for o in gc.get_objects() if issubclass(type(o), torch.Tensor)}
-        self.blank_earlier, self.saved, self.ghost = mode == "blank", {}, True
+        self.blank_all, self.saved, self.fault, self.ghost = mode == "blank", {}, None, True
+        try:
+            self.earlier = {_storage(o) for o in gc.get_objects() if issubclass(type(o), torch.Tensor)}
+        except Exception as exc:  # noqa: BLE001 - the replay's own fault is reported, never the candidate's pass
+            self.fault = f"listing the tensors alive: {type(exc).__name__}: {exc}"
 
     def stop_ghost(self) -> None:
-        """Out of ghost mode, every earlier tensor zeroed put back."""
-        with torch.no_grad():
-            for tensor, values in self.saved.values():
-                tensor.copy_(values)
-        self.ghost, self.earlier, self.saved = False, set(), {}
+        """Out of ghost mode, every storage from before the call that was zeroed put back."""
+        try:
+            with torch.inference_mode():
+                for storage, values in self.saved.values():
+                    storage.copy_(values)
+        except Exception as exc:  # noqa: BLE001
+            self.fault = self.fault or f"putting back what it zeroed: {type(exc).__name__}: {exc}"
+        finally:
+            self.ghost, self.earlier, self.saved = False, set(), {}
 
     def to_zero(self, tensor: torch.Tensor) -> bool:
         """Does a skipped kernel leave ``tensor`` zeroed (see the module)?"""
-        if not tensor.numel():
+        if not tensor.numel() or _storage(tensor) is None:
             return False
-        if _storage(tensor) in self.earlier:
-            return self.blank_earlier
-        return _uninitialised(tensor)
+        return self.blank_all or _uninitialised(tensor)
 
     def zero(self, tensor: torch.Tensor) -> None:
-        with torch.no_grad():
-            if _storage(tensor) in self.earlier and _storage(tensor) not in self.saved:
-                base = tensor._base if tensor._base is not None else tensor
-                self.saved[_storage(tensor)] = (base, base.clone())
+        """Zero ``tensor``, its storage's bytes kept first if it existed before the call (every view of
+        it is then put back whole, however the views overlap)."""
+        key = _storage(tensor)
+        with torch.inference_mode():  # an inference tensor too
+            if key in self.earlier and key not in self.saved:
+                storage = tensor.untyped_storage()
+                self.saved[key] = (storage, storage.clone())
             tensor.zero_()
 
     def blank(self, values: list[Any]) -> None:
-        """Zero the tensors among ``values`` a skipped kernel leaves zeroed (see the module)."""
+        """Zero the tensors among ``values`` a skipped kernel leaves zeroed (see the module); a fault of
+        the replay's own is noted (``fault``) for the judge, not raised into the candidate's code."""
         for value in values:
-            if isinstance(value, torch.Tensor) and self.to_zero(value):
-                self.zero(value)
+            try:
+                if isinstance(value, torch.Tensor) and self.to_zero(value):
+                    self.zero(value)
+            except Exception as exc:  # noqa: BLE001
+                self.fault = self.fault or f"zeroing a kernel's tensor: {type(exc).__name__}: {exc}"
 
     def _wrap_triton(self, cls: type) -> None:
         original = cls.run
@@ -190,11 +203,14 @@ class LaunchRecorder:
         result = fn(*args, **kwargs)
         returned = [r for r in (result if isinstance(result, (tuple, list)) else [result])
                     if isinstance(r, torch.Tensor) and not any(r is t for t in tensors)]
-        with torch.no_grad():
+        with torch.inference_mode():
             for tensor, copy in kept:  # as if the call had not run
                 tensor.copy_(copy)
-            for tensor in [*zeroed, *returned]:
-                self.zero(tensor)
+        self.blank_all, was = True, self.blank_all
+        try:
+            self.blank([*zeroed, *returned])
+        finally:
+            self.blank_all = was
         return result
 
 
@@ -207,11 +223,15 @@ def _uninitialised(t: torch.Tensor) -> bool:
     return bool((t == torch.iinfo(t.dtype).max).all())
 
 
-def _storage(t: torch.Tensor) -> int:
+def _storage(t: torch.Tensor) -> int | None:
+    """The address of ``t``'s storage, or None for a tensor without one (sparse, nested, meta)."""
     try:
         return t.untyped_storage().data_ptr()
-    except (RuntimeError, NotImplementedError):
-        return t.data_ptr()
+    except (RuntimeError, NotImplementedError, TypeError):
+        try:
+            return t.data_ptr()
+        except (RuntimeError, NotImplementedError, TypeError):
+            return None
 
 
 def _kernel_name(fn: Any) -> str:

@@ -159,7 +159,8 @@ class Worker:
                 self._sync()
         except Exception as exc:
             self.recorder.stop_ghost()
-            return {"ok": False, "error": f"the call raised: {wire.describe_exception(exc)}"}
+            failed = {"ok": False, "error": f"the call raised: {wire.describe_exception(exc)}"}
+            return {**failed, "ghost_fault": self.recorder.fault} if ghost else failed
         finally:
             _poison(False)
         host_ms = (time.perf_counter() - began) * 1e3
@@ -169,6 +170,8 @@ class Worker:
             reply = self._ship(out, str(msg.get("name", "call")))
         finally:  # the output as the ghost call left it, then the earlier tensors it zeroed put back
             self.recorder.stop_ghost()
+        if ghost:
+            reply["ghost_fault"] = self.recorder.fault
         reply.update(host_ms=host_ms, inputs_changed=changed,
                      launches=_delta(self.recorder.launches, before),
                      failed=_delta(self.recorder.failed, failed_before),

@@ -162,6 +162,12 @@ class CorrectnessCalls(SessionPart):
                                {"key": key, "seed": seed, "variant": 0, "exact": True, "fingerprint": True})
         reply = self.ask(self.worker, "worker", "ghost replay",
                          {"op": "call", "seed": seed, "ghost": mode, "record": False, "name": "ghost"})
+        if reply.get("ghost_fault"):  # the candidate left the replay unable to turn its kernels off
+            self._delete_outputs(reply)
+            self.ask(self.oracle, "oracle", "dropping an expectation", {"op": "drop", "key": key})
+            fault = str(reply["ghost_fault"])[:200]
+            return False, (f"the ghost replay could not turn the kernels off cleanly ({fault}), so nothing shows "
+                           "that they do the work"), True
         if not reply.get("ok"):
             self.ask(self.oracle, "oracle", "dropping an expectation", {"op": "drop", "key": key})
             return True, f"with its kernels turned off the candidate failed ({str(reply.get('error'))[:200]})", False
@@ -184,10 +190,15 @@ class CorrectnessCalls(SessionPart):
             if wrong:
                 return True, "without the custom kernels the output is wrong: they do the work", False
             if not (found.get("zeros_pass") or found.get("another_set_passes")):
-                kept = "zeroed" if mode == "blank" else "kept as they were"
-                return False, ("with every custom kernel turned into a no-op (its fresh buffers zeroed, tensors "
-                               f"from before the call {kept}) the output is still correct: the kernels' work "
-                               "never reaches the output"), True
+                if mode == "blank":
+                    how = "every tensor a kernel was given zeroed"
+                    why = "the kernels' work never reaches the output"
+                else:
+                    how = "its fresh buffers zeroed, every other tensor kept as it was"
+                    why = ("the kernels' work never reaches the output, or it is the same on every call (work "
+                           "for __init__)")
+                return False, (f"with every custom kernel turned into a no-op ({how}) the output is still "
+                               f"correct: {why}"), True
             why = ("outputs of zeros are within tolerance of the reference here" if found.get("zeros_pass") else
                    "the reference's output on another input set is within tolerance of this one's (it barely "
                    "depends on its inputs)")

@@ -92,9 +92,10 @@ class Plan:
     device: str
     timing: TimingPolicy
     checked_sets: int = 5
-    init_seed: int = field(default_factory=lambda: fresh_seed())
-    """Seeds the parameters of both models, drawn in secret per session: a candidate that reads torch's
-    seed in ``__init__`` cannot tell a judge's construction from a user's."""
+    init_seed: int = field(default_factory=lambda: secrets.randbits(64))
+    """Seeds the parameters of both models, drawn in secret per session from the whole 64-bit range, as
+    an unseeded torch process draws its own: a candidate that reads torch's seed in ``__init__``
+    cannot tell a judge's construction from a user's."""
     strict_layout: bool = False
     worker_outbox: Path | None = None
     oracle_task_path: Path | None = None
