@@ -175,3 +175,48 @@ def test_instance_norm_from_the_inputs_statistics_is_its_formula() -> None:
     traced = trace(model, [x, y])
     assert not [n for n in traced.graph.nodes if n.target is F.instance_norm]
     torch.testing.assert_close(traced(x, y), model(x, y), rtol=1e-5, atol=1e-5)
+
+
+IN_PLACE_STATEMENTS = {
+    "masked-fill-statement": "        y = x * 2\n        y.masked_fill_(y > 0, 0.0)\n        return torch.tan(y)",
+    "sin-statement": "        y = x * 2\n        y.sin_()\n        return torch.tan(y)",
+    "relu-inplace-keyword": "        y = x * 2\n        F.relu(y, inplace=True)\n        return torch.tan(y)",
+    "relu-inplace-alias": "        y = x * 2\n        r = F.relu(y, inplace=True)\n        y.add_(1)\n        return r",
+    "threshold-inplace": "        y = x * 2\n        t = F.threshold(y, 0.1, 0.0, inplace=True)\n        return t + y",
+    "celu-inplace-positional": "        y = x * 2\n        t = F.celu(y, 1.0, True)\n        return t + y",
+}
+
+
+@pytest.mark.parametrize("body", list(IN_PLACE_STATEMENTS.values()), ids=list(IN_PLACE_STATEMENTS))
+def test_writes_in_place_the_rewrites_do_not_make_stay_as_written(body: str) -> None:
+    """A rewrite elsewhere in the graph never drops a write whose result nothing reads, and a value
+    written by an in-place function is read as written through every name it has."""
+    namespace = {"torch": torch, "nn": nn, "F": F}
+    exec(f"class M(nn.Module):\n    def forward(self, x, y0):\n{body}\n", namespace)
+    model = namespace["M"]()
+    x, y = _inputs()
+    traced = trace(model, [x.clone(), y])
+    torch.testing.assert_close(traced(x.clone(), y), model(x.clone(), y), equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("expression", ["x.abs() ** 1.5", "(x.abs() * 10) ** 2.5", "torch.hypot(x * 60, y * 80)",
+                                        "torch.sinh(x.clamp(-3, 3) * 3.8)", "torch.erfc(x)", "torch.round(x * 300)"])
+def test_in_half_precision_a_rewrite_computes_in_fp32_and_rounds_once(expression: str, dtype: torch.dtype) -> None:
+    x, y = (v.to(dtype) for v in _inputs())
+    model, traced = _traced(expression, x, y)
+    want, got = model(x, y), traced(x, y)
+    assert got.dtype == want.dtype
+    torch.testing.assert_close(got.float(), want.float(), rtol=1e-2 if dtype == torch.bfloat16 else 1e-3,
+                               atol=1e-5, equal_nan=True)
+
+
+@pytest.mark.parametrize("expression", ["torch.xlogy(x, 2.0)", "torch.xlogy(x.abs(), 0.0)",
+                                        "torch.logaddexp(torch.log(x * 0), torch.log(y * 0))",
+                                        "torch.logaddexp(x / 0, y / 0)", "torch.floor_divide(x, 0.0)",
+                                        "torch.div(x, 0.0, rounding_mode='floor')",
+                                        "F.softshrink(torch.sqrt(x), 0.5)"])
+def test_numbers_zeros_and_infinities_as_torch_gives_them(expression: str) -> None:
+    x, y = _inputs()
+    model, traced = _traced(expression, x, y)
+    torch.testing.assert_close(traced(x, y), model(x, y), equal_nan=True)

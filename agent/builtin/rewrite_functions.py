@@ -133,11 +133,8 @@ def _products(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | Non
         if node.target is torch.dot:
             return call(torch.sum, (call(operator.mul, (a, b)),))
         return call(operator.mul, (call(torch.unsqueeze, (a, 1)), call(torch.unsqueeze, (b, 0))))
-    c, a, b = (_option(node, name, k, None) for k, name in enumerate(
-        ("input", "vec1" if node.target is torch.addr else "mat1" if node.target is torch.addmm else
-         "mat" if node.target is torch.addmv else "batch1",
-         "vec2" if node.target is torch.addr else "mat2" if node.target is torch.addmm else
-         "vec" if node.target is torch.addmv else "batch2")))
+    names = {torch.addmm: ("mat1", "mat2"), torch.addmv: ("mat", "vec"), torch.baddbmm: ("batch1", "batch2")}
+    c, a, b = (_option(node, name, k, None) for k, name in enumerate(("input", *names[node.target])))
     beta, alpha = node.kwargs.get("beta", 1), node.kwargs.get("alpha", 1)
     if not all(isinstance(v, torch.fx.Node) for v in (c, a, b)) or len(node.args) > 3 or \
             not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (beta, alpha)):

@@ -1,17 +1,19 @@
 """Pointwise functions written in the traced graph as the primitives the lowering knows, computed as
 torch computes them, so that a reference using ``lerp``, ``hypot``, ``fmod``, ``asinh`` or ``x ** 1.5``
 is covered like one using ``add`` and ``exp``. Each rewrite is plain torch (a part kept in torch still
-runs as written); a call whose options a rewrite does not follow is left as it was, and the lowering
-then says it is not covered.
+runs as written); a call whose options a rewrite does not follow, or that writes in place, is left as
+it was, and the lowering then says it is not covered.
 
 Accuracy: every rewrite follows torch's own formula where torch has one (``lerp`` switches form at a
-weight of 0.5, ``remainder`` and ``floor_divide`` start from the exact ``fmod``), and otherwise uses a
-form without cancellation (``sinh`` from ``expm1``, ``asinh`` and ``atanh`` from ``log1p``). ``pow`` with
-an exponent that is not a small integer goes through ``exp2(y * log2|x|)``: a relative error of about
-``|y log2 x|`` units in the last place, within the fp32 tolerance for the values a task draws.
+weight of 0.5, ``remainder`` and ``floor_divide`` start from ``fmod``), and otherwise mostly uses a
+form without cancellation (``sinh`` from ``expm1``, ``asinh`` and ``atanh`` from ``log1p``); ``erfc`` is
+``1 - erf``, exact in absolute terms but not relative past x of about 3. ``pow`` with an exponent
+that is not a small integer goes through ``exp2(y * log2|x|)``: a relative error of about
+``|y log2 x|`` units in the last place. In bf16 and fp16 a rewrite computes in fp32 and rounds once,
+as torch's own kernel for the function does. Edge values follow torch for NaN and the infinities
+where it matters to a comparison; the sign of a zero result is not always torch's.
 
-In-place arithmetic on a value nothing else reads (``x.mul(2).add_(1)``, ``y += b``) is the same
-arithmetic out of place.
+In-place arithmetic and tensors of one value are handled first (``rewrite_in_place``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,15 @@ from typing import Any
 import torch
 import torch.fx
 import torch.nn.functional as F
+
+from kernelevo.agent.builtin.rewrite_in_place import (
+    fold_filled_like,
+    is_number,
+    option,
+    out_of_place,
+    remove_dead_values,
+    writes_in_place,
+)
 
 Node = torch.fx.Node
 Value = Any  # a Node or a Python number
@@ -61,37 +72,29 @@ class _Ops:
         return self.call(target, x)
 
 
-def _option(node: Node, name: str, position: int, default: Any) -> Any:
-    return node.kwargs.get(name, node.args[position] if len(node.args) > position else default)
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def _operand(value: Any) -> bool:
-    return isinstance(value, Node) or _number(value)
+    return isinstance(value, Node) or is_number(value)
 
 
 # -- two inputs ------------------------------------------------------------------------------------
 def _lerp(o: _Ops, node: Node) -> Node | None:
     """torch's form: ``a + w (b - a)`` for ``|w| < 0.5``, else ``b - (b - a)(1 - w)``."""
-    a, b, w = _option(node, "input", 0, None), _option(node, "end", 1, None), _option(node, "weight", 2, None)
+    a, b, w = option(node, "input", 0, None), option(node, "end", 1, None), option(node, "weight", 2, None)
     if not (isinstance(a, Node) and _operand(b) and _operand(w)):
         return None
     diff = o.sub(b, a)
     low = o.add(a, o.mul(w, diff))
     high = o.sub(b, o.mul(diff, o.sub(1.0, w)))
-    if _number(w):
+    if is_number(w):
         return low if abs(w) < 0.5 else high
     return o.where(o.call(operator.lt, o.unary(torch.abs, w), 0.5), low, high)
 
 
 def _addc(o: _Ops, node: Node) -> Node | None:
     """``addcmul``: ``x + value * t1 * t2``; ``addcdiv``: ``x + value * (t1 / t2)``."""
-    x, t1, t2 = (_option(node, name, k, None) for k, name in enumerate(("input", "tensor1", "tensor2")))
+    x, t1, t2 = (option(node, name, k, None) for k, name in enumerate(("input", "tensor1", "tensor2")))
     value = node.kwargs.get("value", 1.0)
-    if not (isinstance(x, Node) and _operand(t1) and _operand(t2) and _number(value)):
+    if not (isinstance(x, Node) and _operand(t1) and _operand(t2) and is_number(value)):
         return None
     term = o.mul(t1, t2) if node.target is torch.addcmul else o.div(t1, t2)
     return o.add(x, o.mul(value, term) if value != 1 else term)
@@ -110,7 +113,10 @@ def _logaddexp(o: _Ops, node: Node) -> Node | None:
     if not (isinstance(a, Node) and _operand(b)):
         return None
     tail = o.unary(torch.log1p, o.unary(torch.exp, o.unary(torch.neg, o.unary(torch.abs, o.sub(a, b)))))
-    return o.add(o.call(torch.maximum, a, b) if isinstance(b, Node) else o.call(torch.clamp, a, min=b), tail)
+    result = o.add(o.call(torch.maximum, a, b) if isinstance(b, Node) else o.call(torch.clamp, a, min=b), tail)
+    # two equal infinities: their difference is NaN, their log-sum-exp the infinity itself
+    same_infinity = o.both(o.call(operator.eq, a, b), o.call(operator.eq, o.unary(torch.abs, a), float("inf")))
+    return o.where(same_infinity, a, result)
 
 
 def _xlogy(o: _Ops, node: Node) -> Node | None:
@@ -121,7 +127,9 @@ def _xlogy(o: _Ops, node: Node) -> Node | None:
     zero = o.call(operator.eq, x, 0.0)
     if isinstance(y, Node):
         zero = o.both(zero, o.call(operator.eq, y, y))
-    return o.where(zero, 0.0, o.mul(x, o.unary(torch.log, y)))
+    log_y = o.unary(torch.log, y) if isinstance(y, Node) else (math.log(y) if y > 0 else
+                                                               float("-inf") if y == 0 else float("nan"))
+    return o.where(zero, 0.0, o.mul(x, log_y))
 
 
 def _signed_negative(o: _Ops, v: Node) -> Node:
@@ -136,7 +144,7 @@ def _copysign(o: _Ops, node: Node) -> Node | None:
     if not (isinstance(a, Node) and _operand(b)):
         return None
     size = o.unary(torch.abs, a)
-    if _number(b):
+    if is_number(b):
         return size if math.copysign(1.0, b) > 0 else o.unary(torch.neg, size)
     return o.where(_signed_negative(o, b), o.unary(torch.neg, size), size)
 
@@ -185,27 +193,31 @@ def _floor_divide(o: _Ops, a: Node, b: Value) -> Node:
     return result
 
 
+def _floor_divide_by(o: _Ops, a: Node, b: Value) -> Node:
+    return o.div(a, b) if is_number(b) and b == 0 else _floor_divide(o, a, b)
+
+
 def _floor_divide_call(o: _Ops, node: Node) -> Node | None:
     a, b = node.args[:2] if len(node.args) >= 2 else (None, None)
     if not (isinstance(a, Node) and _operand(b)) or not _float_node(a):
         return None
-    return _floor_divide(o, a, b)
+    return _floor_divide_by(o, a, b)
 
 
 def _div_rounded(o: _Ops, node: Node) -> Node | None:
     """``div`` with ``rounding_mode``: ``trunc`` of the quotient, or the floor division."""
     mode = node.kwargs.get("rounding_mode")
-    a, b = _option(node, "input", 0, None), _option(node, "other", 1, None)
+    a, b = option(node, "input", 0, None), option(node, "other", 1, None)
     if mode not in ("trunc", "floor") or not (isinstance(a, Node) and _operand(b)) or not _float_node(a):
         return None
-    return o.unary(torch.trunc, o.div(a, b)) if mode == "trunc" else _floor_divide(o, a, b)
+    return o.unary(torch.trunc, o.div(a, b)) if mode == "trunc" else _floor_divide_by(o, a, b)
 
 
 def _add_alpha(o: _Ops, node: Node) -> Node | None:
     """``add``/``sub`` with ``alpha``: the other operand scaled first."""
     alpha = node.kwargs.get("alpha")
-    a, b = _option(node, "input", 0, None), _option(node, "other", 1, None)
-    if alpha is None or not _number(alpha) or not (isinstance(a, Node) and _operand(b)):
+    a, b = option(node, "input", 0, None), option(node, "other", 1, None)
+    if alpha is None or not is_number(alpha) or not (isinstance(a, Node) and _operand(b)):
         return None
     scaled = o.mul(b, alpha) if isinstance(b, Node) else b * alpha
     return o.add(a, scaled) if node.target is torch.add else o.sub(a, scaled)
@@ -220,7 +232,7 @@ def _float_node(x: Any) -> bool:
 def _power(o: _Ops, x: Node, y: Value) -> Node:
     """``x ** y`` for any ``y``: small integers by multiplication, else ``exp2(y log2|x|)`` with the
     sign of an odd integer power and NaN for a negative base to a fraction, as torch gives."""
-    if _number(y) and float(y).is_integer() and 0 < abs(y) <= 8:
+    if is_number(y) and float(y).is_integer() and 0 < abs(y) <= 8:
         result, base, n = None, x, abs(int(y))
         while n:
             if n & 1:
@@ -231,7 +243,7 @@ def _power(o: _Ops, x: Node, y: Value) -> Node:
         return result if y > 0 else o.div(1.0, result)
     size = o.unary(torch.exp2, o.mul(y, o.unary(torch.log2, o.unary(torch.abs, x))))
     negative = o.call(operator.lt, x, 0.0)
-    if _number(y):
+    if is_number(y):
         if not float(y).is_integer():
             return o.where(negative, float("nan"), size)
         return o.where(negative, o.unary(torch.neg, size), size) if int(y) % 2 else size
@@ -247,12 +259,12 @@ KNOWN_EXPONENTS = {2.0, 3.0, 0.5, -0.5, -1.0, 1.0}
 
 
 def _pow(o: _Ops, node: Node) -> Node | None:
-    x, y = _option(node, "input", 0, None), _option(node, "exponent", 1, None)
-    if isinstance(x, Node) and _number(y) and float(y) not in KNOWN_EXPONENTS | {0.0}:
+    x, y = option(node, "input", 0, None), option(node, "exponent", 1, None)
+    if isinstance(x, Node) and is_number(y) and float(y) not in KNOWN_EXPONENTS | {0.0}:
         return _power(o, x, y) if _float_node(x) else None
     if isinstance(x, Node) and isinstance(y, Node) and _float_node(x):
         return _power(o, x, y)
-    if _number(x) and isinstance(y, Node) and x > 0 and _float_node(y):  # c ** y
+    if is_number(x) and isinstance(y, Node) and x > 0 and _float_node(y):  # c ** y
         return o.unary(torch.exp2, o.mul(y, math.log2(x)))
     return None
 
@@ -261,7 +273,7 @@ def _pow(o: _Ops, node: Node) -> Node | None:
 def _composite(build: Callable[[_Ops, Node], Node]) -> Callable[[_Ops, Node], Node | None]:
     """A rewrite of a function of one tensor and no options."""
     def rewrite(o: _Ops, node: Node) -> Node | None:
-        x = _option(node, "input", 0, None)
+        x = option(node, "input", 0, None)
         if not isinstance(x, Node) or len(node.args) > 1 or set(node.kwargs) - {"input"}:
             return None
         return build(o, x)
@@ -364,17 +376,17 @@ UNARY_COMPOSITES: dict[Any, Callable[[_Ops, Node], Node]] = {
 
 
 def _logit(o: _Ops, node: Node) -> Node | None:
-    x, eps = _option(node, "input", 0, None), _option(node, "eps", 1, None)
-    if not isinstance(x, Node) or not (eps is None or _number(eps)):
+    x, eps = option(node, "input", 0, None), option(node, "eps", 1, None)
+    if not isinstance(x, Node) or not (eps is None or is_number(eps)):
         return None
     z = x if eps is None else o.call(torch.clamp, x, min=float(eps), max=1.0 - float(eps))
     return o.unary(torch.log, o.div(z, o.sub(1.0, z)))
 
 
 def _nan_to_num(o: _Ops, node: Node) -> Node | None:
-    x = _option(node, "input", 0, None)
-    nan, pos, neg = (_option(node, name, k, None) for k, name in ((1, "nan"), (2, "posinf"), (3, "neginf")))
-    if not isinstance(x, Node) or not _float_node(x) or not all(v is None or _number(v) for v in (nan, pos, neg)):
+    x = option(node, "input", 0, None)
+    nan, pos, neg = (option(node, name, k, None) for k, name in ((1, "nan"), (2, "posinf"), (3, "neginf")))
+    if not isinstance(x, Node) or not _float_node(x) or not all(v is None or is_number(v) for v in (nan, pos, neg)):
         return None
     largest = torch.finfo(x.meta["tensor_meta"].dtype).max
     out = o.where(o.call(operator.eq, x, float("inf")), largest if pos is None else float(pos), x)
@@ -384,43 +396,44 @@ def _nan_to_num(o: _Ops, node: Node) -> Node | None:
 
 def _shrink(o: _Ops, node: Node) -> Node | None:
     """``hardshrink``: ``x`` outside ``[-l, l]``, else 0; ``softshrink``: moved towards 0 by ``l``."""
-    x, lambd = _option(node, "input", 0, None), _option(node, "lambd", 1, 0.5)
-    if not isinstance(x, Node) or not _number(lambd):
+    x, lambd = option(node, "input", 0, None), option(node, "lambd", 1, 0.5)
+    if not isinstance(x, Node) or not is_number(lambd):
         return None
     inside = o.both(o.call(operator.ge, x, -lambd), o.call(operator.le, x, lambd))
     if node.target is F.hardshrink:
         return o.where(inside, 0.0, x)
+    inner = o.where(o.call(operator.ne, x, x), x, 0.0)  # NaN passes through, as torch's does
     return o.where(o.call(operator.gt, x, lambd), o.sub(x, lambd),
-                   o.where(o.call(operator.lt, x, -lambd), o.add(x, lambd), 0.0))
+                   o.where(o.call(operator.lt, x, -lambd), o.add(x, lambd), inner))
 
 
 def _threshold(o: _Ops, node: Node) -> Node | None:
-    x, limit, value = _option(node, "input", 0, None), _option(node, "threshold", 1, None), \
-        _option(node, "value", 2, None)
-    if not isinstance(x, Node) or not _number(limit) or not _number(value):
+    x, limit, value = option(node, "input", 0, None), option(node, "threshold", 1, None), \
+        option(node, "value", 2, None)
+    if not isinstance(x, Node) or not is_number(limit) or not is_number(value):
         return None
     return o.where(o.call(operator.le, x, limit), float(value), x)
 
 
 def _celu(o: _Ops, node: Node) -> Node | None:
-    x, alpha = _option(node, "input", 0, None), _option(node, "alpha", 1, 1.0)
-    if not isinstance(x, Node) or not _number(alpha) or alpha == 0:
+    x, alpha = option(node, "input", 0, None), option(node, "alpha", 1, 1.0)
+    if not isinstance(x, Node) or not is_number(alpha) or alpha == 0:
         return None
     return o.where(o.call(operator.gt, x, 0.0), x, o.mul(o.unary(torch.expm1, o.div(x, alpha)), alpha))
 
 
 def _rrelu(o: _Ops, node: Node) -> Node | None:
     """Out of training, the slope is the middle of ``[lower, upper]``."""
-    x = _option(node, "input", 0, None)
-    lower, upper = _option(node, "lower", 1, 1.0 / 8), _option(node, "upper", 2, 1.0 / 3)
-    if not isinstance(x, Node) or _option(node, "training", 3, False) is not False or \
-            not (_number(lower) and _number(upper)):
+    x = option(node, "input", 0, None)
+    lower, upper = option(node, "lower", 1, 1.0 / 8), option(node, "upper", 2, 1.0 / 3)
+    if not isinstance(x, Node) or option(node, "training", 3, False) is not False or \
+            not (is_number(lower) and is_number(upper)):
         return None
     return o.call(F.leaky_relu, x, (lower + upper) / 2)
 
 
 def _softmin(o: _Ops, node: Node) -> Node | None:
-    x, dim = _option(node, "input", 0, None), _option(node, "dim", 1, None)
+    x, dim = option(node, "input", 0, None), option(node, "dim", 1, None)
     if not isinstance(x, Node) or not isinstance(dim, int) or node.kwargs.get("dtype") is not None:
         return None
     return o.call(F.softmax, o.unary(torch.neg, x), dim=dim)
@@ -428,7 +441,7 @@ def _softmin(o: _Ops, node: Node) -> Node | None:
 
 def _clamp_tensors(o: _Ops, node: Node) -> Node | None:
     """``clamp`` with a tensor bound: ``maximum`` with the lower, then ``minimum`` with the upper."""
-    x, low, high = _option(node, "input", 0, None), _option(node, "min", 1, None), _option(node, "max", 2, None)
+    x, low, high = option(node, "input", 0, None), option(node, "min", 1, None), option(node, "max", 2, None)
     if not isinstance(x, Node) or not (isinstance(low, Node) or isinstance(high, Node)):
         return None
     if not all(v is None or _operand(v) for v in (low, high)):
@@ -443,19 +456,21 @@ def _clamp_tensors(o: _Ops, node: Node) -> Node | None:
 
 def _dropout_off(o: _Ops, node: Node) -> Node | None:
     """Dropout out of training, or of probability 0: its input."""
-    x, p, training = _option(node, "input", 0, None), _option(node, "p", 1, 0.5), _option(node, "training", 2, True)
-    if not isinstance(x, Node) or (training is not False and p != 0) or _option(node, "inplace", 3, False):
+    x, p, training = option(node, "input", 0, None), option(node, "p", 1, 0.5), option(node, "training", 2, True)
+    if not isinstance(x, Node) or (training is not False and p != 0) or option(node, "inplace", 3, False):
         return None
     return o.call(torch.clone, x)
 
 
 def _clamp_one_side(o: _Ops, node: Node) -> Node | None:
     x, bound = node.args[:2] if len(node.args) >= 2 else (None, None)
-    if not isinstance(x, Node) or not _number(bound):
+    if not isinstance(x, Node) or not is_number(bound):
         return None
     return o.call(torch.clamp, x, **{"min" if node.target is torch.clamp_min else "max": bound})
 
 
+INPLACE_POSITION = {F.threshold: 3, F.celu: 2, F.rrelu: 4, F.dropout: 3}
+"""Where a function takes ``inplace`` by position."""
 REWRITES: dict[Any, Callable[[_Ops, Node], Node | None]] = {
     torch.lerp: _lerp, torch.addcmul: _addc, torch.addcdiv: _addc, torch.hypot: _hypot,
     torch.logaddexp: _logaddexp, torch.xlogy: _xlogy, torch.copysign: _copysign, torch.heaviside: _heaviside,
@@ -493,93 +508,35 @@ ALIASES = {torch.arcsin: torch.asin, torch.arccos: torch.acos, torch.arcsinh: to
            torch.subtract: torch.sub}
 
 
-IN_PLACE_METHODS = {"add_": "add", "sub_": "sub", "mul_": "mul", "div_": "div", "pow_": "pow", "clamp_": "clamp",
-                    "clamp_min_": "clamp_min", "clamp_max_": "clamp_max", "neg_": "neg", "abs_": "abs",
-                    "exp_": "exp", "log_": "log", "sqrt_": "sqrt", "tanh_": "tanh", "sigmoid_": "sigmoid",
-                    "relu_": "relu", "lerp_": "lerp", "addcmul_": "addcmul", "addcdiv_": "addcdiv",
-                    "square_": "square", "reciprocal_": "reciprocal", "rsqrt_": "rsqrt"}
-FRESH_VALUE = {"call_function", "call_method", "call_module"}
-IN_PLACE_OPERATORS = {operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
-                      operator.itruediv: operator.truediv}
-ALIASING = {"view", "reshape", "transpose", "permute", "squeeze", "unsqueeze", "expand", "flatten", "narrow",
-            "select", "t", "T", "mT", "view_as", "expand_as", "unflatten", "chunk", "split", "unbind", "as_strided",
-            "diagonal", "movedim", "swapaxes", "contiguous", "detach", "to", "type_as", "float", "half", "bfloat16",
-            "real", "getitem", "getattr", "dropout", "alias"}
-"""Ops whose result may share its storage with an argument: writing one writes the other."""
+LOW_PRECISION = (torch.bfloat16, torch.float16)
 
 
-def _name(node: Node) -> str:
-    return node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
+def _rewritten(graph: torch.fx.Graph, node: Node, target: Any) -> Node | None:
+    """``node`` as :data:`REWRITES` writes it. Where it computes in bf16 or fp16, its tensor inputs are
+    widened to fp32 first and the result rounded once at the end, as torch computes such a function
+    inside one kernel: the ops of a rewrite each rounded to 8 bits would lose what torch keeps
+    (``x ** 1.5`` through ``exp2(1.5 log2 x)`` off by several percent)."""
+    meta = node.meta.get("tensor_meta")
+    low = meta.dtype if meta is not None and getattr(meta, "dtype", None) in LOW_PRECISION else None
+    args = node.args
+    if low is not None:
+        args = tuple(_widened(graph, a) if isinstance(a, Node) and _dtype(a) in LOW_PRECISION else a
+                     for a in node.args)
+    result = REWRITES[target](_Ops(graph), SimpleNamespace(target=target, args=args, kwargs=node.kwargs))
+    if result is None or low is None:
+        return result
+    return graph.call_method("to", (result, low))
 
 
-def _aliases(gm: torch.fx.GraphModule, node: Node) -> bool:
-    if node.op == "call_module":  # Identity, Flatten, Dropout out of training: the input itself
-        return not any(p is not None for p in gm.get_submodule(str(node.target)).parameters(recurse=False))
-    return _name(node) in ALIASING
+def _widened(graph: torch.fx.Graph, value: Node) -> Node:
+    wide = graph.call_method("float", (value,))
+    wide.meta = {"tensor_meta": value.meta["tensor_meta"]._replace(dtype=torch.float32)}
+    return wide
 
 
-def _out_of_place(gm: torch.fx.GraphModule, node: Node, order: dict[Node, int]) -> bool:
-    """In-place arithmetic on a value computed in ``forward`` that shares its storage with nothing
-    (not an input, not a view, no view taken of it): the same arithmetic out of place, and what reads
-    the value after the write reads its result."""
-    if node.op == "call_method" and node.target in IN_PLACE_METHODS:
-        plain = IN_PLACE_METHODS[str(node.target)]
-    elif node.op == "call_function" and node.target in IN_PLACE_OPERATORS:
-        plain = IN_PLACE_OPERATORS[node.target]
-    else:
-        return False
-    written = node.args[0] if node.args else None
-    if not isinstance(written, Node) or written.op not in FRESH_VALUE or _aliases(gm, written):
-        return False
-    others = [user for user in written.users if user is not node]
-    if any(_aliases(gm, user) for user in others):
-        return False
-    for user in others:
-        if order[user] > order[node]:
-            user.replace_input_with(written, node)
-    node.target = plain
-    return True
-
-
-FILLED_LIKE = {torch.zeros_like: 0.0, torch.ones_like: 1.0, torch.full_like: None}
-"""Tensors of one value shaped like another: that value, where it meets a tensor of that shape."""
-MEETS = {operator.add, operator.sub, operator.mul, operator.truediv, torch.add, torch.sub, torch.mul, torch.div,
-         torch.where}
-BOUNDS = {torch.maximum: "min", torch.minimum: "max"}
-"""``maximum(x, c)`` takes no number: it is ``x`` clamped from below at ``c`` (``minimum``: from above)."""
-
-
-def _fold_filled_like(gm: torch.fx.GraphModule) -> bool:
-    """``zeros_like(x)``, ``ones_like(x)``, ``full_like(x, v)`` (no other options) as the number itself in
-    each use beside a tensor of the same shape and a floating dtype, where a Python number computes the
-    same (``where(c, x, zeros_like(x))`` is ``where(c, x, 0.0)``)."""
-    changed = False
-    for node in list(gm.graph.nodes):
-        if node.op != "call_function" or node.target not in FILLED_LIKE:
-            continue
-        value = FILLED_LIKE[node.target]
-        if node.target is torch.full_like:
-            value = _option(node, "fill_value", 1, None)
-        extra = set(node.kwargs) - {"input", "fill_value", "device"}
-        meta = node.meta.get("tensor_meta")
-        if not _number(value) or extra or meta is None or not meta.dtype.is_floating_point:
-            continue
-        for user in list(node.users):
-            peers = [a for a in user.args if isinstance(a, Node) and a is not node]
-            same = [a for a in peers if (m := a.meta.get("tensor_meta")) is not None and m.shape == meta.shape
-                    and m.dtype == meta.dtype]
-            if user.op != "call_function" or user.kwargs or not same:
-                continue
-            if user.target in MEETS:
-                user.args = tuple(float(value) if a is node else a for a in user.args)
-            elif user.target in BOUNDS and len(user.args) == 2:
-                user.target, user.args, user.kwargs = torch.clamp, (same[0],), {BOUNDS[user.target]: float(value)}
-            else:
-                continue
-            changed = True
-        if not node.users:
-            gm.graph.erase_node(node)
-    return changed
+def _dtype(node: Node) -> torch.dtype | None:
+    meta = node.meta.get("tensor_meta")
+    return getattr(meta, "dtype", None)
 
 
 def rewrite_pointwise(gm: torch.fx.GraphModule) -> bool:
@@ -587,9 +544,9 @@ def rewrite_pointwise(gm: torch.fx.GraphModule) -> bool:
     :data:`REWRITES` (or its method or alias) as the ops it is made of; True when something changed
     (shapes must be propagated: some rewrites read an input's dtype)."""
     order = {n: k for k, n in enumerate(gm.graph.nodes)}
-    changed = _fold_filled_like(gm)
+    changed = fold_filled_like(gm)
     for node in list(gm.graph.nodes):
-        changed |= _out_of_place(gm, node, order)
+        changed |= out_of_place(gm, node, order)
     for node in list(gm.graph.nodes):
         if node.op == "call_method" and node.target in METHOD_FUNCTIONS:
             target = METHOD_FUNCTIONS[str(node.target)]
@@ -597,16 +554,15 @@ def rewrite_pointwise(gm: torch.fx.GraphModule) -> bool:
             target = ALIASES.get(node.target, node.target)
         else:
             continue
-        if target not in REWRITES or node.kwargs.get("out") is not None:
-            continue
-        call = SimpleNamespace(target=target, args=node.args, kwargs=node.kwargs)
+        if target not in REWRITES or node.kwargs.get("out") is not None or writes_in_place(node) or \
+                option(node, "inplace", INPLACE_POSITION.get(target, 99), False):
+            continue  # a write in place keeps its statement: the value written is read through its input
         with gm.graph.inserting_before(node):
-            result = REWRITES[target](_Ops(gm.graph), call)
+            result = _rewritten(gm.graph, node, target)
         if result is None:
             continue
+        result.meta = dict(node.meta)  # what the next rewrite reads of its input (its dtype)
         node.replace_all_uses_with(result)
         gm.graph.erase_node(node)
         changed = True
-    if changed:
-        gm.graph.eliminate_dead_code()
-    return changed
+    return remove_dead_values(gm) or changed  # a widening left behind where a rewrite declined

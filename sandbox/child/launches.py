@@ -198,14 +198,21 @@ class LaunchRecorder:
             return result
         self.ghosted[name] += 1
         tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
-        zeroed = [t for t in tensors if self.to_zero(t)]
-        kept = [(t, t.clone()) for t in tensors if not any(t is z for z in zeroed)]
+        try:
+            zeroed = [t for t in tensors if self.to_zero(t)]
+            kept = [(t, t.clone()) for t in tensors if not any(t is z for z in zeroed)]
+        except Exception as exc:  # noqa: BLE001 - the replay's own fault, for the judge
+            self.fault = self.fault or f"reading an extension's tensors: {type(exc).__name__}: {exc}"
+            zeroed, kept = [], []
         result = fn(*args, **kwargs)
         returned = [r for r in (result if isinstance(result, (tuple, list)) else [result])
                     if isinstance(r, torch.Tensor) and not any(r is t for t in tensors)]
-        with torch.inference_mode():
-            for tensor, copy in kept:  # as if the call had not run
-                tensor.copy_(copy)
+        try:
+            with torch.inference_mode():
+                for tensor, copy in kept:  # as if the call had not run
+                    tensor.copy_(copy)
+        except Exception as exc:  # noqa: BLE001
+            self.fault = self.fault or f"putting back an extension's tensors: {type(exc).__name__}: {exc}"
         self.blank_all, was = True, self.blank_all
         try:
             self.blank([*zeroed, *returned])

@@ -1,0 +1,145 @@
+"""Rewrites of the traced graph that make values plain before the pointwise rewrites read it:
+in-place arithmetic on a value computed in ``forward`` that shares its storage with nothing (not an
+input, not a view, no view taken of it, not written by an in-place function) as the same arithmetic
+out of place, what reads the value after the write reading its result; and tensors of one value
+shaped like another (``zeros_like``, ``ones_like``, ``full_like``) as that value beside a tensor of
+their shape. Each is plain torch, computing what the graph computed."""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import torch
+import torch.fx
+
+Node = torch.fx.Node
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def option(node: Node, name: str, position: int, default: Any) -> Any:
+    """``node``'s argument ``name``, by keyword or at ``position``."""
+    return node.kwargs.get(name, node.args[position] if len(node.args) > position else default)
+
+
+def writes_in_place(node: Node) -> bool:
+    """Does ``node`` write its first argument (a name ending in ``_``, ``inplace=True``, ``x += y``)?
+    Its result is then that argument itself."""
+    name = _name(node)
+    return (name.endswith("_") and not name.endswith("__")) or node.kwargs.get("inplace") is True or \
+        node.target in IN_PLACE_OPERATORS or node.target is operator.setitem
+
+
+IN_PLACE_METHODS = {"add_": "add", "sub_": "sub", "mul_": "mul", "div_": "div", "pow_": "pow", "clamp_": "clamp",
+                    "clamp_min_": "clamp_min", "clamp_max_": "clamp_max", "neg_": "neg", "abs_": "abs",
+                    "exp_": "exp", "log_": "log", "sqrt_": "sqrt", "tanh_": "tanh", "sigmoid_": "sigmoid",
+                    "relu_": "relu", "lerp_": "lerp", "addcmul_": "addcmul", "addcdiv_": "addcdiv",
+                    "square_": "square", "reciprocal_": "reciprocal", "rsqrt_": "rsqrt"}
+FRESH_VALUE = {"call_function", "call_method", "call_module"}
+IN_PLACE_OPERATORS = {operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
+                      operator.itruediv: operator.truediv}
+ALIASING = {"view", "reshape", "transpose", "permute", "squeeze", "unsqueeze", "expand", "flatten", "narrow",
+            "select", "t", "T", "mT", "view_as", "expand_as", "unflatten", "chunk", "split", "unbind", "as_strided",
+            "diagonal", "movedim", "swapaxes", "contiguous", "detach", "to", "type_as", "float", "half", "bfloat16",
+            "real", "getitem", "getattr", "dropout", "alias"}
+"""Ops whose result may share its storage with an argument: writing one writes the other."""
+
+
+def _name(node: Node) -> str:
+    return node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
+
+
+def _aliases(gm: torch.fx.GraphModule, node: Node) -> bool:
+    """May ``node``'s result share storage with an argument of it?"""
+    if writes_in_place(node):
+        return True
+    if node.op == "call_module":  # Identity, Flatten, Dropout out of training: the input itself
+        return not any(p is not None for p in gm.get_submodule(str(node.target)).parameters(recurse=False))
+    return _name(node) in ALIASING
+
+
+def out_of_place(gm: torch.fx.GraphModule, node: Node, order: dict[Node, int]) -> bool:
+    """In-place arithmetic on a value computed in ``forward`` that shares its storage with nothing
+    (not an input, not a view, no view taken of it): the same arithmetic out of place, and what reads
+    the value after the write reads its result."""
+    if node.op == "call_method" and node.target in IN_PLACE_METHODS:
+        plain = IN_PLACE_METHODS[str(node.target)]
+    elif node.op == "call_function" and node.target in IN_PLACE_OPERATORS:
+        plain = IN_PLACE_OPERATORS[node.target]
+    else:
+        return False
+    written = node.args[0] if node.args else None
+    if not isinstance(written, Node) or written.op not in FRESH_VALUE or _aliases(gm, written):
+        return False
+    others = [user for user in written.users if user is not node]
+    if any(_aliases(gm, user) for user in others):
+        return False
+    for user in others:
+        if order[user] > order[node]:
+            user.replace_input_with(written, node)
+    node.target = plain
+    return True
+
+
+FILLED_LIKE = {torch.zeros_like: 0.0, torch.ones_like: 1.0, torch.full_like: None}
+"""Tensors of one value shaped like another: that value, where it meets a tensor of that shape."""
+MEETS = {operator.add, operator.sub, operator.mul, operator.truediv, torch.add, torch.sub, torch.mul, torch.div,
+         torch.where}
+BOUNDS = {torch.maximum: "min", torch.minimum: "max"}
+"""``maximum(x, c)`` takes no number: it is ``x`` clamped from below at ``c`` (``minimum``: from above)."""
+
+
+def fold_filled_like(gm: torch.fx.GraphModule) -> bool:
+    """``zeros_like(x)``, ``ones_like(x)``, ``full_like(x, v)`` (no other options) as the number itself in
+    each use beside a tensor of the same shape and a floating dtype, where a Python number computes the
+    same (``where(c, x, zeros_like(x))`` is ``where(c, x, 0.0)``)."""
+    changed = False
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or node.target not in FILLED_LIKE:
+            continue
+        value = FILLED_LIKE[node.target]
+        if node.target is torch.full_like:
+            value = option(node, "fill_value", 1, None)
+        extra = set(node.kwargs) - {"input", "fill_value", "device"}
+        meta = node.meta.get("tensor_meta")
+        if not is_number(value) or extra or meta is None or not meta.dtype.is_floating_point:
+            continue
+        for user in list(node.users):
+            peers = [a for a in user.args if isinstance(a, Node) and a is not node]
+            same = [a for a in peers if (m := a.meta.get("tensor_meta")) is not None and m.shape == meta.shape
+                    and m.dtype == meta.dtype]
+            if user.op != "call_function" or user.kwargs or not same:
+                continue
+            if user.target in MEETS:
+                user.args = tuple(float(value) if a is node else a for a in user.args)
+            elif user.target in BOUNDS and len(user.args) == 2:
+                user.target, user.args, user.kwargs = torch.clamp, (same[0],), {BOUNDS[user.target]: float(value)}
+            else:
+                continue
+            changed = True
+        if not node.users:
+            gm.graph.erase_node(node)
+    return changed
+
+
+
+
+def is_impure(node: Node) -> bool:
+    """Is ``node`` a statement (a write, a graph input or output) that removing dead code must keep?"""
+    return node.op in ("placeholder", "output") or writes_in_place(node) or (
+        node.op == "call_module")
+
+
+def remove_dead_values(gm: torch.fx.GraphModule) -> bool:
+    """Erase values nothing reads, last first (True if any); writes in place are never erased (fx's
+    own pass takes a method call for pure, and would drop ``y.masked_fill_(m, 0)`` whose result is
+    unused)."""
+    erased = False
+    for node in reversed(list(gm.graph.nodes)):
+        if not node.users and not is_impure(node):
+            gm.graph.erase_node(node)
+            erased = True
+    return erased
