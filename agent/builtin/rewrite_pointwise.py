@@ -36,51 +36,15 @@ from kernelevo.agent.builtin.rewrite_in_place import (
     remove_dead_values,
     writes_in_place,
 )
-
-Node = torch.fx.Node
-Value = Any  # a Node or a Python number
-
-
-class _Ops:
-    """Builds nodes before the node being rewritten; each method is the torch op of its name."""
-
-    def __init__(self, graph: torch.fx.Graph) -> None:
-        self.graph = graph
-
-    def call(self, target: Any, *args: Any, **kwargs: Any) -> Node:
-        return self.graph.call_function(target, args, kwargs)
-
-    def add(self, a: Value, b: Value) -> Node:
-        return self.call(operator.add, a, b)
-
-    def sub(self, a: Value, b: Value) -> Node:
-        return self.call(operator.sub, a, b)
-
-    def mul(self, a: Value, b: Value) -> Node:
-        return self.call(operator.mul, a, b)
-
-    def div(self, a: Value, b: Value) -> Node:
-        return self.call(operator.truediv, a, b)
-
-    def where(self, condition: Node, a: Value, b: Value) -> Node:
-        return self.call(torch.where, condition, a, b)
-
-    def both(self, a: Node, b: Node) -> Node:
-        return self.call(torch.logical_and, a, b)
-
-    def unary(self, target: Any, x: Value) -> Node:
-        return self.call(target, x)
-
-
-def _operand(value: Any) -> bool:
-    return isinstance(value, Node) or is_number(value)
+from kernelevo.agent.builtin.rewrite_ops import Node, Ops, Value, float_node, operand, signed_negative
+from kernelevo.agent.builtin.rewrite_unary import UNARY_COMPOSITES, atan2, composite
 
 
 # -- two inputs ------------------------------------------------------------------------------------
-def _lerp(o: _Ops, node: Node) -> Node | None:
+def _lerp(o: Ops, node: Node) -> Node | None:
     """torch's form: ``a + w (b - a)`` for ``|w| < 0.5``, else ``b - (b - a)(1 - w)``."""
     a, b, w = option(node, "input", 0, None), option(node, "end", 1, None), option(node, "weight", 2, None)
-    if not (isinstance(a, Node) and _operand(b) and _operand(w)):
+    if not (isinstance(a, Node) and operand(b) and operand(w)):
         return None
     diff = o.sub(b, a)
     low = o.add(a, o.mul(w, diff))
@@ -90,27 +54,27 @@ def _lerp(o: _Ops, node: Node) -> Node | None:
     return o.where(o.call(operator.lt, o.unary(torch.abs, w), 0.5), low, high)
 
 
-def _addc(o: _Ops, node: Node) -> Node | None:
+def _addc(o: Ops, node: Node) -> Node | None:
     """``addcmul``: ``x + value * t1 * t2``; ``addcdiv``: ``x + value * (t1 / t2)``."""
     x, t1, t2 = (option(node, name, k, None) for k, name in enumerate(("input", "tensor1", "tensor2")))
     value = node.kwargs.get("value", 1.0)
-    if not (isinstance(x, Node) and _operand(t1) and _operand(t2) and is_number(value)):
+    if not (isinstance(x, Node) and operand(t1) and operand(t2) and is_number(value)):
         return None
     term = o.mul(t1, t2) if node.target is torch.addcmul else o.div(t1, t2)
     return o.add(x, o.mul(value, term) if value != 1 else term)
 
 
-def _hypot(o: _Ops, node: Node) -> Node | None:
+def _hypot(o: Ops, node: Node) -> Node | None:
     a, b = node.args[:2] if len(node.args) >= 2 else (None, None)
-    if not (_operand(a) and _operand(b)):
+    if not (operand(a) and operand(b)):
         return None
     return o.unary(torch.sqrt, o.add(o.mul(a, a), o.mul(b, b)))
 
 
-def _logaddexp(o: _Ops, node: Node) -> Node | None:
+def _logaddexp(o: Ops, node: Node) -> Node | None:
     """``max(a, b) + log1p(exp(-|a - b|))``: no exp of a large value."""
     a, b = node.args[:2] if len(node.args) >= 2 else (None, None)
-    if not (isinstance(a, Node) and _operand(b)):
+    if not (isinstance(a, Node) and operand(b)):
         return None
     tail = o.unary(torch.log1p, o.unary(torch.exp, o.unary(torch.neg, o.unary(torch.abs, o.sub(a, b)))))
     result = o.add(o.call(torch.maximum, a, b) if isinstance(b, Node) else o.call(torch.clamp, a, min=b), tail)
@@ -119,10 +83,10 @@ def _logaddexp(o: _Ops, node: Node) -> Node | None:
     return o.where(same_infinity, a, result)
 
 
-def _xlogy(o: _Ops, node: Node) -> Node | None:
+def _xlogy(o: Ops, node: Node) -> Node | None:
     """``x log y``, 0 where ``x`` is 0 (unless ``y`` is NaN)."""
     x, y = node.args[:2] if len(node.args) >= 2 else (None, None)
-    if not (isinstance(x, Node) and _operand(y)) or x is y:
+    if not (isinstance(x, Node) and operand(y)) or x is y:
         return None  # x log x is a primitive of its own
     zero = o.call(operator.eq, x, 0.0)
     if isinstance(y, Node):
@@ -132,31 +96,24 @@ def _xlogy(o: _Ops, node: Node) -> Node | None:
     return o.where(zero, 0.0, o.mul(x, log_y))
 
 
-def _signed_negative(o: _Ops, v: Node) -> Node:
-    """``v``'s sign bit as a truth value: below 0, or -0.0 (whose reciprocal is -inf); NaN is not."""
-    zero = o.call(operator.eq, v, 0.0)
-    return o.call(torch.logical_or, o.call(operator.lt, v, 0.0),
-                  o.both(zero, o.call(operator.lt, o.div(1.0, v), 0.0)))
-
-
-def _copysign(o: _Ops, node: Node) -> Node | None:
+def _copysign(o: Ops, node: Node) -> Node | None:
     a, b = node.args[:2] if len(node.args) >= 2 else (None, None)
-    if not (isinstance(a, Node) and _operand(b)):
+    if not (isinstance(a, Node) and operand(b)):
         return None
     size = o.unary(torch.abs, a)
     if is_number(b):
         return size if math.copysign(1.0, b) > 0 else o.unary(torch.neg, size)
-    return o.where(_signed_negative(o, b), o.unary(torch.neg, size), size)
+    return o.where(signed_negative(o, b), o.unary(torch.neg, size), size)
 
 
-def _heaviside(o: _Ops, node: Node) -> Node | None:
+def _heaviside(o: Ops, node: Node) -> Node | None:
     x, at_zero = node.args[:2] if len(node.args) >= 2 else (None, None)
-    if not (isinstance(x, Node) and _operand(at_zero)):
+    if not (isinstance(x, Node) and operand(at_zero)):
         return None
     return o.where(o.call(operator.eq, x, 0.0), at_zero, o.where(o.call(operator.gt, x, 0.0), 1.0, 0.0))
 
 
-def _fmax_fmin(o: _Ops, node: Node) -> Node | None:
+def _fmax_fmin(o: Ops, node: Node) -> Node | None:
     """The larger (smaller) of the two, a NaN counting only where both are NaN."""
     a, b = node.args[:2] if len(node.args) >= 2 else (None, None)
     if not (isinstance(a, Node) and isinstance(b, Node)):
@@ -165,10 +122,10 @@ def _fmax_fmin(o: _Ops, node: Node) -> Node | None:
     return o.where(o.call(operator.ne, a, a), b, o.where(o.call(operator.ne, b, b), a, pick))
 
 
-def _remainder(o: _Ops, node: Node) -> Node | None:
+def _remainder(o: Ops, node: Node) -> Node | None:
     """torch's: ``fmod``, moved by the divisor where its sign differs from the divisor's."""
     a, b = node.args[:2] if len(node.args) >= 2 else (None, None)
-    if not (isinstance(a, Node) and _operand(b)):
+    if not (isinstance(a, Node) and operand(b)):
         return None
     mod = o.call(torch.fmod, a, b)
     differs = o.both(o.call(operator.ne, mod, 0.0),
@@ -177,7 +134,7 @@ def _remainder(o: _Ops, node: Node) -> Node | None:
     return o.where(differs, o.add(mod, b), mod)
 
 
-def _floor_divide(o: _Ops, a: Node, b: Value) -> Node:
+def _floor_divide(o: Ops, a: Node, b: Value) -> Node:
     """torch's floor division of floats: from ``fmod``, exact where ``a / b`` is an integer."""
     mod = o.call(torch.fmod, a, b)
     div = o.div(o.sub(a, mod), b)
@@ -193,43 +150,38 @@ def _floor_divide(o: _Ops, a: Node, b: Value) -> Node:
     return result
 
 
-def _floor_divide_by(o: _Ops, a: Node, b: Value) -> Node:
+def _floor_divide_by(o: Ops, a: Node, b: Value) -> Node:
     return o.div(a, b) if is_number(b) and b == 0 else _floor_divide(o, a, b)
 
 
-def _floor_divide_call(o: _Ops, node: Node) -> Node | None:
+def _floor_divide_call(o: Ops, node: Node) -> Node | None:
     a, b = node.args[:2] if len(node.args) >= 2 else (None, None)
-    if not (isinstance(a, Node) and _operand(b)) or not _float_node(a):
+    if not (isinstance(a, Node) and operand(b)) or not float_node(a):
         return None
     return _floor_divide_by(o, a, b)
 
 
-def _div_rounded(o: _Ops, node: Node) -> Node | None:
+def _div_rounded(o: Ops, node: Node) -> Node | None:
     """``div`` with ``rounding_mode``: ``trunc`` of the quotient, or the floor division."""
     mode = node.kwargs.get("rounding_mode")
     a, b = option(node, "input", 0, None), option(node, "other", 1, None)
-    if mode not in ("trunc", "floor") or not (isinstance(a, Node) and _operand(b)) or not _float_node(a):
+    if mode not in ("trunc", "floor") or not (isinstance(a, Node) and operand(b)) or not float_node(a):
         return None
     return o.unary(torch.trunc, o.div(a, b)) if mode == "trunc" else _floor_divide_by(o, a, b)
 
 
-def _add_alpha(o: _Ops, node: Node) -> Node | None:
+def _add_alpha(o: Ops, node: Node) -> Node | None:
     """``add``/``sub`` with ``alpha``: the other operand scaled first."""
     alpha = node.kwargs.get("alpha")
     a, b = option(node, "input", 0, None), option(node, "other", 1, None)
-    if alpha is None or not is_number(alpha) or not (isinstance(a, Node) and _operand(b)):
+    if alpha is None or not is_number(alpha) or not (isinstance(a, Node) and operand(b)):
         return None
     scaled = o.mul(b, alpha) if isinstance(b, Node) else b * alpha
     return o.add(a, scaled) if node.target is torch.add else o.sub(a, scaled)
 
 
-def _float_node(x: Any) -> bool:
-    meta = getattr(x, "meta", {}).get("tensor_meta")
-    return meta is not None and meta.dtype.is_floating_point
-
-
 # -- powers ----------------------------------------------------------------------------------------
-def _power(o: _Ops, x: Node, y: Value) -> Node:
+def _power(o: Ops, x: Node, y: Value) -> Node:
     """``x ** y`` for any ``y``: small integers by multiplication, else ``exp2(y log2|x|)`` with the
     sign of an odd integer power and NaN for a negative base to a fraction, as torch gives."""
     if is_number(y) and float(y).is_integer() and 0 < abs(y) <= 8:
@@ -258,124 +210,19 @@ KNOWN_EXPONENTS = {2.0, 3.0, 0.5, -0.5, -1.0, 1.0}
 """Exponents the lowering computes itself (``vocabulary.POW_EXPONENTS``)."""
 
 
-def _pow(o: _Ops, node: Node) -> Node | None:
+def _pow(o: Ops, node: Node) -> Node | None:
     x, y = option(node, "input", 0, None), option(node, "exponent", 1, None)
     if isinstance(x, Node) and is_number(y) and float(y) not in KNOWN_EXPONENTS | {0.0}:
-        return _power(o, x, y) if _float_node(x) else None
-    if isinstance(x, Node) and isinstance(y, Node) and _float_node(x):
+        return _power(o, x, y) if float_node(x) else None
+    if isinstance(x, Node) and isinstance(y, Node) and float_node(x):
         return _power(o, x, y)
-    if is_number(x) and isinstance(y, Node) and x > 0 and _float_node(y):  # c ** y
+    if is_number(x) and isinstance(y, Node) and x > 0 and float_node(y):  # c ** y
         return o.unary(torch.exp2, o.mul(y, math.log2(x)))
     return None
 
 
 # -- one input -------------------------------------------------------------------------------------
-def _composite(build: Callable[[_Ops, Node], Node]) -> Callable[[_Ops, Node], Node | None]:
-    """A rewrite of a function of one tensor and no options."""
-    def rewrite(o: _Ops, node: Node) -> Node | None:
-        x = option(node, "input", 0, None)
-        if not isinstance(x, Node) or len(node.args) > 1 or set(node.kwargs) - {"input"}:
-            return None
-        return build(o, x)
-    return rewrite
-
-
-def _asin(o: _Ops, x: Node) -> Node:
-    """``atan(x / sqrt((1 - x)(1 + x)))``: +-pi/2 at +-1, NaN beyond."""
-    return o.unary(torch.atan, o.div(x, o.unary(torch.sqrt, o.mul(o.sub(1.0, x), o.add(1.0, x)))))
-
-
-def _atan2(o: _Ops, node: Node) -> Node | None:
-    """The angle of the point (x, y) as IEEE defines it, signed zeros included: ``atan(y / x)``, turned
-    by pi where ``x`` is negative or -0.0 (towards ``y``'s sign bit), and ``y`` itself where both are 0
-    (``0 / 0`` would be NaN)."""
-    y, x = node.args[:2] if len(node.args) >= 2 else (None, None)
-    if not (isinstance(y, Node) and isinstance(x, Node)):
-        return None
-    both_zero = o.both(o.call(operator.eq, y, 0.0), o.call(operator.eq, x, 0.0))
-    base = o.unary(torch.atan, o.where(both_zero, y, o.div(y, x)))
-    turned = o.where(_signed_negative(o, y), o.sub(base, math.pi), o.add(base, math.pi))
-    return o.where(_signed_negative(o, x), turned, base)
-
-
-def _asinh(o: _Ops, x: Node) -> Node:
-    """``sign(x) log1p(|x| + x^2 / (1 + sqrt(1 + x^2)))``: no cancellation near 0."""
-    a = o.unary(torch.abs, x)
-    square = o.mul(a, a)
-    inner = o.add(a, o.div(square, o.add(1.0, o.unary(torch.sqrt, o.add(square, 1.0)))))
-    return o.mul(o.unary(torch.sign, x), o.unary(torch.log1p, inner))
-
-
-def _acosh(o: _Ops, x: Node) -> Node:
-    """``log1p((x - 1) + sqrt((x - 1)(x + 1)))``."""
-    below = o.sub(x, 1.0)
-    return o.unary(torch.log1p, o.add(below, o.unary(torch.sqrt, o.mul(below, o.add(x, 1.0)))))
-
-
-LN2 = math.log(2.0)
-LARGE_EXP = 88.0
-"""Past this, exp(x) is near fp32's largest value: e^x / 2 is taken as exp(x - ln 2), which stays finite
-as far as sinh and cosh do."""
-
-
-def _sinh(o: _Ops, x: Node) -> Node:
-    """``(expm1(x) - expm1(-x)) / 2`` (no cancellation near 0), ``sign(x) exp(|x| - ln 2)`` far out."""
-    a = o.unary(torch.abs, x)
-    near = o.mul(o.sub(o.unary(torch.expm1, x), o.unary(torch.expm1, o.unary(torch.neg, x))), 0.5)
-    far = o.mul(o.unary(torch.sign, x), o.unary(torch.exp, o.sub(a, LN2)))
-    return o.where(o.call(operator.gt, a, LARGE_EXP), far, near)
-
-
-def _cosh(o: _Ops, x: Node) -> Node:
-    """``exp(|x| - ln 2) + exp(-|x|) / 2``: finite wherever cosh is."""
-    a = o.unary(torch.abs, x)
-    return o.add(o.unary(torch.exp, o.sub(a, LN2)), o.mul(o.unary(torch.exp, o.unary(torch.neg, a)), 0.5))
-
-
-def _atanh(o: _Ops, x: Node) -> Node:
-    """``sign(x) log1p(2|x| / (1 - |x|)) / 2``: odd, so ``1 - |x|`` never rounds away a negative x's digits."""
-    a = o.unary(torch.abs, x)
-    half = o.mul(o.unary(torch.log1p, o.div(o.mul(a, 2.0), o.sub(1.0, a))), 0.5)
-    return o.mul(o.unary(torch.sign, x), half)
-
-
-def _round(o: _Ops, x: Node) -> Node:
-    """Half to even; values of 2^23 and more are integers already (``x + 0.5`` would round there)."""
-    up = o.unary(torch.floor, o.add(x, 0.5))
-    tie = o.call(operator.eq, o.sub(up, x), 0.5)
-    odd = o.call(operator.ne, o.call(torch.fmod, up, 2.0), 0.0)
-    even = o.where(o.both(tie, odd), o.sub(up, 1.0), up)
-    return o.where(o.call(operator.ge, o.unary(torch.abs, x), 2.0**23), x, even)
-
-
-UNARY_COMPOSITES: dict[Any, Callable[[_Ops, Node], Node]] = {
-    torch.tan: lambda o, x: o.div(o.unary(torch.sin, x), o.unary(torch.cos, x)),
-    torch.asin: _asin,
-    torch.acos: lambda o, x: o.sub(math.pi / 2, _asin(o, x)),
-    torch.sinh: _sinh,
-    torch.cosh: _cosh,
-    torch.asinh: _asinh,
-    torch.acosh: _acosh,
-    torch.atanh: _atanh,
-    torch.frac: lambda o, x: o.sub(x, o.unary(torch.trunc, x)),
-    torch.round: _round,
-    torch.log10: lambda o, x: o.mul(o.unary(torch.log, x), 1.0 / math.log(10.0)),
-    torch.erfc: lambda o, x: o.sub(1.0, o.unary(torch.erf, x)),
-    torch.sgn: lambda o, x: o.unary(torch.sign, x),
-    torch.deg2rad: lambda o, x: o.mul(x, math.pi / 180.0),
-    torch.rad2deg: lambda o, x: o.mul(x, 180.0 / math.pi),
-    torch.sinc: lambda o, x: o.where(o.call(operator.eq, x, 0.0), 1.0, o.div(
-        o.unary(torch.sin, o.mul(x, math.pi)), o.mul(x, math.pi))),
-    torch.isnan: lambda o, x: o.call(operator.ne, x, x),
-    torch.isinf: lambda o, x: o.call(operator.eq, o.unary(torch.abs, x), float("inf")),
-    torch.isposinf: lambda o, x: o.call(operator.eq, x, float("inf")),
-    torch.isneginf: lambda o, x: o.call(operator.eq, x, float("-inf")),
-    torch.isfinite: lambda o, x: o.call(operator.lt, o.unary(torch.abs, x), float("inf")),
-    torch.signbit: _signed_negative,
-}
-
-
-def _logit(o: _Ops, node: Node) -> Node | None:
+def _logit(o: Ops, node: Node) -> Node | None:
     x, eps = option(node, "input", 0, None), option(node, "eps", 1, None)
     if not isinstance(x, Node) or not (eps is None or is_number(eps)):
         return None
@@ -383,10 +230,10 @@ def _logit(o: _Ops, node: Node) -> Node | None:
     return o.unary(torch.log, o.div(z, o.sub(1.0, z)))
 
 
-def _nan_to_num(o: _Ops, node: Node) -> Node | None:
+def _nan_to_num(o: Ops, node: Node) -> Node | None:
     x = option(node, "input", 0, None)
     nan, pos, neg = (option(node, name, k, None) for k, name in ((1, "nan"), (2, "posinf"), (3, "neginf")))
-    if not isinstance(x, Node) or not _float_node(x) or not all(v is None or is_number(v) for v in (nan, pos, neg)):
+    if not isinstance(x, Node) or not float_node(x) or not all(v is None or is_number(v) for v in (nan, pos, neg)):
         return None
     largest = torch.finfo(x.meta["tensor_meta"].dtype).max
     out = o.where(o.call(operator.eq, x, float("inf")), largest if pos is None else float(pos), x)
@@ -394,7 +241,7 @@ def _nan_to_num(o: _Ops, node: Node) -> Node | None:
     return o.where(o.call(operator.ne, x, x), 0.0 if nan is None else float(nan), out)
 
 
-def _shrink(o: _Ops, node: Node) -> Node | None:
+def _shrink(o: Ops, node: Node) -> Node | None:
     """``hardshrink``: ``x`` outside ``[-l, l]``, else 0; ``softshrink``: moved towards 0 by ``l``."""
     x, lambd = option(node, "input", 0, None), option(node, "lambd", 1, 0.5)
     if not isinstance(x, Node) or not is_number(lambd):
@@ -407,7 +254,7 @@ def _shrink(o: _Ops, node: Node) -> Node | None:
                    o.where(o.call(operator.lt, x, -lambd), o.add(x, lambd), inner))
 
 
-def _threshold(o: _Ops, node: Node) -> Node | None:
+def _threshold(o: Ops, node: Node) -> Node | None:
     x, limit, value = option(node, "input", 0, None), option(node, "threshold", 1, None), \
         option(node, "value", 2, None)
     if not isinstance(x, Node) or not is_number(limit) or not is_number(value):
@@ -415,14 +262,14 @@ def _threshold(o: _Ops, node: Node) -> Node | None:
     return o.where(o.call(operator.le, x, limit), float(value), x)
 
 
-def _celu(o: _Ops, node: Node) -> Node | None:
+def _celu(o: Ops, node: Node) -> Node | None:
     x, alpha = option(node, "input", 0, None), option(node, "alpha", 1, 1.0)
     if not isinstance(x, Node) or not is_number(alpha) or alpha == 0:
         return None
     return o.where(o.call(operator.gt, x, 0.0), x, o.mul(o.unary(torch.expm1, o.div(x, alpha)), alpha))
 
 
-def _rrelu(o: _Ops, node: Node) -> Node | None:
+def _rrelu(o: Ops, node: Node) -> Node | None:
     """Out of training, the slope is the middle of ``[lower, upper]``."""
     x = option(node, "input", 0, None)
     lower, upper = option(node, "lower", 1, 1.0 / 8), option(node, "upper", 2, 1.0 / 3)
@@ -432,19 +279,19 @@ def _rrelu(o: _Ops, node: Node) -> Node | None:
     return o.call(F.leaky_relu, x, (lower + upper) / 2)
 
 
-def _softmin(o: _Ops, node: Node) -> Node | None:
+def _softmin(o: Ops, node: Node) -> Node | None:
     x, dim = option(node, "input", 0, None), option(node, "dim", 1, None)
     if not isinstance(x, Node) or not isinstance(dim, int) or node.kwargs.get("dtype") is not None:
         return None
     return o.call(F.softmax, o.unary(torch.neg, x), dim=dim)
 
 
-def _clamp_tensors(o: _Ops, node: Node) -> Node | None:
+def _clamp_tensors(o: Ops, node: Node) -> Node | None:
     """``clamp`` with a tensor bound: ``maximum`` with the lower, then ``minimum`` with the upper."""
     x, low, high = option(node, "input", 0, None), option(node, "min", 1, None), option(node, "max", 2, None)
     if not isinstance(x, Node) or not (isinstance(low, Node) or isinstance(high, Node)):
         return None
-    if not all(v is None or _operand(v) for v in (low, high)):
+    if not all(v is None or operand(v) for v in (low, high)):
         return None
     out = x
     if low is not None:
@@ -454,7 +301,7 @@ def _clamp_tensors(o: _Ops, node: Node) -> Node | None:
     return out
 
 
-def _dropout_off(o: _Ops, node: Node) -> Node | None:
+def _dropout_off(o: Ops, node: Node) -> Node | None:
     """Dropout out of training, or of probability 0: its input."""
     x, p, training = option(node, "input", 0, None), option(node, "p", 1, 0.5), option(node, "training", 2, True)
     if not isinstance(x, Node) or (training is not False and p != 0) or option(node, "inplace", 3, False):
@@ -462,7 +309,7 @@ def _dropout_off(o: _Ops, node: Node) -> Node | None:
     return o.call(torch.clone, x)
 
 
-def _clamp_one_side(o: _Ops, node: Node) -> Node | None:
+def _clamp_one_side(o: Ops, node: Node) -> Node | None:
     x, bound = node.args[:2] if len(node.args) >= 2 else (None, None)
     if not isinstance(x, Node) or not is_number(bound):
         return None
@@ -471,18 +318,18 @@ def _clamp_one_side(o: _Ops, node: Node) -> Node | None:
 
 INPLACE_POSITION = {F.threshold: 3, F.celu: 2, F.rrelu: 4, F.dropout: 3}
 """Where a function takes ``inplace`` by position."""
-REWRITES: dict[Any, Callable[[_Ops, Node], Node | None]] = {
+REWRITES: dict[Any, Callable[[Ops, Node], Node | None]] = {
     torch.lerp: _lerp, torch.addcmul: _addc, torch.addcdiv: _addc, torch.hypot: _hypot,
     torch.logaddexp: _logaddexp, torch.xlogy: _xlogy, torch.copysign: _copysign, torch.heaviside: _heaviside,
     torch.fmax: _fmax_fmin, torch.fmin: _fmax_fmin, torch.remainder: _remainder,
     torch.floor_divide: _floor_divide_call, torch.div: _div_rounded, torch.add: _add_alpha, torch.sub: _add_alpha,
-    torch.pow: _pow, operator.pow: _pow, torch.atan2: _atan2, torch.arctan2: _atan2,
+    torch.pow: _pow, operator.pow: _pow, torch.atan2: atan2, torch.arctan2: atan2,
     torch.logit: _logit, torch.special.logit: _logit, torch.nan_to_num: _nan_to_num,
     F.hardshrink: _shrink, F.softshrink: _shrink, F.threshold: _threshold, F.celu: _celu,
     torch.celu: _celu, F.rrelu: _rrelu, F.softmin: _softmin, torch.clamp_min: _clamp_one_side,
     torch.clamp_max: _clamp_one_side, torch.clamp: _clamp_tensors, torch.clip: _clamp_tensors,
     F.dropout: _dropout_off, torch.dropout: _dropout_off,
-    **{target: _composite(build) for target, build in UNARY_COMPOSITES.items()},
+    **{target: composite(build) for target, build in UNARY_COMPOSITES.items()},
 }
 
 METHOD_FUNCTIONS = {name: target for name, target in (
@@ -522,7 +369,7 @@ def _rewritten(graph: torch.fx.Graph, node: Node, target: Any) -> Node | None:
     if low is not None:
         args = tuple(_widened(graph, a) if isinstance(a, Node) and _dtype(a) in LOW_PRECISION else a
                      for a in node.args)
-    result = REWRITES[target](_Ops(graph), SimpleNamespace(target=target, args=args, kwargs=node.kwargs))
+    result = REWRITES[target](Ops(graph), SimpleNamespace(target=target, args=args, kwargs=node.kwargs))
     if result is None or low is None:
         return result
     return graph.call_method("to", (result, low))
