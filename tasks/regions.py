@@ -131,7 +131,9 @@ def _shuffled(value: Any, generator: torch.Generator) -> Any:
     if not isinstance(value, torch.Tensor) or value.numel() < 2:
         return value
     flat = value.reshape(-1)
-    order = torch.randperm(flat.numel(), generator=generator).to(flat.device)
+    # drawn on the CPU, where the generator is, whatever the default device (a GPU's, while a
+    # reassembled network is built in the judge's worker)
+    order = torch.randperm(flat.numel(), generator=generator, device="cpu").to(flat.device)
     return flat[order].reshape(value.shape).clone()
 
 

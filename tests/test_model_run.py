@@ -686,3 +686,16 @@ def test_a_model_run_stopped_by_a_region_says_whose_the_stop_was() -> None:
     assert mr.stopped_exit_code([*regions, {"state": "interrupted", "exit_code": 5},
                                  {"state": "interrupted", "exit_code": 3}]) == 5
     assert mr.stopped_exit_code([{"state": "interrupted"}]) == 4  # a run from before exit codes were kept
+
+
+def test_the_capture_check_draws_its_shuffle_on_the_cpu_whatever_the_default_device() -> None:
+    """A reassembled network is captured again inside the judge's worker, where the default device is
+    the GPU: the shuffle's generator lives on the CPU, so its draw must be made there."""
+    import torch
+
+    from kernelevo.tasks.regions import _shuffled
+
+    values = torch.arange(6.0)
+    with torch.device("meta"):  # stands in for a GPU's default device on this machine
+        shuffled = _shuffled(values, torch.Generator().manual_seed(0))
+    assert shuffled.device == values.device and sorted(shuffled.tolist()) == values.tolist()
