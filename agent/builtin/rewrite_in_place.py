@@ -75,8 +75,8 @@ def out_of_place(gm: torch.fx.GraphModule, node: Node, order: dict[Node, int]) -
     if not isinstance(written, Node) or written.op not in FRESH_VALUE or _aliases(gm, written):
         return False
     others = [user for user in written.users if user is not node]
-    if any(_aliases(gm, user) for user in others):
-        return False
+    if any(_aliases(gm, user) for user in others if order[user] < order[node]):
+        return False  # a view or alias taken before the write reads the written values after it
     for user in others:
         if order[user] > order[node]:
             user.replace_input_with(written, node)
