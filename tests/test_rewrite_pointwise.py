@@ -184,6 +184,8 @@ IN_PLACE_STATEMENTS = {
     "relu-inplace-alias": "        y = x * 2\n        r = F.relu(y, inplace=True)\n        y.add_(1)\n        return r",
     "threshold-inplace": "        y = x * 2\n        t = F.threshold(y, 0.1, 0.0, inplace=True)\n        return t + y",
     "celu-inplace-positional": "        y = x * 2\n        t = F.celu(y, 1.0, True)\n        return t + y",
+    "chain-of-writes": "        z = x * 2\n        z += y0\n        z.mul_(0.5)\n        return z.clamp_(min=-1.0) - z",
+    "view-before-a-write": "        y = x * 2\n        v = y.view(-1)\n        y.add_(1)\n        return v.sum() + y",
 }
 
 
