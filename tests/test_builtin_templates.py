@@ -410,7 +410,12 @@ SLOW_CASES = {"flat-gelu-tanh", "cross-entropy-sum", "per-sample-and-channel-inp
               "broadcast-then-row-softmax-fp16", "span-softmax-channels-then-sub-bf16", "prelu-features-and-one-slope-bf16",
               "maxpool3d-ceil-mode-dilated-bf16", "scan-cummin-reversed-bf16", "topk-smallest-bf16",
               "pointwise-remainders-and-rounding", "pointwise-powers-and-blends-bf16",
-              "inplace-arithmetic-on-temporaries", "instance-norm-function-then-losses"}
+              "inplace-arithmetic-on-temporaries", "instance-norm-function-then-losses",
+              "scan-cummax-values-dim1", "softmax-of-a-transposed-input-bf16", "layernorm-shape-read-scaled",
+              "softmax-masked-below-threshold-bf16", "outer-sum-of-unsqueezed-inputs", "tanhshrink-alone",
+              "matmul-einsum-batched-scores-bf16", "span-rmsnorm-channel-weight-fp16", "span-square-softmax-dim0-plus-row-bias",
+              "kept-min-plus-channel-bias-grows", "casts-to-bool-and-integer", "cosine-similarity-loss",
+              "conv1d-dilated-prelu", "convtranspose1d-kernel-below-stride"}
 """Cases the default run leaves to ``make test-all``: each has a sibling of the same family that runs."""
 
 
