@@ -28,6 +28,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from kernelevo.agent.builtin.rewrite_functions import rewrite_functions
+from kernelevo.agent.builtin.rewrite_in_place import option
 from kernelevo.agent.builtin.rewrite_pointwise import rewrite_pointwise
 
 LOSSES = (F.smooth_l1_loss, F.huber_loss, F.mse_loss, F.l1_loss, F.kl_div, F.triplet_margin_loss,
@@ -168,9 +169,6 @@ def _passes_through(node: torch.fx.Node) -> bool:
     return not any(user.op == "output" for user in node.users)
 
 
-def _option(node: torch.fx.Node, name: str, position: int, default: Any) -> Any:
-    return node.kwargs.get(name, node.args[position] if len(node.args) > position else default)
-
 
 def _rewrite(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
     """The nodes computing ``node``'s loss, or None where its options are not the ones covered."""
@@ -182,17 +180,17 @@ def _rewrite(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None
         return _margin_ranking(graph, node)
     if node.target is F.binary_cross_entropy:
         return _binary_cross_entropy(graph, node)
-    a, b = _option(node, "input", 0, None), _option(node, "target", 1, None)
+    a, b = option(node, "input", 0, None), option(node, "target", 1, None)
     if not isinstance(a, torch.fx.Node) or not isinstance(b, torch.fx.Node):
         return None
     if node.kwargs.get("size_average") is not None or node.kwargs.get("reduce") is not None:
         return None  # the deprecated options: left as written
     call = graph.call_function
     if node.target is F.kl_div:
-        reduction = _option(node, "reduction", 4, "mean")
+        reduction = option(node, "reduction", 4, "mean")
         if not _reduction_known(reduction, a) or (reduction == "batchmean" and not _same_shape(a, b)):
             return None  # batchmean divides by the input's first dim, not the broadcast result's
-        if _option(node, "log_target", 5, False):
+        if option(node, "log_target", 5, False):
             pointwise = call(operator.mul, (call(torch.exp, (b,)), call(operator.sub, (b, a))))
         else:
             pointwise = call(operator.sub, (call(torch.xlogy, (b, b)), call(operator.mul, (b, a))))
@@ -200,10 +198,10 @@ def _rewrite(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None
     if node.target is F.triplet_margin_loss:
         return _triplet(graph, node)
     huber, smooth = node.target is F.huber_loss, node.target is F.smooth_l1_loss
-    if _option(node, "weight", 4 if huber else 5, None) is not None:
+    if option(node, "weight", 4 if huber else 5, None) is not None:
         return None
-    reduction = _option(node, "reduction", 2 if huber else 4, "mean")
-    width = _option(node, "beta" if smooth else "delta", 5 if smooth else 3, 1.0) if huber or smooth else 1.0
+    reduction = option(node, "reduction", 2 if huber else 4, "mean")
+    width = option(node, "beta" if smooth else "delta", 5 if smooth else 3, 1.0) if huber or smooth else 1.0
     if not isinstance(width, (int, float)) or width <= 0 or not _reduction_known(reduction, a):
         return None  # beta 0 is the L1 loss, a different formula in torch
     width = float(width)
@@ -223,9 +221,9 @@ def _rewrite(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None
 
 def _pairwise(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
     """``||a - b + eps||_p`` over the last dim, as torch computes it."""
-    a, b = _option(node, "x1", 0, None), _option(node, "x2", 1, None)
-    p = _option(node, "p", 2, 2.0)
-    eps, keepdim = _option(node, "eps", 3, 1e-6), _option(node, "keepdim", 4, False)
+    a, b = option(node, "x1", 0, None), option(node, "x2", 1, None)
+    p = option(node, "p", 2, 2.0)
+    eps, keepdim = option(node, "eps", 3, 1e-6), option(node, "keepdim", 4, False)
     if not (isinstance(a, torch.fx.Node) and isinstance(b, torch.fx.Node)) or p not in (1, 2, 1.0, 2.0) \
             or not isinstance(eps, (int, float)) or not isinstance(keepdim, bool):
         return None
@@ -236,8 +234,8 @@ def _pairwise(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | Non
 
 def _margin_ranking(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
     """``max(0, -y (a - b) + margin)``, then the reduction."""
-    a, b, y = (_option(node, name, k, None) for k, name in enumerate(("input1", "input2", "target")))
-    margin, reduction = _option(node, "margin", 3, 0.0), _option(node, "reduction", 6, "mean")
+    a, b, y = (option(node, name, k, None) for k, name in enumerate(("input1", "input2", "target")))
+    margin, reduction = option(node, "margin", 3, 0.0), option(node, "reduction", 6, "mean")
     if not all(isinstance(v, torch.fx.Node) for v in (a, b, y)) or not isinstance(margin, (int, float)) \
             or not _reduction_known(reduction, a) or node.kwargs.get("size_average") is not None:
         return None
@@ -249,10 +247,10 @@ def _margin_ranking(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node
 
 def _binary_cross_entropy(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
     """torch's: ``(t - 1) max(log1p(-p), -100) - t max(log(p), -100)``, then the reduction (no weight)."""
-    p, t = _option(node, "input", 0, None), _option(node, "target", 1, None)
-    reduction = _option(node, "reduction", 5, "mean")
+    p, t = option(node, "input", 0, None), option(node, "target", 1, None)
+    reduction = option(node, "reduction", 5, "mean")
     if not (isinstance(p, torch.fx.Node) and isinstance(t, torch.fx.Node)) or \
-            _option(node, "weight", 2, None) is not None or not _reduction_known(reduction, p) or \
+            option(node, "weight", 2, None) is not None or not _reduction_known(reduction, p) or \
             node.kwargs.get("size_average") is not None or node.kwargs.get("reduce") is not None:
         return None
     call = graph.call_function
@@ -266,10 +264,10 @@ def _binary_cross_entropy(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.f
 def _triplet(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
     """``max(d(a, p) - d(a, n) + margin, 0)`` with ``d(x, y) = ||x - y + eps||`` over the last dim, as
     torch's pairwise distance takes it (p of 1 or 2, no swap)."""
-    anchor, positive, negative = (_option(node, name, k, None) for k, name in enumerate(("anchor", "positive",
+    anchor, positive, negative = (option(node, name, k, None) for k, name in enumerate(("anchor", "positive",
                                                                                           "negative")))
-    margin, order = _option(node, "margin", 3, 1.0), _option(node, "p", 4, 2)
-    eps, swap, reduction = _option(node, "eps", 5, 1e-6), _option(node, "swap", 6, False), _option(node, "reduction",
+    margin, order = option(node, "margin", 3, 1.0), option(node, "p", 4, 2)
+    eps, swap, reduction = option(node, "eps", 5, 1e-6), option(node, "swap", 6, False), option(node, "reduction",
                                                                                                    9, "mean")
     numbers = all(isinstance(v, (int, float)) for v in (margin, order, eps))
     if not numbers or order not in (1, 2) or swap or reduction not in ("none", "sum", "mean"):
@@ -289,8 +287,8 @@ def _triplet(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None
 def _cosine(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
     """``sum((a / max(|a|, eps)) * (b / max(|b|, eps)), dim)``, norms over ``dim`` kept: torch's own
     order of operations (dividing first keeps the result within [-1, 1])."""
-    a, b = _option(node, "x1", 0, None), _option(node, "x2", 1, None)
-    dim, eps = _option(node, "dim", 2, 1), _option(node, "eps", 3, 1e-8)
+    a, b = option(node, "x1", 0, None), option(node, "x2", 1, None)
+    dim, eps = option(node, "dim", 2, 1), option(node, "eps", 3, 1e-8)
     if not isinstance(a, torch.fx.Node) or not isinstance(b, torch.fx.Node) or not _same_shape(a, b):
         return None  # inputs broadcast against each other: left as written
     if not isinstance(dim, int) or isinstance(dim, bool) or not isinstance(eps, (int, float)):

@@ -31,6 +31,8 @@ import torch.fx
 import torch.nn as nn
 import torch.nn.functional as F
 
+from kernelevo.agent.builtin.rewrite_in_place import option
+
 FUNCTION_MODULES = {nn.GLU: (F.glu, ("dim",)),
                     nn.BCEWithLogitsLoss: (F.binary_cross_entropy_with_logits, ("reduction",)),
                     nn.NLLLoss: (F.nll_loss, ("reduction", "ignore_index")),
@@ -49,13 +51,10 @@ def module_as_function(sub: nn.Module) -> tuple[Any, dict[str, Any]] | None:
     return function, {name: getattr(sub, name) for name in options}
 
 
-def _option(node: torch.fx.Node, name: str, position: int, default: Any) -> Any:
-    return node.kwargs.get(name, node.args[position] if len(node.args) > position else default)
-
 
 def _normalize(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
-    x, p = _option(node, "input", 0, None), _option(node, "p", 1, 2.0)
-    dim, eps = _option(node, "dim", 2, 1), _option(node, "eps", 3, 1e-12)
+    x, p = option(node, "input", 0, None), option(node, "p", 1, 2.0)
+    dim, eps = option(node, "dim", 2, 1), option(node, "eps", 3, 1e-12)
     if not isinstance(x, torch.fx.Node) or p not in (1, 2, float("inf")) or not isinstance(eps, (int, float)) \
             or node.kwargs.get("out") is not None:
         return None
@@ -71,7 +70,7 @@ ADAPTIVE_AVG_FUNCTIONS = {F.adaptive_avg_pool1d: 1, F.adaptive_avg_pool2d: 2, F.
 
 
 def _global_average(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
-    x, size = _option(node, "input", 0, None), _option(node, "output_size", 1, None)
+    x, size = option(node, "input", 0, None), option(node, "output_size", 1, None)
     sizes = size if isinstance(size, (tuple, list)) else [size]
     if not isinstance(x, torch.fx.Node) or not sizes or any(v != 1 for v in sizes):
         return None
@@ -80,7 +79,7 @@ def _global_average(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node
 
 
 def _glu(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
-    x, dim = _option(node, "input", 0, None), _option(node, "dim", 1, -1)
+    x, dim = option(node, "input", 0, None), option(node, "dim", 1, -1)
     if not isinstance(x, torch.fx.Node) or not isinstance(dim, int):
         return None
     call = graph.call_function
@@ -90,11 +89,11 @@ def _glu(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
 
 
 def _bce_with_logits(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
-    x, y = _option(node, "input", 0, None), _option(node, "target", 1, None)
-    reduction = _option(node, "reduction", 5, "mean")
+    x, y = option(node, "input", 0, None), option(node, "target", 1, None)
+    reduction = option(node, "reduction", 5, "mean")
     if not isinstance(x, torch.fx.Node) or not isinstance(y, torch.fx.Node) or reduction not in ("none", "mean", "sum"):
         return None
-    if any(_option(node, name, k, None) is not None for name, k in (("weight", 2), ("size_average", 3),
+    if any(option(node, name, k, None) is not None for name, k in (("weight", 2), ("size_average", 3),
                                                                     ("reduce", 4), ("pos_weight", 6))):
         return None
     call = graph.call_function
@@ -104,19 +103,19 @@ def _bce_with_logits(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Nod
 
 
 def _nll_of_log_softmax(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
-    logp, target = _option(node, "input", 0, None), _option(node, "target", 1, None)
+    logp, target = option(node, "input", 0, None), option(node, "target", 1, None)
     if not isinstance(logp, torch.fx.Node) or not isinstance(target, torch.fx.Node) or len(logp.users) != 1:
         return None
     if logp.op != "call_function" or logp.target not in (F.log_softmax, torch.log_softmax):
         return None
     tm = logp.meta.get("tensor_meta")
-    dim = _option(logp, "dim", 1, None)
-    if tm is None or len(tm.shape) != 2 or dim not in (1, -1) or _option(logp, "dtype", 3, None) is not None:
+    dim = option(logp, "dim", 1, None)
+    if tm is None or len(tm.shape) != 2 or dim not in (1, -1) or option(logp, "dtype", 3, None) is not None:
         return None
-    if any(_option(node, name, k, None) is not None for name, k in (("weight", 2), ("size_average", 3),
+    if any(option(node, name, k, None) is not None for name, k in (("weight", 2), ("size_average", 3),
                                                                     ("reduce", 5))):
         return None
-    options = {"ignore_index": _option(node, "ignore_index", 4, -100), "reduction": _option(node, "reduction", 6,
+    options = {"ignore_index": option(node, "ignore_index", 4, -100), "reduction": option(node, "reduction", 6,
                                                                                               "mean")}
     return graph.call_function(F.cross_entropy, (logp.args[0], target), options)
 
@@ -134,7 +133,7 @@ def _products(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | Non
             return call(torch.sum, (call(operator.mul, (a, b)),))
         return call(operator.mul, (call(torch.unsqueeze, (a, 1)), call(torch.unsqueeze, (b, 0))))
     names = {torch.addmm: ("mat1", "mat2"), torch.addmv: ("mat", "vec"), torch.baddbmm: ("batch1", "batch2")}
-    c, a, b = (_option(node, name, k, None) for k, name in enumerate(("input", *names[node.target])))
+    c, a, b = (option(node, name, k, None) for k, name in enumerate(("input", *names[node.target])))
     beta, alpha = node.kwargs.get("beta", 1), node.kwargs.get("alpha", 1)
     if not all(isinstance(v, torch.fx.Node) for v in (c, a, b)) or len(node.args) > 3 or \
             not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (beta, alpha)):
@@ -147,13 +146,13 @@ def _products(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | Non
 
 
 def _instance_norm(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
-    x = _option(node, "input", 0, None)
-    running = (_option(node, "running_mean", 1, None), _option(node, "running_var", 2, None))
-    weight, bias = _option(node, "weight", 3, None), _option(node, "bias", 4, None)
-    eps = _option(node, "eps", 7, 1e-5)
+    x = option(node, "input", 0, None)
+    running = (option(node, "running_mean", 1, None), option(node, "running_var", 2, None))
+    weight, bias = option(node, "weight", 3, None), option(node, "bias", 4, None)
+    eps = option(node, "eps", 7, 1e-5)
     tm = x.meta.get("tensor_meta") if isinstance(x, torch.fx.Node) else None
     if tm is None or len(tm.shape) < 3 or any(r is not None for r in (*running, weight, bias)) or \
-            _option(node, "use_input_stats", 5, True) is not True or not isinstance(eps, (int, float)):
+            option(node, "use_input_stats", 5, True) is not True or not isinstance(eps, (int, float)):
         return None
     call = graph.call_function
     dims = tuple(range(2, len(tm.shape)))
@@ -164,8 +163,8 @@ def _instance_norm(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node 
 
 
 def _linalg_norm(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
-    x, order, dim = _option(node, "input", 0, None), _option(node, "ord", 1, None), _option(node, "dim", 2, None)
-    keepdim = _option(node, "keepdim", 3, False)
+    x, order, dim = option(node, "input", 0, None), option(node, "ord", 1, None), option(node, "dim", 2, None)
+    keepdim = option(node, "keepdim", 3, False)
     if not isinstance(x, torch.fx.Node) or node.kwargs.get("dtype") is not None or not isinstance(keepdim, bool):
         return None
     tm = x.meta.get("tensor_meta")
@@ -209,7 +208,7 @@ def _split_moments(gm: torch.fx.GraphModule) -> bool:
 def _diagonal(node: Any) -> torch.fx.Node | None:
     """The vector ``d`` of a ``torch.diag(d)`` node used only once (its main diagonal, ``d`` 1-D), else None."""
     if not (isinstance(node, torch.fx.Node) and node.op == "call_function" and node.target is torch.diag
-            and len(node.users) == 1 and _option(node, "diagonal", 1, 0) == 0):
+            and len(node.users) == 1 and option(node, "diagonal", 1, 0) == 0):
         return None
     vector = node.args[0]
     tm = vector.meta.get("tensor_meta") if isinstance(vector, torch.fx.Node) else None

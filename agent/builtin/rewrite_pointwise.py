@@ -38,6 +38,7 @@ from kernelevo.agent.builtin.rewrite_in_place import (
 )
 from kernelevo.agent.builtin.rewrite_ops import Node, Ops, Value, float_node, operand, signed_negative
 from kernelevo.agent.builtin.rewrite_unary import UNARY_COMPOSITES, atan2, composite
+from kernelevo.agent.builtin.vocabulary import LOW_PRECISION
 
 
 # -- two inputs ------------------------------------------------------------------------------------
@@ -353,9 +354,6 @@ ALIASES = {torch.arcsin: torch.asin, torch.arccos: torch.acos, torch.arcsinh: to
            torch.arccosh: torch.acosh, torch.arctanh: torch.atanh, torch.special.erfc: torch.erfc,
            torch.special.sinc: torch.sinc, torch.true_divide: torch.div, torch.divide: torch.div,
            torch.subtract: torch.sub}
-
-
-LOW_PRECISION = (torch.bfloat16, torch.float16)
 
 
 def _rewritten(graph: torch.fx.Graph, node: Node, target: Any) -> Node | None:
