@@ -23,10 +23,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from kernelbench import run_within  # noqa: E402 - a sibling script: stops a run and its sandboxed jobs
@@ -95,12 +97,18 @@ def probe(path: Path, timeout_s: float) -> dict:
     return json.loads(lines[-1])
 
 
-def optimize(path: Path, evals: int, timeout_s: float, size: str) -> dict:
-    """``optimize-model`` on one file; the end-to-end result as its run folder's ``model.json`` holds it."""
+def optimize(path: Path, evals: int, timeout_s: float, size: str, keep: Path | None = None) -> dict:
+    """``optimize-model`` on one file; the end-to-end result as its run folder's ``model.json`` holds it.
+    With ``keep``, the run folder is kept there (``keep/<file stem>``) for a look at what happened."""
     began = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="kernelevo-capture-") as scratch:
         os.chmod(scratch, 0o711)  # without bubblewrap the candidates run as a user that must pass through
         run = Path(scratch) / "run"
+        if keep is not None:
+            keep.mkdir(parents=True, exist_ok=True)
+            os.chmod(keep, 0o711)
+            run = keep / path.stem
+            shutil.rmtree(run, ignore_errors=True)
         cmd = [sys.executable, "-m", "kernelevo.agent.cli", "optimize-model", str(path), "--size", size,
                "--max-evals", str(evals), "--run-dir", str(run)]
         try:
@@ -135,21 +143,29 @@ def main() -> None:
                         help="run optimize-model with N evaluations instead of the capture probe")
     parser.add_argument("--size", default="small", help="--optimize: the size to optimize at")
     parser.add_argument("--redo", action="store_true", help="run files already in --out again")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="files run at once (their GPU work still takes turns: one lock per GPU)")
+    parser.add_argument("--keep-runs", type=Path, help="--optimize: keep each run folder here")
     args = parser.parse_args()
     wanted = [s for s in args.only.split(",") if s]
     kept = json.loads(args.out.read_text()) if args.out and args.out.exists() else {}
-    rows = {}
+    todo = []
     for level in args.levels.split(","):
         for path in sorted((args.suite / f"level{level}").glob("*.py"), key=lambda p: int(p.name.split("_")[0])):
             name = f"level{level}/{path.stem}"
-            if wanted and not any(w in path.name for w in wanted):
-                continue
-            if name in kept and not args.redo:
-                continue
-            if args.optimize:
-                rows[name] = result = optimize(path, args.optimize, args.timeout, args.size)
-            else:
-                rows[name] = result = probe(path, args.timeout)
+            if (not wanted or any(w in path.name for w in wanted)) and (name not in kept or args.redo):
+                todo.append((name, path))
+
+    def one(path: Path) -> dict:
+        if args.optimize:
+            return optimize(path, args.optimize, args.timeout, args.size, args.keep_runs)
+        return probe(path, args.timeout)
+
+    rows = {}
+    with ThreadPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
+        futures = [(name, path, pool.submit(one, path)) for name, path in todo]
+        for name, path, future in futures:
+            rows[name] = result = future.result()
             if args.out:  # after each file: a sweep cut short keeps what finished, and rows not run stay
                 args.out.write_text(json.dumps({**kept, **rows}, indent=1))
             print(f"{path.stem:40s} {json.dumps(result)}", flush=True)

@@ -415,7 +415,8 @@ SLOW_CASES = {"flat-gelu-tanh", "cross-entropy-sum", "per-sample-and-channel-inp
               "softmax-masked-below-threshold-bf16", "outer-sum-of-unsqueezed-inputs", "tanhshrink-alone",
               "matmul-einsum-batched-scores-bf16", "span-rmsnorm-channel-weight-fp16", "span-square-softmax-dim0-plus-row-bias",
               "kept-min-plus-channel-bias-grows", "casts-to-bool-and-integer", "cosine-similarity-loss",
-              "conv1d-dilated-prelu", "convtranspose1d-kernel-below-stride"}
+              "conv1d-dilated-prelu", "convtranspose1d-kernel-below-stride",
+              "rmsnorm-llama-bf16", "softmax-module", "dim-prod-over-dim1", "cross-entropy-as-nll-of-log-softmax"}
 """Cases the default run leaves to ``make test-all``: each has a sibling of the same family that runs."""
 
 

@@ -720,3 +720,31 @@ def test_a_jobs_log_keeps_only_its_end_once_the_job_has_ended(tmp_path: Path) ->
     (tmp_path / "link.log").symlink_to(victim)
     namespaces.keep_tail(tmp_path / "link.log", 10)
     assert victim.read_bytes() == b"v" * 5000
+
+
+def test_the_gpu_lock_is_one_per_machine_whatever_the_cache_folder(tmp_path: Path, monkeypatch) -> None:
+    """Two runs with different cache folders (a benchmark beside the tests) take turns on a GPU: the
+    lock's folder does not follow the cache. A folder in /tmp that is not this user's own is not
+    trusted with the lock."""
+    from kernelevo.sandbox.judge import cache
+    from kernelevo.sandbox.judge.evaluate import EvalConfig, Evaluator
+
+    for name in ("KERNELEVO_LOCK_DIR", "XDG_RUNTIME_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(cache.tempfile, "gettempdir", lambda: str(tmp_path))
+    paths = set()
+    for folder in ("one", "two"):
+        evaluator = Evaluator(EvalConfig(cache_dir=tmp_path / folder, workdir=tmp_path / folder / "work"))
+        evaluator.device = "cuda"  # the lock's path alone: no GPU is used
+        paths.add(evaluator.device_lock_path())
+    assert paths == {tmp_path / f"kernelevo-locks-{os.getuid()}" / "gpu-0.lock"}
+    assert oct((tmp_path / f"kernelevo-locks-{os.getuid()}").stat().st_mode & 0o777) == "0o700"
+
+    planted = tmp_path / "elsewhere"
+    planted.mkdir()
+    (tmp_path / f"kernelevo-locks-{os.getuid()}").rmdir()
+    (tmp_path / f"kernelevo-locks-{os.getuid()}").symlink_to(planted)
+    monkeypatch.setenv("KERNELEVO_CACHE", str(tmp_path / "cache"))
+    assert cache.default_lock_dir() == tmp_path / "cache" / "locks"
+    monkeypatch.setenv("KERNELEVO_LOCK_DIR", str(tmp_path / "chosen"))
+    assert cache.default_lock_dir() == tmp_path / "chosen"

@@ -1,4 +1,5 @@
-"""Where measured baselines and ceilings are kept between runs (``~/.cache/kernelevo`` by default)."""
+"""Where measured baselines and ceilings are kept between runs (``~/.cache/kernelevo`` by default),
+and where the GPU locks are."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import hashlib
 import json
 import os
 import re
+import stat
+import tempfile
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -15,6 +18,29 @@ def default_cache_dir() -> Path:
     root = os.environ.get("KERNELEVO_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "kernelevo")
     return Path(root)
+
+
+def default_lock_dir() -> Path:
+    """Where the GPU locks are kept: one folder for the whole machine per user, whatever cache folder a
+    run uses, so that two kernelevo processes (two runs, a benchmark beside the tests) take turns on a
+    GPU instead of timing, or tracing with Nsight Compute, at the same time. ``KERNELEVO_LOCK_DIR``
+    overrides; a folder in /tmp that another user made (or a link) is not trusted, and then the locks
+    stay in the cache folder."""
+    chosen = os.environ.get("KERNELEVO_LOCK_DIR")
+    if chosen:
+        return Path(chosen)
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime and os.path.isdir(runtime):
+        return Path(runtime) / "kernelevo-locks"
+    shared = Path(tempfile.gettempdir()) / f"kernelevo-locks-{os.getuid()}"
+    try:
+        shared.mkdir(mode=0o700, exist_ok=True)
+        info = os.lstat(shared)
+        if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid():
+            return shared
+    except OSError:
+        pass
+    return default_cache_dir() / "locks"
 
 
 def key_of(*parts: object) -> str:

@@ -82,6 +82,8 @@ class EvalConfig(BaseModel):
     workdir: Path | None = None
     """Keep job folders here; default: a temporary folder removed afterwards."""
     cache_dir: Path = Field(default_factory=cache.default_cache_dir)
+    lock_dir: Path = Field(default_factory=cache.default_lock_dir)
+    """The GPU locks: shared by every kernelevo process of this user on the machine (``cache.py``)."""
     measure_compile: bool = True
     strict_layout: bool = False
     """Outputs must have the reference output's strides, not only its values."""
@@ -235,14 +237,15 @@ class Evaluator:
                        trusted=trusted, folder_writable=folder_writable, proc_children=proc_children)
 
     def device_lock_path(self) -> Path | None:
-        """The lock shared by every job on this evaluator's GPU (None on the CPU: interpreter times mean
-        nothing, so CPU jobs need not wait for each other)."""
+        """The lock shared by every job on this evaluator's GPU, by every process of this user on this
+        machine (None on the CPU: interpreter times mean nothing, so CPU jobs need not wait for each
+        other)."""
         if self.device != "cuda":
             return None
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
         ids = [v.strip() for v in visible.split(",")] if visible else None
         physical = ids[self.config.gpu] if ids else str(self.config.gpu)
-        return self.config.cache_dir / "locks" / f"gpu-{cache.slug(physical)}.lock"
+        return self.config.lock_dir / f"gpu-{cache.slug(physical)}.lock"
 
     # the clean baselines -----------------------------------------------------------------------
     def device_label(self) -> str:
