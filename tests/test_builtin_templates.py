@@ -245,6 +245,8 @@ CASES = [
      "            self.gn.weight.uniform_(0.5, 1.5)\n            self.gn.bias.uniform_(-1, 1)",
      "        return torch.tanh(self.gn(x)) * 2.0", "torch.randn(3, 8, 5, 7) * 4.0",
      "DTYPE = torch.bfloat16"),
+    ("conv3d-unpadded-strided-few-channels", "        self.conv = nn.Conv3d(3, 10, (2, 3, 3), stride=(1, 2, 1))",
+     "        return torch.sigmoid(self.conv(x)) + 0.5", "torch.randn(2, 3, 4, 9, 7)", ""),
     ("instancenorm-conv-sequence", "        self.conv = nn.Conv2d(3, 6, 3)\n        self.norm = nn.InstanceNorm2d(6)",
      "        return self.norm(self.conv(x)) / 2.0", "torch.randn(2, 3, 9, 8)", ""),
     ("spatial-mean-of-a-computed-value-subtracted", "        pass",

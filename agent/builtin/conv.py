@@ -268,9 +268,14 @@ IMPLICIT_GEMM = GEMM_SIGNATURE + '''\
     # add their product to the fp32 accumulator. TRANSPOSED: the same sum seen from the output, as
     # the gradient of a convolution is: tap t of output o reads input (o + pad - t * dilation) /
     # stride where that divides exactly, and the weights are [in, out per group, taps].
+    # A convolution's input address is linear in (channel, tap): a pixel's window start plus a
+    # column's offset, one add per element; without padding no tap of a valid pixel leaves the input,
+    # so the only per-element work besides the multiply is that add.
 ''' + OUTPUT_TILE + '''\
     KTOT: tl.constexpr = CG * KT * KR * KS
+    UNPADDED: tl.constexpr = PT == 0 and PR == 0 and PS == 0
     x_base = n.to(tl.int64) * C_IN * D * H * W + group * CG * D * H * W
+    x_row = x_base + (d0 * H + h0) * W + w0
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k0 in range(0, KTOT, BLOCK_K):
         ks = k0 + tl.arange(0, BLOCK_K)
@@ -290,14 +295,20 @@ IMPLICIT_GEMM = GEMM_SIGNATURE + '''\
             inside = inside & (di < D) & (hi < H) & (wi < W)
             taps = ks % (KT * KR * KS)
             w_offsets = ((tl.program_id(2) * CG + c)[:, None] * KG + cols[None, :]) * (KT * KR * KS) + taps[:, None]
+            ok = row_ok[:, None] & k_ok[None, :] & inside
+            a_offsets = x_base[:, None] + ((c[None, :] * D + di) * H + hi) * W + wi
         else:
-            di = d0[:, None] + (t * DT)[None, :]
-            hi = h0[:, None] + (r * DR)[None, :]
-            wi = w0[:, None] + (s * DS)[None, :]
-            inside = (di >= 0) & (di < D) & (hi >= 0) & (hi < H) & (wi >= 0) & (wi < W)
+            a_offsets = x_row[:, None] + (((c * D + t * DT) * H + r * DR) * W + s * DS)[None, :]
+            if UNPADDED:
+                ok = row_ok[:, None] & k_ok[None, :]
+            else:
+                di = d0[:, None] + (t * DT)[None, :]
+                hi = h0[:, None] + (r * DR)[None, :]
+                wi = w0[:, None] + (s * DS)[None, :]
+                inside = (di >= 0) & (di < D) & (hi >= 0) & (hi < H) & (wi >= 0) & (wi < W)
+                ok = row_ok[:, None] & k_ok[None, :] & inside
             w_offsets = kout[None, :] * KTOT + ks[:, None]
-        ok = row_ok[:, None] & k_ok[None, :] & inside
-        a = tl.load(x_ptr + x_base[:, None] + ((c[None, :] * D + di) * H + hi) * W + wi, mask=ok, other=0.0)
+        a = tl.load(x_ptr + a_offsets, mask=ok, other=0.0)
         b = tl.load(w_ptr + w_offsets, mask=k_ok[:, None] & col_ok[None, :], other=0.0)
 ''' + DOT_STEP
 
