@@ -492,8 +492,8 @@ def test_a_machine_that_cannot_judge_the_network_leaves_the_run_to_resume(tmp_pa
             raise EvalError("the harness failed: CUDA did not start", self.code)
 
     with pytest.raises(EvalError):
-        mc.judge_network(Refusing(3), TINY, TINY, tmp_path)
-    assert mc.judge_network(Refusing(2), TINY, TINY, tmp_path)["correct"] is False
+        mc.judge_network(Refusing(3), TINY, TINY, tmp_path, {})
+    assert mc.judge_network(Refusing(2), TINY, TINY, tmp_path, {})["correct"] is False
     config = mr.ModelRunConfig(spec=mr.ModelSpec(path=str(TINY), size="small"))
     state = {"config": config.model_dump(mode="json"), "state": "running", "regions": []}
     monkeypatch.setattr(mr, "load_state", lambda run_dir: state)
@@ -699,3 +699,30 @@ def test_the_capture_check_draws_its_shuffle_on_the_cpu_whatever_the_default_dev
     with torch.device("meta"):  # stands in for a GPU's default device on this machine
         shuffled = _shuffled(values, torch.Generator().manual_seed(0))
     assert shuffled.device == values.device and sorted(shuffled.tolist()) == values.tolist()
+
+
+def test_a_reassembled_networks_region_kernels_are_its_own_in_the_forensic_pass(tmp_path: Path) -> None:
+    """The reassembled network carries its regions' verified kernels as text and loads them at run time:
+    the forensic pass counts their kernels as the candidate's own. Read from the candidate's file
+    alone, it finds none, and every network with a region replaced would be rejected on a GPU ("no
+    kernel of the candidate's own ran")."""
+    from kernelevo.agent.model import check as mc
+    from kernelevo.sandbox.judge import forensic
+
+    source = ("import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+              "def region_relu_kernel(x_ptr, n, BLOCK: tl.constexpr):\n    pass\n")
+    kernels = {"0": [source, "r0_relu_0123456789"]}
+    spec = mr.ModelSpec(path=str(TINY), size="small")
+    task, candidate = mc.write_files(spec, [["relu"]], kernels, tmp_path, None)
+    assert not forensic.owned_kernels(candidate.read_text()).owns("region_relu_kernel")
+    assert forensic.owned_kernels(candidate.read_text(), source).owns("region_relu_kernel")
+
+    class Recording:
+        def run_in_sandbox(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+            self.owned = kwargs.get("owned_sources")
+            raise RuntimeError("recorded")
+
+    evaluator = Recording()
+    with pytest.raises(RuntimeError):
+        mc.judge_network(evaluator, task, candidate, tmp_path, kernels)
+    assert evaluator.owned == [source]

@@ -125,15 +125,18 @@ def arbitrate(evaluator: Any, spec: ModelSpec, regions: list[list[str]], kernels
         return {"error": f"the in-context timing did not finish (exit code {outcome.returncode}): {tail}"}
 
 
-def judge_network(evaluator: Any, task_path: Path, candidate: Path, folder: Path) -> dict[str, Any]:
-    """The verdict on the reassembled network, as the end-to-end result of a model run."""
+def judge_network(evaluator: Any, task_path: Path, candidate: Path, folder: Path,
+                  kernels: dict[str, list[str]]) -> dict[str, Any]:
+    """The verdict on the reassembled network, as the end-to-end result of a model run (``kernels``: the
+    regions' verified sources the candidate carries as text; their kernels are its own on the GPU)."""
     from kernelevo.sandbox.exit_codes import EXIT_ENVIRONMENT
     from kernelevo.sandbox.judge.evaluate import EvalError
     from kernelevo.tasks import load_task
 
     task = load_task(str(task_path), "full")
     try:
-        verdict = evaluator.run_in_sandbox(task, candidate, [], readable=[folder])
+        verdict = evaluator.run_in_sandbox(task, candidate, [], readable=[folder],
+                                           owned_sources=[source for source, _ in kernels.values()])
     except EvalError as exc:
         if exc.exit_code == EXIT_ENVIRONMENT:  # the machine cannot judge now: the run waits for it, not fails
             raise

@@ -314,7 +314,7 @@ def finish(config: ModelRunConfig, run_dir: Path, state: dict[str, Any], device:
         if kept:
             dtype = state.get("dtype") or config.spec.dtype
             task_path, candidate = mc.write_files(spec, regions, kept, files, dtype)
-            result = mc.judge_network(evaluator, task_path, candidate, files)
+            result = mc.judge_network(evaluator, task_path, candidate, files, kept)
         else:
             result = {"correct": True, "reason": None, "timing": None,
                       "note": "no kernel is left in the network: it runs as it was"}

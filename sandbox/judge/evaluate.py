@@ -11,7 +11,7 @@ import secrets
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -348,10 +348,12 @@ class Evaluator:
 
     def run_in_sandbox(self, task: Task, candidate: Path, static_checks: list[Check],
                        readable: list[Path] | None = None, trace_below_ms: float | None = None,
-                       compile_afresh: bool = False) -> Verdict:
+                       compile_afresh: bool = False, owned_sources: Sequence[str] = ()) -> Verdict:
         """The runtime half of :meth:`evaluate`: the session with the oracle and the candidate's process,
         then the forensic pass for a candidate about to be accepted on a GPU. ``readable``: folders both
-        processes may read (a model's own files, for a whole network judged end to end).
+        processes may read (a model's own files, for a whole network judged end to end);
+        ``owned_sources``: kernel sources the trusted side put into the candidate as text (a reassembled
+        network's verified regions), whose kernels the forensic pass counts as the candidate's own.
 
         Tests call it directly to prove that the runtime defences hold without the static ones.
         """
@@ -376,7 +378,7 @@ class Evaluator:
                 verdict.assurance = forensic.untraced_slower(trace_below_ms)
             else:
                 try:
-                    forensic.apply(verdict, self, task, candidate, cache_name)
+                    forensic.apply(verdict, self, task, candidate, cache_name, owned_sources)
                 except HarnessFault as exc:
                     raise EvalError(str(exc), exit_code=EXIT_ENVIRONMENT) from None
         if compile_afresh:

@@ -24,6 +24,7 @@ import math
 import re
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -48,10 +49,17 @@ MARKER = "spin_kernel"
 _GLUE = re.compile(r"FillFunctor|copy_kernel|CopyFunctor|_copy_kernel|fill_kernel")
 
 
-def owned_kernels(source: str) -> Owned:
-    """The kernels the candidate's source defines (its ``@triton.jit`` functions and CUDA ``__global__``s)."""
-    report = check_candidate(source, strict=False)
-    return Owned.of(report.triton_kernels, report.cuda_sources)
+def owned_kernels(*sources: str) -> Owned:
+    """The kernels the candidate's sources define (their ``@triton.jit`` functions and CUDA ``__global__``s):
+    its own file, and the files of kernels the trusted side put into it (a reassembled network carries
+    its regions' verified kernels as text, which it loads at run time)."""
+    triton: list[str] = []
+    cuda: list[str] = []
+    for source in sources:
+        report = check_candidate(source, strict=False)
+        triton += report.triton_kernels
+        cuda += report.cuda_sources
+    return Owned.of(triton, cuda)
 
 
 def is_marker(name: str) -> bool:
@@ -158,9 +166,11 @@ def untraced_slower(bar_ms: float) -> str:
             "traced: it is traced only if it is re-judged to be handed back)")
 
 
-def apply(verdict: Verdict, evaluator: Any, task: Task, candidate: Path, cache_name: str) -> None:
+def apply(verdict: Verdict, evaluator: Any, task: Task, candidate: Path, cache_name: str,
+          owned_sources: Sequence[str] = ()) -> None:
     """Run the forensic pass for an accepted verdict on a GPU and fold its findings in (``cache_name``:
-    the evaluation's kept compile cache, so the pass loads what the timed process compiled)."""
+    the evaluation's kept compile cache, so the pass loads what the timed process compiled;
+    ``owned_sources``: kernel sources the trusted side handed the candidate, whose kernels are its own)."""
     if not evaluator.config.forensic:
         verdict.assurance = "gpu: not forensic (the forensic pass was turned off)"
         return
@@ -181,7 +191,7 @@ def apply(verdict: Verdict, evaluator: Any, task: Task, candidate: Path, cache_n
     if failure is not None:
         verdict.checks.append(Check(name="forensic pass", passed=False, detail=failure))
     else:
-        owned = owned_kernels(candidate.read_text())
+        owned = owned_kernels(candidate.read_text(), *owned_sources)
         found = analyse(launches, owned, FORENSIC_CALLS, not task.allow_partial, verdict.runtime_ms)
         verdict.forensic = {"kernels": found.kernels, "custom_launches": found.custom_launches,
                             "per_call_ms": round(found.per_call_ms, 6), "custom_share": round(found.custom_share, 4),
