@@ -849,7 +849,7 @@ def get_init_inputs():
 def test_every_plans_first_generation_is_proposed_with_a_cell_per_tile(tmp_path: Path) -> None:
     """The policy names each proposal's tile for the archive from whatever block sizes its template
     has: a direct convolution (one input channel per group) has a block along M and none along N."""
-    from kernelevo.agent.builtin.policy import BuiltinPolicy
+    from kernelevo.agent.builtin.policy import HOPPER, BuiltinPolicy
     from kernelevo.agent.policy import SearchView
 
     for case in CASES:
@@ -862,6 +862,12 @@ def test_every_plans_first_generation_is_proposed_with_a_cell_per_tile(tmp_path:
                                    len(offered))
         assert len(proposals) == len({policy_key(p) for p in proposals}) > 0, case[0]
         assert all(p["descriptor"] for p in proposals), case[0]
+        # a GEMM seed's pipeline fits in a Hopper program's shared memory (fp32 tiles are twice bf16's)
+        element = 4 if policy.plan.dtype == "float32" else 2
+        for strategy, params, _ in offered:
+            if strategy in ("gemm", "gemm_tma"):
+                stage = (params["BLOCK_M"] + params["BLOCK_N"]) * params["BLOCK_K"] * element
+                assert stage * params["num_stages"] <= HOPPER.shared_bytes, (case[0], strategy, params)
 
 
 def policy_key(proposal) -> str:  # noqa: ANN001 - a Proposal

@@ -149,7 +149,7 @@ def seeds(per_group_in: int, taps: int, block_n: int, fp32: bool,
     tiles = [(*first, fast, False), (*first, exact, False), (*first, fast, True), (*other, fast, False),
              (128, 8, 3, fast, False)]
     for bm, warps, stages, chosen, layout in tiles if fp32 else tiles[:1] + tiles[2:]:
-        stages = _fitting_stages(bm, block_n, k, stages, 4 if fp32 else 2, shared_bytes)
+        stages = fitting_stages(bm, block_n, k, stages, 4 if fp32 else 2, shared_bytes)
         if stages is None:
             continue
         products = {"bf16x3": ", three bf16 products per fp32 one", "bf16x6": ", six bf16 products per fp32 one"}
@@ -161,7 +161,7 @@ def seeds(per_group_in: int, taps: int, block_n: int, fp32: bool,
     return out
 
 
-def _fitting_stages(bm: int, bn: int, bk: int, stages: int, item: int, shared_bytes: int) -> int | None:
+def fitting_stages(bm: int, bn: int, bk: int, stages: int, item: int, shared_bytes: int) -> int | None:
     """``stages`` or fewer (at least 2) whose operand buffers fit in ``shared_bytes`` of shared memory
     (a tile pipeline that needs more fails to launch); None if none do."""
     while stages >= 2 and stages * (bm + bn) * bk * item > shared_bytes:

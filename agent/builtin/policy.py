@@ -17,7 +17,17 @@ from typing import Any
 import torch
 
 from kernelevo.agent.archive import best, select_parents
-from kernelevo.agent.builtin import conv, dimreduce, groupnorm, matmul_kernels, pool, scan, sort, split_passes
+from kernelevo.agent.builtin import (
+    conv,
+    conv_taps,
+    dimreduce,
+    groupnorm,
+    matmul_kernels,
+    pool,
+    scan,
+    sort,
+    split_passes,
+)
 from kernelevo.agent.builtin.codegen import online_pairs, splittable
 from kernelevo.agent.builtin.recognize import Plan, recognise
 from kernelevo.agent.builtin.sequence import searched
@@ -210,14 +220,20 @@ def _matmul_seeds(plan: Plan) -> Seeds:
     precision = {"precision": "bf16x6"} if plan.dtype == "float32" else {}
     # Ordered by the Triton compile gate's report for sm_90a (triton 3.9): the first two fit in
     # registers with a gelu epilogue; the wider tiles spill.
-    for bm, bn, bk, warps, stages in ((128, 128, 64, 8, 3), (64, 128, 64, 4, 4), (128, 256, 64, 8, 3),
+    element_bytes = 4 if plan.dtype == "float32" else 2
+    for bm, bn, bk, warps, wanted in ((128, 128, 64, 8, 3), (64, 128, 64, 4, 4), (128, 256, 64, 8, 3),
                                       (256, 128, 64, 8, 3)):
+        # fewer stages where the operand buffers would not fit (fp32 tiles are twice bf16's)
+        stages = conv_taps.fitting_stages(bm, bn, bk, wanted, element_bytes, target().shared_bytes) or 1
         out.append(("gemm", {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_warps": warps,
                              "num_stages": stages, **precision},
                     f"seed: {bm} x {bn} tiles, K steps of {bk}, {stages} stages in flight"))
     if matmul_kernels.tma_ready(plan.extra["stages"], plan.dtype) is None and _has_tensor_descriptors():
         # The TMA template third and fifth (after the bf16x3 seed), so that a short search measures both kinds.
-        for at, (bm, bn, warps, stages) in ((1, (128, 128, 8, 4)), (3, (128, 256, 8, 3))):
+        for at, (bm, bn, warps, wanted) in ((1, (128, 128, 8, 4)), (3, (128, 256, 8, 3))):
+            stages = conv_taps.fitting_stages(bm, bn, 64, wanted, element_bytes, target().shared_bytes)
+            if stages is None:
+                continue
             out.insert(at, ("gemm_tma", {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": 64, "GROUP_M": 8,
                                          "num_warps": warps, "num_stages": stages, **precision},
                             f"seed: TMA tiles of {bm} x {bn}, K steps of 64, {stages} stages, one program per SM"))
