@@ -12,7 +12,10 @@ Usage: python bench/fmod_exact.py [--n 4000000] [--json FILE]
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
+import os
+import tempfile
 from pathlib import Path
 
 import torch
@@ -38,6 +41,32 @@ def libdevice_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, tl.extra.cuda.libdevice.fmod(x, y), mask=ok)
 
 
+GENERATED = """import triton
+import triton.language as tl
+
+
+@triton.jit
+def generated_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    ok = offs < n
+    x = tl.load(x_ptr + offs, mask=ok, other=1.0)
+    y = tl.load(y_ptr + offs, mask=ok, other=1.0)
+    tl.store(out_ptr + offs, {expression}, mask=ok)
+"""
+
+
+def generated_kernel(folder: Path):
+    """The kernel with the expression the strategist writes for ``torch.fmod``."""
+    from kernelevo.agent.builtin.expressions import elementwise
+
+    path = folder / "fmod_generated.py"
+    path.write_text(GENERATED.format(expression=elementwise("fmod", ["x", "y"])))
+    spec = importlib.util.spec_from_file_location("fmod_generated", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.generated_kernel
+
+
 def pairs(n: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
     y = torch.exp2(torch.empty(n).uniform_(-8, 8, generator=generator)) * torch.where(
         torch.rand(n, generator=generator) < 0.5, -1.0, 1.0)
@@ -51,10 +80,16 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=4_000_000)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    x, y = (t.cuda() for t in pairs(args.n, torch.Generator().manual_seed(0)))
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    x, y = (t.to(device) for t in pairs(args.n, torch.Generator().manual_seed(0)))
     want = torch.fmod(x, y)
-    result = {"pairs": args.n, "gpu": torch.cuda.get_device_name(), "triton": triton.__version__}
-    for name, kernel in (("percent", percent_kernel), ("libdevice_fmod", libdevice_kernel)):
+    result = {"pairs": args.n, "gpu": torch.cuda.get_device_name() if device == "cuda" else "interpreter",
+              "triton": triton.__version__}
+    folder = Path(tempfile.mkdtemp(prefix="fmod-"))
+    kernels = [("percent", percent_kernel), ("generated", generated_kernel(folder))]
+    if not os.environ.get("TRITON_INTERPRET"):  # the interpreter has no libdevice
+        kernels.append(("libdevice_fmod", libdevice_kernel))
+    for name, kernel in kernels:
         got = torch.empty_like(x)
         kernel[(triton.cdiv(args.n, 1024),)](x, y, got, args.n, BLOCK=1024)
         differ = (got.view(torch.int32) != want.view(torch.int32)) & ~(got.isnan() & want.isnan())

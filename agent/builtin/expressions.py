@@ -34,7 +34,9 @@ def elementwise(op: str, args: list[Any]) -> str:
     """The Triton expression of primitive ``op`` on fp32 values ``args`` (names or numbers)."""
     a = [_a(x) for x in args]
     x = a[0]
-    binary = {"add": "+", "sub": "-", "mul": "*", "div": "/", "fmod": "%"}  # a float % is C's fmod, exact
+    binary = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+    if op == "fmod":
+        return _fmod(a[0], a[1])
     if op in binary:
         return f"({a[0]} {binary[op]} {a[1]})"
     softplus = f"tl.where({x} > 20.0, {x}, tl.log(1.0 + tl.exp({x})))"
@@ -114,6 +116,22 @@ def _atan(x: str) -> str:
     base = f"tl.where({big}, 1.5707963267948966, tl.where({mid}, 0.7853981633974483, 0.0))"
     magnitude = f"({base} + ({t}) + ({t}) * {z} * {p})"
     return f"tl.where({x} < 0.0, -{magnitude}, {magnitude})"
+
+
+def _fmod(x: str, y: str) -> str:
+    """C's fmod, exact wherever the quotient's integer part is below 2^24. Triton's float ``%`` is
+    not: on the H200 it differed from torch.fmod in 4% of pairs with such quotients (a rounded
+    ``x - y * trunc(x / y)``). Here the product and the difference round once (``fma``: exact, as the
+    remainder is representable), and a quotient rounded to the next integer is corrected by one
+    ``|y|`` toward the sign of ``x``. A zero takes the sign of ``x``, |x| < |y| returns x (y infinite)."""
+    v = f"({x} / {y})"
+    q = f"tl.where({v} < 0.0, -tl.floor(-{v}), tl.floor({v}))"
+    r = f"tl.fma(-({q}), {y}, {x})"
+    ys = f"tl.where({x} < 0.0, -tl.abs({y}), tl.abs({y}))"
+    fixed = (f"tl.where(({r} != 0.0) & (({r} < 0.0) != ({x} < 0.0)), {r} + {ys}, "
+             f"tl.where(tl.abs({r}) >= tl.abs({y}), {r} - {ys}, {r}))")
+    signed = f"tl.where({fixed} == 0.0, {x} * 0.0, {fixed})"
+    return f"tl.where(tl.abs({x}) < tl.abs({y}), {x}, {signed})"
 
 
 def _tanh(x: str) -> str:
