@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from kernelbench import run_within  # noqa: E402 - a sibling script: stops a run and its sandboxed jobs
@@ -99,7 +99,7 @@ def probe(path: Path, timeout_s: float) -> dict:
 
 def optimize(path: Path, evals: int, timeout_s: float, size: str, keep: Path | None = None) -> dict:
     """``optimize-model`` on one file; the end-to-end result as its run folder's ``model.json`` holds it.
-    With ``keep``, the run folder is kept there (``keep/<file stem>``) for a look at what happened."""
+    With ``keep``, the run folder is kept there (``keep/<file stem>``, ``keep`` one folder a level)."""
     began = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="kernelevo-capture-") as scratch:
         os.chmod(scratch, 0o711)  # without bubblewrap the candidates run as a user that must pass through
@@ -156,15 +156,21 @@ def main() -> None:
             if (not wanted or any(w in path.name for w in wanted)) and (name not in kept or args.redo):
                 todo.append((name, path))
 
-    def one(path: Path) -> dict:
-        if args.optimize:
-            return optimize(path, args.optimize, args.timeout, args.size, args.keep_runs)
-        return probe(path, args.timeout)
+    def one(name: str, path: Path) -> dict:
+        try:
+            if args.optimize:
+                keep = args.keep_runs / name.split("/")[0] if args.keep_runs else None
+                return optimize(path, args.optimize, args.timeout, args.size, keep)
+            return probe(path, args.timeout)
+        except Exception as exc:  # one file's fault (this script's, say) never loses the others' rows
+            key = "end_to_end" if args.optimize else "captured"
+            return {key: False, "reason": f"the sweep failed on this file: {type(exc).__name__}: {exc}"}
 
     rows = {}
     with ThreadPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
-        futures = [(name, path, pool.submit(one, path)) for name, path in todo]
-        for name, path, future in futures:
+        futures = {pool.submit(one, name, path): (name, path) for name, path in todo}
+        for future in as_completed(futures):  # each row as soon as its file finishes
+            name, path = futures[future]
             rows[name] = result = future.result()
             if args.out:  # after each file: a sweep cut short keeps what finished, and rows not run stay
                 args.out.write_text(json.dumps({**kept, **rows}, indent=1))

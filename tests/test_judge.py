@@ -586,15 +586,14 @@ def test_the_forensic_trace_counts_a_kernel_as_the_candidates_only_by_a_name_not
     assert not found.problems and found.custom_launches == 1
 
 
-def test_only_the_harness_first_two_spin_kernels_are_markers() -> None:
-    """A spin kernel launched after the markers (by the candidate, in a call) is counted in the per-call
-    time; one the candidate launches in its constructor only moves the second marker earlier."""
+def test_only_the_harness_first_spin_kernel_is_the_marker() -> None:
+    """A spin kernel launched after the marker (by the candidate) is counted in the per-call time."""
     from kernelevo.sandbox.judge import forensic
     from kernelevo.sandbox.judge.kernel_names import Owned
 
     owned = Owned.of(["relu_tail"], [])
     spin = "at::cuda::(anonymous namespace)::spin_kernel(long)"
-    found = forensic.analyse(_trace((spin, 1.0), (spin, 5.0), ("relu_tail", 0.01)), owned, 1, False, 1.0)
+    found = forensic.analyse(_trace((spin, 5.0), ("relu_tail", 0.01)), owned, 1, False, 1.0)
     assert found.per_call_ms == pytest.approx(5.01)
     assert any("did not run these kernels" in p for p in found.problems)
     assert forensic.analyse(_trace(("relu_tail", 0.01)), Owned(), 1, False, 1.0).problems == [
@@ -1051,23 +1050,3 @@ def test_a_candidate_given_no_memory_limit_gets_half_the_hosts() -> None:
     given = Evaluator.__new__(Evaluator)
     given.config = EvalConfig(memory="2g")
     assert given.memory_bytes() == 2 * 1024**3 and given.memory_text() == "2g"
-
-
-def test_what_the_constructor_launches_is_not_a_call_but_is_held_to_the_strict_rule() -> None:
-    """Between the two markers ``ModelNew`` is built: a network traced there (library kernels), weights
-    packed. Those kernels are not in the per-call time (a reassembled network was rejected for them:
-    "the timed calls did not run these kernels"), a custom kernel that runs only there is not one
-    that ran in the calls, and in a strict task library kernels there still count."""
-    from kernelevo.sandbox.judge import forensic
-    from kernelevo.sandbox.judge.kernel_names import Owned
-
-    owned = Owned.of(["relu_tail"], [])
-    spin = "at::cuda::(anonymous namespace)::spin_kernel(long)"
-    gemm = "void at::native::elementwise_kernel<128, 2>(int, float *)"
-    built = _trace((gemm, 4.0), ("relu_tail", 0.5), (spin, 0.001), ("relu_tail", 1.0))
-    found = forensic.analyse(built, owned, 1, False, 1.0)
-    assert found.per_call_ms == pytest.approx(1.0) and not found.problems and found.custom_launches == 1
-    assert any("library kernels did the work" in p for p in forensic.analyse(built, owned, 1, True, 1.0).problems)
-    only_built = _trace(("relu_tail", 0.5), (spin, 0.001), (gemm, 1.0))
-    assert "no kernel of the candidate's own ran on the GPU" in forensic.analyse(only_built, owned, 1, False,
-                                                                                 1.0).problems

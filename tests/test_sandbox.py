@@ -729,9 +729,8 @@ def test_the_gpu_lock_is_one_per_machine_whatever_the_cache_folder(tmp_path: Pat
     from kernelevo.sandbox.judge import cache
     from kernelevo.sandbox.judge.evaluate import EvalConfig, Evaluator
 
-    for name in ("KERNELEVO_LOCK_DIR", "XDG_RUNTIME_DIR"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(cache.tempfile, "gettempdir", lambda: str(tmp_path))
+    monkeypatch.delenv("KERNELEVO_LOCK_DIR", raising=False)
+    monkeypatch.setattr(cache, "LOCK_ROOT", tmp_path)
     paths = set()
     for folder in ("one", "two"):
         evaluator = Evaluator(EvalConfig(cache_dir=tmp_path / folder, workdir=tmp_path / folder / "work"))
@@ -740,6 +739,10 @@ def test_the_gpu_lock_is_one_per_machine_whatever_the_cache_folder(tmp_path: Pat
     assert paths == {tmp_path / f"kernelevo-locks-{os.getuid()}" / "gpu-0.lock"}
     assert oct((tmp_path / f"kernelevo-locks-{os.getuid()}").stat().st_mode & 0o777) == "0o700"
 
+    mine = tmp_path / f"kernelevo-locks-{os.getuid()}"
+    mine.chmod(0o777)  # others may write it: not trusted
+    monkeypatch.setenv("KERNELEVO_CACHE", str(tmp_path / "cache"))
+    assert cache.default_lock_dir() == tmp_path / "cache" / "locks"
     planted = tmp_path / "elsewhere"
     planted.mkdir()
     (tmp_path / f"kernelevo-locks-{os.getuid()}").rmdir()

@@ -121,10 +121,12 @@ def _atan(x: str) -> str:
 def _fmod(x: str, y: str) -> str:
     """C's fmod, exact wherever the quotient's integer part is below 2^24. Triton's float ``%`` is
     not: on the H200 it differed from torch.fmod in 4% of pairs with such quotients (a rounded
-    ``x - y * trunc(x / y)``). Here the product and the difference round once (``fma``: exact, as the
-    remainder is representable), and a quotient rounded to the next integer is corrected by one
-    ``|y|`` toward the sign of ``x``. A zero takes the sign of ``x``, |x| < |y| returns x (y infinite)."""
-    v = f"({x} / {y})"
+    ``x - y * trunc(x / y)``). Here the quotient is correctly rounded (so its integer part is off by
+    at most one), the product and the difference round once (``fma``: exact, as the remainder is
+    representable), and a quotient rounded to the next integer is corrected by one ``|y|`` toward the
+    sign of ``x``. A zero takes the sign of ``x``, |x| < |y| returns x (y infinite). Past 2^24 the
+    result is wrong, as ``%``'s is."""
+    v = f"tl.math.div_rn({x}, {y})"  # correctly rounded: the GPU's plain "/" may be 2 ulp off
     q = f"tl.where({v} < 0.0, -tl.floor(-{v}), tl.floor({v}))"
     r = f"tl.fma(-({q}), {y}, {x})"
     ys = f"tl.where({x} < 0.0, -tl.abs({y}), tl.abs({y}))"

@@ -52,9 +52,8 @@ from kernelevo.sandbox.child.timed import (  # noqa: E402
 from kernelevo.tasks.loader import import_task_module  # noqa: E402
 
 MARKER_CYCLES = 1000
-"""The forensic pass's markers: ``torch.cuda._sleep`` launched once the reference's own constructor
-ran and before the candidate is imported (every kernel after it is the candidate's), and again once
-``ModelNew`` is built (every kernel after that is its calls')."""
+"""The forensic pass's marker: ``torch.cuda._sleep`` launched once the reference's own constructor
+ran and before the candidate is imported; every kernel after it is the candidate's."""
 
 
 def _poison(on: bool) -> None:
@@ -125,10 +124,6 @@ class Worker:
         except Exception as exc:
             return {"ok": False, "error": f"importing the candidate or building ModelNew failed: "
                     f"{wire.describe_exception(exc)}"}
-        if msg.get("reference_first"):  # the second marker: what follows is the calls
-            torch.cuda.synchronize()
-            torch.cuda._sleep(MARKER_CYCLES)
-            torch.cuda.synchronize()
         self.threads_before = threading.active_count()
         return {"ok": True, "seconds": time.perf_counter() - began, "autotune_first_config": self.autotune_first}
 

@@ -8,7 +8,6 @@ import json
 import os
 import re
 import stat
-import tempfile
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -20,23 +19,25 @@ def default_cache_dir() -> Path:
     return Path(root)
 
 
+LOCK_ROOT = Path("/tmp")
+"""Where the machine-wide lock folders are: a fixed place, not one that follows ``TMPDIR`` or
+``XDG_RUNTIME_DIR`` (a login shell and a cron job differ there, and would not take turns)."""
+
+
 def default_lock_dir() -> Path:
     """Where the GPU locks are kept: one folder for the whole machine per user, whatever cache folder a
     run uses, so that two kernelevo processes (two runs, a benchmark beside the tests) take turns on a
     GPU instead of timing, or tracing with Nsight Compute, at the same time. ``KERNELEVO_LOCK_DIR``
-    overrides; a folder in /tmp that another user made (or a link) is not trusted, and then the locks
-    stay in the cache folder."""
+    overrides. A folder there that is not this user's own, a link, or one others may write is not
+    trusted, and then the locks stay in the cache folder."""
     chosen = os.environ.get("KERNELEVO_LOCK_DIR")
     if chosen:
         return Path(chosen)
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime and os.path.isdir(runtime):
-        return Path(runtime) / "kernelevo-locks"
-    shared = Path(tempfile.gettempdir()) / f"kernelevo-locks-{os.getuid()}"
+    shared = LOCK_ROOT / f"kernelevo-locks-{os.getuid()}"
     try:
         shared.mkdir(mode=0o700, exist_ok=True)
         info = os.lstat(shared)
-        if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid():
+        if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o077:
             return shared
     except OSError:
         pass

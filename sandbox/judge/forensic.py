@@ -5,16 +5,15 @@ A second candidate process runs under ``ncu`` (one metric, the kernel's duration
 process from its start, on every thread and stream). Before it imports the candidate it builds the
 task's own ``Model`` and launches a marker kernel: the kernels before the marker are what the
 reference's constructor launches, which ``ModelNew`` may launch again when it builds its parameters
-the same way. Then ``ModelNew`` is built, a second marker launched, and the model called on
-``FORENSIC_CALLS`` input sets the oracle writes as files (so the harness itself launches no kernels),
-and the oracle checks the outputs.
+the same way. Then ``ModelNew`` is built and called on ``FORENSIC_CALLS`` input sets the oracle writes as
+files (so the harness itself launches no kernels), and the oracle checks the outputs.
 
 The rules (``analyse``, pure):
 
 - a custom kernel (one the candidate's source defines) must have run;
 - in a strict task, no library kernel (aten, cuBLAS, cuDNN, inductor: anything the candidate did not
   define, except copies and fills) may run after the marker beyond the constructor's allowance;
-- the kernels after the second marker, per call, must not take longer than the candidate's timed calls did
+- the kernels after the marker, per call, must not take longer than the candidate's timed calls did
   (``MARGIN``): timed calls that ran something faster than the checked calls were not these calls.
 """
 
@@ -80,7 +79,7 @@ class Findings:
     kernels: int = 0
     custom_launches: int = 0
     per_call_ms: float = 0.0
-    """Kernel time per call after the second marker, less the constructor's allowance (per stream, the longest)."""
+    """Kernel time per call after the marker, less the constructor's allowance (per stream, the longest)."""
     custom_share: float = 0.0
     library_extra: dict[str, int] = field(default_factory=dict)
     """Library kernels after the marker beyond the constructor's allowance, by short name."""
@@ -90,33 +89,21 @@ class Findings:
 def analyse(launches: list[dict[str, Any]], owned: Owned, calls: int, strict: bool,
             timed_ms: float | None) -> Findings:
     """Apply the rules to ncu's launches (in launch order: ``{"name", "metrics", "stream"}``). The
-    marker is the first spin kernel, launched by the harness before the candidate is imported; the
-    next spin kernel is the harness's second, launched once ``ModelNew`` is built and before the first
-    call. What the constructor launched between them (a network built and traced, weights packed) is
-    held to the strict rule but is not a call: the per-call time, and the candidate's own kernels that
-    must run, are the calls' alone. A spin kernel the candidate launches can only move the second
-    marker earlier (more counted); every later one is a kernel like any other, counted in its time."""
+    marker is the first spin kernel, launched by the harness before the candidate is imported; one
+    the candidate launches later is a kernel like any other, counted in its time."""
     found = Findings(kernels=len(launches))
     marker = next((i for i, launch in enumerate(launches) if is_marker(launch["name"])), None)
     if marker is None:
         found.problems.append("the harness's marker kernel never ran: the trace cannot be read")
         return found
-    calls_from = next((i for i in range(marker + 1, len(launches)) if is_marker(launches[i]["name"])), marker)
     allowance = Counter(launch["name"] for launch in launches[:marker])
     per_stream: dict[str, float] = {}
     custom_ns = total_ns = 0.0
     extra: Counter[str] = Counter()
-    for index in range(marker + 1, len(launches)):
-        launch = launches[index]
+    for launch in launches[marker + 1:]:
         kind, name = classify(launch["name"], owned), launch["name"]
-        if index == calls_from:
-            continue
         if allowance[name] > 0:
             allowance[name] -= 1
-            continue
-        if kind == "library":
-            extra[ncu.short_name(name)] += 1
-        if index < calls_from:
             continue
         ns = float(launch["metrics"].get("gpu__time_duration.sum") or 0.0)
         stream = str(launch.get("stream", ""))
@@ -125,6 +112,8 @@ def analyse(launches: list[dict[str, Any]], owned: Owned, calls: int, strict: bo
         if kind == "custom":
             found.custom_launches += 1
             custom_ns += ns
+        elif kind == "library":
+            extra[ncu.short_name(name)] += 1
     found.per_call_ms = max(per_stream.values(), default=0.0) / 1e6 / max(calls, 1)
     found.custom_share = custom_ns / total_ns if total_ns else 0.0
     found.library_extra = dict(extra)
