@@ -20,33 +20,10 @@ from pathlib import Path
 
 import torch
 import triton
-import triton.language as tl
 
-
+KERNEL = """
 @triton.jit
-def percent_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    ok = offs < n
-    x = tl.load(x_ptr + offs, mask=ok, other=1.0)
-    y = tl.load(y_ptr + offs, mask=ok, other=1.0)
-    tl.store(out_ptr + offs, x % y, mask=ok)
-
-
-@triton.jit
-def libdevice_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    ok = offs < n
-    x = tl.load(x_ptr + offs, mask=ok, other=1.0)
-    y = tl.load(y_ptr + offs, mask=ok, other=1.0)
-    tl.store(out_ptr + offs, tl.extra.cuda.libdevice.fmod(x, y), mask=ok)
-
-
-GENERATED = """import triton
-import triton.language as tl
-
-
-@triton.jit
-def generated_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+def {name}(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     ok = offs < n
     x = tl.load(x_ptr + offs, mask=ok, other=1.0)
@@ -55,16 +32,21 @@ def generated_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
 """
 
 
-def generated_kernel(folder: Path):
-    """The kernel with the expression the strategist writes for ``torch.fmod``."""
+def kernels(folder: Path) -> dict:
+    """fmod three ways, one kernel each: Triton's float ``%``, the expression the strategist writes for
+    ``torch.fmod`` and libdevice's ``fmod`` (not under the interpreter, which has no libdevice)."""
     from kernelevo.agent.builtin.expressions import elementwise
 
-    path = folder / "fmod_generated.py"
-    path.write_text(GENERATED.format(expression=elementwise("fmod", ["x", "y"])))
-    spec = importlib.util.spec_from_file_location("fmod_generated", path)
+    ways = {"percent": "x % y", "generated": elementwise("fmod", ["x", "y"])}
+    if not os.environ.get("TRITON_INTERPRET"):
+        ways["libdevice_fmod"] = "tl.extra.cuda.libdevice.fmod(x, y)"
+    path = folder / "fmod_kernels.py"
+    path.write_text("import triton\nimport triton.language as tl\n" + "".join(
+        KERNEL.format(name=name, expression=expression) for name, expression in ways.items()))
+    spec = importlib.util.spec_from_file_location("fmod_kernels", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.generated_kernel
+    return {name: getattr(module, name) for name in ways}
 
 
 def pairs(n: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
@@ -85,11 +67,7 @@ def main() -> None:
     want = torch.fmod(x, y)
     result = {"pairs": args.n, "gpu": torch.cuda.get_device_name() if device == "cuda" else "interpreter",
               "triton": triton.__version__}
-    folder = Path(tempfile.mkdtemp(prefix="fmod-"))
-    kernels = [("percent", percent_kernel), ("generated", generated_kernel(folder))]
-    if not os.environ.get("TRITON_INTERPRET"):  # the interpreter has no libdevice
-        kernels.append(("libdevice_fmod", libdevice_kernel))
-    for name, kernel in kernels:
+    for name, kernel in kernels(Path(tempfile.mkdtemp(prefix="fmod-"))).items():
         got = torch.empty_like(x)
         kernel[(triton.cdiv(args.n, 1024),)](x, y, got, args.n, BLOCK=1024)
         differ = (got.view(torch.int32) != want.view(torch.int32)) & ~(got.isnan() & want.isnan())
