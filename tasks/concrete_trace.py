@@ -94,8 +94,11 @@ class _ConcreteProxy(torch.fx.Proxy):
 class ConcreteTracer(torch.fx.Tracer):
     """``torch.fx.Tracer`` whose proxies carry example values (see the module)."""
 
-    def __init__(self, inputs: list[Any], defaults: dict[str, Any] | None = None) -> None:
+    def __init__(self, inputs: list[Any], defaults: dict[str, Any] | None = None, fake_mode: Any = None) -> None:
         super().__init__()
+        self.fake_mode = fake_mode
+        """A ``FakeTensorMode`` the example values are computed in (shapes and dtypes, no data, no
+        kernels), or None to compute them for real."""
         self.inputs = list(inputs)
         self.defaults = dict(defaults or {})
         self.values: dict[torch.fx.Node, Any] = {}
@@ -142,7 +145,7 @@ class ConcreteTracer(torch.fx.Tracer):
         values_args, values_kwargs = self._concrete(node.args), self._concrete(node.kwargs)
         if kind == "call_function" and target is operator.getitem and _boolean_index(values_args):
             self.value_shaped.add(node)
-        with torch.no_grad(), _untraced():
+        with torch.no_grad(), _untraced(), self.fake_mode or contextlib.nullcontext():
             if kind == "get_attr":
                 self.values[node] = _fetch(self.root, str(target))
             elif kind == "call_function":
@@ -187,12 +190,15 @@ def refuse_variable_arguments(model: nn.Module) -> None:
                                       "its inputs cannot be matched to a recorded graph")
 
 
-def concrete_graph(model: nn.Module, inputs: list[Any]) -> torch.fx.Graph:
-    """``model``'s forward as a graph recorded at the shapes of ``inputs`` (see the module)."""
+def concrete_graph(model: nn.Module, inputs: list[Any], fake_mode: Any = None) -> torch.fx.Graph:
+    """``model``'s forward as a graph recorded at the shapes of ``inputs`` (see the module); with
+    ``fake_mode``, the traced values are computed in it (``inputs`` are its fake tensors). Code of
+    the forward that touches no traced value (a constant mask built from sizes) still runs for real:
+    its result is a constant of the graph and must hold data."""
     refuse_variable_arguments(model)
     teach_einops(_ConcreteProxy)
     defaults = unpassed_defaults(model, inputs)
-    return ConcreteTracer(inputs, defaults).trace(model, concrete_args=defaults or None)
+    return ConcreteTracer(inputs, defaults, fake_mode).trace(model, concrete_args=defaults or None)
 
 
 def concrete_trace(model: nn.Module, inputs: list[Any]) -> torch.fx.GraphModule:

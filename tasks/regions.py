@@ -80,21 +80,25 @@ class Region:
         return dict(self.__dict__)
 
 
-def capture(model: nn.Module, inputs: list[Any]) -> torch.fx.GraphModule:
+def capture(model: nn.Module, inputs: list[Any], fake_mode: Any = None) -> torch.fx.GraphModule:
     """The model's forward as a graph, every value annotated with its shape and dtype from one run.
     Symbolic tracing first (the graph holds for any shape); where the forward reads sizes into Python
     (``B, T, C = x.size()``, slicing a buffer by them), the graph recorded at these inputs' shapes,
     which then carries ``fixed_signature`` (what it holds for) and must match the model on a second,
-    shuffled set of inputs of those shapes."""
+    shuffled set of inputs of those shapes.
+
+    With ``fake_mode`` (a ``FakeTensorMode``; ``inputs`` its fake tensors) the run is on shapes alone:
+    no data and no kernels, for a graph already captured and checked for real once, which only
+    has to be recorded again (the check on other values needs data and is left out)."""
     state = _module_state(model)
     fixed = False
     try:
         graph = torch.fx.Tracer().trace(model, concrete_args=unpassed_defaults(model, inputs) or None)
     except Exception as symbolic:
         _restore(state)
-        pristine = _copy(model)
+        pristine = None if fake_mode is not None else _copy(model)
         try:
-            graph, fixed = concrete_graph(model, inputs), True
+            graph, fixed = concrete_graph(model, inputs, fake_mode), True
         except Exception as concrete:
             _restore(state)
             raise CannotCapture(
@@ -103,11 +107,12 @@ def capture(model: nn.Module, inputs: list[Any]) -> torch.fx.GraphModule:
     try:
         gm = _graph_module(model, graph, state)
         with torch.no_grad():
-            ShapeProp(gm).propagate(*inputs)
+            ShapeProp(gm, fake_mode=fake_mode).propagate(*inputs)
     except Exception as exc:
         raise CannotCapture(f"the captured graph does not run: {type(exc).__name__}: {exc}") from None
     if fixed:
-        _check_on_other_values(gm, pristine, inputs)
+        if fake_mode is None:
+            _check_on_other_values(gm, pristine, inputs)
         gm.fixed_signature = input_signature(inputs)
     return gm
 

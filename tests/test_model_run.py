@@ -726,3 +726,37 @@ def test_a_reassembled_networks_region_kernels_are_its_own_in_the_forensic_pass(
     with pytest.raises(RuntimeError):
         mc.judge_network(evaluator, task, candidate, tmp_path, kernels)
     assert evaluator.owned == [source]
+
+
+@pytest.mark.parametrize("path", [TINY, MINI_GPT], ids=["traced symbolically", "traced at its shapes"])
+def test_a_reassembled_network_is_built_without_running_its_forward(path: Path, tmp_path: Path,
+                                                                   monkeypatch) -> None:
+    """The reassembled candidate records its graph on fake inputs: its constructor runs no forward on
+    data. On a GPU the forensic pass counts every kernel after the network's constructor as the calls'
+    work; a capture's forward there read as 1.4-1.7x the timed calls and rejected correct networks.
+    The network it builds is still the original's, constants recorded from sizes included (minGPT's
+    mask, sliced by a size read into Python)."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    from kernelevo.agent.model.runtime import reassemble
+
+    monkeypatch.setenv("KERNELEVO_KERNEL_DIR", str(tmp_path / "kernels"))
+    spec = mr.ModelSpec(path=str(path), size="small")
+    model, inputs = mr.build(spec)
+    found = rg.partition(rg.capture(model, inputs))
+    real_calls: list[str] = []
+
+    def record(module: nn.Module, args: tuple) -> None:
+        if any(isinstance(a, torch.Tensor) and not isinstance(a, FakeTensor) for a in args):
+            real_calls.append(type(module).__name__)
+
+    hook = torch.nn.modules.module.register_module_forward_pre_hook(record)
+    try:
+        net = reassemble(spec, "cpu", [r.nodes for r in found], {})
+    finally:
+        hook.remove()
+    assert real_calls == []
+    assert not [name for name, value in vars(net).items() if isinstance(value, FakeTensor)]
+    fresh = [torch.randn_like(inputs[0])]
+    with torch.no_grad():
+        assert torch.equal(net(*fresh), model(*fresh))

@@ -58,7 +58,7 @@ CANDIDATE = '''"""The network of a model run with its regions' verified kernels 
 import torch
 import torch.nn as nn
 
-from kernelevo.agent.model.runtime import ModelSpec, assemble, build
+from kernelevo.agent.model.runtime import ModelSpec, reassemble
 
 SPEC = ModelSpec.model_validate_json({spec!r})
 REGIONS = {regions!r}
@@ -68,9 +68,8 @@ KERNELS = {kernels!r}
 class ModelNew(nn.Module):
     def __init__(self):
         super().__init__()
-        device = str(torch.get_default_device())
-        net, inputs = build(SPEC, device)
-        self.net = assemble(net, inputs, REGIONS, {{int(k): tuple(v) for k, v in KERNELS.items()}})
+        kernels = {{int(k): tuple(v) for k, v in KERNELS.items()}}
+        self.net = reassemble(SPEC, str(torch.get_default_device()), REGIONS, kernels)
 
     def forward(self, *args):
         return self.net(*args)

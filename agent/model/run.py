@@ -165,6 +165,9 @@ def prepare(config: ModelRunConfig, run_dir: Path, device: str, log: Callable[[s
     model, inputs = build(config.spec, device)
     gm = rg.capture(model, inputs)
     found = rg.partition(gm)
+    if why := _not_reassemblable(model, config.spec, device, found):
+        log(f"warning: {why}; the regions are optimized and exported all the same, but the whole network "
+            "cannot be checked end to end")
     split_gm = rg.split(gm, found)
     times = region_times(split_gm, inputs, device)
     total = sum(times.values()) or 1.0
@@ -202,6 +205,21 @@ def prepare(config: ModelRunConfig, run_dir: Path, device: str, log: Callable[[s
     log(f"captured {len(found)} regions ({sum(1 for r in results if r.state == 'pending')} to optimize); "
         f"model time {total:.4g} ms in context")
     return state
+
+
+def _not_reassemblable(model: nn.Module, spec: ModelSpec, device: str, found: list[rg.Region]) -> str | None:
+    """Why the end-to-end candidate will not build (it records the graph again on shapes alone), or
+    None: said now rather than after the regions' search."""
+    from kernelevo.agent.model.runtime import shape_inputs
+
+    try:
+        mode, inputs = shape_inputs(spec, device)
+        again = rg.partition(rg.capture(model, inputs, mode))
+    except Exception as exc:  # whatever tracing on fake tensors raises, as the candidate would
+        return f"the network's graph cannot be recorded on shapes alone ({type(exc).__name__}: {str(exc)[:200]})"
+    if [r.nodes for r in again] != [r.nodes for r in found]:
+        return "the network's graph recorded on shapes alone partitions differently from the one run on data"
+    return None
 
 
 def _ceilings(device: str) -> Any:

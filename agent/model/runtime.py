@@ -195,11 +195,12 @@ def kernel_region(gm: torch.fx.GraphModule, region: rg.Region, split_child: torc
     return KernelRegion(kernel, split_child, order, signature)
 
 
-def capture_split(model: nn.Module, inputs: list[Any], region_nodes: list[list[str]]
+def capture_split(model: nn.Module, inputs: list[Any], region_nodes: list[list[str]], fake_mode: Any = None
                   ) -> tuple[torch.fx.GraphModule, list[rg.Region], torch.fx.GraphModule]:
     """Capture and partition ``model`` again and split it into its regions: (graph, regions, split);
-    ValueError if it no longer partitions into ``region_nodes`` (the regions it was optimized as)."""
-    gm = rg.capture(model, inputs)
+    ValueError if it no longer partitions into ``region_nodes`` (the regions it was optimized as).
+    ``fake_mode``: ``inputs`` are its fake tensors and the capture runs on shapes alone."""
+    gm = rg.capture(model, inputs, fake_mode)
     found = rg.partition(gm)
     if [r.nodes for r in found] != region_nodes:
         raise ValueError("the model's graph no longer partitions as it did when it was optimized")
@@ -207,13 +208,40 @@ def capture_split(model: nn.Module, inputs: list[Any], region_nodes: list[list[s
 
 
 def assemble(model: nn.Module, inputs: list[Any], region_nodes: list[list[str]],
-             kernels: dict[int, tuple[str, str]]) -> torch.fx.GraphModule:
+             kernels: dict[int, tuple[str, str]], fake_mode: Any = None) -> torch.fx.GraphModule:
     """The network with region ``i`` replaced by ``kernels[i] = (source, name)``."""
-    gm, found, split_gm = capture_split(model, inputs, region_nodes)
+    gm, found, split_gm = capture_split(model, inputs, region_nodes, fake_mode)
     for index, (source, name) in kernels.items():
         child = getattr(split_gm, f"submod_{index}")
         setattr(split_gm, f"submod_{index}", kernel_region(gm, found[index], child, source, name))
     return split_gm
+
+
+def shape_inputs(spec: ModelSpec, device: str) -> tuple[Any, list[Any]]:
+    """A ``FakeTensorMode`` and the model's example inputs as its fake tensors: shapes, dtypes and
+    device, no data, nothing launched."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    _, make_inputs, _, dtype = _parts(spec)  # the user's file imported for real, outside the mode
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    with mode, torch.device(device):
+        values = _cast_inputs(list(make_inputs()), device, dtype)
+    return mode, values
+
+
+def reassemble(spec: ModelSpec, device: str, region_nodes: list[list[str]],
+               kernels: dict[int, tuple[str, str]]) -> torch.fx.GraphModule:
+    """The network of ``spec``, built as its task's ``Model`` builds it (the same parameters from the
+    same draws), with its regions' kernels put in, its graph recorded on fake inputs. Building it
+    runs no forward: on a GPU it launches the network constructor's kernels and those of the
+    kernels' own modules, nothing more, so that the forensic pass, which counts every kernel after
+    the network's constructor as the calls' work, reads the calls' time and not a capture's."""
+    model, _ = build(spec, device, inputs=False)
+    mode, inputs = shape_inputs(spec, device)
+    try:
+        return assemble(model, inputs, region_nodes, kernels, fake_mode=mode)
+    except rg.CannotCapture as exc:
+        raise rg.CannotCapture(f"the network's graph could not be recorded again on shapes alone: {exc}") from None
 
 
 def tolerance(dtype: torch.dtype) -> tuple[float, float]:
