@@ -189,6 +189,10 @@ class JobOutcome(BaseModel):
     isolation: Isolation
 
 
+OUTPUT_CHECKS = ("correct:", "precision", "timed runs correct", "forensic call")
+"""The checks (by the start of their names) that compare a candidate's outputs with the reference's."""
+
+
 class Verdict(BaseModel):
     """The judgement of one candidate against one task: the contract of ``kernelevo eval --json``."""
 
@@ -235,6 +239,10 @@ class Verdict(BaseModel):
     first_call_ms: float | None = None
     max_abs_error: float | None = None
     """The largest |candidate - eager| over every checked output."""
+    precision_ratio: float | None = None
+    """The candidate's summed error against float64 over eager's, on the checked outputs that have a
+    float64 reference (None where none has): near 1 for a kernel as exact as eager, tens for three bf16
+    products per fp32 one, thousands for TF32 (``judge/rules.py``)."""
     flops: float | None = None
     bytes: float | None = None
     achieved_gbps: float | None = None
@@ -254,6 +262,11 @@ class Verdict(BaseModel):
     """The candidate's process's log (its stdout and stderr), where the workspace is kept."""
     diagnosis: str | None = None
     """For an accepted candidate: its roofline and GPU state in one line (``advice/diagnosis.py``)."""
+
+    @property
+    def wrong_output(self) -> bool:
+        """Rejected because an output disagreed with the reference's (not a crash, a rule, or a time)."""
+        return any(not c.passed and c.name.startswith(OUTPUT_CHECKS) for c in self.checks)
 
 
 class KernelMetrics(BaseModel):

@@ -760,3 +760,65 @@ def test_a_reassembled_network_is_built_without_running_its_forward(path: Path, 
     fresh = [torch.randn_like(inputs[0])]
     with torch.no_grad():
         assert torch.equal(net(*fresh), model(*fresh))
+
+
+def test_a_network_wrong_with_a_less_exact_kernel_is_judged_again_with_exact_ones(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each region's kernel agreed on its own, the network's outputs did not (attention amplified a
+    projection's three-bf16-product rounding on large inputs): the run judges the network again with
+    each region's fastest kernel as exact as eager, or its original code where it has none, and says
+    so; the export then carries what the second verdict judged."""
+    from kernelevo.agent.model import check as mc
+    from kernelevo.agent.store import RunStore
+    from kernelevo.sandbox.models import Check, Verdict
+
+    def region(name: str, kernels: list[tuple[str, float, float]]) -> dict:
+        store = RunStore(tmp_path / name)
+        ids = []
+        for label, runtime_ms, ratio in kernels:
+            cid, _ = store.add_candidate(f"# {name} {label}\n", None, "gemm", "gemm|x", "{}", 0)
+            store.record_evaluation(cid, "search", Verdict(
+                task="r", candidate=cid, size="full", compiled=True, correct=True, reason=None, checks=[],
+                device="H200", isolation={}, runtime_ms=runtime_ms, timing="cuda-events", speedup=2.0 / runtime_ms,
+                precision_ratio=ratio))
+            ids.append(cid)
+        store.close()
+        return {"name": name, "nodes": [name], "state": "optimized", "candidate": ids[0],
+                "run_dir": str(tmp_path / name), "ids": ids}
+
+    # region a: its best is bf16x3 (ratio 40); a slower exact one exists. Region b: only bf16x3.
+    a = region("a", [("bf16x3", 1.0, 40.0), ("bf16x6", 1.5, 1.3), ("slower than eager", 2.5, 1.0)])
+    b = region("b", [("bf16x3", 1.0, 40.0)])
+    config = mr.ModelRunConfig(spec=mr.ModelSpec(path=str(TINY), size="small"))
+    state = {"config": config.model_dump(mode="json"), "regions": [a, b]}
+    judged: list[dict] = []
+
+    def judge_network(evaluator, task, candidate, folder, kernels):  # noqa: ANN001, ANN202
+        judged.append(kernels)
+        if len(judged) == 1:
+            wrong = Verdict(task="n", candidate="c", size="full", compiled=True, correct=False, reason="x",
+                            checks=[Check(name="correct: set 3 (large values (x100))", passed=False)], device="H200",
+                            isolation={})
+            assert wrong.wrong_output
+            return {"correct": False, "reason": "correct: set 3 (large values (x100)): 1 of 50331648 values outside",
+                    "wrong_output": wrong.wrong_output}
+        return {"correct": True, "reason": None, "timing": "cuda-events", "speedup": 1.2, "max_abs_error": 1e-6,
+                "eager_ms": 1.2, "optimized_ms": 1.0, "wrong_output": False}
+
+    monkeypatch.setattr(mc, "judge_network", judge_network)
+    said: list[str] = []
+    mr.finish(config, tmp_path / "run", state, "cpu", said.append, in_context=False)
+    assert [sorted(k) for k in judged] == [["0", "1"], ["0"]]
+    assert judged[1]["0"][0] == "# a bf16x6\n"
+    assert a["candidate"] == a["ids"][1] and a["replaced_candidate"] == a["ids"][0]
+    assert b["state"] == "left alone" and b["candidate"] is None and "as exact as eager" in b["reason"]
+    e2e = state["end_to_end"]
+    assert e2e["correct"] and e2e["regions_replaced"] == 1 and "large values" in e2e["first_attempt"]["reason"]
+    assert any("judging it again" in line for line in said)
+    # a failure that is not a wrong output (a crash, a time) is not judged again
+    judged.clear()
+    state["regions"] = [region("c", [("bf16x3", 1.0, 40.0), ("bf16x6", 1.5, 1.3)])]
+    monkeypatch.setattr(mc, "judge_network", lambda *args: judged.append(args[-1]) or {
+        "correct": False, "reason": "forensic kernel trace: ...", "wrong_output": False})
+    mr.finish(config, tmp_path / "run", state, "cpu", said.append, in_context=False)
+    assert len(judged) == 1 and state["regions"][0]["state"] == "optimized"

@@ -143,6 +143,7 @@ def judge_network(evaluator: Any, task_path: Path, candidate: Path, folder: Path
     result: dict[str, Any] = {
         "correct": verdict.correct, "reason": verdict.reason, "max_abs_error": verdict.max_abs_error,
         "timing": verdict.timing, "assurance": verdict.assurance, "checks": len(verdict.checks),
+        "wrong_output": verdict.wrong_output,
         "eager_ms": verdict.reference_runtime_ms, "optimized_ms": verdict.runtime_ms}
     if verdict.timing == "cuda-events" and verdict.speedup is not None:
         result["speedup"] = verdict.speedup
@@ -151,3 +152,39 @@ def judge_network(evaluator: Any, task_path: Path, candidate: Path, folder: Path
         if verdict.speedup < 1:
             result["note"] = "slower than eager: `kernelevo export` writes no kernels for it unless --keep-slower"
     return result
+
+
+def exact_choices(regions: list[dict[str, Any]], kept: dict[str, list[str]]
+                  ) -> tuple[dict[str, list[str]], dict[str, str | None]]:
+    """For a network whose outputs disagreed with the original's although each kernel agreed on its own
+    region: each kept region's fastest correct kernel that is as exact as eager (``AS_EXACT_AS_EAGER``),
+    or none. A network can amplify a region's rounding (attention over large logits turns a small
+    error in a projection into a different softmax); a kernel that allowed itself three bf16 products
+    per fp32 one is within the precision rule alone, and may not be inside it.
+
+    Returns the kernels to judge again and, per kept region, the candidate now chosen (None: the
+    region keeps its original code)."""
+    from kernelevo.agent.store import RunStore
+    from kernelevo.sandbox.judge.rules import AS_EXACT_AS_EAGER
+
+    chosen: dict[str, list[str]] = {}
+    choice: dict[str, str | None] = {}
+    for index in kept:
+        region = regions[int(index)]
+        store = RunStore(Path(region["run_dir"]))
+        try:
+            best: tuple[float, str] | None = None
+            for item in store.candidates():
+                verdict = store.evaluation(item["id"], "final") or store.evaluation(item["id"])
+                if (verdict is None or not verdict.correct or verdict.precision_ratio is None
+                        or verdict.precision_ratio > AS_EXACT_AS_EAGER or verdict.runtime_ms is None
+                        or (verdict.speedup is not None and verdict.timing == "cuda-events" and verdict.speedup < 1)):
+                    continue
+                if best is None or verdict.runtime_ms < best[0]:
+                    best = (verdict.runtime_ms, item["id"])
+            choice[index] = best[1] if best else None
+            if best:
+                chosen[index] = [store.source_path(best[1]).read_text(), f"{region['name']}_{best[1][:10]}"]
+        finally:
+            store.close()
+    return chosen, choice

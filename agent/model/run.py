@@ -329,13 +329,17 @@ def finish(config: ModelRunConfig, run_dir: Path, state: dict[str, Any], device:
                 log(f"warning: {advice['error']}; every kernel is kept")
         reverted = advice.get("reverted") or {}
         kept = {k: v for k, v in kernels.items() if k not in reverted}
-        if kept:
-            dtype = state.get("dtype") or config.spec.dtype
-            task_path, candidate = mc.write_files(spec, regions, kept, files, dtype)
-            result = mc.judge_network(evaluator, task_path, candidate, files, kept)
-        else:
-            result = {"correct": True, "reason": None, "timing": None,
-                      "note": "no kernel is left in the network: it runs as it was"}
+        dtype = state.get("dtype") or config.spec.dtype
+        result = _judge_kept(evaluator, spec, regions, kept, files, dtype)
+        if result.get("wrong_output"):
+            exact, choice = mc.exact_choices(state["regions"], kept)
+            if exact != kept:
+                log(f"end to end: the network's outputs disagree ({result['reason'][:160]}); judging it again with "
+                    "each region's fastest kernel as exact as eager, or its original code")
+                first, kept = result, exact
+                result = _judge_kept(evaluator, spec, regions, kept, files, dtype)
+                result["first_attempt"] = {"reason": first["reason"], "max_abs_error": first.get("max_abs_error")}
+                _apply_exact(state, choice, first["reason"], log)
         result["regions_replaced"] = len(kept) if result.get("correct") else 0
         if reverted:
             result["reverted"] = reverted
@@ -346,6 +350,32 @@ def finish(config: ModelRunConfig, run_dir: Path, state: dict[str, Any], device:
     _save(run_dir, state)
     _log_result(result, log)
     return state
+
+
+def _judge_kept(evaluator: Any, spec: ModelSpec, regions: list[list[str]], kept: dict[str, list[str]],
+                folder: Path, dtype: str | None) -> dict[str, Any]:
+    if not kept:
+        return {"correct": True, "reason": None, "timing": None,
+                "note": "no kernel is left in the network: it runs as it was"}
+    task_path, candidate = mc.write_files(spec, regions, kept, folder, dtype)
+    return mc.judge_network(evaluator, task_path, candidate, folder, kept)
+
+
+def _apply_exact(state: dict[str, Any], choice: dict[str, str | None], why: str, log: Callable[[str], None]) -> None:
+    """Record the second attempt's choices: a region whose kernel changed, or that lost it."""
+    for index, candidate in choice.items():
+        r = state["regions"][int(index)]
+        if candidate == r["candidate"]:
+            continue
+        before = r["candidate"]
+        if candidate is None:
+            r.update(state="left alone", reverted_candidate=before, candidate=None,
+                     reason=f"its kernel ({before[:10]}) was right alone, but with it the network's outputs disagreed "
+                            f"({why[:160]}); none of its kernels is as exact as eager")
+            log(f"region {r['name']}: left alone ({r['reason']})")
+        else:
+            r.update(candidate=candidate, replaced_candidate=before)
+            log(f"region {r['name']}: kernel {before[:10]} replaced by {candidate[:10]}, as exact as eager")
 
 
 def _apply_reverted(state: dict[str, Any], reverted: dict[str, Any], result: dict[str, Any],

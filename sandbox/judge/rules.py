@@ -14,6 +14,10 @@ from __future__ import annotations
 from kernelevo.sandbox.judge.record import PrecisionSums
 
 PRECISION_FACTOR = 64.0
+AS_EXACT_AS_EAGER = 4.0
+"""A kernel whose error against float64 is within this many times eager's sums as exactly as eager does
+(another order of the same fp32 sums). The precision rule allows more; a network that amplifies
+rounding may need its regions' kernels this exact."""
 PRECISION_FLOOR = {"float32": 2.0**-21, "float64": 2.0**-50}
 """Relative error always allowed: about four units in the last place of each dtype."""
 
@@ -30,6 +34,14 @@ def precision_problem(sums: PrecisionSums, dtype: str) -> str | None:
     return (f"the outputs are {mine:.3g} from float64 on average (relative), eager's are {eager:.3g}: more than "
             f"{PRECISION_FACTOR:g}x eager's error plus {floor:.2g}, over {sums.outputs} checked outputs. The work is "
             f"done in a lower precision than the task's {dtype} (fp16/bf16 arithmetic, or TF32 products)")
+
+
+def precision_ratio(sums: PrecisionSums) -> float | None:
+    """The candidate's summed error against float64 over eager's (None without a float64 reference, or
+    where eager is exact)."""
+    if sums.outputs == 0 or sums.err_eager <= 0:
+        return None
+    return sums.err_candidate / sums.err_eager
 
 
 def precision_detail(sums: PrecisionSums) -> str:
