@@ -220,7 +220,7 @@ def anchor_kind(gm: torch.fx.GraphModule, node: torch.fx.Node) -> str | None:
         for cls, kind in ANCHOR_MODULES.items():
             if isinstance(module, cls):
                 return kind
-        if isinstance(module, POINTWISE_MODULES):
+        if isinstance(module, POINTWISE_MODULES) or _inference_batch_norm(module):
             return "pointwise"
         return "module"
     if node.op == "call_function":
@@ -237,6 +237,13 @@ def anchor_kind(gm: torch.fx.GraphModule, node: torch.fx.Node) -> str | None:
             return "reduction"
         return "view"
     return None
+
+
+def _inference_batch_norm(module: nn.Module | None) -> bool:
+    """BatchNorm in eval mode with running statistics: one scale and shift per channel, so it joins a
+    convolution's or a linear's epilogue like any pointwise op (in training it reduces over the batch)."""
+    return (isinstance(module, nn.modules.batchnorm._BatchNorm) and not module.training
+            and module.running_mean is not None)
 
 
 def _is_pointwise(gm: torch.fx.GraphModule, node: torch.fx.Node) -> bool:
@@ -338,7 +345,49 @@ def module_init(module: nn.Module | None) -> str | None:
     simple = (nn.ReLU, nn.SiLU, nn.Sigmoid, nn.Tanh, nn.Identity, nn.Mish)
     if isinstance(module, simple):
         return f"nn.{type(module).__name__}()"
-    return None
+    return _from_repr(module)
+
+
+def _from_repr(module: nn.Module) -> str | None:
+    """A torch.nn module with no children, constructed from its own ``extra_repr`` (which for torch's
+    modules reads as their constructor's arguments: ``BatchNorm2d(64, eps=1e-05, ...)``,
+    ``MaxPool2d(kernel_size=3, stride=2, ...)``), if the module so built is the same: the same
+    description and the same parameters and buffers by name and shape. Never in place: a region task
+    must leave its inputs as they were."""
+    cls = type(module)
+    if getattr(nn, cls.__name__, None) is not cls or next(module.children(), None) is not None:
+        return None
+    text = f"nn.{cls.__name__}({module.extra_repr()})".replace("inplace=True", "inplace=False")
+    try:
+        rebuilt = eval(text, {"nn": nn, "torch": torch, "inf": float("inf"), "nan": float("nan")})  # noqa: S307
+    except Exception:  # a description that is not its constructor's arguments
+        return None
+
+    def layout(m: nn.Module) -> list[tuple[str, tuple[int, ...]]]:
+        return [(k, tuple(v.shape)) for k, v in m.state_dict().items()]
+
+    same = rebuilt.extra_repr() == module.extra_repr().replace("inplace=True", "inplace=False")
+    return text if same and layout(rebuilt) == layout(module) else None
+
+
+def varied_constants(attr: str, module: nn.Module) -> list[str]:
+    """Lines for a region task's ``__init__`` that redraw each floating parameter or buffer of
+    ``self.<attr>`` holding one value throughout (a norm's weight of ones, its bias of zeros,
+    BatchNorm's running mean and variance as constructed): in a trained network they vary, and a
+    kernel that ignored them would pass a task where they are ones and zeros. Signs are kept (a
+    variance stays positive)."""
+    lines = []
+    for name, value in [*module.named_parameters(recurse=False), *module.named_buffers(recurse=False)]:
+        if value is None or not value.is_floating_point() or value.numel() < 2:
+            continue
+        flat = value.detach().reshape(-1)
+        if not bool((flat == flat[0]).all()):
+            continue
+        target = f"self.{attr}.{name}"
+        lines.append(f"{target}.uniform_(-0.5, 0.5)" if float(flat[0]) == 0.0 else
+                     f"{target}.mul_(torch.empty_like({target}).uniform_(0.5, 1.5))")
+    return ["        with torch.no_grad():  # values a trained network would have, not the constructor's constants",
+            *("            " + line for line in lines)] if lines else []
 
 
 def attribute(qualified: str) -> str:
@@ -384,7 +433,9 @@ def region_task_source(gm: torch.fx.GraphModule, region: Region, allow_partial: 
     dtype = dtypes.pop() if len(dtypes) == 1 else None
     init_lines = ["        super().__init__()"]
     for qualified in region.modules:
-        init_lines.append(f"        self.{attribute(qualified)} = {module_init(gm.get_submodule(qualified))}")
+        module = gm.get_submodule(qualified)
+        init_lines.append(f"        self.{attribute(qualified)} = {module_init(module)}")
+        init_lines += varied_constants(attribute(qualified), module)
     code = sub.graph.python_code(root_module="self").src
     forward = code.strip().splitlines()
     body = "\n".join("    " + line for line in forward)

@@ -97,18 +97,55 @@ def test_each_region_is_a_task_with_the_captured_shapes(tmp_path: Path) -> None:
 
 
 def test_unknown_modules_stay_in_pytorch_with_the_reason() -> None:
-    class Net(nn.Module):  # torch.fx keeps torch.nn modules whole; BatchNorm has no task template
+    class Net(nn.Module):  # torch.fx keeps torch.nn modules whole; one with children has no task template
         def __init__(self) -> None:
             super().__init__()
-            self.norm, self.fc = nn.BatchNorm1d(4), nn.Linear(4, 4)
+            self.block, self.fc = nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0), nn.Linear(4, 4)
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return self.fc(self.norm(x))
+            return self.fc(self.block(x))
 
-    found = rg.partition(rg.capture(Net().eval(), [torch.randn(2, 4)]))
+    found = rg.partition(rg.capture(Net().eval(), [torch.randn(2, 3, 4)]))
     odd = next(r for r in found if r.kind == "module")
-    assert not odd.supported and "module type BatchNorm1d cannot be re-created" in odd.reason
+    assert not odd.supported and "module type TransformerEncoderLayer cannot be re-created" in odd.reason
     assert next(r for r in found if r.kind == "linear").supported
+
+
+def test_torch_modules_are_recreated_from_their_description_with_trained_looking_values(tmp_path: Path) -> None:
+    """BatchNorm and pooling (any torch.nn module without children whose description is its
+    constructor's arguments) become region tasks, a BatchNorm in eval mode in the epilogue of the
+    convolution before it. Their constant-valued parameters and statistics
+    (BatchNorm's mean of zeros and variance of ones as constructed) are redrawn in the task: a kernel
+    that ignored them would otherwise pass, and fail on a trained network."""
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv, self.bn = nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8, eps=1e-3)
+            self.pool, self.relu = nn.MaxPool2d(3, stride=2, padding=1), nn.ReLU(inplace=True)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.pool(self.relu(self.bn(self.conv(x))))
+
+    model = Net().eval()
+    gm = rg.capture(model, [torch.randn(2, 3, 8, 8)])
+    found = rg.partition(gm)
+    assert all(r.supported for r in found), [(r.name, r.reason) for r in found]
+    # BatchNorm at inference is a scale and shift per channel: it joins the convolution's epilogue
+    assert [r.nodes for r in found] == [["conv", "bn", "relu"], ["pool"]]
+    for region in found:
+        namespace: dict = {}
+        source = rg.region_task_source(gm, region)
+        exec(compile(source, region.name, "exec"), namespace)  # noqa: S102
+        task_model = namespace["Model"]().eval()
+        out = task_model(*namespace["get_inputs"]())
+        assert out.shape == rg._tensor_meta(next(n for n in gm.graph.nodes if n.name == region.output)).shape
+        if "bn" in region.modules:
+            bn = task_model.bn
+            assert "eps=0.001" in source and "inplace=True" not in source
+            assert bn.running_var.min() > 0 and bn.running_var.std() > 0 and bn.running_mean.abs().max() > 0
+            assert bn.weight.std() > 0 and bn.bias.abs().max() > 0
+    assert rg.module_init(nn.MaxPool2d(3, stride=2, padding=1)) == (
+        "nn.MaxPool2d(kernel_size=3, stride=2, padding=1, dilation=1, ceil_mode=False)")
 
 
 def test_an_untraceable_model_is_a_clear_error() -> None:
