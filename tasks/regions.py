@@ -299,7 +299,8 @@ def _ready(user: torch.fx.Node, members: list[torch.fx.Node], order: dict[torch.
     computed later (``0.5 * x * (1 + tanh(...x...))`` joins ``0.5 * x`` with the tanh's result) would
     make the region wait for work placed after it."""
     start = order[members[0]]
-    return all(a in members or order[a] < start for a in user.all_input_nodes)
+    # a tensor the network holds (get_attr) exists before anything runs, wherever fx placed its read
+    return all(a in members or a.op == "get_attr" or order[a] < start for a in user.all_input_nodes)
 
 
 def _unsupported(gm: torch.fx.GraphModule, members: list[torch.fx.Node], inputs: list[str]) -> str | None:
@@ -307,8 +308,13 @@ def _unsupported(gm: torch.fx.GraphModule, members: list[torch.fx.Node], inputs:
     for m in members:
         if m.op == "call_module" and module_init(_module(gm, m)) is None:
             return f"module type {type(_module(gm, m)).__name__} cannot be re-created in a task"
-        if any(a.op == "get_attr" for a in m.all_input_nodes):
-            return "it reads a parameter or buffer directly (get_attr)"
+        for a in m.all_input_nodes:
+            if a.op != "get_attr":
+                continue
+            value = _fetch_attr(gm, str(a.target))
+            if not isinstance(value, torch.Tensor) or not value.is_floating_point():
+                return (f"it reads {a.target}, a {type(value).__name__ if not isinstance(value, torch.Tensor) else value.dtype} "
+                        "the network holds, whose values matter (indices, a mask): a task would draw other values")
     meta = _tensor_meta(members[-1])
     if meta is None or not hasattr(meta, "shape"):
         return "its output is not one tensor"
@@ -316,6 +322,25 @@ def _unsupported(gm: torch.fx.GraphModule, members: list[torch.fx.Node], inputs:
         if not hasattr(_tensor_meta(by_name[name]), "shape"):
             return f"input {name} is not a tensor"
     return None
+
+
+def _fetch_attr(gm: torch.fx.GraphModule, qualified: str) -> Any:
+    value: Any = gm
+    for part in qualified.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def _read_attrs(gm: torch.fx.GraphModule, region: Region) -> list[torch.fx.Node]:
+    """The get_attr nodes the region's nodes read: tensors the network holds outside any submodule
+    (``torch.matmul(x, self.clusters)``), which the region task holds as its own."""
+    by_name = {n.name: n for n in gm.graph.nodes}
+    read: list[torch.fx.Node] = []
+    for name in region.nodes:
+        for a in by_name[name].all_input_nodes:
+            if a.op == "get_attr" and a not in read:
+                read.append(a)
+    return read
 
 
 def module_init(module: nn.Module | None) -> str | None:
@@ -409,6 +434,14 @@ def region_graph_module(gm: torch.fx.GraphModule, region: Region) -> torch.fx.Gr
     for name in region.inputs:
         env[name] = graph.placeholder(name)
         env[name].meta = dict(by_name[name].meta)
+    for node in _read_attrs(gm, region):
+        flat, value = attribute(str(node.target)), _fetch_attr(gm, str(node.target))
+        if isinstance(value, nn.Parameter):
+            root.register_parameter(flat, value)
+        else:
+            root.register_buffer(flat, value)
+        env[node.name] = graph.get_attr(flat)
+        env[node.name].meta = dict(node.meta)
     for name in region.nodes:
         node = by_name[name]
         if node.op == "call_module":
@@ -432,6 +465,11 @@ def region_task_source(gm: torch.fx.GraphModule, region: Region, allow_partial: 
     dtypes = {_dtype_name(m.dtype) for m in metas if m.dtype.is_floating_point}
     dtype = dtypes.pop() if len(dtypes) == 1 else None
     init_lines = ["        super().__init__()"]
+    for node in _read_attrs(gm, region):
+        value, flat = _fetch_attr(gm, str(node.target)), attribute(str(node.target))
+        draw = f"torch.randn({tuple(value.shape)}, dtype=torch.{_dtype_name(value.dtype)})"
+        init_lines.append(f"        self.{flat} = nn.Parameter({draw})" if isinstance(value, nn.Parameter)
+                          else f"        self.register_buffer({flat!r}, {draw})")
     for qualified in region.modules:
         module = gm.get_submodule(qualified)
         init_lines.append(f"        self.{attribute(qualified)} = {module_init(module)}")

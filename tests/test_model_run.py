@@ -859,3 +859,39 @@ def test_a_network_wrong_with_a_less_exact_kernel_is_judged_again_with_exact_one
         "correct": False, "reason": "forensic kernel trace: ...", "wrong_output": False})
     mr.finish(config, tmp_path / "run", state, "cpu", said.append, in_context=False)
     assert len(judged) == 1 and state["regions"][0]["state"] == "optimized"
+
+
+def test_a_tensor_the_network_holds_goes_with_the_region_that_reads_it() -> None:
+    """``torch.matmul(x, self.clusters)`` (NetVLAD) reads a parameter outside any submodule: the region
+    task holds it as its own parameter (a floating buffer as a buffer), drawn afresh, and the region's
+    module carries the network's values for its kernel. A tensor whose values matter (an index buffer)
+    keeps its region in PyTorch, with why."""
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.clusters = nn.Parameter(torch.randn(16, 8))
+            self.register_buffer("gain", torch.rand(8) + 0.5)
+            self.register_buffer("order", torch.arange(8))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = torch.relu(torch.matmul(x, self.clusters)) * self.gain
+            return torch.softmax(y, dim=1) + self.order
+
+    model, x = Net().eval(), torch.randn(4, 16)
+    gm = rg.capture(model, [x])
+    found = rg.partition(gm)
+    first = found[0]
+    assert first.nodes == ["matmul", "relu", "mul"] and first.supported, first
+    source = rg.region_task_source(gm, first)
+    assert "self.clusters = nn.Parameter(torch.randn((16, 8)" in source
+    assert "self.register_buffer('gain', torch.randn((8,)" in source
+    namespace: dict = {}
+    exec(compile(source, first.name, "exec"), namespace)  # noqa: S102
+    assert namespace["Model"]()(*namespace["get_inputs"]()).shape == (4, 8)
+    sub = rg.region_graph_module(gm, first)
+    assert torch.equal(sub.state_dict()["clusters"], model.clusters.detach())
+    assert torch.equal(sub(x), torch.relu(x @ model.clusters) * model.gain)
+    (indexed,) = [r for r in found if not r.supported]
+    assert indexed.nodes == ["add"] and "it reads order, a torch.int64" in indexed.reason
+    with torch.no_grad():
+        assert torch.equal(rg.split(gm, found)(x), model(x))
