@@ -313,8 +313,9 @@ def _unsupported(gm: torch.fx.GraphModule, members: list[torch.fx.Node], inputs:
                 continue
             value = _fetch_attr(gm, str(a.target))
             if not isinstance(value, torch.Tensor) or not value.is_floating_point():
-                return (f"it reads {a.target}, a {type(value).__name__ if not isinstance(value, torch.Tensor) else value.dtype} "
-                        "the network holds, whose values matter (indices, a mask): a task would draw other values")
+                kind = value.dtype if isinstance(value, torch.Tensor) else type(value).__name__
+                return (f"it reads {a.target}, a {kind} the network holds, whose values matter (indices, a mask): "
+                        "a task would draw other values")
     meta = _tensor_meta(members[-1])
     if meta is None or not hasattr(meta, "shape"):
         return "its output is not one tensor"
