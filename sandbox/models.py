@@ -18,6 +18,9 @@ class Check(BaseModel):
     name: str
     passed: bool
     detail: str = ""
+    compared: bool = False
+    """The check compared the candidate's outputs with the reference's (a failure is a wrong output,
+    not a crash, a broken rule or a time)."""
 
 
 class TimingPolicy(BaseModel):
@@ -189,10 +192,6 @@ class JobOutcome(BaseModel):
     isolation: Isolation
 
 
-OUTPUT_CHECKS = ("correct:", "precision", "timed runs correct", "forensic call")
-"""The checks (by the start of their names) that compare a candidate's outputs with the reference's."""
-
-
 class Verdict(BaseModel):
     """The judgement of one candidate against one task: the contract of ``kernelevo eval --json``."""
 
@@ -266,7 +265,7 @@ class Verdict(BaseModel):
     @property
     def wrong_output(self) -> bool:
         """Rejected because an output disagreed with the reference's (not a crash, a rule, or a time)."""
-        return any(not c.passed and c.name.startswith(OUTPUT_CHECKS) for c in self.checks)
+        return any(not c.passed and c.compared for c in self.checks)
 
 
 class KernelMetrics(BaseModel):

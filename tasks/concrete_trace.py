@@ -116,7 +116,7 @@ class ConcreteTracer(torch.fx.Tracer):
     def value_of(self, node: torch.fx.Node) -> Any:
         if node not in self.values and node.op == "get_attr":
             with _untraced():
-                self.values[node] = _fetch(self.root, str(node.target))
+                self.values[node] = fetch_attribute(self.root, str(node.target))
         if node not in self.values:
             raise ShapeDependentTrace(f"no example value for {node.name}")
         return self.values[node]
@@ -147,7 +147,7 @@ class ConcreteTracer(torch.fx.Tracer):
             self.value_shaped.add(node)
         with torch.no_grad(), _untraced(), self.fake_mode or contextlib.nullcontext():
             if kind == "get_attr":
-                self.values[node] = _fetch(self.root, str(target))
+                self.values[node] = fetch_attribute(self.root, str(target))
             elif kind == "call_function":
                 self.values[node] = target(*values_args, **values_kwargs)
             elif kind == "call_method":
@@ -164,7 +164,8 @@ def _boolean_index(args: tuple) -> bool:
     return any(isinstance(p, torch.Tensor) and p.dtype == torch.bool for p in parts)
 
 
-def _fetch(root: nn.Module, qualified: str) -> Any:
+def fetch_attribute(root: nn.Module, qualified: str) -> Any:
+    """``root``'s attribute at a dotted name (``blocks.0.scale``), read as nn.Module reads it."""
     value: Any = root
     for part in qualified.split("."):
         value = builtins.getattr(value, part)

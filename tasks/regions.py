@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from torch.fx.passes.shape_prop import ShapeProp
 from torch.fx.passes.split_module import split_module
 
-from kernelevo.tasks.concrete_trace import concrete_graph, unpassed_defaults
+from kernelevo.tasks.concrete_trace import concrete_graph, fetch_attribute, unpassed_defaults
 
 POINTWISE_FUNCTIONS = {
     torch.relu, torch.sigmoid, torch.tanh, torch.exp, torch.abs, torch.neg, torch.sqrt, torch.rsqrt, torch.add,
@@ -87,9 +87,10 @@ def capture(model: nn.Module, inputs: list[Any], fake_mode: Any = None) -> torch
     which then carries ``fixed_signature`` (what it holds for) and must match the model on a second,
     shuffled set of inputs of those shapes.
 
-    With ``fake_mode`` (a ``FakeTensorMode``; ``inputs`` its fake tensors) the run is on shapes alone:
-    no data and no kernels, for a graph already captured and checked for real once, which only
-    has to be recorded again (the check on other values needs data and is left out)."""
+    With ``fake_mode`` (a ``FakeTensorMode``; ``inputs`` its fake tensors) the run is on shapes alone,
+    for a graph already captured and checked for real once, which only has to be recorded again (the
+    check on other values needs data and is left out): the traced values carry no data, and only
+    code of the forward that touches none of them (a constant built from sizes) runs for real."""
     state = _module_state(model)
     fixed = False
     try:
@@ -174,15 +175,17 @@ _HELD = ("_parameters", "_buffers", "_modules")
 writes into them."""
 
 
-ModuleState = tuple[list[tuple[nn.Module, dict[str, Any]]], list[tuple[torch.Tensor, torch.Tensor]]]
+ModuleState = tuple[list[tuple[nn.Module, dict[str, Any]]], list[list[Any]]]
 
 
 def _module_state(model: nn.Module) -> ModuleState:
     """Every submodule's attributes, as they are, and its buffers' contents: a forward that stores a
     value on its module (``self.hidden = ...``) stores a tracer's proxy there while it is traced, and
-    one that updates a buffer in place (``self.avg.mul_(0.9)``) runs once for real at fixed shapes."""
+    one that updates a buffer in place (``self.avg.mul_(0.9)``) runs once for real at fixed shapes.
+    The contents are kept on the host with each buffer's version: copies, not kernels, and only a
+    buffer written since is put back."""
     attributes = [(m, {k: dict(v) if k in _HELD else v for k, v in vars(m).items()}) for m in model.modules()]
-    return attributes, [(b, b.detach().clone()) for b in model.buffers()]
+    return attributes, [[b, b._version, b.detach().to("cpu", copy=True)] for b in model.buffers()]
 
 
 def _restore(state: ModuleState) -> None:
@@ -191,8 +194,11 @@ def _restore(state: ModuleState) -> None:
         module.__dict__.clear()
         module.__dict__.update({k: dict(v) if k in _HELD else v for k, v in held.items()})
     with torch.no_grad():
-        for buffer, contents in buffers:
-            buffer.copy_(contents)
+        for kept in buffers:
+            buffer, version, contents = kept
+            if buffer._version != version:
+                buffer.copy_(contents)
+                kept[1] = buffer._version
 
 
 def _graph_module(model: nn.Module, graph: torch.fx.Graph, state: ModuleState) -> torch.fx.GraphModule:
@@ -311,7 +317,7 @@ def _unsupported(gm: torch.fx.GraphModule, members: list[torch.fx.Node], inputs:
         for a in m.all_input_nodes:
             if a.op != "get_attr":
                 continue
-            value = _fetch_attr(gm, str(a.target))
+            value = fetch_attribute(gm, str(a.target))
             if not isinstance(value, torch.Tensor) or not value.is_floating_point():
                 kind = value.dtype if isinstance(value, torch.Tensor) else type(value).__name__
                 return (f"it reads {a.target}, a {kind} the network holds, whose values matter (indices, a mask): "
@@ -325,13 +331,6 @@ def _unsupported(gm: torch.fx.GraphModule, members: list[torch.fx.Node], inputs:
     return None
 
 
-def _fetch_attr(gm: torch.fx.GraphModule, qualified: str) -> Any:
-    value: Any = gm
-    for part in qualified.split("."):
-        value = getattr(value, part)
-    return value
-
-
 def _read_attrs(gm: torch.fx.GraphModule, region: Region) -> list[torch.fx.Node]:
     """The get_attr nodes the region's nodes read: tensors the network holds outside any submodule
     (``torch.matmul(x, self.clusters)``), which the region task holds as its own."""
@@ -342,6 +341,17 @@ def _read_attrs(gm: torch.fx.GraphModule, region: Region) -> list[torch.fx.Node]
             if a.op == "get_attr" and a not in read:
                 read.append(a)
     return read
+
+
+def _drawn_like(value: torch.Tensor) -> str:
+    """Python that draws a tensor of ``value``'s shape and dtype uniformly over the range its values
+    span (a temperature stays positive, a scale stays near its size); one constant value is varied by
+    half its size either way, zero by 0.5 either way."""
+    low, high = float(value.detach().min()), float(value.detach().max())
+    if low == high:
+        low, high = (-0.5, 0.5) if low == 0 else sorted((low * 0.5, low * 1.5))
+    return (f"torch.empty({tuple(value.shape)}, dtype=torch.{_dtype_name(value.dtype)}).uniform_({low!r}, "
+            f"{high!r})")
 
 
 def module_init(module: nn.Module | None) -> str | None:
@@ -375,25 +385,32 @@ def module_init(module: nn.Module | None) -> str | None:
 
 
 def _from_repr(module: nn.Module) -> str | None:
-    """A torch.nn module with no children, constructed from its own ``extra_repr`` (which for torch's
-    modules reads as their constructor's arguments: ``BatchNorm2d(64, eps=1e-05, ...)``,
-    ``MaxPool2d(kernel_size=3, stride=2, ...)``), if the module so built is the same: the same
-    description and the same parameters and buffers by name and shape. Never in place: a region task
-    must leave its inputs as they were."""
+    """A torch.nn module with no children, constructed from its own ``extra_repr`` (which for most of
+    torch's modules reads as their constructor's arguments: ``BatchNorm2d(64, eps=1e-05, ...)``), if
+    the module so built is the same: every public attribute equal, and the same parameters and
+    buffers by name and shape (some descriptions leave arguments out: AvgPool2d's
+    ``count_include_pad``, Upsample's ``align_corners``; those modules are refused). Built on the meta
+    device: nothing is allocated or launched, which matters while a reassembled network is built in
+    the judge's process. Never in place: a region task must leave its inputs as they were."""
     cls = type(module)
-    if getattr(nn, cls.__name__, None) is not cls or next(module.children(), None) is not None:
+    if (getattr(nn, cls.__name__, None) is not cls or next(module.children(), None) is not None
+            or isinstance(module, (nn.Embedding, nn.EmbeddingBag))):  # indices as inputs: a task draws others
         return None
     text = f"nn.{cls.__name__}({module.extra_repr()})".replace("inplace=True", "inplace=False")
     try:
-        rebuilt = eval(text, {"nn": nn, "torch": torch, "inf": float("inf"), "nan": float("nan")})  # noqa: S307
+        with torch.device("meta"):
+            rebuilt = eval(text, {"nn": nn, "torch": torch, "inf": float("inf"), "nan": float("nan")})  # noqa: S307
     except Exception:  # a description that is not its constructor's arguments
         return None
+    return text if _settings(rebuilt) == _settings(module) else None
 
-    def layout(m: nn.Module) -> list[tuple[str, tuple[int, ...]]]:
-        return [(k, tuple(v.shape)) for k, v in m.state_dict().items()]
 
-    same = rebuilt.extra_repr() == module.extra_repr().replace("inplace=True", "inplace=False")
-    return text if same and layout(rebuilt) == layout(module) else None
+def _settings(module: nn.Module) -> tuple[dict[str, Any], list[tuple[str, tuple[int, ...], torch.dtype]]]:
+    """What makes a module compute what it computes, tensors aside: its public attributes (``inplace``
+    and ``training`` excepted), and its parameters' and buffers' names, shapes and dtypes."""
+    public = {k: v for k, v in vars(module).items() if not k.startswith("_") and k not in ("training", "inplace")}
+    tensors = [(k, tuple(v.shape), v.dtype) for k, v in module.state_dict(keep_vars=True).items()]
+    return public, tensors
 
 
 def varied_constants(attr: str, module: nn.Module) -> list[str]:
@@ -436,7 +453,7 @@ def region_graph_module(gm: torch.fx.GraphModule, region: Region) -> torch.fx.Gr
         env[name] = graph.placeholder(name)
         env[name].meta = dict(by_name[name].meta)
     for node in _read_attrs(gm, region):
-        flat, value = attribute(str(node.target)), _fetch_attr(gm, str(node.target))
+        flat, value = attribute(str(node.target)), fetch_attribute(gm, str(node.target))
         if isinstance(value, nn.Parameter):
             root.register_parameter(flat, value)
         else:
@@ -467,8 +484,8 @@ def region_task_source(gm: torch.fx.GraphModule, region: Region, allow_partial: 
     dtype = dtypes.pop() if len(dtypes) == 1 else None
     init_lines = ["        super().__init__()"]
     for node in _read_attrs(gm, region):
-        value, flat = _fetch_attr(gm, str(node.target)), attribute(str(node.target))
-        draw = f"torch.randn({tuple(value.shape)}, dtype=torch.{_dtype_name(value.dtype)})"
+        value, flat = fetch_attribute(gm, str(node.target)), attribute(str(node.target))
+        draw = _drawn_like(value)
         init_lines.append(f"        self.{flat} = nn.Parameter({draw})" if isinstance(value, nn.Parameter)
                           else f"        self.register_buffer({flat!r}, {draw})")
     for qualified in region.modules:

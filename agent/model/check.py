@@ -160,31 +160,42 @@ def exact_choices(regions: list[dict[str, Any]], kept: dict[str, list[str]]
     region: each kept region's fastest correct kernel that is as exact as eager (``AS_EXACT_AS_EAGER``),
     or none. A network can amplify a region's rounding (attention over large logits turns a small
     error in a projection into a different softmax); a kernel that allowed itself three bf16 products
-    per fp32 one is within the precision rule alone, and may not be inside it.
+    per fp32 one is within the precision rule alone, and may not be inside it. A region whose kernel's
+    precision is unknown (no float64 reference: half-precision outputs) keeps it.
 
     Returns the kernels to judge again and, per kept region, the candidate now chosen (None: the
     region keeps its original code)."""
     from kernelevo.agent.store import RunStore
-    from kernelevo.sandbox.judge.rules import AS_EXACT_AS_EAGER
 
     chosen: dict[str, list[str]] = {}
     choice: dict[str, str | None] = {}
-    for index in kept:
+    for index, kernel in kept.items():
         region = regions[int(index)]
         store = RunStore(Path(region["run_dir"]))
         try:
-            best: tuple[float, str] | None = None
-            for item in store.candidates():
-                verdict = store.evaluation(item["id"], "final") or store.evaluation(item["id"])
-                if (verdict is None or not verdict.correct or verdict.precision_ratio is None
-                        or verdict.precision_ratio > AS_EXACT_AS_EAGER or verdict.runtime_ms is None
-                        or (verdict.speedup is not None and verdict.timing == "cuda-events" and verdict.speedup < 1)):
-                    continue
-                if best is None or verdict.runtime_ms < best[0]:
-                    best = (verdict.runtime_ms, item["id"])
+            current = _verdict(store, region["candidate"])
+            if current is None or current.precision_ratio is None:
+                chosen[index], choice[index] = kernel, region["candidate"]
+                continue
+            timed = [(v.runtime_ms, item["id"]) for item in store.candidates()
+                     if (v := _verdict(store, item["id"])) is not None and _as_exact(v)]
+            best = min(timed, default=None)
             choice[index] = best[1] if best else None
             if best:
                 chosen[index] = [store.source_path(best[1]).read_text(), f"{region['name']}_{best[1][:10]}"]
         finally:
             store.close()
     return chosen, choice
+
+
+def _verdict(store: Any, candidate: str) -> Any:
+    return store.evaluation(candidate, "final") or store.evaluation(candidate)
+
+
+def _as_exact(verdict: Any) -> bool:
+    """Correct, no slower than eager where timed on a GPU, and as exact as eager."""
+    from kernelevo.sandbox.judge.rules import AS_EXACT_AS_EAGER
+
+    slower = verdict.timing == "cuda-events" and verdict.speedup is not None and verdict.speedup < 1
+    return (verdict.correct and verdict.runtime_ms is not None and not slower
+            and verdict.precision_ratio is not None and verdict.precision_ratio <= AS_EXACT_AS_EAGER)

@@ -336,10 +336,14 @@ def finish(config: ModelRunConfig, run_dir: Path, state: dict[str, Any], device:
             if exact != kept:
                 log(f"end to end: the network's outputs disagree ({result['reason'][:160]}); judging it again with "
                     "each region's fastest kernel as exact as eager, or its original code")
-                first, kept = result, exact
-                result = _judge_kept(evaluator, spec, regions, kept, files, dtype)
+                first = result
+                result = _judge_kept(evaluator, spec, regions, exact, files, dtype)
                 result["first_attempt"] = {"reason": first["reason"], "max_abs_error": first.get("max_abs_error")}
-                _apply_exact(state, choice, first["reason"], log)
+                if result.get("correct"):  # the choices stand only where the network was verified with them
+                    kept = exact
+                    _apply_exact(state, choice, first["reason"], log)
+                else:
+                    result["exact_choices"] = choice
         result["regions_replaced"] = len(kept) if result.get("correct") else 0
         if reverted:
             result["reverted"] = reverted

@@ -146,13 +146,16 @@ class KernelRegion(nn.Module):
         self.kernel, self.original, self.order, self.signature = kernel, original, order, signature
         self.enabled = True
         """False: the original runs (the end-to-end check times the region both ways in context)."""
+        self.train(original.training)
 
     def matches(self, args: tuple[Any, ...]) -> bool:
         return all(isinstance(a, torch.Tensor) and tuple(a.shape) == shape and str(a.dtype) == dtype
                    for a, (shape, dtype) in zip((args[i] for i in self.order), self.signature, strict=True))
 
     def forward(self, *args: Any) -> Any:
-        if not self.enabled or not self.matches(args):
+        # in training the original runs: a kernel was verified at inference (BatchNorm's running
+        # statistics, dropout off)
+        if not self.enabled or self.training or not self.matches(args):
             return self.original(*args)
         return self.kernel(*[args[i].contiguous() for i in self.order])
 
@@ -204,7 +207,7 @@ def capture_split(model: nn.Module, inputs: list[Any], region_nodes: list[list[s
     found = rg.partition(gm)
     if [r.nodes for r in found] != region_nodes:
         raise ValueError("the model's graph no longer partitions as it did when it was optimized")
-    return gm, found, rg.split(gm, found)
+    return gm, found, rg.split(gm, found).train(model.training)  # fx builds its modules in training mode
 
 
 def assemble(model: nn.Module, inputs: list[Any], region_nodes: list[list[str]],
@@ -233,9 +236,10 @@ def reassemble(spec: ModelSpec, device: str, region_nodes: list[list[str]],
                kernels: dict[int, tuple[str, str]]) -> torch.fx.GraphModule:
     """The network of ``spec``, built as its task's ``Model`` builds it (the same parameters from the
     same draws), with its regions' kernels put in, its graph recorded on fake inputs. Building it
-    runs no forward: on a GPU it launches the network constructor's kernels and those of the
-    kernels' own modules, nothing more, so that the forensic pass, which counts every kernel after
-    the network's constructor as the calls' work, reads the calls' time and not a capture's."""
+    runs no forward on data: on a GPU it launches the network constructor's kernels, those of the
+    kernels' own modules, and at most a few small ones for constants a forward builds from sizes
+    (a mask), so that the forensic pass, which counts every kernel after the network's constructor
+    as the calls' work, reads the calls' time and not a capture's."""
     model, _ = build(spec, device, inputs=False)
     mode, inputs = shape_inputs(spec, device)
     try:

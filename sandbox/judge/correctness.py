@@ -43,7 +43,7 @@ class CorrectnessCalls(SessionPart):
             self.record.reference_fingerprints.append(expected.get("fingerprint"))
         found = self._compare(key, reply, expected, f"comparing {label}")
         self.record.add(f"correct: {label}", found["problem"] is None, found["problem"] or
-                        "within tolerance, judged by the oracle from the raw output")
+                        "within tolerance, judged by the oracle from the raw output", compared=True)
         if found["problem"] is None:
             for stats, meta in zip(found["stats"], expected.get("outputs", [])):
                 self.record.max_abs_error = max(self.record.max_abs_error, float(stats.get("max_abs_error") or 0.0))
@@ -135,7 +135,8 @@ class CorrectnessCalls(SessionPart):
             dtype = self.plan.task.dtype or "float32"
             problem = rules.precision_problem(record.precision, dtype)
             detail = problem or rules.precision_detail(record.precision)
-            record.add("precision", problem is None, detail + (f"; {record.exact_note}" if record.exact_note else ""))
+            record.add("precision", problem is None, detail + (f"; {record.exact_note}" if record.exact_note else ""),
+                       compared=True)
         record.phases["correctness"] = round(time.monotonic() - began, 4)
 
     def _timed_precision(self, found: dict[str, Any], expected: dict[str, Any]) -> None:

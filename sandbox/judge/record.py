@@ -84,8 +84,8 @@ class Record:
     """The first note on a float64 reference: made on the host (no room on the GPU), or missing (the
     model cannot run in float64)."""
 
-    def add(self, name: str, passed: bool, detail: str = "") -> bool:
-        self.checks.append(Check(name=name, passed=passed, detail=detail))
+    def add(self, name: str, passed: bool, detail: str = "", compared: bool = False) -> bool:
+        self.checks.append(Check(name=name, passed=passed, detail=detail, compared=compared))
         return passed
 
     @property

@@ -36,12 +36,14 @@ def precision_problem(sums: PrecisionSums, dtype: str) -> str | None:
             f"done in a lower precision than the task's {dtype} (fp16/bf16 arithmetic, or TF32 products)")
 
 
-def precision_ratio(sums: PrecisionSums) -> float | None:
-    """The candidate's summed error against float64 over eager's (None without a float64 reference, or
-    where eager is exact)."""
-    if sums.outputs == 0 or sums.err_eager <= 0:
+def precision_ratio(sums: PrecisionSums, dtype: str) -> float | None:
+    """The candidate's summed error against float64 over eager's, eager's taken as at least the floor
+    the precision rule always allows (a ReLU or a max is exact in eager, and in an exact kernel);
+    None without a float64 reference (half-precision outputs have none)."""
+    floor = PRECISION_FLOOR.get(dtype)
+    if floor is None or sums.outputs == 0 or sums.magnitude <= 0:
         return None
-    return sums.err_candidate / sums.err_eager
+    return sums.err_candidate / max(sums.err_eager, floor * sums.magnitude)
 
 
 def precision_detail(sums: PrecisionSums) -> str:

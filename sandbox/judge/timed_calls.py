@@ -56,7 +56,7 @@ class TimedCalls(SessionPart):
             self.record.telemetry = telemetry.around(before, telemetry.snapshot())
         problem = rules.precision_problem(self.record.timed_precision, self.plan.task.dtype or "float32")
         if problem:
-            self.record.add("timed runs correct", False, f"the timed calls checked: {problem}")
+            self.record.add("timed runs correct", False, f"the timed calls checked: {problem}", compared=True)
             return
         self.record.add("timed runs correct", True,
                         f"{checked} timed calls, chosen after they ran, matched the reference (their outputs "

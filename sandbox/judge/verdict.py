@@ -67,7 +67,7 @@ def judge(task: Task, candidate: str, static_checks: list[Check], baseline: Refe
                       reason=None, checks=checks, device=baseline.device, isolation=iso, flops=baseline.flops,
                       bytes=baseline.bytes, first_call_ms=record.first_call_ms, launches=record.launches,
                       max_abs_error=record.max_abs_error if record.compiled else None,
-                      precision_ratio=rules.precision_ratio(record.precision),
+                      precision_ratio=rules.precision_ratio(record.precision, task.dtype or "float32"),
                       phases=record.phases, telemetry=record.telemetry,
                       log=str(record.worker_folder / "process.log") if record.worker_folder else None,
                       assurance=INTERPRETER if record.device != "cuda" else "gpu: not forensic (no forensic pass ran)")
