@@ -80,6 +80,8 @@ def test_known_wrong_candidates_are_rejected(evaluator, loophole: int, task: str
     # "a|b": either (fp16 arithmetic is outside the tolerance on some input sets, and always too imprecise)
     assert failed and failed[0].name.startswith(tuple(check.split("|"))), [(c.name, c.detail) for c in failed]
     assert any(w in verdict.reason for w in words.split("|")), verdict.reason
+    # an output that disagreed is a wrong output (a model run may try exact kernels); a rule is not
+    assert verdict.wrong_output == failed[0].name.startswith(("correct:", "precision", "timed runs correct"))
 
 
 # The judge review's classes, for the runtime defences alone: the static checks, which reject most
@@ -247,7 +249,7 @@ def test_hang_is_killed_at_the_timeout(make_evaluator) -> None:
 
 def test_crash_becomes_a_verdict(evaluator) -> None:
     verdict, code = evaluator.evaluate(load_task("relu", "small"), candidate("bad_segfault"))
-    assert code == 1 and not verdict.correct
+    assert code == 1 and not verdict.correct and not verdict.wrong_output
     if not ON_GPU:  # on a GPU the wild access is an illegal-address error instead of a signal
         assert "SIGSEGV" in verdict.reason
 
@@ -592,4 +594,5 @@ def test_text_no_encoder_takes_is_read_as_text_and_the_candidate_rejected(evalua
     verdict, code = evaluator.evaluate(load_task("relu", "small"), candidate("bad_unencodable_error"))
     assert not verdict.correct and code == 1
     assert "unencodable \ufffd message" in verdict.reason, verdict.reason
+    assert not verdict.wrong_output  # it raised: no output was compared
     verdict.model_dump_json().encode("utf-8")
