@@ -778,7 +778,31 @@ def test_a_reassembled_networks_region_kernels_are_its_own_in_the_forensic_pass(
     assert evaluator.owned == [source]
 
 
-@pytest.mark.parametrize("path", [TINY, MINI_GPT], ids=["traced symbolically", "traced at its shapes"])
+NONZERO = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        y = self.fc(x).view(x.size(0), -1)
+        return y + torch.nonzero(y > 0).float().sum()  # a size that depends on the values
+
+
+def get_inputs():
+    return [torch.randn(4, 8)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.parametrize("path", [TINY, MINI_GPT, "nonzero"],
+                         ids=["traced symbolically", "traced at its shapes", "a size that depends on values"])
 def test_a_reassembled_network_is_built_without_running_its_forward(path: Path, tmp_path: Path,
                                                                    monkeypatch) -> None:
     """The reassembled candidate records its graph on fake inputs: its constructor runs no forward on
@@ -791,9 +815,13 @@ def test_a_reassembled_network_is_built_without_running_its_forward(path: Path, 
     from kernelevo.agent.model.runtime import reassemble
 
     monkeypatch.setenv("KERNELEVO_KERNEL_DIR", str(tmp_path / "kernels"))
+    if path == "nonzero":
+        path = tmp_path / "nonzero.py"
+        path.write_text(NONZERO)
     spec = mr.ModelSpec(path=str(path), size="small")
     model, inputs = mr.build(spec)
     found = rg.partition(rg.capture(model, inputs))
+    assert mr._not_reassemblable(model, spec, "cpu", found) is None
     real_calls: list[str] = []
 
     def record(module: nn.Module, args: tuple) -> None:

@@ -193,8 +193,9 @@ def kernel_region(gm: torch.fx.GraphModule, region: rg.Region, split_child: torc
     placeholders = [n.name for n in split_child.graph.nodes if n.op == "placeholder"]
     order = [placeholders.index(name) for name in region.inputs]
     by_name = {n.name: n for n in gm.graph.nodes}
-    signature = [(tuple(by_name[i].meta["tensor_meta"].shape), str(by_name[i].meta["tensor_meta"].dtype))
-                 for i in region.inputs]
+    # a size that depends on the values (a symbol, recorded on fake inputs) matches no call: -1
+    signature = [(tuple(d if isinstance(d, int) else -1 for d in by_name[i].meta["tensor_meta"].shape),
+                  str(by_name[i].meta["tensor_meta"].dtype)) for i in region.inputs]
     return KernelRegion(kernel, split_child, order, signature)
 
 
@@ -224,9 +225,11 @@ def shape_inputs(spec: ModelSpec, device: str) -> tuple[Any, list[Any]]:
     """A ``FakeTensorMode`` and the model's example inputs as its fake tensors: shapes, dtypes and
     device, no data, nothing launched."""
     from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
     _, make_inputs, _, dtype = _parts(spec)  # the user's file imported for real, outside the mode
-    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    # the shape environment gives a size that depends on values (``nonzero``) a symbol instead of failing
+    mode = FakeTensorMode(allow_non_fake_inputs=True, shape_env=ShapeEnv())
     with mode, torch.device(device):
         values = _cast_inputs(list(make_inputs()), device, dtype)
     return mode, values
