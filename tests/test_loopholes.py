@@ -80,8 +80,12 @@ def test_known_wrong_candidates_are_rejected(evaluator, loophole: int, task: str
     # "a|b": either (fp16 arithmetic is outside the tolerance on some input sets, and always too imprecise)
     assert failed and failed[0].name.startswith(tuple(check.split("|"))), [(c.name, c.detail) for c in failed]
     assert any(w in verdict.reason for w in words.split("|")), verdict.reason
-    # an output that disagreed is a wrong output (a model run may try exact kernels); a rule is not
-    assert verdict.wrong_output == failed[0].name.startswith(("correct:", "precision", "timed runs correct"))
+    # an output that disagreed is a wrong output (a model run may try exact kernels); a broken rule alone is not
+    compared = ("correct:", "precision", "timed runs correct")
+    if failed[0].name.startswith(compared):
+        assert verdict.wrong_output
+    if not any(c.name.startswith(compared) for c in failed):
+        assert not verdict.wrong_output
 
 
 # The judge review's classes, for the runtime defences alone: the static checks, which reject most
