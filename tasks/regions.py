@@ -34,6 +34,7 @@ from torch.fx.passes.shape_prop import ShapeProp
 from torch.fx.passes.split_module import split_module
 
 from kernelevo.tasks.concrete_trace import concrete_graph, fetch_attribute, unpassed_defaults
+from kernelevo.tasks.task_modules import drawn_like, dtype_name, module_init, varied_constants
 
 POINTWISE_FUNCTIONS = {
     torch.relu, torch.sigmoid, torch.tanh, torch.exp, torch.abs, torch.neg, torch.sqrt, torch.rsqrt, torch.add,
@@ -343,103 +344,9 @@ def _read_attrs(gm: torch.fx.GraphModule, region: Region) -> list[torch.fx.Node]
     return read
 
 
-def _drawn_like(value: torch.Tensor) -> str:
-    """Python that draws a tensor of ``value``'s shape and dtype uniformly over the range its values
-    span (a temperature stays positive, a scale stays near its size); one constant value is varied by
-    half its size either way, zero by 0.5 either way."""
-    low, high = float(value.detach().min()), float(value.detach().max())
-    if low == high:
-        low, high = (-0.5, 0.5) if low == 0 else sorted((low * 0.5, low * 1.5))
-    return (f"torch.empty({tuple(value.shape)}, dtype=torch.{_dtype_name(value.dtype)}).uniform_({low!r}, "
-            f"{high!r})")
-
-
-def module_init(module: nn.Module | None) -> str | None:
-    """Python that constructs a module like ``module`` (same shapes and options); None if unknown."""
-    if module is None:
-        return None
-    if isinstance(module, nn.Linear):
-        return f"nn.Linear({module.in_features}, {module.out_features}, bias={module.bias is not None})"
-    if isinstance(module, nn.Conv2d):
-        return (f"nn.Conv2d({module.in_channels}, {module.out_channels}, {module.kernel_size}, "
-                f"stride={module.stride}, padding={module.padding!r}, dilation={module.dilation}, "
-                f"groups={module.groups}, bias={module.bias is not None})")
-    if isinstance(module, nn.LayerNorm):
-        return (f"nn.LayerNorm({tuple(module.normalized_shape)}, eps={module.eps}, "
-                f"elementwise_affine={module.elementwise_affine})")
-    if hasattr(nn, "RMSNorm") and isinstance(module, nn.RMSNorm):
-        return (f"nn.RMSNorm({tuple(module.normalized_shape)}, eps={module.eps}, "
-                f"elementwise_affine={module.elementwise_affine})")
-    if isinstance(module, nn.GELU):
-        return f"nn.GELU(approximate={module.approximate!r})"
-    if isinstance(module, nn.Softmax):
-        return f"nn.Softmax(dim={module.dim})"
-    if isinstance(module, nn.Dropout):
-        return f"nn.Dropout(p={module.p})"
-    if isinstance(module, nn.LeakyReLU):
-        return f"nn.LeakyReLU({module.negative_slope})"
-    simple = (nn.ReLU, nn.SiLU, nn.Sigmoid, nn.Tanh, nn.Identity, nn.Mish)
-    if isinstance(module, simple):
-        return f"nn.{type(module).__name__}()"
-    return _from_repr(module)
-
-
-def _from_repr(module: nn.Module) -> str | None:
-    """A torch.nn module with no children, constructed from its own ``extra_repr`` (which for most of
-    torch's modules reads as their constructor's arguments: ``BatchNorm2d(64, eps=1e-05, ...)``), if
-    the module so built is the same: every public attribute equal, and the same parameters and
-    buffers by name and shape (some descriptions leave arguments out: AvgPool2d's
-    ``count_include_pad``, Upsample's ``align_corners``; those modules are refused). Built on the meta
-    device: nothing is allocated or launched, which matters while a reassembled network is built in
-    the judge's process. Never in place: a region task must leave its inputs as they were."""
-    cls = type(module)
-    if (getattr(nn, cls.__name__, None) is not cls or next(module.children(), None) is not None
-            or isinstance(module, (nn.Embedding, nn.EmbeddingBag))):  # indices as inputs: a task draws others
-        return None
-    text = f"nn.{cls.__name__}({module.extra_repr()})".replace("inplace=True", "inplace=False")
-    try:
-        with torch.device("meta"):
-            rebuilt = eval(text, {"nn": nn, "torch": torch, "inf": float("inf"), "nan": float("nan")})  # noqa: S307
-    except Exception:  # a description that is not its constructor's arguments
-        return None
-    return text if _settings(rebuilt) == _settings(module) else None
-
-
-def _settings(module: nn.Module) -> tuple[dict[str, Any], list[tuple[str, tuple[int, ...], torch.dtype]]]:
-    """What makes a module compute what it computes, tensors aside: its public attributes (``inplace``
-    and ``training`` excepted), and its parameters' and buffers' names, shapes and dtypes."""
-    public = {k: v for k, v in vars(module).items() if not k.startswith("_") and k not in ("training", "inplace")}
-    tensors = [(k, tuple(v.shape), v.dtype) for k, v in module.state_dict(keep_vars=True).items()]
-    return public, tensors
-
-
-def varied_constants(attr: str, module: nn.Module) -> list[str]:
-    """Lines for a region task's ``__init__`` that redraw each floating parameter or buffer of
-    ``self.<attr>`` holding one value throughout (a norm's weight of ones, its bias of zeros,
-    BatchNorm's running mean and variance as constructed): in a trained network they vary, and a
-    kernel that ignored them would pass a task where they are ones and zeros. Signs are kept (a
-    variance stays positive)."""
-    lines = []
-    for name, value in [*module.named_parameters(recurse=False), *module.named_buffers(recurse=False)]:
-        if value is None or not value.is_floating_point() or value.numel() < 2:
-            continue
-        flat = value.detach().reshape(-1)
-        if not bool((flat == flat[0]).all()):
-            continue
-        target = f"self.{attr}.{name}"
-        lines.append(f"{target}.uniform_(-0.5, 0.5)" if float(flat[0]) == 0.0 else
-                     f"{target}.mul_(torch.empty_like({target}).uniform_(0.5, 1.5))")
-    return ["        with torch.no_grad():  # values a trained network would have, not the constructor's constants",
-            *("            " + line for line in lines)] if lines else []
-
-
 def attribute(qualified: str) -> str:
     """A submodule's qualified name as one attribute name (``blocks.0.fc1`` -> ``blocks_0_fc1``)."""
     return re.sub(r"\W", "_", qualified)
-
-
-def _dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")
 
 
 def region_graph_module(gm: torch.fx.GraphModule, region: Region) -> torch.fx.GraphModule:
@@ -480,12 +387,12 @@ def region_task_source(gm: torch.fx.GraphModule, region: Region, allow_partial: 
     sub = region_graph_module(gm, region)
     by_name = {n.name: n for n in gm.graph.nodes}
     metas = [_tensor_meta(by_name[name]) for name in region.inputs]
-    dtypes = {_dtype_name(m.dtype) for m in metas if m.dtype.is_floating_point}
+    dtypes = {dtype_name(m.dtype) for m in metas if m.dtype.is_floating_point}
     dtype = dtypes.pop() if len(dtypes) == 1 else None
     init_lines = ["        super().__init__()"]
     for node in _read_attrs(gm, region):
         value, flat = fetch_attribute(gm, str(node.target)), attribute(str(node.target))
-        draw = _drawn_like(value)
+        draw = drawn_like(value)
         init_lines.append(f"        self.{flat} = nn.Parameter({draw})" if isinstance(value, nn.Parameter)
                           else f"        self.register_buffer({flat!r}, {draw})")
     for qualified in region.modules:
@@ -503,7 +410,7 @@ def region_task_source(gm: torch.fx.GraphModule, region: Region, allow_partial: 
         elif meta.dtype == torch.bool:
             inputs.append(f"torch.rand({shape}) > 0.5")
         else:
-            inputs.append(f"torch.randint(0, 8, {shape}, dtype=torch.{_dtype_name(meta.dtype)})")
+            inputs.append(f"torch.randint(0, 8, {shape}, dtype=torch.{dtype_name(meta.dtype)})")
     header = [f'"""Region {region.name} of a captured model: {", ".join(region.nodes)}."""', "",
               "import torch", "import torch.nn as nn", "import torch.nn.functional as F", "from torch import device",
               "from math import inf, nan",
