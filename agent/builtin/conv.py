@@ -475,7 +475,8 @@ def full_size(conv: Conv, model: nn.Module) -> None:
 def seeds(conv: Conv, dtype: str, shared_bytes: int) -> list[tuple[str, dict[str, Any], str]]:
     """Direct kernels first for one input channel per group; then tap-major tiles where they apply,
     then implicit-GEMM ones, each sized to the output channels per group (at least 16, the tensor
-    cores' smallest). fp32 seeds multiply through bf16 products (``conv_taps.LONG_K``)."""
+    cores' smallest). fp32 seeds multiply through six bf16 products per fp32 one, three second
+    (``conv_taps.seeds``)."""
     out: list[tuple[str, dict[str, Any], str]] = []
     if conv.per_group_in == 1 and not conv.transposed:
         for block, warps in ((256, 4), (512, 4), (1024, 8)):
@@ -485,17 +486,11 @@ def seeds(conv: Conv, dtype: str, shared_bytes: int) -> list[tuple[str, dict[str
     block_n = max(16, min(128, 1 << max(conv.per_group_out - 1, 0).bit_length()))
     taps = conv_transposed.phase_taps(conv.kernel, conv.stride) if _phased(conv) else conv.taps
     if conv_taps.applies(conv.transposed, conv.stride, _phased(conv), conv.per_group_in):
-        out += conv_taps.seeds(conv.per_group_in, taps, block_n, bool(precision), shared_bytes)
+        out += conv_taps.seeds(conv.per_group_in, block_n, bool(precision), shared_bytes)
     block_k = 32 if conv.per_group_in * taps >= 32 else 16
-    # fp32: three bf16 products per fp32 one first and six second where each output sums enough
-    # products (conv_taps.LONG_K), six first where it sums few
-    fast = {"precision": "bf16x3"}
-    if conv.per_group_in * taps < conv_taps.LONG_K:
-        fast = precision
-    tiles = [(128, 4, 3, fast), (128, 4, 3, precision), (64, 4, 3, fast), (256, 8, 3, fast)] if precision \
-        else [(128, 4, 3, {}), (64, 4, 3, {}), (256, 8, 3, {})]
-    if tiles[0][3] == tiles[1][3]:
-        del tiles[1]
+    # fp32: six bf16 products per fp32 one first, three second (as conv_taps.seeds orders them)
+    tiles = [(128, 4, 3, precision), (128, 4, 3, {"precision": "bf16x3"}), (64, 4, 3, precision),
+             (256, 8, 3, precision)] if precision else [(128, 4, 3, {}), (64, 4, 3, {}), (256, 8, 3, {})]
     for bm, warps, stages, chosen in tiles:
         products = ", three bf16 products per fp32 one" if chosen.get("precision") == "bf16x3" else ""
         out.append(("implicit_gemm", {"BLOCK_M": bm, "BLOCK_N": block_n, "BLOCK_K": block_k, "num_warps": warps,

@@ -28,12 +28,6 @@ from typing import Any
 MIN_CHANNELS = 16
 """The tensor cores' smallest K step: fewer input channels per group pad each tap's step with zeros."""
 
-LONG_K = 32
-"""Products each output sums (channels per group x taps) from which fp32 seeds try three bf16 products
-per fp32 one first. Its error is a few times eager's over long sums (the judge allows 64x plus a
-floor); over a handful of products eager's own error is so small that three products come near
-that bound, so six go first there."""
-
 SIGNATURE_EXTRA = ", CHANNELS_LAST: tl.constexpr):\n"
 """Appended to the implicit GEMMs' signature (in place of its closing ``):``)."""
 
@@ -130,24 +124,24 @@ def prepare_lines(x: str, transposed: bool, dims: int, channels_last: bool) -> l
     return lines
 
 
-def seeds(per_group_in: int, taps: int, block_n: int, fp32: bool,
+def seeds(per_group_in: int, block_n: int, fp32: bool,
           shared_bytes: int) -> list[tuple[str, dict[str, Any], str]]:
-    """Tap-major tiles. For fp32, three bf16 products per fp32 one first (six first where each output
-    sums fewer than ``LONG_K`` products): on the H200 about twice as
-    fast as six (9.9 against 19.7 ms on a 64-channel 3x3 convolution of 128 x 256 x 256), with a few
-    times eager's error, within the judge's precision rule as for the GEMMs; six second, so that a
-    short search measures both. The channels-last copy third: it paid where a group has few channels
-    (17.7 -> 14.7 ms at 16) and cost twice the time on a 1x1 convolution, so the search decides."""
+    """Tap-major tiles. For fp32, six bf16 products per fp32 one first (fp32-level products), three
+    second, so that a short search measures both: three ran about twice as fast on the H200 (9.9
+    against 19.7 ms on a 64-channel 3x3 convolution of 128 x 256 x 256), but each product keeps only
+    16 bits of each operand, and where an output is a sum that mostly cancels (inputs a hundred times
+    the usual scale, as the judge's large-values set draws them) its error exceeded the fp32
+    tolerance on 7 of 19 KernelBench convolutions judged on the H200. The channels-last copy third:
+    it paid where a group has few channels (17.7 -> 14.7 ms at 16) and cost twice the time on a 1x1
+    convolution, so the search decides."""
     k = block_k(per_group_in)
-    fast, exact = ({"precision": "bf16x3"}, {"precision": "bf16x6"}) if fp32 else ({}, {})
-    if per_group_in * taps < LONG_K:
-        fast, exact = exact, fast
+    exact, fast = ({"precision": "bf16x6"}, {"precision": "bf16x3"}) if fp32 else ({}, {})
     out: list[tuple[str, dict[str, Any], str]] = []
     # At most 64 accumulator values per thread (4 warps): 128 x 128 tiles with 4 warps ran at 0.6-0.8x
     # the speed of 64 x 128 ones on the H200 (7.50 against 5.88 ms, 19.9 against 11.8 ms).
     first, other = ((64, 4, 4), (256, 8, 3)) if block_n > 64 else ((128, 4, 3), (64, 4, 4))
-    tiles = [(*first, fast, False), (*first, exact, False), (*first, fast, True), (*other, fast, False),
-             (128, 8, 3, fast, False)]
+    tiles = [(*first, exact, False), (*first, fast, False), (*first, exact, True), (*other, exact, False),
+             (128, 8, 3, exact, False)]
     for bm, warps, stages, chosen, layout in tiles if fp32 else tiles[:1] + tiles[2:]:
         stages = fitting_stages(bm, block_n, k, stages, 4 if fp32 else 2, shared_bytes)
         if stages is None:
