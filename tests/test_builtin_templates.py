@@ -8,6 +8,7 @@ bf16 and fp16, and the harness must accept each one.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -576,6 +577,40 @@ def test_split_k_sums_every_share_of_k_before_the_epilogue(evaluator, tmp_path: 
     strategy, params, why = next(s for s in seeds(plan) if "SPLIT_K" not in s[1])
     _accepted(evaluator, task, plan, tmp_path, strategy, dict(params, BLOCK_K=32, SPLIT_K=3), why,
               "stage0_kernel_reduce[")
+
+
+@pytest.mark.parametrize(("name", "cols"), _first_runs([("matmul-inputs-transposed-a", 203),
+                                                        ("mlp-two-stages-bf16", 200), ("linear-relu-fp32", 203)]))
+def test_operands_copied_along_k_are_padded_with_zeros_that_add_nothing(evaluator, tmp_path: Path, name: str,
+                                                                        cols: int) -> None:
+    """K_MAJOR copies A (read transposed here) and W ([K, N] or [N, K]) into [rows, K] tensors with K
+    padded to whole steps of 32: 203 becomes 224, and 21 zero columns must add nothing; the second
+    stage of a chain copies its input (the first stage's output) too."""
+    task, plan = _case(tmp_path, name, cols)
+    strategy, params, why = next(s for s in seeds(plan) if s[0] == "gemm" and "SPLIT_K" not in s[1])
+    _accepted(evaluator, task, plan, tmp_path, strategy, dict(params, BLOCK_K=32, K_MAJOR=True), why,
+              "a_k = k_major(h, kp)")
+
+
+def test_operands_are_copied_along_k_first_only_where_a_load_would_be_narrow_and_the_gemm_large() -> None:
+    from types import SimpleNamespace
+
+    from kernelevo.agent.builtin import matmul, policy
+
+    def plan(rows: int, n: int, k: int, transposed: bool, dtype: str = "float32", **kw: Any) -> Any:
+        stage = matmul.Stage(weight="w", transposed=transposed, n=n, k=k, epilogue=None, out_dtype=dtype, **kw)
+        return SimpleNamespace(extra={"stages": [stage]}, rows=rows, dtype=dtype)
+
+    assert policy._k_major_pays(plan(2048, 4096, 8192, transposed=False))       # [K, N] rows of N
+    assert policy._k_major_pays(plan(8205, 5921, 2949, transposed=True))        # rows of K not 16-byte multiples
+    assert policy._k_major_pays(plan(4096, 4096, 4096, True, a_transposed=True))
+    assert not policy._k_major_pays(plan(2048, 4096, 8192, transposed=True))    # nn.Linear's [N, K]: wide already
+    assert not policy._k_major_pays(plan(256, 4096, 8192, transposed=False))    # few rows: the copy would weigh
+    assert not policy._k_major_pays(plan(2048, 4096, 8192, False, batched=True))
+    with_copy = policy._matmul_seeds(plan(2048, 4096, 8192, transposed=False))
+    assert with_copy[0][1].get("K_MAJOR") and with_copy[1][1].get("K_MAJOR")    # six, then three bf16 products
+    assert with_copy[2][1] == {k: v for k, v in with_copy[0][1].items() if k != "K_MAJOR"}  # the plain one third
+    assert not any(p.get("K_MAJOR") for _, p, _ in policy._matmul_seeds(plan(2048, 4096, 8192, transposed=True)))
 
 
 @pytest.mark.parametrize("name", _first_runs(["mean-then-scale", "amax-of-squares-bf16"]))

@@ -66,6 +66,21 @@ def {name}(a_ptr, w_ptr, {operands}out_ptr, M, N, K, stride_am, stride_ak, strid
 
 K_LOOP = "    for k in range(0, tl.cdiv(K, BLOCK_K)):"
 
+K_MAJOR_HELPER = '''def k_major(x, kp):
+    """``x`` ([rows, K], any strides) as a contiguous [rows, kp] tensor, K zero-padded to ``kp``.
+
+    Both GEMM operands then run along K in memory, with every row 16-byte aligned and K a whole
+    number of K steps: each tile load is wide, and the K loop needs no mask. An operand stored the
+    other way round ([K, N] rows of N) or with an odd K (rows of 2949 floats start on any 4-byte
+    boundary) is otherwise loaded a value at a time. The copy moves rows x kp values twice, small
+    beside the GEMM's rows x N x K products; the zero columns add nothing to any sum."""
+    if x.stride(1) == 1 and x.shape[1] == kp and x.stride(0) == kp:
+        return x
+    out = torch.zeros((x.shape[0], kp), dtype=x.dtype, device=x.device)
+    out[:, :x.shape[1]] = x
+    return out
+'''
+
 BATCH_ARGS = " stride_ab, stride_wb,"
 BATCH_START = """
     # A batched matmul: the batch is folded into the grid's one axis (the others stop at 65535), one
@@ -288,11 +303,17 @@ def forward(stages: list[Stage], input_name: str, params: dict[str, Any], inputs
                      f"grid = ({tiles}, {split})"]
         else:
             body.append(f"grid = ({tiles},)")
+        a, k, strides, even_k = "h", "h.shape[1]", f"h.stride(0), h.stride(1), {strides}", "h.shape[1] % BLOCK_K == 0"
+        if params.get("K_MAJOR"):  # both operands copied along K, K padded to whole steps (k_major)
+            body += ["kp = triton.cdiv(h.shape[1], BLOCK_K) * BLOCK_K", "a_k = k_major(h, kp)",
+                     f"w_k = k_major({w if stage.transposed else w + '.t()'}, kp)"]
+            a, k, strides, even_k = "a_k", "kp", "a_k.stride(0), 1, w_k.stride(0), 1", "True"
+            wide = f"WIDE=max(h.shape[0], {n}) * max(kp, {n}) >= 2**31"
         body += [f"stage{i}_kernel[grid](",
-                 f"    h, {w}, {'ws, ' if split > 1 else epilogue_args + 'out, '}h.shape[0], {n}, h.shape[1], "
-                 f"h.stride(0), h.stride(1), {strides},",
+                 f"    {a}, {'w_k' if a == 'a_k' else w}, {'ws, ' if split > 1 else epilogue_args + 'out, '}"
+                 f"h.shape[0], {n}, {k}, {strides},",
                  "    BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M,",
-                 f"    EVEN_K=h.shape[1] % BLOCK_K == 0, {wide},",
+                 f"    EVEN_K={even_k}, {wide},",
                  "    WIDEN=INTERPRETED," + (f" SPLIT_K={split}," if split > 1 else ""),
                  f"    num_warps={params['num_warps']}, num_stages={params['num_stages']})"]
         if split > 1:

@@ -454,6 +454,8 @@ def _render_matmul(r: Rendering) -> str:
     rounds = any(st.out_dtype == "bfloat16" for st in stages) or (
         tail is not None and any(n.round_to == "bfloat16" for n in tail["plan"].program.nodes))
     helper = expressions.ROUND_TO_BF16 + "\n\n" if rounds else ""
+    if params.get("K_MAJOR"):
+        helper += matmul_kernels.K_MAJOR_HELPER + "\n\n"
     forward = matmul_kernels.forward(stages, stages[0].chain_input or plan.inputs[0], params, plan.inputs, tma)
     scratch = TMA_SCRATCH if tma else ""
     if tail is not None:
