@@ -595,18 +595,22 @@ def test_operands_copied_along_k_are_padded_with_zeros_that_add_nothing(evaluato
 def test_operands_are_copied_along_k_first_only_where_a_load_would_be_narrow_and_the_gemm_large() -> None:
     from types import SimpleNamespace
 
-    from kernelevo.agent.builtin import matmul, policy
+    from kernelevo.agent.builtin import matmul, matmul_kernels, policy
 
     def plan(rows: int, n: int, k: int, transposed: bool, dtype: str = "float32", **kw: Any) -> Any:
         stage = matmul.Stage(weight="w", transposed=transposed, n=n, k=k, epilogue=None, out_dtype=dtype, **kw)
         return SimpleNamespace(extra={"stages": [stage]}, rows=rows, dtype=dtype)
 
-    assert policy._k_major_pays(plan(2048, 4096, 8192, transposed=False))       # [K, N] rows of N
-    assert policy._k_major_pays(plan(8205, 5921, 2949, transposed=True))        # rows of K not 16-byte multiples
-    assert policy._k_major_pays(plan(4096, 4096, 4096, True, a_transposed=True))
-    assert not policy._k_major_pays(plan(2048, 4096, 8192, transposed=True))    # nn.Linear's [N, K]: wide already
-    assert not policy._k_major_pays(plan(256, 4096, 8192, transposed=False))    # few rows: the copy would weigh
-    assert not policy._k_major_pays(plan(2048, 4096, 8192, False, batched=True))
+    def _pays(p: Any) -> bool:
+        return matmul_kernels.k_major_pays(p.extra["stages"], p.rows, p.dtype)
+
+    assert _pays(plan(2048, 4096, 8192, transposed=False))       # [K, N] rows of N
+    assert _pays(plan(8205, 5921, 2949, transposed=True))        # rows of K not 16-byte multiples
+    assert _pays(plan(4096, 4096, 4096, True, a_transposed=True))
+    assert not _pays(plan(2048, 4096, 8192, transposed=True))    # nn.Linear's [N, K]: wide already
+    assert not _pays(plan(256, 4096, 8192, transposed=False))    # few rows: the copy would weigh
+    assert not _pays(plan(2048, 4096, 8192, False, batched=True))
+    assert not _pays(plan(2048, 4096, 8192, False, dtype="bfloat16"))
     with_copy = policy._matmul_seeds(plan(2048, 4096, 8192, transposed=False))
     assert with_copy[0][1].get("K_MAJOR") and with_copy[1][1].get("K_MAJOR")    # six, then three bf16 products
     assert with_copy[2][1] == {k: v for k, v in with_copy[0][1].items() if k != "K_MAJOR"}  # the plain one third

@@ -221,7 +221,7 @@ def _matmul_seeds(plan: Plan) -> Seeds:
     # Ordered by the Triton compile gate's report for sm_90a (triton 3.9): the first two fit in
     # registers with a gelu epilogue; the wider tiles spill.
     element_bytes = 4 if plan.dtype == "float32" else 2
-    copied = {"K_MAJOR": True} if _k_major_pays(plan) else {}
+    copied = {"K_MAJOR": True} if matmul_kernels.k_major_pays(plan.extra["stages"], plan.rows, plan.dtype) else {}
     for bm, bn, bk, warps, wanted in ((128, 128, 64, 8, 3), (64, 128, 64, 4, 4), (128, 256, 64, 8, 3),
                                       (256, 128, 64, 8, 3)):
         # fewer stages where the operand buffers would not fit (fp32 tiles are twice bf16's)
@@ -266,26 +266,6 @@ def _matmul_seeds(plan: Plan) -> Seeds:
         flops = sum(2 * plan.rows * st.n * st.k for st in stages_)
         out.insert(0 if flops >= SPLIT_FIRST_FLOPS else len(out), seed)
     return out
-
-
-K_MAJOR_ROWS = 1024
-"""``matmul_kernels.K_MAJOR_HELPER`` goes first where 1/M + 1/N < 1/K_MAJOR_ROWS: then copying both
-operands (rows x K and N x K values, read and written) costs under a tenth of the GEMM's time at the
-H200's ratio of fp32-emulating tensor-core rate to memory bandwidth."""
-
-
-def _k_major_pays(plan: Plan) -> bool:
-    """Whether the first GEMM seeds copy their operands along K (``K_MAJOR``): where an operand runs
-    the other way ([K, N] rows of N, or ``A.T``) or a row of K is not a multiple of 16 bytes, the
-    tile loads are narrow. On the H200, the same fp32 seed took 3.50 ms with [K, N] rows and 1.93 ms
-    with [N, K] rows (M, N, K = 2048, 4096, 8192)."""
-    stages = plan.extra["stages"]
-    if any(st.batched for st in stages):
-        return False
-    itemsize = 4 if plan.dtype == "float32" else 2
-    narrow = any(not st.transposed or st.a_transposed or st.k * itemsize % 16 for st in stages)
-    big = all(1 / max(plan.rows, 1) + 1 / max(st.n, 1) < 1 / K_MAJOR_ROWS for st in stages)
-    return narrow and big
 
 
 def _attention_seeds(plan: Plan) -> Seeds:
