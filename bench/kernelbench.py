@@ -26,7 +26,7 @@ Usage:
   python bench/kernelbench.py --mode coverage --levels 1,2
   python bench/kernelbench.py --mode cpu-judge --levels 1 --only conv
   python bench/kernelbench.py --mode optimize --levels 1 --quick --only 19_ReLU,23_Softmax
-  python bench/kernelbench.py --mode gpu-seed --suite .gpu/kernelbench --every 4 --jobs 2 --stop-after 500
+  python bench/kernelbench.py --mode gpu-seed --suite .gpu/kernelbench --spread --jobs 2 --stop-after 500
   python bench/kernelbench.py --mode gpu-seed --gpus 8 --jobs 16   # a machine of 8 GPUs, two problems each
   python bench/kernelbench.py --mode cpu-judge --odd --levels 1 --every 5   # at odd small sizes
   python bench/kernelbench.py --summary            # the table of what the file holds
@@ -85,10 +85,28 @@ except Exception as exc:
 """
 
 
-def problems(levels: list[int], only: list[str], suite: Path = SUITE, every: int = 1) -> list[Path]:
+def spread(count: int) -> list[int]:
+    """0 .. count-1 in bit-reversed order (0, 4, 2, 6, 1, 5, 3, 7 for 8): every prefix is spread evenly
+    over the range, so a sweep cut short at any point has sampled the whole level, not its start."""
+    bits = max(count - 1, 0).bit_length()
+    order = sorted(range(1 << bits), key=lambda k: int(format(k, f"0{bits}b")[::-1] or "0", 2))
+    return [k for k in order if k < count]
+
+
+def interleaved(per_level: list[list[Path]]) -> list[Path]:
+    """One problem of each level in turn, while a level has any left."""
+    out: list[Path] = []
+    for round_ in range(max((len(files) for files in per_level), default=0)):
+        out += [files[round_] for files in per_level if round_ < len(files)]
+    return out
+
+
+def problems(levels: list[int], only: list[str], suite: Path = SUITE, every: int = 1,
+             spread_out: bool = False) -> list[Path]:
     """The suite's files of ``levels`` in KernelBench's order, those naming a part of ``only`` if given;
     ``every``: one in that many of each level's (a sample spread over it, for sweeps that cannot afford
-    all of it)."""
+    all of it); ``spread_out``: the levels taken in turn, each in :func:`spread` order, so that any
+    prefix of the sweep is an even sample of every level."""
     def number(path: Path) -> tuple[int, str]:  # KernelBench's "12_Name.py" by its number; others after, by name
         head = path.name.split("_")[0]
         return (int(head) if head.isdigit() else 10**9, path.name)
@@ -97,7 +115,10 @@ def problems(levels: list[int], only: list[str], suite: Path = SUITE, every: int
         return sorted((suite / f"level{level}").glob("*.py"), key=number)
 
     chosen = [[p for p in in_order(level) if not only or any(o in p.stem for o in only)] for level in levels]
-    return [p for files in chosen for k, p in enumerate(files) if k % max(every, 1) == 0]
+    chosen = [[p for k, p in enumerate(files) if k % max(every, 1) == 0] for files in chosen]
+    if spread_out:
+        return interleaved([[files[k] for k in spread(len(files))] for files in chosen])
+    return [p for files in chosen for p in files]
 
 
 def key_of(path: Path) -> str:
@@ -377,6 +398,9 @@ def main() -> None:
     parser.add_argument("--summary", action="store_true", help="print what --out holds and stop")
     parser.add_argument("--suite", type=Path, default=SUITE, help="the folder holding level1/, level2/, level3/")
     parser.add_argument("--every", type=int, default=1, help="one problem in this many of each level")
+    parser.add_argument("--spread", action="store_true",
+                        help="take the levels in turn, each in an order whose every prefix is spread over the "
+                             "whole level: a sweep cut short by --stop-after is an even sample, not the first files")
     parser.add_argument("--jobs", type=int, default=1,
                         help="problems at once: on a GPU their judgements take turns on it through the judge's "
                              "GPU lock, while one's process starts and compiles overlap another's GPU time")
@@ -393,13 +417,15 @@ def main() -> None:
     section = store.setdefault(args.mode + ("-odd" if args.odd else ""), {})
     if not args.summary:
         files = problems([int(x) for x in args.levels.split(",")], [o for o in args.only.split(",") if o],
-                         args.suite, args.every)
+                         args.suite, args.every, args.spread)
         sweep(args, files, store, section)
     print(table(section))
     if args.mode == "cpu-judge":  # correctness only: no times to summarise
         print(json.dumps({"judged": len(section), "correct": sum(1 for r in section.values() if r.get("correct"))}))
     else:
-        print(json.dumps(summary(section), indent=1))
+        levels = sorted({name.split("/")[0] for name in section})
+        by_level = {level: summary({k: v for k, v in section.items() if k.split("/")[0] == level}) for level in levels}
+        print(json.dumps({**summary(section), **({"by_level": by_level} if len(levels) > 1 else {})}, indent=1))
 
 
 if __name__ == "__main__":

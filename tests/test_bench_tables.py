@@ -307,3 +307,38 @@ def test_the_forensic_share_counts_every_verdict_and_the_search_apart(tmp_path: 
     assert totals["traced_search_verdicts"] == 1 and totals["search_share"] == round(3.0 / 18.0, 3)
     assert totals["share"] == round(9.0 / 30.0, 3)
     store.close()
+
+
+def test_a_spread_sweep_samples_every_level_evenly_from_its_first_problems(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch,
+                                                                           capsys: pytest.CaptureFixture) -> None:
+    """``--spread``: levels in turn, each in bit-reversed order, so a sweep cut short after k problems
+    has sampled both levels across their whole range; the summary is given per level too."""
+    import sys
+
+    bench = _bench("kernelbench")
+    assert bench.spread(8) == [0, 4, 2, 6, 1, 5, 3, 7]
+    for count in (0, 1, 5, 13, 100):
+        order = bench.spread(count)
+        assert sorted(order) == list(range(count))
+        if count >= 4:  # the first quarter already reaches past the middle and into the last quarter
+            assert max(order[:count // 4 + 1]) >= count * 3 // 4 - 1
+    for level in (1, 2):
+        folder = tmp_path / "suite" / f"level{level}"
+        folder.mkdir(parents=True)
+        for n in range(1, 9):
+            (folder / f"{n}_P.py").write_text("")
+    files = bench.problems([1, 2], [], tmp_path / "suite", 1, True)
+    assert [bench.key_of(p) for p in files[:4]] == ["level1/1_P", "level2/1_P", "level1/5_P", "level2/5_P"]
+    assert len(files) == 16
+    monkeypatch.setattr(bench, "run_one", lambda args, path, limit, gpu=None: {
+        "correct": True, "speedup": 2.0 if path.parent.name == "level1" else 1.0, "speedup_vs_compile": 1.0})
+    out = tmp_path / "kb.json"
+    monkeypatch.setattr(sys, "argv", ["kernelbench.py", "--mode", "gpu-seed", "--suite", str(tmp_path / "suite"),
+                                      "--levels", "1,2", "--spread", "--out", str(out)])
+    bench.main()
+    text = capsys.readouterr().out
+    printed = json.loads(text[text.index("\n{") + 1:])
+    assert printed["problems"] == 16 and printed["geomean_eager"] == pytest.approx(2 ** 0.5)
+    assert printed["by_level"]["level1"]["geomean_eager"] == pytest.approx(2.0)
+    assert printed["by_level"]["level2"]["fast_1_eager"] == 0.0
