@@ -579,20 +579,23 @@ def test_split_k_sums_every_share_of_k_before_the_epilogue(evaluator, tmp_path: 
               "stage0_kernel_reduce[")
 
 
-@pytest.mark.parametrize(("name", "cols"), _first_runs([("matmul-inputs-transposed-a", 203),
-                                                        ("mlp-two-stages-bf16", 200), ("linear-relu-fp32", 203)]))
+@pytest.mark.parametrize(("name", "cols", "split"), _first_runs([
+    ("matmul-inputs-transposed-a", 203, 1), ("mlp-two-stages-bf16", 200, 1), ("linear-relu-fp32", 203, 1),
+    ("matmul-inputs-triu-bf16", 203, 1), ("linear-relu-fp32", 203, 3), ("matmul-inputs-transposed-a", 200, 1)]))
 def test_operands_copied_along_k_are_padded_with_zeros_that_add_nothing(evaluator, tmp_path: Path, name: str,
-                                                                        cols: int) -> None:
-    """K_MAJOR copies A (read transposed here) and W ([K, N] or [N, K]) into [rows, K] tensors with K
-    padded to whole steps of 32: 203 becomes 224, and 21 zero columns must add nothing; the second
-    stage of a chain copies its input (the first stage's output) too."""
+                                                                        cols: int, split: int) -> None:
+    """K_MAJOR copies A (read transposed here) and W ([K, N] or [N, K]) into rows along K; an odd K
+    (203) is padded to whole steps of 32 (224), whose 21 zero columns must add nothing, in a triangle
+    and split three ways too; an aligned K (200) is not padded, and the ragged last step keeps its
+    mask; the second stage of a chain copies its input (the first stage's output) too."""
     task, plan = _case(tmp_path, name, cols)
     strategy, params, why = next(s for s in seeds(plan) if s[0] == "gemm" and "SPLIT_K" not in s[1])
-    _accepted(evaluator, task, plan, tmp_path, strategy, dict(params, BLOCK_K=32, K_MAJOR=True), why,
+    extra = {"SPLIT_K": split} if split > 1 else {}
+    _accepted(evaluator, task, plan, tmp_path, strategy, dict(params, BLOCK_K=32, K_MAJOR=True, **extra), why,
               "a_k = k_major(h, kp)")
 
 
-def test_operands_are_copied_along_k_first_only_where_a_load_would_be_narrow_and_the_gemm_large() -> None:
+def test_operands_are_copied_along_k_first_only_where_k_is_odd_and_offered_where_one_runs_across() -> None:
     from types import SimpleNamespace
 
     from kernelevo.agent.builtin import matmul, matmul_kernels, policy
@@ -601,20 +604,29 @@ def test_operands_are_copied_along_k_first_only_where_a_load_would_be_narrow_and
         stage = matmul.Stage(weight="w", transposed=transposed, n=n, k=k, epilogue=None, out_dtype=dtype, **kw)
         return SimpleNamespace(extra={"stages": [stage]}, rows=rows, dtype=dtype)
 
-    def _pays(p: Any) -> bool:
-        return matmul_kernels.k_major_pays(p.extra["stages"], p.rows, p.dtype)
+    def where(p: Any) -> str | None:
+        return matmul_kernels.k_major_seed(p.extra["stages"], p.rows, p.dtype)
 
-    assert _pays(plan(2048, 4096, 8192, transposed=False))       # [K, N] rows of N
-    assert _pays(plan(8205, 5921, 2949, transposed=True))        # rows of K not 16-byte multiples
-    assert _pays(plan(4096, 4096, 4096, True, a_transposed=True))
-    assert not _pays(plan(2048, 4096, 8192, transposed=True))    # nn.Linear's [N, K]: wide already
-    assert not _pays(plan(256, 4096, 8192, transposed=False))    # few rows: the copy would weigh
-    assert not _pays(plan(2048, 4096, 8192, False, batched=True))
-    assert not _pays(plan(2048, 4096, 8192, False, dtype="bfloat16"))
-    with_copy = policy._matmul_seeds(plan(2048, 4096, 8192, transposed=False))
-    assert with_copy[0][1].get("K_MAJOR") and with_copy[1][1].get("K_MAJOR")    # six, then three bf16 products
-    assert with_copy[2][1] == {k: v for k, v in with_copy[0][1].items() if k != "K_MAJOR"}  # the plain one third
-    assert not any(p.get("K_MAJOR") for _, p, _ in policy._matmul_seeds(plan(2048, 4096, 8192, transposed=True)))
+    assert where(plan(8205, 5921, 2949, transposed=True)) == "first"     # rows of K not 16-byte multiples
+    assert where(plan(2048, 4096, 8192, transposed=False)) == "later"    # [K, N] rows of N
+    assert where(plan(4096, 4096, 4096, True, a_transposed=True)) == "later"
+    assert where(plan(2048, 4096, 8192, transposed=True)) is None        # nn.Linear's [N, K]: nothing to do
+    assert where(plan(256, 4096, 2949, transposed=True)) is None         # few rows: the copy would weigh
+    assert where(plan(0, 4096, 2949, transposed=True)) is None
+    assert where(plan(8205, 5921, 2949, True, batched=True)) is None
+    assert where(plan(8205, 5921, 2949, True, dtype="bfloat16")) is None
+    first = policy._matmul_seeds(plan(8205, 5921, 2949, transposed=True))
+    assert [p.get("K_MAJOR") for _, p, _ in first[:3]] == [True, True, False]  # six, three bf16 products; plain
+    assert "copied along K" in first[0][2] and "copied along K" not in first[2][2]
+    later = policy._matmul_seeds(plan(2048, 4096, 8192, transposed=False))
+    assert [p.get("K_MAJOR") for _, p, _ in later[:3]] == [False, False, True]
+    assert later[2][1] == dict(later[0][1], K_MAJOR=True)
+    assert not any("K_MAJOR" in p for _, p, _ in policy._matmul_seeds(plan(2048, 4096, 8192, transposed=True)))
+    searcher = policy.BuiltinPolicy()
+    searcher.plan = SimpleNamespace(kind="matmul", **vars(plan(2048, 4096, 8192, transposed=False)))
+    strategy, params, _ = later[0]
+    moves = [(p, why) for _, p, why in searcher._neighbours(strategy, params) if why.startswith("mutation: copy")]
+    assert [p["K_MAJOR"] for p, _ in moves] == [True] and "wide tile loads" in moves[0][1]
 
 
 @pytest.mark.parametrize("name", _first_runs(["mean-then-scale", "amax-of-squares-bf16"]))

@@ -67,14 +67,14 @@ def {name}(a_ptr, w_ptr, {operands}out_ptr, M, N, K, stride_am, stride_ak, strid
 K_LOOP = "    for k in range(0, tl.cdiv(K, BLOCK_K)):"
 
 K_MAJOR_HELPER = '''def k_major(x, kp):
-    """``x`` ([rows, K], any strides) as a contiguous [rows, kp] tensor, K zero-padded to ``kp``.
+    """``x`` ([rows, K], any strides) with its rows running along K, 16-byte aligned and ``kp`` long:
+    ``x`` itself where it already is, else a copy with K zero-padded to ``kp``.
 
-    Both GEMM operands then run along K in memory, with every row 16-byte aligned and K a whole
-    number of K steps: each tile load is wide, and the K loop needs no mask. An operand stored the
-    other way round ([K, N] rows of N) or with an odd K (rows of 2949 floats start on any 4-byte
-    boundary) is otherwise loaded a value at a time. The copy moves rows x kp values twice, small
-    beside the GEMM's rows x N x K products; the zero columns add nothing to any sum."""
-    if x.stride(1) == 1 and x.shape[1] == kp and x.stride(0) == kp:
+    A row of K that is not a multiple of 16 bytes (K = 2949 floats, say) starts on any 4-byte boundary,
+    so the GEMM's tile loads are 4 bytes wide; copied, they are 16. The copy moves rows x kp values
+    twice, small beside a large GEMM's rows x N x K products, and the zero columns add nothing."""
+    aligned = x.stride(0) * x.element_size() % 16 == 0 and x.data_ptr() % 16 == 0
+    if x.stride(1) == 1 and x.shape[1] == kp and aligned:
         return x
     out = torch.empty((x.shape[0], kp), dtype=x.dtype, device=x.device)
     out[:, :x.shape[1]] = x
@@ -202,23 +202,27 @@ def tma_ready(stages: Sequence[Stage], dtype: str) -> str | None:
 
 
 K_MAJOR_ROWS = 1024
-"""``K_MAJOR_HELPER`` goes first where 1/M + 1/N < 1/K_MAJOR_ROWS: then copying both
-operands (rows x K and N x K values, read and written) costs under a tenth of the GEMM's time at the
-H200's ratio of fp32-emulating tensor-core rate to memory bandwidth."""
+"""Copies along K are offered where 1/M + 1/N < 1/K_MAJOR_ROWS. Derived, not measured: copying both
+operands (rows x K and N x K values, read and written at about 3 TB/s) against an fp32-emulating GEMM at
+70-130 TFLOP/s (six or three bf16 products per fp32 one on the H200) is then about a tenth of the GEMM's
+time or less; a transposing copy runs below full bandwidth, so it may be more."""
 
 
-def k_major_pays(stages: Sequence[Stage], rows: int, dtype: str) -> bool:
-    """Whether the first GEMM seeds copy their operands along K (``K_MAJOR``): where an operand runs
-    the other way ([K, N] rows of N, or ``A.T``) or a row of K is not a multiple of 16 bytes, the
-    tile loads are narrow. On the H200, the same fp32 seed took 3.50 ms with [K, N] rows and 1.93 ms
-    with [N, K] rows (M, N, K = 2048, 4096, 8192). fp32 only: its products are emulated through
-    bf16 ones split from the loaded tiles, so its GEMM is slow enough for the copy to stay small; a
-    bf16 or fp16 GEMM runs some six times faster and reads [K, N] tiles natively."""
+def k_major_seed(stages: Sequence[Stage], rows: int, dtype: str) -> str | None:
+    """Where the GEMM seeds copy their operands along K (``K_MAJOR``, :data:`K_MAJOR_HELPER`):
+    ``"first"`` where a row of K is not a multiple of 16 bytes (compiled for sm_90a, such a GEMM's tile
+    loads are 4-byte ``cp.async`` and its registers spill; copied, 16-byte and none); ``"later"`` where an
+    operand runs the other way ([K, N] rows of N, or ``A.T``), whose loads compile to 16 bytes all the
+    same, so the copy is only a search's option; None where it does not apply. fp32 only, and large
+    GEMMs only (:data:`K_MAJOR_ROWS`): a bf16 or fp16 GEMM runs some six times faster, so a copy weighs
+    six times more."""
     if dtype != "float32" or any(st.batched for st in stages):
-        return False
-    narrow = any(not st.transposed or st.a_transposed or st.k % 4 for st in stages)
-    big = all(1 / max(rows, 1) + 1 / max(st.n, 1) < 1 / K_MAJOR_ROWS for st in stages)
-    return narrow and big
+        return None
+    if not all(1 / max(rows, 1) + 1 / max(st.n, 1) < 1 / K_MAJOR_ROWS for st in stages):
+        return None
+    if any(st.k % 4 for st in stages):
+        return "first"
+    return "later" if any(not st.transposed or st.a_transposed for st in stages) else None
 
 
 def kernel(stage: Stage, index: int, precision: str | None, split_k: int = 1, tma: bool = False) -> str:
@@ -325,10 +329,11 @@ def forward(stages: list[Stage], input_name: str, params: dict[str, Any], inputs
         else:
             body.append(f"grid = ({tiles},)")
         a, k, strides, even_k = "h", "h.shape[1]", f"h.stride(0), h.stride(1), {strides}", "h.shape[1] % BLOCK_K == 0"
-        if params.get("K_MAJOR"):  # both operands copied along K, K padded to whole steps (k_major)
-            body += ["kp = triton.cdiv(h.shape[1], BLOCK_K) * BLOCK_K", "a_k = k_major(h, kp)",
-                     f"w_k = k_major({w if stage.transposed else w + '.t()'}, kp)"]
-            a, k, strides, even_k = "a_k", "kp", "a_k.stride(0), 1, w_k.stride(0), 1", "True"
+        if params.get("K_MAJOR"):  # operands along K (k_major); an odd K padded to whole steps
+            body += ["kp = h.shape[1] if h.shape[1] * h.element_size() % 16 == 0 else "
+                     "triton.cdiv(h.shape[1], BLOCK_K) * BLOCK_K",
+                     "a_k = k_major(h, kp)", f"w_k = k_major({w if stage.transposed else w + '.t()'}, kp)"]
+            a, k, strides, even_k = "a_k", "kp", "a_k.stride(0), 1, w_k.stride(0), 1", "kp % BLOCK_K == 0"
             wide = f"WIDE=max(h.shape[0], {n}) * max(kp, {n}) >= 2**31"
         body += [f"stage{i}_kernel[grid](",
                  f"    {a}, {'w_k' if a == 'a_k' else w}, {'ws, ' if split > 1 else epilogue_args + 'out, '}"

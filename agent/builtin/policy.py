@@ -221,7 +221,8 @@ def _matmul_seeds(plan: Plan) -> Seeds:
     # Ordered by the Triton compile gate's report for sm_90a (triton 3.9): the first two fit in
     # registers with a gelu epilogue; the wider tiles spill.
     element_bytes = 4 if plan.dtype == "float32" else 2
-    copied = {"K_MAJOR": True} if matmul_kernels.k_major_pays(plan.extra["stages"], plan.rows, plan.dtype) else {}
+    k_major = matmul_kernels.k_major_seed(plan.extra["stages"], plan.rows, plan.dtype)
+    copied = {"K_MAJOR": k_major == "first"} if k_major else {}
     for bm, bn, bk, warps, wanted in ((128, 128, 64, 8, 3), (64, 128, 64, 4, 4), (128, 256, 64, 8, 3),
                                       (256, 128, 64, 8, 3)):
         # fewer stages where the operand buffers would not fit (fp32 tiles are twice bf16's)
@@ -229,9 +230,10 @@ def _matmul_seeds(plan: Plan) -> Seeds:
         out.append(("gemm", {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_warps": warps,
                              "num_stages": stages, **precision, **copied},
                     f"seed: {bm} x {bn} tiles, K steps of {bk}, {stages} stages in flight"
-                    + (", operands copied along K" if copied else "")))
+                    + (", operands copied along K" if copied.get("K_MAJOR") else "")))
     if matmul_kernels.tma_ready(plan.extra["stages"], plan.dtype) is None and _has_tensor_descriptors():
-        # The TMA template third and fifth (after the bf16x3 seed), so that a short search measures both kinds.
+        # The TMA template second and fourth of these tiles (each moves down one for every seed put in
+        # front of it below), so that a short search measures both kinds.
         for at, (bm, bn, warps, wanted) in ((1, (128, 128, 8, 4)), (3, (128, 256, 8, 3))):
             stages = conv_taps.fitting_stages(bm, bn, 64, wanted, element_bytes, target().shared_bytes)
             if stages is None:
@@ -245,9 +247,10 @@ def _matmul_seeds(plan: Plan) -> Seeds:
         first = dict(out[0][1], precision="bf16x3")
         out.insert(1, ("gemm", first, out[0][2] + ", three bf16 products per fp32 one"))
     if copied:
-        # the operands as they are third, so that a short search measures the copy
-        plain = {k: v for k, v in out[0][1].items() if k != "K_MAJOR"}
-        out.insert(2, ("gemm", plain, out[0][2].replace(", operands copied along K", ", operands as they are")))
+        # the other choice third, so that a short search measures the copy along K
+        other = dict(out[0][1], K_MAJOR=not out[0][1]["K_MAJOR"])
+        why = out[0][2].replace(", operands copied along K", "")
+        out.insert(2, ("gemm", other, why + (", operands copied along K" if other["K_MAJOR"] else "")))
     # Few output tiles and a long K (a narrow projection, a small batch): split K so that every
     # SM has work; the partial sums are added in a second, deterministic pass.
     stages_ = plan.extra["stages"]
@@ -477,6 +480,11 @@ class BuiltinPolicy:
                 f"mutation: TMA {'off' if params['TMA'] else 'on'}: "
                 + ("the copy engine moves whole tiles, no address arithmetic" if not params["TMA"]
                    else "pointer loads, which the compiler pipelines its own way"))
+        if "K_MAJOR" in params:
+            yield strategy, dict(params, K_MAJOR=not params["K_MAJOR"]), (
+                f"mutation: copy along K {'off' if params['K_MAJOR'] else 'on'}: "
+                + ("both operands copied into rows along K, 16-byte aligned: wide tile loads"
+                   if not params["K_MAJOR"] else "the operands read as they come, no copy"))
         if "CHANNELS_LAST" in params:
             yield strategy, dict(params, CHANNELS_LAST=not params["CHANNELS_LAST"]), (
                 f"mutation: channels-last {'off' if params['CHANNELS_LAST'] else 'on'}: "
