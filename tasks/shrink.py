@@ -3,7 +3,7 @@
 KernelBench problems are sized for a GPU (a 4096 x 393216 input is 6.4 GB); on the CPU interpreter,
 and for tracing a reference to recognise it, a few hundred thousand values say as much. The file's
 top-level integer literals of 32 or more (``batch_size = 4096``, ``height = width = 128``; kernel
-sizes, strides and small counts stay) are halved together, step by step, until the inputs and
+sizes, strides and small counts stay) are halved together (odd ones kept odd), step by step, until the inputs and
 parameters and outputs hold at most :data:`SMALL_VALUES` values. Each step executes the file again
 with the new literals, so values derived from them (``bias_shape = (out_channels, 1, 1)``) follow,
 and runs the reference on the meta device, which checks every shape without allocating; the search
@@ -142,7 +142,10 @@ def count_values(path: Path, values: dict[str, int]) -> int | None:
 
 
 def _halved(values: dict[str, int]) -> dict[str, int]:
-    return {k: v // 2 if v % 2 == 0 and v // 2 >= MIN_SIZE // 2 else v for k, v in values.items()}
+    """Each size halved; an odd one to the odd number nearest below its half (8205 -> 4103), so that an
+    irregular shape shrinks and stays irregular: its masks and ragged tiles are what a small size must
+    still exercise."""
+    return {k: (v // 2 if v % 2 == 0 else v // 2 | 1) if v // 2 >= MIN_SIZE // 2 else v for k, v in values.items()}
 
 
 def automatic_small(path: Path) -> dict[str, int]:

@@ -157,6 +157,36 @@ def test_a_file_that_breaks_when_shrunk_keeps_its_sizes(tmp_path: Path) -> None:
     assert load_task(str(small), "small").size_overrides == {}
 
 
+def test_odd_sizes_shrink_and_stay_odd(tmp_path: Path) -> None:
+    """Irregular sizes (M, K, N = 8205, 2949, 5921) are halved to odd numbers: the shrunk task is
+    small and still irregular, so its masks and ragged tiles are exercised."""
+    from kernelevo.tasks.shrink import SMALL_VALUES
+
+    path = tmp_path / "irregular.py"
+    path.write_text('''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, a, b):
+        return torch.matmul(a, b)
+
+M = 8205
+K = 2949
+N = 5921
+
+def get_inputs():
+    return [torch.rand(M, K), torch.rand(K, N)]
+
+def get_init_inputs():
+    return []
+''')
+    small = load_task(str(path), "small")
+    assert set(small.size_overrides) == {"M", "K", "N"}
+    assert all(v % 2 == 1 for v in small.size_overrides.values())
+    _, (a, b) = instantiate(small)
+    assert a.numel() + b.numel() + a.shape[0] * b.shape[1] <= SMALL_VALUES
+
+
 def test_unpacked_sizes_shrink_and_outputs_count(tmp_path: Path) -> None:
     """``height, width = 512, 512`` shrinks like one size a line, and a small input whose product is
     large (an outer product) is shrunk for its output's sake."""
