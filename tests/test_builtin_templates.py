@@ -581,13 +581,14 @@ def test_split_k_sums_every_share_of_k_before_the_epilogue(evaluator, tmp_path: 
 
 @pytest.mark.parametrize(("name", "cols", "split"), _first_runs([
     ("matmul-inputs-transposed-a", 203, 1), ("mlp-two-stages-bf16", 200, 1), ("linear-relu-fp32", 203, 1),
-    ("matmul-inputs-triu-bf16", 203, 1), ("linear-relu-fp32", 203, 3), ("matmul-inputs-transposed-a", 200, 1)]))
+    ("matmul-inputs-triu-bf16", 203, 1), ("linear-relu-fp32", 203, 3), ("matmul-inputs-transposed-a", 208, 1)]))
 def test_operands_copied_along_k_are_padded_with_zeros_that_add_nothing(evaluator, tmp_path: Path, name: str,
                                                                         cols: int, split: int) -> None:
-    """K_MAJOR copies A (read transposed here) and W ([K, N] or [N, K]) into rows along K; an odd K
-    (203) is padded to whole steps of 32 (224), whose 21 zero columns must add nothing, in a triangle
-    and split three ways too; an aligned K (200) is not padded, and the ragged last step keeps its
-    mask; the second stage of a chain copies its input (the first stage's output) too."""
+    """K_MAJOR copies A (read transposed here) and W ([K, N] or [N, K]) into rows along K; a K that is
+    not a multiple of 16 (203, 200) is padded to whole steps of 32 (224), whose zero columns must add
+    nothing, in a triangle and split three ways too; a multiple of 16 (208) is not padded, and the
+    ragged last step keeps its mask; the second stage of a chain copies its input (the first stage's
+    output) too."""
     task, plan = _case(tmp_path, name, cols)
     strategy, params, why = next(s for s in seeds(plan) if s[0] == "gemm" and "SPLIT_K" not in s[1])
     extra = {"SPLIT_K": split} if split > 1 else {}
@@ -607,7 +608,8 @@ def test_operands_are_copied_along_k_first_only_where_k_is_odd_and_offered_where
     def where(p: Any) -> str | None:
         return matmul_kernels.k_major_seed(p.extra["stages"], p.rows, p.dtype)
 
-    assert where(plan(8205, 5921, 2949, transposed=True)) == "first"     # rows of K not 16-byte multiples
+    assert where(plan(8205, 5921, 2949, transposed=True)) == "first"     # K not a multiple of 16 values
+    assert where(plan(8192, 4096, 4100, transposed=True)) == "first"     # 16-byte rows, yet 4100 % 16 != 0
     assert where(plan(2048, 4096, 8192, transposed=False)) == "later"    # [K, N] rows of N
     assert where(plan(4096, 4096, 4096, True, a_transposed=True)) == "later"
     assert where(plan(2048, 4096, 8192, transposed=True)) is None        # nn.Linear's [N, K]: nothing to do

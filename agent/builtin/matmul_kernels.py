@@ -67,13 +67,14 @@ def {name}(a_ptr, w_ptr, {operands}out_ptr, M, N, K, stride_am, stride_ak, strid
 K_LOOP = "    for k in range(0, tl.cdiv(K, BLOCK_K)):"
 
 K_MAJOR_HELPER = '''def k_major(x, kp):
-    """``x`` ([rows, K], any strides) with its rows running along K, 16-byte aligned and ``kp`` long:
-    ``x`` itself where it already is, else a copy with K zero-padded to ``kp``.
+    """``x`` ([rows, K], any strides) with its rows running along K, a multiple of 16 values apart and
+    ``kp`` long: ``x`` itself where it already is, else a copy with K zero-padded to ``kp``.
 
-    A row of K that is not a multiple of 16 bytes (K = 2949 floats, say) starts on any 4-byte boundary,
-    so the GEMM's tile loads are 4 bytes wide; copied, they are 16. The copy moves rows x kp values
-    twice, small beside a large GEMM's rows x N x K products, and the zero columns add nothing."""
-    aligned = x.stride(0) * x.element_size() % 16 == 0 and x.data_ptr() % 16 == 0
+    Triton takes an integer argument for aligned only when it divides by 16 (in values, not bytes): a
+    row stride that does not (K = 2949, or 200) leaves the GEMM's tile loads one value wide; copied,
+    they are 16 bytes. The copy moves rows x kp values twice, small beside a large GEMM's rows x N x K
+    products, and the zero columns add nothing."""
+    aligned = x.stride(0) % 16 == 0 and x.data_ptr() % 16 == 0
     if x.stride(1) == 1 and x.shape[1] == kp and aligned:
         return x
     out = torch.empty((x.shape[0], kp), dtype=x.dtype, device=x.device)
@@ -210,17 +211,17 @@ time or less; a transposing copy runs below full bandwidth, so it may be more.""
 
 def k_major_seed(stages: Sequence[Stage], rows: int, dtype: str) -> str | None:
     """Where the GEMM seeds copy their operands along K (``K_MAJOR``, :data:`K_MAJOR_HELPER`):
-    ``"first"`` where a row of K is not a multiple of 16 bytes (compiled for sm_90a, such a GEMM's tile
-    loads are 4-byte ``cp.async`` and its registers spill; copied, 16-byte and none); ``"later"`` where an
-    operand runs the other way ([K, N] rows of N, or ``A.T``), whose loads compile to 16 bytes all the
-    same, so the copy is only a search's option; None where it does not apply. fp32 only, and large
-    GEMMs only (:data:`K_MAJOR_ROWS`): a bf16 or fp16 GEMM runs some six times faster, so a copy weighs
-    six times more."""
+    ``"first"`` where K is not a multiple of 16 values (Triton's test of an aligned integer argument:
+    compiled for sm_90a, K = 2949 gave 4-byte ``cp.async`` and spilled registers; copied, 16-byte and
+    none); ``"later"`` where an operand runs the other way ([K, N] rows of N, or ``A.T``), whose loads
+    compile to 16 bytes all the same, so the copy is only a search's option; None where it does not
+    apply. fp32 only, and large GEMMs only (:data:`K_MAJOR_ROWS`): a bf16 or fp16 GEMM runs some six
+    times faster, so a copy weighs six times more."""
     if dtype != "float32" or any(st.batched for st in stages):
         return None
     if not all(1 / max(rows, 1) + 1 / max(st.n, 1) < 1 / K_MAJOR_ROWS for st in stages):
         return None
-    if any(st.k % 4 for st in stages):
+    if any(st.k % 16 for st in stages):
         return "first"
     return "later" if any(not st.transposed or st.a_transposed for st in stages) else None
 
@@ -330,7 +331,7 @@ def forward(stages: list[Stage], input_name: str, params: dict[str, Any], inputs
             body.append(f"grid = ({tiles},)")
         a, k, strides, even_k = "h", "h.shape[1]", f"h.stride(0), h.stride(1), {strides}", "h.shape[1] % BLOCK_K == 0"
         if params.get("K_MAJOR"):  # operands along K (k_major); an odd K padded to whole steps
-            body += ["kp = h.shape[1] if h.shape[1] * h.element_size() % 16 == 0 else "
+            body += ["kp = h.shape[1] if h.shape[1] % 16 == 0 else "
                      "triton.cdiv(h.shape[1], BLOCK_K) * BLOCK_K",
                      "a_k = k_major(h, kp)", f"w_k = k_major({w if stage.transposed else w + '.t()'}, kp)"]
             a, k, strides, even_k = "a_k", "kp", "a_k.stride(0), 1, w_k.stride(0), 1", "kp % BLOCK_K == 0"
