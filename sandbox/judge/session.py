@@ -216,6 +216,8 @@ class Session(CorrectnessCalls, TimedCalls):
         if self.device_lock is None:
             return nullcontext()
         handle, waited = take_lock(self.device_lock, give_up=lambda: not (self.worker.alive() and self.oracle.alive()))
+        # another judgement's turn on the GPU, inside "total": said apart so a verdict's seconds add up
+        self.record.phases["waiting for the GPU"] = round(waited, 4)
         for job in (self.oracle, self.worker):
             job.extend(waited)
             job.isolation.device_lock, job.isolation.device_lock_wait_s = str(self.device_lock), round(waited, 3)
