@@ -3,8 +3,8 @@
 KernelBench problems are sized for a GPU (a 4096 x 393216 input is 6.4 GB); on the CPU interpreter,
 and for tracing a reference to recognise it, a few hundred thousand values say as much. The file's
 top-level integer literals of 32 or more (``batch_size = 4096``, ``height = width = 128``; kernel
-sizes, strides and small counts stay) are halved together (odd ones kept odd), step by step, until the inputs and
-parameters and outputs hold at most :data:`SMALL_VALUES` values. Each step executes the file again
+sizes, strides and small counts stay) are halved together (odd ones kept odd), step by step, until
+the inputs and parameters and outputs hold at most :data:`SMALL_VALUES` values. Each step executes the file again
 with the new literals, so values derived from them (``bias_shape = (out_channels, 1, 1)``) follow,
 and runs the reference on the meta device, which checks every shape without allocating; the search
 stops at the first step that fails there (the file keeps the step before, or its own sizes). It is

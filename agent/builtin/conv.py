@@ -475,22 +475,20 @@ def full_size(conv: Conv, model: nn.Module) -> None:
 def seeds(conv: Conv, dtype: str, shared_bytes: int) -> list[tuple[str, dict[str, Any], str]]:
     """Direct kernels first for one input channel per group; then tap-major tiles where they apply,
     then implicit-GEMM ones, each sized to the output channels per group (at least 16, the tensor
-    cores' smallest). fp32 seeds multiply through six bf16 products per fp32 one, three second
-    (``conv_taps.seeds``)."""
+    cores' smallest). fp32 seeds: ``conv_taps.FP32_PRODUCTS``."""
     out: list[tuple[str, dict[str, Any], str]] = []
     if conv.per_group_in == 1 and not conv.transposed:
         for block, warps in ((256, 4), (512, 4), (1024, 8)):
             out.append(("direct", {"BLOCK_M": block, "num_warps": warps},
                         f"seed: {block} output pixels per program, taps unrolled"))
-    precision = {"precision": "bf16x6"} if dtype == "float32" else {}
+    fp32 = dtype == "float32"
     block_n = max(16, min(128, 1 << max(conv.per_group_out - 1, 0).bit_length()))
     taps = conv_transposed.phase_taps(conv.kernel, conv.stride) if _phased(conv) else conv.taps
     if conv_taps.applies(conv.transposed, conv.stride, _phased(conv), conv.per_group_in):
-        out += conv_taps.seeds(conv.per_group_in, block_n, bool(precision), shared_bytes)
+        out += conv_taps.seeds(conv.per_group_in, block_n, fp32, shared_bytes)
     block_k = 32 if conv.per_group_in * taps >= 32 else 16
-    # fp32: six bf16 products per fp32 one first, three second (as conv_taps.seeds orders them)
-    tiles = [(128, 4, 3, precision), (128, 4, 3, {"precision": "bf16x3"}), (64, 4, 3, precision),
-             (256, 8, 3, precision)] if precision else [(128, 4, 3, {}), (64, 4, 3, {}), (256, 8, 3, {})]
+    exact, fast = conv_taps.FP32_PRODUCTS if fp32 else ({}, {})
+    tiles = [(128, 4, 3, exact), *([(128, 4, 3, fast)] if fp32 else []), (64, 4, 3, exact), (256, 8, 3, exact)]
     for bm, warps, stages, chosen in tiles:
         products = ", three bf16 products per fp32 one" if chosen.get("precision") == "bf16x3" else ""
         out.append(("implicit_gemm", {"BLOCK_M": bm, "BLOCK_N": block_n, "BLOCK_K": block_k, "num_warps": warps,

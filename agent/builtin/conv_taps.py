@@ -28,6 +28,10 @@ from typing import Any
 MIN_CHANNELS = 16
 """The tensor cores' smallest K step: fewer input channels per group pad each tap's step with zeros."""
 
+FP32_PRODUCTS = ({"precision": "bf16x6"}, {"precision": "bf16x3"})
+"""An fp32 convolution's products, in seed order: six bf16 products per fp32 one, then three (``seeds``
+says why)."""
+
 SIGNATURE_EXTRA = ", CHANNELS_LAST: tl.constexpr):\n"
 """Appended to the implicit GEMMs' signature (in place of its closing ``):``)."""
 
@@ -135,7 +139,7 @@ def seeds(per_group_in: int, block_n: int, fp32: bool,
     it paid where a group has few channels (17.7 -> 14.7 ms at 16) and cost twice the time on a 1x1
     convolution, so the search decides."""
     k = block_k(per_group_in)
-    exact, fast = ({"precision": "bf16x6"}, {"precision": "bf16x3"}) if fp32 else ({}, {})
+    exact, fast = FP32_PRODUCTS if fp32 else ({}, {})
     out: list[tuple[str, dict[str, Any], str]] = []
     # At most 64 accumulator values per thread (4 warps): 128 x 128 tiles with 4 warps ran at 0.6-0.8x
     # the speed of 64 x 128 ones on the H200 (7.50 against 5.88 ms, 19.9 against 11.8 ms).

@@ -329,18 +329,13 @@ def forward(stages: list[Stage], input_name: str, params: dict[str, Any], inputs
                      f"grid = ({tiles}, {split})"]
         else:
             body.append(f"grid = ({tiles},)")
-        a, k, strides, even_k = "h", "h.shape[1]", f"h.stride(0), h.stride(1), {strides}", "h.shape[1] % BLOCK_K == 0"
-        if params.get("K_MAJOR"):  # operands along K (k_major); an odd K padded to whole steps
-            body += ["kp = h.shape[1] if h.shape[1] % 16 == 0 else "
-                     "triton.cdiv(h.shape[1], BLOCK_K) * BLOCK_K",
-                     "a_k = k_major(h, kp)", f"w_k = k_major({w if stage.transposed else w + '.t()'}, kp)"]
-            a, k, strides, even_k = "a_k", "kp", "a_k.stride(0), 1, w_k.stride(0), 1", "kp % BLOCK_K == 0"
-            wide = f"WIDE=max(h.shape[0], {n}) * max(kp, {n}) >= 2**31"
+        copy, (a, b, k, strides) = _operands(w, stage.transposed, strides, bool(params.get("K_MAJOR")))
+        body += copy
+        wide = f"WIDE=max(h.shape[0], {n}) * max({k}, {n}) >= 2**31"
         body += [f"stage{i}_kernel[grid](",
-                 f"    {a}, {'w_k' if a == 'a_k' else w}, {'ws, ' if split > 1 else epilogue_args + 'out, '}"
-                 f"h.shape[0], {n}, {k}, {strides},",
+                 f"    {a}, {b}, {'ws, ' if split > 1 else epilogue_args + 'out, '}h.shape[0], {n}, {k}, {strides},",
                  "    BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M,",
-                 f"    EVEN_K={even_k}, {wide},",
+                 f"    EVEN_K={k} % BLOCK_K == 0, {wide},",
                  "    WIDEN=INTERPRETED," + (f" SPLIT_K={split}," if split > 1 else ""),
                  f"    num_warps={params['num_warps']}, num_stages={params['num_stages']})"]
         if split > 1:
@@ -353,6 +348,17 @@ def forward(stages: list[Stage], input_name: str, params: dict[str, Any], inputs
     body.append(f"return self._kernelevo_tail({result})" if stages[-1].tail is not None else f"return {result}")
     args = ", ".join(inputs or [input_name])
     return f"def forward(self, {args}):\n" + "\n".join("    " + line for line in body) + "\n"
+
+
+def _operands(w: str, transposed: bool, w_strides: str, k_major: bool) -> tuple[list[str], tuple[str, ...]]:
+    """The lines that prepare a stage's operands, and what its launch passes: A, W, K and the four
+    strides. With ``k_major``, both as rows along K (``k_major``), a K that is not a multiple of 16
+    padded to whole steps."""
+    if not k_major:
+        return [], ("h", w, "h.shape[1]", f"h.stride(0), h.stride(1), {w_strides}")
+    lines = ["kp = h.shape[1] if h.shape[1] % 16 == 0 else triton.cdiv(h.shape[1], BLOCK_K) * BLOCK_K",
+             "a_k = k_major(h, kp)", f"w_k = k_major({w if transposed else w + '.t()'}, kp)"]
+    return lines, ("a_k", "w_k", "kp", "a_k.stride(0), 1, w_k.stride(0), 1")
 
 
 def batched_forward(stage: Stage, input_name: str, params: dict[str, Any], inputs: Sequence[str] = ()) -> str:

@@ -483,7 +483,7 @@ class BuiltinPolicy:
         if "K_MAJOR" in params:
             yield strategy, dict(params, K_MAJOR=not params["K_MAJOR"]), (
                 f"mutation: copy along K {'off' if params['K_MAJOR'] else 'on'}: "
-                + ("both operands copied into rows along K, 16-byte aligned: wide tile loads"
+                + ("both operands copied into rows along K, 16 values apart: wide tile loads"
                    if not params["K_MAJOR"] else "the operands read as they come, no copy"))
         if "CHANNELS_LAST" in params:
             yield strategy, dict(params, CHANNELS_LAST=not params["CHANNELS_LAST"]), (
