@@ -219,6 +219,11 @@ CASES = [
     ("convtranspose3d-phases-asymmetric", "        self.conv = nn.ConvTranspose3d(3, 4, (3, 4, 2), stride=(2, 3, 1), "
      "padding=(1, 0, 1), output_padding=(1, 2, 0))", "        return F.silu(self.conv(x))", "torch.randn(2, 3, 3, 4, 5)",
      ""),
+    ("convtranspose1d-phases-dilated-some-empty", "        self.conv = nn.ConvTranspose1d(32, 16, 3, stride=2, padding=1, "
+     "dilation=2)", "        return self.conv(x) + 0.5", "torch.randn(2, 32, 9)", ""),
+    ("convtranspose2d-phases-dilated-grouped", "        self.conv = nn.ConvTranspose2d(8, 12, (3, 5), stride=(2, 3), "
+     "padding=(1, 2), dilation=(2, 1), groups=4)", "        return torch.relu(self.conv(x))", "torch.randn(2, 8, 5, 6)",
+     ""),
     ("convtranspose1d-kernel-below-stride", "        self.conv = nn.ConvTranspose1d(4, 3, 2, stride=3, padding=1, "
      "output_padding=2)", "        return self.conv(x) + 0.25", "torch.randn(2, 4, 7)", ""),
     ("conv2d-tap-major-grouped-strided", "        self.conv = nn.Conv2d(40, 24, 3, stride=(2, 1), padding=1, groups=2)",

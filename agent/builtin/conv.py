@@ -27,7 +27,7 @@ import torch
 import torch.fx
 import torch.nn as nn
 
-from kernelevo.agent.builtin import codegen, conv_taps, conv_transposed, expressions
+from kernelevo.agent.builtin import codegen, conv_direct, conv_taps, conv_transposed, expressions
 from kernelevo.agent.builtin.lower import lower
 from kernelevo.agent.builtin.program import CannotCover, Node, Program
 
@@ -312,41 +312,6 @@ IMPLICIT_GEMM = GEMM_SIGNATURE + '''\
         b = tl.load(w_ptr + w_offsets, mask=k_ok[:, None] & col_ok[None, :], other=0.0)
 ''' + DOT_STEP
 
-DIRECT = '''@triton.jit
-def conv_kernel(x_ptr, w_ptr, b_ptr, {params}out_ptr, BATCH, C_IN, D, H, W, OD, OH, OW, K_OUT,
-                CG: tl.constexpr, KG: tl.constexpr, KT: tl.constexpr, KR: tl.constexpr, KS: tl.constexpr,
-                ST: tl.constexpr, SR: tl.constexpr, SS: tl.constexpr, PT: tl.constexpr, PR: tl.constexpr,
-                PS: tl.constexpr, DT: tl.constexpr, DR: tl.constexpr, DS: tl.constexpr,
-                HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr):
-    # Program p: BLOCK_M output pixels of one (image, output channel) plane. Its one input channel is
-    # read tap by tap (the taps unrolled at compile time); neighbouring taps hit the same lines in L1.
-    pixels = OD * OH * OW
-    blocks = tl.cdiv(pixels, BLOCK_M)
-    plane = tl.program_id(0) // blocks
-    pix = (tl.program_id(0) % blocks) * BLOCK_M + tl.arange(0, BLOCK_M)
-    row_ok = pix < pixels
-    n = plane // K_OUT + tl.zeros((BLOCK_M,), dtype=tl.int32)
-    kout = plane % K_OUT + tl.zeros((1,), dtype=tl.int32)
-    col_ok = kout < K_OUT
-    ow = pix % OW
-    oh = (pix // OW) % OH
-    od = pix // (OW * OH)
-    x_base = (plane // K_OUT).to(tl.int64) * C_IN * D * H * W + (plane % K_OUT) // KG * D * H * W
-    w_base = (plane % K_OUT) * (KT * KR * KS)
-    total = tl.zeros((BLOCK_M,), dtype=tl.float32)
-    for t in tl.static_range(KT):
-        for r in tl.static_range(KR):
-            for s in tl.static_range(KS):
-                di = od * ST - PT + t * DT
-                hi = oh * SR - PR + r * DR
-                wi = ow * SS - PS + s * DS
-                ok = row_ok & (di >= 0) & (di < D) & (hi >= 0) & (hi < H) & (wi >= 0) & (wi < W)
-                value = tl.load(x_ptr + x_base + (di * H + hi) * W + wi, mask=ok, other=0.0).to(tl.float32)
-                tap = tl.load(w_ptr + w_base + (t * KR + r) * KS + s).to(tl.float32)
-                total += value * tap
-    acc = total[:, None]
-{finish}'''
-
 FINISH = '''    if HAS_BIAS:
         acc += tl.load(b_ptr + kout, mask=col_ok, other=0.0).to(tl.float32)[None, :]
     mask = row_ok[:, None] & col_ok[None, :]
@@ -358,27 +323,27 @@ FINISH = '''    if HAS_BIAS:
 
 
 def _phased(conv: Conv) -> bool:
-    return conv_transposed.phased(conv.transposed, conv.stride, conv.dilation, conv.groups)
+    return conv_transposed.phased(conv.transposed, conv.stride, conv.groups)
 
 
 def kernel(conv: Conv, strategy: str, precision: str | None) -> str:
     params, lines, result = epilogue_lines(conv.epilogue, conv.out_dtype)
     finish = FINISH.format(epilogue="\n".join("    " + line for line in lines) or "    pass", result=result)
     if strategy == "direct":
-        return DIRECT.format(params=params, finish=finish)
+        return conv_direct.DIRECT.format(params=params, finish=finish)
     precision_arg = f", input_precision={expressions.dot_name(precision)}" if precision else ""
     if strategy == "tap_major":
         if not conv_taps.applies(conv.transposed, conv.stride, _phased(conv), conv.per_group_in):
             raise CannotCover("the tap-major kernel takes a convolution, or a transposed one without stride or "
                               f"split by phase, with at least {conv_taps.MIN_CHANNELS} channels a group")
         signature = GEMM_SIGNATURE.removesuffix("):\n") + conv_taps.SIGNATURE_EXTRA
-        body = (conv_transposed.PHASED_TAPS_BODY if _phased(conv)
+        body = (conv_transposed.body(conv.dilation, tap_major=True) if _phased(conv)
                 else conv_taps.INTRO + OUTPUT_TILE + conv_taps.INPUT_LAYOUT + conv_taps.LOOP)
         source = signature + body + DOT_STEP
-        return source.format(params=params, precision=precision_arg, finish=finish)
+        return conv_transposed.with_helper(source.format(params=params, precision=precision_arg, finish=finish))
     if _phased(conv):
-        source = GEMM_SIGNATURE + conv_transposed.PHASED_BODY + DOT_STEP
-        return source.format(params=params, precision=precision_arg, finish=finish)
+        source = GEMM_SIGNATURE + conv_transposed.body(conv.dilation, tap_major=False) + DOT_STEP
+        return conv_transposed.with_helper(source.format(params=params, precision=precision_arg, finish=finish))
     return IMPLICIT_GEMM.format(params=params, precision=precision_arg, finish=finish)
 
 
@@ -483,7 +448,7 @@ def seeds(conv: Conv, dtype: str, shared_bytes: int) -> list[tuple[str, dict[str
                         f"seed: {block} output pixels per program, taps unrolled"))
     fp32 = dtype == "float32"
     block_n = max(16, min(128, 1 << max(conv.per_group_out - 1, 0).bit_length()))
-    taps = conv_transposed.phase_taps(conv.kernel, conv.stride) if _phased(conv) else conv.taps
+    taps = conv_transposed.phase_taps(conv.kernel, conv.stride, conv.dilation) if _phased(conv) else conv.taps
     if conv_taps.applies(conv.transposed, conv.stride, _phased(conv), conv.per_group_in):
         out += conv_taps.seeds(conv.per_group_in, block_n, fp32, shared_bytes)
     block_k = 32 if conv.per_group_in * taps >= 32 else 16

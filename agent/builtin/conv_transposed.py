@@ -1,5 +1,5 @@
-"""A transposed convolution (``nn.ConvTranspose1d/2d/3d`` with stride and no dilation) as implicit
-GEMMs by output phase.
+"""A transposed convolution (``nn.ConvTranspose1d/2d/3d`` with stride) as implicit GEMMs by output
+phase.
 
 Output pixel ``o`` of a transposed convolution sums tap ``t`` of the weights against input
 ``(o + pad - t) / stride`` only where that divides exactly. Seen from one output pixel, a stride of 2
@@ -9,15 +9,18 @@ all outputs of one phase use the same taps (``t ≡ (phase + pad) mod stride``),
 one, and read input ``(o + pad - t0) / stride - j`` for the ``j``-th of them. Each program computes
 BLOCK_M output pixels of one phase x BLOCK_N output channels of one group, summing over input
 channels x that phase's taps only: the tensor cores see no structural zeros, and each input value is
-read about once per phase from L2. The signature, the K step's end, the bias and the epilogue are the
-convolution's (``conv.py``).
+read about once per phase from L2. With dilation a phase's taps are every stride / gcd(stride,
+dilation)-th, and some phases have none; their taps are counted per program (``phase_taps``). The
+signature, the K step's end, the bias and the epilogue are the convolution's (``conv.py``).
 """
 
 from __future__ import annotations
 
+import math
+
 from kernelevo.agent.builtin import conv_taps
 
-PHASE_TILE = '''\
+PHASE_PIXELS = '''\
     group = tl.program_id(2) // PHASES
     phase = tl.program_id(2) % PHASES
     pd = phase // (SR * SS)
@@ -39,6 +42,10 @@ PHASE_TILE = '''\
     cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
     col_ok = cols < KG
     kout = group * KG + cols
+'''
+"""Program (m, n, group * phases + phase)'s output pixels of one phase and channels of one group."""
+
+FIRST_TAPS = '''\
     # the phase's first tap per dim, and the input index it reads (exact: o + pad - t0 divides)
     t0 = (pd + PT) % ST
     r0 = (ph + PR) % SR
@@ -47,8 +54,11 @@ PHASE_TILE = '''\
     h0 = (oh + PR - r0) // SR
     w0 = (ow + PS - s0) // SS
 '''
-"""Program (m, n, group * phases + phase)'s output pixels of one phase and channels of one group,
-the phase's first tap per dim and the input index it reads; shared by both phased walks."""
+"""Without dilation: the phase's first tap per dim (the next is a stride further) and the input
+index it reads (the next is one earlier)."""
+
+PHASE_TILE = PHASE_PIXELS + FIRST_TAPS
+
 
 PHASED_BODY = '''\
     # Program (m, n, group * phases + phase): BLOCK_M output pixels of one phase (each output index
@@ -125,20 +135,128 @@ PHASED_TAPS_BODY = '''\
 """The phased kernel walked tap-major (``conv_taps.py``), between its signature and ``conv.DOT_STEP``."""
 
 
+PHASE_TAPS_HELPER = '''@triton.jit
+def phase_taps(p, PAD: tl.constexpr, S: tl.constexpr, DIL: tl.constexpr, K: tl.constexpr):
+    # Of a K-tap kernel dim with stride S and dilation DIL, the taps t that output phase p reads an
+    # input through (p + PAD - t * DIL divides by S): the first, how many, and the step between them
+    # (S / gcd(S, DIL)). A phase may have none: then K, 0 and 1. One walk over the taps, per program.
+    first = p * 0 + K
+    second = p * 0 + K
+    count = p * 0
+    for t in tl.static_range(K):
+        hit = (p + PAD - t * DIL) % S == 0
+        second = tl.where(hit & (first < K) & (second == K), t, second)
+        first = tl.where(hit & (first == K), t, first)
+        count += tl.where(hit, 1, 0)
+    return first, count, tl.where(second < K, second - first, 1)
+'''
+"""The dilated phase split's helper (in the candidate's file beside the kernel)."""
+
+DILATED_TAPS = '''\
+    # With dilation, the taps of one phase are every step-th from its first (step = stride /
+    # gcd(stride, dilation), per dim); each next one reads an input step * dilation / stride earlier.
+    t0, nt, t_step = phase_taps(pd, PT, ST, DT, KT)
+    r0, nr, r_step = phase_taps(ph, PR, SR, DR, KR)
+    s0, ns, s_step = phase_taps(pw, PS, SS, DS, KS)
+    d0 = (od + PT - t0 * DT) // ST
+    h0 = (oh + PR - r0 * DR) // SR
+    w0 = (ow + PS - s0 * DS) // SS
+    d_step = t_step * DT // ST
+    h_step = r_step * DR // SR
+    w_step = s_step * DS // SS
+'''
+"""With dilation: the phase's taps per dim (first, count, step) and the inputs they read."""
+
+DILATED_BODY = '''\
+    # PHASED_BODY with dilation: the GEMM's K is (input channel, the phase's taps), counted per
+    # program, so a phase without taps runs no step.
+    PHASES: tl.constexpr = ST * SR * SS
+''' + PHASE_PIXELS + DILATED_TAPS + '''\
+    x_base = n.to(tl.int64) * C_IN * D * H * W + group * CG * D * H * W
+    ktot = CG * nt * nr * ns
+    nt1 = tl.maximum(nt, 1)  # divisors (with a zero count no step runs)
+    nr1 = tl.maximum(nr, 1)
+    ns1 = tl.maximum(ns, 1)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, ktot, BLOCK_K):
+        ks = k0 + tl.arange(0, BLOCK_K)
+        k_ok = ks < ktot
+        j_s = ks % ns1
+        j_r = (ks // ns1) % nr1
+        j_t = (ks // (ns1 * nr1)) % nt1
+        c = ks // (ns1 * nr1 * nt1)
+        t = t0 + t_step * j_t
+        r = r0 + r_step * j_r
+        s = s0 + s_step * j_s
+        di = d0[:, None] - (d_step * j_t)[None, :]
+        hi = h0[:, None] - (h_step * j_r)[None, :]
+        wi = w0[:, None] - (w_step * j_s)[None, :]
+        inside = (di >= 0) & (di < D) & (hi >= 0) & (hi < H) & (wi >= 0) & (wi < W)
+        ok = row_ok[:, None] & k_ok[None, :] & inside
+        a = tl.load(x_ptr + x_base[:, None] + ((c[None, :] * D + di) * H + hi) * W + wi, mask=ok, other=0.0)
+        # the weights are [in, out per group, taps]
+        w_offsets = ((group * CG + c)[:, None] * KG + cols[None, :]) * (KT * KR * KS) + ((t * KR + r) * KS + s)[:, None]
+        b = tl.load(w_ptr + w_offsets, mask=k_ok[:, None] & col_ok[None, :], other=0.0)
+'''
+"""The dilated phased kernel's body, between ``conv.GEMM_SIGNATURE`` and ``conv.DOT_STEP``."""
+
+DILATED_TAPS_BODY = '''\
+    # PHASED_TAPS_BODY with dilation: the phase's taps per dim counted per program.
+    PHASES: tl.constexpr = ST * SR * SS
+    CHUNKS: tl.constexpr = (CG + BLOCK_K - 1) // BLOCK_K
+''' + PHASE_PIXELS + DILATED_TAPS + conv_taps.INPUT_LAYOUT + '''\
+    chans = tl.arange(0, BLOCK_K)
+    w_cols = cols + group * CG * KG  # the permuted weights are [taps, C_IN, KG]
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, nt * nr * ns * CHUNKS):
+        j = k // CHUNKS
+        j_s = j % ns
+        j_r = (j // ns) % nr
+        j_t = j // (ns * nr)
+        c = (k % CHUNKS) * BLOCK_K + chans
+        c_ok = c < CG
+        di = d0 - d_step * j_t
+        hi = h0 - h_step * j_r
+        wi = w0 - w_step * j_s
+        inside = row_ok & (di >= 0) & (di < D) & (hi >= 0) & (hi < H) & (wi >= 0) & (wi < W)
+        a = tl.load(x_ptr + (x_row + ((di * H + hi) * W + wi) * pixel_step)[:, None] + (c * channel_step)[None, :],
+                    mask=inside[:, None] & c_ok[None, :], other=0.0)
+        tap = ((t0 + t_step * j_t) * KR + r0 + r_step * j_r) * KS + s0 + s_step * j_s
+        b = tl.load(w_ptr + tap * (C_IN * KG) + (c * KG)[:, None] + w_cols[None, :],
+                    mask=c_ok[:, None] & col_ok[None, :], other=0.0)
+'''
+"""The dilated phased kernel walked tap-major, between its signature and ``conv.DOT_STEP``."""
+
+
+def with_helper(source: str) -> str:
+    """A phased kernel's source, with :data:`PHASE_TAPS_HELPER` before it where it counts taps."""
+    return (PHASE_TAPS_HELPER + "\n\n" + source) if "phase_taps(" in source else source
+
+
+def body(dilation: tuple[int, int, int], tap_major: bool) -> str:
+    """The phased kernel's body: the plain phase split without dilation, the counted one with it."""
+    if dilation == (1, 1, 1):
+        return PHASED_TAPS_BODY if tap_major else PHASED_BODY
+    return DILATED_TAPS_BODY if tap_major else DILATED_BODY
+
+
 GRID_Z = 65535
 """CUDA's limit on a launch grid's third dimension, which holds groups x phases."""
 
 
-def phased(transposed: bool, stride: tuple[int, int, int], dilation: tuple[int, int, int], groups: int) -> bool:
-    """Does the phase split apply: a transposed convolution with a stride, without dilation (with
-    one, a phase's taps are no longer every stride-th), whose groups x phases fit a grid."""
+def phased(transposed: bool, stride: tuple[int, int, int], groups: int) -> bool:
+    """Does the phase split apply: a transposed convolution with a stride whose groups x phases fit a
+    grid (with dilation too: a phase's taps are then every stride / gcd(stride, dilation)-th)."""
     phases = stride[0] * stride[1] * stride[2]
-    return transposed and dilation == (1, 1, 1) and phases > 1 and groups * phases <= GRID_Z
+    return transposed and phases > 1 and groups * phases <= GRID_Z
 
 
-def phase_taps(kernel: tuple[int, int, int], stride: tuple[int, int, int]) -> int:
-    """Taps one phase visits (some of them past the kernel's edge in phases that start late)."""
-    return -(-kernel[0] // stride[0]) * -(-kernel[1] // stride[1]) * -(-kernel[2] // stride[2])
+def phase_taps(kernel: tuple[int, int, int], stride: tuple[int, int, int], dilation: tuple[int, int, int]) -> int:
+    """Taps the fullest phase visits."""
+    out = 1
+    for k, s, d in zip(kernel, stride, dilation):
+        out *= -(-k // (s // math.gcd(s, d)))
+    return out
 
 
 def grid(x: str, params: dict) -> str:

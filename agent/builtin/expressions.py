@@ -3,6 +3,7 @@ that makes a kernel round like eager does after a bf16 or fp16 op."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from kernelevo.agent.builtin.program import Node
@@ -36,7 +37,7 @@ def elementwise(op: str, args: list[Any]) -> str:
     x = a[0]
     binary = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
     if op == "fmod":
-        return _fmod(a[0], a[1])
+        return _fmod(args)
     if op in binary:
         return f"({a[0]} {binary[op]} {a[1]})"
     softplus = f"tl.where({x} > 20.0, {x}, tl.log(1.0 + tl.exp({x})))"
@@ -118,22 +119,59 @@ def _atan(x: str) -> str:
     return f"tl.where({x} < 0.0, -{magnitude}, {magnitude})"
 
 
-def _fmod(x: str, y: str) -> str:
-    """C's fmod, exact wherever the quotient's integer part is below 2^24. Triton's float ``%`` is
-    not: on the H200 it differed from torch.fmod in 4% of pairs with such quotients (a rounded
-    ``x - y * trunc(x / y)``). Here the quotient is correctly rounded (so its integer part is off by
-    at most one), the product and the difference round once (``fma``: exact, as the remainder is
-    representable), and a quotient rounded to the next integer is corrected by one ``|y|`` toward the
-    sign of ``x``. A zero takes the sign of ``x``, |x| < |y| returns x (y infinite). Past 2^24 the
-    result is wrong, as ``%``'s is."""
-    v = f"tl.math.div_rn({x}, {y})"  # correctly rounded: the GPU's plain "/" may be 2 ulp off
-    q = f"tl.where({v} < 0.0, -tl.floor(-{v}), tl.floor({v}))"
-    r = f"tl.fma(-({q}), {y}, {x})"
-    ys = f"tl.where({x} < 0.0, -tl.abs({y}), tl.abs({y}))"
-    fixed = (f"tl.where(({r} != 0.0) & (({r} < 0.0) != ({x} < 0.0)), {r} + {ys}, "
-             f"tl.where(tl.abs({r}) >= tl.abs({y}), {r} - {ys}, {r}))")
-    signed = f"tl.where({fixed} == 0.0, {x} * 0.0, {fixed})"
-    return f"tl.where(tl.abs({x}) < tl.abs({y}), {x}, {signed})"
+def _fmod(args: list[Any]) -> str:
+    """C's fmod, exact for every pair (:data:`FMOD_EXACT`); a number among the two is widened to the
+    other's block, since the helper reads its operands' bits."""
+    x, y = (_a(v) for v in args)
+    if not isinstance(args[0], str) and not isinstance(args[1], str):
+        return _c(math.fmod(float(args[0]), float(args[1])) if float(args[1]) != 0.0 else math.nan)
+    if not isinstance(args[0], str):
+        x = f"(tl.zeros_like({y}) + {x})"
+    if not isinstance(args[1], str):
+        y = f"(tl.zeros_like({x}) + {y})"
+    return f"fmod_exact({x}, {y})"
+
+
+FMOD_EXACT = '''@triton.jit
+def fmod_exact(x, y):
+    # C's fmod(x, y) of float32 values, exact for every pair, as torch.fmod is. Triton's float "%" is
+    # not: a rounded x - y * trunc(x / y), off in about 4% of pairs on the H200.
+    # Quotients below 2^23 (nearly all): the quotient correctly rounded (its integer part is then off
+    # by at most one), the remainder from one fma (exact: it is representable) and a quotient rounded
+    # up to the next integer corrected by one |y| toward the sign of x.
+    v = tl.math.div_rn(x, y)
+    q = tl.where(v < 0.0, -tl.floor(-v), tl.floor(v))
+    r = tl.fma(-q, y, x)
+    ys = tl.where(x < 0.0, -tl.abs(y), tl.abs(y))
+    r = tl.where((r != 0.0) & ((r < 0.0) != (x < 0.0)), r + ys, tl.where(tl.abs(r) >= tl.abs(y), r - ys, r))
+    # Larger quotients (a divisor tiny beside x, up to 2^277): long division of the significands in
+    # 64-bit integers, 39 bits of quotient a step, as many steps as the block's largest exponent gap
+    # needs (none in most blocks). The remainder is m_x * 2^gap mod m_y, in units of y's last place.
+    finite = (tl.abs(x) < float("inf")) & (tl.abs(y) < float("inf")) & (y != 0.0)
+    big = finite & (tl.abs(v) >= 8388608.0)
+    xb = x.to(tl.int32, bitcast=True) & 0x7FFFFFFF
+    yb = y.to(tl.int32, bitcast=True) & 0x7FFFFFFF
+    ex = xb >> 23
+    ey = yb >> 23
+    mx = tl.where(ex == 0, xb & 0x7FFFFF, (xb & 0x7FFFFF) | 0x800000).to(tl.int64)
+    my = tl.where(big, tl.where(ey == 0, yb & 0x7FFFFF, (yb & 0x7FFFFF) | 0x800000), 1).to(tl.int64)
+    ey = tl.maximum(ey, 1)
+    gap = tl.where(big, tl.maximum(ex, 1) - ey, 0)
+    rem = mx
+    for _ in range((tl.max(gap) + 38) // 39):  # each step ends below m_y: m_y < 2^24, so rem << 39 fits
+        step = tl.minimum(gap, 39)
+        rem = (rem << step.to(tl.int64)) % my
+        gap -= step
+    # rem * 2^(ey - 150): exact, by powers of two built from their bits, in two factors below 2^-126
+    scale = ey - 150
+    low = scale < -126
+    first = (tl.where(low, scale + 60, scale) + 127) << 23
+    second = (tl.where(low, -60, 0) + 127) << 23
+    exact = rem.to(tl.float32) * first.to(tl.float32, bitcast=True) * second.to(tl.float32, bitcast=True)
+    r = tl.where(big, tl.where(x < 0.0, -exact, exact), r)
+    r = tl.where(r == 0.0, x * 0.0, r)  # a zero takes the sign of x
+    return tl.where(tl.abs(x) < tl.abs(y), x, r)  # |x| < |y|: x itself (y infinite included)
+'''
 
 
 def _tanh(x: str) -> str:
@@ -187,6 +225,15 @@ def round_to_bf16(x):
 
 CAST_ROUNDS = tl.constexpr(not isinstance(round_to_bf16, InterpretedFunction))  # see INTERPRETER_IMPORT
 '''
+
+
+HELPERS = {"round_to_bf16": ROUND_TO_BF16, "fmod_exact": FMOD_EXACT}
+"""The jitted helpers the expressions call, by name."""
+
+
+def helpers_for(body: str) -> str:
+    """The helpers ``body`` calls, each followed by a blank line ("" for none)."""
+    return "".join(text + "\n\n" for name, text in HELPERS.items() if f"{name}(" in body)
 
 
 INTERPRETER_IMPORT = "from triton.runtime.interpreter import InterpretedFunction\n"

@@ -241,7 +241,7 @@ GENERATED_NAMES = frozenset({
     "vec", "block_c", "chunk", "outer", "reduced", "inner", "positions", "batch", "heads", "seq", "head_dim", "scale",
     "even", "losses", "parts", "self", "torch", "triton", "tl", "nn", "F", "math", "aligned", "conv_geometry",
     "pool_geometry",
-    "round_to_bf16", "tma_scratch", "InterpretedFunction"})
+    "round_to_bf16", "fmod_exact", "phase_taps", "tma_scratch", "InterpretedFunction"})
 """Names the generated ``forward`` methods and files define: an input of the reference with one of
 these names (or an upper-case name, a private one, or one ending ``_rows`` or ``_kernel``) is renamed."""
 

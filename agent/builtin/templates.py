@@ -349,11 +349,13 @@ class Rendering:
                              bytes_note=bytes_note)
 
 
-def _with_rounding(head: str, body: str) -> tuple[str, str]:
-    """Kernels that round to bf16 as eager does get the helper (and the interpreter check it needs)."""
-    if "round_to_bf16" not in body:
+def _with_helpers(head: str, body: str) -> tuple[str, str]:
+    """Kernels that call the expressions' jitted helpers (bf16 rounding as eager rounds, an exact fmod)
+    get them, and the interpreter check the rounding needs."""
+    helpers = expressions.helpers_for(body)
+    if not helpers:
         return head, body
-    return _with_interpreter_import(head), expressions.ROUND_TO_BF16 + "\n\n" + body
+    return (_with_interpreter_import(head) if "round_to_bf16(" in body else head), helpers + body
 
 
 def _render_cross_entropy(r: Rendering) -> str:
@@ -380,7 +382,7 @@ def _render_sequence(r: Rendering) -> str:
 
 def _render_group_norm(r: Rendering) -> str:
     norm = r.plan.extra["norm"]
-    head, body = _with_rounding(r.head(f"A fused Triton normalisation: {r.plan.describe()}.",
+    head, body = _with_helpers(r.head(f"A fused Triton normalisation: {r.plan.describe()}.",
                                        "the input three times (the second and third mostly from L2) and the "
                                        "output once."), groupnorm.kernel(norm))
     return head + body + _model(r.plan.init, groupnorm.forward(norm, r.params))
@@ -388,7 +390,7 @@ def _render_group_norm(r: Rendering) -> str:
 
 def _render_pool(r: Rendering) -> str:
     pooling = r.plan.extra["pool"]
-    head, body = _with_rounding(r.head(f"A fused Triton pooling: {r.plan.describe()}.",
+    head, body = _with_helpers(r.head(f"A fused Triton pooling: {r.plan.describe()}.",
                                        "the input about once (overlapping windows re-read from L1) and the "
                                        "output written once."), pool.GEOMETRY + pool.kernel(pooling))
     return head + body + _model(r.plan.init, pool.forward(pooling, r.params))
@@ -396,7 +398,7 @@ def _render_pool(r: Rendering) -> str:
 
 def _render_conv(r: Rendering) -> str:
     convolution = r.plan.extra["conv"]
-    head, body = _with_rounding(r.head(f"A fused Triton convolution: {r.plan.describe()}.",
+    head, body = _with_helpers(r.head(f"A fused Triton convolution: {r.plan.describe()}.",
                                        "the input about once (taps re-read from L1/L2), the weights once per "
                                        "block of output pixels, and the output written once."),
                                 conv.GEOMETRY + conv.kernel(convolution, r.strategy, r.params.get("precision")))
@@ -407,7 +409,7 @@ def _render_conv(r: Rendering) -> str:
 
 def _render_dim_reduce(r: Rendering) -> str:
     reduction = r.plan.extra["reduction"]
-    head, body = _with_rounding(r.head(f"A Triton reduction: {r.plan.describe()}.",
+    head, body = _with_helpers(r.head(f"A Triton reduction: {r.plan.describe()}.",
                                        "the input once, and one value per output position written."),
                                 dimreduce.kernel(reduction, r.params))
     return head + body + _model(r.plan.init, dimreduce.forward(reduction, r.plan.inputs[0], r.params))
@@ -415,7 +417,7 @@ def _render_dim_reduce(r: Rendering) -> str:
 
 def _render_scan(r: Rendering) -> str:
     scanned = r.plan.extra["scan"]
-    head, body = _with_rounding(r.head(f"A Triton scan: {r.plan.describe()}.",
+    head, body = _with_helpers(r.head(f"A Triton scan: {r.plan.describe()}.",
                                        "each input once and the output written once."), scan.kernel(scanned))
     return head + body + _model(r.plan.init, scan.forward(scanned, r.plan.inputs, r.params))
 
@@ -451,15 +453,13 @@ def _render_matmul(r: Rendering) -> str:
     kernels = "\n\n".join(matmul_kernels.kernel(st, i, params.get("precision"), params.get("SPLIT_K", 1), tma)
                             for i, st in enumerate(stages))
     tail = plan.extra.get("tail")
-    rounds = any(st.out_dtype == "bfloat16" for st in stages) or (
-        tail is not None and any(n.round_to == "bfloat16" for n in tail["plan"].program.nodes))
-    helper = expressions.ROUND_TO_BF16 + "\n\n" if rounds else ""
-    if params.get("K_MAJOR"):
-        helper += matmul_kernels.K_MAJOR_HELPER + "\n\n"
     forward = matmul_kernels.forward(stages, stages[0].chain_input or plan.inputs[0], params, plan.inputs, tma)
     scratch = TMA_SCRATCH if tma else ""
     if tail is not None:
         kernels, forward = _with_tail(kernels, forward, tail)
+    helper = expressions.helpers_for(kernels)
+    if params.get("K_MAJOR"):
+        helper += matmul_kernels.K_MAJOR_HELPER + "\n\n"
     return (_with_interpreter_import(head) + scratch + helper + kernels
             + expressions.INTERPRETED.format(kernel="stage0_kernel")
             + expressions.dot_precision(params.get("precision")) + _model(plan.init, forward))
@@ -471,7 +471,7 @@ def _render_program(r: Rendering) -> str:
     assert program is not None
     body, forward = _row_program(program, r.strategy, r.params, r.plan.dtype)
     head = r.head(f"Fused Triton kernel for a {r.plan.describe()}.", launch.bytes_note(program))
-    head, body = _with_rounding(head, body)
+    head, body = _with_helpers(head, body)
     return head + body + _model(r.plan.init, forward)
 
 
