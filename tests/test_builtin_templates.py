@@ -219,6 +219,12 @@ CASES = [
     ("convtranspose3d-phases-asymmetric", "        self.conv = nn.ConvTranspose3d(3, 4, (3, 4, 2), stride=(2, 3, 1), "
      "padding=(1, 0, 1), output_padding=(1, 2, 0))", "        return F.silu(self.conv(x))", "torch.randn(2, 3, 3, 4, 5)",
      ""),
+    ("matrix-vector-mv-relu", "        pass", "        return torch.relu(torch.mv(x, y))",
+     "torch.randn(7, {cols}), torch.randn({cols})", ""),
+    ("matmul-batched-matrix-times-vector", "        pass", "        return torch.matmul(x, y) * 2.0",
+     "torch.randn(3, 5, {cols}), torch.randn({cols})", ""),
+    ("matmul-vector-times-matrix", "        pass", "        return y @ x + 1.0", "torch.randn(33, {cols}), torch.randn(33)",
+     ""),
     ("convtranspose1d-phases-dilated-some-empty", "        self.conv = nn.ConvTranspose1d(32, 16, 3, stride=2, padding=1, "
      "dilation=2)", "        return self.conv(x) + 0.5", "torch.randn(2, 32, 9)", ""),
     ("convtranspose2d-phases-dilated-grouped", "        self.conv = nn.ConvTranspose2d(8, 12, (3, 5), stride=(2, 3), "

@@ -16,7 +16,8 @@ runs as written); options a rewrite does not follow leave the call as it was.
 - ``instance_norm(x)`` from the input's own statistics, without weights: ``(x - mean) / sqrt(var + eps)``
   over the spatial dims (the biased variance); the modules have a template of their own.
 - ``mv``, ``dot`` and ``outer`` as a matmul, a product summed and a broadcast product; ``addmm``,
-  ``addmv`` and ``baddbmm`` as ``beta * c + alpha * (a @ b)``.
+  ``addmv`` and ``baddbmm`` as ``beta * c + alpha * (a @ b)``; a matmul with a vector (fp32) as the
+  product summed over the shared dim.
 - ``diag(d) @ m`` and ``m @ diag(d)`` (``d`` a vector): ``d.unsqueeze(1) * m`` and ``m * d``, each row or
   column scaled, without the N x N matrix or the GEMM over its zeros.
 """
@@ -128,7 +129,7 @@ def _products(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | Non
         if not (isinstance(a, torch.fx.Node) and isinstance(b, torch.fx.Node)):
             return None
         if node.target is torch.mv:
-            return call(torch.matmul, (a, b))
+            return _vector_product(graph, a, b) or call(torch.matmul, (a, b))
         if node.target is torch.dot:
             return call(torch.sum, (call(operator.mul, (a, b)),))
         return call(operator.mul, (call(torch.unsqueeze, (a, 1)), call(torch.unsqueeze, (b, 0))))
@@ -215,10 +216,29 @@ def _diagonal(node: Any) -> torch.fx.Node | None:
     return vector if tm is not None and len(tm.shape) == 1 else None
 
 
+def _vector_product(graph: torch.fx.Graph, left: Any, right: Any) -> torch.fx.Node | None:
+    """``m @ v`` (``v`` a vector, ``m`` a matrix or a batch of them) as ``(m * v).sum(-1)``, and ``v @ m``
+    (``m`` a matrix) as ``(v.unsqueeze(1) * m).sum(0)``: a reduction that reads ``m`` once, which a
+    matrix-vector product is bound by, instead of a GEMM with one column. fp32 only: in bf16 or fp16
+    the products would round before the sum, which a GEMV's does not."""
+    tm = [a.meta.get("tensor_meta") if isinstance(a, torch.fx.Node) else None for a in (left, right)]
+    if any(t is None or t.dtype != torch.float32 for t in tm):
+        return None
+    call = graph.call_function
+    if len(tm[1].shape) == 1 and len(tm[0].shape) >= 2:
+        return call(torch.sum, (call(operator.mul, (left, right)), -1))
+    if len(tm[0].shape) == 1 and len(tm[1].shape) == 2:
+        return call(torch.sum, (call(operator.mul, (call(torch.unsqueeze, (left, 1)), right)), 0))
+    return None
+
+
 def _diagonal_matmul(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
+    """A product with a diagonal matrix (below), or with a vector (:func:`_vector_product`)."""
     if len(node.args) != 2 or node.kwargs:
         return None
     left, right = node.args
+    if (product := _vector_product(graph, left, right)) is not None:
+        return product
     tm = [a.meta.get("tensor_meta") if isinstance(a, torch.fx.Node) else None for a in (left, right)]
     if any(t is None or len(t.shape) != 2 for t in tm):
         return None
