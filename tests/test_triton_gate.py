@@ -120,3 +120,59 @@ def test_a_promised_vector_width_turns_scalar_loads_into_16_byte_ones(evaluator,
     assert module.aligned(8, (1000,), (whole[:8000].view(8, 1000),)) == 8
     assert module.aligned(8, (1000,), (whole[1:8001].view(8, 1000),)) == 1  # starts 2 bytes in
     assert module.aligned(8, (1004,), (whole,)) == 1
+
+
+GATED = {
+    "fmod-of-a-row-value-against-values": (
+        "torch.fmod(x.sum(1, keepdim=True), x) + torch.remainder(x, 0.7) + torch.fmod(x.amax(), x)",
+        "torch.randn(64, 3000)", ""),
+    "convtranspose-phases-dilated": ("self.conv(x)", "torch.randn(4, 32, 4096)",
+                                     "        self.conv = nn.ConvTranspose1d(32, 16, 3, stride=2, padding=1, dilation=2)"),
+}
+TASK = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+{init}
+
+    def forward(self, x):
+        return {body}
+
+
+def get_inputs():
+    return [{inputs}]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.parametrize("name", list(GATED))
+def test_generated_helpers_compile_for_hopper(evaluator, tmp_path: Path, name: str) -> None:
+    """What the interpreter runs but the compiler may refuse: the exact fmod helper with operands of
+    two shapes (a row's value against the row, one value against a block), and the dilated phase split
+    (taps counted per program), each strategy's first seed."""
+    from kernelevo.agent.builtin.policy import seeds
+    from kernelevo.agent.builtin.recognize import recognise
+    from kernelevo.agent.builtin.templates import render
+
+    body, inputs, init = GATED[name]
+    path = tmp_path / "task.py"
+    path.write_text(TASK.format(init=init or "        pass", body=body, inputs=inputs))
+    task = load_task(str(path), "full")
+    plan = recognise(task)
+    done: set[str] = set()
+    for strategy, params, why in seeds(plan):
+        if strategy in done:
+            continue
+        done.add(strategy)
+        source = render(plan, strategy, params, why)
+        assert "fmod_exact(" in source or "phase_taps(" in source
+        candidate_path = tmp_path / f"{strategy}.py"
+        candidate_path.write_text(source)
+        result = evaluator.triton_gate(task, candidate_path)
+        assert result["ok"], describe_triton_gate(result)[:600]

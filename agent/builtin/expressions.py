@@ -139,6 +139,8 @@ def fmod_exact(x, y):
     # Quotients below 2^23 (nearly all): the quotient correctly rounded (its integer part is then off
     # by at most one), the remainder from one fma (exact: it is representable) and a quotient rounded
     # up to the next integer corrected by one |y| toward the sign of x.
+    # one shape and type for both (a row's value against a row of values, a number passed in)
+    x, y = tl.broadcast(tl.cast(x, tl.float32), tl.cast(y, tl.float32))
     v = tl.math.div_rn(x, y)
     q = tl.where(v < 0.0, -tl.floor(-v), tl.floor(v))
     r = tl.fma(-q, y, x)
@@ -158,7 +160,8 @@ def fmod_exact(x, y):
     ey = tl.maximum(ey, 1)
     gap = tl.where(big, tl.maximum(ex, 1) - ey, 0)
     rem = mx
-    for _ in range((tl.max(gap) + 38) // 39):  # each step ends below m_y: m_y < 2^24, so rem << 39 fits
+    # (gap + a one-element block: a 0-d gap, two single values, becomes one tl.max can reduce)
+    for _ in range((tl.max(gap + tl.zeros((1,), dtype=tl.int32)) + 38) // 39):  # each step ends below m_y: m_y < 2^24, so rem << 39 fits
         step = tl.minimum(gap, 39)
         rem = (rem << step.to(tl.int64)) % my
         gap -= step

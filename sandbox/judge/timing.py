@@ -134,16 +134,20 @@ def impossible_calls(block: Block) -> list[int]:
     return [i for i, (t, w) in enumerate(zip(block.times_ms, block.wall_ms)) if t > w + 0.05]
 
 
-def unexplained_problem(candidate: Block, reference: Block, device: str) -> str | None:
-    """Did the candidate's calls take more wall time beyond their reported times than the reference's?"""
+def unexplained_problem(candidate: Block, reference: Block, device: str, reference_scale: float = 1.0) -> str | None:
+    """Did the candidate's calls take more wall time beyond their reported times than the reference's?
+    ``reference_scale`` (at most 1) shrinks the reference's own: where the re-timed reference ran slower
+    than its cached baseline, whatever slowed it (a candidate loading the GPU while the oracle works,
+    say) must not widen the room the candidate's reported times get."""
     if not candidate.times_ms or not reference.times_ms:
         return None
-    extra = candidate.unexplained_ms() - reference.unexplained_ms()
+    harness = reference.unexplained_ms() * min(reference_scale, 1.0)
+    extra = candidate.unexplained_ms() - harness
     call = statistics.median(candidate.times_ms)
     kind = "cuda" if device == "cuda" else "cpu"
     digest = statistics.median(reference.digest_ms) if reference.digest_ms else 0.0
     allowed = (UNEXPLAINED_FRACTION[kind] * call + UNEXPLAINED_MS[kind]
-               + UNEXPLAINED_OF_HARNESS[kind] * max(reference.unexplained_ms() - digest, 0.0))
+               + UNEXPLAINED_OF_HARNESS[kind] * max(harness - digest, 0.0))
     if extra <= allowed:
         return None
     return (f"each timed call took {extra:.3g} ms more wall time beyond its reported {call:.3g} ms than the "
