@@ -221,3 +221,41 @@ def test_rebuilding_the_image_removes_the_one_it_replaces(docker_sandbox) -> Non
         assert second in ids and (first == second or first not in ids)
     finally:
         docker_sandbox.client.images.remove(tag, force=True)
+
+
+def test_a_paused_container_runs_nothing_until_resumed(docker_sandbox, tmp_path: Path) -> None:
+    """``DockerJob.pause``: the engine's freezer stops the container's every process while the oracle
+    re-times the reference."""
+    import time
+
+    script = tmp_path / "job" / "script.py"
+    script.parent.mkdir(parents=True, exist_ok=True)
+    script.write_text("import threading, time\n"
+                      "def spin():\n"
+                      "    n = 0\n"
+                      "    while True:\n"
+                      "        n += 1\n"
+                      "        open('thread', 'w').write(str(n))\n"
+                      "        time.sleep(0.01)\n"
+                      "threading.Thread(target=spin, daemon=True).start()\n"
+                      "time.sleep(300)\n")
+    job = docker_sandbox.start(RunSpec(cmd=[sys.executable, str(script)], job_dir=script.parent,
+                                       env=scrubbed_env({}), timeout_s=60))
+    tick = script.parent / "thread"
+    try:
+        deadline = time.monotonic() + 30
+        while not (tick.exists() and tick.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert tick.exists(), "the container never started ticking"
+        job.pause()
+        time.sleep(0.1)
+        before = tick.read_text()
+        time.sleep(0.4)
+        assert tick.read_text() == before
+        job.resume()
+        time.sleep(0.4)
+        assert tick.read_text() != before
+    finally:
+        job.resume()
+        job.kill()
+        job.wait(20)

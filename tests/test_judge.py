@@ -1091,3 +1091,34 @@ def test_a_candidate_given_no_memory_limit_gets_half_the_hosts() -> None:
     given = Evaluator.__new__(Evaluator)
     given.config = EvalConfig(memory="2g")
     assert given.memory_bytes() == 2 * 1024**3 and given.memory_text() == "2g"
+
+
+def test_the_candidates_process_is_paused_while_the_oracle_re_times_the_reference() -> None:
+    """Between the candidate's two timed blocks the oracle re-times the reference with the candidate's
+    process stopped (``Job.pause``), and lets it go on before the second block."""
+    log: list[tuple[str, str]] = []
+
+    class Paused:
+        def __init__(self, who: str) -> None:
+            self.who = who
+
+        def pause(self) -> None:
+            log.append((self.who, "pause"))
+
+        def resume(self) -> None:
+            log.append((self.who, "resume"))
+
+    class Scripted(_ScriptedBlock):
+        def ask(self, job, who, phase, message):  # noqa: ANN001, ANN201 - the Session's signature
+            log.append((who, message["op"]))
+            return super().ask(job, who, phase, message)
+
+    part = Scripted(output_bytes=4 << 20)  # a GPU session: two candidate blocks around the re-timing
+    part.plan.task = task()
+    part.worker, part.oracle = Paused("worker"), Paused("oracle")
+    part.record = Record(device="cuda")
+    part._timing()
+    paused, resumed = log.index(("worker", "pause")), log.index(("worker", "resume"))
+    assert [who for who, _ in log[paused + 1:resumed]] and {who for who, _ in log[paused + 1:resumed]} == {"oracle"}
+    assert ("oracle", "timed") in log[paused + 1:resumed]
+    assert ("worker", "timed") in log[:paused] and ("worker", "timed") in log[resumed + 1:]

@@ -751,3 +751,45 @@ def test_the_gpu_lock_is_one_per_machine_whatever_the_cache_folder(tmp_path: Pat
     assert cache.default_lock_dir() == tmp_path / "cache" / "locks"
     monkeypatch.setenv("KERNELEVO_LOCK_DIR", str(tmp_path / "chosen"))
     assert cache.default_lock_dir() == tmp_path / "chosen"
+
+
+def test_a_paused_job_runs_nothing_until_resumed(tmp_path: Path) -> None:
+    """The judge pauses the candidate's process while the oracle re-times the reference: no thread of
+    it, and no process it started (one in a session of its own included), may run meanwhile."""
+    code = ("import os, subprocess, sys, threading, time\n"
+            "tick = 'import time\\nn = 0\\nwhile True:\\n    n += 1\\n    open(\"child\", \"w\").write(str(n))\\n"
+            "    time.sleep(0.01)\\n'\n"
+            "subprocess.Popen(['setsid', sys.executable, '-c', tick])\n"
+            "def spin():\n"
+            "    n = 0\n"
+            "    while True:\n"
+            "        n += 1\n"
+            "        open('thread', 'w').write(str(n))\n"
+            "        time.sleep(0.01)\n"
+            "threading.Thread(target=spin, daemon=True).start()\n"
+            "time.sleep(300)\n")
+    spec = spec_for(tmp_path, code, timeout_s=60)
+    job = ProcessSandbox().start(spec)
+    ticks = [spec.job_dir / "child", spec.job_dir / "thread"]
+
+    def counts() -> list[str]:
+        return [p.read_text() if p.exists() else "" for p in ticks]
+
+    try:
+        deadline = time.monotonic() + 20
+        while not all(counts()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert all(counts()), "the job never started ticking"
+        job.pause()
+        time.sleep(0.1)
+        before = counts()
+        time.sleep(0.4)
+        assert counts() == before
+        job.resume()
+        time.sleep(0.4)
+        after = counts()
+        assert all(int(a) > int(b) for a, b in zip(after, before) if a and b)
+    finally:
+        job.resume()
+        job.kill()
+        job.wait(10)

@@ -316,6 +316,19 @@ class DockerJob:
         except Exception:  # ended, or the engine cannot say
             return set()
 
+    def pause(self) -> None:
+        """Freeze the container (the engine's cgroup freezer)."""
+        try:
+            self.container.pause()
+        except Exception:  # ended, or the engine refused: nothing runs to be paused then, or the caller's
+            pass           # wait outlasts it
+
+    def resume(self) -> None:
+        try:
+            self.container.unpause()
+        except Exception:
+            pass
+
     def kill(self) -> None:
         self.killed_alive = self.killed_alive or self.outcome is None and self.alive()
         try:

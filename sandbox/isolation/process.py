@@ -129,6 +129,11 @@ class Deadline:
         self._cancelled.set()
 
 
+PAUSE_ROUNDS = 5
+"""Passes over a job's processes when pausing it: each stops those found, until a pass finds no new
+one (a process forking as fast as it can is stopped within a few)."""
+
+
 def process_tree(root: int) -> list[int]:
     """``root`` and its descendants, parents before children."""
     children: dict[int, list[int]] = {}
@@ -370,6 +375,29 @@ class ProcessJob:
 
     def host_pids(self) -> set[int]:
         return set(process_tree(self.pid)) if self.alive() else set()
+
+    def pause(self) -> None:
+        """Stop every process of the job (SIGSTOP), those it starts meanwhile included."""
+        self._paused = getattr(self, "_paused", set())
+        for _ in range(PAUSE_ROUNDS):
+            found = set(process_tree(self.pid)) | set(self.cgroup.members() if self.cgroup is not None else ())
+            if not found - self._paused:
+                return
+            for pid in found - self._paused:
+                try:
+                    os.kill(pid, signal.SIGSTOP)
+                except OSError:
+                    pass
+            self._paused |= found
+
+    def resume(self) -> None:
+        """Let the processes :meth:`pause` stopped go on (SIGCONT)."""
+        for pid in getattr(self, "_paused", set()) | set(process_tree(self.pid)):
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except OSError:
+                pass
+        self._paused = set()
 
     def kill(self) -> None:
         if self.proc.poll() is None:

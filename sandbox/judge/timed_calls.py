@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from kernelevo.sandbox.child.timed import call_ms, same_digest
@@ -33,6 +35,18 @@ def trace_call(who: str, op: str, reply: dict[str, Any], wall_ms: float) -> None
     trace_line("KERNELEVO_TIMING_TRACE", {"who": who, "op": op, **fields, "wall_ms": wall_ms})
 
 
+@contextmanager
+def paused(job: Job) -> Iterator[None]:
+    """``job`` (the candidate's process) stopped while the oracle re-times the reference: nothing it runs
+    on the host or starts on the GPU then can slow the reference's calls, whose wall time beyond their
+    events the judge's-clock check subtracts from the candidate's (``timing.unexplained_problem``)."""
+    job.pause()
+    try:
+        yield
+    finally:
+        job.resume()
+
+
 class TimedCalls(SessionPart):
     """The session's timed calls (a part of ``Session``)."""
 
@@ -51,7 +65,9 @@ class TimedCalls(SessionPart):
                 self.record.add("timed runs correct", False, found[1][0])
                 return
             if number == 0:
-                self.record.reference_block, _ = self._timed_block(self.oracle, "oracle", "re-timing the reference")
+                with paused(self.worker):
+                    self.record.reference_block, _ = self._timed_block(self.oracle, "oracle",
+                                                                       "re-timing the reference")
         if gpu:
             self.record.telemetry = telemetry.around(before, telemetry.snapshot())
         problem = rules.precision_problem(self.record.timed_precision, self.plan.task.dtype or "float32")
@@ -81,8 +97,10 @@ class TimedCalls(SessionPart):
             record.graph_block = block
             # From here the oracle holds a capture (or a failed one): it is not kept for other sessions.
             record.oracle_unfit = True
-            record.graph_reference_block, _ = self._timed_block(self.oracle, "oracle",
-                                                                "CUDA-graph replays of the reference", op="graph_timed")
+            with paused(self.worker):
+                record.graph_reference_block, _ = self._timed_block(self.oracle, "oracle",
+                                                                    "CUDA-graph replays of the reference",
+                                                                    op="graph_timed")
         except Stop as stop:
             if stop.broken:  # a channel that timed out or closed is out of step: the session cannot go on
                 raise
