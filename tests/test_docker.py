@@ -259,3 +259,20 @@ def test_a_paused_container_runs_nothing_until_resumed(docker_sandbox, tmp_path:
         job.resume()
         job.kill()
         job.wait(20)
+
+
+def test_a_paused_container_still_meets_its_deadline(docker_sandbox, tmp_path: Path) -> None:
+    """Paused past its deadline, a container is killed and said to have timed out, as a running one is."""
+    import time
+
+    script = tmp_path / "job" / "script.py"
+    script.parent.mkdir(parents=True, exist_ok=True)
+    script.write_text("import time\ntime.sleep(300)\n")
+    job = docker_sandbox.start(RunSpec(cmd=[sys.executable, str(script)], job_dir=script.parent,
+                                       env=scrubbed_env({}), timeout_s=3))
+    time.sleep(1.0)
+    job.pause()
+    assert job.alive()
+    began = time.monotonic()
+    outcome = job.wait(30)
+    assert outcome.timed_out and time.monotonic() - began < 15

@@ -1105,8 +1105,9 @@ def test_the_candidates_process_is_paused_while_the_oracle_re_times_the_referenc
         def pause(self) -> None:
             log.append((self.who, "pause"))
 
-        def resume(self) -> None:
+        def resume(self) -> bool:
             log.append((self.who, "resume"))
+            return self.who != "woken"
 
     class Scripted(_ScriptedBlock):
         def ask(self, job, who, phase, message):  # noqa: ANN001, ANN201 - the Session's signature
@@ -1122,3 +1123,8 @@ def test_the_candidates_process_is_paused_while_the_oracle_re_times_the_referenc
     assert [who for who, _ in log[paused + 1:resumed]] and {who for who, _ in log[paused + 1:resumed]} == {"oracle"}
     assert ("oracle", "timed") in log[paused + 1:resumed]
     assert ("worker", "timed") in log[:paused] and ("worker", "timed") in log[resumed + 1:]
+    # a process of the candidate's that ran while paused (woken by another) rejects it
+    log.clear()
+    part.worker, part.record = Paused("woken"), Record(device="cuda")
+    with pytest.raises(Stop, match="ran while it was paused"):
+        part._timing()

@@ -753,9 +753,13 @@ def test_the_gpu_lock_is_one_per_machine_whatever_the_cache_folder(tmp_path: Pat
     assert cache.default_lock_dir() == tmp_path / "chosen"
 
 
-def test_a_paused_job_runs_nothing_until_resumed(tmp_path: Path) -> None:
+@pytest.mark.parametrize("how", ["freezer", "signals"])
+def test_a_paused_job_runs_nothing_until_resumed(tmp_path: Path, how: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The judge pauses the candidate's process while the oracle re-times the reference: no thread of
-    it, and no process it started (one in a session of its own included), may run meanwhile."""
+    it, and no process it started (one in a session of its own included), may run meanwhile; by the
+    cgroup freezer where there is one, else by SIGSTOP to each process."""
+    if how == "signals":
+        monkeypatch.setattr(cgroups.Cgroup, "freeze", lambda self, timeout_s=0.0: False)
     code = ("import os, subprocess, sys, threading, time\n"
             "tick = 'import time\\nn = 0\\nwhile True:\\n    n += 1\\n    open(\"child\", \"w\").write(str(n))\\n"
             "    time.sleep(0.01)\\n'\n"
@@ -785,7 +789,7 @@ def test_a_paused_job_runs_nothing_until_resumed(tmp_path: Path) -> None:
         before = counts()
         time.sleep(0.4)
         assert counts() == before
-        job.resume()
+        assert job.resume()
         time.sleep(0.4)
         after = counts()
         assert all(int(a) > int(b) for a, b in zip(after, before) if a and b)
@@ -793,3 +797,103 @@ def test_a_paused_job_runs_nothing_until_resumed(tmp_path: Path) -> None:
         job.resume()
         job.kill()
         job.wait(10)
+
+
+WALKER = r"""
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+/* fork, the parent leaves at once, the child goes on under a new pid every ~0.1 ms, waking the job */
+int main(void) {
+    for (;;) {
+        struct timespec a, b;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        do clock_gettime(CLOCK_MONOTONIC, &b); while ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec) < 1e5);
+        pid_t p = fork();
+        if (p > 0) _exit(0);
+        if (p == 0) killpg(0, SIGCONT);
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("walker", ["python", "c"])
+@pytest.mark.parametrize("how", ["freezer", "signals"])
+def test_a_job_that_wakes_itself_is_never_reported_as_held(tmp_path: Path, how: str, walker: str,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A job whose processes fork without end, each sending SIGCONT to the others: a pause either holds
+    it (the freezer: SIGCONT does not thaw), or says it could not (PauseFailed), or says after the
+    fact that something ran (``resume`` False); never a pause reported whole while the job ticked."""
+    from kernelevo.sandbox.isolation.process import PauseFailed
+
+    if how == "signals":
+        monkeypatch.setattr(cgroups.Cgroup, "freeze", lambda self, timeout_s=0.0: False)
+    code = ("import os, signal, threading, time\n"
+            "def spin():\n"
+            "    n = 0\n"
+            "    while True:\n"
+            "        n += 1\n"
+            "        open('thread', 'w').write(str(n))\n"
+            "        time.sleep(0.01)\n"
+            "threading.Thread(target=spin, daemon=True).start()\n"
+            "def reap():\n"
+            "    while True:\n"
+            "        try:\n"
+            "            os.wait()\n"
+            "        except ChildProcessError:\n"
+            "            time.sleep(0.01)\n"
+            "threading.Thread(target=reap, daemon=True).start()\n"
+            "time.sleep(0.5)\n"
+            + ("import subprocess\nsubprocess.Popen(['./walker'])\n" if walker == "c" else
+               "if os.fork() == 0:\n"
+               "    while True:\n"
+               "        if os.fork():\n"
+               "            os._exit(0)\n"
+               "        os.killpg(0, signal.SIGCONT)\n")
+            + "time.sleep(300)\n")
+    spec = spec_for(tmp_path, code, timeout_s=60, pids_limit=4096)
+    if walker == "c":
+        import shutil
+        import subprocess
+
+        if shutil.which("cc") is None:
+            pytest.skip("no C compiler for the fast walker")
+        (tmp_path / "walker.c").write_text(WALKER)
+        subprocess.run(["cc", "-O2", "-o", str(spec.job_dir / "walker"), str(tmp_path / "walker.c")], check=True)
+    job = ProcessSandbox().start(spec)
+    tick = spec.job_dir / "thread"
+    try:
+        deadline = time.monotonic() + 20
+        while not (tick.exists() and tick.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1.0)  # the walker under way
+        for _ in range(3):
+            try:
+                job.pause()
+            except PauseFailed:
+                continue
+            time.sleep(0.1)
+            before = tick.read_text()
+            time.sleep(0.3)
+            ticked = tick.read_text() != before
+            held = job.resume()
+            assert not (held and ticked), "a pause reported whole while the job ran"
+            time.sleep(0.2)
+    finally:
+        job.resume()
+        job.kill()
+        job.wait(20)
+
+
+
+@pytest.mark.parametrize("how", ["freezer", "signals"])
+def test_a_paused_job_still_meets_its_deadline(tmp_path: Path, how: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Paused past its deadline (frozen, or stopped), a job is killed, reaped and said to have timed out."""
+    if how == "signals":
+        monkeypatch.setattr(cgroups.Cgroup, "freeze", lambda self, timeout_s=0.0: False)
+    job = ProcessSandbox().start(spec_for(tmp_path, "import time\ntime.sleep(300)\n", timeout_s=3))
+    time.sleep(1.0)
+    job.pause()
+    began = time.monotonic()
+    outcome = job.wait(30)
+    assert outcome.timed_out and time.monotonic() - began < 15 and not job.alive()

@@ -160,8 +160,9 @@ def fmod_exact(x, y):
     ey = tl.maximum(ey, 1)
     gap = tl.where(big, tl.maximum(ex, 1) - ey, 0)
     rem = mx
-    # (gap + a one-element block: a 0-d gap, two single values, becomes one tl.max can reduce)
-    for _ in range((tl.max(gap + tl.zeros((1,), dtype=tl.int32)) + 38) // 39):  # each step ends below m_y: m_y < 2^24, so rem << 39 fits
+    # Each step ends below m_y < 2^24, so rem << 39 fits. (A one-element block added: a 0-d gap, of two
+    # single values, becomes one tl.max can reduce.)
+    for _ in range((tl.max(gap + tl.zeros((1,), dtype=tl.int32)) + 38) // 39):
         step = tl.minimum(gap, 39)
         rem = (rem << step.to(tl.int64)) % my
         gap -= step

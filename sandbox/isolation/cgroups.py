@@ -1,5 +1,7 @@
 """Memory and process limits through cgroups (v2, or v1 memory and pids controllers), where this
-process may create them; the sandbox polls memory and process counts where it may not."""
+process may create them; the sandbox polls memory and process counts where it may not. The same
+cgroup freezes a job (v2's ``cgroup.freeze``, or the v1 freezer) while the judge must know that none
+of its processes runs: a frozen task is not thawed by SIGCONT, and what it starts is frozen too."""
 
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ from pathlib import Path
 
 CGROUP_ROOT = Path(os.environ.get("KERNELEVO_CGROUP_ROOT", "/sys/fs/cgroup"))
 CGROUP_PREFIX = "kernelevo"
+FREEZE_TIMEOUT_S = 2.0
+"""How long a freeze may take to reach every task (each must leave the kernel at a safe point)."""
 
 
 @dataclass
@@ -22,6 +26,8 @@ class Cgroup:
     memory_bytes: int | None
     pids: int | None
     procs: list[Path] = field(default_factory=list)
+    freezer: Path | None = None
+    """The folder whose state freezes the job (None where neither freezer is available)."""
 
     @classmethod
     def create(cls, memory_bytes: int | None, pids: int | None) -> Cgroup | None:
@@ -53,12 +59,17 @@ class Cgroup:
                 pid_dir.mkdir()
                 dirs.append(pid_dir)
                 (pid_dir / "pids.max").write_text(str(pids))
+            has_pids = len(dirs) > 1
+            freezer = None
+            if (CGROUP_ROOT / "freezer").is_dir():
+                freezer = CGROUP_ROOT / "freezer" / name
+                freezer.mkdir()
+                dirs.append(freezer)
         except OSError:
             for d in reversed(dirs):
                 d.rmdir()
             raise
-        has_pids = len(dirs) > 1
-        return cls(1, dirs, memory_bytes, pids if has_pids else None, [d / "cgroup.procs" for d in dirs])
+        return cls(1, dirs, memory_bytes, pids if has_pids else None, [d / "cgroup.procs" for d in dirs], freezer)
 
     @classmethod
     def _create_v2(cls, name: str, memory_bytes: int | None, pids: int | None) -> Cgroup:
@@ -74,7 +85,8 @@ class Cgroup:
                 (group / "memory.swap.max").write_text("0")
         if pids:
             (group / "pids.max").write_text(str(pids))
-        return cls(2, [group], memory_bytes, pids, [group / "cgroup.procs"])
+        freezer = group if (group / "cgroup.freeze").exists() else None
+        return cls(2, [group], memory_bytes, pids, [group / "cgroup.procs"], freezer)
 
     def members(self) -> list[int]:
         found: set[int] = set()
@@ -85,7 +97,45 @@ class Cgroup:
                 pass
         return sorted(found)
 
+    def freeze(self, timeout_s: float = FREEZE_TIMEOUT_S) -> bool:
+        """Freeze every task of the cgroup; True once the kernel says all are frozen."""
+        if self.freezer is None:
+            return False
+        try:
+            if self.version == 2:
+                (self.freezer / "cgroup.freeze").write_text("1")
+            else:
+                (self.freezer / "freezer.state").write_text("FROZEN")
+        except OSError:
+            return False
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.frozen():
+                return True
+            time.sleep(0.002)
+        return False
+
+    def frozen(self) -> bool:
+        try:
+            if self.version == 2:
+                return "frozen 1" in (self.freezer / "cgroup.events").read_text().splitlines()
+            return (self.freezer / "freezer.state").read_text().strip() == "FROZEN"
+        except (OSError, TypeError):
+            return False
+
+    def thaw(self) -> None:
+        if self.freezer is None:
+            return
+        try:
+            if self.version == 2:
+                (self.freezer / "cgroup.freeze").write_text("0")
+            else:
+                (self.freezer / "freezer.state").write_text("THAWED")
+        except OSError:
+            pass
+
     def kill_all(self) -> None:
+        self.thaw()  # a task frozen by the v1 freezer takes its SIGKILL only once thawed
         if self.version == 2 and (self.dirs[0] / "cgroup.kill").exists():
             try:
                 (self.dirs[0] / "cgroup.kill").write_text("1")
@@ -149,7 +199,7 @@ class Cgroup:
 def cleanup_stale_cgroups() -> int:
     """Remove cgroups left by kernelevo processes that no longer run; returns how many."""
     removed = 0
-    folders = [CGROUP_ROOT / "memory", CGROUP_ROOT / "pids", CGROUP_ROOT / CGROUP_PREFIX]
+    folders = [CGROUP_ROOT / "memory", CGROUP_ROOT / "pids", CGROUP_ROOT / "freezer", CGROUP_ROOT / CGROUP_PREFIX]
     candidates = [d for folder in folders for d in folder.glob(f"{CGROUP_PREFIX}-*")]
     for d in candidates:
         try:
@@ -158,7 +208,9 @@ def cleanup_stale_cgroups() -> int:
             continue
         if owner == os.getpid() or Path(f"/proc/{owner}").exists():
             continue  # a live process's (ours included: another sandbox in this process may be starting a job)
-        group = Cgroup(2 if d.parent.name == CGROUP_PREFIX else 1, [d], None, None, [d / "cgroup.procs"])
+        version = 2 if d.parent.name == CGROUP_PREFIX else 1
+        group = Cgroup(version, [d], None, None, [d / "cgroup.procs"],
+                       d if d.parent.name in (CGROUP_PREFIX, "freezer") else None)
         group.remove()
         removed += not d.exists()
     return removed

@@ -139,7 +139,7 @@ def image_present(tag: str = IMAGE) -> bool:
 
 
 def remove_leftovers() -> int:
-    """Remove containers of earlier runs (labelled, no longer running); returns how many."""
+    """Remove containers of runs that ended (labelled, their owning process gone); returns how many."""
     try:
         c = client()
     except DockerUnavailable:
@@ -147,7 +147,9 @@ def remove_leftovers() -> int:
     removed = 0
     for container in c.containers.list(all=True, filters={"label": LABEL}):
         owner = container.labels.get("org.kernelevo.owner", "")
-        alive = owner.isdigit() and Path(f"/proc/{owner}").exists() and container.status == "running"
+        # a live run's container (starting, running, paused by its judge or ended and being read) is its
+        # own to remove
+        alive = owner.isdigit() and Path(f"/proc/{owner}").exists()
         if not alive:
             try:
                 container.remove(force=True)
@@ -279,7 +281,7 @@ class DockerJob:
             return False
         try:
             self.container.reload()
-            return self.container.status in {"created", "running"}
+            return self.container.status in {"created", "running", "paused"}
         except Exception:
             return False
 
@@ -317,17 +319,25 @@ class DockerJob:
             return set()
 
     def pause(self) -> None:
-        """Freeze the container (the engine's cgroup freezer)."""
+        """Freeze the container (the engine's cgroup freezer: SIGCONT does not thaw it)."""
+        self._paused = False
+        if not self.alive():
+            return
         try:
             self.container.pause()
-        except Exception:  # ended, or the engine refused: nothing runs to be paused then, or the caller's
-            pass           # wait outlasts it
+            self._paused = True
+        except Exception as exc:  # the engine refused: the judge's trouble, not the candidate's
+            self.isolation.warnings.append(f"the container could not be paused: {str(exc)[:200]}")
 
-    def resume(self) -> None:
+    def resume(self) -> bool:
+        if not getattr(self, "_paused", False):
+            return True
+        self._paused = False
         try:
             self.container.unpause()
         except Exception:
             pass
+        return True
 
     def kill(self) -> None:
         self.killed_alive = self.killed_alive or self.outcome is None and self.alive()
@@ -358,6 +368,8 @@ class DockerJob:
                 returncode = state.get("ExitCode")
             pids_hit = _pids_exhausted(self.container.id)
             log = self.container.logs(stdout=True, stderr=True, tail=LOG_TAIL_LINES)
+        except Exception as exc:  # removed by someone else, or the engine went away: say so, end as killed
+            log = f"the container could not be read after it ended: {str(exc)[:200]}".encode()
         finally:
             self.owner._forget(self)
             try:

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from kernelevo.sandbox.child.timed import call_ms, same_digest
+from kernelevo.sandbox.isolation.process import PauseFailed
 from kernelevo.sandbox.isolation.protocol import Job
 from kernelevo.sandbox.judge import rules, sampled, telemetry
 from kernelevo.sandbox.judge.plan import SessionPart, Stop, fresh_seed, trace_line
@@ -35,18 +36,6 @@ def trace_call(who: str, op: str, reply: dict[str, Any], wall_ms: float) -> None
     trace_line("KERNELEVO_TIMING_TRACE", {"who": who, "op": op, **fields, "wall_ms": wall_ms})
 
 
-@contextmanager
-def paused(job: Job) -> Iterator[None]:
-    """``job`` (the candidate's process) stopped while the oracle re-times the reference: nothing it runs
-    on the host or starts on the GPU then can slow the reference's calls, whose wall time beyond their
-    events the judge's-clock check subtracts from the candidate's (``timing.unexplained_problem``)."""
-    job.pause()
-    try:
-        yield
-    finally:
-        job.resume()
-
-
 class TimedCalls(SessionPart):
     """The session's timed calls (a part of ``Session``)."""
 
@@ -65,7 +54,7 @@ class TimedCalls(SessionPart):
                 self.record.add("timed runs correct", False, found[1][0])
                 return
             if number == 0:
-                with paused(self.worker):
+                with self._worker_paused("re-timing the reference"):
                     self.record.reference_block, _ = self._timed_block(self.oracle, "oracle",
                                                                        "re-timing the reference")
         if gpu:
@@ -97,7 +86,7 @@ class TimedCalls(SessionPart):
             record.graph_block = block
             # From here the oracle holds a capture (or a failed one): it is not kept for other sessions.
             record.oracle_unfit = True
-            with paused(self.worker):
+            with self._worker_paused("CUDA-graph replays of the reference"):
                 record.graph_reference_block, _ = self._timed_block(self.oracle, "oracle",
                                                                     "CUDA-graph replays of the reference",
                                                                     op="graph_timed")
@@ -108,6 +97,25 @@ class TimedCalls(SessionPart):
             record.graph_note = f"{whose} could not be timed as a CUDA graph: {stop.detail}"
         finally:
             record.phases["CUDA-graph timing"] = round(time.monotonic() - began, 4)
+
+    @contextmanager
+    def _worker_paused(self, phase: str) -> Iterator[None]:
+        """The candidate's process stopped while the oracle times the reference: nothing it runs on the
+        host or starts on the GPU then can slow the reference's calls, whose wall time beyond their
+        events the judge's-clock check subtracts from the candidate's (``timing.unexplained_problem``).
+        A process of its that cannot be held, or that ran anyway, rejects it."""
+        try:
+            self.worker.pause()
+        except PauseFailed as exc:
+            raise Stop("worker", phase, f"the candidate's process could not be paused while the reference was "
+                       f"timed: {exc}") from None
+        try:
+            yield
+        finally:
+            held = self.worker.resume()
+        if not held:
+            raise Stop("worker", phase, "a process of the candidate's ran while it was paused for the reference's "
+                       "timing (woken by another, or started past the pause)")
 
     def _timed_block(self, job: Job, who: str, phase: str, op: str = "timed") -> tuple[Block, tuple[int, list[str]]]:
         policy, gpu = self.plan.timing, self.plan.device == "cuda"
