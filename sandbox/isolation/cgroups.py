@@ -113,6 +113,7 @@ class Cgroup:
             if self.frozen():
                 return True
             time.sleep(0.002)
+        self.thaw()  # half frozen (a task that would not leave the kernel): the caller holds it otherwise
         return False
 
     def frozen(self) -> bool:
