@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernelevo.agent.builtin import conv, conv_taps
-from kernelevo.agent.builtin.program import CannotCover
+from kernelevo.agent.builtin import conv, conv_taps, conv_transposed
 
 HOPPER_SHARED = 232448
 
@@ -22,18 +21,26 @@ def _conv(cin: int, cout: int, kernel: tuple[int, int, int], stride: tuple[int, 
     (False, (1, 1, 1), False, 15, False),   # too few channels to fill a K step
     (True, (1, 1, 1), False, 64, True),
     (True, (1, 2, 2), True, 64, True),      # split by phase
-    (True, (1, 2, 2), False, 64, False),    # strided and dilated: neither walk
+    (True, (1, 2, 2), False, 64, False),    # strided, not split by phase (groups x phases past the grid)
 ])
 def test_tap_major_applies_where_its_walk_is_exact(transposed: bool, stride: tuple, phased: bool, channels: int,
                                                    applies: bool) -> None:
     assert conv_taps.applies(transposed, stride, phased, channels) is applies
 
 
-def test_a_strided_dilated_transposed_convolution_is_refused_by_the_tap_major_kernel() -> None:
+def test_a_strided_dilated_transposed_convolution_is_split_by_phase_with_counted_taps() -> None:
+    """With dilation, a phase's taps are every stride / gcd(stride, dilation)-th and some phases have
+    none: both phased kernels count them per program (``phase_taps``), and the seeds size K by the
+    fullest phase (3 taps a dim at stride 2, dilation 2: every tap lands on an input in half the phases)."""
     strided = _conv(16, 8, (1, 3, 3), stride=(1, 2, 2), transposed=True, dilation=(1, 2, 2))
-    with pytest.raises(CannotCover, match="tap-major"):
-        conv.kernel(strided, "tap_major", "bf16x3")
-    assert all(strategy != "tap_major" for strategy, _, _ in conv.seeds(strided, "float32", HOPPER_SHARED))
+    for strategy in ("tap_major", "implicit_gemm"):
+        source = conv.kernel(strided, strategy, "bf16x3")
+        assert source.startswith(conv_transposed.PHASE_TAPS_HELPER) and "phase_taps(pd, PT, ST, DT, KT)" in source
+    assert conv_transposed.phase_taps((1, 3, 3), (1, 2, 2), (1, 2, 2)) == 9
+    assert conv_transposed.phase_taps((1, 3, 3), (1, 2, 2), (1, 1, 1)) == 4
+    assert any(strategy == "tap_major" for strategy, _, _ in conv.seeds(strided, "float32", HOPPER_SHARED))
+    plain = _conv(16, 8, (1, 3, 3), stride=(1, 2, 2), transposed=True)  # no dilation: the kernels as before
+    assert "phase_taps(" not in conv.kernel(plain, "tap_major", "bf16x3")
 
 
 @pytest.mark.parametrize(("channels", "step"), [(16, 16), (40, 16), (64, 64), (80, 16), (96, 32), (128, 64),
