@@ -230,12 +230,13 @@ def test_a_paused_container_runs_nothing_until_resumed(docker_sandbox, tmp_path:
 
     script = tmp_path / "job" / "script.py"
     script.parent.mkdir(parents=True, exist_ok=True)
-    script.write_text("import threading, time\n"
+    script.write_text("import os, threading, time\n"
                       "def spin():\n"
                       "    n = 0\n"
                       "    while True:\n"
                       "        n += 1\n"
-                      "        open('thread', 'w').write(str(n))\n"
+                      "        open('t.tmp', 'w').write(str(n))\n"
+                      "        os.replace('t.tmp', 'thread')\n"
                       "        time.sleep(0.01)\n"
                       "threading.Thread(target=spin, daemon=True).start()\n"
                       "time.sleep(300)\n")

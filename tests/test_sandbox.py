@@ -761,14 +761,16 @@ def test_a_paused_job_runs_nothing_until_resumed(tmp_path: Path, how: str, monke
     if how == "signals":
         monkeypatch.setattr(cgroups.Cgroup, "freeze", lambda self, timeout_s=0.0: False)
     code = ("import os, subprocess, sys, threading, time\n"
-            "tick = 'import time\\nn = 0\\nwhile True:\\n    n += 1\\n    open(\"child\", \"w\").write(str(n))\\n"
+            "tick = 'import os, time\\nn = 0\\nwhile True:\\n    n += 1\\n    open(\"c.tmp\", \"w\").write(str(n))\\n"
+            "    os.replace(\"c.tmp\", \"child\")\\n"
             "    time.sleep(0.01)\\n'\n"
             "subprocess.Popen(['setsid', sys.executable, '-c', tick])\n"
             "def spin():\n"
             "    n = 0\n"
             "    while True:\n"
             "        n += 1\n"
-            "        open('thread', 'w').write(str(n))\n"
+            "        open('t.tmp', 'w').write(str(n))\n"
+            "        os.replace('t.tmp', 'thread')  # whole, never read half written\n"
             "        time.sleep(0.01)\n"
             "threading.Thread(target=spin, daemon=True).start()\n"
             "time.sleep(300)\n")
@@ -833,7 +835,8 @@ def test_a_job_that_wakes_itself_is_never_reported_as_held(tmp_path: Path, how: 
             "    n = 0\n"
             "    while True:\n"
             "        n += 1\n"
-            "        open('thread', 'w').write(str(n))\n"
+            "        open('t.tmp', 'w').write(str(n))\n"
+            "        os.replace('t.tmp', 'thread')  # whole, never read half written\n"
             "        time.sleep(0.01)\n"
             "threading.Thread(target=spin, daemon=True).start()\n"
             "def reap():\n"
