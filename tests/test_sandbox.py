@@ -753,6 +753,17 @@ def test_the_gpu_lock_is_one_per_machine_whatever_the_cache_folder(tmp_path: Pat
     assert cache.default_lock_dir() == tmp_path / "chosen"
 
 
+TICKING_THREAD = ("def spin():\n"
+                  "    n = 0\n"
+                  "    while True:\n"
+                  "        n += 1\n"
+                  "        open('t.tmp', 'w').write(str(n))\n"
+                  "        os.replace('t.tmp', 'thread')  # whole, never read half written\n"
+                  "        time.sleep(0.01)\n"
+                  "threading.Thread(target=spin, daemon=True).start()\n")
+"""A job's thread that counts in its folder's file ``thread`` every 10 ms (os and threading imported)."""
+
+
 @pytest.mark.parametrize("how", ["freezer", "signals"])
 def test_a_paused_job_runs_nothing_until_resumed(tmp_path: Path, how: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The judge pauses the candidate's process while the oracle re-times the reference: no thread of
@@ -765,15 +776,8 @@ def test_a_paused_job_runs_nothing_until_resumed(tmp_path: Path, how: str, monke
             "    os.replace(\"c.tmp\", \"child\")\\n"
             "    time.sleep(0.01)\\n'\n"
             "subprocess.Popen(['setsid', sys.executable, '-c', tick])\n"
-            "def spin():\n"
-            "    n = 0\n"
-            "    while True:\n"
-            "        n += 1\n"
-            "        open('t.tmp', 'w').write(str(n))\n"
-            "        os.replace('t.tmp', 'thread')  # whole, never read half written\n"
-            "        time.sleep(0.01)\n"
-            "threading.Thread(target=spin, daemon=True).start()\n"
-            "time.sleep(300)\n")
+            + TICKING_THREAD
+            + "time.sleep(300)\n")
     spec = spec_for(tmp_path, code, timeout_s=60)
     job = ProcessSandbox().start(spec)
     ticks = [spec.job_dir / "child", spec.job_dir / "thread"]
@@ -826,20 +830,13 @@ def test_a_job_that_wakes_itself_is_never_reported_as_held(tmp_path: Path, how: 
     """A job whose processes fork without end, each sending SIGCONT to the others: a pause either holds
     it (the freezer: SIGCONT does not thaw), or says it could not (PauseFailed), or says after the
     fact that something ran (``resume`` False); never a pause reported whole while the job ticked."""
-    from kernelevo.sandbox.isolation.process import PauseFailed
+    from kernelevo.sandbox.isolation.pausing import PauseFailed
 
     if how == "signals":
         monkeypatch.setattr(cgroups.Cgroup, "freeze", lambda self, timeout_s=0.0: False)
     code = ("import os, signal, threading, time\n"
-            "def spin():\n"
-            "    n = 0\n"
-            "    while True:\n"
-            "        n += 1\n"
-            "        open('t.tmp', 'w').write(str(n))\n"
-            "        os.replace('t.tmp', 'thread')  # whole, never read half written\n"
-            "        time.sleep(0.01)\n"
-            "threading.Thread(target=spin, daemon=True).start()\n"
-            "def reap():\n"
+            + TICKING_THREAD
+            + "def reap():\n"
             "    while True:\n"
             "        try:\n"
             "            os.wait()\n"

@@ -60,6 +60,16 @@ index it reads (the next is one earlier)."""
 PHASE_TILE = PHASE_PIXELS + FIRST_TAPS
 
 
+PHASED_LOADS = '''\
+        inside = (di >= 0) & (di < D) & (hi >= 0) & (hi < H) & (wi >= 0) & (wi < W)
+        ok = row_ok[:, None] & tap_ok[None, :] & inside
+        a = tl.load(x_ptr + x_base[:, None] + ((c[None, :] * D + di) * H + hi) * W + wi, mask=ok, other=0.0)
+        # the weights are [in, out per group, taps]
+        w_offsets = ((group * CG + c)[:, None] * KG + cols[None, :]) * (KT * KR * KS) + ((t * KR + r) * KS + s)[:, None]
+        b = tl.load(w_ptr + w_offsets, mask=tap_ok[:, None] & col_ok[None, :], other=0.0)
+'''
+"""A phased implicit GEMM step's loads: the input tile (zero past the input's edges) and the weights'."""
+
 PHASED_BODY = '''\
     # Program (m, n, group * phases + phase): BLOCK_M output pixels of one phase (each output index
     # mod the stride, per dim) x BLOCK_N output channels of one group. The GEMM's K is (input
@@ -86,13 +96,7 @@ PHASED_BODY = '''\
         di = d0[:, None] - j_t[None, :]
         hi = h0[:, None] - j_r[None, :]
         wi = w0[:, None] - j_s[None, :]
-        inside = (di >= 0) & (di < D) & (hi >= 0) & (hi < H) & (wi >= 0) & (wi < W)
-        ok = row_ok[:, None] & tap_ok[None, :] & inside
-        a = tl.load(x_ptr + x_base[:, None] + ((c[None, :] * D + di) * H + hi) * W + wi, mask=ok, other=0.0)
-        # the weights are [in, out per group, taps]
-        w_offsets = ((group * CG + c)[:, None] * KG + cols[None, :]) * (KT * KR * KS) + ((t * KR + r) * KS + s)[:, None]
-        b = tl.load(w_ptr + w_offsets, mask=tap_ok[:, None] & col_ok[None, :], other=0.0)
-'''
+''' + PHASED_LOADS
 """The phased kernel's body, between ``conv.GEMM_SIGNATURE`` and ``conv.DOT_STEP``."""
 
 
@@ -191,13 +195,8 @@ DILATED_BODY = '''\
         di = d0[:, None] - (d_step * j_t)[None, :]
         hi = h0[:, None] - (h_step * j_r)[None, :]
         wi = w0[:, None] - (w_step * j_s)[None, :]
-        inside = (di >= 0) & (di < D) & (hi >= 0) & (hi < H) & (wi >= 0) & (wi < W)
-        ok = row_ok[:, None] & k_ok[None, :] & inside
-        a = tl.load(x_ptr + x_base[:, None] + ((c[None, :] * D + di) * H + hi) * W + wi, mask=ok, other=0.0)
-        # the weights are [in, out per group, taps]
-        w_offsets = ((group * CG + c)[:, None] * KG + cols[None, :]) * (KT * KR * KS) + ((t * KR + r) * KS + s)[:, None]
-        b = tl.load(w_ptr + w_offsets, mask=k_ok[:, None] & col_ok[None, :], other=0.0)
-'''
+        tap_ok = k_ok  # every counted tap exists
+''' + PHASED_LOADS
 """The dilated phased kernel's body, between ``conv.GEMM_SIGNATURE`` and ``conv.DOT_STEP``."""
 
 DILATED_TAPS_BODY = '''\

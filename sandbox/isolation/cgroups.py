@@ -99,14 +99,7 @@ class Cgroup:
 
     def freeze(self, timeout_s: float = FREEZE_TIMEOUT_S) -> bool:
         """Freeze every task of the cgroup; True once the kernel says all are frozen."""
-        if self.freezer is None:
-            return False
-        try:
-            if self.version == 2:
-                (self.freezer / "cgroup.freeze").write_text("1")
-            else:
-                (self.freezer / "freezer.state").write_text("FROZEN")
-        except OSError:
+        if not self._set_frozen(True):
             return False
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
@@ -125,15 +118,19 @@ class Cgroup:
             return False
 
     def thaw(self) -> None:
+        self._set_frozen(False)
+
+    def _set_frozen(self, frozen: bool) -> bool:
+        """Ask the freezer for ``frozen``; False where there is none or it refused."""
         if self.freezer is None:
-            return
+            return False
+        name, value = ("cgroup.freeze", "1" if frozen else "0") if self.version == 2 else \
+            ("freezer.state", "FROZEN" if frozen else "THAWED")
         try:
-            if self.version == 2:
-                (self.freezer / "cgroup.freeze").write_text("0")
-            else:
-                (self.freezer / "freezer.state").write_text("THAWED")
+            (self.freezer / name).write_text(value)
         except OSError:
-            pass
+            return False
+        return True
 
     def kill_all(self) -> None:
         self.thaw()  # a task frozen by the v1 freezer takes its SIGKILL only once thawed

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelevo.sandbox import wire
-from kernelevo.sandbox.isolation import cgroups, confinement, namespaces
+from kernelevo.sandbox.isolation import cgroups, confinement, namespaces, pausing
 from kernelevo.sandbox.isolation.file_watch import FileWatch, watched_folders
 from kernelevo.sandbox.models import Isolation, JobOutcome
 
@@ -127,24 +127,6 @@ class Deadline:
 
     def cancel(self) -> None:
         self._cancelled.set()
-
-
-PAUSE_TIMEOUT_S = 2.0
-"""How long pausing a job without a freezer may take: passes of SIGSTOP until every process is seen
-stopped and no new one appears (an honest job settles in one or two)."""
-
-
-class PauseFailed(RuntimeError):
-    """A job's processes could not all be held stopped."""
-
-
-def _held(pid: int) -> bool:
-    """Is process ``pid`` stopped, a zombie, or gone (nothing of it can run)?"""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] in ("T", "t", "Z", "X")
 
 
 def process_tree(root: int) -> list[int]:
@@ -390,54 +372,16 @@ class ProcessJob:
         return set(process_tree(self.pid)) if self.alive() else set()
 
     def pause(self) -> None:
-        """Stop every process of the job until :meth:`resume`: its cgroup frozen where it has a freezer,
-        else SIGSTOP to each, pass after pass, until one finds every process stopped and none new.
-        Raises :class:`PauseFailed` where that does not settle within ``PAUSE_TIMEOUT_S``: only the job's
-        own processes (forking without end, waking each other) keep it from settling."""
-        self._paused, self._frozen = set(), False
-        if not self.alive():
-            return
-        if self.cgroup is not None and self.cgroup.freeze():
-            self._frozen = True
-            return
-        deadline = time.monotonic() + PAUSE_TIMEOUT_S
-        while time.monotonic() < deadline:
-            found = self._processes()
-            running = {pid for pid in found if not _held(pid)}
-            if not running:
-                self._paused = found
-                return
-            for pid in running:
-                try:
-                    os.kill(pid, signal.SIGSTOP)
-                except OSError:
-                    pass
-            self._paused |= found
-            time.sleep(0.001)
-        self.resume()
-        raise PauseFailed(f"its processes could not all be stopped within {PAUSE_TIMEOUT_S:.0f} s (processes "
-                          "kept starting or waking each other)")
+        """Stop every process of the job until :meth:`resume` (``pausing.Pause``); ``PauseFailed`` where
+        the job's own processes keep that from holding."""
+        self._pause = pausing.Pause(self._processes, self.cgroup) if self.alive() else None
+        if self._pause is not None:
+            self._pause.hold()
 
     def resume(self) -> bool:
-        """Let the job's processes go on; False where one of them ran while paused (one the pause did not
-        stop, a new one, or one woken by another)."""
-        if getattr(self, "_frozen", False):
-            self._frozen = False
-            held = self.cgroup is not None and self.cgroup.frozen()
-            if self.cgroup is not None:
-                self.cgroup.thaw()
-            return held
-        paused, self._paused = getattr(self, "_paused", set()), set()
-        if not paused or not self.alive():  # ended meanwhile: its pids may be another's by now
-            return True
-        found = self._processes()
-        held = found <= paused and all(_held(pid) for pid in found)
-        for pid in paused | found:
-            try:
-                os.kill(pid, signal.SIGCONT)
-            except OSError:
-                pass
-        return held
+        """Let the job's processes go on; False where one of them ran while paused."""
+        pause, self._pause = getattr(self, "_pause", None), None
+        return pause.release(self.alive()) if pause is not None else True
 
     def _processes(self) -> set[int]:
         return set(process_tree(self.pid)) | set(self.cgroup.members() if self.cgroup is not None else ())

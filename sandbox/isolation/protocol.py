@@ -45,7 +45,7 @@ class Job(Protocol):
 
     def pause(self) -> None:
         """Stop every process of the job until :meth:`resume` (its GPU work already queued goes on);
-        ``process.PauseFailed`` where the job's own processes keep that from holding."""
+        ``pausing.PauseFailed`` where the job's own processes keep that from holding."""
         ...
 
     def resume(self) -> bool:

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from kernelevo.sandbox.child.timed import call_ms, same_digest
-from kernelevo.sandbox.isolation.process import PauseFailed
+from kernelevo.sandbox.isolation.pausing import PauseFailed
 from kernelevo.sandbox.isolation.protocol import Job
 from kernelevo.sandbox.judge import rules, sampled, telemetry
 from kernelevo.sandbox.judge.plan import SessionPart, Stop, fresh_seed, trace_line
