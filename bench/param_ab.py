@@ -14,6 +14,8 @@ Usage:
       --set seed=0 --set seed=2      # the split seed against the looped one
   python bench/param_ab.py level2/1_Conv2D_ReLU_BiasAdd.py --set strategy=implicit_gemm \
       --set strategy=tap_major,CHANNELS_LAST=true   # two templates' first seeds
+  python bench/param_ab.py level1/75_conv_transposed_2D_...py --set seed=0 --file edited.py
+      # a candidate written by hand (a render changed to try an idea) beside the seed
 """
 
 from __future__ import annotations
@@ -67,6 +69,28 @@ def task_file(name: str, edit: str | None, scratch: Path) -> str:
     return str(path)
 
 
+def checked(task: Any, path: Path, inputs: list, expected: Any, label: str, device: str) -> tuple[Any, float | None]:
+    """The candidate at ``path`` built and run once: (its callable, or None where it failed or is outside
+    the task's tolerance; its max error). Reported, not judged: the judge's precision rule is the real
+    test; a wrong variant is not timed."""
+    import torch
+
+    from kernelevo.tasks.loader import instantiate_candidate
+
+    try:  # one variant that fails to compile or launch (shared memory, say) is its own row's end
+        fn = instantiate_candidate(task, path, device)
+        got = fn(*inputs)
+    except Exception as exc:
+        print(f"failed ({type(exc).__name__}: {str(exc)[:200]}): {label}", file=sys.stderr, flush=True)
+        return None, None
+    atol, rtol = task.tolerances(str(expected.dtype).removeprefix("torch."))
+    same = got.shape == expected.shape and torch.allclose(got, expected, rtol=rtol, atol=atol)
+    error = float((got.double() - expected.double()).abs().max()) if got.shape == expected.shape else None
+    print(f"max error {error} ({'within' if same else 'OUTSIDE'} the task's tolerance): {label}",
+          file=sys.stderr, flush=True)
+    return (fn if same else None), error
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("task")
@@ -74,6 +98,8 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[],
                         help="NAME=VALUE[,NAME=VALUE]: one variant; seed=N starts it from another seed")
     parser.add_argument("--edit", help="OLD=>NEW: a one-line change to the task's source")
+    parser.add_argument("--file", action="append", default=[], type=Path,
+                        help="a candidate file to check and time beside the variants (repeatable)")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--device", default="cuda", help="cpu: a smoke test under TRITON_INTERPRET=1 (no timings)")
     args = parser.parse_args()
@@ -88,7 +114,7 @@ def main() -> None:
     from kernelevo.agent.builtin.policy import seeds
     from kernelevo.agent.builtin.recognize import recognise
     from kernelevo.agent.builtin.templates import render
-    from kernelevo.tasks.loader import instantiate, instantiate_candidate, load_task
+    from kernelevo.tasks.loader import instantiate, load_task
 
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp, torch.no_grad():
@@ -102,28 +128,20 @@ def main() -> None:
         if args.device == "cuda":
             timed["torch.compile"] = torch.compile(model)
         errors: dict[str, float | None] = {}
-        for i, text in enumerate(args.set or [""]):
+        candidates: list[tuple[str, Path]] = []
+        for i, text in enumerate(args.set or ([] if args.file else [""])):
             picked = variant_of(offered, parse_set(text), args.seed)
             if picked is None:
                 continue
             strategy, variant, why = picked
-            label = f"{strategy} {json.dumps(variant, sort_keys=True)}"
             path = scratch / f"variant{i}.py"
             path.write_text(render(plan, strategy, variant, why))
-            try:  # one variant that fails to compile or launch (shared memory, say) is its own row's end
-                fn = instantiate_candidate(task, path, args.device)
-                got = fn(*inputs)
-            except Exception as exc:
-                print(f"failed ({type(exc).__name__}: {str(exc)[:200]}): {label}", file=sys.stderr, flush=True)
-                continue
-            atol, rtol = task.tolerances(str(expected.dtype).removeprefix("torch."))
-            same = got.shape == expected.shape and torch.allclose(got, expected, rtol=rtol, atol=atol)
-            errors[label] = float((got.double() - expected.double()).abs().max()) if got.shape == expected.shape \
-                else None
-            # reported, not judged: the judge's precision rule is the real test; a wrong variant is not timed
-            print(f"max error {errors[label]} ({'within' if same else 'OUTSIDE'} the task's tolerance): {label}",
-                  file=sys.stderr, flush=True)
-            if same:
+            candidates.append((f"{strategy} {json.dumps(variant, sort_keys=True)}", path))
+        candidates += [(f"file {path.name}", path) for path in args.file]
+        for label, path in candidates:
+            fn, error = checked(task, path, inputs, expected, label, args.device)
+            errors[label] = error
+            if fn is not None:
                 timed[label] = fn
         for label, fn in timed.items():
             fn(*inputs)

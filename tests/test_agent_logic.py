@@ -350,7 +350,11 @@ def test_split_k_is_seeded_only_where_output_tiles_leave_sms_idle(tmp_path: Path
         return recognise(load_task(str(path), "full"))
 
     narrow = [p for _, p, _ in seeds(plan_for(256, 65536, 1024))]  # 34 GFLOP: split first
-    assert narrow[0]["SPLIT_K"] == 8 and all("SPLIT_K" not in p for p in narrow[1:])
+    # 32 tiles of 64 x 128 split 8 ways: 256 programs, two an SM, with the stages two can share
+    assert narrow[0]["SPLIT_K"] == 8 and narrow[0]["num_stages"] == 2
+    assert narrow[1] == dict(narrow[0], precision="bf16x3") and all("SPLIT_K" not in p for p in narrow[2:])
+    deep = [p for _, p, _ in seeds(plan_for(256, 524288, 256))]  # 8 tiles: 32 ways fill 132 SMs twice
+    assert deep[0]["SPLIT_K"] == 32 and deep[0]["num_stages"] == 2
     small = [p for _, p, _ in seeds(plan_for(64, 4096, 512))]  # 0.27 GFLOP: the split seed last
     assert small[-1]["SPLIT_K"] >= 2 and all("SPLIT_K" not in p for p in small[:-1])
     assert not any("SPLIT_K" in p for _, p, _ in seeds(plan_for(1024, 1024, 2048)))  # 128 tiles of 64 x 128

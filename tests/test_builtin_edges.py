@@ -593,3 +593,32 @@ def test_a_partial_task_whose_convolution_changes_the_shape_gets_the_convolution
     candidate.write_text(_first_seed(task_file, "small"))
     verdict, code = evaluator.evaluate(load_task(str(task_file), "small"), candidate)
     assert code == 0, verdict.reason
+
+
+MADE_IN_FORWARD = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x * torch.tensor(%s)
+
+
+def get_inputs():
+    return [torch.randn(4, 256, dtype=torch.float16)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.parametrize("made", ["0.5, dtype=torch.float64", "[0.5]"])
+def test_a_tensor_made_in_forward_that_is_no_plain_number_is_refused(tmp_path: Path, made: str) -> None:
+    """A float64 0-d tensor widens an integer tensor to float64 (a number gives float32), a one-value
+    tensor with a dim widens fp16 to fp32 (a number keeps fp16): neither is read as a number, and
+    neither may be read through ``self``, which a generated ModelNew does not have."""
+    path = tmp_path / "made.py"
+    path.write_text(MADE_IN_FORWARD % made)
+    with pytest.raises(CannotCover, match="a tensor made in forward"):
+        recognise(load_task(str(path), "full"))

@@ -108,6 +108,11 @@ CASES = [
     ("attention-negative-scale-fp32", "        pass",
      "        return F.scaled_dot_product_attention(q, k, v, scale=-0.5)",
      "torch.randn(1, 2, 24, 16), torch.randn(1, 2, 24, 16), torch.randn(1, 2, 24, 16)", ""),
+    # tensors made in forward: fx keeps them on the traced module, so a candidate reads them as numbers
+    ("conv-min-made-tensor", "        self.conv = nn.Conv2d(3, 6, 3)\n        self.b = nn.Parameter(torch.randn(6, 1, 1))",
+     "        return (torch.min(self.conv(x), torch.tensor(0.5)) + self.b) * 2.0", "torch.randn(2, 3, 6, 7)", ""),
+    ("pointwise-made-tensors", "matmul-row-times-matrix", "        pass", "        return torch.maximum(x, torch.tensor(-0.25)) * torch.tensor(3)",
+     "torch.randn(3, {cols})", ""),
     ("conv-partial", "        self.conv = nn.Conv2d(3, 3, 3, padding=1)\n"
      "        self.g = nn.Parameter(torch.randn(3, 1, 1))",
      "        return torch.sigmoid(self.conv(x)) * self.g + x", "torch.randn(2, 3, 5, {cols} // 100)",
@@ -288,6 +293,8 @@ CASES = [
      "torch.randn(37, {cols}), torch.randn(45, {cols})", "DTYPE = torch.bfloat16"),
     ("matmul-inputs-matrix-vector", "        pass", "        return torch.matmul(x, y)",
      "torch.randn(2, 50, {cols}), torch.randn({cols}, 1)", ""),
+    ("matmul-row-times-matrix", "        pass", "        return torch.relu(torch.matmul(x, y))",
+     "torch.randn(1, {cols}), torch.randn({cols}, 24)", ""),
     ("matmul-bmm-inputs", "        pass", "        return torch.bmm(x, y)",
      "torch.randn(3, 20, {cols}), torch.randn(3, {cols}, 24)", ""),
     ("matmul-batched-scores-softmax", "        pass",
@@ -429,7 +436,7 @@ SLOW_CASES = {"flat-gelu-tanh", "cross-entropy-sum", "per-sample-and-channel-inp
               "softmax-masked-below-threshold-bf16", "outer-sum-of-unsqueezed-inputs", "tanhshrink-alone",
               "matmul-einsum-batched-scores-bf16", "span-rmsnorm-channel-weight-fp16", "span-square-softmax-dim0-plus-row-bias",
               "kept-min-plus-channel-bias-grows", "casts-to-bool-and-integer", "cosine-similarity-loss",
-              "conv1d-dilated-prelu", "convtranspose1d-kernel-below-stride",
+              "conv1d-dilated-prelu", "convtranspose1d-kernel-below-stride", "pointwise-made-tensors", "matmul-row-times-matrix",
               "rmsnorm-llama-bf16", "softmax-module", "dim-prod-over-dim1", "cross-entropy-as-nll-of-log-softmax"}
 """Cases the default run leaves to ``make test-all``: each has a sibling of the same family that runs."""
 

@@ -321,6 +321,15 @@ FINISH = '''    if HAS_BIAS:
     tl.store(out_ptr + out_offsets, {result}.to(out_ptr.dtype.element_ty), mask=mask)
 '''
 
+PIXEL_MAJOR_STORE = '''\
+    # stored as [channels, pixels]: a warp's stores run along the output's pixels, not across its
+    # channels' planes
+    pixel_offsets = (n.to(tl.int64) * K_OUT * pixels + pix)[None, :] + kout[:, None].to(tl.int64) * pixels
+    tl.store(out_ptr + pixel_offsets, tl.trans({result}).to(out_ptr.dtype.element_ty),
+             mask=row_ok[None, :] & col_ok[:, None])
+'''
+"""FINISH's store for a kernel whose tiles are read pixel-major (``conv_transposed.DILATED_BODY``)."""
+
 
 def _phased(conv: Conv) -> bool:
     return conv_transposed.phased(conv.transposed, conv.stride, conv.groups)
@@ -342,6 +351,9 @@ def kernel(conv: Conv, strategy: str, precision: str | None) -> str:
         source = signature + body + DOT_STEP
         return conv_transposed.with_helper(source.format(params=params, precision=precision_arg, finish=finish))
     if _phased(conv):
+        if conv_transposed.pixel_major(conv.dilation, tap_major=False):
+            store = FINISH.splitlines(keepends=True)[-1]
+            finish = finish.replace(store.format(result=result), PIXEL_MAJOR_STORE.format(result=result))
         source = GEMM_SIGNATURE + conv_transposed.body(conv.dilation, tap_major=False) + DOT_STEP
         return conv_transposed.with_helper(source.format(params=params, precision=precision_arg, finish=finish))
     return IMPLICIT_GEMM.format(params=params, precision=precision_arg, finish=finish)

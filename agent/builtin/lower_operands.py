@@ -158,6 +158,9 @@ class OperandIntake:
         value = _fetch_attr(self.gm, str(node.target))
         if not isinstance(value, torch.Tensor):
             raise CannotCover(f"attribute `{node.target}` is not a tensor")
+        if str(node.target).startswith(TRACED_CONSTANT):
+            self.values[node.name] = traced_constant(value)
+            return
         if node.users and all(viewed_attribute(user) is not None for user in node.users):
             # read only through views (``self.bias.view(1, -1, 1, 1)``): each view is the operand
             self.values[node.name] = node
@@ -187,6 +190,22 @@ class OperandIntake:
         operand = Operand(name=f"p{len(self.operands)}", source=source, kind="col")
         self.operands.append(operand)
         self.values[name] = self.add("load", [operand.name, 0], "col", *self.rounding_of(value))
+
+
+TRACED_CONSTANT = "_tensor_constant"
+"""How torch.fx names a tensor made in ``forward`` (``torch.tensor(0.5)``): kept on the traced module,
+which a generated ModelNew is not, so it never becomes an operand read through ``self``."""
+
+
+def traced_constant(value: torch.Tensor) -> float:
+    """A tensor made in ``forward`` as the number it holds, where that number acts exactly as the
+    tensor does: one value with no dims (a 0-d tensor does not widen a dimensioned one's dtype, as a
+    Python number does not), of the dtype a Python number of its kind would be (float32 or int64)."""
+    if value.dim() != 0 or value.dtype not in (torch.float32, torch.int64) or value.is_complex():
+        raise CannotCover(f"a tensor made in forward of shape {list(value.shape)} and dtype "
+                          f"{str(value.dtype).removeprefix('torch.')} (only one float32 or int64 value is read "
+                          "as a number)")
+    return float(value.item())
 
 
 def _is_chunk(node: torch.fx.Node) -> bool:

@@ -45,7 +45,7 @@ STEPS: dict[str, list[int]] = {
     "GROUP_M": [1, 4, 8, 16],
     "num_stages": [2, 3, 4, 5],
     "PROGRAMS_PER_SM": [1, 2, 4, 8, 16],
-    "SPLIT_K": [1, 2, 4, 8, 16],
+    "SPLIT_K": [1, 2, 4, 8, 16, 32, 64],
     "SPLIT": [2, 4, 8, 16, 32, 64],
     "BLOCK_I": [1, 32, 64, 128, 256, 512, 1024],
     "BLOCK": [256, 512, 1024, 2048, 4096, 8192],
@@ -77,6 +77,11 @@ def key(strategy: str, params: dict[str, Any]) -> str:
 
 def next_pow2(n: int) -> int:
     return 1 << max(int(n) - 1, 0).bit_length()
+
+
+def prev_pow2(n: int) -> int:
+    """The largest power of two not above ``n`` (1 for anything below 2)."""
+    return 1 << max(int(n).bit_length() - 1, 0)
 
 
 # Below these sizes the split seeds (split-K, row splitting) go last rather than first: their second
@@ -258,16 +263,25 @@ def _matmul_seeds(plan: Plan) -> Seeds:
     k = min(st.k for st in stages_)
     sms = target().sms
     if tiles < sms and k >= 512 and not any(st.batched for st in stages_):
-        split = _clamp(next_pow2(-(-sms // tiles)), "SPLIT_K")
-        split = max(2, min(split, k // 256))
+        # Two programs per SM in one wave: the most splits whose programs fit twice over the SMs, with
+        # the stages that let two share an SM's shared memory. On the H200, K = 524288 for 256 x 256
+        # outputs: 1.149 ms split 32 ways with 2 stages (two programs an SM), 1.508 ms split 16 with 4
+        # stages (one), 1.848 ms split 16 with 2.
+        split = max(2, min(prev_pow2(2 * sms // tiles), k // 256, STEPS["SPLIT_K"][-1]))
+        per_sm = -(-tiles * split // sms)
+        stages = conv_taps.fitting_stages(64, 128, 64, 4, element_bytes, target().shared_bytes // per_sm) or 2
         seed = ("gemm", {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 4,
-                         "num_stages": 4, "SPLIT_K": _clamp(split, "SPLIT_K"), **precision},
-                f"seed: {tiles} output tiles for {sms} SMs: K split {split} ways, partial sums added after")
+                         "num_stages": stages, "SPLIT_K": _clamp(split, "SPLIT_K"), **precision},
+                f"seed: {tiles} output tiles for {sms} SMs: K split {split} ways ({per_sm} programs an SM, "
+                f"{stages} stages), partial sums added after")
         # First only where the work is large. On the H200, for 256 x 1024 outputs: K = 65536,
         # 0.076 ms split 8 ways against 0.325 ms unsplit; K = 8192 (4 GFLOP), 0.103 against 0.060
         # ms, presumably the second launch's host cost (cuBLAS took 0.030 ms).
         flops = sum(2 * plan.rows * st.n * st.k for st in stages_)
-        out.insert(0 if flops >= SPLIT_FIRST_FLOPS else len(out), seed)
+        first = flops >= SPLIT_FIRST_FLOPS
+        out.insert(0 if first else len(out), seed)
+        if first and precision:  # its three-product twin second (0.772 ms on the K = 524288 GEMM above)
+            out.insert(1, ("gemm", dict(seed[1], precision="bf16x3"), seed[2] + ", three bf16 products per fp32 one"))
     return out
 
 

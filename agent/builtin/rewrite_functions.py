@@ -217,18 +217,25 @@ def _diagonal(node: Any) -> torch.fx.Node | None:
 
 
 def _vector_product(graph: torch.fx.Graph, left: Any, right: Any) -> torch.fx.Node | None:
-    """``m @ v`` (``v`` a vector, ``m`` a matrix or a batch of them) as ``(m * v).sum(-1)``, and ``v @ m``
-    (``m`` a matrix) as ``(v.unsqueeze(1) * m).sum(0)``: a reduction that reads ``m`` once, which a
-    matrix-vector product is bound by, instead of a GEMM with one column. fp32 only: in bf16 or fp16
+    """``m @ v`` (``v`` a vector or a matrix of one column, ``m`` a matrix or a batch of them) as
+    ``(m * v).sum(-1)``, and ``v @ m`` (``v`` a vector or a matrix of one row, ``m`` a matrix) as
+    ``(v.unsqueeze(1) * m).sum(0)``: a reduction that reads ``m`` once, which a matrix-vector product is
+    bound by, instead of a GEMM whose tiles are all padding but one column. fp32 only: in bf16 or fp16
     the products would round before the sum, which a GEMV's does not."""
     tm = [a.meta.get("tensor_meta") if isinstance(a, torch.fx.Node) else None for a in (left, right)]
     if any(t is None or t.dtype != torch.float32 for t in tm):
         return None
     call = graph.call_function
-    if len(tm[1].shape) == 1 and len(tm[0].shape) >= 2:
+    (a, b), (ra, rb) = (tuple(t.shape) for t in tm), (len(t.shape) for t in tm)
+    if rb == 1 and ra >= 2:
         return call(torch.sum, (call(operator.mul, (left, right)), -1))
-    if len(tm[0].shape) == 1 and len(tm[1].shape) == 2:
+    if rb == 2 and ra >= 2 and b[1] == 1:  # a column: the sum keeps its dim, as the product's shape does
+        row = call(torch.transpose, (right, 0, 1))
+        return call(torch.sum, (call(operator.mul, (left, row)), -1), {"keepdim": True})
+    if ra == 1 and rb == 2:
         return call(torch.sum, (call(operator.mul, (call(torch.unsqueeze, (left, 1)), right)), 0))
+    if ra == 2 and rb == 2 and a[0] == 1 and b[1] > 1:  # a row
+        return call(torch.sum, (call(operator.mul, (call(torch.transpose, (left, 0, 1)), right)), 0), {"keepdim": True})
     return None
 
 
