@@ -137,7 +137,7 @@ def main() -> None:
             path = scratch / f"variant{i}.py"
             path.write_text(render(plan, strategy, variant, why))
             candidates.append((f"{strategy} {json.dumps(variant, sort_keys=True)}", path))
-        candidates += [(f"file {path.name}", path) for path in args.file]
+        candidates += [(f"file {path}", path) for path in args.file]
         for label, path in candidates:
             fn, error = checked(task, path, inputs, expected, label, args.device)
             errors[label] = error

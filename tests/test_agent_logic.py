@@ -355,6 +355,12 @@ def test_split_k_is_seeded_only_where_output_tiles_leave_sms_idle(tmp_path: Path
     assert narrow[1] == dict(narrow[0], precision="bf16x3") and all("SPLIT_K" not in p for p in narrow[2:])
     deep = [p for _, p, _ in seeds(plan_for(256, 524288, 256))]  # 8 tiles: 32 ways fill 132 SMs twice
     assert deep[0]["SPLIT_K"] == 32 and deep[0]["num_stages"] == 2
+    # a search never splits K into more shares than it has K steps (512 / 64 = 8)
+    plan_for(64, 512, 512)
+    policy = BuiltinPolicy()
+    policy.prepare(load_task(str(tmp_path / "gemm_64_512_512.py"), "full"))
+    split = dict(seeds(policy.plan)[-1][1], SPLIT_K=8)
+    assert [p["SPLIT_K"] for _, p, _ in policy._neighbours("gemm", split) if p.get("SPLIT_K", 8) != 8] == [4]
     small = [p for _, p, _ in seeds(plan_for(64, 4096, 512))]  # 0.27 GFLOP: the split seed last
     assert small[-1]["SPLIT_K"] >= 2 and all("SPLIT_K" not in p for p in small[:-1])
     assert not any("SPLIT_K" in p for _, p, _ in seeds(plan_for(1024, 1024, 2048)))  # 128 tiles of 64 x 128

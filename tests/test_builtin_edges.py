@@ -622,3 +622,28 @@ def test_a_tensor_made_in_forward_that_is_no_plain_number_is_refused(tmp_path: P
     path.write_text(MADE_IN_FORWARD % made)
     with pytest.raises(CannotCover, match="a tensor made in forward"):
         recognise(load_task(str(path), "full"))
+
+
+def test_a_matmul_with_a_tensor_made_in_forward_is_refused_with_its_reason(tmp_path: Path) -> None:
+    """Its weight would be read as ``self._tensor_constant0``, which ModelNew does not have."""
+    path = tmp_path / "made_weight.py"
+    path.write_text((MADE_IN_FORWARD % "0.5").replace("x * torch.tensor(0.5)", "x.float() @ torch.ones(256, 24)"))
+    with pytest.raises(CannotCover, match="a matmul with a tensor made in forward"):
+        recognise(load_task(str(path), "full"))
+
+
+def test_a_column_or_row_operand_is_planned_as_a_reduction_where_it_can_be_read(tmp_path: Path) -> None:
+    """A matrix of one column (a parameter or an input) or one row times a matrix is a sum of products,
+    not a GEMM of padded tiles; a transposed input's row stays a GEMM (a view of a view)."""
+    def plan_of(init: str, body: str, inputs: str) -> str:
+        path = tmp_path / "product.py"
+        path.write_text(f"import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n    def __init__(self):\n"
+                        f"        super().__init__()\n        {init}\n\n    def forward(self, x, y):\n        return {body}\n\n"
+                        f"def get_inputs():\n    return [{inputs}]\n\ndef get_init_inputs():\n    return []\n")
+        return recognise(load_task(str(path), "full")).describe()
+
+    assert "sum" in plan_of("self.w = nn.Parameter(torch.randn(512, 1))", "x @ self.w + y",
+                            "torch.randn(64, 512), torch.randn(64, 1)")
+    assert "sum" in plan_of("pass", "torch.matmul(x, y)", "torch.randn(64, 512), torch.randn(512, 1)")
+    assert "sum" in plan_of("pass", "torch.matmul(x, y)", "torch.randn(1, 512), torch.randn(512, 48)")
+    assert "sum" not in plan_of("pass", "torch.mm(x, y.t())", "torch.randn(64, 512), torch.randn(1, 512)")

@@ -111,8 +111,11 @@ CASES = [
     # tensors made in forward: fx keeps them on the traced module, so a candidate reads them as numbers
     ("conv-min-made-tensor", "        self.conv = nn.Conv2d(3, 6, 3)\n        self.b = nn.Parameter(torch.randn(6, 1, 1))",
      "        return (torch.min(self.conv(x), torch.tensor(0.5)) + self.b) * 2.0", "torch.randn(2, 3, 6, 7)", ""),
-    ("pointwise-made-tensors", "matmul-row-times-matrix", "        pass", "        return torch.maximum(x, torch.tensor(-0.25)) * torch.tensor(3)",
+    ("pointwise-made-tensors", "        pass", "        return torch.maximum(x, torch.tensor(-0.25)) * torch.tensor(3)",
      "torch.randn(3, {cols})", ""),
+    ("pointwise-made-tensors-cast", "        pass",
+     "        return x * torch.tensor(0.5).to(x.dtype) + torch.tensor(3).to(x.device).to(torch.float16)",
+     "torch.randn(3, {cols})", "DTYPE = torch.bfloat16"),
     ("conv-partial", "        self.conv = nn.Conv2d(3, 3, 3, padding=1)\n"
      "        self.g = nn.Parameter(torch.randn(3, 1, 1))",
      "        return torch.sigmoid(self.conv(x)) * self.g + x", "torch.randn(2, 3, 5, {cols} // 100)",
@@ -295,6 +298,10 @@ CASES = [
      "torch.randn(2, 50, {cols}), torch.randn({cols}, 1)", ""),
     ("matmul-row-times-matrix", "        pass", "        return torch.relu(torch.matmul(x, y))",
      "torch.randn(1, {cols}), torch.randn({cols}, 24)", ""),
+    ("matmul-parameter-column", "        self.w = nn.Parameter(torch.randn(n, 1))", "        return torch.relu(x @ self.w)",
+     "torch.randn(33, {cols})", ""),
+    ("matmul-by-transposed-row-input", "        pass", "        return torch.mm(x, y.t()) * 0.5",
+     "torch.randn(33, {cols}), torch.randn(1, {cols})", ""),
     ("matmul-bmm-inputs", "        pass", "        return torch.bmm(x, y)",
      "torch.randn(3, 20, {cols}), torch.randn(3, {cols}, 24)", ""),
     ("matmul-batched-scores-softmax", "        pass",
@@ -436,7 +443,8 @@ SLOW_CASES = {"flat-gelu-tanh", "cross-entropy-sum", "per-sample-and-channel-inp
               "softmax-masked-below-threshold-bf16", "outer-sum-of-unsqueezed-inputs", "tanhshrink-alone",
               "matmul-einsum-batched-scores-bf16", "span-rmsnorm-channel-weight-fp16", "span-square-softmax-dim0-plus-row-bias",
               "kept-min-plus-channel-bias-grows", "casts-to-bool-and-integer", "cosine-similarity-loss",
-              "conv1d-dilated-prelu", "convtranspose1d-kernel-below-stride", "pointwise-made-tensors", "matmul-row-times-matrix",
+              "conv1d-dilated-prelu", "convtranspose1d-kernel-below-stride", "pointwise-made-tensors", "matmul-row-times-matrix", "pointwise-made-tensors-cast",
+              "matmul-by-transposed-row-input",
               "rmsnorm-llama-bf16", "softmax-module", "dim-prod-over-dim1", "cross-entropy-as-nll-of-log-softmax"}
 """Cases the default run leaves to ``make test-all``: each has a sibling of the same family that runs."""
 

@@ -352,8 +352,9 @@ def kernel(conv: Conv, strategy: str, precision: str | None) -> str:
         return conv_transposed.with_helper(source.format(params=params, precision=precision_arg, finish=finish))
     if _phased(conv):
         if conv_transposed.pixel_major(conv.dilation, tap_major=False):
-            store = FINISH.splitlines(keepends=True)[-1]
-            finish = finish.replace(store.format(result=result), PIXEL_MAJOR_STORE.format(result=result))
+            store = FINISH.splitlines(keepends=True)[-1].format(result=result)
+            assert finish.count(store) == 1, "FINISH ends in the store that PIXEL_MAJOR_STORE replaces"
+            finish = finish.replace(store, PIXEL_MAJOR_STORE.format(result=result))
         source = GEMM_SIGNATURE + conv_transposed.body(conv.dilation, tap_major=False) + DOT_STEP
         return conv_transposed.with_helper(source.format(params=params, precision=precision_arg, finish=finish))
     return IMPLICIT_GEMM.format(params=params, precision=precision_arg, finish=finish)

@@ -243,6 +243,11 @@ class CallLowering:
         if (method and name in PASS_METHODS) or (not method and target is torch.Tensor.contiguous):
             src = self.arg(args[0])
             dtype, low = self.rounding(node)
+            if isinstance(src, float):  # a number (a tensor made in forward): cast as torch would cast it
+                if dtype == "bool" or not hasattr(torch, dtype):
+                    raise CannotCover(f"a number made in forward cast to {dtype}")
+                self.values[node.name] = float(torch.tensor(src, dtype=torch.float64).to(getattr(torch, dtype)).item())
+                return True
             if self.node(src).dtype == dtype:
                 self.values[node.name] = src
             else:  # to a truth value: non-zero is true; to an integer: toward zero, as torch converts

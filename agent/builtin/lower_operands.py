@@ -14,7 +14,7 @@ import torch.fx
 from kernelevo.agent.builtin.input_views import only_viewed, view_text
 from kernelevo.agent.builtin.program import CannotCover, Operand
 from kernelevo.agent.builtin.rowshapes import unsqueezed_per_row
-from kernelevo.agent.builtin.vocabulary import LOW_PRECISION, plain_int, view_method
+from kernelevo.agent.builtin.vocabulary import LOW_PRECISION, TRACED_CONSTANT, plain_int, view_method
 
 
 class OperandIntake:
@@ -192,16 +192,12 @@ class OperandIntake:
         self.values[name] = self.add("load", [operand.name, 0], "col", *self.rounding_of(value))
 
 
-TRACED_CONSTANT = "_tensor_constant"
-"""How torch.fx names a tensor made in ``forward`` (``torch.tensor(0.5)``): kept on the traced module,
-which a generated ModelNew is not, so it never becomes an operand read through ``self``."""
-
-
 def traced_constant(value: torch.Tensor) -> float:
     """A tensor made in ``forward`` as the number it holds, where that number acts exactly as the
-    tensor does: one value with no dims (a 0-d tensor does not widen a dimensioned one's dtype, as a
-    Python number does not), of the dtype a Python number of its kind would be (float32 or int64)."""
-    if value.dim() != 0 or value.dtype not in (torch.float32, torch.int64) or value.is_complex():
+    tensor does: one value with no dims (a 0-d tensor does not widen a dimensioned tensor's dtype, as a
+    Python number does not), of the dtype a Python number of its kind would be (float32 or int64). Each
+    node's dtype is the traced reference's, so where two 0-d values meet the result's is kept too."""
+    if value.dim() != 0 or value.dtype not in (torch.float32, torch.int64):
         raise CannotCover(f"a tensor made in forward of shape {list(value.shape)} and dtype "
                           f"{str(value.dtype).removeprefix('torch.')} (only one float32 or int64 value is read "
                           "as a number)")

@@ -25,6 +25,7 @@ import torch.nn.functional as F
 
 from kernelevo.agent.builtin.lower import lower
 from kernelevo.agent.builtin.program import CannotCover, Program
+from kernelevo.agent.builtin.vocabulary import TRACED_CONSTANT
 
 MATMUL_TARGETS = (torch.matmul, operator.matmul, torch.mm, torch.bmm)
 TRIANGLES = {torch.triu: "triu", torch.tril: "tril"}
@@ -186,6 +187,9 @@ def _linear(gm: torch.fx.GraphModule, node: torch.fx.Node) -> Linear | None:
             raise CannotCover("a matmul whose right operand is computed (covered: a parameter or an input, "
                               "possibly transposed)")
         weight, transposed, views = right
+        if weight.op == "get_attr" and str(weight.target).startswith(TRACED_CONSTANT):
+            raise CannotCover("a matmul with a tensor made in forward (it lives on the traced module, which a "
+                              "generated ModelNew is not)")
         transposed ^= flip
         left = _operand(left_arg)
         a_transposed = left is not None and left[1] and left[0].op == "placeholder"

@@ -450,6 +450,12 @@ class BuiltinPolicy:
             add(pending[0], pending[1], None, pending[2])
         return proposals
 
+    def _k_steps(self, params: dict[str, Any]) -> int:
+        """K steps of the shortest of the plan's matmuls at ``params``' BLOCK_K."""
+        assert self.plan is not None
+        stages = self.plan.extra.get("stages") or []
+        return min((-(-st.k // params.get("BLOCK_K", 64)) for st in stages), default=1)
+
     def _neighbours(self, strategy: str, params: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any], str]]:
         """Parameter sets one step away from ``params``, most promising first."""
         assert self.plan is not None
@@ -461,6 +467,8 @@ class BuiltinPolicy:
             i = values.index(params[name]) if params[name] in values else 0
             for j in (i + 1, i - 1):
                 if 0 <= j < len(values):
+                    if name == "SPLIT_K" and values[j] > self._k_steps(params):
+                        continue  # a share with no K step would only add zeros
                     changed = dict(params, **{name: values[j]})
                     direction = "more" if j > i else "fewer" if name != "BLOCK_C" else "smaller"
                     if name == "BLOCK_C" and j > i:

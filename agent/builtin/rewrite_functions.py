@@ -219,9 +219,10 @@ def _diagonal(node: Any) -> torch.fx.Node | None:
 def _vector_product(graph: torch.fx.Graph, left: Any, right: Any) -> torch.fx.Node | None:
     """``m @ v`` (``v`` a vector or a matrix of one column, ``m`` a matrix or a batch of them) as
     ``(m * v).sum(-1)``, and ``v @ m`` (``v`` a vector or a matrix of one row, ``m`` a matrix) as
-    ``(v.unsqueeze(1) * m).sum(0)``: a reduction that reads ``m`` once, which a matrix-vector product is
-    bound by, instead of a GEMM whose tiles are all padding but one column. fp32 only: in bf16 or fp16
-    the products would round before the sum, which a GEMV's does not."""
+    ``(v.unsqueeze(1) * m).sum(0)``: a reduction, bound as a matrix-vector product is by reading ``m``
+    (over the last dim in one pass; over the first the planner may take two), instead of a GEMM whose
+    tiles are all padding but one column. fp32 only: in bf16 or fp16 the products would round before
+    the sum, which a GEMV's does not."""
     tm = [a.meta.get("tensor_meta") if isinstance(a, torch.fx.Node) else None for a in (left, right)]
     if any(t is None or t.dtype != torch.float32 for t in tm):
         return None
@@ -229,13 +230,25 @@ def _vector_product(graph: torch.fx.Graph, left: Any, right: Any) -> torch.fx.No
     (a, b), (ra, rb) = (tuple(t.shape) for t in tm), (len(t.shape) for t in tm)
     if rb == 1 and ra >= 2:
         return call(torch.sum, (call(operator.mul, (left, right)), -1))
-    if rb == 2 and ra >= 2 and b[1] == 1:  # a column: the sum keeps its dim, as the product's shape does
-        row = call(torch.transpose, (right, 0, 1))
+    if rb == 2 and ra >= 2 and b[1] == 1 and (row := _one_line(graph, right, dim=1)) is not None:
+        # a column: the sum keeps its dim, as the product's shape does
         return call(torch.sum, (call(operator.mul, (left, row)), -1), {"keepdim": True})
     if ra == 1 and rb == 2:
         return call(torch.sum, (call(operator.mul, (call(torch.unsqueeze, (left, 1)), right)), 0))
-    if ra == 2 and rb == 2 and a[0] == 1 and b[1] > 1:  # a row
-        return call(torch.sum, (call(operator.mul, (call(torch.transpose, (left, 0, 1)), right)), 0), {"keepdim": True})
+    if ra == 2 and rb == 2 and a[0] == 1 and b[1] > 1 and (column := _one_line(graph, left, dim=0)) is not None:
+        return call(torch.sum, (call(operator.mul, (column, right)), 0), {"keepdim": True})
+    return None
+
+
+def _one_line(graph: torch.fx.Graph, matrix: torch.fx.Node, dim: int) -> torch.fx.Node | None:
+    """A matrix of one column (``dim`` 1) or one row (``dim`` 0) turned the other way, as the templates
+    read it: a forward input transposed (a view they follow), a parameter flattened (``[K]`` reads as
+    one value per column; a row kept as ``[K, 1]`` would be a parameter of that shape, which they do
+    not read). None for anything else (a view of a view, a computed value): the GEMM keeps those."""
+    if matrix.op == "placeholder":
+        return graph.call_function(torch.transpose, (matrix, 0, 1))
+    if matrix.op == "get_attr" and dim == 1:
+        return graph.call_function(torch.flatten, (matrix,))
     return None
 
 

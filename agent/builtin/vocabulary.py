@@ -92,3 +92,8 @@ def view_method(node: torch.fx.Node) -> str | None:
 def plain_int(a: Any) -> bool:
     """``a`` is an int and not a bool: bool is a subclass of int, and ``True`` is no size or dimension."""
     return isinstance(a, int) and not isinstance(a, bool)
+
+
+TRACED_CONSTANT = "_tensor_constant"
+"""How torch.fx names a tensor made in ``forward`` (``torch.tensor(0.5)``): kept on the traced module,
+which a generated ModelNew is not, so it is never read through ``self``."""

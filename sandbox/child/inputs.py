@@ -112,7 +112,9 @@ class InputBuffers:
 
 def build_model(cls: type, module: Any, device: str, dtype: str | None, init_seed: int) -> torch.nn.Module:
     """Build ``cls`` as KernelBench does: the task's init inputs under the init seed, so that
-    ``Model`` and ``ModelNew`` get the same parameters; cast to the task's dtype; eval mode."""
+    ``Model`` and ``ModelNew`` get the same parameters; cast to the task's dtype. Then eval mode, where
+    KernelBench's harness leaves training mode on: kernelevo judges the inference function (a
+    BatchNorm's running statistics, no dropout)."""
     torch.manual_seed(init_seed)
     random.seed(init_seed)
     with torch.device(device):
