@@ -273,7 +273,8 @@ def test_vector_width_is_promised_only_where_rows_align_and_triton_cannot_see_it
 def test_tiles_that_cannot_fit_in_shared_memory_are_not_proposed() -> None:
     """On the H200, keys in blocks of 256 with head dim 128 and 3 stages asked for 425,984 bytes of
     shared memory and failed to launch, twice in one 8-evaluation search; the estimate rules them out."""
-    from kernelevo.agent.builtin.policy import HOPPER, shared_bytes
+    from kernelevo.agent.builtin.gpu_target import HOPPER
+    from kernelevo.agent.builtin.policy import shared_bytes
 
     policy = BuiltinPolicy()
     task = load_task("attention", "full")
@@ -297,10 +298,11 @@ def test_tiles_that_cannot_fit_in_shared_memory_are_not_proposed() -> None:
 def test_seeds_plan_for_the_gpu_at_hand(monkeypatch) -> None:
     """On a GPU without TMA, with fewer SMs and less shared memory (an A100's figures), the policy
     seeds no TMA kernel, splits K for its own SM count, and proposes no tile that cannot launch."""
+    from kernelevo.agent.builtin import gpu_target as gpu
     from kernelevo.agent.builtin import policy as pol
 
-    assert pol.target() == pol.HOPPER  # no GPU here: the H100/H200 the gate compiles for
-    a100 = pol.Target(sms=108, shared_bytes=166912, tma=False)
+    assert pol.target() == gpu.HOPPER  # no GPU here: the H100/H200 the gate compiles for
+    a100 = gpu.Target(sms=108, shared_bytes=166912, tma=False)
     monkeypatch.setattr(pol, "target", lambda: a100)
     for name in ("matmul_bias_gelu", "attention"):
         plan = recognise(load_task(name, "full"))
@@ -309,7 +311,7 @@ def test_seeds_plan_for_the_gpu_at_hand(monkeypatch) -> None:
     policy.prepare(load_task("attention", "full"))
     parent = dict(seeds(policy.plan)[0][1], num_stages=4)  # 128 x 64 tiles: 163,840 bytes, fits both
     too_big = dict(parent, BLOCK_M=256)  # 196,608 bytes: fits an H200, not an A100
-    assert a100.shared_bytes < pol.shared_bytes(policy.plan, too_big) <= pol.HOPPER.shared_bytes
+    assert a100.shared_bytes < pol.shared_bytes(policy.plan, too_big) <= gpu.HOPPER.shared_bytes
     archive = {"c0": arch.Entry(id="id0", strategy="flash", cell="c0", parent=None, correct=True, runtime_ms=1.0,
                                 speedup=None)}
     task = load_task("attention", "full")
@@ -320,7 +322,7 @@ def test_seeds_plan_for_the_gpu_at_hand(monkeypatch) -> None:
         return [p["params"] for p in policy.propose(view, 3)]
 
     assert proposed() and too_big not in proposed()
-    monkeypatch.setattr(pol, "target", lambda: pol.HOPPER)
+    monkeypatch.setattr(pol, "target", lambda: gpu.HOPPER)
     assert too_big in proposed()  # the same step where the GPU has the room
 
 

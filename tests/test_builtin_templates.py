@@ -928,7 +928,8 @@ def get_init_inputs():
 def test_every_plans_first_generation_is_proposed_with_a_cell_per_tile(tmp_path: Path) -> None:
     """The policy names each proposal's tile for the archive from whatever block sizes its template
     has: a direct convolution (one input channel per group) has a block along M and none along N."""
-    from kernelevo.agent.builtin.policy import HOPPER, BuiltinPolicy
+    from kernelevo.agent.builtin.gpu_target import HOPPER
+    from kernelevo.agent.builtin.policy import BuiltinPolicy
     from kernelevo.agent.policy import SearchView
 
     for case in CASES:

@@ -8,13 +8,9 @@ has been tried: the search has converged.
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
-
-import torch
 
 from kernelevo.agent.archive import best, select_parents
 from kernelevo.agent.builtin import (
@@ -29,6 +25,7 @@ from kernelevo.agent.builtin import (
     split_passes,
 )
 from kernelevo.agent.builtin.codegen import online_pairs, splittable
+from kernelevo.agent.builtin.gpu_target import target
 from kernelevo.agent.builtin.recognize import Plan, recognise
 from kernelevo.agent.builtin.sequence import searched
 from kernelevo.agent.builtin.templates import MAX_REGISTER_BLOCK, STRATEGIES, WHY_STRATEGY, render
@@ -93,36 +90,6 @@ SPLIT_FIRST_BYTES = 256 << 20
 def _clamp(value: int, name: str) -> int:
     values = STEPS[name]
     return min(values, key=lambda v: abs(v - value))
-
-
-@dataclass(frozen=True)
-class Target:
-    """The GPU the seeds plan for."""
-
-    sms: int = 132
-    shared_bytes: int = 232448
-    """Shared memory one program may use; proposals that need more fail to launch."""
-    tma: bool = True
-    """Hopper or later: the TMA templates can run."""
-
-
-HOPPER = Target()
-"""An H100 or H200: what the Triton compile gate compiles for, and the plan without a GPU."""
-
-
-@functools.cache
-def target() -> Target:
-    """This machine's GPU (the first), as Triton's driver reports it; :data:`HOPPER` without one."""
-    try:
-        if not torch.cuda.is_available():
-            return HOPPER
-        from triton.runtime import driver
-
-        props = driver.active.utils.get_device_properties(0)
-        return Target(sms=int(props["multiprocessor_count"]), shared_bytes=int(props["max_shared_mem"]),
-                      tma=torch.cuda.get_device_capability(0)[0] >= 9)
-    except Exception:  # another Triton's driver API: plan for the GPU the seeds were written for
-        return HOPPER
 
 
 def _has_tensor_descriptors() -> bool:
