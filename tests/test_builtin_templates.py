@@ -282,6 +282,13 @@ CASES = [
     ("linear-viewed-as-one-channel-pooled", "        self.fc = nn.Linear(n, 48)\n        self.pool = nn.MaxPool1d(2)",
      "        y = self.pool(self.fc(x).unsqueeze(1)).squeeze(1)\n        return torch.sum(y, dim=1) * 0.5",
      "torch.randn(9, {cols})", ""),
+    # runs of 4 values share a program's vector (ragged: 112 runs in a vector of 128 x 16 lanes), and a
+    # run of 4800 values is walked in several steps
+    ("linear-groupnorm-short-runs", "        self.fc = nn.Linear(n, 64)\n        self.gn = nn.GroupNorm(16, 64)\n"
+     "        self.s = nn.Parameter(torch.randn(64))", "        return torch.sigmoid(self.gn(self.fc(x))) * self.s",
+     "torch.randn(7, {cols})", ""),
+    ("groupnorm-long-runs", "        self.gn = nn.GroupNorm(2, 4)", "        return self.gn(x) + 1.0",
+     "torch.randn(2, 4, 40, 60)", ""),
     ("linear-groupnorm-sequence", "        self.fc = nn.Linear(n, 48)\n        self.gn = nn.GroupNorm(6, 48)",
      "        return F.hardtanh(self.gn(self.fc(x)))", "torch.randn(9, {cols})", ""),
     ("maxpool2d-dilated-relu-bf16", "        self.pool = nn.MaxPool2d(3, stride=2, padding=1, dilation=2)",

@@ -68,28 +68,35 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> GroupNorm | None:
 
 
 KERNEL = '''@triton.jit
-def group_norm_kernel(x_ptr, w_ptr, b_ptr, {params}out_ptr, G, CG, S, eps,
-                      AFFINE: tl.constexpr, BLOCK: tl.constexpr):
-    # Program p: run p = (image, group) of L = CG x S contiguous values. Three passes over the run:
-    # the mean, the variance of the centred values, then normalise, scale, shift, epilogue, write.
+def group_norm_kernel(x_ptr, w_ptr, b_ptr, {params}out_ptr, RUNS, G, CG, S, eps,
+                      AFFINE: tl.constexpr, RUNS_PER: tl.constexpr, BLOCK: tl.constexpr):
+    # Program p: RUNS_PER runs r = (image, group), each of L = CG x S contiguous values, as one vector
+    # of RUNS_PER x BLOCK lanes (BLOCK lanes a run). Three passes over the runs: the mean, the variance
+    # of the centred values, then normalise, scale, shift, epilogue, write. A long run takes the whole
+    # vector (RUNS_PER = 1) and is walked BLOCK values a step; short runs (a linear's 32 features a
+    # group) share it, so a program is not a lane's worth of work in a block of thousands.
     L = CG * S
-    base = tl.program_id(0).to(tl.int64) * L
-    g = tl.program_id(0) % G
-    lanes = tl.arange(0, BLOCK)
-    total = tl.zeros((BLOCK,), dtype=tl.float32)
+    lane = tl.arange(0, RUNS_PER * BLOCK) % BLOCK
+    run = tl.program_id(0) * RUNS_PER + tl.arange(0, RUNS_PER * BLOCK) // BLOCK
+    run_ok = run < RUNS
+    base = run.to(tl.int64) * L
+    g = run % G
+    total = tl.zeros((RUNS_PER * BLOCK,), dtype=tl.float32)
     for j0 in range(0, L, BLOCK):
-        j = j0 + lanes
-        total += tl.load(x_ptr + base + j, mask=j < L, other=0.0).to(tl.float32)
-    mean = tl.sum(total, axis=0) / L
-    squares = tl.zeros((BLOCK,), dtype=tl.float32)
+        j = j0 + lane
+        total += tl.load(x_ptr + base + j, mask=run_ok & (j < L), other=0.0).to(tl.float32)
+    mean = _per_run(tl.sum(tl.reshape(total, (RUNS_PER, BLOCK)), axis=1) / L, RUNS_PER, BLOCK)
+    squares = tl.zeros((RUNS_PER * BLOCK,), dtype=tl.float32)
     for j0 in range(0, L, BLOCK):
-        j = j0 + lanes
-        centred = tl.load(x_ptr + base + j, mask=j < L, other=0.0).to(tl.float32) - mean
-        squares += tl.where(j < L, centred * centred, 0.0)
-    rstd = 1.0 / tl.sqrt(tl.sum(squares, axis=0) / L + eps)
+        j = j0 + lane
+        ok = run_ok & (j < L)
+        centred = tl.load(x_ptr + base + j, mask=ok, other=0.0).to(tl.float32) - mean
+        squares += tl.where(ok, centred * centred, 0.0)
+    rstd = _per_run(1.0 / tl.sqrt(tl.sum(tl.reshape(squares, (RUNS_PER, BLOCK)), axis=1) / L + eps),
+                    RUNS_PER, BLOCK)
     for j0 in range(0, L, BLOCK):
-        j = j0 + lanes
-        col_ok = j < L
+        j = j0 + lane
+        col_ok = run_ok & (j < L)
         kout = g * CG + j // S  # the channel of each value
         x = tl.load(x_ptr + base + j, mask=col_ok, other=0.0).to(tl.float32)
         y = (x - mean) * rstd
@@ -101,6 +108,12 @@ def group_norm_kernel(x_ptr, w_ptr, b_ptr, {params}out_ptr, G, CG, S, eps,
         mask = col_ok[None, :]
 {epilogue}
         tl.store(out_ptr + out_offsets, {result}.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _per_run(value, RUNS_PER: tl.constexpr, BLOCK: tl.constexpr):
+    # one value per run, repeated over the run's BLOCK lanes of the program's vector
+    return tl.reshape(tl.broadcast_to(value[:, None], (RUNS_PER, BLOCK)), (RUNS_PER * BLOCK,))
 '''
 
 
@@ -120,10 +133,15 @@ def forward(norm: GroupNorm, params: dict[str, Any]) -> str:
             f"out = torch.empty({x}.shape, dtype=torch.{norm.out_dtype}, device={x}.device)"]
     lines, extra = epilogue_arguments(norm.epilogue)
     body += lines
-    body += ["if out.numel():",
-             f"    group_norm_kernel[({x}.shape[0] * groups,)](",
-             f"        {x}, {weights}, {extra}out, groups, {x}.shape[1] // groups, positions, {norm.eps!r},",
-             f"        AFFINE={norm.affine}, BLOCK={params['BLOCK']}, num_warps={params['num_warps']})",
+    body += [f"runs = {x}.shape[0] * groups",
+             f"run = ({x}.shape[1] // groups) * positions",
+             # a run's lanes: the whole tile for a long run, the run's own size (at least 16) for a short one
+             f"block = min({params['BLOCK']}, max(16, triton.next_power_of_2(run)))",
+             "if out.numel():",
+             f"    group_norm_kernel[(triton.cdiv(runs, {params['BLOCK']} // block),)](",
+             f"        {x}, {weights}, {extra}out, runs, groups, {x}.shape[1] // groups, positions, {norm.eps!r},",
+             f"        AFFINE={norm.affine}, RUNS_PER={params['BLOCK']} // block, BLOCK=block, "
+             f"num_warps={params['num_warps']})",
              "return out"]
     return f"def forward(self, {', '.join(norm.inputs)}):\n" + "\n".join("    " + line for line in body) + "\n"
 
