@@ -70,6 +70,26 @@ PHASED_LOADS = '''\
 '''
 """A phased implicit GEMM step's loads: the input tile (zero past the input's edges) and the weights'."""
 
+def k_steps(total: str, counts: tuple[str, str, str], steps: tuple[str, str, str]) -> str:
+    """A phased implicit GEMM's K loop head: step ``ks`` of ``total`` split into (input channel ``c``,
+    the phase's ``j``-th tap per dim) with ``counts`` taps a dim, and the taps ``t``, ``r``, ``s`` they
+    are (``steps`` apart from the phase's first)."""
+    (nt, nr, ns), (ts, rs, ss) = counts, steps
+    return f"""\
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, {total}, BLOCK_K):
+        ks = k0 + tl.arange(0, BLOCK_K)
+        k_ok = ks < {total}
+        j_s = ks % {ns}
+        j_r = (ks // {ns}) % {nr}
+        j_t = (ks // ({ns} * {nr})) % {nt}
+        c = ks // ({ns} * {nr} * {nt})
+        t = t0 + {ts} * j_t
+        r = r0 + {rs} * j_r
+        s = s0 + {ss} * j_s
+"""
+
+
 PHASED_BODY = '''\
     # Program (m, n, group * phases + phase): BLOCK_M output pixels of one phase (each output index
     # mod the stride, per dim) x BLOCK_N output channels of one group. The GEMM's K is (input
@@ -81,17 +101,7 @@ PHASED_BODY = '''\
     KTOT: tl.constexpr = CG * KTP * KRP * KSP
 ''' + PHASE_TILE + '''\
     x_base = n.to(tl.int64) * C_IN * D * H * W + group * CG * D * H * W
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k0 in range(0, KTOT, BLOCK_K):
-        ks = k0 + tl.arange(0, BLOCK_K)
-        k_ok = ks < KTOT
-        j_s = ks % KSP
-        j_r = (ks // KSP) % KRP
-        j_t = (ks // (KSP * KRP)) % KTP
-        c = ks // (KSP * KRP * KTP)
-        t = t0 + ST * j_t
-        r = r0 + SR * j_r
-        s = s0 + SS * j_s
+''' + k_steps("KTOT", ("KTP", "KRP", "KSP"), ("ST", "SR", "SS")) + '''\
         tap_ok = k_ok & (t < KT) & (r < KR) & (s < KS)
         di = d0[:, None] - j_t[None, :]
         hi = h0[:, None] - j_r[None, :]
@@ -181,17 +191,7 @@ DILATED_BODY = '''\
     nt1 = tl.maximum(nt, 1)  # divisors (with a zero count no step runs)
     nr1 = tl.maximum(nr, 1)
     ns1 = tl.maximum(ns, 1)
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k0 in range(0, ktot, BLOCK_K):
-        ks = k0 + tl.arange(0, BLOCK_K)
-        k_ok = ks < ktot
-        j_s = ks % ns1
-        j_r = (ks // ns1) % nr1
-        j_t = (ks // (ns1 * nr1)) % nt1
-        c = ks // (ns1 * nr1 * nt1)
-        t = t0 + t_step * j_t
-        r = r0 + r_step * j_r
-        s = s0 + s_step * j_s
+''' + k_steps("ktot", ("nt1", "nr1", "ns1"), ("t_step", "r_step", "s_step")) + '''\
         # The input tile is gathered as [taps, pixels] and transposed for the product: a warp's loads
         # then run along a phase's pixels (every stride-th input), not across channels' planes; with
         # the store the same way, 5.09 ms against 12.32 ms on the H200 for a 2-D kernel of stride (2, 3),

@@ -18,6 +18,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from kernelevo.agent.builtin.conv import FINISH, chain_after, epilogue_arguments, epilogue_lines, epilogue_program
+from kernelevo.agent.builtin.conv_direct import PLANE_PIXELS, WINDOW_TAP
 from kernelevo.agent.builtin.program import CannotCover, Program
 
 MODULES = {nn.MaxPool1d: ("max", 1), nn.MaxPool2d: ("max", 2), nn.MaxPool3d: ("max", 3),
@@ -133,17 +134,7 @@ def pool_kernel(x_ptr, b_ptr, {params}out_ptr, BATCH, C, D, H, W, OD, OH, OW,
                 HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr):
     # Program p: BLOCK_M output positions of one (image, channel) plane, the window's taps unrolled.
     K_OUT = C
-    pixels = OD * OH * OW
-    blocks = tl.cdiv(pixels, BLOCK_M)
-    plane = tl.program_id(0) // blocks
-    pix = (tl.program_id(0) % blocks) * BLOCK_M + tl.arange(0, BLOCK_M)
-    row_ok = pix < pixels
-    n = plane // C + tl.zeros((BLOCK_M,), dtype=tl.int32)
-    kout = plane % C + tl.zeros((1,), dtype=tl.int32)
-    col_ok = kout < C
-    ow = pix % OW
-    oh = (pix // OW) % OH
-    od = pix // (OW * OH)
+''' + PLANE_PIXELS + '''\
     x_base = plane.to(tl.int64) * D * H * W
     if MAX:
         total = tl.full((BLOCK_M,), float("-inf"), dtype=tl.float32)
@@ -153,10 +144,7 @@ def pool_kernel(x_ptr, b_ptr, {params}out_ptr, BATCH, C, D, H, W, OD, OH, OW,
     for t in tl.static_range(KT):
         for r in tl.static_range(KR):
             for s in tl.static_range(KS):
-                di = od * ST - PT + t * DT
-                hi = oh * SR - PR + r * DR
-                wi = ow * SS - PS + s * DS
-                ok = row_ok & (di >= 0) & (di < D) & (hi >= 0) & (hi < H) & (wi >= 0) & (wi < W)
+''' + WINDOW_TAP + '''\
                 if MAX:
                     value = tl.load(x_ptr + x_base + (di * H + hi) * W + wi, mask=ok, other=float("-inf"))
                     value = value.to(tl.float32)
