@@ -131,6 +131,8 @@ RUNTIME_REJECTED = [
     (3, "conv_relu_scale", "bad_two_views_not_restored", "ghost replay", "every other tensor kept"),
     (3, "conv_relu_scale", "bad_folds_scale_each_call", "ghost replay", "work for __init__"),
     (8, "relu", "bad_knows_the_secret_seed", "correct: set 0", "outside"),
+    # A seventh: a raise taken as the output being wrong without the kernels
+    (3, "conv_relu_scale", "bad_raises_without_its_kernels", "ghost replay", "a raise is no output"),
 ]
 
 

@@ -458,25 +458,32 @@ def test_folders_above_a_bind_are_traversable_but_not_listed(tmp_path: Path) -> 
 
 def test_the_working_folder_and_pythonpath_are_not_bound_into_a_job(tmp_path: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    """``python -m kernelevo ...`` puts the working folder on ``sys.path``, and PYTHONPATH adds more: a
-    project's checkout (its ``.env``, its run folders) must not become readable by a job for it."""
-    project, chosen, from_pth = tmp_path / "project", tmp_path / "chosen", tmp_path / "built-from-source"
-    packages = tmp_path / "extra" / "site-packages"
-    for folder in (project, chosen, from_pth, packages):
+    """``python -m kernelevo ...`` puts the working folder on ``sys.path``, ``python /somewhere/run.py``
+    puts the driver script's folder there, and PYTHONPATH adds more: none of them (a project's checkout
+    with its ``.env`` and run folders, or all of /tmp) may become readable by a job. Package folders,
+    and a folder a ``.pth`` file in one adds (a source build), are what a job needs, and are bound."""
+    project, chosen, driver = tmp_path / "project", tmp_path / "chosen", tmp_path / "driver"
+    from_pth, packages = tmp_path / "built-from-source", tmp_path / "extra" / "site-packages"
+    for folder in (project, chosen, driver, from_pth, packages):
         folder.mkdir(parents=True)
     (project / ".env").write_text("OPENAI_API_KEY=sk-not-for-candidates\n")
+    (driver / "secret.txt").write_text("the driver's neighbour\n")
+    (packages / "source_build.pth").write_text(f"# a source build\nimport os\n{from_pth}\n")
     monkeypatch.setenv("PYTHONPATH", f"{chosen}:{packages}")
-    monkeypatch.setattr(sys, "path", [str(project), "", str(chosen), *sys.path, str(packages), str(from_pth)])
+    monkeypatch.setattr(sys, "path", [str(driver), str(project), "", str(chosen), *sys.path, str(packages),
+                                      str(from_pth)])
     monkeypatch.chdir(project)
     bound = namespaces.python_paths()
-    for hidden in (project, chosen):
+    for hidden in (project, chosen, driver):
         assert not any(hidden == p or hidden.is_relative_to(p) for p in bound), (hidden, bound)
-    for needed in (packages, from_pth):  # a package folder, and one a .pth file adds (a source build)
+    for needed in (packages, from_pth):
         assert any(needed == p or needed.is_relative_to(p) for p in bound), (needed, bound)
     if namespaces.bwrap_path() is None:
         return
-    outcome = run(tmp_path, f"import os\nprint('SEES', os.path.exists('{project / '.env'}'), flush=True)\n")
-    assert "SEES False" in outcome.log_tail, outcome.log_tail
+    code = (f"import os\nprint('SEES', os.path.exists('{project / '.env'}'), "
+            f"os.path.exists('{driver / 'secret.txt'}'), flush=True)\n")
+    outcome = run(tmp_path, code)
+    assert "SEES False False" in outcome.log_tail, outcome.log_tail
 
 
 @pytest.mark.parametrize("body", [b'{"t": NaN}', b'{"t": -Infinity}', b'{"t": 1e999}', b"[" * 100000 + b"]" * 100000])

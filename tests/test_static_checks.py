@@ -94,6 +94,23 @@ def test_static_rejections(body: str, check: str, words: str) -> None:
     assert words in failed[f"static: {check}"]
 
 
+@pytest.mark.parametrize("line", [
+    "t = torch.from_file('/tmp/.env', shared=False, size=8, dtype=torch.uint8)",
+    "t = torch.UntypedStorage.from_file('/tmp/.env', False, 8)",
+    "t = x.untyped_storage().from_file('/tmp/.env', False, 8)",
+    "t = getattr(torch, 'from_file')('/tmp/.env', size=8)",
+    "t = torch.load('/tmp/weights.pt')",
+    "torch.save(x, '/tmp/out.pt')",
+])
+def test_reading_or_writing_files_through_torch_is_refused_in_partial_tasks_too(line: str) -> None:
+    """Candidates compute; they do not read or write files, whether through ``open`` or through torch."""
+    body = f"        k[(1,)](x, 1, BLOCK=4)\n        {line}\n        return x"
+    report = check_candidate(model(body), strict=False)
+    failed = {c.name: c.detail for c in report.checks if not c.passed}
+    assert "static: no harness access" in failed, failed
+    assert "file" in failed["static: no harness access"]
+
+
 def test_torch_compute_is_allowed_when_the_task_allows_partial_replacement() -> None:
     body = "        k[(1,)](x, 1, BLOCK=4)\n        return torch.relu(x)"
     assert not check_candidate(model(body), strict=True).passed

@@ -137,23 +137,37 @@ def python_paths() -> list[Path]:
 
 
 def _package_folders() -> set[Path]:
-    """The entries of ``sys.path`` a job may read: all but the working folder (``python -m`` puts it
-    first) and the ``PYTHONPATH`` entries that are neither package folders (``site-packages``,
-    ``dist-packages``) nor inside the interpreter's installation. A project's checkout holds its
-    ``.env``, its run folders and whatever else its owner keeps there; a folder a ``.pth`` file adds
-    (torch built from source, say) is a package's, and stays."""
+    """The entries of ``sys.path`` a job may read: package folders (``site-packages``,
+    ``dist-packages``), folders inside the interpreter's installation, and folders a ``.pth`` file in
+    a package folder adds (torch built from source, say). Nothing else: not the working folder
+    (``python -m`` puts it first), not a driver script's own folder (``python /somewhere/run.py`` puts
+    that first, and it may be the project's checkout with its ``.env``, or all of /tmp), not a
+    ``PYTHONPATH`` entry of the user's. Candidates import only what the allowlist names, and all of it
+    lives in the folders kept."""
     prefixes = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}
-    working = Path.cwd().resolve()
-    chosen = {Path(e).resolve() for e in os.environ.get("PYTHONPATH", "").split(os.pathsep) if e}
-    kept = set()
-    for entry in sys.path:
-        path = Path(entry).resolve() if entry else None
-        if path is None or not path.is_dir():
+    entries = [Path(e).resolve() for e in sys.path if e and Path(e).is_dir()]
+    packages = {p for p in entries if p.name in ("site-packages", "dist-packages")}
+    added = {q for p in packages for q in _pth_folders(p)}
+    return {p for p in entries if p in packages or p in added or any(p.is_relative_to(x) for x in prefixes)}
+
+
+def _pth_folders(packages: Path) -> set[Path]:
+    """Folders the ``.pth`` files in ``packages`` add to ``sys.path`` (lines that name a folder; an
+    ``import`` line runs code and adds nothing by itself)."""
+    found: set[Path] = set()
+    for pth in packages.glob("*.pth"):
+        try:
+            lines = pth.read_text(errors="replace").splitlines()
+        except OSError:
             continue
-        packages = path.name in ("site-packages", "dist-packages") or any(path.is_relative_to(p) for p in prefixes)
-        if packages or (path != working and path not in chosen):
-            kept.add(path)
-    return kept
+        for line in lines:
+            line = line.strip()
+            if not line or line.startswith(("#", "import ", "import\t")):
+                continue
+            folder = (packages / line).resolve()
+            if folder.is_dir():
+                found.add(folder)
+    return found
 
 
 def _enterable(folder: Path) -> list[Path]:

@@ -14,6 +14,8 @@ from kernelevo.sandbox.judge import rules
 from kernelevo.sandbox.judge.plan import SessionPart, fresh_seed
 from kernelevo.sandbox.judge.reported import reported_count
 
+GHOST_RAISED = "with its kernels turned off the candidate raised"
+
 
 class CorrectnessCalls(SessionPart):
     """The session's checked calls (a part of ``Session``)."""
@@ -146,14 +148,22 @@ class CorrectnessCalls(SessionPart):
 
     def _ghost(self) -> None:
         """Two calls with every custom kernel a no-op, state kept before the call zeroed in one and kept
-        in the other (``launches``): the output must be wrong in both for the kernels to do the work."""
-        outcomes = []
+        in the other (``launches``): the output must be wrong in both for the kernels to do the work. A
+        call that raises shows nothing (a candidate can raise on purpose when it sees that its kernels
+        did not run, while torch did the work): it settles nothing, and raising in every call rejects."""
+        outcomes, raised = [], 0
         for mode in GHOST_MODES:
             passed, detail, final = self._ghost_call(mode)
             outcomes.append(detail)
             if final or not passed:
                 self.record.add("ghost replay", passed, detail)
                 return
+            raised += detail.startswith(GHOST_RAISED)
+        if raised == len(GHOST_MODES):
+            self.record.add("ghost replay", False, f"{outcomes[-1]}, in every mode: a raise is no output, so nothing "
+                            "shows that the kernels' work reaches the output (a candidate that raises when it sees "
+                            "its kernels did not run would pass with torch doing the work)")
+            return
         self.record.add("ghost replay", True, "; ".join(dict.fromkeys(outcomes)))
 
     def _ghost_call(self, mode: str) -> tuple[bool, str, bool]:
@@ -171,7 +181,7 @@ class CorrectnessCalls(SessionPart):
                            "that they do the work"), True
         if not reply.get("ok"):
             self.ask(self.oracle, "oracle", "dropping an expectation", {"op": "drop", "key": key})
-            return True, f"with its kernels turned off the candidate failed ({str(reply.get('error'))[:200]})", False
+            return True, f"{GHOST_RAISED} ({str(reply.get('error'))[:200]})", False
         if not expected.get("finite"):
             self._delete_outputs(reply)
             self.ask(self.oracle, "oracle", "dropping an expectation", {"op": "drop", "key": key})

@@ -19,6 +19,7 @@ from kernelevo.sandbox.judge.static_rules import (
     ALLOWED_IMPORT_PREFIXES,
     ALLOWED_IMPORTS,
     DYNAMIC_ATTRIBUTE,
+    FILE_ATTRIBUTES,
     FORBIDDEN_BUILTINS,
     MODULE_ATTRIBUTES,
     NATIVE_FORBIDDEN,
@@ -220,6 +221,9 @@ class _Analyzer(ast.NodeVisitor):
             self.flag("no harness access", f"reaches `{node.attr}`, an object internal", node)
         if node.attr in MODULE_ATTRIBUTES:
             self.flag("no harness access", f"reaches the module `{node.attr}` through an attribute", node)
+        if node.attr in FILE_ATTRIBUTES:
+            self.flag("no harness access", f"`.{node.attr}` touches files; candidates compute, they do not read "
+                      "or write files", node)
         if node.attr == "fn":  # a jitted function's Python body, run as plain Python on any object
             self.flag("no harness access", "`.fn` runs a kernel's body as plain Python", node)
         name = self.resolve(node)
@@ -291,7 +295,7 @@ class _Analyzer(ast.NodeVisitor):
             self.flag("no harness access", f"`{builtin}` with a computed name hides what is reached", node)
         elif args[1].value.startswith("__"):
             self.flag("no harness access", f"`{builtin}` reaches `{args[1].value}`", node)
-        elif args[1].value in MODULE_ATTRIBUTES or args[1].value == "fn":
+        elif args[1].value in MODULE_ATTRIBUTES or args[1].value in FILE_ATTRIBUTES or args[1].value == "fn":
             self.flag("no harness access", f"`{builtin}` reaches the module `{args[1].value}`", node)
         elif args and (resolved := self.resolve(args[0])) and resolved.startswith("torch"):
             self._check_torch_name(f"{resolved}.{args[1].value}", node, call=True)

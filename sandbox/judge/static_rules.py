@@ -42,6 +42,10 @@ MODULE_ATTRIBUTES = {"sys", "os", "subprocess", "importlib", "builtins", "ctypes
 """Modules that libraries keep as plain attributes (``torch.hub.sys``, ``cpp_extension.os``,
 ``torch.cuda.os``): reached on any object, they hand over the process past the import allowlist."""
 
+FILE_ATTRIBUTES = {"from_file", "fromfile", "tofile", "memmap", "open_memmap"}
+"""Ways objects read or map files (``torch.from_file``, ``UntypedStorage.from_file``, NumPy's):
+refused on any object, as ``open`` is. A tripwire: the sandbox is what keeps host files out of reach."""
+
 DYNAMIC_ATTRIBUTE = {"getattr", "setattr", "hasattr"}
 """Checked where they are called with a literal name; used as values (``g = getattr``,
 ``reduce(getattr, ...)``), they would reach any name unseen."""
@@ -89,6 +93,8 @@ TORCH_FORBIDDEN = {
     "set_float32_matmul_precision": "changes the reference's precision",
     "set_flush_denormal": "changes the reference's arithmetic",
     "set_num_threads": "changes global state the reference depends on",
+    "load": "reads a file (and unpickles it); candidates compute, they do not read or write files",
+    "save": "writes a file; candidates compute, they do not read or write files",
 }
 TORCH_FORBIDDEN_PREFIXES = (
     "overrides", "library", "utils._", "_", "backends", "fx", "export", "jit", "profiler", "autograd.profiler",
