@@ -647,3 +647,31 @@ def test_a_column_or_row_operand_is_planned_as_a_reduction_where_it_can_be_read(
     assert "sum" in plan_of("pass", "torch.matmul(x, y)", "torch.randn(64, 512), torch.randn(512, 1)")
     assert "sum" in plan_of("pass", "torch.matmul(x, y)", "torch.randn(1, 512), torch.randn(512, 48)")
     assert "sum" not in plan_of("pass", "torch.mm(x, y.t())", "torch.randn(64, 512), torch.randn(1, 512)")
+
+
+def test_sizes_read_as_numbers_are_put_in_as_their_value_at_the_size_being_optimised() -> None:
+    """``x / math.sqrt(x.size(-1))`` traced at a small size and optimised at another: the division
+    takes the size there (16, not the traced 4), while a view keeps reading its sizes in ``forward``
+    (folding a small size into it would break the view at the other size)."""
+    import math
+
+    import torch.fx
+    from torch.fx.passes.shape_prop import ShapeProp
+
+    from kernelevo.agent.builtin.shape_reads import FullSizes, fold_numbers
+
+    class Scaled(torch.nn.Module):
+        def forward(self, x):
+            flat = x.view(-1, x.size(-1))
+            return flat / math.sqrt(x.size(-1)) + x.shape[1] * 0.5
+
+    small = torch.randn(2, 3, 4)
+    gm = torch.fx.symbolic_trace(Scaled())
+    ShapeProp(gm).propagate(small)
+    assert fold_numbers(gm, FullSizes(inputs={"x": (2, 3, 16)}))
+    numbers = [a for n in gm.graph.nodes for a in n.args if isinstance(a, (int, float)) and not isinstance(a, bool)]
+    assert math.sqrt(16) in numbers and 1.5 in numbers, gm.code  # the size there, and one the same at both
+    views = [n for n in gm.graph.nodes if n.target == "view"]
+    assert views and any(isinstance(a, torch.fx.Node) for a in views[0].args[1:]), gm.code
+    big = torch.randn(2, 3, 16)
+    assert torch.allclose(gm(big), Scaled()(big))

@@ -311,6 +311,12 @@ CASES = [
      "torch.randn(33, {cols}), torch.randn(1, {cols})", ""),
     ("matmul-bmm-inputs", "        pass", "        return torch.bmm(x, y)",
      "torch.randn(3, 20, {cols}), torch.randn(3, {cols}, 24)", ""),
+    ("matmul-gram-scaled-by-a-size", "        pass", "        return x @ x.transpose(-1, -2) / x.shape[-1]",
+     "torch.randn(3, 20, {cols})", ""),
+    ("matmul-attention-by-hand-scaled-by-a-size", "        pass",
+     "        s = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(q.size(-1))\n"
+     "        return torch.matmul(torch.softmax(s, dim=-1), v)",
+     "torch.randn(2, 2, 24, {cols}), torch.randn(2, 2, 24, {cols}), torch.randn(2, 2, 24, {cols})", "import math"),
     ("matmul-batched-scores-softmax", "        pass",
      "        return torch.softmax(x @ y.transpose(-2, -1) * 0.125, dim=-1)",
      "torch.randn(2, 3, 16, {cols}), torch.randn(2, 3, 40, {cols})", ""),

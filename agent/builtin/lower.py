@@ -43,7 +43,7 @@ def trace(model: nn.Module, inputs: list[Any]) -> torch.fx.GraphModule:
     return gm
 
 
-def _full_sizes(gm: torch.fx.GraphModule, inputs: list[Any],
+def full_sizes(gm: torch.fx.GraphModule, inputs: list[Any],
                 shapes: list[tuple[int, ...]] | None) -> FullSizes | None:
     """The inputs' shapes at the size being optimised, by placeholder name (None: not known)."""
     tensors = [(n.name, x) for n, x in zip([n for n in gm.graph.nodes if n.op == "placeholder"], inputs,
@@ -440,7 +440,7 @@ def lower(model: nn.Module, inputs: list[Any], partial: bool = False,
     ``full_shapes``: the tensor inputs' shapes at the size being optimised, where known (sizes read
     in ``forward`` may be used as numbers only where they are the same there)."""
     gm = trace(model, inputs)
-    full = _full_sizes(gm, inputs, full_shapes)
+    full = full_sizes(gm, inputs, full_shapes)
     try:
         return _Lowering(gm, inputs, partial, full=full).lower()
     except SpanNeeded as needed:  # laid out again with rows across the reduced dimensions

@@ -20,8 +20,9 @@ import torch.nn.functional as F
 from kernelevo.agent.builtin import conv, dimreduce, groupnorm, matmul, pool, scan, sort
 from kernelevo.agent.builtin.decompose import read_after_written
 from kernelevo.agent.builtin.init_source import init_source
-from kernelevo.agent.builtin.lower import lower, trace
+from kernelevo.agent.builtin.lower import full_sizes, lower, trace
 from kernelevo.agent.builtin.program import CannotCover, Program
+from kernelevo.agent.builtin.shape_reads import fold_numbers
 from kernelevo.agent.builtin.size_constants import refuse_numbers_that_change
 from kernelevo.tasks.loader import import_task_module
 from kernelevo.tasks.task import Task
@@ -293,6 +294,7 @@ def recognise(task: Task) -> Plan:
     refuse_numbers_that_change(model, context.full)
     gm = trace(model, inputs)
     _safe_input_names(gm)
+    fold_numbers(gm, full_sizes(gm, inputs, shapes))
     written = read_after_written(gm)
     if written is not None:
         raise CannotCover(f"`{written.name}` writes its input in place and the input is read again after it; "

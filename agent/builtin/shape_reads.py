@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import math
 import operator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import torch
 import torch.fx
 
 NOT_A_SHAPE_READ = object()
@@ -90,12 +92,13 @@ def constant(value: Any, values: dict[str, Any]) -> Any:
 
 
 def traced_value(target: Any, name: str, method: bool, args: list[Any], kwargs: dict[str, Any],
-                 values: dict[str, Any], full: FullSizes | None = None) -> Any:
+                 values: dict[str, Any], full: FullSizes | None = None,
+                 shape_of: Callable[[Any, FullSizes | None], tuple[Any, ...] | None] = _shape_of) -> Any:
     """The traced value of ``x.shape``, ``x.size()``, ``x.size(d)``, ``x.dim()``, ``x.ndim``,
     ``x.numel()``, ``len`` of a folded shape, or integer arithmetic on folded numbers (each size
     :class:`Varying` unless ``full`` shows it is the same at the size being optimised);
-    :data:`NOT_A_SHAPE_READ` for any other call."""
-    shape = _shape_of(args[0], full) if args else None
+    :data:`NOT_A_SHAPE_READ` for any other call. ``shape_of``: a tensor's shape as these reads see it."""
+    shape = shape_of(args[0], full) if args else None
     if shape is not None:
         if target is getattr and args[1] in ("shape", "ndim"):
             return shape if args[1] == "shape" else len(shape)
@@ -118,3 +121,104 @@ def traced_value(target: Any, name: str, method: bool, args: list[Any], kwargs: 
                 return NOT_A_SHAPE_READ
             return Varying(result) if any(isinstance(n, Varying) for n in numbers) else result
     return NOT_A_SHAPE_READ
+
+
+NUMBER_FUNCTIONS = {math.sqrt, math.log, math.log2, math.log10, math.exp, math.floor, math.ceil, float, int, abs,
+                    operator.neg}
+"""Functions of one number (``math.sqrt(q.size(-1))``): folded when their argument is folded."""
+TENSOR_BY_NUMBER = {operator.mul, operator.truediv, operator.add, operator.sub, operator.pow, operator.floordiv,
+                    operator.mod, torch.mul, torch.div, torch.true_divide, torch.add, torch.sub, torch.pow}
+TENSOR_BY_NUMBER_METHODS = {"mul", "div", "true_divide", "add", "sub", "pow"}
+"""Arithmetic of a tensor and a number: a size that differs at the size being optimised is put in
+as its value there only in these (never in a view or a tensor's size, where the small graph needs
+its own)."""
+
+
+def _shape_there(full: FullSizes) -> Callable[[Any, FullSizes | None], tuple[int, ...] | None]:
+    """A tensor's shape at the size being optimised, where known: an input's, or any value's when
+    every input has there the shape it was traced with."""
+    def shape(value: Any, _: FullSizes | None) -> tuple[int, ...] | None:
+        if not isinstance(value, torch.fx.Node):
+            return None
+        if value.op == "placeholder" and value.name in full.inputs:
+            return full.inputs[value.name]
+        meta = value.meta.get("tensor_meta")
+        return tuple(int(s) for s in meta.shape) if full.all_same and hasattr(meta, "shape") else None
+    return shape
+
+
+def _evaluate(node: torch.fx.Node, values: dict[str, Any], full: FullSizes | None,
+              shape_of: Callable[[Any, FullSizes | None], tuple[Any, ...] | None] = _shape_of) -> Any:
+    """``node``'s value if it is a read of sizes or arithmetic on such values, else NOT_A_SHAPE_READ."""
+    target, args, kwargs = node.target, list(node.args), dict(node.kwargs)
+    name = target if isinstance(target, str) else getattr(target, "__name__", "")
+    method = node.op == "call_method"
+    if not method and target is operator.getitem and len(args) == 2 and isinstance(args[0], torch.fx.Node):
+        shape = values.get(args[0].name)
+        index = args[1]
+        if isinstance(shape, tuple) and (isinstance(index, slice) or (isinstance(index, int) and
+                                                                      -len(shape) <= index < len(shape))):
+            return shape[index]
+        return NOT_A_SHAPE_READ
+    if not method and target in NUMBER_FUNCTIONS and len(args) == 1 and not kwargs and \
+            isinstance(args[0], torch.fx.Node):
+        number = known_number(args[0], values)
+        if number is None:
+            return NOT_A_SHAPE_READ
+        try:
+            result = target(_number(number))
+        except (ArithmeticError, ValueError):
+            return NOT_A_SHAPE_READ
+        return Varying(result) if isinstance(number, Varying) else result
+    return traced_value(target, name, method, args, kwargs, values, full, shape_of)
+
+
+def _scales_a_tensor(user: torch.fx.Node) -> bool:
+    """Is ``user`` arithmetic of a tensor and a number (its result a tensor)?"""
+    arithmetic = (user.op == "call_function" and user.target in TENSOR_BY_NUMBER) or \
+        (user.op == "call_method" and user.target in TENSOR_BY_NUMBER_METHODS)
+    return arithmetic and hasattr(user.meta.get("tensor_meta"), "shape")
+
+
+def fold_numbers(gm: torch.fx.GraphModule, full: FullSizes | None) -> bool:
+    """Put numbers read from sizes into the ops that use them (``matmul(q, k.mT) / math.sqrt(q.size(-1))``
+    becomes a division by a constant), so a template sees arithmetic with a number, not a read of a
+    tensor it has no other use for. A number the same at the size being optimised goes in everywhere;
+    one that differs there goes in as its value there, and only into arithmetic with a tensor. The
+    reads left without users are removed. True if the graph changed."""
+    same: dict[str, Any] = {}
+    there: dict[str, Any] = {}
+    shape_there = _shape_there(full) if full is not None else None
+    for node in gm.graph.nodes:
+        if node.op not in ("call_function", "call_method"):
+            continue
+        value = _evaluate(node, same, full)
+        if value is NOT_A_SHAPE_READ:
+            continue
+        same[node.name] = value
+        if shape_there is not None:
+            value_there = _evaluate(node, there, None, shape_there)
+            if value_there is not NOT_A_SHAPE_READ:
+                there[node.name] = value_there
+    changed = False
+    for node in list(gm.graph.nodes):
+        value = same.get(node.name)
+        if _number(value) is None:
+            continue
+        number = there.get(node.name) if isinstance(value, Varying) else value
+        if _number(number) is None or isinstance(number, Varying):
+            continue
+        for user in list(node.users):
+            if user.name in same or (isinstance(value, Varying) and not _scales_a_tensor(user)):
+                continue
+            user.args = torch.fx.node.map_arg(user.args, lambda n, node=node, number=number: number if n is node else n)
+            user.kwargs = torch.fx.node.map_arg(user.kwargs,
+                                                lambda n, node=node, number=number: number if n is node else n)
+            changed = True
+    for node in reversed(list(gm.graph.nodes)):
+        if node.name in same and not node.users:
+            gm.graph.erase_node(node)
+            changed = True
+    if changed:
+        gm.recompile()
+    return changed
