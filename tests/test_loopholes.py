@@ -133,6 +133,12 @@ RUNTIME_REJECTED = [
     (8, "relu", "bad_knows_the_secret_seed", "correct: set 0", "outside"),
     # A seventh: a raise taken as the output being wrong without the kernels
     (3, "conv_relu_scale", "bad_raises_without_its_kernels", "ghost replay", "a raise is no output"),
+    # An eighth: the judge's process told from a user's (how it builds, the mode it calls in, the flags
+    # a checked call leaves behind), and an input written then swapped for a copy
+    (8, "relu", "bad_built_knowing_the_judge_by_grad_mode", "correct: set 0", "outside"),
+    (8, "relu", "bad_lazy_with_gradients_on", "correct: set 1", "gradients on"),
+    (8, "relu", "bad_knows_the_judge_by_its_flags", "timed runs correct", "outside"),
+    (5, "relu", "bad_input_written_then_swapped_by_set", "inputs unchanged", "modified"),
 ]
 
 

@@ -24,6 +24,17 @@ VARIANTS = (
 )
 """(label, scale, ties): checked calls cycle through them; timed calls use the first."""
 
+CALL_MODES = (("off", False), ("on", False), ("off", True), ("on", True))
+"""(gradients, fresh input tensors) of checked calls, by the set's index. Users call a model with
+gradients off (inference) and on (training), on tensors made anew each call or on the same tensors
+refilled (a static buffer, a CUDA graph's inputs); a candidate that behaves otherwise in any of these
+is wrong for some users, so its output is checked in each. Timed calls run with gradients off on the
+same tensors refilled (:class:`InputBuffers`)."""
+
+
+def call_mode(index: int) -> tuple[str, bool]:
+    return CALL_MODES[index % len(CALL_MODES)]
+
 
 def variant_label(variant: int) -> str:
     return VARIANTS[variant % len(VARIANTS)][0]

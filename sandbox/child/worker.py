@@ -10,6 +10,7 @@ it reports is raw data the trusted side checks, or a finding that can only rejec
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import importlib.util
 import os
@@ -17,6 +18,7 @@ import sys
 import threading
 import time
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -56,16 +58,45 @@ MARKER_CYCLES = 1000
 ran and before the candidate is imported; every kernel after it is the candidate's."""
 
 
-def _poison(on: bool) -> None:
-    """Fill fresh ``empty`` allocations with NaN (integers with their max) during checked calls."""
-    torch.utils.deterministic.fill_uninitialized_memory = on
+def _deterministic(on: bool, warn_only: bool) -> None:
     setter = getattr(torch._C, "_set_deterministic_algorithms", None)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if setter is not None:  # the eager switch alone: torch.use_deterministic_algorithms imports inductor
-            setter(on, warn_only=True)
+            setter(on, warn_only=warn_only)
         else:
-            torch.use_deterministic_algorithms(on, warn_only=True)
+            torch.use_deterministic_algorithms(on, warn_only=warn_only)
+
+
+@contextlib.contextmanager
+def _poisoned(on: bool) -> Iterator[None]:
+    """Fill fresh ``empty`` allocations with NaN (integers with their max) during a checked call, and
+    put back the global state found afterwards: torch's defaults, as in a user's process, so that no
+    flag left behind tells a candidate's timed calls from a user's."""
+    if not on:
+        yield
+        return
+    fill = torch.utils.deterministic.fill_uninitialized_memory
+    was = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled())
+    torch.utils.deterministic.fill_uninitialized_memory = True
+    _deterministic(True, True)
+    try:
+        yield
+    finally:
+        torch.utils.deterministic.fill_uninitialized_memory = fill
+        _deterministic(*was)
+
+
+def _grad_mode(mode: Any) -> Any:
+    """The autograd mode a checked call runs in (:data:`inputs.CALL_MODES`): users call a model with
+    gradients on and off, so its output is checked in both."""
+    return torch.enable_grad() if mode == "on" else torch.no_grad()
+
+
+def _geometry(t: torch.Tensor) -> tuple[Any, ...]:
+    """Where a tensor's values live: storage, offset, shape and strides (``set_`` or ``resize_`` on an
+    input changes them, so the caller's tensor no longer shows the memory the call wrote)."""
+    return t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), t.stride()
 
 
 def _import_candidate(path: Path) -> Any:
@@ -134,6 +165,9 @@ class Worker:
             read = tensor_files.read_tensor
             return [read(tensor_files.TensorFile.model_validate(v["tensor"]), inbox, device, 1 << 40)
                     if "tensor" in v else v["value"] for v in msg["inputs"]]
+        if msg.get("fresh"):  # tensors made for this call alone; one set of inputs in memory at a time
+            self.buffers.tensors = None
+            return inputs.generate(self.task, int(msg["seed"]), int(msg.get("variant", 0)), device, dtype)
         values = inputs.generate(self.task, int(msg["seed"]), int(msg.get("variant", 0)), device, dtype)
         return self.buffers.fill(values)
 
@@ -142,13 +176,15 @@ class Worker:
         assert self.model is not None
         args = self._inputs(msg)
         recorded = bool(msg.get("record", True))
-        copies = [a.clone() if isinstance(a, torch.Tensor) else a for a in args] if recorded else []
+        # Each input's values as copies, and the memory it names as aliases taken before the call: the
+        # aliases keep seeing that memory even if the candidate points the caller's tensor elsewhere.
+        copies = [(a.clone(), a.detach(), _geometry(a)) if isinstance(a, torch.Tensor) else None
+                  for a in args] if recorded else []
         before, failed_before = dict(self.recorder.launches), dict(self.recorder.failed)
         ghost = msg.get("ghost")
-        _poison(bool(msg.get("poison", True)))
         began = time.perf_counter()
         try:
-            with torch.no_grad():
+            with _poisoned(bool(msg.get("poison", True))), _grad_mode(msg.get("grad")):
                 if ghost:
                     self.recorder.start_ghost(str(ghost))
                 if recorded:
@@ -161,11 +197,9 @@ class Worker:
             self.recorder.stop_ghost()
             failed = {"ok": False, "error": f"the call raised: {wire.describe_exception(exc)}"}
             return {**failed, "ghost_fault": self.recorder.fault} if ghost else failed
-        finally:
-            _poison(False)
         host_ms = (time.perf_counter() - began) * 1e3
-        changed = [k for k, (a, c) in enumerate(zip(args, copies))
-                   if isinstance(a, torch.Tensor) and not torch.equal(a, c)]
+        changed = [k for k, (a, kept) in enumerate(zip(args, copies)) if kept is not None and
+                   (_geometry(a) != kept[2] or not torch.equal(kept[1], kept[0]))]
         try:
             reply = self._ship(out, str(msg.get("name", "call")))
         finally:  # the output as the ghost call left it, then the earlier tensors it zeroed put back
@@ -341,7 +375,9 @@ def serve(channel: wire.Channel) -> None:
 
 def main() -> int:
     faulthandler.enable(all_threads=False)
-    torch.set_grad_enabled(False)
+    # Gradients stay on, as torch starts: ModelNew is built as a user's process builds it (a candidate
+    # that tells the judge by the mode it is built in must be honest in the mode users build in); each
+    # call picks its own mode.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.backends.cuda.matmul.allow_tf32 = False

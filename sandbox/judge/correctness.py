@@ -8,7 +8,7 @@ import os
 import time
 from typing import Any
 
-from kernelevo.sandbox.child.inputs import VARIANTS, variant_label
+from kernelevo.sandbox.child.inputs import VARIANTS, call_mode, variant_label
 from kernelevo.sandbox.child.launches import GHOST_MODES, MAX_HOST_READ_ELEMENTS
 from kernelevo.sandbox.judge import rules
 from kernelevo.sandbox.judge.plan import SessionPart, fresh_seed
@@ -21,15 +21,17 @@ class CorrectnessCalls(SessionPart):
     """The session's checked calls (a part of ``Session``)."""
 
     def _checked_call(self, index: int, seed: int) -> None:
-        variant = index % len(VARIANTS)
-        label = f"set {index} ({variant_label(variant)})"
+        variant, (grad, fresh) = index % len(VARIANTS), call_mode(index)
+        how = (", gradients on" if grad == "on" else "") + (", inputs made anew" if fresh else "")
+        label = f"set {index} ({variant_label(variant)}{how})"
         key = self.key()
         ghost_like = VARIANTS[variant][1:] == VARIANTS[0][1:]  # drawn as the ghost call's inputs are
         expected = self.expect(f"reference outputs for {label}",
                                {"key": key, "seed": seed, "variant": variant, "exact": True, "fingerprint": ghost_like})
         began = time.monotonic()
         reply = self.ask(self.worker, "worker", f"correctness call on {label}",
-                         {"op": "call", "seed": seed, "variant": variant, "record": True, "name": f"set{index}"})
+                         {"op": "call", "seed": seed, "variant": variant, "grad": grad, "fresh": fresh, "record": True,
+                          "name": f"set{index}"})
         if index == 0:
             self.record.first_call_ms = (time.monotonic() - began) * 1e3
         self._filters(reply, index)
