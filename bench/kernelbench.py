@@ -9,8 +9,10 @@ is skipped unless ``--redo``:
   why. Each file is loaded and recognised in its own process, with a memory cap and a time limit: a
   file whose reference does not fit this machine at its own size says so, and never stops the sweep.
 - ``--mode cpu-judge`` (any machine): for each problem the coverage sweep covers, the first seed
-  rendered and judged by the harness under the Triton interpreter at the file's automatic small
-  size: is the strategist's candidate correct, and if not, why. No timing.
+  rendered for the file's own size and judged by the harness under the Triton interpreter at its
+  automatic small size (rendered for the small size where the full size's code holds at that size
+  alone: a size read in ``forward`` became a number in a kernel): is the strategist's candidate
+  correct, and if not, why. No timing.
 - ``--mode gpu-seed`` (a GPU): the same first seed judged once at the file's own size, timed against
   eager and torch.compile, the forensic pass included: one verdict a problem, so a GPU sweep covers
   a level in a fraction of ``optimize``'s time. Its speedups are the first seed's, before any search.
@@ -147,6 +149,8 @@ from kernelevo.agent.builtin.recognize import recognise
 from kernelevo.agent.builtin.templates import render
 from kernelevo.tasks import load_task
 plan = recognise(load_task(sys.argv[1], "full"))
+if plan.sized_for:  # the full size's code holds at that size alone: judged here, the small size's plan
+    plan = recognise(load_task(sys.argv[1], "small"))
 strategy, params, why = seeds(plan)[0]
 open(sys.argv[2], "w").write(render(plan, strategy, params, why))
 print(strategy, params)

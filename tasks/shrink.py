@@ -3,8 +3,10 @@
 KernelBench problems are sized for a GPU (a 4096 x 393216 input is 6.4 GB); on the CPU interpreter,
 and for tracing a reference to recognise it, a few hundred thousand values say as much. The file's
 top-level integer literals of 32 or more (``batch_size = 4096``, ``height = width = 128``; kernel
-sizes, strides and small counts stay) are halved together (odd ones kept odd), step by step, until
-the inputs and parameters and outputs hold at most :data:`SMALL_VALUES` values. Each step executes the file again
+sizes, strides and small counts stay), and those written in place in ``get_inputs`` and
+``get_init_inputs`` (``torch.randn(4096, 1024)``, ``return [2048, 4096]``), are halved together (odd
+ones kept odd), step by step, until the inputs and parameters and outputs hold at most
+:data:`SMALL_VALUES` values. Each step executes the file again
 with the new literals, so values derived from them (``bias_shape = (out_channels, 1, 1)``) follow,
 and runs the reference on the meta device, which checks every shape without allocating; the search
 stops at the first step that fails there (the file keeps the step before, or its own sizes). It is
@@ -86,7 +88,26 @@ def size_literals(tree: ast.Module) -> dict[str, int]:
         for i, value in enumerate(values or []):
             if value >= MIN_SIZE:
                 found.update({(f"{n}[{i}]" if is_list else n): value for n in names})
-    return {k: v for k, v in found.items() if assigned.get(k.split("[")[0], 0) == 1}
+    found = {k: v for k, v in found.items() if assigned.get(k.split("[")[0], 0) == 1}
+    return {**found, **{key: node.value for key, node in _inline_literals(tree)}}
+
+
+INLINE_FUNCTIONS = ("get_inputs", "get_init_inputs")
+"""Functions whose integer literals are sizes too: ``torch.randn(4096, 1024)`` written in place,
+``return [2048, 4096]`` for the constructor."""
+
+
+def _inline_literals(tree: ast.Module) -> list[tuple[str, ast.Constant]]:
+    """Integer literals of :data:`MIN_SIZE` or more written inside :data:`INLINE_FUNCTIONS`, each named
+    by its function and place in the file (``get_inputs:12:30``)."""
+    found = []
+    for function in tree.body:
+        if not isinstance(function, ast.FunctionDef) or function.name not in INLINE_FUNCTIONS:
+            continue
+        for node in ast.walk(function):
+            if isinstance(node, ast.Constant) and type(node.value) is int and node.value >= MIN_SIZE:
+                found.append((f"{function.name}:{node.lineno}:{node.col_offset}", node))
+    return found
 
 
 def module_at(path: Path, name: str, values: dict[str, int]) -> types.ModuleType:
@@ -118,6 +139,8 @@ def rewritten(path: Path, values: dict[str, int]) -> ast.Module:
             node.value = ast.copy_location(kind(elts=[ast.Constant(v) for v in new], ctx=ast.Load()), node.value)
         elif names[0] in values:
             node.value = ast.copy_location(ast.Constant(values[names[0]]), node.value)
+    for key, literal in _inline_literals(tree):
+        literal.value = values.get(key, literal.value)
     return ast.fix_missing_locations(tree)
 
 

@@ -675,3 +675,30 @@ def test_sizes_read_as_numbers_are_put_in_as_their_value_at_the_size_being_optim
     assert views and any(isinstance(a, torch.fx.Node) for a in views[0].args[1:]), gm.code
     big = torch.randn(2, 3, 16)
     assert torch.allclose(gm(big), Scaled()(big))
+
+
+def test_code_with_a_size_put_in_as_a_number_says_which_sizes_it_holds_at(tmp_path: Path) -> None:
+    """``x @ x.mT / x.shape[-1]`` with a last dimension that shrinks at the small size: the code for the
+    file's own size holds there alone, and its forward refuses other shapes in words; the small size's
+    plan (the size it was traced at) is for any size."""
+    path = tmp_path / "gram.py"
+    path.write_text('''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x @ x.transpose(-1, -2) / x.shape[-1]
+
+def get_inputs():
+    return [torch.randn(16, 512, 1024)]
+
+def get_init_inputs():
+    return []
+''')
+    plan = recognise(load_task(str(path), "full"))
+    assert plan.sized_for == [(16, 512, 1024)]
+    source = render(plan, *seeds(plan)[0])
+    assert "generated for inputs of shapes [(16, 512, 1024)]" in source
+    assert "/ 1024" in source or "1024.0" in source or "0.0009765625" in source
+    small = recognise(load_task(str(path), "small"))
+    assert small.sized_for is None and "generated for inputs" not in render(small, *seeds(small)[0])

@@ -105,6 +105,23 @@ CASES = [
      "torch.randn(1, 2, 50, 32), torch.randn(1, 2, 50, 32), torch.randn(1, 2, 50, 32)", "DTYPE = torch.bfloat16"),
     ("attention-scaled-fp32", "        pass", "        return F.scaled_dot_product_attention(q, k, v, scale=0.3)",
      "torch.randn(2, 1, 37, 16), torch.randn(2, 1, 37, 16), torch.randn(2, 1, 37, 16)", ""),
+    ("attention-head-of-40-fp32", "        pass", "        return F.scaled_dot_product_attention(q, k, v)",
+     "torch.randn(2, 2, 33, 40), torch.randn(2, 2, 33, 40), torch.randn(2, 2, 33, 40)", ""),
+    ("attention-fewer-keys-causal-bf16", "        pass",
+     "        return F.scaled_dot_product_attention(q, k, v, is_causal=True)",
+     "torch.randn(1, 2, 45, 24), torch.randn(1, 2, 30, 24), torch.randn(1, 2, 30, 24)", "DTYPE = torch.bfloat16"),
+    ("attention-more-keys-head-of-8", "        pass", "        return F.scaled_dot_product_attention(q, k, v)",
+     "torch.randn(2, 1, 20, 8), torch.randn(2, 1, 52, 8), torch.randn(2, 1, 52, 8)", ""),
+    ("attention-head-wider-than-a-kernel", "        pass",
+     "        return F.scaled_dot_product_attention(q, k, v, scale=0.05)",
+     "torch.randn(1, 2, 24, 300), torch.randn(1, 2, 40, 300), torch.randn(1, 2, 40, 300)", ""),
+    ("attention-bool-mask-per-key-fp16", "        pass",
+     "        return F.scaled_dot_product_attention(q, k, v, attn_mask=m)",
+     "torch.randn(2, 2, 40, 32), torch.randn(2, 2, 70, 32), torch.randn(2, 2, 70, 32), "
+     "torch.arange(70).expand(2, 1, 1, 70) % 5 != 0", "DTYPE = torch.float16"),
+    ("attention-additive-mask-buffer-head-of-24", "        self.register_buffer('bias', torch.randn(33, 33))",
+     "        return F.scaled_dot_product_attention(q, k, v, attn_mask=self.bias, scale=0.2)",
+     "torch.randn(2, 3, 33, 24), torch.randn(2, 3, 33, 24), torch.randn(2, 3, 33, 24)", ""),
     ("attention-negative-scale-fp32", "        pass",
      "        return F.scaled_dot_product_attention(q, k, v, scale=-0.5)",
      "torch.randn(1, 2, 24, 16), torch.randn(1, 2, 24, 16), torch.randn(1, 2, 24, 16)", ""),
@@ -474,7 +491,8 @@ def _first_runs(values: list) -> list:
 
 def _write(tmp_path: Path, case: tuple[str, str, str, str, str], cols: int) -> Path:
     name, init, body, inputs, header = case
-    args = "x, t" if "cross" in name else "q, k, v" if "attention" in name else (
+    args = "x, t" if "cross" in name else "q, k, v, m" if "attention" in name and inputs.count("torch.") == 4 \
+        else "q, k, v" if "attention" in name else (
         "x, y" if inputs.count("torch.randn") == 2 else "x")
     path = tmp_path / "mystery.py"
     path.write_text(TASK.format(header=header, cols=cols, init=init, args=args, body=body,
@@ -578,6 +596,10 @@ def test_attention_without_masks_and_through_tma_descriptors(evaluator, tmp_path
         _accepted(evaluator, task, plan, tmp_path, "flash", dict(base, TMA=tma), "test",
                   "TMA=True and even" if tma else "TMA=False and even")
     assert any(p["TMA"] for _, p, _ in seeds(plan)) == plan_has_descriptors()
+    # Fewer keys than queries: k and v's descriptors and rows are their own, not q's
+    fewer, fewer_plan = _case(tmp_path, name, 0, f"torch.randn(2, 3, 64, {d}), torch.randn(2, 3, 32, {d}), "
+                                                 f"torch.randn(2, 3, 32, {d})")
+    _accepted(evaluator, fewer, fewer_plan, tmp_path, "flash", dict(base, TMA=True), "test", "seq_k = ")
     ragged, ragged_plan = _case(tmp_path, name, 0)  # 50 or 37 keys: no seed asks for TMA
     assert not any(p["TMA"] for _, p, _ in seeds(ragged_plan))
     # Ragged and in small blocks, so that causal programs have key blocks before their diagonal band
@@ -991,14 +1013,16 @@ def get_init_inputs():
 
 def test_a_size_in_forward_is_a_number_in_a_kernel_only_where_it_does_not_change(tmp_path: Path) -> None:
     """The reference is traced at a small size. A size read in forward serves as structure at any
-    size (a normalized shape), but as a number in a kernel only where it is the same at the size being
-    optimised: ``x.size(-1)`` traced as 1024, or a module-level ``dim`` read in forward, must not
-    become the constant of a kernel run at 16384."""
+    size (a normalized shape); as a number in a kernel, ``x.size(-1)`` traced as 1024 must not become
+    the constant of a kernel run at 16384: it goes in as its value at 16384, and the code says it holds
+    at that size alone. A module-level ``dim`` read in forward is refused (its value there is not read
+    from an input)."""
     path = tmp_path / "sizes.py"
     path.write_text(SIZE_AS_NUMBER.format(body="torch.softmax(x * x.size(-1) ** -0.5, dim=-1)"))
-    task = load_task(str(path), "full")
-    with pytest.raises(CannotCover, match="size read in forward"):
-        recognise(task)
+    plan = recognise(load_task(str(path), "full"))
+    assert plan.sized_for == [(4096, 16384)]
+    source = render(plan, *seeds(plan)[0])
+    assert "0.0078125" in source and "0.03125" not in source and "generated for inputs of shapes" in source
     path.write_text(SIZE_AS_NUMBER.format(body="torch.relu(x * dim ** -0.5)"))  # a module-level size
     with pytest.raises(CannotCover, match="0.03125 at the traced size and 0.0078125 at the size being optimised"):
         recognise(load_task(str(path), "full"))

@@ -212,3 +212,35 @@ def get_init_inputs():
     assert set(small.size_overrides) == {"height", "width"}
     _, (a, b) = instantiate(small)
     assert a.shape[0] * b.shape[1] + a.numel() + b.numel() <= SMALL_VALUES
+
+
+def test_sizes_written_in_place_in_get_inputs_shrink_too(tmp_path: Path) -> None:
+    """A user's file writes ``torch.randn(4096, 1024)`` and ``return [1024, 4096]`` in place, not as
+    module constants: those literals are sizes as well, halved together (the 3 of a count stays)."""
+    from kernelevo.tasks.shrink import SMALL_VALUES
+
+    path = tmp_path / "inline.py"
+    path.write_text('''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, fin, fout):
+        super().__init__()
+        self.fc = nn.Linear(fin, fout)
+
+    def forward(self, x, q):
+        return self.fc(x).sum() + q.sum()
+
+def get_inputs():
+    return [torch.randn(4096, 1024), *[torch.randn(2, 3, 512) for _ in range(3)][:1]]
+
+def get_init_inputs():
+    return [1024, 4096]
+''')
+    small = load_task(str(path), "small")
+    model, inputs = instantiate(small)
+    assert inputs[0].shape[1] == model.fc.in_features < 1024  # the input and the constructor halved together
+    assert inputs[1].shape[:2] == (2, 3) and inputs[1].shape[2] < 512
+    assert inputs[0].numel() + sum(p.numel() for p in model.parameters()) <= SMALL_VALUES
+    full = import_task_module(path, "full")
+    assert full.get_init_inputs() == [1024, 4096] and full.get_inputs()[0].shape == (4096, 1024)

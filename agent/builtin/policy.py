@@ -14,6 +14,7 @@ from typing import Any
 
 from kernelevo.agent.archive import best, select_parents
 from kernelevo.agent.builtin import (
+    attention,
     conv,
     conv_taps,
     dimreduce,
@@ -122,7 +123,7 @@ def shared_bytes(plan: Plan, params: dict[str, Any]) -> int:
     if plan.kind == "matmul" or (plan.kind == "conv" and "BLOCK_K" in params):
         return stages * (params["BLOCK_M"] + params["BLOCK_N"]) * params["BLOCK_K"] * item
     if plan.kind == "attention":
-        d = plan.extra["head_dim"]
+        d = attention.block_d(plan.extra["head_dim"])
         return (params["BLOCK_M"] * d + stages * 2 * params["BLOCK_N"] * d) * item
     return 0
 
@@ -253,21 +254,7 @@ def _matmul_seeds(plan: Plan) -> Seeds:
 
 
 def _attention_seeds(plan: Plan) -> Seeds:
-    out: Seeds = []
-    d, seq = plan.extra["head_dim"], plan.extra["seq"]
-    for bm, bn, warps, stages in ((128, 64, 8, 3), (128, 128, 8, 3), (64, 64, 4, 3)):
-        if d >= 256 and bn > 64:
-            continue
-        out.append(("flash", {"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": warps, "num_stages": stages,
-                              "TMA": False}, f"seed: {bm} queries per program, keys in blocks of {bn}"))
-    if _has_tensor_descriptors():
-        # Where the sequence divides into the blocks, the same tiles through Hopper's copy engine:
-        # second and fourth, so that a short search measures both kinds of load.
-        tma = [(s, dict(p, TMA=True), w.replace("seed:", "seed: TMA loads,", 1)) for s, p, w in out
-               if seq % p["BLOCK_M"] == 0 and seq % p["BLOCK_N"] == 0][:2]
-        for at, seed in zip((1, 3), tma, strict=False):
-            out.insert(at, seed)
-    return out
+    return attention.seeds(plan, _has_tensor_descriptors())
 
 
 def _cross_entropy_seeds(plan: Plan) -> Seeds:

@@ -16,13 +16,14 @@ from typing import Any
 import torch
 import torch.fx
 import torch.nn.functional as F
+from torch.fx.passes.shape_prop import ShapeProp
 
-from kernelevo.agent.builtin import conv, dimreduce, groupnorm, matmul, pool, scan, sort
+from kernelevo.agent.builtin import attention, conv, dimreduce, groupnorm, matmul, pool, scan, sort
 from kernelevo.agent.builtin.decompose import read_after_written
 from kernelevo.agent.builtin.init_source import init_source
 from kernelevo.agent.builtin.lower import full_sizes, lower, trace
 from kernelevo.agent.builtin.program import CannotCover, Program
-from kernelevo.agent.builtin.shape_reads import fold_numbers
+from kernelevo.agent.builtin.shape_reads import FullSizes, fold_numbers
 from kernelevo.agent.builtin.size_constants import refuse_numbers_that_change
 from kernelevo.tasks.loader import import_task_module
 from kernelevo.tasks.task import Task
@@ -45,6 +46,9 @@ class Plan:
     ops: list[str] = field(default_factory=list)
     inputs: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    sized_for: list[tuple[int, ...]] | None = None
+    """The inputs' shapes the generated code holds at alone (a size read in ``forward`` was put into a
+    kernel as its value there); None: any size the templates' own checks allow."""
 
     @property
     def itemsize(self) -> int:
@@ -56,8 +60,11 @@ class Plan:
         if self.kind == "cross_entropy":
             return f"cross-entropy over {self.cols} classes ({shape})"
         if self.kind == "attention":
-            causal = "causal " if self.extra["causal"] else ""
-            return (f"{causal}attention, sequence {self.extra['seq']}, head dim {self.extra['head_dim']}, "
+            mask = self.extra.get("mask")
+            causal = "causal " if self.extra["causal"] else f"{mask['kind']}-masked " if mask else ""
+            keys = self.extra.get("seq_k", self.extra["seq"])
+            keys = f" ({keys} keys)" if keys != self.extra["seq"] else ""
+            return (f"{causal}attention, sequence {self.extra['seq']}{keys}, head dim {self.extra['head_dim']}, "
                     f"{self.rows // self.extra['seq']} heads in all, {self.dtype}")
         if self.kind == "sequence":
             from kernelevo.agent.builtin import sequence
@@ -205,29 +212,6 @@ def _cross_entropy(gm: torch.fx.GraphModule, inputs: list[Any]) -> dict[str, Any
     return {"reduction": reduction, "ignore_index": int(kw.get("ignore_index", -100))}
 
 
-def _attention(gm: torch.fx.GraphModule, inputs: list[Any]) -> dict[str, Any] | None:
-    found = _single_call(gm, F.scaled_dot_product_attention,
-                         ("attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa"), 3)
-    if found is None:
-        return None
-    node, kw = found
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    if tuple(node.args[:3]) != tuple(placeholders) or len(inputs) != 3:
-        raise CannotCover("attention is covered for forward(q, k, v) passed straight to scaled_dot_product_attention")
-    if kw.get("attn_mask") is not None or kw.get("dropout_p", 0.0) != 0.0 or kw.get("enable_gqa", False):
-        raise CannotCover("attention with a mask, dropout or grouped-query heads is not covered")
-    q, k, v = inputs
-    if not (q.dim() == 4 and q.shape == k.shape == v.shape):
-        raise CannotCover("attention is covered for q, k, v of one shape [batch, heads, seq, head_dim]")
-    head_dim = q.shape[-1]
-    if head_dim not in (16, 32, 64, 128, 256):
-        raise CannotCover(f"attention with head_dim {head_dim} (covered: 16, 32, 64, 128, 256)")
-    scale = kw.get("scale")
-    if scale is not None and not isinstance(scale, (int, float)):
-        raise CannotCover("attention with a scale that is not a number")
-    return {"causal": bool(kw.get("is_causal", False)), "scale": scale}
-
-
 def _tail_choice(tail: Plan) -> dict[str, Any]:
     """The row kernel after a matmul chain: its plan and its first seed (the search tunes the GEMM)."""
     from kernelevo.agent.builtin.policy import seeds  # the policy imports this module
@@ -294,18 +278,35 @@ def recognise(task: Task) -> Plan:
     refuse_numbers_that_change(model, context.full)
     gm = trace(model, inputs)
     _safe_input_names(gm)
-    fold_numbers(gm, full_sizes(gm, inputs, shapes))
+    sizes = full_sizes(gm, inputs, shapes)
+    if attention.decompose_wide(gm, _shapes_there(gm, sizes)):
+        ShapeProp(gm).propagate(*inputs)
+    sized = fold_numbers(gm, sizes)
     written = read_after_written(gm)
     if written is not None:
         raise CannotCover(f"`{written.name}` writes its input in place and the input is read again after it; "
                           "the templates compute every op into a new tensor")
     try:
         # the traced graph stands for the model from here on: its inputs may have been renamed
-        return plan_graph(gm, gm, inputs, shapes, context)
+        plan = plan_graph(gm, gm, inputs, shapes, context)
     except CannotCover as whole:
         from kernelevo.agent.builtin import sequence  # it plans each segment with plan_graph
 
-        return sequence.plan(gm, inputs, shapes, context, whole)
+        plan = sequence.plan(gm, inputs, shapes, context, whole)
+    plan.sized_for = [tuple(s) for s in shapes] if sized else None
+    return plan
+
+
+def _shapes_there(gm: torch.fx.GraphModule, sizes: FullSizes | None) -> dict[str, tuple[int, ...]]:
+    """Values' shapes at the size being optimised, by node name, where known: the inputs', and every
+    value's when each input has there the shape it was traced with."""
+    if sizes is None:
+        return {}
+    there = dict(sizes.inputs)
+    if sizes.all_same:
+        there.update({n.name: tuple(n.meta["tensor_meta"].shape) for n in gm.graph.nodes
+                      if hasattr(n.meta.get("tensor_meta"), "shape")})
+    return there
 
 
 def _refuse_hidden_broadcast(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ...]]) -> None:
@@ -345,7 +346,7 @@ def plan_graph(model: torch.nn.Module, gm: torch.fx.GraphModule, inputs: list[An
         raise CannotCover("no tensor input")
     _refuse_hidden_broadcast(gm, inputs, shapes)
     names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
-    plan = _whole_op_plan(gm, inputs, shapes[0], context, names)
+    plan = _whole_op_plan(gm, inputs, shapes, context, names)
     if plan is None and any(matmul._linear(gm, n) is not None for n in gm.graph.nodes if n.op.startswith("call")):
         plan = _matmul_plan(model, inputs, shapes, context, names)
     if plan is None:
@@ -375,20 +376,20 @@ def _covering(context: Context, names: list[str], **fields: Any) -> Plan:
                 **{"program": None, **fields})
 
 
-def _whole_op_plan(gm: torch.fx.GraphModule, inputs: list[Any], main: tuple[int, ...], context: Context,
+def _whole_op_plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ...]], context: Context,
                    names: list[str]) -> Plan | None:
     """The plan of a template for one whole op (cross-entropy, attention, a convolution, a group or
     instance norm, a pooling), each with what it fuses after it; None when none of them covers ``gm``.
-    ``main``: the first input's shape at the size being optimised."""
-    rows, cols = _rows_cols(main)
+    ``shapes``: the tensor inputs' shapes at the size being optimised."""
+    rows, cols = _rows_cols(shapes[0])
     ce = _cross_entropy(gm, inputs)
     if ce is not None:
         return _covering(context, names, kind="cross_entropy", rows=rows, cols=cols, ops=["cross_entropy"], extra=ce)
-    attention = _attention(gm, inputs)
-    if attention is not None:
-        b, h, seq, d = main
+    found = attention.recognise(gm, inputs, shapes)
+    if found is not None:
+        b, h, seq, d = shapes[0]
         return _covering(context, names, kind="attention", rows=b * h * seq, cols=d,
-                         ops=["scaled_dot_product_attention"], extra={**attention, "seq": seq, "head_dim": d})
+                         ops=["scaled_dot_product_attention"], extra=found)
     # a task that allows partial replacement keeps its convolution in torch (cuDNN), the rest fused
     convolution = None if context.allow_partial else _conv_plan(gm, inputs, rows, context, names)
     if convolution is not None:

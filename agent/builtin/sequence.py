@@ -25,6 +25,7 @@ import torch
 import torch.fx
 from torch.fx.passes.shape_prop import ShapeProp
 
+from kernelevo.agent.builtin import attention
 from kernelevo.agent.builtin.decompose import decompose
 from kernelevo.agent.builtin.lower import trace
 from kernelevo.agent.builtin.program import CannotCover
@@ -211,6 +212,10 @@ def _full_node_shapes(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[
         metas = [torch.empty(s, dtype=x.dtype, device="meta") for s, x in zip(shapes, inputs, strict=True)]
         ShapeProp(traced).propagate(*metas)
         if decompose(traced):  # named as in the small graph, which was decomposed the same way
+            ShapeProp(traced).propagate(*metas)
+        there = {n.name: tuple(n.meta["tensor_meta"].shape) for n in traced.graph.nodes
+                 if hasattr(n.meta.get("tensor_meta"), "shape")}
+        if attention.decompose_wide(traced, there):  # as recognise rewrote the small graph
             ShapeProp(traced).propagate(*metas)
     except Exception:
         return {}

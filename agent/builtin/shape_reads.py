@@ -185,7 +185,8 @@ def fold_numbers(gm: torch.fx.GraphModule, full: FullSizes | None) -> bool:
     becomes a division by a constant), so a template sees arithmetic with a number, not a read of a
     tensor it has no other use for. A number the same at the size being optimised goes in everywhere;
     one that differs there goes in as its value there, and only into arithmetic with a tensor. The
-    reads left without users are removed. True if the graph changed."""
+    reads left without users are removed. True if a number that holds only at the size being
+    optimised was put in (the code generated from the graph is then for that size alone)."""
     same: dict[str, Any] = {}
     there: dict[str, Any] = {}
     shape_there = _shape_there(full) if full is not None else None
@@ -200,7 +201,7 @@ def fold_numbers(gm: torch.fx.GraphModule, full: FullSizes | None) -> bool:
             value_there = _evaluate(node, there, None, shape_there)
             if value_there is not NOT_A_SHAPE_READ:
                 there[node.name] = value_there
-    changed = False
+    changed = sized = False
     for node in list(gm.graph.nodes):
         value = same.get(node.name)
         if _number(value) is None:
@@ -215,10 +216,11 @@ def fold_numbers(gm: torch.fx.GraphModule, full: FullSizes | None) -> bool:
             user.kwargs = torch.fx.node.map_arg(user.kwargs,
                                                 lambda n, node=node, number=number: number if n is node else n)
             changed = True
+            sized = sized or isinstance(value, Varying)
     for node in reversed(list(gm.graph.nodes)):
         if node.name in same and not node.users:
             gm.graph.erase_node(node)
             changed = True
     if changed:
         gm.recompile()
-    return changed
+    return sized

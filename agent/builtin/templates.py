@@ -7,11 +7,13 @@ and the bytes it moves.
 
 from __future__ import annotations
 
+import re
 import textwrap
 from dataclasses import dataclass
 from typing import Any
 
 from kernelevo.agent.builtin import (
+    attention,
     codegen,
     conv,
     dimreduce,
@@ -162,127 +164,6 @@ CROSS_ENTROPY_FORWARD = '''def forward(self, {logits}, {targets}):
 '''
 
 
-ATTENTION_KERNEL = '''@triton.jit
-def attention_keys(acc, l_i, m_i, q, k_ptr, v_ptr, k_desc, v_desc, base, row0, offs_m, seq, stride_s, scale_log2e,
-                   lo, hi, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, EVEN: tl.constexpr, CAUSAL: tl.constexpr,
-                   TMA: tl.constexpr, SCALE_POSITIVE: tl.constexpr, WIDEN: tl.constexpr):
-    # Keys lo..hi for one block of queries, BLOCK_N at a time; the running max m and sum l rescale the
-    # output accumulator (online softmax, in log2). Not EVEN: keys may run past the sequence (masked
-    # loads, -inf scores). CAUSAL: keys after a query score -inf (only the diagonal band needs it).
-    offs_n = tl.arange(0, BLOCK_N)
-    offs_d = tl.arange(0, HEAD_DIM)
-    for start_n in range(lo, hi, BLOCK_N):
-        cols = start_n + offs_n
-        # k is read as stored (rows of HEAD_DIM contiguous values) and transposed in shared memory.
-        if TMA:
-            k = k_desc.load([row0 + start_n, 0])
-            v = v_desc.load([row0 + start_n, 0])
-        elif EVEN:
-            k = tl.load(k_ptr + base + cols[:, None] * stride_s + offs_d[None, :])
-            v = tl.load(v_ptr + base + cols[:, None] * stride_s + offs_d[None, :])
-        else:
-            k = tl.load(k_ptr + base + cols[:, None] * stride_s + offs_d[None, :], mask=cols[:, None] < seq,
-                        other=0.0)
-            v = tl.load(v_ptr + base + cols[:, None] * stride_s + offs_d[None, :], mask=cols[:, None] < seq,
-                        other=0.0)
-        if WIDEN:
-            k = k.to(tl.float32)
-            v = v.to(tl.float32)
-        s = tl.dot(q, tl.trans(k))
-        if not SCALE_POSITIVE:
-            s = s * scale_log2e
-        if not EVEN:
-            s = tl.where(cols[None, :] < seq, s, float("-inf"))
-        if CAUSAL:
-            s = tl.where(cols[None, :] <= offs_m[:, None], s, float("-inf"))
-        if SCALE_POSITIVE:
-            # A positive scale commutes with max: the row max is scaled once, and each score takes
-            # one fused multiply-add (s * scale - m) before its exp2 instead of a multiply and a subtract.
-            m_new = tl.maximum(m_i, tl.max(s, axis=1) * scale_log2e)
-            p = tl.exp2(s * scale_log2e - m_new[:, None])
-        else:
-            m_new = tl.maximum(m_i, tl.max(s, axis=1))
-            p = tl.exp2(s - m_new[:, None])
-        alpha = tl.exp2(m_i - m_new)
-        l_i = l_i * alpha + tl.sum(p, axis=1)
-        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
-        m_i = m_new
-    return acc, l_i, m_i
-
-
-@triton.jit
-def attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, seq, rows, scale_log2e, stride_b, stride_h, stride_s, H,
-                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr,
-                     EVEN: tl.constexpr, TMA: tl.constexpr, SCALE_POSITIVE: tl.constexpr, WIDEN: tl.constexpr):
-    # One program: BLOCK_M queries of one (batch, head). EVEN (the sequence divides into both blocks):
-    # no bounds masks and no -inf fill, which would otherwise cost a select per score. TMA (Hopper;
-    # contiguous q, k, v and EVEN): the copy engine brings whole tiles of the
-    # [batch * heads * seq, HEAD_DIM] rows into shared memory.
-    start_m = tl.program_id(0)
-    bh = tl.program_id(1)
-    base = (bh // H).to(tl.int64) * stride_b + (bh % H).to(tl.int64) * stride_h
-    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_d = tl.arange(0, HEAD_DIM)
-    if TMA:
-        q_desc = tl.make_tensor_descriptor(q_ptr, shape=[rows, HEAD_DIM], strides=[HEAD_DIM, 1],
-                                           block_shape=[BLOCK_M, HEAD_DIM])
-        k_desc = tl.make_tensor_descriptor(k_ptr, shape=[rows, HEAD_DIM], strides=[HEAD_DIM, 1],
-                                           block_shape=[BLOCK_N, HEAD_DIM])
-        v_desc = tl.make_tensor_descriptor(v_ptr, shape=[rows, HEAD_DIM], strides=[HEAD_DIM, 1],
-                                           block_shape=[BLOCK_N, HEAD_DIM])
-        row0 = bh * seq
-        q = q_desc.load([row0 + start_m * BLOCK_M, 0])
-    else:
-        k_desc, v_desc, row0 = k_ptr, v_ptr, 0  # unused without TMA
-        if EVEN:
-            q = tl.load(q_ptr + base + offs_m[:, None] * stride_s + offs_d[None, :])
-        else:
-            q = tl.load(q_ptr + base + offs_m[:, None] * stride_s + offs_d[None, :], mask=offs_m[:, None] < seq,
-                        other=0.0)
-    if WIDEN:
-        q = q.to(tl.float32)
-    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
-    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
-    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
-    if CAUSAL:
-        # Key blocks wholly before this block's first query are seen by every query: no causal mask,
-        # and no bounds either (they end before the first query, inside the sequence). Only the
-        # diagonal band pays for masks; keys after the block's last query are skipped.
-        diag = (start_m * BLOCK_M) // BLOCK_N * BLOCK_N
-        acc, l_i, m_i = attention_keys(acc, l_i, m_i, q, k_ptr, v_ptr, k_desc, v_desc, base, row0, offs_m, seq,
-                                       stride_s, scale_log2e, 0, diag, BLOCK_N, HEAD_DIM, True, False, TMA,
-                                       SCALE_POSITIVE, WIDEN)
-        acc, l_i, m_i = attention_keys(acc, l_i, m_i, q, k_ptr, v_ptr, k_desc, v_desc, base, row0, offs_m, seq,
-                                       stride_s, scale_log2e, diag, tl.minimum((start_m + 1) * BLOCK_M, seq),
-                                       BLOCK_N, HEAD_DIM, EVEN, True, TMA, SCALE_POSITIVE, WIDEN)
-    else:
-        acc, l_i, m_i = attention_keys(acc, l_i, m_i, q, k_ptr, v_ptr, k_desc, v_desc, base, row0, offs_m, seq,
-                                       stride_s, scale_log2e, 0, seq, BLOCK_N, HEAD_DIM, EVEN, False, TMA,
-                                       SCALE_POSITIVE, WIDEN)
-    out = (acc / l_i[:, None]).to(o_ptr.dtype.element_ty)
-    if EVEN:
-        tl.store(o_ptr + base + offs_m[:, None] * stride_s + offs_d[None, :], out)
-    else:
-        tl.store(o_ptr + base + offs_m[:, None] * stride_s + offs_d[None, :], out, mask=offs_m[:, None] < seq)
-'''
-
-ATTENTION_FORWARD = '''def forward(self, {q}, {k}, {v}):
-    {q} = {q}.contiguous()
-    {k} = {k}.contiguous()
-    {v} = {v}.contiguous()
-    batch, heads, seq, head_dim = {q}.shape
-    out = torch.empty_like({q})
-    scale = {scale}
-    BLOCK_M, BLOCK_N = {BLOCK_M}, {BLOCK_N}
-    even = seq % BLOCK_M == 0 and seq % BLOCK_N == 0
-    attention_kernel[(triton.cdiv(seq, BLOCK_M), batch * heads)](
-        {q}, {k}, {v}, out, seq, batch * heads * seq, scale * 1.4426950408889634, {q}.stride(0), {q}.stride(1),
-        {q}.stride(2), heads, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, HEAD_DIM=head_dim, CAUSAL={causal}, EVEN=even,
-        TMA={TMA} and even, SCALE_POSITIVE=scale > 0, WIDEN=INTERPRETED, num_warps={num_warps},
-        num_stages={num_stages})
-    return out
-'''
-
 TMA_SCRATCH = '''def tma_scratch(size: int, alignment: int, stream):
     # Descriptors built on the device (tl.make_tensor_descriptor) live in a small scratch buffer
     # that Triton asks for at each launch.
@@ -429,18 +310,13 @@ def _render_sort(r: Rendering) -> str:
 
 
 def _render_attention(r: Rendering) -> str:
-    plan, params = r.plan, r.params
-    head = r.head(f"Flash attention forward in Triton: {plan.describe()}.",
+    head = r.head(f"Flash attention forward in Triton: {r.plan.describe()}.",
                   "q, k and v read once per block of queries (k and v again for every block, mostly from L2) "
                   "and the output written once.")
     head = _with_interpreter_import(head.replace("import torch\n", "import math\n\nimport torch\n", 1))
-    q, k, v = plan.inputs
-    scale = repr(float(plan.extra["scale"])) if plan.extra["scale"] is not None else "1.0 / math.sqrt(head_dim)"
-    forward = ATTENTION_FORWARD.format(q=q, k=k, v=v, scale=scale, causal=plan.extra["causal"],
-                                       **{"TMA": False, **params})
-    scratch = TMA_SCRATCH if params.get("TMA") else ""
-    return (head + scratch + ATTENTION_KERNEL + expressions.INTERPRETED.format(kernel="attention_kernel")
-            + _model(plan.init, forward))
+    scratch = TMA_SCRATCH if r.params.get("TMA") else ""
+    return (head + scratch + attention.KERNEL + expressions.INTERPRETED.format(kernel="attention_kernel")
+            + _model(r.plan.init, attention.forward(r.plan, r.params)))
 
 
 def _render_matmul(r: Rendering) -> str:
@@ -492,6 +368,22 @@ RENDERERS = {
 
 def render(plan: Plan, strategy: str, params: dict[str, Any], why: str) -> str:
     """The candidate source for ``plan`` with ``strategy`` and ``params``."""
-    return RENDERERS.get(plan.kind, _render_program)(Rendering(plan, strategy, params, why))
+    source = RENDERERS.get(plan.kind, _render_program)(Rendering(plan, strategy, params, why))
+    return _sized(source, plan) if plan.sized_for else source
+
+
+SIZED_CHECK = (
+    "        if [tuple(t.shape) for t in ({names},) if isinstance(t, torch.Tensor)] != {shapes}:\n"
+    "            raise ValueError(\"generated for inputs of shapes {shapes}: a size it reads is a number in its "
+    "kernels\")\n")
+
+
+def _sized(source: str, plan: Plan) -> str:
+    """``source`` with a check at the top of ``ModelNew.forward`` that the inputs have the shapes the
+    code was generated for: called at other sizes it says so instead of computing a wrong answer."""
+    found = re.search(r"\n    def forward\(self, ([^)]*)\):\n", source)
+    assert found is not None, "every template writes ModelNew.forward"
+    check = SIZED_CHECK.format(names=found.group(1), shapes=[tuple(s) for s in plan.sized_for or []])
+    return source[:found.end()] + check + source[found.end():]
 
 
