@@ -139,6 +139,12 @@ RUNTIME_REJECTED = [
     (8, "relu", "bad_lazy_with_gradients_on", "correct: set 1", "gradients on"),
     (8, "relu", "bad_knows_the_judge_by_its_flags", "timed runs correct", "outside"),
     (5, "relu", "bad_input_written_then_swapped_by_set", "inputs unchanged", "modified"),
+    # A ninth: the global seed that changed on every judged call, an input needing gradients, and
+    # inputs written where a value comparison cannot see it (a sign of zero, the previous call's input)
+    (8, "relu", "bad_knows_the_judge_by_the_seed_changing", "correct: set 0", "outside"),
+    (8, "relu", "bad_wrong_when_inputs_need_gradients", "correct: set 3", "inputs made anew"),
+    (5, "relu", "bad_flips_the_sign_of_input_zeros", "inputs unchanged", "modified"),
+    (5, "relu", "bad_writes_the_previous_calls_input", "inputs unchanged", "previous call"),
 ]
 
 

@@ -28,8 +28,9 @@ CALL_MODES = (("off", False), ("on", False), ("off", True), ("on", True))
 """(gradients, fresh input tensors) of checked calls, by the set's index. Users call a model with
 gradients off (inference) and on (training), on tensors made anew each call or on the same tensors
 refilled (a static buffer, a CUDA graph's inputs); a candidate that behaves otherwise in any of these
-is wrong for some users, so its output is checked in each. Timed calls run with gradients off on the
-same tensors refilled (:class:`InputBuffers`)."""
+is wrong for some users, so its output is checked in each (with gradients on, inputs made anew need
+gradients themselves, as a training step's activations do). Timed calls run with gradients off on
+the same tensors refilled (:class:`InputBuffers`)."""
 
 
 def call_mode(index: int) -> tuple[str, bool]:
@@ -42,10 +43,25 @@ def variant_label(variant: int) -> str:
 
 def generate(module: Any, seed: int, variant: int, device: str, dtype: str | None) -> list[Any]:
     """Input set for ``seed``: floating inputs cast to the task's dtype, scaled or rounded to ties
-    by the variant (integer inputs, such as class targets, keep the task's generator)."""
+    by the variant (integer inputs, such as class targets, keep the task's generator). The global
+    random states (torch's, CUDA's, Python's, NumPy's) are put back afterwards: a seed that changed on
+    every judged call would tell a candidate it is being judged (a user's process seeds once)."""
+    numpy = sys.modules.get("numpy")
+    python_state = random.getstate()
+    numpy_state = numpy.random.get_state() if numpy is not None else None
+    devices = [torch.cuda.current_device()] if device == "cuda" else []
+    try:
+        with torch.random.fork_rng(devices=devices):
+            return _generate(module, seed, variant, device, dtype, numpy)
+    finally:
+        random.setstate(python_state)
+        if numpy is not None:
+            numpy.random.set_state(numpy_state)
+
+
+def _generate(module: Any, seed: int, variant: int, device: str, dtype: str | None, numpy: Any) -> list[Any]:
     torch.manual_seed(seed)
     random.seed(seed)
-    numpy = sys.modules.get("numpy")
     if numpy is not None:
         numpy.random.seed(seed % 2**32)
     with torch.device(device):

@@ -93,6 +93,26 @@ def _grad_mode(mode: Any) -> Any:
     return torch.enable_grad() if mode == "on" else torch.no_grad()
 
 
+BITS = {2: torch.int16, 4: torch.int32, 8: torch.int64}
+EARLIER_CHECK_BYTES = 1 << 31
+"""Inputs up to this size are kept, with their copies, until the next checked call, which checks
+that it left them as they were; larger ones are not (they would double a large task's memory)."""
+
+
+def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal to the bit (``torch.equal`` holds -0.0 equal to 0.0, and NaN unequal to itself)."""
+    if a.is_floating_point() and a.element_size() in BITS and a.shape == b.shape and a.dtype == b.dtype:
+        return torch.equal(a.contiguous().view(BITS[a.element_size()]), b.contiguous().view(BITS[b.element_size()]))
+    return torch.equal(a, b)
+
+
+def _changed(args: list[Any], kept: list[Any]) -> list[int]:
+    """Inputs whose memory (seen through the aliases taken before their call) no longer holds the
+    copies' bits, or whose tensors were pointed elsewhere."""
+    return [k for k, (a, held) in enumerate(zip(args, kept)) if held is not None and
+            (_geometry(a) != held[2] or not _same_bits(held[1], held[0]))]
+
+
 def _geometry(t: torch.Tensor) -> tuple[Any, ...]:
     """Where a tensor's values live: storage, offset, shape and strides (``set_`` or ``resize_`` on an
     input changes them, so the caller's tensor no longer shows the memory the call wrote)."""
@@ -125,6 +145,8 @@ class Worker:
         self.timer: TimedCall | None = None
         self.graph: GraphTimedCall | None = None
         self.kept: Any = None
+        self.earlier: tuple[list[Any], list[Any]] | None = None
+        """The last checked call's inputs, with their copies and aliases (see :meth:`call`)."""
         self.threads_before = threading.active_count()
         self.shipped = 0
 
@@ -167,7 +189,11 @@ class Worker:
                     if "tensor" in v else v["value"] for v in msg["inputs"]]
         if msg.get("fresh"):  # tensors made for this call alone; one set of inputs in memory at a time
             self.buffers.tensors = None
-            return inputs.generate(self.task, int(msg["seed"]), int(msg.get("variant", 0)), device, dtype)
+            made = inputs.generate(self.task, int(msg["seed"]), int(msg.get("variant", 0)), device, dtype)
+            if msg.get("grad") == "on":  # as a training step passes them: floating inputs that need gradients
+                made = [a.requires_grad_(True) if isinstance(a, torch.Tensor) and a.is_floating_point() else a
+                        for a in made]
+            return made
         values = inputs.generate(self.task, int(msg["seed"]), int(msg.get("variant", 0)), device, dtype)
         return self.buffers.fill(values)
 
@@ -178,7 +204,7 @@ class Worker:
         recorded = bool(msg.get("record", True))
         # Each input's values as copies, and the memory it names as aliases taken before the call: the
         # aliases keep seeing that memory even if the candidate points the caller's tensor elsewhere.
-        copies = [(a.clone(), a.detach(), _geometry(a)) if isinstance(a, torch.Tensor) else None
+        copies = [(a.detach().clone(), a.detach(), _geometry(a)) if isinstance(a, torch.Tensor) else None
                   for a in args] if recorded else []
         before, failed_before = dict(self.recorder.launches), dict(self.recorder.failed)
         ghost = msg.get("ghost")
@@ -198,15 +224,23 @@ class Worker:
             failed = {"ok": False, "error": f"the call raised: {wire.describe_exception(exc)}"}
             return {**failed, "ghost_fault": self.recorder.fault} if ghost else failed
         host_ms = (time.perf_counter() - began) * 1e3
-        changed = [k for k, (a, kept) in enumerate(zip(args, copies)) if kept is not None and
-                   (_geometry(a) != kept[2] or not torch.equal(kept[1], kept[0]))]
+        changed = _changed(args, copies) if recorded else []
+        # The previous checked call's inputs too: a candidate may keep a caller's tensor and write it
+        # during a later call, after the check of its own call. Buffers this call's inputs were
+        # refilled into were written by the harness, not the candidate.
+        refilled = {_geometry(a)[0] for a in args if isinstance(a, torch.Tensor)}
+        earlier = [k for k in _changed(*self.earlier) if self.earlier[1][k][2][0] not in refilled] \
+            if recorded and self.earlier else []
+        if recorded:
+            held = sum(a.numel() * a.element_size() for a in args if isinstance(a, torch.Tensor))
+            self.earlier = (args, copies) if held <= EARLIER_CHECK_BYTES else None
         try:
             reply = self._ship(out, str(msg.get("name", "call")))
         finally:  # the output as the ghost call left it, then the earlier tensors it zeroed put back
             self.recorder.stop_ghost()
         if ghost:
             reply["ghost_fault"] = self.recorder.fault
-        reply.update(host_ms=host_ms, inputs_changed=changed,
+        reply.update(host_ms=host_ms, inputs_changed=changed, earlier_inputs_changed=earlier,
                      launches=_delta(self.recorder.launches, before),
                      failed=_delta(self.recorder.failed, failed_before),
                      compute_ops=self.ops.compute_ops() if recorded else {},

@@ -114,6 +114,9 @@ class CorrectnessCalls(SessionPart):
                        "outputs must be plain torch.Tensors on the task's device (no subclasses, lazy or meta tensors)")
         if reply.get("inputs_changed"):
             record.add("inputs unchanged", False, f"input {reply['inputs_changed'][0]} was modified by the call")
+        elif reply.get("earlier_inputs_changed"):
+            record.add("inputs unchanged", False, f"input {reply['earlier_inputs_changed'][0]} of the previous "
+                       "call was modified by this call (a caller's tensor written after its own call returned)")
         reads = reported_count(reply.get("host_reads") or 0)
         if reads > MAX_HOST_READ_ELEMENTS and not self.plan.task.allow_partial:
             record.add("no host arithmetic", False, f"forward read {reads} values into Python (at most "
