@@ -88,8 +88,7 @@ def size_literals(tree: ast.Module) -> dict[str, int]:
         for i, value in enumerate(values or []):
             if value >= MIN_SIZE:
                 found.update({(f"{n}[{i}]" if is_list else n): value for n in names})
-    found = {k: v for k, v in found.items() if assigned.get(k.split("[")[0], 0) == 1}
-    return {**found, **{key: node.value for key, node in _inline_literals(tree)}}
+    return {k: v for k, v in found.items() if assigned.get(k.split("[")[0], 0) == 1}
 
 
 INLINE_FUNCTIONS = ("get_inputs", "get_init_inputs")
@@ -172,14 +171,30 @@ def _halved(values: dict[str, int]) -> dict[str, int]:
 
 
 def automatic_small(path: Path) -> dict[str, int]:
-    """The size literals to replace for an automatic small size ({} where none is needed or found)."""
+    """The size literals to replace for an automatic small size ({} where none is needed or found).
+    The module's constants first; where they cannot bring the file down to :data:`SMALL_VALUES`, the
+    literals written in place in ``get_inputs`` and ``get_init_inputs`` with them, kept only if the
+    reference then really runs (a literal there may have to match one in ``__init__`` that stays,
+    which the meta device does not always check)."""
     try:
-        sizes = size_literals(ast.parse(path.read_text(), filename=str(path)))
+        tree = ast.parse(path.read_text(), filename=str(path))
     except SyntaxError:
         return {}
-    full = count_values(path, {}) if sizes else None
+    sizes = size_literals(tree)
+    inline = {key: node.value for key, node in _inline_literals(tree)}
+    full = count_values(path, {}) if sizes or inline else None
     if full is None or full <= SMALL_VALUES:
         return {}
+    found, count = _search(path, sizes) if sizes else ({}, full)
+    if count <= SMALL_VALUES or not inline:
+        return found
+    both, smaller = _search(path, {**sizes, **inline})
+    return both if smaller < count and _runs(path, both) else found
+
+
+def _search(path: Path, sizes: dict[str, int]) -> tuple[dict[str, int], int]:
+    """``sizes`` halved together step by step while the reference still runs on the meta device, until
+    the file holds at most :data:`SMALL_VALUES` values: the changed literals and the count reached."""
     steps: list[tuple[dict[str, int], int]] = []
     current = sizes
     for _ in range(MAX_STEPS):
@@ -192,7 +207,19 @@ def automatic_small(path: Path) -> dict[str, int]:
         if count <= SMALL_VALUES:
             break
     if not steps:
-        return {}
-    smallest = steps[-1][0]  # every step ran on the meta device, the last is the smallest
-    return {k: v for k, v in smallest.items() if v != sizes[k]}
+        return {}, count_values(path, {}) or 0
+    smallest, count = steps[-1]  # every step ran on the meta device, the last is the smallest
+    return {k: v for k, v in smallest.items() if v != sizes[k]}, count
 
+
+def _runs(path: Path, values: dict[str, int]) -> bool:
+    """Does the reference build and run on the CPU at ``values`` (a small size: cheap)?"""
+    import torch
+
+    try:
+        module = module_at(path, "kernelevo_shrink_check", values)
+        with torch.no_grad():
+            module.Model(*module.get_init_inputs())(*module.get_inputs())
+    except Exception:
+        return False
+    return True

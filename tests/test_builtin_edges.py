@@ -702,3 +702,51 @@ def get_init_inputs():
     assert "/ 1024" in source or "1024.0" in source or "0.0009765625" in source
     small = recognise(load_task(str(path), "small"))
     assert small.sized_for is None and "generated for inputs" not in render(small, *seeds(small)[0])
+
+
+def test_a_mask_passed_in_is_checked_at_the_size_being_optimised(tmp_path: Path) -> None:
+    """A mask of [8, 1, 1024, 1024] beside q, k, v of [8, 16, 1024, 64]: the small size shrinks them
+    all, and the mask's shape is checked against the sizes being optimised, not the small ones."""
+    path = tmp_path / "masked.py"
+    path.write_text('''import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class Model(nn.Module):
+    def forward(self, q, k, v, m):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=m)
+
+def get_inputs():
+    return [torch.randn(8, 16, 1024, 64), torch.randn(8, 16, 1024, 64), torch.randn(8, 16, 1024, 64),
+            torch.rand(8, 1, 1024, 1024) > 0.3]
+
+def get_init_inputs():
+    return []
+''')
+    plan = recognise(load_task(str(path), "full"))
+    assert plan.kind == "attention" and plan.extra["mask"] == {"source": "m", "kind": "bool"}
+
+
+def test_a_task_whose_inputs_need_gradients_is_judged(evaluator, tmp_path: Path) -> None:
+    """``get_inputs`` returning a tensor that requires grad: the judge refills its buffers as data,
+    and the built-in candidate is accepted."""
+    path = tmp_path / "leaf.py"
+    path.write_text('''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x) * 2.0
+
+def get_inputs():
+    return [torch.randn(8, 100).requires_grad_()]
+
+def get_init_inputs():
+    return []
+''')
+    task = load_task(str(path), "small")
+    plan = recognise(task)
+    candidate = tmp_path / "candidate.py"
+    candidate.write_text(render(plan, *seeds(plan)[0]))
+    verdict, code = evaluator.evaluate(task, candidate)
+    assert code == 0, verdict.reason

@@ -115,10 +115,11 @@ CASES = [
     ("attention-head-wider-than-a-kernel", "        pass",
      "        return F.scaled_dot_product_attention(q, k, v, scale=0.05)",
      "torch.randn(1, 2, 24, 300), torch.randn(1, 2, 40, 300), torch.randn(1, 2, 40, 300)", ""),
-    ("attention-bool-mask-per-key-fp16", "        pass",
+    ("attention-bool-mask-passed-fp16", "        pass",
      "        return F.scaled_dot_product_attention(q, k, v, attn_mask=m)",
      "torch.randn(2, 2, 40, 32), torch.randn(2, 2, 70, 32), torch.randn(2, 2, 70, 32), "
-     "torch.arange(70).expand(2, 1, 1, 70) % 5 != 0", "DTYPE = torch.float16"),
+     "((torch.arange(40)[:, None] % 7 != 3) & (torch.arange(70) % 5 != 0)).expand(2, 1, 40, 70)",
+     "DTYPE = torch.float16"),
     ("attention-additive-mask-buffer-head-of-24", "        self.register_buffer('bias', torch.randn(33, 33))",
      "        return F.scaled_dot_product_attention(q, k, v, attn_mask=self.bias, scale=0.2)",
      "torch.randn(2, 3, 33, 24), torch.randn(2, 3, 33, 24), torch.randn(2, 3, 33, 24)", ""),
@@ -491,8 +492,7 @@ def _first_runs(values: list) -> list:
 
 def _write(tmp_path: Path, case: tuple[str, str, str, str, str], cols: int) -> Path:
     name, init, body, inputs, header = case
-    args = "x, t" if "cross" in name else "q, k, v, m" if "attention" in name and inputs.count("torch.") == 4 \
-        else "q, k, v" if "attention" in name else (
+    args = "x, t" if "cross" in name else "q, k, v, m" if "mask-passed" in name else "q, k, v" if "attention" in name else (
         "x, y" if inputs.count("torch.randn") == 2 else "x")
     path = tmp_path / "mystery.py"
     path.write_text(TASK.format(header=header, cols=cols, init=init, args=args, body=body,

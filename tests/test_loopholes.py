@@ -145,6 +145,8 @@ RUNTIME_REJECTED = [
     (8, "relu", "bad_wrong_when_inputs_need_gradients", "correct: set 3", "inputs made anew"),
     (5, "relu", "bad_flips_the_sign_of_input_zeros", "inputs unchanged", "modified"),
     (5, "relu", "bad_writes_the_previous_calls_input", "inputs unchanged", "previous call"),
+    # past the static checks (run here without them): the poisoning turned off during a checked call
+    (4, "relu", "bad_turns_the_poison_off", "correct: set 0", "poisoning"),
 ]
 
 

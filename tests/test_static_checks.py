@@ -100,6 +100,10 @@ def test_static_rejections(body: str, check: str, words: str) -> None:
     "t = x.untyped_storage().from_file('/tmp/.env', False, 8)",
     "t = getattr(torch, 'from_file')('/tmp/.env', size=8)",
     "t = torch.load('/tmp/weights.pt')",
+    "ld = torch.load\n        t = ld('/tmp/weights.pt')",
+    "t = torch.serialization.load('/tmp/weights.pt')",
+    "torch.onnx.export(self, (x,), '/tmp/model.onnx')",
+    "torch.cuda.memory._dump_snapshot('/tmp/snap.pickle')",
     "torch.save(x, '/tmp/out.pt')",
 ])
 def test_reading_or_writing_files_through_torch_is_refused_in_partial_tasks_too(line: str) -> None:
@@ -108,7 +112,7 @@ def test_reading_or_writing_files_through_torch_is_refused_in_partial_tasks_too(
     report = check_candidate(model(body), strict=False)
     failed = {c.name: c.detail for c in report.checks if not c.passed}
     assert "static: no harness access" in failed, failed
-    assert "file" in failed["static: no harness access"]
+    assert any(w in failed["static: no harness access"] for w in ("file", "torch internal")), failed
 
 
 def test_torch_compute_is_allowed_when_the_task_allows_partial_replacement() -> None:

@@ -2,11 +2,11 @@
 too wide to hold in registers, as the matmuls and softmax it is made of.
 
 ``F.scaled_dot_product_attention(q, k, v)`` with q ``[batch, heads, queries, head_dim]`` and k, v
-``[batch, heads, keys, head_dim]`` (self-attention, or cross-attention with as many or fewer keys
-than queries), optionally causal (query i sees keys 0..i, as torch aligns the mask: top left) or
-masked (a boolean mask, False hiding a key, or a float mask added to the scaled scores; passed in or
-held as a buffer, of any shape that broadcasts to [batch, heads, queries, keys]), and scaled by any
-number. A program takes a block of queries of one (batch, head) and walks the keys in
+``[batch, heads, keys, head_dim]`` (self-attention, or cross-attention with any number of keys),
+optionally causal (query i sees keys 0..i, as torch aligns the mask: top left) or masked (a boolean
+mask, False hiding a key, or a float mask added to the scaled scores; passed in or held as a buffer,
+of any shape that broadcasts to [batch, heads, queries, keys]; a query that sees no key gets zeros,
+as torch gives), and scaled by any number. A program takes a block of queries of one (batch, head) and walks the keys in
 blocks, keeping a running max and sum (online softmax), so the scores never reach memory: q, k and v
 are read once per block of queries (k and v again for every block, mostly from L2) and the output is
 written once. A head dimension that is not a power of two (48, 80, 96, 160, ...) is padded to one in
@@ -89,7 +89,7 @@ def attention_keys(acc, l_i, m_i, q, k_ptr, v_ptr, k_desc, v_desc, k_base, k_row
         m_sub = m_new
         if MASK != 0:
             # A query whose keys so far are all masked has a max of -inf: subtract 0 instead, so its
-            # weights are exp2(-inf) = 0, not NaN, until a key it may see arrives.
+            # weights are exp2(-inf) = 0, not NaN (until a key it may see arrives, or to the end).
             m_sub = tl.where(m_new == float("-inf"), 0.0, m_new)
         if SCALE_POSITIVE:
             p = tl.exp2(s * scale_log2e - m_sub[:, None])
@@ -160,6 +160,9 @@ def attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, mask_ptr, seq_q, seq_k, scale_l
                                        seq_q, seq_k, stride_ks, mask_ptr, mask_base, stride_mq, stride_mk,
                                        scale_log2e, 0, seq_k, BLOCK_N, HEAD_DIM, BLOCK_D, EVEN, False, MASK, TMA,
                                        SCALE_POSITIVE, WIDEN)
+    if MASK != 0:
+        # A query that sees no key at all: torch answers zeros (acc is 0 there; 0 / 0 would be NaN).
+        l_i = tl.where(l_i == 0.0, 1.0, l_i)
     out = (acc / l_i[:, None]).to(o_ptr.dtype.element_ty)
     if EVEN and HEAD_DIM == BLOCK_D:
         tl.store(o_ptr + q_at, out)
@@ -269,7 +272,13 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[in
     if q[3] > WIDEST_HEAD:
         raise CannotCover(f"attention with head_dim {q[3]} in one kernel (covered up to {WIDEST_HEAD}; wider heads "
                           "are planned as their matmuls)")
-    found_mask = _mask(gm, mask, inputs[3] if len(inputs) > 3 else None, q, k) if mask is not None else None
+    # a mask passed in is checked at its size there; a buffer, as the small model holds it, against the
+    # traced q and k (the generated forward's expand checks it again at run time)
+    found_mask = None
+    if mask is not None and len(inputs) > 3:
+        found_mask = _mask(gm, mask, torch.empty(shapes[3], dtype=inputs[3].dtype, device="meta"), q, k)
+    elif mask is not None:
+        found_mask = _mask(gm, mask, None, tuple(inputs[0].shape), tuple(inputs[1].shape))
     return {"causal": bool(options.get("is_causal", False)), "scale": options.get("scale"), "seq": q[2],
             "seq_k": k[2], "head_dim": q[3], "mask": found_mask}
 

@@ -82,6 +82,9 @@ def _poisoned(on: bool) -> Iterator[None]:
     _deterministic(True, True)
     try:
         yield
+        if not (torch.utils.deterministic.fill_uninitialized_memory and torch.are_deterministic_algorithms_enabled()):
+            raise RuntimeError("the call turned off the poisoning of fresh memory (deterministic algorithms or "
+                               "fill_uninitialized_memory), which checked calls rely on")
     finally:
         torch.utils.deterministic.fill_uninitialized_memory = fill
         _deterministic(*was)
@@ -181,6 +184,10 @@ class Worker:
         return {"ok": True, "seconds": time.perf_counter() - began, "autotune_first_config": self.autotune_first}
 
     def _inputs(self, msg: dict[str, Any]) -> list[Any]:
+        with torch.no_grad():  # a task's inputs that need gradients are refilled in place as data
+            return self._make_inputs(msg)
+
+    def _make_inputs(self, msg: dict[str, Any]) -> list[Any]:
         device, dtype = self.job["device"], self.job.get("dtype")
         if msg.get("inputs") is not None:  # the forensic pass: the oracle's files, copied in, no kernels
             inbox = Path(self.job["inbox"])
@@ -249,6 +256,7 @@ class Worker:
 
     def warmup(self, msg: dict[str, Any]) -> dict[str, Any]:
         assert self.model is not None
+        self.earlier = None  # the checked calls are over: their inputs and copies are not held through timing
         self.timer = self.timer or TimedCall(self.job["device"])  # compiles the cover before any timed request
         args = self._inputs(msg)
         with torch.no_grad():
@@ -263,7 +271,7 @@ class Worker:
         assert self.model is not None
         if self.timer is None:
             self.timer = TimedCall(self.job["device"])
-        self.kept = None
+        self.kept = self.earlier = None
         with torch.no_grad():
             args = self._inputs(msg)
             out, gpu_ms, host_ms, lag_ms = self.timer(self.model, args)

@@ -227,6 +227,9 @@ class _Analyzer(ast.NodeVisitor):
         if node.attr == "fn":  # a jitted function's Python body, run as plain Python on any object
             self.flag("no harness access", "`.fn` runs a kernel's body as plain Python", node)
         name = self.resolve(node)
+        if name and name.startswith("torch.") and name[len("torch."):] in TORCH_FORBIDDEN:
+            # refused however it is reached: called by name, or taken as a value and called later
+            self.flag("no harness access", f"`{name}`: {TORCH_FORBIDDEN[name[len('torch.'):]]}", node)
         if name and name.startswith(TRITON_FORBIDDEN_PREFIXES):
             self.flag("no harness access", f"`{name}`: {TRITON_FORBIDDEN_WHY}", node)
         if name and name.startswith("torch.") and not self.in_kernel:

@@ -100,6 +100,7 @@ TORCH_FORBIDDEN_PREFIXES = (
     "overrides", "library", "utils._", "_", "backends", "fx", "export", "jit", "profiler", "autograd.profiler",
     "hub",  # hands out sys and os (torch.hub.sys.modules): the whole process, past the import allowlist
     "cuda.profiler", "cuda.cudart",  # cudaProfilerStop: the forensic trace would stop seeing kernels
+    "serialization", "package", "onnx", "cuda.memory.",  # files read or written (load, export, snapshots)
 )
 
 NATIVE_FORBIDDEN = {
