@@ -207,12 +207,16 @@ def _call(gm: torch.fx.GraphModule) -> tuple[torch.fx.Node, dict[str, Any]] | No
     calls = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output", "get_attr")]
     if len(calls) != 1 or calls[0].op != "call_function" or calls[0].target is not F.scaled_dot_product_attention:
         return None
-    node = calls[0]
+    return calls[0], _options(calls[0])
+
+
+def _options(node: torch.fx.Node) -> dict[str, Any]:
+    """A scaled_dot_product_attention call's options after q, k, v, by name however they were passed."""
     options = dict(node.kwargs)
     for i, name in enumerate(("attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")):
         if len(node.args) > 3 + i:
             options[name] = node.args[3 + i]
-    return node, options
+    return options
 
 
 def _refuse_options(options: dict[str, Any]) -> None:
@@ -291,10 +295,7 @@ def decompose_wide(gm: torch.fx.GraphModule, shapes: dict[str, tuple[int, ...]])
     for node in list(gm.graph.nodes):
         if node.op != "call_function" or node.target is not F.scaled_dot_product_attention or len(node.args) < 3:
             continue
-        options = dict(node.kwargs)
-        for i, name in enumerate(("attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")):
-            if len(node.args) > 3 + i:
-                options[name] = node.args[3 + i]
+        options = _options(node)
         q, k, v = node.args[:3]
         wide = [shapes.get(a.name) for a in (q, k, v) if isinstance(a, torch.fx.Node)]
         if len(wide) != 3 or any(s is None for s in wide) or wide[0][-1] <= WIDEST_HEAD:
