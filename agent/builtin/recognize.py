@@ -23,7 +23,7 @@ from kernelevo.agent.builtin.decompose import read_after_written
 from kernelevo.agent.builtin.init_source import init_source
 from kernelevo.agent.builtin.lower import full_sizes, lower, trace
 from kernelevo.agent.builtin.program import CannotCover, Program
-from kernelevo.agent.builtin.shape_reads import FullSizes, fold_numbers
+from kernelevo.agent.builtin.shape_reads import fold_numbers, shapes_there
 from kernelevo.agent.builtin.size_constants import refuse_numbers_that_change
 from kernelevo.tasks.loader import import_task_module
 from kernelevo.tasks.task import Task
@@ -279,7 +279,7 @@ def recognise(task: Task) -> Plan:
     gm = trace(model, inputs)
     _safe_input_names(gm)
     sizes = full_sizes(gm, inputs, shapes)
-    if attention.decompose_wide(gm, _shapes_there(gm, sizes)):
+    if attention.decompose_wide(gm, shapes_there(gm, sizes)):
         ShapeProp(gm).propagate(*inputs)
     sized = fold_numbers(gm, sizes)
     written = read_after_written(gm)
@@ -295,18 +295,6 @@ def recognise(task: Task) -> Plan:
         plan = sequence.plan(gm, inputs, shapes, context, whole)
     plan.sized_for = [tuple(s) for s in shapes] if sized else None
     return plan
-
-
-def _shapes_there(gm: torch.fx.GraphModule, sizes: FullSizes | None) -> dict[str, tuple[int, ...]]:
-    """Values' shapes at the size being optimised, by node name, where known: the inputs', and every
-    value's when each input has there the shape it was traced with."""
-    if sizes is None:
-        return {}
-    there = dict(sizes.inputs)
-    if sizes.all_same:
-        there.update({n.name: tuple(n.meta["tensor_meta"].shape) for n in gm.graph.nodes
-                      if hasattr(n.meta.get("tensor_meta"), "shape")})
-    return there
 
 
 def _refuse_hidden_broadcast(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ...]]) -> None:

@@ -134,17 +134,16 @@ as its value there only in these (never in a view or a tensor's size, where the 
 its own)."""
 
 
-def _shape_there(full: FullSizes) -> Callable[[Any, FullSizes | None], tuple[int, ...] | None]:
-    """A tensor's shape at the size being optimised, where known: an input's, or any value's when
-    every input has there the shape it was traced with."""
-    def shape(value: Any, _: FullSizes | None) -> tuple[int, ...] | None:
-        if not isinstance(value, torch.fx.Node):
-            return None
-        if value.op == "placeholder" and value.name in full.inputs:
-            return full.inputs[value.name]
-        meta = value.meta.get("tensor_meta")
-        return tuple(int(s) for s in meta.shape) if full.all_same and hasattr(meta, "shape") else None
-    return shape
+def shapes_there(gm: torch.fx.GraphModule, full: FullSizes | None) -> dict[str, tuple[int, ...]]:
+    """Values' shapes at the size being optimised, by node name, where known: the inputs', and every
+    value's when each input has there the shape it was traced with."""
+    if full is None:
+        return {}
+    there = {name: tuple(shape) for name, shape in full.inputs.items()}
+    if full.all_same:
+        there.update({n.name: tuple(int(d) for d in n.meta["tensor_meta"].shape) for n in gm.graph.nodes
+                      if hasattr(n.meta.get("tensor_meta"), "shape")})
+    return there
 
 
 def _evaluate(node: torch.fx.Node, values: dict[str, Any], full: FullSizes | None,
@@ -189,7 +188,11 @@ def fold_numbers(gm: torch.fx.GraphModule, full: FullSizes | None) -> bool:
     optimised was put in (the code generated from the graph is then for that size alone)."""
     same: dict[str, Any] = {}
     there: dict[str, Any] = {}
-    shape_there = _shape_there(full) if full is not None else None
+    known = shapes_there(gm, full)
+
+    def shape_there(value: Any, _: FullSizes | None) -> tuple[int, ...] | None:
+        return known.get(value.name) if isinstance(value, torch.fx.Node) else None
+
     for node in gm.graph.nodes:
         if node.op not in ("call_function", "call_method"):
             continue
@@ -197,7 +200,7 @@ def fold_numbers(gm: torch.fx.GraphModule, full: FullSizes | None) -> bool:
         if value is NOT_A_SHAPE_READ:
             continue
         same[node.name] = value
-        if shape_there is not None:
+        if full is not None:
             value_there = _evaluate(node, there, None, shape_there)
             if value_there is not NOT_A_SHAPE_READ:
                 there[node.name] = value_there

@@ -109,10 +109,10 @@ def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
     return torch.equal(a, b)
 
 
-def _changed(args: list[Any], kept: list[Any]) -> list[int]:
+def _changed(args: list[Any], kept: list[Any], skip: frozenset[int] = frozenset()) -> list[int]:
     """Inputs whose memory (seen through the aliases taken before their call) no longer holds the
-    copies' bits, or whose tensors were pointed elsewhere."""
-    return [k for k, (a, held) in enumerate(zip(args, kept)) if held is not None and
+    copies' bits, or whose tensors were pointed elsewhere; inputs in storages ``skip`` are not read."""
+    return [k for k, (a, held) in enumerate(zip(args, kept)) if held is not None and held[2][0] not in skip and
             (_geometry(a) != held[2] or not _same_bits(held[1], held[0]))]
 
 
@@ -235,9 +235,8 @@ class Worker:
         # The previous checked call's inputs too: a candidate may keep a caller's tensor and write it
         # during a later call, after the check of its own call. Buffers this call's inputs were
         # refilled into were written by the harness, not the candidate.
-        refilled = {_geometry(a)[0] for a in args if isinstance(a, torch.Tensor)}
-        earlier = [k for k in _changed(*self.earlier) if self.earlier[1][k][2][0] not in refilled] \
-            if recorded and self.earlier else []
+        refilled = frozenset(_geometry(a)[0] for a in args if isinstance(a, torch.Tensor))
+        earlier = _changed(*self.earlier, skip=refilled) if recorded and self.earlier else []
         if recorded:
             held = sum(a.numel() * a.element_size() for a in args if isinstance(a, torch.Tensor))
             self.earlier = (args, copies) if held <= EARLIER_CHECK_BYTES else None

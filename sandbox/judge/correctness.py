@@ -156,15 +156,14 @@ class CorrectnessCalls(SessionPart):
         in the other (``launches``): the output must be wrong in both for the kernels to do the work. A
         call that raises shows nothing (a candidate can raise on purpose when it sees that its kernels
         did not run, while torch did the work): it settles nothing, and raising in every call rejects."""
-        outcomes, raised = [], 0
+        outcomes = []
         for mode in GHOST_MODES:
             passed, detail, final = self._ghost_call(mode)
             outcomes.append(detail)
             if final or not passed:
                 self.record.add("ghost replay", passed, detail)
                 return
-            raised += detail.startswith(GHOST_RAISED)
-        if raised == len(GHOST_MODES):
+        if all(o.startswith(GHOST_RAISED) for o in outcomes):
             self.record.add("ghost replay", False, f"{outcomes[-1]}, in every mode: a raise is no output, so nothing "
                             "shows that the kernels' work reaches the output (a candidate that raises when it sees "
                             "its kernels did not run would pass with torch doing the work)")
