@@ -160,6 +160,29 @@ CASES = [
      "torch.randn(2, 9, 11, 37)", "DTYPE = torch.float16"),
     ("dim-global-mean-and-all", "        pass", "        return torch.amax(x.mean(dim=(2, 3)) * 2.0)",
      "torch.randn(2, 3, 7, 9)", ""),
+    ("resample-bilinear-plus-input", "        pass",
+     "        return F.interpolate(x, scale_factor=2, mode='bilinear', align_corners=False) + y",
+     "torch.randn(2, 3, 5, 7), torch.randn(2, 3, 10, 14)", ""),
+    ("resample-nearest-exact-to-size-bf16", "        pass", "        return F.interpolate(x, size=(7, 13), mode='nearest-exact')",
+     "torch.randn(2, 3, 5, 19)", "DTYPE = torch.bfloat16"),
+    ("resample-upsample-module-trilinear-aligned",
+     "        self.up = nn.Upsample(scale_factor=(1.5, 2, 0.5), mode='trilinear', align_corners=True)",
+     "        return torch.relu(self.up(x))", "torch.randn(1, 2, 4, 5, 8)", ""),
+    ("resample-linear-1d-recomputed", "        pass",
+     "        return F.interpolate(x, scale_factor=1.7, mode='linear', recompute_scale_factor=True) * 2.0",
+     "torch.randn(2, 3, 11)", ""),
+    ("resample-nearest-fractional-fp16", "        pass", "        return F.interpolate(x, scale_factor=1.3)",
+     "torch.randn(2, 3, 7, 10)", "DTYPE = torch.float16"),
+    ("resample-pixel-unshuffle-module", "        self.ps = nn.PixelUnshuffle(2)", "        return self.ps(x) - 0.5",
+     "torch.randn(2, 3, 6, 8)", ""),
+    ("resample-pixel-shuffle-function", "        pass", "        return F.pixel_shuffle(x, 3)",
+     "torch.randn(2, 18, 4, 5)", ""),
+    ("dims-apart-amax", "        pass", "        return torch.amax(x, dim=(0, 2))", "torch.randn(6, 5, 37)", ""),
+    ("dims-apart-norm-keepdim-bf16", "        pass",
+     "        return torch.linalg.vector_norm(x, 2, dim=(1, 3), keepdim=True) * 0.5", "torch.randn(3, 4, 5, 33)",
+     "DTYPE = torch.bfloat16"),
+    ("dims-apart-logsumexp-plus-mean", "        pass",
+     "        return torch.logsumexp(x, dim=(0, 2)) + x.mean((2, 0))", "torch.randn(5, 7, 41)", ""),
     ("pointwise-more-unary", "        self.shrink = nn.Tanhshrink()\n        self.logsig = nn.LogSigmoid()",
      "        y = torch.sin(x) + torch.cos(x) * F.logsigmoid(x) + F.softsign(x) - torch.floor(x) + x.ceil()\n"
      "        y = y + torch.sign(x) + torch.expm1(x * 0.1) + torch.log1p(x.abs()) + torch.log2(x.abs() + 1.0)\n"
@@ -476,7 +499,9 @@ SLOW_CASES = {"flat-gelu-tanh", "cross-entropy-sum", "per-sample-and-channel-inp
               "kept-min-plus-channel-bias-grows", "casts-to-bool-and-integer", "cosine-similarity-loss",
               "conv1d-dilated-prelu", "convtranspose1d-kernel-below-stride", "pointwise-made-tensors", "matmul-row-times-matrix", "pointwise-made-tensors-cast",
               "matmul-by-transposed-row-input",
-              "rmsnorm-llama-bf16", "softmax-module", "dim-prod-over-dim1", "cross-entropy-as-nll-of-log-softmax"}
+              "rmsnorm-llama-bf16", "softmax-module", "dims-apart-norm-keepdim-bf16", "dims-apart-logsumexp-plus-mean",
+              "resample-nearest-exact-to-size-bf16", "resample-upsample-module-trilinear-aligned",
+              "resample-linear-1d-recomputed", "resample-nearest-fractional-fp16", "resample-pixel-unshuffle-module", "dim-prod-over-dim1", "cross-entropy-as-nll-of-log-softmax"}
 """Cases the default run leaves to ``make test-all``: each has a sibling of the same family that runs."""
 
 

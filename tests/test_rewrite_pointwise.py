@@ -222,3 +222,40 @@ def test_numbers_zeros_and_infinities_as_torch_gives_them(expression: str) -> No
     x, y = _inputs()
     model, traced = _traced(expression, x, y)
     torch.testing.assert_close(traced(x, y), model(x, y), equal_nan=True)
+
+
+APART = ["torch.amax(x, dim=(0, 2))", "x.amin((2, 0), keepdim=True)", "torch.sum(x, dim=(-1, 1))",
+         "x.sum((0, 2, 3), keepdim=True)", "torch.mean(x, (0, 3))", "x.mean(dim=[1, 3], keepdim=True)",
+         "torch.logsumexp(x, dim=(0, 2))", "torch.linalg.vector_norm(x, 2, dim=(0, 2))",
+         "torch.norm(x, p=1, dim=(1, 3), keepdim=True)", "x.norm(float('inf'), (0, 3))",
+         "torch.linalg.vector_norm(x, ord=2, dim=(3, 1, 0))"]
+
+
+@pytest.mark.parametrize("expression", APART)
+def test_a_reduction_over_dims_apart_is_reductions_over_runs_of_neighbours(expression: str) -> None:
+    """Each reduction of the rewritten graph is over one run of adjacent dims, and the result is what
+    torch computes over the set (to the rounding of another order of additions)."""
+    from kernelevo.agent.builtin.rewrite_reductions import runs
+
+    generator = torch.Generator().manual_seed(2)
+    x = torch.randn(5, 6, 7, 8, generator=generator)
+    model, traced = _traced(expression, x, x)
+    for node in traced.graph.nodes:
+        dim = node.kwargs.get("dim", node.args[1] if node.op == "call_function" and len(node.args) > 1 and
+                              not isinstance(node.args[1], float) else None)
+        if isinstance(dim, (tuple, list)):
+            assert len(runs(sorted(d % 4 for d in dim))) == 1, (node.format_node(), traced.code)
+    assert sum(n.op == "call_function" for n in traced.graph.nodes) >= 2, traced.code
+    want = model(x, x)
+    got = traced(x, x)
+    assert got.shape == want.shape
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_reductions_that_do_not_nest_stay_as_written() -> None:
+    """A variance over dims apart is not a variance of variances; a dtype option is not followed."""
+    x = torch.randn(5, 6, 7)
+    for expression in ("torch.var(x, dim=(0, 2))", "torch.sum(x, dim=(0, 2), dtype=torch.float64)",
+                       "torch.amax(x, dim=(0, 1))"):
+        _, traced = _traced(expression, x, x)
+        assert sum(n.op in ("call_function", "call_method") for n in traced.graph.nodes) == 1, traced.code

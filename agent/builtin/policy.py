@@ -21,6 +21,7 @@ from kernelevo.agent.builtin import (
     groupnorm,
     matmul_kernels,
     pool,
+    resample,
     scan,
     sort,
     split_passes,
@@ -159,6 +160,7 @@ def _seeds(plan: Plan) -> Seeds:
         "attention": _attention_seeds,
         "conv": lambda p: conv.seeds(p.extra["conv"], p.dtype, target().shared_bytes),
         "pool": lambda p: [("window", params, why) for params, why in pool.seeds()],
+        "resample": lambda p: [("gather", params, why) for params, why in resample.seeds()],
         "group_norm": lambda p: [("three_pass", params, why) for params, why in groupnorm.seeds()],
         "dim_reduce": lambda p: [("strided", params, why) for params, why in dimreduce.seeds(
             p.extra["reduction"], p.extra["inner"], p.rows, p.cols, target().sms)],

@@ -18,7 +18,7 @@ import torch.fx
 import torch.nn.functional as F
 from torch.fx.passes.shape_prop import ShapeProp
 
-from kernelevo.agent.builtin import attention, conv, dimreduce, groupnorm, matmul, pool, scan, sort
+from kernelevo.agent.builtin import attention, conv, dimreduce, groupnorm, matmul, pool, resample, scan, sort
 from kernelevo.agent.builtin.decompose import read_after_written
 from kernelevo.agent.builtin.init_source import init_source
 from kernelevo.agent.builtin.lower import full_sizes, lower, trace
@@ -35,7 +35,8 @@ class Plan:
     """What the built-in policy will generate for a task."""
 
     kind: str
-    """pointwise, row, dim_reduce, conv, pool, group_norm, cross_entropy, matmul, attention or sequence."""
+    """pointwise, row, dim_reduce, conv, pool, resample, group_norm, cross_entropy, matmul, attention or
+    sequence."""
     program: Program | None
     init: str
     """``ModelNew.__init__``: the reference's own, so that parameters are created identically."""
@@ -74,6 +75,8 @@ class Plan:
             return f"{groupnorm.describe(self.extra['norm'])}, {self.dtype}"
         if self.kind == "pool":
             return f"{pool.describe(self.extra['pool'])}, {self.dtype}"
+        if self.kind == "resample":
+            return f"{resample.describe(self.extra['resample'])}, {self.dtype}"
         if self.kind == "conv":
             return f"{conv.describe(self.extra['conv'])}, {self.dtype}"
         if self.kind == "dim_reduce":
@@ -392,6 +395,11 @@ def _whole_op_plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tup
         return _covering(context, names, kind="pool", rows=rows, cols=cols,
                          ops=[f"{pooling.op}_pool{pooling.dims}d"] + (pooling.epilogue.ops if pooling.epilogue else []),
                          extra={"pool": pooling})
+    resampling = resample.recognise(gm, inputs, context.full)
+    if resampling is not None:
+        return _covering(context, names, kind="resample", rows=rows, cols=cols,
+                         ops=[resampling.mode] + (resampling.epilogue.ops if resampling.epilogue else []),
+                         extra={"resample": resampling})
     return None
 
 

@@ -22,6 +22,7 @@ from kernelevo.agent.builtin import (
     launch,
     matmul_kernels,
     pool,
+    resample,
     scan,
     sequence,
     sort,
@@ -36,6 +37,7 @@ STRATEGIES = {
     "sort": ["bitonic"],
     "conv": ["tap_major", "implicit_gemm", "direct"],
     "pool": ["window"],
+    "resample": ["gather"],
     "group_norm": ["three_pass"],
     "cross_entropy": ["looped"],
     "matmul": ["gemm", "gemm_tma"],
@@ -71,6 +73,9 @@ WHY_STRATEGY = {
     "window": "each program pools a block of output positions of one plane with the window's taps unrolled; "
               "neighbouring windows share input lines in L1, so the input is read about once; the epilogue "
               "fused",
+    "gather": "each program computes a block of output positions of one plane from the one to eight input "
+              "values its coordinates pick; neighbouring outputs read neighbouring inputs, which stay in L1, so "
+              "the input is read about once and the output written once; the epilogue fused",
     "three_pass": "one program per (image, group) run, contiguous in memory: the mean, the centred variance, "
                   "then the normalised, scaled and shifted values with the epilogue applied, written once; the "
                   "later passes re-read the run from L2",
@@ -288,6 +293,14 @@ def _render_conv(r: Rendering) -> str:
             + _model(r.plan.init, conv.forward(convolution, r.strategy, r.params)))
 
 
+def _render_resample(r: Rendering) -> str:
+    plan = r.plan.extra["resample"]
+    head, body = _with_helpers(r.head(f"A fused Triton resampling: {r.plan.describe()}.",
+                                       "the input about once (neighbours re-read from L1) and the output "
+                                       "written once."), resample.kernel(plan))
+    return head + body + _model(r.plan.init, resample.forward(plan, r.params))
+
+
 def _render_dim_reduce(r: Rendering) -> str:
     reduction = r.plan.extra["reduction"]
     head, body = _with_helpers(r.head(f"A Triton reduction: {r.plan.describe()}.",
@@ -356,6 +369,7 @@ RENDERERS = {
     "sequence": _render_sequence,
     "group_norm": _render_group_norm,
     "pool": _render_pool,
+    "resample": _render_resample,
     "conv": _render_conv,
     "dim_reduce": _render_dim_reduce,
     "scan": _render_scan,

@@ -1,0 +1,130 @@
+"""Reductions over dimensions that are not neighbours, written as reductions over runs of neighbouring
+dimensions, one after the other, so that the templates (which reduce one run of adjacent dimensions:
+``dimreduce``, the row programs' spans) cover any set of dims.
+
+``amax(x, (0, 2))`` on ``[A, B, C]`` becomes ``amax(amax(x, 2), 0)``: the first reduction reads the
+input once and writes ``A * B`` values, ``1 / C`` of it, so the second costs little. Runs are reduced
+from the last to the first, which leaves the indices of the earlier runs as they were whether or not
+the dimensions are kept. Each rewrite computes what the call computes, only in another order of
+additions:
+- ``sum``, ``amax``, ``amin``: nested, as written.
+- ``mean``: a mean of means over equally many values each is the mean.
+- ``logsumexp``: ``log sum_a exp(log sum_c exp(x))`` is the log-sum-exp over both.
+- vector norms of order 1, 2 and infinity (``torch.norm``, ``Tensor.norm``, ``linalg.vector_norm``):
+  the norm of the norms; for 2, ``sqrt(sum (sqrt(sum x^2))^2)`` is ``sqrt(sum x^2)``.
+Variance and deviation are not nested (a variance of variances is not one) and stay as written, as does
+any call with a ``dtype`` or an ``out``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+import torch.fx
+
+from kernelevo.agent.builtin.rewrite_in_place import option
+
+NESTED = {torch.sum: "sum", torch.mean: "mean", torch.amax: "amax", torch.amin: "amin",
+          torch.logsumexp: "logsumexp"}
+"""Reductions over a set of dims that nest: the op of each run is the op itself."""
+NESTED_METHODS = {"sum": torch.sum, "mean": torch.mean, "amax": torch.amax, "amin": torch.amin,
+                  "logsumexp": torch.logsumexp}
+NORM_ORDERS = (1.0, 2.0, math.inf)
+
+
+def runs(dims: list[int]) -> list[tuple[int, int]]:
+    """Sorted distinct dims as (first, count) runs of neighbours: [0, 2, 3] -> [(0, 1), (2, 2)]."""
+    out: list[tuple[int, int]] = []
+    for d in dims:
+        if out and out[-1][0] + out[-1][1] == d:
+            out[-1] = (out[-1][0], out[-1][1] + 1)
+        else:
+            out.append((d, 1))
+    return out
+
+
+def _split_dims(dim: Any, rank: int | None) -> list[tuple[int, int]] | None:
+    """The runs of a dim list that has more than one, else None (nothing to rewrite)."""
+    if rank is None or not isinstance(dim, (tuple, list)) or len(dim) < 2:
+        return None
+    if not all(isinstance(d, int) and not isinstance(d, bool) and -rank <= d < rank for d in dim):
+        return None
+    found = sorted({d % rank for d in dim})
+    if len(found) != len(dim):
+        return None
+    parts = runs(found)
+    return parts if len(parts) > 1 else None
+
+
+def _rank(x: Any) -> int | None:
+    tm = x.meta.get("tensor_meta") if isinstance(x, torch.fx.Node) else None
+    return len(tm.shape) if tm is not None and hasattr(tm, "shape") else None
+
+
+def _nest(graph: torch.fx.Graph, x: torch.fx.Node, parts: list[tuple[int, int]], keepdim: bool,
+          reduce: Any) -> torch.fx.Node:
+    """``reduce(value, dims, keepdim)`` over each run, the last run first."""
+    value = x
+    for first, count in reversed(parts):
+        dims = first if count == 1 else tuple(range(first, first + count))
+        value = reduce(value, dims, keepdim)
+    return value
+
+
+def _nested(graph: torch.fx.Graph, node: torch.fx.Node, target: Any) -> torch.fx.Node | None:
+    x, dim = option(node, "input", 0, None), option(node, "dim", 1, None)
+    keepdim = option(node, "keepdim", 2, False)
+    if node.kwargs.get("dtype") is not None or node.kwargs.get("out") is not None or not isinstance(keepdim, bool):
+        return None
+    parts = _split_dims(dim, _rank(x))
+    if parts is None:
+        return None
+    return _nest(graph, x, parts, keepdim,
+                 lambda value, dims, keep: graph.call_function(target, (value, dims), {"keepdim": keep}))
+
+
+def _norm_call(node: torch.fx.Node) -> tuple[Any, Any, Any, Any] | None:
+    """``(input, order, dim, keepdim)`` of a vector-norm call, else None."""
+    if node.op == "call_function" and node.target is torch.linalg.vector_norm:
+        return (option(node, "x", 0, option(node, "input", 0, None)), option(node, "ord", 1, 2),
+                option(node, "dim", 2, None), option(node, "keepdim", 3, False))
+    if (node.op == "call_function" and node.target is torch.norm) or (
+            node.op == "call_method" and node.target == "norm"):
+        order = option(node, "p", 1, "fro")
+        return (option(node, "input", 0, None), 2 if order == "fro" else order,
+                option(node, "dim", 2, None), option(node, "keepdim", 3, False))
+    return None
+
+
+def _norm(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
+    found = _norm_call(node)
+    if found is None or node.kwargs.get("dtype") is not None or node.kwargs.get("out") is not None:
+        return None
+    x, order, dim, keepdim = found
+    if not isinstance(order, (int, float)) or isinstance(order, bool) or float(order) not in NORM_ORDERS or \
+            not isinstance(keepdim, bool):
+        return None
+    parts = _split_dims(dim, _rank(x))
+    if parts is None:
+        return None
+    return _nest(graph, x, parts, keepdim, lambda value, dims, keep: graph.call_function(
+        torch.linalg.vector_norm, (value, float(order)), {"dim": dims, "keepdim": keep}))
+
+
+def rewrite_reductions(gm: torch.fx.GraphModule) -> bool:
+    """Every reduction of ``gm`` over dims that are not one run, nested as above; True when something
+    changed (the caller recompiles and propagates shapes again)."""
+    changed = False
+    for node in list(gm.graph.nodes):
+        target = NESTED_METHODS.get(str(node.target)) if node.op == "call_method" else (
+            node.target if node.op == "call_function" and node.target in NESTED else None)
+        with gm.graph.inserting_before(node):
+            result = _nested(gm.graph, node, target) if target is not None else _norm(gm.graph, node)
+        if result is None:
+            continue
+        node.replace_all_uses_with(result)
+        gm.graph.erase_node(node)
+        changed = True
+    return changed
