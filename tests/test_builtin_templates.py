@@ -177,6 +177,10 @@ CASES = [
      "torch.randn(2, 3, 6, 8)", ""),
     ("resample-pixel-shuffle-function", "        pass", "        return F.pixel_shuffle(x, 3)",
      "torch.randn(2, 18, 4, 5)", ""),
+    ("embedding-lookup-then-scale", "        self.emb = nn.Embedding(50, n)", "        return self.emb(x) * 2.0",
+     "torch.randint(0, 50, (3, 7))", ""),
+    ("embedding-function-bf16", "        self.table = nn.Parameter(torch.randn(40, n))",
+     "        return F.embedding(x, self.table)", "torch.randint(0, 40, (5, 3))", "DTYPE = torch.bfloat16"),
     ("dims-apart-amax", "        pass", "        return torch.amax(x, dim=(0, 2))", "torch.randn(6, 5, 37)", ""),
     ("dims-apart-norm-keepdim-bf16", "        pass",
      "        return torch.linalg.vector_norm(x, 2, dim=(1, 3), keepdim=True) * 0.5", "torch.randn(3, 4, 5, 33)",
@@ -501,7 +505,7 @@ SLOW_CASES = {"flat-gelu-tanh", "cross-entropy-sum", "per-sample-and-channel-inp
               "matmul-by-transposed-row-input",
               "rmsnorm-llama-bf16", "softmax-module", "dims-apart-norm-keepdim-bf16", "dims-apart-logsumexp-plus-mean",
               "resample-nearest-exact-to-size-bf16", "resample-upsample-module-trilinear-aligned",
-              "resample-linear-1d-recomputed", "resample-nearest-fractional-fp16", "resample-pixel-unshuffle-module", "dim-prod-over-dim1", "cross-entropy-as-nll-of-log-softmax"}
+              "resample-linear-1d-recomputed", "embedding-function-bf16", "resample-nearest-fractional-fp16", "resample-pixel-unshuffle-module", "dim-prod-over-dim1", "cross-entropy-as-nll-of-log-softmax"}
 """Cases the default run leaves to ``make test-all``: each has a sibling of the same family that runs."""
 
 

@@ -36,12 +36,22 @@ def test_the_worst_element_is_found_across_chunks(monkeypatch: pytest.MonkeyPatc
     assert "2 of 45" in problem and "(4, 8)" in problem
 
 
-def test_nan_and_inf_never_match() -> None:
+def test_nan_and_inf_match_only_where_eager_has_them() -> None:
+    """Where eager's value is a number, NaN or an infinity fails however wide the tolerance; where eager
+    itself overflowed (the large-values set), the output must hold the same there, and the rest of the
+    set is still compared."""
     ref = torch.zeros(4)
     problem = compare_output(torch.tensor([0.0, float("nan"), 0.0, 0.0]), ref, None, 1, 1).problem
     assert "1 NaN" in problem
-    inf = torch.tensor([float("inf")])
-    assert compare_output(inf, inf, None, 1e-4, 1e-4).problem is not None
+    assert compare_output(torch.tensor([0.0, float("inf")]), torch.zeros(2), None, 1e9, 1e9).problem
+    inf, nan = float("inf"), float("nan")
+    eager = torch.tensor([inf, -inf, nan, 2.0, 3.0])
+    assert compare_output(eager.clone(), eager, None, 1e-4, 1e-4).problem is None
+    for wrong in ([inf, inf, nan, 2.0, 3.0], [inf, -inf, 7.0, 2.0, 3.0], [1e38, -inf, nan, 2.0, 3.0],
+                  [inf, -inf, nan, 2.0, 3.5]):
+        assert "1 of 5" in compare_output(torch.tensor(wrong), eager, None, 1e-4, 1e-4).problem, wrong
+    stats = compare_output(torch.tensor([inf, -inf, nan, 2.0, 3.0001]), eager, None, 1e-4, 1e-4)
+    assert stats.problem is None and 0 < stats.max_abs_error < 1e-3  # measured where eager is a number
 
 
 def test_dtype_shape_and_type_must_match() -> None:
@@ -138,8 +148,27 @@ def test_the_precision_rule_has_a_floor_where_eager_is_exact() -> None:
     nudged = eager * (1 + 2.0**-23)  # one ulp off everywhere: honest rounding, within the floor
     assert precision_problem(_sums(nudged, eager, exact), "float32") is None
     assert precision_problem(_sums(eager.half().float(), eager, exact), "float32")
-    assert precision_problem(_sums(eager.half().float(), eager, exact), "bfloat16") is None  # fp32 tasks only
     assert PRECISION_FACTOR >= 16
+
+
+def test_half_precision_tasks_have_a_precision_rule_that_fp8_operands_break() -> None:
+    """A bf16 GEMM: eager rounds each fp32 sum to bf16 once; an honest kernel (fp32 sums in another
+    order) rounds the same way; operands rounded to fp8's three mantissa bits before the products are
+    an order of magnitude further from float64, as are half-precision sums."""
+    generator = torch.Generator().manual_seed(3)
+    a, b = torch.randn(64, 1024, generator=generator), torch.randn(1024, 64, generator=generator)
+    a, b = a.bfloat16().float(), b.bfloat16().float()
+    exact = a.double() @ b.double()
+    eager = (a @ b).bfloat16().float()
+    other_order = (a.flip(1) @ b.flip(0)).bfloat16().float()
+    fp8 = (a.to(torch.float8_e4m3fn).float() @ b.to(torch.float8_e4m3fn).float()).bfloat16().float()
+    assert precision_problem(_sums(other_order, eager, exact), "bfloat16") is None
+    problem = precision_problem(_sums(fp8, eager, exact), "bfloat16")
+    assert problem and "fp8 operands" in problem
+    half_sums = torch.zeros(64, 64, dtype=torch.bfloat16)
+    for k in range(0, 1024, 4):  # the running sum kept in bf16, four products at a time
+        half_sums += (a[:, k:k + 4] @ b[k:k + 4]).bfloat16()
+    assert precision_problem(_sums(half_sums.float(), eager, exact), "bfloat16")
 
 
 def test_a_timed_output_digest_commits_to_every_value() -> None:

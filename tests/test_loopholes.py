@@ -66,6 +66,10 @@ REJECTED = [
     (9, "relu", "bad_output_dtype", "correct: set 0", "dtype bfloat16"),
     (10, "softmax", "bad_no_max_subtraction", "correct: set 3", "large values"),
     (10, "row_argmax", "bad_argmax_last_tie", "correct: set 4", "ties"),
+    (8, "softmax", "bad_honest_only_under_its_judged_name", "static: no harness access", "__name__"),
+    (8, "softmax", "bad_honest_only_under_the_judges_cache", "static: no harness access", "get_default_build_root"),
+    (1, "relu", "bad_runs_code_through_enum_builtins", "static: no harness access", "bltns"),
+    (11, "matmul_bias_gelu", "bad_fp8_operands_in_a_bf16_task", "precision", "fp8 operands"),
 ]
 
 
@@ -147,6 +151,8 @@ RUNTIME_REJECTED = [
     (5, "relu", "bad_writes_the_previous_calls_input", "inputs unchanged", "previous call"),
     # past the static checks (run here without them): the poisoning turned off during a checked call
     (4, "relu", "bad_turns_the_poison_off", "correct: set 0", "poisoning"),
+    # A tenth: honest only under the module name the judge gave every candidate
+    (8, "softmax", "bad_honest_only_under_its_judged_name", "correct: set 0", "outside"),
 ]
 
 
@@ -616,3 +622,18 @@ def test_text_no_encoder_takes_is_read_as_text_and_the_candidate_rejected(evalua
     assert "unencodable \ufffd message" in verdict.reason, verdict.reason
     assert not verdict.wrong_output  # it raised: no output was compared
     verdict.model_dump_json().encode("utf-8")
+
+
+def test_a_set_where_eager_overflows_is_compared_where_it_does_not(evaluator) -> None:
+    """The large-values set of an exp: eager's output holds infinities there. The set is not skipped: a
+    kernel that clamps its input is wrong on the rest of it, and one that overflows as eager does is
+    right, its infinities matched."""
+    task = load_task(str(ROOT / "tests" / "fixtures" / "tasks" / "exp_gate.py"), "small")
+    verdict, code = evaluator.evaluate(task, candidate("bad_exact_only_below_overflow"))
+    assert code == 1 and not verdict.correct
+    assert "large values" in verdict.reason and "outside" in verdict.reason, verdict.reason
+    verdict, code = evaluator.evaluate(task, candidate("ok_exp_gate_overflows_as_eager"))
+    assert code == 0 and verdict.correct, verdict.reason
+    large = next(c for c in verdict.checks if c.name.startswith("correct: set 3"))
+    assert "infinite or NaN values matched" in large.detail
+

@@ -18,6 +18,7 @@ from kernelevo.agent.builtin import (
     conv,
     conv_taps,
     dimreduce,
+    embedding,
     groupnorm,
     matmul_kernels,
     pool,
@@ -161,6 +162,7 @@ def _seeds(plan: Plan) -> Seeds:
         "conv": lambda p: conv.seeds(p.extra["conv"], p.dtype, target().shared_bytes),
         "pool": lambda p: [("window", params, why) for params, why in pool.seeds()],
         "resample": lambda p: [("gather", params, why) for params, why in resample.seeds()],
+        "embedding": lambda p: [("rows", params, why) for params, why in embedding.seeds(p.cols)],
         "group_norm": lambda p: [("three_pass", params, why) for params, why in groupnorm.seeds()],
         "dim_reduce": lambda p: [("strided", params, why) for params, why in dimreduce.seeds(
             p.extra["reduction"], p.extra["inner"], p.rows, p.cols, target().sms)],

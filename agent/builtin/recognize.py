@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import math
+import operator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +19,7 @@ import torch.fx
 import torch.nn.functional as F
 from torch.fx.passes.shape_prop import ShapeProp
 
-from kernelevo.agent.builtin import attention, conv, dimreduce, groupnorm, matmul, pool, resample, scan, sort
+from kernelevo.agent.builtin import attention, conv, dimreduce, embedding, groupnorm, matmul, pool, resample, scan, sort
 from kernelevo.agent.builtin.decompose import read_after_written
 from kernelevo.agent.builtin.init_source import init_source
 from kernelevo.agent.builtin.lower import full_sizes, lower, trace
@@ -35,8 +36,8 @@ class Plan:
     """What the built-in policy will generate for a task."""
 
     kind: str
-    """pointwise, row, dim_reduce, conv, pool, resample, group_norm, cross_entropy, matmul, attention or
-    sequence."""
+    """pointwise, row, dim_reduce, conv, pool, resample, embedding, group_norm, cross_entropy, matmul,
+    attention or sequence."""
     program: Program | None
     init: str
     """``ModelNew.__init__``: the reference's own, so that parameters are created identically."""
@@ -75,6 +76,9 @@ class Plan:
             return f"{groupnorm.describe(self.extra['norm'])}, {self.dtype}"
         if self.kind == "pool":
             return f"{pool.describe(self.extra['pool'])}, {self.dtype}"
+        if self.kind == "embedding":
+            lookup = self.extra["embedding"]
+            return f"{embedding.describe(lookup)}: {self.rows} rows of {self.cols}, {lookup.out_dtype}"
         if self.kind == "resample":
             return f"{resample.describe(self.extra['resample'])}, {self.dtype}"
         if self.kind == "conv":
@@ -395,12 +399,27 @@ def _whole_op_plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tup
         return _covering(context, names, kind="pool", rows=rows, cols=cols,
                          ops=[f"{pooling.op}_pool{pooling.dims}d"] + (pooling.epilogue.ops if pooling.epilogue else []),
                          extra={"pool": pooling})
+    lookup = embedding.recognise(gm, inputs)
+    if lookup is not None:
+        width = _table_width(context.full, lookup.table) or tuple(gm.graph.find_nodes(op="output"))[0].args[0] \
+            .meta["tensor_meta"].shape[-1]
+        return _covering(context, names, kind="embedding", rows=math.prod(shapes[0]), cols=width,
+                         ops=["embedding"], extra={"embedding": lookup})
     resampling = resample.recognise(gm, inputs, context.full)
     if resampling is not None:
         return _covering(context, names, kind="resample", rows=rows, cols=cols,
                          ops=[resampling.mode] + (resampling.epilogue.ops if resampling.epilogue else []),
                          extra={"resample": resampling})
     return None
+
+
+def _table_width(full: torch.nn.Module | None, table: str) -> int | None:
+    """The embedding table's row length at the size being optimised (None: not known)."""
+    try:
+        value = operator.attrgetter(table.removeprefix("self."))(full) if full is not None else None
+    except AttributeError:
+        return None
+    return int(value.shape[1]) if isinstance(value, torch.Tensor) and value.dim() == 2 else None
 
 
 def _conv_plan(gm: torch.fx.GraphModule, inputs: list[Any], rows: int, context: Context,

@@ -17,6 +17,7 @@ from kernelevo.agent.builtin import (
     codegen,
     conv,
     dimreduce,
+    embedding,
     expressions,
     groupnorm,
     launch,
@@ -38,6 +39,7 @@ STRATEGIES = {
     "conv": ["tap_major", "implicit_gemm", "direct"],
     "pool": ["window"],
     "resample": ["gather"],
+    "embedding": ["rows"],
     "group_norm": ["three_pass"],
     "cross_entropy": ["looped"],
     "matmul": ["gemm", "gemm_tma"],
@@ -76,6 +78,8 @@ WHY_STRATEGY = {
     "gather": "each program computes a block of output positions of one plane from the one to eight input "
               "values its coordinates pick; neighbouring outputs read neighbouring inputs, which stay in L1, so "
               "the input is read about once and the output written once; the epilogue fused",
+    "rows": "each program copies a block of columns of a block of looked-up rows: every table row and output "
+            "row is a contiguous run, so the indices, the rows looked up and the output each cross memory once",
     "three_pass": "one program per (image, group) run, contiguous in memory: the mean, the centred variance, "
                   "then the normalised, scaled and shifted values with the epilogue applied, written once; the "
                   "later passes re-read the run from L2",
@@ -301,6 +305,13 @@ def _render_resample(r: Rendering) -> str:
     return head + body + _model(r.plan.init, resample.forward(plan, r.params))
 
 
+def _render_embedding(r: Rendering) -> str:
+    head = r.head(f"A Triton embedding lookup: {r.plan.describe()}.",
+                  "the indices and each looked-up row once, and the output written once.")
+    model = _model(r.plan.init, embedding.forward(r.plan.extra["embedding"], r.params))
+    return head + embedding.KERNEL + "\n\n" + model
+
+
 def _render_dim_reduce(r: Rendering) -> str:
     reduction = r.plan.extra["reduction"]
     head, body = _with_helpers(r.head(f"A Triton reduction: {r.plan.describe()}.",
@@ -370,6 +381,7 @@ RENDERERS = {
     "group_norm": _render_group_norm,
     "pool": _render_pool,
     "resample": _render_resample,
+    "embedding": _render_embedding,
     "conv": _render_conv,
     "dim_reduce": _render_dim_reduce,
     "scan": _render_scan,

@@ -10,34 +10,23 @@ reports is advice for the model, never a verdict.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 import traceback
 from pathlib import Path
-from typing import Any
 
 WARMUP_CALLS = 2
-
-
-def _load(path: Path, name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot import {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def run(job: dict) -> dict:
     """Build the candidate and its inputs as the harness does (same seeds), then the profiled call."""
     import torch
 
+    from kernelevo.sandbox.child.importing import import_candidate
     from kernelevo.tasks.loader import import_task_module
 
     task = import_task_module(Path(job["task"]), job["size"])
-    candidate = _load(Path(job["candidate"]), "candidate")
+    candidate = import_candidate(Path(job["candidate"]))
     dtype = getattr(torch, job["dtype"]) if job.get("dtype") else None
     torch.manual_seed(job.get("init_seed", 42))
     with torch.device("cuda"):

@@ -10,7 +10,6 @@ model only: a verdict always comes from the harness.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import shutil
@@ -105,6 +104,7 @@ def _record_launches(candidate: Path, task_path: Path, size: str, dtype: str | N
     import torch
     from triton.runtime.jit import JITFunction
 
+    from kernelevo.sandbox.child.importing import import_candidate
     from kernelevo.tasks.loader import import_task_module
 
     launches: list[tuple[Any, dict, dict]] = []
@@ -118,10 +118,7 @@ def _record_launches(candidate: Path, task_path: Path, size: str, dtype: str | N
 
     JITFunction.run = record  # type: ignore[method-assign]
     module = import_task_module(task_path, size)
-    spec = importlib.util.spec_from_file_location("kernelevo_gate_candidate", candidate)
-    assert spec is not None and spec.loader is not None
-    cand = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(cand)
+    cand = import_candidate(candidate)
     torch.manual_seed(0)
     with torch.device("meta"), torch.no_grad():
         model = cand.ModelNew(*module.get_init_inputs())

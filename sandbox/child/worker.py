@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import faulthandler
-import importlib.util
 import os
 import sys
 import threading
@@ -41,6 +40,7 @@ import torch  # noqa: E402
 
 from kernelevo.sandbox import tensor_files, wire  # noqa: E402
 from kernelevo.sandbox.child import autotune, confine, digest, inputs  # noqa: E402
+from kernelevo.sandbox.child.importing import import_candidate  # noqa: E402
 from kernelevo.sandbox.child.launches import LaunchRecorder, OpRecorder  # noqa: E402
 from kernelevo.sandbox.child.timed import (  # noqa: E402
     GraphTimedCall,
@@ -122,16 +122,6 @@ def _geometry(t: torch.Tensor) -> tuple[Any, ...]:
     return t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), t.stride()
 
 
-def _import_candidate(path: Path) -> Any:
-    spec = importlib.util.spec_from_file_location("candidate", path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot import {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["candidate"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 class Worker:
     """Serves one session's requests."""
 
@@ -173,7 +163,7 @@ class Worker:
             del reference
         began = time.perf_counter()
         try:
-            module = _import_candidate(Path(msg["candidate"]))
+            module = import_candidate(Path(msg["candidate"]))
             if not hasattr(module, "ModelNew"):
                 return {"ok": False, "error": "the candidate defines no ModelNew"}
             self.model = inputs.build_model(module.ModelNew, self.task, device, dtype, seed)

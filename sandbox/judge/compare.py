@@ -9,7 +9,9 @@ eager's own largest error against a float64 run of the same model, and the large
 output when every input is moved by one unit in its last place (``sensitivity``). A correct kernel
 that sums in another order then passes where the answer is that sensitive (a sum whose terms cancel,
 say), whether or not eager happened to be lucky on these inputs; where the output is well
-conditioned, the slack is a few units in the last place and changes nothing. NaN and Inf never match.
+conditioned, the slack is a few units in the last place and changes nothing. Where eager's value is a
+number, a NaN or an infinity in the output fails; where eager's own value is an infinity or NaN (an
+overflow on the large-values set), the output must hold the same there, and the rest is compared.
 Alongside, the sums the precision rule needs (``rules.py``): how far the candidate and eager each
 are from float64. Work is done in chunks of ``CHUNK`` elements, so a comparison never holds more
 than a few float64 copies of a chunk.
@@ -38,13 +40,14 @@ def _chunks(*tensors: torch.Tensor | None) -> list[tuple[torch.Tensor | None, ..
 
 
 def largest_difference(a: torch.Tensor, b: torch.Tensor | None) -> float:
-    """max |a - b| in float64 (0 where there is nothing to compare, or it is not finite)."""
+    """max |a - b| in float64 over the places where both are numbers (0 where there are none)."""
     if b is None or not a.is_floating_point() or a.numel() == 0 or a.shape != b.shape:
         return 0.0
     worst = 0.0
     for x, y in _chunks(a, b):  # ``b`` may live on another device (a float64 reference made on the host)
-        worst = max(worst, float((x.double() - y.to(x.device, torch.float64)).abs().max()))
-    return worst if worst == worst and worst != float("inf") else 0.0
+        difference = (x.double() - y.to(x.device, torch.float64)).abs()
+        worst = max(worst, float(torch.where(torch.isfinite(difference), difference, 0.0).max()))
+    return worst
 
 
 def _problem_in_kind(got: torch.Tensor, want: torch.Tensor) -> str | None:
@@ -73,12 +76,15 @@ def problem_in_description(meta: TensorFile, want: Any) -> str | None:
 
 
 def typical_magnitude(want: torch.Tensor) -> float:
-    """The mean |value| of an output (0 where it is empty, all zero, or not finite)."""
-    if want.numel() == 0:
-        return 0.0
-    total = sum(float(w.double().abs().sum()) for (w,) in _chunks(want))
-    mean = total / want.numel()
-    return mean if mean == mean and mean != float("inf") else 0.0
+    """The mean |value| of an output's numbers (0 where it is empty, all zero, or holds none)."""
+    total, count = 0.0, 0
+    for (w,) in _chunks(want):
+        w64 = w.double()
+        finite = torch.isfinite(w64)
+        total += float(torch.where(finite, w64.abs(), 0.0).sum())
+        count += int(finite.sum())
+    mean = total / count if count else 0.0
+    return mean if mean != float("inf") else 0.0
 
 
 def scaled_atol(atol: float, want: torch.Tensor) -> tuple[float, str]:
@@ -123,22 +129,22 @@ def compare_output(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | 
     offset = 0
     for g, w, x in _chunks(got, want, exact):
         g64, w64 = g.double(), w.double()
-        difference = (g64 - w64).abs()
+        finite = torch.isfinite(w64)
+        difference = torch.where(finite, (g64 - w64).abs(), 0.0)
         largest = max(largest, float(torch.nan_to_num(difference, nan=float("inf")).max()))
-        over = difference - (w64.abs() * rtol + atol + slack)
-        over = torch.where(torch.isnan(over), torch.full_like(over, float("inf")), over)
-        failing = over > 0
-        bad += int(failing.sum())
-        nan += int(torch.isnan(g64).sum())
+        over = _over(g64, w64, finite, difference, w64.abs() * rtol + atol + slack)
+        bad += int((over > 0).sum())
+        nan += int((torch.isnan(g64) & finite).sum())
         if bad:
             k = int(over.argmax())
             if float(over[k]) > worst[0]:
                 worst = (float(over[k]), offset + k, float(g64[k]), float(w64[k]))
         if x is not None:
             x64 = x.to(g.device, torch.float64)
-            err_c += float((g64 - x64).abs().sum())
-            err_e += float((w64 - x64).abs().sum())
-            magnitude += float(x64.abs().sum())
+            both = finite & torch.isfinite(x64)  # the precision sums where eager and float64 are numbers
+            err_c += float(torch.where(both, (g64 - x64).abs(), 0.0).sum())
+            err_e += float(torch.where(both, (w64 - x64).abs(), 0.0).sum())
+            magnitude += float(torch.where(both, x64.abs(), 0.0).sum())
         offset += g.numel()
     stats.max_abs_error = largest
     if exact is not None:
@@ -154,6 +160,19 @@ def compare_output(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | 
         if nan:
             stats.problem += f"; {nan} NaN (unwritten memory is poisoned with NaN)"
     return stats
+
+
+def _over(g64: torch.Tensor, w64: torch.Tensor, finite: torch.Tensor, difference: torch.Tensor,
+          allowed: torch.Tensor) -> torch.Tensor:
+    """How far each value is past what is allowed (> 0: failing). Where eager's value is a number, its
+    distance past the tolerance (a NaN or an infinity in the output fails); where eager's own value is
+    an infinity or NaN, the output must hold the same infinity, or NaN: the overflow eager shows on
+    large inputs is the reference's answer there, and a set is never skipped for it."""
+    fails, passes = torch.full_like(difference, float("inf")), torch.full_like(difference, -1.0)
+    over = difference - allowed
+    over = torch.where(torch.isnan(over), fails, over)
+    same = (g64 == w64) | (torch.isnan(g64) & torch.isnan(w64))
+    return torch.where(finite, over, torch.where(same, passes, fails))
 
 
 def layout_problem(strides: list[int], want: torch.Tensor) -> str | None:

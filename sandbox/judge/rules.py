@@ -1,12 +1,18 @@
 """Rules the judge applies to what the oracle and the session measured (pure logic).
 
-The precision rule: a float32 (or float64) task must be computed at that precision. Over every
-checked output that has a float64 reference, the candidate's summed absolute error against float64
-may be at most ``PRECISION_FACTOR`` times eager's own, plus a floor of ``PRECISION_FLOOR`` relative
-to the outputs' magnitude (for outputs eager computes exactly). Honest kernels that sum in another
-order, or use a faster exp, stay within a few times eager's error; fp16 or bf16 arithmetic, or TF32
-products, are hundreds to thousands of times off, on every input set, so the rule does not depend
-on which inputs happened to be drawn.
+The precision rule: a task must be computed at its dtype's precision. Over every checked output that
+has a float64 reference, the candidate's summed absolute error against float64 may be at most
+``PRECISION_FACTOR`` times eager's own, plus a floor of ``PRECISION_FLOOR`` relative to the outputs'
+magnitude (for outputs eager computes exactly). Sums over every value of every checked output: the
+rule does not depend on which inputs happened to be drawn, nor on one value's luck.
+
+- float32 (and float64): honest kernels that sum in another order, or use a faster exp, stay within
+  a few times eager's error; fp16 or bf16 arithmetic, or TF32 products, are hundreds to thousands of
+  times off.
+- bfloat16 and float16: eager's error is mostly the rounding of each output (its sums run in fp32), and
+  an honest kernel rounds its outputs the same way: within about twice eager's error, or below it where
+  it fuses ops eager rounds one by one. Operands rounded to fp8 before the products are 13x eager's (a
+  bf16 GEMM, K = 1024), half-precision sums more.
 """
 
 from __future__ import annotations
@@ -14,12 +20,22 @@ from __future__ import annotations
 from kernelevo.sandbox.judge.record import PrecisionSums
 
 PRECISION_FACTOR = 64.0
+"""float32 and float64: how many times eager's summed error against float64 a candidate's may be."""
+HALF_PRECISION_FACTOR = 8.0
+"""bfloat16 and float16: the same, where the outputs' own rounding sets both errors."""
 AS_EXACT_AS_EAGER = 4.0
 """A kernel whose error against float64 is within this many times eager's sums as exactly as eager does
 (another order of the same fp32 sums). The precision rule allows more; a network that amplifies
 rounding may need its regions' kernels this exact."""
-PRECISION_FLOOR = {"float32": 2.0**-21, "float64": 2.0**-50}
-"""Relative error always allowed: about four units in the last place of each dtype."""
+PRECISION_FLOOR = {"float32": 2.0**-21, "float64": 2.0**-50, "bfloat16": 2.0**-9, "float16": 2.0**-12}
+"""Relative error always allowed: about four units in the last place of float32 and float64, and for the
+half types the mean error of rounding to them (a quarter of a unit in the last place), so that an fp8
+kernel's error is not within the floor."""
+
+
+def factor(dtype: str) -> float:
+    """The precision rule's factor for ``dtype``."""
+    return HALF_PRECISION_FACTOR if dtype in ("bfloat16", "float16") else PRECISION_FACTOR
 
 
 def precision_problem(sums: PrecisionSums, dtype: str) -> str | None:
@@ -27,19 +43,21 @@ def precision_problem(sums: PrecisionSums, dtype: str) -> str | None:
     floor = PRECISION_FLOOR.get(dtype)
     if floor is None or sums.outputs == 0 or sums.magnitude <= 0:
         return None
-    allowed = PRECISION_FACTOR * sums.err_eager + floor * sums.magnitude
+    allowed = factor(dtype) * sums.err_eager + floor * sums.magnitude
     if sums.err_candidate <= allowed:
         return None
     mine, eager = sums.err_candidate / sums.magnitude, sums.err_eager / sums.magnitude
+    how = "fp8 operands, or half-precision sums" if dtype in ("bfloat16", "float16") else \
+        "fp16/bf16 arithmetic, or TF32 products"
     return (f"the outputs are {mine:.3g} from float64 on average (relative), eager's are {eager:.3g}: more than "
-            f"{PRECISION_FACTOR:g}x eager's error plus {floor:.2g}, over {sums.outputs} checked outputs. The work is "
-            f"done in a lower precision than the task's {dtype} (fp16/bf16 arithmetic, or TF32 products)")
+            f"{factor(dtype):g}x eager's error plus {floor:.2g}, over {sums.outputs} checked outputs. The work is "
+            f"done in a lower precision than the task's {dtype} ({how})")
 
 
 def precision_ratio(sums: PrecisionSums, dtype: str) -> float | None:
     """The candidate's summed error against float64 over eager's, eager's taken as at least the floor
     the precision rule always allows (a ReLU or a max is exact in eager, and in an exact kernel);
-    None without a float64 reference (half-precision outputs have none)."""
+    None without a float64 reference."""
     floor = PRECISION_FLOOR.get(dtype)
     if floor is None or sums.outputs == 0 or sums.magnitude <= 0:
         return None

@@ -22,8 +22,10 @@ from kernelevo.sandbox.judge.static_rules import (
     FILE_ATTRIBUTES,
     FORBIDDEN_BUILTINS,
     MODULE_ATTRIBUTES,
+    MODULE_IDENTITY,
     NATIVE_FORBIDDEN,
     NN_HOLDERS,
+    PLACE_ATTRIBUTES,
     TORCH_FORBIDDEN,
     TORCH_FORBIDDEN_PREFIXES,
     TORCH_GLUE,
@@ -69,6 +71,8 @@ class _Analyzer(ast.NodeVisitor):
         self.triton_kernels: list[str] = []
         self.called_names: set[int] = set()
         """The ids of ``getattr``-like names in call position (checked there, not as values)."""
+        self.main_guards: set[int] = set()
+        """The ids of ``__name__`` in ``__name__ == "__main__"`` (allowed there alone)."""
         self.launched: set[str] = set()
         self.load_inline_calls: list[ast.Call] = []
         self.nn_compute_attrs: dict[str, str] = {}
@@ -221,6 +225,9 @@ class _Analyzer(ast.NodeVisitor):
             self.flag("no harness access", f"reaches `{node.attr}`, an object internal", node)
         if node.attr in MODULE_ATTRIBUTES:
             self.flag("no harness access", f"reaches the module `{node.attr}` through an attribute", node)
+        if node.attr in PLACE_ATTRIBUTES:
+            self.flag("no harness access", f"`.{node.attr}` asks where or as whom the process runs; a kernel "
+                      "has no use for it", node)
         if node.attr in FILE_ATTRIBUTES:
             self.flag("no harness access", f"`.{node.attr}` touches files; candidates compute, they do not read "
                       "or write files", node)
@@ -238,6 +245,14 @@ class _Analyzer(ast.NodeVisitor):
                 self.flag("no harness access", f"uses `{name}`, a torch internal the harness relies on", node)
         self.generic_visit(node)
 
+    def visit_Compare(self, node: ast.Compare) -> None:
+        """``__name__ == "__main__"`` reads the same in the judge's process and a user's import."""
+        if isinstance(node.left, ast.Name) and node.left.id == "__name__" and len(node.ops) == 1 and \
+                isinstance(node.ops[0], (ast.Eq, ast.NotEq)) and isinstance(node.comparators[0], ast.Constant) \
+                and node.comparators[0].value == "__main__":
+            self.main_guards.add(id(node.left))
+        self.generic_visit(node)
+
     def visit_Name(self, node: ast.Name) -> None:
         if node.id in FORBIDDEN_BUILTINS and node.id not in self.aliases:
             self.flag("no harness access", f"`{node.id}` {FORBIDDEN_BUILTINS[node.id]}", node)
@@ -245,6 +260,9 @@ class _Analyzer(ast.NodeVisitor):
             self.flag("no harness access", f"`{node.id}` passed around as a value hides what it reaches", node)
         if node.id == "__builtins__":
             self.flag("no harness access", "reaches `__builtins__`", node)
+        if node.id in MODULE_IDENTITY and id(node) not in self.main_guards:
+            self.flag("no harness access", f"reads `{node.id}`, which tells how and where the module was "
+                      "imported (only `if __name__ == \"__main__\":` is allowed)", node)
         self.generic_visit(node)
 
     def _check_torch_name(self, name: str, node: ast.AST, call: bool) -> None:

@@ -30,7 +30,7 @@ TRITON_FORBIDDEN_WHY = "Triton's profiler or its process-wide settings, which th
 how every later kernel of the process is compiled and launched, the judge's own included."""
 
 MODULE_ATTRIBUTES = {"sys", "os", "subprocess", "importlib", "builtins", "ctypes", "gc", "inspect", "socket",
-                     "shutil", "pickle", "marshal", "multiprocessing", "signal", "threading", "pathlib", "io",
+                     "bltns", "shutil", "pickle", "marshal", "multiprocessing", "signal", "threading", "pathlib", "io",
                      "logging", "traceback", "warnings", "types", "setuptools", "sysconfig", "runpy", "weakref",
                      "tempfile", "posix", "mmap", "fcntl", "resource", "select", "selectors", "pty",
                      # modules kept under a private name (``tempfile._os``, ``typing._sys``)
@@ -41,6 +41,16 @@ MODULE_ATTRIBUTES = {"sys", "os", "subprocess", "importlib", "builtins", "ctypes
                      "cr_frame", "ag_frame"}
 """Modules that libraries keep as plain attributes (``torch.hub.sys``, ``cpp_extension.os``,
 ``torch.cuda.os``): reached on any object, they hand over the process past the import allowlist."""
+
+MODULE_IDENTITY = {"__name__", "__file__", "__spec__", "__loader__", "__package__", "__path__", "__cached__"}
+"""A module's own name and file, read as bare names: how it was imported and from where, which tells a
+judged process from a user's import. Only ``if __name__ == "__main__":`` is allowed (it reads the same
+in both)."""
+
+PLACE_ATTRIBUTES = {"get_default_build_root", "default_cache_dir", "default_dump_dir", "default_override_dir",
+                    "get_cache_manager", "getcwd", "gethostname", "getuid", "getpid"}
+"""Where the process keeps its compile caches, and who and where it is: the same questions tell the judge's
+process from a user's. Refused on any object; a kernel has no use for them."""
 
 FILE_ATTRIBUTES = {"from_file", "fromfile", "tofile", "memmap", "open_memmap"}
 """Ways objects read or map files (``torch.from_file``, ``UntypedStorage.from_file``, NumPy's):
