@@ -181,6 +181,11 @@ CASES = [
      "torch.randint(0, 50, (3, 7))", ""),
     ("embedding-function-bf16", "        self.table = nn.Parameter(torch.randn(40, n))",
      "        return F.embedding(x, self.table)", "torch.randint(0, 40, (5, 3))", "DTYPE = torch.bfloat16"),
+    ("mask-input-bool-fill", "        pass", "        return x.masked_fill(y, -1.0) * 2.0",
+     "torch.randn(4, {cols}), torch.randn(4, {cols}) > 0.5", ""),
+    ("int-input-as-numbers", "        pass",
+     "        return (x.float() * 0.5 + 1.0).sqrt() + torch.where(x > 50, 1.0, 0.0)", "torch.randint(0, 100, (6, {cols}))",
+     ""),
     ("dims-apart-amax", "        pass", "        return torch.amax(x, dim=(0, 2))", "torch.randn(6, 5, 37)", ""),
     ("dims-apart-norm-keepdim-bf16", "        pass",
      "        return torch.linalg.vector_norm(x, 2, dim=(1, 3), keepdim=True) * 0.5", "torch.randn(3, 4, 5, 33)",
@@ -505,7 +510,7 @@ SLOW_CASES = {"flat-gelu-tanh", "cross-entropy-sum", "per-sample-and-channel-inp
               "matmul-by-transposed-row-input",
               "rmsnorm-llama-bf16", "softmax-module", "dims-apart-norm-keepdim-bf16", "dims-apart-logsumexp-plus-mean",
               "resample-nearest-exact-to-size-bf16", "resample-upsample-module-trilinear-aligned",
-              "resample-linear-1d-recomputed", "embedding-function-bf16", "resample-nearest-fractional-fp16", "resample-pixel-unshuffle-module", "dim-prod-over-dim1", "cross-entropy-as-nll-of-log-softmax"}
+              "resample-linear-1d-recomputed", "embedding-function-bf16", "int-input-as-numbers", "resample-nearest-fractional-fp16", "resample-pixel-unshuffle-module", "dim-prod-over-dim1", "cross-entropy-as-nll-of-log-softmax"}
 """Cases the default run leaves to ``make test-all``: each has a sibling of the same family that runs."""
 
 
@@ -1091,3 +1096,13 @@ def test_a_sorts_indices_are_left_to_torch_with_the_reason(tmp_path: Path) -> No
                                 body="        return torch.sort(x, dim=-1)[1]", inputs="torch.randn(4, 9)"))
     with pytest.raises(CannotCover, match="indices"):
         recognise(load_task(str(path), "full"))
+
+
+def test_integer_inputs_in_integer_arithmetic_are_refused_with_the_reason(tmp_path: Path) -> None:
+    """An integer input that only becomes numbers, masks or comparisons is read as fp32; integer
+    arithmetic on it (a floor division) would not compute what torch computes, and is refused."""
+    path = _write(tmp_path, ("int-floor-division", "        pass", "        return (x // 3).float() * 0.5",
+                             "torch.randint(0, 100, (6, {cols}))", ""), 64)
+    with pytest.raises(CannotCover, match="integer arithmetic"):
+        recognise(load_task(str(path), "full"))
+

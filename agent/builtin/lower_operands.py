@@ -29,8 +29,10 @@ class OperandIntake:
             return
         if not isinstance(value, torch.Tensor):
             raise CannotCover(f"input `{node.name}` is not a tensor")
-        if not value.is_floating_point():
-            raise CannotCover(f"input `{node.name}` is {value.dtype}; the templates read floating-point inputs")
+        if not value.is_floating_point() and not _read_as_numbers(node, value):
+            raise CannotCover(f"input `{node.name}` is {value.dtype} and used in integer arithmetic; the templates "
+                              "read floating-point inputs, and boolean or integer ones that only become numbers, "
+                              "masks or comparisons")
         if self.main is None and self.virtual is not None:
             # the output is larger than every input: rows and columns are the output's, and every
             # tensor, this one too, is read as broadcast to it
@@ -245,3 +247,24 @@ def _fetch_attr(gm: torch.nn.Module, target: str) -> Any:
     for part in target.split("."):
         obj = getattr(obj, part)
     return obj
+
+
+INDEX_MAX = 1 << 24
+"""Integers up to this magnitude are exact in fp32, the type every loaded value is computed in."""
+
+
+def _read_as_numbers(node: torch.fx.Node, value: torch.Tensor) -> bool:
+    """A bool or integer input whose every use makes a floating or boolean tensor (a cast to float, a
+    mask, a comparison, an integer times a float): loaded as fp32, it computes what torch computes, as
+    long as its values are exact in fp32. Integer arithmetic (``x // 3``, a sum of integers) is not."""
+    if value.dtype not in (torch.bool, torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64):
+        return False
+    if value.dtype != torch.bool and value.numel() and int(value.abs().max()) >= INDEX_MAX:
+        return False
+    for user in node.users:
+        tm = user.meta.get("tensor_meta")
+        dtype = getattr(tm, "dtype", None)
+        if dtype is None or not (dtype.is_floating_point or dtype == torch.bool):
+            return False
+    return bool(node.users)
+
