@@ -186,6 +186,15 @@ CASES = [
     ("int-input-as-numbers", "        pass",
      "        return (x.float() * 0.5 + 1.0).sqrt() + torch.where(x > 50, 1.0, 0.0)", "torch.randint(0, 100, (6, {cols}))",
      ""),
+    ("rearrange-cat-three-dim0-sigmoid", "        pass", "        return torch.sigmoid(torch.cat([x, y, x], dim=0))",
+     "torch.randn(3, {cols}), torch.randn(2, {cols})", ""),
+    ("rearrange-pad-last-two-bf16", "        pass", "        return F.pad(x, (2, 1, 0, 3), value=-2.0) * 1.5",
+     "torch.randn(2, 5, 37)", "DTYPE = torch.bfloat16"),
+    ("rearrange-flip-two-dims-plus-input", "        pass", "        return x.flip(0, 2) + y",
+     "torch.randn(3, 4, 50), torch.randn(3, 4, 50)", ""),
+    ("rearrange-roll-negative-two-dims", "        pass",
+     "        return torch.roll(x, shifts=(-2, 5), dims=(0, 1)) * 2.0", "torch.randn(5, 33)", ""),
+    ("rearrange-repeat-3d", "        pass", "        return x.repeat(2, 1, 3) - 1.0", "torch.randn(2, 3, 17)", ""),
     ("dims-apart-amax", "        pass", "        return torch.amax(x, dim=(0, 2))", "torch.randn(6, 5, 37)", ""),
     ("dims-apart-norm-keepdim-bf16", "        pass",
      "        return torch.linalg.vector_norm(x, 2, dim=(1, 3), keepdim=True) * 0.5", "torch.randn(3, 4, 5, 33)",
@@ -510,7 +519,9 @@ SLOW_CASES = {"flat-gelu-tanh", "cross-entropy-sum", "per-sample-and-channel-inp
               "matmul-by-transposed-row-input",
               "rmsnorm-llama-bf16", "softmax-module", "dims-apart-norm-keepdim-bf16", "dims-apart-logsumexp-plus-mean",
               "resample-nearest-exact-to-size-bf16", "resample-upsample-module-trilinear-aligned",
-              "resample-linear-1d-recomputed", "embedding-function-bf16", "int-input-as-numbers", "resample-nearest-fractional-fp16", "resample-pixel-unshuffle-module", "dim-prod-over-dim1", "cross-entropy-as-nll-of-log-softmax"}
+              "resample-linear-1d-recomputed", "embedding-function-bf16", "int-input-as-numbers",
+              "rearrange-pad-last-two-bf16", "rearrange-flip-two-dims-plus-input", "rearrange-roll-negative-two-dims",
+              "rearrange-repeat-3d", "resample-nearest-fractional-fp16", "resample-pixel-unshuffle-module", "dim-prod-over-dim1", "cross-entropy-as-nll-of-log-softmax"}
 """Cases the default run leaves to ``make test-all``: each has a sibling of the same family that runs."""
 
 

@@ -22,6 +22,7 @@ from kernelevo.agent.builtin import (
     groupnorm,
     matmul_kernels,
     pool,
+    rearrange,
     resample,
     scan,
     sort,
@@ -162,6 +163,7 @@ def _seeds(plan: Plan) -> Seeds:
         "conv": lambda p: conv.seeds(p.extra["conv"], p.dtype, target().shared_bytes),
         "pool": lambda p: [("window", params, why) for params, why in pool.seeds()],
         "resample": lambda p: [("gather", params, why) for params, why in resample.seeds()],
+        "rearrange": lambda p: [("moved", params, why) for params, why in rearrange.seeds()],
         "embedding": lambda p: [("rows", params, why) for params, why in embedding.seeds(p.cols)],
         "group_norm": lambda p: [("three_pass", params, why) for params, why in groupnorm.seeds()],
         "dim_reduce": lambda p: [("strided", params, why) for params, why in dimreduce.seeds(

@@ -19,7 +19,19 @@ import torch.fx
 import torch.nn.functional as F
 from torch.fx.passes.shape_prop import ShapeProp
 
-from kernelevo.agent.builtin import attention, conv, dimreduce, embedding, groupnorm, matmul, pool, resample, scan, sort
+from kernelevo.agent.builtin import (
+    attention,
+    conv,
+    dimreduce,
+    embedding,
+    groupnorm,
+    matmul,
+    pool,
+    rearrange,
+    resample,
+    scan,
+    sort,
+)
 from kernelevo.agent.builtin.decompose import read_after_written
 from kernelevo.agent.builtin.init_source import init_source
 from kernelevo.agent.builtin.lower import full_sizes, lower, trace
@@ -36,8 +48,8 @@ class Plan:
     """What the built-in policy will generate for a task."""
 
     kind: str
-    """pointwise, row, dim_reduce, conv, pool, resample, embedding, group_norm, cross_entropy, matmul,
-    attention or sequence."""
+    """pointwise, row, dim_reduce, conv, pool, resample, rearrange, embedding, group_norm, cross_entropy,
+    matmul, attention or sequence."""
     program: Program | None
     init: str
     """``ModelNew.__init__``: the reference's own, so that parameters are created identically."""
@@ -79,6 +91,8 @@ class Plan:
         if self.kind == "embedding":
             lookup = self.extra["embedding"]
             return f"{embedding.describe(lookup)}: {self.rows} rows of {self.cols}, {lookup.out_dtype}"
+        if self.kind == "rearrange":
+            return f"{rearrange.describe(self.extra['rearrange'])}, {self.dtype}"
         if self.kind == "resample":
             return f"{resample.describe(self.extra['resample'])}, {self.dtype}"
         if self.kind == "conv":
@@ -405,6 +419,10 @@ def _whole_op_plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tup
             .meta["tensor_meta"].shape[-1]
         return _covering(context, names, kind="embedding", rows=math.prod(shapes[0]), cols=width,
                          ops=["embedding"], extra={"embedding": lookup})
+    moved = rearrange.recognise(gm, inputs)
+    if moved is not None:
+        return _covering(context, names, kind="rearrange", rows=rows, cols=cols,
+                         ops=[moved.op] + (moved.epilogue.ops if moved.epilogue else []), extra={"rearrange": moved})
     resampling = resample.recognise(gm, inputs, context.full)
     if resampling is not None:
         return _covering(context, names, kind="resample", rows=rows, cols=cols,

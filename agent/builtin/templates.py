@@ -23,6 +23,7 @@ from kernelevo.agent.builtin import (
     launch,
     matmul_kernels,
     pool,
+    rearrange,
     resample,
     scan,
     sequence,
@@ -39,6 +40,7 @@ STRATEGIES = {
     "conv": ["tap_major", "implicit_gemm", "direct"],
     "pool": ["window"],
     "resample": ["gather"],
+    "rearrange": ["moved"],
     "embedding": ["rows"],
     "group_norm": ["three_pass"],
     "cross_entropy": ["looped"],
@@ -80,6 +82,9 @@ WHY_STRATEGY = {
               "the input is read about once and the output written once; the epilogue fused",
     "rows": "each program copies a block of columns of a block of looked-up rows: every table row and output "
             "row is a contiguous run, so the indices, the rows looked up and the output each cross memory once",
+    "moved": "each program writes a block of output positions in memory order, each the input value its "
+             "coordinates map to: the output written once in whole lines and each input value read about once; "
+             "the epilogue fused",
     "three_pass": "one program per (image, group) run, contiguous in memory: the mean, the centred variance, "
                   "then the normalised, scaled and shifted values with the epilogue applied, written once; the "
                   "later passes re-read the run from L2",
@@ -312,6 +317,14 @@ def _render_embedding(r: Rendering) -> str:
     return head + embedding.KERNEL + "\n\n" + model
 
 
+def _render_rearrange(r: Rendering) -> str:
+    plan = r.plan.extra["rearrange"]
+    head, body = _with_helpers(r.head(f"A fused Triton rearrangement: {r.plan.describe()}.",
+                                       "each input value about once and the output written once."),
+                                rearrange.kernel(plan))
+    return head + body + "\n\n" + _model(r.plan.init, rearrange.forward(plan, r.params))
+
+
 def _render_dim_reduce(r: Rendering) -> str:
     reduction = r.plan.extra["reduction"]
     head, body = _with_helpers(r.head(f"A Triton reduction: {r.plan.describe()}.",
@@ -381,6 +394,7 @@ RENDERERS = {
     "group_norm": _render_group_norm,
     "pool": _render_pool,
     "resample": _render_resample,
+    "rearrange": _render_rearrange,
     "embedding": _render_embedding,
     "conv": _render_conv,
     "dim_reduce": _render_dim_reduce,

@@ -1,0 +1,253 @@
+"""Rearranging values without computing them: ``torch.cat`` of inputs, constant ``F.pad``, ``flip``,
+``roll`` and ``repeat``, with the pointwise ops after them fused into the epilogue.
+
+Every output value is one input value (or the pad's fill) at coordinates that follow from its own:
+shifted by the pad, mirrored by a flip, wrapped around by a roll or a repeat, or taken from the input
+a concatenation's range holds. Each program computes BLOCK output positions in memory order, so the
+output is written once in whole lines, and the input lines it reads run along the same last dimension
+(a flip reads them backwards): every input value is read about once. The index arithmetic is written
+for the op and the rank at hand; the sizes are read from the inputs at run time.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.fx
+import torch.nn.functional as F
+
+from kernelevo.agent.builtin.conv import chain_after, epilogue_arguments, epilogue_lines, epilogue_program
+from kernelevo.agent.builtin.program import CannotCover, Program
+
+CATS = (torch.cat, torch.concat, torch.concatenate)
+MAX_RANK = 6
+MAX_PARTS = 16
+
+
+@dataclass
+class Rearrange:
+    op: str
+    """cat, pad, flip, roll or repeat."""
+    rank: int
+    sources: list[str]
+    """The inputs read (several for a concatenation)."""
+    inputs: list[str]
+    epilogue: Program | None
+    out_dtype: str
+    dim: int = 0
+    """cat: the dim the inputs are joined along."""
+    amounts: list[int] = field(default_factory=list)
+    """pad: (before, after) per dim from the first, as pairs flattened; roll: the shift per dim;
+    repeat: the count per dim; flip: 1 for a flipped dim, else 0."""
+    fill: float = 0.0
+
+
+def _call_name(node: torch.fx.Node) -> str | None:
+    if node.op == "call_method":
+        return str(node.target) if node.target in ("flip", "roll", "repeat") else None
+    if node.op != "call_function":
+        return None
+    if node.target in CATS:
+        return "cat"
+    return {F.pad: "pad", torch.flip: "flip", torch.roll: "roll"}.get(node.target)
+
+
+def _dims(value: Any, rank: int) -> list[int]:
+    values = list(value) if isinstance(value, (tuple, list)) else [value]
+    if not all(isinstance(d, int) and -rank <= d < rank for d in values):
+        raise CannotCover(f"dims {value!r} that are not dims of a {rank}-D input")
+    return [d % rank for d in values]
+
+
+def _settings(node: torch.fx.Node, name: str, rank: int) -> dict[str, Any]:
+    args, kwargs = node.args, node.kwargs
+    if name == "cat":
+        return {"dim": _dims(kwargs.get("dim", args[1] if len(args) > 1 else 0), rank)[0]}
+    if name == "pad":
+        pad = kwargs.get("pad", args[1] if len(args) > 1 else None)
+        mode = kwargs.get("mode", args[2] if len(args) > 2 else "constant")
+        value = kwargs.get("value", args[3] if len(args) > 3 else None)
+        if mode != "constant" or not isinstance(pad, (tuple, list)) or len(pad) % 2 or len(pad) // 2 > rank or \
+                not all(isinstance(p, int) and p >= 0 for p in pad):
+            raise CannotCover(f"F.pad with mode {mode!r} and pad {pad!r} (covered: constant, amounts of 0 or more)")
+        amounts = [0] * (2 * rank)
+        for k in range(len(pad) // 2):  # pad lists the last dim first
+            d = rank - 1 - k
+            amounts[2 * d], amounts[2 * d + 1] = pad[2 * k], pad[2 * k + 1]
+        return {"amounts": amounts, "fill": float(value or 0.0)}
+    if name == "flip":
+        dims = _dims(kwargs.get("dims", args[1] if len(args) == 2 else list(args[1:])), rank)
+        return {"amounts": [int(d in dims) for d in range(rank)]}
+    if name == "roll":
+        shifts = kwargs.get("shifts", args[1] if len(args) > 1 else None)
+        dims = kwargs.get("dims", args[2] if len(args) > 2 else None)
+        if dims is None:
+            raise CannotCover("roll of the flattened input (covered: roll along dims)")
+        shifts = list(shifts) if isinstance(shifts, (tuple, list)) else [shifts]
+        dims = _dims(dims, rank)
+        if len(shifts) != len(dims) or not all(isinstance(s, int) for s in shifts):
+            raise CannotCover(f"roll by {shifts!r} along {dims!r}")
+        amounts = [0] * rank
+        for s, d in zip(shifts, dims, strict=True):
+            amounts[d] += s
+        return {"amounts": amounts}
+    counts = list(args[1]) if len(args) == 2 and isinstance(args[1], (tuple, list)) else list(args[1:])
+    if len(counts) != rank or not all(isinstance(c, int) and c >= 1 for c in counts):
+        raise CannotCover(f"repeat by {counts!r} (covered: one count of 1 or more per dim)")
+    return {"amounts": counts}
+
+
+def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> Rearrange | None:
+    """The plan if the graph starts with one of the rearrangements of inputs, else None."""
+    calls = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output", "get_attr")]
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    name = _call_name(calls[0]) if calls else None
+    if name is None:
+        return None
+    node = calls[0]
+    first = node.args[0] if node.args else node.kwargs.get("tensors", node.kwargs.get("input"))
+    sources = list(first) if name == "cat" and isinstance(first, (tuple, list)) else [first]
+    if not sources or not all(s in placeholders for s in sources) or len(sources) > MAX_PARTS:
+        raise CannotCover(f"`{name}` of computed tensors (covered: of inputs passed to forward)")
+    values = [inputs[placeholders.index(s)] for s in sources]
+    rank = values[0].dim() if isinstance(values[0], torch.Tensor) else 0
+    dtypes = {v.dtype for v in values if isinstance(v, torch.Tensor)}
+    if not 1 <= rank <= MAX_RANK or len(dtypes) != 1 or not next(iter(dtypes)).is_floating_point or \
+            any(not isinstance(v, torch.Tensor) or v.dim() != rank for v in values):
+        raise CannotCover(f"`{name}` of inputs of other ranks or dtypes (covered: floating inputs of 1-{MAX_RANK} "
+                          "dims)")
+    settings = _settings(node, name, rank)
+    output = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+    chain = chain_after(gm, node, output)
+    epilogue = epilogue_program(gm, node, chain, inputs, placeholders, name)
+    if epilogue is not None and any(o.kind in ("channel", "col", "per_row") for o in epilogue.operands[1:]):
+        raise CannotCover(f"a tensor after the {name} that varies along some of its dims (covered: numbers, "
+                          "single values and inputs of the output's shape)")
+    last = chain[-1] if chain else node
+    if tuple(last.meta["tensor_meta"].shape) != tuple(node.meta["tensor_meta"].shape):
+        raise CannotCover(f"the ops after the {name} change its shape (covered: pointwise ops)")
+    return Rearrange(op=name, rank=rank, sources=[s.name for s in sources], inputs=[p.name for p in placeholders],
+                     epilogue=epilogue, out_dtype=str(last.meta["tensor_meta"].dtype).removeprefix("torch."),
+                     **settings)
+
+
+def _coordinates(rank: int) -> list[str]:
+    """Each output position's coordinates o0..o{rank-1}, from the last dim (O{d}: the output's sizes)."""
+    lines = ["rest = offs"]
+    for d in range(rank - 1, 0, -1):
+        lines += [f"o{d} = rest % O{d}", f"rest = rest // O{d}"]
+    return lines + ["o0 = rest"]
+
+
+def _at(name: str, rank: int, coords: list[str]) -> str:
+    """The flat offset of coordinates in contiguous input ``name`` (its sizes: {name}_s{d})."""
+    at = coords[0]
+    for d in range(1, rank):
+        at = f"({at}) * {name}_s{d} + {coords[d]}"
+    return at
+
+
+def _gather(plan: Rearrange) -> list[str]:
+    """Kernel lines that set ``value``: the input value (or the fill) each output position takes."""
+    rank, src = plan.rank, plan.sources[0]
+    if plan.op == "cat":
+        lines, start = ["value = tl.zeros((BLOCK,), dtype=tl.float32)"], "0"
+        for k, name in enumerate(plan.sources):
+            coords = [f"o{d}" if d != plan.dim else f"(o{d} - start{k})" for d in range(rank)]
+            lines += [f"start{k} = {start}",
+                      f"inside = ok & (o{plan.dim} >= start{k}) & (o{plan.dim} < start{k} + {name}_s{plan.dim})",
+                      f"value += tl.load({name}_ptr + {_at(name, rank, coords)}, mask=inside, other=0.0)"
+                      ".to(tl.float32)"]
+            start = f"start{k} + {name}_s{plan.dim}"
+        return lines
+    if plan.op == "pad":
+        coords = [f"(o{d} - {plan.amounts[2 * d]})" for d in range(rank)]
+        inside = " & ".join(f"({c} >= 0) & ({c} < {src}_s{d})" for d, c in enumerate(coords)
+                            if plan.amounts[2 * d] or plan.amounts[2 * d + 1])
+        return [f"inside = ok & {inside or 'ok'}",
+                f"value = tl.load({src}_ptr + {_at(src, rank, coords)}, mask=inside, other=0.0).to(tl.float32)",
+                f"value = tl.where(inside, value, {_number(plan.fill)})"]
+    if plan.op == "flip":
+        coords = [f"({src}_s{d} - 1 - o{d})" if plan.amounts[d] else f"o{d}" for d in range(rank)]
+    elif plan.op == "roll":
+        # (o - shift) mod size, kept non-negative: the shift reduced mod size first
+        coords = [f"((o{d} + {src}_s{d} - ({plan.amounts[d]} % {src}_s{d})) % {src}_s{d})" if plan.amounts[d]
+                  else f"o{d}" for d in range(rank)]
+    else:  # repeat: the input tiled, so each coordinate wraps around the input's size
+        coords = [f"(o{d} % {src}_s{d})" if plan.amounts[d] > 1 else f"o{d}" for d in range(rank)]
+    return [f"value = tl.load({src}_ptr + {_at(src, rank, coords)}, mask=ok, other=0.0).to(tl.float32)"]
+
+
+def _number(value: float) -> str:
+    return repr(value) if math.isfinite(value) else f'float("{value}")'
+
+
+def kernel(plan: Rearrange) -> str:
+    params, lines, result = epilogue_lines(plan.epilogue, plan.out_dtype)
+    unique = list(dict.fromkeys(plan.sources))  # an input joined twice is one pointer
+    sizes = [f"{name}_s{d}" for name in unique for d in range(plan.rank)]
+    outs = [f"O{d}" for d in range(plan.rank)]
+    body = [*_coordinates(plan.rank), *_gather(plan), "acc = value[:, None]",
+            "out_offsets = offs[:, None]", "mask = ok[:, None]", *lines,
+            f"tl.store(out_ptr + out_offsets, {result}.to(out_ptr.dtype.element_ty), mask=mask)"]
+    signature = ", ".join([*(f"{n}_ptr" for n in unique)]) + f", {params}out_ptr, N, " + \
+        ", ".join(sizes + outs) + ", BLOCK: tl.constexpr"
+    head = ['@triton.jit',
+            f"def rearrange_kernel({signature}):",
+            f"    # Program p: output positions [p * BLOCK, (p + 1) * BLOCK) in memory order, each the {plan.op}'s",
+            "    # input value at the coordinates its own map to; the epilogue applied in registers.",
+            "    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)",
+            "    ok = offs < N"]
+    return "\n".join(head + ["    " + line for line in body]) + "\n"
+
+
+def _output_shape(plan: Rearrange) -> str:
+    src, rank = plan.sources[0], plan.rank
+    if plan.op == "cat":
+        joined = " + ".join(f"{s}.shape[{plan.dim}]" for s in plan.sources)
+        return "(" + ", ".join(joined if d == plan.dim else f"{src}.shape[{d}]" for d in range(rank)) + ",)"
+    if plan.op == "pad":
+        return "(" + ", ".join(f"{src}.shape[{d}] + {plan.amounts[2 * d] + plan.amounts[2 * d + 1]}"
+                               for d in range(rank)) + ",)"
+    if plan.op == "repeat":
+        return "(" + ", ".join(f"{src}.shape[{d}] * {plan.amounts[d]}" for d in range(rank)) + ",)"
+    return f"{src}.shape"
+
+
+def forward(plan: Rearrange, params: dict[str, Any]) -> str:
+    """``ModelNew.forward``: the inputs contiguous, the output's shape, the sizes, one launch."""
+    unique = list(dict.fromkeys(plan.sources))
+    body = [f"{s} = {s}.contiguous()" for s in unique]
+    if plan.op == "cat" and len(plan.sources) > 1:
+        other = [d for d in range(plan.rank) if d != plan.dim]
+        first, rest = plan.sources[0], ", ".join(plan.sources[1:])
+        body += [f"if any(t.shape[d] != {first}.shape[d] for t in ({rest},) for d in {other}):",
+                 "    raise ValueError('cat: inputs of other sizes outside the joined dim')"]
+    device = f"{plan.sources[0]}.device"
+    body.append(f"out = torch.empty({_output_shape(plan)}, dtype=torch.{plan.out_dtype}, device={device})")
+    lines, extra = epilogue_arguments(plan.epilogue)
+    body += lines
+    sizes = ", ".join(f"*{s}.shape" for s in unique)
+    pointers = ", ".join(unique)
+    body += ["if out.numel():",
+             f"    rearrange_kernel[(triton.cdiv(out.numel(), {params['BLOCK']}),)](",
+             f"        {pointers}, {extra}out, out.numel(), {sizes}, *out.shape,",
+             f"        BLOCK={params['BLOCK']}, num_warps={params['num_warps']})",
+             "return out"]
+    return f"def forward(self, {', '.join(plan.inputs)}):\n" + "\n".join("    " + line for line in body) + "\n"
+
+
+def seeds() -> list[tuple[dict[str, Any], str]]:
+    return [({"BLOCK": block, "num_warps": warps}, f"seed: {block} output positions per program")
+            for block, warps in ((1024, 4), (2048, 8), (512, 4))]
+
+
+def describe(plan: Rearrange) -> str:
+    epilogue = f" + {', '.join(plan.epilogue.ops)}" if plan.epilogue is not None else ""
+    what = {"cat": f"cat of {len(plan.sources)} inputs along dim {plan.dim}", "pad": f"constant pad {plan.amounts}",
+            "flip": "flip", "roll": f"roll by {plan.amounts}", "repeat": f"repeat {plan.amounts}"}[plan.op]
+    return what + epilogue
+

@@ -1,0 +1,17 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class Model(nn.Module):
+    def __init__(self):
+        super(Model, self).__init__()
+        pass
+
+    def forward(self, x, y):
+        return torch.relu(torch.cat([x, y], dim=1))
+
+def get_inputs():
+    return [torch.randn(256, 1024), torch.randn(256, 512)]
+
+def get_init_inputs():
+    return []
