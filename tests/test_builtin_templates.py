@@ -195,6 +195,14 @@ CASES = [
     ("rearrange-roll-negative-two-dims", "        pass",
      "        return torch.roll(x, shifts=(-2, 5), dims=(0, 1)) * 2.0", "torch.randn(5, 33)", ""),
     ("rearrange-repeat-3d", "        pass", "        return x.repeat(2, 1, 3) - 1.0", "torch.randn(2, 3, 17)", ""),
+    ("rearrange-triangles-of-an-input", "        pass", "        return torch.tril(x, -1) + x.triu(2) * 0.5",
+     "torch.randn(2, 9, 13)", ""),
+    ("rearrange-diff-dim0-bf16", "        pass", "        return torch.diff(x, dim=0) * 3.0", "torch.randn(7, {cols})",
+     "DTYPE = torch.bfloat16"),
+    ("lookup-rows-of-an-input", "        pass", "        return torch.index_select(x, 0, y) * 2.0 + x[y]",
+     "torch.randn(30, {cols}), torch.randint(0, 30, (11,))", ""),
+    ("global-max-pool-module", "        self.pool = nn.AdaptiveMaxPool2d(1)", "        return self.pool(x).flatten(1) - 1.0",
+     "torch.randn(2, 3, 7, 9)", ""),
     ("dims-apart-amax", "        pass", "        return torch.amax(x, dim=(0, 2))", "torch.randn(6, 5, 37)", ""),
     ("dims-apart-norm-keepdim-bf16", "        pass",
      "        return torch.linalg.vector_norm(x, 2, dim=(1, 3), keepdim=True) * 0.5", "torch.randn(3, 4, 5, 33)",
@@ -521,7 +529,7 @@ SLOW_CASES = {"flat-gelu-tanh", "cross-entropy-sum", "per-sample-and-channel-inp
               "resample-nearest-exact-to-size-bf16", "resample-upsample-module-trilinear-aligned",
               "resample-linear-1d-recomputed", "embedding-function-bf16", "int-input-as-numbers",
               "rearrange-pad-last-two-bf16", "rearrange-flip-two-dims-plus-input", "rearrange-roll-negative-two-dims",
-              "rearrange-repeat-3d", "resample-nearest-fractional-fp16", "resample-pixel-unshuffle-module", "dim-prod-over-dim1", "cross-entropy-as-nll-of-log-softmax"}
+              "rearrange-repeat-3d", "rearrange-diff-dim0-bf16", "global-max-pool-module", "resample-nearest-fractional-fp16", "resample-pixel-unshuffle-module", "dim-prod-over-dim1", "cross-entropy-as-nll-of-log-softmax"}
 """Cases the default run leaves to ``make test-all``: each has a sibling of the same family that runs."""
 
 
@@ -538,7 +546,7 @@ def _first_runs(values: list) -> list:
 def _write(tmp_path: Path, case: tuple[str, str, str, str, str], cols: int) -> Path:
     name, init, body, inputs, header = case
     args = "x, t" if "cross" in name else "q, k, v, m" if "mask-passed" in name else "q, k, v" if "attention" in name else (
-        "x, y" if inputs.count("torch.randn") == 2 else "x")
+        "x, y" if inputs.count("torch.randn") + ("torch.randint" in inputs and "torch.randn" in inputs) == 2 else "x")
     path = tmp_path / "mystery.py"
     path.write_text(TASK.format(header=header, cols=cols, init=init, args=args, body=body,
                                 inputs=inputs.format(cols=cols)))

@@ -292,3 +292,36 @@ def test_the_float64_reference_is_made_on_the_host_when_the_gpu_has_no_room(monk
         assert hosted.outputs[0].dtype == torch.float64 and hosted.outputs[0].device.type == "cpu"
         assert torch.allclose(hosted.outputs[0], expected)
     assert ExactReference().compute(model, args, 1, working=None).note is None  # a CPU task: the host, silently
+
+
+def test_where_eager_overflows_on_the_way_float64_rounded_decides() -> None:
+    """An fp16 product past 65504 before a scale: eager holds inf where float64's answer, rounded to
+    fp16, is a number. The output may hold eager's inf or be within the tolerance of that number; where
+    float64's answer overflows too, only eager's inf passes."""
+    inf = float("inf")
+    exact = torch.tensor([1.0, 40000.0, 70000.0, -80000.0], dtype=torch.float64)
+    eager = torch.tensor([1.0, inf, inf, -inf], dtype=torch.float16)
+    assert compare_output(torch.tensor([1.0, 40000.0, inf, -inf], dtype=torch.float16), eager, exact,
+                          1e-2, 1e-2).problem is None
+    assert compare_output(eager.clone(), eager, exact, 1e-2, 1e-2).problem is None
+    for wrong in ([1.0, 30000.0, inf, -inf], [1.0, 40000.0, 60000.0, -inf], [1.0, 40000.0, inf, inf]):
+        problem = compare_output(torch.tensor(wrong, dtype=torch.float16), eager, exact, 1e-2, 1e-2).problem
+        assert problem and "1 of 4" in problem, wrong
+    stats = compare_output(torch.tensor([1.0, inf, inf, -inf], dtype=torch.float16), eager, None, 1e-2, 1e-2)
+    assert stats.problem is None  # without float64, eager's own infinities pass
+
+
+def test_each_large_output_of_each_set_is_held_to_the_precision_rule_on_its_own() -> None:
+    """Summed over every set, one set on which eager is far off (an overflowed statistic) allows
+    anything on the others; each large output of each set is held to the rule too."""
+    torch.manual_seed(4)
+    exact = torch.randn(8192, dtype=torch.float64)
+    eager = exact.half()
+    coarse = (exact.half().float() * 32).round().half() / 32  # about 5 bits kept near 1
+    sums = PrecisionSums()
+    sums.add(compare_output(coarse, eager, exact, 1e-2, 1e-2).model_dump())
+    sums.add(compare_output(torch.zeros(8192, dtype=torch.float16), torch.zeros(8192, dtype=torch.float16),
+                            exact * 50, 1e-2, 1e-2).model_dump())  # eager and the kernel both far off here
+    problem = precision_problem(sums, "float16")
+    assert problem and "on one checked output" in problem
+

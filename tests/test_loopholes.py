@@ -70,6 +70,8 @@ REJECTED = [
     (8, "softmax", "bad_honest_only_under_the_judges_cache", "static: no harness access", "get_default_build_root"),
     (1, "relu", "bad_runs_code_through_enum_builtins", "static: no harness access", "bltns"),
     (11, "matmul_bias_gelu", "bad_fp8_operands_in_a_bf16_task", "precision", "fp8 operands"),
+    (8, "softmax", "bad_honest_only_in_its_job_folder", "static: no harness access", "where code came from"),
+    (1, "softmax", "bad_evaluates_through_type_hints", "static: no harness access", "evaluates strings"),
 ]
 
 
@@ -636,4 +638,24 @@ def test_a_set_where_eager_overflows_is_compared_where_it_does_not(evaluator) ->
     assert code == 0 and verdict.correct, verdict.reason
     large = next(c for c in verdict.checks if c.name.startswith("correct: set 3"))
     assert "infinite or NaN values matched" in large.detail
+
+
+@pytest.mark.parametrize(("task", "name"), [("fp16_scaled_matmul", "ok_fp16_matmul_scaled_once"),
+                                            ("softplus_by_hand", "ok_softplus_stabler_than_eager")])
+def test_a_kernel_finite_where_eager_overflows_on_the_way_is_accepted(evaluator, task: str, name: str) -> None:
+    """Eager's fp16 product passes 65504 before its scale, or its exp overflows before its log: float64's
+    answer is a number there, and a kernel that keeps it is more exact than eager, not wrong."""
+    verdict, code = evaluator.evaluate(load_task(str(ROOT / "tests" / "fixtures" / "tasks" / f"{task}.py"), "small"),
+                                       candidate(name))
+    assert code == 0 and verdict.correct, verdict.reason
+
+
+def test_one_set_where_eager_is_far_off_does_not_carry_the_precision_rule(evaluator) -> None:
+    """fp16 RMSNorm with its statistics in fp16: on the large-values set eager's output is zeros where
+    float64's is about 1. Each set's output is held to the precision rule on its own too."""
+    task = load_task(str(ROOT / "tests" / "fixtures" / "tasks" / "fp16_rmsnorm_naive.py"), "small")
+    verdict, code = evaluator.evaluate(task, candidate("bad_fp16_rmsnorm_five_bits"))
+    assert code == 1 and not verdict.correct
+    precision = next(c for c in verdict.checks if c.name == "precision")
+    assert not precision.passed and "on one checked output" in precision.detail, precision.detail
 

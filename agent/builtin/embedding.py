@@ -1,4 +1,5 @@
-"""Embedding lookups (``nn.Embedding``, ``F.embedding``): each index picks a row of the table.
+"""Embedding lookups (``nn.Embedding``, ``F.embedding``) and their like on an input (``index_select``
+along dim 0, ``x[idx]`` of a matrix): each index picks a row of the table.
 
 Each program copies BLOCK_D columns of BLOCK_N looked-up rows. A table row is a contiguous run in
 memory and so is an output row, so every load and store is a run of whole lines: the kernel reads
@@ -8,6 +9,7 @@ cost. Ops after the lookup run as kernels of their own (:mod:`sequence`).
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +26,7 @@ INDEX_DTYPES = (torch.int64, torch.int32)
 @dataclass
 class Embedding:
     table: str
-    """The table's expression in ``ModelNew.forward`` (``self.emb.weight``)."""
+    """The table's expression in ``ModelNew.forward`` (``self.emb.weight``, or an input's name)."""
     input: str
     inputs: list[str]
     out_dtype: str
@@ -37,6 +39,16 @@ def _lookup(gm: torch.fx.GraphModule, node: torch.fx.Node) -> tuple[Any, str, di
         if not isinstance(sub, nn.Embedding):
             return None
         return node.args[0], f"self.{node.target}.weight", {"max_norm": sub.max_norm}
+    if node.op == "call_function" and node.target in (torch.index_select, operator.getitem):
+        table, dim, index = (node.args[0], node.kwargs.get("dim", node.args[1] if len(node.args) > 1 else None),
+                             node.kwargs.get("index", node.args[2] if len(node.args) > 2 else None)) \
+            if node.target is torch.index_select else (node.args[0], 0, node.args[1])
+        value = table.meta.get("tensor_meta") if isinstance(table, torch.fx.Node) else None
+        index_meta = index.meta.get("tensor_meta") if isinstance(index, torch.fx.Node) else None
+        if value is None or index_meta is None or index_meta.dtype not in INDEX_DTYPES or dim != 0 or \
+                len(value.shape) != 2 or table.op != "placeholder":
+            return None
+        return index, table.name, {}
     if node.op == "call_function" and node.target is F.embedding:
         table = node.kwargs.get("weight", node.args[1] if len(node.args) > 1 else None)
         if not isinstance(table, torch.fx.Node) or table.op != "get_attr":

@@ -1,5 +1,6 @@
 """Rearranging values without computing them: ``torch.cat`` of inputs, constant ``F.pad``, ``flip``,
-``roll`` and ``repeat``, with the pointwise ops after them fused into the epilogue.
+``roll``, ``repeat``, ``tril`` and ``triu``, and ``diff`` (a value less its neighbour), with the pointwise
+ops after them fused into the epilogue.
 
 Every output value is one input value (or the pad's fill) at coordinates that follow from its own:
 shifted by the pad, mirrored by a flip, wrapped around by a roll or a repeat, or taken from the input
@@ -30,7 +31,7 @@ MAX_PARTS = 16
 @dataclass
 class Rearrange:
     op: str
-    """cat, pad, flip, roll or repeat."""
+    """cat, pad, flip, roll, repeat, tril, triu or diff."""
     rank: int
     sources: list[str]
     """The inputs read (several for a concatenation)."""
@@ -41,18 +42,19 @@ class Rearrange:
     """cat: the dim the inputs are joined along."""
     amounts: list[int] = field(default_factory=list)
     """pad: (before, after) per dim from the first, as pairs flattened; roll: the shift per dim;
-    repeat: the count per dim; flip: 1 for a flipped dim, else 0."""
+    repeat: the count per dim; flip: 1 for a flipped dim, else 0; tril and triu: the diagonal."""
     fill: float = 0.0
 
 
 def _call_name(node: torch.fx.Node) -> str | None:
     if node.op == "call_method":
-        return str(node.target) if node.target in ("flip", "roll", "repeat") else None
+        return str(node.target) if node.target in ("flip", "roll", "repeat", "tril", "triu", "diff") else None
     if node.op != "call_function":
         return None
     if node.target in CATS:
         return "cat"
-    return {F.pad: "pad", torch.flip: "flip", torch.roll: "roll"}.get(node.target)
+    return {F.pad: "pad", torch.flip: "flip", torch.roll: "roll", torch.tril: "tril", torch.triu: "triu",
+            torch.diff: "diff"}.get(node.target)
 
 
 def _dims(value: Any, rank: int) -> list[int]:
@@ -94,6 +96,16 @@ def _settings(node: torch.fx.Node, name: str, rank: int) -> dict[str, Any]:
         for s, d in zip(shifts, dims, strict=True):
             amounts[d] += s
         return {"amounts": amounts}
+    if name in ("tril", "triu"):
+        diagonal = kwargs.get("diagonal", args[1] if len(args) > 1 else 0)
+        if rank < 2 or not isinstance(diagonal, int):
+            raise CannotCover(f"{name} of a {rank}-D input, diagonal {diagonal!r}")
+        return {"amounts": [diagonal]}
+    if name == "diff":
+        n, dim = kwargs.get("n", args[1] if len(args) > 1 else 1), kwargs.get("dim", args[2] if len(args) > 2 else -1)
+        if n != 1 or kwargs.get("prepend") is not None or kwargs.get("append") is not None or len(args) > 3:
+            raise CannotCover("diff with n other than 1, or prepend/append (covered: one step)")
+        return {"dim": _dims(dim, rank)[0]}
     counts = list(args[1]) if len(args) == 2 and isinstance(args[1], (tuple, list)) else list(args[1:])
     if len(counts) != rank or not all(isinstance(c, int) and c >= 1 for c in counts):
         raise CannotCover(f"repeat by {counts!r} (covered: one count of 1 or more per dim)")
@@ -170,6 +182,17 @@ def _gather(plan: Rearrange) -> list[str]:
         return [f"inside = ok & {inside or 'ok'}",
                 f"value = tl.load({src}_ptr + {_at(src, rank, coords)}, mask=inside, other=0.0).to(tl.float32)",
                 f"value = tl.where(inside, value, {_number(plan.fill)})"]
+    if plan.op in ("tril", "triu"):
+        # the lower (upper) triangle of the last two dims kept, the rest zeros: masked loads read nothing
+        compare = "<=" if plan.op == "tril" else ">="
+        coords = [f"o{d}" for d in range(rank)]
+        return [f"keep = ok & ((o{rank - 1} - o{rank - 2}) {compare} {plan.amounts[0]})",
+                f"value = tl.load({src}_ptr + {_at(src, rank, coords)}, mask=keep, other=0.0).to(tl.float32)"]
+    if plan.op == "diff":
+        ahead = [f"(o{d} + 1)" if d == plan.dim else f"o{d}" for d in range(rank)]
+        here = [f"o{d}" for d in range(rank)]
+        return [f"later = tl.load({src}_ptr + {_at(src, rank, ahead)}, mask=ok, other=0.0).to(tl.float32)",
+                f"value = later - tl.load({src}_ptr + {_at(src, rank, here)}, mask=ok, other=0.0).to(tl.float32)"]
     if plan.op == "flip":
         coords = [f"({src}_s{d} - 1 - o{d})" if plan.amounts[d] else f"o{d}" for d in range(rank)]
     elif plan.op == "roll":
@@ -214,6 +237,9 @@ def _output_shape(plan: Rearrange) -> str:
                                for d in range(rank)) + ",)"
     if plan.op == "repeat":
         return "(" + ", ".join(f"{src}.shape[{d}] * {plan.amounts[d]}" for d in range(rank)) + ",)"
+    if plan.op == "diff":
+        return "(" + ", ".join(f"max({src}.shape[{d}] - 1, 0)" if d == plan.dim else f"{src}.shape[{d}]"
+                               for d in range(rank)) + ",)"
     return f"{src}.shape"
 
 
@@ -248,6 +274,8 @@ def seeds() -> list[tuple[dict[str, Any], str]]:
 def describe(plan: Rearrange) -> str:
     epilogue = f" + {', '.join(plan.epilogue.ops)}" if plan.epilogue is not None else ""
     what = {"cat": f"cat of {len(plan.sources)} inputs along dim {plan.dim}", "pad": f"constant pad {plan.amounts}",
-            "flip": "flip", "roll": f"roll by {plan.amounts}", "repeat": f"repeat {plan.amounts}"}[plan.op]
+            "flip": "flip", "roll": f"roll by {plan.amounts}", "repeat": f"repeat {plan.amounts}",
+            "tril": f"tril (diagonal {plan.amounts[:1]})", "triu": f"triu (diagonal {plan.amounts[:1]})",
+            "diff": f"diff along dim {plan.dim}"}[plan.op]
     return what + epilogue
 

@@ -417,7 +417,8 @@ def _whole_op_plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tup
     if lookup is not None:
         width = _table_width(context.full, lookup.table) or tuple(gm.graph.find_nodes(op="output"))[0].args[0] \
             .meta["tensor_meta"].shape[-1]
-        return _covering(context, names, kind="embedding", rows=math.prod(shapes[0]), cols=width,
+        index_shape = shapes[names.index(lookup.input)] if len(shapes) == len(names) else shapes[0]
+        return _covering(context, names, kind="embedding", rows=math.prod(index_shape), cols=width,
                          ops=["embedding"], extra={"embedding": lookup})
     moved = rearrange.recognise(gm, inputs)
     if moved is not None:

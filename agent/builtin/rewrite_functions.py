@@ -9,7 +9,8 @@ runs as written); options a rewrite does not follow leave the call as it was.
 - ``nll_loss(log_softmax(x, 1), t)``: the cross-entropy of ``x`` and ``t``, which one template computes
   without writing the log-probabilities out.
 - ``adaptive_avg_pool{1,2,3}d(x, 1)`` (a global average, module or function): the mean over the pooled
-  trailing dimensions, kept as ones; other output sizes are left as they are.
+  trailing dimensions, kept as ones; ``adaptive_max_pool{1,2,3}d(x, 1)`` without indices: the amax;
+  other output sizes are left as they are.
 - ``linalg.norm(x, ord, dim)``: a vector norm over one dim, or the Frobenius norm over two (the 2-norm
   of their values).
 - ``var_mean`` and ``std_mean``: the variance (or deviation) and the mean, each where it is used.
@@ -39,7 +40,10 @@ FUNCTION_MODULES = {nn.GLU: (F.glu, ("dim",)),
                     nn.NLLLoss: (F.nll_loss, ("reduction", "ignore_index")),
                     nn.AdaptiveAvgPool1d: (F.adaptive_avg_pool1d, ("output_size",)),
                     nn.AdaptiveAvgPool2d: (F.adaptive_avg_pool2d, ("output_size",)),
-                    nn.AdaptiveAvgPool3d: (F.adaptive_avg_pool3d, ("output_size",))}
+                    nn.AdaptiveAvgPool3d: (F.adaptive_avg_pool3d, ("output_size",)),
+                    nn.AdaptiveMaxPool1d: (F.adaptive_max_pool1d, ("output_size", "return_indices")),
+                    nn.AdaptiveMaxPool2d: (F.adaptive_max_pool2d, ("output_size", "return_indices")),
+                    nn.AdaptiveMaxPool3d: (F.adaptive_max_pool3d, ("output_size", "return_indices"))}
 """Modules, as the function each calls with its options; one holding weights is left as it is."""
 WEIGHTS = ("weight", "pos_weight")
 
@@ -68,6 +72,8 @@ ADAPTIVE_AVG_FUNCTIONS = {F.adaptive_avg_pool1d: 1, F.adaptive_avg_pool2d: 2, F.
                           torch.adaptive_avg_pool1d: 1, torch._C._nn.adaptive_avg_pool2d: 2,
                           torch._C._nn.adaptive_avg_pool3d: 3}
 """Adaptive average pools, by how many trailing dimensions they pool."""
+ADAPTIVE_MAX_FUNCTIONS = {F.adaptive_max_pool1d: 1, F.adaptive_max_pool2d: 2, F.adaptive_max_pool3d: 3}
+"""Adaptive max pools, likewise (their indices are not asked for)."""
 
 
 def _global_average(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
@@ -75,6 +81,11 @@ def _global_average(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node
     sizes = size if isinstance(size, (tuple, list)) else [size]
     if not isinstance(x, torch.fx.Node) or not sizes or any(v != 1 for v in sizes):
         return None
+    if node.target in ADAPTIVE_MAX_FUNCTIONS:
+        if option(node, "return_indices", 2, False):
+            return None
+        pooled = tuple(range(-ADAPTIVE_MAX_FUNCTIONS[node.target], 0))
+        return graph.call_function(torch.amax, (x,), {"dim": pooled, "keepdim": True})
     pooled = tuple(range(-ADAPTIVE_AVG_FUNCTIONS[node.target], 0))
     return graph.call_function(torch.mean, (x,), {"dim": pooled, "keepdim": True})
 
@@ -275,7 +286,7 @@ REWRITES = {F.normalize: _normalize, F.glu: _glu, F.binary_cross_entropy_with_lo
             torch.mm: _diagonal_matmul, torch.linalg.norm: _linalg_norm, F.instance_norm: _instance_norm,
             **dict.fromkeys((torch.mv, torch.dot, torch.outer, torch.ger, torch.addmm, torch.addmv, torch.baddbmm),
                             _products),
-            **dict.fromkeys(ADAPTIVE_AVG_FUNCTIONS, _global_average)}
+            **dict.fromkeys((*ADAPTIVE_AVG_FUNCTIONS, *ADAPTIVE_MAX_FUNCTIONS), _global_average)}
 
 
 def rewrite_functions(gm: torch.fx.GraphModule) -> bool:

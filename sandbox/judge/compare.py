@@ -10,8 +10,11 @@ output when every input is moved by one unit in its last place (``sensitivity``)
 that sums in another order then passes where the answer is that sensitive (a sum whose terms cancel,
 say), whether or not eager happened to be lucky on these inputs; where the output is well
 conditioned, the slack is a few units in the last place and changes nothing. Where eager's value is a
-number, a NaN or an infinity in the output fails; where eager's own value is an infinity or NaN (an
-overflow on the large-values set), the output must hold the same there, and the rest is compared.
+number, a NaN or an infinity in the output fails. Where eager's own value is an infinity or NaN (an
+overflow on the large-values set), the output may hold the same; where float64's answer, rounded to
+the output's dtype, is a number there (eager overflowed on the way), the output may also be within the
+tolerance of it; where that answer is an infinity or NaN too, the output must hold eager's. The rest of
+the set is compared as usual.
 Alongside, the sums the precision rule needs (``rules.py``): how far the candidate and eager each
 are from float64. Work is done in chunks of ``CHUNK`` elements, so a comparison never holds more
 than a few float64 copies of a chunk.
@@ -129,19 +132,19 @@ def compare_output(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | 
     offset = 0
     for g, w, x in _chunks(got, want, exact):
         g64, w64 = g.double(), w.double()
-        finite = torch.isfinite(w64)
-        difference = torch.where(finite, (g64 - w64).abs(), 0.0)
+        x64 = x.to(g.device, torch.float64) if x is not None else None
+        target, compared = _targets(w, w64, x64)
+        difference = torch.where(compared, (g64 - target).abs(), 0.0)
         largest = max(largest, float(torch.nan_to_num(difference, nan=float("inf")).max()))
-        over = _over(g64, w64, finite, difference, w64.abs() * rtol + atol + slack)
+        over = _over(g64, w64, compared, difference, target.abs() * rtol + atol + slack)
         bad += int((over > 0).sum())
-        nan += int((torch.isnan(g64) & finite).sum())
+        nan += int((torch.isnan(g64) & compared).sum())
         if bad:
             k = int(over.argmax())
             if float(over[k]) > worst[0]:
-                worst = (float(over[k]), offset + k, float(g64[k]), float(w64[k]))
-        if x is not None:
-            x64 = x.to(g.device, torch.float64)
-            both = finite & torch.isfinite(x64)  # the precision sums where eager and float64 are numbers
+                worst = (float(over[k]), offset + k, float(g64[k]), float(target[k]))
+        if x64 is not None:
+            both = torch.isfinite(w64) & torch.isfinite(x64)  # the precision sums where both are numbers
             err_c += float(torch.where(both, (g64 - x64).abs(), 0.0).sum())
             err_e += float(torch.where(both, (w64 - x64).abs(), 0.0).sum())
             magnitude += float(torch.where(both, x64.abs(), 0.0).sum())
@@ -162,17 +165,30 @@ def compare_output(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | 
     return stats
 
 
-def _over(g64: torch.Tensor, w64: torch.Tensor, finite: torch.Tensor, difference: torch.Tensor,
+def _targets(w: torch.Tensor, w64: torch.Tensor, x64: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """What each value is compared with, and where a comparison within the tolerance decides: eager's
+    value where it is a number; where eager overflowed on the way to an answer that is a number (an
+    fp16 product past 65504 before a scale, an exp before a log), float64's answer rounded to the
+    output's dtype. Where the answer itself is an infinity or NaN, nothing is compared (``_over``)."""
+    finite = torch.isfinite(w64)
+    if x64 is None:
+        return w64, finite
+    rounded = x64.to(w.dtype).double()
+    spurious = ~finite & torch.isfinite(rounded)
+    return torch.where(spurious, rounded, w64), finite | spurious
+
+
+def _over(g64: torch.Tensor, w64: torch.Tensor, compared: torch.Tensor, difference: torch.Tensor,
           allowed: torch.Tensor) -> torch.Tensor:
-    """How far each value is past what is allowed (> 0: failing). Where eager's value is a number, its
-    distance past the tolerance (a NaN or an infinity in the output fails); where eager's own value is
-    an infinity or NaN, the output must hold the same infinity, or NaN: the overflow eager shows on
-    large inputs is the reference's answer there, and a set is never skipped for it."""
+    """How far each value is past what is allowed (> 0: failing). Where a target is a number, its
+    distance past the tolerance (a NaN or an infinity in the output fails); where eager's value is an
+    infinity or NaN, the output may hold the same; where that is the answer too (float64 overflows as
+    well), it must."""
     fails, passes = torch.full_like(difference, float("inf")), torch.full_like(difference, -1.0)
     over = difference - allowed
     over = torch.where(torch.isnan(over), fails, over)
-    same = (g64 == w64) | (torch.isnan(g64) & torch.isnan(w64))
-    return torch.where(finite, over, torch.where(same, passes, fails))
+    same = ~torch.isfinite(w64) & ((g64 == w64) | (torch.isnan(g64) & torch.isnan(w64)))
+    return torch.where(same, passes, torch.where(compared, over, fails))
 
 
 def layout_problem(strides: list[int], want: torch.Tensor) -> str | None:

@@ -8,6 +8,10 @@ from pathlib import Path
 from kernelevo.sandbox.judge.timing import Block
 from kernelevo.sandbox.models import Check, Isolation, JobOutcome
 
+PART_ELEMENTS = 4096
+"""Outputs at least this large are held to the precision rule on their own too: their sums are over
+enough values not to hang on one value's luck."""
+
 
 @dataclass
 class PrecisionSums:
@@ -17,6 +21,10 @@ class PrecisionSums:
     err_eager: float = 0.0
     magnitude: float = 0.0
     outputs: int = 0
+    parts: list[tuple[float, float, float]] = field(default_factory=list)
+    """Each large output of each set on its own (err_candidate, err_eager, magnitude): one set on which
+    eager itself is far off (an intermediate that overflowed on large values) would otherwise carry
+    the sums of every set."""
 
     def add(self, stats: dict) -> None:
         if stats.get("err_candidate") is None:
@@ -25,6 +33,8 @@ class PrecisionSums:
         self.err_eager += stats["err_eager"]
         self.magnitude += stats["magnitude"]
         self.outputs += 1
+        if int(stats.get("elements") or 0) >= PART_ELEMENTS:
+            self.parts.append((stats["err_candidate"], stats["err_eager"], stats["magnitude"]))
 
 
 class HarnessFault(Exception):

@@ -39,19 +39,26 @@ def factor(dtype: str) -> float:
 
 
 def precision_problem(sums: PrecisionSums, dtype: str) -> str | None:
-    """Why the candidate's outputs are less precise than the task's dtype allows (None if they are not)."""
+    """Why the candidate's outputs are less precise than the task's dtype allows (None if they are not):
+    over all checked outputs together, and over each large output of each set on its own."""
     floor = PRECISION_FLOOR.get(dtype)
     if floor is None or sums.outputs == 0 or sums.magnitude <= 0:
         return None
-    allowed = factor(dtype) * sums.err_eager + floor * sums.magnitude
-    if sums.err_candidate <= allowed:
+    worst = None
+    for err_c, err_e, magnitude in [(sums.err_candidate, sums.err_eager, sums.magnitude), *sums.parts]:
+        if magnitude > 0 and err_c > factor(dtype) * err_e + floor * magnitude:
+            worst = (err_c, err_e, magnitude)
+            break
+    if worst is None:
         return None
-    mine, eager = sums.err_candidate / sums.magnitude, sums.err_eager / sums.magnitude
+    err_c, err_e, magnitude = worst
+    mine, eager = err_c / magnitude, err_e / magnitude
+    where = f"over {sums.outputs} checked outputs" if worst[2] == sums.magnitude else "on one checked output"
     how = "fp8 operands, or half-precision sums" if dtype in ("bfloat16", "float16") else \
         "fp16/bf16 arithmetic, or TF32 products"
     return (f"the outputs are {mine:.3g} from float64 on average (relative), eager's are {eager:.3g}: more than "
-            f"{factor(dtype):g}x eager's error plus {floor:.2g}, over {sums.outputs} checked outputs. The work is "
-            f"done in a lower precision than the task's {dtype} ({how})")
+            f"{factor(dtype):g}x eager's error plus {floor:.2g}, {where}. The work is done in a lower precision "
+            f"than the task's {dtype} ({how})")
 
 
 def precision_ratio(sums: PrecisionSums, dtype: str) -> float | None:

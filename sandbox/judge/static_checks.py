@@ -19,6 +19,7 @@ from kernelevo.sandbox.judge.static_rules import (
     ALLOWED_IMPORT_PREFIXES,
     ALLOWED_IMPORTS,
     DYNAMIC_ATTRIBUTE,
+    EVALUATING_ATTRIBUTES,
     FILE_ATTRIBUTES,
     FORBIDDEN_BUILTINS,
     MODULE_ATTRIBUTES,
@@ -26,6 +27,7 @@ from kernelevo.sandbox.judge.static_rules import (
     NATIVE_FORBIDDEN,
     NN_HOLDERS,
     PLACE_ATTRIBUTES,
+    SOURCE_ATTRIBUTES,
     TORCH_FORBIDDEN,
     TORCH_FORBIDDEN_PREFIXES,
     TORCH_GLUE,
@@ -55,6 +57,11 @@ class StaticReport:
 
     def first_failure(self) -> str | None:
         return next((f"{c.name}: {c.detail}" for c in self.checks if not c.passed), None)
+
+
+REFUSED_ANYWHERE = (MODULE_ATTRIBUTES | FILE_ATTRIBUTES | PLACE_ATTRIBUTES | SOURCE_ATTRIBUTES | EVALUATING_ATTRIBUTES
+                    | {"fn"})
+"""Names refused on any object, however reached: as an attribute, by ``getattr`` or by an import."""
 
 
 def _root_name(node: ast.AST) -> str | None:
@@ -126,6 +133,8 @@ class _Analyzer(ast.NodeVisitor):
                 self.flag("imports", f"`from {module} import *` hides what is used", node)
                 continue
             full = f"{module}.{alias.name}"
+            if alias.name in REFUSED_ANYWHERE:  # the same names the attribute checks refuse, taken by an import
+                self.flag("no harness access", f"imports `{full}`, which the checks refuse on any object", node)
             if full.startswith(TRITON_FORBIDDEN_PREFIXES):
                 self.flag("no harness access", f"`{full}`: {TRITON_FORBIDDEN_WHY}", node)
             if full.startswith("torch."):
@@ -225,6 +234,11 @@ class _Analyzer(ast.NodeVisitor):
             self.flag("no harness access", f"reaches `{node.attr}`, an object internal", node)
         if node.attr in MODULE_ATTRIBUTES:
             self.flag("no harness access", f"reaches the module `{node.attr}` through an attribute", node)
+        if node.attr in SOURCE_ATTRIBUTES:
+            self.flag("no harness access", f"`.{node.attr}` reads where code came from (the judge's job folder)",
+                      node)
+        if node.attr in EVALUATING_ATTRIBUTES:
+            self.flag("no harness access", f"`.{node.attr}` evaluates strings as code the checker cannot see", node)
         if node.attr in PLACE_ATTRIBUTES:
             self.flag("no harness access", f"`.{node.attr}` asks where or as whom the process runs; a kernel "
                       "has no use for it", node)
@@ -316,8 +330,10 @@ class _Analyzer(ast.NodeVisitor):
             self.flag("no harness access", f"`{builtin}` with a computed name hides what is reached", node)
         elif args[1].value.startswith("__"):
             self.flag("no harness access", f"`{builtin}` reaches `{args[1].value}`", node)
-        elif args[1].value in MODULE_ATTRIBUTES or args[1].value in FILE_ATTRIBUTES or args[1].value == "fn":
-            self.flag("no harness access", f"`{builtin}` reaches the module `{args[1].value}`", node)
+        elif args[1].value in REFUSED_ANYWHERE:
+            what = "the module " if args[1].value in MODULE_ATTRIBUTES else ""
+            self.flag("no harness access", f"`{builtin}` reaches {what}`{args[1].value}`, which the checks refuse",
+                      node)
         elif args and (resolved := self.resolve(args[0])) and resolved.startswith("torch"):
             self._check_torch_name(f"{resolved}.{args[1].value}", node, call=True)
 

@@ -52,6 +52,15 @@ PLACE_ATTRIBUTES = {"get_default_build_root", "default_cache_dir", "default_dump
 """Where the process keeps its compile caches, and who and where it is: the same questions tell the judge's
 process from a user's. Refused on any object; a kernel has no use for them."""
 
+SOURCE_ATTRIBUTES = {"file_name", "filename", "co_filename", "rewriter", "raw_src", "module", "starting_line_number"}
+"""Where a compiled kernel (or code object) came from: its file's path, which names the judge's job
+folder. Refused on any object, as ``.fn`` is."""
+
+EVALUATING_ATTRIBUTES = {"get_type_hints", "ForwardRef", "_evaluate", "evaluate_forward_ref", "get_annotations",
+                         "singledispatch", "singledispatchmethod", "_eval_type"}
+"""Library functions that evaluate strings as code (a string annotation is only a constant to these
+checks): ``eval`` by another name."""
+
 FILE_ATTRIBUTES = {"from_file", "fromfile", "tofile", "memmap", "open_memmap"}
 """Ways objects read or map files (``torch.from_file``, ``UntypedStorage.from_file``, NumPy's):
 refused on any object, as ``open`` is. A tripwire: the sandbox is what keeps host files out of reach."""
