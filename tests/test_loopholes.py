@@ -72,6 +72,10 @@ REJECTED = [
     (11, "matmul_bias_gelu", "bad_fp8_operands_in_a_bf16_task", "precision", "fp8 operands"),
     (8, "softmax", "bad_honest_only_in_its_job_folder", "static: no harness access", "where code came from"),
     (1, "softmax", "bad_evaluates_through_type_hints", "static: no harness access", "evaluates strings"),
+    (1, "softmax", "bad_exec_through_dataclasses", "static: no harness access", "private attribute"),
+    (8, "softmax", "bad_path_through_a_format_string", "static: no harness access", "format field"),
+    (8, "softmax", "bad_uses_names_planted_in_its_module", "static: no harness access", "never binds"),
+    (8, "softmax", "bad_path_through_the_kernels_scope", "static: no harness access", "get_capture_scope"),
 ]
 
 
@@ -641,10 +645,14 @@ def test_a_set_where_eager_overflows_is_compared_where_it_does_not(evaluator) ->
 
 
 @pytest.mark.parametrize(("task", "name"), [("fp16_scaled_matmul", "ok_fp16_matmul_scaled_once"),
-                                            ("softplus_by_hand", "ok_softplus_stabler_than_eager")])
+                                            ("softplus_by_hand", "ok_softplus_stabler_than_eager"),
+                                            ("fp16_complex_matmul", "ok_fp16_complex_matmul_rounded_once"),
+                                            ("attention_probs_by_hand", "ok_attention_probs_stable")])
 def test_a_kernel_finite_where_eager_overflows_on_the_way_is_accepted(evaluator, task: str, name: str) -> None:
     """Eager's fp16 product passes 65504 before its scale, or its exp overflows before its log: float64's
-    answer is a number there, and a kernel that keeps it is more exact than eager, not wrong."""
+    answer is a number there, and a kernel that keeps it is more exact than eager, not wrong. Eager's
+    NaN from inf - inf where the answer rounds to an infinity: that infinity is right. A naive softmax
+    of scores past exp's range even in float64: no reference says what the answer is there."""
     verdict, code = evaluator.evaluate(load_task(str(ROOT / "tests" / "fixtures" / "tasks" / f"{task}.py"), "small"),
                                        candidate(name))
     assert code == 0 and verdict.correct, verdict.reason

@@ -1,5 +1,5 @@
-"""Cumulative sums, products, maxima and minima (``cumsum``, ``cumprod``, the values of ``cummax`` and
-``cummin``) along any dimension: inclusive or
+"""Cumulative sums, products, maxima, minima and log-sum-exps (``cumsum``, ``cumprod``, the values of
+``cummax`` and ``cummin``, ``logcumsumexp``) along any dimension: inclusive or
 exclusive, forward or reversed, of the input or of the input times a mask, as one Triton kernel
 that reads each input once and writes the output once.
 
@@ -29,9 +29,10 @@ import torch.fx
 from kernelevo.agent.builtin.dimreduce import STRIDED_PROGRAM
 from kernelevo.agent.builtin.program import CannotCover
 
-SCANS = {torch.cumsum: "sum", torch.cumprod: "prod", torch.cummax: "max", torch.cummin: "min"}
-SCAN_METHODS = {"cumsum": "sum", "cumprod": "prod", "cummax": "max", "cummin": "min"}
-IDENTITY = {"sum": 0.0, "prod": 1.0, "max": float("-inf"), "min": float("inf")}
+SCANS = {torch.cumsum: "sum", torch.cumprod: "prod", torch.cummax: "max", torch.cummin: "min",
+         torch.logcumsumexp: "logsumexp"}
+SCAN_METHODS = {"cumsum": "sum", "cumprod": "prod", "cummax": "max", "cummin": "min", "logcumsumexp": "logsumexp"}
+IDENTITY = {"sum": 0.0, "prod": 1.0, "max": float("-inf"), "min": float("inf"), "logsumexp": float("-inf")}
 """Each scan's value for "nothing yet": an exclusive scan's first result, and what padding loads."""
 HELPERS = {torch.flip, torch.narrow, torch.cat, torch.concat, torch.zeros_like, torch.ones_like, torch.select,
            torch.unsqueeze, torch.mul, operator.mul, operator.sub, operator.add, operator.getitem, getattr,
@@ -47,7 +48,8 @@ class Scan:
     """One cumulative sum or product over ``dim`` of the task's input (times its mask)."""
 
     op: str
-    """sum, prod, max or min (the values of ``cummax``/``cummin``; their indices are not covered)."""
+    """sum, prod, max, min (the values of ``cummax``/``cummin``; their indices are not covered) or
+    logsumexp."""
     dim: int
     """The scanned dimension (non-negative)."""
     reverse: bool
@@ -86,7 +88,7 @@ def reference(scan: Scan, x: torch.Tensor, mask: torch.Tensor | None = None) -> 
         first = torch.full_like(values.narrow(scan.dim, 0, 1), IDENTITY[scan.op])
         values = torch.cat([first, values.narrow(scan.dim, 0, values.shape[scan.dim] - 1)], dim=scan.dim)
     out = {"sum": torch.cumsum, "prod": torch.cumprod, "max": lambda v, d: torch.cummax(v, d).values,
-           "min": lambda v, d: torch.cummin(v, d).values}[scan.op](values, scan.dim)
+           "min": lambda v, d: torch.cummin(v, d).values, "logsumexp": torch.logcumsumexp}[scan.op](values, scan.dim)
     return out.flip(scan.dim) if scan.reverse else out
 
 
@@ -169,6 +171,16 @@ def _smaller(a, b):
 
 
 @triton.jit
+def _logaddexp(a, b):
+    # log(exp(a) + exp(b)) taken from the larger, so nothing overflows; -inf ("nothing yet") adds nothing,
+    # two equal infinities give themselves, and a NaN is every later result, as in torch
+    m = tl.maximum(a, b)
+    d = tl.minimum(a, b) - m
+    out = tl.where(d != d, m, m + tl.log(1.0 + tl.exp(d)))
+    return tl.where((a != a) | (b != b), a + b, out)
+
+
+@triton.jit
 def scan_kernel(x_ptr, mask_ptr, out_ptr, R, INNER, BLOCK_R: tl.constexpr, BLOCK_I: tl.constexpr,
                 WIDE: tl.constexpr):
     # Program p: inner positions [i * BLOCK_I, (i + 1) * BLOCK_I) of outer index o (p = o * blocks + i),
@@ -197,6 +209,8 @@ COMBINE = {
     "max": ("_larger(carry[None, :], tl.associative_scan(v, 0, _larger))", "_larger(carry, tl.reduce(v, 0, _larger))"),
     "min": ("_smaller(carry[None, :], tl.associative_scan(v, 0, _smaller))",
             "_smaller(carry, tl.reduce(v, 0, _smaller))"),
+    "logsumexp": ("_logaddexp(carry[None, :], tl.associative_scan(v, 0, _logaddexp))",
+                  "_logaddexp(carry, tl.reduce(v, 0, _logaddexp))"),
 }
 """Per scan: a tile's results from the carry and the tile's own scan, and the carry after the tile."""
 

@@ -13,8 +13,9 @@ conditioned, the slack is a few units in the last place and changes nothing. Whe
 number, a NaN or an infinity in the output fails. Where eager's own value is an infinity or NaN (an
 overflow on the large-values set), the output may hold the same; where float64's answer, rounded to
 the output's dtype, is a number there (eager overflowed on the way), the output may also be within the
-tolerance of it; where that answer is an infinity or NaN too, the output must hold eager's. The rest of
-the set is compared as usual.
+tolerance of it; where that answer is an infinity, the output must hold it or eager's value; where
+float64 has no number either (its own exp overflowed), any value passes. The rest of the set is
+compared as usual.
 Alongside, the sums the precision rule needs (``rules.py``): how far the candidate and eager each
 are from float64. Work is done in chunks of ``CHUNK`` elements, so a comparison never holds more
 than a few float64 copies of a chunk.
@@ -133,10 +134,10 @@ def compare_output(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | 
     for g, w, x in _chunks(got, want, exact):
         g64, w64 = g.double(), w.double()
         x64 = x.to(g.device, torch.float64) if x is not None else None
-        target, compared = _targets(w, w64, x64)
+        target, compared, rounded, free = _targets(w, w64, x64)
         difference = torch.where(compared, (g64 - target).abs(), 0.0)
         largest = max(largest, float(torch.nan_to_num(difference, nan=float("inf")).max()))
-        over = _over(g64, w64, compared, difference, target.abs() * rtol + atol + slack)
+        over = _over(g64, w64, rounded, compared, free, difference, target.abs() * rtol + atol + slack)
         bad += int((over > 0).sum())
         nan += int((torch.isnan(g64) & compared).sum())
         if bad:
@@ -165,30 +166,35 @@ def compare_output(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | 
     return stats
 
 
-def _targets(w: torch.Tensor, w64: torch.Tensor, x64: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
-    """What each value is compared with, and where a comparison within the tolerance decides: eager's
-    value where it is a number; where eager overflowed on the way to an answer that is a number (an
-    fp16 product past 65504 before a scale, an exp before a log), float64's answer rounded to the
-    output's dtype. Where the answer itself is an infinity or NaN, nothing is compared (``_over``)."""
+def _targets(w: torch.Tensor, w64: torch.Tensor, x64: torch.Tensor | None
+             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(what each value is compared with, where a comparison within the tolerance decides, float64's
+    answer rounded to the output's dtype, where any value passes). Eager's value where it is a number;
+    where eager overflowed on the way to an answer that is a number (an fp16 product past 65504 before a
+    scale, an exp before a log), float64's answer rounded to the output's dtype. Where float64 itself
+    has no number (its own exp overflowed: inputs scaled by 100 twice, then exp), nothing says what the
+    answer is, and any value passes."""
     finite = torch.isfinite(w64)
     if x64 is None:
-        return w64, finite
+        return w64, finite, w64, torch.zeros_like(finite)
     rounded = x64.to(w.dtype).double()
     spurious = ~finite & torch.isfinite(rounded)
-    return torch.where(spurious, rounded, w64), finite | spurious
+    free = ~finite & ~torch.isfinite(x64)
+    return torch.where(spurious, rounded, w64), finite | spurious, rounded, free
 
 
-def _over(g64: torch.Tensor, w64: torch.Tensor, compared: torch.Tensor, difference: torch.Tensor,
-          allowed: torch.Tensor) -> torch.Tensor:
+def _over(g64: torch.Tensor, w64: torch.Tensor, rounded: torch.Tensor, compared: torch.Tensor, free: torch.Tensor,
+          difference: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
     """How far each value is past what is allowed (> 0: failing). Where a target is a number, its
     distance past the tolerance (a NaN or an infinity in the output fails); where eager's value is an
-    infinity or NaN, the output may hold the same; where that is the answer too (float64 overflows as
-    well), it must."""
+    infinity or NaN, the output may hold the same, or float64's answer rounded where that is an
+    infinity (eager's NaN from inf - inf where the answer overflows); where float64 has no number
+    either, anything."""
     fails, passes = torch.full_like(difference, float("inf")), torch.full_like(difference, -1.0)
     over = difference - allowed
     over = torch.where(torch.isnan(over), fails, over)
-    same = ~torch.isfinite(w64) & ((g64 == w64) | (torch.isnan(g64) & torch.isnan(w64)))
-    return torch.where(same, passes, torch.where(compared, over, fails))
+    same = ~torch.isfinite(w64) & ((g64 == w64) | (torch.isnan(g64) & torch.isnan(w64)) | (g64 == rounded))
+    return torch.where(same | free, passes, torch.where(compared, over, fails))
 
 
 def layout_problem(strides: list[int], want: torch.Tensor) -> str | None:

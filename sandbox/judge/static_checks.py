@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from kernelevo.sandbox.judge import static_names
 from kernelevo.sandbox.judge.kernel_names import Owned, library_like_names
 from kernelevo.sandbox.judge.static_rules import (
     ALLOWED_DUNDERS,
@@ -62,6 +63,29 @@ class StaticReport:
 REFUSED_ANYWHERE = (MODULE_ATTRIBUTES | FILE_ATTRIBUTES | PLACE_ATTRIBUTES | SOURCE_ATTRIBUTES | EVALUATING_ATTRIBUTES
                     | {"fn"})
 """Names refused on any object, however reached: as an attribute, by ``getattr`` or by an import."""
+
+
+def _refused_attribute(node: ast.Attribute) -> str | None:
+    """Why an attribute is refused on any object (the first reason), or None."""
+    attr = node.attr
+    if attr.startswith("__") and attr.endswith("__") and attr not in ALLOWED_DUNDERS:
+        return f"reaches `{attr}`, an object internal"
+    if attr in MODULE_ATTRIBUTES:
+        return f"reaches the module `{attr}` through an attribute"
+    if attr in SOURCE_ATTRIBUTES:
+        return f"`.{attr}` reads where code came from (the judge's job folder)"
+    if attr in EVALUATING_ATTRIBUTES:
+        return f"`.{attr}` evaluates strings as code the checker cannot see"
+    if attr in PLACE_ATTRIBUTES:
+        return f"`.{attr}` asks where or as whom the process runs; a kernel has no use for it"
+    if attr in FILE_ATTRIBUTES:
+        return f"`.{attr}` touches files; candidates compute, they do not read or write files"
+    if attr == "fn":  # a jitted function's Python body, run as plain Python on any object
+        return "`.fn` runs a kernel's body as plain Python"
+    own = isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")
+    if attr.startswith("_") and not attr.startswith("__") and not own:
+        return f"reaches `{attr}`, a private attribute (a library's internals)"
+    return None
 
 
 def _root_name(node: ast.AST) -> str | None:
@@ -230,23 +254,9 @@ class _Analyzer(ast.NodeVisitor):
 
     # expressions ------------------------------------------------------------------------------
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        if node.attr.startswith("__") and node.attr.endswith("__") and node.attr not in ALLOWED_DUNDERS:
-            self.flag("no harness access", f"reaches `{node.attr}`, an object internal", node)
-        if node.attr in MODULE_ATTRIBUTES:
-            self.flag("no harness access", f"reaches the module `{node.attr}` through an attribute", node)
-        if node.attr in SOURCE_ATTRIBUTES:
-            self.flag("no harness access", f"`.{node.attr}` reads where code came from (the judge's job folder)",
-                      node)
-        if node.attr in EVALUATING_ATTRIBUTES:
-            self.flag("no harness access", f"`.{node.attr}` evaluates strings as code the checker cannot see", node)
-        if node.attr in PLACE_ATTRIBUTES:
-            self.flag("no harness access", f"`.{node.attr}` asks where or as whom the process runs; a kernel "
-                      "has no use for it", node)
-        if node.attr in FILE_ATTRIBUTES:
-            self.flag("no harness access", f"`.{node.attr}` touches files; candidates compute, they do not read "
-                      "or write files", node)
-        if node.attr == "fn":  # a jitted function's Python body, run as plain Python on any object
-            self.flag("no harness access", "`.fn` runs a kernel's body as plain Python", node)
+        why = _refused_attribute(node)
+        if why is not None:
+            self.flag("no harness access", why, node)
         name = self.resolve(node)
         if name and name.startswith("torch.") and name[len("torch."):] in TORCH_FORBIDDEN:
             # refused however it is reached: called by name, or taken as a value and called later
@@ -257,6 +267,11 @@ class _Analyzer(ast.NodeVisitor):
             rest = name[len("torch."):]
             if rest.startswith(TORCH_FORBIDDEN_PREFIXES) and not rest.startswith("nn."):
                 self.flag("no harness access", f"uses `{name}`, a torch internal the harness relies on", node)
+        self.generic_visit(node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        if (key := static_names.dunder_key(node)) is not None:
+            self.flag("no harness access", f"reaches `[{key!r}]`, an object internal", node)
         self.generic_visit(node)
 
     def visit_Compare(self, node: ast.Compare) -> None:
@@ -296,6 +311,8 @@ class _Analyzer(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
         name = self.resolve(func)
+        if (problem := static_names.format_problem(node)) is not None:
+            self.flag("no harness access", problem, node)
         if isinstance(func, ast.Name) and func.id in DYNAMIC_ATTRIBUTE:
             self.called_names.add(id(func))
             self._check_dynamic_attr(func.id, node)
@@ -415,6 +432,9 @@ def _check_candidate(source: str, strict: bool) -> StaticReport:
         return report
     analyzer = _Analyzer(strict)
     analyzer.visit(tree)
+    for name, line in static_names.unbound_uses(tree):
+        analyzer.flag("no harness access", f"uses `{name}`, a name this file never binds (put in its module from "
+                      "outside)", ast.Constant(value=None, lineno=line))
     for attr, line in analyzer.nn_calls:
         cls = analyzer.nn_compute_attrs[attr]
         analyzer.flag(

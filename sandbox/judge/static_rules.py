@@ -52,9 +52,11 @@ PLACE_ATTRIBUTES = {"get_default_build_root", "default_cache_dir", "default_dump
 """Where the process keeps its compile caches, and who and where it is: the same questions tell the judge's
 process from a user's. Refused on any object; a kernel has no use for them."""
 
-SOURCE_ATTRIBUTES = {"file_name", "filename", "co_filename", "rewriter", "raw_src", "module", "starting_line_number"}
+SOURCE_ATTRIBUTES = {"file_name", "filename", "co_filename", "rewriter", "raw_src", "module", "starting_line_number",
+                     "get_capture_scope", "asm", "used_global_vals", "parse", "device_caches"}
 """Where a compiled kernel (or code object) came from: its file's path, which names the judge's job
-folder. Refused on any object, as ``.fn`` is."""
+folder, and a kernel's own view of its module (its globals, its compiled text). Refused on any object,
+as ``.fn`` is."""
 
 EVALUATING_ATTRIBUTES = {"get_type_hints", "ForwardRef", "_evaluate", "evaluate_forward_ref", "get_annotations",
                          "singledispatch", "singledispatchmethod", "_eval_type"}

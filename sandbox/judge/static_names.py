@@ -1,0 +1,80 @@
+"""Ways a candidate's source reaches names the attribute checks (``static_checks.py``) never see:
+names it never binds (planted in its module from outside: Triton's interpreter copies its own
+globals, ``inspect`` among them, into a kernel's module), fields of format strings
+(``"{0.__globals__}".format(f)`` reads attributes), and dunder keys of subscripts
+(``scope["__builtins__"]``). Pure functions of the parsed source."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import string
+
+FORMAT_METHODS = {"format", "format_map"}
+
+
+def bound_names(tree: ast.AST) -> set[str]:
+    """Every name the source binds anywhere (a superset of what any one scope sees): assignments,
+    definitions, parameters, imports, handlers, ``global``/``nonlocal`` and match captures."""
+    names: set[str] = set(dir(builtins))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            names.update(node.names)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            names.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            names.add(node.rest)
+    return names
+
+
+def unbound_uses(tree: ast.AST) -> list[tuple[str, int]]:
+    """(name, line) of each name read that the source never binds and Python does not provide."""
+    bound = bound_names(tree)
+    return [(node.id, node.lineno) for node in ast.walk(tree)
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in bound]
+
+
+def format_problem(call: ast.Call) -> str | None:
+    """Why a ``str.format``/``format_map`` call may reach attributes, or None: a format string the
+    checker cannot read, or a field that reads an attribute or an item (``{0.x}``, ``{0[k]}``)."""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr not in FORMAT_METHODS:
+        return None
+    if not (isinstance(func.value, ast.Constant) and isinstance(func.value.value, str)):
+        return f"`.{func.attr}` of a string the checker cannot read (its fields could read any attribute)"
+    try:
+        fields = _fields(func.value.value)
+    except ValueError:
+        return f"`.{func.attr}` of a malformed format string"
+    reaching = [f for f in fields if "." in f or "[" in f]
+    return f"the format field `{{{reaching[0]}}}` reads an attribute or an item" if reaching else None
+
+
+def _fields(text: str, depth: int = 0) -> list[str]:
+    """Every field name of a format string, those nested in format specs too."""
+    out = []
+    for _, field, spec, _ in string.Formatter().parse(text):
+        if field is not None:
+            out.append(field)
+        if spec and depth < 2:
+            out += _fields(spec, depth + 1)
+    return out
+
+
+def dunder_key(node: ast.Subscript) -> str | None:
+    """The key of ``x["__name__"]``-like subscripts, else None."""
+    key = node.slice
+    if isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value.startswith("__") and \
+            key.value.endswith("__"):
+        return key.value
+    return None
