@@ -203,6 +203,12 @@ CASES = [
      "torch.randn(30, {cols}), torch.randint(0, 30, (11,))", ""),
     ("global-max-pool-module", "        self.pool = nn.AdaptiveMaxPool2d(1)", "        return self.pool(x).flatten(1) - 1.0",
      "torch.randn(2, 3, 7, 9)", ""),
+    ("scan-logcumsumexp-dim0", "        pass", "        return torch.logcumsumexp(x * 3.0, dim=0) - 1.0",
+     "torch.randn(37, 5, 9)", ""),
+    ("lookup-negative-indices", "        pass", "        return x[y] * 1.5", "torch.randn(30, {cols}), torch.randint(-30, 30, (11,))",
+     ""),
+    ("rearrange-cat-then-reciprocal", "        pass", "        return 1.0 / torch.cat([x, y], dim=1)",
+     "torch.randn(3, {cols}), torch.randn(3, 7)", ""),
     ("dims-apart-amax", "        pass", "        return torch.amax(x, dim=(0, 2))", "torch.randn(6, 5, 37)", ""),
     ("dims-apart-norm-keepdim-bf16", "        pass",
      "        return torch.linalg.vector_norm(x, 2, dim=(1, 3), keepdim=True) * 0.5", "torch.randn(3, 4, 5, 33)",
@@ -529,7 +535,8 @@ SLOW_CASES = {"flat-gelu-tanh", "cross-entropy-sum", "per-sample-and-channel-inp
               "resample-nearest-exact-to-size-bf16", "resample-upsample-module-trilinear-aligned",
               "resample-linear-1d-recomputed", "embedding-function-bf16", "int-input-as-numbers",
               "rearrange-pad-last-two-bf16", "rearrange-flip-two-dims-plus-input", "rearrange-roll-negative-two-dims",
-              "rearrange-repeat-3d", "rearrange-diff-dim0-bf16", "global-max-pool-module", "resample-nearest-fractional-fp16", "resample-pixel-unshuffle-module", "dim-prod-over-dim1", "cross-entropy-as-nll-of-log-softmax"}
+              "rearrange-repeat-3d", "rearrange-diff-dim0-bf16", "global-max-pool-module", "lookup-negative-indices",
+              "rearrange-cat-then-reciprocal", "resample-nearest-fractional-fp16", "resample-pixel-unshuffle-module", "dim-prod-over-dim1", "cross-entropy-as-nll-of-log-softmax"}
 """Cases the default run leaves to ``make test-all``: each has a sibling of the same family that runs."""
 
 
@@ -1123,5 +1130,39 @@ def test_integer_inputs_in_integer_arithmetic_are_refused_with_the_reason(tmp_pa
     path = _write(tmp_path, ("int-floor-division", "        pass", "        return (x // 3).float() * 0.5",
                              "torch.randint(0, 100, (6, {cols}))", ""), 64)
     with pytest.raises(CannotCover, match="integer arithmetic"):
+        recognise(load_task(str(path), "full"))
+
+
+SIZED_ROLL = """import torch
+import torch.nn as nn
+
+SEQ = 512
+SMALL = {"SEQ": 64}
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.roll(x, SEQ // 2, 1) * 2.0
+
+
+def get_inputs():
+    return [torch.randn(4, SEQ)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_rearrangement_whose_amounts_follow_the_size_is_refused(tmp_path: Path) -> None:
+    """A roll by half the sequence: traced at the small size it would be a roll by 32 in a kernel meant for
+    512. The arguments differ between the sizes, and the plan says so instead of rolling by the wrong
+    amount."""
+    path = tmp_path / "sized_roll.py"
+    path.write_text(SIZED_ROLL)
+    with pytest.raises(CannotCover, match="depend on the size"):
         recognise(load_task(str(path), "full"))
 

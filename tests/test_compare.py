@@ -328,15 +328,18 @@ def test_each_large_output_of_each_set_is_held_to_the_precision_rule_on_its_own(
 
 def test_where_float64_overflows_too_its_infinity_or_nothing_decides() -> None:
     """Eager's NaN from inf - inf where the answer rounds to an infinity: that infinity passes. Where
-    float64 has no number either (a naive softmax of scores past exp's range in float64), nothing says
-    what the answer is, and any value passes; where float64 is a number, the rule holds."""
+    float64 has no number either on inputs scaled up (a naive softmax of scores past exp's range in
+    float64), nothing says what the answer is, and any value passes; on other sets an infinity or NaN
+    in both is the answer (log(0), x / 0), and the output must hold it."""
     inf, nan = float("inf"), float("nan")
     eager = torch.tensor([nan, nan, inf, 2.0], dtype=torch.float16)
     exact = torch.tensor([-1e6, nan, 1e6, 2.0], dtype=torch.float64)
-    assert compare_output(torch.tensor([-inf, 0.25, inf, 2.0], dtype=torch.float16), eager, exact,
-                          1e-2, 1e-2).problem is None
-    assert compare_output(torch.tensor([inf, 0.25, inf, 2.0], dtype=torch.float16), eager, exact,
-                          1e-2, 1e-2).problem  # the other infinity
-    assert compare_output(torch.tensor([nan, 0.25, 7.0, 2.0], dtype=torch.float16), eager, exact,
-                          1e-2, 1e-2).problem  # a number where the answer is an infinity
-
+    honest = torch.tensor([-inf, 0.25, inf, 2.0], dtype=torch.float16)
+    assert compare_output(honest, eager, exact, 1e-2, 1e-2, scaled_up=True).problem is None
+    assert "1 of 4" in compare_output(honest, eager, exact, 1e-2, 1e-2).problem  # not scaled up: 0.25 for NaN
+    for wrong in ([inf, 0.25, inf, 2.0], [nan, 0.25, 7.0, 2.0]):  # the other infinity; a number for one
+        assert compare_output(torch.tensor(wrong, dtype=torch.float16), eager, exact, 1e-2, 1e-2,
+                              scaled_up=True).problem, wrong
+    log_zero = torch.tensor([-inf, 0.5])
+    assert compare_output(torch.tensor([5.0, 0.5]), log_zero, log_zero.double(), 1e-4, 1e-4).problem
+    assert compare_output(log_zero.clone(), log_zero, log_zero.double(), 1e-4, 1e-4).problem is None

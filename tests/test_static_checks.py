@@ -225,3 +225,35 @@ def test_cuda_namespaces_of_its_own_are_free_and_their_kernels_its_own() -> None
 def test_a_source_python_cannot_read_is_a_syntax_failure_not_a_crash() -> None:
     report = check_candidate("import torch\n# \ud800\nclass ModelNew: pass\n")
     assert not report.passed and "not readable text" in report.first_failure()
+
+
+@pytest.mark.parametrize("line", [
+    "        r = list(map('{0.__globals__}'.format, [x]))",
+    "        r = getattr('{0.x}', 'format')(x)",
+    "        f = str.format",
+    "        r = '{0.__class__}'.format(x)",
+    "        r = '{0[k]}'.format({'k': x})",
+    "        f = torch.utils.cpp_extension._get_build_directory",
+    "        r = torch.nn.init._no_grad_uniform_",
+    "        r = k.get_capture_scope()['__builtins__']",
+    "        r = k.asm",
+    "        r = inspect.stack()",
+])
+def test_ways_around_the_attribute_checks_are_refused(line: str) -> None:
+    """A format string's fields read attributes and items, a library's private names and a kernel's own
+    view of its module reach what the attribute checks refuse, and a name the file never binds was put
+    in its module from outside: each is refused."""
+    report = check_candidate(model(f"        k[(1,)](x, 1, BLOCK=4)\n{line}\n        return x"), strict=False)
+    assert not report.passed
+    assert "no harness access" in report.first_failure(), report.first_failure()
+
+
+def test_honest_code_near_the_refused_names_passes() -> None:
+    """The candidate's own attributes under common names (`module`, `parse`), a literal format string,
+    nn.Linear's fan-in helper and a tensor's version counter are not a library's internals."""
+    body = ("        k[(1,)](x, 1, BLOCK=4)\n        m = self.module\n        n = self.parse\n"
+            "        a, b = nn.init._calculate_fan_in_and_fan_out(self.w)\n        v = x._version\n"
+            "        s = 'rows {} of {:.2f}'.format(1, 2.0)\n        return x")
+    init = "        self.module = nn.Identity()\n        self.parse = 'x'\n        self.w = nn.Parameter(torch.ones(3, 4))"
+    report = check_candidate(model(body, init), strict=False)
+    assert report.passed, report.first_failure()

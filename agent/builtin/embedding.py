@@ -30,6 +30,8 @@ class Embedding:
     input: str
     inputs: list[str]
     out_dtype: str
+    wraps: bool = False
+    """Negative indices count from the end (``x[idx]``); else they are outside the table."""
 
 
 def _lookup(gm: torch.fx.GraphModule, node: torch.fx.Node) -> tuple[Any, str, dict[str, Any]] | None:
@@ -48,7 +50,7 @@ def _lookup(gm: torch.fx.GraphModule, node: torch.fx.Node) -> tuple[Any, str, di
         if value is None or index_meta is None or index_meta.dtype not in INDEX_DTYPES or dim != 0 or \
                 len(value.shape) != 2 or table.op != "placeholder":
             return None
-        return index, table.name, {}
+        return index, table.name, {"wraps": node.target is operator.getitem}
     if node.op == "call_function" and node.target is F.embedding:
         table = node.kwargs.get("weight", node.args[1] if len(node.args) > 1 else None)
         if not isinstance(table, torch.fx.Node) or table.op != "get_attr":
@@ -60,6 +62,15 @@ def _lookup(gm: torch.fx.GraphModule, node: torch.fx.Node) -> tuple[Any, str, di
     return None
 
 
+def table_width(full: torch.nn.Module | None, table: str) -> int | None:
+    """The table's row length in the model at the size being optimised (None: not known)."""
+    try:
+        value = operator.attrgetter(table.removeprefix("self."))(full) if full is not None else None
+    except AttributeError:
+        return None
+    return int(value.shape[1]) if isinstance(value, torch.Tensor) and value.dim() == 2 else None
+
+
 def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> Embedding | None:
     """The plan if the graph is one embedding lookup of an input's indices, else None."""
     calls = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output", "get_attr")]
@@ -68,6 +79,7 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> Embedding | None:
     if found is None:
         return None
     index, table, options = found
+    wraps = bool(options.pop("wraps", False))
     if options.get("max_norm") is not None:
         raise CannotCover("an embedding with max_norm (it rescales the table's rows in place)")
     if index not in placeholders:
@@ -79,11 +91,12 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> Embedding | None:
         raise CannotCover("ops after an embedding lookup (each runs as a kernel of its own)")
     result = calls[0].meta["tensor_meta"]
     return Embedding(table=table, input=index.name, inputs=[p.name for p in placeholders],
-                     out_dtype=str(result.dtype).removeprefix("torch."))
+                     out_dtype=str(result.dtype).removeprefix("torch."), wraps=wraps)
 
 
 KERNEL = '''@triton.jit
-def embedding_kernel(idx_ptr, table_ptr, out_ptr, N, D, V, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
+def embedding_kernel(idx_ptr, table_ptr, out_ptr, N, D, V, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
+                     WRAPS: tl.constexpr):
     # Program (p, q): columns [q * BLOCK_D, (q + 1) * BLOCK_D) of lookups [p * BLOCK_N, (p + 1) * BLOCK_N).
     # Reads BLOCK_N indices and BLOCK_N runs of the table, writes BLOCK_N runs of the output. An index
     # outside the table reads nothing (its row is written as zeros) instead of memory past the table.
@@ -92,6 +105,8 @@ def embedding_kernel(idx_ptr, table_ptr, out_ptr, N, D, V, BLOCK_N: tl.constexpr
     row_ok = rows < N
     col_ok = cols < D
     idx = tl.load(idx_ptr + rows, mask=row_ok, other=0).to(tl.int64)
+    if WRAPS:  # x[idx]: a negative index counts from the end, as Python's do
+        idx = tl.where(idx < 0, idx + V, idx)
     inside = row_ok & (idx >= 0) & (idx < V)
     values = tl.load(table_ptr + idx[:, None] * D + cols[None, :], mask=inside[:, None] & col_ok[None, :],
                      other=0.0)
@@ -109,7 +124,7 @@ def forward(plan: Embedding, params: dict[str, Any]) -> str:
             "if out.numel():",
             f"    embedding_kernel[(triton.cdiv(n, {params['BLOCK_N']}), triton.cdiv(d, {params['BLOCK_D']}))](",
             f"        {x}, table, out, n, d, table.shape[0], BLOCK_N={params['BLOCK_N']}, "
-            f"BLOCK_D={params['BLOCK_D']}, num_warps={params['num_warps']})",
+            f"BLOCK_D={params['BLOCK_D']}, WRAPS={plan.wraps}, num_warps={params['num_warps']})",
             "return out"]
     return f"def forward(self, {', '.join(plan.inputs)}):\n" + "\n".join("    " + line for line in body) + "\n"
 

@@ -29,10 +29,8 @@ class OperandIntake:
             return
         if not isinstance(value, torch.Tensor):
             raise CannotCover(f"input `{node.name}` is not a tensor")
-        if not value.is_floating_point() and not _read_as_numbers(node, value):
-            raise CannotCover(f"input `{node.name}` is {value.dtype} and used in integer arithmetic; the templates "
-                              "read floating-point inputs, and boolean or integer ones that only become numbers, "
-                              "masks or comparisons")
+        if not value.is_floating_point() and (why := _not_as_numbers(node, value)) is not None:
+            raise CannotCover(f"input `{node.name}` is {value.dtype}, {why}")
         if self.main is None and self.virtual is not None:
             # the output is larger than every input: rows and columns are the output's, and every
             # tensor, this one too, is read as broadcast to it
@@ -253,18 +251,19 @@ INDEX_MAX = 1 << 24
 """Integers up to this magnitude are exact in fp32, the type every loaded value is computed in."""
 
 
-def _read_as_numbers(node: torch.fx.Node, value: torch.Tensor) -> bool:
-    """A bool or integer input whose every use makes a floating or boolean tensor (a cast to float, a
-    mask, a comparison, an integer times a float): loaded as fp32, it computes what torch computes, as
-    long as its values are exact in fp32. Integer arithmetic (``x // 3``, a sum of integers) is not."""
+def _not_as_numbers(node: torch.fx.Node, value: torch.Tensor) -> str | None:
+    """Why a bool or integer input cannot be read as fp32 numbers, or None where it can: every use
+    makes a floating or boolean tensor (a cast to float, a mask, a comparison, an integer times a
+    float) and its values are exact in fp32. Integer arithmetic (``x // 3``, a sum of integers) is not
+    what fp32 computes. (The values are those of the traced inputs: an index range that grows with
+    the size is checked at this size only.)"""
     if value.dtype not in (torch.bool, torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64):
-        return False
+        return "which the templates do not read"
     if value.dtype != torch.bool and value.numel() and int(value.abs().max()) >= INDEX_MAX:
-        return False
+        return "with values past 2^24, which fp32 does not hold exactly"
     for user in node.users:
-        tm = user.meta.get("tensor_meta")
-        dtype = getattr(tm, "dtype", None)
+        dtype = getattr(user.meta.get("tensor_meta"), "dtype", None)
         if dtype is None or not (dtype.is_floating_point or dtype == torch.bool):
-            return False
-    return bool(node.users)
+            return "used in integer arithmetic (read as fp32 only where every use makes a float or a mask)"
+    return None if node.users else "not used"
 

@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from kernelevo.agent.builtin.conv import FINISH, chain_after, epilogue_arguments, epilogue_lines, epilogue_program
 from kernelevo.agent.builtin.conv_direct import PLANE_PIXELS, WINDOW_TAP
 from kernelevo.agent.builtin.program import CannotCover, Program
+from kernelevo.agent.builtin.shape_reads import same_call_at_full_size
 
 MODULES = {nn.MaxPool1d: ("max", 1), nn.MaxPool2d: ("max", 2), nn.MaxPool3d: ("max", 3),
            nn.AvgPool1d: ("avg", 1), nn.AvgPool2d: ("avg", 2), nn.AvgPool3d: ("avg", 3)}
@@ -72,21 +73,6 @@ def _settings(gm: torch.fx.GraphModule, node: torch.fx.Node) -> tuple[str, int, 
     return None
 
 
-def _same_at_full_size(node: torch.fx.Node, full: torch.nn.Module | None) -> None:
-    """A pooling function's arguments are constants in the candidate: refuse them if the model at the
-    size being optimised calls it with others (a window that follows a size)."""
-    if full is None:
-        return
-    try:
-        traced = torch.fx.symbolic_trace(full)
-        other = next(n for n in traced.graph.nodes if n.name == node.name)
-    except Exception:  # the small plan stands where the full model cannot be traced
-        return
-    if other.args[1:] != node.args[1:] or other.kwargs != node.kwargs:
-        raise CannotCover("a pooling function whose window depends on the size (its arguments differ between "
-                          "the small and the full size)")
-
-
 def recognise(gm: torch.fx.GraphModule, inputs: list[Any], full: torch.nn.Module | None = None) -> Pool | None:
     """The pooling plan if the graph starts with a pooling of an input, else None (``full``: the
     model at the size being optimised, to check a pooling function's constant arguments)."""
@@ -103,7 +89,7 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any], full: torch.nn.Module
     if not isinstance(x, torch.Tensor) or x.dim() != dims + 2:
         raise CannotCover(f"a {dims}-D pooling on an input without a batch dimension is not covered")
     if node.op == "call_function":
-        _same_at_full_size(node, full)
+        same_call_at_full_size(node, full, "pooling")
     if settings.get("return_indices") or settings.get("divisor_override"):
         raise CannotCover("pooling with return_indices or divisor_override is not covered")
     kernel = _three(settings["kernel_size"], dims, 1)

@@ -22,6 +22,7 @@ import torch.nn.functional as F
 
 from kernelevo.agent.builtin.conv import chain_after, epilogue_arguments, epilogue_lines, epilogue_program
 from kernelevo.agent.builtin.program import CannotCover, Program
+from kernelevo.agent.builtin.shape_reads import same_call_at_full_size
 
 CATS = (torch.cat, torch.concat, torch.concatenate)
 MAX_RANK = 6
@@ -112,8 +113,9 @@ def _settings(node: torch.fx.Node, name: str, rank: int) -> dict[str, Any]:
     return {"amounts": counts}
 
 
-def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> Rearrange | None:
-    """The plan if the graph starts with one of the rearrangements of inputs, else None."""
+def recognise(gm: torch.fx.GraphModule, inputs: list[Any], full: torch.nn.Module | None = None) -> Rearrange | None:
+    """The plan if the graph starts with one of the rearrangements of inputs, else None (``full``: the
+    model at the size being optimised, to check the call's constant arguments)."""
     calls = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output", "get_attr")]
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     name = _call_name(calls[0]) if calls else None
@@ -131,6 +133,7 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> Rearrange | None:
             any(not isinstance(v, torch.Tensor) or v.dim() != rank for v in values):
         raise CannotCover(f"`{name}` of inputs of other ranks or dtypes (covered: floating inputs of 1-{MAX_RANK} "
                           "dims)")
+    same_call_at_full_size(node, full, name)
     settings = _settings(node, name, rank)
     output = next(n for n in gm.graph.nodes if n.op == "output").args[0]
     chain = chain_after(gm, node, output)
@@ -171,8 +174,8 @@ def _gather(plan: Rearrange) -> list[str]:
             coords = [f"o{d}" if d != plan.dim else f"(o{d} - start{k})" for d in range(rank)]
             lines += [f"start{k} = {start}",
                       f"inside = ok & (o{plan.dim} >= start{k}) & (o{plan.dim} < start{k} + {name}_s{plan.dim})",
-                      f"value += tl.load({name}_ptr + {_at(name, rank, coords)}, mask=inside, other=0.0)"
-                      ".to(tl.float32)"]
+                      f"value = tl.where(inside, tl.load({name}_ptr + {_at(name, rank, coords)}, mask=inside, "
+                      "other=0.0).to(tl.float32), value)"]
             start = f"start{k} + {name}_s{plan.dim}"
         return lines
     if plan.op == "pad":

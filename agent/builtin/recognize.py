@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import math
-import operator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +23,7 @@ from kernelevo.agent.builtin import (
     conv,
     dimreduce,
     embedding,
+    gathers,
     groupnorm,
     matmul,
     pool,
@@ -413,32 +413,8 @@ def _whole_op_plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tup
         return _covering(context, names, kind="pool", rows=rows, cols=cols,
                          ops=[f"{pooling.op}_pool{pooling.dims}d"] + (pooling.epilogue.ops if pooling.epilogue else []),
                          extra={"pool": pooling})
-    lookup = embedding.recognise(gm, inputs)
-    if lookup is not None:
-        width = _table_width(context.full, lookup.table) or tuple(gm.graph.find_nodes(op="output"))[0].args[0] \
-            .meta["tensor_meta"].shape[-1]
-        index_shape = shapes[names.index(lookup.input)] if len(shapes) == len(names) else shapes[0]
-        return _covering(context, names, kind="embedding", rows=math.prod(index_shape), cols=width,
-                         ops=["embedding"], extra={"embedding": lookup})
-    moved = rearrange.recognise(gm, inputs)
-    if moved is not None:
-        return _covering(context, names, kind="rearrange", rows=rows, cols=cols,
-                         ops=[moved.op] + (moved.epilogue.ops if moved.epilogue else []), extra={"rearrange": moved})
-    resampling = resample.recognise(gm, inputs, context.full)
-    if resampling is not None:
-        return _covering(context, names, kind="resample", rows=rows, cols=cols,
-                         ops=[resampling.mode] + (resampling.epilogue.ops if resampling.epilogue else []),
-                         extra={"resample": resampling})
-    return None
-
-
-def _table_width(full: torch.nn.Module | None, table: str) -> int | None:
-    """The embedding table's row length at the size being optimised (None: not known)."""
-    try:
-        value = operator.attrgetter(table.removeprefix("self."))(full) if full is not None else None
-    except AttributeError:
-        return None
-    return int(value.shape[1]) if isinstance(value, torch.Tensor) and value.dim() == 2 else None
+    gathered = gathers.plan_fields(gm, inputs, shapes, names, context.full)
+    return _covering(context, names, **gathered) if gathered is not None else None
 
 
 def _conv_plan(gm: torch.fx.GraphModule, inputs: list[Any], rows: int, context: Context,

@@ -6,9 +6,10 @@ Every output value is a few input values picked by its coordinates: one for near
 shuffles, two per interpolated dimension for the linear modes. Each program computes a block of output
 positions of one (image, channel) plane, as the pooling kernel does (``pool.py``); neighbouring outputs
 read neighbouring inputs, which stay in L1, so the input is read from memory about once and the output
-written once. Source coordinates follow torch's own arithmetic (fp32, the same scale: ``1 / scale_factor``
+written once. Source coordinates follow torch's CUDA arithmetic (fp32, the same scale: ``1 / scale_factor``
 where a factor is given and not recomputed, else ``in / out`` divided exactly, ``(in - 1) / (out - 1)``
-with corners aligned), so an output picks the input torch picks.
+with corners aligned), so an output picks the input torch picks on a GPU. (Torch's CPU kernels take a
+shortcut or two, nearest at equal sizes and at twice the size, that agree with it.)
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import torch.nn.functional as F
 from kernelevo.agent.builtin.conv import FINISH, chain_after, epilogue_arguments, epilogue_lines, epilogue_program
 from kernelevo.agent.builtin.conv_direct import PLANE_PIXELS
 from kernelevo.agent.builtin.program import CannotCover, Program
+from kernelevo.agent.builtin.shape_reads import same_call_at_full_size
 
 MODES = {"nearest": 0, "nearest-exact": 1, "linear": 2, "bilinear": 2, "trilinear": 2, "shuffle": 3, "unshuffle": 4}
 """The kernel's MODE for each way of resampling."""
@@ -101,21 +103,6 @@ def _shuffle(gm: torch.fx.GraphModule, node: torch.fx.Node) -> tuple[str, Any, s
     return None
 
 
-def _same_at_full_size(node: torch.fx.Node, full: torch.nn.Module | None) -> None:
-    """A function's sizes and factors are constants in the candidate: refuse them if the model at the size
-    being optimised calls it with others (a size that follows the input's)."""
-    if full is None or node.op != "call_function":
-        return
-    try:
-        traced = torch.fx.symbolic_trace(full)
-        other = next(n for n in traced.graph.nodes if n.name == node.name)
-    except Exception:  # the small plan stands where the full model cannot be traced
-        return
-    if other.args[1:] != node.args[1:] or other.kwargs != node.kwargs:
-        raise CannotCover("a resampling whose size or factor depends on the input's size (its arguments differ "
-                          "between the small and the full size)")
-
-
 def _interpolate_plan(settings: dict[str, Any], x: torch.Tensor) -> dict[str, Any]:
     mode = settings.get("mode") or "nearest"
     dims = x.dim() - 2
@@ -153,7 +140,7 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any], full: torch.nn.Module
     x = inputs[placeholders.index(node.args[0])]
     if not isinstance(x, torch.Tensor) or x.dtype not in (torch.float32, torch.bfloat16, torch.float16):
         raise CannotCover(f"resampling of a {getattr(x, 'dtype', type(x))} input (covered: fp32, bf16, fp16)")
-    _same_at_full_size(node, full)
+    same_call_at_full_size(node, full, "resampling")
     if shuffle is not None:
         mode, factor, module = shuffle
         if x.dim() != 4 or not isinstance(factor, int) or factor < 1:

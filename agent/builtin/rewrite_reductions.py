@@ -63,8 +63,7 @@ def _rank(x: Any) -> int | None:
     return len(tm.shape) if tm is not None and hasattr(tm, "shape") else None
 
 
-def _nest(graph: torch.fx.Graph, x: torch.fx.Node, parts: list[tuple[int, int]], keepdim: bool,
-          reduce: Any) -> torch.fx.Node:
+def _nest(x: torch.fx.Node, parts: list[tuple[int, int]], keepdim: bool, reduce: Any) -> torch.fx.Node:
     """``reduce(value, dims, keepdim)`` over each run, the last run first."""
     value = x
     for first, count in reversed(parts):
@@ -81,7 +80,7 @@ def _nested(graph: torch.fx.Graph, node: torch.fx.Node, target: Any) -> torch.fx
     parts = _split_dims(dim, _rank(x))
     if parts is None:
         return None
-    return _nest(graph, x, parts, keepdim,
+    return _nest(x, parts, keepdim,
                  lambda value, dims, keep: graph.call_function(target, (value, dims), {"keepdim": keep}))
 
 
@@ -109,7 +108,7 @@ def _norm(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
     parts = _split_dims(dim, _rank(x))
     if parts is None:
         return None
-    return _nest(graph, x, parts, keepdim, lambda value, dims, keep: graph.call_function(
+    return _nest(x, parts, keepdim, lambda value, dims, keep: graph.call_function(
         torch.linalg.vector_norm, (value, float(order)), {"dim": dims, "keepdim": keep}))
 
 

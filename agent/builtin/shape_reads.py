@@ -22,6 +22,8 @@ from typing import Any
 import torch
 import torch.fx
 
+from kernelevo.agent.builtin.program import CannotCover
+
 NOT_A_SHAPE_READ = object()
 """What :func:`traced_value` returns for any other call."""
 INTEGER_ARITHMETIC = {operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
@@ -227,3 +229,19 @@ def fold_numbers(gm: torch.fx.GraphModule, full: FullSizes | None) -> bool:
     if changed:
         gm.recompile()
     return sized
+
+
+def same_call_at_full_size(node: torch.fx.Node, full: torch.nn.Module | None, what: str) -> None:
+    """A function call's arguments are constants in the candidate: CannotCover if the model at the size
+    being optimised makes the same call with others (a pad, a shift or a window that follows a size)."""
+    if full is None or node.op != "call_function":
+        return
+    try:
+        traced = torch.fx.symbolic_trace(full)
+        other = next(n for n in traced.graph.nodes if n.name == node.name)
+    except Exception:  # the small plan stands where the full model cannot be traced
+        return
+    if other.args[1:] != node.args[1:] or other.kwargs != node.kwargs:
+        raise CannotCover(f"a {what} whose arguments depend on the size (they differ between the small and the "
+                          "full size)")
+

@@ -13,9 +13,9 @@ conditioned, the slack is a few units in the last place and changes nothing. Whe
 number, a NaN or an infinity in the output fails. Where eager's own value is an infinity or NaN (an
 overflow on the large-values set), the output may hold the same; where float64's answer, rounded to
 the output's dtype, is a number there (eager overflowed on the way), the output may also be within the
-tolerance of it; where that answer is an infinity, the output must hold it or eager's value; where
-float64 has no number either (its own exp overflowed), any value passes. The rest of the set is
-compared as usual.
+tolerance of it; where that answer is an infinity or NaN, the output must hold it or eager's value,
+except on inputs scaled up, where float64's own overflow (an exp of scores scaled twice) says nothing
+and any value passes. The rest of the set is compared as usual.
 Alongside, the sums the precision rule needs (``rules.py``): how far the candidate and eager each
 are from float64. Work is done in chunks of ``CHUNK`` elements, so a comparison never holds more
 than a few float64 copies of a chunk.
@@ -104,8 +104,9 @@ def scaled_atol(atol: float, want: torch.Tensor) -> tuple[float, str]:
 def compare_output(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | None, atol: float,
                    rtol: float, sensitivity: float = 0.0, scale_atol: bool = False, *,
                    whole: tuple[torch.Tensor, torch.Tensor | None] | None = None,
-                   positions: torch.Tensor | None = None) -> OutputStats:
+                   positions: torch.Tensor | None = None, scaled_up: bool = False) -> OutputStats:
     """Does ``got`` match ``want`` (eager's output on the same inputs)? ``exact``: float64, or None;
+    ``scaled_up``: the inputs were scaled up (the large-values set), where float64 can overflow too;
     ``sensitivity``: how far eager's output moves when its inputs move by one unit in the last place;
     ``scale_atol``: the atol is the default one, to be read in units of the output's magnitude.
 
@@ -134,7 +135,7 @@ def compare_output(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | 
     for g, w, x in _chunks(got, want, exact):
         g64, w64 = g.double(), w.double()
         x64 = x.to(g.device, torch.float64) if x is not None else None
-        target, compared, rounded, free = _targets(w, w64, x64)
+        target, compared, rounded, free = _targets(w, w64, x64, scaled_up)
         difference = torch.where(compared, (g64 - target).abs(), 0.0)
         largest = max(largest, float(torch.nan_to_num(difference, nan=float("inf")).max()))
         over = _over(g64, w64, rounded, compared, free, difference, target.abs() * rtol + atol + slack)
@@ -166,20 +167,21 @@ def compare_output(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | 
     return stats
 
 
-def _targets(w: torch.Tensor, w64: torch.Tensor, x64: torch.Tensor | None
+def _targets(w: torch.Tensor, w64: torch.Tensor, x64: torch.Tensor | None, scaled_up: bool
              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """(what each value is compared with, where a comparison within the tolerance decides, float64's
     answer rounded to the output's dtype, where any value passes). Eager's value where it is a number;
     where eager overflowed on the way to an answer that is a number (an fp16 product past 65504 before a
     scale, an exp before a log), float64's answer rounded to the output's dtype. Where float64 itself
-    has no number (its own exp overflowed: inputs scaled by 100 twice, then exp), nothing says what the
-    answer is, and any value passes."""
+    has no number on inputs scaled up (its own exp overflowed: inputs scaled by 100 twice, then exp),
+    nothing says what the answer is, and any value passes; on other sets an infinity or NaN in both is
+    the answer (log(0), x / 0), and the output must hold one of theirs."""
     finite = torch.isfinite(w64)
     if x64 is None:
         return w64, finite, w64, torch.zeros_like(finite)
     rounded = x64.to(w.dtype).double()
     spurious = ~finite & torch.isfinite(rounded)
-    free = ~finite & ~torch.isfinite(x64)
+    free = ~finite & ~torch.isfinite(x64) & scaled_up
     return torch.where(spurious, rounded, w64), finite | spurious, rounded, free
 
 
@@ -193,7 +195,8 @@ def _over(g64: torch.Tensor, w64: torch.Tensor, rounded: torch.Tensor, compared:
     fails, passes = torch.full_like(difference, float("inf")), torch.full_like(difference, -1.0)
     over = difference - allowed
     over = torch.where(torch.isnan(over), fails, over)
-    same = ~torch.isfinite(w64) & ((g64 == w64) | (torch.isnan(g64) & torch.isnan(w64)) | (g64 == rounded))
+    same = ~torch.isfinite(w64) & ((g64 == w64) | (torch.isnan(g64) & torch.isnan(w64)) | (g64 == rounded) |
+                                   (torch.isnan(g64) & torch.isnan(rounded)))
     return torch.where(same | free, passes, torch.where(compared, over, fails))
 
 

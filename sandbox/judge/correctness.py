@@ -44,7 +44,7 @@ class CorrectnessCalls(SessionPart):
         found = self._compare(key, reply, expected, f"comparing {label}")
         overflow = int(expected.get("not_finite") or 0)
         passed = "within tolerance, judged by the oracle from the raw output" + (
-            f"; the reference's {overflow} infinite or NaN values matched" if overflow else "")
+            f"; {overflow} of the reference's values are infinite or NaN" if overflow else "")
         self.record.add(f"correct: {label}", found["problem"] is None, found["problem"] or passed, compared=True)
         if found["problem"] is None:
             for stats, meta in zip(found["stats"], expected.get("outputs", [])):

@@ -126,7 +126,8 @@ class Oracle:
             exact = self.exact.compute(self.model, args, len(want), working, scale,
                                        reserve=sum(w.numel() * w.element_size() for w in floating))
             sensitivity = self._sensitivity(args, want, int(msg["seed"]))
-        self.expected[str(msg["key"])] = (want, exact.outputs, sensitivity)
+        scaled_up = inputs.VARIANTS[int(msg.get("variant", 0)) % len(inputs.VARIANTS)][1] > 1
+        self.expected[str(msg["key"])] = (want, exact.outputs, sensitivity, scaled_up)
         reply: dict[str, Any] = {"ok": True, "not_finite": _not_finite(want), "exact": exact.outputs is not None,
                                  "exact_note": exact.note,
                                  "outputs": [{"dtype": str(w.dtype).removeprefix("torch."), "shape": list(w.shape),
@@ -182,7 +183,8 @@ class Oracle:
         """The expectation under ``key``, taken; the candidate's description of its outputs parsed (one that
         does not parse is its problem); then ``how``'s comparison of the two."""
         self._forget_inputs(str(msg["key"]))
-        want, exact, sensitivity = self.expected.pop(str(msg["key"]))
+        want, exact, sensitivity, scaled_up = self.expected.pop(str(msg["key"]))
+        msg = {**msg, "scaled_up": scaled_up}
         try:
             metas = [tensor_files.TensorFile.model_validate(m) for m in msg["outputs"]]
         except (ValueError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
@@ -212,7 +214,8 @@ class Oracle:
                 found.append(OutputStats(problem=f"the output's file is unusable: {exc}").model_dump())
                 continue
             result = compare.compare_output(got, w, exact[k] if exact is not None else None, float(msg["atol"]),
-                                            float(msg["rtol"]), sensitivity[k], bool(msg.get("scale_atol")))
+                                            float(msg["rtol"]), sensitivity[k], bool(msg.get("scale_atol")),
+                                            scaled_up=bool(msg.get("scaled_up")))
             if result.problem is None and msg.get("strict_layout"):
                 result.problem = compare.layout_problem(meta.strides, w)
             if msg.get("digest_seed") is not None:
@@ -431,7 +434,8 @@ def _all_pass(msg: dict[str, Any], outputs: list[Any], want: list[Any], exact: l
     return len(outputs) == len(want) and all(
         isinstance(w, torch.Tensor) and isinstance(o, torch.Tensor) and o.shape == w.shape
         and compare.compare_output(o, w, exact[k] if exact is not None else None, float(msg["atol"]),
-                                   float(msg["rtol"]), sensitivity[k], bool(msg.get("scale_atol"))).problem is None
+                                   float(msg["rtol"]), sensitivity[k], bool(msg.get("scale_atol")),
+                                   scaled_up=bool(msg.get("scaled_up"))).problem is None
         for k, (o, w) in enumerate(zip(outputs, want)))
 
 

@@ -22,9 +22,9 @@ class PrecisionSums:
     magnitude: float = 0.0
     outputs: int = 0
     parts: list[tuple[float, float, float]] = field(default_factory=list)
-    """Each large output of each set on its own (err_candidate, err_eager, magnitude): one set on which
-    eager itself is far off (an intermediate that overflowed on large values) would otherwise carry
-    the sums of every set."""
+    """Each large output of each set on its own (err_candidate, err_eager, magnitude), which the rule
+    holds in half precision: one set on which eager itself is far off (statistics that overflowed on
+    large values) would otherwise carry the sums of every set."""
 
     def add(self, stats: dict) -> None:
         if stats.get("err_candidate") is None:

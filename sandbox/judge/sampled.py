@@ -104,7 +104,8 @@ def compare_leaves(msg: dict[str, Any], metas: list[tensor_files.TensorFile], wa
         got = raw.view(w.dtype).to(w.device)
         x = exact[k] if exact is not None else None
         stats = compare.compare_output(got, at(w, flat), at(x, flat), float(msg["atol"]), float(msg["rtol"]),
-                                       sensitivity[k], bool(msg.get("scale_atol")), whole=(w, x), positions=flat)
+                                       sensitivity[k], bool(msg.get("scale_atol")), whole=(w, x), positions=flat,
+                                       scaled_up=bool(msg.get("scaled_up")))
         if stats.problem is None and msg.get("strict_layout"):
             stats.problem = compare.layout_problem(meta.strides, w)
         found.append(stats.model_dump())

@@ -52,8 +52,8 @@ PLACE_ATTRIBUTES = {"get_default_build_root", "default_cache_dir", "default_dump
 """Where the process keeps its compile caches, and who and where it is: the same questions tell the judge's
 process from a user's. Refused on any object; a kernel has no use for them."""
 
-SOURCE_ATTRIBUTES = {"file_name", "filename", "co_filename", "rewriter", "raw_src", "module", "starting_line_number",
-                     "get_capture_scope", "asm", "used_global_vals", "parse", "device_caches"}
+SOURCE_ATTRIBUTES = {"file_name", "filename", "co_filename", "rewriter", "raw_src", "get_capture_scope", "asm",
+                     "used_global_vals", "device_caches"}
 """Where a compiled kernel (or code object) came from: its file's path, which names the judge's job
 folder, and a kernel's own view of its module (its globals, its compiled text). Refused on any object,
 as ``.fn`` is."""
@@ -62,6 +62,11 @@ EVALUATING_ATTRIBUTES = {"get_type_hints", "ForwardRef", "_evaluate", "evaluate_
                          "singledispatch", "singledispatchmethod", "_eval_type"}
 """Library functions that evaluate strings as code (a string annotation is only a constant to these
 checks): ``eval`` by another name."""
+
+PRIVATE_ALLOWED = {"_calculate_fan_in_and_fan_out", "_calculate_correct_fan", "_replace", "_asdict", "_fields",
+                   "_make", "_version", "_value_", "_name_"}
+"""Private names honest code uses (an nn.Linear's initialisation, a named tuple's methods, a tensor's
+version counter, an enum's value): the rest of a library's private attributes are refused."""
 
 FILE_ATTRIBUTES = {"from_file", "fromfile", "tofile", "memmap", "open_memmap"}
 """Ways objects read or map files (``torch.from_file``, ``UntypedStorage.from_file``, NumPy's):

@@ -1,0 +1,36 @@
+"""The templates whose outputs gather input values by their coordinates, tried in turn on a graph:
+lookups by index (:mod:`embedding`), rearrangements (:mod:`rearrange`) and resampling
+(:mod:`resample`). Each found plan comes back as the fields of a ``recognize.Plan``."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+import torch.fx
+
+from kernelevo.agent.builtin import embedding, rearrange, resample
+
+
+def plan_fields(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ...]], names: list[str],
+                full: torch.nn.Module | None) -> dict[str, Any] | None:
+    """``kind``, ``rows``, ``cols``, ``ops`` and ``extra`` of the first gathering template that covers
+    ``gm`` (``shapes``: the tensor inputs' shapes at the size being optimised), else None."""
+    rows, cols = (math.prod(shapes[0][:-1]), shapes[0][-1]) if shapes[0] else (1, 1)
+    lookup = embedding.recognise(gm, inputs)
+    if lookup is not None:
+        width = embedding.table_width(full, lookup.table) or \
+            tuple(gm.graph.find_nodes(op="output"))[0].args[0].meta["tensor_meta"].shape[-1]
+        index_shape = shapes[names.index(lookup.input)] if len(shapes) == len(names) else shapes[0]
+        return {"kind": "embedding", "rows": math.prod(index_shape), "cols": width, "ops": ["embedding"],
+                "extra": {"embedding": lookup}}
+    moved = rearrange.recognise(gm, inputs, full)
+    if moved is not None:
+        return {"kind": "rearrange", "rows": rows, "cols": cols, "extra": {"rearrange": moved},
+                "ops": [moved.op] + (moved.epilogue.ops if moved.epilogue else [])}
+    resampling = resample.recognise(gm, inputs, full)
+    if resampling is not None:
+        return {"kind": "resample", "rows": rows, "cols": cols, "extra": {"resample": resampling},
+                "ops": [resampling.mode] + (resampling.epilogue.ops if resampling.epilogue else [])}
+    return None
