@@ -137,7 +137,12 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any], full: torch.nn.Module
     settings = _settings(node, name, rank)
     output = next(n for n in gm.graph.nodes if n.op == "output").args[0]
     chain = chain_after(gm, node, output)
-    epilogue = epilogue_program(gm, node, chain, inputs, placeholders, name)
+    try:
+        epilogue = epilogue_program(gm, node, chain, inputs, placeholders, name)
+    except CannotCover:
+        # not pointwise after it: a flip or a cat is also how scans are written (a reversed cumsum), so
+        # the scan template, or a split into kernels, has its turn
+        return None
     if epilogue is not None and any(o.kind in ("channel", "col", "per_row") for o in epilogue.operands[1:]):
         raise CannotCover(f"a tensor after the {name} that varies along some of its dims (covered: numbers, "
                           "single values and inputs of the output's shape)")

@@ -171,16 +171,6 @@ def _smaller(a, b):
 
 
 @triton.jit
-def _logaddexp(a, b):
-    # log(exp(a) + exp(b)) taken from the larger, so nothing overflows; -inf ("nothing yet") adds nothing,
-    # two equal infinities give themselves, and a NaN is every later result, as in torch
-    m = tl.maximum(a, b)
-    d = tl.minimum(a, b) - m
-    out = tl.where(d != d, m, m + tl.log(1.0 + tl.exp(d)))
-    return tl.where((a != a) | (b != b), a + b, out)
-
-
-@triton.jit
 def scan_kernel(x_ptr, mask_ptr, out_ptr, R, INNER, BLOCK_R: tl.constexpr, BLOCK_I: tl.constexpr,
                 WIDE: tl.constexpr):
     # Program p: inner positions [i * BLOCK_I, (i + 1) * BLOCK_I) of outer index o (p = o * blocks + i),
@@ -201,6 +191,20 @@ def scan_kernel(x_ptr, mask_ptr, out_ptr, R, INNER, BLOCK_R: tl.constexpr, BLOCK
                  mask=ok)
         carry = {advance}
 '''
+
+
+LOGADDEXP = '''@triton.jit
+def _logaddexp(a, b):
+    # log(exp(a) + exp(b)) taken from the larger, so nothing overflows; -inf ("nothing yet") adds nothing,
+    # two equal infinities give themselves, and a NaN is every later result, as in torch
+    m = tl.maximum(a, b)
+    d = tl.minimum(a, b) - m
+    out = tl.where(d != d, m, m + tl.log(1.0 + tl.exp(d)))
+    return tl.where((a != a) | (b != b), a + b, out)
+
+
+'''
+"""The log-cumsum-exp's combine, written into the kernels that use it."""
 
 
 COMBINE = {
@@ -224,7 +228,8 @@ def kernel(scan: Scan) -> str:
     rounding = "        result = round_to_bf16(result)\n" if scan.out_dtype == "bfloat16" else ""
     direction = ("from the last to the first" if scan.reverse else "from the first to the last") + (
         ", each position's own value left out" if scan.exclusive else "")
-    return KERNEL.format(program=STRIDED_PROGRAM, direction=direction, identity=identity,
+    helper = LOGADDEXP if scan.op == "logsumexp" else ""
+    return helper + KERNEL.format(program=STRIDED_PROGRAM, direction=direction, identity=identity,
                          position="R - 1 - s" if scan.reverse else "s",
                          source=shift, mask=mask, combine=combine, advance=advance, round=rounding)
 
