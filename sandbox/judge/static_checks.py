@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from kernelevo.sandbox.judge import static_names
 from kernelevo.sandbox.judge.kernel_names import Owned, library_like_names
 from kernelevo.sandbox.judge.static_rules import (
-    ALLOWED_DUNDERS,
     ALLOWED_IMPORT_PREFIXES,
     ALLOWED_IMPORTS,
     DYNAMIC_ATTRIBUTE,
@@ -28,7 +27,6 @@ from kernelevo.sandbox.judge.static_rules import (
     NATIVE_FORBIDDEN,
     NN_HOLDERS,
     PLACE_ATTRIBUTES,
-    PRIVATE_ALLOWED,
     SOURCE_ATTRIBUTES,
     TORCH_FORBIDDEN,
     TORCH_FORBIDDEN_PREFIXES,
@@ -64,39 +62,6 @@ class StaticReport:
 REFUSED_ANYWHERE = (MODULE_ATTRIBUTES | FILE_ATTRIBUTES | PLACE_ATTRIBUTES | SOURCE_ATTRIBUTES | EVALUATING_ATTRIBUTES
                     | static_names.FORMAT_METHODS | {"fn"})
 """Names refused on any object, however reached: as an attribute, by ``getattr`` or by an import."""
-
-
-def _refused_attribute(node: ast.Attribute) -> str | None:
-    """Why an attribute read is refused on any object (the first reason), or None. Assignments are left
-    to the monkeypatching check, dunders aside. ``self`` is no exception: any function may name its
-    parameter ``self`` and be handed a module."""
-    attr = node.attr
-    if attr.startswith("__") and attr.endswith("__") and attr not in ALLOWED_DUNDERS:
-        return f"reaches `{attr}`, an object internal"
-    if not isinstance(node.ctx, ast.Load):
-        return None
-    if attr in MODULE_ATTRIBUTES:
-        return f"reaches the module `{attr}` through an attribute"
-    if attr in SOURCE_ATTRIBUTES:
-        return f"`.{attr}` reads where code came from (the judge's job folder)"
-    if attr in EVALUATING_ATTRIBUTES:
-        return f"`.{attr}` evaluates strings as code the checker cannot see"
-    if attr in PLACE_ATTRIBUTES:
-        return f"`.{attr}` asks where or as whom the process runs; a kernel has no use for it"
-    if attr in FILE_ATTRIBUTES:
-        return f"`.{attr}` touches files; candidates compute, they do not read or write files"
-    if attr == "fn":  # a jitted function's Python body, run as plain Python on any object
-        return "`.fn` runs a kernel's body as plain Python"
-    if _private(attr):
-        return (f"reaches `{attr}`, a private attribute (a library's internals; name your own attributes "
-                "without a leading underscore: any function may be handed a module as its `self`)")
-    return None
-
-
-def _private(name: str) -> bool:
-    """A single-underscore name no library defines is not private to one: the built-in strategist's
-    generated methods are named ``_kernelevo_...``."""
-    return name.startswith("_") and not name.startswith(("__", "_kernelevo")) and name not in PRIVATE_ALLOWED
 
 
 def _root_name(node: ast.AST) -> str | None:
@@ -265,7 +230,7 @@ class _Analyzer(ast.NodeVisitor):
 
     # expressions ------------------------------------------------------------------------------
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        why = _refused_attribute(node)
+        why = static_names.refused_attribute(node)
         if why is None and node.attr in static_names.FORMAT_METHODS and id(node) not in self.called_names:
             why = f"`.{node.attr}` taken as a value (its format fields could read any attribute)"
         if why is not None:
@@ -362,7 +327,7 @@ class _Analyzer(ast.NodeVisitor):
             self.flag("no harness access", f"`{builtin}` with a computed name hides what is reached", node)
         elif args[1].value.startswith("__"):
             self.flag("no harness access", f"`{builtin}` reaches `{args[1].value}`", node)
-        elif args[1].value in REFUSED_ANYWHERE or _private(args[1].value):
+        elif args[1].value in REFUSED_ANYWHERE or static_names.private(args[1].value):
             what = "the module " if args[1].value in MODULE_ATTRIBUTES else ""
             self.flag("no harness access", f"`{builtin}` reaches {what}`{args[1].value}`, which the checks refuse",
                       node)

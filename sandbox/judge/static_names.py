@@ -10,6 +10,16 @@ import ast
 import builtins
 import string
 
+from kernelevo.sandbox.judge.static_rules import (
+    ALLOWED_DUNDERS,
+    EVALUATING_ATTRIBUTES,
+    FILE_ATTRIBUTES,
+    MODULE_ATTRIBUTES,
+    PLACE_ATTRIBUTES,
+    PRIVATE_ALLOWED,
+    SOURCE_ATTRIBUTES,
+)
+
 FORMAT_METHODS = {"format", "format_map"}
 
 
@@ -78,3 +88,36 @@ def dunder_key(node: ast.Subscript) -> str | None:
             key.value.endswith("__"):
         return key.value
     return None
+
+
+def refused_attribute(node: ast.Attribute) -> str | None:
+    """Why an attribute read is refused on any object (the first reason), or None. Assignments are left
+    to the monkeypatching check, dunders aside. ``self`` is no exception: any function may name its
+    parameter ``self`` and be handed a module."""
+    attr = node.attr
+    if attr.startswith("__") and attr.endswith("__") and attr not in ALLOWED_DUNDERS:
+        return f"reaches `{attr}`, an object internal"
+    if not isinstance(node.ctx, ast.Load):
+        return None
+    if attr in MODULE_ATTRIBUTES:
+        return f"reaches the module `{attr}` through an attribute"
+    if attr in SOURCE_ATTRIBUTES:
+        return f"`.{attr}` reads where code came from (the judge's job folder)"
+    if attr in EVALUATING_ATTRIBUTES:
+        return f"`.{attr}` evaluates strings as code the checker cannot see"
+    if attr in PLACE_ATTRIBUTES:
+        return f"`.{attr}` asks where or as whom the process runs; a kernel has no use for it"
+    if attr in FILE_ATTRIBUTES:
+        return f"`.{attr}` touches files; candidates compute, they do not read or write files"
+    if attr == "fn":  # a jitted function's Python body, run as plain Python on any object
+        return "`.fn` runs a kernel's body as plain Python"
+    if private(attr):
+        return (f"reaches `{attr}`, a private attribute (a library's internals; name your own attributes "
+                "without a leading underscore: any function may be handed a module as its `self`)")
+    return None
+
+
+def private(name: str) -> bool:
+    """A single-underscore name no library defines is not private to one: the built-in strategist's
+    generated methods are named ``_kernelevo_...``."""
+    return name.startswith("_") and not name.startswith(("__", "_kernelevo")) and name not in PRIVATE_ALLOWED
