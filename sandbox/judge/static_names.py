@@ -1,4 +1,5 @@
-"""Ways a candidate's source reaches names the attribute checks (``static_checks.py``) never see:
+"""Which names a candidate's source may not reach: attributes refused on any object
+(``refused_attribute``, ``private``), and the ways around the attribute checks of ``static_checks.py``:
 names it never binds (planted in its module from outside: Triton's interpreter copies its own
 globals, ``inspect`` among them, into a kernel's module), fields of format strings
 (``"{0.__globals__}".format(f)`` reads attributes), and dunder keys of subscripts
