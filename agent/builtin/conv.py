@@ -27,7 +27,7 @@ import torch
 import torch.fx
 import torch.nn as nn
 
-from kernelevo.agent.builtin import codegen, conv_direct, conv_taps, conv_transposed, expressions
+from kernelevo.agent.builtin import codegen, conv_direct, conv_edges, conv_taps, conv_transposed, expressions
 from kernelevo.agent.builtin.lower import lower
 from kernelevo.agent.builtin.program import CannotCover, Node, Program
 
@@ -55,6 +55,8 @@ class Conv:
     inputs: list[str]
     transposed: bool = False
     """A transposed convolution (the gradient of a convolution with respect to its input)."""
+    padding_mode: str = "zeros"
+    """Anything else pads the input first by a kernel of its own (:mod:`conv_edges`)."""
 
     @property
     def per_group_in(self) -> int:
@@ -98,8 +100,8 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> Conv | None:
     transposed = isinstance(sub, nn.modules.conv._ConvTransposeNd)
     if node.args[0] not in placeholders or len(node.args) != 1 or node.kwargs:
         raise CannotCover("a convolution whose input is computed (covered: a convolution of an input)")
-    if sub.padding_mode != "zeros":
-        raise CannotCover(f"a convolution with padding_mode={sub.padding_mode!r} (covered: zeros)")
+    if sub.padding_mode not in ("zeros", *conv_edges.MODES):
+        raise CannotCover(f"a convolution with padding_mode={sub.padding_mode!r}")
     dims = len(sub.kernel_size)
     x = inputs[placeholders.index(node.args[0])]
     if not isinstance(x, torch.Tensor) or x.dim() != dims + 2:
@@ -116,7 +118,7 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> Conv | None:
                 groups=sub.groups, kernel=_three(sub.kernel_size, dims, 1), stride=_three(sub.stride, dims, 1),
                 padding=_three(_padding(sub), dims, 0), dilation=_three(sub.dilation, dims, 1),
                 has_bias=sub.bias is not None, epilogue=epilogue, out_dtype=out_dtype, input=node.args[0].name,
-                inputs=[p.name for p in placeholders], transposed=transposed)
+                inputs=[p.name for p in placeholders], transposed=transposed, padding_mode=sub.padding_mode)
 
 
 def chain_after(gm: torch.fx.GraphModule, conv: torch.fx.Node, output: Any) -> list[torch.fx.Node]:
@@ -398,6 +400,7 @@ def forward(conv: Conv, strategy: str, params: dict[str, Any]) -> str:
             f"weight = {module}.weight.contiguous()",
             "(d, h, w), (kt, kr, ks), (st, sr, ss), (pt, pr, ps), (dt, dr, ds), (od, oh, ow) = conv_geometry(",
             f"    {module}, {x}, weight)",
+            *(conv_edges.pad_lines(x, conv.dims, conv.padding_mode) if conv.padding_mode != "zeros" else []),
             f"groups = {module}.groups",
             # a transposed convolution's weight is [in, out per group, taps]; a convolution's [out, in per group, taps]
             ("k_out, cg = weight.shape[1] * groups, weight.shape[0] // groups" if conv.transposed
@@ -481,7 +484,8 @@ def describe(conv: Conv) -> str:
     groups = f", {conv.groups} groups" if conv.groups > 1 else ""
     kernel = "x".join(str(k) for k in conv.kernel[3 - conv.dims:])
     name = "ConvTranspose" if conv.transposed else "Conv"
+    edges = f" ({conv.padding_mode})" if conv.padding_mode != "zeros" else ""
     return (f"{name}{conv.dims}d {conv.in_channels}->{conv.out_channels}, kernel {kernel}, stride "
-            f"{conv.stride[3 - conv.dims:]}, padding {conv.padding[3 - conv.dims:]}, dilation "
+            f"{conv.stride[3 - conv.dims:]}, padding {conv.padding[3 - conv.dims:]}{edges}, dilation "
             f"{conv.dilation[3 - conv.dims:]}{groups}{epilogue}")
 

@@ -31,6 +31,7 @@ from kernelevo.agent.builtin import (
     resample,
     scan,
     sort,
+    take_along,
 )
 from kernelevo.agent.builtin.decompose import read_after_written
 from kernelevo.agent.builtin.init_source import init_source
@@ -91,6 +92,9 @@ class Plan:
         if self.kind == "embedding":
             lookup = self.extra["embedding"]
             return f"{embedding.describe(lookup)}: {self.rows} rows of {self.cols}, {lookup.out_dtype}"
+        if self.kind == "take_along":
+            along = self.extra["take_along"]
+            return f"{take_along.describe(along)}: {self.rows} x {self.cols} outputs, {along.out_dtype}"
         if self.kind == "rearrange":
             return f"{rearrange.describe(self.extra['rearrange'])}, {self.dtype}"
         if self.kind == "resample":

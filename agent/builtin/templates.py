@@ -16,6 +16,7 @@ from kernelevo.agent.builtin import (
     attention,
     codegen,
     conv,
+    conv_edges,
     dimreduce,
     embedding,
     expressions,
@@ -28,6 +29,7 @@ from kernelevo.agent.builtin import (
     scan,
     sequence,
     sort,
+    take_along,
 )
 from kernelevo.agent.builtin.recognize import Plan
 
@@ -42,6 +44,7 @@ STRATEGIES = {
     "resample": ["gather"],
     "rearrange": ["moved"],
     "embedding": ["rows"],
+    "take_along": ["flat"],
     "group_norm": ["three_pass"],
     "cross_entropy": ["looped"],
     "matmul": ["gemm", "gemm_tma"],
@@ -82,6 +85,9 @@ WHY_STRATEGY = {
               "the input is read about once and the output written once; the epilogue fused",
     "rows": "each program copies a block of columns of a block of looked-up rows: every table row and output "
             "row is a contiguous run, so the indices, the rows looked up and the output each cross memory once",
+    "flat": "each program writes a block of outputs in memory order, each the source element at its own "
+            "coordinates with the one along the gathered dim taken from the index: the indices and the output "
+            "cross memory once, one source element is read per output",
     "moved": "each program writes a block of output positions in memory order, each the input value its "
              "coordinates map to: the output written once in whole lines and each input value read about once; "
              "the epilogue fused",
@@ -296,7 +302,8 @@ def _render_conv(r: Rendering) -> str:
     head, body = _with_helpers(r.head(f"A fused Triton convolution: {r.plan.describe()}.",
                                        "the input about once (taps re-read from L1/L2), the weights once per "
                                        "block of output pixels, and the output written once."),
-                                conv.GEOMETRY + conv.kernel(convolution, r.strategy, r.params.get("precision")))
+                                conv.GEOMETRY + (conv_edges.KERNEL if convolution.padding_mode != "zeros" else "")
+                                + conv.kernel(convolution, r.strategy, r.params.get("precision")))
     return (_with_interpreter_import(head) + body + expressions.INTERPRETED.format(kernel="conv_kernel")
             + expressions.dot_precision(r.params.get("precision"))
             + _model(r.plan.init, conv.forward(convolution, r.strategy, r.params)))
@@ -315,6 +322,13 @@ def _render_embedding(r: Rendering) -> str:
                   "the indices and each looked-up row once, and the output written once.")
     model = _model(r.plan.init, embedding.forward(r.plan.extra["embedding"], r.params))
     return head + embedding.KERNEL + "\n\n" + model
+
+
+def _render_take_along(r: Rendering) -> str:
+    head = r.head(f"A Triton gather along a dim: {r.plan.describe()}.",
+                  "the indices once, one source element per output, and the output written once.")
+    model = _model(r.plan.init, take_along.forward(r.plan.extra["take_along"], r.params))
+    return head + take_along.KERNEL + "\n\n" + model
 
 
 def _render_rearrange(r: Rendering) -> str:
@@ -396,6 +410,7 @@ RENDERERS = {
     "resample": _render_resample,
     "rearrange": _render_rearrange,
     "embedding": _render_embedding,
+    "take_along": _render_take_along,
     "conv": _render_conv,
     "dim_reduce": _render_dim_reduce,
     "scan": _render_scan,
