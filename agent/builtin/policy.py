@@ -171,7 +171,8 @@ def _seeds(plan: Plan) -> Seeds:
         "dim_reduce": lambda p: [("strided", params, why) for params, why in dimreduce.seeds(
             p.extra["reduction"], p.extra["inner"], p.rows, p.cols, target().sms)],
         "scan": lambda p: [("carried", params, why) for params, why in scan.seeds(p.extra["inner"])],
-        "sort": lambda p: [("bitonic", params, why) for params, why in sort.seeds(p.cols)],
+        "sort": lambda p: [("bitonic", params, why) for params, why in (
+            sort.seeds(p.cols) if p.extra["sort"].dim == -1 else sort.strided_seeds(p.cols, p.extra["inner"]))],
         "cross_entropy": _cross_entropy_seeds,
     }
     return by_kind.get(plan.kind, _row_seeds)(plan)

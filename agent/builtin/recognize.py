@@ -114,7 +114,8 @@ class Plan:
             s = self.extra["sort"]
             kept = "all values" if s.keep is None else f"the {s.keep} {'largest' if s.descending else 'smallest'}"
             order = "descending" if s.descending else "ascending"
-            return f"sort ({order}, {kept}) of {self.rows} rows of {self.cols} values, {self.dtype}"
+            along = "" if s.dim == -1 else f" along dim {s.dim}"
+            return f"sort ({order}, {kept}){along} of {self.rows} rows of {self.cols} values, {self.dtype}"
         if self.kind == "matmul":
             parts = []
             for st in self.extra["stages"]:
@@ -474,8 +475,10 @@ def _reduction_plan(gm: torch.fx.GraphModule, inputs: list[Any], main: tuple[int
                          extra={"scan": scanned, "inner": math.prod(main[d + 1:])})
     ordered = sort.recognise(gm, inputs)
     if ordered is not None:
-        return _covering(context, names, kind="sort", rows=math.prod(main[:-1]), cols=main[-1],
-                         ops=["sort" if ordered.keep is None else "topk"], extra={"sort": ordered})
+        d = ordered.dim % len(main) if main else 0
+        return _covering(context, names, kind="sort", rows=math.prod(main) // max(main[d], 1) if main else 1,
+                         cols=main[d] if main else 1, ops=["sort" if ordered.keep is None else "topk"],
+                         extra={"sort": ordered, "inner": math.prod(main[d + 1:])})
     return None
 
 

@@ -1,10 +1,13 @@
-"""Sorting along the last dimension (``torch.sort``'s values) and its k largest or smallest values
-(``torch.topk``'s values, in order), one row per program.
+"""Sorting along a dimension (``torch.sort``'s values) and its k largest or smallest values
+(``torch.topk``'s values, in order).
 
 A row is loaded into registers once, padded to a power of two with values that sort last (+inf
 ascending, -inf descending), sorted by Triton's bitonic network (``tl.sort``: log2(n)^2 / 2
 compare-exchange stages, all in registers and shuffles), and its first k values stored: the input is
-read once and only the kept values are written. Rows up to ``MAX_COLUMNS`` fit.
+read once and only the kept values are written. Rows up to ``MAX_COLUMNS`` fit. Along the last
+dimension a program sorts one row; along another, a row's values lie ``inner`` apart, so a program
+takes BLOCK_I neighbouring rows as the columns of a tile: each load and store of the tile is then a
+run of BLOCK_I contiguous values, and the tile is sorted along its last axis.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ class Sort:
     keep: int | None
     """How many values each row keeps: a top-k's k; None for a sort (all of them, at any size)."""
     out_dtype: str
+    dim: int = -1
+    """The sorted dimension, non-negative, or -1 for the last."""
 
 
 def _sort_call(node: torch.fx.Node) -> str | None:
@@ -38,8 +43,19 @@ def _sort_call(node: torch.fx.Node) -> str | None:
     return name if node.op in ("call_method", "call_function") and name in ("sort", "topk") else None
 
 
+def _dim(node: torch.fx.Node, rank: int) -> int:
+    """The sorted dim of a ``sort`` (input, dim, descending) or ``topk`` (input, k, dim, ...) call,
+    non-negative; -1 for the last."""
+    position = 1 if _sort_call(node) == "sort" else 2
+    dim = node.kwargs.get("dim", node.args[position] if len(node.args) > position else -1)
+    if not isinstance(dim, int):
+        raise CannotCover(f"`{_sort_call(node)}` along a dim not known when traced")
+    dim = dim % max(rank, 1)
+    return -1 if dim == rank - 1 else dim
+
+
 def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> Sort | None:
-    """The plan if the graph is the values of one ``sort`` or ``topk`` of its one input over the last
+    """The plan if the graph is the values of one ``sort`` or ``topk`` of its one input over one
     dimension; None when the graph has no sort (other templates may take it)."""
     calls = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output")]
     sorts = [n for n in calls if _sort_call(n)]
@@ -56,16 +72,18 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> Sort | None:
     x = inputs[0]
     if not isinstance(x, torch.Tensor) or x.dtype not in FLOATS or x.dim() == 0:
         raise CannotCover(f"{what} of a {getattr(x, 'dtype', type(x))} input (covered: fp32, bf16, fp16)")
+    dim = _dim(node, x.dim())
     probe = (torch.randn(x.shape) * 10).round().to(x.dtype)  # ties too: stable or not, the values agree
     want = gm(probe)
     for descending in (False, True):
-        full = torch.sort(probe, dim=-1, descending=descending).values
-        keep = want.shape[-1] if want.dim() else 0
-        if want.shape[:-1] == probe.shape[:-1] and torch.equal(full[..., :keep], want):
+        full = torch.sort(probe, dim=dim, descending=descending).values.movedim(dim, -1)
+        moved = want.movedim(dim, -1) if want.dim() == probe.dim() else want
+        keep = moved.shape[-1] if moved.dim() else 0
+        if moved.shape[:-1] == full.shape[:-1] and torch.equal(full[..., :keep], moved):
             return Sort(descending=descending, keep=None if _sort_call(node) == "sort" else keep,
-                        out_dtype=str(want.dtype).removeprefix("torch."))
+                        out_dtype=str(want.dtype).removeprefix("torch."), dim=dim)
     raise CannotCover(f"{what} in a form the template does not compute (covered: the values of a sort or top-k "
-                      "over the last dimension, in order)")
+                      "over one dimension, in order)")
 
 
 KERNEL = '''@triton.jit
@@ -80,10 +98,31 @@ def sort_kernel(x_ptr, out_ptr, n_cols, keep, BLOCK_C: tl.constexpr, DESCENDING:
     tl.store(out_ptr + row * keep + cols, y.to(out_ptr.dtype.element_ty), mask=cols < keep)
 '''
 
+STRIDED_KERNEL = '''@triton.jit
+def sort_strided_kernel(x_ptr, out_ptr, n_cols, keep, inner, BLOCK_C: tl.constexpr, BLOCK_I: tl.constexpr,
+                        DESCENDING: tl.constexpr):
+    # Program (o, b): rows b * BLOCK_I .. + BLOCK_I of slab o, whose values lie `inner` apart, held as the
+    # rows of a BLOCK_I x BLOCK_C tile: every load and store is a run of BLOCK_I neighbours in memory.
+    # Each row padded with values that sort last, sorted in registers; its first `keep` values stored.
+    blocks = tl.cdiv(inner, BLOCK_I)
+    slab = (tl.program_id(0) // blocks).to(tl.int64)
+    lanes = (tl.program_id(0) % blocks) * BLOCK_I + tl.arange(0, BLOCK_I)
+    cols = tl.arange(0, BLOCK_C)
+    pad = float("-inf") if DESCENDING else float("inf")
+    at = cols[None, :].to(tl.int64) * inner + lanes[:, None]
+    x = tl.load(x_ptr + slab * n_cols * inner + at, mask=(cols[None, :] < n_cols) & (lanes[:, None] < inner),
+                other=pad).to(tl.float32)
+    y = tl.sort(x, 1, descending=DESCENDING)
+    tl.store(out_ptr + slab * keep * inner + at, y.to(out_ptr.dtype.element_ty),
+             mask=(cols[None, :] < keep) & (lanes[:, None] < inner))
+'''
+
 
 def forward(plan: Sort, names: list[str], params: dict[str, Any]) -> str:
-    """``ModelNew.forward``: rows of the last dimension, the output of ``keep`` values a row, one launch."""
+    """``ModelNew.forward``: rows of the sorted dimension, the output of ``keep`` values a row, one launch."""
     x = names[0]
+    if plan.dim != -1:
+        return _strided_forward(plan, names, params)
     body = [f"{x} = {x}.contiguous()",
             f"n_cols = {x}.shape[-1]",
             "keep = n_cols" if plan.keep is None else f"keep = {plan.keep}",
@@ -98,6 +137,36 @@ def forward(plan: Sort, names: list[str], params: dict[str, Any]) -> str:
             f"DESCENDING={plan.descending}, num_warps={params['num_warps']})",
             "return out"]
     return f"def forward(self, {', '.join(names)}):\n" + "\n".join("    " + line for line in body) + "\n"
+
+
+def _strided_forward(plan: Sort, names: list[str], params: dict[str, Any]) -> str:
+    x, d = names[0], plan.dim
+    body = [f"{x} = {x}.contiguous()",
+            f"n_cols, inner = {x}.shape[{d}], {x}.shape[{d + 1}:].numel()",
+            "keep = n_cols" if plan.keep is None else f"keep = {plan.keep}",
+            "if keep > n_cols:",
+            "    raise ValueError(f'keeping {keep} of rows of {n_cols}')",
+            f"out = torch.empty((*{x}.shape[:{d}], keep, *{x}.shape[{d + 1}:]), dtype=torch.{plan.out_dtype}, "
+            f"device={x}.device)",
+            "block_c = triton.next_power_of_2(max(n_cols, 2))",
+            f"if block_c > {MAX_COLUMNS}:",
+            f"    raise ValueError(f'rows of {{n_cols}} do not fit in registers (at most {MAX_COLUMNS})')",
+            f"block_i = min(triton.next_power_of_2(inner), max({MAX_COLUMNS} // block_c, 1), {params['BLOCK_I']})",
+            "if out.numel():",
+            f"    sort_strided_kernel[(out.numel() // (keep * inner) * triton.cdiv(inner, block_i),)](",
+            f"        {x}, out, n_cols, keep, inner, BLOCK_C=block_c, BLOCK_I=block_i, "
+            f"DESCENDING={plan.descending}, num_warps={params['num_warps']})",
+            "return out"]
+    return f"def forward(self, {', '.join(names)}):\n" + "\n".join("    " + line for line in body) + "\n"
+
+
+def strided_seeds(cols: int, inner: int) -> list[tuple[dict[str, Any], str]]:
+    """Neighbouring rows per program: at least a 32-byte run per load, fewer where rows are long."""
+    out = []
+    for block_i, warps in ((16, 4), (4, 4), (64, 8)):
+        block_i = max(1, min(block_i, MAX_COLUMNS // max(cols, 2), 1 << max(inner - 1, 0).bit_length()))
+        out.append(({"BLOCK_I": block_i, "num_warps": warps}, f"seed: {block_i} neighbouring rows per program, {warps} warps"))
+    return list({str(p): (p, why) for p, why in out}.values())
 
 
 def seeds(cols: int) -> list[tuple[dict[str, Any], str]]:

@@ -357,7 +357,8 @@ def _render_scan(r: Rendering) -> str:
 def _render_sort(r: Rendering) -> str:
     head = r.head(f"A Triton sort: {r.plan.describe()}.", "each row once and the kept values written once.")
     model = _model(r.plan.init, sort.forward(r.plan.extra["sort"], r.plan.inputs, r.params))
-    return head + sort.KERNEL + "\n\n" + model
+    kernel = sort.KERNEL if r.plan.extra["sort"].dim == -1 else sort.STRIDED_KERNEL
+    return head + kernel + "\n\n" + model
 
 
 def _render_attention(r: Rendering) -> str:
