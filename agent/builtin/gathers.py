@@ -1,5 +1,5 @@
 """The templates whose outputs gather input values by their coordinates, tried in turn on a graph:
-lookups by index (:mod:`embedding`), gathers along a dim (:mod:`take_along`), rearrangements (:mod:`rearrange`) and resampling
+lookups by index (:mod:`embedding`), gathers along a dim (:mod:`take_along`), sliding blocks as columns (:mod:`unfold`), rearrangements (:mod:`rearrange`) and resampling
 (:mod:`resample`). Each found plan comes back as the fields of a ``recognize.Plan``."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 import torch
 import torch.fx
 
-from kernelevo.agent.builtin import embedding, rearrange, resample, take_along
+from kernelevo.agent.builtin import embedding, rearrange, resample, take_along, unfold
 
 
 def plan_fields(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ...]], names: list[str],
@@ -30,6 +30,9 @@ def plan_fields(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[
         index_shape = shapes[names.index(along.index)] if len(shapes) == len(names) else shapes[-1]
         return {"kind": "take_along", "rows": math.prod(index_shape[:-1]), "cols": index_shape[-1],
                 "ops": ["gather"], "extra": {"take_along": along}}
+    columns = unfold.recognise(gm, inputs)
+    if columns is not None:
+        return {"kind": "unfold", "rows": rows, "cols": cols, "ops": ["unfold"], "extra": {"unfold": columns}}
     moved = rearrange.recognise(gm, inputs, full)
     if moved is not None:
         return {"kind": "rearrange", "rows": rows, "cols": cols, "extra": {"rearrange": moved},

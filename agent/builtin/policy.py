@@ -28,6 +28,7 @@ from kernelevo.agent.builtin import (
     sort,
     split_passes,
     take_along,
+    unfold,
 )
 from kernelevo.agent.builtin.codegen import online_pairs, splittable
 from kernelevo.agent.builtin.gpu_target import target
@@ -167,6 +168,7 @@ def _seeds(plan: Plan) -> Seeds:
         "rearrange": lambda p: [("moved", params, why) for params, why in rearrange.seeds()],
         "embedding": lambda p: [("rows", params, why) for params, why in embedding.seeds(p.cols)],
         "take_along": lambda p: [("flat", params, why) for params, why in take_along.seeds()],
+        "unfold": lambda p: [("columns", params, why) for params, why in unfold.seeds()],
         "group_norm": lambda p: [("three_pass", params, why) for params, why in groupnorm.seeds()],
         "dim_reduce": lambda p: [("strided", params, why) for params, why in dimreduce.seeds(
             p.extra["reduction"], p.extra["inner"], p.rows, p.cols, target().sms)],

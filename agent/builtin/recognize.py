@@ -32,6 +32,7 @@ from kernelevo.agent.builtin import (
     scan,
     sort,
     take_along,
+    unfold,
 )
 from kernelevo.agent.builtin.decompose import read_after_written
 from kernelevo.agent.builtin.init_source import init_source
@@ -92,6 +93,8 @@ class Plan:
         if self.kind == "embedding":
             lookup = self.extra["embedding"]
             return f"{embedding.describe(lookup)}: {self.rows} rows of {self.cols}, {lookup.out_dtype}"
+        if self.kind == "unfold":
+            return f"{unfold.describe(self.extra['unfold'])}, {self.dtype}"
         if self.kind == "take_along":
             along = self.extra["take_along"]
             return f"{take_along.describe(along)}: {self.rows} x {self.cols} outputs, {along.out_dtype}"

@@ -30,6 +30,7 @@ from kernelevo.agent.builtin import (
     sequence,
     sort,
     take_along,
+    unfold,
 )
 from kernelevo.agent.builtin.recognize import Plan
 
@@ -45,6 +46,7 @@ STRATEGIES = {
     "rearrange": ["moved"],
     "embedding": ["rows"],
     "take_along": ["flat"],
+    "unfold": ["columns"],
     "group_norm": ["three_pass"],
     "cross_entropy": ["looped"],
     "matmul": ["gemm", "gemm_tma"],
@@ -88,6 +90,9 @@ WHY_STRATEGY = {
     "flat": "each program writes a block of outputs in memory order, each the source element at its own "
             "coordinates with the one along the gathered dim taken from the index: the indices and the output "
             "cross memory once, one source element is read per output",
+    "columns": "each program writes a block of the unfolded output in memory order: the output, the whole "
+               "cost of an unfold, is written once in whole lines; each input value is read once per window "
+               "that covers it, mostly from L1/L2, and the padding is masked, never read",
     "moved": "each program writes a block of output positions in memory order, each the input value its "
              "coordinates map to: the output written once in whole lines and each input value read about once; "
              "the epilogue fused",
@@ -331,6 +336,12 @@ def _render_take_along(r: Rendering) -> str:
     return head + take_along.KERNEL + "\n\n" + model
 
 
+def _render_unfold(r: Rendering) -> str:
+    head = r.head(f"A Triton unfold (im2col): {r.plan.describe()}.",
+                  "the output once and each input value once per window that covers it.")
+    return head + unfold.KERNEL + "\n\n" + _model(r.plan.init, unfold.forward(r.plan.extra["unfold"], r.params))
+
+
 def _render_rearrange(r: Rendering) -> str:
     plan = r.plan.extra["rearrange"]
     head, body = _with_helpers(r.head(f"A fused Triton rearrangement: {r.plan.describe()}.",
@@ -412,6 +423,7 @@ RENDERERS = {
     "rearrange": _render_rearrange,
     "embedding": _render_embedding,
     "take_along": _render_take_along,
+    "unfold": _render_unfold,
     "conv": _render_conv,
     "dim_reduce": _render_dim_reduce,
     "scan": _render_scan,
