@@ -217,6 +217,9 @@ CASES = [
      "torch.randn(2, 3, 8, 10)", ""),
     ("unfold-module-padded-dilated-then-sum", "        self.u = nn.Unfold((3, 2), dilation=(2, 1), padding=1, stride=(1, 2))",
      "        return self.u(x).sum(dim=1)", "torch.randn(2, 3, 9, 7)", ""),
+    ("linear-lstm-cell-chunks", "        self.fc = nn.Linear(n, 4 * 16)",
+     "        i, f, g, o = self.fc(x).chunk(4, dim=1)\n        c = torch.sigmoid(f) * y + torch.sigmoid(i) * torch.tanh(g)\n"
+     "        return torch.sigmoid(o) * torch.tanh(c)", "torch.randn(6, {cols}), torch.randn(6, 16)", ""),
     ("rearrange-cat-then-reciprocal", "        pass", "        return 1.0 / torch.cat([x, y], dim=1)",
      "torch.randn(3, {cols}), torch.randn(3, 7)", ""),
     ("dims-apart-amax", "        pass", "        return torch.amax(x, dim=(0, 2))", "torch.randn(6, 5, 37)", ""),

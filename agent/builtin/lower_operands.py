@@ -49,7 +49,7 @@ class OperandIntake:
             users = list(node.users)
             chunk = [u for u in users if _is_chunk(u)]
             if chunk and len(chunk) == len(users):
-                n = _chunk_count(chunk[0])
+                n = _chunk_count(chunk[0], value.dim())
                 if value.shape[-1] % n:
                     raise CannotCover("chunk of a last dimension that does not divide evenly")
                 self.main_chunks = n
@@ -209,10 +209,10 @@ def _is_chunk(node: torch.fx.Node) -> bool:
         node.op == "call_function" and node.target is torch.chunk)
 
 
-def _chunk_count(node: torch.fx.Node) -> int:
+def _chunk_count(node: torch.fx.Node, rank: int) -> int:
     n = node.kwargs.get("chunks", node.args[1] if len(node.args) > 1 else None)
     dim = node.kwargs.get("dim", node.args[2] if len(node.args) > 2 else 0)
-    if not isinstance(n, int) or dim != -1:
+    if not isinstance(n, int) or not isinstance(dim, int) or dim % max(rank, 1) != rank - 1:
         raise CannotCover("chunk along a dimension other than the last")
     return n
 
