@@ -750,3 +750,32 @@ def get_init_inputs():
     candidate.write_text(render(plan, *seeds(plan)[0]))
     verdict, code = evaluator.evaluate(task, candidate)
     assert code == 0, verdict.reason
+
+
+def test_factories_of_sizes_read_in_forward_are_traced_and_put_back() -> None:
+    """``torch.ones(x.size(1), ...)`` fails under plain torch.fx; the planner's fallback tracer records
+    it as a node, computes the same function, and leaves ``torch.ones`` as it found it, also when
+    tracing fails."""
+    import torch.nn as nn
+
+    from kernelevo.agent.builtin.lower import trace
+
+    class Made(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            m = torch.ones(x.size(1), x.size(1), device=x.device).tril()
+            return x @ m + torch.arange(x.shape[-1], dtype=x.dtype)
+
+    class Broken(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.zeros(x.size(0), int(x.sum()))  # data-dependent: cannot be traced
+
+    originals = (torch.ones, torch.zeros, torch.arange)
+    x = torch.randn(3, 5)
+    gm = trace(Made(), [x])
+    assert {n.target for n in gm.graph.nodes if n.op == "call_function"} >= {torch.ones, torch.arange}
+    torch.testing.assert_close(gm(torch.randn(4, 6)) * 0, torch.zeros(4, 6))
+    y = torch.randn(4, 6)
+    torch.testing.assert_close(gm(y), Made()(y))
+    with pytest.raises(CannotCover, match="could not be traced"):
+        trace(Broken(), [x])
+    assert (torch.ones, torch.zeros, torch.arange) == originals

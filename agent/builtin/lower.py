@@ -21,6 +21,7 @@ import torch.fx
 import torch.nn as nn
 from torch.fx.passes.shape_prop import ShapeProp
 
+from kernelevo.agent.builtin import size_tracing
 from kernelevo.agent.builtin.decompose import decompose
 from kernelevo.agent.builtin.layout import Layout, SpanNeeded
 from kernelevo.agent.builtin.lower_calls import IGNORED, CallLowering, _Lowered, _number
@@ -34,7 +35,10 @@ from kernelevo.agent.builtin.vocabulary import LOW_PRECISION
 def trace(model: nn.Module, inputs: list[Any]) -> torch.fx.GraphModule:
     """``model`` traced with torch.fx, each node annotated with its shape and dtype."""
     try:
-        gm = torch.fx.symbolic_trace(model)
+        try:
+            gm = torch.fx.symbolic_trace(model)
+        except TypeError:  # a factory called with sizes read in forward
+            gm = size_tracing.symbolic_trace(model)
         ShapeProp(gm).propagate(*inputs)
         if decompose(gm):
             ShapeProp(gm).propagate(*inputs)

@@ -1,0 +1,59 @@
+"""Tracing a ``forward`` that builds tensors from sizes it reads (``torch.ones(x.size(1), x.size(1))``,
+``torch.arange(x.shape[-1])``).
+
+torch.fx records a torch function when a tensor proxy is among its arguments, but a factory's
+arguments are sizes, so the call runs eagerly on proxies and fails. While this tracer runs, the
+factories below are replaced in the ``torch`` namespace by wrappers that record a call whose
+arguments hold a proxy as a node of the graph, and call the factory otherwise. Only the trusted
+planner traces, in one thread, and the originals are put back however tracing ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+import torch.fx
+import torch.nn as nn
+from torch.utils import _pytree
+
+FACTORIES = ("ones", "zeros", "full", "empty", "arange", "eye", "linspace")
+"""Deterministic factories: the random ones make nothing a candidate could reproduce."""
+
+
+class SizeTracer(torch.fx.Tracer):
+    """A tracer that also records the :data:`FACTORIES` called with sizes read from proxies."""
+
+    def trace(self, root: nn.Module | Callable[..., Any], concrete_args: dict[str, Any] | None = None) -> torch.fx.Graph:
+        with _factories_recorded(self):
+            return super().trace(root, concrete_args)
+
+
+def symbolic_trace(model: nn.Module) -> torch.fx.GraphModule:
+    """``model`` traced, its factories of traced sizes recorded as nodes."""
+    tracer = SizeTracer()
+    graph = tracer.trace(model)
+    return torch.fx.GraphModule(tracer.root, graph, model.__class__.__name__)
+
+
+def _recording(tracer: torch.fx.Tracer, factory: Callable[..., Any]) -> Callable[..., Any]:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if any(isinstance(leaf, torch.fx.Proxy) for leaf in _pytree.tree_leaves((args, kwargs))):
+            return tracer.create_proxy("call_function", factory, args, kwargs)
+        return factory(*args, **kwargs)
+
+    return call
+
+
+@contextlib.contextmanager
+def _factories_recorded(tracer: torch.fx.Tracer) -> Iterator[None]:
+    originals = {name: getattr(torch, name) for name in FACTORIES}
+    try:
+        for name, factory in originals.items():
+            setattr(torch, name, _recording(tracer, factory))
+        yield
+    finally:
+        for name, factory in originals.items():
+            setattr(torch, name, factory)
