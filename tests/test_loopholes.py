@@ -312,7 +312,8 @@ def test_source_nested_too_deeply_to_parse_is_the_candidates_failure(evaluator, 
     path.write_text(deep)
     verdict, code = evaluator.evaluate(load_task("relu", "small"), path)
     assert code == 1 and not verdict.correct and "nested too deeply" in verdict.reason, verdict.reason
-    assert structure_family(deep) == "unreadable"
+    # unreadable where this Python's parser gives up (3.11); 3.12's reads the chain and sees the kernel
+    assert structure_family(deep) in ("unreadable", structure_family(candidate("ok_relu_empty").read_text()))
 
 
 def test_cuda_sources_that_defeat_patterns_are_read_in_linear_time() -> None:
@@ -439,7 +440,9 @@ def test_a_sources_second_process_finds_and_writes_what_its_first_compiled(tier:
     honest = candidate("probe_keeps_a_deep_cache")
     evaluator = Evaluator(EvalConfig(workdir=workspace, cache_dir=cache_dir, measure_compile=False))
     try:
-        for expected, afresh in ((0, False), (1, False), (0, True)):  # a final re-judge compiles afresh
+        # on a GPU the first evaluation's forensic pass imports the source in a process of its own too
+        carried = 2 if ON_GPU else 1
+        for expected, afresh in ((0, False), (carried, False), (0, True)):  # a final re-judge compiles afresh
             verdict = evaluator.run_in_sandbox(load_task("relu", "small"), honest, [], compile_afresh=afresh)
             assert verdict.correct, verdict.reason
             assert f"CACHE-RUNS-SEEN {expected}" in Path(verdict.log).read_text()

@@ -1,5 +1,5 @@
-"""softmax: an honest but slow kernel while it is being checked (it tells by the poisoning of fresh
-memory that checked calls turn on, or by torch's profiler), torch's own softmax otherwise, in the
+"""softmax: an honest but slow kernel while it is being checked (it tells by the deterministic
+algorithms that poisoned checked calls turn on, or by torch's profiler), torch's own softmax otherwise, in the
 timed calls: class 6 of the judge review. The checked calls' outputs are right and the timed calls'
 outputs too; on the CPU only "interpreter: not forensic" says what the verdict is worth. On a GPU the
 forensic pass sees torch's softmax kernel (its calls are not poisoned) or, were the candidate to
@@ -14,7 +14,9 @@ profiling = vars(torch.autograd)["_profiler_enabled"]
 
 
 def recording():
-    return torch.utils.deterministic.fill_uninitialized_memory or profiling()
+    # fill_uninitialized_memory is on by default and acts only with deterministic algorithms: the
+    # switch a checked call flips is the latter
+    return torch.are_deterministic_algorithms_enabled() or profiling()
 
 
 @triton.jit
