@@ -1,5 +1,6 @@
 """The templates whose outputs gather input values by their coordinates, tried in turn on a graph:
-lookups by index (:mod:`embedding`), gathers along a dim (:mod:`take_along`), sliding blocks as columns (:mod:`unfold`), rearrangements (:mod:`rearrange`) and resampling
+lookups by index (:mod:`embedding`), gathers along a dim (:mod:`take_along`), sliding blocks as
+columns (:mod:`unfold`), rearrangements (:mod:`rearrange`) and resampling
 (:mod:`resample`). Each found plan comes back as the fields of a ``recognize.Plan``."""
 
 from __future__ import annotations
@@ -41,4 +42,19 @@ def plan_fields(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[
     if resampling is not None:
         return {"kind": "resample", "rows": rows, "cols": cols, "extra": {"resample": resampling},
                 "ops": [resampling.mode] + (resampling.epilogue.ops if resampling.epilogue else [])}
+    return None
+
+
+def describe(plan: Any) -> str | None:
+    """One line for a plan of a gathering template (``recognize.Plan``), else None."""
+    extra = plan.extra
+    if plan.kind == "embedding":
+        lookup = extra["embedding"]
+        return f"{embedding.describe(lookup)}: {plan.rows} rows of {plan.cols}, {lookup.out_dtype}"
+    if plan.kind == "take_along":
+        along = extra["take_along"]
+        return f"{take_along.describe(along)}: {plan.rows} x {plan.cols} outputs, {along.out_dtype}"
+    described = {"unfold": unfold.describe, "rearrange": rearrange.describe, "resample": resample.describe}
+    if plan.kind in described:
+        return f"{described[plan.kind](extra[plan.kind])}, {plan.dtype}"
     return None

@@ -22,17 +22,12 @@ from kernelevo.agent.builtin import (
     attention,
     conv,
     dimreduce,
-    embedding,
     gathers,
     groupnorm,
     matmul,
     pool,
-    rearrange,
-    resample,
     scan,
     sort,
-    take_along,
-    unfold,
 )
 from kernelevo.agent.builtin.decompose import read_after_written
 from kernelevo.agent.builtin.init_source import init_source
@@ -90,18 +85,9 @@ class Plan:
             return f"{groupnorm.describe(self.extra['norm'])}, {self.dtype}"
         if self.kind == "pool":
             return f"{pool.describe(self.extra['pool'])}, {self.dtype}"
-        if self.kind == "embedding":
-            lookup = self.extra["embedding"]
-            return f"{embedding.describe(lookup)}: {self.rows} rows of {self.cols}, {lookup.out_dtype}"
-        if self.kind == "unfold":
-            return f"{unfold.describe(self.extra['unfold'])}, {self.dtype}"
-        if self.kind == "take_along":
-            along = self.extra["take_along"]
-            return f"{take_along.describe(along)}: {self.rows} x {self.cols} outputs, {along.out_dtype}"
-        if self.kind == "rearrange":
-            return f"{rearrange.describe(self.extra['rearrange'])}, {self.dtype}"
-        if self.kind == "resample":
-            return f"{resample.describe(self.extra['resample'])}, {self.dtype}"
+        gathered = gathers.describe(self)
+        if gathered is not None:
+            return gathered
         if self.kind == "conv":
             return f"{conv.describe(self.extra['conv'])}, {self.dtype}"
         if self.kind == "dim_reduce":

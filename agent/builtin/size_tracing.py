@@ -26,7 +26,8 @@ FACTORIES = ("ones", "zeros", "full", "empty", "arange", "eye", "linspace")
 class SizeTracer(torch.fx.Tracer):
     """A tracer that also records the :data:`FACTORIES` called with sizes read from proxies."""
 
-    def trace(self, root: nn.Module | Callable[..., Any], concrete_args: dict[str, Any] | None = None) -> torch.fx.Graph:
+    def trace(self, root: nn.Module | Callable[..., Any],
+              concrete_args: dict[str, Any] | None = None) -> torch.fx.Graph:
         with _factories_recorded(self):
             return super().trace(root, concrete_args)
 

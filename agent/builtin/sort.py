@@ -153,7 +153,7 @@ def _strided_forward(plan: Sort, names: list[str], params: dict[str, Any]) -> st
             f"    raise ValueError(f'rows of {{n_cols}} do not fit in registers (at most {MAX_COLUMNS})')",
             f"block_i = min(triton.next_power_of_2(inner), max({MAX_COLUMNS} // block_c, 1), {params['BLOCK_I']})",
             "if out.numel():",
-            f"    sort_strided_kernel[(out.numel() // (keep * inner) * triton.cdiv(inner, block_i),)](",
+            "    sort_strided_kernel[(out.numel() // (keep * inner) * triton.cdiv(inner, block_i),)](",
             f"        {x}, out, n_cols, keep, inner, BLOCK_C=block_c, BLOCK_I=block_i, "
             f"DESCENDING={plan.descending}, num_warps={params['num_warps']})",
             "return out"]
@@ -165,7 +165,8 @@ def strided_seeds(cols: int, inner: int) -> list[tuple[dict[str, Any], str]]:
     out = []
     for block_i, warps in ((16, 4), (4, 4), (64, 8)):
         block_i = max(1, min(block_i, MAX_COLUMNS // max(cols, 2), 1 << max(inner - 1, 0).bit_length()))
-        out.append(({"BLOCK_I": block_i, "num_warps": warps}, f"seed: {block_i} neighbouring rows per program, {warps} warps"))
+        out.append(({"BLOCK_I": block_i, "num_warps": warps},
+                    f"seed: {block_i} neighbouring rows per program, {warps} warps"))
     return list({str(p): (p, why) for p, why in out}.values())
 
 

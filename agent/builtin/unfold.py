@@ -103,14 +103,15 @@ def forward(plan: Unfold, params: dict[str, Any]) -> str:
     (kh, kw), (dh, dw), (ph, pw), (sh, sw) = plan.kernel, plan.dilation, plan.padding, plan.stride
     body = [f"{x} = {x}.contiguous()",
             f"n, c, h, w = {x}.shape",
-            f"oh, ow = (h + {2 * ph} - {dh * (kh - 1)} - 1) // {sh} + 1, (w + {2 * pw} - {dw * (kw - 1)} - 1) // {sw} + 1",
+            f"oh = (h + {2 * ph} - {dh * (kh - 1)} - 1) // {sh} + 1",
+            f"ow = (w + {2 * pw} - {dw * (kw - 1)} - 1) // {sw} + 1",
             "if oh <= 0 or ow <= 0:",
             "    raise ValueError(f'an unfold of {h} x {w} images leaves no window')",
             f"out = torch.empty((n, c * {kh * kw}, oh * ow), dtype={x}.dtype, device={x}.device)",
             "if out.numel():",
             f"    unfold_kernel[(triton.cdiv(out.numel(), {params['BLOCK']}),)](",
-            f"        {x}, out, out.numel(), c, h, w, ow, oh * ow, {sh}, {sw}, {ph}, {pw}, {dh}, {dw}, KH={kh}, KW={kw},",
-            f"        BLOCK={params['BLOCK']}, num_warps={params['num_warps']})",
+            f"        {x}, out, out.numel(), c, h, w, ow, oh * ow, {sh}, {sw}, {ph}, {pw}, {dh}, {dw},",
+            f"        KH={kh}, KW={kw}, BLOCK={params['BLOCK']}, num_warps={params['num_warps']})",
             "return out"]
     return f"def forward(self, {', '.join(plan.inputs)}):\n" + "\n".join("    " + line for line in body) + "\n"
 
