@@ -5,12 +5,14 @@ torch.fx records a torch function when a tensor proxy is among its arguments, bu
 arguments are sizes, so the call runs eagerly on proxies and fails. While this tracer runs, the
 factories below are replaced in the ``torch`` namespace by wrappers that record a call whose
 arguments hold a proxy as a node of the graph, and call the factory otherwise. Only the trusted
-planner traces, in one thread, and the originals are put back however tracing ends.
+planner traces; a lock keeps two such traces (islands planning in threads) from patching at once,
+and the factories found at import are put back however tracing ends.
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -21,6 +23,8 @@ from torch.utils import _pytree
 
 FACTORIES = ("ones", "zeros", "full", "empty", "arange", "eye", "linspace")
 """Deterministic factories: the random ones make nothing a candidate could reproduce."""
+_ORIGINALS = {name: getattr(torch, name) for name in FACTORIES}
+_PATCHING = threading.Lock()
 
 
 class SizeTracer(torch.fx.Tracer):
@@ -50,11 +54,11 @@ def _recording(tracer: torch.fx.Tracer, factory: Callable[..., Any]) -> Callable
 
 @contextlib.contextmanager
 def _factories_recorded(tracer: torch.fx.Tracer) -> Iterator[None]:
-    originals = {name: getattr(torch, name) for name in FACTORIES}
-    try:
-        for name, factory in originals.items():
-            setattr(torch, name, _recording(tracer, factory))
-        yield
-    finally:
-        for name, factory in originals.items():
-            setattr(torch, name, factory)
+    with _PATCHING:
+        try:
+            for name, factory in _ORIGINALS.items():
+                setattr(torch, name, _recording(tracer, factory))
+            yield
+        finally:
+            for name, factory in _ORIGINALS.items():
+                setattr(torch, name, factory)
