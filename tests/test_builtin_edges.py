@@ -5,6 +5,7 @@ candidate once."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -297,7 +298,7 @@ def test_a_number_passed_to_forward_is_a_kernel_argument(evaluator, tmp_path: Pa
     task = load_task(str(task_file), "full")
     assert recognise(task).kind == "pointwise"
     source = _first_seed(task_file)
-    assert "float(s)" in source
+    assert "float(input_s)" in source
     candidate = tmp_path / "candidate.py"
     candidate.write_text(source)
     verdict, code = evaluator.evaluate(task, candidate)
@@ -724,7 +725,7 @@ def get_init_inputs():
     return []
 ''')
     plan = recognise(load_task(str(path), "full"))
-    assert plan.kind == "attention" and plan.extra["mask"] == {"source": "m", "kind": "bool"}
+    assert plan.kind == "attention" and plan.extra["mask"] == {"source": "input_m", "kind": "bool"}
 
 
 def test_a_task_whose_inputs_need_gradients_is_judged(evaluator, tmp_path: Path) -> None:
@@ -779,3 +780,32 @@ def test_factories_of_sizes_read_in_forward_are_traced_and_put_back() -> None:
     with pytest.raises(CannotCover, match="could not be traced"):
         trace(Broken(), [x])
     assert (torch.ones, torch.zeros, torch.arange) == originals
+
+
+def _assigned(method: ast.FunctionDef) -> set[str]:
+    """Names a generated method binds (assignments, loop targets, ``with ... as``), less its arguments."""
+    bound = {n.id for n in ast.walk(method) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return bound - {a.arg for a in method.args.args}
+
+
+def test_every_name_a_generated_forward_binds_is_kept_from_the_inputs(tmp_path: Path) -> None:
+    """An input of the reference named like a variable the generated code binds (``idx``, ``padded``,
+    ``n``) would be overwritten by it: inputs with those names are renamed (``GENERATED_NAMES``), so
+    every name each template case's methods bind must be one that is renamed away (``clashes``)."""
+    from test_builtin_templates import CASES, _write
+
+    from kernelevo.agent.builtin.recognize import clashes
+
+    unlisted: dict[str, set[str]] = {}
+    for case in CASES:
+        cols = 200 if "linear" in case[0] or "mlp" in case[0] or "matmul" in case[0] else 1000
+        cols = 64 if "residual" in case[0] else cols  # the sizes test_every_seed_is_judged_correct uses
+        plan = recognise(load_task(str(_write(tmp_path, case, cols)), "full"))
+        for strategy, params, why in seeds(plan)[:4]:
+            tree = ast.parse(render(plan, strategy, params, why))
+            model = next(c for c in tree.body if isinstance(c, ast.ClassDef) and c.name == "ModelNew")
+            for method in (f for f in model.body if isinstance(f, ast.FunctionDef) and f.name != "__init__"):
+                names = {n for n in _assigned(method) if not clashes(n)}
+                if names:
+                    unlisted.setdefault(case[0], set()).update(names)
+    assert not unlisted, " ".join(sorted(set().union(*unlisted.values())))

@@ -306,6 +306,8 @@ CASES = [
      "        return self.conv(x)", "torch.randn(2, 6, 7)", ""),
     ("conv3d-replicate-strided-bf16", "        self.conv = nn.Conv3d(3, 4, 3, stride=2, padding=1, padding_mode='replicate')",
      "        return self.conv(x) * 0.5", "torch.randn(1, 3, 5, 6, 7)", "DTYPE = torch.bfloat16"),
+    ("conv2d-reflect-residual", "        self.conv = nn.Conv2d(4, 4, 3, padding=1, padding_mode='reflect')",
+     "        return self.conv(x) + x", "torch.randn(2, 4, 6, 7)", ""),
     ("conv2d-depthwise-bf16", "        self.conv = nn.Conv2d(6, 6, (3, 5), padding=(1, 2), groups=6, bias=False)",
      "        return F.gelu(self.conv(x))", "torch.randn(2, 6, 7, 13)", "DTYPE = torch.bfloat16"),
     ("conv1d-dilated-grouped", "        self.conv = nn.Conv1d(8, 12, 3, dilation=2, groups=4)",

@@ -396,6 +396,9 @@ def forward(conv: Conv, strategy: str, params: dict[str, Any]) -> str:
     """``ModelNew.forward``: the geometry from the module and the tensors (not from the sizes the
     plan was made at), the output, one launch."""
     x, module = conv.input, f"self.{conv.module}"
+    # what the kernel reads: the input, or its copy padded by the edges' mode (the input itself stays
+    # as it is for the epilogue, which may read it as a residual)
+    data = x if conv.padding_mode == "zeros" else conv_edges.PADDED
     body = [f"{x} = {x}.contiguous()",
             f"weight = {module}.weight.contiguous()",
             "(d, h, w), (kt, kr, ks), (st, sr, ss), (pt, pr, ps), (dt, dr, ds), (od, oh, ow) = conv_geometry(",
@@ -409,7 +412,7 @@ def forward(conv: Conv, strategy: str, params: dict[str, Any]) -> str:
             f"dtype=torch.{conv.out_dtype}, device={x}.device)"]
     channels_last = bool(params.get("CHANNELS_LAST"))
     if strategy == "tap_major":
-        body += conv_taps.prepare_lines(x, conv.transposed, conv.dims, channels_last)
+        body += conv_taps.prepare_lines(data, conv.transposed, conv.dims, channels_last)
     lines, extra = epilogue_arguments(conv.epilogue)
     body += lines
     bias = f"{module}.bias" if conv.has_bias else "weight"
@@ -425,16 +428,16 @@ def forward(conv: Conv, strategy: str, params: dict[str, Any]) -> str:
     if strategy == "direct":
         grid = f"({x}.shape[0] * k_out * triton.cdiv(od * oh * ow, {params['BLOCK_M']}),)"
         body += [f"    conv_kernel[{grid}](",
-                 f"        {x}, weight, {bias}, {extra}out, {sizes},",
+                 f"        {data}, weight, {bias}, {extra}out, {sizes},",
                  f"        {constants},",
                  f"        BLOCK_M={params['BLOCK_M']}, num_warps={params['num_warps']})"]
     else:
         grid = (conv_transposed.grid(x, params) if _phased(conv)
                 else f"(triton.cdiv({x}.shape[0] * od * oh * ow, {params['BLOCK_M']}), "
                 f"triton.cdiv(k_out // groups, {params['BLOCK_N']}), groups)")
-        source, layout = x, ""
+        source, layout = data, ""
         if strategy == "tap_major":
-            source = conv_taps.channels_last_name(x) if channels_last else x
+            source = conv_taps.channels_last_name(data) if channels_last else data
             layout = f" CHANNELS_LAST={channels_last},"
         body += [f"    conv_kernel[{grid}](",
                  f"        {source}, weight, {bias}, {extra}out, {sizes},",

@@ -10,6 +10,8 @@ lets every convolution kernel keep its unpadded path, whose taps need no bounds 
 from __future__ import annotations
 
 MODES = {"reflect": 0, "replicate": 1, "circular": 2}
+PADDED = "padded"
+"""The padded copy's name in ``forward`` (one of ``recognize.GENERATED_NAMES``)."""
 
 KERNEL = '''@triton.jit
 def edge_index(i, n, MODE: tl.constexpr):
@@ -48,13 +50,16 @@ def edge_pad_kernel(x_ptr, out_ptr, N, D, H, W, OD, OH, OW, PT, PR, PS, MODE: tl
 
 
 def pad_lines(x: str, dims: int, mode: str) -> list[str]:
-    """``forward`` lines after ``conv_geometry``: ``x`` replaced by its padded copy, the sizes grown by
-    the padding and the padding set to zero for the convolution kernel."""
+    """``forward`` lines after ``conv_geometry``: :data:`PADDED`, ``x`` padded by the edges' mode (``x``
+    itself where the padding is zero), the sizes grown by the padding and the padding set to zero for
+    the convolution kernel. ``x`` is left as it is: an epilogue may read it."""
     grown = ("d + 2 * pt", "h + 2 * pr", "w + 2 * ps")
-    return [f"padded = torch.empty(({x}.shape[0], {x}.shape[1], {', '.join(grown[3 - dims:])}), "
+    return [f"{PADDED} = {x}",
+            "if pt or pr or ps:",
+            f"    {PADDED} = torch.empty(({x}.shape[0], {x}.shape[1], {', '.join(grown[3 - dims:])}), "
             f"dtype={x}.dtype, device={x}.device)",
-            "if padded.numel():",
-            "    edge_pad_kernel[(triton.cdiv(padded.numel(), 1024),)](",
-            f"        {x}, padded, padded.numel(), d, h, w, {', '.join(grown)}, pt, pr, ps, MODE={MODES[mode]}, "
-            "BLOCK=1024)",
-            f"{x}, (d, h, w), (pt, pr, ps) = padded, ({', '.join(grown)}), (0, 0, 0)"]
+            f"    if {PADDED}.numel():",
+            f"        edge_pad_kernel[(triton.cdiv({PADDED}.numel(), 1024),)](",
+            f"            {x}, {PADDED}, {PADDED}.numel(), d, h, w, {', '.join(grown)}, pt, pr, ps, "
+            f"MODE={MODES[mode]}, BLOCK=1024)",
+            f"    (d, h, w), (pt, pr, ps) = ({', '.join(grown)}), (0, 0, 0)"]

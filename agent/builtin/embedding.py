@@ -89,6 +89,8 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> Embedding | None:
         raise CannotCover(f"an embedding of {getattr(x, 'dtype', type(x))} indices (covered: int64, int32)")
     if len(calls) > 1:
         raise CannotCover("ops after an embedding lookup (each runs as a kernel of its own)")
+    if next(n for n in gm.graph.nodes if n.op == "output").args[0] is not calls[0]:
+        return None  # the graph returns something else too (or instead): not this template's output
     result = calls[0].meta["tensor_meta"]
     return Embedding(table=table, input=index.name, inputs=[p.name for p in placeholders],
                      out_dtype=str(result.dtype).removeprefix("torch."), wraps=wraps)

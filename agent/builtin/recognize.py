@@ -240,10 +240,18 @@ GENERATED_NAMES = frozenset({
     "k_out", "cg", "groups", "weight", "out", "grid", "ws", "sms", "tiles", "tiles_c", "n_tiles", "n_rows", "n_cols",
     "vec", "block_c", "chunk", "outer", "reduced", "inner", "positions", "batch", "heads", "seq", "head_dim", "scale",
     "even", "losses", "parts", "self", "torch", "triton", "tl", "nn", "F", "math", "aligned", "conv_geometry",
-    "pool_geometry",
+    "pool_geometry", "src", "idx", "sizes", "strides", "n", "c", "padded", "block_i", "keep", "edge_index",
+    "a3", "w3", "block", "block_d", "c_out", "full", "given", "i", "k", "m", "t", "t0", "s", "mask", "length", "ratio",
+    "run", "runs", "seq_k", "shares", "size", "out_size", "span", "table",
     "round_to_bf16", "fmod_exact", "phase_taps", "tma_scratch", "InterpretedFunction"})
 """Names the generated ``forward`` methods and files define: an input of the reference with one of
-these names (or an upper-case name, a private one, or one ending ``_rows`` or ``_kernel``) is renamed."""
+these names (or an upper-case name, a private one, or one ending ``_rows``, ``_kernel`` or ``_view``) is renamed."""
+
+
+def clashes(name: str) -> bool:
+    """Could the generated code bind ``name`` (see ``GENERATED_NAMES``)?"""
+    return (name in GENERATED_NAMES or name.isupper() or name.startswith("_")
+            or name.endswith(("_rows", "_kernel", "_view")))
 
 
 def _safe_input_names(gm: torch.fx.GraphModule) -> None:
@@ -253,8 +261,7 @@ def _safe_input_names(gm: torch.fx.GraphModule) -> None:
     changed = False
     for node in gm.graph.nodes:
         name = node.name
-        if node.op == "placeholder" and (name in GENERATED_NAMES or name.isupper() or name.startswith("_")
-                                         or name.endswith(("_rows", "_kernel"))):
+        if node.op == "placeholder" and clashes(name):
             node.target = f"input_{name.strip('_')}"
             node._rename(node.target)
             changed = True

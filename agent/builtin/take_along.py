@@ -7,7 +7,7 @@ written once, both in memory order; each input value is one element at a place t
 the reads are as scattered as the indices: along the last dim they stay within a row (a few cache
 lines), along an outer dim each lands in its own line. The output's coordinates are unpicked from its
 flat offset with the index tensor's sizes (up to four dims) and the input is read through its own
-strides, so a view of the input needs no copy. Ops after the gather run as kernels of their own
+strides, so a non-contiguous input or buffer needs no copy. Ops after the gather run as kernels of their own
 (:mod:`sequence`).
 """
 
@@ -87,6 +87,8 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> TakeAlong | None:
         raise CannotCover("take_along_dim with broadcast indices (covered: the source's shape apart from dim)")
     if len(calls) > 1:
         raise CannotCover("ops after a gather along a dim (each runs as a kernel of its own)")
+    if next(n for n in gm.graph.nodes if n.op == "output").args[0] is not calls[0]:
+        return None  # the graph returns something else too (or instead): not this template's output
     expression = source.name if source.op == "placeholder" else f"self.{source.target}"
     return TakeAlong(source=expression, index=index.name, dim=dim, rank=rank,
                      inputs=[p.name for p in placeholders], out_dtype=str(source_meta.dtype).removeprefix("torch."))

@@ -68,6 +68,8 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> Unfold | None:
         raise CannotCover("an unfold of an input that is not a batch of images (covered: 4 dims)")
     if len(calls) > 1:
         raise CannotCover("ops after an unfold (each runs as a kernel of its own)")
+    if next(n for n in gm.graph.nodes if n.op == "output").args[0] is not calls[0]:
+        return None  # the graph returns something else too (or instead): not this template's output
     pairs = {name: _pair(settings[name], name) for name in NAMES}
     return Unfold(input=source.name, inputs=[p.name for p in placeholders], kernel=pairs["kernel_size"],
                   dilation=pairs["dilation"], padding=pairs["padding"], stride=pairs["stride"],
