@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterable
@@ -79,7 +80,12 @@ class FileWatch:
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
-            count, why = count_entries(self.folders, self.limit)
+            try:
+                count, why = count_entries(self.folders, self.limit)
+            except Exception:
+                if self._stop.is_set() or sys.is_finalizing():
+                    return  # a walk still running when the job ended or the process exits: nothing to count
+                raise
             if count > self.limit:
                 self.over, self.why = True, why
                 self.kill()
