@@ -220,6 +220,10 @@ CASES = [
     ("linear-lstm-cell-chunks", "        self.fc = nn.Linear(n, 4 * 16)",
      "        i, f, g, o = self.fc(x).chunk(4, dim=1)\n        c = torch.sigmoid(f) * y + torch.sigmoid(i) * torch.tanh(g)\n"
      "        return torch.sigmoid(o) * torch.tanh(c)", "torch.randn(6, {cols}), torch.randn(6, 16)", ""),
+    ("embedding-bag-sum-module", "        self.bag = nn.EmbeddingBag(40, n, mode='sum')", "        return self.bag(x)",
+     "torch.randint(0, 40, (5, 3))", ""),
+    ("embedding-bag-max-then-scale", "        self.bag = nn.EmbeddingBag(30, n, mode='max')", "        return self.bag(x) * 0.5",
+     "torch.randint(0, 30, (4, 6))", ""),
     ("rearrange-cat-then-reciprocal", "        pass", "        return 1.0 / torch.cat([x, y], dim=1)",
      "torch.randn(3, {cols}), torch.randn(3, 7)", ""),
     ("dims-apart-amax", "        pass", "        return torch.amax(x, dim=(0, 2))", "torch.randn(6, 5, 37)", ""),

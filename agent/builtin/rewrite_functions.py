@@ -57,6 +57,22 @@ def module_as_function(sub: nn.Module) -> tuple[Any, dict[str, Any]] | None:
 
 
 
+BAG_REDUCTIONS = {"mean": "mean", "sum": "sum", "max": "amax"}
+
+
+def _embedding_bag(gm: torch.fx.GraphModule, node: torch.fx.Node) -> torch.fx.Node | None:
+    """``nn.EmbeddingBag`` of fixed-size bags (a 2-D index tensor, no offsets, no weights per sample)
+    as what it computes: the lookups, then their mean, sum or max over each bag. With a padding index
+    the bag's mean leaves its entries out, which this is not: such bags are left as they are."""
+    bag = gm.get_submodule(str(node.target))
+    if not isinstance(bag, nn.EmbeddingBag) or len(node.args) != 1 or node.kwargs or \
+            bag.mode not in BAG_REDUCTIONS or bag.padding_idx is not None or bag.max_norm is not None:
+        return None
+    table = gm.graph.get_attr(f"{node.target}.weight")
+    looked_up = gm.graph.call_function(F.embedding, (node.args[0], table))
+    return gm.graph.call_method(BAG_REDUCTIONS[bag.mode], (looked_up,), {"dim": 1})
+
+
 def _normalize(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
     x, p = option(node, "input", 0, None), option(node, "p", 1, 2.0)
     dim, eps = option(node, "dim", 2, 1), option(node, "eps", 3, 1e-12)
@@ -299,6 +315,13 @@ def rewrite_functions(gm: torch.fx.GraphModule) -> bool:
             if found is not None:
                 node.op, node.target = "call_function", found[0]
                 node.kwargs = {**node.kwargs, **found[1]}
+                changed = True
+                continue
+            with gm.graph.inserting_before(node):
+                bagged = _embedding_bag(gm, node)
+            if bagged is not None:
+                node.replace_all_uses_with(bagged)
+                gm.graph.erase_node(node)
                 changed = True
     for node in list(gm.graph.nodes):
         if node.op != "call_function" or node.target not in REWRITES:
