@@ -254,7 +254,7 @@ def clashes(name: str) -> bool:
             or name.endswith(("_rows", "_kernel", "_view")))
 
 
-def _safe_input_names(gm: torch.fx.GraphModule) -> None:
+def safe_input_names(gm: torch.fx.GraphModule) -> None:
     """Rename ``gm``'s inputs that would clash with names the generated code defines (``h``, ``w``,
     ``out``, ``BLOCK_M`` ...): the candidate's ``forward`` takes its inputs by position, so the names
     are ours to choose."""
@@ -299,7 +299,7 @@ def recognise(task: Task) -> Plan:
                       full=_full_model(task))
     refuse_numbers_that_change(model, context.full)
     gm = trace(model, inputs)
-    _safe_input_names(gm)
+    safe_input_names(gm)
     sizes = full_sizes(gm, inputs, shapes)
     if attention.decompose_wide(gm, shapes_there(gm, sizes)):
         ShapeProp(gm).propagate(*inputs)

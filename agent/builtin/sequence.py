@@ -207,8 +207,11 @@ def _full_node_shapes(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[
     tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
     if full is None or len(tensors) != len(inputs) or len(shapes) != len(inputs):
         return {}
+    from kernelevo.agent.builtin.recognize import safe_input_names
+
     try:
         traced = torch.fx.symbolic_trace(full)
+        safe_input_names(traced)  # named as the small graph's inputs were
         metas = [torch.empty(s, dtype=x.dtype, device="meta") for s, x in zip(shapes, inputs, strict=True)]
         ShapeProp(traced).propagate(*metas)
         if decompose(traced):  # named as in the small graph, which was decomposed the same way
