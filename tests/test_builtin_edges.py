@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from conftest import ROOT
 from kernelevo.agent.builtin.policy import seeds
 from kernelevo.agent.builtin.program import CannotCover
 from kernelevo.agent.builtin.recognize import recognise
@@ -811,31 +812,10 @@ def test_every_name_a_generated_forward_binds_is_kept_from_the_inputs(tmp_path: 
     assert not unlisted, " ".join(sorted(set().union(*unlisted.values())))
 
 
-ATTENTION_BY_HAND = '''import math
-import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def forward(self, q, k, v):
-        s = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(q.size(-1))
-        return torch.matmul(torch.softmax(s, dim=-1), v)
-
-
-def get_inputs():
-    return [torch.randn(2, 8, 512, 1024, dtype=torch.float16) for _ in range(3)]
-
-
-def get_init_inputs():
-    return []
-'''
-
-
-def test_an_input_renamed_away_from_generated_names_keeps_its_full_size_shape(tmp_path: Path) -> None:
+def test_an_input_renamed_away_from_generated_names_keeps_its_full_size_shape() -> None:
     """``k`` is renamed (``input_k``) because generated code binds ``k``; the sequence planner must
     still find that input's shape at the size being optimised, or every segment reading it looks
     broadcast differently there and the split fails."""
-    path = tmp_path / "by_hand.py"
-    path.write_text(ATTENTION_BY_HAND)
+    path = ROOT / "bench/probes/level1/manual_attention_hd1024.py"  # inputs q, k, v
     plan = recognise(load_task(str(path), "full"))
     assert plan.kind == "sequence" and "input_k" in plan.inputs, plan.describe()

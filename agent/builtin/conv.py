@@ -30,6 +30,7 @@ import torch.nn as nn
 from kernelevo.agent.builtin import codegen, conv_direct, conv_edges, conv_taps, conv_transposed, expressions
 from kernelevo.agent.builtin.lower import lower
 from kernelevo.agent.builtin.program import CannotCover, Node, Program
+from kernelevo.agent.builtin.vocabulary import graph_calls
 
 CONV_MODULES = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)
 
@@ -89,8 +90,7 @@ def _padding(sub: nn.Module) -> tuple[int, ...]:
 
 def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> Conv | None:
     """The convolution plan if the graph starts with a convolution of an input, else None."""
-    calls = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output", "get_attr")]
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    calls, placeholders = graph_calls(gm)
     if not calls or calls[0].op != "call_module":
         return None
     sub = gm.get_submodule(str(calls[0].target))

@@ -19,6 +19,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from kernelevo.agent.builtin.program import CannotCover
+from kernelevo.agent.builtin.vocabulary import graph_calls, returns_only
 
 INDEX_DTYPES = (torch.int64, torch.int32)
 
@@ -73,8 +74,7 @@ def table_width(full: torch.nn.Module | None, table: str) -> int | None:
 
 def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> Embedding | None:
     """The plan if the graph is one embedding lookup of an input's indices, else None."""
-    calls = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output", "get_attr")]
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    calls, placeholders = graph_calls(gm)
     found = _lookup(gm, calls[0]) if calls else None
     if found is None:
         return None
@@ -89,7 +89,7 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> Embedding | None:
         raise CannotCover(f"an embedding of {getattr(x, 'dtype', type(x))} indices (covered: int64, int32)")
     if len(calls) > 1:
         raise CannotCover("ops after an embedding lookup (each runs as a kernel of its own)")
-    if next(n for n in gm.graph.nodes if n.op == "output").args[0] is not calls[0]:
+    if not returns_only(gm, calls[0]):
         return None  # the graph returns something else too (or instead): not this template's output
     result = calls[0].meta["tensor_meta"]
     return Embedding(table=table, input=index.name, inputs=[p.name for p in placeholders],

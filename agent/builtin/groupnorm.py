@@ -20,6 +20,7 @@ import torch.nn as nn
 
 from kernelevo.agent.builtin.conv import chain_after, epilogue_arguments, epilogue_lines, epilogue_program
 from kernelevo.agent.builtin.program import CannotCover, Program
+from kernelevo.agent.builtin.vocabulary import graph_calls
 
 INSTANCE_NORMS = (nn.InstanceNorm1d, nn.InstanceNorm2d, nn.InstanceNorm3d)
 
@@ -39,8 +40,7 @@ class GroupNorm:
 
 def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> GroupNorm | None:
     """The plan if the graph starts with a GroupNorm or InstanceNorm of an input, else None."""
-    calls = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output", "get_attr")]
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    calls, placeholders = graph_calls(gm)
     if not calls or calls[0].op != "call_module":
         return None
     sub = gm.get_submodule(str(calls[0].target))

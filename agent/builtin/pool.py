@@ -21,6 +21,7 @@ from kernelevo.agent.builtin.conv import FINISH, chain_after, epilogue_arguments
 from kernelevo.agent.builtin.conv_direct import PLANE_PIXELS, WINDOW_TAP
 from kernelevo.agent.builtin.program import CannotCover, Program
 from kernelevo.agent.builtin.shape_reads import same_call_at_full_size
+from kernelevo.agent.builtin.vocabulary import graph_calls
 
 MODULES = {nn.MaxPool1d: ("max", 1), nn.MaxPool2d: ("max", 2), nn.MaxPool3d: ("max", 3),
            nn.AvgPool1d: ("avg", 1), nn.AvgPool2d: ("avg", 2), nn.AvgPool3d: ("avg", 3)}
@@ -76,8 +77,7 @@ def _settings(gm: torch.fx.GraphModule, node: torch.fx.Node) -> tuple[str, int, 
 def recognise(gm: torch.fx.GraphModule, inputs: list[Any], full: torch.nn.Module | None = None) -> Pool | None:
     """The pooling plan if the graph starts with a pooling of an input, else None (``full``: the
     model at the size being optimised, to check a pooling function's constant arguments)."""
-    calls = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output", "get_attr")]
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    calls, placeholders = graph_calls(gm)
     found = _settings(gm, calls[0]) if calls else None
     if found is None:
         return None

@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from kernelevo.agent.builtin.conv import chain_after, epilogue_arguments, epilogue_lines, epilogue_program
 from kernelevo.agent.builtin.program import CannotCover, Program
 from kernelevo.agent.builtin.shape_reads import same_call_at_full_size
+from kernelevo.agent.builtin.vocabulary import graph_calls
 
 CATS = (torch.cat, torch.concat, torch.concatenate)
 MAX_RANK = 6
@@ -116,8 +117,7 @@ def _settings(node: torch.fx.Node, name: str, rank: int) -> dict[str, Any]:
 def recognise(gm: torch.fx.GraphModule, inputs: list[Any], full: torch.nn.Module | None = None) -> Rearrange | None:
     """The plan if the graph starts with one of the rearrangements of inputs, else None (``full``: the
     model at the size being optimised, to check the call's constant arguments)."""
-    calls = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output", "get_attr")]
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    calls, placeholders = graph_calls(gm)
     name = _call_name(calls[0]) if calls else None
     if name is None:
         return None

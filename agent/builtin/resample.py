@@ -26,6 +26,7 @@ from kernelevo.agent.builtin.conv import FINISH, chain_after, epilogue_arguments
 from kernelevo.agent.builtin.conv_direct import PLANE_PIXELS
 from kernelevo.agent.builtin.program import CannotCover, Program
 from kernelevo.agent.builtin.shape_reads import same_call_at_full_size
+from kernelevo.agent.builtin.vocabulary import graph_calls
 
 MODES = {"nearest": 0, "nearest-exact": 1, "linear": 2, "bilinear": 2, "trilinear": 2, "shuffle": 3, "unshuffle": 4}
 """The kernel's MODE for each way of resampling."""
@@ -127,8 +128,7 @@ def _interpolate_plan(settings: dict[str, Any], x: torch.Tensor) -> dict[str, An
 def recognise(gm: torch.fx.GraphModule, inputs: list[Any], full: torch.nn.Module | None = None) -> Resample | None:
     """The plan if the graph starts with a resampling of an input, else None (``full``: the model at the
     size being optimised, to check a function's constant arguments)."""
-    calls = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output", "get_attr")]
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    calls, placeholders = graph_calls(gm)
     if not calls:
         return None
     node = calls[0]

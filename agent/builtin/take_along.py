@@ -20,6 +20,7 @@ import torch
 import torch.fx
 
 from kernelevo.agent.builtin.program import CannotCover
+from kernelevo.agent.builtin.vocabulary import graph_calls, returns_only
 
 INDEX_DTYPES = (torch.int64,)
 RANKS = 4
@@ -61,8 +62,7 @@ def _meta(value: Any) -> Any:
 def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> TakeAlong | None:
     """The plan if the graph is one gather along a dim of an input's (or buffer's) values by an input's
     indices, else None; CannotCover with the reason for a gather this kernel does not take."""
-    calls = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output", "get_attr")]
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    calls, placeholders = graph_calls(gm)
     found = _arguments(calls[0]) if calls else None
     if found is None:
         return None
@@ -87,7 +87,7 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> TakeAlong | None:
         raise CannotCover("take_along_dim with broadcast indices (covered: the source's shape apart from dim)")
     if len(calls) > 1:
         raise CannotCover("ops after a gather along a dim (each runs as a kernel of its own)")
-    if next(n for n in gm.graph.nodes if n.op == "output").args[0] is not calls[0]:
+    if not returns_only(gm, calls[0]):
         return None  # the graph returns something else too (or instead): not this template's output
     expression = source.name if source.op == "placeholder" else f"self.{source.target}"
     return TakeAlong(source=expression, index=index.name, dim=dim, rank=rank,

@@ -20,6 +20,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from kernelevo.agent.builtin.program import CannotCover
+from kernelevo.agent.builtin.vocabulary import graph_calls, returns_only
 
 NAMES = ("kernel_size", "dilation", "padding", "stride")
 DEFAULTS = {"dilation": 1, "padding": 0, "stride": 1}
@@ -55,8 +56,7 @@ def _settings(gm: torch.fx.GraphModule, node: torch.fx.Node) -> dict[str, Any] |
 
 def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> Unfold | None:
     """The plan if the graph is one unfold of a batched image passed to forward, else None."""
-    calls = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output", "get_attr")]
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    calls, placeholders = graph_calls(gm)
     settings = _settings(gm, calls[0]) if calls else None
     if settings is None:
         return None
@@ -68,7 +68,7 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> Unfold | None:
         raise CannotCover("an unfold of an input that is not a batch of images (covered: 4 dims)")
     if len(calls) > 1:
         raise CannotCover("ops after an unfold (each runs as a kernel of its own)")
-    if next(n for n in gm.graph.nodes if n.op == "output").args[0] is not calls[0]:
+    if not returns_only(gm, calls[0]):
         return None  # the graph returns something else too (or instead): not this template's output
     pairs = {name: _pair(settings[name], name) for name in NAMES}
     return Unfold(input=source.name, inputs=[p.name for p in placeholders], kernel=pairs["kernel_size"],

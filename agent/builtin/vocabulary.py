@@ -97,3 +97,15 @@ def plain_int(a: Any) -> bool:
 TRACED_CONSTANT = "_tensor_constant"
 """How torch.fx names a tensor made in ``forward`` (``torch.tensor(0.5)``): kept on the traced module,
 which a generated ModelNew is not, so it is never read through ``self``."""
+
+
+def graph_calls(gm: torch.fx.GraphModule) -> tuple[list[torch.fx.Node], list[torch.fx.Node]]:
+    """(the graph's calls in order, its inputs): what a template of one whole op reads first."""
+    nodes = list(gm.graph.nodes)
+    return ([n for n in nodes if n.op not in ("placeholder", "output", "get_attr")],
+            [n for n in nodes if n.op == "placeholder"])
+
+
+def returns_only(gm: torch.fx.GraphModule, node: torch.fx.Node) -> bool:
+    """Does the graph return ``node`` and nothing else (no tuple, no input beside or instead of it)?"""
+    return next(n for n in gm.graph.nodes if n.op == "output").args[0] is node
