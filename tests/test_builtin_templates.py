@@ -224,6 +224,26 @@ CASES = [
      "torch.randint(0, 40, (5, 3))", ""),
     ("embedding-bag-max-then-scale", "        self.bag = nn.EmbeddingBag(30, n, mode='max')", "        return self.bag(x) * 0.5",
      "torch.randint(0, 30, (4, 6))", ""),
+    ("views-channel-shuffle", "        self.groups = 3",
+     "        b, c, h, w = x.size()\n        x = x.view(b, self.groups, c // self.groups, h, w).transpose(1, 2).contiguous()\n"
+     "        return x.view(b, c, h, w)", "torch.randn(2, 12, 5, 7)", ""),
+    ("views-permute-then-gelu-bf16", "        pass", "        return F.gelu(x.permute(2, 0, 1).contiguous()) * 2.0",
+     "torch.randn(3, 6, 37)", "DTYPE = torch.bfloat16"),
+    ("views-crop-times-input", "        pass", "        return x[:, :, 2:y.shape[-1] + 2] * y",
+     "torch.randn(3, 5, 13), torch.randn(3, 5, 7)", ""),
+    ("views-expand-then-reshape", "        pass",
+     "        return torch.tanh(x.unsqueeze(1).expand(-1, 3, -1).reshape(x.size(0), -1))", "torch.randn(4, 9)", ""),
+    ("views-reshape-copies-then-transposed-again", "        pass",
+     "        return x.transpose(1, 2).reshape(x.shape[0], -1).t() * 3.0", "torch.randn(3, 4, 10)", ""),
+    ("views-two-copies-and-flatten", "        pass",
+     "        y = x.transpose(0, 1).contiguous().view(-1, 4).t().contiguous()\n        return torch.flatten(y.mT, 0) - 1.0",
+     "torch.randn(6, 10)", ""),
+    ("views-narrow-by-a-size-fp16", "        pass", "        return torch.relu(x.narrow(1, 2, x.size(1) - 4).swapaxes(0, 2))",
+     "torch.randn(3, 11, 5)", "DTYPE = torch.float16"),
+    ("views-causal-conv-cropped-sequence", "        self.conv = nn.Conv1d(4, 4, 3, groups=4, padding=2)",
+     "        return F.silu(self.conv(x)[..., :x.shape[-1]])", "torch.randn(2, 4, 20)", ""),
+    ("views-token-mixing-linear-sequence", "        self.fc = nn.Linear(7, 7)",
+     "        return torch.relu(self.fc(x.transpose(1, 2)).transpose(1, 2) + x)", "torch.randn(2, 7, 16)", ""),
     ("rearrange-cat-then-reciprocal", "        pass", "        return 1.0 / torch.cat([x, y], dim=1)",
      "torch.randn(3, {cols}), torch.randn(3, 7)", ""),
     ("dims-apart-amax", "        pass", "        return torch.amax(x, dim=(0, 2))", "torch.randn(6, 5, 37)", ""),
@@ -564,7 +584,8 @@ SLOW_CASES = {"flat-gelu-tanh", "cross-entropy-sum", "per-sample-and-channel-inp
               "resample-linear-1d-recomputed", "embedding-function-bf16", "int-input-as-numbers",
               "rearrange-pad-last-two-bf16", "rearrange-flip-two-dims-plus-input", "rearrange-roll-negative-two-dims",
               "rearrange-repeat-3d", "rearrange-diff-dim0-bf16", "global-max-pool-module", "lookup-negative-indices",
-              "rearrange-cat-then-reciprocal", "resample-nearest-fractional-fp16", "resample-pixel-unshuffle-module", "dim-prod-over-dim1", "cross-entropy-as-nll-of-log-softmax"}
+              "rearrange-cat-then-reciprocal", "views-permute-then-gelu-bf16", "views-expand-then-reshape",
+              "views-two-copies-and-flatten", "views-narrow-by-a-size-fp16", "views-token-mixing-linear-sequence", "resample-nearest-fractional-fp16", "resample-pixel-unshuffle-module", "dim-prod-over-dim1", "cross-entropy-as-nll-of-log-softmax"}
 """Cases the default run leaves to ``make test-all``: each has a sibling of the same family that runs."""
 
 

@@ -46,6 +46,23 @@ def test_glue_allowlist_accepts_allocation_views_and_casts() -> None:
     assert check_candidate(model(body)).passed
 
 
+def test_names_bound_by_unpacking_are_the_candidates_own() -> None:
+    """``a, b = [], []`` and ``for i, (s, *rest) in ...`` bind local names, as ``a = []`` does: writing
+    into them is no monkeypatching. Unpacking a module's attribute still is not ownership of it."""
+    body = """        sizes, (strides, *more) = [], ([], 0)
+        for i, (s, *rest) in enumerate([(1, 2)]):
+            sizes.append(s)
+            strides.append(i)
+        sizes[-1] *= 2
+        strides[0] = 1
+        k[(1,)](x, 1, BLOCK=4)
+        return x"""
+    assert check_candidate(model(body)).passed
+    patched = "        a, b = 1, 2\n        torch.nn.functional.relu, c = None, 3\n        k[(1,)](x, 1, BLOCK=4)\n        return x"
+    failed = {c.name: c.detail for c in check_candidate(model(patched)).checks if not c.passed}
+    assert "torch.nn.functional.relu" in failed["static: no monkeypatching"]
+
+
 @pytest.mark.parametrize(("body", "check", "words"), [
     ("        k[(1,)](x, 1, BLOCK=4)\n        return torch.softmax(x, -1)", "no torch compute", "torch.softmax"),
     ("        k[(1,)](x, 1, BLOCK=4)\n        import torch.nn.functional as F\n        return F.gelu(x)", "no torch compute", "gelu"),

@@ -11,7 +11,7 @@ from typing import Any
 import torch
 import torch.fx
 
-from kernelevo.agent.builtin import embedding, rearrange, resample, take_along, unfold
+from kernelevo.agent.builtin import embedding, rearrange, resample, take_along, unfold, view_copy
 
 
 def plan_fields(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ...]], names: list[str],
@@ -54,7 +54,8 @@ def describe(plan: Any) -> str | None:
     if plan.kind == "take_along":
         along = extra["take_along"]
         return f"{take_along.describe(along)}: {plan.rows} x {plan.cols} outputs, {along.out_dtype}"
-    described = {"unfold": unfold.describe, "rearrange": rearrange.describe, "resample": resample.describe}
+    described = {"unfold": unfold.describe, "rearrange": rearrange.describe, "resample": resample.describe,
+                 "view_copy": view_copy.describe}
     if plan.kind in described:
         return f"{described[plan.kind](extra[plan.kind])}, {plan.dtype}"
     return None

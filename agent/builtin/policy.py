@@ -29,6 +29,7 @@ from kernelevo.agent.builtin import (
     split_passes,
     take_along,
     unfold,
+    view_copy,
 )
 from kernelevo.agent.builtin.codegen import online_pairs, splittable
 from kernelevo.agent.builtin.gpu_target import target
@@ -166,6 +167,7 @@ def _seeds(plan: Plan) -> Seeds:
         "pool": lambda p: [("window", params, why) for params, why in pool.seeds()],
         "resample": lambda p: [("gather", params, why) for params, why in resample.seeds()],
         "rearrange": lambda p: [("moved", params, why) for params, why in rearrange.seeds()],
+        "view_copy": lambda p: [("through_strides", params, why) for params, why in view_copy.seeds()],
         "embedding": lambda p: [("rows", params, why) for params, why in embedding.seeds(p.cols)],
         "take_along": lambda p: [("flat", params, why) for params, why in take_along.seeds()],
         "unfold": lambda p: [("columns", params, why) for params, why in unfold.seeds()],

@@ -28,6 +28,7 @@ from kernelevo.agent.builtin import (
     pool,
     scan,
     sort,
+    view_copy,
 )
 from kernelevo.agent.builtin.decompose import read_after_written
 from kernelevo.agent.builtin.init_source import init_source
@@ -45,8 +46,8 @@ class Plan:
     """What the built-in policy will generate for a task."""
 
     kind: str
-    """pointwise, row, dim_reduce, conv, pool, resample, rearrange, embedding, group_norm, cross_entropy,
-    matmul, attention or sequence."""
+    """pointwise, row, dim_reduce, conv, pool, resample, rearrange, view_copy, embedding, group_norm,
+    cross_entropy, matmul, attention or sequence."""
     program: Program | None
     init: str
     """``ModelNew.__init__``: the reference's own, so that parameters are created identically."""
@@ -366,8 +367,14 @@ def plan_graph(model: torch.nn.Module, gm: torch.fx.GraphModule, inputs: list[An
     try:
         return _lowered_plan(model, inputs, shapes, context, names)
     except CannotCover:
-        # partial replacement could not keep the convolution in torch (its output is not shaped as the
-        # rest's input): the convolution template replaces all of it instead, where it covers the graph
+        # views the row program cannot read through (a shuffle of channels, a crop) are copied by a
+        # kernel of their own; partial replacement that could not keep the convolution in torch (its
+        # output is not shaped as the rest's input) has the convolution template replace all of it
+        moved = view_copy.recognise(gm, inputs)
+        if moved is not None:
+            rows, cols = _rows_cols(shapes[0])
+            return _covering(context, names, kind="view_copy", rows=rows, cols=cols, extra={"view_copy": moved},
+                             ops=moved.views + (moved.epilogue.ops if moved.epilogue else []))
         whole = _conv_plan(gm, inputs, _rows_cols(shapes[0])[0], context, names) if context.allow_partial else None
         if whole is None:
             raise

@@ -31,6 +31,7 @@ from kernelevo.agent.builtin import (
     sort,
     take_along,
     unfold,
+    view_copy,
 )
 from kernelevo.agent.builtin.recognize import Plan
 
@@ -44,6 +45,7 @@ STRATEGIES = {
     "pool": ["window"],
     "resample": ["gather"],
     "rearrange": ["moved"],
+    "view_copy": ["through_strides"],
     "embedding": ["rows"],
     "take_along": ["flat"],
     "unfold": ["columns"],
@@ -96,6 +98,10 @@ WHY_STRATEGY = {
     "moved": "each program writes a block of output positions in memory order, each the input value its "
              "coordinates map to: the output written once in whole lines and each input value read about once; "
              "the epilogue fused",
+    "through_strides": "each program writes a block of output positions in memory order, each read through "
+                       "the view's strides, with neighbouring dims merged where the view is contiguous across them: "
+                       "the output is written once and the input read once in runs as long as the view keeps "
+                       "them; views that keep memory order cost nothing, the epilogue fused",
     "three_pass": "one program per (image, group) run, contiguous in memory: the mean, the centred variance, "
                   "then the normalised, scaled and shifted values with the epilogue applied, written once; the "
                   "later passes re-read the run from L2",
@@ -350,6 +356,15 @@ def _render_rearrange(r: Rendering) -> str:
     return head + body + "\n\n" + _model(r.plan.init, rearrange.forward(plan, r.params))
 
 
+def _render_view_copy(r: Rendering) -> str:
+    plan = r.plan.extra["view_copy"]
+    head, body = _with_helpers(r.head(f"Views copied by a Triton kernel: {r.plan.describe()}.",
+                                       "each input value once (through the view's strides) and the output "
+                                       "written once."), view_copy.kernel(plan))
+    head = head.replace("import torch\n", "import math\n\nimport torch\n", 1)
+    return head + body + "\n\n" + view_copy.helpers(plan, r.params) + _model(r.plan.init, view_copy.forward(plan))
+
+
 def _render_dim_reduce(r: Rendering) -> str:
     reduction = r.plan.extra["reduction"]
     head, body = _with_helpers(r.head(f"A Triton reduction: {r.plan.describe()}.",
@@ -421,6 +436,7 @@ RENDERERS = {
     "pool": _render_pool,
     "resample": _render_resample,
     "rearrange": _render_rearrange,
+    "view_copy": _render_view_copy,
     "embedding": _render_embedding,
     "take_along": _render_take_along,
     "unfold": _render_unfold,

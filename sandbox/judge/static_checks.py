@@ -64,6 +64,17 @@ REFUSED_ANYWHERE = (MODULE_ATTRIBUTES | FILE_ATTRIBUTES | PLACE_ATTRIBUTES | SOU
 """Names refused on any object, however reached: as an attribute, by ``getattr`` or by an import."""
 
 
+def _bound_names(target: ast.AST | None) -> list[str]:
+    """The names an assignment target binds: ``a``, and each name of ``a, (b, *c)``."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, ast.Starred):
+        return _bound_names(target.value)
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [name for element in target.elts for name in _bound_names(element)]
+    return []
+
+
 def _root_name(node: ast.AST) -> str | None:
     while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
         node = node.func if isinstance(node, ast.Call) else node.value
@@ -164,8 +175,8 @@ class _Analyzer(ast.NodeVisitor):
         if node.args.kwarg:
             params.add(node.args.kwarg.arg)
         local = params | {
-            t.id for n in ast.walk(node) for t in getattr(n, "targets", [getattr(n, "target", None)])
-            if isinstance(t, ast.Name)
+            name for n in ast.walk(node) for t in getattr(n, "targets", [getattr(n, "target", None)])
+            for name in _bound_names(t)
         }
         self.scopes.append(local)
         self.in_kernel += is_kernel
