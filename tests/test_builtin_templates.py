@@ -244,6 +244,14 @@ CASES = [
      "        return F.silu(self.conv(x)[..., :x.shape[-1]])", "torch.randn(2, 4, 20)", ""),
     ("views-token-mixing-linear-sequence", "        self.fc = nn.Linear(7, 7)",
      "        return torch.relu(self.fc(x.transpose(1, 2)).transpose(1, 2) + x)", "torch.randn(2, 7, 16)", ""),
+    ("mha-module-self-batch-first", "        self.mha = nn.MultiheadAttention(16, 2, batch_first=True)",
+     "        return self.mha(x, x, x, need_weights=False)[0]", "torch.randn(2, 9, 16)", ""),
+    ("mha-module-sequence-first-weights-unused-bf16", "        self.mha = nn.MultiheadAttention(24, 3, bias=False)",
+     "        out, _ = self.mha(x, x, x)\n        return out", "torch.randn(7, 2, 24)", "DTYPE = torch.bfloat16"),
+    ("mha-by-hand-heads-viewed", "        self.qkv = nn.Linear(32, 96)\n        self.proj = nn.Linear(32, 32)",
+     "        b, n, c = x.shape\n        q, k, v = self.qkv(x).reshape(b, n, 3, 4, c // 4).permute(2, 0, 3, 1, 4).unbind(0)\n"
+     "        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)\n"
+     "        return self.proj(y.transpose(1, 2).reshape(b, n, c))", "torch.randn(2, 11, 32)", ""),
     ("rearrange-cat-then-reciprocal", "        pass", "        return 1.0 / torch.cat([x, y], dim=1)",
      "torch.randn(3, {cols}), torch.randn(3, 7)", ""),
     ("dims-apart-amax", "        pass", "        return torch.amax(x, dim=(0, 2))", "torch.randn(6, 5, 37)", ""),
@@ -585,7 +593,7 @@ SLOW_CASES = {"flat-gelu-tanh", "cross-entropy-sum", "per-sample-and-channel-inp
               "rearrange-pad-last-two-bf16", "rearrange-flip-two-dims-plus-input", "rearrange-roll-negative-two-dims",
               "rearrange-repeat-3d", "rearrange-diff-dim0-bf16", "global-max-pool-module", "lookup-negative-indices",
               "rearrange-cat-then-reciprocal", "views-permute-then-gelu-bf16", "views-expand-then-reshape",
-              "views-two-copies-and-flatten", "views-narrow-by-a-size-fp16", "views-token-mixing-linear-sequence", "resample-nearest-fractional-fp16", "resample-pixel-unshuffle-module", "dim-prod-over-dim1", "cross-entropy-as-nll-of-log-softmax"}
+              "views-two-copies-and-flatten", "views-narrow-by-a-size-fp16", "mha-module-sequence-first-weights-unused-bf16", "views-token-mixing-linear-sequence", "resample-nearest-fractional-fp16", "resample-pixel-unshuffle-module", "dim-prod-over-dim1", "cross-entropy-as-nll-of-log-softmax"}
 """Cases the default run leaves to ``make test-all``: each has a sibling of the same family that runs."""
 
 

@@ -27,6 +27,7 @@ import torch
 import torch.fx
 import torch.nn.functional as F
 
+from kernelevo.agent.builtin import attention_views
 from kernelevo.agent.builtin.program import CannotCover
 
 WIDEST_HEAD = 256
@@ -171,12 +172,10 @@ def attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, mask_ptr, seq_q, seq_k, scale_l
 '''
 
 FORWARD = '''def forward(self, {args}):
-    {q} = {q}.contiguous()
-    {k} = {k}.contiguous()
-    {v} = {v}.contiguous()
+    {prologue}
     batch, heads, seq, head_dim = {q}.shape
     seq_k = {k}.shape[2]
-    out = torch.empty_like({q})
+    out = {allocate}
     scale = {scale}
     {mask_glue}BLOCK_M, BLOCK_N = {BLOCK_M}, {BLOCK_N}
     block_d = max(16, triton.next_power_of_2(head_dim))
@@ -259,6 +258,9 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[in
     """The attention plan's details if ``gm`` is one call of scaled_dot_product_attention on its inputs
     (``shapes``: theirs at the size being optimised), with a mask passed in or held as a buffer; None
     if it is something else."""
+    viewed = attention_views.find(gm, inputs, shapes)
+    if viewed is not None:
+        return _viewed(gm, inputs, shapes, viewed)
     found = _call(gm)
     if found is None:
         return None
@@ -285,6 +287,30 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[in
         found_mask = _mask(gm, mask, None, tuple(inputs[0].shape), tuple(inputs[1].shape))
     return {"causal": bool(options.get("is_causal", False)), "scale": options.get("scale"), "seq": q[2],
             "seq_k": k[2], "head_dim": q[3], "mask": found_mask}
+
+
+def _viewed(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ...]],
+            viewed: attention_views.AttentionViews) -> dict[str, Any]:
+    """The plan's details where q, k and v are views taken in ``forward`` (see attention_views)."""
+    node = next(n for n in gm.graph.nodes if n.op == "call_function" and n.target is F.scaled_dot_product_attention)
+    options = _options(node)
+    _refuse_options(options)
+    q, k, v = viewed.shapes
+    _check_shapes(q, k, v)
+    if q[3] > WIDEST_HEAD:
+        raise CannotCover(f"attention with head_dim {q[3]} in one kernel (covered up to {WIDEST_HEAD})")
+    mask, found_mask = options.get("attn_mask"), None
+    if mask is not None:
+        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        small_q, small_k = (tuple(a.meta["tensor_meta"].shape) for a in node.args[:2])
+        if mask in placeholders:
+            at = placeholders.index(mask)
+            value = torch.empty(shapes[at], dtype=inputs[at].dtype, device="meta")
+            found_mask = _mask(gm, mask, value, q, k)
+        else:
+            found_mask = _mask(gm, mask, None, small_q, small_k)
+    return {"causal": bool(options.get("is_causal", False)), "scale": options.get("scale"), "seq": q[2],
+            "seq_k": k[2], "head_dim": q[3], "mask": found_mask, "views": viewed}
 
 
 def decompose_wide(gm: torch.fx.GraphModule, shapes: dict[str, tuple[int, ...]]) -> bool:
@@ -347,12 +373,21 @@ def seeds(plan: Any, tensor_descriptors: bool) -> list[tuple[str, dict[str, Any]
 
 def forward(plan: Any, params: dict[str, Any]) -> str:
     """The generated ``forward``: one launch over (query blocks, batch x heads)."""
-    q, k, v = plan.inputs[:3]
+    viewed = plan.extra.get("views")
+    q, k, v = plan.inputs[:3] if viewed is None else viewed.qkv
     scale = repr(float(plan.extra["scale"])) if plan.extra["scale"] is not None else "1.0 / math.sqrt(head_dim)"
     mask = plan.extra.get("mask")
     kind = {None: 0, "bool": 1, "additive": 2}[mask["kind"] if mask else None]
     glue = MASK_GLUE.format(mask=mask["source"]) if mask else ""
     strides = "mask.stride(0), mask.stride(1), mask.stride(2), mask.stride(3)" if mask else "0, 0, 0, 0"
+    settings = {"TMA": False, **params}
+    if viewed is None:
+        prologue, allocate = f"{q} = {q}.contiguous()\n    {k} = {k}.contiguous()\n    {v} = {v}.contiguous()", \
+            f"torch.empty_like({q})"
+    else:  # q, k and v read through their strides; the output written through q's (see attention_views)
+        prologue = attention_views.prologue(viewed)
+        allocate = f"torch.empty_strided({q}.shape, {q}.stride(), dtype={q}.dtype, device={q}.device)"
+        settings["TMA"] = f"{settings['TMA']} and {q}.is_contiguous() and {k}.is_contiguous() and {v}.is_contiguous()"
     return FORWARD.format(args=", ".join(plan.inputs), q=q, k=k, v=v, scale=scale, causal=plan.extra["causal"],
                           mask="mask" if mask else q, mask_glue=glue, mask_strides=strides, mask_kind=kind,
-                          **{"TMA": False, **params})
+                          prologue=prologue, allocate=allocate, **settings)

@@ -404,7 +404,7 @@ def _whole_op_plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tup
         return _covering(context, names, kind="cross_entropy", rows=rows, cols=cols, ops=["cross_entropy"], extra=ce)
     found = attention.recognise(gm, inputs, shapes)
     if found is not None:
-        b, h, seq, d = shapes[0]
+        b, h, seq, d = found["views"].shapes[0] if found.get("views") else shapes[0]
         return _covering(context, names, kind="attention", rows=b * h * seq, cols=d,
                          ops=["scaled_dot_product_attention"], extra=found)
     # a task that allows partial replacement keeps its convolution in torch (cuDNN), the rest fused

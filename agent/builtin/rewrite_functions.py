@@ -19,6 +19,7 @@ runs as written); options a rewrite does not follow leave the call as it was.
 - ``mv``, ``dot`` and ``outer`` as a matmul, a product summed and a broadcast product; ``addmm``,
   ``addmv`` and ``baddbmm`` as ``beta * c + alpha * (a @ b)``; a matmul with a vector (fp32) as the
   product summed over the shared dim.
+- ``nn.MultiheadAttention`` (self-attention, no masks): see :mod:`attention_module`.
 - ``diag(d) @ m`` and ``m @ diag(d)`` (``d`` a vector): ``d.unsqueeze(1) * m`` and ``m * d``, each row or
   column scaled, without the N x N matrix or the GEMM over its zeros.
 """
@@ -33,6 +34,7 @@ import torch.fx
 import torch.nn as nn
 import torch.nn.functional as F
 
+from kernelevo.agent.builtin import attention_module
 from kernelevo.agent.builtin.rewrite_in_place import option
 
 FUNCTION_MODULES = {nn.GLU: (F.glu, ("dim",)),
@@ -315,6 +317,9 @@ def rewrite_functions(gm: torch.fx.GraphModule) -> bool:
             if found is not None:
                 node.op, node.target = "call_function", found[0]
                 node.kwargs = {**node.kwargs, **found[1]}
+                changed = True
+                continue
+            if attention_module.rewrite(gm, node):
                 changed = True
                 continue
             with gm.graph.inserting_before(node):

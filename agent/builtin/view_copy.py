@@ -70,17 +70,17 @@ class ViewCopy:
     """The views and copies, in order, by name."""
 
 
-def _is_tensor(node: Any) -> bool:
+def is_tensor(node: Any) -> bool:
     return isinstance(node, torch.fx.Node) and isinstance(node.meta.get("tensor_meta"), TensorMetadata)
 
 
-def _view_name(node: torch.fx.Node) -> str | None:
+def view_name(node: torch.fx.Node) -> str | None:
     """The name of the view or copy ``node`` is, as a method of a tensor; else None."""
     if node.op == "call_method" and node.target in STRIDE_METHODS | COPY_METHODS | RESHAPE_METHODS:
         return str(node.target)
     if node.op != "call_function":
         return None
-    if node.target is operator.getitem and _is_tensor(node.args[0]):
+    if node.target is operator.getitem and (is_tensor(node.args[0]) or split_name(node.args[0]) is not None):
         return "getitem"
     if node.target is builtins.getattr and node.args[1] in STRIDE_ATTRIBUTES:
         return str(node.args[1])
@@ -89,8 +89,21 @@ def _view_name(node: torch.fx.Node) -> str | None:
     return STRIDE_FUNCTIONS.get(node.target) or RESHAPE_FUNCTIONS.get(node.target)
 
 
-def _is_size_read(node: torch.fx.Node) -> bool:
-    if _is_tensor(node):
+SPLIT_METHODS = {"unbind", "chunk", "split"}
+SPLIT_FUNCTIONS = {torch.unbind: "unbind", torch.chunk: "chunk", torch.split: "split"}
+
+
+def split_name(node: Any) -> str | None:
+    """``unbind``, ``chunk`` or ``split`` if ``node`` splits a tensor into views (a tuple of them); else None."""
+    if not isinstance(node, torch.fx.Node):
+        return None
+    if node.op == "call_method" and node.target in SPLIT_METHODS:
+        return str(node.target)
+    return SPLIT_FUNCTIONS.get(node.target) if node.op == "call_function" else None
+
+
+def is_size_read(node: torch.fx.Node) -> bool:
+    if is_tensor(node):
         return False
     if node.op == "call_method":
         return node.target in SIZE_METHODS
@@ -99,7 +112,7 @@ def _is_size_read(node: torch.fx.Node) -> bool:
     return node.op == "call_function" and node.target in NUMBER_OPS
 
 
-class _Writer:
+class Writer:
     """Python text for the replayed nodes: each node's value under a name of its own (``<node>_view``,
     a suffix no input keeps), numbers and index expressions written out."""
 
@@ -131,6 +144,21 @@ class _Writer:
         args = [self.text(a) for a in node.args[1:]] + [f"{k}={self.text(v)}" for k, v in node.kwargs.items()]
         return f"{self.text(node.args[0])}.{method}({', '.join(args)})"
 
+    def replayed(self, node: torch.fx.Node) -> str:
+        """The expression that gives ``node``, a read of a size, a view or a split into views, its value
+        as the reference computes it."""
+        view = view_name(node) if is_tensor(node) else split_name(node)
+        if view is None:
+            return self.number(node)
+        source = self.text(node.args[0])
+        if view == "getitem":
+            if not _index_is_basic(node.args[1]):
+                raise CannotCover("indexing by a tensor or a list (covered: ints, slices, None and ...)")
+            return f"{source}[{self.text(node.args[1])}]"
+        if view in STRIDE_ATTRIBUTES:
+            return f"{source}.{view}"
+        return self.call(node, view)
+
     def number(self, node: torch.fx.Node) -> str:
         if node.op == "call_method":
             return self.call(node, str(node.target))
@@ -148,7 +176,7 @@ def _index_is_basic(index: Any) -> bool:
     """Basic indexing (ints, slices, None, ...): the result is a view."""
     parts = index if isinstance(index, tuple) else (index,)
     return all(p is None or p is Ellipsis or isinstance(p, slice) or (isinstance(p, int) and not isinstance(p, bool))
-               or (isinstance(p, torch.fx.Node) and not _is_tensor(p)) for p in parts)
+               or (isinstance(p, torch.fx.Node) and not is_tensor(p)) for p in parts)
 
 
 def _flatten_dims(node: torch.fx.Node) -> tuple[Any, Any]:
@@ -158,7 +186,7 @@ def _flatten_dims(node: torch.fx.Node) -> tuple[Any, Any]:
     return start, end
 
 
-def _statement(node: torch.fx.Node, view: str, w: _Writer, last_copy: bool, epilogue: str) -> str:
+def _statement(node: torch.fx.Node, view: str, w: Writer, last_copy: bool, epilogue: str) -> str:
     """The line that gives ``node`` (a view or a copy) its value in ``forward``."""
     source = w.text(node.args[0])
     target = w.name(node)
@@ -177,13 +205,7 @@ def _statement(node: torch.fx.Node, view: str, w: _Writer, last_copy: bool, epil
         if last_copy:
             return f"{target} = _materialized({source}{epilogue}).view({shape})"
         return f"{target} = _reshaped({source}, {shape})"
-    if view == "getitem":
-        if not _index_is_basic(node.args[1]):
-            raise CannotCover("indexing by a tensor or a list (covered: ints, slices, None and ...)")
-        return f"{target} = {source}[{w.text(node.args[1])}]"
-    if view in STRIDE_ATTRIBUTES:
-        return f"{target} = {source}.{view}"
-    return f"{target} = {w.call(node, view)}"
+    return f"{target} = {w.replayed(node)}"
 
 
 def _last_copy(chain: list[tuple[torch.fx.Node, str]]) -> torch.fx.Node | None:
@@ -208,15 +230,15 @@ def _chain(gm: torch.fx.GraphModule, placeholders: list[torch.fx.Node]
     reads: list[torch.fx.Node] = []
     source: torch.fx.Node | None = None
     for node in calls:
-        view = _view_name(node)
-        if view is not None and _is_tensor(node):
+        view = view_name(node)
+        if view is not None and is_tensor(node):
             first = node.args[0]
-            if source is None and first in placeholders and _is_tensor(first):
+            if source is None and first in placeholders and is_tensor(first):
                 source = first
             if first is not source and first not in [n for n, _ in chain]:
                 return None
             chain.append((node, view))
-        elif _is_size_read(node):
+        elif is_size_read(node):
             reads.append(node)
         else:
             break
@@ -261,7 +283,7 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> ViewCopy | None:
     final = after[-1] if after else last
     if tuple(final.meta["tensor_meta"].shape) != tuple(last.meta["tensor_meta"].shape):
         raise CannotCover("the ops after the views change their shape (covered: pointwise ops)")
-    w = _Writer(placeholders)
+    w = Writer(placeholders)
     lines, extra = epilogue_arguments(epilogue)
     operands = f", {extra.rstrip(', ')}" if extra else ""
     copy_at = _last_copy(chain)

@@ -1,0 +1,111 @@
+"""Views taken in ``forward`` before scaled-dot-product attention, read by the kernel through their strides.
+
+Real attention code rarely passes q, k and v in as they are: it splits a packed projection into heads
+(``qkv.unflatten(-1, (3, heads, d)).permute(2, 0, 3, 1, 4)``, then ``[0]``, ``[1]``, ``[2]``) or views each
+projection as heads (``q.view(b, n, heads, d).transpose(1, 2)``). Those views compute nothing: the
+generated ``forward`` replays them with the reference's own calls (at any size: sizes are read from the
+tensors), and the attention kernel reads q, k and v through their strides, which it takes for every
+dim but the head's own. Only a view whose head dim is not contiguous, or k and v laid out differently,
+is copied first. The output is allocated with q's strides, which the kernel writes through.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.fx
+import torch.nn.functional as F
+
+from kernelevo.agent.builtin.program import CannotCover
+from kernelevo.agent.builtin.view_copy import (
+    COPY_METHODS,
+    RESHAPE_METHODS,
+    Writer,
+    is_size_read,
+    is_tensor,
+    split_name,
+    view_name,
+)
+from kernelevo.agent.builtin.vocabulary import graph_calls, returns_only
+
+
+@dataclass
+class AttentionViews:
+    statements: list[str]
+    """``forward``'s lines that take the views, before the kernel's launch."""
+    qkv: tuple[str, str, str]
+    """The names q, k and v have there."""
+    shapes: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
+    """Their shapes at the size being optimised."""
+
+
+class _Stop(Exception):
+    pass
+
+
+class _UpTo(torch.fx.Interpreter):
+    """Runs the graph on meta tensors up to (not including) ``stop``, keeping every value."""
+
+    def __init__(self, gm: torch.fx.GraphModule, stop: torch.fx.Node) -> None:
+        super().__init__(gm)
+        self.stop = stop
+
+    def run_node(self, n: torch.fx.Node) -> Any:
+        if n is self.stop:
+            raise _Stop
+        return super().run_node(n)
+
+
+def _full_shapes(gm: torch.fx.GraphModule, call: torch.fx.Node, inputs: list[Any],
+                 shapes: list[tuple[int, ...]]) -> tuple[tuple[int, ...], ...]:
+    """q, k and v's shapes with the inputs at their ``shapes`` (the views run on the meta device)."""
+    full = iter(shapes)
+    meta = [torch.empty(next(full), dtype=x.dtype, device="meta") if isinstance(x, torch.Tensor) else x
+            for x in inputs]
+    runner = _UpTo(gm, call)
+    try:
+        runner.run(*meta)
+    except _Stop:
+        pass
+    except Exception as exc:  # a view that holds at the small size only: the sizes are what they are
+        raise CannotCover(f"the views before attention do not hold at the size being optimised ({exc})") from None
+    return tuple(tuple(runner.env[a].shape) for a in call.args[:3])
+
+
+def find(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ...]]) -> AttentionViews | None:
+    """The views before the graph's one attention call, if every other op of the graph is a view (or a
+    read of a size) taken of the inputs for q, k and v; None where there are none or other ops."""
+    calls, placeholders = graph_calls(gm)
+    if len(calls) < 2 or calls[-1].op != "call_function" or calls[-1].target is not F.scaled_dot_product_attention \
+            or not returns_only(gm, calls[-1]) or len(calls[-1].args) < 3:
+        return None
+    call, before = calls[-1], calls[:-1]
+    for node in before:
+        view = view_name(node) if is_tensor(node) else split_name(node)
+        if view is None and not is_size_read(node):
+            return None
+        if view in COPY_METHODS | RESHAPE_METHODS - {"reshape", "flatten"}:
+            return None  # a copy the reference asks for: the view-copy template's work
+        if any(user is call and node not in call.args[:3] for user in node.users):
+            return None  # a mask computed in forward
+    if not all(isinstance(a, torch.fx.Node) and (a in before or a in placeholders) for a in call.args[:3]):
+        return None
+    w = Writer(placeholders)
+    statements = [f"{w.name(node)} = {w.replayed(node)}" for node in before]
+    q, k, v = (w.text(a) for a in call.args[:3])
+    return AttentionViews(statements=statements, qkv=(q, k, v), shapes=_full_shapes(gm, call, inputs, shapes))
+
+
+def prologue(found: AttentionViews) -> str:
+    """The views taken, then copies only where the kernel cannot read through them: a head dim that is
+    not contiguous, a query view that repeats elements (the output is written through its strides),
+    or k and v of different strides (the kernel walks both with k's)."""
+    q, k, v = found.qkv
+    lines = [*found.statements,
+             f"if {q}.stride(-1) != 1 or 0 in {q}.stride():",
+             f"    {q} = {q}.contiguous()",
+             f"if {k}.stride(-1) != 1 or {k}.stride() != {v}.stride():",
+             f"    {k}, {v} = {k}.contiguous(), {v}.contiguous()"]
+    return "\n    ".join(lines)
