@@ -48,7 +48,8 @@ WORK_KINDS = ("linear", "conv", "norm", "softmax", "attention", "matmul", "point
 """Region kinds that do work; views, reshapes and copies stay between regions, in PyTorch."""
 POINTWISE_MODULES = (nn.ReLU, nn.GELU, nn.SiLU, nn.Sigmoid, nn.Tanh, nn.Dropout, nn.Identity, nn.LeakyReLU,
                      nn.Mish, nn.ELU, nn.Softplus)
-ANCHOR_MODULES = {nn.Linear: "linear", nn.Conv2d: "conv", nn.LayerNorm: "norm", nn.Softmax: "softmax"}
+ANCHOR_MODULES = {nn.Linear: "linear", nn.Conv2d: "conv", nn.LayerNorm: "norm", nn.Softmax: "softmax",
+                  nn.MultiheadAttention: "attention"}
 ANCHOR_FUNCTIONS = {F.linear: "linear", F.layer_norm: "norm", torch.softmax: "softmax", F.softmax: "softmax",
                     F.log_softmax: "softmax", torch.log_softmax: "softmax",
                     F.scaled_dot_product_attention: "attention", torch.matmul: "matmul", operator.matmul: "matmul"}
@@ -274,6 +275,7 @@ def partition(gm: torch.fx.GraphModule) -> list[Region]:
         if kind not in WORK_KINDS:
             continue
         members = [node]
+        members += _only_first_item(gm, node)
         # Extend along pointwise ops that consume this region's latest value (an epilogue; a
         # residual add reads one more input), as long as that value has no other user: the region
         # keeps one output.
@@ -299,6 +301,21 @@ def partition(gm: torch.fx.GraphModule) -> list[Region]:
             region.supported, region.reason = False, why
         regions.append(region)
     return regions
+
+
+def _only_first_item(gm: torch.fx.GraphModule, node: torch.fx.Node) -> list[torch.fx.Node]:
+    """The items of an attention module's result that join its region where only ``[0]`` (its output;
+    the averaged weights are ``[1]``) is read: items unpacked and never read, then ``[0]`` last, so that
+    the region ends in one tensor. Empty otherwise."""
+    if not isinstance(_module(gm, node), nn.MultiheadAttention):
+        return []
+    items = list(node.users)
+    if any(u.op != "call_function" or u.target is not operator.getitem for u in items):
+        return []
+    read = [u for u in items if u.users]
+    if len(read) != 1 or read[0].args[1] != 0:
+        return []
+    return [u for u in items if not u.users] + read
 
 
 def _ready(user: torch.fx.Node, members: list[torch.fx.Node], order: dict[torch.fx.Node, int]) -> bool:

@@ -56,6 +56,11 @@ def module_init(module: nn.Module | None) -> str | None:
         return f"nn.Dropout(p={module.p})"
     if isinstance(module, nn.LeakyReLU):
         return f"nn.LeakyReLU({module.negative_slope})"
+    if isinstance(module, nn.MultiheadAttention):
+        return (f"nn.MultiheadAttention({module.embed_dim}, {module.num_heads}, dropout={module.dropout}, "
+                f"bias={module.in_proj_bias is not None}, add_bias_kv={module.bias_k is not None}, "
+                f"add_zero_attn={module.add_zero_attn}, kdim={module.kdim}, vdim={module.vdim}, "
+                f"batch_first={module.batch_first})")
     simple = (nn.ReLU, nn.SiLU, nn.Sigmoid, nn.Tanh, nn.Identity, nn.Mish)
     if isinstance(module, simple):
         return f"nn.{type(module).__name__}()"

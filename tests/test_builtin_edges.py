@@ -819,3 +819,43 @@ def test_an_input_renamed_away_from_generated_names_keeps_its_full_size_shape() 
     path = ROOT / "bench/probes/level1/manual_attention_hd1024.py"  # inputs q, k, v
     plan = recognise(load_task(str(path), "full"))
     assert plan.kind == "sequence" and "input_k" in plan.inputs, plan.describe()
+
+
+MHA_TASK = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(16, 2, batch_first=True{options})
+        self.register_buffer("mask", torch.rand(5, 5) > 0.5)
+
+    def forward(self, x, y):
+        out, w = self.attn({call})
+        return {result}
+
+
+def get_inputs():
+    return [torch.randn(2, 5, 16), torch.randn(2, 5, 16)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.parametrize(("options", "call", "result"), [
+    ("", "x, y, y", "out"),  # cross-attention: another key and value
+    ("", "x, x, x, attn_mask=self.mask", "out"),
+    ("", "x, x, x", "out + w.sum()"),  # the weights are read
+    (", add_bias_kv=True", "x, x, x", "out"),
+], ids=["cross", "masked", "weights-read", "bias-kv"])
+def test_attention_modules_outside_the_rewrite_stay_whole_with_the_reason(tmp_path: Path, options: str, call: str,
+                                                                          result: str) -> None:
+    """Only unmasked self-attention whose weights are unused is written as its ops; the rest is refused
+    as the module it is, never planned as something it does not compute."""
+    path = tmp_path / "mha.py"
+    path.write_text(MHA_TASK.format(options=options, call=call, result=result))
+    with pytest.raises(CannotCover, match="MultiheadAttention|mask"):
+        recognise(load_task(str(path), "full"))

@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from typer.testing import CliRunner
 
 from conftest import ROOT
+from kernelevo.agent.builtin.recognize import recognise
 from kernelevo.agent.cli import app
 from kernelevo.agent.model import run as mr
 from kernelevo.agent.store import RunStore
@@ -150,6 +151,34 @@ def test_torch_modules_are_recreated_from_their_description_with_trained_looking
     assert rg.module_init(nn.AvgPool2d(3, 2, 1, count_include_pad=False)) is None
     assert rg.module_init(nn.Upsample(scale_factor=2, mode="bilinear", align_corners=True)) is None
     assert rg.module_init(nn.AvgPool2d(3, 2, 1)) == "nn.AvgPool2d(kernel_size=3, stride=2, padding=1)"
+
+
+def test_an_attention_module_is_a_region_ending_in_its_output(tmp_path: Path) -> None:
+    """``nn.MultiheadAttention`` returns (output, weights); where only the output is read (the weights
+    unpacked and dropped, as real blocks write it) its region takes the item and the residual after it,
+    is re-created in a task with its options, and the built-in policy plans that task (the module as its
+    GEMMs and attention); where the weights are read it stays in PyTorch."""
+    class Block(nn.Module):
+        def __init__(self, weights: bool) -> None:
+            super().__init__()
+            self.attn, self.norm, self.weights = nn.MultiheadAttention(16, 2, bias=False), nn.LayerNorm(16), weights
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            out, w = self.attn(x, x, x)
+            return self.norm(out + x) + (w.sum() if self.weights else 0.0)
+
+    gm = rg.capture(Block(False).eval(), [torch.randn(7, 2, 16)])
+    found = rg.partition(gm)
+    attention = next(r for r in found if r.kind == "attention")
+    assert attention.supported and attention.nodes[0] == "attn" and attention.nodes[-1] == "add", attention.nodes
+    source = rg.region_task_source(gm, attention)
+    assert "nn.MultiheadAttention(16, 2, dropout=0.0, bias=False" in source and "batch_first=False" in source
+    path = tmp_path / "region.py"
+    path.write_text(source)
+    plan = recognise(load_task(str(path), "small"))
+    assert plan.kind == "sequence" and "attention" in plan.describe(), plan.describe()
+    used = rg.partition(rg.capture(Block(True).eval(), [torch.randn(7, 2, 16)]))
+    assert not next(r for r in used if str(r.nodes[0]) == "attn").supported
 
 
 def test_an_untraceable_model_is_a_clear_error() -> None:

@@ -31,9 +31,9 @@ def _plain_call(node: torch.fx.Node) -> torch.fx.Node | None:
     if any(option(node, name, i, None) is not None for name, i in (("key_padding_mask", 3), ("attn_mask", 5))) or \
             option(node, "is_causal", 7, False):
         return None
-    if not node.users or any(u.op != "call_function" or u.target is not operator.getitem or u.args[1] != 0
-                             for u in node.users):
-        return None
+    if not node.users or any(u.op != "call_function" or u.target is not operator.getitem or
+                             (u.args[1] != 0 and u.users) for u in node.users):
+        return None  # the weights are used
     meta = query.meta.get("tensor_meta")
     return query if meta is not None and len(meta.shape) == 3 else None
 
@@ -63,7 +63,7 @@ def rewrite(gm: torch.fx.GraphModule, node: torch.fx.Node) -> bool:
         merged = graph.call_method("flatten", (graph.call_method("permute", (attended, *back)), 2))
         out_bias = graph.get_attr(f"{name}.out_proj.bias") if attn.out_proj.bias is not None else None
         out = graph.call_function(F.linear, (merged, graph.get_attr(f"{name}.out_proj.weight"), out_bias))
-    for user in list(node.users):
+    for user in list(node.users):  # the output's item 0, and items never read (the weights unpacked)
         user.replace_all_uses_with(out)
         graph.erase_node(user)
     graph.erase_node(node)
