@@ -63,6 +63,47 @@ def test_names_bound_by_unpacking_are_the_candidates_own() -> None:
     assert "torch.nn.functional.relu" in failed["static: no monkeypatching"]
 
 
+@pytest.mark.parametrize("line", [
+    "a = torch.autograd",
+    "a, _ = torch.autograd, 0",
+    "for m in [torch]:\n            pass",
+    "ms = [m for m in (torch.nn.functional,)]",
+    "(m := torch)",
+    "print(torch)",
+    "t = torch.Tensor",
+    "t = type(x)",
+])
+def test_a_module_or_class_taken_as_a_value_is_refused(line: str) -> None:
+    """A name for a module or a class (however it is bound: assignment, unpacking, a loop, a
+    comprehension, a call's argument) would let the candidate set its attributes, the op recorder's
+    among them, as the candidate's own; kernels never need one as a value."""
+    body = f"        {line}\n        k[(1,)](x, 1, BLOCK=4)\n        return x"
+    failed = {c.name: c.detail for c in check_candidate(model(body)).checks if not c.passed}
+    assert "taken as a value" in failed.get("static: no monkeypatching", "") or \
+        "type(...)" in failed.get("static: no monkeypatching", ""), failed
+
+
+def test_classes_named_where_the_language_uses_them_pass() -> None:
+    """Class bases, annotations and ``isinstance`` name classes without handing them out; dtypes,
+    functions and constants are values, not modules or classes."""
+    source = HEADER + """
+@triton.jit
+def scaled(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n).to(tl.float32), mask=offs < n)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        assert isinstance(x, (torch.Tensor, float)) and not issubclass(torch.Tensor, nn.Module)
+        y = torch.empty_like(x, dtype=torch.float32).to(torch.bfloat16)
+        k[(1,)](y, 1, BLOCK=4)
+        return y
+"""
+    report = check_candidate(source)
+    assert report.passed, report.first_failure()
+
+
 @pytest.mark.parametrize(("body", "check", "words"), [
     ("        k[(1,)](x, 1, BLOCK=4)\n        return torch.softmax(x, -1)", "no torch compute", "torch.softmax"),
     ("        k[(1,)](x, 1, BLOCK=4)\n        import torch.nn.functional as F\n        return F.gelu(x)", "no torch compute", "gelu"),

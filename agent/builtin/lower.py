@@ -35,10 +35,7 @@ from kernelevo.agent.builtin.vocabulary import LOW_PRECISION
 def trace(model: nn.Module, inputs: list[Any]) -> torch.fx.GraphModule:
     """``model`` traced with torch.fx, each node annotated with its shape and dtype."""
     try:
-        try:
-            gm = torch.fx.symbolic_trace(model)
-        except TypeError:  # a factory called with sizes read in forward
-            gm = size_tracing.symbolic_trace(model)
+        gm = size_tracing.traced(model)
         ShapeProp(gm).propagate(*inputs)
         if decompose(gm):
             ShapeProp(gm).propagate(*inputs)

@@ -23,6 +23,7 @@ import torch.fx
 import torch.nn as nn
 import torch.nn.functional as F
 
+from kernelevo.agent.builtin import size_tracing
 from kernelevo.agent.builtin.lower import lower
 from kernelevo.agent.builtin.program import CannotCover, Program
 from kernelevo.agent.builtin.vocabulary import TRACED_CONSTANT
@@ -223,7 +224,7 @@ def _param(gm: torch.fx.GraphModule, expression: str) -> torch.Tensor:
 def lower_chain(model: nn.Module, inputs: list[Any]) -> list[Stage]:
     """The stages of a matmul chain, or CannotCover."""
     try:
-        gm = torch.fx.symbolic_trace(model)
+        gm = size_tracing.traced(model)
     except Exception as exc:
         raise CannotCover(f"the reference could not be traced with torch.fx ({type(exc).__name__}: {exc})") from None
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]

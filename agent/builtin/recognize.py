@@ -20,6 +20,7 @@ from torch.fx.passes.shape_prop import ShapeProp
 
 from kernelevo.agent.builtin import (
     attention,
+    attention_by_hand,
     conv,
     dimreduce,
     gathers,
@@ -305,6 +306,8 @@ def recognise(task: Task) -> Plan:
     if attention.decompose_wide(gm, shapes_there(gm, sizes)):
         ShapeProp(gm).propagate(*inputs)
     sized = fold_numbers(gm, sizes)
+    if attention_by_hand.rewrite(gm, shapes_there(gm, sizes)):  # its scale is a number now
+        ShapeProp(gm).propagate(*inputs)
     written = read_after_written(gm)
     if written is not None:
         raise CannotCover(f"`{written.name}` writes its input in place and the input is read again after it; "

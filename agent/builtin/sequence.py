@@ -25,11 +25,11 @@ import torch
 import torch.fx
 from torch.fx.passes.shape_prop import ShapeProp
 
-from kernelevo.agent.builtin import attention
+from kernelevo.agent.builtin import attention, attention_by_hand, size_tracing
 from kernelevo.agent.builtin.decompose import decompose
 from kernelevo.agent.builtin.lower import trace
 from kernelevo.agent.builtin.program import CannotCover
-from kernelevo.agent.builtin.shape_reads import INTEGER_ARITHMETIC
+from kernelevo.agent.builtin.shape_reads import INTEGER_ARITHMETIC, FullSizes, fold_numbers
 from kernelevo.agent.builtin.vocabulary import plain_int, view_method
 
 FLOW = "_kernelevo_flow"
@@ -210,7 +210,7 @@ def _full_node_shapes(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[
     from kernelevo.agent.builtin.recognize import safe_input_names
 
     try:
-        traced = torch.fx.symbolic_trace(full)
+        traced = size_tracing.traced(full)
         safe_input_names(traced)  # named as the small graph's inputs were
         metas = [torch.empty(s, dtype=x.dtype, device="meta") for s, x in zip(shapes, inputs, strict=True)]
         ShapeProp(traced).propagate(*metas)
@@ -218,6 +218,10 @@ def _full_node_shapes(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[
             ShapeProp(traced).propagate(*metas)
         there = {n.name: tuple(n.meta["tensor_meta"].shape) for n in traced.graph.nodes
                  if hasattr(n.meta.get("tensor_meta"), "shape")}
+        names = [n.name for n in traced.graph.nodes if n.op == "placeholder"]
+        fold_numbers(traced, FullSizes(dict(zip(names, shapes, strict=True)), all_same=True))
+        if attention_by_hand.rewrite(traced, there):  # as recognise rewrote the small graph
+            ShapeProp(traced).propagate(*metas)
         if attention.decompose_wide(traced, there):  # as recognise rewrote the small graph
             ShapeProp(traced).propagate(*metas)
     except Exception:

@@ -36,6 +36,15 @@ class SizeTracer(torch.fx.Tracer):
             return super().trace(root, concrete_args)
 
 
+def traced(model: nn.Module) -> torch.fx.GraphModule:
+    """``model`` traced by torch.fx, or where a factory is called with sizes read in forward (a
+    TypeError there), traced again with the factories recorded."""
+    try:
+        return torch.fx.symbolic_trace(model)
+    except TypeError:
+        return symbolic_trace(model)
+
+
 def symbolic_trace(model: nn.Module) -> torch.fx.GraphModule:
     """``model`` traced, its factories of traced sizes recorded as nodes."""
     tracer = SizeTracer()

@@ -452,8 +452,17 @@ RENDERERS = {
 
 def render(plan: Plan, strategy: str, params: dict[str, Any], why: str) -> str:
     """The candidate source for ``plan`` with ``strategy`` and ``params``."""
-    source = RENDERERS.get(plan.kind, _render_program)(Rendering(plan, strategy, params, why))
+    source = _indexed_submodules(RENDERERS.get(plan.kind, _render_program)(Rendering(plan, strategy, params, why)))
     return _sized(source, plan) if plan.sized_for else source
+
+
+SUBMODULE_PATH = re.compile(r"\bself((?:\.[A-Za-z_]\w*|\.\d+)+)")
+
+
+def _indexed_submodules(source: str) -> str:
+    """Parameter paths through ``nn.Sequential`` and ``nn.ModuleList`` (``self.net.0.weight``, as torch
+    names them) written as Python reads them: ``self.net[0].weight``."""
+    return SUBMODULE_PATH.sub(lambda m: "self" + re.sub(r"\.(\d+)", r"[\1]", m.group(1)), source)
 
 
 SIZED_CHECK = (

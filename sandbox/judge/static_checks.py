@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from kernelevo.sandbox.judge import static_names
+from kernelevo.sandbox.judge import static_names, static_values
 from kernelevo.sandbox.judge.kernel_names import Owned, library_like_names
 from kernelevo.sandbox.judge.static_rules import (
     ALLOWED_IMPORT_PREFIXES,
@@ -423,6 +423,8 @@ def _check_candidate(source: str, strict: bool) -> StaticReport:
         return report
     analyzer = _Analyzer(strict)
     analyzer.visit(tree)
+    for what, line in static_values.modules_as_values(tree, analyzer.resolve):
+        analyzer.flag("no monkeypatching", what, ast.Constant(value=None, lineno=line))
     for name, line in static_names.unbound_uses(tree):
         analyzer.flag("no harness access", f"uses `{name}`, a name this file never binds (put in its module from "
                       "outside)", ast.Constant(value=None, lineno=line))
