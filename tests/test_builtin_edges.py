@@ -220,8 +220,10 @@ def test_a_scan_with_other_work_is_a_kernel_of_its_own_and_an_unknown_form_says_
 
     split = plan("return torch.relu(torch.cumsum(x, 1))")  # the scan, then the pointwise op
     assert split.kind == "sequence" and "cumsum over dim 1" in split.describe() and "relu" in split.describe()
-    with pytest.raises(CannotCover, match="form the scan template does not compute"):
-        plan("return torch.cumsum(x, 1) - x[:, :1]")  # every prefix less the first value
+    # every prefix less the first value: not a form the scan template computes, so three kernels (the
+    # scan, the first column copied, the difference); the template case of the same name judges it
+    three = plan("return torch.cumsum(x, 1) - x[:, :1]")
+    assert three.kind == "sequence" and "cumsum" in three.describe() and "views copied (getitem)" in three.describe()
 
 
 BROADCAST_INPUTS = '''import torch
@@ -859,3 +861,41 @@ def test_attention_modules_outside_the_rewrite_stay_whole_with_the_reason(tmp_pa
     path.write_text(MHA_TASK.format(options=options, call=call, result=result))
     with pytest.raises(CannotCover, match="MultiheadAttention|mask"):
         recognise(load_task(str(path), "full"))
+
+
+GROUPS_BY_SIZE = '''import torch
+import torch.nn as nn
+
+GROUPS = 4
+SMALL = {"GROUPS": 2}
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.groups = GROUPS
+
+    def forward(self, x):
+        return x.view(x.size(0), self.groups, -1).transpose(1, 2).contiguous()
+
+
+def get_inputs():
+    return [torch.randn(3, 24)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_view_replayed_with_a_number_that_changes_with_the_size_is_refused(tmp_path: Path) -> None:
+    """The generated forward replays the reference's views with their arguments: a module constant
+    traced at the small size (2 groups) is another at the size being optimised (4), so the replay would
+    compute another rearrangement there; it is refused with both numbers, never rendered."""
+    path = tmp_path / "groups.py"
+    path.write_text(GROUPS_BY_SIZE)
+    with pytest.raises(CannotCover, match="takes 2 at the traced size and 4 at the size being optimised"):
+        recognise(load_task(str(path), "full"))
+    same = tmp_path / "same.py"
+    same.write_text(GROUPS_BY_SIZE.replace('SMALL = {"GROUPS": 2}', ""))
+    assert recognise(load_task(str(same), "full")).kind == "view_copy"

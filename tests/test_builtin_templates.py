@@ -261,6 +261,8 @@ CASES = [
      "torch.randn(2, 2, 9, 8), torch.randn(2, 2, 12, 8), torch.randn(2, 2, 12, 8)", "DTYPE = torch.bfloat16"),
     ("linear-sequential-layers-by-index", "        self.net = nn.Sequential(nn.Linear(n, 32), nn.ReLU(), nn.Linear(32, 16))",
      "        return self.net(x)", "torch.randn(5, {cols})", ""),
+    ("views-scan-less-its-first-column", "        pass", "        return torch.cumsum(x, 1) - x[:, :1]",
+     "torch.randn(3, 40)", ""),
     ("rearrange-cat-then-reciprocal", "        pass", "        return 1.0 / torch.cat([x, y], dim=1)",
      "torch.randn(3, {cols}), torch.randn(3, 7)", ""),
     ("dims-apart-amax", "        pass", "        return torch.amax(x, dim=(0, 2))", "torch.randn(6, 5, 37)", ""),
@@ -602,7 +604,7 @@ SLOW_CASES = {"flat-gelu-tanh", "cross-entropy-sum", "per-sample-and-channel-inp
               "rearrange-pad-last-two-bf16", "rearrange-flip-two-dims-plus-input", "rearrange-roll-negative-two-dims",
               "rearrange-repeat-3d", "rearrange-diff-dim0-bf16", "global-max-pool-module", "lookup-negative-indices",
               "rearrange-cat-then-reciprocal", "views-permute-then-gelu-bf16", "views-expand-then-reshape",
-              "views-two-copies-and-flatten", "views-narrow-by-a-size-fp16", "attention-by-hand-unscaled-bf16", "mha-module-sequence-first-weights-unused-bf16", "views-token-mixing-linear-sequence", "resample-nearest-fractional-fp16", "resample-pixel-unshuffle-module", "dim-prod-over-dim1", "cross-entropy-as-nll-of-log-softmax"}
+              "views-two-copies-and-flatten", "views-narrow-by-a-size-fp16", "views-scan-less-its-first-column", "attention-by-hand-unscaled-bf16", "mha-module-sequence-first-weights-unused-bf16", "views-token-mixing-linear-sequence", "resample-nearest-fractional-fp16", "resample-pixel-unshuffle-module", "dim-prod-over-dim1", "cross-entropy-as-nll-of-log-softmax"}
 """Cases the default run leaves to ``make test-all``: each has a sibling of the same family that runs."""
 
 

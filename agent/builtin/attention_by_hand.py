@@ -3,7 +3,9 @@ that one flash kernel computes it instead of two GEMMs with the scores through m
 
 ``softmax((q @ k.transpose(-2, -1)) * scale, dim=-1) @ v``, the scale a number (``* c``, ``/ c``, or
 none), optionally causal as code builds the mask in ``forward``:
-``scores.masked_fill(torch.tril(torch.ones(t, t)) == 0, float("-inf"))``. Every intermediate must be
+``scores.masked_fill(torch.tril(torch.ones(t, t)) == 0, float("-inf"))``, or a buffer of that
+triangle sliced to ``t`` (its values read at the traced size); a dropout of nothing (``p=0``) between
+the softmax and the product is passed over. Every intermediate must be
 used by the next step alone (the scores or weights returned too stay as written). Heads wider than
 the flash kernel holds stay as written.
 """
@@ -12,10 +14,12 @@ from __future__ import annotations
 
 import math
 import operator
+from collections.abc import Callable
 from typing import Any
 
 import torch
 import torch.fx
+import torch.nn as nn
 import torch.nn.functional as F
 
 from kernelevo.agent.builtin.attention import WIDEST_HEAD
@@ -47,41 +51,120 @@ def _keys(node: Any) -> torch.fx.Node | None:
     return None
 
 
-def _scale(node: torch.fx.Node) -> tuple[torch.fx.Node, float | None] | None:
-    """(the scores before scaling, the scale) where ``node`` scales by a number (None: not scaled)."""
+HEAD_SCALE = "1 / sqrt(head_dim)"
+"""The scale read from the head's own size: attention's default, at any size."""
+
+
+def _head_size(node: Any, heads: tuple[torch.fx.Node, ...]) -> bool:
+    """Is ``node`` the size of the last dim of q or k (``k.size(-1)``, ``q.shape[-1]``)?"""
+    if not isinstance(node, torch.fx.Node):
+        return False
+    if node.op == "call_method" and node.target == "size" and len(node.args) == 2:
+        tensor, dim = node.args
+    elif node.op == "call_function" and node.target is operator.getitem and isinstance(node.args[0], torch.fx.Node) \
+            and node.args[0].op == "call_function" and node.args[0].target is getattr and node.args[0].args[1] == "shape":
+        tensor, dim = node.args[0].args[0], node.args[1]
+    else:
+        return False
+    rank = len(tensor.meta["tensor_meta"].shape) if "tensor_meta" in getattr(tensor, "meta", {}) else 0
+    return tensor in heads and isinstance(dim, int) and rank > 0 and dim % rank == rank - 1
+
+
+def _root_of_head(node: Any, heads: tuple[torch.fx.Node, ...]) -> bool:
+    """Is ``node`` sqrt(head size) (``math.sqrt(d)``, ``d ** 0.5``)?"""
+    if not isinstance(node, torch.fx.Node) or node.op != "call_function":
+        return False
+    if node.target in (math.sqrt, torch.sqrt) and len(node.args) == 1:
+        return _head_size(node.args[0], heads)
+    return node.target is operator.pow and node.args[1] == 0.5 and _head_size(node.args[0], heads)
+
+
+def _inverse_root_of_head(node: Any, heads: tuple[torch.fx.Node, ...]) -> bool:
+    """Is ``node`` 1 / sqrt(head size) (``1.0 / math.sqrt(d)``, ``d ** -0.5``)?"""
+    if not isinstance(node, torch.fx.Node) or node.op != "call_function":
+        return False
+    if node.target is operator.truediv and node.args[0] in (1, 1.0):
+        return _root_of_head(node.args[1], heads)
+    return node.target is operator.pow and node.args[1] == -0.5 and _head_size(node.args[0], heads)
+
+
+def _scale(node: torch.fx.Node) -> tuple[torch.fx.Node, float | str | None]:
+    """(the scores before scaling, the scale): a number, :data:`HEAD_SCALE`, a node (refused by the
+    caller unless it is the head's scale), or None where ``node`` is not scaled."""
     if _call(node, {operator.mul, torch.mul}, {"mul"}) and len(node.args) == 2:
         a, b = node.args
-        if isinstance(b, (int, float)) and isinstance(a, torch.fx.Node):
-            return a, float(b)
-        if isinstance(a, (int, float)) and isinstance(b, torch.fx.Node):
+        if isinstance(a, torch.fx.Node) and "tensor_meta" in a.meta and not isinstance(b, torch.fx.Node):
+            return (a, float(b)) if isinstance(b, (int, float)) else (node, None)
+        if isinstance(b, torch.fx.Node) and "tensor_meta" in b.meta and isinstance(a, (int, float)):
             return b, float(a)
-    if _call(node, {operator.truediv, torch.div}, {"div"}) and len(node.args) == 2 and \
-            isinstance(node.args[1], (int, float)) and not node.kwargs and node.args[1] != 0:
-        return node.args[0], 1.0 / float(node.args[1])
+        return (a, b) if isinstance(a, torch.fx.Node) and "tensor_meta" in a.meta else (node, None)
+    if _call(node, {operator.truediv, torch.div}, {"div"}) and len(node.args) == 2 and not node.kwargs:
+        a, b = node.args
+        if isinstance(b, (int, float)) and b != 0:
+            return a, 1.0 / float(b)
+        if isinstance(b, torch.fx.Node) and "tensor_meta" not in b.meta:
+            return a, ("root", b)  # type: ignore[return-value]
     return node, None
 
 
-def _causal_mask(node: Any, scores: torch.fx.Node) -> bool:
-    """Is ``node`` ``tril(ones(t, t)) == 0`` with t the scores' own square size?"""
-    if not _call(node, {operator.eq, torch.eq}, {"eq"}) or node.args[1] != 0:
+def _resolved(scale: Any, q: torch.fx.Node, k: torch.fx.Node) -> float | str | None | bool:
+    """The scale as a number or :data:`HEAD_SCALE`; False where it is a value this cannot name."""
+    if scale is None or isinstance(scale, float):
+        return scale
+    if isinstance(scale, tuple):  # a division by a node
+        return HEAD_SCALE if _root_of_head(scale[1], (q, k)) else False
+    return HEAD_SCALE if _inverse_root_of_head(scale, (q, k)) else False
+
+
+def _causal_mask(node: Any, scores: torch.fx.Node, value_of: Callable[[torch.fx.Node], Any] | None) -> bool:
+    """Is ``node`` ``m == 0`` with ``m`` the lower triangle of ones over the scores' last two dims
+    (``torch.tril(torch.ones(t, t))`` built in forward, or a buffer holding it, sliced to ``t``)? ``m``
+    may read sizes of the inputs but no values of theirs; its own values are read at the traced size
+    (``value_of``; None: only the structure is checked, for shapes)."""
+    if not _call(node, {operator.eq, torch.eq}, {"eq"}) or node.args[1] != 0 or not isinstance(node.args[0], torch.fx.Node):
         return False
-    tril = node.args[0]
-    if not _call(tril, {torch.tril}, {"tril"}) or option(tril, "diagonal", 1, 0) != 0:
-        return False
-    ones = tril.args[0]
-    if not _call(ones, {torch.ones}, set()) or len(ones.args) != 2 or ones.args[0] is not ones.args[1] and \
-            ones.args[0] != ones.args[1]:
-        return False
+    mask = node.args[0]
+    pending, seen = [mask], set()
+    while pending:  # the mask depends on the inputs through their sizes alone
+        n = pending.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        if n.op == "placeholder":
+            return False
+        if not (n.op == "call_method" and n.target == "size") and not (
+                n.op == "call_function" and n.target is getattr and n.args[1] in ("shape", "device", "dtype")):
+            pending.extend(n.all_input_nodes)
     shape = tuple(scores.meta["tensor_meta"].shape)
-    return len(shape) >= 2 and shape[-1] == shape[-2] and tuple(tril.meta["tensor_meta"].shape) == shape[-2:]
+    if len(shape) < 2 or shape[-1] != shape[-2]:
+        return False
+    if value_of is None:
+        return True
+    value = value_of(mask)
+    if not isinstance(value, torch.Tensor) or value.dim() < 2 or tuple(value.shape[-2:]) != shape[-2:] or \
+            any(s != 1 for s in value.shape[:-2]):
+        return False
+    causal = torch.tril(torch.ones(shape[-2:], dtype=torch.bool))
+    return bool(torch.equal(value.reshape(shape[-2:]) != 0, causal))
 
 
-def _attention(out: torch.fx.Node) -> dict[str, Any] | None:
+def _identity(gm: torch.fx.GraphModule, node: Any) -> Any:
+    """What ``node`` passes on unchanged: an ``nn.Identity``, or a dropout that drops nothing."""
+    if isinstance(node, torch.fx.Node) and node.op == "call_module" and len(node.users) == 1:
+        sub = gm.get_submodule(str(node.target))
+        if isinstance(sub, nn.Identity) or (isinstance(sub, nn.Dropout) and sub.p == 0):
+            return node.args[0]
+    return node
+
+
+def _attention(gm: torch.fx.GraphModule, out: torch.fx.Node,
+               value_of: Callable[[torch.fx.Node], Any] | None) -> dict[str, Any] | None:
     """q, k, v and the options if ``out`` is attention by hand (see the module); else None."""
     if not _call(out, MATMULS, {"matmul"}) or len(out.args) != 2:
         return None
-    weights, v = out.args
-    if not _call(weights, SOFTMAXES, {"softmax"}) or not _only_user(weights, out):
+    dropped, v = out.args
+    weights = _identity(gm, dropped)
+    if not _call(weights, SOFTMAXES, {"softmax"}) or not _only_user(weights, dropped if weights is not dropped else out):
         return None
     dim = option(weights, "dim", 1, None)
     rank = len(weights.meta["tensor_meta"].shape)
@@ -91,15 +174,12 @@ def _attention(out: torch.fx.Node) -> dict[str, Any] | None:
     if _call(scores, {torch.masked_fill}, {"masked_fill"}) and _only_user(scores, weights):
         fill = option(scores, "value", 2, None)
         if not (isinstance(fill, float) and math.isinf(fill) and fill < 0) or \
-                not _causal_mask(option(scores, "mask", 1, None), scores):
+                not _causal_mask(option(scores, "mask", 1, None), scores, value_of):
             return None
         scores, causal = scores.args[0], True
     if not isinstance(scores, torch.fx.Node) or len(scores.users) != 1:
         return None
-    found = _scale(scores)
-    if found is None:
-        return None
-    product, scale = found
+    product, scale = _scale(scores)
     if product is not scores and not _only_user(product, scores):
         return None
     if not _call(product, MATMULS, {"matmul"}) or len(product.args) != 2:
@@ -108,16 +188,28 @@ def _attention(out: torch.fx.Node) -> dict[str, Any] | None:
     k = _keys(keys)
     if k is None or not all(isinstance(t, torch.fx.Node) and len(t.meta["tensor_meta"].shape) == 4 for t in (q, k, v)):
         return None
+    scale = _resolved(scale, q, k)
+    if scale is False:
+        return None
     return {"q": q, "k": k, "v": v, "causal": causal, "scale": scale}
 
 
-def rewrite(gm: torch.fx.GraphModule, there: dict[str, tuple[int, ...]]) -> bool:
+def rewrite(gm: torch.fx.GraphModule, there: dict[str, tuple[int, ...]], inputs: list[Any] | None = None) -> bool:
     """Call scaled-dot-product attention where the graph computes it by hand and the head (at the size
     being optimised: ``there``, shapes by node name) fits the flash kernel; True if it did (the graph
-    is then recompiled; shapes are unchanged)."""
+    is then recompiled; shapes are unchanged). ``inputs``: the traced inputs, to read a mask's values
+    (None: masks are taken by their structure, for a graph run only for its shapes)."""
     changed = False
+    values: dict[str, Any] = {}
+
+    def value_of(node: torch.fx.Node) -> Any:
+        if not values:
+            _Keeping(gm, values).run(*(inputs or []))
+        return values.get(node.name)
+
     for node in list(gm.graph.nodes):
-        found = _attention(node) if node.op in ("call_function", "call_method") else None
+        found = _attention(gm, node, value_of if inputs is not None else None) \
+            if node.op in ("call_function", "call_method") else None
         if found is None:
             continue
         q = found["q"]
@@ -126,18 +218,31 @@ def rewrite(gm: torch.fx.GraphModule, there: dict[str, tuple[int, ...]]) -> bool
         ancestors = _ancestors(node)
         with gm.graph.inserting_before(node):
             # unscaled scores are scaled by 1, not by attention's default of 1 / sqrt(head_dim)
-            kwargs = {"is_causal": found["causal"], "scale": 1.0 if found["scale"] is None else found["scale"]}
+            scale = {None: 1.0, HEAD_SCALE: None}.get(found["scale"], found["scale"])
+            kwargs = {"is_causal": found["causal"], "scale": scale}
             attended = gm.graph.call_function(F.scaled_dot_product_attention, (found["q"], found["k"], found["v"]),
                                               kwargs)
         attended.meta = dict(node.meta)
         node.replace_all_uses_with(attended)
         for dead in reversed([n for n in gm.graph.nodes if n in ancestors or n is node]):
-            if not dead.users and dead.op in ("call_function", "call_method"):
+            if not dead.users and dead.op in ("call_function", "call_method", "call_module"):
                 gm.graph.erase_node(dead)  # the scores, the weights, the mask and the sizes it was built from
         changed = True
     if changed:
         gm.recompile()
     return changed
+
+
+class _Keeping(torch.fx.Interpreter):
+    """Runs the graph keeping every node's value (an Interpreter frees each after its last use)."""
+
+    def __init__(self, gm: torch.fx.GraphModule, values: dict[str, Any]) -> None:
+        super().__init__(gm)
+        self.values = values
+
+    def run_node(self, n: torch.fx.Node) -> Any:
+        self.values[n.name] = value = super().run_node(n)
+        return value
 
 
 def _ancestors(node: torch.fx.Node) -> set[torch.fx.Node]:

@@ -39,6 +39,8 @@ class AttentionViews:
     """The names q, k and v have there."""
     shapes: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
     """Their shapes at the size being optimised."""
+    replayed: list[str]
+    """The names of the graph's calls the statements replay (whose numbers they hold)."""
 
 
 class _Stop(Exception):
@@ -58,9 +60,12 @@ class _UpTo(torch.fx.Interpreter):
         return super().run_node(n)
 
 
-def _full_shapes(gm: torch.fx.GraphModule, call: torch.fx.Node, inputs: list[Any],
-                 shapes: list[tuple[int, ...]]) -> tuple[tuple[int, ...], ...]:
-    """q, k and v's shapes with the inputs at their ``shapes`` (the views run on the meta device)."""
+def _full_shapes(gm: torch.fx.GraphModule, call: torch.fx.Node, inputs: list[Any], shapes: list[tuple[int, ...]],
+                 known: dict[str, tuple[int, ...]]) -> tuple[tuple[int, ...], ...]:
+    """q, k and v's shapes with the tensor inputs at their ``shapes`` (``known`` where it names them;
+    else the views run on the meta device)."""
+    if all(a.name in known for a in call.args[:3]):
+        return tuple(tuple(known[a.name]) for a in call.args[:3])
     full = iter(shapes)
     meta = [torch.empty(next(full), dtype=x.dtype, device="meta") if isinstance(x, torch.Tensor) else x
             for x in inputs]
@@ -74,9 +79,11 @@ def _full_shapes(gm: torch.fx.GraphModule, call: torch.fx.Node, inputs: list[Any
     return tuple(tuple(runner.env[a].shape) for a in call.args[:3])
 
 
-def find(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ...]]) -> AttentionViews | None:
+def find(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ...]],
+         known: dict[str, tuple[int, ...]]) -> AttentionViews | None:
     """The views before the graph's one attention call, if every other op of the graph is a view (or a
-    read of a size) taken of the inputs for q, k and v; None where there are none or other ops."""
+    read of a size) taken of the inputs for q, k and v; None where there are none or other ops
+    (``known``: shapes at the size being optimised of nodes by name, where a larger graph gives them)."""
     calls, placeholders = graph_calls(gm)
     if len(calls) < 2 or calls[-1].op != "call_function" or calls[-1].target is not F.scaled_dot_product_attention \
             or not returns_only(gm, calls[-1]) or len(calls[-1].args) < 3:
@@ -95,7 +102,8 @@ def find(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ..
     w = Writer(placeholders)
     statements = [f"{w.name(node)} = {w.replayed(node)}" for node in before]
     q, k, v = (w.text(a) for a in call.args[:3])
-    return AttentionViews(statements=statements, qkv=(q, k, v), shapes=_full_shapes(gm, call, inputs, shapes))
+    return AttentionViews(statements=statements, qkv=(q, k, v), shapes=_full_shapes(gm, call, inputs, shapes, known),
+                          replayed=[n.name for n in before])
 
 
 def prologue(found: AttentionViews) -> str:

@@ -9,7 +9,9 @@ search's heuristics).
 from __future__ import annotations
 
 import copy
+import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +23,7 @@ from torch.fx.passes.shape_prop import ShapeProp
 from kernelevo.agent.builtin import (
     attention,
     attention_by_hand,
+    full_trace,
     conv,
     dimreduce,
     gathers,
@@ -281,6 +284,11 @@ class Context:
     dtype: str
     allow_partial: bool
     full: torch.nn.Module | None
+    full_graph: Callable[[], torch.fx.GraphModule | None] = lambda: None
+    """The reference traced at the size being optimised (see :mod:`full_trace`), traced when first asked."""
+    node_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    """Shapes at the size being optimised of the whole graph's nodes, by name, where a part of it is
+    planned (a segment's views before attention take theirs from here)."""
 
 
 def recognise(task: Task) -> Plan:
@@ -299,6 +307,7 @@ def recognise(task: Task) -> Plan:
     init, imports = init_source(import_task_module(task.path, task.size).Model)
     context = Context(init=init, imports=imports, dtype=dtype, allow_partial=task.allow_partial,
                       full=_full_model(task))
+    context.full_graph = functools.cache(lambda: full_trace.traced_there(context.full, inputs, shapes))
     refuse_numbers_that_change(model, context.full)
     gm = trace(model, inputs)
     safe_input_names(gm)
@@ -306,7 +315,7 @@ def recognise(task: Task) -> Plan:
     if attention.decompose_wide(gm, shapes_there(gm, sizes)):
         ShapeProp(gm).propagate(*inputs)
     sized = fold_numbers(gm, sizes)
-    if attention_by_hand.rewrite(gm, shapes_there(gm, sizes)):  # its scale is a number now
+    if attention_by_hand.rewrite(gm, shapes_there(gm, sizes), inputs):  # its scale is a number now
         ShapeProp(gm).propagate(*inputs)
     written = read_after_written(gm)
     if written is not None:
@@ -360,7 +369,7 @@ def plan_graph(model: torch.nn.Module, gm: torch.fx.GraphModule, inputs: list[An
         raise CannotCover("no tensor input")
     _refuse_hidden_broadcast(gm, inputs, shapes)
     names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
-    plan = _whole_op_plan(gm, inputs, shapes, context, names)
+    plan = _whole_op_plan(model, gm, inputs, shapes, context, names)
     if plan is None and any(matmul._linear(gm, n) is not None for n in gm.graph.nodes if n.op.startswith("call")):
         plan = _matmul_plan(model, inputs, shapes, context, names)
     if plan is None:
@@ -375,6 +384,7 @@ def plan_graph(model: torch.nn.Module, gm: torch.fx.GraphModule, inputs: list[An
         # output is not shaped as the rest's input) has the convolution template replace all of it
         moved = view_copy.recognise(gm, inputs)
         if moved is not None:
+            _refuse_numbers_that_change(model, gm, moved.replayed, context)
             rows, cols = _rows_cols(shapes[0])
             return _covering(context, names, kind="view_copy", rows=rows, cols=cols, extra={"view_copy": moved},
                              ops=moved.views + (moved.epilogue.ops if moved.epilogue else []))
@@ -382,6 +392,24 @@ def plan_graph(model: torch.nn.Module, gm: torch.fx.GraphModule, inputs: list[An
         if whole is None:
             raise
         return whole
+
+
+def _refuse_numbers_that_change(model: torch.nn.Module, gm: torch.fx.GraphModule, replayed: list[str],
+                                context: Context) -> None:
+    """CannotCover where a call of ``gm`` that the generated code replays (``replayed``: their names)
+    takes a number that is another at the size being optimised. ``model``: the graph ``gm`` was traced
+    from, whose names are the whole graph's (a segment's trace names its nodes afresh)."""
+    calls = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output", "get_attr")]
+    if isinstance(model, torch.fx.GraphModule) and model is not gm:
+        originals = [n for n in model.graph.nodes if n.op not in ("placeholder", "output", "get_attr")]
+        if len(originals) != len(calls) or any(a.target != b.target for a, b in zip(originals, calls, strict=True)):
+            raise CannotCover("the views' numbers cannot be checked at the size being optimised")
+        calls = [o for o, n in zip(originals, calls, strict=True) if n.name in replayed]
+    else:
+        calls = [n for n in calls if n.name in replayed]
+    why = full_trace.numbers_that_change(calls, context.full_graph())
+    if why:
+        raise CannotCover(why)
 
 
 def _rows_cols(shape: tuple[int, ...]) -> tuple[int, int]:
@@ -396,8 +424,8 @@ def _covering(context: Context, names: list[str], **fields: Any) -> Plan:
                 **{"program": None, **fields})
 
 
-def _whole_op_plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ...]], context: Context,
-                   names: list[str]) -> Plan | None:
+def _whole_op_plan(model: torch.nn.Module, gm: torch.fx.GraphModule, inputs: list[Any],
+                   shapes: list[tuple[int, ...]], context: Context, names: list[str]) -> Plan | None:
     """The plan of a template for one whole op (cross-entropy, attention, a convolution, a group or
     instance norm, a pooling), each with what it fuses after it; None when none of them covers ``gm``.
     ``shapes``: the tensor inputs' shapes at the size being optimised."""
@@ -405,7 +433,9 @@ def _whole_op_plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tup
     ce = _cross_entropy(gm, inputs)
     if ce is not None:
         return _covering(context, names, kind="cross_entropy", rows=rows, cols=cols, ops=["cross_entropy"], extra=ce)
-    found = attention.recognise(gm, inputs, shapes)
+    found = attention.recognise(gm, inputs, shapes, context.node_shapes)
+    if found is not None and found.get("views"):
+        _refuse_numbers_that_change(model, gm, found["views"].replayed, context)
     if found is not None:
         b, h, seq, d = found["views"].shapes[0] if found.get("views") else shapes[0]
         return _covering(context, names, kind="attention", rows=b * h * seq, cols=d,

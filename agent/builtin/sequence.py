@@ -18,15 +18,14 @@ import ast
 import operator
 import re
 from collections.abc import Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
 import torch.fx
 from torch.fx.passes.shape_prop import ShapeProp
 
-from kernelevo.agent.builtin import attention, attention_by_hand, size_tracing
-from kernelevo.agent.builtin.decompose import decompose
+from kernelevo.agent.builtin import attention, attention_by_hand, full_trace
 from kernelevo.agent.builtin.lower import trace
 from kernelevo.agent.builtin.program import CannotCover
 from kernelevo.agent.builtin.shape_reads import INTEGER_ARITHMETIC, FullSizes, fold_numbers
@@ -158,17 +157,20 @@ def _calls(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
 
 
 def _subgraph(gm: torch.fx.GraphModule, nodes: list[torch.fx.Node], flow: torch.fx.Node | None,
-              earlier: dict[torch.fx.Node, str] | None = None) -> torch.fx.GraphModule | None:
-    """``nodes`` as a graph of their own, or None if they read a computed value other than ``flow``
-    and the outputs of earlier segments (``earlier``: node -> the name it is kept under), or hand on
-    a value other than their last."""
+              earlier: dict[torch.fx.Node, str] | None = None,
+              sizes: Collection[str] = ()) -> torch.fx.GraphModule | None:
+    """``nodes`` as a graph of their own, or None if they read a computed value other than ``flow``,
+    the outputs of earlier segments (``earlier``: node -> the name it is kept under) and sizes read
+    in ``forward`` (``sizes``: their names, each passed in as a number), or hand on a value other than
+    their last."""
     earlier = earlier or {}
     inside = set(nodes)
     for node in nodes[:-1]:
         if any(user not in inside for user in node.users):
             return None
     used = [a for n in nodes for a in n.all_input_nodes if a not in inside]
-    if any(a.op not in ("placeholder", "get_attr") and a is not flow and a not in earlier for a in used):
+    if any(a.op not in ("placeholder", "get_attr") and a is not flow and a not in earlier and a.name not in sizes
+           for a in used):
         return None
     graph = torch.fx.Graph()
     env: dict[torch.fx.Node, torch.fx.Node] = {}
@@ -176,6 +178,8 @@ def _subgraph(gm: torch.fx.GraphModule, nodes: list[torch.fx.Node], flow: torch.
         env[flow] = graph.placeholder(FLOW)
     for a in dict.fromkeys(a for a in used if a in earlier and a is not flow):
         env[a] = graph.placeholder(earlier[a])
+    for a in dict.fromkeys(a for a in used if a.name in sizes and a not in earlier and a is not flow):
+        env[a] = graph.placeholder(a.name)
     for p in [n for n in gm.graph.nodes if n.op == "placeholder" and n in used]:
         env[p] = graph.placeholder(p.name)
 
@@ -204,18 +208,11 @@ def _full_node_shapes(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[
                       full: torch.nn.Module | None) -> dict[str, tuple[int, ...]]:
     """Every node's output shape at the size being optimised (the full model on the meta device);
     empty where that cannot be worked out (the small shapes are used then)."""
-    tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
-    if full is None or len(tensors) != len(inputs) or len(shapes) != len(inputs):
+    traced = full_trace.traced_there(full, inputs, shapes)  # named and decomposed as the small graph
+    if traced is None:
         return {}
-    from kernelevo.agent.builtin.recognize import safe_input_names
-
     try:
-        traced = size_tracing.traced(full)
-        safe_input_names(traced)  # named as the small graph's inputs were
         metas = [torch.empty(s, dtype=x.dtype, device="meta") for s, x in zip(shapes, inputs, strict=True)]
-        ShapeProp(traced).propagate(*metas)
-        if decompose(traced):  # named as in the small graph, which was decomposed the same way
-            ShapeProp(traced).propagate(*metas)
         there = {n.name: tuple(n.meta["tensor_meta"].shape) for n in traced.graph.nodes
                  if hasattr(n.meta.get("tensor_meta"), "shape")}
         names = [n.name for n in traced.graph.nodes if n.op == "placeholder"]
@@ -268,7 +265,7 @@ def plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ..
         for end in range(len(calls) - 1, start - 1, -1):
             if start == 0 and end == len(calls) - 1:
                 continue  # the whole graph: already refused
-            sub = _subgraph(gm, calls[start:end + 1], flow, earlier)
+            sub = _subgraph(gm, calls[start:end + 1], flow, earlier, read_sizes)
             if sub is None:
                 continue
             names = [n.name for n in sub.graph.nodes if n.op == "placeholder"]
@@ -279,8 +276,9 @@ def plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ..
             values = [capture.seen[s] for s in sources]
             try:
                 traced = trace(sub, values)
-                sizes = [full_shapes.get(s, small.get(s, ())) for s in sources]
-                found = (plan_graph(sub, traced, values, sizes, context), names)
+                sizes = [full_shapes.get(s, small.get(s, ())) for s, v in zip(sources, values, strict=True)
+                         if isinstance(v, torch.Tensor)]  # a size read in forward comes in as a number
+                found = (plan_graph(sub, traced, values, sizes, replace(context, node_shapes=full_shapes)), names)
                 break
             except CannotCover as exc:
                 if end == start:

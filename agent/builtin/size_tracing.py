@@ -28,7 +28,11 @@ _PATCHING = threading.Lock()
 
 
 class SizeTracer(torch.fx.Tracer):
-    """A tracer that also records the :data:`FACTORIES` called with sizes read from proxies."""
+    """A tracer that also records the :data:`FACTORIES` called with sizes read from proxies, and
+    buffers as graph values, so that a buffer sliced by a size read in forward
+    (``self.bias[:, :, :t, :t]``) is recorded rather than sliced in Python."""
+
+    proxy_buffer_attributes = True
 
     def trace(self, root: nn.Module | Callable[..., Any],
               concrete_args: dict[str, Any] | None = None) -> torch.fx.Graph:

@@ -68,6 +68,8 @@ class ViewCopy:
     out_dtype: str
     views: list[str]
     """The views and copies, in order, by name."""
+    replayed: list[str]
+    """The names of the graph's calls the generated code replays (whose numbers it holds)."""
 
 
 def is_tensor(node: Any) -> bool:
@@ -302,7 +304,7 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> ViewCopy | None:
         result = "out"
     return ViewCopy(source=source.name, inputs=[p.name for p in placeholders], statements=statements, result=result,
                     epilogue=epilogue, out_dtype=str(final.meta["tensor_meta"].dtype).removeprefix("torch."),
-                    views=[v for _, v in chain])
+                    views=[v for _, v in chain], replayed=[n.name for n in calls if n in replayed])
 
 
 KERNEL = '''@triton.jit
