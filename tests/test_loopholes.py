@@ -62,6 +62,7 @@ REJECTED = [
     (7, "relu", "bad_subclass_output", "plain tensors", "plain torch.Tensor"),
     (7, "relu", "bad_thread", "static: imports", "threading"),
     (8, "relu", "bad_patch_allclose", "static: no monkeypatching", "torch.allclose"),
+    (1, "relu", "bad_blinds_recorder_through_an_alias", "static: no monkeypatching", "torch.autograd"),
     (9, "softmax", "bad_half_precision", "precision|correct: set", "lower precision|outside"),
     (9, "relu", "bad_output_dtype", "correct: set 0", "dtype bfloat16"),
     (10, "softmax", "bad_no_max_subtraction", "correct: set 3", "large values"),
