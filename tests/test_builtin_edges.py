@@ -888,14 +888,22 @@ def get_init_inputs():
 '''
 
 
-def test_a_view_replayed_with_a_number_that_changes_with_the_size_is_refused(tmp_path: Path) -> None:
+def test_a_view_replayed_with_a_number_that_changes_with_the_size_takes_it_there(evaluator, tmp_path: Path) -> None:  # noqa: ANN001
     """The generated forward replays the reference's views with their arguments: a module constant
-    traced at the small size (2 groups) is another at the size being optimised (4), so the replay would
-    compute another rearrangement there; it is refused with both numbers, never rendered."""
+    traced at the small size (2 groups) is another at the size being optimised (4), so the replay takes
+    the number it has there, and the file says it holds at that size alone (a check of the input shapes
+    in forward, never another rearrangement computed at another size)."""
     path = tmp_path / "groups.py"
     path.write_text(GROUPS_BY_SIZE)
-    with pytest.raises(CannotCover, match="takes 2 at the traced size and 4 at the size being optimised"):
-        recognise(load_task(str(path), "full"))
+    plan = recognise(load_task(str(path), "full"))
+    assert plan.kind == "view_copy" and plan.sized_for == [(3, 24)]
+    source = render(plan, *seeds(plan)[0])
+    assert ".view(3, 4, -1)" in source and "generated for inputs of shapes [(3, 24)]" in source, source
+    candidate = tmp_path / "candidate.py"
+    candidate.write_text(source)
+    verdict, code = evaluator.evaluate(load_task(str(path), "full"), candidate)
+    assert code == 0, verdict.reason
     same = tmp_path / "same.py"
     same.write_text(GROUPS_BY_SIZE.replace('SMALL = {"GROUPS": 2}', ""))
-    assert recognise(load_task(str(same), "full")).kind == "view_copy"
+    plan = recognise(load_task(str(same), "full"))
+    assert plan.kind == "view_copy" and plan.sized_for is None

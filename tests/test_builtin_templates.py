@@ -94,6 +94,10 @@ CASES = [
      "torch.randn(4, {cols}) * 3, torch.randn(4, {cols})", ""),
     ("loss-kl-batchmean", "        pass", "        return F.kl_div(torch.log(x), y, reduction='batchmean')",
      "torch.randn(4, {cols}).softmax(-1), torch.randn(4, {cols}).softmax(-1)", ""),
+    ("cross-entropy-label-smoothing", "        pass", "        return F.cross_entropy(x, t, label_smoothing=0.1)",
+     "torch.randn(6, {cols}), torch.randint(0, {cols}, (6,))", ""),
+    ("cross-entropy-module-smoothing-ignored-rows-bf16", "        self.loss = nn.CrossEntropyLoss(ignore_index=2, label_smoothing=0.25)",
+     "        return self.loss(x, t)", "torch.randn(9, {cols}), torch.randint(0, 4, (9,))", "DTYPE = torch.bfloat16"),
     ("cross-entropy-sum", "        pass", "        return F.cross_entropy(x, t, reduction='sum')",
      "torch.randn(6, {cols}), torch.randint(0, {cols}, (6,))", ""),
     ("linear-relu-fp32", "        self.fc = nn.Linear(n, 40)", "        return torch.relu(self.fc(x)) * 2.0",
@@ -565,7 +569,7 @@ CASES = [
 ]
 
 
-SLOW_CASES = {"flat-gelu-tanh", "cross-entropy-sum", "per-sample-and-channel-input", "chunk-glu-bf16", "layernorm-module-bf16", "var-unbiased", "max-values-and-argmin",
+SLOW_CASES = {"flat-gelu-tanh", "cross-entropy-sum", "cross-entropy-module-smoothing-ignored-rows-bf16", "per-sample-and-channel-input", "chunk-glu-bf16", "layernorm-module-bf16", "var-unbiased", "max-values-and-argmin",
               "amax-of-squares-bf16", "attention-negative-scale-fp32", "linear-plus-residual-input-bf16",
               "mlp-two-stages-bf16", "chain-methods-bf16", "two-inputs-fp16", "log-softmax-bf16",
               "attention-scaled-fp32", "linear-residual-bf16", "matmul-inputs-matrix-vector",

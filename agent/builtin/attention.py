@@ -255,11 +255,12 @@ def _mask(gm: torch.fx.GraphModule, node: Any, value: Any, q: tuple[int, ...], k
 
 
 def recognise(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ...]],
-              known: dict[str, tuple[int, ...]] | None = None) -> dict[str, Any] | None:
+              known: dict[str, tuple[int, ...]] | None = None,
+              there: dict[str, torch.fx.Node] | None = None) -> dict[str, Any] | None:
     """The attention plan's details if ``gm`` is one call of scaled_dot_product_attention on its inputs
     (``shapes``: theirs at the size being optimised; ``known``: shapes there of a larger graph's nodes,
     by name), with a mask passed in or held as a buffer; None if it is something else."""
-    viewed = attention_views.find(gm, inputs, shapes, known or {})
+    viewed = attention_views.find(gm, inputs, shapes, known or {}, there)
     if viewed is not None:
         return _viewed(gm, inputs, shapes, viewed)
     found = _call(gm)

@@ -41,6 +41,8 @@ class AttentionViews:
     """Their shapes at the size being optimised."""
     replayed: list[str]
     """The names of the graph's calls the statements replay (whose numbers they hold)."""
+    resized: list[str]
+    """Those written with a number of the size being optimised (the code then holds at that size)."""
 
 
 class _Stop(Exception):
@@ -80,10 +82,11 @@ def _full_shapes(gm: torch.fx.GraphModule, call: torch.fx.Node, inputs: list[Any
 
 
 def find(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ...]],
-         known: dict[str, tuple[int, ...]]) -> AttentionViews | None:
+         known: dict[str, tuple[int, ...]], there: dict[str, torch.fx.Node] | None = None) -> AttentionViews | None:
     """The views before the graph's one attention call, if every other op of the graph is a view (or a
     read of a size) taken of the inputs for q, k and v; None where there are none or other ops
-    (``known``: shapes at the size being optimised of nodes by name, where a larger graph gives them)."""
+    (``known``: shapes at the size being optimised of nodes by name, where a larger graph gives them;
+    ``there``: each node's counterpart there, whose numbers the statements take)."""
     calls, placeholders = graph_calls(gm)
     if len(calls) < 2 or calls[-1].op != "call_function" or calls[-1].target is not F.scaled_dot_product_attention \
             or not returns_only(gm, calls[-1]) or len(calls[-1].args) < 3:
@@ -99,11 +102,11 @@ def find(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ..
             return None  # a mask computed in forward
     if not all(isinstance(a, torch.fx.Node) and (a in before or a in placeholders) for a in call.args[:3]):
         return None
-    w = Writer(placeholders)
+    w = Writer(placeholders, there)
     statements = [f"{w.name(node)} = {w.replayed(node)}" for node in before]
     q, k, v = (w.text(a) for a in call.args[:3])
     return AttentionViews(statements=statements, qkv=(q, k, v), shapes=_full_shapes(gm, call, inputs, shapes, known),
-                          replayed=[n.name for n in before])
+                          replayed=[n.name for n in before], resized=w.resized)
 
 
 def prologue(found: AttentionViews) -> str:

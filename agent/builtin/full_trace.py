@@ -1,12 +1,12 @@
-"""The reference traced at the size being optimised (on the meta device), to check the numbers the
-templates copy from the small trace into generated code.
+"""The reference traced at the size being optimised (on the meta device), for the numbers the
+templates copy from a trace into generated code.
 
 Views are replayed in the generated ``forward`` with the reference's own arguments
 (``qkv.split(n_embd, dim=2)``, ``x.view(b, groups, c // groups, h, w)``). Sizes read from tensors are
 read again at run time, but a number the small trace holds as a constant (a module attribute such
-as ``n_embd``, a size folded where it was the same) may be another at the size being optimised. Each
-replayed call is therefore matched by name with the full trace's, and a number that differs is
-refused with the reason.
+as ``n_embd``) may be another at the size being optimised. Each replayed call is therefore matched by
+name with the full trace's and written with the numbers it takes there (the generated code then holds
+at that size alone); a call without a counterpart of the same form is refused.
 """
 
 from __future__ import annotations
@@ -49,23 +49,15 @@ def _leaves(value: Any) -> list[Any]:
     return leaves
 
 
-def numbers_that_change(nodes: Iterable[torch.fx.Node], there: torch.fx.GraphModule | None) -> str | None:
-    """Why ``nodes`` (calls of the small graph replayed in generated code) cannot be replayed at the
-    size being optimised (``there``: the full trace), or None where every number they take is the same
-    there."""
-    if there is None:
-        return "the views' numbers cannot be checked at the size being optimised (its model does not trace)"
-    by_name = {n.name: n for n in there.graph.nodes}
+def unmatched(nodes: Iterable[torch.fx.Node], there: dict[str, torch.fx.Node]) -> str | None:
+    """Why ``nodes`` (calls of the small graph replayed in generated code) cannot take their numbers
+    from their counterparts at the size being optimised (``there``, by name), or None where each has
+    one of the same form (the same call, the same shape of arguments)."""
     for node in nodes:
-        other = by_name.get(node.name)
+        other = there.get(node.name)
         if other is None or other.target != node.target:
-            return f"`{node.name}` has no counterpart at the size being optimised"
-        mine, theirs = _leaves((node.args, node.kwargs)), _leaves((other.args, other.kwargs))
-        if len(mine) != len(theirs):
+            return f"`{node.name}` has no counterpart at the size being optimised to take its numbers from"
+        if len(_leaves((node.args, node.kwargs))) != len(_leaves((other.args, other.kwargs))) or \
+                len(node.args) != len(other.args) or set(node.kwargs) != set(other.kwargs):
             return f"`{node.name}` takes other arguments at the size being optimised"
-        for a, b in zip(mine, theirs, strict=True):
-            # a number of the small graph where the full one reads a size was folded as the same there
-            if isinstance(a, (int, float)) and not isinstance(a, bool) and not isinstance(b, torch.fx.Node) and a != b:
-                return (f"`{node.name}` takes {a} at the traced size and {b} at the size being optimised (a "
-                        "number the generated code would hold)")
     return None

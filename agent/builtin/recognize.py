@@ -219,8 +219,9 @@ def _cross_entropy(gm: torch.fx.GraphModule, inputs: list[Any]) -> dict[str, Any
     node, kw = found
     if kw.get("weight") is not None or kw.get("size_average") is not None or kw.get("reduce") is not None:
         raise CannotCover("cross_entropy with class weights or legacy reduction arguments is not covered")
-    if kw.get("label_smoothing", 0.0) != 0.0:
-        raise CannotCover("cross_entropy with label smoothing is not covered")
+    smoothing = kw.get("label_smoothing", 0.0)
+    if not isinstance(smoothing, (int, float)) or isinstance(smoothing, bool) or not 0.0 <= smoothing <= 1.0:
+        raise CannotCover(f"cross_entropy with label smoothing {smoothing!r} (covered: a number from 0 to 1)")
     reduction = kw.get("reduction", "mean")
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if reduction not in ("mean", "sum", "none") or len(inputs) != 2 or node.args[:2] != tuple(placeholders):
@@ -229,7 +230,7 @@ def _cross_entropy(gm: torch.fx.GraphModule, inputs: list[Any]) -> dict[str, Any
     if logits.dim() != 2 or targets.dim() != 1 or targets.dtype not in (torch.int64, torch.int32) \
             or not logits.is_floating_point():
         raise CannotCover("cross_entropy is covered for [batch, classes] logits and [batch] integer targets")
-    return {"reduction": reduction, "ignore_index": int(kw.get("ignore_index", -100))}
+    return {"reduction": reduction, "ignore_index": int(kw.get("ignore_index", -100)), "smoothing": float(smoothing)}
 
 
 def _tail_choice(tail: Plan) -> dict[str, Any]:
@@ -286,6 +287,9 @@ class Context:
     full: torch.nn.Module | None
     full_graph: Callable[[], torch.fx.GraphModule | None] = lambda: None
     """The reference traced at the size being optimised (see :mod:`full_trace`), traced when first asked."""
+    resized: list[str] = field(default_factory=list)
+    """Calls replayed with a number of the size being optimised: the plan holds at that size alone
+    (shared by the copies a sequence makes of this context)."""
     node_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
     """Shapes at the size being optimised of the whole graph's nodes, by name, where a part of it is
     planned (a segment's views before attention take theirs from here)."""
@@ -328,7 +332,7 @@ def recognise(task: Task) -> Plan:
         from kernelevo.agent.builtin import sequence  # it plans each segment with plan_graph
 
         plan = sequence.plan(gm, inputs, shapes, context, whole)
-    plan.sized_for = [tuple(s) for s in shapes] if sized else None
+    plan.sized_for = [tuple(s) for s in shapes] if sized or context.resized else None
     return plan
 
 
@@ -382,9 +386,10 @@ def plan_graph(model: torch.nn.Module, gm: torch.fx.GraphModule, inputs: list[An
         # views the row program cannot read through (a shuffle of channels, a crop) are copied by a
         # kernel of their own; partial replacement that could not keep the convolution in torch (its
         # output is not shaped as the rest's input) has the convolution template replace all of it
-        moved = view_copy.recognise(gm, inputs)
+        there = _counterparts(model, gm, context)
+        moved = view_copy.recognise(gm, inputs, there)
         if moved is not None:
-            _refuse_numbers_that_change(model, gm, moved.replayed, context)
+            _replayed_at_full_size(gm, moved.replayed, moved.resized, there, context)
             rows, cols = _rows_cols(shapes[0])
             return _covering(context, names, kind="view_copy", rows=rows, cols=cols, extra={"view_copy": moved},
                              ops=moved.views + (moved.epilogue.ops if moved.epilogue else []))
@@ -394,22 +399,32 @@ def plan_graph(model: torch.nn.Module, gm: torch.fx.GraphModule, inputs: list[An
         return whole
 
 
-def _refuse_numbers_that_change(model: torch.nn.Module, gm: torch.fx.GraphModule, replayed: list[str],
-                                context: Context) -> None:
-    """CannotCover where a call of ``gm`` that the generated code replays (``replayed``: their names)
-    takes a number that is another at the size being optimised. ``model``: the graph ``gm`` was traced
-    from, whose names are the whole graph's (a segment's trace names its nodes afresh)."""
+def _counterparts(model: torch.nn.Module, gm: torch.fx.GraphModule, context: Context) -> dict[str, torch.fx.Node]:
+    """Each call of ``gm`` by name, with its counterpart in the reference traced at the size being
+    optimised. ``model``: the graph ``gm`` was traced from, whose names are the whole graph's (a
+    segment's trace names its nodes afresh); empty where the two cannot be matched."""
+    there = context.full_graph()
+    if there is None:
+        return {}
     calls = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output", "get_attr")]
+    originals = calls
     if isinstance(model, torch.fx.GraphModule) and model is not gm:
         originals = [n for n in model.graph.nodes if n.op not in ("placeholder", "output", "get_attr")]
         if len(originals) != len(calls) or any(a.target != b.target for a, b in zip(originals, calls, strict=True)):
-            raise CannotCover("the views' numbers cannot be checked at the size being optimised")
-        calls = [o for o, n in zip(originals, calls, strict=True) if n.name in replayed]
-    else:
-        calls = [n for n in calls if n.name in replayed]
-    why = full_trace.numbers_that_change(calls, context.full_graph())
+            return {}
+    by_name = {n.name: n for n in there.graph.nodes}
+    return {n.name: by_name[o.name] for n, o in zip(calls, originals, strict=True) if o.name in by_name}
+
+
+def _replayed_at_full_size(gm: torch.fx.GraphModule, replayed: list[str], resized: list[str],
+                           there: dict[str, torch.fx.Node], context: Context) -> None:
+    """CannotCover where a call the generated code replays (``replayed``: names in ``gm``) has no
+    counterpart of the same form at the size being optimised (``there``), whose numbers it takes; the
+    plan holds at that size alone where one of them differs (``resized``)."""
+    why = full_trace.unmatched([n for n in gm.graph.nodes if n.name in replayed], there)
     if why:
         raise CannotCover(why)
+    context.resized.extend(resized)
 
 
 def _rows_cols(shape: tuple[int, ...]) -> tuple[int, int]:
@@ -433,9 +448,10 @@ def _whole_op_plan(model: torch.nn.Module, gm: torch.fx.GraphModule, inputs: lis
     ce = _cross_entropy(gm, inputs)
     if ce is not None:
         return _covering(context, names, kind="cross_entropy", rows=rows, cols=cols, ops=["cross_entropy"], extra=ce)
-    found = attention.recognise(gm, inputs, shapes, context.node_shapes)
+    there = _counterparts(model, gm, context)
+    found = attention.recognise(gm, inputs, shapes, context.node_shapes, there)
     if found is not None and found.get("views"):
-        _refuse_numbers_that_change(model, gm, found["views"].replayed, context)
+        _replayed_at_full_size(gm, found["views"].replayed, found["views"].resized, there, context)
     if found is not None:
         b, h, seq, d = found["views"].shapes[0] if found.get("views") else shapes[0]
         return _covering(context, names, kind="attention", rows=b * h * seq, cols=d,

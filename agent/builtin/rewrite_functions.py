@@ -40,6 +40,7 @@ from kernelevo.agent.builtin.rewrite_in_place import option
 FUNCTION_MODULES = {nn.GLU: (F.glu, ("dim",)),
                     nn.BCEWithLogitsLoss: (F.binary_cross_entropy_with_logits, ("reduction",)),
                     nn.NLLLoss: (F.nll_loss, ("reduction", "ignore_index")),
+                    nn.CrossEntropyLoss: (F.cross_entropy, ("ignore_index", "reduction", "label_smoothing")),
                     nn.AdaptiveAvgPool1d: (F.adaptive_avg_pool1d, ("output_size",)),
                     nn.AdaptiveAvgPool2d: (F.adaptive_avg_pool2d, ("output_size",)),
                     nn.AdaptiveAvgPool3d: (F.adaptive_avg_pool3d, ("output_size",)),

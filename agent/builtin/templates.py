@@ -280,7 +280,22 @@ def _render_cross_entropy(r: Rendering) -> str:
         logits=logits, targets=targets, ignore_index=plan.extra["ignore_index"], none=reduction == "none",
         mean=reduction == "mean", loss_dtype=f"{logits}.dtype" if reduction == "none" else "torch.float32",
         **r.params)
-    return head + CROSS_ENTROPY_KERNELS + _model(plan.init, forward)
+    return head + _smoothed(CROSS_ENTROPY_KERNELS, plan.extra.get("smoothing", 0.0)) + _model(plan.init, forward)
+
+
+def _smoothed(kernels: str, smoothing: float) -> str:
+    """The cross-entropy kernels with label smoothing ``smoothing``: each row's loss is
+    ``(1 - e) * (lse - x[target]) + e * (lse - mean(x))``, so the loop also sums the row's logits."""
+    if not smoothing:
+        return kernels
+    loop = "    for start in range(0, n_cols, BLOCK_C):\n"
+    step = "        m = m_new\n"
+    loss = "    loss = tl.where(valid, lse - picked, 0.0)\n"
+    assert loop in kernels and step in kernels and loss in kernels, "the cross-entropy kernel's lines moved"
+    return (kernels.replace(loop, "    logit_sum = tl.zeros([BLOCK_R, BLOCK_C], dtype=tl.float32)\n" + loop, 1)
+            .replace(step, step + "        logit_sum += tl.where(mask, x, 0.0)\n", 1)
+            .replace(loss, f"    smooth = lse - tl.sum(logit_sum, axis=1) / n_cols\n"
+                           f"    loss = tl.where(valid, {1.0 - smoothing!r} * (lse - picked) + {smoothing!r} * smooth, 0.0)\n", 1))
 
 
 def _render_sequence(r: Rendering) -> str:

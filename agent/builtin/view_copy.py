@@ -70,6 +70,8 @@ class ViewCopy:
     """The views and copies, in order, by name."""
     replayed: list[str]
     """The names of the graph's calls the generated code replays (whose numbers it holds)."""
+    resized: list[str]
+    """Those written with a number of the size being optimised (the code then holds at that size)."""
 
 
 def is_tensor(node: Any) -> bool:
@@ -118,8 +120,37 @@ class Writer:
     """Python text for the replayed nodes: each node's value under a name of its own (``<node>_view``,
     a suffix no input keeps), numbers and index expressions written out."""
 
-    def __init__(self, placeholders: list[torch.fx.Node]) -> None:
+    def __init__(self, placeholders: list[torch.fx.Node], there: dict[str, torch.fx.Node] | None = None) -> None:
         self.names = {p: p.name for p in placeholders}
+        self.there = there or {}
+        """Each node's counterpart at the size being optimised, by name (see :func:`args`)."""
+        self.resized: list[str] = []
+        """The nodes written with a number of the size being optimised."""
+
+    def args(self, node: torch.fx.Node) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """``node``'s arguments as the generated code writes them: each number as it is at the size
+        being optimised (the counterpart's, where the small trace held another: a module constant
+        shrunk with the size); sizes read from tensors stay reads, done again at run time."""
+        other = self.there.get(node.name)
+        if other is None:
+            return tuple(node.args), dict(node.kwargs)
+        changed: list[bool] = []
+
+        def merge(a: Any, b: Any) -> Any:
+            if isinstance(a, (tuple, list)) and type(a) is type(b) and len(a) == len(b):
+                return type(a)(merge(x, y) for x, y in zip(a, b, strict=True))
+            if isinstance(a, slice) and isinstance(b, slice):
+                return slice(merge(a.start, b.start), merge(a.stop, b.stop), merge(a.step, b.step))
+            if isinstance(a, (int, float)) and not isinstance(a, bool) and isinstance(b, (int, float)) and a != b:
+                changed.append(True)
+                return b
+            return a
+
+        args = merge(tuple(node.args), tuple(other.args)) if len(node.args) == len(other.args) else tuple(node.args)
+        kwargs = {k: merge(v, other.kwargs.get(k, v)) for k, v in node.kwargs.items()}
+        if changed:
+            self.resized.append(node.name)
+        return args, kwargs
 
     def name(self, node: torch.fx.Node) -> str:
         return self.names.setdefault(node, f"{node.name}_view")
@@ -143,8 +174,9 @@ class Writer:
 
     def call(self, node: torch.fx.Node, method: str) -> str:
         """``node`` as a method call on its first argument."""
-        args = [self.text(a) for a in node.args[1:]] + [f"{k}={self.text(v)}" for k, v in node.kwargs.items()]
-        return f"{self.text(node.args[0])}.{method}({', '.join(args)})"
+        given, kwargs = self.args(node)
+        args = [self.text(a) for a in given[1:]] + [f"{k}={self.text(v)}" for k, v in kwargs.items()]
+        return f"{self.text(given[0])}.{method}({', '.join(args)})"
 
     def replayed(self, node: torch.fx.Node) -> str:
         """The expression that gives ``node``, a read of a size, a view or a split into views, its value
@@ -152,11 +184,12 @@ class Writer:
         view = view_name(node) if is_tensor(node) else split_name(node)
         if view is None:
             return self.number(node)
-        source = self.text(node.args[0])
+        given, _ = self.args(node)
+        source = self.text(given[0])
         if view == "getitem":
-            if not _index_is_basic(node.args[1]):
+            if not _index_is_basic(given[1]):
                 raise CannotCover("indexing by a tensor or a list (covered: ints, slices, None and ...)")
-            return f"{source}[{self.text(node.args[1])}]"
+            return f"{source}[{self.text(given[1])}]"
         if view in STRIDE_ATTRIBUTES:
             return f"{source}.{view}"
         return self.call(node, view)
@@ -164,14 +197,15 @@ class Writer:
     def number(self, node: torch.fx.Node) -> str:
         if node.op == "call_method":
             return self.call(node, str(node.target))
+        given, _ = self.args(node)
         if node.target is builtins.getattr:
-            return f"{self.text(node.args[0])}.shape"
+            return f"{self.text(given[0])}.shape"
         symbol = NUMBER_OPS[node.target]
         if symbol == "[]":
-            return f"{self.text(node.args[0])}[{self.text(node.args[1])}]"
+            return f"{self.text(given[0])}[{self.text(given[1])}]"
         if node.target is operator.neg:
-            return f"-({self.text(node.args[0])})"
-        return f"({self.text(node.args[0])} {symbol} {self.text(node.args[1])})"
+            return f"-({self.text(given[0])})"
+        return f"({self.text(given[0])} {symbol} {self.text(given[1])})"
 
 
 def _index_is_basic(index: Any) -> bool:
@@ -181,8 +215,9 @@ def _index_is_basic(index: Any) -> bool:
                or (isinstance(p, torch.fx.Node) and not is_tensor(p)) for p in parts)
 
 
-def _flatten_dims(node: torch.fx.Node) -> tuple[Any, Any]:
-    args, kwargs = list(node.args[1:]), node.kwargs
+def _flatten_dims(node: torch.fx.Node, w: Writer) -> tuple[Any, Any]:
+    given, kwargs = w.args(node)
+    args = list(given[1:])
     start = kwargs.get("start_dim", args[0] if args else 0)
     end = kwargs.get("end_dim", args[1] if len(args) > 1 else -1)
     return start, end
@@ -190,20 +225,21 @@ def _flatten_dims(node: torch.fx.Node) -> tuple[Any, Any]:
 
 def _statement(node: torch.fx.Node, view: str, w: Writer, last_copy: bool, epilogue: str) -> str:
     """The line that gives ``node`` (a view or a copy) its value in ``forward``."""
-    source = w.text(node.args[0])
+    given, kwargs = w.args(node)
+    source = w.text(given[0])
     target = w.name(node)
     if view in COPY_METHODS:
-        if node.kwargs or len(node.args) > 1:
+        if kwargs or len(given) > 1:
             raise CannotCover(f"`{view}` with a memory format (covered: the default)")
         return f"{target} = _materialized({source}{epilogue})" if last_copy else f"{target} = _copied({source})"
     if view in RESHAPE_METHODS:
         if view == "flatten":
-            start, end = _flatten_dims(node)
+            start, end = _flatten_dims(node, w)
             shape = f"*_flat_shape({source}, {w.text(start)}, {w.text(end)})"
         elif view == "reshape_as":
-            shape = f"{w.text(node.args[1])}.shape"
+            shape = f"{w.text(given[1])}.shape"
         else:
-            shape = ", ".join(w.text(a) for a in [*node.args[1:], *node.kwargs.values()])
+            shape = ", ".join(w.text(a) for a in [*given[1:], *kwargs.values()])
         if last_copy:
             return f"{target} = _materialized({source}{epilogue}).view({shape})"
         return f"{target} = _reshaped({source}, {shape})"
@@ -249,9 +285,11 @@ def _chain(gm: torch.fx.GraphModule, placeholders: list[torch.fx.Node]
     return chain, reads, source
 
 
-def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> ViewCopy | None:
+def recognise(gm: torch.fx.GraphModule, inputs: list[Any], there: dict[str, torch.fx.Node] | None = None
+              ) -> ViewCopy | None:
     """The plan if the graph is a chain of views of one floating input (copied where the reference
-    copies) with pointwise ops after it, else None."""
+    copies) with pointwise ops after it, else None (``there``: each node's counterpart at the size
+    being optimised, whose numbers the generated code takes; see :meth:`Writer.args`)."""
     calls, placeholders = graph_calls(gm)
     found = _chain(gm, placeholders)
     if found is None:
@@ -285,7 +323,7 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> ViewCopy | None:
     final = after[-1] if after else last
     if tuple(final.meta["tensor_meta"].shape) != tuple(last.meta["tensor_meta"].shape):
         raise CannotCover("the ops after the views change their shape (covered: pointwise ops)")
-    w = Writer(placeholders)
+    w = Writer(placeholders, there)
     lines, extra = epilogue_arguments(epilogue)
     operands = f", {extra.rstrip(', ')}" if extra else ""
     copy_at = _last_copy(chain)
@@ -304,7 +342,8 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> ViewCopy | None:
         result = "out"
     return ViewCopy(source=source.name, inputs=[p.name for p in placeholders], statements=statements, result=result,
                     epilogue=epilogue, out_dtype=str(final.meta["tensor_meta"].dtype).removeprefix("torch."),
-                    views=[v for _, v in chain], replayed=[n.name for n in calls if n in replayed])
+                    views=[v for _, v in chain], replayed=[n.name for n in calls if n in replayed],
+                    resized=w.resized)
 
 
 KERNEL = '''@triton.jit
