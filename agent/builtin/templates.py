@@ -280,7 +280,12 @@ def _render_cross_entropy(r: Rendering) -> str:
         logits=logits, targets=targets, ignore_index=plan.extra["ignore_index"], none=reduction == "none",
         mean=reduction == "mean", loss_dtype=f"{logits}.dtype" if reduction == "none" else "torch.float32",
         **r.params)
-    return head + _smoothed(CROSS_ENTROPY_KERNELS, plan.extra.get("smoothing", 0.0)) + _model(plan.init, forward)
+    kernels = _smoothed(CROSS_ENTROPY_KERNELS, plan.extra.get("smoothing", 0.0))
+    if plan.dtype == "bfloat16":  # bf16 results rounded to nearest as eager's (the interpreter's cast truncates)
+        rounded = "loss" if reduction == "none" else "total"  # the per-row losses are kept in fp32 to reduce
+        kernels = kernels.replace(f"{rounded}.to(", f"round_to_bf16({rounded}).to(")
+    head, kernels = _with_helpers(head, kernels)
+    return head + kernels + _model(plan.init, forward)
 
 
 def _smoothed(kernels: str, smoothing: float) -> str:
