@@ -20,13 +20,14 @@ from torch.fx.passes.shape_prop import ShapeProp
 
 from kernelevo.agent.builtin import size_tracing
 from kernelevo.agent.builtin.decompose import decompose
+from kernelevo.agent.builtin.program import CannotCover
 
 
 def traced_there(full: torch.nn.Module | None, inputs: list[Any], shapes: list[tuple[int, ...]]
                  ) -> torch.fx.GraphModule | None:
     """``full`` (the model at the size being optimised, on the meta device) traced, its inputs named
     and its functions decomposed as the small graph's were; None where that cannot be done."""
-    from kernelevo.agent.builtin.recognize import safe_input_names  # it plans with this module
+    from kernelevo.agent.builtin.input_names import safe_input_names
 
     tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
     if full is None or len(tensors) != len(inputs) or len(shapes) != len(inputs):
@@ -61,3 +62,28 @@ def unmatched(nodes: Iterable[torch.fx.Node], there: dict[str, torch.fx.Node]) -
                 len(node.args) != len(other.args) or set(node.kwargs) != set(other.kwargs):
             return f"`{node.name}` takes other arguments at the size being optimised"
     return None
+
+
+def counterparts(model: torch.nn.Module, gm: torch.fx.GraphModule, there: torch.fx.GraphModule | None
+                 ) -> dict[str, torch.fx.Node]:
+    """Each call of ``gm`` by name, with its counterpart in ``there`` (the reference traced at the size
+    being optimised). ``model``: the graph ``gm`` was traced from, whose names are the whole graph's (a
+    segment's trace names its nodes afresh); empty where the two cannot be matched."""
+    if there is None:
+        return {}
+    calls = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output", "get_attr")]
+    originals = calls
+    if isinstance(model, torch.fx.GraphModule) and model is not gm:
+        originals = [n for n in model.graph.nodes if n.op not in ("placeholder", "output", "get_attr")]
+        if len(originals) != len(calls) or any(a.target != b.target for a, b in zip(originals, calls, strict=True)):
+            return {}
+    by_name = {n.name: n for n in there.graph.nodes}
+    return {n.name: by_name[o.name] for n, o in zip(calls, originals, strict=True) if o.name in by_name}
+
+
+def replayed_there(gm: torch.fx.GraphModule, replayed: list[str], there: dict[str, torch.fx.Node]) -> None:
+    """CannotCover where a call the generated code replays (``replayed``: names in ``gm``) has no
+    counterpart of the same form at the size being optimised (``there``), whose numbers it takes."""
+    why = unmatched([n for n in gm.graph.nodes if n.name in replayed], there)
+    if why:
+        raise CannotCover(why)

@@ -30,12 +30,14 @@ from kernelevo.agent.builtin import (
     groupnorm,
     matmul,
     pool,
+    rotary,
     scan,
     sort,
     view_copy,
 )
 from kernelevo.agent.builtin.decompose import read_after_written
 from kernelevo.agent.builtin.init_source import init_source
+from kernelevo.agent.builtin.input_names import GENERATED_NAMES, clashes, safe_input_names
 from kernelevo.agent.builtin.lower import full_sizes, lower, trace
 from kernelevo.agent.builtin.program import CannotCover, Program
 from kernelevo.agent.builtin.shape_reads import fold_numbers, shapes_there
@@ -43,15 +45,15 @@ from kernelevo.agent.builtin.size_constants import refuse_numbers_that_change
 from kernelevo.tasks.loader import import_task_module
 from kernelevo.tasks.task import Task
 
-__all__ = ["CannotCover", "Plan", "recognise"]
+__all__ = ["GENERATED_NAMES", "CannotCover", "Plan", "clashes", "recognise", "safe_input_names"]
 
 @dataclass
 class Plan:
     """What the built-in policy will generate for a task."""
 
     kind: str
-    """pointwise, row, dim_reduce, conv, pool, resample, rearrange, view_copy, embedding, group_norm,
-    cross_entropy, matmul, attention or sequence."""
+    """pointwise, row, dim_reduce, conv, pool, resample, rearrange, view_copy, rotary, embedding,
+    group_norm, cross_entropy, matmul, attention or sequence."""
     program: Program | None
     init: str
     """``ModelNew.__init__``: the reference's own, so that parameters are created identically."""
@@ -86,6 +88,8 @@ class Plan:
             from kernelevo.agent.builtin import sequence
 
             return sequence.describe(self)
+        if self.kind == "rotary":
+            return rotary.describe(self.extra["rotary"])
         if self.kind == "group_norm":
             return f"{groupnorm.describe(self.extra['norm'])}, {self.dtype}"
         if self.kind == "pool":
@@ -241,40 +245,6 @@ def _tail_choice(tail: Plan) -> dict[str, Any]:
     return {"plan": tail, "strategy": strategy, "params": params, "why": why}
 
 
-GENERATED_NAMES = frozenset({
-    "h", "h0", "d", "w", "od", "oh", "ow", "kt", "kr", "ks", "st", "sr", "ss", "pt", "pr", "ps", "dt", "dr", "ds",
-    "k_out", "cg", "groups", "weight", "out", "grid", "ws", "sms", "tiles", "tiles_c", "n_tiles", "n_rows", "n_cols",
-    "vec", "block_c", "chunk", "outer", "reduced", "inner", "positions", "batch", "heads", "seq", "head_dim", "scale",
-    "even", "losses", "parts", "self", "torch", "triton", "tl", "nn", "F", "math", "aligned", "conv_geometry",
-    "pool_geometry", "src", "idx", "sizes", "strides", "n", "c", "padded", "block_i", "keep", "edge_index",
-    "a3", "w3", "block", "block_d", "c_out", "full", "given", "i", "k", "m", "t", "t0", "s", "mask", "length", "ratio",
-    "run", "runs", "seq_k", "shares", "size", "out_size", "span", "table",
-    "round_to_bf16", "fmod_exact", "phase_taps", "tma_scratch", "InterpretedFunction"})
-"""Names the generated ``forward`` methods and files define: an input of the reference with one of
-these names (or an upper-case name, a private one, or one ending ``_rows``, ``_kernel`` or ``_view``) is renamed."""
-
-
-def clashes(name: str) -> bool:
-    """Could the generated code bind ``name`` (see ``GENERATED_NAMES``)?"""
-    return (name in GENERATED_NAMES or name.isupper() or name.startswith("_")
-            or name.endswith(("_rows", "_kernel", "_view")))
-
-
-def safe_input_names(gm: torch.fx.GraphModule) -> None:
-    """Rename ``gm``'s inputs that would clash with names the generated code defines (``h``, ``w``,
-    ``out``, ``BLOCK_M`` ...): the candidate's ``forward`` takes its inputs by position, so the names
-    are ours to choose."""
-    changed = False
-    for node in gm.graph.nodes:
-        name = node.name
-        if node.op == "placeholder" and clashes(name):
-            node.target = f"input_{name.strip('_')}"
-            node._rename(node.target)
-            changed = True
-    if changed:
-        gm.recompile()
-
-
 @dataclass
 class Context:
     """What every plan of one task shares: the reference's ``__init__`` source and imports, the
@@ -386,10 +356,11 @@ def plan_graph(model: torch.nn.Module, gm: torch.fx.GraphModule, inputs: list[An
         # views the row program cannot read through (a shuffle of channels, a crop) are copied by a
         # kernel of their own; partial replacement that could not keep the convolution in torch (its
         # output is not shaped as the rest's input) has the convolution template replace all of it
-        there = _counterparts(model, gm, context)
+        there = full_trace.counterparts(model, gm, context.full_graph())
         moved = view_copy.recognise(gm, inputs, there)
         if moved is not None:
-            _replayed_at_full_size(gm, moved.replayed, moved.resized, there, context)
+            full_trace.replayed_there(gm, moved.replayed, there)
+            context.resized.extend(moved.resized)
             rows, cols = _rows_cols(shapes[0])
             return _covering(context, names, kind="view_copy", rows=rows, cols=cols, extra={"view_copy": moved},
                              ops=moved.views + (moved.epilogue.ops if moved.epilogue else []))
@@ -397,34 +368,6 @@ def plan_graph(model: torch.nn.Module, gm: torch.fx.GraphModule, inputs: list[An
         if whole is None:
             raise
         return whole
-
-
-def _counterparts(model: torch.nn.Module, gm: torch.fx.GraphModule, context: Context) -> dict[str, torch.fx.Node]:
-    """Each call of ``gm`` by name, with its counterpart in the reference traced at the size being
-    optimised. ``model``: the graph ``gm`` was traced from, whose names are the whole graph's (a
-    segment's trace names its nodes afresh); empty where the two cannot be matched."""
-    there = context.full_graph()
-    if there is None:
-        return {}
-    calls = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output", "get_attr")]
-    originals = calls
-    if isinstance(model, torch.fx.GraphModule) and model is not gm:
-        originals = [n for n in model.graph.nodes if n.op not in ("placeholder", "output", "get_attr")]
-        if len(originals) != len(calls) or any(a.target != b.target for a, b in zip(originals, calls, strict=True)):
-            return {}
-    by_name = {n.name: n for n in there.graph.nodes}
-    return {n.name: by_name[o.name] for n, o in zip(calls, originals, strict=True) if o.name in by_name}
-
-
-def _replayed_at_full_size(gm: torch.fx.GraphModule, replayed: list[str], resized: list[str],
-                           there: dict[str, torch.fx.Node], context: Context) -> None:
-    """CannotCover where a call the generated code replays (``replayed``: names in ``gm``) has no
-    counterpart of the same form at the size being optimised (``there``), whose numbers it takes; the
-    plan holds at that size alone where one of them differs (``resized``)."""
-    why = full_trace.unmatched([n for n in gm.graph.nodes if n.name in replayed], there)
-    if why:
-        raise CannotCover(why)
-    context.resized.extend(resized)
 
 
 def _rows_cols(shape: tuple[int, ...]) -> tuple[int, int]:
@@ -448,14 +391,18 @@ def _whole_op_plan(model: torch.nn.Module, gm: torch.fx.GraphModule, inputs: lis
     ce = _cross_entropy(gm, inputs)
     if ce is not None:
         return _covering(context, names, kind="cross_entropy", rows=rows, cols=cols, ops=["cross_entropy"], extra=ce)
-    there = _counterparts(model, gm, context)
+    there = full_trace.counterparts(model, gm, context.full_graph())
     found = attention.recognise(gm, inputs, shapes, context.node_shapes, there)
     if found is not None and found.get("views"):
-        _replayed_at_full_size(gm, found["views"].replayed, found["views"].resized, there, context)
+        full_trace.replayed_there(gm, found["views"].replayed, there)
+        context.resized.extend(found["views"].resized)
     if found is not None:
         b, h, seq, d = found["views"].shapes[0] if found.get("views") else shapes[0]
         return _covering(context, names, kind="attention", rows=b * h * seq, cols=d,
                          ops=["scaled_dot_product_attention"], extra=found)
+    rotated = rotary.recognise(gm, inputs)
+    if rotated is not None:
+        return _covering(context, names, kind="rotary", rows=rows, cols=cols, ops=["rotary"], extra={"rotary": rotated})
     # a task that allows partial replacement keeps its convolution in torch (cuDNN), the rest fused
     convolution = None if context.allow_partial else _conv_plan(gm, inputs, rows, context, names)
     if convolution is not None:

@@ -17,6 +17,7 @@ from kernelevo.agent.builtin import (
     codegen,
     conv,
     conv_edges,
+    cross_entropy,
     dimreduce,
     embedding,
     expressions,
@@ -26,6 +27,7 @@ from kernelevo.agent.builtin import (
     pool,
     rearrange,
     resample,
+    rotary,
     scan,
     sequence,
     sort,
@@ -46,6 +48,7 @@ STRATEGIES = {
     "resample": ["gather"],
     "rearrange": ["moved"],
     "view_copy": ["through_strides"],
+    "rotary": ["halves"],
     "embedding": ["rows"],
     "take_along": ["flat"],
     "unfold": ["columns"],
@@ -102,6 +105,9 @@ WHY_STRATEGY = {
                        "the view's strides, with neighbouring dims merged where the view is contiguous across them: "
                        "the output is written once and the input read once in runs as long as the view keeps "
                        "them; views that keep memory order cost nothing, the epilogue fused",
+    "halves": "each program rotates a block of rows, both halves of each in fp32 registers: x read once, cos "
+              "and sin through their broadcast strides (a table shared by every head stays in L2), the output "
+              "written once; the rotated copy torch writes and reads back never exists",
     "three_pass": "one program per (image, group) run, contiguous in memory: the mean, the centred variance, "
                   "then the normalised, scaled and shifted values with the epilogue applied, written once; the "
                   "later passes re-read the run from L2",
@@ -133,67 +139,6 @@ import triton.language as tl
 {imports}
 
 '''
-
-CROSS_ENTROPY_KERNELS = '''@triton.jit
-def row_loss_kernel(x_ptr, t_ptr, loss_ptr, n_rows, n_cols, ignore_index,
-                    BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
-    # loss = logsumexp(x) - x[target]. Online log-sum-exp over column blocks: one read of the logits.
-    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
-    row_ok = rows < n_rows
-    rows64 = rows.to(tl.int64)
-    m = tl.full([BLOCK_R, BLOCK_C], float("-inf"), dtype=tl.float32)
-    s = tl.zeros([BLOCK_R, BLOCK_C], dtype=tl.float32)
-    for start in range(0, n_cols, BLOCK_C):
-        cols = start + tl.arange(0, BLOCK_C)
-        mask = row_ok[:, None] & (cols < n_cols)[None, :]
-        x = tl.load(x_ptr + (rows64 * n_cols)[:, None] + cols[None, :], mask=mask, other=float("-inf"))
-        x = x.to(tl.float32)
-        m_new = tl.maximum(m, x)
-        s = s * tl.where(m_new == float("-inf"), 0.0, tl.exp(m - m_new)) + tl.where(mask, tl.exp(x - m_new), 0.0)
-        m = m_new
-    row_max = tl.max(m, axis=1)
-    total = tl.sum(s * tl.where(m == float("-inf"), 0.0, tl.exp(m - row_max[:, None])), axis=1)
-    lse = row_max + tl.log(total)
-    t = tl.load(t_ptr + rows, mask=row_ok, other=ignore_index).to(tl.int64)
-    valid = row_ok & (t != ignore_index)
-    picked = tl.load(x_ptr + rows64 * n_cols + t, mask=valid, other=0.0).to(tl.float32)
-    loss = tl.where(valid, lse - picked, 0.0)
-    tl.store(loss_ptr + rows, loss.to(loss_ptr.dtype.element_ty), mask=row_ok)
-
-
-@triton.jit
-def reduce_kernel(loss_ptr, t_ptr, out_ptr, n_rows, ignore_index, MEAN: tl.constexpr, BLOCK: tl.constexpr):
-    # One program sums the per-row losses in a fixed order (deterministic) and counts the valid rows.
-    acc = tl.zeros([BLOCK], dtype=tl.float32)
-    count = tl.zeros([BLOCK], dtype=tl.float32)
-    for start in range(0, n_rows, BLOCK):
-        offs = start + tl.arange(0, BLOCK)
-        ok = offs < n_rows
-        acc += tl.load(loss_ptr + offs, mask=ok, other=0.0)
-        t = tl.load(t_ptr + offs, mask=ok, other=ignore_index)
-        count += tl.where(ok & (t != ignore_index), 1.0, 0.0)
-    total = tl.sum(acc, axis=0)
-    if MEAN:
-        total = total / tl.sum(count, axis=0)
-    tl.store(out_ptr, total.to(out_ptr.dtype.element_ty))
-'''
-
-CROSS_ENTROPY_FORWARD = '''def forward(self, {logits}, {targets}):
-    {logits} = {logits}.contiguous()
-    {targets} = {targets}.contiguous()
-    n_rows, n_cols = {logits}.shape
-    losses = torch.empty(n_rows, dtype={loss_dtype}, device={logits}.device)
-    BLOCK_R, BLOCK_C = {BLOCK_R}, {BLOCK_C}
-    row_loss_kernel[(triton.cdiv(n_rows, BLOCK_R),)](
-        {logits}, {targets}, losses, n_rows, n_cols, {ignore_index}, BLOCK_R=BLOCK_R, BLOCK_C=BLOCK_C,
-        num_warps={num_warps})
-    if {none}:
-        return losses
-    out = torch.empty((), dtype={logits}.dtype, device={logits}.device)
-    reduce_kernel[(1,)](losses, {targets}, out, n_rows, {ignore_index}, MEAN={mean}, BLOCK=1024, num_warps=4)
-    return out
-'''
-
 
 TMA_SCRATCH = '''def tma_scratch(size: int, alignment: int, stream):
     # Descriptors built on the device (tl.make_tensor_descriptor) live in a small scratch buffer
@@ -271,36 +216,10 @@ def _with_helpers(head: str, body: str) -> tuple[str, str]:
 
 
 def _render_cross_entropy(r: Rendering) -> str:
-    plan = r.plan
-    head = r.head(f"Cross-entropy in two Triton kernels: {plan.describe()}.",
+    head = r.head(f"Cross-entropy in two Triton kernels: {r.plan.describe()}.",
                   "the logits once, one value per row, and one per row again to reduce.", WHY_STRATEGY["online"])
-    reduction = plan.extra["reduction"]
-    logits, targets = plan.inputs
-    forward = CROSS_ENTROPY_FORWARD.format(
-        logits=logits, targets=targets, ignore_index=plan.extra["ignore_index"], none=reduction == "none",
-        mean=reduction == "mean", loss_dtype=f"{logits}.dtype" if reduction == "none" else "torch.float32",
-        **r.params)
-    kernels = _smoothed(CROSS_ENTROPY_KERNELS, plan.extra.get("smoothing", 0.0))
-    if plan.dtype == "bfloat16":  # bf16 results rounded to nearest as eager's (the interpreter's cast truncates)
-        rounded = "loss" if reduction == "none" else "total"  # the per-row losses are kept in fp32 to reduce
-        kernels = kernels.replace(f"{rounded}.to(", f"round_to_bf16({rounded}).to(")
-    head, kernels = _with_helpers(head, kernels)
-    return head + kernels + _model(plan.init, forward)
-
-
-def _smoothed(kernels: str, smoothing: float) -> str:
-    """The cross-entropy kernels with label smoothing ``smoothing``: each row's loss is
-    ``(1 - e) * (lse - x[target]) + e * (lse - mean(x))``, so the loop also sums the row's logits."""
-    if not smoothing:
-        return kernels
-    loop = "    for start in range(0, n_cols, BLOCK_C):\n"
-    step = "        m = m_new\n"
-    loss = "    loss = tl.where(valid, lse - picked, 0.0)\n"
-    assert loop in kernels and step in kernels and loss in kernels, "the cross-entropy kernel's lines moved"
-    return (kernels.replace(loop, "    logit_sum = tl.zeros([BLOCK_R, BLOCK_C], dtype=tl.float32)\n" + loop, 1)
-            .replace(step, step + "        logit_sum += tl.where(mask, x, 0.0)\n", 1)
-            .replace(loss, f"    smooth = lse - tl.sum(logit_sum, axis=1) / n_cols\n"
-                           f"    loss = tl.where(valid, {1.0 - smoothing!r} * (lse - picked) + {smoothing!r} * smooth, 0.0)\n", 1))
+    head, kernels = _with_helpers(head, cross_entropy.kernels(r.plan))
+    return head + kernels + _model(r.plan.init, cross_entropy.forward(r.plan, r.params))
 
 
 def _render_sequence(r: Rendering) -> str:
@@ -374,6 +293,12 @@ def _render_rearrange(r: Rendering) -> str:
                                        "each input value about once and the output written once."),
                                 rearrange.kernel(plan))
     return head + body + "\n\n" + _model(r.plan.init, rearrange.forward(plan, r.params))
+
+
+def _render_rotary(r: Rendering) -> str:
+    head = r.head(f"A Triton rotary embedding: {r.plan.describe()}.",
+                  "x once, cos and sin once per row through their strides (mostly from L2), the output once.")
+    return head + rotary.KERNEL + "\n\n" + _model(r.plan.init, rotary.forward(r.plan.extra["rotary"], r.params))
 
 
 def _render_view_copy(r: Rendering) -> str:
@@ -457,6 +382,7 @@ RENDERERS = {
     "resample": _render_resample,
     "rearrange": _render_rearrange,
     "view_copy": _render_view_copy,
+    "rotary": _render_rotary,
     "embedding": _render_embedding,
     "take_along": _render_take_along,
     "unfold": _render_unfold,

@@ -1,0 +1,104 @@
+"""Cross-entropy of ``[batch, classes]`` logits and integer targets as two Triton kernels: per row, the
+log-sum-exp in one pass over the logits (online) less the target's logit (with label smoothing, less
+the mean logit too, summed in the same pass); then the rows' losses reduced in a fixed order (sum or
+mean over the rows not ignored), or returned as they are.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+CROSS_ENTROPY_KERNELS = '''@triton.jit
+def row_loss_kernel(x_ptr, t_ptr, loss_ptr, n_rows, n_cols, ignore_index,
+                    BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    # loss = logsumexp(x) - x[target]. Online log-sum-exp over column blocks: one read of the logits.
+    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    row_ok = rows < n_rows
+    rows64 = rows.to(tl.int64)
+    m = tl.full([BLOCK_R, BLOCK_C], float("-inf"), dtype=tl.float32)
+    s = tl.zeros([BLOCK_R, BLOCK_C], dtype=tl.float32)
+    for start in range(0, n_cols, BLOCK_C):
+        cols = start + tl.arange(0, BLOCK_C)
+        mask = row_ok[:, None] & (cols < n_cols)[None, :]
+        x = tl.load(x_ptr + (rows64 * n_cols)[:, None] + cols[None, :], mask=mask, other=float("-inf"))
+        x = x.to(tl.float32)
+        m_new = tl.maximum(m, x)
+        s = s * tl.where(m_new == float("-inf"), 0.0, tl.exp(m - m_new)) + tl.where(mask, tl.exp(x - m_new), 0.0)
+        m = m_new
+    row_max = tl.max(m, axis=1)
+    total = tl.sum(s * tl.where(m == float("-inf"), 0.0, tl.exp(m - row_max[:, None])), axis=1)
+    lse = row_max + tl.log(total)
+    t = tl.load(t_ptr + rows, mask=row_ok, other=ignore_index).to(tl.int64)
+    valid = row_ok & (t != ignore_index)
+    picked = tl.load(x_ptr + rows64 * n_cols + t, mask=valid, other=0.0).to(tl.float32)
+    loss = tl.where(valid, lse - picked, 0.0)
+    tl.store(loss_ptr + rows, loss.to(loss_ptr.dtype.element_ty), mask=row_ok)
+
+
+@triton.jit
+def reduce_kernel(loss_ptr, t_ptr, out_ptr, n_rows, ignore_index, MEAN: tl.constexpr, BLOCK: tl.constexpr):
+    # One program sums the per-row losses in a fixed order (deterministic) and counts the valid rows.
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    count = tl.zeros([BLOCK], dtype=tl.float32)
+    for start in range(0, n_rows, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        ok = offs < n_rows
+        acc += tl.load(loss_ptr + offs, mask=ok, other=0.0)
+        t = tl.load(t_ptr + offs, mask=ok, other=ignore_index)
+        count += tl.where(ok & (t != ignore_index), 1.0, 0.0)
+    total = tl.sum(acc, axis=0)
+    if MEAN:
+        total = total / tl.sum(count, axis=0)
+    tl.store(out_ptr, total.to(out_ptr.dtype.element_ty))
+'''
+
+CROSS_ENTROPY_FORWARD = '''def forward(self, {logits}, {targets}):
+    {logits} = {logits}.contiguous()
+    {targets} = {targets}.contiguous()
+    n_rows, n_cols = {logits}.shape
+    losses = torch.empty(n_rows, dtype={loss_dtype}, device={logits}.device)
+    BLOCK_R, BLOCK_C = {BLOCK_R}, {BLOCK_C}
+    row_loss_kernel[(triton.cdiv(n_rows, BLOCK_R),)](
+        {logits}, {targets}, losses, n_rows, n_cols, {ignore_index}, BLOCK_R=BLOCK_R, BLOCK_C=BLOCK_C,
+        num_warps={num_warps})
+    if {none}:
+        return losses
+    out = torch.empty((), dtype={logits}.dtype, device={logits}.device)
+    reduce_kernel[(1,)](losses, {targets}, out, n_rows, {ignore_index}, MEAN={mean}, BLOCK=1024, num_warps=4)
+    return out
+'''
+
+
+def _smoothed(kernels: str, smoothing: float) -> str:
+    """The kernels with label smoothing ``smoothing``: each row's loss is
+    ``(1 - e) * (lse - x[target]) + e * (lse - mean(x))``, so the loop also sums the row's logits."""
+    if not smoothing:
+        return kernels
+    loop = "    for start in range(0, n_cols, BLOCK_C):\n"
+    step = "        m = m_new\n"
+    loss = "    loss = tl.where(valid, lse - picked, 0.0)\n"
+    assert loop in kernels and step in kernels and loss in kernels, "the cross-entropy kernel's lines moved"
+    return (kernels.replace(loop, "    logit_sum = tl.zeros([BLOCK_R, BLOCK_C], dtype=tl.float32)\n" + loop, 1)
+            .replace(step, step + "        logit_sum += tl.where(mask, x, 0.0)\n", 1)
+            .replace(loss, f"    smooth = lse - tl.sum(logit_sum, axis=1) / n_cols\n"
+                           f"    loss = tl.where(valid, {1.0 - smoothing!r} * (lse - picked) + {smoothing!r} * smooth, "
+                           "0.0)\n", 1))
+
+
+def kernels(plan: Any) -> str:
+    """The two kernels for ``plan`` (a cross-entropy plan of ``recognize``)."""
+    text = _smoothed(CROSS_ENTROPY_KERNELS, plan.extra.get("smoothing", 0.0))
+    if plan.dtype == "bfloat16":  # bf16 results rounded to nearest as eager's (the interpreter's cast truncates)
+        rounded = "loss" if plan.extra["reduction"] == "none" else "total"  # per-row losses kept in fp32 to reduce
+        text = text.replace(f"{rounded}.to(", f"round_to_bf16({rounded}).to(")
+    return text
+
+
+def forward(plan: Any, params: dict[str, Any]) -> str:
+    """``ModelNew.forward``: the row losses, then their reduction."""
+    reduction = plan.extra["reduction"]
+    logits, targets = plan.inputs
+    return CROSS_ENTROPY_FORWARD.format(
+        logits=logits, targets=targets, ignore_index=plan.extra["ignore_index"], none=reduction == "none",
+        mean=reduction == "mean", loss_dtype=f"{logits}.dtype" if reduction == "none" else "torch.float32",
+        **params)
