@@ -907,3 +907,37 @@ def test_a_view_replayed_with_a_number_that_changes_with_the_size_takes_it_there
     same.write_text(GROUPS_BY_SIZE.replace('SMALL = {"GROUPS": 2}', ""))
     plan = recognise(load_task(str(same), "full"))
     assert plan.kind == "view_copy" and plan.sized_for is None
+
+
+MQA_BY_HAND = '''import math
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, q, k, v):
+        s = (q @ k.transpose(-2, -1)) / math.sqrt(q.size(-1))
+        return torch.softmax(s, dim=-1) @ v
+
+
+def get_inputs():
+    return [torch.randn(2, 4, 16, 8), torch.randn(2, 1, 16, 8), torch.randn(2, 1, 16, 8)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_attention_by_hand_that_the_flash_kernel_cannot_take_stays_as_written(tmp_path: Path) -> None:
+    """Keys and values shared by every head (broadcast by the matmuls, multi-query attention) are not
+    what the flash kernel reads: the graph is left as its matmuls (refused with their reason), not
+    turned into an attention call; the same code with a key and value per head is one attention kernel."""
+    path = tmp_path / "mqa.py"
+    path.write_text(MQA_BY_HAND)
+    with pytest.raises(CannotCover, match="batched matmul") as refused:  # the matmuls' own reason
+        recognise(load_task(str(path), "full"))
+    assert "attention is covered" not in str(refused.value)
+    path.write_text(MQA_BY_HAND.replace("torch.randn(2, 1, 16, 8), torch.randn(2, 1, 16, 8)",
+                                        "torch.randn(2, 4, 16, 8), torch.randn(2, 4, 16, 8)"))
+    assert recognise(load_task(str(path), "full")).kind == "attention"

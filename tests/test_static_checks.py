@@ -104,6 +104,57 @@ class ModelNew(nn.Module):
     assert report.passed, report.first_failure()
 
 
+HONEST_IDIOMS = """
+from typing import Any, Dict, List, Optional, Tuple
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+_DT: dict[torch.dtype, tl.dtype] = {torch.float16: tl.float16}
+libdevice = tl.math
+
+@triton.jit
+def k(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+def helper(*ts: torch.Tensor, **kw: Any) -> Tuple[torch.Tensor, torch.Tensor]:
+    return ts[0], ts[0]
+
+class ModelNew(nn.Module):
+    def forward(self, x: torch.Tensor, y: Optional[torch.Tensor] = None, z: "torch.Tensor | None" = None) -> torch.Tensor:
+        xs: list[torch.Tensor] = [x]
+        d: Dict[str, Any] = {}
+        dt = getattr(tl, 'float16')
+        if type(x) is not torch.Tensor:
+            raise TypeError(f"bad {type(x)}")
+        try:
+            k[(1,)](x, 1, BLOCK=4)
+        except torch.cuda.OutOfMemoryError:
+            raise
+        return x
+"""
+
+
+def test_honest_idioms_naming_modules_and_classes_pass() -> None:
+    """What LLM-written candidates contain: typing annotations (``Optional[torch.Tensor]``, ``Dict[str,
+    Any]``, on ``*args`` too), a dtype map annotated with classes, ``libdevice = tl.math``, ``getattr(tl,
+    ...)``, ``type(x)`` compared or in a message, an ``except`` of a torch exception class."""
+    report = check_candidate(HONEST_IDIOMS)
+    assert report.passed, report.first_failure()
+
+
+def test_the_static_check_imports_nothing_a_candidate_names() -> None:
+    """Looking names up imports only torch and triton: a module the candidate names (here one that
+    prints when imported) is never imported by the check."""
+    import sys
+
+    sys.modules.pop("this", None)
+    check_candidate("import this\nx = this.s\n")
+    assert "this" not in sys.modules
+
+
 @pytest.mark.parametrize(("body", "check", "words"), [
     ("        k[(1,)](x, 1, BLOCK=4)\n        return torch.softmax(x, -1)", "no torch compute", "torch.softmax"),
     ("        k[(1,)](x, 1, BLOCK=4)\n        import torch.nn.functional as F\n        return F.gelu(x)", "no torch compute", "gelu"),

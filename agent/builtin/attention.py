@@ -305,10 +305,13 @@ def _viewed(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int,
     if mask is not None:
         placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
         small_q, small_k = (tuple(a.meta["tensor_meta"].shape) for a in node.args[:2])
-        if mask in placeholders:
-            at = placeholders.index(mask)
-            value = torch.empty(shapes[at], dtype=inputs[at].dtype, device="meta")
+        tensors = [p for p, x in zip(placeholders, inputs, strict=False) if isinstance(x, torch.Tensor)]
+        if mask in tensors and len(shapes) == len(tensors):  # shapes: the tensor inputs' (numbers come in too)
+            at = tensors.index(mask)
+            value = torch.empty(shapes[at], dtype=inputs[placeholders.index(mask)].dtype, device="meta")
             found_mask = _mask(gm, mask, value, q, k)
+        elif mask in placeholders:
+            raise CannotCover("attention with a mask passed in whose size there is not known")
         else:
             found_mask = _mask(gm, mask, None, small_q, small_k)
     return {"causal": bool(options.get("is_causal", False)), "scale": options.get("scale"), "seq": q[2],

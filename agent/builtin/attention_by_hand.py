@@ -168,7 +168,8 @@ def _attention(gm: torch.fx.GraphModule, out: torch.fx.Node,
         return None
     dim = option(weights, "dim", 1, None)
     rank = len(weights.meta["tensor_meta"].shape)
-    if not isinstance(dim, int) or dim % rank != rank - 1 or option(weights, "dtype", 2, None) is not None:
+    dtype_at = 3 if weights.op == "call_function" and weights.target is F.softmax else 2  # F.softmax: _stacklevel
+    if not isinstance(dim, int) or dim % rank != rank - 1 or option(weights, "dtype", dtype_at, None) is not None:
         return None
     scores, causal = weights.args[0], False
     if _call(scores, {torch.masked_fill}, {"masked_fill"}) and _only_user(scores, weights):
@@ -188,6 +189,9 @@ def _attention(gm: torch.fx.GraphModule, out: torch.fx.Node,
     k = _keys(keys)
     if k is None or not all(isinstance(t, torch.fx.Node) and len(t.meta["tensor_meta"].shape) == 4 for t in (q, k, v)):
         return None
+    qs, ks, vs = (tuple(t.meta["tensor_meta"].shape) for t in (q, k, v))
+    if ks != vs or qs[:2] != ks[:2] or qs[3] != ks[3]:
+        return None  # keys shared by heads (broadcast) or values of another width: the matmuls as written
     scale = _resolved(scale, q, k)
     if scale is False:
         return None

@@ -63,9 +63,13 @@ class _UpTo(torch.fx.Interpreter):
 
 
 def _full_shapes(gm: torch.fx.GraphModule, call: torch.fx.Node, inputs: list[Any], shapes: list[tuple[int, ...]],
-                 known: dict[str, tuple[int, ...]]) -> tuple[tuple[int, ...], ...]:
-    """q, k and v's shapes with the tensor inputs at their ``shapes`` (``known`` where it names them;
-    else the views run on the meta device)."""
+                 known: dict[str, tuple[int, ...]], there: dict[str, torch.fx.Node]
+                 ) -> tuple[tuple[int, ...], ...]:
+    """q, k and v's shapes with the tensor inputs at their ``shapes``: their counterparts' in the full
+    trace (``there``), or ``known``'s, or else the views run on the meta device."""
+    full = [there[a.name].meta.get("tensor_meta") if a.name in there else None for a in call.args[:3]]
+    if all(hasattr(m, "shape") for m in full):
+        return tuple(tuple(m.shape) for m in full)
     if all(a.name in known for a in call.args[:3]):
         return tuple(tuple(known[a.name]) for a in call.args[:3])
     full = iter(shapes)
@@ -105,18 +109,31 @@ def find(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ..
     w = Writer(placeholders, there)
     statements = [f"{w.name(node)} = {w.replayed(node)}" for node in before]
     q, k, v = (w.text(a) for a in call.args[:3])
-    return AttentionViews(statements=statements, qkv=(q, k, v), shapes=_full_shapes(gm, call, inputs, shapes, known),
+    return AttentionViews(statements=statements, qkv=(q, k, v), shapes=_full_shapes(gm, call, inputs, shapes, known, there or {}),
                           replayed=[n.name for n in before], resized=w.resized)
 
 
 def prologue(found: AttentionViews) -> str:
     """The views taken, then copies only where the kernel cannot read through them: a head dim that is
-    not contiguous, a query view that repeats elements (the output is written through its strides),
-    or k and v of different strides (the kernel walks both with k's)."""
+    not contiguous, a query view that names an element twice (the output is written through its
+    strides; see :data:`HELPER`), or k and v of different strides (the kernel walks both with k's)."""
     q, k, v = found.qkv
     lines = [*found.statements,
-             f"if {q}.stride(-1) != 1 or 0 in {q}.stride():",
+             f"if {q}.stride(-1) != 1 or _overlapping({q}):",
              f"    {q} = {q}.contiguous()",
              f"if {k}.stride(-1) != 1 or {k}.stride() != {v}.stride():",
              f"    {k}, {v} = {k}.contiguous(), {v}.contiguous()"]
     return "\n    ".join(lines)
+
+
+HELPER = '''def _overlapping(t):
+    # Does t name some element twice (a stride of 0, windows that share elements)? The output is
+    # written through q's strides, so two programs would then write one address.
+    reach = 1
+    for stride, size in sorted((st, sz) for sz, st in zip(t.shape, t.stride()) if sz > 1):
+        if stride < reach:
+            return True
+        reach = stride * size
+    return False
+'''
+"""Rendered beside the attention kernel where q is a view taken in ``forward``."""

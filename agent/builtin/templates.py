@@ -14,6 +14,7 @@ from typing import Any
 
 from kernelevo.agent.builtin import (
     attention,
+    attention_views,
     codegen,
     conv,
     conv_edges,
@@ -338,6 +339,7 @@ def _render_attention(r: Rendering) -> str:
                   "and the output written once.")
     head = _with_interpreter_import(head.replace("import torch\n", "import math\n\nimport torch\n", 1))
     scratch = TMA_SCRATCH if r.params.get("TMA") else ""
+    scratch += attention_views.HELPER + "\n\n" if r.plan.extra.get("views") else ""
     return (head + scratch + attention.KERNEL + expressions.INTERPRETED.format(kernel="attention_kernel")
             + _model(r.plan.init, attention.forward(r.plan, r.params)))
 

@@ -141,14 +141,15 @@ class Writer:
                 return type(a)(merge(x, y) for x, y in zip(a, b, strict=True))
             if isinstance(a, slice) and isinstance(b, slice):
                 return slice(merge(a.start, b.start), merge(a.stop, b.stop), merge(a.step, b.step))
-            if isinstance(a, (int, float)) and not isinstance(a, bool) and isinstance(b, (int, float)) and a != b:
-                changed.append(True)
+            number = isinstance(b, (int, float)) and not isinstance(b, bool)
+            if number and (a is None or (isinstance(a, (int, float)) and not isinstance(a, bool) and a != b)):
+                changed.append(True)  # another number there (or a bound there where the small size had none)
                 return b
             return a
 
         args = merge(tuple(node.args), tuple(other.args)) if len(node.args) == len(other.args) else tuple(node.args)
         kwargs = {k: merge(v, other.kwargs.get(k, v)) for k, v in node.kwargs.items()}
-        if changed:
+        if changed and node.name not in self.resized:
             self.resized.append(node.name)
         return args, kwargs
 
