@@ -209,7 +209,6 @@ def test_a_scan_is_recognised_by_what_it_computes_not_how_it_is_written(tmp_path
 
 
 def test_a_scan_with_other_work_is_a_kernel_of_its_own_and_an_unknown_form_says_why(tmp_path: Path) -> None:
-    from kernelevo.agent.builtin.program import CannotCover
 
     def plan(body: str):  # noqa: ANN202
         path = tmp_path / "scan.py"

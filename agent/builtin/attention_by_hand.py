@@ -30,8 +30,10 @@ SOFTMAXES = {torch.softmax, F.softmax}
 
 
 def _call(node: Any, functions: set[Any], methods: set[str]) -> bool:
-    return isinstance(node, torch.fx.Node) and (
-        (node.op == "call_function" and node.target in functions) or (node.op == "call_method" and node.target in methods))
+    if not isinstance(node, torch.fx.Node):
+        return False
+    return (node.op == "call_function" and node.target in functions) or (
+        node.op == "call_method" and node.target in methods)
 
 
 def _only_user(node: torch.fx.Node, user: torch.fx.Node) -> bool:
@@ -55,14 +57,19 @@ HEAD_SCALE = "1 / sqrt(head_dim)"
 """The scale read from the head's own size: attention's default, at any size."""
 
 
+def _is_shape(node: Any) -> bool:
+    """Is ``node`` a tensor's ``.shape``?"""
+    return isinstance(node, torch.fx.Node) and node.op == "call_function" and node.target is getattr and \
+        node.args[1] == "shape"
+
+
 def _head_size(node: Any, heads: tuple[torch.fx.Node, ...]) -> bool:
     """Is ``node`` the size of the last dim of q or k (``k.size(-1)``, ``q.shape[-1]``)?"""
     if not isinstance(node, torch.fx.Node):
         return False
     if node.op == "call_method" and node.target == "size" and len(node.args) == 2:
         tensor, dim = node.args
-    elif node.op == "call_function" and node.target is operator.getitem and isinstance(node.args[0], torch.fx.Node) \
-            and node.args[0].op == "call_function" and node.args[0].target is getattr and node.args[0].args[1] == "shape":
+    elif node.op == "call_function" and node.target is operator.getitem and _is_shape(node.args[0]):
         tensor, dim = node.args[0].args[0], node.args[1]
     else:
         return False
@@ -121,7 +128,8 @@ def _causal_mask(node: Any, scores: torch.fx.Node, value_of: Callable[[torch.fx.
     (``torch.tril(torch.ones(t, t))`` built in forward, or a buffer holding it, sliced to ``t``)? ``m``
     may read sizes of the inputs but no values of theirs; its own values are read at the traced size
     (``value_of``; None: only the structure is checked, for shapes)."""
-    if not _call(node, {operator.eq, torch.eq}, {"eq"}) or node.args[1] != 0 or not isinstance(node.args[0], torch.fx.Node):
+    if not _call(node, {operator.eq, torch.eq}, {"eq"}) or node.args[1] != 0 or \
+            not isinstance(node.args[0], torch.fx.Node):
         return False
     mask = node.args[0]
     pending, seen = [mask], set()
@@ -164,7 +172,8 @@ def _attention(gm: torch.fx.GraphModule, out: torch.fx.Node,
         return None
     dropped, v = out.args
     weights = _identity(gm, dropped)
-    if not _call(weights, SOFTMAXES, {"softmax"}) or not _only_user(weights, dropped if weights is not dropped else out):
+    if not _call(weights, SOFTMAXES, {"softmax"}) or \
+            not _only_user(weights, dropped if weights is not dropped else out):
         return None
     dim = option(weights, "dim", 1, None)
     rank = len(weights.meta["tensor_meta"].shape)

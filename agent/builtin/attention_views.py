@@ -109,7 +109,8 @@ def find(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ..
     w = Writer(placeholders, there)
     statements = [f"{w.name(node)} = {w.replayed(node)}" for node in before]
     q, k, v = (w.text(a) for a in call.args[:3])
-    return AttentionViews(statements=statements, qkv=(q, k, v), shapes=_full_shapes(gm, call, inputs, shapes, known, there or {}),
+    shapes_there = _full_shapes(gm, call, inputs, shapes, known, there or {})
+    return AttentionViews(statements=statements, qkv=(q, k, v), shapes=shapes_there,
                           replayed=[n.name for n in before], resized=w.resized)
 
 

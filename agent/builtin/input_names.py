@@ -10,7 +10,6 @@ from __future__ import annotations
 import torch
 import torch.fx
 
-
 GENERATED_NAMES = frozenset({
     "h", "h0", "d", "w", "od", "oh", "ow", "kt", "kr", "ks", "st", "sr", "ss", "pt", "pr", "ps", "dt", "dr", "ds",
     "k_out", "cg", "groups", "weight", "out", "grid", "ws", "sms", "tiles", "tiles_c", "n_tiles", "n_rows", "n_cols",

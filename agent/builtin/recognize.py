@@ -23,9 +23,9 @@ from torch.fx.passes.shape_prop import ShapeProp
 from kernelevo.agent.builtin import (
     attention,
     attention_by_hand,
-    full_trace,
     conv,
     dimreduce,
+    full_trace,
     gathers,
     groupnorm,
     matmul,

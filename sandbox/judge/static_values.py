@@ -8,8 +8,9 @@ constants, name classes in annotations, ``isinstance`` and ``except`` clauses, a
 ``nn.Module``. So any other use of a module or a class of ``torch`` or ``triton`` is refused, but for
 ``triton.language`` and its submodules (kernel code aliases them: ``libdevice = tl.math``), as is
 ``type(x)`` outside a comparison or a formatted message, which hands out a tensor's class. Names are
-looked up only in torch and triton: nothing else the candidate names is imported here. This is a static guard for the process that imports the candidate; what it
-cannot see stays the run-time checks' to catch.
+looked up only in torch and triton: nothing else the candidate names is imported here. This is a
+static guard for the process that imports the candidate; what it cannot see stays the run-time
+checks' to catch.
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ def modules_as_values(tree: ast.AST, resolve: Callable[[ast.AST], str | None]) -
                 id(node) in inner or id(node) in exempt:
             continue
         dotted = resolve(node)
-        if dotted is None or dotted == KERNEL_NAMESPACES[0] or dotted.startswith(tuple(f"{k}." for k in KERNEL_NAMESPACES)):
+        if dotted is None or any(dotted == k or dotted.startswith(f"{k}.") for k in KERNEL_NAMESPACES):
             continue
         value = _value(dotted)
         if inspect.ismodule(value) or inspect.isclass(value):
