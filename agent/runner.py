@@ -281,10 +281,17 @@ def _make_policy(config: RunConfig, task: Task) -> Any:
     return policy
 
 
-def _task_and_policy(store: RunStore, config: RunConfig) -> tuple[Task, Any] | int:
-    """The task and its policy, or the exit code of a run that cannot start (said and recorded)."""
+def _task_and_policy(store: RunStore, config: RunConfig, run_dir: Path) -> tuple[Task, Any] | int:
+    """The task and its policy, or the exit code of a run that cannot start (said and recorded): a task
+    file that cannot be used is the input's fault; a policy that fails while planning a task it loaded
+    is kernelevo's (its traceback kept in the run's ``crash.log``, the run left to resume)."""
     try:
         task = load_task(config.task, config.size)  # type: ignore[arg-type]
+    except Exception as exc:  # the task file itself is unusable
+        store.set_state("failed", str(exc))
+        _log(f"error: {exc}")
+        return EXIT_USAGE
+    try:
         return task, _make_policy(config, task)
     except CannotCover as exc:
         reason = f"the built-in policy cannot cover this task: {exc}"
@@ -292,10 +299,8 @@ def _task_and_policy(store: RunStore, config: RunConfig) -> tuple[Task, Any] | i
         store.event("decision", None, action="stop", reason=reason)
         _log(f"error: {reason}")
         return EXIT_NONE_CORRECT
-    except Exception as exc:  # the task file itself is unusable
-        store.set_state("failed", str(exc))
-        _log(f"error: {exc}")
-        return EXIT_USAGE
+    except Exception as exc:  # noqa: BLE001 - a planner's own fault, not the task file's
+        return _crashed(store, run_dir, exc)
 
 
 def _evaluator_pool(store: RunStore, config: RunConfig, run_dir: Path) -> list[Evaluator] | int:
@@ -411,7 +416,7 @@ def drive(run_dir: Path, first: bool, progress: Callable[..., Any] | None = None
         found = bool(store.meta("best"))
         store.close()
         return EXIT_OK if found else EXIT_NONE_CORRECT
-    opened = _task_and_policy(store, config)
+    opened = _task_and_policy(store, config, run_dir)
     pool = opened if isinstance(opened, int) else _evaluator_pool(store, config, run_dir)
     if isinstance(opened, int) or isinstance(pool, int):
         store.close()

@@ -201,6 +201,34 @@ def test_a_machine_fault_mid_search_interrupts_the_run_and_resume_loses_nothing(
     store.close()
 
 
+def test_a_planner_bug_is_kernelevos_not_the_task_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture) -> None:
+    """A policy that fails while planning a task it loaded (an IndexError in a template) is kernelevo's
+    error (exit 5, the traceback in crash.log, the run left to resume), never reported as an unusable
+    task file (exit 2)."""
+    from kernelevo.agent.budget import Budget
+    from kernelevo.agent.builtin.policy import BuiltinPolicy
+    from kernelevo.agent.cli_output import EXIT_INTERNAL
+    from kernelevo.agent.crash import CRASH_LOG
+    from kernelevo.agent.runner import RunConfig, create, drive
+    from kernelevo.agent.store import RunStore
+
+    def broken(self, task):  # noqa: ANN001, ANN202
+        raise IndexError("list index out of range")
+
+    monkeypatch.setattr(BuiltinPolicy, "prepare", broken)
+    run = tmp_path / "run"
+    create(RunConfig(task="relu", size="small", policy="builtin", budget=Budget(max_evals=1), batch=1,
+                     measure_compile=False, experience=False), run).close()
+    assert drive(run, first=True, progress=None) == EXIT_INTERNAL
+    said = capsys.readouterr().err
+    assert "kernelevo's own error" in said and "IndexError" in said and str(run / CRASH_LOG) in said
+    assert "in broken" in (run / CRASH_LOG).read_text()
+    store = RunStore(run)
+    assert store.state() == "interrupted"
+    store.close()
+
+
 def test_a_bug_of_kernelevos_mid_search_keeps_the_run_and_says_where_the_traceback_is(
         tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
     """An exception nobody planned for (a policy's KeyError, say) is kernelevo's bug: exit 5, the run
