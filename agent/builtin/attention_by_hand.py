@@ -24,16 +24,10 @@ import torch.nn.functional as F
 
 from kernelevo.agent.builtin.attention import WIDEST_HEAD
 from kernelevo.agent.builtin.rewrite_in_place import option
+from kernelevo.agent.builtin.vocabulary import Capture, is_call
 
 MATMULS = {operator.matmul, torch.matmul}
 SOFTMAXES = {torch.softmax, F.softmax}
-
-
-def _call(node: Any, functions: set[Any], methods: set[str]) -> bool:
-    if not isinstance(node, torch.fx.Node):
-        return False
-    return (node.op == "call_function" and node.target in functions) or (
-        node.op == "call_method" and node.target in methods)
 
 
 def _only_user(node: torch.fx.Node, user: torch.fx.Node) -> bool:
@@ -47,7 +41,7 @@ def _keys(node: Any) -> torch.fx.Node | None:
     rank = len(node.meta["tensor_meta"].shape) if "tensor_meta" in node.meta else 0
     if node.op == "call_function" and node.target is getattr and node.args[1] == "mT":
         return node.args[0]
-    if _call(node, {torch.transpose}, {"transpose"}) and len(node.args) == 3 and rank >= 2:
+    if is_call(node, {torch.transpose}, {"transpose"}) and len(node.args) == 3 and rank >= 2:
         if {d % rank for d in node.args[1:] if isinstance(d, int)} == {rank - 2, rank - 1}:
             return node.args[0]
     return None
@@ -95,32 +89,36 @@ def _inverse_root_of_head(node: Any, heads: tuple[torch.fx.Node, ...]) -> bool:
     return node.target is operator.pow and node.args[1] == -0.5 and _head_size(node.args[0], heads)
 
 
-def _scale(node: torch.fx.Node) -> tuple[torch.fx.Node, float | str | None]:
-    """(the scores before scaling, the scale): a number, :data:`HEAD_SCALE`, a node (refused by the
-    caller unless it is the head's scale), or None where ``node`` is not scaled."""
-    if _call(node, {operator.mul, torch.mul}, {"mul"}) and len(node.args) == 2:
+def _scale(node: torch.fx.Node) -> tuple[torch.fx.Node, float | torch.fx.Node | None, bool]:
+    """(the scores before scaling, the factor, whether they are divided by it): the factor a number
+    (a division by one already inverted), a node the caller names (:func:`_resolved`), or None where
+    ``node`` is not scaled."""
+    if is_call(node, {operator.mul, torch.mul}, {"mul"}) and len(node.args) == 2:
         a, b = node.args
-        if isinstance(a, torch.fx.Node) and "tensor_meta" in a.meta and not isinstance(b, torch.fx.Node):
-            return (a, float(b)) if isinstance(b, (int, float)) else (node, None)
-        if isinstance(b, torch.fx.Node) and "tensor_meta" in b.meta and isinstance(a, (int, float)):
-            return b, float(a)
-        return (a, b) if isinstance(a, torch.fx.Node) and "tensor_meta" in a.meta else (node, None)
-    if _call(node, {operator.truediv, torch.div}, {"div"}) and len(node.args) == 2 and not node.kwargs:
+        if isinstance(a, (int, float)) and isinstance(b, torch.fx.Node):
+            a, b = b, a
+        if isinstance(a, torch.fx.Node) and "tensor_meta" in a.meta:
+            if isinstance(b, (int, float)):
+                return a, float(b), False
+            if isinstance(b, torch.fx.Node):
+                return a, b, False
+        return node, None, False
+    if is_call(node, {operator.truediv, torch.div}, {"div"}) and len(node.args) == 2 and not node.kwargs:
         a, b = node.args
         if isinstance(b, (int, float)) and b != 0:
-            return a, 1.0 / float(b)
+            return a, 1.0 / float(b), False
         if isinstance(b, torch.fx.Node) and "tensor_meta" not in b.meta:
-            return a, ("root", b)  # type: ignore[return-value]
-    return node, None
+            return a, b, True
+    return node, None, False
 
 
-def _resolved(scale: Any, q: torch.fx.Node, k: torch.fx.Node) -> float | str | None | bool:
-    """The scale as a number or :data:`HEAD_SCALE`; False where it is a value this cannot name."""
-    if scale is None or isinstance(scale, float):
-        return scale
-    if isinstance(scale, tuple):  # a division by a node
-        return HEAD_SCALE if _root_of_head(scale[1], (q, k)) else False
-    return HEAD_SCALE if _inverse_root_of_head(scale, (q, k)) else False
+def _resolved(factor: float | torch.fx.Node | None, divides: bool, q: torch.fx.Node,
+              k: torch.fx.Node) -> float | str | None | bool:
+    """The scale as a number or :data:`HEAD_SCALE`; False where the factor is a value this cannot name."""
+    if not isinstance(factor, torch.fx.Node):
+        return factor
+    named = _root_of_head(factor, (q, k)) if divides else _inverse_root_of_head(factor, (q, k))
+    return HEAD_SCALE if named else False
 
 
 def _causal_mask(node: Any, scores: torch.fx.Node, value_of: Callable[[torch.fx.Node], Any] | None) -> bool:
@@ -128,7 +126,7 @@ def _causal_mask(node: Any, scores: torch.fx.Node, value_of: Callable[[torch.fx.
     (``torch.tril(torch.ones(t, t))`` built in forward, or a buffer holding it, sliced to ``t``)? ``m``
     may read sizes of the inputs but no values of theirs; its own values are read at the traced size
     (``value_of``; None: only the structure is checked, for shapes)."""
-    if not _call(node, {operator.eq, torch.eq}, {"eq"}) or node.args[1] != 0 or \
+    if not is_call(node, {operator.eq, torch.eq}, {"eq"}) or node.args[1] != 0 or \
             not isinstance(node.args[0], torch.fx.Node):
         return False
     mask = node.args[0]
@@ -168,11 +166,11 @@ def _identity(gm: torch.fx.GraphModule, node: Any) -> Any:
 def _attention(gm: torch.fx.GraphModule, out: torch.fx.Node,
                value_of: Callable[[torch.fx.Node], Any] | None) -> dict[str, Any] | None:
     """q, k, v and the options if ``out`` is attention by hand (see the module); else None."""
-    if not _call(out, MATMULS, {"matmul"}) or len(out.args) != 2:
+    if not is_call(out, MATMULS, {"matmul"}) or len(out.args) != 2:
         return None
     dropped, v = out.args
     weights = _identity(gm, dropped)
-    if not _call(weights, SOFTMAXES, {"softmax"}) or \
+    if not is_call(weights, SOFTMAXES, {"softmax"}) or \
             not _only_user(weights, dropped if weights is not dropped else out):
         return None
     dim = option(weights, "dim", 1, None)
@@ -181,7 +179,7 @@ def _attention(gm: torch.fx.GraphModule, out: torch.fx.Node,
     if not isinstance(dim, int) or dim % rank != rank - 1 or option(weights, "dtype", dtype_at, None) is not None:
         return None
     scores, causal = weights.args[0], False
-    if _call(scores, {torch.masked_fill}, {"masked_fill"}) and _only_user(scores, weights):
+    if is_call(scores, {torch.masked_fill}, {"masked_fill"}) and _only_user(scores, weights):
         fill = option(scores, "value", 2, None)
         if not (isinstance(fill, float) and math.isinf(fill) and fill < 0) or \
                 not _causal_mask(option(scores, "mask", 1, None), scores, value_of):
@@ -189,10 +187,10 @@ def _attention(gm: torch.fx.GraphModule, out: torch.fx.Node,
         scores, causal = scores.args[0], True
     if not isinstance(scores, torch.fx.Node) or len(scores.users) != 1:
         return None
-    product, scale = _scale(scores)
+    product, factor, divides = _scale(scores)
     if product is not scores and not _only_user(product, scores):
         return None
-    if not _call(product, MATMULS, {"matmul"}) or len(product.args) != 2:
+    if not is_call(product, MATMULS, {"matmul"}) or len(product.args) != 2:
         return None
     q, keys = product.args
     k = _keys(keys)
@@ -201,7 +199,7 @@ def _attention(gm: torch.fx.GraphModule, out: torch.fx.Node,
     qs, ks, vs = (tuple(t.meta["tensor_meta"].shape) for t in (q, k, v))
     if ks != vs or qs[:2] != ks[:2] or qs[3] != ks[3]:
         return None  # keys shared by heads (broadcast) or values of another width: the matmuls as written
-    scale = _resolved(scale, q, k)
+    scale = _resolved(factor, divides, q, k)
     if scale is False:
         return None
     return {"q": q, "k": k, "v": v, "causal": causal, "scale": scale}
@@ -217,7 +215,7 @@ def rewrite(gm: torch.fx.GraphModule, there: dict[str, tuple[int, ...]], inputs:
 
     def value_of(node: torch.fx.Node) -> Any:
         if not values:
-            _Keeping(gm, values).run(*(inputs or []))
+            values.update(Capture(gm).run_up_to(*(inputs or [])))
         return values.get(node.name)
 
     for node in list(gm.graph.nodes):
@@ -244,18 +242,6 @@ def rewrite(gm: torch.fx.GraphModule, there: dict[str, tuple[int, ...]], inputs:
     if changed:
         gm.recompile()
     return changed
-
-
-class _Keeping(torch.fx.Interpreter):
-    """Runs the graph keeping every node's value (an Interpreter frees each after its last use)."""
-
-    def __init__(self, gm: torch.fx.GraphModule, values: dict[str, Any]) -> None:
-        super().__init__(gm)
-        self.values = values
-
-    def run_node(self, n: torch.fx.Node) -> Any:
-        self.values[n.name] = value = super().run_node(n)
-        return value
 
 
 def _ancestors(node: torch.fx.Node) -> set[torch.fx.Node]:

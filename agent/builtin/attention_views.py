@@ -28,7 +28,7 @@ from kernelevo.agent.builtin.view_copy import (
     split_name,
     view_name,
 )
-from kernelevo.agent.builtin.vocabulary import graph_calls, returns_only
+from kernelevo.agent.builtin.vocabulary import Capture, graph_calls, returns_only
 
 
 @dataclass
@@ -45,23 +45,6 @@ class AttentionViews:
     """Those written with a number of the size being optimised (the code then holds at that size)."""
 
 
-class _Stop(Exception):
-    pass
-
-
-class _UpTo(torch.fx.Interpreter):
-    """Runs the graph on meta tensors up to (not including) ``stop``, keeping every value."""
-
-    def __init__(self, gm: torch.fx.GraphModule, stop: torch.fx.Node) -> None:
-        super().__init__(gm)
-        self.stop = stop
-
-    def run_node(self, n: torch.fx.Node) -> Any:
-        if n is self.stop:
-            raise _Stop
-        return super().run_node(n)
-
-
 def _full_shapes(gm: torch.fx.GraphModule, call: torch.fx.Node, inputs: list[Any], shapes: list[tuple[int, ...]],
                  known: dict[str, tuple[int, ...]], there: dict[str, torch.fx.Node]
                  ) -> tuple[tuple[int, ...], ...]:
@@ -75,14 +58,11 @@ def _full_shapes(gm: torch.fx.GraphModule, call: torch.fx.Node, inputs: list[Any
     full = iter(shapes)
     meta = [torch.empty(next(full), dtype=x.dtype, device="meta") if isinstance(x, torch.Tensor) else x
             for x in inputs]
-    runner = _UpTo(gm, call)
     try:
-        runner.run(*meta)
-    except _Stop:
-        pass
+        seen = Capture(gm, stop=call).run_up_to(*meta)
     except Exception as exc:  # a view that holds at the small size only: the sizes are what they are
         raise CannotCover(f"the views before attention do not hold at the size being optimised ({exc})") from None
-    return tuple(tuple(runner.env[a].shape) for a in call.args[:3])
+    return tuple(tuple(seen[a.name].shape) for a in call.args[:3])
 
 
 def find(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ...]],

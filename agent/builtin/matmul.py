@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from kernelevo.agent.builtin import size_tracing
 from kernelevo.agent.builtin.lower import lower
 from kernelevo.agent.builtin.program import CannotCover, Program
-from kernelevo.agent.builtin.vocabulary import TRACED_CONSTANT
+from kernelevo.agent.builtin.vocabulary import TRACED_CONSTANT, Capture
 
 MATMUL_TARGETS = (torch.matmul, operator.matmul, torch.mm, torch.bmm)
 TRIANGLES = {torch.triu: "triu", torch.tril: "tril"}
@@ -73,19 +73,6 @@ class Linear:
     weight_input: bool = False
     views: tuple[torch.fx.Node, ...] = ()
     """The transpose nodes the operands were read through (the kernel reads strides instead)."""
-
-
-class _Capture(torch.fx.Interpreter):
-    """Runs the graph and keeps every node's value (for example inputs of the epilogues)."""
-
-    def __init__(self, gm: torch.fx.GraphModule) -> None:
-        super().__init__(gm)
-        self.seen: dict[str, Any] = {}
-
-    def run_node(self, n: torch.fx.Node) -> Any:
-        value = super().run_node(n)
-        self.seen[n.name] = value
-        return value
 
 
 def _transpose_of(node: Any) -> torch.fx.Node | None:
@@ -237,7 +224,7 @@ def lower_chain(model: nn.Module, inputs: list[Any]) -> list[Stage]:
     if chain_input not in placeholders:
         raise CannotCover("ops before the first linear are not covered in a matmul chain")
     placeholders = [chain_input] + [p for p in placeholders if p is not chain_input]
-    capture = _Capture(gm)
+    capture = Capture(gm)
     try:
         capture.run(*inputs)
     except Exception as exc:
@@ -311,7 +298,7 @@ def _swaps_last_two(view: torch.fx.Node, ndim: int) -> bool:
 
 
 def _split_tail(gm: torch.fx.GraphModule, linear: torch.fx.Node, bias: Any, nodes: list[torch.fx.Node],
-                acc: torch.Tensor, capture: _Capture,
+                acc: torch.Tensor, capture: Capture,
                 placeholders: list[torch.fx.Node]) -> tuple[list[torch.fx.Node], Program | None, Program]:
     """Split the last stage's ops into a pointwise epilogue and a row program over its stored output
     (the longest epilogue for which both halves lower): (epilogue nodes, epilogue, tail)."""
@@ -334,7 +321,7 @@ def _split_tail(gm: torch.fx.GraphModule, linear: torch.fx.Node, bias: Any, node
 
 
 def _tail_program(gm: torch.fx.GraphModule, boundary: torch.fx.Node, nodes: list[torch.fx.Node],
-                  capture: _Capture) -> Program:
+                  capture: Capture) -> Program:
     """``nodes`` as a row program whose one input, ``h``, is ``boundary``'s value."""
     graph = torch.fx.Graph()
     env: dict[torch.fx.Node, torch.fx.Node] = {boundary: graph.placeholder("h")}
@@ -387,7 +374,7 @@ def _groups(gm: torch.fx.GraphModule,
 
 
 def _epilogue(gm: torch.fx.GraphModule, linear: torch.fx.Node, bias: Any, nodes: list[torch.fx.Node],
-              acc: torch.Tensor, capture: _Capture, chain_input: torch.fx.Node,
+              acc: torch.Tensor, capture: Capture, chain_input: torch.fx.Node,
               extra_inputs: Sequence[torch.fx.Node] = ()) -> Program | None:
     """The epilogue as its own graph (inputs: the GEMM's accumulator, before the bias, and, for a
     residual, the chain's input or another input of the stage's output shape), lowered."""

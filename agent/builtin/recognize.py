@@ -306,42 +306,13 @@ def recognise(task: Task) -> Plan:
     return plan
 
 
-def _refuse_hidden_broadcast(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ...]]) -> None:
-    """CannotCover where the small inputs cannot tell how the tensor inputs broadcast at the size being
-    optimised (``shapes``). The templates read the broadcasting from the small shapes: where a size
-    shrunk to 1 makes two inputs agree on a dimension they differ on at full size (or the other way
-    round), a kernel planned from them would index one of them wrongly."""
-    names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
-    tensors = [(name, v) for name, v in zip(names, inputs, strict=False) if isinstance(v, torch.Tensor)]
-    full = [shapes[i] for i, v in enumerate(inputs) if isinstance(v, torch.Tensor)] \
-        if len(shapes) == len(inputs) else shapes
-    if len(full) != len(tensors) or not tensors:
-        return
-    largest = max(range(len(tensors)), key=lambda i: tensors[i][1].numel())
-    (main, first), main_full = tensors[largest], tuple(full[largest])
-    for (name, value), size in zip(tensors, full, strict=True):
-        if name == main:
-            continue
-        small, big = tuple(value.shape), tuple(size)
-        if len(small) != len(big) or len(small) > first.dim():
-            continue
-        a, b = tuple(first.shape)[first.dim() - len(small):], main_full[len(main_full) - len(big):]
-        # a broadcast input (another shape than the main one) read by its sizes of 1 at the small
-        # size: one of them that grows at full size is read along it there
-        grows = small != tuple(first.shape) and any(s == 1 and f > 1 for s, f in zip(small, big, strict=True))
-        if grows or any((s == m) != (f == g) for s, m, f, g in zip(small, a, big, b, strict=True)):
-            raise CannotCover(f"input `{name}` broadcasts against `{main}` differently at the small size "
-                              f"({list(small)} on {list(first.shape)}) than at the size being optimised "
-                              f"({list(big)} on {list(main_full)})")
-
-
 def plan_graph(model: torch.nn.Module, gm: torch.fx.GraphModule, inputs: list[Any],
                shapes: list[tuple[int, ...]], context: Context) -> Plan:
     """The plan of one traced graph (``gm``, shape-propagated on ``inputs``) with ``shapes`` the
     tensor inputs' shapes at the size being optimised; CannotCover when no template covers it."""
     if not shapes:
         raise CannotCover("no tensor input")
-    _refuse_hidden_broadcast(gm, inputs, shapes)
+    full_trace.refuse_hidden_broadcast(gm, inputs, shapes)
     names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
     plan = _whole_op_plan(model, gm, inputs, shapes, context, names)
     if plan is None and any(matmul._linear(gm, n) is not None for n in gm.graph.nodes if n.op.startswith("call")):

@@ -19,7 +19,7 @@ import torch
 import torch.fx
 
 from kernelevo.agent.builtin.program import CannotCover
-from kernelevo.agent.builtin.vocabulary import graph_calls, returns_only
+from kernelevo.agent.builtin.vocabulary import graph_calls, is_call, returns_only
 
 MAX_RANK = 5
 """Dims of ``x`` covered: up to four before the rotated one."""
@@ -35,23 +35,18 @@ class Rotary:
     out_dtype: str
 
 
-def _is(node: Any, functions: tuple[Any, ...], methods: tuple[str, ...] = ()) -> bool:
-    return isinstance(node, torch.fx.Node) and ((node.op == "call_function" and node.target in functions) or
-                                                (node.op == "call_method" and node.target in methods))
-
-
 def _product(node: Any) -> tuple[Any, Any] | None:
-    if _is(node, (operator.mul, torch.mul), ("mul",)) and len(node.args) == 2:
+    if is_call(node, (operator.mul, torch.mul), ("mul",)) and len(node.args) == 2:
         return node.args[0], node.args[1]
     return None
 
 
 def _half(node: Any, x: torch.fx.Node, first: bool, width: int) -> bool:
     """Is ``node`` the first (or second) half of ``x``'s last dim?"""
-    if not _is(node, (operator.getitem,)) or node.args[0] is None:
+    if not is_call(node, (operator.getitem,)) or node.args[0] is None:
         return False
     source, index = node.args
-    if _is(source, (torch.chunk,), ("chunk",)) and source.args[0] is x:
+    if is_call(source, (torch.chunk,), ("chunk",)) and source.args[0] is x:
         chunks = source.kwargs.get("chunks", source.args[1] if len(source.args) > 1 else None)
         dim = source.kwargs.get("dim", source.args[2] if len(source.args) > 2 else 0)
         return chunks == 2 and isinstance(dim, int) and dim in (-1, width - 1) and index == (0 if first else 1)
@@ -65,16 +60,16 @@ def _half(node: Any, x: torch.fx.Node, first: bool, width: int) -> bool:
 
 def _rotated(node: Any) -> torch.fx.Node | None:
     """``x`` where ``node`` is ``cat((-x2, x1), dim=-1)`` of its halves."""
-    if not _is(node, (torch.cat, torch.concat)) or len(node.args) < 1:
+    if not is_call(node, (torch.cat, torch.concat)) or len(node.args) < 1:
         return None
     parts = node.args[0]
     dim = node.kwargs.get("dim", node.args[1] if len(node.args) > 1 else 0)
     if not isinstance(parts, (tuple, list)) or len(parts) != 2:
         return None
     negated, first = parts
-    if not _is(negated, (operator.neg, torch.neg), ("neg",)) or not _is(first, (operator.getitem,)):
+    if not is_call(negated, (operator.neg, torch.neg), ("neg",)) or not is_call(first, (operator.getitem,)):
         return None
-    x = first.args[0].args[0] if _is(first.args[0], (torch.chunk,), ("chunk",)) else first.args[0]
+    x = first.args[0].args[0] if is_call(first.args[0], (torch.chunk,), ("chunk",)) else first.args[0]
     if not isinstance(x, torch.fx.Node) or "tensor_meta" not in x.meta:
         return None
     rank = len(x.meta["tensor_meta"].shape)
@@ -86,7 +81,7 @@ def _rotated(node: Any) -> torch.fx.Node | None:
 def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> Rotary | None:
     """The plan if the graph is ``x * cos + rotate_half(x) * sin`` of its inputs, else None."""
     calls, placeholders = graph_calls(gm)
-    if not calls or not _is(calls[-1], (operator.add, torch.add), ("add",)) or not returns_only(gm, calls[-1]) \
+    if not calls or not is_call(calls[-1], (operator.add, torch.add), ("add",)) or not returns_only(gm, calls[-1]) \
             or len(calls[-1].args) != 2 or calls[-1].kwargs:
         return None
     found = None

@@ -15,6 +15,7 @@ heaviest segment (a GEMM or a convolution if there is one); the others keep thei
 from __future__ import annotations
 
 import ast
+import copy
 import operator
 import re
 from collections.abc import Collection
@@ -25,11 +26,11 @@ import torch
 import torch.fx
 from torch.fx.passes.shape_prop import ShapeProp
 
-from kernelevo.agent.builtin import attention, attention_by_hand, full_trace
+from kernelevo.agent.builtin import attention, attention_by_hand
 from kernelevo.agent.builtin.lower import trace
 from kernelevo.agent.builtin.program import CannotCover
 from kernelevo.agent.builtin.shape_reads import INTEGER_ARITHMETIC, FullSizes, fold_numbers
-from kernelevo.agent.builtin.vocabulary import plain_int, view_method
+from kernelevo.agent.builtin.vocabulary import Capture, plain_int, view_method
 
 FLOW = "_kernelevo_flow"
 """The name a segment gives the previous segment's output."""
@@ -194,23 +195,14 @@ def _subgraph(gm: torch.fx.GraphModule, nodes: list[torch.fx.Node], flow: torch.
     return torch.fx.GraphModule(gm, graph)
 
 
-class _Capture(torch.fx.Interpreter):
-    def __init__(self, gm: torch.fx.GraphModule) -> None:
-        super().__init__(gm)
-        self.seen: dict[str, Any] = {}
-
-    def run_node(self, n: torch.fx.Node) -> Any:
-        self.seen[n.name] = value = super().run_node(n)
-        return value
-
-
-def _full_node_shapes(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ...]],
-                      full: torch.nn.Module | None) -> dict[str, tuple[int, ...]]:
-    """Every node's output shape at the size being optimised (the full model on the meta device);
-    empty where that cannot be worked out (the small shapes are used then)."""
-    traced = full_trace.traced_there(full, inputs, shapes)  # named and decomposed as the small graph
-    if traced is None:
+def _full_node_shapes(inputs: list[Any], shapes: list[tuple[int, ...]], full_graph: torch.fx.GraphModule | None
+                      ) -> dict[str, tuple[int, ...]]:
+    """Every node's output shape at the size being optimised (``full_graph``: the reference traced
+    there, named and decomposed as the small graph; rewritten here as recognise rewrote that one, on a
+    copy); empty where that cannot be worked out (the small shapes are used then)."""
+    if full_graph is None:
         return {}
+    traced = copy.deepcopy(full_graph)
     try:
         metas = [torch.empty(s, dtype=x.dtype, device="meta") for s, x in zip(shapes, inputs, strict=True)]
         there = {n.name: tuple(n.meta["tensor_meta"].shape) for n in traced.graph.nodes
@@ -235,12 +227,12 @@ def plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ..
     from kernelevo.agent.builtin.recognize import Plan, plan_graph
 
     calls = _calls(gm)
-    capture = _Capture(gm)
+    capture = Capture(gm)
     try:
         capture.run(*inputs)
     except Exception as exc:
         raise CannotCover(f"the reference does not run on its small inputs ({exc})") from None
-    full_shapes = _full_node_shapes(gm, inputs, shapes, context.full)
+    full_shapes = _full_node_shapes(inputs, shapes, context.full_graph())
     small = {n.name: tuple(v.shape) for n in gm.graph.nodes if isinstance(v := capture.seen.get(n.name), torch.Tensor)}
     segments: list[Segment] = []
     start, flow = 0, None

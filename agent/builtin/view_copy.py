@@ -362,21 +362,12 @@ def {name}(src_ptr, {params}out_ptr, N, S1, S2, S3, S4, S5, S6, S7, T0, T1, T2, 
     rest = offs
     at = (rest % S7) * T7
     rest = rest // S7
-    at += (rest % S6) * T6
-    rest = rest // S6
-    at += (rest % S5) * T5
-    rest = rest // S5
-    at += (rest % S4) * T4
-    rest = rest // S4
-    at += (rest % S3) * T3
-    rest = rest // S3
-    at += (rest % S2) * T2
-    rest = rest // S2
-    at += (rest % S1) * T1
-    rest = rest // S1
-    at += rest * T0
+{digits}    at += rest * T0
     value = tl.load(src_ptr + at, mask=ok)
 '''
+"""The walk's head; ``digits`` takes each coordinate from S6 down to S1 apart (see :func:`kernel`)."""
+
+DIGITS = "".join(f"    at += (rest % S{d}) * T{d}\n    rest = rest // S{d}\n" for d in range(MAX_RANK - 2, 0, -1))
 
 HELPERS = '''def _merged(t):
     # t's sizes and strides with its dims of size 1 dropped and neighbours merged where t is contiguous
@@ -442,14 +433,14 @@ def _flat_shape(t, start, end):
 
 def kernel(plan: ViewCopy) -> str:
     """The plain copy kernel, and the last copy's with the epilogue where there is one."""
-    plain = KERNEL.format(name="view_copy_kernel", params="", indent=" " * 21) + \
+    plain = KERNEL.format(name="view_copy_kernel", params="", indent=" " * 21, digits=DIGITS) + \
         "    tl.store(out_ptr + offs, value, mask=ok)\n"
     if plan.epilogue is None:
         return plain
     params, lines, result = epilogue_lines(plan.epilogue, plan.out_dtype)
     body = ["acc = value.to(tl.float32)[:, None]", "out_offsets = offs[:, None]", "mask = ok[:, None]", *lines,
             f"tl.store(out_ptr + out_offsets, {result}.to(out_ptr.dtype.element_ty), mask=mask)"]
-    last = KERNEL.format(name="view_copy_epilogue_kernel", params=params, indent=" " * 30)
+    last = KERNEL.format(name="view_copy_epilogue_kernel", params=params, indent=" " * 30, digits=DIGITS)
     return plain + "\n\n" + last + "".join(f"    {line}\n" for line in body)
 
 

@@ -4,6 +4,7 @@ each lowers to (``expressions.elementwise`` names the primitives)."""
 from __future__ import annotations
 
 import operator
+from collections.abc import Collection
 from typing import Any
 
 import torch
@@ -89,6 +90,14 @@ def view_method(node: torch.fx.Node) -> str | None:
     return VIEW_FUNCTIONS.get(node.target) if node.op == "call_function" else None
 
 
+def is_call(node: Any, functions: Collection[Any], methods: Collection[str] = ()) -> bool:
+    """Is ``node`` a call of one of ``functions``, or of one of ``methods`` on a tensor?"""
+    if not isinstance(node, torch.fx.Node):
+        return False
+    return (node.op == "call_function" and node.target in functions) or (
+        node.op == "call_method" and node.target in methods)
+
+
 def plain_int(a: Any) -> bool:
     """``a`` is an int and not a bool: bool is a subclass of int, and ``True`` is no size or dimension."""
     return isinstance(a, int) and not isinstance(a, bool)
@@ -109,3 +118,31 @@ def graph_calls(gm: torch.fx.GraphModule) -> tuple[list[torch.fx.Node], list[tor
 def returns_only(gm: torch.fx.GraphModule, node: torch.fx.Node) -> bool:
     """Does the graph return ``node`` and nothing else (no tuple, no input beside or instead of it)?"""
     return next(n for n in gm.graph.nodes if n.op == "output").args[0] is node
+
+
+class _Reached(Exception):
+    """The node a :class:`Capture` stops before was reached."""
+
+
+class Capture(torch.fx.Interpreter):
+    """Runs a graph keeping every node's value by name (``seen``; an Interpreter frees each value after
+    its last use); with ``stop``, runs up to that node and no further (:meth:`run_up_to`)."""
+
+    def __init__(self, gm: torch.fx.GraphModule, stop: torch.fx.Node | None = None) -> None:
+        super().__init__(gm)
+        self.seen: dict[str, Any] = {}
+        self.stop = stop
+
+    def run_node(self, n: torch.fx.Node) -> Any:
+        if n is self.stop:
+            raise _Reached
+        self.seen[n.name] = value = super().run_node(n)
+        return value
+
+    def run_up_to(self, *args: Any) -> dict[str, Any]:
+        """Every value up to ``stop`` (or all of them), by name."""
+        try:
+            self.run(*args)
+        except _Reached:
+            pass
+        return self.seen
