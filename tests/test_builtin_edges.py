@@ -940,3 +940,25 @@ def test_attention_by_hand_that_the_flash_kernel_cannot_take_stays_as_written(tm
     path.write_text(MQA_BY_HAND.replace("torch.randn(2, 1, 16, 8), torch.randn(2, 1, 16, 8)",
                                         "torch.randn(2, 4, 16, 8), torch.randn(2, 4, 16, 8)"))
     assert recognise(load_task(str(path), "full")).kind == "attention"
+
+
+def test_calls_given_their_leading_arguments_by_keyword_are_planned_as_if_by_position() -> None:
+    """torch.export and dynamo write every call of a captured region with keywords
+    (``linear(input=x, weight=w, bias=b)``); the rewrite puts a prefix of them back by position where
+    every signature accepting the call agrees, and leaves keyword-only and ambiguous ones alone."""
+    from kernelevo.agent.builtin.keyword_arguments import leading_arguments_by_position
+
+    graph = torch.fx.Graph()
+    x, w, b = graph.placeholder("x"), graph.placeholder("w"), graph.placeholder("b")
+    linear = graph.call_function(torch._C._nn.linear, (), {"input": x, "weight": w, "bias": b})
+    softmax = graph.call_function(torch.softmax, (), {"input": linear, "dim": -1})
+    summed = graph.call_function(torch.sum, (softmax,), {"dtype": torch.float64})
+    gelu = graph.call_function(torch.nn.functional.gelu, (), {"input": summed, "approximate": "tanh"})
+    cat = graph.call_function(torch.cat, (), {"tensors": [gelu, gelu]})
+    graph.output(cat)
+    assert leading_arguments_by_position(graph) == 4
+    assert (linear.args, linear.kwargs) == ((x, w, b), {})
+    assert (softmax.args, softmax.kwargs) == ((linear, -1), {})
+    assert (summed.args, summed.kwargs) == ((softmax,), {"dtype": torch.float64})  # dtype is keyword-only
+    assert (gelu.args, gelu.kwargs) == ((summed,), {"approximate": "tanh"})
+    assert (cat.args, cat.kwargs) == (([gelu, gelu],), {})

@@ -383,11 +383,18 @@ def _epilogue(gm: torch.fx.GraphModule, linear: torch.fx.Node, bias: Any, nodes:
     graph = torch.fx.Graph()
     env: dict[torch.fx.Node, torch.fx.Node] = {}
     start = graph.placeholder("acc")
-    if bias is not None:
+    example = [acc]
+    if isinstance(bias, torch.fx.Node) and bias.op != "get_attr":
+        # A bias passed to forward (a captured region's, computed before it): an input read per column.
+        if bias not in extra_inputs or capture.seen[bias.name].shape != acc.shape[-1:]:
+            raise CannotCover("a linear's bias that is neither a parameter nor an input of one value per column")
+        b = graph.placeholder(bias.name)
+        example.append(capture.seen[bias.name])
+        start = graph.call_function(operator.add, (start, b))
+    elif bias is not None:
         b = graph.get_attr(bias) if isinstance(bias, str) else graph.get_attr(str(bias.target))
         start = graph.call_function(operator.add, (start, b))
     env[linear] = start
-    example = [acc]
 
     def mapped(n: torch.fx.Node) -> torch.fx.Node:
         if n in env:

@@ -22,6 +22,7 @@ from typing import Any
 import torch
 import torch.fx
 
+from kernelevo.agent.builtin import size_tracing
 from kernelevo.agent.builtin.program import CannotCover
 
 NOT_A_SHAPE_READ = object()
@@ -237,7 +238,7 @@ def same_call_at_full_size(node: torch.fx.Node, full: torch.nn.Module | None, wh
     if full is None or node.op != "call_function":
         return
     try:
-        traced = torch.fx.symbolic_trace(full)
+        traced = size_tracing.traced(full)
         other = next(n for n in traced.graph.nodes if n.name == node.name)
     except Exception:  # the small plan stands where the full model cannot be traced
         return

@@ -21,6 +21,8 @@ import torch.fx
 import torch.nn as nn
 from torch.utils import _pytree
 
+from kernelevo.agent.builtin.keyword_arguments import leading_arguments_by_position
+
 FACTORIES = ("ones", "zeros", "full", "empty", "arange", "eye", "linspace")
 """Deterministic factories: the random ones make nothing a candidate could reproduce."""
 _ORIGINALS = {name: getattr(torch, name) for name in FACTORIES}
@@ -42,11 +44,15 @@ class SizeTracer(torch.fx.Tracer):
 
 def traced(model: nn.Module) -> torch.fx.GraphModule:
     """``model`` traced by torch.fx, or where a factory is called with sizes read in forward (a
-    TypeError there), traced again with the factories recorded."""
+    TypeError there), traced again with the factories recorded; calls given their leading arguments
+    by keyword are rewritten with them by position (:mod:`keyword_arguments`)."""
     try:
-        return torch.fx.symbolic_trace(model)
+        gm = torch.fx.symbolic_trace(model)
     except TypeError:
-        return symbolic_trace(model)
+        gm = symbolic_trace(model)
+    if leading_arguments_by_position(gm.graph):
+        gm.recompile()
+    return gm
 
 
 def symbolic_trace(model: nn.Module) -> torch.fx.GraphModule:
