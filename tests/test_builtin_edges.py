@@ -945,7 +945,8 @@ def test_attention_by_hand_that_the_flash_kernel_cannot_take_stays_as_written(tm
 def test_calls_given_their_leading_arguments_by_keyword_are_planned_as_if_by_position() -> None:
     """torch.export and dynamo write every call of a captured region with keywords
     (``linear(input=x, weight=w, bias=b)``); the rewrite puts a prefix of them back by position where
-    every signature accepting the call agrees, and leaves keyword-only and ambiguous ones alone."""
+    every signature accepting the call agrees, keyword-only ones stay; a call with its tensor by position
+    is left as written."""
     from kernelevo.agent.builtin.keyword_arguments import leading_arguments_by_position
 
     graph = torch.fx.Graph()
@@ -959,6 +960,6 @@ def test_calls_given_their_leading_arguments_by_keyword_are_planned_as_if_by_pos
     assert leading_arguments_by_position(graph) == 4
     assert (linear.args, linear.kwargs) == ((x, w, b), {})
     assert (softmax.args, softmax.kwargs) == ((linear, -1), {})
-    assert (summed.args, summed.kwargs) == ((softmax,), {"dtype": torch.float64})  # dtype is keyword-only
+    assert (summed.args, summed.kwargs) == ((softmax,), {"dtype": torch.float64})  # its tensor by position
     assert (gelu.args, gelu.kwargs) == ((summed,), {"approximate": "tanh"})
     assert (cat.args, cat.kwargs) == (([gelu, gelu],), {})

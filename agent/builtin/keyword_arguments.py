@@ -2,10 +2,11 @@
 write every call of a captured region, and as some people write theirs) rewritten with their leading
 arguments by position.
 
-The templates read a call's tensor as its first argument and its next few as the reference wrote
-them by position; a keyword call means the same and must be planned the same. Only a prefix of
-parameters that every signature of the function accepting the call takes by position at the same
-place is moved, so the rewritten call binds exactly as the original did.
+The templates read a call's tensor as its first argument; a call that names it by keyword means the
+same and must be planned the same. Only calls with no positional argument are rewritten (others are
+read as written), and only a prefix of parameters that every signature of the function accepting
+the call takes by position at the same place is moved, so the rewritten call binds exactly as the
+original did.
 """
 
 from __future__ import annotations
@@ -21,12 +22,12 @@ _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_O
 
 
 def leading_arguments_by_position(graph: torch.fx.Graph) -> int:
-    """Rewrite each function call of ``graph`` whose leading arguments are given by keyword; the
-    number of calls rewritten."""
+    """Rewrite each function call of ``graph`` given all its arguments by keyword; the number of calls
+    rewritten."""
     rewritten = 0
     for node in graph.nodes:
-        if node.op != "call_function" or not node.kwargs:
-            continue
+        if node.op != "call_function" or node.args or not node.kwargs:
+            continue  # a call with its tensor by position is read as written
         names = _movable(node.target, node.args, node.kwargs)
         if names:
             kwargs = dict(node.kwargs)
