@@ -67,7 +67,7 @@ def decompose(gm: torch.fx.GraphModule) -> bool:
     changed |= _fold_constant_tensors(gm)
     mutates = _mutates_in_place(gm)
     for node in list(gm.graph.nodes):
-        if not mutates and _passes_through(node):
+        if not mutates and (_passes_through(node) or _module_passes_through(gm, node)):
             node.replace_all_uses_with(node.args[0])
             gm.graph.erase_node(node)
             changed = True
@@ -170,6 +170,18 @@ def _passes_through(node: torch.fx.Node) -> bool:
         return False
     return not any(user.op == "output" for user in node.users)
 
+
+
+def _module_passes_through(gm: torch.fx.GraphModule, node: torch.fx.Node) -> bool:
+    """An ``nn.Identity``, or a dropout that drops nothing (probability 0, or out of training), of a
+    value computed in ``forward``: the value itself (what follows a convolution or a pooling is then
+    its epilogue). One of an input stays: the output must not be an input."""
+    if node.op != "call_module" or len(node.args) != 1 or node.kwargs:
+        return False
+    sub = gm.get_submodule(str(node.target))
+    if not (isinstance(sub, nn.Identity) or (type(sub) is nn.Dropout and (sub.p == 0 or not sub.training))):
+        return False
+    return isinstance(node.args[0], torch.fx.Node) and node.args[0].op != "placeholder"
 
 
 def _rewrite(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
