@@ -136,6 +136,8 @@ CASES = [
     # tensors made in forward: fx keeps them on the traced module, so a candidate reads them as numbers
     ("conv-min-made-tensor", "        self.conv = nn.Conv2d(3, 6, 3)\n        self.b = nn.Parameter(torch.randn(6, 1, 1))",
      "        return (torch.min(self.conv(x), torch.tensor(0.5)) + self.b) * 2.0", "torch.randn(2, 3, 6, 7)", ""),
+    ("conv-then-dropout-of-nothing-partial", "        self.conv = nn.Conv2d(3, 6, 3, bias=False)\n        self.drop = nn.Dropout(0.0)",
+     "        return self.drop(self.conv(x))", "torch.randn(2, 3, 6, 7)", "ALLOW_PARTIAL = True"),
     ("pointwise-made-tensors", "        pass", "        return torch.maximum(x, torch.tensor(-0.25)) * torch.tensor(3)",
      "torch.randn(3, {cols})", ""),
     ("pointwise-made-tensors-cast", "        pass",
