@@ -25,6 +25,7 @@ import torch.fx
 import torch.nn as nn
 
 from kernelevo.tasks.einops_trace import teach_einops
+from kernelevo.tasks.module_ops import ModulesAsOps
 
 SHAPE_ATTRIBUTES = frozenset({"shape", "ndim", "dtype", "device", "is_cuda", "layout", "is_floating_point",
                               "is_complex", "size", "dim", "numel", "nelement", "stride", "element_size",
@@ -91,7 +92,7 @@ class _ConcreteProxy(torch.fx.Proxy):
                                   "control flow): one example's branch would be recorded for every input")
 
 
-class ConcreteTracer(torch.fx.Tracer):
+class ConcreteTracer(ModulesAsOps):
     """``torch.fx.Tracer`` whose proxies carry example values (see the module)."""
 
     def __init__(self, inputs: list[Any], defaults: dict[str, Any] | None = None, fake_mode: Any = None) -> None:

@@ -34,6 +34,7 @@ from torch.fx.passes.shape_prop import ShapeProp
 from torch.fx.passes.split_module import split_module
 
 from kernelevo.tasks.concrete_trace import concrete_graph, fetch_attribute, unpassed_defaults
+from kernelevo.tasks.module_ops import ModulesAsOps
 from kernelevo.tasks.task_modules import drawn_like, dtype_name, module_init, varied_constants
 
 POINTWISE_FUNCTIONS = {
@@ -96,7 +97,7 @@ def capture(model: nn.Module, inputs: list[Any], fake_mode: Any = None) -> torch
     state = _module_state(model)
     fixed = False
     try:
-        graph = torch.fx.Tracer().trace(model, concrete_args=unpassed_defaults(model, inputs) or None)
+        graph = ModulesAsOps().trace(model, concrete_args=unpassed_defaults(model, inputs) or None)
     except Exception as symbolic:
         _restore(state)
         pristine = None if fake_mode is not None else _copy(model)
