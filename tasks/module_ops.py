@@ -1,9 +1,10 @@
 """torch.nn containers whose ``forward`` torch.fx cannot trace, captured as the modules they call.
 
-``nn.TransformerEncoderLayer`` and ``nn.TransformerEncoder`` decide in Python, on the input's rank,
-dtype and flags, whether to take a fused fast path; a traced input has none of those values, so
-tracing stops there and the layer would stay one opaque module that no task can re-create. With no
-masks their computation is plain: attention, feed-forward, residuals and norms, in the order
+``nn.TransformerEncoderLayer``, ``nn.TransformerDecoderLayer``, their stacks and ``nn.Transformer`` decide in Python, on
+the input's rank, dtype, sizes and flags, whether to take a fused fast path or which mask to build;
+a traced input has none of those values, so tracing stops there and the layer would stay one opaque
+module that no task can re-create. With no masks their computation is plain: attention (and the
+decoder's attention to the encoder's output), feed-forward, residuals and norms, in the order
 ``norm_first`` says. The tracer below records that computation in terms of the layer's own
 submodules (``self_attn``, ``linear1``, ``norm1``...), each then a node like any other module call of
 the network, so regions can be cut through the layer. A container called with a mask or a causal
@@ -12,6 +13,7 @@ flag is recorded as one module call, as before: it stays in PyTorch.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -41,12 +43,61 @@ def _encoder(encoder: nn.TransformerEncoder, src: Any) -> Any:
     return encoder.norm(out) if encoder.norm is not None else out
 
 
+def _decoder_layer(layer: nn.TransformerDecoderLayer, tgt: Any, memory: Any) -> Any:
+    def attention(x: Any) -> Any:
+        return layer.dropout1(layer.self_attn(x, x, x, need_weights=False)[0])
+
+    def cross_attention(x: Any) -> Any:
+        return layer.dropout2(layer.multihead_attn(x, memory, memory, need_weights=False)[0])
+
+    def feed_forward(x: Any) -> Any:
+        return layer.dropout3(layer.linear2(layer.dropout(layer.activation(layer.linear1(x)))))
+
+    x = tgt
+    if layer.norm_first:
+        x = x + attention(layer.norm1(x))
+        x = x + cross_attention(layer.norm2(x))
+        return x + feed_forward(layer.norm3(x))
+    x = layer.norm1(x + attention(x))
+    x = layer.norm2(x + cross_attention(x))
+    return layer.norm3(x + feed_forward(x))
+
+
+def _decoder(decoder: nn.TransformerDecoder, tgt: Any, memory: Any) -> Any:
+    out = tgt
+    for layer in decoder.layers:
+        out = layer(out, memory)
+    return decoder.norm(out) if decoder.norm is not None else out
+
+
+def _transformer(transformer: nn.Transformer, src: Any, tgt: Any) -> Any:
+    return transformer.decoder(tgt, transformer.encoder(src))
+
+
 AS_OPS: dict[type[nn.Module], Callable[..., Any]] = {
     nn.TransformerEncoderLayer: _encoder_layer,
     nn.TransformerEncoder: _encoder,
+    nn.TransformerDecoderLayer: _decoder_layer,
+    nn.TransformerDecoder: _decoder,
+    nn.Transformer: _transformer,
 }
-"""Container types traced through, by the function that writes their forward as submodule calls
-(given the input alone: every other argument None or False)."""
+"""Container types traced through, by the function that writes their forward as submodule calls,
+given the inputs the function names (the forward's own parameter names) and no other argument
+(every other one None or False)."""
+
+
+def _plain_inputs(m: nn.Module, as_ops: Callable[..., Any], args: tuple[Any, ...],
+                  kwargs: dict[str, Any]) -> list[Any] | None:
+    """The inputs ``as_ops`` takes, where ``m`` is called with them alone; else None."""
+    parameters = list(inspect.signature(type(m).forward).parameters)[1:]
+    if len(args) > len(parameters):
+        return None
+    given = {**dict(zip(parameters, args, strict=False)), **kwargs}
+    inputs = list(inspect.signature(as_ops).parameters)[1:]
+    if any(name not in given for name in inputs) or any(
+            value is not None and value is not False for name, value in given.items() if name not in inputs):
+        return None
+    return [given[name] for name in inputs]
 
 
 class ModulesAsOps(torch.fx.Tracer):
@@ -65,10 +116,11 @@ class ModulesAsOps(torch.fx.Tracer):
     def call_module(self, m: nn.Module, forward: Callable[..., Any], args: tuple[Any, ...],
                     kwargs: dict[str, Any]) -> Any:
         as_ops = AS_OPS.get(type(m))
-        if as_ops is None or len(args) != 1 or any(v is not None and v is not False for v in kwargs.values()):
+        inputs = None if as_ops is None else _plain_inputs(m, as_ops, args, kwargs)
+        if inputs is None:
             return super().call_module(m, forward, args, kwargs)
         self._through.add(id(m))
         try:
-            return super().call_module(m, lambda src, **_: as_ops(m, src), args, kwargs)
+            return super().call_module(m, lambda *_, **__: as_ops(m, *inputs), args, kwargs)
         finally:
             self._through.discard(id(m))

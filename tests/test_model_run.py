@@ -221,6 +221,28 @@ def test_a_transformer_encoder_is_captured_through_its_layers(tmp_path: Path, no
     assert [r.nodes[0] for r in kept] == ["encoder"] and "TransformerEncoder" in kept[0].reason
 
 
+def test_a_whole_nn_transformer_is_captured_through_its_encoder_and_decoder() -> None:
+    """``nn.Transformer`` (its decoder attends to the encoder's output) is captured as the layers'
+    submodule calls: self-attention, cross-attention, feed-forward and norms, each a region."""
+    class Seq2Seq(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.t = nn.Transformer(16, 2, 1, 2, 32, 0.0, batch_first=True, norm_first=True)
+
+        def forward(self, tgt: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
+            return self.t(src, tgt)
+
+    model, tgt, src = Seq2Seq().eval(), torch.randn(2, 5, 16), torch.randn(2, 7, 16)
+    gm = rg.capture(model, [tgt, src])
+    called = {str(n.target) for n in gm.graph.nodes if n.op == "call_module"}
+    assert {"t.encoder.layers.0.self_attn", "t.decoder.layers.1.multihead_attn", "t.decoder.layers.1.norm3",
+            "t.decoder.norm"} <= called
+    found = rg.partition(gm)
+    assert all(r.supported for r in found), [(r.nodes, r.reason) for r in found if not r.supported]
+    with torch.no_grad():
+        torch.testing.assert_close(rg.split(gm, found)(tgt, src), model(tgt, src), rtol=1e-5, atol=1e-5)
+
+
 def test_an_untraceable_model_is_a_clear_error() -> None:
     class Branchy(nn.Module):
         def forward(self, x: torch.Tensor) -> torch.Tensor:
