@@ -395,6 +395,12 @@ class _Lowering(OperandIntake, CallLowering, Layout):
             raise CannotCover("the reference's output is not computed per element or per row")
         if out_node.op == "load":
             raise CannotCover("the reference returns an input unchanged")
+        shape = getattr(output.meta.get("tensor_meta"), "shape", None)
+        if out_node.level == "elem" and shape is not None and self.main_shape is not None and \
+                math.prod(shape) * max(self.main_chunks, 1) != math.prod(self.main_shape):
+            # an input larger than the output, read for its dtype or size alone, would set the kernel's extent
+            raise CannotCover(f"the output ({list(shape)}) is not of the shape the kernel walks "
+                              f"({list(self.main_shape)}, its largest input's)")
         assert self.main is not None
         return Program(operands=self.operands, nodes=self.nodes, output=out, out_level=out_node.level,
                        out_dtype=out_node.dtype, out_keepdim=out not in self.rowflat, main=self.main,

@@ -261,9 +261,19 @@ def _not_as_numbers(node: torch.fx.Node, value: torch.Tensor) -> str | None:
         return "which the templates do not read"
     if value.dtype != torch.bool and value.numel() and int(value.abs().max()) >= INDEX_MAX:
         return "with values past 2^24, which fp32 does not hold exactly"
+    return _integer_arithmetic(node) if node.users else "not used"
+
+
+def _integer_arithmetic(node: torch.fx.Node) -> str | None:
+    """Why a use of ``node`` (or of a view of it: ``mask.unsqueeze(-1).float()``) computes in integers."""
     for user in node.users:
+        if view_method(user) is not None and user.args and user.args[0] is node:
+            why = _integer_arithmetic(user)
+            if why is not None:
+                return why
+            continue
         dtype = getattr(user.meta.get("tensor_meta"), "dtype", None)
         if dtype is None or not (dtype.is_floating_point or dtype == torch.bool):
             return "used in integer arithmetic (read as fp32 only where every use makes a float or a mask)"
-    return None if node.users else "not used"
+    return None
 

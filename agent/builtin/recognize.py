@@ -40,7 +40,7 @@ from kernelevo.agent.builtin.init_source import init_source
 from kernelevo.agent.builtin.input_names import GENERATED_NAMES, clashes, safe_input_names
 from kernelevo.agent.builtin.lower import full_sizes, lower, trace
 from kernelevo.agent.builtin.program import CannotCover, Program
-from kernelevo.agent.builtin.shape_reads import fold_numbers, shapes_there
+from kernelevo.agent.builtin.shape_reads import fold_dtypes, fold_numbers, shapes_there
 from kernelevo.agent.builtin.size_constants import refuse_numbers_that_change
 from kernelevo.tasks.loader import import_task_module
 from kernelevo.tasks.task import Task
@@ -289,6 +289,7 @@ def recognise(task: Task) -> Plan:
     if attention.decompose_wide(gm, shapes_there(gm, sizes)):
         ShapeProp(gm).propagate(*inputs)
     sized = fold_numbers(gm, sizes)
+    fold_dtypes(gm)
     if attention_by_hand.rewrite(gm, shapes_there(gm, sizes), inputs):  # its scale is a number now
         ShapeProp(gm).propagate(*inputs)
     written = read_after_written(gm)

@@ -182,6 +182,30 @@ def _scales_a_tensor(user: torch.fx.Node) -> bool:
     return arithmetic and hasattr(user.meta.get("tensor_meta"), "shape")
 
 
+def fold_dtypes(gm: torch.fx.GraphModule) -> bool:
+    """Put a tensor's dtype read in forward (``mask.to(x.dtype)``) into the calls that use it: the
+    dtypes are the task's, fixed, and a segment that casts to ``x.dtype`` then needs nothing of ``x``
+    (which would otherwise be its largest input and set its extent). True if something changed."""
+    changed = False
+    for node in list(gm.graph.nodes):
+        if not (node.op == "call_function" and node.target is getattr and len(node.args) == 2
+                and node.args[1] == "dtype" and isinstance(node.args[0], torch.fx.Node)):
+            continue
+        dtype = getattr(node.args[0].meta.get("tensor_meta"), "dtype", None)
+        if not isinstance(dtype, torch.dtype):
+            continue
+        def put(n: torch.fx.Node, node: torch.fx.Node = node, dtype: torch.dtype = dtype) -> Any:
+            return dtype if n is node else n
+
+        for user in list(node.users):
+            user.args, user.kwargs = torch.fx.node.map_arg(user.args, put), torch.fx.node.map_arg(user.kwargs, put)
+        gm.graph.erase_node(node)
+        changed = True
+    if changed:
+        gm.recompile()
+    return changed
+
+
 def fold_numbers(gm: torch.fx.GraphModule, full: FullSizes | None) -> bool:
     """Put numbers read from sizes into the ops that use them (``matmul(q, k.mT) / math.sqrt(q.size(-1))``
     becomes a division by a constant), so a template sees arithmetic with a number, not a read of a
