@@ -106,17 +106,19 @@ def attention_keys(acc, l_i, m_i, q, k_ptr, v_ptr, k_desc, v_desc, k_base, k_row
 @triton.jit
 def attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, mask_ptr, seq_q, seq_k, scale_log2e, stride_qb, stride_qh,
                      stride_qs, stride_kb, stride_kh, stride_ks, stride_mb, stride_mh, stride_mq, stride_mk, H,
-                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
-                     CAUSAL: tl.constexpr, MASK: tl.constexpr, EVEN: tl.constexpr, TMA: tl.constexpr,
-                     SCALE_POSITIVE: tl.constexpr, WIDEN: tl.constexpr):
+                     GROUP: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr,
+                     BLOCK_D: tl.constexpr, CAUSAL: tl.constexpr, MASK: tl.constexpr, EVEN: tl.constexpr,
+                     TMA: tl.constexpr, SCALE_POSITIVE: tl.constexpr, WIDEN: tl.constexpr):
     # One program: BLOCK_M queries of one (batch, head). EVEN (the queries divide into BLOCK_M and the
     # keys into BLOCK_N): no bounds masks and no -inf fill, which would otherwise cost a select per
     # score. TMA (Hopper; contiguous q, k, v, EVEN, a head of a power of two): the copy engine brings
-    # whole tiles of the [batch * heads * seq, HEAD_DIM] rows into shared memory.
+    # whole tiles of the [batch * heads * seq, HEAD_DIM] rows into shared memory. GROUP query heads
+    # share one head of k and v (grouped-query attention; 1: a head of their own).
     start_m = tl.program_id(0)
     bh = tl.program_id(1)
+    kv_head = (bh % H) // GROUP
     q_base = (bh // H).to(tl.int64) * stride_qb + (bh % H).to(tl.int64) * stride_qh
-    k_base = (bh // H).to(tl.int64) * stride_kb + (bh % H).to(tl.int64) * stride_kh
+    k_base = (bh // H).to(tl.int64) * stride_kb + kv_head.to(tl.int64) * stride_kh
     mask_base = (bh // H).to(tl.int64) * stride_mb + (bh % H).to(tl.int64) * stride_mh
     offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, BLOCK_D)
@@ -126,11 +128,11 @@ def attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, mask_ptr, seq_q, seq_k, scale_l
         heads_total = tl.num_programs(1)
         q_desc = tl.make_tensor_descriptor(q_ptr, shape=[heads_total * seq_q, HEAD_DIM], strides=[HEAD_DIM, 1],
                                            block_shape=[BLOCK_M, HEAD_DIM])
-        k_desc = tl.make_tensor_descriptor(k_ptr, shape=[heads_total * seq_k, HEAD_DIM], strides=[HEAD_DIM, 1],
-                                           block_shape=[BLOCK_N, HEAD_DIM])
-        v_desc = tl.make_tensor_descriptor(v_ptr, shape=[heads_total * seq_k, HEAD_DIM], strides=[HEAD_DIM, 1],
-                                           block_shape=[BLOCK_N, HEAD_DIM])
-        k_row0 = bh * seq_k
+        k_desc = tl.make_tensor_descriptor(k_ptr, shape=[heads_total // GROUP * seq_k, HEAD_DIM],
+                                           strides=[HEAD_DIM, 1], block_shape=[BLOCK_N, HEAD_DIM])
+        v_desc = tl.make_tensor_descriptor(v_ptr, shape=[heads_total // GROUP * seq_k, HEAD_DIM],
+                                           strides=[HEAD_DIM, 1], block_shape=[BLOCK_N, HEAD_DIM])
+        k_row0 = ((bh // H) * (H // GROUP) + kv_head) * seq_k
         q = q_desc.load([bh * seq_q + start_m * BLOCK_M, 0])
     else:
         k_desc, v_desc, k_row0 = k_ptr, v_ptr, 0  # unused without TMA
@@ -182,7 +184,8 @@ FORWARD = '''def forward(self, {args}):
     even = seq % BLOCK_M == 0 and seq_k % BLOCK_N == 0
     attention_kernel[(triton.cdiv(seq, BLOCK_M), batch * heads)](
         {q}, {k}, {v}, out, {mask}, seq, seq_k, scale * 1.4426950408889634, {q}.stride(0), {q}.stride(1),
-        {q}.stride(2), {k}.stride(0), {k}.stride(1), {k}.stride(2), {mask_strides}, heads, BLOCK_M=BLOCK_M,
+        {q}.stride(2), {k}.stride(0), {k}.stride(1), {k}.stride(2), {mask_strides}, heads,
+        GROUP=heads // {k}.shape[1], BLOCK_M=BLOCK_M,
         BLOCK_N=BLOCK_N, HEAD_DIM=head_dim, BLOCK_D=block_d, CAUSAL={causal}, MASK={mask_kind}, EVEN=even,
         TMA={TMA} and even and block_d == head_dim, SCALE_POSITIVE=scale > 0 and {mask_kind} != 2,
         WIDEN=INTERPRETED, num_warps={num_warps}, num_stages={num_stages})
@@ -219,8 +222,10 @@ def _options(node: torch.fx.Node) -> dict[str, Any]:
 
 
 def _refuse_options(options: dict[str, Any]) -> None:
-    if options.get("dropout_p", 0.0) != 0.0 or options.get("enable_gqa"):
-        raise CannotCover("attention with dropout or grouped-query heads is not covered")
+    if options.get("dropout_p", 0.0) != 0.0:
+        raise CannotCover("attention with dropout is not covered")
+    if not isinstance(options.get("enable_gqa", False), bool):
+        raise CannotCover("attention whose enable_gqa is not a constant")
     if options.get("attn_mask") is not None and options.get("is_causal"):
         raise CannotCover("attention with both a mask and is_causal (torch refuses it too)")
     scale = options.get("scale")
@@ -228,10 +233,13 @@ def _refuse_options(options: dict[str, Any]) -> None:
         raise CannotCover("attention with a scale that is not a number")
 
 
-def _check_shapes(q: tuple[int, ...], k: tuple[int, ...], v: tuple[int, ...]) -> None:
-    if not (len(q) == len(k) == len(v) == 4 and k == v and q[:2] == k[:2] and q[3] == k[3]):
+def _check_shapes(q: tuple[int, ...], k: tuple[int, ...], v: tuple[int, ...], grouped: bool = False) -> None:
+    """k and v of q's heads, or (``grouped``: enable_gqa) of a number of heads that divides q's."""
+    if not (len(q) == len(k) == len(v) == 4 and k == v and q[0] == k[0] and q[3] == k[3]) or \
+            not (q[1] == k[1] or (grouped and k[1] > 0 and q[1] % k[1] == 0)):
         raise CannotCover("attention is covered for q [batch, heads, queries, head_dim] and k, v of one shape "
-                          "[batch, heads, keys, head_dim]")
+                          "[batch, heads, keys, head_dim] (or fewer heads, each shared by a group of q's, with "
+                          "enable_gqa or repeat_interleave)")
 
 
 def _mask(gm: torch.fx.GraphModule, node: Any, value: Any, q: tuple[int, ...], k: tuple[int, ...]) -> dict[str, Any]:
@@ -276,7 +284,7 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[in
                           "scaled_dot_product_attention")
     _refuse_options(options)
     q, k, v = (tuple(s) for s in shapes[:3])
-    _check_shapes(q, k, v)
+    _check_shapes(q, k, v, bool(options.get("enable_gqa")))
     if q[3] > WIDEST_HEAD:
         raise CannotCover(f"attention with head_dim {q[3]} in one kernel (covered up to {WIDEST_HEAD}; wider heads "
                           "are planned as their matmuls)")
@@ -298,7 +306,7 @@ def _viewed(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int,
     options = _options(node)
     _refuse_options(options)
     q, k, v = viewed.shapes
-    _check_shapes(q, k, v)
+    _check_shapes(q, k, v, bool(options.get("enable_gqa")))
     if q[3] > WIDEST_HEAD:
         raise CannotCover(f"attention with head_dim {q[3]} in one kernel (covered up to {WIDEST_HEAD})")
     mask, found_mask = options.get("attn_mask"), None
@@ -318,6 +326,48 @@ def _viewed(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int,
             "seq_k": k[2], "head_dim": q[3], "mask": found_mask, "views": viewed}
 
 
+def _repeated_heads(node: Any) -> tuple[torch.fx.Node, int] | None:
+    """(the tensor, the repeat count) where ``node`` repeats each head of a 4-D tensor a whole number
+    of times (``k.repeat_interleave(n, dim=1)``) and nothing else reads the copy; else None."""
+    if not isinstance(node, torch.fx.Node) or len(node.users) != 1 or not (
+            (node.op == "call_method" and node.target == "repeat_interleave")
+            or (node.op == "call_function" and node.target is torch.repeat_interleave)):
+        return None
+    source = node.args[0] if node.args else None
+    repeats = node.args[1] if len(node.args) > 1 else node.kwargs.get("repeats")
+    dim = node.args[2] if len(node.args) > 2 else node.kwargs.get("dim")
+    shape = getattr(getattr(source, "meta", {}).get("tensor_meta"), "shape", None)
+    if not isinstance(source, torch.fx.Node) or shape is None or len(shape) != 4 or set(node.kwargs) - {
+            "repeats", "dim"} or isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1 or \
+            dim not in (1, -3):
+        return None
+    return source, repeats
+
+
+def fold_repeated_heads(gm: torch.fx.GraphModule) -> bool:
+    """Each scaled_dot_product_attention whose k and v are heads repeated the same number of times
+    (``repeat_interleave(n, dim=1)``, grouped-query attention as Llama writes it) made to read them
+    unrepeated with ``enable_gqa=True``, which means the same: the kernel then reads each head of k
+    and v for its group of query heads instead of a copy n times larger. True if the graph changed."""
+    changed = False
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or node.target is not F.scaled_dot_product_attention or len(node.args) < 3:
+            continue
+        options = _options(node)
+        k, v = _repeated_heads(node.args[1]), _repeated_heads(node.args[2])
+        if k is None or v is None or k[1] != v[1] or options.get("enable_gqa") or node.args[1] is node.args[2]:
+            continue
+        repeats = (node.args[1], node.args[2])
+        node.args = (node.args[0], k[0], v[0], *node.args[3:])
+        node.kwargs = {**node.kwargs, "enable_gqa": True}
+        for repeat in repeats:
+            gm.graph.erase_node(repeat)
+        changed = True
+    if changed:
+        gm.recompile()
+    return changed
+
+
 def decompose_wide(gm: torch.fx.GraphModule, shapes: dict[str, tuple[int, ...]]) -> bool:
     """Rewrite each non-causal, unmasked scaled_dot_product_attention whose head (at the size being
     optimised: ``shapes``, by node name) is wider than the flash kernel holds as
@@ -332,6 +382,9 @@ def decompose_wide(gm: torch.fx.GraphModule, shapes: dict[str, tuple[int, ...]])
         if len(wide) != 3 or any(s is None for s in wide) or wide[0][-1] <= WIDEST_HEAD:
             continue
         _refuse_options(options)
+        if options.get("enable_gqa"):
+            raise CannotCover(f"grouped-query attention with head_dim {wide[0][-1]} (one kernel covers up to "
+                              f"{WIDEST_HEAD})")
         if options.get("attn_mask") is not None:
             raise CannotCover(f"attention with a mask and head_dim {wide[0][-1]} (one kernel covers up to "
                               f"{WIDEST_HEAD})")

@@ -286,6 +286,7 @@ def recognise(task: Task) -> Plan:
     gm = trace(model, inputs)
     safe_input_names(gm)
     sizes = full_sizes(gm, inputs, shapes)
+    attention.fold_repeated_heads(gm)
     if attention.decompose_wide(gm, shapes_there(gm, sizes)):
         ShapeProp(gm).propagate(*inputs)
     sized = fold_numbers(gm, sizes)
