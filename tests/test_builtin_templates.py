@@ -147,6 +147,8 @@ CASES = [
     ("masked-mean-pool-integer-mask", "        pass",
      "        m = y.unsqueeze(-1).to(x.dtype)\n        return (x * m).sum(dim=1) / m.sum(dim=1).clamp(min=1e-9)",
      "torch.randn(3, 5, {cols}), torch.randint(0, 2, (3, 5))", ""),
+    ("pointwise-one-value-parameter-exp", "        self.s = nn.Parameter(torch.tensor(2.6592))",
+     "        return self.s.exp() * torch.tanh(x) + self.s.sigmoid()", "torch.randn(3, {cols})", ""),
     ("pointwise-made-tensors", "        pass", "        return torch.maximum(x, torch.tensor(-0.25)) * torch.tensor(3)",
      "torch.randn(3, {cols})", ""),
     ("pointwise-made-tensors-cast", "        pass",

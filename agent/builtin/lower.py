@@ -44,6 +44,11 @@ def trace(model: nn.Module, inputs: list[Any]) -> torch.fx.GraphModule:
     return gm
 
 
+def _one_value(node: torch.fx.Node) -> bool:
+    shape = getattr(node.meta.get("tensor_meta"), "shape", None)
+    return shape is not None and math.prod(shape) == 1
+
+
 def full_sizes(gm: torch.fx.GraphModule, inputs: list[Any],
                 shapes: list[tuple[int, ...]] | None) -> FullSizes | None:
     """The inputs' shapes at the size being optimised, by placeholder name (None: not known)."""
@@ -141,6 +146,8 @@ class _Lowering(OperandIntake, CallLowering, Layout):
             return "col"
         if self.channel_span(shape) is not None:
             return "row"
+        if math.prod(shape) == 1 and node.all_input_nodes and all(_one_value(a) for a in node.all_input_nodes):
+            return "col"  # one value computed from one value (``self.logit_scale.exp()``): the same in every column
         raise CannotCover(f"`{node.name}` has shape {list(shape)}; the templates handle tensors shaped like the "
                           f"input {list(self.elem_shape())}, one value per row, or one per column")
 
