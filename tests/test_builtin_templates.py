@@ -149,6 +149,8 @@ CASES = [
      "torch.randn(3, 5, {cols}), torch.randint(0, 2, (3, 5))", ""),
     ("pointwise-one-value-parameter-exp", "        self.s = nn.Parameter(torch.tensor(2.6592))",
      "        return self.s.exp() * torch.tanh(x) + self.s.sigmoid()", "torch.randn(3, {cols})", ""),
+    ("integer-input-size-read", "        pass", "        return x * y.float() / y.size(-1)",
+     "torch.randn(3, {cols}), torch.randint(0, 5, (3, {cols}))", ""),
     ("pointwise-made-tensors", "        pass", "        return torch.maximum(x, torch.tensor(-0.25)) * torch.tensor(3)",
      "torch.randn(3, {cols})", ""),
     ("pointwise-made-tensors-cast", "        pass",

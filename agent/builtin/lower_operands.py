@@ -264,9 +264,19 @@ def _not_as_numbers(node: torch.fx.Node, value: torch.Tensor) -> str | None:
     return _integer_arithmetic(node) if node.users else "not used"
 
 
+def _reads_metadata(node: torch.fx.Node) -> bool:
+    """``x.size(1)``, ``x.shape``, ``x.dim()``, ``x.dtype``: a read of what a tensor is, not of its values."""
+    if node.op == "call_method":
+        return node.target in ("size", "dim")
+    return node.op == "call_function" and node.target is getattr and len(node.args) > 1 and \
+        node.args[1] in ("shape", "dtype", "device", "ndim")
+
+
 def _integer_arithmetic(node: torch.fx.Node) -> str | None:
     """Why a use of ``node`` (or of a view of it: ``mask.unsqueeze(-1).float()``) computes in integers."""
     for user in node.users:
+        if _reads_metadata(user):
+            continue
         if view_method(user) is not None and user.args and user.args[0] is node:
             why = _integer_arithmetic(user)
             if why is not None:
