@@ -198,9 +198,13 @@ def fold_dtypes(gm: torch.fx.GraphModule) -> bool:
             return dtype if n is node else n
 
         for user in list(node.users):
+            receiver = user.args[0] if user.args else None
+            if isinstance(receiver, torch.fx.Node) and receiver.op == "get_attr":
+                continue  # a tensor made in forward cast to x's dtype is read as a number where it is used
             user.args, user.kwargs = torch.fx.node.map_arg(user.args, put), torch.fx.node.map_arg(user.kwargs, put)
-        gm.graph.erase_node(node)
-        changed = True
+            changed = True
+        if not node.users:
+            gm.graph.erase_node(node)
     if changed:
         gm.recompile()
     return changed
