@@ -136,6 +136,12 @@ CASES = [
     ("attention-heads-repeated-for-query-groups", "        pass",
      "        return F.scaled_dot_product_attention(q, k.repeat_interleave(3, dim=1), v.repeat_interleave(3, dim=1))",
      "torch.randn(1, 6, 33, 24), torch.randn(1, 2, 50, 24), torch.randn(1, 2, 50, 24)", ""),
+    ("attention-by-hand-multi-query-causal", "        pass",
+     "        s = (q @ k.transpose(-2, -1)) * q.size(-1) ** -0.5\n"
+     "        t = q.size(-2)\n"
+     "        s = s.masked_fill(torch.tril(torch.ones(t, t)) == 0, float('-inf'))\n"
+     "        return torch.softmax(s, dim=-1) @ v",
+     "torch.randn(2, 4, 30, 16), torch.randn(2, 1, 30, 16), torch.randn(2, 1, 30, 16)", ""),
     ("attention-negative-scale-fp32", "        pass",
      "        return F.scaled_dot_product_attention(q, k, v, scale=-0.5)",
      "torch.randn(1, 2, 24, 16), torch.randn(1, 2, 24, 16), torch.randn(1, 2, 24, 16)", ""),

@@ -197,12 +197,13 @@ def _attention(gm: torch.fx.GraphModule, out: torch.fx.Node,
     if k is None or not all(isinstance(t, torch.fx.Node) and len(t.meta["tensor_meta"].shape) == 4 for t in (q, k, v)):
         return None
     qs, ks, vs = (tuple(t.meta["tensor_meta"].shape) for t in (q, k, v))
-    if ks != vs or qs[:2] != ks[:2] or qs[3] != ks[3]:
-        return None  # keys shared by heads (broadcast) or values of another width: the matmuls as written
+    if ks != vs or qs[0] != ks[0] or qs[3] != ks[3] or not (qs[1] == ks[1] or ks[1] == 1):
+        return None  # keys broadcast over the batch or values of another width: the matmuls as written
     scale = _resolved(factor, divides, q, k)
     if scale is False:
         return None
-    return {"q": q, "k": k, "v": v, "causal": causal, "scale": scale}
+    # one head of keys and values broadcast to every query head (multi-query attention): grouped heads
+    return {"q": q, "k": k, "v": v, "causal": causal, "scale": scale, "grouped": ks[1] != qs[1]}
 
 
 def rewrite(gm: torch.fx.GraphModule, there: dict[str, tuple[int, ...]], inputs: list[Any] | None = None) -> bool:
@@ -231,6 +232,8 @@ def rewrite(gm: torch.fx.GraphModule, there: dict[str, tuple[int, ...]], inputs:
             # unscaled scores are scaled by 1, not by attention's default of 1 / sqrt(head_dim)
             scale = {None: 1.0, HEAD_SCALE: None}.get(found["scale"], found["scale"])
             kwargs = {"is_causal": found["causal"], "scale": scale}
+            if found["grouped"]:
+                kwargs["enable_gqa"] = True
             attended = gm.graph.call_function(F.scaled_dot_product_attention, (found["q"], found["k"], found["v"]),
                                               kwargs)
         attended.meta = dict(node.meta)
