@@ -99,12 +99,12 @@ def test_each_region_is_a_task_with_the_captured_shapes(tmp_path: Path) -> None:
 
 def test_unknown_modules_stay_in_pytorch_with_the_reason() -> None:
     class Net(nn.Module):  # torch.fx keeps torch.nn modules whole; one with children has no task template
-        def __init__(self) -> None:
+        def __init__(self) -> None:  # (an encoder layer is captured through, except when given a mask)
             super().__init__()
             self.block, self.fc = nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0), nn.Linear(4, 4)
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return self.fc(self.block(x))
+            return self.fc(self.block(x, src_mask=torch.zeros(2, 2)))
 
     found = rg.partition(rg.capture(Net().eval(), [torch.randn(2, 3, 4)]))
     odd = next(r for r in found if r.kind == "module")
