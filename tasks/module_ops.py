@@ -38,8 +38,8 @@ def _encoder_layer(layer: nn.TransformerEncoderLayer, src: Any) -> Any:
 
 def _encoder(encoder: nn.TransformerEncoder, src: Any) -> Any:
     out = src
-    for layer in encoder.layers:
-        out = layer(out)
+    for layer in encoder.layers:  # called as torch calls them (a layer of the user's own reads these too)
+        out = layer(out, src_mask=None, is_causal=False, src_key_padding_mask=None)
     return encoder.norm(out) if encoder.norm is not None else out
 
 
@@ -66,12 +66,15 @@ def _decoder_layer(layer: nn.TransformerDecoderLayer, tgt: Any, memory: Any) -> 
 def _decoder(decoder: nn.TransformerDecoder, tgt: Any, memory: Any) -> Any:
     out = tgt
     for layer in decoder.layers:
-        out = layer(out, memory)
+        out = layer(out, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                    memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False)
     return decoder.norm(out) if decoder.norm is not None else out
 
 
 def _transformer(transformer: nn.Transformer, src: Any, tgt: Any) -> Any:
-    return transformer.decoder(tgt, transformer.encoder(src))
+    memory = transformer.encoder(src, mask=None, src_key_padding_mask=None, is_causal=None)
+    return transformer.decoder(tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                               memory_key_padding_mask=None, tgt_is_causal=None, memory_is_causal=False)
 
 
 AS_OPS: dict[type[nn.Module], Callable[..., Any]] = {

@@ -965,3 +965,37 @@ def test_calls_given_their_leading_arguments_by_keyword_are_planned_as_if_by_pos
     assert (summed.args, summed.kwargs) == ((softmax,), {"dtype": torch.float64})  # its tensor by position
     assert (gelu.args, gelu.kwargs) == ((summed,), {"approximate": "tanh"})
     assert (cat.args, cat.kwargs) == (([gelu, gelu],), {})
+
+
+def test_repeated_heads_are_grouped_only_where_they_match_the_query_heads(tmp_path: Path) -> None:
+    """k and v heads repeated to q's heads are grouped-query attention; repeated against a q whose one
+    head broadcasts, they are not (enable_gqa would refuse what the reference computes), and a mask
+    made in forward is refused with its reason rather than rendered as a tensor ModelNew lacks."""
+    body = "F.scaled_dot_product_attention(q, k.repeat_interleave(3, dim=1), v.repeat_interleave(3, dim=1){})"
+    source = """import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def forward(self, q, k, v):
+        return BODY
+
+
+def get_inputs():
+    return [torch.randn(1, QH, 33, 24), torch.randn(1, 2, 50, 24), torch.randn(1, 2, 50, 24)]
+
+
+def get_init_inputs():
+    return []
+"""
+    path = tmp_path / "gqa.py"
+    path.write_text(source.replace("BODY", body.format("")).replace("QH", "6"))
+    assert recognise(load_task(str(path), "full")).kind == "attention"
+    path.write_text(source.replace("BODY", body.format("")).replace("QH", "1"))
+    with pytest.raises(CannotCover):
+        recognise(load_task(str(path), "full"))
+    mask = ", attn_mask=torch.ones(33, 50, dtype=torch.bool).tril(10)"
+    path.write_text(source.replace("BODY", body.format(mask)).replace("QH", "6"))
+    with pytest.raises(CannotCover, match="mask computed in forward"):
+        recognise(load_task(str(path), "full"))

@@ -221,6 +221,32 @@ def test_a_transformer_encoder_is_captured_through_its_layers(tmp_path: Path, no
     assert [r.nodes[0] for r in kept] == ["encoder"] and "TransformerEncoder" in kept[0].reason
 
 
+def test_layers_of_a_users_own_type_in_an_encoder_are_called_as_torch_calls_them() -> None:
+    """Going through ``nn.TransformerEncoder``, its layers are called with the arguments torch passes
+    them (masks None, ``is_causal=False``): a layer of the user's own that takes them without defaults,
+    or reads ``is_causal``, is captured as the model computes it."""
+    class Layer(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin, self.self_attn = nn.Linear(16, 16), nn.MultiheadAttention(16, 2, batch_first=True)
+
+        def forward(self, src, src_mask, src_key_padding_mask, is_causal=None):  # noqa: ANN001, ANN202
+            return src + (self.lin(src) if is_causal is False else 2.0 * self.lin(src))
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.enc, self.head = nn.TransformerEncoder(Layer(), 2, enable_nested_tensor=False), nn.Linear(16, 4)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.head(self.enc(x))
+
+    model, x = Net().eval(), torch.randn(2, 5, 16)
+    gm = rg.capture(model, [x])
+    with torch.no_grad():
+        torch.testing.assert_close(gm(x), model(x), rtol=1e-6, atol=1e-6)
+
+
 def test_a_whole_nn_transformer_is_captured_through_its_encoder_and_decoder() -> None:
     """``nn.Transformer`` (its decoder attends to the encoder's output) is captured as the layers'
     submodule calls: self-attention, cross-attention, feed-forward and norms, each a region."""

@@ -29,6 +29,7 @@ import torch.nn.functional as F
 
 from kernelevo.agent.builtin import attention_views
 from kernelevo.agent.builtin.program import CannotCover
+from kernelevo.agent.builtin.vocabulary import TRACED_CONSTANT
 
 WIDEST_HEAD = 256
 """The widest head the flash kernel holds (a block of queries' fp32 accumulator is BLOCK_M x head)."""
@@ -245,7 +246,8 @@ def _check_shapes(q: tuple[int, ...], k: tuple[int, ...], v: tuple[int, ...], gr
 def _mask(gm: torch.fx.GraphModule, node: Any, value: Any, q: tuple[int, ...], k: tuple[int, ...]) -> dict[str, Any]:
     """The mask's source in the generated ``forward`` (an input, or a buffer of the module) and kind:
     ``bool`` (True: the key is seen) or ``additive`` (added to the scaled scores)."""
-    if not isinstance(node, torch.fx.Node) or node.op not in ("placeholder", "get_attr"):
+    if not isinstance(node, torch.fx.Node) or node.op not in ("placeholder", "get_attr") or \
+            str(node.target).startswith(TRACED_CONSTANT):  # made in forward: not a tensor ModelNew holds
         raise CannotCover("attention with a mask computed in forward (covered: a mask passed in, or a buffer)")
     if node.op == "get_attr":
         value = getattr(gm, str(node.target), None) if "." not in str(node.target) else None
@@ -357,6 +359,10 @@ def fold_repeated_heads(gm: torch.fx.GraphModule) -> bool:
         k, v = _repeated_heads(node.args[1]), _repeated_heads(node.args[2])
         if k is None or v is None or k[1] != v[1] or options.get("enable_gqa") or node.args[1] is node.args[2]:
             continue
+        q = getattr(getattr(node.args[0], "meta", {}).get("tensor_meta"), "shape", None)
+        source = k[0].meta["tensor_meta"].shape
+        if q is None or len(q) != 4 or q[0] != source[0] or q[1] != source[1] * k[1]:
+            continue  # q broadcast against the repeated heads: not what enable_gqa means
         repeats = (node.args[1], node.args[2])
         node.args = (node.args[0], k[0], v[0], *node.args[3:])
         node.kwargs = {**node.kwargs, "enable_gqa": True}

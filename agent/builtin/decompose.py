@@ -179,7 +179,7 @@ def _module_passes_through(gm: torch.fx.GraphModule, node: torch.fx.Node) -> boo
     if node.op != "call_module" or len(node.args) != 1 or node.kwargs:
         return False
     sub = gm.get_submodule(str(node.target))
-    if not (isinstance(sub, nn.Identity) or (type(sub) is nn.Dropout and (sub.p == 0 or not sub.training))):
+    if not (type(sub) is nn.Identity or (type(sub) is nn.Dropout and (sub.p == 0 or not sub.training))):
         return False
     return isinstance(node.args[0], torch.fx.Node) and node.args[0].op != "placeholder"
 
