@@ -21,19 +21,30 @@ import torch.fx
 import torch.nn as nn
 
 
+def _residual(x: Any, blocks: list[tuple[nn.Module, Callable[[Any], Any]]], norm_first: bool) -> Any:
+    """Each (norm, block) as a residual: ``x + block(norm(x))`` with the norm first, else
+    ``norm(x + block(x))`` (the layers' ``norm_first``)."""
+    for norm, block in blocks:
+        x = x + block(norm(x)) if norm_first else norm(x + block(x))
+    return x
+
+
+def _attention(attn: nn.MultiheadAttention, dropout: nn.Module, memory: Any = None) -> Callable[[Any], Any]:
+    """Attention of x to itself, or to ``memory`` (the decoder's cross-attention), then its dropout."""
+    def block(x: Any) -> Any:
+        keys = x if memory is None else memory
+        return dropout(attn(x, keys, keys, need_weights=False)[0])
+
+    return block
+
+
+def _feed_forward(layer: nn.Module, dropout: nn.Module) -> Callable[[Any], Any]:
+    return lambda x: dropout(layer.linear2(layer.dropout(layer.activation(layer.linear1(x)))))
+
+
 def _encoder_layer(layer: nn.TransformerEncoderLayer, src: Any) -> Any:
-    def attention(x: Any) -> Any:
-        return layer.dropout1(layer.self_attn(x, x, x, need_weights=False)[0])
-
-    def feed_forward(x: Any) -> Any:
-        return layer.dropout2(layer.linear2(layer.dropout(layer.activation(layer.linear1(x)))))
-
-    x = src
-    if layer.norm_first:
-        x = x + attention(layer.norm1(x))
-        return x + feed_forward(layer.norm2(x))
-    x = layer.norm1(x + attention(x))
-    return layer.norm2(x + feed_forward(x))
+    return _residual(src, [(layer.norm1, _attention(layer.self_attn, layer.dropout1)),
+                           (layer.norm2, _feed_forward(layer, layer.dropout2))], layer.norm_first)
 
 
 def _encoder(encoder: nn.TransformerEncoder, src: Any) -> Any:
@@ -44,23 +55,9 @@ def _encoder(encoder: nn.TransformerEncoder, src: Any) -> Any:
 
 
 def _decoder_layer(layer: nn.TransformerDecoderLayer, tgt: Any, memory: Any) -> Any:
-    def attention(x: Any) -> Any:
-        return layer.dropout1(layer.self_attn(x, x, x, need_weights=False)[0])
-
-    def cross_attention(x: Any) -> Any:
-        return layer.dropout2(layer.multihead_attn(x, memory, memory, need_weights=False)[0])
-
-    def feed_forward(x: Any) -> Any:
-        return layer.dropout3(layer.linear2(layer.dropout(layer.activation(layer.linear1(x)))))
-
-    x = tgt
-    if layer.norm_first:
-        x = x + attention(layer.norm1(x))
-        x = x + cross_attention(layer.norm2(x))
-        return x + feed_forward(layer.norm3(x))
-    x = layer.norm1(x + attention(x))
-    x = layer.norm2(x + cross_attention(x))
-    return layer.norm3(x + feed_forward(x))
+    return _residual(tgt, [(layer.norm1, _attention(layer.self_attn, layer.dropout1)),
+                           (layer.norm2, _attention(layer.multihead_attn, layer.dropout2, memory)),
+                           (layer.norm3, _feed_forward(layer, layer.dropout3))], layer.norm_first)
 
 
 def _decoder(decoder: nn.TransformerDecoder, tgt: Any, memory: Any) -> Any:

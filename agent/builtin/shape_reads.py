@@ -182,6 +182,12 @@ def _scales_a_tensor(user: torch.fx.Node) -> bool:
     return arithmetic and hasattr(user.meta.get("tensor_meta"), "shape")
 
 
+def _put(user: torch.fx.Node, node: torch.fx.Node, value: Any) -> None:
+    """``value`` in place of ``node`` wherever ``user``'s arguments read it."""
+    user.args = torch.fx.node.map_arg(user.args, lambda n: value if n is node else n)
+    user.kwargs = torch.fx.node.map_arg(user.kwargs, lambda n: value if n is node else n)
+
+
 def fold_dtypes(gm: torch.fx.GraphModule) -> bool:
     """Put a tensor's dtype read in forward (``mask.to(x.dtype)``) into the calls that use it: the
     dtypes are the task's, fixed, and a segment that casts to ``x.dtype`` then needs nothing of ``x``
@@ -194,14 +200,11 @@ def fold_dtypes(gm: torch.fx.GraphModule) -> bool:
         dtype = getattr(node.args[0].meta.get("tensor_meta"), "dtype", None)
         if not isinstance(dtype, torch.dtype):
             continue
-        def put(n: torch.fx.Node, node: torch.fx.Node = node, dtype: torch.dtype = dtype) -> Any:
-            return dtype if n is node else n
-
         for user in list(node.users):
             receiver = user.args[0] if user.args else None
             if isinstance(receiver, torch.fx.Node) and receiver.op == "get_attr":
                 continue  # a tensor made in forward cast to x's dtype is read as a number where it is used
-            user.args, user.kwargs = torch.fx.node.map_arg(user.args, put), torch.fx.node.map_arg(user.kwargs, put)
+            _put(user, node, dtype)
             changed = True
         if not node.users:
             gm.graph.erase_node(node)
@@ -246,9 +249,7 @@ def fold_numbers(gm: torch.fx.GraphModule, full: FullSizes | None) -> bool:
         for user in list(node.users):
             if user.name in same or (isinstance(value, Varying) and not _scales_a_tensor(user)):
                 continue
-            user.args = torch.fx.node.map_arg(user.args, lambda n, node=node, number=number: number if n is node else n)
-            user.kwargs = torch.fx.node.map_arg(user.kwargs,
-                                                lambda n, node=node, number=number: number if n is node else n)
+            _put(user, node, number)
             changed = True
             sized = sized or isinstance(value, Varying)
     for node in reversed(list(gm.graph.nodes)):
