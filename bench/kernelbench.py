@@ -31,6 +31,7 @@ Usage:
   python bench/kernelbench.py --mode gpu-seed --suite .gpu/kernelbench --spread --jobs 2 --stop-after 500
   python bench/kernelbench.py --mode gpu-seed --gpus 8 --jobs 16   # a machine of 8 GPUs, two problems each
   python bench/kernelbench.py --mode cpu-judge --odd --levels 1 --every 5   # at odd small sizes
+  python bench/kernelbench.py --mode gpu-seed --lean --spread --jobs 4   # correctness and eager time only
   python bench/kernelbench.py --summary            # the table of what the file holds
   python bench/kernelbench.py --mode optimize --quick --suite .gpu/kernelbench --every 5 --stop-after 500
                                                    # a GPU call: a sample of each level, stopping in time
@@ -184,11 +185,14 @@ def run_within(cmd: list[str], timeout_s: float, gpu: str | None = None) -> subp
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
-def judge_seed(path: Path, timeout_s: float, timed: bool, gpu: str | None = None) -> dict[str, Any]:
+def judge_seed(path: Path, timeout_s: float, timed: bool, gpu: str | None = None,
+               lean: bool = False) -> dict[str, Any]:
     """The strategist's first seed rendered and judged once by ``kernelevo eval``: on this machine's
     CPU (``timed`` False: the Triton interpreter at the file's automatic small size, correctness only),
     or on a GPU at the file's own size, timed against eager and torch.compile in the oracle's process,
-    the forensic pass included. One verdict a problem: a sweep's cheapest honest measure."""
+    the forensic pass included (``lean``: neither the forensic pass nor torch.compile's time, about half
+    the seconds; correctness and the time against eager are the same). One verdict a problem: a
+    sweep's cheapest honest measure."""
     began = time.monotonic()
     with tempfile.TemporaryDirectory() as scratch:
         candidate = Path(scratch) / "candidate.py"
@@ -201,6 +205,8 @@ def judge_seed(path: Path, timeout_s: float, timed: bool, gpu: str | None = None
         cli = [sys.executable, "-m", "kernelevo.agent.cli"]
         left = timeout_s - (time.monotonic() - began)  # rendering and judging share the problem's limit
         where = [] if timed else ["--sandbox", "process"]
+        if timed and lean:
+            where += ["--no-forensic", "--no-compile-baseline"]
         try:
             done = run_within([*cli, "eval", str(path), str(candidate), "--json", *where,
                                "--timeout", str(max(10, int(0.75 * left)))], left, gpu)
@@ -214,6 +220,8 @@ def judge_seed(path: Path, timeout_s: float, timed: bool, gpu: str | None = None
            "seconds": round(time.monotonic() - began, 1)}
     if timed:
         row.update({field: verdict.get(field) for field in TIMED_FIELDS})
+        if lean:
+            row["lean"] = True
     return row
 
 
@@ -270,11 +278,15 @@ def summary(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
     timed = rows if rows and all("correct" in r for r in rows) else []  # a failed run counts as not fast
     if timed:
         out["correct"] = sum(1 for r in timed if r.get("correct"))
-        for base, field in (("eager", "speedup"), ("compile", "speedup_vs_compile")):
+        # a lean row has no torch.compile time: the compile columns are over the rows that have one
+        compiled = [r for r in timed if not r.get("lean")]
+        if len(compiled) < len(timed):
+            out["lean"] = len(timed) - len(compiled)
+        for base, field, over in (("eager", "speedup", timed), ("compile", "speedup_vs_compile", compiled)):
             for p in FAST_P:
-                fast = sum(1 for r in timed if r.get("correct") and (r.get(field) or 0) > p)
-                out[f"fast_{p:g}_{base}"] = fast / len(timed)
-            ups = [r[field] for r in timed if r.get("correct") and r.get(field)]
+                fast = sum(1 for r in over if r.get("correct") and (r.get(field) or 0) > p)
+                out[f"fast_{p:g}_{base}"] = fast / len(over) if over else None
+            ups = [r[field] for r in over if r.get("correct") and r.get(field)]
             out[f"geomean_{base}"] = math.exp(sum(math.log(u) for u in ups) / len(ups)) if ups else None
     return out
 
@@ -309,7 +321,7 @@ def _run_mode(args: argparse.Namespace, path: Path, limit: float, gpu: str | Non
     if args.mode == "coverage":
         return coverage(path, args.memory_gb, limit)
     if args.mode in ("cpu-judge", "gpu-seed"):
-        return judge_seed(path, limit, timed=args.mode == "gpu-seed", gpu=gpu)
+        return judge_seed(path, limit, timed=args.mode == "gpu-seed", gpu=gpu, lean=args.lean)
     return optimize(path, 2 if args.quick else args.max_evals, limit, gpu)
 
 
@@ -411,6 +423,10 @@ def main() -> None:
     parser.add_argument("--gpus", type=int, default=1,
                         help="GPUs of this machine to spread the problems over (gpu-seed, optimize): each worker "
                              "keeps to one, and --jobs is at least this")
+    parser.add_argument("--lean", action="store_true",
+                        help="gpu-seed: skip the Nsight Compute pass and torch.compile's time (about half a "
+                             "problem's seconds); correctness and the time against eager are judged the same, "
+                             "and the row says lean")
     parser.add_argument("--stop-after", type=float, default=None,
                         help="seconds the sweep may take: no problem runs past them; one cut short is not "
                              "recorded (the next sweep starts it again), and the file keeps what finished")

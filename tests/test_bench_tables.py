@@ -342,3 +342,17 @@ def test_a_spread_sweep_samples_every_level_evenly_from_its_first_problems(tmp_p
     assert printed["problems"] == 16 and printed["geomean_eager"] == pytest.approx(2 ** 0.5)
     assert printed["by_level"]["level1"]["geomean_eager"] == pytest.approx(2.0)
     assert printed["by_level"]["level2"]["fast_1_eager"] == 0.0
+
+
+def test_lean_rows_count_for_eager_and_stay_out_of_the_torch_compile_columns() -> None:
+    """A ``--lean`` row has no torch.compile time: counting it as "not faster than torch.compile" would
+    understate fast_p over compile, so those columns are over the rows that were timed against it."""
+    bench = _bench("kernelbench")
+    rows = {"level1/a": {"correct": True, "speedup": 2.0, "speedup_vs_compile": 1.6},
+            "level1/b": {"correct": True, "speedup": 3.0, "speedup_vs_compile": None, "lean": True},
+            "level1/c": {"correct": False, "speedup": None}}
+    out = bench.summary(rows)
+    assert out["correct"] == 2 and out["lean"] == 1
+    assert out["fast_1_eager"] == 2 / 3 and out["fast_1.5_compile"] == 1 / 2
+    assert abs(out["geomean_compile"] - 1.6) < 1e-9
+    assert bench.summary({"level1/b": rows["level1/b"]})["fast_1_compile"] is None
