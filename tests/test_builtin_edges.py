@@ -999,3 +999,46 @@ def get_init_inputs():
     path.write_text(source.replace("BODY", body.format(mask)).replace("QH", "6"))
     with pytest.raises(CannotCover, match="mask computed in forward"):
         recognise(load_task(str(path), "full"))
+
+
+POSITIONS = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        t = x.size(-1)
+        pos = torch.arange(t, device=x.device)
+        return BODY
+
+
+def get_inputs():
+    return [torch.randn(2, 40, 40)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+@pytest.mark.parametrize(("body", "why"), [
+    ("x + (pos[None, :] * pos[:, None]).float()", "integer arithmetic on positions"),
+    ("x + (pos[None, :] // 3).float()", "floordiv"),
+    ("x + (pos[None, :] * 1000000).float()", "integer arithmetic on positions"),
+    ("x + pos[:5].float().sum()", "indexes a tensor"),
+    ("x + torch.softmax(pos[None, :] - pos[:, None].float(), -1)", "reduces or normalises positions"),
+    ("x * 0 + (pos[None, :] - pos[:, None]).float()[:, :1]", "indexes a tensor"),
+])
+def test_positions_are_refused_where_the_kernel_would_not_compute_what_torch_does(tmp_path: Path, body: str,
+                                                                                  why: str) -> None:
+    """Positions made with arange are computed from an element's index only where that is exact:
+    no integer products or floor division (fp32 is not int64 there), no slices of them, no reduction
+    or normalisation of a tensor smaller than the kernel's shape (it would run over the kernel's
+    rows); each is refused with its reason, never rendered."""
+    path = tmp_path / "positions.py"
+    path.write_text(POSITIONS.replace("BODY", body))
+    with pytest.raises(CannotCover, match=why):
+        recognise(load_task(str(path), "full"))
+    path.write_text(POSITIONS.replace("BODY", "x + (3 * pos[None, :] - pos[:, None]).abs().float() / 8"))
+    plan = recognise(load_task(str(path), "full"))
+    assert [n.args for n in plan.program.nodes if n.op == "position"] == [[2, 3], [1, 3]]

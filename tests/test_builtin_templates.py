@@ -157,6 +157,18 @@ CASES = [
      "        return self.s.exp() * torch.tanh(x) + self.s.sigmoid()", "torch.randn(3, {cols})", ""),
     ("integer-input-size-read", "        pass", "        return x * y.float() / y.size(-1)",
      "torch.randn(3, {cols}), torch.randint(0, 5, (3, {cols}))", ""),
+    ("alibi-positions-softmax", "        self.register_buffer('slopes', 2.0 ** -torch.arange(1.0, 4.0))",
+     "        t = x.size(-1)\n        pos = torch.arange(t, device=x.device)\n"
+     "        bias = (pos[None, :] - pos[:, None]).float()\n"
+     "        return torch.softmax(x + self.slopes[:, None, None] * bias, dim=-1)", "torch.randn(2, 3, 37, 37)", ""),
+    ("causal-mask-from-positions-bf16", "        pass",
+     "        i = torch.arange(x.shape[-1], device=x.device)\n"
+     "        return torch.softmax(x.masked_fill(i[None, :] > i[:, None], float('-inf')), -1)",
+     "torch.randn(2, 33, 33)", "DTYPE = torch.bfloat16"),
+    ("positions-along-rows-start-step", "        pass",
+     "        p = torch.arange(1, 2 * x.size(1) + 1, 2, device=x.device).to(x.dtype)\n"
+     "        return x * p.unsqueeze(-1) - torch.arange(x.size(-1), device=x.device)",
+     "torch.randn(3, 50, {cols})", ""),
     ("pointwise-made-tensors", "        pass", "        return torch.maximum(x, torch.tensor(-0.25)) * torch.tensor(3)",
      "torch.randn(3, {cols})", ""),
     ("pointwise-made-tensors-cast", "        pass",

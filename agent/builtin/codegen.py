@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from kernelevo.agent.builtin.expressions import NEG_INF, POS_INF, elementwise, rounded
-from kernelevo.agent.builtin.program import REDUCTIONS, Node, Program
+from kernelevo.agent.builtin.program import READ_ONCE, REDUCTIONS, Node, Program
 
 
 class Emitter:
@@ -83,6 +83,8 @@ class Emitter:
     def statement(self, node: Node) -> str:
         if node.op == "load":
             return f"{node.name} = {self.load(node)}"
+        if node.op == "position":
+            return f"{node.name} = {rounded(node, position(*node.args))}"
         return f"{node.name} = {rounded(node, elementwise(node.op, node.args))}"
 
     def reduce_registers(self, node: Node) -> str:
@@ -194,6 +196,14 @@ def _tile_rows(strategy: str, strided: bool = False) -> list[str]:
            "starts = (rows64 // inner) * n_cols * inner + rows64 % inner"] if strided else [])]
 
 
+def position(dim: int, rank: int) -> str:
+    """An element's index along ``dim`` of the program's rank-``rank`` shape, as fp32: its column
+    offset, or its row's index in a dimension before the last (``_row_positions``)."""
+    if dim == rank - 1:
+        return "cols[None, :].to(tl.float32)"
+    return f"i{dim}.to(tl.float32)[:, None]"
+
+
 def _row_positions(rank: int) -> list[str]:
     """Each row's index in the dimensions before the last, for inputs read through their own strides
     (``view`` operands: broadcast dimensions have stride 0); none where there are none."""
@@ -263,7 +273,7 @@ def splittable(program: Program) -> Node | None:
     r = reductions[0]
     if not isinstance(r.args[0], str) or any(em.by_name[d].level == "row" for d in em.deps(r.args[0])):
         return None
-    if any(em.by_name[d].level == "row" and em.by_name[d].op == "load" for d in needed):
+    if any(em.by_name[d].level == "row" and em.by_name[d].op in READ_ONCE for d in needed):
         return None  # the finish kernel reads only the partial results
     return r
 
@@ -342,7 +352,7 @@ def _looped(program: Program, em: Emitter, row_nodes: list[Node], online: bool) 
 
     # values read once per row (an input with one value per row, a per-channel parameter): before the passes
     for node in row_nodes:
-        if node.op == "load" and node.name in needed_all:
+        if node.op in READ_ONCE and node.name in needed_all:
             lines.append(em.statement(node))
             known.add(node.name)
     while pending:
@@ -360,7 +370,7 @@ def _looped(program: Program, em: Emitter, row_nodes: list[Node], online: bool) 
         pending = [r for r in pending if r not in batch]
         # row values that became computable (e.g. mean = sum / n, rsqrt(var + eps))
         for node in row_nodes:
-            if node.name not in known and node.op not in REDUCTIONS and node.op != "load" and \
+            if node.name not in known and node.op not in REDUCTIONS and node.op not in READ_ONCE and \
                     em.row_deps(node.name) - {node.name} <= known and node.name in needed_all:
                 lines.append(em.statement(node))
                 known.add(node.name)

@@ -166,6 +166,8 @@ def epilogue_program(gm: torch.fx.GraphModule, conv: torch.fx.Node, nodes: list[
     rank = len(shape)
     if any(o.kind == "value" for o in program.operands):
         raise CannotCover(f"a number passed to forward after the {what} (covered: in pointwise and row kernels)")
+    if program.position_rank:
+        raise CannotCover(f"positions made with arange after the {what} (covered: in pointwise and row kernels)")
     for operand in program.operands[1:]:
         if operand.kind == "view":
             raise CannotCover(f"a tensor after the {what} that broadcasts along several dimensions")

@@ -26,6 +26,7 @@ from kernelevo.agent.builtin.decompose import decompose
 from kernelevo.agent.builtin.layout import Layout, SpanNeeded
 from kernelevo.agent.builtin.lower_calls import IGNORED, CallLowering, _Lowered, _number
 from kernelevo.agent.builtin.lower_operands import OperandIntake
+from kernelevo.agent.builtin.lower_positions import PositionLowering, Positions
 from kernelevo.agent.builtin.program import N_COLS, CannotCover, Node, Operand, Program
 from kernelevo.agent.builtin.rowshapes import ONE_VALUE_REDUCTIONS, over_one_value
 from kernelevo.agent.builtin.shape_reads import FullSizes, Varying
@@ -60,7 +61,7 @@ def full_sizes(gm: torch.fx.GraphModule, inputs: list[Any],
     return FullSizes(inputs=there, all_same=all(tuple(x.shape) == there[name] for name, x in tensors))
 
 
-class _Lowering(OperandIntake, CallLowering, Layout):
+class _Lowering(OperandIntake, PositionLowering, CallLowering, Layout):
     """The program being built: its operands and nodes, and how values map to them."""
 
     def __init__(self, gm: torch.fx.GraphModule, inputs: list[Any], partial: bool = False,
@@ -87,6 +88,9 @@ class _Lowering(OperandIntake, CallLowering, Layout):
         self.main_chunks = 1
         self.rows_shape: tuple[int, ...] | None = None
         self.cols: int | None = None
+        self.positional: dict[str, float] = {}
+        """Program nodes computed from positions (``lower_positions``) whose tensors are smaller than the
+        program's shape, with the largest magnitude their integer values can reach."""
 
     # -- helpers ---------------------------------------------------------------------------------
     def add(self, op: str, args: list[Any], level: str, dtype: str = "float32", round_to: str | None = None) -> str:
@@ -110,6 +114,8 @@ class _Lowering(OperandIntake, CallLowering, Layout):
                 raise CannotCover(f"`{a.name}` (a tensor's dtype, shape or device) is used as a value")
             if isinstance(value, torch.fx.Node):
                 raise CannotCover(f"`{a.name}` is read through a view the templates do not follow")
+            if isinstance(value, Positions):
+                return self.place(value, a.name)
             if isinstance(value, Varying):
                 raise CannotCover(f"`{a.name}` is computed from a size read in forward ({value.value} as "
                                   "traced) that may differ at the size being optimised; as a number in a "
@@ -172,6 +178,9 @@ class _Lowering(OperandIntake, CallLowering, Layout):
     def elementwise(self, node: torch.fx.Node, op: str, args: list[Any]) -> None:
         values = [self.arg(a) for a in args]
         level = self.combine_levels([self.level(v) for v in values], node)
+        positional = self.positional_result(node, op, values)
+        if positional is not None:
+            return self._positional_elementwise(node, op, values, level, positional)
         expect = self.classify(node)
         if level == "const":
             raise CannotCover(f"`{node.name}` computes on constants only")
@@ -189,8 +198,28 @@ class _Lowering(OperandIntake, CallLowering, Layout):
             self.rowflat.add(self.values[node.name])
         self.ops.append(op)
 
+    def _positional_elementwise(self, node: torch.fx.Node, op: str, values: list[Any], level: str,
+                                positional: str) -> None:
+        """Arithmetic on positions: computed per element whatever its shape (it broadcasts to the
+        program's); only a result of the program's shape can be more than positions."""
+        if positional == "elem" and level != "elem" or any(v in self.rowflat for v in values if isinstance(v, str)):
+            raise CannotCover(f"`{node.name}` broadcasts positions made with arange in a way the templates do "
+                              "not follow")
+        dtype, low = self.rounding(node)
+        self.values[node.name] = self.add(op, values, level, dtype, low)
+        if positional == "positional":
+            self.mark_positional(self.values[node.name])
+        self.ops.append(op)
+
+    def whole(self, src: Any, node: torch.fx.Node) -> Any:
+        """``src``, refused where it is positions smaller than the program's shape: a reduction or a
+        norm of them would run over the program's rows, not over the tensor torch reduces."""
+        if isinstance(src, str) and src in self.positional:
+            raise CannotCover(f"`{node.name}` reduces or normalises positions made with arange")
+        return src
+
     def reduce(self, node: torch.fx.Node, kind: str, x: Any, dim: Any, keepdim: bool, extra: dict[str, Any]) -> None:
-        src = self.arg(x)
+        src = self.whole(self.arg(x), node)
         if self.level(src) == "row" and src not in self.rowflat and kind in ONE_VALUE_REDUCTIONS and \
                 self.span is None and over_one_value(self.meta(x) if isinstance(x, torch.fx.Node) else None, dim):
             # a row's value reduced again over its kept dim of one: the value itself (or its magnitude),
@@ -257,7 +286,7 @@ class _Lowering(OperandIntake, CallLowering, Layout):
             self.rowflat.add(result)
 
     def composite(self, node: torch.fx.Node, kind: str, x: Any, extra: dict[str, Any]) -> None:
-        src = self.arg(x)
+        src = self.whole(self.arg(x), node)
         if self.level(src) != "elem":
             raise CannotCover(f"`{kind}` of something that is not per element")
         self.ops.append(kind)
@@ -313,7 +342,7 @@ class _Lowering(OperandIntake, CallLowering, Layout):
     def batch_norm(self, node: torch.fx.Node, sub: nn.Module, x: Any) -> None:
         """BatchNorm at inference (the judge runs the reference in eval mode): pointwise, with the
         running statistics and the affine parameters read per channel (dimension 1)."""
-        src = self.arg(x)
+        src = self.whole(self.arg(x), node)
         rank = len(self.elem_shape())
         if self.level(src) != "elem" or rank < 2 or self.span is not None:
             raise CannotCover(f"`{node.name}`: BatchNorm of something that is not per element")
@@ -346,7 +375,7 @@ class _Lowering(OperandIntake, CallLowering, Layout):
     def prelu(self, node: torch.fx.Node, sub: nn.PReLU, x: Any) -> None:
         """``nn.PReLU``: ``x`` where it is above zero, else its slope times ``x``; one slope for every
         element, or one per channel (dimension 1, the last of a 2-D input)."""
-        src = self.arg(x)
+        src = self.whole(self.arg(x), node)
         rank = len(self.elem_shape())
         if self.level(src) != "elem":
             raise CannotCover(f"`{node.name}`: PReLU of something that is not per element")
@@ -397,6 +426,8 @@ class _Lowering(OperandIntake, CallLowering, Layout):
         if not isinstance(output, torch.fx.Node) or not isinstance(self.values.get(output.name), str):
             raise CannotCover("the reference returns something other than one tensor")
         out = self.values[output.name]
+        if out in self.positional:
+            raise CannotCover("the reference returns positions made with arange, smaller than its input")
         out_node = self.node(out)
         if out_node.level not in ("elem", "row"):
             raise CannotCover("the reference's output is not computed per element or per row")

@@ -69,7 +69,7 @@ class CallLowering:
         if node.op == "call_module":
             return self._module_call(node, target, args)
         name, method = _name(target), node.op == "call_method"
-        for handler in (self._structural_call, self._logic_call, self._pointwise_call, self._row_call):
+        for handler in (self.position_call, self._structural_call, self._logic_call, self._pointwise_call, self._row_call):
             if handler(node, target, name, method, args, kwargs):
                 return None
         raise CannotCover(f"no template for `{name}`")
@@ -253,6 +253,8 @@ class CallLowering:
             else:  # to a truth value: non-zero is true; to an integer: toward zero, as torch converts
                 op = "to_bool" if dtype == "bool" else "trunc" if dtype.startswith(("int", "uint")) else "cast"
                 self.values[node.name] = self.add(op, [src], self.level(src), dtype, low)
+                if src in self.positional:  # positions cast: as small a tensor as before
+                    self.positional[self.values[node.name]] = self.positional[src]
             return True
         return False
 

@@ -6,6 +6,7 @@ being built (``operands``, ``values``, ``add``) and the main input's shape (``el
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any
 
 import torch
@@ -220,10 +221,13 @@ def _chunk_count(node: torch.fx.Node, rank: int) -> int:
 def viewed_attribute(node: torch.fx.Node) -> tuple[str, list[Any]] | None:
     """``node`` as a view of a module's tensor with plain-number arguments: (the method, its
     arguments); else None."""
-    method = view_method(node)
-    if method is None or not node.args:
+    if not node.args or not isinstance(node.args[0], torch.fx.Node) or node.args[0].op != "get_attr":
         return None
-    if not isinstance(node.args[0], torch.fx.Node) or node.args[0].op != "get_attr":
+    if node.op == "call_function" and node.target is operator.getitem and not node.kwargs:
+        # ``self.slopes[:, None, None]``: dimensions of one added, none sliced
+        return ("getitem", [node.args[1]]) if index_text(node.args[1]) is not None else None
+    method = view_method(node)
+    if method is None:
         return None
     rest = list(node.args[1:])
     if node.kwargs or not all(plain_int(a) or (isinstance(a, (tuple, list)) and all(map(plain_int, a)))
@@ -232,10 +236,21 @@ def viewed_attribute(node: torch.fx.Node) -> tuple[str, list[Any]] | None:
     return str(method), rest
 
 
+def index_text(index: Any) -> str | None:
+    """``index`` as written in Python, where it only adds dimensions of one or keeps whole ones
+    (``[:, None]``, ``[None, ...]``); None for any other index."""
+    items = index if isinstance(index, tuple) else (index,)
+    if not items or not all(i is None or i is Ellipsis or i == slice(None) for i in items):
+        return None
+    return ", ".join("None" if i is None else "..." if i is Ellipsis else ":" for i in items)
+
+
 def view_of_attribute(gm: torch.nn.Module, node: torch.fx.Node) -> tuple[torch.Tensor, str]:
     """The tensor a :func:`viewed_attribute` node gives, and its expression in ``forward``."""
     method, rest = viewed_attribute(node) or ("", [])
     target = str(node.args[0].target)
+    if method == "getitem":
+        return _fetch_attr(gm, target)[rest[0]], f"self.{target}[{index_text(rest[0])}]"
     words = ", ".join(repr(tuple(a)) if isinstance(a, list) else repr(a) for a in rest)
     return getattr(_fetch_attr(gm, target), method)(*rest), f"self.{target}.{method}({words})"
 

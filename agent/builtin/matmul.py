@@ -335,7 +335,7 @@ def _tail_program(gm: torch.fx.GraphModule, boundary: torch.fx.Node, nodes: list
         env[node] = graph.node_copy(node, mapped)
     graph.output(env[nodes[-1]])
     program = lower(torch.fx.GraphModule(gm, graph), [capture.seen[boundary.name]])
-    if program.torch_prefix or any(o.kind == "value" for o in program.operands):
+    if program.torch_prefix or program.position_rank or any(o.kind == "value" for o in program.operands):
         raise CannotCover("the row operations after the linear need torch")
     return program
 
@@ -425,6 +425,8 @@ def _epilogue(gm: torch.fx.GraphModule, linear: torch.fx.Node, bias: Any, nodes:
     program = lower(sub, example)
     if any(o.kind == "value" for o in program.operands):
         raise CannotCover("a number passed to forward after a linear (covered: in pointwise and row kernels)")
+    if program.position_rank:
+        raise CannotCover("positions made with arange after a linear (covered: in pointwise and row kernels)")
     if program.kind != "pointwise":
         raise CannotCover("a reduction after a linear is not covered in a matmul chain")
     if any(o.kind in ("channel", "per_row", "view") for o in program.operands):

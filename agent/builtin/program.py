@@ -45,7 +45,9 @@ class Operand:
 
 @dataclass
 class Node:
-    """One SSA value. ``op`` is a primitive (see ``expressions.elementwise``), ``load``, a reduction or ``const``."""
+    """One SSA value. ``op`` is a primitive (see ``expressions.elementwise``), ``load``, a reduction,
+    ``const`` or ``position`` (args ``[dim, rank]``: the element's index along ``dim`` of the program's
+    rank-``rank`` shape, computed, not read)."""
 
     name: str
     op: str
@@ -94,7 +96,13 @@ class Program:
     @property
     def view_rank(self) -> int:
         """The rank ``view`` operands are read at (0: there are none)."""
-        return max((o.view_rank or 0 for o in self.operands if o.kind == "view"), default=0)
+        views = max((o.view_rank or 0 for o in self.operands if o.kind == "view"), default=0)
+        return max(views, self.position_rank)
+
+    @property
+    def position_rank(self) -> int:
+        """The rank ``position`` nodes (an element's index along a dimension) index; 0: there are none."""
+        return max((n.args[1] for n in self.nodes if n.op == "position"), default=0)
 
     @property
     def strided(self) -> bool:
@@ -112,12 +120,14 @@ class Program:
     def flat(self) -> bool:
         """Nothing broadcasts per column and the input is not chunked: the tensor can be treated as
         one long row (for the tiled strategy)."""
-        return self.main_chunks == 1 and all(o.kind == "row" for o in self.operands)
+        return self.main_chunks == 1 and all(o.kind == "row" for o in self.operands) and not self.position_rank
 
     def node(self, name: str) -> Node:
         return next(n for n in self.nodes if n.name == name)
 
 
 REDUCTIONS = {"sum", "max", "min", "argmax", "argmin"}
+READ_ONCE = {"load", "position"}
+"""Ops a row-level node is read or computed with before the passes over the row, never inside them."""
 N_COLS = "n_cols"
 """The row length as the kernel sees it at run time (an argument of every generated kernel)."""

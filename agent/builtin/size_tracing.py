@@ -22,6 +22,7 @@ import torch.nn as nn
 from torch.utils import _pytree
 
 from kernelevo.agent.builtin.keyword_arguments import leading_arguments_by_position
+from kernelevo.agent.builtin.vocabulary import TRACED_CONSTANT
 
 FACTORIES = ("ones", "zeros", "full", "empty", "arange", "eye", "linspace")
 """Deterministic factories: the random ones make nothing a candidate could reproduce."""
@@ -45,14 +46,28 @@ class SizeTracer(torch.fx.Tracer):
 def traced(model: nn.Module) -> torch.fx.GraphModule:
     """``model`` traced by torch.fx, or where a factory is called with sizes read in forward (a
     TypeError there), traced again with the factories recorded; calls given their leading arguments
-    by keyword are rewritten with them by position (:mod:`keyword_arguments`)."""
+    by keyword are rewritten with them by position (:mod:`keyword_arguments`). Where plain tracing
+    computed a tensor during the trace (``self.slopes[:, None, None]``: torch.fx reads buffers as
+    values), the model is traced again with buffers recorded, so the graph reads the module's own."""
     try:
         gm = torch.fx.symbolic_trace(model)
+        if _holds_folded_tensors(gm):
+            gm = symbolic_trace(model)  # a buffer's view recorded, not a copy of its values at trace time
     except TypeError:
         gm = symbolic_trace(model)
     if leading_arguments_by_position(gm.graph):
         gm.recompile()
     return gm
+
+
+def _holds_folded_tensors(gm: torch.fx.GraphModule) -> bool:
+    """Whether tracing stored a tensor of more than one value it computed as a constant of the graph."""
+    for node in gm.graph.nodes:
+        if node.op == "get_attr" and str(node.target).startswith(TRACED_CONSTANT):
+            value = getattr(gm, str(node.target), None)
+            if isinstance(value, torch.Tensor) and value.dim() > 0:
+                return True
+    return False
 
 
 def symbolic_trace(model: nn.Module) -> torch.fx.GraphModule:

@@ -18,7 +18,7 @@ from dataclasses import replace
 from kernelevo.agent.builtin import codegen
 from kernelevo.agent.builtin.codegen import Emitter, indent
 from kernelevo.agent.builtin.expressions import NEG_INF, POS_INF, rounded
-from kernelevo.agent.builtin.program import REDUCTIONS, Node, Program
+from kernelevo.agent.builtin.program import READ_ONCE, REDUCTIONS, Node, Program
 
 COMBINE = {"sum": ("tl.sum", "0.0"), "max": ("tl.max", NEG_INF), "min": ("tl.min", POS_INF)}
 CHUNK = ("tl.program_id(1) * chunk", "tl.minimum(tl.program_id(1) * chunk + chunk, n_cols)")
@@ -85,7 +85,7 @@ def kernels(program: Program, static: bool) -> str:
 
 
 def _row_loads(program: Program, em: Emitter) -> set[str]:
-    return {n.name for n in program.nodes if n.op == "load" and n.level == "row"}
+    return {n.name for n in program.nodes if n.op in READ_ONCE and n.level == "row"}
 
 
 def _prologue(program: Program, em: Emitter, combined: list[Node], batch: list[Node]) -> list[str]:
@@ -94,7 +94,7 @@ def _prologue(program: Program, em: Emitter, combined: list[Node], batch: list[N
     lines = ["# A row's values read once, and the statistics of the passes before this one."]
     needed = em.deps(program.output) if not batch else set().union(*(em.deps(r.args[0]) for r in batch))
     for node in program.nodes:
-        if node.op == "load" and node.level == "row" and node.name in needed:
+        if node.op in READ_ONCE and node.level == "row" and node.name in needed:
             lines.append(em.statement(node))
     known = _row_loads(program, em) | {r.name for r in combined}
     for r in combined:
@@ -103,7 +103,7 @@ def _prologue(program: Program, em: Emitter, combined: list[Node], batch: list[N
                   f"mask=row_ok[:, None], other={fill})",
                   f"{r.name} = {rounded(r, f'{combine}({r.name}_parts, axis=1)[:, None]')}"]
     for node in program.nodes:
-        if node.level == "row" and node.op not in REDUCTIONS and node.op != "load" and node.name not in known \
+        if node.level == "row" and node.op not in REDUCTIONS and node.op not in READ_ONCE and node.name not in known \
                 and node.name in needed and em.row_deps(node.name) <= known:
             lines.append(em.statement(node))
             known.add(node.name)
