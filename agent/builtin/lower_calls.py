@@ -69,7 +69,8 @@ class CallLowering:
         if node.op == "call_module":
             return self._module_call(node, target, args)
         name, method = _name(target), node.op == "call_method"
-        for handler in (self.position_call, self._structural_call, self._logic_call, self._pointwise_call, self._row_call):
+        handlers = (self.position_call, self._structural_call, self._logic_call, self._pointwise_call, self._row_call)
+        for handler in handlers:
             if handler(node, target, name, method, args, kwargs):
                 return None
         raise CannotCover(f"no template for `{name}`")
