@@ -1042,3 +1042,40 @@ def test_positions_are_refused_where_the_kernel_would_not_compute_what_torch_doe
     path.write_text(POSITIONS.replace("BODY", "x + (3 * pos[None, :] - pos[:, None]).abs().float() / 8"))
     plan = recognise(load_task(str(path), "full"))
     assert [n.args for n in plan.program.nodes if n.op == "position"] == [[2, 3], [1, 3]]
+
+
+@pytest.mark.parametrize(("mask", "causal"), [
+    ("i[None, :] > i[:, None]", True),
+    ("i[:, None] < i[None, :]", True),
+    ("i[None, :] >= i[:, None]", False),  # the diagonal masked too: not attention's causal mask
+    ("i[None, :] > i[:, None] + 1", False),
+])
+def test_a_mask_of_positions_is_causal_attention_only_where_it_masks_exactly_the_future(tmp_path: Path, mask: str,
+                                                                                       causal: bool) -> None:
+    """Attention by hand masked with positions compared is the flash kernel's causal attention only
+    where the mask is true exactly above the diagonal; any other mask stays as written."""
+    source = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, q, k, v):
+        i = torch.arange(q.size(-2), device=q.device)
+        s = (q @ k.transpose(-2, -1)) * 0.25
+        return torch.softmax(s.masked_fill(MASK, float("-inf")), dim=-1) @ v
+
+
+def get_inputs():
+    return [torch.randn(2, 2, 24, 16), torch.randn(2, 2, 24, 16), torch.randn(2, 2, 24, 16)]
+
+
+def get_init_inputs():
+    return []
+"""
+    path = tmp_path / "masked.py"
+    path.write_text(source.replace("MASK", mask))
+    try:
+        plan = recognise(load_task(str(path), "full"))
+    except CannotCover:
+        plan = None
+    assert (plan is not None and plan.kind == "attention" and "causal" in plan.describe()) == causal

@@ -297,6 +297,10 @@ CASES = [
      "        s = s.masked_fill(torch.tril(torch.ones(t, t, device=q.device)) == 0, float('-inf'))\n"
      "        return torch.softmax(s, dim=-1) @ v", "torch.randn(2, 3, 17, 16), torch.randn(2, 3, 17, 16), "
      "torch.randn(2, 3, 17, 16)", "import math"),
+    ("attention-by-hand-causal-positions-bf16", "        pass",
+     "        i = torch.arange(q.shape[2], device=q.device)\n        s = q @ k.transpose(-2, -1) / 4.0\n"
+     "        return torch.softmax(s.masked_fill(i[None, :] > i[:, None], float('-inf')), dim=-1) @ v",
+     "torch.randn(2, 3, 19, 16), torch.randn(2, 3, 19, 16), torch.randn(2, 3, 19, 16)", "DTYPE = torch.bfloat16"),
     ("attention-by-hand-unscaled-bf16", "        pass", "        return torch.matmul(F.softmax(q @ k.mT, dim=3), v)",
      "torch.randn(2, 2, 9, 8), torch.randn(2, 2, 12, 8), torch.randn(2, 2, 12, 8)", "DTYPE = torch.bfloat16"),
     ("linear-sequential-layers-by-index", "        self.net = nn.Sequential(nn.Linear(n, 32), nn.ReLU(), nn.Linear(32, 16))",

@@ -3,8 +3,9 @@ that one flash kernel computes it instead of two GEMMs with the scores through m
 
 ``softmax((q @ k.transpose(-2, -1)) * scale, dim=-1) @ v``, the scale a number (``* c``, ``/ c``, or
 none), optionally causal as code builds the mask in ``forward``:
-``scores.masked_fill(torch.tril(torch.ones(t, t)) == 0, float("-inf"))``, or a buffer of that
-triangle sliced to ``t`` (its values read at the traced size); a dropout of nothing (``p=0``) between
+``scores.masked_fill(torch.tril(torch.ones(t, t)) == 0, float("-inf"))``, a buffer of that
+triangle sliced to ``t``, or positions compared (``i[None, :] > i[:, None]``), the mask's values read
+at the traced size; a dropout of nothing (``p=0``) between
 the softmax and the product is passed over. Every intermediate must be
 used by the next step alone (the scores or weights returned too stay as written). Heads wider than
 the flash kernel holds stay as written.
@@ -122,15 +123,14 @@ def _resolved(factor: float | torch.fx.Node | None, divides: bool, q: torch.fx.N
 
 
 def _causal_mask(node: Any, scores: torch.fx.Node, value_of: Callable[[torch.fx.Node], Any] | None) -> bool:
-    """Is ``node`` ``m == 0`` with ``m`` the lower triangle of ones over the scores' last two dims
-    (``torch.tril(torch.ones(t, t))`` built in forward, or a buffer holding it, sliced to ``t``)? ``m``
-    may read sizes of the inputs but no values of theirs; its own values are read at the traced size
-    (``value_of``; None: only the structure is checked, for shapes)."""
-    if not is_call(node, {operator.eq, torch.eq}, {"eq"}) or node.args[1] != 0 or \
-            not isinstance(node.args[0], torch.fx.Node):
+    """Is ``node`` a mask that is true strictly above the diagonal of the scores' last two dims, built
+    from sizes alone: ``torch.tril(torch.ones(t, t)) == 0``, a buffer of that triangle sliced to ``t``,
+    or positions compared (``i[None, :] > i[:, None]`` with ``i = torch.arange(t)``)? It may read sizes
+    of the inputs but no values of theirs; its values are read at the traced size (``value_of``;
+    None: only the structure is checked, for shapes)."""
+    if not isinstance(node, torch.fx.Node):
         return False
-    mask = node.args[0]
-    pending, seen = [mask], set()
+    pending, seen = [node], set()
     while pending:  # the mask depends on the inputs through their sizes alone
         n = pending.pop()
         if n in seen:
@@ -146,12 +146,12 @@ def _causal_mask(node: Any, scores: torch.fx.Node, value_of: Callable[[torch.fx.
         return False
     if value_of is None:
         return True
-    value = value_of(mask)
-    if not isinstance(value, torch.Tensor) or value.dim() < 2 or tuple(value.shape[-2:]) != shape[-2:] or \
-            any(s != 1 for s in value.shape[:-2]):
+    value = value_of(node)
+    if not isinstance(value, torch.Tensor) or value.dtype != torch.bool or value.dim() < 2 or \
+            tuple(value.shape[-2:]) != shape[-2:] or any(s != 1 for s in value.shape[:-2]):
         return False
-    causal = torch.tril(torch.ones(shape[-2:], dtype=torch.bool))
-    return bool(torch.equal(value.reshape(shape[-2:]) != 0, causal))
+    above = torch.triu(torch.ones(shape[-2:], dtype=torch.bool), diagonal=1)
+    return bool(torch.equal(value.reshape(shape[-2:]), above))
 
 
 def _identity(gm: torch.fx.GraphModule, node: Any) -> Any:
