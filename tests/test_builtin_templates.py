@@ -169,6 +169,8 @@ CASES = [
      "        p = torch.arange(1, 2 * x.size(1) + 1, 2, device=x.device).to(x.dtype)\n"
      "        return x * p.unsqueeze(-1) - torch.arange(x.size(-1), device=x.device)",
      "torch.randn(3, 50, {cols})", ""),
+    ("mean-then-scalar-tail", "        pass", "        return torch.sqrt(x.mean() * 3.0 + y.sum())",
+     "torch.randn(3, {cols}).abs(), torch.randn(5, 7).abs()", ""),
     ("pointwise-made-tensors", "        pass", "        return torch.maximum(x, torch.tensor(-0.25)) * torch.tensor(3)",
      "torch.randn(3, {cols})", ""),
     ("pointwise-made-tensors-cast", "        pass",

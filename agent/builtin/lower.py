@@ -142,8 +142,8 @@ class _Lowering(OperandIntake, PositionLowering, CallLowering, Layout):
         if meta is None:
             raise CannotCover(f"`{node.name}` has no tensor shape")
         shape = meta[0]
-        if shape == self.elem_shape():
-            return "elem"
+        if shape == self.elem_shape() or (self.main_shape == () and math.prod(shape) == 1):
+            return "elem"  # (a one-value input, a reduction's result: every one-value tensor is per element)
         if shape == (*self.rows_shape, 1):
             return "row"
         if shape == tuple(self.rows_shape) and len(self.rows_shape) > 0:

@@ -62,6 +62,8 @@ class OperandIntake:
             self.viewed_inputs[node.name] = value
             return
         shape = self.logical(tuple(value.shape), result=False)
+        if self.main_shape == () and math.prod(shape) == 1:
+            shape = self.elem_shape()  # a one-value program (a reduction's result scaled): every input is per element
         operand = Operand(name=f"in{len(self.operands)}", source=node.name, kind="row")
         if self.main_chunks > 1 and node.name == self.main:
             operand.chunks = self.main_chunks

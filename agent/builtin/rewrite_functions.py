@@ -10,7 +10,8 @@ runs as written); options a rewrite does not follow leave the call as it was.
   without writing the log-probabilities out.
 - ``adaptive_avg_pool{1,2,3}d(x, 1)`` (a global average, module or function): the mean over the pooled
   trailing dimensions, kept as ones; ``adaptive_max_pool{1,2,3}d(x, 1)`` without indices: the amax;
-  other output sizes are left as they are.
+  other output sizes are left as they are. ``max_pool{1,2,3}d`` with ``return_indices`` whose indices
+  nothing reads: the pooling alone.
 - ``linalg.norm(x, ord, dim)``: a vector norm over one dim, or the Frobenius norm over two (the 2-norm
   of their values).
 - ``var_mean`` and ``std_mean``: the variance (or deviation) and the mean, each where it is used.
@@ -308,10 +309,39 @@ REWRITES = {F.normalize: _normalize, F.glu: _glu, F.binary_cross_entropy_with_lo
             **dict.fromkeys((*ADAPTIVE_AVG_FUNCTIONS, *ADAPTIVE_MAX_FUNCTIONS), _global_average)}
 
 
+POOLS_WITH_INDICES = {F.max_pool1d_with_indices: F.max_pool1d, F.max_pool2d_with_indices: F.max_pool2d,
+                      F.max_pool3d_with_indices: F.max_pool3d}
+
+
+def _pool_values_alone(gm: torch.fx.GraphModule) -> bool:
+    """``max_pool2d(x, ..., return_indices=True)`` whose indices nothing reads as the plain pooling
+    (what the pooling template computes): each read of its values becomes the pooling call."""
+    changed = False
+    for node in list(gm.graph.nodes):
+        plain = POOLS_WITH_INDICES.get(node.target) if node.op == "call_function" else None
+        users = list(node.users)
+        if plain is None or not all(u.op == "call_function" and u.target is operator.getitem and
+                                    u.args[1] in (0, 1) for u in users):
+            continue
+        if any(u.args[1] == 1 and u.users for u in users):
+            continue  # the indices are used
+        kwargs = {k: v for k, v in node.kwargs.items() if k != "return_indices"}
+        for user in users:
+            if user.args[1] == 0:
+                with gm.graph.inserting_before(user):
+                    pooled = gm.graph.call_function(plain, node.args, kwargs)
+                user.replace_all_uses_with(pooled)
+            gm.graph.erase_node(user)
+        gm.graph.erase_node(node)
+        changed = True
+    return changed
+
+
 def rewrite_functions(gm: torch.fx.GraphModule) -> bool:
     """Modules of :data:`FUNCTION_MODULES` as their functions, then each function of :data:`REWRITES`
     as its ops; True when something changed (the caller recompiles and propagates shapes again)."""
     changed = _split_moments(gm)
+    changed = _pool_values_alone(gm) or changed
     for node in list(gm.graph.nodes):
         if node.op == "call_module":
             found = module_as_function(gm.get_submodule(str(node.target)))
