@@ -72,6 +72,12 @@ class Emitter:
         if self.p.strided:
             return (f"tl.load({operand.name}_ptr + starts[:, None] + cols[None, :].to(starts.dtype) * inner, "
                     f"mask=mask, other=0.0{hint}).to(tl.float32)")
+        if operand.chunks > 1 and self.p.chunk_dim is not None:
+            # chunk k of a dimension before the last: whole rows of the input, chunk_rows at a time
+            k, n = node.args[1], operand.chunks
+            row = f"((rows64 // chunk_rows) * {n} * chunk_rows + {k} * chunk_rows + rows64 % chunk_rows)"
+            return (f"tl.load({operand.name}_ptr + ({row} * {operand.name}_stride)[:, None] + cols[None, :], "
+                    f"mask=mask, other=0.0{hint}).to(tl.float32)")
         offset = f"{node.args[1]} * n_cols + " if node.args[1] else ""
         return (f"tl.load({operand.name}_ptr + (rows64 * {operand.name}_stride)[:, None] + ({offset}cols)[None, :], "
                 f"mask=mask, other=0.0{hint}).to(tl.float32)")
@@ -169,6 +175,7 @@ def _signature(program: Program, strategy: str, static: bool) -> str:
     if program.strided:
         target.append(f"inner{const}")
     target += [f"D{d}" for d in range(max(program.view_rank - 1, 0))]
+    target += ["chunk_rows"] if program.chunk_dim is not None else []
     signature = ", ".join([*params, *target, "BLOCK_R: tl.constexpr", "BLOCK_C: tl.constexpr",
                            "EVEN_R: tl.constexpr", "EVEN_C: tl.constexpr", "WIDE: tl.constexpr",
                            "VEC: tl.constexpr"])

@@ -50,8 +50,7 @@ def forward(program: Program, strategy: str, params: dict[str, Any], max_block: 
                  f"ws = torch.empty((n_rows, SPLIT), dtype=torch.float32, device={main}.device)",
                  "chunk = triton.cdiv(triton.cdiv(n_cols, BLOCK_C), SPLIT) * BLOCK_C",
                  "fused_kernel[(n_rows, SPLIT)](",
-                 f"    {', '.join(args)}, ws, n_rows, n_cols, chunk, {'inner, ' if program.strided else ''}"
-                 f"{f'*{main}.shape[:-1], ' if program.view_rank else ''}"
+                 f"    {', '.join(args)}, ws, n_rows, n_cols, chunk, {program.sizes_after(main)}"
                  "BLOCK_R=1, BLOCK_C=BLOCK_C,",
                  f"    EVEN_R=True, EVEN_C=n_cols % BLOCK_C == 0, WIDE=max({sizes}) >= 2**31, SPLIT=SPLIT,",
                  f"    VEC={'vec' if vec else 1},",
@@ -72,8 +71,7 @@ def forward(program: Program, strategy: str, params: dict[str, Any], max_block: 
     sizes = _counts(program)
     body += [f"BLOCK_R, BLOCK_C = {block_r}, {block_c}",
              f"fused_kernel[{grid}](",
-             f"    {', '.join(args)}, out, n_rows, n_cols, {'inner, ' if program.strided else ''}"
-             f"{f'*{main}.shape[:-1], ' if program.view_rank else ''}"
+             f"    {', '.join(args)}, out, n_rows, n_cols, {program.sizes_after(main)}"
              "BLOCK_R=BLOCK_R, BLOCK_C=BLOCK_C,",
              "    EVEN_R=n_rows % BLOCK_R == 0, EVEN_C=n_cols % BLOCK_C == 0,",
              f"    WIDE=max({sizes}) >= 2**31, VEC={'vec' if vec else 1},",
@@ -95,10 +93,21 @@ def _sizes(program: Program, main: str, flat: bool) -> list[str]:
         if program.strided:
             lines.append(f"inner = {main}.shape[{first + count}:].numel()  # how far apart a row's values lie")
     else:
-        cols = f"{main}.shape[-1]" if program.main_chunks == 1 else f"{main}.shape[-1] // {program.main_chunks}"
+        chunked_cols = program.main_chunks > 1 and program.chunk_dim is None
+        cols = f"{main}.shape[-1] // {program.main_chunks}" if chunked_cols else f"{main}.shape[-1]"
         lines = [f"n_cols = {cols}", f"n_rows = {main}.numel() // max({main}.shape[-1], 1)"]
-    shape = {("elem", True): f"(*{main}.shape[:-1], n_cols)", ("row", True): f"(*{main}.shape[:-1], 1)",
-             ("row", False): f"{main}.shape[:-1]", ("elem", False): f"(*{main}.shape[:-1], n_cols)"}
+        if program.chunk_dim is not None:
+            d, n = program.chunk_dim, program.main_chunks
+            lines = [f"n_cols = {cols}", f"n_rows = {main}.numel() // max({main}.shape[-1], 1) // {n}",
+                     f"# chunk k of dim {d}: rows [k * chunk_rows, (k + 1) * chunk_rows) of each position before it",
+                     f"chunk_rows = {main}.shape[{d}:-1].numel() // {n}"]
+    rows, rows_shape = f"*{main}.shape[:-1]", f"{main}.shape[:-1]"
+    if program.chunk_dim is not None:  # one chunk's shape
+        d = program.chunk_dim
+        rows = f"*{main}.shape[:{d}], {main}.shape[{d}] // {program.main_chunks}, *{main}.shape[{d} + 1:-1]"
+        rows_shape = f"({rows},)"
+    shape = {("elem", True): f"({rows}, n_cols)", ("row", True): f"({rows}, 1)",
+             ("row", False): rows_shape, ("elem", False): f"({rows}, n_cols)"}
     if program.span is not None:
         first, count, _ = program.span
         before, after = f"*{main}.shape[:{first}]", f"*{main}.shape[{first + count}:]"

@@ -86,6 +86,8 @@ class _Lowering(OperandIntake, PositionLowering, CallLowering, Layout):
         self.ops: list[str] = []
         self.main: str | None = None
         self.main_chunks = 1
+        self.chunk_dim: int | None = None
+        """Where the main input is chunked along a dimension before the last (``Program.chunk_dim``)."""
         self.rows_shape: tuple[int, ...] | None = None
         self.cols: int | None = None
         self.positional: dict[str, float] = {}
@@ -442,8 +444,8 @@ class _Lowering(OperandIntake, PositionLowering, CallLowering, Layout):
         assert self.main is not None
         return Program(operands=self.operands, nodes=self.nodes, output=out, out_level=out_node.level,
                        out_dtype=out_node.dtype, out_keepdim=out not in self.rowflat, main=self.main,
-                       main_chunks=self.main_chunks, inputs=[n.name for n in self.gm.graph.nodes
-                                                             if n.op == "placeholder"], ops=self.ops,
+                       main_chunks=self.main_chunks, chunk_dim=self.chunk_dim,
+                       inputs=[n.name for n in self.gm.graph.nodes if n.op == "placeholder"], ops=self.ops,
                        torch_prefix=self.torch_prefix, span=self.span,
                        broadcast_from=[o.source for o in self.operands if o.kind != "value"] if self.virtual else [])
 

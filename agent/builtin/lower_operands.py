@@ -50,12 +50,16 @@ class OperandIntake:
             users = list(node.users)
             chunk = [u for u in users if _is_chunk(u)]
             if chunk and len(chunk) == len(users):
-                n = _chunk_count(chunk[0], value.dim())
-                if value.shape[-1] % n:
-                    raise CannotCover("chunk of a last dimension that does not divide evenly")
+                n, dim = _chunk_count(chunk[0], value.dim())
+                if any(_chunk_count(c, value.dim()) != (n, dim) for c in chunk) or value.shape[dim] % n:
+                    raise CannotCover("chunks that differ, or of a dimension that does not divide evenly")
                 self.main_chunks = n
-            self.rows_shape = tuple(value.shape[:-1]) if value.dim() else ()
-            self.cols = value.shape[-1] // self.main_chunks if value.dim() else 1
+                self.chunk_dim = None if dim == value.dim() - 1 else dim - value.dim()
+            rows = list(value.shape[:-1]) if value.dim() else []
+            if self.chunk_dim is not None:
+                rows[self.chunk_dim + 1] //= self.main_chunks  # rows of one chunk (counted from the end, less the last)
+            self.rows_shape = tuple(rows)
+            self.cols = value.shape[-1] // (self.main_chunks if self.chunk_dim is None else 1) if value.dim() else 1
         if self.span is None and self.main_chunks == 1 and only_viewed(node):
             # used only through views that change its strides: each view is an operand of its own
             self.values[node.name] = node
@@ -212,12 +216,13 @@ def _is_chunk(node: torch.fx.Node) -> bool:
         node.op == "call_function" and node.target is torch.chunk)
 
 
-def _chunk_count(node: torch.fx.Node, rank: int) -> int:
+def _chunk_count(node: torch.fx.Node, rank: int) -> tuple[int, int]:
+    """(chunks, dim) of a ``chunk`` call, the dim counted from the start."""
     n = node.kwargs.get("chunks", node.args[1] if len(node.args) > 1 else None)
     dim = node.kwargs.get("dim", node.args[2] if len(node.args) > 2 else 0)
-    if not isinstance(n, int) or not isinstance(dim, int) or dim % max(rank, 1) != rank - 1:
-        raise CannotCover("chunk along a dimension other than the last")
-    return n
+    if not isinstance(n, int) or not isinstance(dim, int) or rank == 0 or not -rank <= dim < rank:
+        raise CannotCover("a chunk the templates do not follow")
+    return n, dim % rank
 
 
 def viewed_attribute(node: torch.fx.Node) -> tuple[str, list[Any]] | None:

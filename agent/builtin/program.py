@@ -88,6 +88,13 @@ class Program:
     the span (``strided``), a row's values lie ``inner`` (their product) apart and neighbouring rows
     are neighbouring in memory."""
 
+    chunk_dim: int | None = None
+    """Where the main input is split with ``chunk(n, dim)`` along a dimension before the last (GLU over
+    the channels of ``[N, 2C, L]``): that dimension, counted from the end; the program's rows are one
+    chunk's, and chunk k of row r is the input's row ``(r // chunk_rows) * n * chunk_rows + k * chunk_rows
+    + r % chunk_rows``, ``chunk_rows`` the rows of one chunk within one position of the dimensions
+    before it (a kernel argument). None: split along the last dimension, or not at all."""
+
     broadcast_from: list[str] = field(default_factory=list)
     """Where the output is larger than every input (``x[:, None] + y``, a ``[B, 1]`` column plus a
     ``[1, C, 1, 1]`` parameter): the tensors whose shapes broadcast to the program's shape. The main
@@ -103,6 +110,11 @@ class Program:
     def position_rank(self) -> int:
         """The rank ``position`` nodes (an element's index along a dimension) index; 0: there are none."""
         return max((n.args[1] for n in self.nodes if n.op == "position"), default=0)
+
+    def sizes_after(self, main: str) -> str:
+        """The kernel arguments after ``n_cols`` that say where rows lie, as a launch writes them."""
+        return ("inner, " if self.strided else "") + (f"*{main}.shape[:-1], " if self.view_rank else "") + \
+            ("chunk_rows, " if self.chunk_dim is not None else "")
 
     @property
     def strided(self) -> bool:

@@ -469,6 +469,8 @@ def _lowered_plan(model: torch.nn.Module, inputs: list[Any], shapes: list[tuple[
         first, count, _ = program.span
         cols = math.prod(main[first:first + count])
         rows = math.prod(main) // max(cols, 1)
-    if program.main_chunks > 1:
+    if program.main_chunks > 1 and program.chunk_dim is None:
         cols //= program.main_chunks
+    elif program.main_chunks > 1:
+        rows //= program.main_chunks
     return _covering(context, names, kind=program.kind, program=program, rows=rows, cols=cols, ops=program.ops)

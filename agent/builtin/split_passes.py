@@ -119,7 +119,7 @@ def launch_lines(program: Program, args: list[str], main: str, params: dict, siz
     """The forward's workspaces and launches (after ``n_rows``, ``n_cols`` and ``out`` are set)."""
     found = batches(program) or []
     reductions = [r for batch in found for r in batch]
-    extra = ("inner, " if program.strided else "") + (f"*{main}.shape[:-1], " if program.view_rank else "")
+    extra = program.sizes_after(main)
     call = (f"{', '.join(args)}, {', '.join(f'ws_{r.name}' for r in reductions)}, out, n_rows, n_cols, chunk, "
             f"{extra}BLOCK_R=1, BLOCK_C=BLOCK_C, EVEN_R=True, EVEN_C=n_cols % BLOCK_C == 0, "
             f"WIDE=max({sizes}) >= 2**31, VEC=1, SPLIT=SPLIT, num_warps={params['num_warps']}")
