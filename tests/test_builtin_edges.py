@@ -1079,3 +1079,33 @@ def get_init_inputs():
     except CannotCover:
         plan = None
     assert (plan is not None and plan.kind == "attention" and "causal" in plan.describe()) == causal
+
+
+def test_a_segment_computes_in_the_dtype_of_the_tensors_it_reads_not_of_the_token_ids(tmp_path: Path) -> None:
+    """A task whose only input is token ids (int64): the GEMM after the lookup computes in fp32 and is
+    seeded as fp32 GEMMs are (products emulated to fp32's accuracy), not as an integer task."""
+    path = tmp_path / "embed_linear.py"
+    path.write_text("""import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(100, 32)
+        self.fc = nn.Linear(32, 48)
+
+    def forward(self, idx):
+        return torch.relu(self.fc(self.emb(idx)))
+
+
+def get_inputs():
+    return [torch.randint(0, 100, (4, 16))]
+
+
+def get_init_inputs():
+    return []
+""")
+    plan = recognise(load_task(str(path), "full"))
+    gemm = next(s for s in plan.extra["segments"] if s.plan.kind == "matmul")
+    assert gemm.plan.dtype == "float32" and gemm.params.get("precision") == "bf16x6"

@@ -178,6 +178,11 @@ CASES = [
     ("chunk-before-rows-norm", "        pass",
      "        a, b = torch.chunk(x, 2, -3)\n        return b * torch.rsqrt(a.pow(2).mean(-1, keepdim=True) + 1e-6)",
      "torch.randn(2, 4, 3, {cols})", ""),
+    ("learned-positions-added", "        self.wpe = nn.Embedding(64, n)",
+     "        return x + self.wpe(torch.arange(x.size(1), device=x.device))", "torch.randn(2, 37, {cols})", ""),
+    ("token-and-position-embeddings", "        self.wte = nn.Embedding(50, n)\n        self.wpe = nn.Embedding(40, n)",
+     "        b, t = x.size()\n        pos = torch.arange(0, t, dtype=torch.long, device=x.device)\n"
+     "        return self.wte(x) + self.wpe(pos)", "torch.randint(0, 50, (3, 29))", ""),
     ("pointwise-made-tensors", "        pass", "        return torch.maximum(x, torch.tensor(-0.25)) * torch.tensor(3)",
      "torch.randn(3, {cols})", ""),
     ("pointwise-made-tensors-cast", "        pass",

@@ -16,6 +16,7 @@ import torch.nn.functional as F
 
 from kernelevo.agent.builtin import shape_reads
 from kernelevo.agent.builtin.lower_operands import view_of_attribute, viewed_attribute
+from kernelevo.agent.builtin.lower_positions import Positions
 from kernelevo.agent.builtin.program import CannotCover, Operand
 from kernelevo.agent.builtin.vocabulary import (
     BINARY_METHODS,
@@ -78,6 +79,9 @@ class CallLowering:
     def _module_call(self, node: torch.fx.Node, target: Any, args: list[Any]) -> None:
         """A submodule of the reference: what it computes, by its type."""
         sub = self.gm.get_submodule(str(target))
+        if isinstance(sub, nn.Embedding) and args and isinstance(args[0], torch.fx.Node) and \
+                isinstance(self.values.get(args[0].name), Positions):
+            return self.position_lookup(node, sub, self.values[args[0].name])
         if isinstance(sub, IDENTITY_MODULES):
             self.values[node.name] = self.arg(args[0])
             return

@@ -30,6 +30,9 @@ class OperandIntake:
             return
         if not isinstance(value, torch.Tensor):
             raise CannotCover(f"input `{node.name}` is not a tensor")
+        if self.main is not None and node.users and all(_reads_metadata(u) for u in node.users):
+            self.values[node.name] = node  # read for its sizes alone (``b, t = idx.size()``): no operand
+            return
         if not value.is_floating_point() and (why := _not_as_numbers(node, value)) is not None:
             raise CannotCover(f"input `{node.name}` is {value.dtype}, {why}")
         if self.main is None and self.virtual is not None:

@@ -144,6 +144,22 @@ class PositionLowering:
         self.positional[value] = abs(positions.start) + abs(positions.step) * positions.length
         return value
 
+    def position_lookup(self, node: torch.fx.Node, table: torch.nn.Embedding, positions: Positions) -> None:
+        """``emb(torch.arange(t))`` (a learned position embedding): the table's first ``t`` rows, read in
+        place as a view broadcast to the program's shape, row ``p`` where the position is ``p``."""
+        shape = (*positions.shape, table.embedding_dim)
+        rank = len(self.main_shape or ())
+        if table.max_norm is not None or positions.start != 0 or positions.step != 1 or \
+                positions.dtype.is_floating_point or positions.shape[-1] != positions.length:
+            raise CannotCover(f"`{node.name}` looks up positions other than 0, 1, ..., t-1 along their last dim")
+        if self.span is not None or self.virtual is not None or self.main_chunks > 1 or rank < 2 or \
+                len(shape) > rank or tuple(self.main_shape[-2:]) != (positions.length, table.embedding_dim):
+            raise CannotCover(f"`{node.name}` (an embedding of positions, {list(shape)}) does not broadcast along "
+                              f"the last two dims of the input's shape {list(self.main_shape or ())}")
+        source = f"self.{node.target}.weight[:{self.main}.shape[-2]]"
+        self.view_operand(f"p{len(self.operands)}", source, node.name, table.weight)
+        self.ops.append(f"{node.target} (positions)")
+
     def positional_result(self, node: torch.fx.Node, op: str, values: list[Any]) -> str | None:
         """For arithmetic on placed positions: "elem" where ``node`` has the program's shape, else
         "positional" (a smaller tensor that broadcasts to it, computed per element all the same);

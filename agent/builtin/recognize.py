@@ -275,7 +275,10 @@ def recognise(task: Task) -> Plan:
         shapes = [tuple(x.shape) for x in inputs if isinstance(x, torch.Tensor)]
     if not shapes:
         raise CannotCover("the task has no tensor inputs")
-    dtype = task.dtype or str(next(x for x in inputs if isinstance(x, torch.Tensor)).dtype).removeprefix("torch.")
+    # the values' dtype: token ids or a mask may come first, the floating-point tensors say what is computed
+    tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+    first = next((x for x in tensors if x.is_floating_point()), tensors[0])
+    dtype = task.dtype or str(first.dtype).removeprefix("torch.")
     # The constructor's constants as the file defines them at the size being optimised: the traced
     # model above is the small one, whose module holds the small sizes.
     init, imports = init_source(import_task_module(task.path, task.size).Model)

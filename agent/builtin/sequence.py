@@ -154,7 +154,35 @@ def _same_at_full_size(flow: torch.fx.Node, node: torch.fx.Node, args: list[Any]
 
 
 def _calls(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
-    return [n for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module")]
+    """The graph's calls in an order the split can use: each value computed from sizes alone (a size
+    read, positions made with ``arange`` from it) just before the first call that needs it, not where
+    the trace met it. Written first, ``b, t = idx.size(); pos = torch.arange(t)`` would start every
+    segment with calls no template takes on their own, before the lookup of ``idx`` that needs none
+    of them."""
+    calls = [n for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module")]
+    from_sizes: set[torch.fx.Node] = set()
+    for n in calls:
+        reads = (n.op == "call_method" and n.target == "size") or (
+            n.op == "call_function" and n.target is getattr and n.args[1] in ("shape", "device", "dtype"))
+        if reads or (n.all_input_nodes and all(a in from_sizes for a in n.all_input_nodes)):
+            from_sizes.add(n)
+    order: list[torch.fx.Node] = []
+    placed: set[torch.fx.Node] = set()
+
+    def place(n: torch.fx.Node) -> None:
+        for a in n.all_input_nodes:
+            if a in from_sizes and a not in placed:
+                place(a)
+        placed.add(n)
+        order.append(n)
+
+    for n in calls:
+        if n not in from_sizes:
+            place(n)
+    for n in calls:  # what only the output reads
+        if n not in placed:
+            place(n)
+    return order
 
 
 def _subgraph(gm: torch.fx.GraphModule, nodes: list[torch.fx.Node], flow: torch.fx.Node | None,
@@ -270,7 +298,7 @@ def plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ..
                 traced = trace(sub, values)
                 sizes = [full_shapes.get(s, small.get(s, ())) for s, v in zip(sources, values, strict=True)
                          if isinstance(v, torch.Tensor)]  # a size read in forward comes in as a number
-                found = (plan_graph(sub, traced, values, sizes, replace(context, node_shapes=full_shapes)), names)
+                found = (plan_graph(sub, traced, values, sizes, _segment_context(context, values, full_shapes)), names)
                 break
             except CannotCover as exc:
                 if end == start:
@@ -294,6 +322,14 @@ def plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ..
     return Plan(kind="sequence", program=None, init=context.init, imports=context.imports, rows=first.rows,
                 cols=first.cols, dtype=context.dtype, ops=[op for s in segments for op in s.plan.ops], inputs=names,
                 extra={"segments": segments, "lead": lead, "tail_views": views})
+
+
+def _segment_context(context: Any, values: list[Any], full_shapes: dict[str, tuple[int, ...]]) -> Any:
+    """The planning context of a segment reading ``values``: the whole graph's, with its own dtype where
+    it reads floating-point tensors (a GEMM after a lookup of token ids computes in the table's dtype)."""
+    floating = next((v for v in values if isinstance(v, torch.Tensor) and v.is_floating_point()), None)
+    dtype = str(floating.dtype).removeprefix("torch.") if floating is not None else context.dtype
+    return replace(context, node_shapes=full_shapes, dtype=dtype)
 
 
 def searched(plan: Any) -> Any:
