@@ -356,3 +356,19 @@ def test_lean_rows_count_for_eager_and_stay_out_of_the_torch_compile_columns() -
     assert out["fast_1_eager"] == 2 / 3 and out["fast_1.5_compile"] == 1 / 2
     assert abs(out["geomean_compile"] - 1.6) < 1e-9
     assert bench.summary({"level1/b": rows["level1/b"]})["fast_1_compile"] is None
+
+
+def test_an_error_in_place_of_a_verdict_is_a_harness_row_that_says_so(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """``kernelevo eval --json`` answers ``{"error": ...}`` when it gives no verdict (its own limit, a
+    task it cannot load): the row is the harness's, with the error as its reason, never a candidate
+    found wrong without one."""
+    import subprocess
+
+    bench = _bench("kernelbench")
+    replies = iter([subprocess.CompletedProcess([], 0, "seed 0\n", ""),
+                    subprocess.CompletedProcess([], 5, '{"error": "the judge waited too long for the GPU"}', "")])
+    monkeypatch.setattr(bench, "run_within", lambda *args, **kwargs: next(replies))
+    row = bench.judge_seed(tmp_path / "task.py", 60.0, timed=True)
+    assert row["harness"] and not row["correct"]
+    assert "exit 5" in row["reason"] and "waited too long for the GPU" in row["reason"]
