@@ -183,6 +183,8 @@ CASES = [
     ("token-and-position-embeddings", "        self.wte = nn.Embedding(50, n)\n        self.wpe = nn.Embedding(40, n)",
      "        b, t = x.size()\n        pos = torch.arange(0, t, dtype=torch.long, device=x.device)\n"
      "        return self.wte(x) + self.wpe(pos)", "torch.randint(0, 50, (3, 29))", ""),
+    ("mean-then-parameter-tail", "        self.w = nn.Parameter(torch.tensor(2.0))",
+     "        return x.mean() * self.w + 1.0", "torch.randn(3, {cols})", ""),
     ("pointwise-made-tensors", "        pass", "        return torch.maximum(x, torch.tensor(-0.25)) * torch.tensor(3)",
      "torch.randn(3, {cols})", ""),
     ("pointwise-made-tensors-cast", "        pass",

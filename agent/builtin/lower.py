@@ -444,7 +444,7 @@ class _Lowering(OperandIntake, PositionLowering, CallLowering, Layout):
         assert self.main is not None
         return Program(operands=self.operands, nodes=self.nodes, output=out, out_level=out_node.level,
                        out_dtype=out_node.dtype, out_keepdim=out not in self.rowflat, main=self.main,
-                       main_chunks=self.main_chunks, chunk_dim=self.chunk_dim,
+                       main_chunks=self.main_chunks, chunk_dim=self.chunk_dim, one_value=self.main_shape == (),
                        inputs=[n.name for n in self.gm.graph.nodes if n.op == "placeholder"], ops=self.ops,
                        torch_prefix=self.torch_prefix, span=self.span,
                        broadcast_from=[o.source for o in self.operands if o.kind != "value"] if self.virtual else [])

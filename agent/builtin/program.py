@@ -88,6 +88,8 @@ class Program:
     the span (``strided``), a row's values lie ``inner`` (their product) apart and neighbouring rows
     are neighbouring in memory."""
 
+    one_value: bool = False
+    """The main input has no dimension (a reduction's result, scaled): one element, computed flat."""
     chunk_dim: int | None = None
     """Where the main input is split with ``chunk(n, dim)`` along a dimension before the last (GLU over
     the channels of ``[N, 2C, L]``): that dimension, counted from the end; the program's rows are one
@@ -132,6 +134,8 @@ class Program:
     def flat(self) -> bool:
         """Nothing broadcasts per column and the input is not chunked: the tensor can be treated as
         one long row (for the tiled strategy)."""
+        if self.one_value:
+            return True  # one element: every operand is one value too
         return self.main_chunks == 1 and all(o.kind == "row" for o in self.operands) and not self.position_rank
 
     def node(self, name: str) -> Node:
