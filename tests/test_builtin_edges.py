@@ -1025,6 +1025,8 @@ def get_init_inputs():
     ("x + (pos[None, :] * pos[:, None]).float()", "integer arithmetic on positions"),
     ("x + (pos[None, :] // 3).float()", "floordiv"),
     ("x + (pos[None, :] * 1000000).float()", "integer arithmetic on positions"),
+    ("x + ((pos[None, :] * 299999 + 1) - pos[None, :] * 299999).float()", "integer arithmetic on positions"),
+    ("x + (pos[None, :] * 4).to(torch.int8)", "int8"),
     ("x + pos[:5].float().sum()", "indexes a tensor"),
     ("x + torch.softmax(pos[None, :] - pos[:, None].float(), -1)", "reduces or normalises positions"),
     ("x * 0 + (pos[None, :] - pos[:, None]).float()[:, :1]", "indexes a tensor"),
@@ -1049,11 +1051,14 @@ def test_positions_are_refused_where_the_kernel_would_not_compute_what_torch_doe
     ("i[:, None] < i[None, :]", True),
     ("i[None, :] >= i[:, None]", False),  # the diagonal masked too: not attention's causal mask
     ("i[None, :] > i[:, None] + 1", False),
+    # a sliding window as wide as the traced sequence: its values are the triangle's there, not beyond
+    ("(i[:, None] - i[None, :] < 0) | (i[:, None] - i[None, :] >= 64)", False),
 ])
 def test_a_mask_of_positions_is_causal_attention_only_where_it_masks_exactly_the_future(tmp_path: Path, mask: str,
                                                                                        causal: bool) -> None:
     """Attention by hand masked with positions compared is the flash kernel's causal attention only
-    where the mask is true exactly above the diagonal; any other mask stays as written."""
+    where the mask is true exactly above the diagonal at every size, which its form shows; any other
+    mask stays as written, even one whose values at the traced size are the triangle's."""
     source = """import torch
 import torch.nn as nn
 
@@ -1109,3 +1114,37 @@ def get_init_inputs():
     plan = recognise(load_task(str(path), "full"))
     gemm = next(s for s in plan.extra["segments"] if s.plan.kind == "matmul")
     assert gemm.plan.dtype == "float32" and gemm.params.get("precision") == "bf16x6"
+
+
+def test_one_value_computed_into_a_tensor_with_dimensions_is_refused(tmp_path: Path) -> None:
+    """A full reduction times a one-element tensor of rank 1 is a tensor of shape [1] in torch: a
+    one-value kernel would allocate a tensor of no dimensions, so that tail is refused."""
+    path = tmp_path / "tail.py"
+    path.write_text("""import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x, s):
+        return (x * x).sum() * s
+
+
+def get_inputs():
+    return [torch.randn(8, 30), torch.randn(1)]
+
+
+def get_init_inputs():
+    return []
+""")
+    with pytest.raises(CannotCover, match="one value computed into a tensor of shape"):
+        recognise(load_task(str(path), "full"))
+
+
+def test_positions_are_cast_only_to_dtypes_that_hold_them_as_they_are() -> None:
+    """torch wraps ``arange(300).to(torch.uint8)`` at 256; the kernel computes positions as they are,
+    so such a cast is refused; float dtypes round as torch rounds."""
+    from kernelevo.agent.builtin.lower_positions import holds
+
+    assert not holds(torch.uint8, 0, 299) and holds(torch.uint8, 0, 255) and holds(torch.int16, 0, 299)
+    assert not holds(torch.uint8, -1, 5) and not holds(torch.int8, 0, 128) and holds(torch.int8, -128, 127)
+    assert holds(torch.bfloat16, 0, 1e6) and not holds(torch.float64, 0, 1) and not holds(torch.bool, 0, 1)

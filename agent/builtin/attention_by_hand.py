@@ -3,10 +3,10 @@ that one flash kernel computes it instead of two GEMMs with the scores through m
 
 ``softmax((q @ k.transpose(-2, -1)) * scale, dim=-1) @ v``, the scale a number (``* c``, ``/ c``, or
 none), optionally causal as code builds the mask in ``forward``:
-``scores.masked_fill(torch.tril(torch.ones(t, t)) == 0, float("-inf"))``, a buffer of that
-triangle sliced to ``t``, or positions compared (``i[None, :] > i[:, None]``), the mask's values read
-at the traced size; a dropout of nothing (``p=0``) between
-the softmax and the product is passed over. Every intermediate must be
+``scores.masked_fill(torch.tril(torch.ones(t, t)) == 0, float("-inf"))`` or a buffer of that
+triangle sliced to ``t`` (its values read at the traced size), or positions compared
+(``i[None, :] > i[:, None]`` with ``i = torch.arange(t)``, causal at any size by its form); a dropout
+of nothing (``p=0``) between the softmax and the product is passed over. Every intermediate must be
 used by the next step alone (the scores or weights returned too stay as written). Heads wider than
 the flash kernel holds stay as written.
 """
@@ -122,15 +122,54 @@ def _resolved(factor: float | torch.fx.Node | None, divides: bool, q: torch.fx.N
     return HEAD_SCALE if named else False
 
 
-def _causal_mask(node: Any, scores: torch.fx.Node, value_of: Callable[[torch.fx.Node], Any] | None) -> bool:
-    """Is ``node`` a mask that is true strictly above the diagonal of the scores' last two dims, built
-    from sizes alone: ``torch.tril(torch.ones(t, t)) == 0``, a buffer of that triangle sliced to ``t``,
-    or positions compared (``i[None, :] > i[:, None]`` with ``i = torch.arange(t)``)? It may read sizes
-    of the inputs but no values of theirs; its values are read at the traced size (``value_of``;
-    None: only the structure is checked, for shapes)."""
-    if not isinstance(node, torch.fx.Node):
+def _position_pair(node: Any) -> tuple[torch.fx.Node, int] | None:
+    """(the ``arange`` call, the axis it runs along: -1 or -2) where ``node`` is ``i[None, :]`` or
+    ``i[:, None]`` (or ``unsqueeze(0)`` / ``unsqueeze(1)``) of ``i = torch.arange(t)`` from 0 by 1."""
+    if not isinstance(node, torch.fx.Node) or not node.args or not isinstance(node.args[0], torch.fx.Node):
+        return None
+    source = node.args[0]
+    if not (source.op == "call_function" and source.target is torch.arange and len(source.args) == 1 and
+            not {"start", "step", "end"} & set(source.kwargs)):
+        return None
+    index = node.args[1] if len(node.args) > 1 else None
+    if node.op == "call_function" and node.target is operator.getitem and isinstance(index, tuple) and \
+            len(index) == 2 and None in index and slice(None) in [i for i in index if i is not None]:
+        return source, -1 if index[0] is None else -2
+    if node.op == "call_method" and node.target == "unsqueeze" and index in (0, 1):
+        return source, -1 if index == 0 else -2
+    return None
+
+
+def _future_of_positions(node: Any) -> bool:
+    """Is ``node`` ``j > i`` (or ``i < j``) with ``j`` and ``i`` one ``arange`` along the keys and the
+    queries: true exactly above the diagonal at every size?"""
+    greater = is_call(node, {operator.gt, torch.gt}, {"gt"})
+    if not (greater or is_call(node, {operator.lt, torch.lt}, {"lt"})) or len(node.args) != 2:
         return False
-    pending, seen = [node], set()
+    left, right = (_position_pair(a) for a in node.args)
+    if left is None or right is None or left[0] is not right[0]:
+        return False
+    keys, queries = (left, right) if greater else (right, left)
+    return keys[1] == -1 and queries[1] == -2
+
+
+def _causal_mask(node: Any, scores: torch.fx.Node, value_of: Callable[[torch.fx.Node], Any] | None) -> bool:
+    """Is ``node`` a mask true exactly above the diagonal of the scores' last two dims at every size:
+    ``m == 0`` with ``m`` the lower triangle of ones (``torch.tril(torch.ones(t, t))`` built in
+    forward, or a buffer holding it, sliced to ``t``; its values are read at the traced size, ``value_of``;
+    None: only the structure is checked, for shapes), or positions compared (``i[None, :] > i[:, None]``
+    with ``i = torch.arange(t)``, which holds at any size by its form)? The mask may read sizes of the
+    inputs but no values of theirs."""
+    shape = tuple(scores.meta["tensor_meta"].shape)
+    if len(shape) < 2 or shape[-1] != shape[-2]:
+        return False
+    if _future_of_positions(node):
+        return True
+    if not is_call(node, {operator.eq, torch.eq}, {"eq"}) or node.args[1] != 0 or \
+            not isinstance(node.args[0], torch.fx.Node):
+        return False
+    mask = node.args[0]
+    pending, seen = [mask], set()
     while pending:  # the mask depends on the inputs through their sizes alone
         n = pending.pop()
         if n in seen:
@@ -141,17 +180,14 @@ def _causal_mask(node: Any, scores: torch.fx.Node, value_of: Callable[[torch.fx.
         if not (n.op == "call_method" and n.target == "size") and not (
                 n.op == "call_function" and n.target is getattr and n.args[1] in ("shape", "device", "dtype")):
             pending.extend(n.all_input_nodes)
-    shape = tuple(scores.meta["tensor_meta"].shape)
-    if len(shape) < 2 or shape[-1] != shape[-2]:
-        return False
     if value_of is None:
         return True
-    value = value_of(node)
-    if not isinstance(value, torch.Tensor) or value.dtype != torch.bool or value.dim() < 2 or \
-            tuple(value.shape[-2:]) != shape[-2:] or any(s != 1 for s in value.shape[:-2]):
+    value = value_of(mask)
+    if not isinstance(value, torch.Tensor) or value.dim() < 2 or tuple(value.shape[-2:]) != shape[-2:] or \
+            any(s != 1 for s in value.shape[:-2]):
         return False
-    above = torch.triu(torch.ones(shape[-2:], dtype=torch.bool), diagonal=1)
-    return bool(torch.equal(value.reshape(shape[-2:]), above))
+    causal = torch.tril(torch.ones(shape[-2:], dtype=torch.bool))
+    return bool(torch.equal(value.reshape(shape[-2:]) != 0, causal))
 
 
 def _identity(gm: torch.fx.GraphModule, node: Any) -> Any:

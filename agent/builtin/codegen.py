@@ -362,6 +362,7 @@ def _looped(program: Program, em: Emitter, row_nodes: list[Node], online: bool) 
         if node.op in READ_ONCE and node.name in needed_all:
             lines.append(em.statement(node))
             known.add(node.name)
+    lines += _row_values_known(em, row_nodes, known, needed_all)  # what follows from them alone (p + 1)
     while pending:
         batch = [r for r in pending if r.name not in pairs and em.row_deps(r.args[0]) <= known]
         # An online sum joins the pass of its max.
@@ -376,11 +377,7 @@ def _looped(program: Program, em: Emitter, row_nodes: list[Node], online: bool) 
         known |= {r.name for r in batch}
         pending = [r for r in pending if r not in batch]
         # row values that became computable (e.g. mean = sum / n, rsqrt(var + eps))
-        for node in row_nodes:
-            if node.name not in known and node.op not in REDUCTIONS and node.op not in READ_ONCE and \
-                    em.row_deps(node.name) - {node.name} <= known and node.name in needed_all:
-                lines.append(em.statement(node))
-                known.add(node.name)
+        lines += _row_values_known(em, row_nodes, known, needed_all)
     if program.out_level == "row":
         lines += _store(program)
         return lines
@@ -389,6 +386,18 @@ def _looped(program: Program, em: Emitter, row_nodes: list[Node], online: bool) 
     needed = em.deps(program.output, within_row=True)
     body = [em.statement(n) for n in program.nodes if n.name in needed and n.level != "row"]
     lines += indent(body + _store(program), 1)
+    return lines
+
+
+def _row_values_known(em: Emitter, row_nodes: list[Node], known: set[str], needed: set[str]) -> list[str]:
+    """The statements of the per-row values whose per-row inputs are all ``known`` (added to it), in
+    program order (each one's inputs come before it)."""
+    lines = []
+    for node in row_nodes:
+        if node.name not in known and node.op not in REDUCTIONS and node.op not in READ_ONCE and \
+                em.row_deps(node.name) - {node.name} <= known and node.name in needed:
+            lines.append(em.statement(node))
+            known.add(node.name)
     return lines
 
 

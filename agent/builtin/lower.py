@@ -90,9 +90,11 @@ class _Lowering(OperandIntake, PositionLowering, CallLowering, Layout):
         """Where the main input is chunked along a dimension before the last (``Program.chunk_dim``)."""
         self.rows_shape: tuple[int, ...] | None = None
         self.cols: int | None = None
-        self.positional: dict[str, float] = {}
-        """Program nodes computed from positions (``lower_positions``) whose tensors are smaller than the
-        program's shape, with the largest magnitude their integer values can reach."""
+        self.position_bounds: dict[str, float] = {}
+        """Program nodes computed from positions (``lower_positions``), with the largest magnitude their
+        integer values can reach."""
+        self.positional: set[str] = set()
+        """Those of them whose tensors are smaller than the program's shape."""
 
     # -- helpers ---------------------------------------------------------------------------------
     def add(self, op: str, args: list[Any], level: str, dtype: str = "float32", round_to: str | None = None) -> str:
@@ -180,9 +182,8 @@ class _Lowering(OperandIntake, PositionLowering, CallLowering, Layout):
     def elementwise(self, node: torch.fx.Node, op: str, args: list[Any]) -> None:
         values = [self.arg(a) for a in args]
         level = self.combine_levels([self.level(v) for v in values], node)
-        positional = self.positional_result(node, op, values)
-        if positional is not None:
-            return self._positional_elementwise(node, op, values, level, positional)
+        if self.positional_elementwise(node, op, values, level):
+            return
         expect = self.classify(node)
         if level == "const":
             raise CannotCover(f"`{node.name}` computes on constants only")
@@ -199,26 +200,6 @@ class _Lowering(OperandIntake, PositionLowering, CallLowering, Layout):
         if expect == "rowflat":
             self.rowflat.add(self.values[node.name])
         self.ops.append(op)
-
-    def _positional_elementwise(self, node: torch.fx.Node, op: str, values: list[Any], level: str,
-                                positional: str) -> None:
-        """Arithmetic on positions: computed per element whatever its shape (it broadcasts to the
-        program's); only a result of the program's shape can be more than positions."""
-        if positional == "elem" and level != "elem" or any(v in self.rowflat for v in values if isinstance(v, str)):
-            raise CannotCover(f"`{node.name}` broadcasts positions made with arange in a way the templates do "
-                              "not follow")
-        dtype, low = self.rounding(node)
-        self.values[node.name] = self.add(op, values, level, dtype, low)
-        if positional == "positional":
-            self.mark_positional(self.values[node.name])
-        self.ops.append(op)
-
-    def whole(self, src: Any, node: torch.fx.Node) -> Any:
-        """``src``, refused where it is positions smaller than the program's shape: a reduction or a
-        norm of them would run over the program's rows, not over the tensor torch reduces."""
-        if isinstance(src, str) and src in self.positional:
-            raise CannotCover(f"`{node.name}` reduces or normalises positions made with arange")
-        return src
 
     def reduce(self, node: torch.fx.Node, kind: str, x: Any, dim: Any, keepdim: bool, extra: dict[str, Any]) -> None:
         src = self.whole(self.arg(x), node)
@@ -436,6 +417,7 @@ class _Lowering(OperandIntake, PositionLowering, CallLowering, Layout):
         if out_node.op == "load":
             raise CannotCover("the reference returns an input unchanged")
         shape = getattr(output.meta.get("tensor_meta"), "shape", None)
+        self.refuse_layouts_not_followed(shape)
         if out_node.level == "elem" and shape is not None and self.main_shape is not None and \
                 math.prod(shape) * max(self.main_chunks, 1) != math.prod(self.main_shape):
             # an input larger than the output, read for its dtype or size alone, would set the kernel's extent

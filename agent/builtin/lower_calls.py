@@ -258,8 +258,7 @@ class CallLowering:
             else:  # to a truth value: non-zero is true; to an integer: toward zero, as torch converts
                 op = "to_bool" if dtype == "bool" else "trunc" if dtype.startswith(("int", "uint")) else "cast"
                 self.values[node.name] = self.add(op, [src], self.level(src), dtype, low)
-                if src in self.positional:  # positions cast: as small a tensor as before
-                    self.positional[self.values[node.name]] = self.positional[src]
+                self.cast_of_positions(src, self.values[node.name], dtype)
             return True
         return False
 

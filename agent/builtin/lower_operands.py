@@ -49,20 +49,7 @@ class OperandIntake:
             self.rows_shape = (*value.shape[:first], *value.shape[first + count:])
             self.cols = math.prod(value.shape[first:first + count])
         elif self.main is None:
-            self.main, self.main_shape = node.name, tuple(value.shape)
-            users = list(node.users)
-            chunk = [u for u in users if _is_chunk(u)]
-            if chunk and len(chunk) == len(users):
-                n, dim = _chunk_count(chunk[0], value.dim())
-                if any(_chunk_count(c, value.dim()) != (n, dim) for c in chunk) or value.shape[dim] % n:
-                    raise CannotCover("chunks that differ, or of a dimension that does not divide evenly")
-                self.main_chunks = n
-                self.chunk_dim = None if dim == value.dim() - 1 else dim - value.dim()
-            rows = list(value.shape[:-1]) if value.dim() else []
-            if self.chunk_dim is not None:
-                rows[self.chunk_dim + 1] //= self.main_chunks  # rows of one chunk (counted from the end, less the last)
-            self.rows_shape = tuple(rows)
-            self.cols = value.shape[-1] // (self.main_chunks if self.chunk_dim is None else 1) if value.dim() else 1
+            self._main_input(node, value)
         if self.span is None and self.main_chunks == 1 and only_viewed(node):
             # used only through views that change its strides: each view is an operand of its own
             self.values[node.name] = node
@@ -110,6 +97,34 @@ class OperandIntake:
             return
         self.operands.append(operand)
         self.values[node.name] = self.add("load", [operand.name, 0], "elem", *self.rounding_of(value))
+
+    def _main_input(self, node: torch.fx.Node, value: torch.Tensor) -> None:
+        """The main input's rows and columns: its last dimension, one chunk of it where the input is
+        used only through ``chunk(n, -1)``, or one chunk's rows where through ``chunk(n, dim)`` of a
+        dimension before the last."""
+        self.main, self.main_shape = node.name, tuple(value.shape)
+        users = list(node.users)
+        chunk = [u for u in users if _is_chunk(u)]
+        if chunk and len(chunk) == len(users):
+            n, dim = _chunk_count(chunk[0], value.dim())
+            if any(_chunk_count(c, value.dim()) != (n, dim) for c in chunk) or value.shape[dim] % n:
+                raise CannotCover("chunks that differ, or of a dimension that does not divide evenly")
+            self.main_chunks = n
+            self.chunk_dim = None if dim == value.dim() - 1 else dim - value.dim()
+        rows = list(value.shape[:-1]) if value.dim() else []
+        if self.chunk_dim is not None:
+            rows[self.chunk_dim + 1] //= self.main_chunks  # one chunk's rows (counted from the end, less the last)
+        self.rows_shape = tuple(rows)
+        self.cols = value.shape[-1] // (self.main_chunks if self.chunk_dim is None else 1) if value.dim() else 1
+
+    def refuse_layouts_not_followed(self, output_shape: Any) -> None:
+        """Operands and outputs the launch does not lay out: a per-channel or broadcast operand beside a
+        chunk of a dimension before the last (their sizes would be read from the whole input, not from
+        one chunk), and a one-value program whose output has dimensions (it is allocated as one value)."""
+        if self.chunk_dim is not None and any(o.kind in ("channel", "view") for o in self.operands):
+            raise CannotCover("a per-channel or broadcast operand beside chunks of a dimension before the last")
+        if self.main_shape == () and output_shape is not None and tuple(output_shape) != ():
+            raise CannotCover(f"one value computed into a tensor of shape {list(output_shape)}")
 
     def broadcast_kind(self, value: torch.Tensor) -> str | None:
         """How a later input of another shape than the first broadcasts against it, if as a parameter

@@ -82,6 +82,10 @@ class PositionLowering:
         if sorted(s for s in shape if s != 1) != sorted(s for s in value.shape if s != 1):
             raise CannotCover(f"`{node.name}` reshapes positions made with arange ({list(value.shape)} to "
                               f"{list(shape)})")
+        ends = (value.start, value.start + value.step * (value.length - 1))
+        if not holds(dtype, min(ends), max(ends)):
+            raise CannotCover(f"`{node.name}` casts positions from {min(ends):.0f} to {max(ends):.0f} to {dtype}, "
+                              "which does not hold them as they are")
         self.values[node.name] = replace(value, shape=shape, dtype=dtype)
         return True
 
@@ -141,7 +145,8 @@ class PositionLowering:
             value = self.add("add", [value, positions.start], level, dtype, None)
         if low is not None:
             value = self.add("identity", [value], level, dtype, low)
-        self.positional[value] = abs(positions.start) + abs(positions.step) * positions.length
+        self.position_bounds[value] = abs(positions.start) + abs(positions.step) * positions.length
+        self.positional.add(value)
         return value
 
     def position_lookup(self, node: torch.fx.Node, table: torch.nn.Embedding, positions: Positions) -> None:
@@ -160,39 +165,79 @@ class PositionLowering:
         self.view_operand(f"p{len(self.operands)}", source, node.name, table.weight)
         self.ops.append(f"{node.target} (positions)")
 
-    def positional_result(self, node: torch.fx.Node, op: str, values: list[Any]) -> str | None:
-        """For arithmetic on placed positions: "elem" where ``node`` has the program's shape, else
-        "positional" (a smaller tensor that broadcasts to it, computed per element all the same);
-        None where no argument is positional. Refuses integer arithmetic fp32 might not do exactly."""
-        bounds = [self.positional[v] for v in values if isinstance(v, str) and v in self.positional]
+    def positional_elementwise(self, node: torch.fx.Node, op: str, values: list[Any], level: str) -> bool:
+        """Arithmetic on placed positions, computed per element whatever its shape (it broadcasts to the
+        program's); False where no argument comes from positions. Every result is bounded, and
+        integer arithmetic fp32 might not do exactly is refused; only a result of the program's shape
+        can be reduced or normalised."""
+        bounds = [self.position_bounds[v] for v in values if isinstance(v, str) and v in self.position_bounds]
         if not bounds:
-            return None
+            return False
         meta = _meta(node)
         if meta is None:
             raise CannotCover(f"`{node.name}` has no tensor shape")
         shape, dtype = meta
-        if not dtype.is_floating_point and dtype != torch.bool:
-            numbers = [abs(v) for v in values if isinstance(v, (int, float))]
-            scaled = op == "mul" and len(bounds) == 1 and len(numbers) == len(values) - 1  # positions times a number
-            if op in ADDING_OPS:
-                bound = sum(bounds) + sum(numbers)
-            else:
-                bound = bounds[0] * math.prod(numbers) if scaled else max([*bounds, *numbers])
-            if (op not in INTEGER_SAFE_OPS and not scaled) or bound >= EXACT:
-                raise CannotCover(f"`{node.name}` ({op}) is integer arithmetic on positions made with arange "
-                                  "that fp32 might not compute exactly")
-            self._bound = bound
-        else:
-            self._bound = EXACT if dtype != torch.bool else 1
+        bound = _integer_bound(node, op, values, bounds) if not dtype.is_floating_point and dtype != torch.bool \
+            else (1 if dtype == torch.bool else EXACT)
         try:
             fits = torch.broadcast_shapes(shape, tuple(self.main_shape)) == tuple(self.main_shape)
         except RuntimeError:
             fits = False
-        if not fits:
-            raise CannotCover(f"`{node.name}` (computed from positions made with arange) has shape {list(shape)}, "
-                              f"which does not broadcast to the input's {list(self.main_shape)}")
-        return "elem" if shape == tuple(self.main_shape) else "positional"
+        smaller = shape != tuple(self.main_shape)
+        flat = any(v in self.rowflat for v in values if isinstance(v, str))
+        if not fits or (not smaller and level != "elem") or flat:
+            raise CannotCover(f"`{node.name}` (computed from positions made with arange, shape {list(shape)}) "
+                              f"does not broadcast to the input's {list(self.main_shape)} as the templates follow")
+        dtype_name, low = self.rounding(node)
+        self.values[node.name] = result = self.add(op, values, level, dtype_name, low)
+        self.position_bounds[result] = bound
+        if smaller:
+            self.positional.add(result)
+        self.ops.append(op)
+        return True
 
-    def mark_positional(self, name: str) -> None:
-        self.positional[name] = self._bound
+    def whole(self, src: Any, node: torch.fx.Node) -> Any:
+        """``src``, refused where it is positions smaller than the program's shape: a reduction or a
+        norm of them would run over the program's rows, not over the tensor torch reduces."""
+        if isinstance(src, str) and src in self.positional:
+            raise CannotCover(f"`{node.name}` reduces or normalises positions made with arange")
+        return src
 
+    def cast_of_positions(self, src: str, result: str, dtype: str) -> None:
+        """``result``, a cast of ``src`` to ``dtype``: bounded and shaped as ``src`` where that comes from
+        positions; refused where an integer dtype would not hold its values (torch wraps them)."""
+        if src not in self.position_bounds:
+            return
+        target = getattr(torch, dtype, None)
+        bound = self.position_bounds[src]
+        if not isinstance(target, torch.dtype) or not holds(target, -bound, bound):
+            raise CannotCover(f"a cast to {dtype} of values from positions made with arange that it may not hold")
+        self.position_bounds[result] = self.position_bounds[src]
+        if src in self.positional:
+            self.positional.add(result)
+
+
+def holds(dtype: torch.dtype, lowest: float, highest: float) -> bool:
+    """Does ``dtype`` hold the integers from ``lowest`` to ``highest`` as they are (float64 is not
+    computed here)?"""
+    if dtype in (torch.float32, torch.float16, torch.bfloat16):
+        return True  # rounded as torch rounds them (``place`` rounds to bf16 or fp16)
+    if dtype == torch.bool or dtype.is_floating_point or dtype.is_complex:
+        return False
+    info = torch.iinfo(dtype)
+    return info.min <= lowest and highest <= info.max
+
+
+def _integer_bound(node: torch.fx.Node, op: str, values: list[Any], bounds: list[float]) -> float:
+    """The largest magnitude an integer op on positions can give; refused where fp32 might not compute
+    it exactly (a product of positions, floor division, values past 2**24)."""
+    numbers = [abs(v) for v in values if isinstance(v, (int, float))]
+    scaled = op == "mul" and len(bounds) == 1 and len(numbers) == len(values) - 1  # positions times a number
+    if op in ADDING_OPS:
+        bound = sum(bounds) + sum(numbers)
+    else:
+        bound = bounds[0] * math.prod(numbers) if scaled else max([*bounds, *numbers])
+    if (op not in INTEGER_SAFE_OPS and not scaled) or bound >= EXACT:
+        raise CannotCover(f"`{node.name}` ({op}) is integer arithmetic on positions made with arange "
+                          "that fp32 might not compute exactly")
+    return bound

@@ -313,11 +313,30 @@ POOLS_WITH_INDICES = {F.max_pool1d_with_indices: F.max_pool1d, F.max_pool2d_with
                       F.max_pool3d_with_indices: F.max_pool3d}
 
 
+MAX_POOL_MODULES = {nn.MaxPool1d: F.max_pool1d_with_indices, nn.MaxPool2d: F.max_pool2d_with_indices,
+                    nn.MaxPool3d: F.max_pool3d_with_indices}
+
+
+def _pooling_module_as_function(gm: torch.fx.GraphModule, node: torch.fx.Node) -> None:
+    """``nn.MaxPool2d(..., return_indices=True)`` called on one input: its function with the module's
+    options, so that :func:`_pool_values_alone` sees it."""
+    if node.op != "call_module" or len(node.args) != 1 or node.kwargs:
+        return
+    sub = gm.get_submodule(str(node.target))
+    function = MAX_POOL_MODULES.get(type(sub))
+    if function is None or not sub.return_indices:
+        return
+    node.op, node.target = "call_function", function
+    node.kwargs = {"kernel_size": sub.kernel_size, "stride": sub.stride, "padding": sub.padding,
+                   "dilation": sub.dilation, "ceil_mode": sub.ceil_mode, "return_indices": True}
+
+
 def _pool_values_alone(gm: torch.fx.GraphModule) -> bool:
     """``max_pool2d(x, ..., return_indices=True)`` whose indices nothing reads as the plain pooling
     (what the pooling template computes): each read of its values becomes the pooling call."""
     changed = False
     for node in list(gm.graph.nodes):
+        _pooling_module_as_function(gm, node)
         plain = POOLS_WITH_INDICES.get(node.target) if node.op == "call_function" else None
         users = list(node.users)
         if plain is None or not all(u.op == "call_function" and u.target is operator.getitem and

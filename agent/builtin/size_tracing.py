@@ -52,7 +52,8 @@ def traced(model: nn.Module) -> torch.fx.GraphModule:
     try:
         gm = torch.fx.symbolic_trace(model)
         if _holds_folded_tensors(gm):
-            gm = symbolic_trace(model)  # a buffer's view recorded, not a copy of its values at trace time
+            with contextlib.suppress(Exception):  # where it cannot be traced so, the plain graph serves
+                gm = symbolic_trace(model)  # a buffer's view recorded, not a copy of its values at trace time
     except TypeError:
         gm = symbolic_trace(model)
     if leading_arguments_by_position(gm.graph):
