@@ -25,7 +25,7 @@ import torch.nn.functional as F
 
 from kernelevo.agent.builtin.attention import WIDEST_HEAD
 from kernelevo.agent.builtin.rewrite_in_place import option
-from kernelevo.agent.builtin.vocabulary import Capture, is_call
+from kernelevo.agent.builtin.vocabulary import Capture, is_call, reads_metadata
 
 MATMULS = {operator.matmul, torch.matmul}
 SOFTMAXES = {torch.softmax, F.softmax}
@@ -177,8 +177,7 @@ def _causal_mask(node: Any, scores: torch.fx.Node, value_of: Callable[[torch.fx.
         seen.add(n)
         if n.op == "placeholder":
             return False
-        if not (n.op == "call_method" and n.target == "size") and not (
-                n.op == "call_function" and n.target is getattr and n.args[1] in ("shape", "device", "dtype")):
+        if not reads_metadata(n):
             pending.extend(n.all_input_nodes)
     if value_of is None:
         return True

@@ -93,14 +93,13 @@ def _sizes(program: Program, main: str, flat: bool) -> list[str]:
         if program.strided:
             lines.append(f"inner = {main}.shape[{first + count}:].numel()  # how far apart a row's values lie")
     else:
-        chunked_cols = program.main_chunks > 1 and program.chunk_dim is None
-        cols = f"{main}.shape[-1] // {program.main_chunks}" if chunked_cols else f"{main}.shape[-1]"
-        lines = [f"n_cols = {cols}", f"n_rows = {main}.numel() // max({main}.shape[-1], 1)"]
-        if program.chunk_dim is not None:
-            d, n = program.chunk_dim, program.main_chunks
-            lines = [f"n_cols = {cols}", f"n_rows = {main}.numel() // max({main}.shape[-1], 1) // {n}",
-                     f"# chunk k of dim {d}: rows [k * chunk_rows, (k + 1) * chunk_rows) of each position before it",
-                     f"chunk_rows = {main}.shape[{d}:-1].numel() // {n}"]
+        d, n = program.chunk_dim, program.main_chunks
+        cols = f"{main}.shape[-1] // {n}" if n > 1 and d is None else f"{main}.shape[-1]"
+        per_chunk = f" // {n}" if d is not None else ""
+        lines = [f"n_cols = {cols}", f"n_rows = {main}.numel() // max({main}.shape[-1], 1){per_chunk}"]
+        if d is not None:
+            lines += [f"# chunk k of dim {d}: rows [k * chunk_rows, (k + 1) * chunk_rows) of each position before it",
+                      f"chunk_rows = {main}.shape[{d}:-1].numel() // {n}"]
     rows, rows_shape = f"*{main}.shape[:-1]", f"{main}.shape[:-1]"
     if program.chunk_dim is not None:  # one chunk's shape
         d = program.chunk_dim

@@ -15,7 +15,7 @@ import torch.fx
 from kernelevo.agent.builtin.input_views import only_viewed, view_text
 from kernelevo.agent.builtin.program import CannotCover, Operand
 from kernelevo.agent.builtin.rowshapes import unsqueezed_per_row
-from kernelevo.agent.builtin.vocabulary import LOW_PRECISION, TRACED_CONSTANT, plain_int, view_method
+from kernelevo.agent.builtin.vocabulary import LOW_PRECISION, TRACED_CONSTANT, plain_int, reads_metadata, view_method
 
 
 class OperandIntake:
@@ -30,7 +30,7 @@ class OperandIntake:
             return
         if not isinstance(value, torch.Tensor):
             raise CannotCover(f"input `{node.name}` is not a tensor")
-        if self.main is not None and node.users and all(_reads_metadata(u) for u in node.users):
+        if self.main is not None and node.users and all(reads_metadata(u) for u in node.users):
             self.values[node.name] = node  # read for its sizes alone (``b, t = idx.size()``): no operand
             return
         if not value.is_floating_point() and (why := _not_as_numbers(node, value)) is not None:
@@ -304,18 +304,10 @@ def _not_as_numbers(node: torch.fx.Node, value: torch.Tensor) -> str | None:
     return _integer_arithmetic(node) if node.users else "not used"
 
 
-def _reads_metadata(node: torch.fx.Node) -> bool:
-    """``x.size(1)``, ``x.shape``, ``x.dim()``, ``x.dtype``: a read of what a tensor is, not of its values."""
-    if node.op == "call_method":
-        return node.target in ("size", "dim")
-    return node.op == "call_function" and node.target is getattr and len(node.args) > 1 and \
-        node.args[1] in ("shape", "dtype", "device", "ndim")
-
-
 def _integer_arithmetic(node: torch.fx.Node) -> str | None:
     """Why a use of ``node`` (or of a view of it: ``mask.unsqueeze(-1).float()``) computes in integers."""
     for user in node.users:
-        if _reads_metadata(user):
+        if reads_metadata(user):
             continue
         if view_method(user) is not None and user.args and user.args[0] is node:
             why = _integer_arithmetic(user)

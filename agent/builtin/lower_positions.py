@@ -24,6 +24,7 @@ from typing import Any
 import torch
 import torch.fx
 
+from kernelevo.agent.builtin.lower_operands import index_text
 from kernelevo.agent.builtin.program import CannotCover
 from kernelevo.agent.builtin.shape_reads import Varying
 from kernelevo.agent.builtin.vocabulary import LOW_PRECISION
@@ -46,18 +47,23 @@ class Positions:
     shape: tuple[int, ...]
     dtype: torch.dtype
 
+    @property
+    def ends(self) -> tuple[float, float]:
+        """The smallest and the largest position."""
+        last = self.start + self.step * (self.length - 1)
+        return min(self.start, last), max(self.start, last)
+
+    @property
+    def bound(self) -> float:
+        """A bound on the positions' magnitude (one step past the last)."""
+        return abs(self.start) + abs(self.step) * self.length
+
 
 def _meta(node: torch.fx.Node) -> tuple[tuple[int, ...], torch.dtype] | None:
     tm = node.meta.get("tensor_meta")
     if tm is None or not hasattr(tm, "shape"):
         return None
     return tuple(int(s) for s in tm.shape), tm.dtype
-
-
-def _plain_index(index: Any) -> bool:
-    """An index that only adds dimensions of one or keeps whole ones (``[None, :]``, ``[..., None]``)."""
-    items = index if isinstance(index, tuple) else (index,)
-    return all(i is None or i is Ellipsis or i == slice(None) for i in items)
 
 
 class PositionLowering:
@@ -74,7 +80,7 @@ class PositionLowering:
         value = self.values.get(source.name) if isinstance(source, torch.fx.Node) else None
         if not isinstance(value, Positions):
             return False
-        view = (target is operator.getitem and _plain_index(args[1])) or (method and name in VIEW_METHODS)
+        view = (target is operator.getitem and index_text(args[1]) is not None) or (method and name in VIEW_METHODS)
         meta = _meta(node)
         if not view or meta is None:
             return False  # arithmetic on positions: placed by ``arg`` where it is used
@@ -82,9 +88,9 @@ class PositionLowering:
         if sorted(s for s in shape if s != 1) != sorted(s for s in value.shape if s != 1):
             raise CannotCover(f"`{node.name}` reshapes positions made with arange ({list(value.shape)} to "
                               f"{list(shape)})")
-        ends = (value.start, value.start + value.step * (value.length - 1))
-        if not holds(dtype, min(ends), max(ends)):
-            raise CannotCover(f"`{node.name}` casts positions from {min(ends):.0f} to {max(ends):.0f} to {dtype}, "
+        lowest, highest = value.ends
+        if not holds(dtype, lowest, highest):
+            raise CannotCover(f"`{node.name}` casts positions from {lowest:.0f} to {highest:.0f} to {dtype}, "
                               "which does not hold them as they are")
         self.values[node.name] = replace(value, shape=shape, dtype=dtype)
         return True
@@ -101,11 +107,11 @@ class PositionLowering:
         self._position_number(bound["end"], node, end=True)  # the length is the traced shape's
         start = self._position_number(bound.get("start", 0), node)
         step = self._position_number(bound.get("step", 1), node)
-        length = meta[0][0]
-        if abs(start) + abs(step) * length > EXACT / 4 and not meta[1].is_floating_point:
-            raise CannotCover(f"`{node.name}` makes positions up to {abs(start) + abs(step) * length:.0f}; "
-                              "integers are computed exactly in fp32 only below 2**22")
-        return Positions(length=length, start=start, step=step, shape=meta[0], dtype=meta[1])
+        positions = Positions(length=meta[0][0], start=start, step=step, shape=meta[0], dtype=meta[1])
+        if positions.bound > EXACT / 4 and not meta[1].is_floating_point:
+            raise CannotCover(f"`{node.name}` makes positions up to {positions.bound:.0f}; integers are computed "
+                              "exactly in fp32 only below 2**22")
+        return positions
 
     def _position_number(self, value: Any, node: torch.fx.Node, end: bool = False) -> float:
         """A number ``arange`` takes. Its end may be a size read in ``forward`` that differs at the
@@ -123,9 +129,7 @@ class PositionLowering:
         dimension the positions span, times ``step`` plus ``start``."""
         if positions.length == 1:
             return positions.start
-        if self.span is not None or self.virtual is not None or self.main_chunks > 1 or not self.main_shape:
-            raise CannotCover(f"`{name}` (positions made with arange) is used where the kernel's rows are not "
-                              "laid out along the last dimension of the first input")
+        self._rows_along_the_last_dim(name)
         rank = len(self.main_shape)
         if len(positions.shape) > rank:
             raise CannotCover(f"`{name}` (positions made with arange) has more dimensions than the input")
@@ -145,9 +149,17 @@ class PositionLowering:
             value = self.add("add", [value, positions.start], level, dtype, None)
         if low is not None:
             value = self.add("identity", [value], level, dtype, low)
-        self.position_bounds[value] = abs(positions.start) + abs(positions.step) * positions.length
+        self.position_bounds[value] = positions.bound
         self.positional.add(value)
         return value
+
+    def _rows_along_the_last_dim(self, name: str) -> None:
+        """Refuses positions where the kernel's rows are not whole runs of the main input's last
+        dimension (rows across a span, an output larger than the input, chunks): there an element's
+        index along a dimension is not what ``codegen.position`` computes."""
+        if self.span is not None or self.virtual is not None or self.main_chunks > 1 or not self.main_shape:
+            raise CannotCover(f"`{name}` (positions made with arange) is used where the kernel's rows are not "
+                              "laid out along the last dimension of the first input")
 
     def position_lookup(self, node: torch.fx.Node, table: torch.nn.Embedding, positions: Positions) -> None:
         """``emb(torch.arange(t))`` (a learned position embedding): the table's first ``t`` rows, read in
@@ -157,8 +169,8 @@ class PositionLowering:
         if table.max_norm is not None or positions.start != 0 or positions.step != 1 or \
                 positions.dtype.is_floating_point or positions.shape[-1] != positions.length:
             raise CannotCover(f"`{node.name}` looks up positions other than 0, 1, ..., t-1 along their last dim")
-        if self.span is not None or self.virtual is not None or self.main_chunks > 1 or rank < 2 or \
-                len(shape) > rank or tuple(self.main_shape[-2:]) != (positions.length, table.embedding_dim):
+        self._rows_along_the_last_dim(node.name)
+        if rank < 2 or len(shape) > rank or tuple(self.main_shape[-2:]) != (positions.length, table.embedding_dim):
             raise CannotCover(f"`{node.name}` (an embedding of positions, {list(shape)}) does not broadcast along "
                               f"the last two dims of the input's shape {list(self.main_shape or ())}")
         source = f"self.{node.target}.weight[:{self.main}.shape[-2]]"
@@ -212,7 +224,7 @@ class PositionLowering:
         bound = self.position_bounds[src]
         if not isinstance(target, torch.dtype) or not holds(target, -bound, bound):
             raise CannotCover(f"a cast to {dtype} of values from positions made with arange that it may not hold")
-        self.position_bounds[result] = self.position_bounds[src]
+        self.position_bounds[result] = bound
         if src in self.positional:
             self.positional.add(result)
 

@@ -313,38 +313,37 @@ POOLS_WITH_INDICES = {F.max_pool1d_with_indices: F.max_pool1d, F.max_pool2d_with
                       F.max_pool3d_with_indices: F.max_pool3d}
 
 
-MAX_POOL_MODULES = {nn.MaxPool1d: F.max_pool1d_with_indices, nn.MaxPool2d: F.max_pool2d_with_indices,
-                    nn.MaxPool3d: F.max_pool3d_with_indices}
+MAX_POOL_MODULES = {nn.MaxPool1d: F.max_pool1d, nn.MaxPool2d: F.max_pool2d, nn.MaxPool3d: F.max_pool3d}
 
 
-def _pooling_module_as_function(gm: torch.fx.GraphModule, node: torch.fx.Node) -> None:
-    """``nn.MaxPool2d(..., return_indices=True)`` called on one input: its function with the module's
-    options, so that :func:`_pool_values_alone` sees it."""
+def _pooling_with_indices(gm: torch.fx.GraphModule, node: torch.fx.Node) -> tuple[Any, dict[str, Any]] | None:
+    """(the plain pooling function, its keyword arguments) where ``node`` is a max pooling that returns
+    its indices too, as a function or a module (``nn.MaxPool2d(..., return_indices=True)``); else None."""
+    if node.op == "call_function" and node.target in POOLS_WITH_INDICES:
+        return POOLS_WITH_INDICES[node.target], {k: v for k, v in node.kwargs.items() if k != "return_indices"}
     if node.op != "call_module" or len(node.args) != 1 or node.kwargs:
-        return
+        return None
     sub = gm.get_submodule(str(node.target))
-    function = MAX_POOL_MODULES.get(type(sub))
-    if function is None or not sub.return_indices:
-        return
-    node.op, node.target = "call_function", function
-    node.kwargs = {"kernel_size": sub.kernel_size, "stride": sub.stride, "padding": sub.padding,
-                   "dilation": sub.dilation, "ceil_mode": sub.ceil_mode, "return_indices": True}
+    if type(sub) not in MAX_POOL_MODULES or not sub.return_indices:
+        return None
+    return MAX_POOL_MODULES[type(sub)], {"kernel_size": sub.kernel_size, "stride": sub.stride,
+                                         "padding": sub.padding, "dilation": sub.dilation,
+                                         "ceil_mode": sub.ceil_mode}
 
 
 def _pool_values_alone(gm: torch.fx.GraphModule) -> bool:
-    """``max_pool2d(x, ..., return_indices=True)`` whose indices nothing reads as the plain pooling
-    (what the pooling template computes): each read of its values becomes the pooling call."""
+    """A max pooling with ``return_indices`` whose indices nothing reads as the plain pooling (what the
+    pooling template computes): each read of its values becomes the pooling call."""
     changed = False
     for node in list(gm.graph.nodes):
-        _pooling_module_as_function(gm, node)
-        plain = POOLS_WITH_INDICES.get(node.target) if node.op == "call_function" else None
+        found = _pooling_with_indices(gm, node)
         users = list(node.users)
-        if plain is None or not all(u.op == "call_function" and u.target is operator.getitem and
+        if found is None or not all(u.op == "call_function" and u.target is operator.getitem and
                                     u.args[1] in (0, 1) for u in users):
             continue
         if any(u.args[1] == 1 and u.users for u in users):
             continue  # the indices are used
-        kwargs = {k: v for k, v in node.kwargs.items() if k != "return_indices"}
+        plain, kwargs = found
         for user in users:
             if user.args[1] == 0:
                 with gm.graph.inserting_before(user):

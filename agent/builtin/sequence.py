@@ -30,7 +30,7 @@ from kernelevo.agent.builtin import attention, attention_by_hand
 from kernelevo.agent.builtin.lower import trace
 from kernelevo.agent.builtin.program import CannotCover
 from kernelevo.agent.builtin.shape_reads import INTEGER_ARITHMETIC, FullSizes, fold_numbers
-from kernelevo.agent.builtin.vocabulary import Capture, plain_int, view_method
+from kernelevo.agent.builtin.vocabulary import Capture, plain_int, reads_metadata, view_method
 
 FLOW = "_kernelevo_flow"
 """The name a segment gives the previous segment's output."""
@@ -162,9 +162,7 @@ def _calls(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
     calls = [n for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module")]
     from_sizes: set[torch.fx.Node] = set()
     for n in calls:
-        reads = (n.op == "call_method" and n.target == "size") or (
-            n.op == "call_function" and n.target is getattr and n.args[1] in ("shape", "device", "dtype"))
-        if reads or (n.all_input_nodes and all(a in from_sizes for a in n.all_input_nodes)):
+        if reads_metadata(n) or (n.all_input_nodes and all(a in from_sizes for a in n.all_input_nodes)):
             from_sizes.add(n)
     order: list[torch.fx.Node] = []
     placed: set[torch.fx.Node] = set()

@@ -90,6 +90,14 @@ def view_method(node: torch.fx.Node) -> str | None:
     return VIEW_FUNCTIONS.get(node.target) if node.op == "call_function" else None
 
 
+def reads_metadata(node: torch.fx.Node) -> bool:
+    """``x.size(1)``, ``x.shape``, ``x.dim()``, ``x.dtype``: a read of what a tensor is, not of its values."""
+    if node.op == "call_method":
+        return node.target in ("size", "dim")
+    return node.op == "call_function" and node.target is getattr and len(node.args) > 1 and \
+        node.args[1] in ("shape", "dtype", "device", "ndim")
+
+
 def is_call(node: Any, functions: Collection[Any], methods: Collection[str] = ()) -> bool:
     """Is ``node`` a call of one of ``functions``, or of one of ``methods`` on a tensor?"""
     if not isinstance(node, torch.fx.Node):
