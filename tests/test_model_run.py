@@ -527,6 +527,13 @@ def test_a_tiny_transformer_block_end_to_end(tmp_path, cache_dir, monkeypatch) -
     e2e = state["end_to_end"]
     assert e2e["correct"] and e2e["regions_replaced"] == 2 and e2e["timing"] == "cpu-interpreter"
     assert e2e["max_abs_error"] < 1e-3
+    _the_exported_module_in_a_fresh_process(runner, run, tmp_path)
+    _report_trace_and_resume(runner, run, state, optimized, done.output)
+    _a_forged_verdict_changes_nothing(run, optimized)
+    _kernels_timed_in_the_network_are_left_out(run, tmp_path)
+
+
+def _the_exported_module_in_a_fresh_process(runner: CliRunner, run: Path, tmp_path: Path) -> None:
     out = tmp_path / "optimized.py"
     exported = runner.invoke(app, ["export", str(run), "-o", str(out)])
     assert exported.exit_code == 0, exported.output
@@ -550,11 +557,14 @@ def test_a_tiny_transformer_block_end_to_end(tmp_path, cache_dir, monkeypatch) -
     assert used.returncode == 0, used.stderr[-2000:]
     result = json.loads(used.stdout.strip().splitlines()[-1])
     assert result["kernels"] == 2 and result["error"] < 1e-4
+
+
+def _report_trace_and_resume(runner: CliRunner, run: Path, state: dict, optimized: list[dict], output: str) -> None:
     # the run's report (kept up to date by --report; `kernelevo report` rewrites it): the model page
     # with every region, linking each optimized region's own page
     from test_report import browse
 
-    assert (run / "report.html").exists() and "report: " in done.output
+    assert (run / "report.html").exists() and "report: " in output
     assert runner.invoke(app, ["report", str(run)]).exit_code == 0
     dom = browse(run / "report.html", "--dump-dom")
     assert len(re.findall(r'<tr class="region"', dom)) == len(state["regions"])
@@ -568,6 +578,9 @@ def test_a_tiny_transformer_block_end_to_end(tmp_path, cache_dir, monkeypatch) -
     # resuming a finished model run does not redo its regions
     again = runner.invoke(app, ["resume", str(run)])
     assert again.exit_code == 0 and "optimizing" not in again.output
+
+
+def _a_forged_verdict_changes_nothing(run: Path, optimized: list[dict]) -> None:
     # a wrong kernel that also writes a "verdict" where the old end-to-end job read its result changes
     # nothing: the network is judged like any candidate, by the oracle, from raw outputs
     saved = mr.load_state(run)
@@ -587,6 +600,9 @@ def test_a_tiny_transformer_block_end_to_end(tmp_path, cache_dir, monkeypatch) -
     assert not forged["correct"] and forged["reason"].startswith("correct: set 0"), forged
     assert forged.get("speedup") is None and forged["regions_replaced"] == 0
     source_path.write_text(honest_source)
+
+
+def _kernels_timed_in_the_network_are_left_out(run: Path, tmp_path: Path) -> None:
     # timed in the network with and without their kernels (the default on a GPU; forced here, where
     # the interpreter makes every kernel slower): both kernels are left out, the regions say why,
     # and export has nothing to write
