@@ -328,6 +328,14 @@ def _run_mode(args: argparse.Namespace, path: Path, limit: float, gpu: str | Non
     return optimize(path, 2 if args.quick else args.max_evals, limit, gpu)
 
 
+def device_name() -> str | None:
+    """The GPU's name as torch reports it (None without one), asked in a child process so that this one
+    never initializes CUDA before the judges it starts."""
+    done = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.get_device_name() "
+                           "if torch.cuda.is_available() else '')"], capture_output=True, text=True, timeout=120)
+    return done.stdout.strip() or None
+
+
 def worker_devices(gpus: int, jobs: int) -> list[str | None]:
     """The device each of ``jobs`` workers runs its problems on: with ``gpus`` above 1, worker k gets the
     k-th visible GPU modulo their number (as ``CUDA_VISIBLE_DEVICES`` names it, so a sweep started with
@@ -374,6 +382,8 @@ def sweep(args: argparse.Namespace, files: list[Path], store: dict[str, Any], se
                 row = run_one(args, path, limit, gpu)
             except Exception as exc:  # one problem's harness fault is its row, never the sweep's end
                 row = {"correct": False, "harness": True, "reason": f"{type(exc).__name__}: {str(exc)[:300]}"}
+            if card:  # a row's times hold for the card that measured them
+                row["gpu"] = card
             with guard:
                 if cut and row.get("harness") and "took over" in str(row.get("reason")):
                     print(f"[{number}/{len(files)}] {key_of(path)}: cut short by --stop-after, not recorded; "
@@ -385,6 +395,7 @@ def sweep(args: argparse.Namespace, files: list[Path], store: dict[str, Any], se
                 args.out.write_text(json.dumps(store, indent=1, sort_keys=True))
                 print(f"[{number}/{len(files)}] {key_of(path)}: {json.dumps(row)[:240]}", flush=True)
 
+    card = device_name() if args.mode in ("gpu-seed", "optimize") else None
     jobs = max(args.jobs, args.gpus, 1)
     workers = [threading.Thread(target=work, args=(gpu,)) for gpu in worker_devices(args.gpus, jobs)]
     for worker in workers:

@@ -173,6 +173,20 @@ def test_work_hidden_outside_the_timed_window_is_seen_on_the_judges_clock(device
     assert judge(task(), "c.py", [], baseline, None, record, None).correct
 
 
+def test_a_round_timed_again_for_the_clock_says_so_and_decides_alone() -> None:
+    """The session timed a second round after the first failed the judge's clock: the verdict judges
+    the second (the record holds only it) and says why it exists."""
+    baseline, record = outcome(candidate_ms=0.1, rerun_ms=2.0, overhead=0.4)
+    record.clock_retry = "each timed call took 1.2 ms more wall time ..."
+    verdict = judge(task(), "c.py", [], baseline, None, record, None)
+    clock = next(c for c in verdict.checks if c.name == "times agree with the judge's clock")
+    assert verdict.correct and "the only one kept; the first: each timed call took 1.2 ms" in clock.detail
+    baseline, record = outcome(candidate_ms=0.1, rerun_ms=2.0, overhead=20.3)
+    record.clock_retry = "each timed call took 20 ms more wall time ..."
+    verdict = judge(task(), "c.py", [], baseline, None, record, None)
+    assert not verdict.correct and verdict.reason.endswith("(in the second round of timed calls as in the first)")
+
+
 def test_cpu_verdicts_say_they_are_not_forensic() -> None:
     baseline, record = outcome(candidate_ms=5.0, rerun_ms=1.0, device="cpu")
     verdict = judge(task(), "c.py", [], baseline, None, record, None)
@@ -903,7 +917,8 @@ class _ScriptedBlock(TimedCalls):
 
     def __init__(self, output_bytes: int, call_s: float = 0.001, device: str = "cuda") -> None:
         self.plan = SimpleNamespace(device=device, timing=TimingPolicy(warmup=1, warmup_s=0.0, min_runs=6,
-                                                                       max_runs=60, budget_s=0.05, spot_checks=2))
+                                                                       max_runs=60, budget_s=0.05, spot_checks=2),
+                                    eager_ms=None)
         self.rng = random.Random(7)
         self.output_bytes, self.call_s, self.checked_runs = output_bytes, call_s, []
         self.reference_bytes, self.forced = output_bytes, []
@@ -1109,6 +1124,9 @@ def test_the_candidates_process_is_paused_while_the_oracle_re_times_the_referenc
             log.append((self.who, "resume"))
             return self.who != "woken"
 
+        def remaining(self) -> float:
+            return 60.0
+
     class Scripted(_ScriptedBlock):
         def ask(self, job, who, phase, message):  # noqa: ANN001, ANN201 - the Session's signature
             log.append((who, message["op"]))
@@ -1128,3 +1146,45 @@ def test_the_candidates_process_is_paused_while_the_oracle_re_times_the_referenc
     part.worker, part.record = Paused("woken"), Record(device="cuda")
     with pytest.raises(Stop, match="ran while it was paused"):
         part._timing()
+
+
+def test_a_round_that_fails_the_judges_clock_is_timed_again_where_the_deadline_allows() -> None:
+    """The session's side of the retry: a first round whose calls ran 5 ms past their reported 0.5 ms
+    (the reference's ran 0.5 ms past) is doubted and timed again; the record keeps the second round
+    alone and says why. With no time left before the worker's deadline, the first round stands."""
+
+    class Job:
+        def __init__(self, left: float) -> None:
+            self.left = left
+
+        def pause(self) -> None:
+            pass
+
+        def resume(self) -> bool:
+            return True
+
+        def remaining(self) -> float:
+            return self.left
+
+    class Doubted(_ScriptedBlock):
+        blocks = 0
+
+        def ask(self, job, who, phase, message):  # noqa: ANN001, ANN201 - the Session's signature
+            if who == "worker" and message["op"] == "warmup":
+                self.blocks += 1
+            if who == "worker" and message["op"] == "timed" and self.blocks <= 2:
+                time.sleep(0.0055)
+            return super().ask(job, who, phase, message)
+
+    for left, retried in ((60.0, True), (0.0, False)):
+        part = Doubted(output_bytes=4 << 20)
+        part.plan.task = task()
+        part.worker, part.oracle, part.record = Job(left), Job(60.0), Record(device="cuda")
+        part._timing()
+        assert (part.record.clock_retry is not None) == retried
+        assert len(part.record.blocks) == 2 and part.record.reference_block is not None
+        walls = [w for block in part.record.blocks for w in block.wall_ms]
+        if retried:
+            assert "more wall time" in part.record.clock_retry and max(walls) < 5.0, walls
+        else:
+            assert min(walls) > 5.0

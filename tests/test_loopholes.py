@@ -104,7 +104,8 @@ def test_known_wrong_candidates_are_rejected(evaluator, loophole: int, task: str
 RUNTIME_REJECTED = [
     (1, "relu", "bad_patch_judge_modules", "correct: set 0", "got 0.5"),
     (1, "relu", "bad_patch_runtime", "correct: set 0", "outside"),
-    (2, "relu", "bad_forged_times", "times agree with the judge's clock", "more wall time"),
+    # measured twice before it decides: both rounds of timed calls were forged
+    (2, "relu", "bad_forged_times", "times agree with the judge's clock", "second round of timed calls as in the first"),
     (2, "relu", "bad_forge_result", "correct: set 0", "returned 0 outputs"),
     (4, "softmax", "bad_torch_on_thread", "no torch compute", "aten._softmax"),
     # a GPU compiles the body, and torch there is a compile error: rejected on the first call
@@ -182,6 +183,16 @@ def test_the_review_classes_are_rejected_at_run_time(evaluator, review_class: in
     assert not verdict.correct and failed[0].name.startswith(tuple(check.split("|"))), [(c.name, c.detail)
                                                                                         for c in failed]
     assert any(w in verdict.reason for w in words.split("|")), verdict.reason
+
+
+def test_a_doubt_on_the_judges_clock_is_timed_again_and_only_the_second_round_kept(evaluator) -> None:
+    """A candidate that forges its first round of timed calls only: the judge's clock doubts it, times
+    a second round, keeps that one alone, and says so; the forged 0.000123 ms is nowhere in the verdict."""
+    verdict = evaluator.run_in_sandbox(load_task("relu", "small"), candidate("ok_forges_only_first_round"), [])
+    assert verdict.correct, verdict.reason
+    clock = next(c for c in verdict.checks if c.name == "times agree with the judge's clock")
+    assert "the only one kept" in clock.detail and "more wall time" in clock.detail, clock.detail
+    assert verdict.runtime_ms is not None and verdict.runtime_ms > 0.01, verdict.runtime_ms
 
 
 # Torch's work hidden from the in-process recorder: only a trace taken outside the candidate's

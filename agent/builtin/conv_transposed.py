@@ -128,8 +128,12 @@ PHASED_TAPS_BODY = '''\
     nt = (KT - t0 + ST - 1) // ST
     nr = (KR - r0 + SR - 1) // SR
     ns = (KS - s0 + SS - 1) // SS
+    steps = nt * nr * ns * CHUNKS
+    nt = tl.maximum(nt, 1)  # divisors never zero (see DILATED_TAPS_BODY)
+    nr = tl.maximum(nr, 1)
+    ns = tl.maximum(ns, 1)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, nt * nr * ns * CHUNKS):
+    for k in range(0, steps):
         j = k // CHUNKS
         j_s = j % ns
         j_r = (j // ns) % nr
@@ -216,8 +220,15 @@ DILATED_TAPS_BODY = '''\
 ''' + PHASE_PIXELS + DILATED_TAPS + conv_taps.INPUT_LAYOUT + '''\
     chans = tl.arange(0, BLOCK_K)
     w_cols = cols + group * CG * KG  # the permuted weights are [taps, C_IN, KG]
+    steps = nt * nr * ns * CHUNKS
+    # Divisors never zero: a phase without taps runs no step, but a pipelined loop computes its first
+    # steps' indices ahead of the trip-count test, and a division by zero there hung the H100 (this
+    # kernel at stride 5, dilation 2: every launch at three stages, none at one or with the guard).
+    nt = tl.maximum(nt, 1)
+    nr = tl.maximum(nr, 1)
+    ns = tl.maximum(ns, 1)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, nt * nr * ns * CHUNKS):
+    for k in range(0, steps):
         j = k // CHUNKS
         j_s = j % ns
         j_r = (j // ns) % nr

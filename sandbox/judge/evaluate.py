@@ -365,7 +365,8 @@ class Evaluator:
         began = time.monotonic()
         baseline, ceilings = self.baseline(task)
         baseline_s = time.monotonic() - began
-        record = self._session(task, candidate, cache_name, footprint=baseline.eager_peak_bytes)
+        record = self._session(task, candidate, cache_name, footprint=baseline.eager_peak_bytes,
+                               eager_ms=baseline.eager.median_ms if baseline.eager else None)
         record.phases["the task's baselines (measured once, then cached)"] = round(baseline_s, 4)
         self._blame_beside(record)
         if record.reference_error:
@@ -421,10 +422,10 @@ class Evaluator:
                 functools.partial(forensic_launcher, binary))
 
     def _session(self, task: Task, candidate: Path, cache_name: str,  # noqa: ANN202 - Record
-                 forensic: str | None = None, footprint: int | None = None):
+                 forensic: str | None = None, footprint: int | None = None, eager_ms: float | None = None):
         """One session (``cache_name``: the candidate's kept compile cache, ``caches.name_for``;
         ``forensic``: ncu's path, for the forensic pass; ``footprint``: one eager call's peak device
-        memory): its Record."""
+        memory; ``eager_ms``: the reference's cached time): its Record."""
         oracle = self.processes.oracle(task, self.readable)
         readable, launcher = (list(self.readable), None) if forensic is None else self._traced_process(forensic, oracle)
         worker = self.processes.worker(readable, launcher)
@@ -435,7 +436,8 @@ class Evaluator:
                     strict_layout=self.config.strict_layout, worker_outbox=worker.outbox,
                     oracle_task_path=oracle.folder / "task.py", forensic=forensic is not None,
                     oracle_outbox=oracle.outbox, oracle_timeout_s=self.config.reference_timeout_s,
-                    cuda_graph=self.config.cuda_graph and forensic is None, eager_peak_bytes=footprint)
+                    cuda_graph=self.config.cuda_graph and forensic is None, eager_peak_bytes=footprint,
+                    eager_ms=eager_ms)
         if forensic is not None:
             plan.checked_sets = FORENSIC_CALLS
         session = Session(plan, oracle.job, worker.job, self.device_lock_path())

@@ -108,6 +108,8 @@ class Plan:
     """The longest the oracle may take to answer one request."""
     cuda_graph: bool = False
     """Also time the candidate and the reference replayed as CUDA graphs, beside the plain calls."""
+    eager_ms: float | None = None
+    """The reference's cached eager time (its baseline), for the judge's-clock check of each round."""
     eager_peak_bytes: int | None = None
     """The task's own footprint on the GPU (``device_memory``), to say who ran the GPU out of memory."""
 

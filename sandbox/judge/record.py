@@ -62,6 +62,10 @@ class Record:
     """The candidate's timed blocks (two on a GPU)."""
     reference_block: Block | None = None
     """The reference, re-timed in the oracle through the same protocol between the candidate's blocks."""
+    clock_retry: str | None = None
+    """Why the first round of timed calls was timed again: its calls took more wall time beyond their
+    reported times than the judge's clock allows (``timing.clock_problem``). Only the second round's
+    blocks are kept."""
     graph_block: Block | None = None
     """``--cuda-graph``: the candidate's replays of its captured forward."""
     graph_reference_block: Block | None = None

@@ -155,5 +155,26 @@ def unexplained_problem(candidate: Block, reference: Block, device: str, referen
             "reported short")
 
 
+def merged(blocks: Sequence[Block]) -> Block:
+    """The calls of ``blocks`` as one block (times, host and wall times; no pace or digest)."""
+    out = Block()
+    for block in blocks:
+        for t, h, w in zip(block.times_ms, block.host_ms, block.wall_ms):
+            out.add(t, h, w)
+    return out
+
+
+def clock_problem(blocks: Sequence[Block], reference: Block | None, device: str,
+                  eager_ms: float | None) -> str | None:
+    """:func:`unexplained_problem` for one round of timed calls: the candidate's blocks against the
+    reference's block timed between them. ``eager_ms``, the reference's cached baseline: where the
+    re-timed reference ran slower, its share shrinks by as much (``reference_scale``)."""
+    if reference is None or not reference.times_ms:
+        return None
+    rerun = statistics.median(reference.times_ms)
+    slower = rerun / eager_ms if eager_ms and device == "cuda" else 1.0
+    return unexplained_problem(merged(blocks), reference, device, 1.0 / max(slower, 1.0))
+
+
 def drift_allowance(eager: TimingStats, noise_pct: float | None) -> float:
     return max(MIN_DRIFT_TOLERANCE, 3 * (noise_pct or 0) / 100, eager.iqr_fraction, MIN_DRIFT_MS / eager.median_ms)

@@ -12,7 +12,7 @@ from kernelevo.sandbox.judge import rules
 from kernelevo.sandbox.judge.ceilings import speed_of_light_ms
 from kernelevo.sandbox.judge.record import Record
 from kernelevo.sandbox.judge.timing import (
-    Block,
+    clock_problem,
     drift_allowance,
     fastest_pace,
     host_bound,
@@ -102,8 +102,7 @@ def _judge_times(verdict: Verdict, task: Task, baseline: ReferenceResult, ceilin
     verdict.host_ms = statistics.median(h for block in record.blocks for h in block.host_ms)
     rerun = stats(record.reference_block.times_ms).median_ms if record.reference_block and \
         record.reference_block.times_ms else None
-    slower = rerun / baseline.eager.median_ms if rerun and baseline.eager and record.device == "cuda" else 1.0
-    _cross_check(record, checks, reference_scale=1.0 / max(slower, 1.0))
+    _cross_check(record, checks, baseline.eager.median_ms if baseline.eager else None)
     if record.device != "cuda":
         verdict.timing = "cpu-interpreter"
         if record.reference_block and record.reference_block.times_ms:
@@ -173,25 +172,22 @@ def _graph_times(verdict: Verdict, record: Record) -> None:
     verdict.graph_note = "reported by the candidate's process; held to the judge's clock and the roofline, not traced"
 
 
-def _cross_check(record: Record, checks: list[Check], reference_scale: float = 1.0) -> None:
-    """The candidate's reported times against the session's own clock (``reference_scale``: see
-    ``timing.unexplained_problem``)."""
+def _cross_check(record: Record, checks: list[Check], eager_ms: float | None) -> None:
+    """The candidate's reported times against the session's own clock (``timing.clock_problem``); where
+    the session timed a round again for it (``Record.clock_retry``), the detail says so."""
     impossible = [i for block in record.blocks for i in impossible_calls(block)]
     if impossible:
         checks.append(Check(name="times agree with the judge's clock", passed=False,
                             detail=f"{len(impossible)} timed calls reported more time than passed on the judge's "
                             "clock around them: the times were not measured honestly"))
         return
-    problem = None
-    if record.reference_block is not None:
-        merged = Block()
-        for block in record.blocks:
-            for t, h, w in zip(block.times_ms, block.host_ms, block.wall_ms):
-                merged.add(t, h, w)
-        problem = unexplained_problem(merged, record.reference_block, record.device, reference_scale)
-    checks.append(Check(name="times agree with the judge's clock", passed=problem is None,
-                        detail=problem or "every call's reported time fits the wall time the judge measured around "
-                        "it, as the reference's do"))
+    problem = clock_problem(record.blocks, record.reference_block, record.device, eager_ms)
+    detail = problem or ("every call's reported time fits the wall time the judge measured around it, as the "
+                         "reference's do")
+    if record.clock_retry:
+        detail += (" (in the second round of timed calls as in the first)" if problem else
+                   f" (in a second round of timed calls, the only one kept; the first: {record.clock_retry})")
+    checks.append(Check(name="times agree with the judge's clock", passed=problem is None, detail=detail))
 
 
 def _speed_of_light(verdict: Verdict, task: Task, baseline: ReferenceResult, ceilings: Ceilings,
