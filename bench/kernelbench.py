@@ -405,7 +405,8 @@ def sweep(args: argparse.Namespace, files: list[Path], store: dict[str, Any], se
 
 
 def _wanted(args: argparse.Namespace, store: dict[str, Any], section: dict[str, Any], path: Path) -> bool:
-    if key_of(path) in section and not args.redo:
+    # a harness row (this bench's time limit, a broken runner) is no verdict: the next sweep tries again
+    if key_of(path) in section and not args.redo and not section[key_of(path)].get("harness"):
         return False
     # cpu-judge: only what the coverage sweep says the strategist covers
     return args.mode != "cpu-judge" or bool(store.get("coverage", {}).get(key_of(path), {}).get("covered"))

@@ -279,6 +279,10 @@ def test_a_problem_whose_runner_raises_is_a_harness_row_and_the_sweep_goes_on(tm
     rows = json.loads(out.read_text())["gpu-seed"]
     assert rows["level1/1_Breaks"]["harness"] and "no space left" in rows["level1/1_Breaks"]["reason"]
     assert rows["level1/2_Fine"]["correct"]
+    ran = []
+    monkeypatch.setattr(bench, "run_one", lambda args, path, limit, gpu=None: ran.append(path.stem) or {"correct": True})
+    bench.main()  # a harness row is no verdict: the next sweep tries it again, and only it
+    assert ran == ["1_Breaks"] and json.loads(out.read_text())["gpu-seed"]["level1/1_Breaks"]["correct"]
 
 
 def test_the_forensic_share_counts_every_verdict_and_the_search_apart(tmp_path: Path) -> None:
