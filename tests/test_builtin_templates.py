@@ -1217,8 +1217,8 @@ def test_a_size_in_forward_is_a_number_in_a_kernel_only_where_it_does_not_change
     """The reference is traced at a small size. A size read in forward serves as structure at any
     size (a normalized shape); as a number in a kernel, ``x.size(-1)`` traced as 1024 must not become
     the constant of a kernel run at 16384: it goes in as its value at 16384, and the code says it holds
-    at that size alone. A module-level ``dim`` read in forward is refused (its value there is not read
-    from an input)."""
+    at that size alone. A module-level ``dim`` read in forward is the file's own constant: the kernel
+    holds its value at the size being optimised, with no check (the file defines it)."""
     path = tmp_path / "sizes.py"
     path.write_text(SIZE_AS_NUMBER.format(body="torch.softmax(x * x.size(-1) ** -0.5, dim=-1)"))
     plan = recognise(load_task(str(path), "full"))
@@ -1226,11 +1226,71 @@ def test_a_size_in_forward_is_a_number_in_a_kernel_only_where_it_does_not_change
     source = render(plan, *seeds(plan)[0])
     assert "0.0078125" in source and "0.03125" not in source and "generated for inputs of shapes" in source
     path.write_text(SIZE_AS_NUMBER.format(body="torch.relu(x * dim ** -0.5)"))  # a module-level size
-    with pytest.raises(CannotCover, match="0.03125 at the traced size and 0.0078125 at the size being optimised"):
-        recognise(load_task(str(path), "full"))
+    plan = recognise(load_task(str(path), "full"))
+    source = render(plan, *seeds(plan)[0])
+    assert plan.sized_for is None and "0.0078125" in source and "0.03125" not in source
+    assert "generated for a model built with" not in source
     path.write_text(SIZE_AS_NUMBER.format(body="F.layer_norm(x, x.shape[1:]) * (x.dim() - 1)"))
     plan = recognise(load_task(str(path), "full"))
     assert plan.cols == 16384 and "layer_norm" in plan.describe()
+
+
+SCALE_ATTRIBUTE = '''import torch
+import torch.nn as nn
+
+
+class Block(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.scale = dim ** -0.5
+
+    def forward(self, x):
+        return x * self.scale
+
+
+class Model(nn.Module):
+    def __init__(self, dim):
+        super(Model, self).__init__()
+        self.inner = Block(dim)
+        self.shift = dim // 8
+
+    def forward(self, x):
+        return torch.softmax(self.inner(x) - self.shift, dim=-1)
+
+
+def get_inputs():
+    return [torch.randn(4096, 1024)]
+
+
+def get_init_inputs():
+    return [1024]
+'''
+
+
+def test_numbers_the_constructor_makes_are_taken_at_the_size_being_optimised_and_checked(tmp_path: Path) -> None:
+    """``self.scale = dim ** -0.5`` is a number in the traced graph, another at the small size: the kernel
+    holds its value at the size being optimised, and ModelNew's constructor checks that it was built
+    with it (one built with another ``dim`` raises instead of computing with a scale not its own)."""
+    import os
+    import subprocess
+    import sys
+
+    path = tmp_path / "scale.py"
+    path.write_text(SCALE_ATTRIBUTE)
+    plan = recognise(load_task(str(path), "full"))
+    source = render(plan, *seeds(plan)[0])
+    assert "0.03125" in source and "if (self.shift, self.inner.scale,) != (128, 0.03125):" in source, source
+    (tmp_path / "candidate.py").write_text(source)
+    run = ("import importlib.util, sys, torch\n"
+           "spec = importlib.util.spec_from_file_location('c', sys.argv[1]); c = importlib.util.module_from_spec(spec)\n"
+           "spec.loader.exec_module(c)\n"
+           "x = torch.randn(4, 1024)\n"
+           "torch.testing.assert_close(c.ModelNew(1024)(x), torch.softmax(x * 1024 ** -0.5 - 128, dim=-1))\n"
+           "try:\n    c.ModelNew(256)\nexcept ValueError as e:\n    print(e)\n")
+    done = subprocess.run([sys.executable, "-c", run, str(tmp_path / "candidate.py")], capture_output=True, text=True,
+                          env={**os.environ, "TRITON_INTERPRET": "1"}, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "built with self.shift == 128, self.inner.scale == 0.03125" in done.stdout, done.stdout
 
 
 TAP_MAJOR_CONVS = {

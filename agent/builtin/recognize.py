@@ -32,6 +32,7 @@ from kernelevo.agent.builtin import (
     pool,
     rotary,
     scan,
+    size_constants,
     sort,
     view_copy,
 )
@@ -41,7 +42,6 @@ from kernelevo.agent.builtin.input_names import GENERATED_NAMES, clashes, safe_i
 from kernelevo.agent.builtin.lower import full_sizes, lower, trace
 from kernelevo.agent.builtin.program import CannotCover, Program
 from kernelevo.agent.builtin.shape_reads import fold_dtypes, fold_numbers, shapes_there
-from kernelevo.agent.builtin.size_constants import refuse_numbers_that_change
 from kernelevo.tasks.loader import import_task_module
 from kernelevo.tasks.task import Task
 
@@ -285,9 +285,9 @@ def recognise(task: Task) -> Plan:
     context = Context(init=init, imports=imports, dtype=dtype, allow_partial=task.allow_partial,
                       full=_full_model(task))
     context.full_graph = functools.cache(lambda: full_trace.traced_there(context.full, inputs, shapes))
-    refuse_numbers_that_change(model, context.full)
     gm = trace(model, inputs)
     safe_input_names(gm)
+    _numbers_there(model, gm, context)
     sizes = full_sizes(gm, inputs, shapes)
     attention.fold_repeated_heads(gm)
     if attention.decompose_wide(gm, shapes_there(gm, sizes)):
@@ -309,6 +309,17 @@ def recognise(task: Task) -> Plan:
         plan = sequence.plan(gm, inputs, shapes, context, whole)
     plan.sized_for = [tuple(s) for s in shapes] if sized or context.resized else None
     return plan
+
+
+def _numbers_there(model: torch.nn.Module, gm: torch.fx.GraphModule, context: Context) -> None:
+    """The numbers of ``gm``'s arithmetic as they are at the size being optimised (``size_constants``),
+    the constructor then checking the ones it stored; refused where the graphs cannot be matched."""
+    adopted = size_constants.adopt_numbers_there(gm, context.full_graph())
+    if adopted is None:
+        size_constants.refuse_numbers_that_change(model, context.full)
+    elif adopted:
+        context.init = size_constants.guarded_init(context.init, size_constants.construction_numbers(model,
+                                                                                                     context.full))
 
 
 def plan_graph(model: torch.nn.Module, gm: torch.fx.GraphModule, inputs: list[Any],

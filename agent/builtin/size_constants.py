@@ -1,16 +1,22 @@
 """Numbers in ``forward`` that change with the task's size.
 
 A reference is traced at a small size, and tracing writes every Python number ``forward`` computes
-into the graph as a constant: ``x * dim ** -0.5`` with a module-level ``dim`` becomes ``x * 0.0156``
-traced at the small size, but ``x * 0.0078`` at the size being optimised. A kernel holding the first
-would be wrong at the task's own size. This compares the arithmetic of the graphs traced at both
-sizes and refuses, with the reason, a graph whose arithmetic uses a number that differs; sizes that
-views, slices and factories take are left to the planners, which read them at run time or check them
-at the full size.
+into the graph as a constant: ``x * self.scale`` with ``self.scale = dim ** -0.5`` becomes
+``x * 0.0625`` traced at the small size, but ``x * 0.03125`` at the size being optimised. A kernel
+holding the first would be wrong at the task's own size. Sizes read from an input are nodes of the
+graph, not constants (``shape_reads`` puts them in); what differs here was made by the constructor
+or by the file's own constants. So the graph traced at the size being optimised lends each
+arithmetic call its numbers (:func:`adopt_numbers_there`), and the generated constructor checks that
+it was built as the kernels assume (:func:`guarded_init`): a ``ModelNew`` built with other arguments
+says so instead of computing with numbers that are not its own. Where the two graphs cannot be
+matched node for node, a number that differs is refused (:func:`refuse_numbers_that_change`). Sizes
+that views, slices and factories take are left to the planners, which read them at run time or check
+them at the full size.
 """
 
 from __future__ import annotations
 
+import ast
 import operator
 from typing import Any
 
@@ -71,3 +77,72 @@ def refuse_numbers_that_change(small: torch.nn.Module, full: torch.nn.Module | N
                 raise CannotCover(f"`{node.name}` uses the number {value!r} at the traced size and {full_value!r} "
                                   "at the size being optimised (a value read in forward that follows the task's "
                                   "sizes); a kernel holds its numbers as constants")
+
+
+def _with_numbers(value: Any, numbers: Any) -> Any:
+    """``value`` (a node's args or kwargs) with each number replaced by the next of ``numbers``."""
+    return torch.fx.node.map_aggregate(
+        value, lambda v: next(numbers) if isinstance(v, (int, float)) and not isinstance(v, bool) else v)
+
+
+def adopt_numbers_there(gm: torch.fx.GraphModule, there: torch.fx.GraphModule | None) -> list[str] | None:
+    """Give each arithmetic call of ``gm`` (traced at the small size) the numbers its counterpart in
+    ``there`` (traced at the size being optimised) takes. Returns the calls changed, as words, or None
+    where the graphs cannot be matched node for node (the same calls in the same order)."""
+    if there is None:
+        return None
+    mine, theirs = list(gm.graph.nodes), list(there.graph.nodes)
+    if len(mine) != len(theirs) or any((a.op, a.target) != (b.op, b.target) for a, b in zip(mine, theirs, strict=True)):
+        return None
+    changed = []
+    for node, other in zip(mine, theirs, strict=True):
+        if not _arithmetic(node):
+            continue
+        small, full = _numbers(node), _numbers(other)
+        if small == full:
+            continue
+        if len(small) != len(full):
+            raise CannotCover(f"`{node.name}` takes other arguments at the size being optimised")
+        numbers = iter(full)
+        node.args, node.kwargs = _with_numbers(node.args, numbers), _with_numbers(node.kwargs, numbers)
+        changed.append(f"`{node.name}`: {', '.join(f'{a!r} -> {b!r}' for a, b in zip(small, full) if a != b)}")
+    if changed:
+        gm.recompile()
+    return changed
+
+
+def construction_numbers(small: torch.nn.Module, full: torch.nn.Module | None) -> list[tuple[str, Any]]:
+    """The plain numbers the constructor stored on the model or its submodules that are others at the
+    size being optimised: ``(path, value there)``, such as ``("self.scale", 0.03125)``."""
+    if full is None:
+        return []
+    there = dict(full.named_modules())
+    out = []
+    for name, module in small.named_modules():
+        other = there.get(name)
+        if other is None:
+            continue
+        for attr, value in vars(module).items():
+            full_value = vars(other).get(attr)
+            numbers = [v for v in (value, full_value) if isinstance(v, (int, float)) and not isinstance(v, bool)]
+            if len(numbers) == 2 and value != full_value and not attr.startswith("_"):
+                out.append((f"self.{name}.{attr}" if name else f"self.{attr}", full_value))
+    return out
+
+
+def guarded_init(init: str, numbers: list[tuple[str, Any]]) -> str:
+    """``init`` (the constructor's source for ``ModelNew``) ending with a check that ``numbers`` (from
+    :func:`construction_numbers`) have the values its kernels were generated with. CannotCover where
+    the constructor can return before its end (the check would not run)."""
+    if not numbers:
+        return init
+    function = ast.parse(init).body[0]
+    assert isinstance(function, ast.FunctionDef)
+    if any(isinstance(n, ast.Return) for n in ast.walk(function)):
+        raise CannotCover("the reference's __init__ returns before its end, so ModelNew cannot check that it was "
+                          "built with the numbers its kernels hold")
+    indent = " " * function.body[0].col_offset
+    paths, values = ", ".join(p for p, _ in numbers), tuple(v for _, v in numbers)
+    message = (f"generated for a model built with {', '.join(f'{p} == {v!r}' for p, v in numbers)}: its kernels "
+               "hold numbers the constructor makes")
+    return (init.rstrip() + f"\n{indent}if ({paths},) != {values!r}:\n{indent}    raise ValueError({message!r})\n")
