@@ -106,6 +106,8 @@ RUNTIME_REJECTED = [
     (1, "relu", "bad_patch_runtime", "correct: set 0", "outside"),
     # measured twice before it decides: both rounds of timed calls were forged
     (2, "relu", "bad_forged_times", "times agree with the judge's clock", "second round of timed calls as in the first"),
+    # a round thrown away for its times vouches for nothing: exact there, coarse in the round kept
+    (11, "softmax", "bad_precise_only_in_the_discarded_round", "timed runs correct", "lower precision|64x"),
     (2, "relu", "bad_forge_result", "correct: set 0", "returned 0 outputs"),
     (4, "softmax", "bad_torch_on_thread", "no torch compute", "aten._softmax"),
     # a GPU compiles the body, and torch there is a compile error: rejected on the first call

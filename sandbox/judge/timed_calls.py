@@ -15,6 +15,7 @@ from kernelevo.sandbox.isolation.pausing import PauseFailed
 from kernelevo.sandbox.isolation.protocol import Job
 from kernelevo.sandbox.judge import rules, sampled, telemetry
 from kernelevo.sandbox.judge.plan import SessionPart, Stop, fresh_seed, trace_line
+from kernelevo.sandbox.judge.record import PrecisionSums
 from kernelevo.sandbox.judge.reported import reported_ms
 from kernelevo.sandbox.judge.timing import PACE_MEASUREMENTS, Block, clock_problem
 
@@ -52,22 +53,32 @@ class TimedCalls(SessionPart):
         # so in the second round as well; one that cheats only in the first gains nothing, since only the
         # second round's times are kept. Not where the worker's deadline cannot hold a second round.
         if doubt and self.worker.remaining() > 2 * (time.monotonic() - began) + 5:
+            # Each round's checked outputs meet the precision rule on their own: a round thrown away for
+            # its times must not vouch for the kept round's precision (exact there, coarse here).
+            if self._imprecise():
+                return
             self.record.clock_retry = doubt
             self.record.blocks, self.record.reference_block = [], None
+            self.record.timed_precision = PrecisionSums()
             again = self._timed_round()
             if again is None:
                 return
             found += again
         if gpu:
             self.record.telemetry = telemetry.around(before, telemetry.snapshot())
-        problem = rules.precision_problem(self.record.timed_precision, self.plan.task.dtype or "float32")
-        if problem:
-            self.record.add("timed runs correct", False, f"the timed calls checked: {problem}", compared=True)
+        if self._imprecise():
             return
         self.record.add("timed runs correct", True,
                         f"{found} timed calls, chosen after they ran, matched the reference (their outputs "
                         "the ones each call committed to, at the checked calls' precision)")
         self.record.phases["timing"] = round(time.monotonic() - began, 4)
+
+    def _imprecise(self) -> bool:
+        """Do the checked timed outputs so far break the precision rule? Recorded if so."""
+        problem = rules.precision_problem(self.record.timed_precision, self.plan.task.dtype or "float32")
+        if problem:
+            self.record.add("timed runs correct", False, f"the timed calls checked: {problem}", compared=True)
+        return problem is not None
 
     def _timed_round(self) -> int | None:
         """The candidate's timed blocks (two on a GPU, one on the CPU) with the reference's re-timed
