@@ -191,6 +191,11 @@ CASES = [
     ("positions-per-row-before-softmax", "        pass",
      "        p = torch.arange(x.size(1), device=x.device)[:, None]\n"
      "        return torch.softmax(x * (p + 1) * 0.01, -1)", "torch.randn(2, 6, {cols})", ""),
+    ("grouped-mean-through-a-view", "        self.heads = 4",
+     "        b, t, c = x.shape\n        return x.view(b, t, self.heads, c // self.heads).mean(2)",
+     "torch.randn(2, 6, {cols})", ""),
+    ("grouped-sum-through-a-reshape-bf16", "        pass", "        return x.reshape(x.shape[0], 8, -1).sum(-1) * 0.5",
+     "torch.randn(3, {cols}).bfloat16()", ""),
     ("max-pool-module-indices-dropped", "        self.pool = nn.MaxPool2d(2, return_indices=True)",
      "        y, _ = self.pool(x)\n        return torch.relu(y)", "torch.randn(2, 3, 8, {cols} // 100)", ""),
     ("pointwise-made-tensors", "        pass", "        return torch.maximum(x, torch.tensor(-0.25)) * torch.tensor(3)",

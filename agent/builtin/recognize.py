@@ -28,6 +28,7 @@ from kernelevo.agent.builtin import (
     full_trace,
     gathers,
     groupnorm,
+    leading_views,
     matmul,
     pool,
     rotary,
@@ -39,6 +40,7 @@ from kernelevo.agent.builtin import (
 from kernelevo.agent.builtin.decompose import read_after_written
 from kernelevo.agent.builtin.init_source import init_source
 from kernelevo.agent.builtin.input_names import GENERATED_NAMES, clashes, safe_input_names
+from kernelevo.agent.builtin.leading_views import LeadingView
 from kernelevo.agent.builtin.lower import full_sizes, lower, trace
 from kernelevo.agent.builtin.program import CannotCover, Program
 from kernelevo.agent.builtin.shape_reads import fold_dtypes, fold_numbers, shapes_there
@@ -67,6 +69,8 @@ class Plan:
     sized_for: list[tuple[int, ...]] | None = None
     """The inputs' shapes the generated code holds at alone (a size read in ``forward`` was put into a
     kernel as its value there); None: any size the templates' own checks allow."""
+    leading_views: list[LeadingView] = field(default_factory=list)
+    """Inputs planned in the shape of the view ``forward`` first reads them through (``leading_views``)."""
 
     @property
     def itemsize(self) -> int:
@@ -288,6 +292,10 @@ def recognise(task: Task) -> Plan:
     gm = trace(model, inputs)
     safe_input_names(gm)
     _numbers_there(model, gm, context)
+    given = [tuple(s) for s in shapes]
+    views = leading_views.take_views(gm, inputs, shapes, context.full_graph())
+    if views:
+        ShapeProp(gm).propagate(*inputs)
     sizes = full_sizes(gm, inputs, shapes)
     attention.fold_repeated_heads(gm)
     if attention.decompose_wide(gm, shapes_there(gm, sizes)):
@@ -307,7 +315,8 @@ def recognise(task: Task) -> Plan:
         from kernelevo.agent.builtin import sequence  # it plans each segment with plan_graph
 
         plan = sequence.plan(gm, inputs, shapes, context, whole)
-    plan.sized_for = [tuple(s) for s in shapes] if sized or context.resized else None
+    plan.sized_for = given if sized or context.resized or views else None
+    plan.leading_views = views
     return plan
 
 

@@ -401,7 +401,7 @@ RENDERERS = {
 def render(plan: Plan, strategy: str, params: dict[str, Any], why: str) -> str:
     """The candidate source for ``plan`` with ``strategy`` and ``params``."""
     source = _indexed_submodules(RENDERERS.get(plan.kind, _render_program)(Rendering(plan, strategy, params, why)))
-    return _sized(source, plan) if plan.sized_for else source
+    return _sized(source, plan) if plan.sized_for or plan.leading_views else source
 
 
 SUBMODULE_PATH = re.compile(r"\bself((?:\.[A-Za-z_]\w*|\.\d+)+)")
@@ -424,7 +424,9 @@ def _sized(source: str, plan: Plan) -> str:
     code was generated for: called at other sizes it says so instead of computing a wrong answer."""
     found = re.search(r"\n    def forward\(self, ([^)]*)\):\n", source)
     assert found is not None, "every template writes ModelNew.forward"
-    check = SIZED_CHECK.format(names=found.group(1), shapes=[tuple(s) for s in plan.sized_for or []])
-    return source[:found.end()] + check + source[found.end():]
+    check = SIZED_CHECK.format(names=found.group(1), shapes=plan.sized_for) if plan.sized_for else ""
+    # inputs planned as the view forward first reads them through: the same view, first
+    views = "".join(f"        {view.line()}\n" for view in plan.leading_views)
+    return source[:found.end()] + check + views + source[found.end():]
 
 

@@ -1,0 +1,99 @@
+"""Inputs that ``forward`` first reads through a view: planned as the view, viewed again in ModelNew.
+
+``x.view(b, t, heads, -1).mean(2)`` reads the input's memory as four dims before a reduction over one
+of them. A view of a contiguous tensor moves nothing, so the input is planned as if the task had
+passed it in the view's shape, and the generated ``forward`` begins with the same view. The view's
+shape at the size being optimised comes from the reference traced there (``full_trace``), written
+as numbers: the generated code then holds at the task's input shapes alone, and says so when called
+at others (``Plan.sized_for``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.fx
+
+VIEWS = {"view", "reshape"}
+"""Methods (and ``torch.reshape``) that read a tensor's memory in another shape."""
+
+
+@dataclass
+class LeadingView:
+    """An input read only through one view: its name and the view's shape at the size being optimised."""
+
+    name: str
+    shape: tuple[int, ...]
+
+    def line(self) -> str:
+        return f"{self.name} = {self.name}.reshape({', '.join(str(s) for s in self.shape)})"
+
+
+def _shape(node: torch.fx.Node) -> tuple[int, ...] | None:
+    meta = node.meta.get("tensor_meta")
+    return tuple(meta.shape) if meta is not None and hasattr(meta, "shape") else None
+
+
+def _the_view(placeholder: torch.fx.Node) -> torch.fx.Node | None:
+    """``placeholder``'s only use where it is a view of it. Its sizes may be read too, but only for the
+    view's own arguments: a size read anywhere else would read the view's shape once the input is
+    planned as the view."""
+    reads = [u for u in placeholder.users if _reads_size(u)]
+    uses = [u for u in placeholder.users if u not in reads]
+    if len(uses) != 1:
+        return None
+    use = uses[0]
+    viewing = (use.op == "call_method" and use.target in VIEWS) or (use.op == "call_function" and
+                                                                    use.target is torch.reshape)
+    if not (viewing and use.args and use.args[0] is placeholder):
+        return None
+    return use if all(_only_feeds(read, use) for read in reads) else None
+
+
+def _only_feeds(node: torch.fx.Node, view: torch.fx.Node) -> bool:
+    """Do the values computed from ``node`` (a size read) reach nothing but ``view``'s arguments?"""
+    for user in node.users:
+        if user is view:
+            continue
+        if user.op != "call_function" or any(isinstance(a, torch.fx.Node) and a.meta.get("tensor_meta") is not None
+                                             for a in user.args):
+            return False  # a size used by a tensor op, a method or another call
+        if not _only_feeds(user, view):
+            return False
+    return True
+
+
+def _reads_size(node: torch.fx.Node) -> bool:
+    """Does ``node`` read only its tensor's sizes (``x.shape``, ``x.size(1)``, ``x.dim()``)?"""
+    if node.op == "call_method" and node.target in ("size", "dim"):
+        return True
+    return node.op == "call_function" and node.target is getattr and node.args[1:] == ("shape",)
+
+
+def take_views(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ...]],
+               there: torch.fx.GraphModule | None) -> list[LeadingView]:
+    """Plan each tensor input that ``forward`` reads only through one view as that view: the view's
+    users read the input instead, ``inputs`` (the small tensors) and ``shapes`` (at the size being
+    optimised) take the view's shapes, in place. Returns the views ModelNew must make first; none
+    where the full trace is missing or the input is not contiguous."""
+    if there is None:
+        return []
+    full = {n.name: _shape(n) for n in there.graph.nodes}
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    taken = []
+    for index, (node, value) in enumerate(zip(placeholders, inputs, strict=False)):
+        view = _the_view(node) if isinstance(value, torch.Tensor) and value.is_contiguous() else None
+        small, big = (_shape(view), full.get(view.name)) if view is not None else (None, None)
+        if view is None or small is None or big is None or index >= len(shapes):
+            continue
+        view.replace_all_uses_with(node)
+        gm.graph.erase_node(view)
+        inputs[index] = value.reshape(small)
+        shapes[index] = big
+        taken.append(LeadingView(node.name, big))
+    if taken:
+        gm.graph.eliminate_dead_code()
+        gm.recompile()
+    return taken
