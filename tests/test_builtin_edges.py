@@ -1148,3 +1148,45 @@ def test_positions_are_cast_only_to_dtypes_that_hold_them_as_they_are() -> None:
     assert not holds(torch.uint8, 0, 299) and holds(torch.uint8, 0, 255) and holds(torch.int16, 0, 299)
     assert not holds(torch.uint8, -1, 5) and not holds(torch.int8, 0, 128) and holds(torch.int8, -128, 127)
     assert holds(torch.bfloat16, 0, 1e6) and not holds(torch.float64, 0, 1) and not holds(torch.bool, 0, 1)
+
+
+GROUPED_VIEW = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, heads):
+        super().__init__()
+        self.heads = heads
+
+    def forward(self, x):
+        b, t, c = x.shape
+        return {body}
+
+
+def get_inputs():
+    return [torch.randn(16, 2048, 1024)]
+
+
+def get_init_inputs():
+    return [16]
+'''
+
+
+def test_an_input_read_through_one_view_is_planned_as_the_view_only_where_its_sizes_serve_that_view(
+        tmp_path: Path) -> None:
+    """``x.view(b, t, heads, c // heads).mean(2)``: the input is planned in the view's shape, and the
+    generated forward views it first (at the task's shapes alone). Where a size of the input is read
+    for anything else (here a second view of the result), that size would read the view's shape, so
+    the input stays as it is."""
+    path = tmp_path / "grouped.py"
+    path.write_text(GROUPED_VIEW.format(body="x.view(b, t, self.heads, c // self.heads).mean(2)"))
+    plan = recognise(load_task(str(path), "full"))
+    assert [(v.name, v.shape) for v in plan.leading_views] == [("x", (16, 2048, 16, 64))]
+    assert plan.sized_for == [(16, 2048, 1024)]
+    source = _first_seed(path)
+    forward = source[source.index("    def forward(self, x):"):]
+    assert forward.index("generated for inputs of shapes") < forward.index("x = x.reshape(16, 2048, 16, 64)")
+    path.write_text(GROUPED_VIEW.format(body="x.view(b, t, self.heads, -1).mean(2) / c"))
+    with pytest.raises(CannotCover, match="no template for `view`"):
+        recognise(load_task(str(path), "full"))
