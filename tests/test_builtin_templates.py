@@ -191,6 +191,11 @@ CASES = [
     ("positions-per-row-before-softmax", "        pass",
      "        p = torch.arange(x.size(1), device=x.device)[:, None]\n"
      "        return torch.softmax(x * (p + 1) * 0.01, -1)", "torch.randn(2, 6, {cols})", ""),
+    ("cosine-classifier-normalised-weight", "        self.weight = nn.Parameter(torch.randn(24, n))\n        self.s = 30.0",
+     "        return F.linear(F.normalize(x, dim=-1), F.normalize(self.weight, dim=-1)) * self.s",
+     "torch.randn(5, {cols})", ""),
+    ("linear-of-a-scaled-weight-plus-bias", "        self.proj = nn.Linear(n, 16)",
+     "        return F.linear(x, self.proj.weight * 0.5, self.proj.bias)", "torch.randn(7, {cols})", ""),
     ("grouped-mean-through-a-view", "        self.heads = 4",
      "        b, t, c = x.shape\n        return x.view(b, t, self.heads, c // self.heads).mean(2)",
      "torch.randn(2, 6, {cols})", ""),

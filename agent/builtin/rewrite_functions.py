@@ -301,7 +301,21 @@ def _diagonal_matmul(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Nod
     return None
 
 
-REWRITES = {F.normalize: _normalize, F.glu: _glu, F.binary_cross_entropy_with_logits: _bce_with_logits,
+def _linear_of_computed_weight(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
+    """``F.linear(x, w, b)`` where ``w`` is computed in ``forward`` (normalised, scaled, merged from
+    low-rank factors) as ``x @ w.t() + b``: the matmul templates take a parameter as a weight, or two
+    computed operands as a product."""
+    x, weight, bias = option(node, "input", 0, None), option(node, "weight", 1, None), option(node, "bias", 2, None)
+    if not isinstance(x, torch.fx.Node) or not isinstance(weight, torch.fx.Node) or weight.op == "get_attr":
+        return None
+    out = graph.call_function(operator.matmul, (x, graph.call_method("t", (weight,))))
+    if isinstance(bias, torch.fx.Node):
+        return graph.call_function(operator.add, (out, bias))
+    return out if bias is None else None
+
+
+REWRITES = {F.linear: _linear_of_computed_weight, F.normalize: _normalize, F.glu: _glu,
+            F.binary_cross_entropy_with_logits: _bce_with_logits,
             F.nll_loss: _nll_of_log_softmax, operator.matmul: _diagonal_matmul, torch.matmul: _diagonal_matmul,
             torch.mm: _diagonal_matmul, torch.linalg.norm: _linalg_norm, F.instance_norm: _instance_norm,
             **dict.fromkeys((torch.mv, torch.dot, torch.outer, torch.ger, torch.addmm, torch.addmv, torch.baddbmm),

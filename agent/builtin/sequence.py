@@ -52,6 +52,8 @@ class Segment:
     why: str
     inputs: list[str] = field(default_factory=list)
     """The segment method's arguments: ``flow`` (the previous segment's output) and/or the forward's inputs."""
+    passed: list[str] = field(default_factory=list)
+    """What ``forward`` passes for them, where not the same names: a parameter's path (``self.weight``)."""
     views: list[str] = field(default_factory=list)
     """Glue before the segment reads ``flow``, no kernel, as statements of ``forward``: a view taken of
     it (``_kernelevo_flow = _kernelevo_flow.unsqueeze(1)``), or a read of its sizes (``getitem_1 =
@@ -184,12 +186,13 @@ def _calls(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
 
 
 def _subgraph(gm: torch.fx.GraphModule, nodes: list[torch.fx.Node], flow: torch.fx.Node | None,
-              earlier: dict[torch.fx.Node, str] | None = None,
-              sizes: Collection[str] = ()) -> torch.fx.GraphModule | None:
+              earlier: dict[torch.fx.Node, str] | None = None, sizes: Collection[str] = (),
+              parameters_in: bool = False) -> torch.fx.GraphModule | None:
     """``nodes`` as a graph of their own, or None if they read a computed value other than ``flow``,
     the outputs of earlier segments (``earlier``: node -> the name it is kept under) and sizes read
     in ``forward`` (``sizes``: their names, each passed in as a number), or hand on a value other than
-    their last."""
+    their last. ``parameters_in``: the parameters and buffers they read come in as arguments (named as
+    their ``get_attr`` nodes), for a segment that computes from parameters alone."""
     earlier = earlier or {}
     inside = set(nodes)
     for node in nodes[:-1]:
@@ -209,6 +212,8 @@ def _subgraph(gm: torch.fx.GraphModule, nodes: list[torch.fx.Node], flow: torch.
         env[a] = graph.placeholder(a.name)
     for p in [n for n in gm.graph.nodes if n.op == "placeholder" and n in used]:
         env[p] = graph.placeholder(p.name)
+    for a in dict.fromkeys(a for a in used if parameters_in and a.op == "get_attr"):
+        env[a] = graph.placeholder(a.name)
 
     def mapped(n: torch.fx.Node) -> torch.fx.Node:
         if n not in env:
@@ -219,6 +224,23 @@ def _subgraph(gm: torch.fx.GraphModule, nodes: list[torch.fx.Node], flow: torch.
         env[node] = graph.node_copy(node, mapped)
     graph.output(env[nodes[-1]])
     return torch.fx.GraphModule(gm, graph)
+
+
+def _from_parameters(gm: torch.fx.GraphModule, nodes: list[torch.fx.Node], flow: torch.fx.Node | None,
+                     earlier: dict[torch.fx.Node, str], sizes: Collection[str]
+                     ) -> tuple[torch.fx.GraphModule | None, list[str]]:
+    """``nodes``, which read parameters and buffers alone (a weight normalised, scaled or merged in
+    ``forward``), as a segment whose inputs they are: its graph and what ``forward`` passes for each
+    (``self.weight``). Recomputed on every call, as the reference does: a parameter may change between
+    calls."""
+    sub = _subgraph(gm, nodes, flow, earlier, sizes, parameters_in=True)
+    if sub is None:
+        return None, []
+    targets = {n.name: str(n.target) for n in gm.graph.nodes if n.op == "get_attr"}
+    names = [n.name for n in sub.graph.nodes if n.op == "placeholder"]
+    if any(name not in targets for name in names):
+        return None, []
+    return sub, [f"self.{targets[name]}" for name in names]
 
 
 def _full_node_shapes(inputs: list[Any], shapes: list[tuple[int, ...]], full_graph: torch.fx.GraphModule | None
@@ -287,8 +309,12 @@ def plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ..
             if sub is None:
                 continue
             names = [n.name for n in sub.graph.nodes if n.op == "placeholder"]
-            if not names:
-                continue  # computed from parameters alone: it belongs with what reads it
+            passed: list[str] = []
+            if not names:  # computed from parameters alone: they come in as the segment's inputs
+                sub, passed = _from_parameters(gm, calls[start:end + 1], flow, earlier, read_sizes)
+                names = [n.name for n in sub.graph.nodes if n.op == "placeholder"] if sub is not None else []
+                if not names:
+                    continue
             kept_as = {name: node.name for node, name in earlier.items()}
             sources = [flow.name if name == FLOW and flow is not None else kept_as.get(name, name) for name in names]
             values = [capture.seen[s] for s in sources]
@@ -296,7 +322,8 @@ def plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ..
                 traced = trace(sub, values)
                 sizes = [full_shapes.get(s, small.get(s, ())) for s, v in zip(sources, values, strict=True)
                          if isinstance(v, torch.Tensor)]  # a size read in forward comes in as a number
-                found = (plan_graph(sub, traced, values, sizes, _segment_context(context, values, full_shapes)), names)
+                found = (plan_graph(sub, traced, values, sizes, _segment_context(context, values, full_shapes)), names,
+                         passed)
                 break
             except CannotCover as exc:
                 if end == start:
@@ -306,9 +333,10 @@ def plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ..
         if found is None:
             raise CannotCover(f"{whole}; split into kernels, no template covers the ops from `{calls[start].name}`"
                               if start else str(whole))
-        sub_plan, names = found
+        sub_plan, names, passed = found
         strategy, params, why = seeds(sub_plan)[0]
-        segments.append(Segment(plan=sub_plan, strategy=strategy, params=params, why=why, inputs=names, views=views))
+        segments.append(Segment(plan=sub_plan, strategy=strategy, params=params, why=why, inputs=names,
+                                passed=passed, views=views))
         flow, views = calls[end], []
         earlier[flow] = f"{KEPT}{len(segments) - 1}"
         start = end + 1
@@ -397,7 +425,7 @@ def render(plan: Any, strategy: str, params: dict[str, Any], why: str, render_on
                 blocks[key] = rename(text)
         methods += [rename(m) for m in seg_methods]
         calls += seg.views
-        calls.append(f"{FLOW} = self._kernelevo_segment{k}({', '.join(seg.inputs)})")
+        calls.append(f"{FLOW} = self._kernelevo_segment{k}({', '.join(seg.passed or seg.inputs)})")
         if any(f"{KEPT}{k}" in later.inputs for later in plan.extra["segments"][k + 1:]):
             calls.append(f"{KEPT}{k} = {FLOW}")
     calls += plan.extra.get("tail_views", [])
