@@ -150,7 +150,9 @@ from kernelevo.agent.builtin.recognize import recognise
 from kernelevo.agent.builtin.templates import render
 from kernelevo.tasks import load_task
 plan = recognise(load_task(sys.argv[1], "full"))
-if plan.sized_for:  # the full size's code holds at that size alone: judged here, the small size's plan
+# the full size's code holds at that size alone (its sizes or its constructor's numbers): judged here,
+# the small size's plan
+if plan.sized_for or plan.numbers_there:
     plan = recognise(load_task(sys.argv[1], "small"))
 strategy, params, why = seeds(plan)[0]
 open(sys.argv[2], "w").write(render(plan, strategy, params, why))

@@ -196,6 +196,11 @@ CASES = [
      "torch.randn(5, {cols})", ""),
     ("linear-of-a-scaled-weight-plus-bias", "        self.proj = nn.Linear(n, 16)",
      "        return F.linear(x, self.proj.weight * 0.5, self.proj.bias)", "torch.randn(7, {cols})", ""),
+    ("helper-module-forward-left-out", "        self.s = Scale(n)", "        return torch.tanh(self.s(x))",
+     "torch.randn(3, {cols})",
+     "class Scale(nn.Module):\n    def __init__(self, n):\n        super().__init__()\n"
+     "        self.w = nn.Parameter(torch.rand(n) + 0.5)\n\n    def forward(self, x):\n"
+     "        return torch.mul(x, torch.rsqrt(self.w))\n"),
     ("grouped-mean-through-a-view", "        self.heads = 4",
      "        b, t, c = x.shape\n        return x.view(b, t, self.heads, c // self.heads).mean(2)",
      "torch.randn(2, 6, {cols})", ""),

@@ -4,12 +4,15 @@ candidate builds its parameters by running the reference's own code, never a cop
 
 from __future__ import annotations
 
+import ast
 import dis
 import inspect
 import re
 import textwrap
 import types
 from typing import Any
+
+import torch
 
 from kernelevo.agent.builtin.program import CannotCover
 
@@ -68,12 +71,38 @@ def _collect_needs(fn: Any, source: str, module: str, heads: list[str], bodies: 
             except (OSError, TypeError) as exc:
                 raise CannotCover(f"the reference's helper `{name}` has no readable source ({exc})") from None
             members = [value] if isinstance(value, types.FunctionType) else _methods(value)
+            if _is_module(value):
+                helper = _without_forward(helper)
+                members = [m for m in members if m.__name__ != "forward"]
             for member in members:
                 _collect_needs(member, helper, module, heads, bodies, seen)
             bodies.append(helper)
         else:
             raise CannotCover(f"the reference's __init__ uses `{name}` ({type(value).__name__}), which a generated "
                               "candidate cannot carry")
+
+
+def _is_module(value: Any) -> bool:
+    return isinstance(value, type) and issubclass(value, torch.nn.Module)
+
+
+def _without_forward(source: str) -> str:
+    """A helper module's class source without its ``forward``: ModelNew computes the whole forward in
+    its kernels and never calls it, and torch code left in the file would read as torch compute to the
+    judge's static checks. Its constructor and other methods stay (``__init__`` builds the parameters)."""
+    cls = ast.parse(source).body[0]
+    if not isinstance(cls, ast.ClassDef):
+        return source
+    found = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "forward"), None)
+    if found is None:
+        return source
+    lines = source.splitlines()
+    first = min([found.lineno, *(d.lineno for d in found.decorator_list)]) - 1
+    indent = " " * found.col_offset
+    kept = [f"{indent}# forward left out: ModelNew computes it in its kernels"]
+    if len(cls.body) == 1:
+        kept.append(f"{indent}pass")
+    return "\n".join(lines[:first] + kept + lines[found.end_lineno:]) + "\n"
 
 
 def _methods(cls: type) -> list[Any]:

@@ -69,6 +69,9 @@ class Plan:
     sized_for: list[tuple[int, ...]] | None = None
     """The inputs' shapes the generated code holds at alone (a size read in ``forward`` was put into a
     kernel as its value there); None: any size the templates' own checks allow."""
+    numbers_there: list[str] = field(default_factory=list)
+    """Arithmetic that took its numbers from the reference traced at the size being optimised (numbers
+    its constructor or its file makes): the code holds for the model built at that size alone."""
     leading_views: list[LeadingView] = field(default_factory=list)
     """Inputs planned in the shape of the view ``forward`` first reads them through (``leading_views``)."""
 
@@ -261,6 +264,8 @@ class Context:
     full: torch.nn.Module | None
     full_graph: Callable[[], torch.fx.GraphModule | None] = lambda: None
     """The reference traced at the size being optimised (see :mod:`full_trace`), traced when first asked."""
+    numbers_there: list[str] = field(default_factory=list)
+    """Arithmetic given its numbers at the size being optimised (``size_constants``)."""
     resized: list[str] = field(default_factory=list)
     """Calls replayed with a number of the size being optimised: the plan holds at that size alone
     (shared by the copies a sequence makes of this context)."""
@@ -316,7 +321,7 @@ def recognise(task: Task) -> Plan:
 
         plan = sequence.plan(gm, inputs, shapes, context, whole)
     plan.sized_for = given if sized or context.resized or views else None
-    plan.leading_views = views
+    plan.leading_views, plan.numbers_there = views, context.numbers_there
     return plan
 
 
@@ -327,6 +332,7 @@ def _numbers_there(model: torch.nn.Module, gm: torch.fx.GraphModule, context: Co
     if adopted is None:
         size_constants.refuse_numbers_that_change(model, context.full)
     elif adopted:
+        context.numbers_there = adopted
         context.init = size_constants.guarded_init(context.init, size_constants.construction_numbers(model,
                                                                                                      context.full))
 
