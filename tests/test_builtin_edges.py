@@ -1190,3 +1190,53 @@ def test_an_input_read_through_one_view_is_planned_as_the_view_only_where_its_si
     path.write_text(GROUPED_VIEW.format(body="x.view(b, t, self.heads, -1).mean(2) / c"))
     with pytest.raises(CannotCover, match="no template for `view`"):
         recognise(load_task(str(path), "full"))
+
+
+SIZED_MODULE = '''import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.dim, self.scale = dim, dim ** -0.5
+        self.weight = nn.Parameter(torch.randn(16, dim))
+        self.act = nn.Sequential(nn.LeakyReLU(dim ** -0.5), nn.Tanh())
+
+    def forward(self, x):
+{body}
+
+
+def get_inputs():
+    return [torch.randn(4096, 1024)]
+
+
+def get_init_inputs():
+    return [1024]
+'''
+
+
+@pytest.mark.parametrize(("body", "words"), [
+    # bits read as another dtype: no shape view, and nothing raised while planning
+    ("        return x.view(torch.int32).float() * 0.5", None),
+    ("        return x.view(torch.bfloat16).float() * 2.0", None),
+    # a constant the tracer made is no attribute ModelNew has
+    ("        return F.linear(x, self.weight * torch.tensor(0.5))", None),
+    # a called module's float that follows the size
+    ("        return self.act(x)", "has negative_slope"),
+    # ops that follow a size: the traced graph is not the one run at the task's size
+    ("        if self.dim > 512:\n            x = x * self.scale\n        return torch.tanh(x)", "other ops at the size"),
+], ids=["int32-bits", "bf16-bits", "tracer-constant", "module-float", "branch-on-a-size"])
+def test_what_differs_at_the_size_being_optimised_is_refused_not_planned_wrong(tmp_path: Path, body: str,
+                                                                              words: str | None) -> None:
+    """Found by a review: each of these was planned into code that computes something else at the task's
+    size, or raised while planning."""
+    path = tmp_path / "sized.py"
+    path.write_text(SIZED_MODULE.format(body=body))
+    with pytest.raises(CannotCover, match=words or "."):
+        plan = recognise(load_task(str(path), "full"))
+        assert not plan.leading_views
+        source = _first_seed(path)
+        assert "_tensor_constant" not in source
+        raise CannotCover("planned, but without the mistake")

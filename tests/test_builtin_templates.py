@@ -201,6 +201,12 @@ CASES = [
      "class Scale(nn.Module):\n    def __init__(self, n):\n        super().__init__()\n"
      "        self.w = nn.Parameter(torch.rand(n) + 0.5)\n\n    def forward(self, x):\n"
      "        return torch.mul(x, torch.rsqrt(self.w))\n"),
+    ("contrastive-loss-diagonal-labels", "        pass",
+     "        logits = x @ y.t() / 0.07\n"
+     "        return F.cross_entropy(logits, torch.arange(x.size(0), device=x.device), reduction='sum')",
+     "torch.randn(6, {cols}), torch.randn(6, {cols})", ""),
+    ("tanh-of-small-values", "        pass", "        return torch.tanh(x * 0.0625) + F.mish(x * 0.01)",
+     "torch.randn(3, {cols})", ""),
     ("grouped-mean-through-a-view", "        self.heads = 4",
      "        b, t, c = x.shape\n        return x.view(b, t, self.heads, c // self.heads).mean(2)",
      "torch.randn(2, 6, {cols})", ""),

@@ -6,11 +6,18 @@ mean over the rows not ignored), or returned as they are.
 
 from __future__ import annotations
 
+import operator
 from typing import Any
+
+import torch
+import torch.fx
+import torch.nn.functional as F
+
+from kernelevo.agent.builtin.program import CannotCover
 
 CROSS_ENTROPY_KERNELS = '''@triton.jit
 def row_loss_kernel(x_ptr, t_ptr, loss_ptr, n_rows, n_cols, ignore_index,
-                    BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+                    BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr, ROW_TARGETS: tl.constexpr):
     # loss = logsumexp(x) - x[target]. Online log-sum-exp over column blocks: one read of the logits.
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     row_ok = rows < n_rows
@@ -28,7 +35,10 @@ def row_loss_kernel(x_ptr, t_ptr, loss_ptr, n_rows, n_cols, ignore_index,
     row_max = tl.max(m, axis=1)
     total = tl.sum(s * tl.where(m == float("-inf"), 0.0, tl.exp(m - row_max[:, None])), axis=1)
     lse = row_max + tl.log(total)
-    t = tl.load(t_ptr + rows, mask=row_ok, other=ignore_index).to(tl.int64)
+    if ROW_TARGETS:  # each row's target is its own index (labels made with arange)
+        t = rows64
+    else:
+        t = tl.load(t_ptr + rows, mask=row_ok, other=ignore_index).to(tl.int64)
     valid = row_ok & (t != ignore_index)
     picked = tl.load(x_ptr + rows64 * n_cols + t, mask=valid, other=0.0).to(tl.float32)
     loss = tl.where(valid, lse - picked, 0.0)
@@ -36,7 +46,8 @@ def row_loss_kernel(x_ptr, t_ptr, loss_ptr, n_rows, n_cols, ignore_index,
 
 
 @triton.jit
-def reduce_kernel(loss_ptr, t_ptr, out_ptr, n_rows, ignore_index, MEAN: tl.constexpr, BLOCK: tl.constexpr):
+def reduce_kernel(loss_ptr, t_ptr, out_ptr, n_rows, ignore_index, MEAN: tl.constexpr, BLOCK: tl.constexpr,
+                  ROW_TARGETS: tl.constexpr):
     # One program sums the per-row losses in a fixed order (deterministic) and counts the valid rows.
     acc = tl.zeros([BLOCK], dtype=tl.float32)
     count = tl.zeros([BLOCK], dtype=tl.float32)
@@ -44,15 +55,18 @@ def reduce_kernel(loss_ptr, t_ptr, out_ptr, n_rows, ignore_index, MEAN: tl.const
         offs = start + tl.arange(0, BLOCK)
         ok = offs < n_rows
         acc += tl.load(loss_ptr + offs, mask=ok, other=0.0)
-        t = tl.load(t_ptr + offs, mask=ok, other=ignore_index)
-        count += tl.where(ok & (t != ignore_index), 1.0, 0.0)
+        if ROW_TARGETS:
+            count += tl.where(ok & (offs != ignore_index), 1.0, 0.0)
+        else:
+            t = tl.load(t_ptr + offs, mask=ok, other=ignore_index)
+            count += tl.where(ok & (t != ignore_index), 1.0, 0.0)
     total = tl.sum(acc, axis=0)
     if MEAN:
         total = total / tl.sum(count, axis=0)
     tl.store(out_ptr, total.to(out_ptr.dtype.element_ty))
 '''
 
-CROSS_ENTROPY_FORWARD = '''def forward(self, {logits}, {targets}):
+CROSS_ENTROPY_FORWARD = '''def forward(self, {arguments}):
     {logits} = {logits}.contiguous()
     {targets} = {targets}.contiguous()
     n_rows, n_cols = {logits}.shape
@@ -60,11 +74,12 @@ CROSS_ENTROPY_FORWARD = '''def forward(self, {logits}, {targets}):
     BLOCK_R, BLOCK_C = {BLOCK_R}, {BLOCK_C}
     row_loss_kernel[(triton.cdiv(n_rows, BLOCK_R),)](
         {logits}, {targets}, losses, n_rows, n_cols, {ignore_index}, BLOCK_R=BLOCK_R, BLOCK_C=BLOCK_C,
-        num_warps={num_warps})
+        ROW_TARGETS={row_targets}, num_warps={num_warps})
     if {none}:
         return losses
     out = torch.empty((), dtype={logits}.dtype, device={logits}.device)
-    reduce_kernel[(1,)](losses, {targets}, out, n_rows, {ignore_index}, MEAN={mean}, BLOCK=1024, num_warps=4)
+    reduce_kernel[(1,)](losses, {targets}, out, n_rows, {ignore_index}, MEAN={mean}, BLOCK=1024,
+                        ROW_TARGETS={row_targets}, num_warps=4)
     return out
 '''
 
@@ -96,9 +111,67 @@ def kernels(plan: Any) -> str:
 
 def forward(plan: Any, params: dict[str, Any]) -> str:
     """``ModelNew.forward``: the row losses, then their reduction."""
-    reduction = plan.extra["reduction"]
-    logits, targets = plan.inputs
+    reduction, row_targets = plan.extra["reduction"], plan.extra.get("row_targets", False)
+    # row targets: none is read (the logits stand in for the pointer); other inputs only gave sizes
+    logits, targets = plan.inputs[0], plan.inputs[0] if row_targets else plan.inputs[1]
     return CROSS_ENTROPY_FORWARD.format(
-        logits=logits, targets=targets, ignore_index=plan.extra["ignore_index"], none=reduction == "none",
+        arguments=", ".join(plan.inputs), logits=logits, targets=targets, row_targets=row_targets,
+        ignore_index=plan.extra["ignore_index"], none=reduction == "none",
         mean=reduction == "mean", loss_dtype=f"{logits}.dtype" if reduction == "none" else "torch.float32",
         **params)
+
+
+def _row_targets(node: Any) -> bool:
+    """Is ``node`` ``torch.arange(n)`` (from 0, step 1, integers): each row's own index as its target, as
+    a contrastive loss labels the diagonal? A target of any other length would not run in eager."""
+    if not isinstance(node, torch.fx.Node) or node.op != "call_function" or node.target is not torch.arange:
+        return False
+    args, kw = list(node.args), dict(node.kwargs)
+    if len(args) == 2 and args[0] == 0:
+        args = args[1:]
+    plain = len(args) == 1 and not isinstance(args[0], bool) and isinstance(args[0], (int, torch.fx.Node))
+    dtype = kw.pop("dtype", torch.int64)
+    kw.pop("device", None)
+    return plain and not kw and dtype in (torch.int64, torch.int32)
+
+
+def _size_only(node: torch.fx.Node, target: torch.fx.Node) -> bool:
+    """Is ``node`` a read of sizes (or arithmetic on them) that feeds only the targets' ``arange``?"""
+    reads = node.op == "call_method" and node.target == "size" or node.op == "call_function" and (
+        node.target is getattr or node.target is operator.getitem)
+    return reads and node.meta.get("tensor_meta") is None and all(
+        u is target or _size_only(u, target) for u in node.users)
+
+
+def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> dict[str, Any] | None:
+    """The cross-entropy plan's extras where ``gm`` is one ``F.cross_entropy`` of (logits, targets), the
+    targets an input or each row's index (``torch.arange``); None where it calls something else."""
+    calls = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output")]
+    node = calls[-1] if calls else None
+    if node is None or node.op != "call_function" or node.target is not F.cross_entropy:
+        return None
+    target = node.args[1] if len(node.args) > 1 else node.kwargs.get("target")
+    row_targets = _row_targets(target) and all(c in (node, target) or _size_only(c, target) for c in calls)
+    if len(calls) != 1 and not row_targets:
+        return None
+    names = ("weight", "size_average", "ignore_index", "reduce", "reduction", "label_smoothing")
+    kw = dict(node.kwargs) | {name: node.args[2 + i] for i, name in enumerate(names) if len(node.args) > 2 + i}
+    if kw.get("weight") is not None or kw.get("size_average") is not None or kw.get("reduce") is not None:
+        raise CannotCover("cross_entropy with class weights or legacy reduction arguments is not covered")
+    smoothing = kw.get("label_smoothing", 0.0)
+    if not isinstance(smoothing, (int, float)) or isinstance(smoothing, bool) or not 0.0 <= smoothing <= 1.0:
+        raise CannotCover(f"cross_entropy with label smoothing {smoothing!r} (covered: a number from 0 to 1)")
+    reduction = kw.get("reduction", "mean")
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    wanted = (placeholders[0],) if row_targets else tuple(placeholders)
+    if reduction not in ("mean", "sum", "none") or not placeholders or node.args[:len(wanted)] != wanted \
+            or (not row_targets and len(inputs) != 2) or \
+            any(not _size_only(u, target) for p in placeholders[1:] if row_targets for u in p.users):
+        raise CannotCover("cross_entropy is covered for (logits, targets) inputs with mean, sum or no reduction")
+    logits = inputs[0]
+    targets = torch.arange(logits.shape[0]) if row_targets else inputs[1]
+    if logits.dim() != 2 or targets.dim() != 1 or targets.dtype not in (torch.int64, torch.int32) \
+            or not logits.is_floating_point():
+        raise CannotCover("cross_entropy is covered for [batch, classes] logits and [batch] integer targets")
+    return {"reduction": reduction, "ignore_index": int(kw.get("ignore_index", -100)), "smoothing": float(smoothing),
+            "row_targets": row_targets}

@@ -49,6 +49,11 @@ def _the_view(placeholder: torch.fx.Node) -> torch.fx.Node | None:
                                                                     use.target is torch.reshape)
     if not (viewing and use.args and use.args[0] is placeholder):
         return None
+    dtypes = [getattr(n.meta.get("tensor_meta"), "dtype", None) for n in (placeholder, use)]
+    leaves: list[Any] = []
+    torch.fx.node.map_aggregate((use.args[1:], use.kwargs), leaves.append)
+    if dtypes[0] is None or dtypes[0] != dtypes[1] or any(isinstance(v, torch.dtype) for v in leaves):
+        return None  # x.view(torch.int32) reads the bits as another dtype: no shape view
     return use if all(_only_feeds(read, use) for read in reads) else None
 
 

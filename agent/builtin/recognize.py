@@ -17,13 +17,13 @@ from typing import Any
 
 import torch
 import torch.fx
-import torch.nn.functional as F
 from torch.fx.passes.shape_prop import ShapeProp
 
 from kernelevo.agent.builtin import (
     attention,
     attention_by_hand,
     conv,
+    cross_entropy,
     dimreduce,
     full_trace,
     gathers,
@@ -156,7 +156,7 @@ def _full_model(task: Task) -> torch.nn.Module | None:
     try:
         module = import_task_module(task.path, task.size)
         with torch.device("meta"):
-            return module.Model(*module.get_init_inputs())
+            return module.Model(*module.get_init_inputs()).eval()  # as the traced one is
     except Exception:  # keep the small sizes: they only describe the plan
         return None
 
@@ -220,28 +220,6 @@ def _single_call(gm: torch.fx.GraphModule, target: Any, names: tuple[str, ...],
         if len(node.args) > first + i:
             kw[name] = node.args[first + i]
     return node, kw
-
-
-def _cross_entropy(gm: torch.fx.GraphModule, inputs: list[Any]) -> dict[str, Any] | None:
-    found = _single_call(gm, F.cross_entropy, ("weight", "size_average", "ignore_index", "reduce", "reduction",
-                                               "label_smoothing"), 2)
-    if found is None:
-        return None
-    node, kw = found
-    if kw.get("weight") is not None or kw.get("size_average") is not None or kw.get("reduce") is not None:
-        raise CannotCover("cross_entropy with class weights or legacy reduction arguments is not covered")
-    smoothing = kw.get("label_smoothing", 0.0)
-    if not isinstance(smoothing, (int, float)) or isinstance(smoothing, bool) or not 0.0 <= smoothing <= 1.0:
-        raise CannotCover(f"cross_entropy with label smoothing {smoothing!r} (covered: a number from 0 to 1)")
-    reduction = kw.get("reduction", "mean")
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    if reduction not in ("mean", "sum", "none") or len(inputs) != 2 or node.args[:2] != tuple(placeholders):
-        raise CannotCover("cross_entropy is covered for (logits, targets) inputs with mean, sum or no reduction")
-    logits, targets = inputs
-    if logits.dim() != 2 or targets.dim() != 1 or targets.dtype not in (torch.int64, torch.int32) \
-            or not logits.is_floating_point():
-        raise CannotCover("cross_entropy is covered for [batch, classes] logits and [batch] integer targets")
-    return {"reduction": reduction, "ignore_index": int(kw.get("ignore_index", -100)), "smoothing": float(smoothing)}
 
 
 def _tail_choice(tail: Plan) -> dict[str, Any]:
@@ -328,7 +306,13 @@ def recognise(task: Task) -> Plan:
 def _numbers_there(model: torch.nn.Module, gm: torch.fx.GraphModule, context: Context) -> None:
     """The numbers of ``gm``'s arithmetic as they are at the size being optimised (``size_constants``),
     the constructor then checking the ones it stored; refused where the graphs cannot be matched."""
-    adopted = size_constants.adopt_numbers_there(gm, context.full_graph())
+    size_constants.refuse_modules_that_change(gm, context.full)
+    there = context.full_graph()
+    adopted = size_constants.adopt_numbers_there(gm, there)
+    if adopted is None and there is not None:
+        raise CannotCover("the reference's forward runs other ops at the size being optimised than at the traced "
+                          "size (a branch or a loop that follows a size): a plan made at the traced size would "
+                          "compute something else there")
     if adopted is None:
         size_constants.refuse_numbers_that_change(model, context.full)
     elif adopted:
@@ -390,7 +374,7 @@ def _whole_op_plan(model: torch.nn.Module, gm: torch.fx.GraphModule, inputs: lis
     instance norm, a pooling), each with what it fuses after it; None when none of them covers ``gm``.
     ``shapes``: the tensor inputs' shapes at the size being optimised."""
     rows, cols = _rows_cols(shapes[0])
-    ce = _cross_entropy(gm, inputs)
+    ce = cross_entropy.recognise(gm, inputs)
     if ce is not None:
         return _covering(context, names, kind="cross_entropy", rows=rows, cols=cols, ops=["cross_entropy"], extra=ce)
     there = full_trace.counterparts(model, gm, context.full_graph())

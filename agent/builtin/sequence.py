@@ -227,20 +227,31 @@ def _subgraph(gm: torch.fx.GraphModule, nodes: list[torch.fx.Node], flow: torch.
 
 
 def _from_parameters(gm: torch.fx.GraphModule, nodes: list[torch.fx.Node], flow: torch.fx.Node | None,
-                     earlier: dict[torch.fx.Node, str], sizes: Collection[str]
+                     earlier: dict[torch.fx.Node, str], sizes: Collection[str], model: torch.nn.Module | None
                      ) -> tuple[torch.fx.GraphModule | None, list[str]]:
     """``nodes``, which read parameters and buffers alone (a weight normalised, scaled or merged in
     ``forward``), as a segment whose inputs they are: its graph and what ``forward`` passes for each
     (``self.weight``). Recomputed on every call, as the reference does: a parameter may change between
-    calls."""
+    calls. Only attributes ModelNew has (``model``: the reference built at the size being optimised):
+    a constant the tracer made (``torch.tensor(0.5)`` in ``forward``) is none of them."""
     sub = _subgraph(gm, nodes, flow, earlier, sizes, parameters_in=True)
-    if sub is None:
+    if sub is None or model is None:
         return None, []
     targets = {n.name: str(n.target) for n in gm.graph.nodes if n.op == "get_attr"}
     names = [n.name for n in sub.graph.nodes if n.op == "placeholder"]
-    if any(name not in targets for name in names):
+    # (the tracer sets its constants on the model it traces as ``_tensor_constant<n>``)
+    if any(name not in targets or targets[name].startswith("_tensor_constant")
+           or not isinstance(_attribute(model, targets[name]), torch.Tensor) for name in names):
         return None, []
     return sub, [f"self.{targets[name]}" for name in names]
+
+
+def _attribute(model: torch.nn.Module, path: str) -> Any:
+    """``model``'s attribute at a dotted path (``blocks.0.weight``), or None."""
+    value: Any = model
+    for part in path.split("."):
+        value = getattr(value, part, None)
+    return value
 
 
 def _full_node_shapes(inputs: list[Any], shapes: list[tuple[int, ...]], full_graph: torch.fx.GraphModule | None
@@ -311,7 +322,7 @@ def plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ..
             names = [n.name for n in sub.graph.nodes if n.op == "placeholder"]
             passed: list[str] = []
             if not names:  # computed from parameters alone: they come in as the segment's inputs
-                sub, passed = _from_parameters(gm, calls[start:end + 1], flow, earlier, read_sizes)
+                sub, passed = _from_parameters(gm, calls[start:end + 1], flow, earlier, read_sizes, context.full)
                 names = [n.name for n in sub.graph.nodes if n.op == "placeholder"] if sub is not None else []
                 if not names:
                     continue

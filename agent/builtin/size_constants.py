@@ -35,7 +35,7 @@ from kernelevo.agent.builtin.vocabulary import (
 
 ARITHMETIC_TARGETS = {*BINARY_TARGETS, *COMPARE_TARGETS, *UNARY_TARGETS, operator.floordiv, operator.mod,
                       torch.clamp, torch.clip, torch.where, torch.masked_fill, F.hardtanh, F.softplus, F.elu,
-                      F.leaky_relu, F.threshold}
+                      F.leaky_relu, F.threshold, F.scaled_dot_product_attention}
 ARITHMETIC_METHODS = {*BINARY_METHODS, *COMPARE_METHODS, "clamp", "clamp_min", "clamp_max", "clip",
                       "masked_fill", "where", "fill_"}
 """Calls whose numbers become constants of a kernel."""
@@ -79,6 +79,10 @@ def refuse_numbers_that_change(small: torch.nn.Module, full: torch.nn.Module | N
                                   "sizes); a kernel holds its numbers as constants")
 
 
+def _on_a_tensor(node: torch.fx.Node) -> bool:
+    return any(a.meta.get("tensor_meta") is not None for a in node.all_input_nodes)
+
+
 def _with_numbers(value: Any, numbers: Any) -> Any:
     """``value`` (a node's args or kwargs) with each number replaced by the next of ``numbers``."""
     return torch.fx.node.map_aggregate(
@@ -96,8 +100,8 @@ def adopt_numbers_there(gm: torch.fx.GraphModule, there: torch.fx.GraphModule | 
         return None
     changed = []
     for node, other in zip(mine, theirs, strict=True):
-        if not _arithmetic(node):
-            continue
+        if not _arithmetic(node) or not _on_a_tensor(node):
+            continue  # arithmetic of sizes alone is left to ``shape_reads``, which reads them at run time
         small, full = _numbers(node), _numbers(other)
         if small == full:
             continue
@@ -146,3 +150,23 @@ def guarded_init(init: str, numbers: list[tuple[str, Any]]) -> str:
     message = (f"generated for a model built with {', '.join(f'{p} == {v!r}' for p, v in numbers)}: its kernels "
                "hold numbers the constructor makes")
     return (init.rstrip() + f"\n{indent}if ({paths},) != {values!r}:\n{indent}    raise ValueError({message!r})\n")
+
+
+def refuse_modules_that_change(gm: torch.fx.GraphModule, full: torch.nn.Module | None) -> None:
+    """CannotCover where a module the graph calls holds a float that is another at the size being
+    optimised (``nn.LeakyReLU(dim ** -0.5)``): the templates read a called module's numbers from the
+    traced model. Its sizes (ints) are read at run time or checked at the full size elsewhere."""
+    if full is None:
+        return
+    for node in gm.graph.nodes:
+        if node.op != "call_module":
+            continue
+        try:
+            small, there = gm.get_submodule(str(node.target)), full.get_submodule(str(node.target))
+        except AttributeError:
+            continue
+        for attr, value in vars(small).items():
+            other = vars(there).get(attr)
+            if isinstance(value, float) and isinstance(other, float) and value != other:
+                raise CannotCover(f"module `{node.target}` has {attr} {value!r} at the traced size and {other!r} "
+                                  "at the size being optimised; a kernel holds its numbers as constants")
