@@ -897,7 +897,9 @@ def test_a_view_replayed_with_a_number_that_changes_with_the_size_takes_it_there
     plan = recognise(load_task(str(path), "full"))
     assert plan.kind == "view_copy" and plan.sized_for == [(3, 24)]
     source = render(plan, *seeds(plan)[0])
-    assert ".view(3, 4, -1)" in source and "generated for inputs of shapes [(3, 24)]" in source, source
+    # the view replayed, or the input planned as that view (``leading_views``): 4 groups either way
+    assert (".view(3, 4, -1)" in source or "x = x.reshape(3, 4, 6)" in source) and \
+        "generated for inputs of shapes [(3, 24)]" in source, source
     candidate = tmp_path / "candidate.py"
     candidate.write_text(source)
     verdict, code = evaluator.evaluate(load_task(str(path), "full"), candidate)

@@ -275,10 +275,27 @@ def recognise(task: Task) -> Plan:
     gm = trace(model, inputs)
     safe_input_names(gm)
     _numbers_there(model, gm, context)
-    given = [tuple(s) for s in shapes]
-    views = leading_views.take_views(gm, inputs, shapes, context.full_graph())
-    if views:
+    given, resized = [tuple(s) for s in shapes], list(context.resized)
+    try:
+        return _planned(copy.deepcopy(gm), list(inputs), list(shapes), context, given, [])
+    except CannotCover as first:
+        # Only where nothing else covers it, an input read through one view is planned as the view: the
+        # code then holds at the task's shapes alone (``leading_views``).
+        views = leading_views.take_views(gm, inputs, shapes, context.full_graph())
+        if not views:
+            raise
+        context.resized[:] = resized  # what the failed attempt replayed at the full size is not this plan's
         ShapeProp(gm).propagate(*inputs)
+        try:
+            return _planned(gm, inputs, shapes, context, given, views)
+        except CannotCover:
+            raise first from None
+
+
+def _planned(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ...]], context: Context,
+             given: list[tuple[int, ...]], views: list[LeadingView]) -> Plan:
+    """The plan of the traced reference (``given``: the task's input shapes at the size being optimised;
+    ``views``: inputs planned as the view forward reads them through)."""
     sizes = full_sizes(gm, inputs, shapes)
     attention.fold_repeated_heads(gm)
     if attention.decompose_wide(gm, shapes_there(gm, sizes)):
