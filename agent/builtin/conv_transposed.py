@@ -222,7 +222,7 @@ DILATED_TAPS_BODY = '''\
     w_cols = cols + group * CG * KG  # the permuted weights are [taps, C_IN, KG]
     steps = nt * nr * ns * CHUNKS
     # Divisors never zero: a phase without taps runs no step, but a pipelined loop computes its first
-    # steps' indices ahead of the trip-count test, and a division by zero there hung the H100 (this
+    # steps' indices ahead of the trip-count test, and a division by zero there hangs the GPU (this
     # kernel at stride 5, dilation 2: every launch at three stages, none at one or with the guard).
     nt = tl.maximum(nt, 1)
     nr = tl.maximum(nr, 1)
