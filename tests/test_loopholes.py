@@ -190,7 +190,7 @@ def test_the_review_classes_are_rejected_at_run_time(evaluator, review_class: in
 def test_a_doubt_on_the_judges_clock_is_timed_again_and_only_the_second_round_kept(evaluator) -> None:
     """A candidate that forges its first round of timed calls only: the judge's clock doubts it, times
     a second round, keeps that one alone, and says so; the forged 0.000123 ms is nowhere in the verdict."""
-    verdict = evaluator.run_in_sandbox(load_task("relu", "small"), candidate("ok_forges_only_first_round"), [])
+    verdict = evaluator.run_in_sandbox(load_task("relu", "small"), candidate("bad_forges_only_first_round"), [])
     assert verdict.correct, verdict.reason
     clock = next(c for c in verdict.checks if c.name == "times agree with the judge's clock")
     assert "the only one kept" in clock.detail and "more wall time" in clock.detail, clock.detail
