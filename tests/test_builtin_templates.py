@@ -207,6 +207,8 @@ CASES = [
      "torch.randn(6, {cols}), torch.randn(6, {cols})", ""),
     ("tanh-of-small-values", "        pass", "        return torch.tanh(x * 0.0625) + F.mish(x * 0.01)",
      "torch.randn(3, {cols})", ""),
+    ("per-row-input-indexed-with-none", "        pass", "        return x * y[:, None] + torch.exp(y[..., None])",
+     "torch.randn(3, {cols}), torch.randn(3)", ""),
     ("grouped-mean-through-a-view", "        self.heads = 4",
      "        b, t, c = x.shape\n        return x.view(b, t, self.heads, c // self.heads).mean(2)",
      "torch.randn(2, 6, {cols})", ""),

@@ -18,6 +18,7 @@ from kernelevo.agent.builtin import shape_reads
 from kernelevo.agent.builtin.lower_operands import view_of_attribute, viewed_attribute
 from kernelevo.agent.builtin.lower_positions import Positions
 from kernelevo.agent.builtin.program import CannotCover, Operand
+from kernelevo.agent.builtin.rowshapes import adds_a_last_dim
 from kernelevo.agent.builtin.vocabulary import (
     BINARY_METHODS,
     BINARY_TARGETS,
@@ -130,7 +131,7 @@ class CallLowering:
                 self.values[node.name] = self.values[self.main]
                 return True
             raise CannotCover("chunk of something other than the first input")
-        if method and name == "unsqueeze" and isinstance(args[0], torch.fx.Node) and args[0].name in self.unsqueezed:
+        if adds_a_last_dim(node) and isinstance(args[0], torch.fx.Node) and args[0].name in self.unsqueezed:
             self.values[node.name] = self.values[args[0].name]  # checked in placeholder: a [..., 1] column
             return True
         if target in (operator.getitem,) or (target is getattr and args[1] in ("values", "indices")):

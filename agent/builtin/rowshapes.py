@@ -3,6 +3,7 @@ which reductions take one value at a time. Pure functions of fx metadata."""
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import torch
@@ -26,12 +27,26 @@ def unsqueezed_per_row(node: torch.fx.Node, value: torch.Tensor, rows: tuple[int
     """Is input ``node`` one value per row, used only through ``unsqueeze`` as a ``[..., 1]`` column
     (``d.unsqueeze(1) * B``: a diagonal matrix times B)? Then it is read per row, and so are its
     unsqueezed views. ``rows``: the first input's shape without its last dimension."""
-    if not rows or tuple(value.shape) != rows or not node.users:
+    from kernelevo.agent.builtin.vocabulary import reads_metadata  # it imports this module's neighbours
+
+    uses = [u for u in node.users if not reads_metadata(u)]  # ``device=t.device`` reads no values
+    if not rows or tuple(value.shape) != rows or not uses:
         return False
-    for user in node.users:
+    for user in uses:
         tm = user.meta.get("tensor_meta")
-        if user.op != "call_method" or user.target != "unsqueeze" or tm is None:
-            return False
-        if tuple(tm.shape) != (*rows, 1):
+        if not adds_a_last_dim(user) or tm is None or tuple(tm.shape) != (*rows, 1):
             return False
     return True
+
+
+def adds_a_last_dim(node: torch.fx.Node) -> bool:
+    """Is ``node`` a view adding a dimension of 1 after the last: ``x.unsqueeze(-1)`` (or of ``dim``,
+    ``torch.unsqueeze``) or ``x[:, None]``, ``x[..., None]``? The caller checks the resulting shape."""
+    if (node.op == "call_method" and node.target == "unsqueeze") or (node.op == "call_function"
+                                                                      and node.target is torch.unsqueeze):
+        return True
+    if node.op != "call_function" or node.target is not operator.getitem or len(node.args) != 2:
+        return False
+    index = node.args[1]
+    return isinstance(index, tuple) and len(index) >= 2 and index[-1] is None and all(
+        i is Ellipsis or (isinstance(i, slice) and i == slice(None)) for i in index[:-1])
