@@ -68,8 +68,7 @@ def reduce_kernel(loss_ptr, t_ptr, out_ptr, n_rows, ignore_index, MEAN: tl.const
 
 CROSS_ENTROPY_FORWARD = '''def forward(self, {arguments}):
     {logits} = {logits}.contiguous()
-    {targets} = {targets}.contiguous()
-    n_rows, n_cols = {logits}.shape
+{targets_contiguous}    n_rows, n_cols = {logits}.shape
     losses = torch.empty(n_rows, dtype={loss_dtype}, device={logits}.device)
     BLOCK_R, BLOCK_C = {BLOCK_R}, {BLOCK_C}
     row_loss_kernel[(triton.cdiv(n_rows, BLOCK_R),)](
@@ -116,6 +115,7 @@ def forward(plan: Any, params: dict[str, Any]) -> str:
     logits, targets = plan.inputs[0], plan.inputs[0] if row_targets else plan.inputs[1]
     return CROSS_ENTROPY_FORWARD.format(
         arguments=", ".join(plan.inputs), logits=logits, targets=targets, row_targets=row_targets,
+        targets_contiguous="" if row_targets else f"    {targets} = {targets}.contiguous()\n",
         ignore_index=plan.extra["ignore_index"], none=reduction == "none",
         mean=reduction == "mean", loss_dtype=f"{logits}.dtype" if reduction == "none" else "torch.float32",
         **params)

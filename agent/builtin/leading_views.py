@@ -16,6 +16,8 @@ from typing import Any
 import torch
 import torch.fx
 
+from kernelevo.agent.builtin.vocabulary import reads_metadata
+
 VIEWS = {"view", "reshape"}
 """Methods (and ``torch.reshape``) that read a tensor's memory in another shape."""
 
@@ -40,7 +42,7 @@ def _the_view(placeholder: torch.fx.Node) -> torch.fx.Node | None:
     """``placeholder``'s only use where it is a view of it. Its sizes may be read too, but only for the
     view's own arguments: a size read anywhere else would read the view's shape once the input is
     planned as the view."""
-    reads = [u for u in placeholder.users if _reads_size(u)]
+    reads = [u for u in placeholder.users if reads_metadata(u)]
     uses = [u for u in placeholder.users if u not in reads]
     if len(uses) != 1:
         return None
@@ -68,13 +70,6 @@ def _only_feeds(node: torch.fx.Node, view: torch.fx.Node) -> bool:
         if not _only_feeds(user, view):
             return False
     return True
-
-
-def _reads_size(node: torch.fx.Node) -> bool:
-    """Does ``node`` read only its tensor's sizes (``x.shape``, ``x.size(1)``, ``x.dim()``)?"""
-    if node.op == "call_method" and node.target in ("size", "dim"):
-        return True
-    return node.op == "call_function" and node.target is getattr and node.args[1:] == ("shape",)
 
 
 def take_views(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ...]],

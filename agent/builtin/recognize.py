@@ -274,7 +274,7 @@ def recognise(task: Task) -> Plan:
     context.full_graph = functools.cache(lambda: full_trace.traced_there(context.full, inputs, shapes))
     gm = trace(model, inputs)
     safe_input_names(gm)
-    _numbers_there(model, gm, context)
+    size_constants.numbers_there(model, gm, context)
     given, resized = [tuple(s) for s in shapes], list(context.resized)
     try:
         return _planned(copy.deepcopy(gm), list(inputs), list(shapes), context, given, [])
@@ -318,24 +318,6 @@ def _planned(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int
     plan.sized_for = given if sized or context.resized or views else None
     plan.leading_views, plan.numbers_there = views, context.numbers_there
     return plan
-
-
-def _numbers_there(model: torch.nn.Module, gm: torch.fx.GraphModule, context: Context) -> None:
-    """The numbers of ``gm``'s arithmetic as they are at the size being optimised (``size_constants``),
-    the constructor then checking the ones it stored; refused where the graphs cannot be matched."""
-    size_constants.refuse_modules_that_change(gm, context.full)
-    there = context.full_graph()
-    adopted = size_constants.adopt_numbers_there(gm, there)
-    if adopted is None and there is not None:
-        raise CannotCover("the reference's forward runs other ops at the size being optimised than at the traced "
-                          "size (a branch or a loop that follows a size): a plan made at the traced size would "
-                          "compute something else there")
-    if adopted is None:
-        size_constants.refuse_numbers_that_change(model, context.full)
-    elif adopted:
-        context.numbers_there = adopted
-        context.init = size_constants.guarded_init(context.init, size_constants.construction_numbers(model,
-                                                                                                     context.full))
 
 
 def plan_graph(model: torch.nn.Module, gm: torch.fx.GraphModule, inputs: list[Any],

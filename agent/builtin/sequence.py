@@ -226,6 +226,20 @@ def _subgraph(gm: torch.fx.GraphModule, nodes: list[torch.fx.Node], flow: torch.
     return torch.fx.GraphModule(gm, graph)
 
 
+def _segment_graph(gm: torch.fx.GraphModule, nodes: list[torch.fx.Node], flow: torch.fx.Node | None,
+                   earlier: dict[torch.fx.Node, str], sizes: Collection[str], model: torch.nn.Module | None
+                   ) -> tuple[torch.fx.GraphModule | None, list[str], list[str]]:
+    """``nodes`` as a segment: its graph (None where they cannot be one), its inputs' names, and what
+    ``forward`` passes for them where not those names (a segment computed from parameters alone)."""
+    sub = _subgraph(gm, nodes, flow, earlier, sizes)
+    names = [n.name for n in sub.graph.nodes if n.op == "placeholder"] if sub is not None else []
+    if sub is None or names:
+        return sub, names, []
+    sub, passed = _from_parameters(gm, nodes, flow, earlier, sizes, model)
+    names = [n.name for n in sub.graph.nodes if n.op == "placeholder"] if sub is not None else []
+    return (sub, names, passed) if names else (None, [], [])
+
+
 def _from_parameters(gm: torch.fx.GraphModule, nodes: list[torch.fx.Node], flow: torch.fx.Node | None,
                      earlier: dict[torch.fx.Node, str], sizes: Collection[str], model: torch.nn.Module | None
                      ) -> tuple[torch.fx.GraphModule | None, list[str]]:
@@ -316,16 +330,9 @@ def plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ..
         for end in range(len(calls) - 1, start - 1, -1):
             if start == 0 and end == len(calls) - 1:
                 continue  # the whole graph: already refused
-            sub = _subgraph(gm, calls[start:end + 1], flow, earlier, read_sizes)
+            sub, names, passed = _segment_graph(gm, calls[start:end + 1], flow, earlier, read_sizes, context.full)
             if sub is None:
                 continue
-            names = [n.name for n in sub.graph.nodes if n.op == "placeholder"]
-            passed: list[str] = []
-            if not names:  # computed from parameters alone: they come in as the segment's inputs
-                sub, passed = _from_parameters(gm, calls[start:end + 1], flow, earlier, read_sizes, context.full)
-                names = [n.name for n in sub.graph.nodes if n.op == "placeholder"] if sub is not None else []
-                if not names:
-                    continue
             kept_as = {name: node.name for node, name in earlier.items()}
             sources = [flow.name if name == FLOW and flow is not None else kept_as.get(name, name) for name in names]
             values = [capture.seen[s] for s in sources]

@@ -170,3 +170,21 @@ def refuse_modules_that_change(gm: torch.fx.GraphModule, full: torch.nn.Module |
             if isinstance(value, float) and isinstance(other, float) and value != other:
                 raise CannotCover(f"module `{node.target}` has {attr} {value!r} at the traced size and {other!r} "
                                   "at the size being optimised; a kernel holds its numbers as constants")
+
+
+def numbers_there(model: torch.nn.Module, gm: torch.fx.GraphModule, context: Any) -> None:
+    """``gm``'s arithmetic given its numbers at the size being optimised (``context``: recognize's,
+    with the reference built and traced there), ModelNew's constructor then checking the ones it
+    stores; refused where the two sizes run other ops, or a called module's float differs."""
+    refuse_modules_that_change(gm, context.full)
+    there = context.full_graph()
+    adopted = adopt_numbers_there(gm, there)
+    if adopted is None and there is not None:
+        raise CannotCover("the reference's forward runs other ops at the size being optimised than at the traced "
+                          "size (a branch or a loop that follows a size): a plan made at the traced size would "
+                          "compute something else there")
+    if adopted is None:
+        refuse_numbers_that_change(model, context.full)
+    elif adopted:
+        context.numbers_there = adopted
+        context.init = guarded_init(context.init, construction_numbers(model, context.full))
