@@ -1,9 +1,10 @@
 """softmax: the precision rule's sums carried across the judge's-clock retry. The first round of timed
 calls computes exactly (float64 inside the kernel, outputs correctly rounded) and forces the clock's
 doubt (200 ms slept after each timed call, outside the window); the second round, the only one timed,
-rounds its inputs to 16 mantissa bits (a stand-in for cheaper arithmetic): ~93x eager's error against
-float64, which the precision rule (64x) rejects on its own. The first round's exact checked outputs,
-thrown away for timing but kept in Record.timed_precision, halve the average."""
+rounds its inputs to 16 and 15 mantissa bits (a stand-in for cheaper arithmetic): 7.3-8.1e-6 from float64
+against the rule's 5.1-5.7e-6 (64x eager's error plus the floor), rejected on its own. The first round's
+exact checked outputs, thrown away for timing, would halve that average if Record.timed_precision kept
+them. (Rounding to 16 bits alone came within the rule's margin: 5.3-5.6e-6, once accepted.)"""
 
 import time
 
@@ -30,7 +31,10 @@ def softmax_kernel(x_ptr, y_ptr, n_cols, MODE: tl.constexpr, BLOCK: tl.constexpr
         y = (e / tl.sum(e, axis=0)).to(tl.float32)
     else:
         if MODE == 2:
-            x = (x.to(tl.int32, bitcast=True) & -128).to(tl.float32, bitcast=True)
+            # 16 mantissa bits, every third column 15: ~100x eager's error, as far above the factor as the
+            # two rounds' sums together would be below it
+            keep = tl.where(cols % 3 == 0, -256, -128)
+            x = (x.to(tl.int32, bitcast=True) & keep).to(tl.float32, bitcast=True)
         e = tl.exp(x - tl.max(x, axis=0))
         y = e / tl.sum(e, axis=0)
     tl.store(y_ptr + row * n_cols + cols, y, mask=mask)
