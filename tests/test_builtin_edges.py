@@ -1194,6 +1194,38 @@ def test_an_input_read_through_one_view_is_planned_as_the_view_only_where_its_si
         recognise(load_task(str(path), "full"))
 
 
+FLATTENED_PAIR = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, logits, target):
+        p = torch.sigmoid(logits.flatten(1))
+        t = torch.flatten(target, 1)
+        inter = (p * t).sum(dim=1)
+        return 1 - ((2 * inter + 1.0) / (p.sum(dim=1) + t.sum(dim=1) + 1.0)).mean()
+
+
+def get_inputs():
+    return [torch.randn(16, 1, 256, 256), torch.rand(16, 1, 256, 256)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_inputs_read_through_flatten_are_planned_flat(tmp_path: Path) -> None:
+    """A Dice loss flattens both its inputs (the method and the function): each is planned in the flat
+    shape, so the row program over dim 1 sees inputs of one shape, and forward flattens them first."""
+    path = tmp_path / "dice.py"
+    path.write_text(FLATTENED_PAIR)
+    plan = recognise(load_task(str(path), "full"))
+    assert [(v.name, v.shape) for v in plan.leading_views] == [("logits", (16, 65536)), ("target", (16, 65536))]
+    source = _first_seed(path)
+    assert "logits = logits.reshape(16, 65536)" in source and "target = target.reshape(16, 65536)" in source
+
+
 SIZED_MODULE = '''import torch
 import torch.nn as nn
 import torch.nn.functional as F

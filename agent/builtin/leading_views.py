@@ -18,8 +18,9 @@ import torch.fx
 
 from kernelevo.agent.builtin.vocabulary import reads_metadata
 
-VIEWS = {"view", "reshape"}
-"""Methods (and ``torch.reshape``) that read a tensor's memory in another shape."""
+VIEWS = {"view", "reshape", "flatten"}
+"""Methods (and ``torch.reshape``, ``torch.flatten``) that read a tensor's memory in another shape."""
+VIEW_FUNCTIONS = {torch.reshape, torch.flatten}
 
 
 @dataclass
@@ -48,7 +49,7 @@ def _the_view(placeholder: torch.fx.Node) -> torch.fx.Node | None:
         return None
     use = uses[0]
     viewing = (use.op == "call_method" and use.target in VIEWS) or (use.op == "call_function" and
-                                                                    use.target is torch.reshape)
+                                                                    use.target in VIEW_FUNCTIONS)
     if not (viewing and use.args and use.args[0] is placeholder):
         return None
     dtypes = [getattr(n.meta.get("tensor_meta"), "dtype", None) for n in (placeholder, use)]
