@@ -22,6 +22,7 @@ from kernelevo.agent.cli_output import (
     printable,
 )
 from kernelevo.agent.cli_output import fail as _fail
+from kernelevo.sandbox.judge.rules import CHECKED_SETS
 
 
 class SizeChoice(str, Enum):
@@ -73,7 +74,8 @@ def eval_command(
         help="Where candidates run: docker, process, or auto (Docker when an engine and the image are there).")
     ] = SandboxChoice.auto,
     seeds: Annotated[int, typer.Option(
-        help="Input sets (seeds and value scales) to check against.", min=1, max=50)] = 5,
+        help="Input sets to check against, each drawn from a secret seed and cycling through the value "
+        "variants (as generated, x0.01, x100, ties, shifted).", min=1, max=50)] = CHECKED_SETS,
     size: Annotated[SizeChoice | None, typer.Option(
         help="Problem size; default small without a GPU, full with one.")] = None,
     gpu: Annotated[int, typer.Option(help="Index of the GPU to use.", min=0)] = 0,

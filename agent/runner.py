@@ -34,6 +34,7 @@ from kernelevo.agent.graph import Runtime, Stopped, build_graph
 from kernelevo.agent.policy import PolicyRefused, PolicyUnavailable
 from kernelevo.agent.store import RunStore
 from kernelevo.sandbox.judge.evaluate import EvalConfig, EvalError, Evaluator
+from kernelevo.sandbox.judge.rules import CHECKED_SETS
 from kernelevo.sandbox.models import TimingPolicy, Verdict
 from kernelevo.tasks import load_task
 from kernelevo.tasks.task import Task
@@ -50,7 +51,7 @@ class RunConfig(BaseModel):
     budget: Budget = Field(default_factory=Budget)
     timeout_s: float = 300.0
     memory: str | None = None
-    seeds: int = 5
+    seeds: int = CHECKED_SETS
     batch: int = 3
     seed: int = 0
     timing: TimingPolicy = Field(default_factory=TimingPolicy)

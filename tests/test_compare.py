@@ -343,3 +343,33 @@ def test_where_float64_overflows_too_its_infinity_or_nothing_decides() -> None:
     log_zero = torch.tensor([-inf, 0.5])
     assert compare_output(torch.tensor([5.0, 0.5]), log_zero, log_zero.double(), 1e-4, 1e-4).problem
     assert compare_output(log_zero.clone(), log_zero, log_zero.double(), 1e-4, 1e-4).problem is None
+
+
+def test_past_eager_overflow_a_float32_run_sets_the_slack() -> None:
+    """A complex product in fp16 on inputs shifted to about 64: every product sum passes 65504, so
+    eager holds NaN (inf - inf) everywhere and says nothing of how close a kernel can come; float64's
+    answers are small differences of large sums. A kernel accumulating in float32 is off by about
+    0.1 there, past fp16's plain tolerance: the model run in float32 sets the slack instead."""
+    from kernelevo.sandbox.judge.exact import ExactReference
+    from kernelevo.sandbox.judge.oracle import Oracle
+
+    class Complex(torch.nn.Module):
+        def forward(self, ar, ai, br, bi):
+            return ar @ br - ai @ bi
+
+    torch.manual_seed(3)
+    args = [(x + 64 * x.std()).half() for x in (torch.randn(32, 64), torch.randn(32, 64), torch.randn(64, 32),
+                                                torch.randn(64, 32))]
+    oracle = Oracle()
+    oracle.job, oracle.model = {"dtype": "float16"}, Complex()
+    want = [oracle.model(*args)]
+    exact = ExactReference().compute(oracle.model, args, 1, working=None).outputs
+    assert not bool(torch.isfinite(want[0]).any())
+    honest = (args[0].float() @ args[2].float() - args[1].float() @ args[3].float()).half()
+    assert compare_output(honest, want[0], exact[0], 1e-2, 1e-2).problem  # without the float32 run's slack
+    slack = oracle._past_eager_overflow(args, want, exact, [0.0], None)
+    assert 0.01 < slack[0] < 1.0
+    assert compare_output(honest, want[0], exact[0], 1e-2, 1e-2, slack[0]).problem is None
+    assert compare_output(honest * 1.05, want[0], exact[0], 1e-2, 1e-2, slack[0]).problem  # still a tolerance
+    oracle.job = {"dtype": "float32"}  # a float32 task: eager is the float32 run
+    assert oracle._past_eager_overflow(args, want, exact, [0.0], None) == [0.0]

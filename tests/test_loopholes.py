@@ -31,6 +31,7 @@ ACCEPTED = [
     ("softmax", "ok_transposed_view"),
     ("softmax", "ok_autotune"),
     ("conv_relu_scale", "ok_conv_partial_kept_buffers"),
+    (str(ROOT / "tests" / "fixtures" / "tasks" / "batchnorm_eval.py"), "ok_batchnorm_reads_its_statistics"),
 ]
 
 
@@ -67,6 +68,10 @@ REJECTED = [
     (9, "relu", "bad_output_dtype", "correct: set 0", "dtype bfloat16"),
     (10, "softmax", "bad_no_max_subtraction", "correct: set 3", "large values"),
     (10, "row_argmax", "bad_argmax_last_tie", "correct: set 4", "ties"),
+    # only inputs of mean zero were drawn, and only a norm's constructor constants built
+    (10, "layernorm", "bad_one_pass_variance", "correct: set 5", "shifted"),
+    (10, str(ROOT / "tests" / "fixtures" / "tasks" / "batchnorm_eval.py"), "bad_ignores_norm_statistics",
+     "correct: set 0", "outside"),
     (8, "softmax", "bad_honest_only_under_its_judged_name", "static: no harness access", "__name__"),
     (8, "softmax", "bad_honest_only_under_the_judges_cache", "static: no harness access", "get_default_build_root"),
     (1, "relu", "bad_runs_code_through_enum_builtins", "static: no harness access", "bltns"),

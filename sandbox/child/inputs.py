@@ -15,14 +15,21 @@ from typing import Any
 
 import torch
 
+SHIFT_SPREADS = 64.0
+"""The shifted set's offset, in standard deviations of the input: large enough that statistics taken
+in one pass (``E[x^2] - E[x]^2``) cancel to percent-level errors in float32, as they do on real
+activations with an offset, while a two-pass or Welford kernel stays at rounding level."""
+
 VARIANTS = (
-    ("as generated", 1.0, False),
-    ("as generated, another seed", 1.0, False),
-    ("small values (x0.01)", 0.01, False),
-    ("large values (x100)", 100.0, False),
-    ("ties (17 levels of its scale, a tenth of magnitudes clamped)", 1.0, True),
+    ("as generated", 1.0, False, False),
+    ("as generated, another seed", 1.0, False, False),
+    ("small values (x0.01)", 0.01, False, False),
+    ("large values (x100)", 100.0, False, False),
+    ("ties (17 levels of its scale, a tenth of magnitudes clamped)", 1.0, True, False),
+    (f"shifted (plus {SHIFT_SPREADS:g} standard deviations)", 1.0, False, True),
 )
-"""(label, scale, ties): checked calls cycle through them; timed calls use the first."""
+"""(label, scale, ties, shifted): checked calls cycle through them; timed calls use the first. Every
+variant but the shifted one keeps the inputs' mean at zero where the task's generator does."""
 
 CALL_MODES = (("off", False), ("on", False), ("off", True), ("on", True))
 """(gradients, fresh input tensors) of checked calls, by the set's index. Users call a model with
@@ -35,6 +42,13 @@ the same tensors refilled (:class:`InputBuffers`)."""
 
 def call_mode(index: int) -> tuple[str, bool]:
     return CALL_MODES[index % len(CALL_MODES)]
+
+
+def far_from_generated(variant: int) -> bool:
+    """Does the variant move values far from the task's own (scaled up, or shifted)? There an exp can
+    overflow in float64 too, and no reference says what the answer is."""
+    _, scale, _, shifted = VARIANTS[variant % len(VARIANTS)]
+    return scale > 1 or shifted
 
 
 def variant_label(variant: int) -> str:
@@ -66,7 +80,7 @@ def _generate(module: Any, seed: int, variant: int, device: str, dtype: str | No
         numpy.random.seed(seed % 2**32)
     with torch.device(device):
         raw = module.get_inputs()
-    _, scale, ties = VARIANTS[variant % len(VARIANTS)]
+    _, scale, ties, shifted = VARIANTS[variant % len(VARIANTS)]
     cast = getattr(torch, dtype) if dtype else None
     inputs = []
     for x in raw:
@@ -77,6 +91,8 @@ def _generate(module: Any, seed: int, variant: int, device: str, dtype: str | No
                     x = x.to(cast)
                 if ties:
                     x = with_ties(x)
+                elif shifted:
+                    x = with_offset(x)
                 elif scale != 1.0:
                     x = x * scale
             x = x.contiguous()
@@ -105,6 +121,22 @@ def with_ties(x: Any) -> Any:
         return torch.round(x * 4) / 4
     grid = bound / TIE_LEVELS
     return (torch.round(x.clamp(-bound, bound) / grid) * grid).to(x.dtype)
+
+
+def with_offset(x: Any) -> Any:
+    """``x`` plus ``SHIFT_SPREADS`` of its standard deviations (estimated from a sample): upwards, or
+    downwards where no value is positive, so inputs that must be positive (or negative, as
+    log-probabilities) keep their sign, and a symmetric input always moves the same way. An input with
+    no spread, or with values that are not finite, is left as it is."""
+    flat = x.detach().reshape(-1)
+    if flat.numel() < 2:
+        return x
+    sample = flat[::max(1, flat.numel() // TIE_SAMPLE)].double()
+    spread = float(sample.std())
+    if not math.isfinite(spread) or spread == 0.0:
+        return x
+    downwards = bool((flat <= 0).all())
+    return (x + (-SHIFT_SPREADS if downwards else SHIFT_SPREADS) * spread).to(x.dtype)
 
 
 class InputBuffers:
@@ -149,4 +181,38 @@ def build_model(cls: type, module: Any, device: str, dtype: str | None, init_see
     model = model.to(device)
     if dtype:
         model = model.to(getattr(torch, dtype))
+    vary_constants(model, init_seed)
     return model.eval()
+
+
+CONSTANTS_SEED = 0xC0457
+"""Mixed into the init seed for the constants' draws, which use a generator of their own: the global
+random state a candidate's constructor consumed stays as it left it."""
+
+
+def vary_constants(model: torch.nn.Module, init_seed: int) -> None:
+    """Redraw each floating parameter holding one value throughout (a norm's weight of ones, its bias of
+    zeros, a zero-initialised gate) and each norm's running mean and variance as constructed: in a
+    trained network they vary, and a kernel that ignored them would pass where they are ones and zeros.
+    Drawn uniformly within half the value either way (zero: within 0.5), so signs and scales are kept
+    (a variance stays positive). The same draws, in the same order, in the reference's process and the
+    candidate's: a ModelNew that builds its modules as Model does (as its random weights already
+    require) gets the same values."""
+    generator = torch.Generator().manual_seed(init_seed ^ CONSTANTS_SEED)
+    seen: set[int] = set()
+    with torch.no_grad():
+        for module in model.modules():
+            tensors = list(module.named_parameters(recurse=False))
+            if isinstance(module, torch.nn.modules.batchnorm._NormBase):
+                tensors += [(n, b) for n, b in module.named_buffers(recurse=False) if n.startswith("running_")]
+            for _, tensor in tensors:
+                if tensor is None or id(tensor) in seen or not tensor.is_floating_point() or tensor.numel() < 2:
+                    continue
+                seen.add(id(tensor))
+                flat = tensor.detach().reshape(-1)
+                value = float(flat[0])
+                if not math.isfinite(value) or not bool((flat == flat[0]).all()):
+                    continue
+                low, high = (-0.5, 0.5) if value == 0 else sorted((value * 0.5, value * 1.5))
+                drawn = torch.empty(tensor.shape, dtype=torch.float32).uniform_(low, high, generator=generator)
+                tensor.copy_(drawn)

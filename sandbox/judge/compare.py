@@ -54,6 +54,13 @@ def largest_difference(a: torch.Tensor, b: torch.Tensor | None) -> float:
     return worst
 
 
+def overflowed_where_exact_is_not(a: torch.Tensor, exact: torch.Tensor | None) -> bool:
+    """Is ``a`` (eager's output) an infinity or NaN anywhere ``exact`` (float64's) is a number?"""
+    if exact is None or not a.is_floating_point() or a.numel() == 0 or a.shape != exact.shape:
+        return False
+    return any(bool((~torch.isfinite(x) & torch.isfinite(y.to(x.device))).any()) for x, y in _chunks(a, exact))
+
+
 def _problem_in_kind(got: torch.Tensor, want: torch.Tensor) -> str | None:
     if type(got) is not torch.Tensor:
         return f"output is a {type(got).__name__}, not a plain torch.Tensor"
@@ -106,7 +113,8 @@ def compare_output(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | 
                    whole: tuple[torch.Tensor, torch.Tensor | None] | None = None,
                    positions: torch.Tensor | None = None, scaled_up: bool = False) -> OutputStats:
     """Does ``got`` match ``want`` (eager's output on the same inputs)? ``exact``: float64, or None;
-    ``scaled_up``: the inputs were scaled up (the large-values set), where float64 can overflow too;
+    ``scaled_up``: the inputs were moved far from the task's own (the large-values set, the shifted
+    set), where float64 can overflow too;
     ``sensitivity``: how far eager's output moves when its inputs move by one unit in the last place;
     ``scale_atol``: the atol is the default one, to be read in units of the output's magnitude.
 
@@ -173,7 +181,8 @@ def _targets(w: torch.Tensor, w64: torch.Tensor, x64: torch.Tensor | None, scale
     answer rounded to the output's dtype, where any value passes). Eager's value where it is a number;
     where eager overflowed on the way to an answer that is a number (an fp16 product past 65504 before a
     scale, an exp before a log), float64's answer rounded to the output's dtype. Where float64 itself
-    has no number on inputs scaled up (its own exp overflowed: inputs scaled by 100 twice, then exp),
+    has no number on inputs scaled up or shifted (its own exp overflowed: inputs scaled by 100 twice,
+    then exp),
     nothing says what the answer is, and any value passes; on other sets an infinity or NaN in both is
     the answer (log(0), x / 0), and the output must hold one of theirs."""
     finite = torch.isfinite(w64)

@@ -23,7 +23,7 @@ from kernelevo.sandbox.exit_codes import EXIT_ENVIRONMENT, EXIT_USAGE
 from kernelevo.sandbox.isolation.namespaces import hand_over, keep_private, remove_tree, scrubbed_env, write_into
 from kernelevo.sandbox.isolation.process import ProcessSandbox, RunSpec, meminfo_bytes, take_lock
 from kernelevo.sandbox.isolation.protocol import Sandbox
-from kernelevo.sandbox.judge import cache, device_memory, forensic
+from kernelevo.sandbox.judge import cache, device_memory, forensic, rules
 from kernelevo.sandbox.judge.compile_caches import CandidateCaches, env_for
 from kernelevo.sandbox.judge.forensic import FORENSIC_CALLS, forensic_launcher
 from kernelevo.sandbox.judge.processes import Oracle, Processes
@@ -71,7 +71,7 @@ class EvalConfig(BaseModel):
     """Memory limit of the candidate's process, e.g. ``8g`` (None: half the host's memory, so that no
     candidate, its memory-backed /tmp included, can take the machine's memory from everything else)."""
     pids_limit: int = 512
-    seeds: int = Field(default=5, ge=1, le=50)
+    seeds: int = Field(default=rules.CHECKED_SETS, ge=1, le=50)
     """Input sets checked per evaluation, each from a seed drawn afresh (and kept from the candidate)."""
     seed_offset: int = 0
     """Kept for run folders and commands that name it; every evaluation draws its own secret seeds."""

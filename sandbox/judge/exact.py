@@ -28,26 +28,28 @@ class ExactOutcome:
     """Why there are none, or where they were made when not on the GPU."""
 
 
-def _widened(args: list[Any], device: str) -> list[Any]:
-    return [a.to(device=device, dtype=torch.float64) if isinstance(a, torch.Tensor) and a.is_floating_point()
+def _widened(args: list[Any], device: str, dtype: torch.dtype) -> list[Any]:
+    return [a.to(device=device, dtype=dtype) if isinstance(a, torch.Tensor) and a.is_floating_point()
             else (a.to(device) if isinstance(a, torch.Tensor) else a) for a in args]
 
 
-def _host_copy(model: torch.nn.Module) -> torch.nn.Module:
-    """A float64 copy of ``model`` on the host, made without a second copy on the GPU first (the
+def _host_copy(model: torch.nn.Module, dtype: torch.dtype) -> torch.nn.Module:
+    """A copy of ``model`` in ``dtype`` on the host, made without a second copy on the GPU first (the
     host is where the float64 run goes when the GPU has no room)."""
     memo: dict[int, Any] = {}
     for name, tensors in (("parameters", model.parameters()), ("buffers", model.buffers())):
         for t in tensors:
-            moved = t.detach().to("cpu", torch.float64 if t.is_floating_point() else t.dtype)
+            moved = t.detach().to("cpu", dtype if t.is_floating_point() else t.dtype)
             memo[id(t)] = torch.nn.Parameter(moved, requires_grad=False) if name == "parameters" else moved
     return copy.deepcopy(model, memo)
 
 
 class ExactReference:
-    """Float64 copies of one reference model, made on first use, one per device."""
+    """Float64 copies of one reference model, made on first use, one per device (``dtype``: float32
+    copies instead, for what a half-precision task's model gives computed in float32)."""
 
-    def __init__(self) -> None:
+    def __init__(self, dtype: torch.dtype = torch.float64) -> None:
+        self.dtype = dtype
         self.copies: dict[str, torch.nn.Module | None] = {}
 
     def _copy(self, model: torch.nn.Module, device: str) -> torch.nn.Module | None:
@@ -55,7 +57,8 @@ class ExactReference:
         not change). Running out of memory raises, and is retried the next time."""
         if device not in self.copies:
             try:
-                exact = _host_copy(model) if device == "cpu" else copy.deepcopy(model).to(device, torch.float64)
+                exact = _host_copy(model, self.dtype) if device == "cpu" else \
+                    copy.deepcopy(model).to(device, self.dtype)
             except torch.OutOfMemoryError:
                 raise
             except Exception:  # no float64 run: the plain tolerance holds, the precision rule cannot
@@ -68,7 +71,7 @@ class ExactReference:
         if exact is None:
             return None
         with torch.no_grad():
-            outputs = flat_outputs(exact(*_widened(args, device)))
+            outputs = flat_outputs(exact(*_widened(args, device, self.dtype)))
         return outputs if len(outputs) == count else None
 
     def drop_gpu_copy(self) -> None:

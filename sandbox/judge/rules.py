@@ -19,6 +19,9 @@ from __future__ import annotations
 
 from kernelevo.sandbox.judge.record import PrecisionSums
 
+CHECKED_SETS = 6
+"""Input sets checked per evaluation by default: one for each value variant (``inputs.VARIANTS``)."""
+
 PRECISION_FACTOR = 64.0
 """float32 and float64: how many times eager's summed error against float64 a candidate's may be."""
 HALF_PRECISION_FACTOR = 8.0
