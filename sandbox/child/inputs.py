@@ -15,6 +15,8 @@ from typing import Any
 
 import torch
 
+from kernelevo.sandbox.child import trained_constants
+
 SHIFT_SPREADS = 64.0
 """The shifted set's offset, in standard deviations of the input: large enough that statistics taken
 in one pass (``E[x^2] - E[x]^2``) cancel to percent-level errors in float32, as they do on real
@@ -176,43 +178,12 @@ def build_model(cls: type, module: Any, device: str, dtype: str | None, init_see
     BatchNorm's running statistics, no dropout)."""
     torch.manual_seed(init_seed)
     random.seed(init_seed)
-    with torch.device(device):
+    draws = trained_constants.Draws(init_seed)
+    with torch.device(device), draws.during_construction():
         model = cls(*module.get_init_inputs())
     model = model.to(device)
     if dtype:
         model = model.to(getattr(torch, dtype))
-    vary_constants(model, init_seed)
+    draws.vary_constants(model)
     return model.eval()
 
-
-CONSTANTS_SEED = 0xC0457
-"""Mixed into the init seed for the constants' draws, which use a generator of their own: the global
-random state a candidate's constructor consumed stays as it left it."""
-
-
-def vary_constants(model: torch.nn.Module, init_seed: int) -> None:
-    """Redraw each floating parameter holding one value throughout (a norm's weight of ones, its bias of
-    zeros, a zero-initialised gate) and each norm's running mean and variance as constructed: in a
-    trained network they vary, and a kernel that ignored them would pass where they are ones and zeros.
-    Drawn uniformly within half the value either way (zero: within 0.5), so signs and scales are kept
-    (a variance stays positive). The same draws, in the same order, in the reference's process and the
-    candidate's: a ModelNew that builds its modules as Model does (as its random weights already
-    require) gets the same values."""
-    generator = torch.Generator().manual_seed(init_seed ^ CONSTANTS_SEED)
-    seen: set[int] = set()
-    with torch.no_grad():
-        for module in model.modules():
-            tensors = list(module.named_parameters(recurse=False))
-            if isinstance(module, torch.nn.modules.batchnorm._NormBase):
-                tensors += [(n, b) for n, b in module.named_buffers(recurse=False) if n.startswith("running_")]
-            for _, tensor in tensors:
-                if tensor is None or id(tensor) in seen or not tensor.is_floating_point() or tensor.numel() < 2:
-                    continue
-                seen.add(id(tensor))
-                flat = tensor.detach().reshape(-1)
-                value = float(flat[0])
-                if not math.isfinite(value) or not bool((flat == flat[0]).all()):
-                    continue
-                low, high = (-0.5, 0.5) if value == 0 else sorted((value * 0.5, value * 1.5))
-                drawn = torch.empty(tensor.shape, dtype=torch.float32).uniform_(low, high, generator=generator)
-                tensor.copy_(drawn)
