@@ -275,6 +275,11 @@ CASES = [
      ""),
     ("rearrange-cat-three-dim0-sigmoid", "        pass", "        return torch.sigmoid(torch.cat([x, y, x], dim=0))",
      "torch.randn(3, {cols}), torch.randn(2, {cols})", ""),
+    # a ViT's class token: a parameter expanded to the batch, read broadcast (no copy), then a position table
+    ("rearrange-cat-class-token-then-positions",
+     "        self.cls = nn.Parameter(torch.randn(1, 1, n))\n        self.pos = nn.Parameter(torch.randn(1, 5, n))",
+     "        return torch.cat([self.cls.expand(x.shape[0], -1, -1), x], dim=1) + self.pos", "torch.randn(3, 4, {cols})",
+     ""),
     ("rearrange-pad-last-two-bf16", "        pass", "        return F.pad(x, (2, 1, 0, 3), value=-2.0) * 1.5",
      "torch.randn(2, 5, 37)", "DTYPE = torch.bfloat16"),
     ("rearrange-flip-two-dims-plus-input", "        pass", "        return x.flip(0, 2) + y",

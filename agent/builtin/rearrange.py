@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from kernelevo.agent.builtin.conv import chain_after, epilogue_arguments, epilogue_lines, epilogue_program
 from kernelevo.agent.builtin.program import CannotCover, Program
 from kernelevo.agent.builtin.shape_reads import same_call_at_full_size
-from kernelevo.agent.builtin.vocabulary import graph_calls
+from kernelevo.agent.builtin.vocabulary import graph_calls, reads_metadata
 
 CATS = (torch.cat, torch.concat, torch.concatenate)
 MAX_RANK = 6
@@ -46,6 +46,10 @@ class Rearrange:
     """pad: (before, after) per dim from the first, as pairs flattened; roll: the shift per dim;
     repeat: the count per dim; flip: 1 for a flipped dim, else 0; tril and triu: the diagonal."""
     fill: float = 0.0
+    attributes: dict[str, str] = field(default_factory=dict)
+    """cat: sources that are the module's tensors (a class token), by name: the attribute read
+    (``self.cls_token``). Each is read broadcast along the dims where it has one value (a parameter
+    expanded to the batch first is the parameter, read so: no copy is made)."""
 
 
 def _call_name(node: torch.fx.Node) -> str | None:
@@ -114,19 +118,72 @@ def _settings(node: torch.fx.Node, name: str, rank: int) -> dict[str, Any]:
     return {"amounts": counts}
 
 
+def _module_tensor(gm: torch.fx.GraphModule, node: Any) -> tuple[str, torch.Tensor] | None:
+    """(attribute path, value) of a parameter or buffer ``node`` reads, expanded or not (``p.expand(b, -1,
+    -1)``, its sizes read from an input); None for anything else."""
+    if isinstance(node, torch.fx.Node) and node.op == "call_method" and node.target in ("expand", "expand_as") \
+            and node.args and len(node.users) == 1:
+        node = node.args[0]
+    if not (isinstance(node, torch.fx.Node) and node.op == "get_attr"):
+        return None
+    value: Any = gm
+    for part in str(node.target).split("."):
+        value = getattr(value, part, None)
+    return (str(node.target), value) if isinstance(value, torch.Tensor) else None
+
+
+def _glue(calls: list[torch.fx.Node]) -> set[torch.fx.Node]:
+    """The calls the op reads rather than computes: size reads, arithmetic on them alone, and a
+    parameter's expansion (``self.cls_token.expand(x.shape[0], -1, -1)``)."""
+    sizes: set[torch.fx.Node] = set()
+    expansions: set[torch.fx.Node] = set()
+    for n in calls:
+        if reads_metadata(n) or (n.op == "call_function" and n.all_input_nodes and
+                                 all(a in sizes for a in n.all_input_nodes)):
+            sizes.add(n)
+        elif n.op == "call_method" and n.target in ("expand", "expand_as") and n.args and \
+                isinstance(n.args[0], torch.fx.Node) and n.args[0].op == "get_attr":
+            expansions.add(n)
+    return sizes | expansions
+
+
+def _sources(gm: torch.fx.GraphModule, node: torch.fx.Node, name: str, inputs: list[Any],
+             placeholders: list[torch.fx.Node]) -> tuple[list[str], list[Any], dict[str, str]]:
+    """The op's sources: (names, values, the module's tensors among them by name -> attribute read)."""
+    first = node.args[0] if node.args else node.kwargs.get("tensors", node.kwargs.get("input"))
+    sources = list(first) if name == "cat" and isinstance(first, (tuple, list)) else [first]
+    names, values, attributes = [], [], {}
+    for s in sources:
+        held = _module_tensor(gm, s) if name == "cat" else None
+        if s in placeholders:
+            names.append(s.name)
+            values.append(inputs[placeholders.index(s)])
+        elif held is not None:
+            local = "attr_" + held[0].replace(".", "_")
+            names.append(local)
+            values.append(held[1])
+            attributes[local] = f"self.{held[0]}"
+        else:
+            names = []
+            break
+    if not names or len(names) > MAX_PARTS or len(attributes) == len(names):
+        raise CannotCover(f"`{name}` of computed tensors (covered: of inputs passed to forward, and a cat's "
+                          "parameters)")
+    return names, values, attributes
+
+
 def recognise(gm: torch.fx.GraphModule, inputs: list[Any], full: torch.nn.Module | None = None) -> Rearrange | None:
     """The plan if the graph starts with one of the rearrangements of inputs, else None (``full``: the
     model at the size being optimised, to check the call's constant arguments)."""
     calls, placeholders = graph_calls(gm)
+    read = [n for n in calls if n not in _glue(calls)]
+    if read and read[0] is not (calls[0] if calls else None) and _call_name(read[0]) == "cat":
+        calls = read  # a cat after the size reads and expansions it takes as they are
     name = _call_name(calls[0]) if calls else None
     if name is None:
         return None
     node = calls[0]
-    first = node.args[0] if node.args else node.kwargs.get("tensors", node.kwargs.get("input"))
-    sources = list(first) if name == "cat" and isinstance(first, (tuple, list)) else [first]
-    if not sources or not all(s in placeholders for s in sources) or len(sources) > MAX_PARTS:
-        raise CannotCover(f"`{name}` of computed tensors (covered: of inputs passed to forward)")
-    values = [inputs[placeholders.index(s)] for s in sources]
+    sources, values, attributes = _sources(gm, node, name, inputs, placeholders)
     rank = values[0].dim() if isinstance(values[0], torch.Tensor) else 0
     dtypes = {v.dtype for v in values if isinstance(v, torch.Tensor)}
     if not 1 <= rank <= MAX_RANK or len(dtypes) != 1 or not next(iter(dtypes)).is_floating_point or \
@@ -135,6 +192,8 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any], full: torch.nn.Module
                           "dims)")
     same_call_at_full_size(node, full, name)
     settings = _settings(node, name, rank)
+    if attributes and not _broadcast_fits(values, sources, attributes, settings["dim"]):
+        raise CannotCover("a cat of a parameter whose sizes neither match the inputs' nor are one")
     output = next(n for n in gm.graph.nodes if n.op == "output").args[0]
     chain = chain_after(gm, node, output)
     try:
@@ -149,9 +208,16 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any], full: torch.nn.Module
     last = chain[-1] if chain else node
     if tuple(last.meta["tensor_meta"].shape) != tuple(node.meta["tensor_meta"].shape):
         raise CannotCover(f"the ops after the {name} change its shape (covered: pointwise ops)")
-    return Rearrange(op=name, rank=rank, sources=[s.name for s in sources], inputs=[p.name for p in placeholders],
+    return Rearrange(op=name, rank=rank, sources=sources, inputs=[p.name for p in placeholders],
                      epilogue=epilogue, out_dtype=str(last.meta["tensor_meta"].dtype).removeprefix("torch."),
-                     **settings)
+                     attributes=attributes, **settings)
+
+
+def _broadcast_fits(values: list[Any], sources: list[str], attributes: dict[str, str], dim: int) -> bool:
+    """Does each module tensor of a cat have, outside the joined dim, one value or the inputs' size?"""
+    shape = next(v.shape for v, s in zip(values, sources, strict=True) if s not in attributes)
+    return all(v.shape[d] in (1, shape[d]) for v, s in zip(values, sources, strict=True) if s in attributes
+               for d in range(len(shape)) if d != dim)
 
 
 def _coordinates(rank: int) -> list[str]:
@@ -176,7 +242,10 @@ def _gather(plan: Rearrange) -> list[str]:
     if plan.op == "cat":
         lines, start = ["value = tl.zeros((BLOCK,), dtype=tl.float32)"], "0"
         for k, name in enumerate(plan.sources):
-            coords = [f"o{d}" if d != plan.dim else f"(o{d} - start{k})" for d in range(rank)]
+            # a module tensor of one value along a dim is read at 0 there (size 1: o % 1)
+            held = name in plan.attributes
+            coords = [f"(o{d} - start{k})" if d == plan.dim else (f"(o{d} % {name}_s{d})" if held else f"o{d}")
+                      for d in range(rank)]
             lines += [f"start{k} = {start}",
                       f"inside = ok & (o{plan.dim} >= start{k}) & (o{plan.dim} < start{k} + {name}_s{plan.dim})",
                       f"value = tl.where(inside, tl.load({name}_ptr + {_at(name, rank, coords)}, mask=inside, "
@@ -238,6 +307,7 @@ def kernel(plan: Rearrange) -> str:
 def _output_shape(plan: Rearrange) -> str:
     src, rank = plan.sources[0], plan.rank
     if plan.op == "cat":
+        src = next(s for s in plan.sources if s not in plan.attributes)
         joined = " + ".join(f"{s}.shape[{plan.dim}]" for s in plan.sources)
         return "(" + ", ".join(joined if d == plan.dim else f"{src}.shape[{d}]" for d in range(rank)) + ",)"
     if plan.op == "pad":
@@ -254,13 +324,19 @@ def _output_shape(plan: Rearrange) -> str:
 def forward(plan: Rearrange, params: dict[str, Any]) -> str:
     """``ModelNew.forward``: the inputs contiguous, the output's shape, the sizes, one launch."""
     unique = list(dict.fromkeys(plan.sources))
-    body = [f"{s} = {s}.contiguous()" for s in unique]
+    body = [f"{s} = {plan.attributes.get(s, s)}.contiguous()" for s in unique]
     if plan.op == "cat" and len(plan.sources) > 1:
         other = [d for d in range(plan.rank) if d != plan.dim]
-        first, rest = plan.sources[0], ", ".join(plan.sources[1:])
-        body += [f"if any(t.shape[d] != {first}.shape[d] for t in ({rest},) for d in {other}):",
-                 "    raise ValueError('cat: inputs of other sizes outside the joined dim')"]
-    device = f"{plan.sources[0]}.device"
+        first = next(s for s in plan.sources if s not in plan.attributes)
+        rest = ", ".join(s for s in plan.sources if s != first and s not in plan.attributes)
+        held = ", ".join(s for s in plan.sources if s in plan.attributes)
+        if rest:
+            body += [f"if any(t.shape[d] != {first}.shape[d] for t in ({rest},) for d in {other}):",
+                     "    raise ValueError('cat: inputs of other sizes outside the joined dim')"]
+        if held:  # a parameter is read broadcast where it has one value, as its expansion did
+            body += [f"if any(t.shape[d] not in (1, {first}.shape[d]) for t in ({held},) for d in {other}):",
+                     "    raise ValueError('cat: a parameter of other sizes outside the joined dim')"]
+    device = f"{next(s for s in plan.sources if s not in plan.attributes)}.device"
     body.append(f"out = torch.empty({_output_shape(plan)}, dtype=torch.{plan.out_dtype}, device={device})")
     lines, extra = epilogue_arguments(plan.epilogue)
     body += lines
@@ -281,7 +357,9 @@ def seeds() -> list[tuple[dict[str, Any], str]]:
 
 def describe(plan: Rearrange) -> str:
     epilogue = f" + {', '.join(plan.epilogue.ops)}" if plan.epilogue is not None else ""
-    what = {"cat": f"cat of {len(plan.sources)} inputs along dim {plan.dim}", "pad": f"constant pad {plan.amounts}",
+    parts = f"{len(plan.sources)} inputs" if not plan.attributes else \
+        f"{len(plan.sources) - len(plan.attributes)} inputs and {len(plan.attributes)} parameters"
+    what = {"cat": f"cat of {parts} along dim {plan.dim}", "pad": f"constant pad {plan.amounts}",
             "flip": "flip", "roll": f"roll by {plan.amounts}", "repeat": f"repeat {plan.amounts}",
             "tril": f"tril (diagonal {plan.amounts[:1]})", "triu": f"triu (diagonal {plan.amounts[:1]})",
             "diff": f"diff along dim {plan.dim}"}[plan.op]
