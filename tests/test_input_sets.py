@@ -6,8 +6,8 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
-from kernelevo.sandbox.child.inputs import SHIFT_SPREADS, VARIANTS, build_model, far_from_generated, with_offset
-from kernelevo.sandbox.child.trained_constants import Draws
+from kernelevo.sandbox.child.inputs import SHIFT_LEVELS, VARIANTS, build_model, far_from_generated, with_offset
+from kernelevo.sandbox.child.trained_constants import load_drawn
 from kernelevo.sandbox.judge.rules import CHECKED_SETS
 
 
@@ -16,14 +16,18 @@ def test_the_default_checks_one_set_of_each_variant() -> None:
     assert [far_from_generated(v) for v in range(len(VARIANTS))] == [False, False, False, True, False, True]
 
 
-def test_a_shifted_set_moves_by_its_spread_and_keeps_signs() -> None:
-    x = torch.randn(512, 256)
-    shifted = with_offset(x)
-    assert abs(float((shifted - x).mean()) - SHIFT_SPREADS * float(x.std())) < 0.05 * SHIFT_SPREADS
-    assert float((shifted - x).max() - (shifted - x).min()) < 1e-4  # one offset for all: the spread is kept
-    assert float(with_offset(torch.rand(1000)).min()) > 0  # positive inputs stay positive
-    assert float(with_offset(-torch.rand(1000)).max()) < 0  # and negative ones (log-probabilities) negative
-    assert float(with_offset(torch.tensor([-5.0, -4.0, 0.5])).mean()) > 0  # a mixed input always moves up
+def test_a_shifted_set_moves_rows_by_several_spreads_and_keeps_signs() -> None:
+    torch.manual_seed(0)
+    x = torch.randn(64, 256)
+    moved = (with_offset(x) - x).mean(-1) / float(x.std())
+    levels = sorted({round(float(m)) for m in moved})
+    assert levels == [round(v) for v in SHIFT_LEVELS]  # every level, rows side by side
+    assert float((with_offset(x) - x).std(-1).max()) < 1e-3  # one offset per row: the spread is kept
+    assert float(with_offset(torch.rand(40, 10)).min()) > 0  # positive inputs stay positive
+    assert float(with_offset(-torch.rand(40, 10)).max()) <= 0  # and negative ones (log-probabilities)
+    assert float(with_offset(torch.tensor([-5.0, -4.0, 0.5])).mean()) > 0  # a mixed input moves up
+    one_row = torch.randn(100)
+    assert abs(float((with_offset(one_row) - one_row).mean()) - 64 * float(one_row.std())) < 1e-2
     constant, broken = torch.full((8,), 3.0), torch.tensor([1.0, float("inf"), 2.0])
     assert torch.equal(with_offset(constant), constant) and torch.equal(with_offset(broken), broken)
 
@@ -35,34 +39,41 @@ class _Reference(nn.Module):
         self.norm = nn.LayerNorm(8)
         self.bn = nn.BatchNorm1d(8)
         self.gate = nn.Parameter(torch.zeros(8))
-        self.gain = nn.Parameter(torch.ones(()))  # one value: a scalar the task means as it is
-        self.register_buffer("mask", torch.ones(8, 8))  # a buffer that is no norm's statistic
+        self.scale = nn.Parameter(torch.ones(1))  # a learned scale of one value: trained, it varies
+        self.register_buffer("mask", torch.ones(8, 8))  # a buffer that is no norm's statistic: the task's meaning
 
 
-class _Wrapping(nn.Module):
-    """A candidate that builds the reference's modules by building the reference inside it."""
+class _Renamed(nn.Module):
+    """A candidate with the same state-dict names, made in another order, one norm written by hand."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.inner = _Reference()
+        self.scale = nn.Parameter(torch.ones(1))
+        self.gate = nn.Parameter(torch.zeros(8))
+        self.bn = nn.Module()
+        self.bn.weight, self.bn.bias = nn.Parameter(torch.ones(8)), nn.Parameter(torch.zeros(8))
+        self.bn.register_buffer("running_mean", torch.zeros(8))
+        self.bn.register_buffer("running_var", torch.ones(8))
+        self.bn.register_buffer("num_batches_tracked", torch.tensor(0))
+        self.norm = nn.LayerNorm(8)
+        self.linear = nn.Linear(8, 8)
+        self.register_buffer("mask", torch.ones(8, 8))
 
 
-def test_constant_parameters_and_norm_statistics_are_redrawn_alike_in_both_processes() -> None:
-    torch.manual_seed(0)
-    reference = _Reference()
-    torch.manual_seed(0)
-    candidate = _Wrapping()
+def test_constants_are_loaded_by_name_alike_in_both_processes() -> None:
+    reference, candidate = _Reference(), _Renamed()
+    candidate.linear.load_state_dict(reference.linear.state_dict())
     before = {k: v.clone() for k, v in reference.state_dict().items()}
-    Draws(7).vary_constants(reference)
-    Draws(7).vary_constants(candidate)
+    load_drawn(reference, 7)
+    load_drawn(candidate, 7)
     after = reference.state_dict()
-    assert all(torch.equal(after[k], v) for k, v in candidate.inner.state_dict().items())
+    assert all(torch.equal(after[k], v) for k, v in candidate.state_dict().items())
     changed = {k for k in before if not torch.equal(before[k], after[k])}
     assert changed == {"norm.weight", "norm.bias", "bn.weight", "bn.bias", "bn.running_mean", "bn.running_var",
-                       "gate"}
+                       "gate", "scale"}
     assert float(after["bn.running_var"].min()) > 0 and float(after["norm.weight"].min()) > 0  # signs kept
     assert len({tuple(after[k].tolist()) for k in changed}) == len(changed)  # each drawn on its own
-    Draws(8).vary_constants(reference)  # redrawn tensors are no longer constant: a second call changes nothing
+    load_drawn(reference, 8)  # drawn tensors are no longer constant: a second load changes nothing
     assert all(torch.equal(reference.state_dict()[k], v) for k, v in after.items())
 
 
@@ -76,21 +87,25 @@ class _ConvBn(nn.Module):
         return self.bn(self.conv(x))
 
 
-class _FoldedInInit(nn.Module):
-    """An honest candidate: the BatchNorm folded into the convolution once, in ``__init__``."""
+class _Folded(nn.Module):
+    """The BatchNorm folded into the convolution in ``__init__``; ``refold`` says whether it folds again
+    when a state is loaded (as a user loading a checkpoint needs)."""
 
-    def __init__(self) -> None:
+    def __init__(self, refold: bool) -> None:
         super().__init__()
-        reference = _ConvBn().eval()
-        bn = reference.bn
-        scale = bn.weight / torch.sqrt(bn.running_var + bn.eps)
-        self.conv = reference.conv
-        with torch.no_grad():
-            self.conv.weight.mul_(scale[:, None, None, None])
-            self.conv.bias.copy_((self.conv.bias - bn.running_mean) * scale + bn.bias)
+        self.conv, self.bn = nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8)
+        self._fold()
+        if refold:
+            self.register_load_state_dict_post_hook(lambda module, keys: module._fold())
+
+    def _fold(self) -> None:
+        bn = self.bn
+        scale = bn.weight.detach() / torch.sqrt(bn.running_var + bn.eps)
+        self.weight = self.conv.weight.detach() * scale[:, None, None, None]
+        self.bias = (self.conv.bias.detach() - bn.running_mean) * scale + bn.bias.detach()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.conv(x)
+        return torch.nn.functional.conv2d(x, self.weight, self.bias)
 
 
 class _Task:
@@ -99,14 +114,18 @@ class _Task:
         return []
 
 
-def test_a_norm_folded_in_init_sees_the_drawn_constants() -> None:
-    """The norm's constants are drawn while it is built, so a candidate that folds them into a weight in
-    ``__init__`` folds the values the reference computes with (drawn after construction, the fold would
-    have taken the constructor's ones and zeros, and an honest candidate would fail)."""
+def test_a_norm_folded_in_init_must_fold_again_when_a_state_is_loaded() -> None:
+    """The constants arrive as a user's checkpoint does, through ``load_state_dict``: a fold kept up to
+    date by a post-hook computes what the reference does; a fold made once in ``__init__`` is stale, as
+    it would be after the user's load, and differs."""
     reference = build_model(_ConvBn, _Task, "cpu", None, 11)
-    folded = build_model(_FoldedInInit, _Task, "cpu", None, 11)
     assert float(reference.bn.running_var.std()) > 0.05  # drawn, not the constructor's ones
     x = torch.randn(2, 3, 9, 9)
     with torch.no_grad():
-        torch.testing.assert_close(folded(x), reference(x), rtol=1e-5, atol=1e-5)
-    assert torch.nn.init.ones_.__module__ == "torch.nn.init"  # put back after the build
+        want = reference(x)
+        hooked = build_model(type("Hooked", (_Folded,), {"__init__": lambda s: _Folded.__init__(s, True)}), _Task,
+                             "cpu", None, 11)
+        torch.testing.assert_close(hooked(x), want, rtol=1e-5, atol=1e-5)
+        stale = build_model(type("Stale", (_Folded,), {"__init__": lambda s: _Folded.__init__(s, False)}), _Task,
+                            "cpu", None, 11)
+        assert float((stale(x) - want).abs().max()) > 0.1

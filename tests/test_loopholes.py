@@ -20,6 +20,8 @@ from kernelevo.sandbox.isolation import file_watch
 from kernelevo.sandbox.isolation.namespaces import hand_over
 from kernelevo.tasks import load_task
 
+FIXTURES = str(ROOT / "tests" / "fixtures" / "tasks") + "/"
+
 ACCEPTED = [
     ("relu", "ok_relu_empty"),
     ("softmax", "ok_softmax_two_kernels"),
@@ -31,7 +33,10 @@ ACCEPTED = [
     ("softmax", "ok_transposed_view"),
     ("softmax", "ok_autotune"),
     ("conv_relu_scale", "ok_conv_partial_kept_buffers"),
-    (str(ROOT / "tests" / "fixtures" / "tasks" / "batchnorm_eval.py"), "ok_batchnorm_reads_its_statistics"),
+    (FIXTURES + "batchnorm_eval.py", "ok_batchnorm_reads_its_statistics"),
+    (FIXTURES + "batchnorm_eval.py", "ok_batchnorm_written_by_hand"),
+    (FIXTURES + "batchnorm_eval.py", "ok_folds_norm_in_init_and_on_load"),
+    ("layernorm", "ok_layernorm_own_parameters"),
 ]
 
 
@@ -70,8 +75,11 @@ REJECTED = [
     (10, "row_argmax", "bad_argmax_last_tie", "correct: set 4", "ties"),
     # only inputs of mean zero were drawn, and only a norm's constructor constants built
     (10, "layernorm", "bad_one_pass_variance", "correct: set 5", "shifted"),
-    (10, str(ROOT / "tests" / "fixtures" / "tasks" / "batchnorm_eval.py"), "bad_ignores_norm_statistics",
-     "correct: set 0", "outside"),
+    (10, "layernorm", "bad_one_pass_variance_about_one_pivot", "correct: set 5", "shifted"),
+    (10, FIXTURES + "batchnorm_eval.py", "bad_ignores_norm_statistics", "correct: set 0", "outside"),
+    (10, FIXTURES + "batchnorm_eval.py", "bad_folds_norm_once_in_init", "correct: set 0", "outside"),
+    (10, FIXTURES + "learned_scale.py", "bad_ignores_a_learned_scale", "correct: set 0", "outside"),
+    (10, "layernorm", "bad_knows_the_judge_by_torch_init", "correct: set 0", "outside"),
     (8, "softmax", "bad_honest_only_under_its_judged_name", "static: no harness access", "__name__"),
     (8, "softmax", "bad_honest_only_under_the_judges_cache", "static: no harness access", "get_default_build_root"),
     (1, "relu", "bad_runs_code_through_enum_builtins", "static: no harness access", "bltns"),

@@ -17,10 +17,12 @@ import torch
 
 from kernelevo.sandbox.child import trained_constants
 
-SHIFT_SPREADS = 64.0
-"""The shifted set's offset, in standard deviations of the input: large enough that statistics taken
-in one pass (``E[x^2] - E[x]^2``) cancel to percent-level errors in float32, as they do on real
-activations with an offset, while a two-pass or Welford kernel stays at rounding level."""
+SHIFT_LEVELS = (0.0, 4.0, 64.0, 512.0)
+"""The shifted set's offsets, in standard deviations of the input, one per row (the input's last dim),
+the rows cycling through them from a random start: at 64 and more, statistics taken in one pass
+(``E[x^2] - E[x]^2``) cancel to percent-level errors in float32, as on real activations with an offset,
+while a two-pass or Welford kernel stays at rounding level; rows of other offsets side by side defeat
+one pivot taken for the whole tensor. An input of one row moves by 64."""
 
 VARIANTS = (
     ("as generated", 1.0, False, False),
@@ -28,7 +30,7 @@ VARIANTS = (
     ("small values (x0.01)", 0.01, False, False),
     ("large values (x100)", 100.0, False, False),
     ("ties (17 levels of its scale, a tenth of magnitudes clamped)", 1.0, True, False),
-    (f"shifted (plus {SHIFT_SPREADS:g} standard deviations)", 1.0, False, True),
+    ("shifted (rows plus 0 to 512 standard deviations)", 1.0, False, True),
 )
 """(label, scale, ties, shifted): checked calls cycle through them; timed calls use the first. Every
 variant but the shifted one keeps the inputs' mean at zero where the task's generator does."""
@@ -126,10 +128,11 @@ def with_ties(x: Any) -> Any:
 
 
 def with_offset(x: Any) -> Any:
-    """``x`` plus ``SHIFT_SPREADS`` of its standard deviations (estimated from a sample): upwards, or
-    downwards where no value is positive, so inputs that must be positive (or negative, as
-    log-probabilities) keep their sign, and a symmetric input always moves the same way. An input with
-    no spread, or with values that are not finite, is left as it is."""
+    """``x`` with each row (along its last dim) moved by one of ``SHIFT_LEVELS`` standard deviations of
+    the whole input (estimated from a sample): upwards, or downwards where no value is positive, so
+    inputs that must be positive (or negative, as log-probabilities) keep their sign, and a symmetric
+    input always moves the same way. Drawn from torch's generator, which the set's seed has seeded. An
+    input with no spread, or with values that are not finite, is left as it is."""
     flat = x.detach().reshape(-1)
     if flat.numel() < 2:
         return x
@@ -137,8 +140,15 @@ def with_offset(x: Any) -> Any:
     spread = float(sample.std())
     if not math.isfinite(spread) or spread == 0.0:
         return x
-    downwards = bool((flat <= 0).all())
-    return (x + (-SHIFT_SPREADS if downwards else SHIFT_SPREADS) * spread).to(x.dtype)
+    step = (-spread if bool((flat <= 0).all()) else spread)
+    rows = x.shape[:-1] if x.dim() > 1 else ()
+    count = math.prod(rows)
+    if count <= 1:
+        return (x + 64.0 * step).to(x.dtype)
+    start = int(torch.randint(0, len(SHIFT_LEVELS), ()))
+    levels = torch.tensor(SHIFT_LEVELS, dtype=torch.float32, device=x.device)
+    picked = levels[(torch.arange(count, device=x.device) + start) % len(SHIFT_LEVELS)]
+    return (x + (picked * step).reshape(*rows, 1)).to(x.dtype)
 
 
 class InputBuffers:
@@ -173,17 +183,17 @@ class InputBuffers:
 
 def build_model(cls: type, module: Any, device: str, dtype: str | None, init_seed: int) -> torch.nn.Module:
     """Build ``cls`` as KernelBench does: the task's init inputs under the init seed, so that
-    ``Model`` and ``ModelNew`` get the same parameters; cast to the task's dtype. Then eval mode, where
+    ``Model`` and ``ModelNew`` get the same parameters; cast to the task's dtype; its constants loaded
+    as a trained network has them (``trained_constants``). Then eval mode, where
     KernelBench's harness leaves training mode on: kernelevo judges the inference function (a
     BatchNorm's running statistics, no dropout)."""
     torch.manual_seed(init_seed)
     random.seed(init_seed)
-    draws = trained_constants.Draws(init_seed)
-    with torch.device(device), draws.during_construction():
+    with torch.device(device):
         model = cls(*module.get_init_inputs())
     model = model.to(device)
     if dtype:
         model = model.to(getattr(torch, dtype))
-    draws.vary_constants(model)
+    trained_constants.load_drawn(model, init_seed)
     return model.eval()
 

@@ -1,88 +1,59 @@
 """Constants as a trained network has them, drawn alike in the reference's process and the candidate's.
 
 A constructor leaves a norm's weight at ones, its bias and running mean at zeros, its running variance
-at ones, a gate at zeros. In a trained network they vary, and a kernel that ignored them would be
-right on every input and wrong after ``load_state_dict``. So both processes draw them: while the model
-is built, the norms' resets and ``torch.nn.init.ones_``/``zeros_`` fill with drawn values (a ModelNew
-that folds a BatchNorm into a convolution's weights in ``__init__`` folds the drawn ones); after it,
-every floating parameter still holding one value throughout is redrawn (``nn.Parameter(torch.ones(d))``
-in a hand-written RMSNorm). Values are drawn uniformly within half the value either way (zero: within
-0.5), so signs and scales are kept (a variance stays positive), from a generator of the draws' own,
-seeded by the init seed: the global random state, which the weights' own draws use, is untouched, and a
-ModelNew that builds its modules as Model does (as its random weights already require) gets the same
-values in the same order. Other buffers (masks, position ids, tables) are the task's meaning and stay
-as built; so does a tensor of one value (a scalar meant as it is).
+at ones, a learned scale at one, a gate at zeros. In a trained network they vary, and a kernel that
+ignored them would be right on every input and wrong after ``load_state_dict``. So once the model is
+built, both processes load into it, through its own ``load_state_dict`` as a user loading a checkpoint
+does, a value drawn for each parameter still holding one value throughout (of any size) and for each
+running mean and variance (by their names, whatever module holds them). A kernel that folded them in
+``__init__`` must fold again when they are loaded (a ``load_state_dict`` post-hook); one that cannot is
+wrong after a user's load, and is rejected here.
+
+Each tensor's values are drawn uniformly within half its value either way (zero: within 0.5), so signs
+and scales are kept (a variance stays positive), from a generator seeded by the init seed and the
+tensor's name in the state dict: a ModelNew whose state dict names its tensors as Model's does (as
+loading a checkpoint requires) gets the same values, in whatever order it made them, and the global
+random state the weights' own draws use is untouched. Other buffers (masks, position ids, tables) are
+the task's meaning and stay as built.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
-from typing import Any
+import hashlib
 
 import torch
-from torch.nn.modules.batchnorm import _NormBase
 
-CONSTANTS_SEED = 0xC0457
-"""Mixed into the init seed for the draws' generator."""
-
-
-class Draws:
-    """The draws of one build (``init_seed``: the session's, shared by both processes)."""
-
-    def __init__(self, init_seed: int) -> None:
-        self.generator = torch.Generator().manual_seed((init_seed ^ CONSTANTS_SEED) % 2**63)
-
-    def fill(self, tensor: torch.Tensor, value: float) -> None:
-        """``tensor`` (meant to hold ``value`` throughout) drawn about ``value`` instead."""
-        low, high = (-0.5, 0.5) if value == 0 else sorted((value * 0.5, value * 1.5))
-        drawn = torch.empty(tensor.shape, dtype=torch.float32).uniform_(low, high, generator=self.generator)
-        with torch.no_grad():
-            tensor.copy_(drawn)
-
-    @contextlib.contextmanager
-    def during_construction(self) -> Iterator[None]:
-        """Norms built inside draw their constants (``init.ones_``/``zeros_`` and running statistics)."""
-        init, reset = torch.nn.init, _NormBase.reset_running_stats
-        ones, zeros = init.ones_, init.zeros_
-
-        def drawn(original: Any, value: float) -> Any:
-            def fill(tensor: torch.Tensor) -> torch.Tensor:
-                original(tensor)
-                if _drawable(tensor):
-                    self.fill(tensor, value)
-                return tensor
-            return fill
-
-        def reset_running_stats(norm: _NormBase) -> None:
-            reset(norm)
-            for name, value in (("running_mean", 0.0), ("running_var", 1.0)):
-                if _drawable(getattr(norm, name, None)):
-                    self.fill(getattr(norm, name), value)
-
-        init.ones_, init.zeros_ = drawn(ones, 1.0), drawn(zeros, 0.0)
-        _NormBase.reset_running_stats = reset_running_stats  # type: ignore[method-assign]
-        try:
-            yield
-        finally:
-            init.ones_, init.zeros_ = ones, zeros
-            _NormBase.reset_running_stats = reset  # type: ignore[method-assign]
-
-    def vary_constants(self, model: torch.nn.Module) -> None:
-        """Redraw each floating parameter, and each norm's running statistic, still holding one value."""
-        seen: set[int] = set()
-        for module in model.modules():
-            tensors = [t for _, t in module.named_parameters(recurse=False)]
-            if isinstance(module, _NormBase):
-                tensors += [t for n, t in module.named_buffers(recurse=False) if n.startswith("running_")]
-            for tensor in tensors:
-                if id(tensor) in seen or not _drawable(tensor):
-                    continue
-                seen.add(id(tensor))
-                flat = tensor.detach().reshape(-1)
-                if bool(torch.isfinite(flat[0])) and bool((flat == flat[0]).all()):
-                    self.fill(tensor, float(flat[0]))
+STATISTICS = ("running_mean", "running_var")
+"""Buffers drawn by name: a norm's statistics, in torch's norms and in hand-written ones."""
 
 
-def _drawable(tensor: Any) -> bool:
-    return isinstance(tensor, torch.Tensor) and tensor.is_floating_point() and tensor.numel() >= 2
+def drawn(init_seed: int, name: str, like: torch.Tensor, value: float) -> torch.Tensor:
+    """The draw for state-dict entry ``name`` (a tensor like ``like``, built holding ``value``)."""
+    digest = hashlib.sha256(f"{init_seed}:{name}".encode()).digest()
+    generator = torch.Generator().manual_seed(int.from_bytes(digest[:8], "little") % 2**63)
+    low, high = (-0.5, 0.5) if value == 0 else sorted((value * 0.5, value * 1.5))
+    return torch.empty(like.shape, dtype=torch.float32).uniform_(low, high, generator=generator)
+
+
+def constants(model: torch.nn.Module) -> dict[str, float]:
+    """The state-dict entries to draw, with the one value each holds as built."""
+    parameters = {id(p) for p in model.parameters()}
+    found = {}
+    for name, tensor in model.state_dict(keep_vars=True).items():
+        if not isinstance(tensor, torch.Tensor) or not tensor.is_floating_point() or tensor.numel() == 0:
+            continue
+        if id(tensor) not in parameters and name.rsplit(".", 1)[-1] not in STATISTICS:
+            continue
+        flat = tensor.detach().reshape(-1)
+        if bool(torch.isfinite(flat[0])) and bool((flat == flat[0]).all()):
+            found[name] = float(flat[0])
+    return found
+
+
+def load_drawn(model: torch.nn.Module, init_seed: int) -> None:
+    """Load a drawn value into each of ``model``'s constants, through its ``load_state_dict``."""
+    state = model.state_dict()
+    values = {name: drawn(init_seed, name, state[name], value).to(state[name].dtype)
+              for name, value in constants(model).items()}
+    if values:
+        model.load_state_dict(values, strict=False)

@@ -14,6 +14,7 @@ from typing import Any
 
 from kernelevo.sandbox import wire
 from kernelevo.sandbox.isolation.protocol import Job
+from kernelevo.sandbox.judge import rules
 from kernelevo.sandbox.judge.record import Record
 from kernelevo.sandbox.models import TimingPolicy
 from kernelevo.tasks.task import Task
@@ -91,7 +92,7 @@ class Plan:
     candidate_path: Path
     device: str
     timing: TimingPolicy
-    checked_sets: int = 5
+    checked_sets: int = rules.CHECKED_SETS
     init_seed: int = field(default_factory=lambda: secrets.randbits(64))
     """Seeds the parameters of both models, drawn in secret per session from the whole 64-bit range, as
     an unseeded torch process draws its own: a candidate that reads torch's seed in ``__init__``
