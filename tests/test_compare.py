@@ -351,7 +351,7 @@ def test_past_eager_overflow_a_float32_run_sets_the_slack() -> None:
     answers are small differences of large sums. A kernel accumulating in float32 is off by about
     0.1 there, past fp16's plain tolerance: the model run in float32 sets the slack instead."""
     from kernelevo.sandbox.judge.exact import ExactReference
-    from kernelevo.sandbox.judge.oracle import Oracle
+    from kernelevo.sandbox.judge.slack import past_eager_overflow
 
     class Complex(torch.nn.Module):
         def forward(self, ar, ai, br, bi):
@@ -360,16 +360,14 @@ def test_past_eager_overflow_a_float32_run_sets_the_slack() -> None:
     torch.manual_seed(3)
     args = [(x + 64 * x.std()).half() for x in (torch.randn(32, 64), torch.randn(32, 64), torch.randn(64, 32),
                                                 torch.randn(64, 32))]
-    oracle = Oracle()
-    oracle.job, oracle.model = {"dtype": "float16"}, Complex()
-    want = [oracle.model(*args)]
-    exact = ExactReference().compute(oracle.model, args, 1, working=None).outputs
+    model = Complex()
+    want = [model(*args)]
+    exact = ExactReference().compute(model, args, 1, working=None).outputs
     assert not bool(torch.isfinite(want[0]).any())
     honest = (args[0].float() @ args[2].float() - args[1].float() @ args[3].float()).half()
     assert compare_output(honest, want[0], exact[0], 1e-2, 1e-2).problem  # without the float32 run's slack
-    slack = oracle._past_eager_overflow(args, want, exact, [0.0], None)
+    slack = past_eager_overflow(model, args, want, exact, [0.0], None, "float16")
     assert 0.01 < slack[0] < 1.0
     assert compare_output(honest, want[0], exact[0], 1e-2, 1e-2, slack[0]).problem is None
     assert compare_output(honest * 1.05, want[0], exact[0], 1e-2, 1e-2, slack[0]).problem  # still a tolerance
-    oracle.job = {"dtype": "float32"}  # a float32 task: eager is the float32 run
-    assert oracle._past_eager_overflow(args, want, exact, [0.0], None) == [0.0]
+    assert past_eager_overflow(model, args, want, exact, [0.0], None, "float32") == [0.0]  # eager is float32's run

@@ -7,7 +7,7 @@ import torch
 import torch.nn as nn
 
 from kernelevo.sandbox.child.inputs import SHIFT_LEVELS, VARIANTS, build_model, far_from_generated, with_offset
-from kernelevo.sandbox.child.trained_constants import load_drawn
+from kernelevo.sandbox.child.trained_constants import change, load_drawn, put_back
 from kernelevo.sandbox.judge.rules import CHECKED_SETS
 
 
@@ -44,30 +44,31 @@ class _Reference(nn.Module):
 
 
 class _Renamed(nn.Module):
-    """A candidate with the same state-dict names, made in another order, one norm written by hand."""
+    """A candidate holding the same tensors under other names, one norm written by hand."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.scale = nn.Parameter(torch.ones(1))
+        self.fc = nn.Linear(8, 8)
+        self.ln = nn.Module()
+        self.ln.gamma, self.ln.beta = nn.Parameter(torch.ones(8)), nn.Parameter(torch.zeros(8))
+        self.stats = nn.Module()
+        self.stats.weight, self.stats.bias = nn.Parameter(torch.ones(8)), nn.Parameter(torch.zeros(8))
+        self.stats.register_buffer("running_mean", torch.zeros(8))
+        self.stats.register_buffer("running_var", torch.ones(8))
+        self.stats.register_buffer("num_batches_tracked", torch.tensor(0))
         self.gate = nn.Parameter(torch.zeros(8))
-        self.bn = nn.Module()
-        self.bn.weight, self.bn.bias = nn.Parameter(torch.ones(8)), nn.Parameter(torch.zeros(8))
-        self.bn.register_buffer("running_mean", torch.zeros(8))
-        self.bn.register_buffer("running_var", torch.ones(8))
-        self.bn.register_buffer("num_batches_tracked", torch.tensor(0))
-        self.norm = nn.LayerNorm(8)
-        self.linear = nn.Linear(8, 8)
+        self.temperature = nn.Parameter(torch.ones(1))
         self.register_buffer("mask", torch.ones(8, 8))
 
 
-def test_constants_are_loaded_by_name_alike_in_both_processes() -> None:
+def test_constants_are_drawn_by_what_they_hold_alike_in_both_processes() -> None:
     reference, candidate = _Reference(), _Renamed()
-    candidate.linear.load_state_dict(reference.linear.state_dict())
+    candidate.fc.load_state_dict(reference.linear.state_dict())
     before = {k: v.clone() for k, v in reference.state_dict().items()}
     load_drawn(reference, 7)
     load_drawn(candidate, 7)
     after = reference.state_dict()
-    assert all(torch.equal(after[k], v) for k, v in candidate.state_dict().items())
+    assert [v.tolist() for v in after.values()] == [v.tolist() for v in candidate.state_dict().values()]
     changed = {k for k in before if not torch.equal(before[k], after[k])}
     assert changed == {"norm.weight", "norm.bias", "bn.weight", "bn.bias", "bn.running_mean", "bn.running_var",
                        "gate", "scale"}
@@ -75,6 +76,19 @@ def test_constants_are_loaded_by_name_alike_in_both_processes() -> None:
     assert len({tuple(after[k].tolist()) for k in changed}) == len(changed)  # each drawn on its own
     load_drawn(reference, 8)  # drawn tensors are no longer constant: a second load changes nothing
     assert all(torch.equal(reference.state_dict()[k], v) for k, v in after.items())
+
+
+def test_a_change_follows_contents_and_is_put_back() -> None:
+    reference, candidate = _Reference(), _Renamed()
+    candidate.load_state_dict(dict(zip(candidate.state_dict(), reference.state_dict().values(), strict=True)))
+    before = {k: v.clone() for k, v in reference.state_dict().items()}
+    saved = change(reference, 5)
+    change(candidate, 5)
+    assert [v.tolist() for v in reference.state_dict().values()] == [v.tolist() for v in candidate.state_dict().values()]
+    assert not torch.equal(reference.linear.weight, before["linear.weight"])
+    assert torch.equal(reference.mask, before["mask"])  # a buffer that is no statistic: the task's meaning
+    put_back(reference, saved)
+    assert all(torch.equal(reference.state_dict()[k], v) for k, v in before.items())
 
 
 class _ConvBn(nn.Module):

@@ -1,20 +1,25 @@
-"""Constants as a trained network has them, drawn alike in the reference's process and the candidate's.
+"""Parameters as a trained network has them, and as a user changes them, alike in the reference's process
+and the candidate's.
 
-A constructor leaves a norm's weight at ones, its bias and running mean at zeros, its running variance
-at ones, a learned scale at one, a gate at zeros. In a trained network they vary, and a kernel that
-ignored them would be right on every input and wrong after ``load_state_dict``. So once the model is
-built, both processes load into it, through its own ``load_state_dict`` as a user loading a checkpoint
-does, a value drawn for each parameter still holding one value throughout (of any size) and for each
-running mean and variance (by their names, whatever module holds them). A kernel that folded them in
-``__init__`` must fold again when they are loaded (a ``load_state_dict`` post-hook); one that cannot is
-wrong after a user's load, and is rejected here.
+A constructor leaves a norm's weight at ones, its bias and running mean at zeros, its running variance at
+ones, a learned scale at one, a gate at zeros. In a trained network they vary, and a kernel that ignored
+them would be right on every input and wrong after ``load_state_dict``. So once the model is built, both
+processes load into it, through its own ``load_state_dict`` as a user's checkpoint arrives, a value
+drawn for each parameter still holding one value throughout (of any size) and for each running mean and
+variance (:func:`load_drawn`). Later, for one checked set, every parameter and running statistic is
+changed the same way and put back after (:func:`change`, :func:`put_back`): a kernel that folded or
+packed weights in ``__init__`` or at its first call, and never again, is stale there, as it would be
+after a user's new checkpoint (folding again in a ``load_state_dict`` post-hook keeps it right).
 
-Each tensor's values are drawn uniformly within half its value either way (zero: within 0.5), so signs
-and scales are kept (a variance stays positive), from a generator seeded by the init seed and the
-tensor's name in the state dict: a ModelNew whose state dict names its tensors as Model's does (as
-loading a checkpoint requires) gets the same values, in whatever order it made them, and the global
-random state the weights' own draws use is untouched. Other buffers (masks, position ids, tables) are
-the task's meaning and stay as built.
+Each draw is a function of what the tensor holds, never of its name or of where the model keeps it: a
+constant by its shape, its value and how many tensors of that shape and value came before it in the
+state dict; a change by the tensor's contents. So a ModelNew that holds the reference's tensors under
+other names, or made in another order, gets the same values; one that holds them transformed (a weight
+transposed or fused in ``__init__`` and kept as a parameter) has other contents, is changed otherwise,
+and fails, as it would after a user's load. Draws are uniform within half the value either way (zero:
+within 0.5) for constants and by a factor within [0.75, 1.25] for changes, so signs are kept (a
+variance stays positive), from generators of their own: the global random state is untouched. Other
+buffers (masks, position ids, tables) are the task's meaning and stay as built.
 """
 
 from __future__ import annotations
@@ -24,36 +29,60 @@ import hashlib
 import torch
 
 STATISTICS = ("running_mean", "running_var")
-"""Buffers drawn by name: a norm's statistics, in torch's norms and in hand-written ones."""
+"""Buffers drawn and changed by name: a norm's statistics, in torch's norms and in hand-written ones."""
 
 
-def drawn(init_seed: int, name: str, like: torch.Tensor, value: float) -> torch.Tensor:
-    """The draw for state-dict entry ``name`` (a tensor like ``like``, built holding ``value``)."""
-    digest = hashlib.sha256(f"{init_seed}:{name}".encode()).digest()
-    generator = torch.Generator().manual_seed(int.from_bytes(digest[:8], "little") % 2**63)
-    low, high = (-0.5, 0.5) if value == 0 else sorted((value * 0.5, value * 1.5))
-    return torch.empty(like.shape, dtype=torch.float32).uniform_(low, high, generator=generator)
+def _generator(*key: object) -> torch.Generator:
+    digest = hashlib.sha256(":".join(map(str, key)).encode()).digest()
+    return torch.Generator().manual_seed(int.from_bytes(digest[:8], "little") % 2**63)
 
 
-def constants(model: torch.nn.Module) -> dict[str, float]:
-    """The state-dict entries to draw, with the one value each holds as built."""
+def _drawable(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The state-dict entries drawn and changed: floating parameters, and running statistics."""
     parameters = {id(p) for p in model.parameters()}
-    found = {}
-    for name, tensor in model.state_dict(keep_vars=True).items():
-        if not isinstance(tensor, torch.Tensor) or not tensor.is_floating_point() or tensor.numel() == 0:
-            continue
-        if id(tensor) not in parameters and name.rsplit(".", 1)[-1] not in STATISTICS:
-            continue
-        flat = tensor.detach().reshape(-1)
-        if bool(torch.isfinite(flat[0])) and bool((flat == flat[0]).all()):
-            found[name] = float(flat[0])
-    return found
+    return {name: tensor for name, tensor in model.state_dict(keep_vars=True).items()
+            if isinstance(tensor, torch.Tensor) and tensor.is_floating_point() and tensor.numel() > 0
+            and (id(tensor) in parameters or name.rsplit(".", 1)[-1] in STATISTICS)}
 
 
 def load_drawn(model: torch.nn.Module, init_seed: int) -> None:
-    """Load a drawn value into each of ``model``'s constants, through its ``load_state_dict``."""
-    state = model.state_dict()
-    values = {name: drawn(init_seed, name, state[name], value).to(state[name].dtype)
-              for name, value in constants(model).items()}
+    """Load a drawn value into each of ``model``'s constants (tensors holding one value), through its
+    ``load_state_dict``."""
+    seen: dict[tuple[tuple[int, ...], float], int] = {}
+    values = {}
+    for name, tensor in _drawable(model).items():
+        flat = tensor.detach().reshape(-1)
+        if not bool(torch.isfinite(flat[0])) or not bool((flat == flat[0]).all()):
+            continue
+        value = float(flat[0])
+        kind = (tuple(tensor.shape), value)
+        seen[kind] = seen.get(kind, -1) + 1
+        low, high = (-0.5, 0.5) if value == 0 else sorted((value * 0.5, value * 1.5))
+        drawn = torch.empty(tensor.shape, dtype=torch.float32).uniform_(
+            low, high, generator=_generator(init_seed, *kind, seen[kind]))
+        values[name] = drawn.to(tensor.dtype)
     if values:
         model.load_state_dict(values, strict=False)
+
+
+def change(model: torch.nn.Module, seed: int) -> dict[str, torch.Tensor]:
+    """Every parameter and running statistic of ``model`` times a factor drawn per value within [0.75,
+    1.25], from its contents, loaded through ``load_state_dict`` as a user's new checkpoint would be.
+    Returns what they held, for :func:`put_back`."""
+    saved, values = {}, {}
+    for name, tensor in _drawable(model).items():
+        held = tensor.detach()
+        contents = hashlib.sha256(held.cpu().reshape(-1).contiguous().view(torch.uint8).numpy().tobytes()).hexdigest()
+        factor = torch.empty(held.shape, dtype=torch.float32).uniform_(
+            0.75, 1.25, generator=_generator(seed, held.dtype, tuple(held.shape), contents))
+        saved[name] = held.clone()
+        values[name] = (held.float() * factor.to(held.device)).to(held.dtype)
+    if values:
+        model.load_state_dict(values, strict=False)
+    return saved
+
+
+def put_back(model: torch.nn.Module, saved: dict[str, torch.Tensor]) -> None:
+    """Load what :func:`change` took (the same way, so hooks fold the old values back in)."""
+    if saved:
+        model.load_state_dict(saved, strict=False)

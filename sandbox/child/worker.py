@@ -39,7 +39,7 @@ _not_attachable()  # first of all: importing torch takes a second, in which the 
 import torch  # noqa: E402
 
 from kernelevo.sandbox import tensor_files, wire  # noqa: E402
-from kernelevo.sandbox.child import autotune, confine, digest, inputs  # noqa: E402
+from kernelevo.sandbox.child import autotune, confine, digest, inputs, trained_constants  # noqa: E402
 from kernelevo.sandbox.child.importing import import_candidate  # noqa: E402
 from kernelevo.sandbox.child.launches import LaunchRecorder, OpRecorder  # noqa: E402
 from kernelevo.sandbox.child.timed import (  # noqa: E402
@@ -172,6 +172,16 @@ class Worker:
                     f"{wire.describe_exception(exc)}"}
         self.threads_before = threading.active_count()
         return {"ok": True, "seconds": time.perf_counter() - began, "autotune_first_config": self.autotune_first}
+
+    def parameters(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """The model's parameters changed, as a user's new checkpoint is loaded (``change``: the seed of
+        the factors), or what they held put back."""
+        if msg.get("change") is not None:
+            self.saved_parameters = trained_constants.change(self.model, int(msg["change"]))
+        else:
+            trained_constants.put_back(self.model, getattr(self, "saved_parameters", {}))
+            self.saved_parameters = {}
+        return {"ok": True}
 
     def _inputs(self, msg: dict[str, Any]) -> list[Any]:
         with torch.no_grad():  # a task's inputs that need gradients are refilled in place as data
@@ -375,6 +385,7 @@ def _delta(now: dict[str, int], before: dict[str, int]) -> dict[str, int]:
 
 
 HANDLERS = {"device": Worker.device, "build": Worker.build, "call": Worker.call, "warmup": Worker.warmup,
+            "parameters": Worker.parameters,
             "timed": Worker.timed, "warm": Worker.warm, "paced": Worker.paced,
             "graph_timed": Worker.graph_timed, "ship": Worker.ship, "ship_leaves": Worker.ship_leaves,
             "finish": Worker.finish}

@@ -22,7 +22,8 @@ class CorrectnessCalls(SessionPart):
 
     def _checked_call(self, index: int, seed: int) -> None:
         variant, (grad, fresh) = index % len(VARIANTS), call_mode(index)
-        how = (", gradients on" if grad == "on" else "") + (", inputs made anew" if fresh else "")
+        how = (", gradients on" if grad == "on" else "") + (", inputs made anew" if fresh else "") + (
+            ", parameters changed since the calls before" if index == rules.CHANGED_SET else "")
         label = f"set {index} ({variant_label(variant)}{how})"
         key = self.key()
         ghost_like = VARIANTS[variant][1:] == VARIANTS[0][1:]  # drawn as the ghost call's inputs are
@@ -51,6 +52,17 @@ class CorrectnessCalls(SessionPart):
                 self.record.max_abs_error = max(self.record.max_abs_error, float(stats.get("max_abs_error") or 0.0))
                 if meta["dtype"] in rules.PRECISION_FLOOR:
                     self.record.precision.add(stats)
+
+    def _parameters(self, change: int | None) -> bool:
+        """Both models' parameters changed alike (``change``: the factors' seed), or put back (None).
+        A candidate whose ``load_state_dict`` fails fails the set."""
+        what = "changing the parameters" if change is not None else "putting the parameters back"
+        self.ask(self.oracle, "oracle", what, {"op": "parameters", "change": change})
+        reply = self.ask(self.worker, "worker", what, {"op": "parameters", "change": change})
+        if not reply.get("ok"):
+            self.record.add(f"correct: set {rules.CHANGED_SET} (parameters changed)", False,
+                            f"{what} through ModelNew's load_state_dict failed: {reply.get('error')}")
+        return bool(reply.get("ok"))
 
     def _compare(self, key: str, reply: dict[str, Any], expected: dict[str, Any], phase: str,
                  digest_seed: int | None = None, zeros: bool = False,
@@ -123,7 +135,11 @@ class CorrectnessCalls(SessionPart):
     def _checks(self) -> None:
         began = time.monotonic()
         for index in range(self.plan.checked_sets):
+            if index == rules.CHANGED_SET and not self._parameters(fresh_seed()):
+                break
             self._checked_call(index, fresh_seed())
+            if index == rules.CHANGED_SET and self.record.ok:
+                self._parameters(None)
             if not self.record.ok:
                 break
         record = self.record

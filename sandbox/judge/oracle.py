@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from kernelevo.sandbox import tensor_files, wire
-from kernelevo.sandbox.child import inputs
+from kernelevo.sandbox.child import inputs, trained_constants
 from kernelevo.sandbox.child.timed import (
     GraphTimedCall,
     TimedCall,
@@ -37,7 +37,7 @@ from kernelevo.sandbox.child.timed import (
     warm_host,
     warm_up,
 )
-from kernelevo.sandbox.judge import compare, device_memory, sampled, telemetry, workload
+from kernelevo.sandbox.judge import compare, device_memory, sampled, slack, telemetry, workload
 from kernelevo.sandbox.judge.exact import ExactOutcome, ExactReference
 from kernelevo.sandbox.judge.timing import PACE_MEASUREMENTS, stats
 from kernelevo.sandbox.models import OutputStats, ReferenceResult, TimingPolicy
@@ -125,8 +125,9 @@ class Oracle:
             scale = 8.0 / min(w.element_size() for w in floating)  # a float64 value against the task's
             exact = self.exact.compute(self.model, args, len(want), working, scale,
                                        reserve=sum(w.numel() * w.element_size() for w in floating))
-            sensitivity = self._sensitivity(args, want, int(msg["seed"]))
-            sensitivity = self._past_eager_overflow(args, want, exact.outputs, sensitivity, working)
+            sensitivity = slack.sensitivity(self.model, args, want, int(msg["seed"]), self.job["device"])
+            sensitivity = slack.past_eager_overflow(self.model, args, want, exact.outputs, sensitivity, working,
+                                                    self.job.get("dtype"))
         scaled_up = inputs.far_from_generated(int(msg.get("variant", 0)))
         self.expected[str(msg["key"])] = (want, exact.outputs, sensitivity, scaled_up)
         reply: dict[str, Any] = {"ok": True, "not_finite": _not_finite(want), "exact": exact.outputs is not None,
@@ -147,46 +148,18 @@ class Oracle:
         _release_cache()
         return reply
 
-    def _past_eager_overflow(self, args: list[Any], want: list[Any], exact: list[Any] | None,
-                             sensitivity: list[float], working: int | None) -> list[float]:
-        """Where eager overflowed in half precision and float64 has a number (products past 65504 whose
-        difference is small), neither eager's error nor its sensitivity says how close an honest kernel
-        can come: the model run in float32, as a kernel accumulating in float32 computes, shows it, and
-        its distance from float64 widens that output's slack. Only then: a float32 run costs a call."""
-        if exact is None or self.job.get("dtype") not in ("float16", "bfloat16"):
-            return sensitivity
-        overflowed = [isinstance(w, torch.Tensor) and isinstance(x, torch.Tensor)
-                      and compare.overflowed_where_exact_is_not(w, x) for w, x in zip(want, exact)]
-        if not any(overflowed):
-            return sensitivity
-        try:
-            wider = ExactReference(torch.float32).compute(self.model, args, len(want), working).outputs
-        except Exception:  # no float32 run: the slack stays as eager's figures set it
-            wider = None
-        if wider is None:
-            return sensitivity
-        return [max(s, compare.largest_difference(o, x)) if over else s
-                for s, over, o, x in zip(sensitivity, overflowed, wider, exact)]
-
-    def _sensitivity(self, args: list[Any], want: list[Any], seed: int) -> list[float]:
-        """How far each output moves when every floating input moves by one unit in its last place
-        (up or down at random): the rounding scale of the answer on these inputs."""
-        generator = torch.Generator(device=self.job["device"]).manual_seed(seed ^ 0x5EED)
-        moved = []
-        for a in args:
-            if isinstance(a, torch.Tensor) and a.is_floating_point():
-                # in place, in the input's own dtype: one tensor of the input's size at any moment (an
-                # int64 draw and its temporaries took four times the input at a 6 GB input)
-                nudged = torch.randint(0, 2, a.shape, generator=generator, device=a.device, dtype=a.dtype)
-                a = nudged.mul_(2).sub_(1).mul_(torch.finfo(a.dtype).eps).mul_(a).add_(a)
-            moved.append(a)
-        try:
-            with torch.no_grad():
-                out = flat_outputs(self.model(*moved))
-        except Exception:  # the reference refuses the moved inputs: no sensitivity, eager's error stands
-            return [0.0] * len(want)
-        return [compare.largest_difference(o, w) if isinstance(w, torch.Tensor) and isinstance(o, torch.Tensor) else 0.0
-                for o, w in zip(out, want)]
+    def parameters(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """The reference's parameters changed as the worker's are (``trained_constants.change``), or put
+        back; the float64 copies follow them."""
+        assert self.model is not None
+        if msg.get("change") is not None:
+            self.saved_parameters = trained_constants.change(self.model, int(msg["change"]))
+        else:
+            trained_constants.put_back(self.model, getattr(self, "saved_parameters", {}))
+            self.saved_parameters = {}
+        self.exact = ExactReference()
+        self.job["init_seed"] = None  # changed since built: never kept for another session as built
+        return {"ok": True}
 
     def compare(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Compare the candidate's outputs (files in its outbox) with those expected under ``key``.
@@ -461,7 +434,7 @@ def _all_pass(msg: dict[str, Any], outputs: list[Any], want: list[Any], exact: l
         for k, (o, w) in enumerate(zip(outputs, want)))
 
 
-HANDLERS = {"load": Oracle.load, "expect": Oracle.expect, "compare": Oracle.compare,
+HANDLERS = {"load": Oracle.load, "expect": Oracle.expect, "compare": Oracle.compare, "parameters": Oracle.parameters,
             "compare_leaves": Oracle.compare_leaves, "drop": Oracle.drop,
             "reset": Oracle.reset,
             "warmup": Oracle.warmup, "warm": Oracle.warm, "paced": Oracle.paced, "memory": Oracle.memory,
