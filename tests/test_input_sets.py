@@ -143,3 +143,39 @@ def test_a_norm_folded_in_init_must_fold_again_when_a_state_is_loaded() -> None:
         stale = build_model(type("Stale", (_Folded,), {"__init__": lambda s: _Folded.__init__(s, False)}), _Task,
                             "cpu", None, 11)
         assert float((stale(x) - want).abs().max()) > 0.1
+
+
+class _TwoNorms(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.batch_norm = nn.BatchNorm2d(4)
+        self.group_norm = nn.GroupNorm(2, 4)
+
+
+class _TwoNormsFlat(nn.Module):
+    """The same tensors held flat on the module, a shorthand for one of them, another order of kinds: the
+    state dict lists the module's own parameters, then its buffers (statistics and parameters interleave
+    unlike the reference's)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bn_weight, self.bn_bias = nn.Parameter(torch.ones(4)), nn.Parameter(torch.zeros(4))
+        self.alias = self.bn_weight  # the same Parameter under a second name: one tensor
+        self.gn_weight, self.gn_bias = nn.Parameter(torch.ones(4)), nn.Parameter(torch.zeros(4))
+        self.register_buffer("running_mean", torch.zeros(4))
+        self.register_buffer("running_var", torch.ones(4))
+
+
+def test_tensors_under_other_names_shorthands_and_lazy_modules_get_the_reference_draws() -> None:
+    reference, candidate = _TwoNorms(), _TwoNormsFlat()
+    load_drawn(reference, 3)
+    load_drawn(candidate, 3)
+    bn, gn = reference.batch_norm, reference.group_norm
+    for mine, theirs in ((candidate.bn_weight, bn.weight), (candidate.bn_bias, bn.bias), (candidate.gn_weight, gn.weight),
+                         (candidate.gn_bias, gn.bias), (candidate.running_mean, bn.running_mean),
+                         (candidate.running_var, bn.running_var)):
+        assert torch.equal(mine, theirs)
+    assert candidate.alias is candidate.bn_weight
+    lazy = nn.Sequential(nn.LazyLinear(4), nn.LayerNorm(4))
+    load_drawn(lazy, 3)  # the lazy weight is left to its first call; the norm is drawn
+    assert float(lazy[1].weight.std()) > 0

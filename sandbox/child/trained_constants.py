@@ -29,7 +29,8 @@ import hashlib
 import torch
 
 STATISTICS = ("running_mean", "running_var")
-"""Buffers drawn and changed by name: a norm's statistics, in torch's norms and in hand-written ones."""
+"""Buffers drawn and changed by name: a norm's statistics, in torch's norms and in hand-written ones
+that name them as torch does (statistics under other names are taken for the task's own buffers)."""
 
 
 def _generator(*key: object) -> torch.Generator:
@@ -37,30 +38,45 @@ def _generator(*key: object) -> torch.Generator:
     return torch.Generator().manual_seed(int.from_bytes(digest[:8], "little") % 2**63)
 
 
-def _drawable(model: torch.nn.Module) -> dict[str, torch.Tensor]:
-    """The state-dict entries drawn and changed: floating parameters, and running statistics."""
+def _drawable(model: torch.nn.Module) -> dict[str, list[str]]:
+    """The tensors drawn and changed, each once (a tensor held under several names, as tied weights or a
+    shorthand attribute are, is one tensor): floating parameters, and running statistics. By the first
+    name each has in the state dict, to all its names."""
     parameters = {id(p) for p in model.parameters()}
-    return {name: tensor for name, tensor in model.state_dict(keep_vars=True).items()
-            if isinstance(tensor, torch.Tensor) and tensor.is_floating_point() and tensor.numel() > 0
-            and (id(tensor) in parameters or name.rsplit(".", 1)[-1] in STATISTICS)}
+    names: dict[int, list[str]] = {}
+    for name, tensor in model.state_dict(keep_vars=True).items():
+        if isinstance(tensor, torch.nn.parameter.UninitializedTensorMixin):
+            continue  # a lazy module's, shaped at its first call
+        if isinstance(tensor, torch.Tensor) and tensor.is_floating_point() and tensor.numel() > 0 and \
+                (id(tensor) in parameters or _statistic(name)):
+            names.setdefault(id(tensor), []).append(name)
+    return {found[0]: found for found in names.values()}
+
+
+def _statistic(name: str) -> bool:
+    return name.rsplit(".", 1)[-1] in STATISTICS
 
 
 def load_drawn(model: torch.nn.Module, init_seed: int) -> None:
     """Load a drawn value into each of ``model``'s constants (tensors holding one value), through its
-    ``load_state_dict``."""
-    seen: dict[tuple[tuple[int, ...], float], int] = {}
+    ``load_state_dict``. Parameters and statistics are counted apart: a module lists its own parameters,
+    then its own buffers, then its children's, so the two kinds interleave differently in a model that
+    holds the same tensors in other modules."""
+    state = model.state_dict(keep_vars=True)
+    seen: dict[tuple[object, ...], int] = {}
     values = {}
-    for name, tensor in _drawable(model).items():
+    for first, names in _drawable(model).items():
+        tensor = state[first]
         flat = tensor.detach().reshape(-1)
         if not bool(torch.isfinite(flat[0])) or not bool((flat == flat[0]).all()):
             continue
         value = float(flat[0])
-        kind = (tuple(tensor.shape), value)
+        kind = (_statistic(first), tuple(tensor.shape), value)
         seen[kind] = seen.get(kind, -1) + 1
         low, high = (-0.5, 0.5) if value == 0 else sorted((value * 0.5, value * 1.5))
         drawn = torch.empty(tensor.shape, dtype=torch.float32).uniform_(
-            low, high, generator=_generator(init_seed, *kind, seen[kind]))
-        values[name] = drawn.to(tensor.dtype)
+            low, high, generator=_generator(init_seed, *kind, seen[kind])).to(tensor.dtype)
+        values.update({name: drawn for name in names})
     if values:
         model.load_state_dict(values, strict=False)
 
@@ -69,14 +85,16 @@ def change(model: torch.nn.Module, seed: int) -> dict[str, torch.Tensor]:
     """Every parameter and running statistic of ``model`` times a factor drawn per value within [0.75,
     1.25], from its contents, loaded through ``load_state_dict`` as a user's new checkpoint would be.
     Returns what they held, for :func:`put_back`."""
+    state = model.state_dict(keep_vars=True)
     saved, values = {}, {}
-    for name, tensor in _drawable(model).items():
-        held = tensor.detach()
+    for first, names in _drawable(model).items():
+        held = state[first].detach()
         contents = hashlib.sha256(held.cpu().reshape(-1).contiguous().view(torch.uint8).numpy().tobytes()).hexdigest()
         factor = torch.empty(held.shape, dtype=torch.float32).uniform_(
             0.75, 1.25, generator=_generator(seed, held.dtype, tuple(held.shape), contents))
-        saved[name] = held.clone()
-        values[name] = (held.float() * factor.to(held.device)).to(held.dtype)
+        changed = (held.float() * factor.to(held.device)).to(held.dtype)
+        saved.update({name: held.clone() for name in names})
+        values.update({name: changed for name in names})
     if values:
         model.load_state_dict(values, strict=False)
     return saved
