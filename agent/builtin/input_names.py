@@ -21,12 +21,13 @@ GENERATED_NAMES = frozenset({
     "strides_s",
     "round_to_bf16", "fmod_exact", "phase_taps", "tma_scratch", "InterpretedFunction"})
 """Names the generated ``forward`` methods and files define: an input of the reference with one of
-these names (or an upper-case name, a private one, or one ending ``_rows``, ``_kernel`` or ``_view``) is renamed."""
+these names (or an upper-case name, a private one, one beginning ``attr_``, the local name of a module's
+tensor a cat reads, or one ending ``_rows``, ``_kernel`` or ``_view``) is renamed."""
 
 
 def clashes(name: str) -> bool:
     """Could the generated code bind ``name`` (see ``GENERATED_NAMES``)?"""
-    return (name in GENERATED_NAMES or name.isupper() or name.startswith("_")
+    return (name in GENERATED_NAMES or name.isupper() or name.startswith(("_", "attr_"))
             or name.endswith(("_rows", "_kernel", "_view")))
 
 
