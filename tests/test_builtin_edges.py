@@ -1226,6 +1226,49 @@ def test_inputs_read_through_flatten_are_planned_flat(tmp_path: Path) -> None:
     assert "logits = logits.reshape(16, 65536)" in source and "target = target.reshape(16, 65536)" in source
 
 
+CAT_OF_A_PARAMETER = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.t = nn.Parameter(torch.randn(1, 1, 64))
+
+    def forward(self, x):
+{body}
+
+
+def get_inputs():
+    return [torch.randn(8, 16, 64)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.parametrize(("body", "planned"), [
+    ("        return torch.cat([self.t.expand(x.shape[0], -1, -1), x], dim=1)", True),
+    # expanded along the joined dim: four rows of the parameter, which the broadcast read would not add
+    ("        return torch.cat([self.t.expand(x.shape[0], 4, -1), x], dim=1)", False),
+    # parameters alone: nothing sizes the output from an input
+    ("        return torch.cat([self.t, self.t], dim=1) + 0 * x.sum()", False),
+], ids=["class-token", "expanded-along-the-cat", "parameters-only"])
+def test_a_cat_reads_a_parameter_broadcast_only_where_that_is_its_expansion(tmp_path: Path, body: str,
+                                                                          planned: bool) -> None:
+    path = tmp_path / "cat.py"
+    path.write_text(CAT_OF_A_PARAMETER.format(body=body))
+    try:
+        plan = recognise(load_task(str(path), "full"))
+    except CannotCover:
+        plan = None
+    moved = plan is not None and plan.kind == "rearrange"
+    assert moved == planned, plan.describe() if plan is not None else None
+    if planned:
+        assert "attr_0_t = self.t.contiguous()" in _first_seed(path)
+
+
 SIZED_MODULE = '''import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -78,7 +78,7 @@ REJECTED = [
     (10, "layernorm", "bad_one_pass_variance_about_one_pivot", "correct: set 5", "shifted"),
     (10, FIXTURES + "batchnorm_eval.py", "bad_ignores_norm_statistics", "correct: set 0", "outside"),
     (10, FIXTURES + "batchnorm_eval.py", "bad_folds_norm_once_in_init", "correct: set 0", "outside"),
-    (10, FIXTURES + "batchnorm_eval.py", "bad_folds_norm_at_its_first_call", "correct: set 2", "parameters changed"),
+    (10, FIXTURES + "batchnorm_eval.py", "bad_folds_norm_at_its_first_call", "correct: set 4", "parameters changed"),
     (10, FIXTURES + "learned_scale.py", "bad_ignores_a_learned_scale", "correct: set 0", "outside"),
     (10, "layernorm", "bad_knows_the_judge_by_torch_init", "correct: set 0", "outside"),
     (8, "softmax", "bad_honest_only_under_its_judged_name", "static: no harness access", "__name__"),

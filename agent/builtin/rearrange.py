@@ -148,42 +148,45 @@ def _glue(calls: list[torch.fx.Node]) -> set[torch.fx.Node]:
 
 
 def _sources(gm: torch.fx.GraphModule, node: torch.fx.Node, name: str, inputs: list[Any],
-             placeholders: list[torch.fx.Node]) -> tuple[list[str], list[Any], dict[str, str]]:
-    """The op's sources: (names, values, the module's tensors among them by name -> attribute read)."""
+             placeholders: list[torch.fx.Node]) -> tuple[list[str], list[Any], dict[str, str], dict[str, Any]]:
+    """The op's sources: (names, values, the module's tensors among them by name -> attribute read, and
+    by name the shape each has where the cat reads it, expanded or not)."""
     first = node.args[0] if node.args else node.kwargs.get("tensors", node.kwargs.get("input"))
     sources = list(first) if name == "cat" and isinstance(first, (tuple, list)) else [first]
-    names, values, attributes = [], [], {}
+    names, values, attributes, read = [], [], {}, {}
     for s in sources:
         held = _module_tensor(gm, s) if name == "cat" else None
         if s in placeholders:
             names.append(s.name)
             values.append(inputs[placeholders.index(s)])
         elif held is not None:
-            local = "attr_" + held[0].replace(".", "_")
+            local = f"attr_{len(attributes)}_" + held[0].replace(".", "_")
             names.append(local)
             values.append(held[1])
             attributes[local] = f"self.{held[0]}"
+            read[local] = tuple(getattr(s.meta.get("tensor_meta"), "shape", held[1].shape))
         else:
             names = []
             break
     if not names or len(names) > MAX_PARTS or len(attributes) == len(names):
         raise CannotCover(f"`{name}` of computed tensors (covered: of inputs passed to forward, and a cat's "
                           "parameters)")
-    return names, values, attributes
+    return names, values, attributes, read
 
 
 def recognise(gm: torch.fx.GraphModule, inputs: list[Any], full: torch.nn.Module | None = None) -> Rearrange | None:
     """The plan if the graph starts with one of the rearrangements of inputs, else None (``full``: the
     model at the size being optimised, to check the call's constant arguments)."""
     calls, placeholders = graph_calls(gm)
-    read = [n for n in calls if n not in _glue(calls)]
-    if read and read[0] is not (calls[0] if calls else None) and _call_name(read[0]) == "cat":
-        calls = read  # a cat after the size reads and expansions it takes as they are
+    glue = _glue(calls)
+    computed = [n for n in calls if n not in glue]
+    if computed and computed[0] is not (calls[0] if calls else None) and _call_name(computed[0]) == "cat":
+        calls = computed  # a cat after the size reads and expansions it takes as they are
     name = _call_name(calls[0]) if calls else None
     if name is None:
         return None
     node = calls[0]
-    sources, values, attributes = _sources(gm, node, name, inputs, placeholders)
+    sources, values, attributes, read = _sources(gm, node, name, inputs, placeholders)
     rank = values[0].dim() if isinstance(values[0], torch.Tensor) else 0
     dtypes = {v.dtype for v in values if isinstance(v, torch.Tensor)}
     if not 1 <= rank <= MAX_RANK or len(dtypes) != 1 or not next(iter(dtypes)).is_floating_point or \
@@ -192,8 +195,9 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any], full: torch.nn.Module
                           "dims)")
     same_call_at_full_size(node, full, name)
     settings = _settings(node, name, rank)
-    if attributes and not _broadcast_fits(values, sources, attributes, settings["dim"]):
-        raise CannotCover("a cat of a parameter whose sizes neither match the inputs' nor are one")
+    if attributes and not _broadcast_fits(values, sources, attributes, read, settings["dim"]):
+        raise CannotCover("a cat of a parameter whose sizes neither match the inputs' nor are one, or that is "
+                          "expanded along the joined dim")
     output = next(n for n in gm.graph.nodes if n.op == "output").args[0]
     chain = chain_after(gm, node, output)
     try:
@@ -213,11 +217,14 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any], full: torch.nn.Module
                      attributes=attributes, **settings)
 
 
-def _broadcast_fits(values: list[Any], sources: list[str], attributes: dict[str, str], dim: int) -> bool:
-    """Does each module tensor of a cat have, outside the joined dim, one value or the inputs' size?"""
+def _broadcast_fits(values: list[Any], sources: list[str], attributes: dict[str, str], read: dict[str, Any],
+                    dim: int) -> bool:
+    """Does each module tensor of a cat have, outside the joined dim, one value or the inputs' size, and
+    along it its own size (an expansion along the joined dim would add rows the kernel does not read)?"""
     shape = next(v.shape for v, s in zip(values, sources, strict=True) if s not in attributes)
-    return all(v.shape[d] in (1, shape[d]) for v, s in zip(values, sources, strict=True) if s in attributes
-               for d in range(len(shape)) if d != dim)
+    held = [(v, s) for v, s in zip(values, sources, strict=True) if s in attributes]
+    return all(read[s][dim] == v.shape[dim] for v, s in held) and \
+        all(v.shape[d] in (1, shape[d]) for v, s in held for d in range(len(shape)) if d != dim)
 
 
 def _coordinates(rank: int) -> list[str]:

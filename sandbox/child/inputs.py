@@ -148,7 +148,7 @@ def with_offset(x: Any) -> Any:
     start = int(torch.randint(0, len(SHIFT_LEVELS), ()))
     levels = torch.tensor(SHIFT_LEVELS, dtype=torch.float32, device=x.device)
     picked = levels[(torch.arange(count, device=x.device) + start) % len(SHIFT_LEVELS)]
-    return (x + (picked * step).reshape(*rows, 1)).to(x.dtype)
+    return x + (picked * step).to(x.dtype).reshape(*rows, 1)  # offsets in x's dtype: no wider copy of x
 
 
 class InputBuffers:

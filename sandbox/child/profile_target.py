@@ -23,18 +23,13 @@ def run(job: dict) -> dict:
     import torch
 
     from kernelevo.sandbox.child.importing import import_candidate
+    from kernelevo.sandbox.child.inputs import build_model
     from kernelevo.tasks.loader import import_task_module
 
     task = import_task_module(Path(job["task"]), job["size"])
     candidate = import_candidate(Path(job["candidate"]))
     dtype = getattr(torch, job["dtype"]) if job.get("dtype") else None
-    torch.manual_seed(job.get("init_seed", 42))
-    with torch.device("cuda"):
-        model = candidate.ModelNew(*task.get_init_inputs())
-    model = model.to("cuda")
-    if dtype is not None:
-        model = model.to(dtype)
-    model.eval()
+    model = build_model(candidate.ModelNew, task, "cuda", job.get("dtype"), int(job.get("init_seed", 42)))
     torch.manual_seed(job.get("seed", 1))
     with torch.device("cuda"):
         inputs = [x.to("cuda") if isinstance(x, torch.Tensor) else x for x in task.get_inputs()]

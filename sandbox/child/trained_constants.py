@@ -5,8 +5,8 @@ A constructor leaves a norm's weight at ones, its bias and running mean at zeros
 ones, a learned scale at one, a gate at zeros. In a trained network they vary, and a kernel that ignored
 them would be right on every input and wrong after ``load_state_dict``. So once the model is built, both
 processes load into it, through its own ``load_state_dict`` as a user's checkpoint arrives, a value
-drawn for each parameter still holding one value throughout (of any size) and for each running mean and
-variance (:func:`load_drawn`). Later, for one checked set, every parameter and running statistic is
+drawn for each trainable parameter, and each running mean and variance, still holding one value
+throughout (of any size; :func:`load_drawn`). Later, for one checked set, every parameter and running statistic is
 changed the same way and put back after (:func:`change`, :func:`put_back`): a kernel that folded or
 packed weights in ``__init__`` or at its first call, and never again, is stale there, as it would be
 after a user's new checkpoint (folding again in a ``load_state_dict`` post-hook keeps it right).
@@ -14,7 +14,8 @@ after a user's new checkpoint (folding again in a ``load_state_dict`` post-hook 
 Each draw is a function of what the tensor holds, never of its name or of where the model keeps it: a
 constant by its shape, its value and how many tensors of that shape and value came before it in the
 state dict; a change by the tensor's contents. So a ModelNew that holds the reference's tensors under
-other names, or made in another order, gets the same values; one that holds them transformed (a weight
+other names gets the same values, as long as equal constants come in the same relative order; one that
+holds them transformed (a weight
 transposed or fused in ``__init__`` and kept as a parameter) has other contents, is changed otherwise,
 and fails, as it would after a user's load. Draws are uniform within half the value either way (zero:
 within 0.5) for constants and by a factor within [0.75, 1.25] for changes, so signs are kept (a
@@ -40,14 +41,16 @@ def _generator(*key: object) -> torch.Generator:
 
 def _drawable(model: torch.nn.Module) -> dict[str, list[str]]:
     """The tensors drawn and changed, each once (a tensor held under several names, as tied weights or a
-    shorthand attribute are, is one tensor): floating parameters, and running statistics. By the first
-    name each has in the state dict, to all its names."""
+    shorthand attribute are, is one tensor): floating parameters that train (not ``requires_grad=False``
+    ones, fixed by design), and running statistics. By the first name each has in the state dict, to all
+    its names."""
     parameters = {id(p) for p in model.parameters()}
     names: dict[int, list[str]] = {}
     for name, tensor in model.state_dict(keep_vars=True).items():
         if isinstance(tensor, torch.nn.parameter.UninitializedTensorMixin):
             continue  # a lazy module's, shaped at its first call
-        if isinstance(tensor, torch.Tensor) and tensor.is_floating_point() and tensor.numel() > 0 and \
+        frozen = isinstance(tensor, torch.nn.Parameter) and not tensor.requires_grad  # a fixed filter, by design
+        if isinstance(tensor, torch.Tensor) and tensor.is_floating_point() and tensor.numel() > 0 and not frozen and \
                 (id(tensor) in parameters or _statistic(name)):
             names.setdefault(id(tensor), []).append(name)
     return {found[0]: found for found in names.values()}
@@ -84,7 +87,8 @@ def load_drawn(model: torch.nn.Module, init_seed: int) -> None:
 def change(model: torch.nn.Module, seed: int) -> dict[str, torch.Tensor]:
     """Every parameter and running statistic of ``model`` times a factor drawn per value within [0.75,
     1.25], from its contents, loaded through ``load_state_dict`` as a user's new checkpoint would be.
-    Returns what they held, for :func:`put_back`."""
+    Returns what they held, for :func:`put_back` (one copy of each tensor, under all its names: with
+    the changed values loaded, about twice the parameters' bytes at the peak)."""
     state = model.state_dict(keep_vars=True)
     saved, values = {}, {}
     for first, names in _drawable(model).items():
@@ -92,8 +96,8 @@ def change(model: torch.nn.Module, seed: int) -> dict[str, torch.Tensor]:
         contents = hashlib.sha256(held.cpu().reshape(-1).contiguous().view(torch.uint8).numpy().tobytes()).hexdigest()
         factor = torch.empty(held.shape, dtype=torch.float32).uniform_(
             0.75, 1.25, generator=_generator(seed, held.dtype, tuple(held.shape), contents))
-        changed = (held.float() * factor.to(held.device)).to(held.dtype)
-        saved.update({name: held.clone() for name in names})
+        kept, changed = held.clone(), held * factor.to(held.device, held.dtype)
+        saved.update({name: kept for name in names})
         values.update({name: changed for name in names})
     if values:
         model.load_state_dict(values, strict=False)
@@ -104,3 +108,18 @@ def put_back(model: torch.nn.Module, saved: dict[str, torch.Tensor]) -> None:
     """Load what :func:`change` took (the same way, so hooks fold the old values back in)."""
     if saved:
         model.load_state_dict(saved, strict=False)
+
+
+class Changes:
+    """One process's side of the changed-parameters set: the ``parameters`` request of the worker and
+    of the oracle (``seed``: the factors' seed, or None to put back what the last change took)."""
+
+    def __init__(self) -> None:
+        self.saved: dict[str, torch.Tensor] = {}
+
+    def request(self, model: torch.nn.Module, seed: int | None) -> None:
+        if seed is not None:
+            self.saved = change(model, int(seed))
+        else:
+            put_back(model, self.saved)
+            self.saved = {}

@@ -133,6 +133,7 @@ class Worker:
         self.ops = OpRecorder()
         self.buffers = inputs.InputBuffers()
         self.model: torch.nn.Module | None = None
+        self.changes = trained_constants.Changes()
         self.task: Any = None
         self.job: dict[str, Any] = {}
         self.timer: TimedCall | None = None
@@ -174,13 +175,8 @@ class Worker:
         return {"ok": True, "seconds": time.perf_counter() - began, "autotune_first_config": self.autotune_first}
 
     def parameters(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """The model's parameters changed, as a user's new checkpoint is loaded (``change``: the seed of
-        the factors), or what they held put back."""
-        if msg.get("change") is not None:
-            self.saved_parameters = trained_constants.change(self.model, int(msg["change"]))
-        else:
-            trained_constants.put_back(self.model, getattr(self, "saved_parameters", {}))
-            self.saved_parameters = {}
+        """The model's parameters changed, as a user's new checkpoint is loaded, or put back."""
+        self.changes.request(self.model, msg.get("change"))
         return {"ok": True}
 
     def _inputs(self, msg: dict[str, Any]) -> list[Any]:

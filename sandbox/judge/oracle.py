@@ -78,6 +78,8 @@ class Oracle:
         self.task: Any = None
         self.model: torch.nn.Module | None = None
         self.exact = ExactReference()
+        self.exact_before: ExactReference | None = None
+        self.changes = trained_constants.Changes()
         self.job: dict[str, Any] = {}
         self.expected: dict[str, tuple[list[Any], list[Any] | None]] = {}
         self.buffers = inputs.InputBuffers()
@@ -104,7 +106,7 @@ class Oracle:
         self.task = import_task_module(Path(msg["task"]), msg["size"])
         self.model = inputs.build_model(self.task.Model, self.task, msg["device"], msg.get("dtype"),
                                         int(msg["init_seed"]))
-        self.exact = ExactReference()
+        self.exact, self.exact_before, self.changes = ExactReference(), None, trained_constants.Changes()
         return {"ok": True}
 
     def _inputs(self, msg: dict[str, Any]) -> list[Any]:
@@ -150,14 +152,11 @@ class Oracle:
 
     def parameters(self, msg: dict[str, Any]) -> dict[str, Any]:
         """The reference's parameters changed as the worker's are (``trained_constants.change``), or put
-        back; the float64 copies follow them."""
+        back; the float64 copies follow them (the one from before the change kept for the put-back)."""
         assert self.model is not None
-        if msg.get("change") is not None:
-            self.saved_parameters = trained_constants.change(self.model, int(msg["change"]))
-        else:
-            trained_constants.put_back(self.model, getattr(self, "saved_parameters", {}))
-            self.saved_parameters = {}
-        self.exact = ExactReference()
+        self.changes.request(self.model, msg.get("change"))
+        self.exact, self.exact_before = (ExactReference(), self.exact) if msg.get("change") is not None else \
+            (self.exact_before or ExactReference(), None)
         self.job["init_seed"] = None  # changed since built: never kept for another session as built
         return {"ok": True}
 

