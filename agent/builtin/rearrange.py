@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from kernelevo.agent.builtin.conv import chain_after, epilogue_arguments, epilogue_lines, epilogue_program
 from kernelevo.agent.builtin.program import CannotCover, Program
 from kernelevo.agent.builtin.shape_reads import same_call_at_full_size
-from kernelevo.agent.builtin.vocabulary import graph_calls, reads_metadata
+from kernelevo.agent.builtin.vocabulary import attribute_at, graph_calls, reads_metadata
 
 CATS = (torch.cat, torch.concat, torch.concatenate)
 MAX_RANK = 6
@@ -126,9 +126,7 @@ def _module_tensor(gm: torch.fx.GraphModule, node: Any) -> tuple[str, torch.Tens
         node = node.args[0]
     if not (isinstance(node, torch.fx.Node) and node.op == "get_attr"):
         return None
-    value: Any = gm
-    for part in str(node.target).split("."):
-        value = getattr(value, part, None)
+    value = attribute_at(gm, str(node.target))
     return (str(node.target), value) if isinstance(value, torch.Tensor) else None
 
 

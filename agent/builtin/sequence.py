@@ -30,7 +30,7 @@ from kernelevo.agent.builtin import attention, attention_by_hand
 from kernelevo.agent.builtin.lower import trace
 from kernelevo.agent.builtin.program import CannotCover
 from kernelevo.agent.builtin.shape_reads import INTEGER_ARITHMETIC, FullSizes, fold_numbers
-from kernelevo.agent.builtin.vocabulary import Capture, plain_int, reads_metadata, view_method
+from kernelevo.agent.builtin.vocabulary import Capture, attribute_at, plain_int, reads_metadata, view_method
 
 FLOW = "_kernelevo_flow"
 """The name a segment gives the previous segment's output."""
@@ -255,17 +255,9 @@ def _from_parameters(gm: torch.fx.GraphModule, nodes: list[torch.fx.Node], flow:
     names = [n.name for n in sub.graph.nodes if n.op == "placeholder"]
     # (the tracer sets its constants on the model it traces as ``_tensor_constant<n>``)
     if any(name not in targets or targets[name].startswith("_tensor_constant")
-           or not isinstance(_attribute(model, targets[name]), torch.Tensor) for name in names):
+           or not isinstance(attribute_at(model, targets[name]), torch.Tensor) for name in names):
         return None, []
     return sub, [f"self.{targets[name]}" for name in names]
-
-
-def _attribute(model: torch.nn.Module, path: str) -> Any:
-    """``model``'s attribute at a dotted path (``blocks.0.weight``), or None."""
-    value: Any = model
-    for part in path.split("."):
-        value = getattr(value, part, None)
-    return value
 
 
 def _full_node_shapes(inputs: list[Any], shapes: list[tuple[int, ...]], full_graph: torch.fx.GraphModule | None

@@ -116,6 +116,14 @@ TRACED_CONSTANT = "_tensor_constant"
 which a generated ModelNew is not, so it is never read through ``self``."""
 
 
+def attribute_at(module: Any, path: str) -> Any:
+    """``module``'s attribute at a dotted path (``blocks.0.weight``), or None where there is none."""
+    value: Any = module
+    for part in path.split("."):
+        value = getattr(value, part, None)
+    return value
+
+
 def graph_calls(gm: torch.fx.GraphModule) -> tuple[list[torch.fx.Node], list[torch.fx.Node]]:
     """(the graph's calls in order, its inputs): what a template of one whole op reads first."""
     nodes = list(gm.graph.nodes)

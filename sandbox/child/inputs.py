@@ -107,6 +107,13 @@ def _generate(module: Any, seed: int, variant: int, device: str, dtype: str | No
 TIE_QUANTILE = 0.9
 TIE_LEVELS = 8
 TIE_SAMPLE = 65536
+"""Values read to estimate an input's scale (the ties' bound, the shift's spread): evenly spaced."""
+
+
+def _sample(flat: Any) -> Any:
+    """About ``TIE_SAMPLE`` evenly spaced values of a flat tensor."""
+    return flat[::max(1, flat.numel() // TIE_SAMPLE)]
+
 
 
 def with_ties(x: Any) -> Any:
@@ -117,8 +124,7 @@ def with_ties(x: Any) -> Any:
     flat = x.detach().reshape(-1)
     if flat.numel() == 0:
         return x
-    step = max(1, flat.numel() // TIE_SAMPLE)
-    sample = flat[::step].abs().float()
+    sample = _sample(flat).abs().float()
     k = max(1, int(TIE_QUANTILE * sample.numel()))
     bound = float(sample.kthvalue(k).values)
     if not math.isfinite(bound) or bound == 0.0:
@@ -136,7 +142,7 @@ def with_offset(x: Any) -> Any:
     flat = x.detach().reshape(-1)
     if flat.numel() < 2:
         return x
-    sample = flat[::max(1, flat.numel() // TIE_SAMPLE)].double()
+    sample = _sample(flat).double()
     spread = float(sample.std())
     if not math.isfinite(spread) or spread == 0.0:
         return x

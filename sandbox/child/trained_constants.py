@@ -26,6 +26,7 @@ buffers (masks, position ids, tables) are the task's meaning and stay as built.
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 import torch
 
@@ -39,14 +40,14 @@ def _generator(*key: object) -> torch.Generator:
     return torch.Generator().manual_seed(int.from_bytes(digest[:8], "little") % 2**63)
 
 
-def _drawable(model: torch.nn.Module) -> dict[str, list[str]]:
+def _drawable(model: torch.nn.Module, state: dict[str, Any]) -> dict[str, list[str]]:
     """The tensors drawn and changed, each once (a tensor held under several names, as tied weights or a
     shorthand attribute are, is one tensor): floating parameters that train (not ``requires_grad=False``
     ones, fixed by design), and running statistics. By the first name each has in the state dict, to all
-    its names."""
+    its names (``state``: the model's state dict, with its tensors as they are)."""
     parameters = {id(p) for p in model.parameters()}
     names: dict[int, list[str]] = {}
-    for name, tensor in model.state_dict(keep_vars=True).items():
+    for name, tensor in state.items():
         if isinstance(tensor, torch.nn.parameter.UninitializedTensorMixin):
             continue  # a lazy module's, shaped at its first call
         frozen = isinstance(tensor, torch.nn.Parameter) and not tensor.requires_grad  # a fixed filter, by design
@@ -68,7 +69,7 @@ def load_drawn(model: torch.nn.Module, init_seed: int) -> None:
     state = model.state_dict(keep_vars=True)
     seen: dict[tuple[object, ...], int] = {}
     values = {}
-    for first, names in _drawable(model).items():
+    for first, names in _drawable(model, state).items():
         tensor = state[first]
         flat = tensor.detach().reshape(-1)
         if not bool(torch.isfinite(flat[0])) or not bool((flat == flat[0]).all()):
@@ -91,7 +92,7 @@ def change(model: torch.nn.Module, seed: int) -> dict[str, torch.Tensor]:
     the changed values loaded, about twice the parameters' bytes at the peak)."""
     state = model.state_dict(keep_vars=True)
     saved, values = {}, {}
-    for first, names in _drawable(model).items():
+    for first, names in _drawable(model, state).items():
         held = state[first].detach()
         contents = hashlib.sha256(held.cpu().reshape(-1).contiguous().view(torch.uint8).numpy().tobytes()).hexdigest()
         factor = torch.empty(held.shape, dtype=torch.float32).uniform_(
