@@ -280,6 +280,14 @@ CASES = [
      "        self.cls = nn.Parameter(torch.randn(1, 1, n))\n        self.pos = nn.Parameter(torch.randn(1, 5, n))",
      "        return torch.cat([self.cls.expand(x.shape[0], -1, -1), x], dim=1) + self.pos", "torch.randn(3, 4, {cols})",
      ""),
+    # tensors built from sizes alone: a factory's output made once per size in forward, the rest in kernels
+    ("made-tril-of-ones-as-right-operand", "        pass",
+     "        m = torch.ones(x.size(1), x.size(1), device=x.device).tril()\n        return x @ m", "torch.randn(5, 37)", ""),
+    ("made-eye-in-torch-where-torch-may-compute", "        pass",
+     "        return x @ (torch.eye(x.shape[1], device=x.device) * 2.0 + 1.0)", "torch.randn(6, 29)", "ALLOW_PARTIAL = True"),
+    ("made-frequencies-then-cos-and-sin", "        self.half = n // 40",
+     "        f = torch.exp(torch.arange(self.half, dtype=torch.float32, device=x.device) * -0.05)\n"
+     "        a = x[:, None] * f[None]\n        return torch.cat([a.cos(), a.sin()], dim=-1)", "torch.rand(37) * 10", ""),
     ("rearrange-pad-last-two-bf16", "        pass", "        return F.pad(x, (2, 1, 0, 3), value=-2.0) * 1.5",
      "torch.randn(2, 5, 37)", "DTYPE = torch.bfloat16"),
     ("rearrange-flip-two-dims-plus-input", "        pass", "        return x.flip(0, 2) + y",
@@ -667,7 +675,7 @@ CASES = [
 ]
 
 
-SLOW_CASES = {"convtranspose2d-phases-dilated-grouped", "topk-largest-middle-dim-fp16", "sort-along-dim0", "alibi-positions-softmax", "scan-logcumsumexp-dim0", "token-and-position-embeddings",
+SLOW_CASES = {"made-frequencies-then-cos-and-sin", "convtranspose2d-phases-dilated-grouped", "topk-largest-middle-dim-fp16", "sort-along-dim0", "alibi-positions-softmax", "scan-logcumsumexp-dim0", "token-and-position-embeddings",
               "chunk-three-along-dim0-softmax-bf16", "flat-gelu-tanh", "cross-entropy-sum", "cross-entropy-module-smoothing-ignored-rows-bf16", "per-sample-and-channel-input", "chunk-glu-bf16", "layernorm-module-bf16", "var-unbiased", "max-values-and-argmin",
               "amax-of-squares-bf16", "attention-negative-scale-fp32", "linear-plus-residual-input-bf16",
               "mlp-two-stages-bf16", "chain-methods-bf16", "two-inputs-fp16", "log-softmax-bf16",

@@ -26,7 +26,7 @@ import torch
 import torch.fx
 from torch.fx.passes.shape_prop import ShapeProp
 
-from kernelevo.agent.builtin import attention, attention_by_hand
+from kernelevo.agent.builtin import attention, attention_by_hand, made_from_sizes
 from kernelevo.agent.builtin.lower import trace
 from kernelevo.agent.builtin.program import CannotCover
 from kernelevo.agent.builtin.shape_reads import INTEGER_ARITHMETIC, FullSizes, fold_numbers
@@ -37,7 +37,7 @@ FLOW = "_kernelevo_flow"
 KEPT = "_kernelevo_kept"
 """``KEPT`` + k: the name of segment k's output where a segment after the next one reads it too."""
 LEAD_KINDS = ("conv", "matmul", "attention")
-SHARED_HELPERS = {"round_to_bf16", "fmod_exact", "phase_taps", "aligned", "conv_geometry", "pool_geometry",
+SHARED_HELPERS = {made_from_sizes.HELPER, "round_to_bf16", "fmod_exact", "phase_taps", "aligned", "conv_geometry", "pool_geometry",
                   "tma_scratch"}
 """Helpers every template writes identically: one copy in the file, never renamed."""
 
@@ -300,6 +300,16 @@ def plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ..
     full_shapes = _full_node_shapes(inputs, shapes, context.full_graph())
     small = {n.name: tuple(v.shape) for n in gm.graph.nodes if isinstance(v := capture.seen.get(n.name), torch.Tensor)}
     segments: list[Segment] = []
+    made = made_from_sizes.made_nodes(gm)
+    full_graph = context.full_graph()
+    there = {n.name: n for n in full_graph.graph.nodes} if full_graph is not None else {}
+
+    def made_statement(node: torch.fx.Node, failure: str | None) -> str:
+        try:
+            return made_from_sizes.statement(node, there, {name: name for name in read_sizes}, context.allow_partial)
+        except CannotCover as exc:
+            raise CannotCover(f"{failure or whole}; made in forward, {exc}") from None
+
     start, flow = 0, None
     views: list[str] = []
     earlier: dict[torch.fx.Node, str] = {}
@@ -318,7 +328,7 @@ def plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ..
             views.append(view)
             flow, start = calls[start], start + 1
             continue
-        found = None
+        found, failure = None, None
         for end in range(len(calls) - 1, start - 1, -1):
             if start == 0 and end == len(calls) - 1:
                 continue  # the whole graph: already refused
@@ -337,9 +347,18 @@ def plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ..
                 break
             except CannotCover as exc:
                 if end == start:
-                    why = str(whole) if str(exc) == str(whole) else (
+                    failure = str(whole) if str(exc) == str(whole) else (
                         f"{whole}; split into kernels, `{calls[start].name}` is not covered either: {exc}")
-                    raise CannotCover(why) from None
+        if found is None and calls[start] in made:
+            # no kernel starts here: a tensor made from sizes alone is made in ``forward``, once per size
+            if made_from_sizes.made_root(calls[start], made, capture.seen.get(calls[start].name)) or \
+                    made_from_sizes.is_factory(calls[start]):
+                views.append(made_statement(calls[start], failure))
+                earlier[calls[start]] = calls[start].name
+            start += 1
+            continue
+        if failure is not None:
+            raise CannotCover(failure)
         if found is None:
             raise CannotCover(f"{whole}; split into kernels, no template covers the ops from `{calls[start].name}`"
                               if start else str(whole))
@@ -439,6 +458,8 @@ def render(plan: Any, strategy: str, params: dict[str, Any], why: str, render_on
         if any(f"{KEPT}{k}" in later.inputs for later in plan.extra["segments"][k + 1:]):
             calls.append(f"{KEPT}{k} = {FLOW}")
     calls += plan.extra.get("tail_views", [])
+    if any(f"{made_from_sizes.HELPER}(self," in c for c in calls):
+        blocks.setdefault(made_from_sizes.HELPER, made_from_sizes.HELPER_SOURCE)
     forward = [f"def forward(self, {', '.join(plan.inputs)}):", *[f"    {c}" for c in calls], f"    return {FLOW}"]
     body = "\n\n\n".join(blocks.values())
     # methods keep the class indentation they were rendered with

@@ -1,0 +1,175 @@
+"""Tensors ``forward`` builds from sizes alone, made once per size in the generated ``forward``.
+
+Real code builds tensors that depend on no input's values: a lower-triangular matrix of ones
+(``torch.ones(n, n, device=x.device).tril()``), the frequencies of a timestep embedding
+(``torch.exp(-log(1e4) * torch.arange(half) / half)``). Where no template computes such a tensor
+inside its kernel, the generated ``forward`` makes it with the reference's own calls and keeps it,
+keyed by everything it was made from (the sizes, devices and dtypes it read, and the default
+dtype): the same key makes the same values, so a later call with that key reads the kept tensor
+instead of paying eager's launches again. A new size or device makes it afresh.
+
+Only deterministic calls on numbers, sizes and metadata of the inputs qualify: never a parameter or
+buffer (a checkpoint may change them), never an input's values, never a random draw, never a call
+that writes in place. The numbers a call takes are the ones it takes in the reference traced at the
+size being optimised (a constructor's ``dim // 2`` is another number there than in the small trace).
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from typing import Any
+
+import torch
+import torch.fx
+from torch.fx.node import _get_qualified_name
+
+from kernelevo.agent.builtin.program import CannotCover
+from kernelevo.agent.builtin.vocabulary import reads_metadata
+
+HELPER = "made_from_sizes"
+"""The helper the generated file holds once; ``forward`` calls it for each tensor it makes."""
+
+HELPER_SOURCE = f'''def {HELPER}(owner, slot, key, make):
+    """The tensor ``make()`` returns, kept on ``owner`` until ``key`` (the sizes, devices and dtypes it
+    was made from) changes: a tensor built from sizes alone has the same values for the same key."""
+    kept = getattr(owner, "_kernelevo_made", None)
+    if kept is None:
+        kept = owner._kernelevo_made = {{}}
+    key = (key, torch.get_default_dtype())
+    entry = kept.get(slot)
+    if entry is None or entry[0] != key:
+        entry = kept[slot] = (key, make())
+    return entry[1]'''
+
+RANDOM = {torch.rand, torch.randn, torch.randint, torch.randperm, torch.rand_like, torch.randn_like,
+          torch.randint_like, torch.bernoulli, torch.normal, torch.multinomial, torch.poisson,
+          torch.nn.functional.dropout, torch.dropout}
+BINARY = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
+          operator.floordiv: "//", operator.mod: "%", operator.pow: "**", operator.matmul: "@"}
+COMPARE = {operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge: ">=", operator.eq: "==",
+           operator.ne: "!="}
+
+
+FACTORIES = {torch.ones, torch.zeros, torch.full, torch.arange, torch.empty}
+"""Calls that make a tensor without computing the task's work: allowed in ``forward`` of a strict task."""
+VIEWS = {"view", "reshape", "unsqueeze", "squeeze", "expand", "transpose", "permute", "flatten", "t", "to",
+         "contiguous"}
+"""Methods that view or copy what a factory made: allowed with it in a strict task."""
+
+
+def is_factory(node: torch.fx.Node) -> bool:
+    return node.op == "call_function" and node.target in FACTORIES
+
+
+def _metadata_of_input(node: torch.fx.Node) -> bool:
+    return reads_metadata(node) and isinstance(node.args[0], torch.fx.Node) and node.args[0].op == "placeholder"
+
+
+def _pure(node: torch.fx.Node) -> bool:
+    if node.op == "call_method":
+        return isinstance(node.target, str) and not node.target.endswith("_") and "rand" not in node.target
+    return node.op == "call_function" and node.target not in RANDOM and "_" != _name(node)[-1:]
+
+
+def _name(node: torch.fx.Node) -> str:
+    try:
+        return _get_qualified_name(node.target) if node.op == "call_function" else str(node.target)
+    except (AttributeError, RuntimeError, TypeError):
+        return "?"
+
+
+def made_nodes(gm: torch.fx.GraphModule) -> set[torch.fx.Node]:
+    """The calls whose value depends on sizes and metadata of the inputs alone: a read of an input's
+    metadata, or a pure call whose every node argument is one of these (and which takes at least one)."""
+    made: set[torch.fx.Node] = set()
+    for node in gm.graph.nodes:
+        if node.op not in ("call_function", "call_method"):
+            continue
+        if _metadata_of_input(node):
+            made.add(node)
+        elif _pure(node) and node.all_input_nodes and all(a in made for a in node.all_input_nodes):
+            made.add(node)
+    return made
+
+
+def made_root(node: torch.fx.Node, made: set[torch.fx.Node], value: Any) -> bool:
+    """Is ``node`` a tensor made from sizes that something other than made values reads?"""
+    return node in made and isinstance(value, torch.Tensor) and any(u not in made for u in node.users)
+
+
+def _literal(a: Any) -> str:
+    if isinstance(a, float) and not math.isfinite(a):
+        return f"float({str(a)!r})"
+    if isinstance(a, (bool, int, float, str, type(None), torch.dtype, torch.memory_format, torch.layout)):
+        return repr(a)
+    if isinstance(a, torch.device):
+        return f"torch.device({str(a)!r})"
+    raise CannotCover(f"a tensor made from sizes takes {type(a).__name__} `{a!r}`, which cannot be written out")
+
+
+class _Writer:
+    """Python source for a made value, written from the reference traced at the size being optimised
+    with every made call it reads inline."""
+
+    def __init__(self, named: dict[str, str], compute: bool) -> None:
+        self.named, self.compute = named, compute
+        self.keys: list[str] = []
+        """What the source reads from ``forward``: the kept tensor's key."""
+
+    def arg(self, a: Any) -> str:
+        if isinstance(a, torch.fx.Node):
+            return self.value(a)
+        if isinstance(a, (tuple, list)):
+            inner = ", ".join(self.arg(x) for x in a)
+            return f"({inner},)" if isinstance(a, tuple) and len(a) == 1 else (
+                f"({inner})" if isinstance(a, tuple) else f"[{inner}]")
+        if isinstance(a, slice):
+            return f"slice({self.arg(a.start)}, {self.arg(a.stop)}, {self.arg(a.step)})"
+        return _literal(a)
+
+    def value(self, node: torch.fx.Node) -> str:
+        if node.name in self.named:
+            self.keys.append(self.named[node.name])
+            return self.named[node.name]
+        if _metadata_of_input(node):
+            rest = [_literal(a) for a in node.args[1:]]
+            tensor = node.args[0].name
+            text = f"{tensor}.{node.args[1]}" if node.op == "call_function" else \
+                f"{tensor}.{node.target}({', '.join(rest)})"
+            self.keys.append(text)
+            return text
+        if node.op not in ("call_function", "call_method") or not _pure(node) or not node.all_input_nodes:
+            raise CannotCover(f"`{node.name}` is not made from sizes alone")
+        args = [self.arg(a) for a in node.args]
+        kwargs = [f"{k}={self.arg(v)}" for k, v in node.kwargs.items()]
+        if node.op == "call_method":
+            if not self.compute and node.target not in VIEWS:
+                raise CannotCover(f"`{node.name}` (.{node.target}) computes in torch, and the task is strict")
+            return f"{args[0]}.{node.target}({', '.join(args[1:] + kwargs)})"
+        if node.target in BINARY or node.target in COMPARE:
+            return f"({args[0]} {BINARY.get(node.target) or COMPARE[node.target]} {args[1]})"
+        if node.target is operator.neg:
+            return f"(-{args[0]})"
+        if node.target is operator.getitem:
+            return f"{args[0]}[{args[1]}]"
+        name = _name(node)
+        if not name.startswith("torch.") or name.startswith("torch._"):
+            raise CannotCover(f"`{node.name}` calls {name}, which a tensor made from sizes cannot write out")
+        if not self.compute and node.target not in FACTORIES:
+            raise CannotCover(f"`{node.name}` ({name}) computes in torch, and the task is strict")
+        return f"{name}({', '.join(args + kwargs)})"
+
+
+def statement(node: torch.fx.Node, there: dict[str, torch.fx.Node], named: dict[str, str], compute: bool) -> str:
+    """``node`` (a made root) as the statement of ``forward`` that makes it once per key: written from
+    its counterpart in the reference traced at the size being optimised (``there``: its nodes by name),
+    every made call inline, reading sizes ``forward`` already holds (``named``: node name -> name).
+    ``compute``: torch may compute it (the task is not strict); else only factories and views make it."""
+    counterpart = there.get(node.name)
+    if counterpart is None or counterpart.target != node.target:
+        raise CannotCover(f"`{node.name}` (made from sizes) has no counterpart at the size being optimised")
+    writer = _Writer({k: v for k, v in named.items() if k != node.name}, compute)
+    source = writer.value(counterpart)
+    key = "(" + "".join(f"{k}, " for k in dict.fromkeys(writer.keys)) + ")"
+    return f"{node.name} = {HELPER}(self, {node.name!r}, {key}, lambda: {source})"
