@@ -37,8 +37,8 @@ FLOW = "_kernelevo_flow"
 KEPT = "_kernelevo_kept"
 """``KEPT`` + k: the name of segment k's output where a segment after the next one reads it too."""
 LEAD_KINDS = ("conv", "matmul", "attention")
-SHARED_HELPERS = {made_from_sizes.HELPER, "round_to_bf16", "fmod_exact", "phase_taps", "aligned", "conv_geometry", "pool_geometry",
-                  "tma_scratch"}
+SHARED_HELPERS = {made_from_sizes.HELPER, "round_to_bf16", "fmod_exact", "phase_taps", "aligned", "conv_geometry",
+                  "pool_geometry", "tma_scratch"}
 """Helpers every template writes identically: one copy in the file, never renamed."""
 
 
