@@ -220,7 +220,7 @@ def judge_seed(path: Path, timeout_s: float, timed: bool, gpu: str | None = None
         return {"correct": False, "harness": True, "reason": (done.stderr or done.stdout)[-300:]}
     if "error" in verdict or "correct" not in verdict:  # no verdict: the CLI's own failure, said as an error
         return {"correct": False, "harness": True, "seconds": round(time.monotonic() - began, 1),
-                "reason": f"no verdict (exit {done.returncode}): {str(verdict.get('error', verdict))[-300:]}"}
+                "reason": f"no verdict (exit {done.returncode}): {str(verdict.get('error', verdict))[:900]}"}
     row = {"correct": bool(verdict.get("correct")), "reason": verdict.get("reason"), "seed": made.stdout.strip(),
            "seconds": round(time.monotonic() - began, 1)}
     if timed:

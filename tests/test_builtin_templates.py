@@ -288,6 +288,14 @@ CASES = [
     ("made-frequencies-then-cos-and-sin", "        self.half = n // 40",
      "        f = torch.exp(torch.arange(self.half, dtype=torch.float32, device=x.device) * -0.05)\n"
      "        a = x[:, None] * f[None]\n        return torch.cat([a.cos(), a.sin()], dim=-1)", "torch.rand(37) * 10", ""),
+    # every row of one input against every row of another, reduced over the last dim: the program runs
+    # over the broadcast value, never stored
+    ("distances-every-row-to-every-row", "        pass",
+     "        return (x.unsqueeze(-2) - y.unsqueeze(-3)).pow(2).sum(-1).sqrt()", "torch.randn(2, 7, 33), torch.randn(2, 5, 33)",
+     ""),
+    ("kron-of-two-inputs", "        pass", "        return torch.kron(x, y) - 0.5", "torch.randn(5, 7), torch.randn(3, 4)", ""),
+    ("cdist-l1-of-batched-rows", "        pass", "        return torch.cdist(x, y, p=1.0)",
+     "torch.randn(2, 6, 19), torch.randn(2, 9, 19)", ""),
     ("rearrange-pad-last-two-bf16", "        pass", "        return F.pad(x, (2, 1, 0, 3), value=-2.0) * 1.5",
      "torch.randn(2, 5, 37)", "DTYPE = torch.bfloat16"),
     ("rearrange-flip-two-dims-plus-input", "        pass", "        return x.flip(0, 2) + y",

@@ -35,7 +35,13 @@ ACCEPTED = [
     ("conv_relu_scale", "ok_conv_partial_kept_buffers"),
     (FIXTURES + "batchnorm_eval.py", "ok_batchnorm_reads_its_statistics"),
     (FIXTURES + "batchnorm_eval.py", "ok_batchnorm_written_by_hand"),
-    (FIXTURES + "batchnorm_eval.py", "ok_folds_norm_in_init_and_on_load"),
+    # A known false rejection on a GPU: the forensic pass counts every kernel after the candidate's import
+    # as its calls' work, construction and loading included (a boundary launched from the candidate's own
+    # process could be withheld or moved by it); the fold's torch kernels are library work in a strict task
+    # and, on a task of microseconds, outweigh the call. Strict: the day the pass tells them apart, this fails.
+    pytest.param(FIXTURES + "batchnorm_eval.py", "ok_folds_norm_in_init_and_on_load",
+                 marks=pytest.mark.xfail(ON_GPU, strict=True, reason="the forensic pass counts construction and "
+                                         "loading as the calls' work")),
     ("layernorm", "ok_layernorm_own_parameters"),
 ]
 
@@ -99,7 +105,7 @@ REJECTED = [
 def test_known_wrong_candidates_are_rejected(evaluator, loophole: int, task: str, name: str, check: str,
                                              words: str) -> None:
     verdict, code = evaluator.evaluate(load_task(task, "small"), candidate(name))
-    assert not verdict.correct
+    assert not verdict.correct, [(c.name, c.detail) for c in verdict.checks if c.name.startswith(("correct", "precision"))]
     assert code == 1
     failed = [c for c in verdict.checks if not c.passed]
     # "a|b": either (fp16 arithmetic is outside the tolerance on some input sets, and always too imprecise)
@@ -208,7 +214,8 @@ def test_a_doubt_on_the_judges_clock_is_timed_again_and_only_the_second_round_ke
     assert verdict.correct, verdict.reason
     clock = next(c for c in verdict.checks if c.name == "times agree with the judge's clock")
     assert "the only one kept" in clock.detail and "more wall time" in clock.detail, clock.detail
-    assert verdict.runtime_ms is not None and verdict.runtime_ms > 0.01, verdict.runtime_ms
+    # the second round's honest time: a launch takes microseconds on a GPU, far more than the forged figure
+    assert verdict.runtime_ms is not None and verdict.runtime_ms > 0.001, verdict.runtime_ms
 
 
 # Torch's work hidden from the in-process recorder: only a trace taken outside the candidate's

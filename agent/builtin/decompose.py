@@ -16,6 +16,8 @@ function computes:
   sums all but the first dim and takes the mean over the first.
 Then the reduction: ``mean``, ``sum`` or none. And ``cosine_similarity(a, b, dim, eps)`` as torch
 computes it: each input divided by its 2-norm over ``dim`` (at least ``eps``), the products summed.
+``cdist(a, b, p)`` (p 1 or 2): the norm of ``a.unsqueeze(-2) - b.unsqueeze(-3)`` over the last dim.
+``kron(a, b)``: the two interleaved by indexing, multiplied, and viewed as the products of their sizes.
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ from kernelevo.agent.builtin.rewrite_pointwise import rewrite_pointwise
 from kernelevo.agent.builtin.rewrite_reductions import rewrite_reductions
 
 LOSSES = (F.smooth_l1_loss, F.huber_loss, F.mse_loss, F.l1_loss, F.kl_div, F.triplet_margin_loss,
-          F.cosine_similarity, F.binary_cross_entropy, F.margin_ranking_loss, F.pairwise_distance)
+          F.cosine_similarity, F.binary_cross_entropy, F.margin_ranking_loss, F.pairwise_distance, torch.cdist,
+          torch.kron)
 
 
 LOSS_MODULES = {nn.SmoothL1Loss: (F.smooth_l1_loss, ("reduction", "beta")),
@@ -190,6 +193,10 @@ def _rewrite(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None
         return _cosine(graph, node)
     if node.target is F.pairwise_distance:
         return _pairwise(graph, node)
+    if node.target is torch.cdist:
+        return _cdist(graph, node)
+    if node.target is torch.kron:
+        return _kron(graph, node)
     if node.target is F.margin_ranking_loss:
         return _margin_ranking(graph, node)
     if node.target is F.binary_cross_entropy:
@@ -244,6 +251,37 @@ def _pairwise(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | Non
     call = graph.call_function
     shifted = call(operator.add, (call(operator.sub, (a, b)), float(eps)))
     return call(torch.linalg.vector_norm, (shifted, float(p)), {"dim": -1, "keepdim": keepdim})
+
+
+def _cdist(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
+    """``cdist(a, b, p)``: the p-norm of every row of ``a`` minus every row of ``b`` (batches broadcast),
+    summed directly over the last dim. torch computes p=2 through a matrix product for larger inputs,
+    which cancels where rows are close; the direct sum is nearer the exact distances."""
+    a, b = option(node, "x1", 0, None), option(node, "x2", 1, None)
+    p = option(node, "p", 2, 2.0)
+    if not (isinstance(a, torch.fx.Node) and isinstance(b, torch.fx.Node)) or p not in (1, 2, 1.0, 2.0):
+        return None
+    every = graph.call_function(operator.sub, (graph.call_method("unsqueeze", (a, -2)),
+                                               graph.call_method("unsqueeze", (b, -3))))
+    return graph.call_function(torch.linalg.vector_norm, (every, float(p)), {"dim": -1})
+
+
+def _kron(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
+    """``kron(a, b)`` of two tensors of one rank: ``a`` and ``b`` interleaved (``a[:, None, :, None] *
+    b[None, :, None, :]``), then seen as the products of their sizes, read when ``forward`` runs."""
+    a, b = option(node, "input", 0, None), option(node, "other", 1, None)
+    shapes = [n.meta.get("tensor_meta") if isinstance(n, torch.fx.Node) else None for n in (a, b)]
+    if any(m is None or not hasattr(m, "shape") for m in shapes) or len(shapes[0].shape) != len(shapes[1].shape) \
+            or not shapes[0].shape:
+        return None
+    rank, call = len(shapes[0].shape), graph.call_function
+    every = slice(None)
+    product = call(operator.mul, (call(operator.getitem, (a, (every, None) * rank)),
+                                  call(operator.getitem, (b, (None, every) * rank))))
+    sizes = [call(getattr, (x, "shape")) for x in (a, b)]
+    return graph.call_method("reshape", (product, *[call(operator.mul, (call(operator.getitem, (sizes[0], i)),
+                                                                          call(operator.getitem, (sizes[1], i))))
+                                                    for i in range(rank)]))
 
 
 def _margin_ranking(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:

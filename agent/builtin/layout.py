@@ -115,4 +115,11 @@ class Layout:
         if self.span is not None or tm is None or not hasattr(tm, "shape") or len(tm.shape) < 2:
             return None
         shape = tuple(tm.shape)
+        # a value larger than the output and every input, reduced over its last dimension on the way out
+        # (the distances of every row of one input to every row of another): the program runs over it
+        inner = max((tuple(n.meta["tensor_meta"].shape) for n in self.gm.graph.nodes
+                     if n.op in ("call_function", "call_method") and hasattr(n.meta.get("tensor_meta"), "shape")),
+                    key=math.prod, default=())
+        if math.prod(inner) > max(largest, math.prod(shape)) and inner[:-1] == shape:
+            return inner
         return shape if math.prod(shape) > largest or (math.prod(shape) == largest and shape != first) else None

@@ -173,3 +173,15 @@ def statement(node: torch.fx.Node, there: dict[str, torch.fx.Node], named: dict[
     source = writer.value(counterpart)
     key = "(" + "".join(f"{k}, " for k in dict.fromkeys(writer.keys)) + ")"
     return f"{node.name} = {HELPER}(self, {node.name!r}, {key}, lambda: {source})"
+
+
+def number_source(node: torch.fx.Node, there: dict[str, torch.fx.Node], named: dict[str, str]) -> str | None:
+    """``node`` (a number made from sizes: ``a.shape[0] * b.shape[0]``) as an expression ``forward`` can
+    evaluate, written from its counterpart at the size being optimised; None where it cannot be."""
+    counterpart = there.get(node.name)
+    if counterpart is None or counterpart.target != node.target:
+        return None
+    try:
+        return _Writer(named, compute=False).value(counterpart)
+    except CannotCover:
+        return None

@@ -18,7 +18,7 @@ import ast
 import copy
 import operator
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -104,14 +104,16 @@ def _plain_index(index: Any) -> bool:
 
 
 def _view_of(node: torch.fx.Node, flow: torch.fx.Node | None, full: dict[str, tuple[int, ...]],
-             sizes: Collection[str] = ()) -> str | None:
+             sizes: Collection[str] = (), spelled: Callable[[torch.fx.Node], str | None] = lambda n: None
+             ) -> str | None:
     """``node`` as the statement that takes a view of ``flow`` and nothing else (``.unsqueeze(1)``),
     when ``flow`` is used by it alone (and by reads of its sizes) and its arguments are plain numbers
     or sizes read in ``forward`` (``sizes``: their names); else None. Such a view between two segments (a pooling over
     a 2-D GEMM output seen as one channel, a softmax over the spatial dimensions flattened) is torch's
     glue in ``forward``, not a kernel. A ``view`` or ``reshape`` that names sizes as numbers took them
     from the small model: it is kept only where they give the node's own shape at the size being
-    optimised (``full``); sizes read in ``forward`` hold at every size, beside them only ``-1``."""
+    optimised (``full``); sizes read in ``forward`` hold at every size, beside them only ``-1``, and so
+    does arithmetic on them (``spelled``: such a number's expression, or None)."""
     if flow is None or not node.args or node.args[0] is not flow or \
             any(user is not node and user.name not in sizes for user in flow.users):
         return None
@@ -120,7 +122,7 @@ def _view_of(node: torch.fx.Node, flow: torch.fx.Node | None, full: dict[str, tu
         return None
 
     def read(a: Any) -> bool:
-        return isinstance(a, torch.fx.Node) and a.name in sizes
+        return isinstance(a, torch.fx.Node) and (a.name in sizes or spelled(a) is not None)
 
     def plain(a: Any) -> bool:
         return plain_int(a) or read(a) or (isinstance(a, (tuple, list)) and all(plain_int(x) or read(x) for x in a))
@@ -138,7 +140,9 @@ def _view_of(node: torch.fx.Node, flow: torch.fx.Node | None, full: dict[str, tu
     def word(a: Any) -> str:
         if isinstance(a, (tuple, list)):
             return "(" + "".join(f"{word(x)}, " for x in a) + ")"
-        return a.name if isinstance(a, torch.fx.Node) else repr(a)
+        if isinstance(a, torch.fx.Node):
+            return a.name if a.name in sizes else str(spelled(a))
+        return repr(a)
 
     words = [word(a) for a in rest] + [f"{k}={word(v)}" for k, v in kwargs.items()]
     return f"{FLOW} = {FLOW}.{method}({', '.join(words)})"
@@ -310,6 +314,11 @@ def plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ..
         except CannotCover as exc:
             raise CannotCover(f"{failure or whole}; made in forward, {exc}") from None
 
+    def spelled(node: torch.fx.Node) -> str | None:
+        if node not in made or isinstance(capture.seen.get(node.name), torch.Tensor):
+            return None
+        return made_from_sizes.number_source(node, there, {name: name for name in read_sizes})
+
     start, flow = 0, None
     views: list[str] = []
     earlier: dict[torch.fx.Node, str] = {}
@@ -323,7 +332,7 @@ def plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ..
             read_sizes.add(calls[start].name)
             start += 1
             continue
-        view = _view_of(calls[start], flow, full_shapes, read_sizes)
+        view = _view_of(calls[start], flow, full_shapes, read_sizes, spelled)
         if view is not None:
             views.append(view)
             flow, start = calls[start], start + 1

@@ -125,7 +125,9 @@ def analyse(launches: list[dict[str, Any]], owned: Owned, calls: int, strict: bo
                               "must run in the candidate's own kernels")
     if timed_ms is not None and found.per_call_ms > 0 and timed_ms < MARGIN * found.per_call_ms:
         found.problems.append(f"the timed calls took {timed_ms:.4g} ms, yet the kernels of a checked call take "
-                              f"{found.per_call_ms:.4g} ms on the GPU: the timed calls did not run these kernels")
+                              f"{found.per_call_ms:.4g} ms on the GPU: the timed calls did not run these kernels "
+                              f"(every kernel launched after the candidate's import, its construction and loading "
+                              f"included, shared among the {calls} calls)")
     return found
 
 
