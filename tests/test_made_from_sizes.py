@@ -40,7 +40,7 @@ def test_only_deterministic_calls_on_sizes_are_made() -> None:
 def test_the_statement_keeps_the_tensor_per_size_and_device() -> None:
     gm, nodes = _graph()
     text = made_from_sizes.statement(nodes["mul"], nodes, {}, compute=True)
-    assert text == ("mul = made_from_sizes(self, 'mul', (x.size(1), x.device, ), "
+    assert text == ("_kernelevo_made_mul = made_from_sizes(self, 'mul', (x.size(1), x.device, ), "
                     "lambda: (torch.ones(x.size(1), x.size(1), device=x.device).tril() * 0.5))")
     # a size forward already holds is read by name, and keys the tensor too
     text = made_from_sizes.statement(nodes["mul"], nodes, {"size": "size"}, compute=True)

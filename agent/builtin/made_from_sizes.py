@@ -172,7 +172,12 @@ def statement(node: torch.fx.Node, there: dict[str, torch.fx.Node], named: dict[
     writer = _Writer({k: v for k, v in named.items() if k != node.name}, compute)
     source = writer.value(counterpart)
     key = "(" + "".join(f"{k}, " for k in dict.fromkeys(writer.keys)) + ")"
-    return f"{node.name} = {HELPER}(self, {node.name!r}, {key}, lambda: {source})"
+    return f"{bound_name(node)} = {HELPER}(self, {node.name!r}, {key}, lambda: {source})"
+
+
+def bound_name(node: torch.fx.Node) -> str:
+    """The name ``forward`` keeps a made tensor under: private, so no input of the reference is named so."""
+    return f"_kernelevo_made_{node.name}"
 
 
 def number_source(node: torch.fx.Node, there: dict[str, torch.fx.Node], named: dict[str, str]) -> str | None:

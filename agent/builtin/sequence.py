@@ -363,7 +363,7 @@ def plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ..
             if made_from_sizes.made_root(calls[start], made, capture.seen.get(calls[start].name)) or \
                     made_from_sizes.is_factory(calls[start]):
                 views.append(made_statement(calls[start], failure))
-                earlier[calls[start]] = calls[start].name
+                earlier[calls[start]] = made_from_sizes.bound_name(calls[start])
             start += 1
             continue
         if failure is not None:
