@@ -296,6 +296,19 @@ CASES = [
     ("kron-of-two-inputs", "        pass", "        return torch.kron(x, y) - 0.5", "torch.randn(5, 7), torch.randn(3, 4)", ""),
     ("cdist-l1-of-batched-rows", "        pass", "        return torch.cdist(x, y, p=1.0)",
      "torch.randn(2, 6, 19), torch.randn(2, 9, 19)", ""),
+    ("bmm-batch-of-vectors-made-columns", "        pass", "        return torch.bmm(x, y.unsqueeze(-1)).squeeze(-1)",
+     "torch.randn(3, 7, 33), torch.randn(3, 33)", ""),
+    # a causal mask of ones made in forward: positions compared in the kernel, no mask in memory
+    ("causal-mask-of-ones-made-in-forward", "        pass",
+     "        t = x.size(-1)\n        m = torch.triu(torch.ones(t, t, dtype=torch.bool, device=x.device), diagonal=1)\n"
+     "        return x.masked_fill(m, float('-inf')).softmax(-1)", "torch.randn(2, 3, 37, 37)", ""),
+    ("lower-triangle-mask-method-in-where", "        pass",
+     "        t = x.shape[-1]\n        m = torch.ones(t, t, dtype=torch.bool, device=x.device).tril(-1)\n"
+     "        return torch.where(m, x, 0.0) * 2.0", "torch.randn(29, 29)", ""),
+    # BERT's positions: a buffer sliced by a size read in forward, taken as a view in forward, then looked up
+    ("buffer-positions-sliced-by-size",
+     "        self.pos = nn.Embedding(40, n)\n        self.register_buffer('position_ids', torch.arange(40).expand((1, -1)))",
+     "        return x + self.pos(self.position_ids[:, :x.size(1)])", "torch.randn(2, 17, {cols})", ""),
     ("rearrange-pad-last-two-bf16", "        pass", "        return F.pad(x, (2, 1, 0, 3), value=-2.0) * 1.5",
      "torch.randn(2, 5, 37)", "DTYPE = torch.bfloat16"),
     ("rearrange-flip-two-dims-plus-input", "        pass", "        return x.flip(0, 2) + y",

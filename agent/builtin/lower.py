@@ -37,11 +37,16 @@ def trace(model: nn.Module, inputs: list[Any]) -> torch.fx.GraphModule:
     """``model`` traced with torch.fx, each node annotated with its shape and dtype."""
     try:
         gm = size_tracing.traced(model)
-        ShapeProp(gm).propagate(*inputs)
-        if decompose(gm):
+        given_out = next((n for n in gm.graph.nodes if isinstance(n.kwargs.get("out"), torch.fx.Node)), None)
+        if given_out is None:
             ShapeProp(gm).propagate(*inputs)
+            if decompose(gm):
+                ShapeProp(gm).propagate(*inputs)
     except Exception as exc:
         raise CannotCover(f"the reference could not be traced with torch.fx ({type(exc).__name__}: {exc})") from None
+    if given_out is not None:  # a call whose value nothing reads: the passes would drop it, and its write
+        raise CannotCover(f"`{given_out.name}` writes into `{given_out.kwargs['out'].name}` through `out=`; the "
+                          "templates compute every op into a new tensor")
     return gm
 
 

@@ -42,9 +42,11 @@ HELPER_SOURCE = f'''def {HELPER}(owner, slot, key, make):
         entry = kept[slot] = (key, make())
     return entry[1]'''
 
-RANDOM = {torch.rand, torch.randn, torch.randint, torch.randperm, torch.rand_like, torch.randn_like,
-          torch.randint_like, torch.bernoulli, torch.normal, torch.multinomial, torch.poisson,
-          torch.nn.functional.dropout, torch.dropout}
+RANDOM_WORDS = ("rand", "bernoulli", "multinomial", "normal", "poisson", "dropout", "rrelu", "gumbel", "uniform",
+                "exponential", "geometric", "cauchy")
+"""Words in the name of a call that draws random numbers (``rand_like``, ``.bernoulli()``, ``F.rrelu``,
+``F.dropout2d``, ``.uniform_``): such a tensor is not the same twice, so it is never made once and kept.
+A deterministic call whose name holds one (``F.normalize``) is refused with them: never kept, not wrong."""
 BINARY = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
           operator.floordiv: "//", operator.mod: "%", operator.pow: "**", operator.matmul: "@"}
 COMPARE = {operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge: ">=", operator.eq: "==",
@@ -53,8 +55,7 @@ COMPARE = {operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge: "
 
 FACTORIES = {torch.ones, torch.zeros, torch.full, torch.arange, torch.empty}
 """Calls that make a tensor without computing the task's work: allowed in ``forward`` of a strict task."""
-VIEWS = {"view", "reshape", "unsqueeze", "squeeze", "expand", "transpose", "permute", "flatten", "t", "to",
-         "contiguous"}
+VIEWS = {"view", "reshape", "unsqueeze", "squeeze", "expand", "transpose", "permute", "flatten", "t"}
 """Methods that view or copy what a factory made: allowed with it in a strict task."""
 
 
@@ -67,9 +68,22 @@ def _metadata_of_input(node: torch.fx.Node) -> bool:
 
 
 def _pure(node: torch.fx.Node) -> bool:
-    if node.op == "call_method":
-        return isinstance(node.target, str) and not node.target.endswith("_") and "rand" not in node.target
-    return node.op == "call_function" and node.target not in RANDOM and "_" != _name(node)[-1:]
+    """A call that neither draws random numbers nor writes into a tensor."""
+    if node.op not in ("call_function", "call_method") or "out" in node.kwargs:
+        return False
+    name = node.target if node.op == "call_method" else _name(node)
+    name = name.rsplit(".", 1)[-1].lower() if isinstance(name, str) else "?"
+    return not name.endswith("_") and not any(word in name for word in RANDOM_WORDS)
+
+
+def _writes(node: torch.fx.Node) -> list[torch.fx.Node]:
+    """The tensors ``node`` writes into: its ``out=``, or its first argument where it works in place."""
+    written = [node.kwargs["out"]] if isinstance(node.kwargs.get("out"), torch.fx.Node) else []
+    name = node.target if node.op == "call_method" else _name(node) if node.op == "call_function" else ""
+    if isinstance(name, str) and name.endswith("_") and not name.endswith("__") and node.args and \
+            isinstance(node.args[0], torch.fx.Node):
+        written.append(node.args[0])
+    return written
 
 
 def _name(node: torch.fx.Node) -> str:
@@ -90,6 +104,8 @@ def made_nodes(gm: torch.fx.GraphModule) -> set[torch.fx.Node]:
             made.add(node)
         elif _pure(node) and node.all_input_nodes and all(a in made for a in node.all_input_nodes):
             made.add(node)
+    if any(w in made for node in gm.graph.nodes for w in _writes(node)):
+        return set()  # a made tensor written later (through a view, perhaps) is not the same on every call
     return made
 
 
@@ -133,7 +149,7 @@ class _Writer:
             self.keys.append(self.named[node.name])
             return self.named[node.name]
         if _metadata_of_input(node):
-            rest = [_literal(a) for a in node.args[1:]]
+            rest = [_literal(a) for a in node.args[1:]] + [f"{k}={_literal(v)}" for k, v in node.kwargs.items()]
             tensor = node.args[0].name
             text = f"{tensor}.{node.args[1]}" if node.op == "call_function" else \
                 f"{tensor}.{node.target}({', '.join(rest)})"
@@ -143,14 +159,18 @@ class _Writer:
             raise CannotCover(f"`{node.name}` is not made from sizes alone")
         args = [self.arg(a) for a in node.args]
         kwargs = [f"{k}={self.arg(v)}" for k, v in node.kwargs.items()]
+        tensor = hasattr(node.meta.get("tensor_meta"), "shape")
+        if not self.compute and tensor and (node.target in BINARY or node.target in COMPARE or
+                                             node.target is operator.neg):
+            raise CannotCover(f"`{node.name}` computes on a tensor in torch, and the task is strict")
         if node.op == "call_method":
             if not self.compute and node.target not in VIEWS:
                 raise CannotCover(f"`{node.name}` (.{node.target}) computes in torch, and the task is strict")
             return f"{args[0]}.{node.target}({', '.join(args[1:] + kwargs)})"
         if node.target in BINARY or node.target in COMPARE:
-            return f"({args[0]} {BINARY.get(node.target) or COMPARE[node.target]} {args[1]})"
+            return f"(({args[0]}) {BINARY.get(node.target) or COMPARE[node.target]} ({args[1]}))"
         if node.target is operator.neg:
-            return f"(-{args[0]})"
+            return f"(-({args[0]}))"
         if node.target is operator.getitem:
             return f"{args[0]}[{args[1]}]"
         name = _name(node)
@@ -190,3 +210,30 @@ def number_source(node: torch.fx.Node, there: dict[str, torch.fx.Node], named: d
         return _Writer(named, compute=False).value(counterpart)
     except CannotCover:
         return None
+
+
+def attribute_view(node: torch.fx.Node, there: dict[str, torch.fx.Node], named: dict[str, str],
+                   is_attribute: Any) -> str | None:
+    """``node``, a view of a parameter or buffer indexed or shaped by sizes (``self.position_ids[:, :t]``,
+    BERT's positions), as the statement of ``forward`` that takes it: no copy and no kernel, taken again
+    on every call (a checkpoint may change the buffer). ``is_attribute``: is this path a tensor of the
+    model? None where ``node`` is no such view."""
+    counterpart = there.get(node.name)
+    if counterpart is None or counterpart.target != node.target or not counterpart.args:
+        return None
+    source = counterpart.args[0]
+    if not isinstance(source, torch.fx.Node) or source.op != "get_attr" or not is_attribute(str(source.target)):
+        return None
+    writer = _Writer(named, compute=False)
+    try:
+        if counterpart.op == "call_function" and counterpart.target is operator.getitem and len(counterpart.args) == 2:
+            text = f"self.{source.target}[{writer.arg(counterpart.args[1])}]"
+        elif counterpart.op == "call_method" and counterpart.target in VIEWS:
+            words = [writer.arg(a) for a in counterpart.args[1:]] + [f"{k}={writer.arg(v)}"
+                                                                    for k, v in counterpart.kwargs.items()]
+            text = f"self.{source.target}.{counterpart.target}({', '.join(words)})"
+        else:
+            return None
+    except CannotCover:
+        return None
+    return f"{bound_name(node)} = {text}"

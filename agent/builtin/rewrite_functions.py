@@ -19,8 +19,10 @@ runs as written); options a rewrite does not follow leave the call as it was.
   over the spatial dims (the biased variance); the modules have a template of their own.
 - ``mv``, ``dot`` and ``outer`` as a matmul, a product summed and a broadcast product; ``addmm``,
   ``addmv`` and ``baddbmm`` as ``beta * c + alpha * (a @ b)``; a matmul with a vector (fp32) as the
-  product summed over the shared dim.
+  product summed over the shared dim, a batch of vectors made columns by ``unsqueeze(-1)`` included.
 - ``nn.MultiheadAttention`` (self-attention, no masks): see :mod:`attention_module`.
+- ``triu`` or ``tril`` of a boolean matrix of ones made in ``forward`` (a causal mask): the comparison
+  of column and row positions it is.
 - ``diag(d) @ m`` and ``m @ diag(d)`` (``d`` a vector): ``d.unsqueeze(1) * m`` and ``m * d``, each row or
   column scaled, without the N x N matrix or the GEMM over its zeros.
 """
@@ -264,11 +266,26 @@ def _vector_product(graph: torch.fx.Graph, left: Any, right: Any) -> torch.fx.No
     if rb == 2 and ra >= 2 and b[1] == 1 and (row := _one_line(graph, right, dim=1)) is not None:
         # a column: the sum keeps its dim, as the product's shape does
         return call(torch.sum, (call(operator.mul, (left, row)), -1), {"keepdim": True})
+    if rb >= 2 and ra == rb and b[-1] == 1 and (vector := _unsqueezed_last(right, rb)) is not None:
+        # a batch of columns made from vectors (``bmm(a, v.unsqueeze(-1))``): each row of ``a`` times its vector
+        return call(torch.sum, (call(operator.mul, (left, call(torch.unsqueeze, (vector, -2)))), -1), {"keepdim": True})
     if ra == 1 and rb == 2:
         return call(torch.sum, (call(operator.mul, (call(torch.unsqueeze, (left, 1)), right)), 0))
     if ra == 2 and rb == 2 and a[0] == 1 and b[1] > 1 and (column := _one_line(graph, left, dim=0)) is not None:
         return call(torch.sum, (call(operator.mul, (column, right)), 0), {"keepdim": True})
     return None
+
+
+def _unsqueezed_last(node: torch.fx.Node, rank: int) -> torch.fx.Node | None:
+    """``v`` where ``node`` is ``v.unsqueeze(-1)`` (a tensor of ``rank`` dims, its last of one), else None."""
+    if not (node.op == "call_method" and node.target == "unsqueeze") and \
+            not (node.op == "call_function" and node.target is torch.unsqueeze):
+        return None
+    dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
+    vector = node.args[0]
+    if not isinstance(vector, torch.fx.Node) or dim not in (-1, rank - 1) or isinstance(dim, bool):
+        return None
+    return vector
 
 
 def _one_line(graph: torch.fx.Graph, matrix: torch.fx.Node, dim: int) -> torch.fx.Node | None:
@@ -317,7 +334,8 @@ def _linear_of_computed_weight(graph: torch.fx.Graph, node: torch.fx.Node) -> to
 REWRITES = {F.linear: _linear_of_computed_weight, F.normalize: _normalize, F.glu: _glu,
             F.binary_cross_entropy_with_logits: _bce_with_logits,
             F.nll_loss: _nll_of_log_softmax, operator.matmul: _diagonal_matmul, torch.matmul: _diagonal_matmul,
-            torch.mm: _diagonal_matmul, torch.linalg.norm: _linalg_norm, F.instance_norm: _instance_norm,
+            torch.mm: _diagonal_matmul, torch.bmm: _diagonal_matmul, torch.linalg.norm: _linalg_norm,
+            F.instance_norm: _instance_norm,
             **dict.fromkeys((torch.mv, torch.dot, torch.outer, torch.ger, torch.addmm, torch.addmv, torch.baddbmm),
                             _products),
             **dict.fromkeys((*ADAPTIVE_AVG_FUNCTIONS, *ADAPTIVE_MAX_FUNCTIONS), _global_average)}
@@ -369,11 +387,57 @@ def _pool_values_alone(gm: torch.fx.GraphModule) -> bool:
     return changed
 
 
+TRIANGLES = {torch.triu: operator.ge, torch.tril: operator.le, "triu": operator.ge, "tril": operator.le}
+"""A triangle of a boolean matrix of ones, as the comparison of positions it is: column minus row at
+least (upper) or at most (lower) the diagonal."""
+
+
+def _triangle_mask(node: torch.fx.Node) -> tuple[Any, torch.fx.Node, int] | None:
+    """(the comparison, the ``torch.ones`` call, the diagonal) where ``node`` is ``triu`` or ``tril`` of a
+    boolean ``torch.ones(rows, cols)`` nothing else reads; else None."""
+    key = node.target if node.op in ("call_function", "call_method") else None
+    compare = TRIANGLES.get(key) if isinstance(key, (str, type(torch.triu))) else None
+    ones = node.args[0] if node.args else None
+    if compare is None or not isinstance(ones, torch.fx.Node) or ones.op != "call_function" or \
+            ones.target is not torch.ones or len(ones.users) != 1 or ones.kwargs.get("dtype") is not torch.bool:
+        return None
+    diagonal = node.args[1] if len(node.args) > 1 else node.kwargs.get("diagonal", 0)
+    sizes = ones.args[0] if len(ones.args) == 1 and isinstance(ones.args[0], (tuple, list)) else ones.args
+    if len(sizes) != 2 or not isinstance(diagonal, int) or isinstance(diagonal, bool) or \
+            set(ones.kwargs) - {"dtype", "device"}:
+        return None
+    return compare, ones, diagonal
+
+
+def _triangles_as_positions(gm: torch.fx.GraphModule) -> bool:
+    """``torch.triu(torch.ones(t, t, dtype=torch.bool), 1)`` (a causal mask made in ``forward``) as
+    ``arange(t)[None, :] - arange(t)[:, None] >= 1``: positions the kernels compute, no mask in memory."""
+    changed = False
+    for node in list(gm.graph.nodes):
+        found = _triangle_mask(node)
+        if found is None:
+            continue
+        compare, ones, diagonal = found
+        sizes = ones.args[0] if len(ones.args) == 1 else ones.args
+        device = {"device": ones.kwargs["device"]} if "device" in ones.kwargs else {}
+        call = gm.graph.call_function
+        with gm.graph.inserting_before(node):
+            rows = call(operator.getitem, (call(torch.arange, (sizes[0],), device), (slice(None), None)))
+            cols = call(operator.getitem, (call(torch.arange, (sizes[1],), device), (None, slice(None))))
+            mask = call(compare, (call(operator.sub, (cols, rows)), diagonal))
+        node.replace_all_uses_with(mask)
+        gm.graph.erase_node(node)
+        gm.graph.erase_node(ones)
+        changed = True
+    return changed
+
+
 def rewrite_functions(gm: torch.fx.GraphModule) -> bool:
     """Modules of :data:`FUNCTION_MODULES` as their functions, then each function of :data:`REWRITES`
     as its ops; True when something changed (the caller recompiles and propagates shapes again)."""
     changed = _split_moments(gm)
     changed = _pool_values_alone(gm) or changed
+    changed = _triangles_as_positions(gm) or changed
     for node in list(gm.graph.nodes):
         if node.op == "call_module":
             found = module_as_function(gm.get_submodule(str(node.target)))

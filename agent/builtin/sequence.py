@@ -30,7 +30,14 @@ from kernelevo.agent.builtin import attention, attention_by_hand, made_from_size
 from kernelevo.agent.builtin.lower import trace
 from kernelevo.agent.builtin.program import CannotCover
 from kernelevo.agent.builtin.shape_reads import INTEGER_ARITHMETIC, FullSizes, fold_numbers
-from kernelevo.agent.builtin.vocabulary import Capture, attribute_at, plain_int, reads_metadata, view_method
+from kernelevo.agent.builtin.vocabulary import (
+    TRACED_CONSTANT,
+    Capture,
+    attribute_at,
+    plain_int,
+    reads_metadata,
+    view_method,
+)
 
 FLOW = "_kernelevo_flow"
 """The name a segment gives the previous segment's output."""
@@ -314,6 +321,9 @@ def plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ..
         except CannotCover as exc:
             raise CannotCover(f"{failure or whole}; made in forward, {exc}") from None
 
+    def attribute_tensor(path: str) -> bool:
+        return not path.startswith(TRACED_CONSTANT) and isinstance(attribute_at(context.full, path), torch.Tensor)
+
     def spelled(node: torch.fx.Node) -> str | None:
         if node not in made or isinstance(capture.seen.get(node.name), torch.Tensor):
             return None
@@ -364,6 +374,13 @@ def plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ..
                     made_from_sizes.is_factory(calls[start]):
                 views.append(made_statement(calls[start], failure))
                 earlier[calls[start]] = made_from_sizes.bound_name(calls[start])
+            start += 1
+            continue
+        taken = made_from_sizes.attribute_view(calls[start], there, {name: name for name in read_sizes},
+                                                attribute_tensor) if found is None else None
+        if taken is not None:
+            views.append(taken)
+            earlier[calls[start]] = made_from_sizes.bound_name(calls[start])
             start += 1
             continue
         if failure is not None:
