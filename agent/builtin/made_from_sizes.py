@@ -25,7 +25,7 @@ import torch.fx
 from torch.fx.node import _get_qualified_name
 
 from kernelevo.agent.builtin.program import CannotCover
-from kernelevo.agent.builtin.vocabulary import reads_metadata
+from kernelevo.agent.builtin.vocabulary import TRACED_CONSTANT, attribute_at, reads_metadata
 
 HELPER = "made_from_sizes"
 """The helper the generated file holds once; ``forward`` calls it for each tensor it makes."""
@@ -237,3 +237,41 @@ def attribute_view(node: torch.fx.Node, there: dict[str, torch.fx.Node], named: 
     except CannotCover:
         return None
     return f"{bound_name(node)} = {text}"
+
+
+class Glue:
+    """What the generated ``forward`` does itself where no kernel starts at a call of the split: make a
+    tensor from sizes (:func:`statement`), take a view of a parameter or buffer (:func:`attribute_view`),
+    or pass over a value another statement writes inline. ``seen``: every node's value on the small
+    inputs; ``context``: the plan's (the task's policy, the model and its trace at the size being
+    optimised); ``whole``: why the whole graph was not covered, for the messages."""
+
+    def __init__(self, gm: torch.fx.GraphModule, seen: dict[str, Any], context: Any, whole: Exception) -> None:
+        self.made, self.seen, self.context, self.whole = made_nodes(gm), seen, context, whole
+        full = context.full_graph()
+        self.there = {n.name: n for n in full.graph.nodes} if full is not None else {}
+
+    def spelled(self, node: torch.fx.Node, sizes: Any) -> str | None:
+        """A number made from sizes, as an expression of ``forward`` (``sizes``: the names it holds)."""
+        if node not in self.made or isinstance(self.seen.get(node.name), torch.Tensor):
+            return None
+        return number_source(node, self.there, {name: name for name in sizes})
+
+    def take(self, node: torch.fx.Node, failure: str | None, sizes: Any) -> tuple[str, str] | None:
+        """``(statement, name)`` for ``node`` (the statement empty where ``forward`` passes over it: a
+        size or a value the next statement writes inline), or None where ``forward`` cannot take it.
+        CannotCover (with ``failure``, why no kernel starts there) where a tensor made from sizes cannot
+        be written, or the task is strict and torch would compute it."""
+        named = {name: name for name in sizes}
+        if node in self.made:
+            if not (made_root(node, self.made, self.seen.get(node.name)) or is_factory(node)):
+                return "", ""
+            try:
+                return statement(node, self.there, named, self.context.allow_partial), bound_name(node)
+            except CannotCover as exc:
+                raise CannotCover(f"{failure or self.whole}; made in forward, {exc}") from None
+        view = attribute_view(node, self.there, named, self._tensor_of_model)
+        return (view, bound_name(node)) if view is not None else None
+
+    def _tensor_of_model(self, path: str) -> bool:
+        return not path.startswith(TRACED_CONSTANT) and isinstance(attribute_at(self.context.full, path), torch.Tensor)

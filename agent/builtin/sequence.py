@@ -30,14 +30,7 @@ from kernelevo.agent.builtin import attention, attention_by_hand, made_from_size
 from kernelevo.agent.builtin.lower import trace
 from kernelevo.agent.builtin.program import CannotCover
 from kernelevo.agent.builtin.shape_reads import INTEGER_ARITHMETIC, FullSizes, fold_numbers
-from kernelevo.agent.builtin.vocabulary import (
-    TRACED_CONSTANT,
-    Capture,
-    attribute_at,
-    plain_int,
-    reads_metadata,
-    view_method,
-)
+from kernelevo.agent.builtin.vocabulary import Capture, attribute_at, plain_int, reads_metadata, view_method
 
 FLOW = "_kernelevo_flow"
 """The name a segment gives the previous segment's output."""
@@ -300,7 +293,7 @@ def plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ..
     """A sequence plan for ``gm``, or CannotCover (with the reason the whole graph was not covered,
     and the op where the split stopped)."""
     from kernelevo.agent.builtin.policy import seeds
-    from kernelevo.agent.builtin.recognize import Plan, plan_graph
+    from kernelevo.agent.builtin.recognize import Plan
 
     calls = _calls(gm)
     capture = Capture(gm)
@@ -311,24 +304,7 @@ def plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ..
     full_shapes = _full_node_shapes(inputs, shapes, context.full_graph())
     small = {n.name: tuple(v.shape) for n in gm.graph.nodes if isinstance(v := capture.seen.get(n.name), torch.Tensor)}
     segments: list[Segment] = []
-    made = made_from_sizes.made_nodes(gm)
-    full_graph = context.full_graph()
-    there = {n.name: n for n in full_graph.graph.nodes} if full_graph is not None else {}
-
-    def made_statement(node: torch.fx.Node, failure: str | None) -> str:
-        try:
-            return made_from_sizes.statement(node, there, {name: name for name in read_sizes}, context.allow_partial)
-        except CannotCover as exc:
-            raise CannotCover(f"{failure or whole}; made in forward, {exc}") from None
-
-    def attribute_tensor(path: str) -> bool:
-        return not path.startswith(TRACED_CONSTANT) and isinstance(attribute_at(context.full, path), torch.Tensor)
-
-    def spelled(node: torch.fx.Node) -> str | None:
-        if node not in made or isinstance(capture.seen.get(node.name), torch.Tensor):
-            return None
-        return made_from_sizes.number_source(node, there, {name: name for name in read_sizes})
-
+    glue = made_from_sizes.Glue(gm, capture.seen, context, whole)
     start, flow = 0, None
     views: list[str] = []
     earlier: dict[torch.fx.Node, str] = {}
@@ -342,52 +318,23 @@ def plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ..
             read_sizes.add(calls[start].name)
             start += 1
             continue
-        view = _view_of(calls[start], flow, full_shapes, read_sizes, spelled)
+        view = _view_of(calls[start], flow, full_shapes, read_sizes, lambda n: glue.spelled(n, read_sizes))
         if view is not None:
             views.append(view)
             flow, start = calls[start], start + 1
             continue
-        found, failure = None, None
-        for end in range(len(calls) - 1, start - 1, -1):
-            if start == 0 and end == len(calls) - 1:
-                continue  # the whole graph: already refused
-            sub, names, passed = _segment_graph(gm, calls[start:end + 1], flow, earlier, read_sizes, context.full)
-            if sub is None:
-                continue
-            kept_as = {name: node.name for node, name in earlier.items()}
-            sources = [flow.name if name == FLOW and flow is not None else kept_as.get(name, name) for name in names]
-            values = [capture.seen[s] for s in sources]
-            try:
-                traced = trace(sub, values)
-                sizes = [full_shapes.get(s, small.get(s, ())) for s, v in zip(sources, values, strict=True)
-                         if isinstance(v, torch.Tensor)]  # a size read in forward comes in as a number
-                found = (plan_graph(sub, traced, values, sizes, _segment_context(context, values, full_shapes)), names,
-                         passed)
-                break
-            except CannotCover as exc:
-                if end == start:
-                    failure = str(whole) if str(exc) == str(whole) else (
-                        f"{whole}; split into kernels, `{calls[start].name}` is not covered either: {exc}")
-        if found is None and calls[start] in made:
-            # no kernel starts here: a tensor made from sizes alone is made in ``forward``, once per size
-            if made_from_sizes.made_root(calls[start], made, capture.seen.get(calls[start].name)) or \
-                    made_from_sizes.is_factory(calls[start]):
-                views.append(made_statement(calls[start], failure))
-                earlier[calls[start]] = made_from_sizes.bound_name(calls[start])
-            start += 1
-            continue
-        taken = made_from_sizes.attribute_view(calls[start], there, {name: name for name in read_sizes},
-                                                attribute_tensor) if found is None else None
-        if taken is not None:
-            views.append(taken)
-            earlier[calls[start]] = made_from_sizes.bound_name(calls[start])
-            start += 1
-            continue
-        if failure is not None:
-            raise CannotCover(failure)
+        found, failure, end = _longest_segment(gm, calls, start, flow, earlier, read_sizes, capture.seen,
+                                               (full_shapes, small), context, whole)
         if found is None:
-            raise CannotCover(f"{whole}; split into kernels, no template covers the ops from `{calls[start].name}`"
-                              if start else str(whole))
+            taken = glue.take(calls[start], failure, read_sizes)  # no kernel starts here: forward's own work
+            if taken is None:
+                raise CannotCover(failure or (f"{whole}; split into kernels, no template covers the ops from "
+                                              f"`{calls[start].name}`" if start else str(whole)))
+            if taken[0]:
+                views.append(taken[0])
+                earlier[calls[start]] = taken[1]
+            start += 1
+            continue
         sub_plan, names, passed = found
         strategy, params, why = seeds(sub_plan)[0]
         segments.append(Segment(plan=sub_plan, strategy=strategy, params=params, why=why, inputs=names,
@@ -403,6 +350,40 @@ def plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ..
     return Plan(kind="sequence", program=None, init=context.init, imports=context.imports, rows=first.rows,
                 cols=first.cols, dtype=context.dtype, ops=[op for s in segments for op in s.plan.ops], inputs=names,
                 extra={"segments": segments, "lead": lead, "tail_views": views})
+
+
+def _longest_segment(gm: torch.fx.GraphModule, calls: list[torch.fx.Node], start: int, flow: torch.fx.Node | None,
+                     earlier: dict[torch.fx.Node, str], read_sizes: set[str], seen: dict[str, Any],
+                     shapes: tuple[dict[str, tuple[int, ...]], dict[str, tuple[int, ...]]], context: Any,
+                     whole: CannotCover) -> tuple[Any, str | None, int]:
+    """The longest run of calls from ``start`` that a template covers, as ``(plan, its input names, what
+    forward passes for them)``, with why none covers the call at ``start`` alone (None where nothing was
+    tried or a run was found) and the run's last index. ``shapes``: every node's shape at the size being
+    optimised, and on the small inputs."""
+    from kernelevo.agent.builtin.recognize import plan_graph
+
+    full_shapes, small = shapes
+    failure = None
+    for end in range(len(calls) - 1, start - 1, -1):
+        if start == 0 and end == len(calls) - 1:
+            continue  # the whole graph: already refused
+        sub, names, passed = _segment_graph(gm, calls[start:end + 1], flow, earlier, read_sizes, context.full)
+        if sub is None:
+            continue
+        kept_as = {name: node.name for node, name in earlier.items()}
+        sources = [flow.name if name == FLOW and flow is not None else kept_as.get(name, name) for name in names]
+        values = [seen[s] for s in sources]
+        try:
+            traced = trace(sub, values)
+            sizes = [full_shapes.get(s, small.get(s, ())) for s, v in zip(sources, values, strict=True)
+                     if isinstance(v, torch.Tensor)]  # a size read in forward comes in as a number
+            return ((plan_graph(sub, traced, values, sizes, _segment_context(context, values, full_shapes)), names,
+                     passed), None, end)
+        except CannotCover as exc:
+            if end == start:
+                failure = str(whole) if str(exc) == str(whole) else (
+                    f"{whole}; split into kernels, `{calls[start].name}` is not covered either: {exc}")
+    return None, failure, start
 
 
 def _segment_context(context: Any, values: list[Any], full_shapes: dict[str, tuple[int, ...]]) -> Any:
