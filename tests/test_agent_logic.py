@@ -181,7 +181,7 @@ def test_a_convolution_stays_in_torch_only_where_the_task_allows_it(tmp_path: Pa
     ("return torch.erfinv(x.tanh())", "no template for `erfinv`"),
     ("return x[:, [0, 2]] * 2", "indexing by a tensor or a list"),  # a crop (x[:, :3]) is a view, copied
     ("return torch.sort(x, -1).indices", "its indices"),
-    ("return torch.kron(x, x) * 2", "unlike the first input"),
+    ("return torch.cdist(x, x, p=0.0)", "no template for `cdist`"),  # p 1 and 2 are decomposed; p 0 counts
 ])
 def test_structures_outside_the_templates_say_why(tmp_path: Path, forward: str, words: str) -> None:
     path = tmp_path / "odd.py"
