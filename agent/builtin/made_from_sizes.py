@@ -24,8 +24,10 @@ import torch
 import torch.fx
 from torch.fx.node import _get_qualified_name
 
+from kernelevo.agent.builtin import size_tracing
 from kernelevo.agent.builtin.program import CannotCover
 from kernelevo.agent.builtin.vocabulary import TRACED_CONSTANT, attribute_at, reads_metadata
+from kernelevo.sandbox.judge.static_rules import TORCH_GLUE
 
 HELPER = "made_from_sizes"
 """The helper the generated file holds once; ``forward`` calls it for each tensor it makes."""
@@ -53,8 +55,9 @@ COMPARE = {operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge: "
            operator.ne: "!="}
 
 
-FACTORIES = {torch.ones, torch.zeros, torch.full, torch.arange, torch.empty}
-"""Calls that make a tensor without computing the task's work: allowed in ``forward`` of a strict task."""
+FACTORIES = {getattr(torch, name) for name in size_tracing.FACTORIES if name in TORCH_GLUE}
+"""Factories the tracer records that the judge counts as glue, not the task's work (``ones``, ``zeros``,
+``full``, ``arange``, ``empty``): allowed in ``forward`` of a strict task."""
 VIEWS = {"view", "reshape", "unsqueeze", "squeeze", "expand", "transpose", "permute", "flatten", "t"}
 """Methods that view or copy what a factory made: allowed with it in a strict task."""
 

@@ -395,8 +395,7 @@ least (upper) or at most (lower) the diagonal."""
 def _triangle_mask(node: torch.fx.Node) -> tuple[Any, torch.fx.Node, int] | None:
     """(the comparison, the ``torch.ones`` call, the diagonal) where ``node`` is ``triu`` or ``tril`` of a
     boolean ``torch.ones(rows, cols)`` nothing else reads; else None."""
-    key = node.target if node.op in ("call_function", "call_method") else None
-    compare = TRIANGLES.get(key) if isinstance(key, (str, type(torch.triu))) else None
+    compare = TRIANGLES.get(node.target) if node.op in ("call_function", "call_method") else None
     ones = node.args[0] if node.args else None
     if compare is None or not isinstance(ones, torch.fx.Node) or ones.op != "call_function" or \
             ones.target is not torch.ones or len(ones.users) != 1 or ones.kwargs.get("dtype") is not torch.bool:
