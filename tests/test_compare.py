@@ -370,4 +370,42 @@ def test_past_eager_overflow_a_float32_run_sets_the_slack() -> None:
     assert 0.01 < slack[0] < 1.0
     assert compare_output(honest, want[0], exact[0], 1e-2, 1e-2, slack[0]).problem is None
     assert compare_output(honest * 1.05, want[0], exact[0], 1e-2, 1e-2, slack[0]).problem  # still a tolerance
-    assert past_eager_overflow(model, args, want, exact, [0.0], None, "float32") == [0.0]  # eager is float32's run
+
+
+class _ProbsByHand(torch.nn.Module):
+    def forward(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        p = torch.exp(q @ k.transpose(-1, -2))
+        return p / p.sum(-1, keepdim=True)
+
+
+@pytest.mark.parametrize("seed", [1, 4, 22])
+def test_past_eager_overflow_in_float32_a_nudged_float64_run_sets_the_slack(seed: int) -> None:
+    """Attention probabilities by hand (no max subtracted) on the shifted set: queries and keys whose rows
+    sit 0 to 512 standard deviations up give scores in the hundreds to thousands, past exp's float32
+    range, so eager is NaN where float64 often has the answer, and eager's error and sensitivity, measured
+    only where it has a number (rows of small scores), say nothing there. A kernel subtracting the row's
+    max is honest, but its scores carry float32's rounding at their magnitude, which moves the leading
+    probabilities past the plain tolerance on about a third of the draws (these among them). Float64 on the
+    inputs moved by one unit in their last place measures that scale; probabilities made from bfloat16
+    scores stay rejected."""
+    from kernelevo.sandbox.child.inputs import with_offset
+    from kernelevo.sandbox.judge.exact import ExactReference
+    from kernelevo.sandbox.judge.slack import past_eager_overflow, sensitivity
+
+    torch.manual_seed(seed)
+    q, k = with_offset(torch.randn(64, 32)), with_offset(torch.randn(64, 32))
+    model = _ProbsByHand()
+    want = [model(q, k)]
+    exact = ExactReference().compute(model, [q, k], 1, working=None).outputs
+    eager_scale = sensitivity(model, [q, k], want, seed, "cpu")
+    scores = (q[:, None, :] * k[None, :, :]).flip(-1).sum(-1)  # float32 sums in another order than eager's
+    honest = torch.softmax(scores, -1)
+    assert compare_output(honest, want[0], exact[0], 1e-4, 1e-4, eager_scale[0], True, scaled_up=True).problem
+    widened = past_eager_overflow(model, [q, k], want, exact, eager_scale, None, "float32", seed=seed)
+    assert eager_scale[0] < widened[0] < 1e-3
+    assert compare_output(honest, want[0], exact[0], 1e-4, 1e-4, widened[0], True, scaled_up=True).problem is None
+    low = torch.softmax(scores.bfloat16().float(), -1)
+    assert compare_output(low, want[0], exact[0], 1e-4, 1e-4, widened[0], True, scaled_up=True).problem
+    finite = torch.isfinite(want[0])
+    assert past_eager_overflow(model, [q, k], [torch.where(finite, want[0], 0.0)], exact, eager_scale, None,
+                               "float32", seed=seed) == eager_scale  # no overflow: no second run

@@ -129,7 +129,8 @@ class Oracle:
                                        reserve=sum(w.numel() * w.element_size() for w in floating))
             sensitivity = slack.sensitivity(self.model, args, want, int(msg["seed"]), self.job["device"])
             sensitivity = slack.past_eager_overflow(self.model, args, want, exact.outputs, sensitivity, working,
-                                                    self.job.get("dtype"))
+                                                    self.job.get("dtype"), seed=int(msg["seed"]),
+                                                    device=self.job["device"], float64=self.exact, scale=scale)
         scaled_up = inputs.far_from_generated(int(msg.get("variant", 0)))
         self.expected[str(msg["key"])] = (want, exact.outputs, sensitivity, scaled_up)
         reply: dict[str, Any] = {"ok": True, "not_finite": _not_finite(want), "exact": exact.outputs is not None,

@@ -12,21 +12,27 @@ from kernelevo.sandbox.judge import compare
 from kernelevo.sandbox.judge.exact import ExactReference
 
 
-def sensitivity(model: torch.nn.Module, args: list[Any], want: list[Any], seed: int, device: str) -> list[float]:
-    """How far each output moves when every floating input moves by one unit in its last place (up or
-    down at random): the rounding scale of the answer on these inputs."""
+def nudged(args: list[Any], seed: int, device: str) -> list[Any]:
+    """``args`` with every floating input moved by one unit in its last place, up or down at random
+    (drawn from ``seed``); the rest as they are."""
     generator = torch.Generator(device=device).manual_seed(seed ^ 0x5EED)
     moved = []
     for a in args:
         if isinstance(a, torch.Tensor) and a.is_floating_point():
             # in place, in the input's own dtype: one tensor of the input's size at any moment (an
             # int64 draw and its temporaries took four times the input at a 6 GB input)
-            nudged = torch.randint(0, 2, a.shape, generator=generator, device=a.device, dtype=a.dtype)
-            a = nudged.mul_(2).sub_(1).mul_(torch.finfo(a.dtype).eps).mul_(a).add_(a)
+            nudge = torch.randint(0, 2, a.shape, generator=generator, device=a.device, dtype=a.dtype)
+            a = nudge.mul_(2).sub_(1).mul_(torch.finfo(a.dtype).eps).mul_(a).add_(a)
         moved.append(a)
+    return moved
+
+
+def sensitivity(model: torch.nn.Module, args: list[Any], want: list[Any], seed: int, device: str) -> list[float]:
+    """How far each output moves when every floating input moves by one unit in its last place (up or
+    down at random): the rounding scale of the answer on these inputs."""
     try:
         with torch.no_grad():
-            out = flat_outputs(model(*moved))
+            out = flat_outputs(model(*nudged(args, seed, device)))
     except Exception:  # the reference refuses the moved inputs: no sensitivity, eager's error stands
         return [0.0] * len(want)
     return [compare.largest_difference(o, w) if isinstance(w, torch.Tensor) and isinstance(o, torch.Tensor) else 0.0
@@ -34,20 +40,35 @@ def sensitivity(model: torch.nn.Module, args: list[Any], want: list[Any], seed: 
 
 
 def past_eager_overflow(model: torch.nn.Module, args: list[Any], want: list[Any], exact: list[Any] | None,
-                        sensitivities: list[float], working: int | None, dtype: str | None) -> list[float]:
-    """Where eager overflowed in half precision and float64 has a number (products past 65504 whose
-    difference is small), neither eager's error nor its sensitivity says how close an honest kernel can
-    come: the model run in float32, as a kernel accumulating in float32 computes, shows it, and its
-    distance from float64 widens that output's slack. Only then: a float32 run costs a call."""
-    if exact is None or dtype not in ("float16", "bfloat16"):
+                        sensitivities: list[float], working: int | None, dtype: str | None, *, seed: int = 0,
+                        device: str = "cpu", float64: ExactReference | None = None, scale: float = 2.0
+                        ) -> list[float]:
+    """Where eager overflowed and float64 has a number (an exp past float32's range that a kernel
+    subtracting the row's max never takes; fp16 products past 65504 whose difference is small), the
+    output is compared with float64's answer there, and neither eager's error nor its sensitivity,
+    both measured only where eager has a number, says how close an honest kernel can come. A second
+    run says it, and widens that output's slack by its distance from float64:
+
+    - half precision: the model run in float32, as a kernel accumulating in float32 computes;
+    - float32 and float64: the float64 model (``float64``, the oracle's own copy) on the inputs moved by
+      one unit in their last place, the rounding scale of the answer where eager has none (scores of
+      large magnitude whose rounding moves the probabilities of the row's leading few).
+
+    Only then: the run costs a call. ``scale``: a float64 value's size against the task's (the run's
+    room on the GPU)."""
+    if exact is None:
         return sensitivities
     overflowed = [isinstance(w, torch.Tensor) and isinstance(x, torch.Tensor)
                   and compare.overflowed_where_exact_is_not(w, x) for w, x in zip(want, exact)]
     if not any(overflowed):
         return sensitivities
     try:
-        wider = ExactReference(torch.float32).compute(model, args, len(want), working).outputs
-    except Exception:  # no float32 run: the slack stays as eager's figures set it
+        if dtype in ("float16", "bfloat16"):
+            wider = ExactReference(torch.float32).compute(model, args, len(want), working).outputs
+        else:
+            wider = (float64 or ExactReference()).compute(model, nudged(args, seed, device), len(want), working,
+                                                          scale).outputs
+    except Exception:  # no second run: the slack stays as eager's figures set it
         wider = None
     if wider is None:
         return sensitivities
