@@ -378,14 +378,14 @@ class _ProbsByHand(torch.nn.Module):
         return p / p.sum(-1, keepdim=True)
 
 
-@pytest.mark.parametrize("seed", [1, 4, 22])
+@pytest.mark.parametrize("seed", [3, 12, 23])
 def test_past_eager_overflow_in_float32_a_nudged_float64_run_sets_the_slack(seed: int) -> None:
     """Attention probabilities by hand (no max subtracted) on the shifted set: queries and keys whose rows
-    sit 0 to 512 standard deviations up give scores in the hundreds to thousands, past exp's float32
+    sit 0 to 4096 standard deviations up give scores in the hundreds to thousands, past exp's float32
     range, so eager is NaN where float64 often has the answer, and eager's error and sensitivity, measured
     only where it has a number (rows of small scores), say nothing there. A kernel subtracting the row's
     max is honest, but its scores carry float32's rounding at their magnitude, which moves the leading
-    probabilities past the plain tolerance on about a third of the draws (these among them). Float64 on the
+    probabilities past the plain tolerance in some draws (these among them). Float64 on the
     inputs moved by one unit in their last place measures that scale; probabilities made from bfloat16
     scores stay rejected."""
     from kernelevo.sandbox.child.inputs import with_offset

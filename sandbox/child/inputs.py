@@ -17,12 +17,14 @@ import torch
 
 from kernelevo.sandbox.child import trained_constants
 
-SHIFT_LEVELS = (0.0, 4.0, 64.0, 512.0)
+SHIFT_LEVELS = (0.0, 4.0, 64.0, 512.0, 4096.0)
 """The shifted set's offsets, in standard deviations of the input, one per row (the input's last dim),
-the rows cycling through them from a random start: at 64 and more, statistics taken in one pass
-(``E[x^2] - E[x]^2``) cancel to percent-level errors in float32, as on real activations with an offset,
-while a two-pass or Welford kernel stays at rounding level; rows of other offsets side by side defeat
-one pivot taken for the whole tensor. An input of one row moves by 64."""
+the rows cycling through them from a random start: statistics taken in one pass (``E[x^2] - E[x]^2``)
+cancel to errors that grow with the square of the offset in float32 (percent-level at 512, past the
+value itself at 2048 and more), as on real activations with an offset, while a two-pass or Welford
+kernel's error and the answer's own rounding scale grow with the offset alone: the top level keeps the
+two far apart whatever order a GPU sums in. Rows of other offsets side by side defeat one pivot taken
+for the whole tensor. An input of one row moves by 64."""
 
 VARIANTS = (
     ("as generated", 1.0, False, False),
@@ -30,7 +32,7 @@ VARIANTS = (
     ("small values (x0.01)", 0.01, False, False),
     ("large values (x100)", 100.0, False, False),
     ("ties (17 levels of its scale, a tenth of magnitudes clamped)", 1.0, True, False),
-    ("shifted (rows plus 0 to 512 standard deviations)", 1.0, False, True),
+    ("shifted (rows plus 0 to 4096 standard deviations)", 1.0, False, True),
 )
 """(label, scale, ties, shifted): checked calls cycle through them; timed calls use the first. Every
 variant but the shifted one keeps the inputs' mean at zero where the task's generator does."""

@@ -2,7 +2,7 @@
 its first value: var = E[(x-K)^2] - E[x-K]^2 with K = x[0, 0]. The shifted-data trick done per row is
 sound; with a single global pivot it only removes an offset every row shares. A shifted set that
 added the same offset to every row would be taken away by K, and the one-pass formula exact there: the
-judge's shifted set moves rows by 0 to 512 standard deviations, side by side. On inputs whose rows have different offsets (a token with massive
+judge's shifted set moves rows by 0 to 4096 standard deviations, side by side. On inputs whose rows have different offsets (a token with massive
 activations, rows at different scales), the rows far from K cancel catastrophically."""
 import torch
 import torch.nn as nn
