@@ -655,6 +655,88 @@ def test_only_the_harness_first_spin_kernel_is_the_marker() -> None:
         "no kernel of the candidate's own ran on the GPU"]
 
 
+def test_construction_and_loading_cancel_between_two_sessions_of_different_call_counts() -> None:
+    """An honest fold of a norm at build and on load: ten library kernels after the marker, then one of
+    the candidate's own per call. Counted as three calls' work they break a strict task's rule and
+    outweigh a 4 us call; what a 3-call session ran beyond a 1-call one is two calls of its own kernel."""
+    from kernelevo.sandbox.judge import forensic
+    from kernelevo.sandbox.judge.kernel_names import Owned
+
+    owned = Owned.of(["norm_kernel"], [])
+    fold = [(f"at::native::elementwise_kernel<{k}>", 0.002) for k in range(10)]
+    one = _trace(*fold, ("norm_kernel", 0.004))
+    three = _trace(*fold, ("norm_kernel", 0.004), ("norm_kernel", 0.0041), ("norm_kernel", 0.0039))
+    assert forensic.analyse(three, owned, 3, True, 0.004).problems  # the single session's count
+    found = forensic.analyse_difference(one, three, owned, 1, 3, True, 0.004)
+    assert found is not None and not found.problems, found.problems
+    assert found.custom_launches == 2 and found.per_call_ms == pytest.approx(0.004)
+
+
+def test_a_difference_of_sessions_still_sees_library_work_and_slow_calls() -> None:
+    """Library work in every call stays in the difference; so do calls slower than the timed ones; and
+    a short session that ran a kernel the long one did not (a candidate counting its calls) leaves the
+    long session's findings standing."""
+    from kernelevo.sandbox.judge import forensic
+    from kernelevo.sandbox.judge.kernel_names import Owned
+
+    owned = Owned.of(["tail_kernel"], [])
+    gemm = "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32"
+    per_call = [(gemm, 0.5), ("tail_kernel", 0.01)]
+    found = forensic.analyse_difference(_trace(*per_call), _trace(*per_call * 3), owned, 1, 3, True, 0.51)
+    assert found is not None and found.library_extra and any("library kernels" in p for p in found.problems)
+    slow = forensic.analyse_difference(_trace(("tail_kernel", 1.0)), _trace(*[("tail_kernel", 1.0)] * 3), owned,
+                                       1, 3, False, 0.1)
+    assert slow is not None and any("did not run these kernels" in p and "beyond a 1-call one" in p
+                                    for p in slow.problems)
+    counting = _trace(("tail_kernel", 0.01), (gemm, 0.5))
+    assert forensic.analyse_difference(counting, _trace(*[("tail_kernel", 0.01)] * 3), owned, 1, 3, True,
+                                       0.01) is None
+    assert forensic.analyse_difference(_trace(), [], owned, 1, 3, True, 0.01) is None  # no marker
+
+
+def test_the_second_session_runs_only_where_the_first_finds_a_problem_with_own_kernels(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """One session for a candidate the trace agrees with, or one whose own kernels never ran; a second,
+    of one call, where the count of three may be construction's; its difference decides."""
+    from types import SimpleNamespace
+
+    from kernelevo.sandbox.advice import ncu
+    from kernelevo.sandbox.judge import forensic
+    from kernelevo.sandbox.judge.kernel_names import Owned
+    from kernelevo.sandbox.models import Verdict
+
+    fold = [(f"at::native::elementwise_kernel<{k}>", 0.002) for k in range(10)]
+    sessions = {1: _trace(*fold, ("norm_kernel", 0.004)),
+                3: _trace(*fold, *[("norm_kernel", 0.004)] * 3)}
+
+    def judge(traces: dict[int, list]) -> tuple[Verdict, list[int]]:
+        asked: list[int] = []
+
+        def run_pass(*args: object) -> forensic.Traced:
+            asked.append(int(args[5]))
+            return forensic.Traced(traces[int(args[5])], None, False, {"total": 1.0})
+
+        monkeypatch.setattr(forensic, "run_pass", run_pass)
+        monkeypatch.setattr(forensic, "owned_kernels", lambda *sources: Owned.of(["norm_kernel"], []))
+        monkeypatch.setattr(ncu, "find_ncu", lambda: "/usr/bin/ncu")
+        verdict = Verdict(task="t", candidate="c.py", size="small", compiled=True, correct=True, reason=None,
+                          checks=[], runtime_ms=0.004, device="cuda", isolation={})
+        forensic.apply(verdict, SimpleNamespace(config=SimpleNamespace(forensic=True)),
+                       SimpleNamespace(allow_partial=False), SimpleNamespace(read_text=lambda: ""), "0" * 32)
+        return verdict, asked
+
+    verdict, asked = judge(sessions)
+    assert asked == [3, 1] and verdict.correct, verdict.reason
+    assert verdict.forensic["sessions"] == 2 and "1-call session's launches taken away" in verdict.checks[-1].detail
+    verdict, asked = judge({3: _trace(*[("norm_kernel", 0.004)] * 3)})
+    assert asked == [3] and verdict.correct and verdict.forensic["sessions"] == 1
+    verdict, asked = judge({3: _trace(*fold)})
+    assert asked == [3] and not verdict.correct and "no kernel of the candidate's own" in verdict.reason
+    cheat = {1: _trace(("norm_kernel", 0.004), *fold), 3: _trace(*[("norm_kernel", 0.004), *fold] * 3)}
+    verdict, asked = judge(cheat)
+    assert asked == [3, 1] and not verdict.correct and "library kernels did the work" in verdict.reason
+
+
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), -1.0, "1.0", True, None])
 def test_a_reported_time_must_be_a_finite_number_of_milliseconds(value: object) -> None:
     from kernelevo.sandbox.judge.timed_calls import reported_ms

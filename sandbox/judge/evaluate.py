@@ -422,10 +422,11 @@ class Evaluator:
                 functools.partial(forensic_launcher, binary))
 
     def _session(self, task: Task, candidate: Path, cache_name: str,  # noqa: ANN202 - Record
-                 forensic: str | None = None, footprint: int | None = None, eager_ms: float | None = None):
+                 forensic: str | None = None, footprint: int | None = None, eager_ms: float | None = None,
+                 forensic_calls: int = FORENSIC_CALLS):
         """One session (``cache_name``: the candidate's kept compile cache, ``caches.name_for``;
-        ``forensic``: ncu's path, for the forensic pass; ``footprint``: one eager call's peak device
-        memory; ``eager_ms``: the reference's cached time): its Record."""
+        ``forensic``: ncu's path, for the forensic pass, of ``forensic_calls`` calls; ``footprint``: one
+        eager call's peak device memory; ``eager_ms``: the reference's cached time): its Record."""
         oracle = self.processes.oracle(task, self.readable)
         readable, launcher = (list(self.readable), None) if forensic is None else self._traced_process(forensic, oracle)
         worker = self.processes.worker(readable, launcher)
@@ -439,7 +440,7 @@ class Evaluator:
                     cuda_graph=self.config.cuda_graph and forensic is None, eager_peak_bytes=footprint,
                     eager_ms=eager_ms)
         if forensic is not None:
-            plan.checked_sets = FORENSIC_CALLS
+            plan.checked_sets = forensic_calls
         session = Session(plan, oracle.job, worker.job, self.device_lock_path())
         with self.caches.lent(cache_name, worker.cache):
             try:

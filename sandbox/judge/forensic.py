@@ -15,6 +15,14 @@ The rules (``analyse``, pure):
   define, except copies and fills) may run after the marker beyond the constructor's allowance;
 - the kernels after the marker, per call, must not take longer than the candidate's timed calls did
   (``MARGIN``): timed calls that ran something faster than the checked calls were not these calls.
+
+Everything after the marker counts as the calls' work, the candidate's construction and the loading of
+its parameters included: a boundary between them launched from the candidate's own process could be
+withheld or moved by it. Where that count breaks a rule but a kernel of the candidate's own ran, a
+second session makes ``SHORT_CALLS`` calls, and the rules are applied to what the longer session ran
+beyond it (``analyse_difference``): construction and loading, the same in both, cancel, and what is
+left is the work of the calls the short session did not make. A candidate whose short session ran a
+kernel the long one did not behaves by how many calls it has made; the long session's findings stand.
 """
 
 from __future__ import annotations
@@ -41,6 +49,8 @@ from kernelevo.tasks.task import Task
 PHASE = "forensic pass"
 """The verdict's phase that holds the whole pass's seconds."""
 FORENSIC_CALLS = 3
+SHORT_CALLS = 1
+"""The calls of the second session, run where the first's findings may be construction's work."""
 MARGIN = 0.8
 """A candidate's median timed call may be this much shorter than its kernels' time per call under
 ncu (clock and cache noise); shorter still means the timed calls ran other kernels."""
@@ -86,25 +96,71 @@ class Findings:
     problems: list[str] = field(default_factory=list)
 
 
-def analyse(launches: list[dict[str, Any]], owned: Owned, calls: int, strict: bool,
-            timed_ms: float | None) -> Findings:
-    """Apply the rules to ncu's launches (in launch order: ``{"name", "metrics", "stream"}``). The
-    marker is the first spin kernel, launched by the harness before the candidate is imported; one
-    the candidate launches later is a kernel like any other, counted in its time."""
-    found = Findings(kernels=len(launches))
+def beyond_construction(launches: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    """The launches after the harness's marker, less one of each kernel the reference's constructor ran
+    before it (``ModelNew`` may build its parameters the same way); None where no marker ran. The marker
+    is the first spin kernel, launched by the harness before the candidate is imported; one the
+    candidate launches later is a kernel like any other."""
     marker = next((i for i, launch in enumerate(launches) if is_marker(launch["name"])), None)
     if marker is None:
+        return None
+    allowance = Counter(launch["name"] for launch in launches[:marker])
+    kept = []
+    for launch in launches[marker + 1:]:
+        if allowance[launch["name"]] > 0:
+            allowance[launch["name"]] -= 1
+        else:
+            kept.append(launch)
+    return kept
+
+
+def analyse(launches: list[dict[str, Any]], owned: Owned, calls: int, strict: bool,
+            timed_ms: float | None) -> Findings:
+    """Apply the rules to ncu's launches (in launch order: ``{"name", "metrics", "stream"}``), every
+    kernel after the marker counted as the ``calls`` calls' work."""
+    found = Findings(kernels=len(launches))
+    work = beyond_construction(launches)
+    if work is None:
         found.problems.append("the harness's marker kernel never ran: the trace cannot be read")
         return found
-    allowance = Counter(launch["name"] for launch in launches[:marker])
+    return _tally(found, work, owned, calls, strict, timed_ms,
+                  f"every kernel launched after the candidate's import, its construction and loading included, "
+                  f"shared among the {calls} calls")
+
+
+def analyse_difference(short: list[dict[str, Any]], long: list[dict[str, Any]], owned: Owned, short_calls: int,
+                       long_calls: int, strict: bool, timed_ms: float | None) -> Findings | None:
+    """The rules applied to what the long session ran beyond the short one: from its launches after the
+    marker, the first of each kernel the short session ran as often as it ran it (construction, loading
+    and the first calls, in the order they come) are taken away; the rest is ``long_calls - short_calls``
+    calls' work. None where the short session ran a kernel the long one did not, as often (then the
+    difference is not the calls' work, and the long session's findings stand)."""
+    first, second = beyond_construction(short), beyond_construction(long)
+    if first is None or second is None or long_calls <= short_calls:
+        return None
+    taken = Counter(launch["name"] for launch in first)
+    if taken - Counter(launch["name"] for launch in second):
+        return None
+    rest = []
+    for launch in second:
+        if taken[launch["name"]] > 0:
+            taken[launch["name"]] -= 1
+        else:
+            rest.append(launch)
+    calls = long_calls - short_calls
+    return _tally(Findings(kernels=len(long)), rest, owned, calls, strict, timed_ms,
+                  f"what a {long_calls}-call session ran beyond a {short_calls}-call one, shared among the "
+                  f"{calls} calls between")
+
+
+def _tally(found: Findings, work: list[dict[str, Any]], owned: Owned, calls: int, strict: bool,
+           timed_ms: float | None, basis: str) -> Findings:
+    """The rules over ``work``, the launches counted as ``calls`` calls' work (``basis`` says which)."""
     per_stream: dict[str, float] = {}
     custom_ns = total_ns = 0.0
     extra: Counter[str] = Counter()
-    for launch in launches[marker + 1:]:
+    for launch in work:
         kind, name = classify(launch["name"], owned), launch["name"]
-        if allowance[name] > 0:
-            allowance[name] -= 1
-            continue
         ns = float(launch["metrics"].get("gpu__time_duration.sum") or 0.0)
         stream = str(launch.get("stream", ""))
         per_stream[stream] = per_stream.get(stream, 0.0) + ns
@@ -126,8 +182,7 @@ def analyse(launches: list[dict[str, Any]], owned: Owned, calls: int, strict: bo
     if timed_ms is not None and found.per_call_ms > 0 and timed_ms < MARGIN * found.per_call_ms:
         found.problems.append(f"the timed calls took {timed_ms:.4g} ms, yet the kernels of a checked call take "
                               f"{found.per_call_ms:.4g} ms on the GPU: the timed calls did not run these kernels "
-                              f"(every kernel launched after the candidate's import, its construction and loading "
-                              f"included, shared among the {calls} calls)")
+                              f"({basis})")
     return found
 
 
@@ -181,26 +236,28 @@ def apply(verdict: Verdict, evaluator: Any, task: Task, candidate: Path, cache_n
         verdict.assurance = "gpu: not forensic (Nsight Compute's ncu was not found: install it or set KERNELEVO_NCU)"
         return
     began = time.monotonic()
-    traced = run_pass(evaluator, task, candidate, binary, cache_name)
-    verdict.phases.update({f"forensic: {name}": value for name, value in traced.phases.items()})
-    if traced.tool_failed:
-        # ncu itself failed (a driver error, not the candidate's doing as far as can be told): once more
-        # before a correct candidate is rejected for it. Forging such a log buys a second pass, no more.
-        traced = run_pass(evaluator, task, candidate, binary, cache_name)
-        verdict.phases.update({f"forensic again: {name}": value for name, value in traced.phases.items()})
-    launches, failure = traced.launches, traced.failure
-    seconds = round(time.monotonic() - began, 2)
-    if failure is not None:
-        verdict.checks.append(Check(name="forensic pass", passed=False, detail=failure))
+    traced = _traced(verdict, evaluator, task, candidate, binary, cache_name, FORENSIC_CALLS, "forensic")
+    if traced.failure is not None:
+        verdict.checks.append(Check(name="forensic pass", passed=False, detail=traced.failure))
     else:
         owned = owned_kernels(candidate.read_text(), *owned_sources)
-        found = analyse(launches, owned, FORENSIC_CALLS, not task.allow_partial, verdict.runtime_ms)
+        found, basis = analyse(traced.launches, owned, FORENSIC_CALLS, not task.allow_partial, verdict.runtime_ms), ""
+        if found.problems and found.custom_launches:  # construction's work, counted as the calls'?
+            short = _traced(verdict, evaluator, task, candidate, binary, cache_name, SHORT_CALLS, "forensic, short")
+            difference = None if short.failure is not None else analyse_difference(
+                short.launches, traced.launches, owned, SHORT_CALLS, FORENSIC_CALLS, not task.allow_partial,
+                verdict.runtime_ms)
+            if difference is not None:
+                found = difference
+                basis = (f" (calls {SHORT_CALLS + 1}-{FORENSIC_CALLS}: a {SHORT_CALLS}-call session's launches "
+                         "taken away)")
         verdict.forensic = {"kernels": found.kernels, "custom_launches": found.custom_launches,
                             "per_call_ms": round(found.per_call_ms, 6), "custom_share": round(found.custom_share, 4),
-                            "library_kernels": found.library_extra, "seconds": seconds}
+                            "library_kernels": found.library_extra, "seconds": round(time.monotonic() - began, 2),
+                            "sessions": 2 if basis else 1}
         detail = "; ".join(found.problems) or (
             f"{found.kernels} kernels traced outside the candidate's Python; its own did "
-            f"{100 * found.custom_share:.0f}% of the GPU time, {found.per_call_ms:.4g} ms per call")
+            f"{100 * found.custom_share:.0f}% of the GPU time, {found.per_call_ms:.4g} ms per call{basis}")
         verdict.checks.append(Check(name="forensic kernel trace", passed=not found.problems, detail=detail))
         verdict.assurance = "forensic: the kernels Nsight Compute saw agree with the verdict" + (
             f" (a tripwire, not a proof: the trace was within the candidate's reach: {traced.exposed})"
@@ -210,7 +267,20 @@ def apply(verdict: Verdict, evaluator: Any, task: Task, candidate: Path, cache_n
         verdict.correct = False
         verdict.reason = f"{failed[0].name}: {failed[0].detail}"
         verdict.assurance = "forensic: rejected by the kernel trace"
-    verdict.phases[PHASE] = seconds
+    verdict.phases[PHASE] = round(time.monotonic() - began, 2)
+
+
+def _traced(verdict: Verdict, evaluator: Any, task: Task, candidate: Path, binary: str, cache_name: str,
+            calls: int, label: str) -> Traced:
+    """One forensic session of ``calls`` calls, its phases kept under ``label``. Where ncu itself failed
+    (a driver error, not the candidate's doing as far as can be told), once more before a correct
+    candidate is rejected for it: forging such a log buys a second session, no more."""
+    traced = run_pass(evaluator, task, candidate, binary, cache_name, calls)
+    verdict.phases.update({f"{label}: {name}": value for name, value in traced.phases.items()})
+    if traced.tool_failed:
+        traced = run_pass(evaluator, task, candidate, binary, cache_name, calls)
+        verdict.phases.update({f"{label} again: {name}": value for name, value in traced.phases.items()})
+    return traced
 
 
 class Traced(NamedTuple):
@@ -225,11 +295,13 @@ class Traced(NamedTuple):
     """Why the trace lay within the candidate's reach (None where confinement kept it out)."""
 
 
-def run_pass(evaluator: Any, task: Task, candidate: Path, binary: str, cache_name: str) -> Traced:
-    """The forensic session (``Evaluator._session`` under ncu)."""
+def run_pass(evaluator: Any, task: Task, candidate: Path, binary: str, cache_name: str,
+             calls: int = FORENSIC_CALLS) -> Traced:
+    """The forensic session of ``calls`` calls (``Evaluator._session`` under ncu)."""
     began = time.monotonic()
     footprint = evaluator.baseline(task)[0].eager_peak_bytes
-    record = evaluator._session(task, candidate, cache_name, forensic=binary, footprint=footprint)
+    record = evaluator._session(task, candidate, cache_name, forensic=binary, footprint=footprint,
+                                forensic_calls=calls)
     phases = {**record.phases, "session with exits": round(time.monotonic() - began, 4)}
     launches, failure, tool_failed = read_pass(record)
     return Traced(launches, failure, tool_failed, phases, exposure(record.worker_isolation))
@@ -272,6 +344,5 @@ def read_pass(record: Any) -> tuple[list[dict[str, Any]], str | None, bool]:
     except ValueError as exc:
         return [], f"Nsight Compute's trace in the candidate's outbox could not be read ({exc})", False
     if len(launches) >= LAUNCH_CAP:
-        return [], (f"the candidate launched more than {LAUNCH_CAP} kernels in {FORENSIC_CALLS} calls: too many to "
-                    "trace"), False
+        return [], f"the candidate launched more than {LAUNCH_CAP} kernels in a few calls: too many to trace", False
     return launches, None, False
