@@ -78,6 +78,8 @@ REJECTED = [
     # only inputs of mean zero were drawn, and only a norm's constructor constants built
     (10, "layernorm", "bad_one_pass_variance", "correct: set 5", "shifted"),
     (10, "layernorm", "bad_one_pass_variance_about_one_pivot", "correct: set 5", "shifted"),
+    (10, "layernorm", "bad_rounds_when_rows_are_shifted", "correct: set 5", "its row's own rounding scale"),
+    (10, FIXTURES + "exp_gate.py", "bad_drops_terms_once_eager_overflows", "correct: set 5", "shifted"),
     (10, FIXTURES + "batchnorm_eval.py", "bad_ignores_norm_statistics", "correct: set 0", "outside"),
     (10, FIXTURES + "batchnorm_eval.py", "bad_folds_norm_once_in_init", "correct: set 0", "outside"),
     (10, FIXTURES + "batchnorm_eval.py", "bad_folds_norm_at_its_first_call", "correct: set 4", "parameters changed"),

@@ -6,7 +6,9 @@ outputs must satisfy ``|out - ref| <= atol + rtol*|ref| + slack``. The default a
 the output's mean magnitude where that is below 1 (``scaled_atol``). The slack is ``SLACK_FACTOR``
 times the larger of two measures of how far rounding alone moves this output on these inputs:
 eager's own largest error against a float64 run of the same model, and the largest change in eager's
-output when every input is moved by one unit in its last place (``sensitivity``). A correct kernel
+output when every input is moved by one unit in its last place (``sensitivity``), each taken per row
+of the output (its last dim, ``rounding_scale``) where rows hold ``ROW_MIN`` values or more, else over
+the whole output: rows far from zero (the shifted set's) do not lend their scale to rows near it. A correct kernel
 that sums in another order then passes where the answer is that sensitive (a sum whose terms cancel,
 say), whether or not eager happened to be lucky on these inputs; where the output is well
 conditioned, the slack is a few units in the last place and changes nothing. Where eager's value is a
@@ -23,6 +25,7 @@ than a few float64 copies of a chunk.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -35,6 +38,10 @@ SLACK_FACTOR = 8.0
 summation order's error is a draw of the same size as the scale, and over many elements one draw in a
 few lands beyond three times it; a lower-precision kernel is off by hundreds of times."""
 CHUNK = 1 << 24
+ROW_MIN = 16
+"""Outputs whose rows (last dim) hold at least this many values get a slack per row: the largest of
+that many rounding errors is a steady measure of the row's scale (a single value's is not: an honest
+kernel's error there is a draw of the same size, often several times another draw)."""
 
 
 def _chunks(*tensors: torch.Tensor | None) -> list[tuple[torch.Tensor | None, ...]]:
@@ -45,13 +52,51 @@ def _chunks(*tensors: torch.Tensor | None) -> list[tuple[torch.Tensor | None, ..
 
 def largest_difference(a: torch.Tensor, b: torch.Tensor | None) -> float:
     """max |a - b| in float64 over the places where both are numbers (0 where there are none)."""
+    return float(rounding_scale(a, b).max())
+
+
+def rowwise(t: torch.Tensor) -> bool:
+    """Is ``t``'s slack taken per row (``ROW_MIN``)?"""
+    return t.dim() >= 1 and t.shape[-1] >= ROW_MIN and t.numel() > t.shape[-1]
+
+
+def rows_of(t: torch.Tensor) -> torch.Tensor:
+    """``t`` as rows of its slack (``rowwise``): its last dim, or the whole as one row."""
+    return t.reshape(-1, t.shape[-1] if rowwise(t) else t.numel())
+
+
+def rounding_scale(a: torch.Tensor, b: torch.Tensor | None,
+                   where: Callable[[slice], torch.Tensor] | None = None) -> torch.Tensor:
+    """max |a - b| in float64 over the places where both are numbers (and where ``where``, given a slice
+    of ``rows_of(a)``, holds): per row of ``a`` (a tensor of ``a.shape[:-1]``) where ``rowwise(a)``,
+    else over the whole (a 0-d tensor); 0 where there are no such places. On ``a``'s device (``b`` may
+    live on another: a float64 reference made on the host)."""
     if b is None or not a.is_floating_point() or a.numel() == 0 or a.shape != b.shape:
-        return 0.0
-    worst = 0.0
-    for x, y in _chunks(a, b):  # ``b`` may live on another device (a float64 reference made on the host)
-        difference = (x.double() - y.to(x.device, torch.float64)).abs()
-        worst = max(worst, float(torch.where(torch.isfinite(difference), difference, 0.0).max()))
-    return worst
+        return torch.zeros((), dtype=torch.float64, device=a.device)
+    rows_a, rows_b = rows_of(a), rows_of(b)
+    out = torch.empty(rows_a.shape[0], dtype=torch.float64, device=a.device)
+    step = max(1, CHUNK // rows_a.shape[1])
+    for r in range(0, rows_a.shape[0], step):
+        difference = (rows_a[r:r + step].double() - rows_b[r:r + step].to(a.device, torch.float64)).abs()
+        keep = torch.isfinite(difference)
+        if where is not None:
+            keep &= where(slice(r, r + step)).to(a.device)
+        out[r:r + step] = torch.where(keep, difference, 0.0).amax(-1)
+    return out.reshape(a.shape[:-1]) if rowwise(a) else out.reshape(())
+
+
+def _slack_at(slack: torch.Tensor, offset: int, count: int, last: int, positions: torch.Tensor | None,
+              device: torch.device) -> torch.Tensor:
+    """The slack of each of ``count`` values from flat ``offset`` (or of the sampled ``positions``),
+    from the per-row ``slack`` (rows of ``last`` values) or a 0-d one."""
+    if slack.dim() == 0:
+        return slack.to(device)
+    rows = slack.reshape(-1).to(device)
+    if positions is not None:
+        return rows[positions[offset:offset + count].to(device) // last]
+    first, end = offset // last, -(-(offset + count) // last)
+    spread = rows[first:end].repeat_interleave(last)
+    return spread[offset - first * last:offset - first * last + count]
 
 
 def overflowed_where_exact_is_not(a: torch.Tensor, exact: torch.Tensor | None) -> bool:
@@ -132,12 +177,15 @@ def compare_output(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | 
             values = "values" if positions is None else "sampled values"
             stats.problem = f"{wrong} of {want.numel()} {values} differ (integer output must match exactly)"
         return stats
-    stats.eager_error, stats.sensitivity = largest_difference(whole_want, whole_exact), sensitivity
+    eager_scale = rounding_scale(whole_want, whole_exact)
+    moved = torch.as_tensor(sensitivity, dtype=torch.float64, device=eager_scale.device)
+    stats.eager_error, stats.sensitivity = float(eager_scale.max()), float(moved.max())
     atol, atol_text = scaled_atol(atol, whole_want) if scale_atol else (atol, f"{atol:g}")
-    slack = SLACK_FACTOR * max(stats.eager_error, sensitivity)
+    slack = SLACK_FACTOR * torch.maximum(eager_scale, moved)
+    last = whole_want.shape[-1] if rowwise(whole_want) else whole_want.numel()
     bad = nan = 0
     largest = 0.0
-    worst = (-1.0, 0, 0.0, 0.0)  # (how far over, flat index, got, expected)
+    worst = (-1.0, 0, 0.0, 0.0, 0.0)  # (how far over, flat index, got, expected, slack there)
     err_c = err_e = magnitude = 0.0
     offset = 0
     for g, w, x in _chunks(got, want, exact):
@@ -146,13 +194,15 @@ def compare_output(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | 
         target, compared, rounded, free = _targets(w, w64, x64, scaled_up)
         difference = torch.where(compared, (g64 - target).abs(), 0.0)
         largest = max(largest, float(torch.nan_to_num(difference, nan=float("inf")).max()))
-        over = _over(g64, w64, rounded, compared, free, difference, target.abs() * rtol + atol + slack)
+        here = _slack_at(slack, offset, g.numel(), last, positions, g.device)
+        over = _over(g64, w64, rounded, compared, free, difference, target.abs() * rtol + atol + here)
         bad += int((over > 0).sum())
         nan += int((torch.isnan(g64) & compared).sum())
         if bad:
             k = int(over.argmax())
             if float(over[k]) > worst[0]:
-                worst = (float(over[k]), offset + k, float(g64[k]), float(target[k]))
+                worst = (float(over[k]), offset + k, float(g64[k]), float(target[k]),
+                         float(here[k] if here.dim() else here))
         if x64 is not None:
             both = torch.isfinite(w64) & torch.isfinite(x64)  # the precision sums where both are numbers
             err_c += float(torch.where(both, (g64 - x64).abs(), 0.0).sum())
@@ -165,8 +215,9 @@ def compare_output(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | 
     if bad:
         place = int(positions[worst[1]]) if positions is not None else worst[1]
         at = tuple(int(i) for i in torch.unravel_index(torch.tensor(place), whole_want.shape))
-        allowed = f"{atol_text} + {rtol:g}*|ref|" + (f" + {slack:.3g} (the output's own rounding scale)"
-                                                       if slack else "")
+        whose = "its row's" if slack.dim() else "the output's"
+        allowed = f"{atol_text} + {rtol:g}*|ref|" + (f" + {worst[4]:.3g} ({whose} own rounding scale)"
+                                                       if worst[4] else "")
         values = "values" if positions is None else "sampled values"
         stats.problem = (f"{bad} of {want.numel()} {values} outside |out - ref| <= {allowed}; worst at {at}: "
                          f"got {worst[2]:.6g}, expected {worst[3]:.6g}")

@@ -27,22 +27,24 @@ def nudged(args: list[Any], seed: int, device: str) -> list[Any]:
     return moved
 
 
-def sensitivity(model: torch.nn.Module, args: list[Any], want: list[Any], seed: int, device: str) -> list[float]:
+def sensitivity(model: torch.nn.Module, args: list[Any], want: list[Any], seed: int, device: str
+                ) -> list[torch.Tensor | float]:
     """How far each output moves when every floating input moves by one unit in its last place (up or
-    down at random): the rounding scale of the answer on these inputs."""
+    down at random): the rounding scale of the answer on these inputs, per row where the output's rows
+    are long enough (``compare.rounding_scale``)."""
     try:
         with torch.no_grad():
             out = flat_outputs(model(*nudged(args, seed, device)))
     except Exception:  # the reference refuses the moved inputs: no sensitivity, eager's error stands
         return [0.0] * len(want)
-    return [compare.largest_difference(o, w) if isinstance(w, torch.Tensor) and isinstance(o, torch.Tensor) else 0.0
+    return [compare.rounding_scale(w, o) if isinstance(w, torch.Tensor) and isinstance(o, torch.Tensor) else 0.0
             for o, w in zip(out, want)]
 
 
 def past_eager_overflow(model: torch.nn.Module, args: list[Any], want: list[Any], exact: list[Any] | None,
-                        sensitivities: list[float], working: int | None, dtype: str | None, *, seed: int = 0,
-                        device: str = "cpu", float64: ExactReference | None = None, scale: float = 2.0
-                        ) -> list[float]:
+                        sensitivities: list[torch.Tensor | float], working: int | None, dtype: str | None, *,
+                        seed: int = 0, device: str = "cpu", float64: ExactReference | None = None, scale: float = 2.0
+                        ) -> list[torch.Tensor | float]:
     """Where eager overflowed and float64 has a number (an exp past float32's range that a kernel
     subtracting the row's max never takes; fp16 products past 65504 whose difference is small), the
     output is compared with float64's answer there, and neither eager's error nor its sensitivity,
@@ -54,8 +56,11 @@ def past_eager_overflow(model: torch.nn.Module, args: list[Any], want: list[Any]
       one unit in their last place, the rounding scale of the answer where eager has none (scores of
       large magnitude whose rounding moves the probabilities of the row's leading few).
 
-    Only then: the run costs a call. ``scale``: a float64 value's size against the task's (the run's
-    room on the GPU)."""
+    Its distance is measured only where the output is compared with float64's answer (eager has no
+    number, float64's rounded to the output's dtype has one), per row where rows are long enough:
+    elsewhere float64's own values can lie far past the dtype's range (exp(512)), and their distance
+    says nothing of how close a kernel's finite values must be. Only then: the run costs a call.
+    ``scale``: a float64 value's size against the task's (the run's room on the GPU)."""
     if exact is None:
         return sensitivities
     overflowed = [isinstance(w, torch.Tensor) and isinstance(x, torch.Tensor)
@@ -72,5 +77,18 @@ def past_eager_overflow(model: torch.nn.Module, args: list[Any], want: list[Any]
         wider = None
     if wider is None:
         return sensitivities
-    return [max(s, compare.largest_difference(o, x)) if over else s
-            for s, over, o, x in zip(sensitivities, overflowed, wider, exact)]
+    return [_widened(s, w, o, x) if over else s for s, over, w, o, x in zip(sensitivities, overflowed, want, wider,
+                                                                           exact)]
+
+
+def _widened(scale: torch.Tensor | float, want: torch.Tensor, wider: torch.Tensor, exact: torch.Tensor
+             ) -> torch.Tensor:
+    """``scale`` widened by ``wider``'s distance from ``exact`` where the output is compared with float64's
+    answer rounded (eager not a number there, the rounded answer one)."""
+    eager, answer = compare.rows_of(want), compare.rows_of(exact)
+
+    def compared(rows: slice) -> torch.Tensor:
+        return ~torch.isfinite(eager[rows]) & torch.isfinite(answer[rows].to(eager.device, eager.dtype))
+
+    distance = compare.rounding_scale(wider, exact, where=compared).to(want.device)
+    return torch.maximum(torch.as_tensor(scale, dtype=torch.float64, device=want.device), distance)
