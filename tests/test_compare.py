@@ -411,12 +411,14 @@ def test_past_eager_overflow_in_float32_a_nudged_float64_run_sets_the_slack(seed
                                "float32", seed=seed) == eager_scale  # no overflow: no second run
 
 
-def test_each_row_has_its_own_rounding_scale_whole_or_sampled() -> None:
+@pytest.mark.parametrize("chunk", [1 << 24, 7])
+def test_each_row_has_its_own_rounding_scale_whole_or_sampled(monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
     """Rows of 16 values or more get their own slack: a row 1e3 times rounder does not lend its scale to
-    the row beside it, whether the output is compared whole or at sampled places; shorter rows share
-    the output's."""
+    the row beside it, whether the output is compared whole or at sampled places, in pieces smaller
+    than a row or not; shorter rows share the output's."""
     from kernelevo.sandbox.judge.compare import rounding_scale
 
+    monkeypatch.setattr(compare, "CHUNK", chunk)
     torch.manual_seed(0)
     exact = torch.randn(2, 64, dtype=torch.float64)
     want = exact.float()

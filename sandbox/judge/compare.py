@@ -66,22 +66,27 @@ def rows_of(t: torch.Tensor) -> torch.Tensor:
 
 
 def rounding_scale(a: torch.Tensor, b: torch.Tensor | None,
-                   where: Callable[[slice], torch.Tensor] | None = None) -> torch.Tensor:
-    """max |a - b| in float64 over the places where both are numbers (and where ``where``, given a slice
-    of ``rows_of(a)``, holds): per row of ``a`` (a tensor of ``a.shape[:-1]``) where ``rowwise(a)``,
-    else over the whole (a 0-d tensor); 0 where there are no such places. On ``a``'s device (``b`` may
-    live on another: a float64 reference made on the host)."""
+                   where: Callable[[slice, slice], torch.Tensor] | None = None) -> torch.Tensor:
+    """max |a - b| in float64 over the places where both are numbers (and where ``where``, given slices
+    of the rows and columns of ``rows_of(a)``, holds): per row of ``a`` (a tensor of ``a.shape[:-1]``)
+    where ``rowwise(a)``, else over the whole (a 0-d tensor); 0 where there are no such places. On
+    ``a``'s device (``b`` may live on another: a float64 reference made on the host), in pieces of at
+    most ``CHUNK`` values."""
     if b is None or not a.is_floating_point() or a.numel() == 0 or a.shape != b.shape:
         return torch.zeros((), dtype=torch.float64, device=a.device)
     rows_a, rows_b = rows_of(a), rows_of(b)
-    out = torch.empty(rows_a.shape[0], dtype=torch.float64, device=a.device)
-    step = max(1, CHUNK // rows_a.shape[1])
-    for r in range(0, rows_a.shape[0], step):
-        difference = (rows_a[r:r + step].double() - rows_b[r:r + step].to(a.device, torch.float64)).abs()
-        keep = torch.isfinite(difference)
-        if where is not None:
-            keep &= where(slice(r, r + step)).to(a.device)
-        out[r:r + step] = torch.where(keep, difference, 0.0).amax(-1)
+    count, width = rows_a.shape
+    out = torch.zeros(count, dtype=torch.float64, device=a.device)
+    row_step, col_step = max(1, CHUNK // width), min(width, CHUNK)
+    for r in range(0, count, row_step):
+        rows = slice(r, r + row_step)
+        for c in range(0, width, col_step):
+            cols = slice(c, c + col_step)
+            difference = (rows_a[rows, cols].double() - rows_b[rows, cols].to(a.device, torch.float64)).abs()
+            keep = torch.isfinite(difference)
+            if where is not None:
+                keep &= where(rows, cols).to(a.device)
+            out[rows] = torch.maximum(out[rows], torch.where(keep, difference, 0.0).amax(-1))
     return out.reshape(a.shape[:-1]) if rowwise(a) else out.reshape(())
 
 
@@ -91,12 +96,9 @@ def _slack_at(slack: torch.Tensor, offset: int, count: int, last: int, positions
     from the per-row ``slack`` (rows of ``last`` values) or a 0-d one."""
     if slack.dim() == 0:
         return slack.to(device)
-    rows = slack.reshape(-1).to(device)
-    if positions is not None:
-        return rows[positions[offset:offset + count].to(device) // last]
-    first, end = offset // last, -(-(offset + count) // last)
-    spread = rows[first:end].repeat_interleave(last)
-    return spread[offset - first * last:offset - first * last + count]
+    flat = positions[offset:offset + count].to(device) if positions is not None else \
+        torch.arange(offset, offset + count, device=device)
+    return slack.reshape(-1).to(device)[flat // last]
 
 
 def overflowed_where_exact_is_not(a: torch.Tensor, exact: torch.Tensor | None) -> bool:

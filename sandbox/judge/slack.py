@@ -87,8 +87,8 @@ def _widened(scale: torch.Tensor | float, want: torch.Tensor, wider: torch.Tenso
     answer rounded (eager not a number there, the rounded answer one)."""
     eager, answer = compare.rows_of(want), compare.rows_of(exact)
 
-    def compared(rows: slice) -> torch.Tensor:
-        return ~torch.isfinite(eager[rows]) & torch.isfinite(answer[rows].to(eager.device, eager.dtype))
+    def compared(rows: slice, cols: slice) -> torch.Tensor:
+        return ~torch.isfinite(eager[rows, cols]) & torch.isfinite(answer[rows, cols].to(eager.device, eager.dtype))
 
     distance = compare.rounding_scale(wider, exact, where=compared).to(want.device)
     return torch.maximum(torch.as_tensor(scale, dtype=torch.float64, device=want.device), distance)
