@@ -6,9 +6,7 @@ outputs must satisfy ``|out - ref| <= atol + rtol*|ref| + slack``. The default a
 the output's mean magnitude where that is below 1 (``scaled_atol``). The slack is ``SLACK_FACTOR``
 times the larger of two measures of how far rounding alone moves this output on these inputs:
 eager's own largest error against a float64 run of the same model, and the largest change in eager's
-output when every input is moved by one unit in its last place (``sensitivity``), each taken per row
-of the output (its last dim, ``rounding_scale``) where rows hold ``ROW_MIN`` values or more, else over
-the whole output: rows far from zero (the shifted set's) do not lend their scale to rows near it. A correct kernel
+output when every input is moved by one unit in its last place (``sensitivity``). A correct kernel
 that sums in another order then passes where the answer is that sensitive (a sum whose terms cancel,
 say), whether or not eager happened to be lucky on these inputs; where the output is well
 conditioned, the slack is a few units in the last place and changes nothing. Where eager's value is a
@@ -26,7 +24,7 @@ than a few float64 copies of a chunk.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -38,10 +36,16 @@ SLACK_FACTOR = 8.0
 summation order's error is a draw of the same size as the scale, and over many elements one draw in a
 few lands beyond three times it; a lower-precision kernel is off by hundreds of times."""
 CHUNK = 1 << 24
-ROW_MIN = 16
-"""Outputs whose rows (last dim) hold at least this many values get a slack per row: the largest of
-that many rounding errors is a steady measure of the row's scale (a single value's is not: an honest
-kernel's error there is a draw of the same size, often several times another draw)."""
+
+
+class Scale(NamedTuple):
+    """An output's rounding scales on one input set, measured in the oracle (``slack.py``)."""
+
+    moved: float = 0.0
+    """How far eager's output moves when every input moves by one unit in its last place."""
+    past_overflow: float = 0.0
+    """Where eager overflowed and the output is compared with float64's answer: how far float64's answer
+    moves there (0 where eager did not overflow)."""
 
 
 def _chunks(*tensors: torch.Tensor | None) -> list[tuple[torch.Tensor | None, ...]]:
@@ -50,55 +54,21 @@ def _chunks(*tensors: torch.Tensor | None) -> list[tuple[torch.Tensor | None, ..
     return [tuple(f[i:i + CHUNK] if f is not None else None for f in flats) for i in range(0, numel, CHUNK)]
 
 
-def largest_difference(a: torch.Tensor, b: torch.Tensor | None) -> float:
-    """max |a - b| in float64 over the places where both are numbers (0 where there are none)."""
-    return float(rounding_scale(a, b).max())
-
-
-def rowwise(t: torch.Tensor) -> bool:
-    """Is ``t``'s slack taken per row (``ROW_MIN``)?"""
-    return t.dim() >= 1 and t.shape[-1] >= ROW_MIN and t.numel() > t.shape[-1]
-
-
-def rows_of(t: torch.Tensor) -> torch.Tensor:
-    """``t`` as rows of its slack (``rowwise``): its last dim, or the whole as one row."""
-    return t.reshape(-1, t.shape[-1] if rowwise(t) else t.numel())
-
-
-def rounding_scale(a: torch.Tensor, b: torch.Tensor | None,
-                   where: Callable[[slice, slice], torch.Tensor] | None = None) -> torch.Tensor:
-    """max |a - b| in float64 over the places where both are numbers (and where ``where``, given slices
-    of the rows and columns of ``rows_of(a)``, holds): per row of ``a`` (a tensor of ``a.shape[:-1]``)
-    where ``rowwise(a)``, else over the whole (a 0-d tensor); 0 where there are no such places. On
-    ``a``'s device (``b`` may live on another: a float64 reference made on the host), in pieces of at
-    most ``CHUNK`` values."""
+def largest_difference(a: torch.Tensor, b: torch.Tensor | None,
+                       where: Callable[[slice], torch.Tensor] | None = None) -> float:
+    """max |a - b| in float64 over the places where both are numbers, and where ``where`` (given a slice
+    of the flat values) holds; 0 where there are none."""
     if b is None or not a.is_floating_point() or a.numel() == 0 or a.shape != b.shape:
-        return torch.zeros((), dtype=torch.float64, device=a.device)
-    rows_a, rows_b = rows_of(a), rows_of(b)
-    count, width = rows_a.shape
-    out = torch.zeros(count, dtype=torch.float64, device=a.device)
-    row_step, col_step = max(1, CHUNK // width), min(width, CHUNK)
-    for r in range(0, count, row_step):
-        rows = slice(r, r + row_step)
-        for c in range(0, width, col_step):
-            cols = slice(c, c + col_step)
-            difference = (rows_a[rows, cols].double() - rows_b[rows, cols].to(a.device, torch.float64)).abs()
-            keep = torch.isfinite(difference)
-            if where is not None:
-                keep &= where(rows, cols).to(a.device)
-            out[rows] = torch.maximum(out[rows], torch.where(keep, difference, 0.0).amax(-1))
-    return out.reshape(a.shape[:-1]) if rowwise(a) else out.reshape(())
-
-
-def _slack_at(slack: torch.Tensor, offset: int, count: int, last: int, positions: torch.Tensor | None,
-              device: torch.device) -> torch.Tensor:
-    """The slack of each of ``count`` values from flat ``offset`` (or of the sampled ``positions``),
-    from the per-row ``slack`` (rows of ``last`` values) or a 0-d one."""
-    if slack.dim() == 0:
-        return slack.to(device)
-    flat = positions[offset:offset + count].to(device) if positions is not None else \
-        torch.arange(offset, offset + count, device=device)
-    return slack.reshape(-1).to(device)[flat // last]
+        return 0.0
+    worst, offset = 0.0, 0
+    for x, y in _chunks(a, b):  # ``b`` may live on another device (a float64 reference made on the host)
+        difference = (x.double() - y.to(x.device, torch.float64)).abs()
+        keep = torch.isfinite(difference)
+        if where is not None:
+            keep &= where(slice(offset, offset + x.numel())).to(x.device)
+        worst = max(worst, float(torch.where(keep, difference, 0.0).max()))
+        offset += x.numel()
+    return worst
 
 
 def overflowed_where_exact_is_not(a: torch.Tensor, exact: torch.Tensor | None) -> bool:
@@ -156,13 +126,14 @@ def scaled_atol(atol: float, want: torch.Tensor) -> tuple[float, str]:
 
 
 def compare_output(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | None, atol: float,
-                   rtol: float, sensitivity: float = 0.0, scale_atol: bool = False, *,
+                   rtol: float, sensitivity: float | Scale = 0.0, scale_atol: bool = False, *,
                    whole: tuple[torch.Tensor, torch.Tensor | None] | None = None,
                    positions: torch.Tensor | None = None, scaled_up: bool = False) -> OutputStats:
     """Does ``got`` match ``want`` (eager's output on the same inputs)? ``exact``: float64, or None;
     ``scaled_up``: the inputs were moved far from the task's own (the large-values set, the shifted
     set), where float64 can overflow too;
-    ``sensitivity``: how far eager's output moves when its inputs move by one unit in the last place;
+    ``sensitivity``: how far eager's output moves when its inputs move by one unit in the last place (a
+    ``Scale``: with how far float64's moves where eager overflowed, for the values compared with it);
     ``scale_atol``: the atol is the default one, to be read in units of the output's magnitude.
 
     For a sample of an output (1-D values at flat ``positions``), ``whole`` is eager's whole output and
@@ -179,12 +150,11 @@ def compare_output(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | 
             values = "values" if positions is None else "sampled values"
             stats.problem = f"{wrong} of {want.numel()} {values} differ (integer output must match exactly)"
         return stats
-    eager_scale = rounding_scale(whole_want, whole_exact)
-    moved = torch.as_tensor(sensitivity, dtype=torch.float64, device=eager_scale.device)
-    stats.eager_error, stats.sensitivity = float(eager_scale.max()), float(moved.max())
+    scale = sensitivity if isinstance(sensitivity, Scale) else Scale(float(sensitivity))
+    stats.eager_error, stats.sensitivity = largest_difference(whole_want, whole_exact), scale.moved
     atol, atol_text = scaled_atol(atol, whole_want) if scale_atol else (atol, f"{atol:g}")
-    slack = SLACK_FACTOR * torch.maximum(eager_scale, moved)
-    last = whole_want.shape[-1] if rowwise(whole_want) else whole_want.numel()
+    slack = SLACK_FACTOR * max(stats.eager_error, scale.moved)
+    past = SLACK_FACTOR * max(stats.eager_error, scale.moved, scale.past_overflow)
     bad = nan = 0
     largest = 0.0
     worst = (-1.0, 0, 0.0, 0.0, 0.0)  # (how far over, flat index, got, expected, slack there)
@@ -196,7 +166,8 @@ def compare_output(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | 
         target, compared, rounded, free = _targets(w, w64, x64, scaled_up)
         difference = torch.where(compared, (g64 - target).abs(), 0.0)
         largest = max(largest, float(torch.nan_to_num(difference, nan=float("inf")).max()))
-        here = _slack_at(slack, offset, g.numel(), last, positions, g.device)
+        # float64's answer where eager overflowed: the slack measured there, only there
+        here = torch.where(compared & ~torch.isfinite(w64), past, slack) if past > slack else slack
         over = _over(g64, w64, rounded, compared, free, difference, target.abs() * rtol + atol + here)
         bad += int((over > 0).sum())
         nan += int((torch.isnan(g64) & compared).sum())
@@ -204,7 +175,7 @@ def compare_output(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | 
             k = int(over.argmax())
             if float(over[k]) > worst[0]:
                 worst = (float(over[k]), offset + k, float(g64[k]), float(target[k]),
-                         float(here[k] if here.dim() else here))
+                         float(here[k]) if isinstance(here, torch.Tensor) else here)
         if x64 is not None:
             both = torch.isfinite(w64) & torch.isfinite(x64)  # the precision sums where both are numbers
             err_c += float(torch.where(both, (g64 - x64).abs(), 0.0).sum())
@@ -217,8 +188,7 @@ def compare_output(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | 
     if bad:
         place = int(positions[worst[1]]) if positions is not None else worst[1]
         at = tuple(int(i) for i in torch.unravel_index(torch.tensor(place), whole_want.shape))
-        whose = "its row's" if slack.dim() else "the output's"
-        allowed = f"{atol_text} + {rtol:g}*|ref|" + (f" + {worst[4]:.3g} ({whose} own rounding scale)"
+        allowed = f"{atol_text} + {rtol:g}*|ref|" + (f" + {worst[4]:.3g} (the output's own rounding scale)"
                                                        if worst[4] else "")
         values = "values" if positions is None else "sampled values"
         stats.problem = (f"{bad} of {want.numel()} {values} outside |out - ref| <= {allowed}; worst at {at}: "

@@ -191,7 +191,7 @@ class Oracle:
         return reply
 
     def _compare(self, msg: dict[str, Any], metas: list[tensor_files.TensorFile], want: list[Any],
-                 exact: list[Any] | None, sensitivity: list[float]) -> dict[str, Any]:
+                 exact: list[Any] | None, sensitivity: list[float | compare.Scale]) -> dict[str, Any]:
         if len(metas) != len(want):
             return {"ok": True, "problem": f"returned {len(metas)} outputs, the reference returns {len(want)}",
                     "stats": []}
@@ -227,7 +227,7 @@ class Oracle:
         return reply
 
     def _another_set_passes(self, msg: dict[str, Any], want: list[Any], exact: list[Any] | None,
-                            sensitivity: list[float]) -> bool:
+                            sensitivity: list[float | compare.Scale]) -> bool:
         """Would the reference's own output on another input set pass for ``want``? Then its output barely
         depends on its inputs (a deep stack whose signal vanishes into its biases, say), and no output
         tells a kernel's work from none (asked only where the ghost replay's output passed)."""
@@ -416,7 +416,8 @@ def _triton_version() -> str | None:
         return None
 
 
-def _zeros_pass(msg: dict[str, Any], want: list[Any], exact: list[Any] | None, sensitivity: list[float]) -> bool:
+def _zeros_pass(msg: dict[str, Any], want: list[Any], exact: list[Any] | None,
+                sensitivity: list[float | compare.Scale]) -> bool:
     """Would outputs of zeros be within tolerance of ``want``? Then no output tells a kernel's work from
     buffers left zeroed (asked only where the ghost replay's output passed, so rarely paid for)."""
     zeros = [torch.zeros_like(w) if isinstance(w, torch.Tensor) and w.is_floating_point() else None for w in want]
@@ -424,7 +425,7 @@ def _zeros_pass(msg: dict[str, Any], want: list[Any], exact: list[Any] | None, s
 
 
 def _all_pass(msg: dict[str, Any], outputs: list[Any], want: list[Any], exact: list[Any] | None,
-              sensitivity: list[float]) -> bool:
+              sensitivity: list[float | compare.Scale]) -> bool:
     """Would ``outputs`` pass for ``want`` under the task's tolerance, every one of them?"""
     return len(outputs) == len(want) and all(
         isinstance(w, torch.Tensor) and isinstance(o, torch.Tensor) and o.shape == w.shape

@@ -67,7 +67,7 @@ def at(tensor: torch.Tensor | None, flat: torch.Tensor) -> torch.Tensor | None:
 
 
 def compare_leaves(msg: dict[str, Any], metas: list[tensor_files.TensorFile], want: list[Any],
-                   exact: list[Any] | None, sensitivity: list[float]) -> dict[str, Any]:
+                   exact: list[Any] | None, sensitivity: list[float | compare.Scale]) -> dict[str, Any]:
     """The oracle's answer to ``compare_leaves``: each output's proof opened (``digest.open_leaf_proof``),
     its leaves compared with eager's values at the same places; ``digests``: the roots the proofs give,
     which the session holds against the digests the call returned."""

@@ -27,46 +27,44 @@ def nudged(args: list[Any], seed: int, device: str) -> list[Any]:
     return moved
 
 
-def sensitivity(model: torch.nn.Module, args: list[Any], want: list[Any], seed: int, device: str
-                ) -> list[torch.Tensor | float]:
+def sensitivity(model: torch.nn.Module, args: list[Any], want: list[Any], seed: int, device: str) -> list[float]:
     """How far each output moves when every floating input moves by one unit in its last place (up or
-    down at random): the rounding scale of the answer on these inputs, per row where the output's rows
-    are long enough (``compare.rounding_scale``)."""
+    down at random): the rounding scale of the answer on these inputs."""
     try:
         with torch.no_grad():
             out = flat_outputs(model(*nudged(args, seed, device)))
     except Exception:  # the reference refuses the moved inputs: no sensitivity, eager's error stands
         return [0.0] * len(want)
-    return [compare.rounding_scale(w, o) if isinstance(w, torch.Tensor) and isinstance(o, torch.Tensor) else 0.0
+    return [compare.largest_difference(o, w) if isinstance(w, torch.Tensor) and isinstance(o, torch.Tensor) else 0.0
             for o, w in zip(out, want)]
 
 
 def past_eager_overflow(model: torch.nn.Module, args: list[Any], want: list[Any], exact: list[Any] | None,
-                        sensitivities: list[torch.Tensor | float], working: int | None, dtype: str | None, *,
-                        seed: int = 0, device: str = "cpu", float64: ExactReference | None = None, scale: float = 2.0
-                        ) -> list[torch.Tensor | float]:
+                        sensitivities: list[float], working: int | None, dtype: str | None, *, seed: int = 0,
+                        device: str = "cpu", float64: ExactReference | None = None, scale: float = 2.0
+                        ) -> list[float | compare.Scale]:
     """Where eager overflowed and float64 has a number (an exp past float32's range that a kernel
     subtracting the row's max never takes; fp16 products past 65504 whose difference is small), the
     output is compared with float64's answer there, and neither eager's error nor its sensitivity,
     both measured only where eager has a number, says how close an honest kernel can come. A second
-    run says it, and widens that output's slack by its distance from float64:
+    run says it (``compare.Scale.past_overflow``, the slack of those values alone):
 
     - half precision: the model run in float32, as a kernel accumulating in float32 computes;
     - float32 and float64: the float64 model (``float64``, the oracle's own copy) on the inputs moved by
       one unit in their last place, the rounding scale of the answer where eager has none (scores of
       large magnitude whose rounding moves the probabilities of the row's leading few).
 
-    Its distance is measured only where the output is compared with float64's answer (eager has no
-    number, float64's rounded to the output's dtype has one), per row where rows are long enough:
-    elsewhere float64's own values can lie far past the dtype's range (exp(512)), and their distance
-    says nothing of how close a kernel's finite values must be. Only then: the run costs a call.
-    ``scale``: a float64 value's size against the task's (the run's room on the GPU)."""
+    Its distance from float64 is measured only where a value is compared with float64's answer (eager
+    not a number there, float64's rounded to the output's dtype one): elsewhere float64's own values can
+    lie far past the dtype's range (exp(512), about 1e222), and their distance says nothing of how close
+    a finite value must be. Only then: the run costs a call. ``scale``: a float64 value's size against
+    the task's (the run's room on the GPU)."""
     if exact is None:
-        return sensitivities
+        return list(sensitivities)
     overflowed = [isinstance(w, torch.Tensor) and isinstance(x, torch.Tensor)
                   and compare.overflowed_where_exact_is_not(w, x) for w, x in zip(want, exact)]
     if not any(overflowed):
-        return sensitivities
+        return list(sensitivities)
     try:
         if dtype in ("float16", "bfloat16"):
             wider = ExactReference(torch.float32).compute(model, args, len(want), working).outputs
@@ -76,19 +74,17 @@ def past_eager_overflow(model: torch.nn.Module, args: list[Any], want: list[Any]
     except Exception:  # no second run: the slack stays as eager's figures set it
         wider = None
     if wider is None:
-        return sensitivities
-    return [_widened(s, w, o, x) if over else s for s, over, w, o, x in zip(sensitivities, overflowed, want, wider,
-                                                                           exact)]
+        return list(sensitivities)
+    return [compare.Scale(s, _compared_distance(w, o, x)) if over else s
+            for s, over, w, o, x in zip(sensitivities, overflowed, want, wider, exact)]
 
 
-def _widened(scale: torch.Tensor | float, want: torch.Tensor, wider: torch.Tensor, exact: torch.Tensor
-             ) -> torch.Tensor:
-    """``scale`` widened by ``wider``'s distance from ``exact`` where the output is compared with float64's
-    answer rounded (eager not a number there, the rounded answer one)."""
-    eager, answer = compare.rows_of(want), compare.rows_of(exact)
+def _compared_distance(want: torch.Tensor, wider: torch.Tensor, exact: torch.Tensor) -> float:
+    """``wider``'s largest distance from ``exact`` where the output is compared with float64's answer
+    rounded (eager not a number there, the rounded answer one)."""
+    eager, answer = want.reshape(-1), exact.reshape(-1)
 
-    def compared(rows: slice, cols: slice) -> torch.Tensor:
-        return ~torch.isfinite(eager[rows, cols]) & torch.isfinite(answer[rows, cols].to(eager.device, eager.dtype))
+    def compared(part: slice) -> torch.Tensor:
+        return ~torch.isfinite(eager[part]) & torch.isfinite(answer[part].to(eager.device, eager.dtype))
 
-    distance = compare.rounding_scale(wider, exact, where=compared).to(want.device)
-    return torch.maximum(torch.as_tensor(scale, dtype=torch.float64, device=want.device), distance)
+    return compare.largest_difference(wider, exact, where=compared)
