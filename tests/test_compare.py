@@ -434,9 +434,9 @@ def test_the_slack_past_eager_overflow_holds_only_where_float64_answer_is_compar
     want = [model(x)]
     exact = ExactReference().compute(model, [x], 1, working=None).outputs
     assert not bool(torch.isfinite(want[0]).all())
-    scales = past_eager_overflow(model, [x], want, exact, sensitivity(model, [x], want, 1, "cpu"), None, "float32",
-                                 seed=1)
-    assert scales[0].past_overflow == 0.0
+    moved = sensitivity(model, [x], want, 1, "cpu")
+    scales = past_eager_overflow(model, [x], want, exact, moved, None, "float32", seed=1)
+    assert scales == moved  # nothing compared with float64's answer: no second run, no second scale
     dropped = torch.where(x < 70, 1.0, want[0])  # the exp term dropped below 70
     assert compare_output(dropped, want[0], exact[0], 1e-4, 1e-4, scales[0], scaled_up=True).problem
     # a value compared with float64's answer (eager NaN, the answer 0.5) has the slack measured there
@@ -445,6 +445,18 @@ def test_the_slack_past_eager_overflow_holds_only_where_float64_answer_is_compar
     near = torch.cat([torch.full((4,), 0.49), torch.ones(60)])
     wide = compare.Scale(0.0, 2e-3)
     assert compare_output(near, eager, answer, 1e-4, 1e-4, wide).problem is None
+    assert compare_output(near, eager, answer, 1e-4, 1e-4, compare.Scale(0.0, 1e300)).problem is None  # float64
     off = near.clone()
     off[10] = 1.01  # a finite value: its slack is not the one past eager's overflow
     assert "1 of 64" in compare_output(off, eager, answer, 1e-4, 1e-4, wide).problem
+    # measured only where compared: spread over pieces of CHUNK values, far larger distances elsewhere
+    eager, answer = torch.ones(40), torch.ones(40, dtype=torch.float64)
+    eager[[3, 18, 33]] = float("nan")
+    answer[[20, 21]] = 1e300  # float64 past float32's range: eager's inf there is not compared with it
+    eager[[20, 21]] = float("inf")
+    wider = answer.clone()
+    wider[[3, 18, 33]] += torch.tensor([1e-3, 4e-3, 2e-3], dtype=torch.float64)
+    wider[[5, 20]] += torch.tensor([0.5, 1e299], dtype=torch.float64)
+    assert compare.largest_difference(wider, answer, past_overflow_of=eager) == pytest.approx(4e-3)
+    assert compare.overflowed_where_exact_is_not(eager, answer)
+    assert not compare.overflowed_where_exact_is_not(torch.where(torch.isnan(eager), 1.0, eager), answer)

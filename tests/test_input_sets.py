@@ -6,7 +6,14 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
-from kernelevo.sandbox.child.inputs import SHIFT_LEVELS, VARIANTS, build_model, far_from_generated, with_offset
+from kernelevo.sandbox.child.inputs import (
+    SHIFT_LEVELS,
+    VARIANTS,
+    build_model,
+    far_from_generated,
+    levels_for,
+    with_offset,
+)
 from kernelevo.sandbox.child.trained_constants import change, load_drawn, put_back
 from kernelevo.sandbox.judge.rules import CHECKED_SETS
 
@@ -28,6 +35,12 @@ def test_a_shifted_set_moves_rows_by_several_spreads_and_keeps_signs() -> None:
     assert float(with_offset(torch.tensor([-5.0, -4.0, 0.5])).mean()) > 0  # a mixed input moves up
     one_row = torch.randn(100)
     assert abs(float((with_offset(one_row) - one_row).mean()) - 64 * float(one_row.std())) < 1e-2
+    # the levels a dtype holds: no row overflows float16, none collapses to one value in bfloat16
+    assert levels_for(torch.float16, 20.0) == (0.0, 4.0, 64.0) and levels_for(torch.bfloat16, 1.0)[-1] == 64.0
+    half = with_offset(torch.randn(64, 256).mul(20).half())
+    assert bool(torch.isfinite(half).all()) and int(half.float().std(-1).eq(0).sum()) == 0
+    wide = with_offset(torch.randn(64, 256).bfloat16())
+    assert int(wide.float().std(-1).eq(0).sum()) == 0
     constant, broken = torch.full((8,), 3.0), torch.tensor([1.0, float("inf"), 2.0])
     assert torch.equal(with_offset(constant), constant) and torch.equal(with_offset(broken), broken)
 

@@ -694,6 +694,24 @@ def test_a_difference_of_sessions_still_sees_library_work_and_slow_calls() -> No
     assert forensic.analyse_difference(_trace(), [], owned, 1, 3, True, 0.01) is None  # no marker
 
 
+def test_a_short_session_padded_with_the_later_calls_kernels_hides_nothing() -> None:
+    """A candidate that tells the sessions apart (a note in its compile cache) pads the short one with
+    the library kernels its later calls run: out of order, the long session's findings stand; in order
+    (its padding after the first call, as the long session's next calls would run them), the difference
+    holds only its own kernel, but the long session's launches from its first own kernel on still show
+    the library work of every call."""
+    from kernelevo.sandbox.judge import forensic
+    from kernelevo.sandbox.judge.kernel_names import Owned
+
+    owned = Owned.of(["tail_kernel"], [])
+    gemm, tail = ("sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32", 0.5), ("tail_kernel", 0.01)
+    long = _trace(gemm, tail, gemm, tail, gemm, tail)
+    assert forensic.analyse_difference(_trace(gemm, gemm, gemm, tail), long, owned, 1, 3, True, 0.51) is None
+    padded = forensic.analyse_difference(_trace(gemm, tail, gemm, tail, gemm), long, owned, 1, 3, True, 0.51)
+    assert padded is not None and any("library kernels did the work" in p for p in padded.problems)
+    assert padded.library_extra
+
+
 def test_the_second_session_runs_only_where_the_first_finds_a_problem_with_own_kernels(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """One session for a candidate the trace agrees with, or one whose own kernels never ran; a second,

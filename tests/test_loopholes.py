@@ -124,12 +124,15 @@ def test_known_wrong_candidates_are_rejected(evaluator, loophole: int, task: str
 KNOWN_HOLES = [("layernorm", "bad_rounds_when_rows_are_shifted"), ("row_sum", "bad_row_sum_coarse_when_shifted")]
 
 
-@pytest.mark.xfail(strict=False, reason="one rounding scale for the whole output: lower precision on the shifted "
-                                        "set's rows near zero passes within the scale of its rows far from it")
 @pytest.mark.parametrize(("task", "name"), KNOWN_HOLES)
 def test_lower_precision_only_on_the_shifted_set_is_rejected(evaluator, task: str, name: str) -> None:
     verdict, _ = evaluator.evaluate(load_task(task, "small"), candidate(name))
-    assert not verdict.correct
+    sets = [c for c in verdict.checks if c.name.startswith("correct: set")]
+    assert sets and all(c.passed for c in sets if not c.name.startswith("correct: set 5")), verdict.reason
+    if verdict.correct:
+        pytest.xfail("known hole: one rounding scale for the whole output, and lower precision on the shifted "
+                     "set's rows near zero passes within the scale of its rows far from it")
+    assert verdict.reason.startswith("correct: set 5"), verdict.reason
 
 
 # The judge review's classes, for the runtime defences alone: the static checks, which reject most
@@ -140,7 +143,7 @@ RUNTIME_REJECTED = [
     # measured twice before it decides: both rounds of timed calls were forged
     (2, "relu", "bad_forged_times", "times agree with the judge's clock", "second round of timed calls as in the first"),
     # a round thrown away for its times vouches for nothing: exact there, coarse in the round kept
-    (11, "softmax", "bad_precise_only_in_the_discarded_round", "timed runs correct", "lower precision|64x|outside"),
+    (11, "softmax", "bad_precise_only_in_the_discarded_round", "timed runs correct", "lower precision|64x"),
     (2, "relu", "bad_forge_result", "correct: set 0", "returned 0 outputs"),
     (4, "softmax", "bad_torch_on_thread", "no torch compute", "aten._softmax"),
     # a GPU compiles the body, and torch there is a compile error: rejected on the first call

@@ -19,12 +19,12 @@ from kernelevo.sandbox.child import trained_constants
 
 SHIFT_LEVELS = (0.0, 4.0, 64.0, 512.0, 4096.0)
 """The shifted set's offsets, in standard deviations of the input, one per row (the input's last dim),
-the rows cycling through them from a random start: statistics taken in one pass (``E[x^2] - E[x]^2``)
-cancel to errors that grow with the square of the offset in float32 (percent-level at 512, past the
-value itself at 2048 and more), as on real activations with an offset, while a two-pass or Welford
-kernel's error and the answer's own rounding scale grow with the offset alone: the top level keeps the
-two far apart whatever order a GPU sums in. Rows of other offsets side by side defeat one pivot taken
-for the whole tensor. An input of one row moves by 64."""
+the rows cycling through them from a random start (those the input's dtype holds, ``levels_for``):
+statistics taken in one pass (``E[x^2] - E[x]^2``) cancel to errors that grow with the square of the
+offset in float32 (percent-level at 512, past the value itself at 4096), as on real activations with an
+offset, while a two-pass or Welford kernel's error and the answer's own rounding scale grow with the
+offset alone: the top level keeps the two far apart whatever order a GPU sums in. Rows of other offsets
+side by side defeat one pivot taken for the whole tensor. An input of one row moves by 64."""
 
 VARIANTS = (
     ("as generated", 1.0, False, False),
@@ -153,10 +153,20 @@ def with_offset(x: Any) -> Any:
     count = math.prod(rows)
     if count <= 1:
         return (x + 64.0 * step).to(x.dtype)
-    start = int(torch.randint(0, len(SHIFT_LEVELS), ()))
-    levels = torch.tensor(SHIFT_LEVELS, dtype=torch.float32, device=x.device)
-    picked = levels[(torch.arange(count, device=x.device) + start) % len(SHIFT_LEVELS)]
+    kept = levels_for(x.dtype, spread)
+    start = int(torch.randint(0, len(kept), ()))
+    levels = torch.tensor(kept, dtype=torch.float32, device=x.device)
+    picked = levels[(torch.arange(count, device=x.device) + start) % len(kept)]
     return x + (picked * step).to(x.dtype).reshape(*rows, 1)  # offsets in x's dtype: no wider copy of x
+
+
+def levels_for(dtype: torch.dtype, spread: float) -> tuple[float, ...]:
+    """The ``SHIFT_LEVELS`` an input of ``dtype`` and ``spread`` can hold: a row moved so far that one unit
+    in its last place exceeds the spread is a constant row (bfloat16 past 128 standard deviations), and
+    one near the dtype's largest value overflows (float16 past 4096 at a spread of 16)."""
+    info = torch.finfo(dtype)
+    return tuple(level for level in SHIFT_LEVELS
+                 if level * info.eps < 1.0 and level * spread < info.max / 16) or (0.0,)
 
 
 class InputBuffers:

@@ -6,7 +6,9 @@ outputs must satisfy ``|out - ref| <= atol + rtol*|ref| + slack``. The default a
 the output's mean magnitude where that is below 1 (``scaled_atol``). The slack is ``SLACK_FACTOR``
 times the larger of two measures of how far rounding alone moves this output on these inputs:
 eager's own largest error against a float64 run of the same model, and the largest change in eager's
-output when every input is moved by one unit in its last place (``sensitivity``). A correct kernel
+output when every input is moved by one unit in its last place (``sensitivity``); where a value is
+compared with float64's answer because eager overflowed, the larger of those and a third measured
+there alone (``Scale.past_overflow``). A correct kernel
 that sums in another order then passes where the answer is that sensitive (a sum whose terms cancel,
 say), whether or not eager happened to be lucky on these inputs; where the output is well
 conditioned, the slack is a few units in the last place and changes nothing. Where eager's value is a
@@ -23,7 +25,6 @@ than a few float64 copies of a chunk.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import torch
@@ -44,8 +45,9 @@ class Scale(NamedTuple):
     moved: float = 0.0
     """How far eager's output moves when every input moves by one unit in its last place."""
     past_overflow: float = 0.0
-    """Where eager overflowed and the output is compared with float64's answer: how far float64's answer
-    moves there (0 where eager did not overflow)."""
+    """The slack of the values compared with float64's answer where eager overflowed (``past_overflow``):
+    how far a second run is from float64 there (float64 on the inputs moved, or a half-precision task's
+    model in float32); 0 where eager did not overflow."""
 
 
 def _chunks(*tensors: torch.Tensor | None) -> list[tuple[torch.Tensor | None, ...]]:
@@ -54,28 +56,36 @@ def _chunks(*tensors: torch.Tensor | None) -> list[tuple[torch.Tensor | None, ..
     return [tuple(f[i:i + CHUNK] if f is not None else None for f in flats) for i in range(0, numel, CHUNK)]
 
 
-def largest_difference(a: torch.Tensor, b: torch.Tensor | None,
-                       where: Callable[[slice], torch.Tensor] | None = None) -> float:
-    """max |a - b| in float64 over the places where both are numbers, and where ``where`` (given a slice
-    of the flat values) holds; 0 where there are none."""
+def largest_difference(a: torch.Tensor, b: torch.Tensor | None, past_overflow_of: torch.Tensor | None = None
+                       ) -> float:
+    """max |a - b| in float64 over the places where both are numbers; with ``past_overflow_of`` (eager's
+    output), only where that is compared with ``b``'s answer rounded (``past_overflow``). 0 where there
+    are no such places."""
     if b is None or not a.is_floating_point() or a.numel() == 0 or a.shape != b.shape:
         return 0.0
-    worst, offset = 0.0, 0
-    for x, y in _chunks(a, b):  # ``b`` may live on another device (a float64 reference made on the host)
-        difference = (x.double() - y.to(x.device, torch.float64)).abs()
+    worst = 0.0
+    for x, y, w in _chunks(a, b, past_overflow_of):
+        y = y.to(x.device, torch.float64)  # ``b`` may live on another device (float64 made on the host)
+        difference = (x.double() - y).abs()
         keep = torch.isfinite(difference)
-        if where is not None:
-            keep &= where(slice(offset, offset + x.numel())).to(x.device)
+        if w is not None:
+            keep &= past_overflow(w.to(x.device), y)
         worst = max(worst, float(torch.where(keep, difference, 0.0).max()))
-        offset += x.numel()
     return worst
 
 
+def past_overflow(eager: torch.Tensor, exact: torch.Tensor) -> torch.Tensor:
+    """Where a value is compared with float64's answer rather than eager's: eager is not a number there,
+    and float64's answer rounded to eager's dtype is one."""
+    return ~torch.isfinite(eager) & torch.isfinite(exact.to(eager.device, eager.dtype))
+
+
 def overflowed_where_exact_is_not(a: torch.Tensor, exact: torch.Tensor | None) -> bool:
-    """Is ``a`` (eager's output) an infinity or NaN anywhere ``exact`` (float64's) is a number?"""
+    """Is ``a`` (eager's output) an infinity or NaN anywhere ``exact`` (float64's) is a number in ``a``'s
+    dtype (``past_overflow``)?"""
     if exact is None or not a.is_floating_point() or a.numel() == 0 or a.shape != exact.shape:
         return False
-    return any(bool((~torch.isfinite(x) & torch.isfinite(y.to(x.device))).any()) for x, y in _chunks(a, exact))
+    return any(bool(past_overflow(x, y).any()) for x, y in _chunks(a, exact))
 
 
 def _problem_in_kind(got: torch.Tensor, want: torch.Tensor) -> str | None:
@@ -167,7 +177,8 @@ def compare_output(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | 
         difference = torch.where(compared, (g64 - target).abs(), 0.0)
         largest = max(largest, float(torch.nan_to_num(difference, nan=float("inf")).max()))
         # float64's answer where eager overflowed: the slack measured there, only there
-        here = torch.where(compared & ~torch.isfinite(w64), past, slack) if past > slack else slack
+        here = torch.full_like(difference, slack).masked_fill_(compared & ~torch.isfinite(w64), past) \
+            if past > slack else slack
         over = _over(g64, w64, rounded, compared, free, difference, target.abs() * rtol + atol + here)
         bad += int((over > 0).sum())
         nan += int((torch.isnan(g64) & compared).sum())

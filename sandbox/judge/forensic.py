@@ -130,27 +130,29 @@ def analyse(launches: list[dict[str, Any]], owned: Owned, calls: int, strict: bo
 
 def analyse_difference(short: list[dict[str, Any]], long: list[dict[str, Any]], owned: Owned, short_calls: int,
                        long_calls: int, strict: bool, timed_ms: float | None) -> Findings | None:
-    """The rules applied to what the long session ran beyond the short one: from its launches after the
-    marker, the first of each kernel the short session ran as often as it ran it (construction, loading
-    and the first calls, in the order they come) are taken away; the rest is ``long_calls - short_calls``
-    calls' work. None where the short session ran a kernel the long one did not, as often (then the
-    difference is not the calls' work, and the long session's findings stand)."""
+    """The rules applied to what the long session ran beyond the short one: its launches after the
+    marker, less as many as the short session made (construction, loading and the first calls), are
+    ``long_calls - short_calls`` calls' work. None where the short session's launches are not, name by
+    name and in order, the first of the long one's: then the difference is not the calls' work, and the
+    long session's findings stand.
+
+    A candidate that tells the sessions apart (a note left in its compile cache) could pad the short one
+    with kernels the long one runs in its later calls, taking them out of the difference; so the
+    long session's launches from the candidate's first own kernel on, over all its calls, are held to the
+    same rules, and their findings stand where the difference's pass."""
     first, second = beyond_construction(short), beyond_construction(long)
-    if first is None or second is None or long_calls <= short_calls:
+    if first is None or second is None or long_calls <= short_calls or len(first) > len(second):
         return None
-    taken = Counter(launch["name"] for launch in first)
-    if taken - Counter(launch["name"] for launch in second):
+    if [launch["name"] for launch in second[:len(first)]] != [launch["name"] for launch in first]:
         return None
-    rest = []
-    for launch in second:
-        if taken[launch["name"]] > 0:
-            taken[launch["name"]] -= 1
-        else:
-            rest.append(launch)
     calls = long_calls - short_calls
-    return _tally(Findings(kernels=len(long)), rest, owned, calls, strict, timed_ms,
-                  f"what a {long_calls}-call session ran beyond a {short_calls}-call one, shared among the "
-                  f"{calls} calls between")
+    difference = _tally(Findings(kernels=len(long)), second[len(first):], owned, calls, strict, timed_ms,
+                        f"what a {long_calls}-call session ran beyond a {short_calls}-call one, shared among the "
+                        f"{calls} calls between")
+    own = next((i for i, launch in enumerate(second) if classify(launch["name"], owned) == "custom"), len(second))
+    since = _tally(Findings(kernels=len(long)), second[own:], owned, long_calls, strict, timed_ms,
+                   f"every kernel from the candidate's first own kernel on, shared among the {long_calls} calls")
+    return since if since.problems and not difference.problems else difference
 
 
 def _tally(found: Findings, work: list[dict[str, Any]], owned: Owned, calls: int, strict: bool,
@@ -242,8 +244,10 @@ def apply(verdict: Verdict, evaluator: Any, task: Task, candidate: Path, cache_n
     else:
         owned = owned_kernels(candidate.read_text(), *owned_sources)
         found, basis = analyse(traced.launches, owned, FORENSIC_CALLS, not task.allow_partial, verdict.runtime_ms), ""
+        sessions, exposed = 1, traced.exposed
         if found.problems and found.custom_launches:  # construction's work, counted as the calls'?
             short = _traced(verdict, evaluator, task, candidate, binary, cache_name, SHORT_CALLS, "forensic, short")
+            sessions, exposed = 2, exposed or short.exposed
             difference = None if short.failure is not None else analyse_difference(
                 short.launches, traced.launches, owned, SHORT_CALLS, FORENSIC_CALLS, not task.allow_partial,
                 verdict.runtime_ms)
@@ -254,14 +258,13 @@ def apply(verdict: Verdict, evaluator: Any, task: Task, candidate: Path, cache_n
         verdict.forensic = {"kernels": found.kernels, "custom_launches": found.custom_launches,
                             "per_call_ms": round(found.per_call_ms, 6), "custom_share": round(found.custom_share, 4),
                             "library_kernels": found.library_extra, "seconds": round(time.monotonic() - began, 2),
-                            "sessions": 2 if basis else 1}
+                            "sessions": sessions}
         detail = "; ".join(found.problems) or (
             f"{found.kernels} kernels traced outside the candidate's Python; its own did "
             f"{100 * found.custom_share:.0f}% of the GPU time, {found.per_call_ms:.4g} ms per call{basis}")
         verdict.checks.append(Check(name="forensic kernel trace", passed=not found.problems, detail=detail))
         verdict.assurance = "forensic: the kernels Nsight Compute saw agree with the verdict" + (
-            f" (a tripwire, not a proof: the trace was within the candidate's reach: {traced.exposed})"
-            if traced.exposed else "")
+            f" (a tripwire, not a proof: the trace was within the candidate's reach: {exposed})" if exposed else "")
     failed = [c for c in verdict.checks if not c.passed]
     if failed:
         verdict.correct = False

@@ -75,16 +75,5 @@ def past_eager_overflow(model: torch.nn.Module, args: list[Any], want: list[Any]
         wider = None
     if wider is None:
         return list(sensitivities)
-    return [compare.Scale(s, _compared_distance(w, o, x)) if over else s
+    return [compare.Scale(s, compare.largest_difference(o, x, past_overflow_of=w)) if over else s
             for s, over, w, o, x in zip(sensitivities, overflowed, want, wider, exact)]
-
-
-def _compared_distance(want: torch.Tensor, wider: torch.Tensor, exact: torch.Tensor) -> float:
-    """``wider``'s largest distance from ``exact`` where the output is compared with float64's answer
-    rounded (eager not a number there, the rounded answer one)."""
-    eager, answer = want.reshape(-1), exact.reshape(-1)
-
-    def compared(part: slice) -> torch.Tensor:
-        return ~torch.isfinite(eager[part]) & torch.isfinite(answer[part].to(eager.device, eager.dtype))
-
-    return compare.largest_difference(wider, exact, where=compared)
