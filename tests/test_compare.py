@@ -460,3 +460,22 @@ def test_the_slack_past_eager_overflow_holds_only_where_float64_answer_is_compar
     assert compare.largest_difference(wider, answer, past_overflow_of=eager) == pytest.approx(4e-3)
     assert compare.overflowed_where_exact_is_not(eager, answer)
     assert not compare.overflowed_where_exact_is_not(torch.where(torch.isnan(eager), 1.0, eager), answer)
+
+
+def test_eager_astray_past_an_overflow_is_not_a_rounding_scale() -> None:
+    """exp(s) / sum exp(s) on scores up to 100: a row whose sum overflows gives NaN at its largest scores
+    and 0 (finite over infinite) at the others, where float64 says 0.9. On such a set (a ``Scale`` comes
+    with it) eager's number farther from float64's than rounding explains is not a rounding scale and
+    not the only answer: float64's is compared there, a kernel as naive as eager passes too, and a
+    kernel wrong where eager is right no longer hides in a slack of 0.9."""
+    exact = torch.tensor([[0.1, 0.9, 0.0], [0.2, 0.3, 0.5]], dtype=torch.float64)
+    eager = torch.tensor([[0.0, float("nan"), 0.0], [0.2, 0.3, 0.5]])
+    scale = compare.Scale(1e-7, 1e-7)
+    stable, naive = exact.float(), torch.tensor([[0.0, 0.9, 0.0], [0.2, 0.3, 0.5]])
+    assert compare_output(stable, eager, exact, 1e-4, 1e-4, scale).problem is None
+    assert compare_output(naive, eager, exact, 1e-4, 1e-4, scale).problem is None
+    uniform = stable.clone()
+    uniform[1] = 1 / 3  # wrong where eager is right
+    stats = compare_output(uniform, eager, exact, 1e-4, 1e-4, scale)
+    assert "3 of 6" in stats.problem and stats.eager_error < 1e-6
+    assert compare_output(uniform, eager, exact, 1e-4, 1e-4, 1e-7).problem is None  # a plain scale: eager's 0.1

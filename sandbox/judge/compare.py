@@ -161,8 +161,13 @@ def compare_output(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | 
             stats.problem = f"{wrong} of {want.numel()} {values} differ (integer output must match exactly)"
         return stats
     scale = sensitivity if isinstance(sensitivity, Scale) else Scale(float(sensitivity))
-    stats.eager_error, stats.sensitivity = largest_difference(whole_want, whole_exact), scale.moved
     atol, atol_text = scaled_atol(atol, whole_want) if scale_atol else (atol, f"{atol:g}")
+    # a Scale comes where eager overflowed: its finite values past the overflow may be wrong too (a finite
+    # value over an infinite sum is 0), and where one is farther from float64's than rounding explains,
+    # float64's answer is the reference and eager's error is not a rounding scale
+    astray = (atol, rtol, SLACK_FACTOR * max(scale.moved, scale.past_overflow)) \
+        if isinstance(sensitivity, Scale) and exact is not None else None
+    stats.eager_error, stats.sensitivity = _eager_error(whole_want, whole_exact, astray), scale.moved
     slack = SLACK_FACTOR * max(stats.eager_error, scale.moved)
     past = SLACK_FACTOR * max(stats.eager_error, scale.moved, scale.past_overflow)
     bad = nan = 0
@@ -173,13 +178,15 @@ def compare_output(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | 
     for g, w, x in _chunks(got, want, exact):
         g64, w64 = g.double(), w.double()
         x64 = x.to(g.device, torch.float64) if x is not None else None
-        target, compared, rounded, free = _targets(w, w64, x64, scaled_up)
+        target, compared, rounded, free, from_exact = _targets(w, w64, x64, scaled_up, astray)
         difference = torch.where(compared, (g64 - target).abs(), 0.0)
         largest = max(largest, float(torch.nan_to_num(difference, nan=float("inf")).max()))
         # float64's answer where eager overflowed: the slack measured there, only there
-        here = torch.full_like(difference, slack).masked_fill_(compared & ~torch.isfinite(w64), past) \
-            if past > slack else slack
+        here = torch.full_like(difference, slack).masked_fill_(from_exact, past) if past > slack else slack
         over = _over(g64, w64, rounded, compared, free, difference, target.abs() * rtol + atol + here)
+        # where eager's number is astray, it is also an answer: a kernel as naive as eager passes there
+        as_eager = from_exact & torch.isfinite(w64) & ((g64 - w64).abs() <= w64.abs() * rtol + atol + slack)
+        over = torch.where(as_eager, -1.0, over)
         bad += int((over > 0).sum())
         nan += int((torch.isnan(g64) & compared).sum())
         if bad:
@@ -188,7 +195,7 @@ def compare_output(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | 
                 worst = (float(over[k]), offset + k, float(g64[k]), float(target[k]),
                          float(here[k]) if isinstance(here, torch.Tensor) else here)
         if x64 is not None:
-            both = torch.isfinite(w64) & torch.isfinite(x64)  # the precision sums where both are numbers
+            both = torch.isfinite(w64) & torch.isfinite(x64) & ~from_exact  # where eager's number is an answer
             err_c += float(torch.where(both, (g64 - x64).abs(), 0.0).sum())
             err_e += float(torch.where(both, (w64 - x64).abs(), 0.0).sum())
             magnitude += float(torch.where(both, x64.abs(), 0.0).sum())
@@ -209,23 +216,46 @@ def compare_output(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | 
     return stats
 
 
-def _targets(w: torch.Tensor, w64: torch.Tensor, x64: torch.Tensor | None, scaled_up: bool
-             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+def _targets(w: torch.Tensor, w64: torch.Tensor, x64: torch.Tensor | None, scaled_up: bool,
+             astray: tuple[float, float, float] | None = None
+             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """(what each value is compared with, where a comparison within the tolerance decides, float64's
-    answer rounded to the output's dtype, where any value passes). Eager's value where it is a number;
-    where eager overflowed on the way to an answer that is a number (an fp16 product past 65504 before a
-    scale, an exp before a log), float64's answer rounded to the output's dtype. Where float64 itself
-    has no number on inputs scaled up or shifted (its own exp overflowed: inputs scaled by 100 twice,
-    then exp),
+    answer rounded to the output's dtype, where any value passes, where the comparison is with float64's
+    answer). Eager's value where it is a number; where eager overflowed on the way to an answer that is a
+    number (an fp16 product past 65504 before a scale, an exp before a log), float64's answer rounded to
+    the output's dtype, and so where eager's number is astray (``_astray``). Where float64 itself has no
+    number on inputs scaled up or shifted (its own exp overflowed: inputs scaled by 100 twice, then exp),
     nothing says what the answer is, and any value passes; on other sets an infinity or NaN in both is
     the answer (log(0), x / 0), and the output must hold one of theirs."""
     finite = torch.isfinite(w64)
     if x64 is None or bool(finite.all()):  # eager has a number everywhere: float64's rounding is not needed
-        return w64, finite, w64, torch.zeros_like(finite)
+        none = torch.zeros_like(finite)
+        return w64, finite, w64, none, none
     rounded = x64.to(w.dtype).double()
-    spurious = ~finite & torch.isfinite(rounded)
+    from_exact = (~finite | _astray(w64, x64, astray)) & torch.isfinite(rounded)
     free = ~finite & ~torch.isfinite(x64) & scaled_up
-    return torch.where(spurious, rounded, w64), finite | spurious, rounded, free
+    return torch.where(from_exact, rounded, w64), finite | from_exact, rounded, free, from_exact
+
+
+def _astray(w64: torch.Tensor, x64: torch.Tensor, astray: tuple[float, float, float] | None) -> torch.Tensor:
+    """Where eager's number is farther from float64's than the tolerance and the rounding scale measured
+    without eager's error allow (``astray``: atol, rtol, that scale), on a set where eager overflowed."""
+    if astray is None:
+        return torch.zeros_like(w64, dtype=torch.bool)
+    atol, rtol, scale = astray
+    return torch.isfinite(w64) & torch.isfinite(x64) & ((w64 - x64).abs() > atol + rtol * x64.abs() + scale)
+
+
+def _eager_error(want: torch.Tensor, exact: torch.Tensor | None, astray: tuple[float, float, float] | None) -> float:
+    """Eager's largest error against float64 where both are numbers and eager's is not astray."""
+    if exact is None or astray is None:
+        return largest_difference(want, exact)
+    worst = 0.0
+    for w, x in _chunks(want, exact):
+        w64, x64 = w.double(), x.to(w.device, torch.float64)
+        keep = torch.isfinite(w64) & torch.isfinite(x64) & ~_astray(w64, x64, astray)
+        worst = max(worst, float(torch.where(keep, (w64 - x64).abs(), 0.0).max()))
+    return worst
 
 
 def _over(g64: torch.Tensor, w64: torch.Tensor, rounded: torch.Tensor, compared: torch.Tensor, free: torch.Tensor,
