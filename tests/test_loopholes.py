@@ -79,6 +79,8 @@ REJECTED = [
     (10, "layernorm", "bad_one_pass_variance", "correct: set 5", "shifted"),
     (10, "layernorm", "bad_one_pass_variance_about_one_pivot", "correct: set 5", "shifted"),
     (10, FIXTURES + "softmax_rand_by_hand.py", "bad_uniform_where_eager_is_right", "correct: set 3", "large values"),
+    (10, FIXTURES + "fp16_rmsnorm_naive.py", "bad_rmsnorm_zeros_where_eager_is_right", "correct: set 3|correct: set 5",
+     "large values|shifted"),
     (10, FIXTURES + "exp_gate.py", "bad_drops_terms_once_eager_overflows", "correct: set 5", "shifted"),
     (10, FIXTURES + "batchnorm_eval.py", "bad_ignores_norm_statistics", "correct: set 0", "outside"),
     (10, FIXTURES + "batchnorm_eval.py", "bad_folds_norm_once_in_init", "correct: set 0", "outside"),
@@ -707,7 +709,8 @@ def test_a_set_where_eager_overflows_is_compared_where_it_does_not(evaluator) ->
                                             ("fp16_complex_matmul", "ok_fp16_complex_matmul_rounded_once"),
                                             ("attention_probs_by_hand", "ok_attention_probs_stable"),
                                             ("softmax_rand_by_hand", "ok_softmax_rand_stable"),
-                                            ("softmax_rand_by_hand", "ok_softmax_rand_as_naive_as_eager")])
+                                            ("softmax_rand_by_hand", "ok_softmax_rand_as_naive_as_eager"),
+                                            ("fp16_rmsnorm_naive", "ok_fp16_rmsnorm_fp32_statistics")])
 def test_a_kernel_finite_where_eager_overflows_on_the_way_is_accepted(evaluator, task: str, name: str) -> None:
     """Eager's fp16 product passes 65504 before its scale, or its exp overflows before its log: float64's
     answer is a number there, and a kernel that keeps it is more exact than eager, not wrong. Eager's
@@ -720,10 +723,11 @@ def test_a_kernel_finite_where_eager_overflows_on_the_way_is_accepted(evaluator,
 
 def test_one_set_where_eager_is_far_off_does_not_carry_the_precision_rule(evaluator) -> None:
     """fp16 RMSNorm with its statistics in fp16: on the large-values set eager's output is zeros where
-    float64's is about 1. Each set's output is held to the precision rule on its own too."""
+    float64's is about 1. Those values are astray (left out of the sums), and each set's output is held to
+    the precision rule on its own too: either way a five-bit kernel is too imprecise."""
     task = load_task(str(ROOT / "tests" / "fixtures" / "tasks" / "fp16_rmsnorm_naive.py"), "small")
     verdict, code = evaluator.evaluate(task, candidate("bad_fp16_rmsnorm_five_bits"))
     assert code == 1 and not verdict.correct
     precision = next(c for c in verdict.checks if c.name == "precision")
-    assert not precision.passed and "on one checked output" in precision.detail, precision.detail
+    assert not precision.passed and "lower precision" in precision.detail, precision.detail
 

@@ -162,11 +162,12 @@ def compare_output(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | 
         return stats
     scale = sensitivity if isinstance(sensitivity, Scale) else Scale(float(sensitivity))
     atol, atol_text = scaled_atol(atol, whole_want) if scale_atol else (atol, f"{atol:g}")
-    # a Scale comes where eager overflowed: its finite values past the overflow may be wrong too (a finite
-    # value over an infinite sum is 0), and where one is farther from float64's than rounding explains,
-    # float64's answer is the reference and eager's error is not a rounding scale
+    # on inputs moved far from the task's own, or where eager's output overflowed, eager's numbers can be
+    # wrong past an overflow on the way (a finite value over an infinite sum is 0, x * rsqrt(inf) too):
+    # where one is farther from float64's than rounding explains, float64's answer is the reference there
+    # and eager's error is not a rounding scale
     astray = (atol, rtol, SLACK_FACTOR * max(scale.moved, scale.past_overflow)) \
-        if isinstance(sensitivity, Scale) and exact is not None else None
+        if exact is not None and (scaled_up or isinstance(sensitivity, Scale)) else None
     stats.eager_error, stats.sensitivity = _eager_error(whole_want, whole_exact, astray), scale.moved
     slack = SLACK_FACTOR * max(stats.eager_error, scale.moved)
     past = SLACK_FACTOR * max(stats.eager_error, scale.moved, scale.past_overflow)
@@ -228,18 +229,19 @@ def _targets(w: torch.Tensor, w64: torch.Tensor, x64: torch.Tensor | None, scale
     nothing says what the answer is, and any value passes; on other sets an infinity or NaN in both is
     the answer (log(0), x / 0), and the output must hold one of theirs."""
     finite = torch.isfinite(w64)
-    if x64 is None or bool(finite.all()):  # eager has a number everywhere: float64's rounding is not needed
+    off = _astray(w64, x64, astray) if x64 is not None else None
+    if off is None or (bool(finite.all()) and not bool(off.any())):  # eager's numbers are the answer
         none = torch.zeros_like(finite)
         return w64, finite, w64, none, none
     rounded = x64.to(w.dtype).double()
-    from_exact = (~finite | _astray(w64, x64, astray)) & torch.isfinite(rounded)
+    from_exact = (~finite | off) & torch.isfinite(rounded)
     free = ~finite & ~torch.isfinite(x64) & scaled_up
     return torch.where(from_exact, rounded, w64), finite | from_exact, rounded, free, from_exact
 
 
 def _astray(w64: torch.Tensor, x64: torch.Tensor, astray: tuple[float, float, float] | None) -> torch.Tensor:
-    """Where eager's number is farther from float64's than the tolerance and the rounding scale measured
-    without eager's error allow (``astray``: atol, rtol, that scale), on a set where eager overflowed."""
+    """Where eager's number is farther from float64's than the tolerance and the rounding scales measured
+    without eager's error allow (``astray``: atol, rtol, that scale)."""
     if astray is None:
         return torch.zeros_like(w64, dtype=torch.bool)
     atol, rtol, scale = astray
