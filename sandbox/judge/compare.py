@@ -205,16 +205,22 @@ def compare_output(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | 
     if exact is not None:
         stats.err_candidate, stats.err_eager, stats.magnitude = err_c, err_e, magnitude
     if bad:
-        place = int(positions[worst[1]]) if positions is not None else worst[1]
-        at = tuple(int(i) for i in torch.unravel_index(torch.tensor(place), whole_want.shape))
-        allowed = f"{atol_text} + {rtol:g}*|ref|" + (f" + {worst[4]:.3g} (the output's own rounding scale)"
-                                                       if worst[4] else "")
-        values = "values" if positions is None else "sampled values"
-        stats.problem = (f"{bad} of {want.numel()} {values} outside |out - ref| <= {allowed}; worst at {at}: "
-                         f"got {worst[2]:.6g}, expected {worst[3]:.6g}")
-        if nan:
-            stats.problem += f"; {nan} NaN (unwritten memory is poisoned with NaN)"
+        stats.problem = _outside(bad, nan, worst, want.numel(), whole_want.shape, positions, atol_text, rtol)
     return stats
+
+
+def _outside(bad: int, nan: int, worst: tuple[float, int, float, float, float], count: int, shape: torch.Size,
+             positions: torch.Tensor | None, atol_text: str, rtol: float) -> str:
+    """The words for ``bad`` values of ``count`` outside the tolerance, the worst of them ``worst`` (how
+    far over, flat index, got, expected, slack there)."""
+    place = int(positions[worst[1]]) if positions is not None else worst[1]
+    at = tuple(int(i) for i in torch.unravel_index(torch.tensor(place), shape))
+    allowed = f"{atol_text} + {rtol:g}*|ref|" + (f" + {worst[4]:.3g} (the output's own rounding scale)"
+                                                 if worst[4] else "")
+    values = "values" if positions is None else "sampled values"
+    problem = (f"{bad} of {count} {values} outside |out - ref| <= {allowed}; worst at {at}: "
+               f"got {worst[2]:.6g}, expected {worst[3]:.6g}")
+    return problem + (f"; {nan} NaN (unwritten memory is poisoned with NaN)" if nan else "")
 
 
 def _targets(w: torch.Tensor, w64: torch.Tensor, x64: torch.Tensor | None, scaled_up: bool,
