@@ -1285,6 +1285,7 @@ def test_a_round_that_fails_the_judges_clock_is_timed_again_where_the_deadline_a
         assert len(part.record.blocks) == 2 and part.record.reference_block is not None
         walls = [w for block in part.record.blocks for w in block.wall_ms]
         if retried:
-            assert "more wall time" in part.record.clock_retry and max(walls) < 5.0, walls
+            # the kept round is the second: its calls ran no sleep (one may still meet a busy host)
+            assert "more wall time" in part.record.clock_retry and sorted(walls)[len(walls) // 2] < 5.0, walls
         else:
             assert min(walls) > 5.0
