@@ -696,7 +696,8 @@ CASES = [
 ]
 
 
-SLOW_CASES = {"made-frequencies-then-cos-and-sin", "causal-mask-of-ones-made-in-forward", "cdist-l1-of-batched-rows", "lower-triangle-mask-method-in-where", "convtranspose2d-phases-dilated-grouped", "topk-largest-middle-dim-fp16", "sort-along-dim0", "alibi-positions-softmax", "scan-logcumsumexp-dim0", "token-and-position-embeddings",
+SLOW_CASES = {"made-frequencies-then-cos-and-sin", "causal-mask-of-ones-made-in-forward",
+              "causal-mask-from-positions-bf16", "cdist-l1-of-batched-rows", "lower-triangle-mask-method-in-where", "convtranspose2d-phases-dilated-grouped", "topk-largest-middle-dim-fp16", "sort-along-dim0", "alibi-positions-softmax", "scan-logcumsumexp-dim0", "token-and-position-embeddings",
               "chunk-three-along-dim0-softmax-bf16", "flat-gelu-tanh", "cross-entropy-sum", "cross-entropy-module-smoothing-ignored-rows-bf16", "per-sample-and-channel-input", "chunk-glu-bf16", "layernorm-module-bf16", "var-unbiased", "max-values-and-argmin",
               "amax-of-squares-bf16", "attention-negative-scale-fp32", "linear-plus-residual-input-bf16",
               "mlp-two-stages-bf16", "chain-methods-bf16", "two-inputs-fp16", "log-softmax-bf16",
