@@ -126,15 +126,24 @@ def test_known_wrong_candidates_are_rejected(evaluator, loophole: int, task: str
 # output rejects the first but also honest kernels whose errors within a row are one draw (an attention
 # row shares its softmax weights); a slack by magnitude fails rows of cancelling sums. Kept visible until
 # one structure holds for all. (task, candidate, the set that should reject it)
-KNOWN_HOLES = [("layernorm", "bad_rounds_when_rows_are_shifted", 5),
-               ("row_sum", "bad_row_sum_coarse_when_shifted", 5),
-               (FIXTURES + "exp_gate.py", "bad_drops_small_terms_once_eager_overflows", 3)]
+# one text edit, where the hole is a variant of a rejected loophole case: (task, candidate, set, edit)
+KNOWN_HOLES = [("layernorm", "bad_rounds_when_rows_are_shifted", 5, None),
+               ("row_sum", "bad_row_sum_coarse_when_shifted", 5, None),
+               # every term below 50 dropped, not 70: within the large-values set's scale of about 2e33
+               (FIXTURES + "exp_gate.py", "bad_drops_terms_once_eager_overflows", 3, ("x < 70.0", "x < 50.0"))]
 
 
 @pytest.mark.slow  # documents holes that stay open: left to ``make test-all``
-@pytest.mark.parametrize(("task", "name", "wrong_on"), KNOWN_HOLES)
-def test_a_candidate_wrong_on_one_set_is_rejected_there(evaluator, task: str, name: str, wrong_on: int) -> None:
-    verdict, _ = evaluator.evaluate(load_task(task, "small"), candidate(name))
+@pytest.mark.parametrize(("task", "name", "wrong_on", "edit"), KNOWN_HOLES)
+def test_a_candidate_wrong_on_one_set_is_rejected_there(evaluator, tmp_path: Path, task: str, name: str,
+                                                        wrong_on: int, edit: tuple[str, str] | None) -> None:
+    path = candidate(name)
+    if edit is not None:
+        source = path.read_text()
+        assert edit[0] in source
+        path = tmp_path / path.name
+        path.write_text(source.replace(*edit))
+    verdict, _ = evaluator.evaluate(load_task(task, "small"), path)
     sets = [c for c in verdict.checks if c.name.startswith("correct: set")]
     assert sets and all(c.passed for c in sets if not c.name.startswith(f"correct: set {wrong_on}")), verdict.reason
     if verdict.correct:

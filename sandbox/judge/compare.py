@@ -25,6 +25,7 @@ than a few float64 copies of a chunk.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import torch
@@ -61,16 +62,27 @@ def largest_difference(a: torch.Tensor, b: torch.Tensor | None, past_overflow_of
     """max |a - b| in float64 over the places where both are numbers; with ``past_overflow_of`` (eager's
     output), only where that is compared with ``b``'s answer rounded (``past_overflow``). 0 where there
     are no such places."""
+    if past_overflow_of is None:
+        return _largest(a, b)
+    return _largest(a, b, lambda _, y, w: past_overflow(w, y), past_overflow_of)
+
+
+def _largest(a: torch.Tensor, b: torch.Tensor | None,
+             keep: Callable[[torch.Tensor, torch.Tensor, torch.Tensor | None], torch.Tensor] | None = None,
+             beside: torch.Tensor | None = None) -> float:
+    """max |a - b| in float64 where both are numbers and ``keep`` holds (given a piece of ``a`` and of
+    ``b`` in float64 and the same piece of ``beside``), piece by piece; 0 where nowhere."""
     if b is None or not a.is_floating_point() or a.numel() == 0 or a.shape != b.shape:
         return 0.0
     worst = 0.0
-    for x, y, w in _chunks(a, b, past_overflow_of):
-        y = y.to(x.device, torch.float64)  # ``b`` may live on another device (float64 made on the host)
-        difference = (x.double() - y).abs()
-        keep = torch.isfinite(difference)
-        if w is not None:
-            keep &= past_overflow(w.to(x.device), y)
-        worst = max(worst, float(torch.where(keep, difference, 0.0).max()))
+    for x, y, w in _chunks(a, b, beside):
+        x64 = x.double()
+        y64 = y.to(x.device, torch.float64)  # ``b`` may live on another device (float64 made on the host)
+        difference = (x64 - y64).abs()
+        mask = torch.isfinite(difference)
+        if keep is not None:
+            mask &= keep(x64, y64, w.to(x.device) if w is not None else None)
+        worst = max(worst, float(torch.where(mask, difference, 0.0).max()))
     return worst
 
 
@@ -185,9 +197,9 @@ def compare_output(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | 
         # float64's answer where eager overflowed: the slack measured there, only there
         here = torch.full_like(difference, slack).masked_fill_(from_exact, past) if past > slack else slack
         over = _over(g64, w64, rounded, compared, free, difference, target.abs() * rtol + atol + here)
-        # where eager's number is astray, it is also an answer: a kernel as naive as eager passes there
-        as_eager = from_exact & torch.isfinite(w64) & ((g64 - w64).abs() <= w64.abs() * rtol + atol + slack)
-        over = torch.where(as_eager, -1.0, over)
+        if astray is not None:  # where eager's number is astray it is an answer too: as naive as eager passes
+            as_eager = from_exact & torch.isfinite(w64) & ((g64 - w64).abs() <= w64.abs() * rtol + atol + slack)
+            over = torch.where(as_eager, -1.0, over)
         bad += int((over > 0).sum())
         nan += int((torch.isnan(g64) & compared).sum())
         if bad:
@@ -235,35 +247,28 @@ def _targets(w: torch.Tensor, w64: torch.Tensor, x64: torch.Tensor | None, scale
     nothing says what the answer is, and any value passes; on other sets an infinity or NaN in both is
     the answer (log(0), x / 0), and the output must hold one of theirs."""
     finite = torch.isfinite(w64)
-    off = _astray(w64, x64, astray) if x64 is not None else None
-    if off is None or (bool(finite.all()) and not bool(off.any())):  # eager's numbers are the answer
+    off = _astray(w64, x64, astray) if x64 is not None and astray is not None else None
+    if x64 is None or (bool(finite.all()) and (off is None or not bool(off.any()))):  # eager's are the answer
         none = torch.zeros_like(finite)
         return w64, finite, w64, none, none
     rounded = x64.to(w.dtype).double()
-    from_exact = (~finite | off) & torch.isfinite(rounded)
+    from_exact = (~finite if off is None else ~finite | off) & torch.isfinite(rounded)
     free = ~finite & ~torch.isfinite(x64) & scaled_up
     return torch.where(from_exact, rounded, w64), finite | from_exact, rounded, free, from_exact
 
 
-def _astray(w64: torch.Tensor, x64: torch.Tensor, astray: tuple[float, float, float] | None) -> torch.Tensor:
+def _astray(w64: torch.Tensor, x64: torch.Tensor, astray: tuple[float, float, float]) -> torch.Tensor:
     """Where eager's number is farther from float64's than the tolerance and the rounding scales measured
     without eager's error allow (``astray``: atol, rtol, that scale)."""
-    if astray is None:
-        return torch.zeros_like(w64, dtype=torch.bool)
     atol, rtol, scale = astray
     return torch.isfinite(w64) & torch.isfinite(x64) & ((w64 - x64).abs() > atol + rtol * x64.abs() + scale)
 
 
 def _eager_error(want: torch.Tensor, exact: torch.Tensor | None, astray: tuple[float, float, float] | None) -> float:
     """Eager's largest error against float64 where both are numbers and eager's is not astray."""
-    if exact is None or astray is None:
-        return largest_difference(want, exact)
-    worst = 0.0
-    for w, x in _chunks(want, exact):
-        w64, x64 = w.double(), x.to(w.device, torch.float64)
-        keep = torch.isfinite(w64) & torch.isfinite(x64) & ~_astray(w64, x64, astray)
-        worst = max(worst, float(torch.where(keep, (w64 - x64).abs(), 0.0).max()))
-    return worst
+    if astray is None:
+        return _largest(want, exact)
+    return _largest(want, exact, lambda w64, x64, _: ~_astray(w64, x64, astray))
 
 
 def _over(g64: torch.Tensor, w64: torch.Tensor, rounded: torch.Tensor, compared: torch.Tensor, free: torch.Tensor,

@@ -21,8 +21,9 @@ its parameters included: a boundary between them launched from the candidate's o
 withheld or moved by it. Where that count breaks a rule but a kernel of the candidate's own ran, a
 second session makes ``SHORT_CALLS`` calls, and the rules are applied to what the longer session ran
 beyond it (``analyse_difference``): construction and loading, the same in both, cancel, and what is
-left is the work of the calls the short session did not make. A candidate whose short session ran a
-kernel the long one did not behaves by how many calls it has made; the long session's findings stand.
+left is the work of the calls the short session did not make. A candidate whose short session's
+launches are not the first of the long one's behaves by how many calls it has made; the long session's
+findings stand.
 """
 
 from __future__ import annotations
