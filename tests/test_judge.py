@@ -477,6 +477,50 @@ def test_a_worker_that_dies_while_cuda_starts_is_the_judges_failure(monkeypatch:
     assert raised.value.exit_code == ev.EXIT_ENVIRONMENT and "CUDA did not start" in str(raised.value)
 
 
+def test_a_session_where_cuda_did_not_start_is_tried_once_more_in_a_fresh_process(tmp_path: Path) -> None:
+    """No candidate code runs before CUDA starts, so a session that failed there is tried again: a second
+    try that works is the verdict (its isolation says the first failed), two failures are the judge's,
+    with both reasons; any other session is never repeated. How the process ended is in the words."""
+    from kernelevo.sandbox.judge import evaluate as ev
+    from kernelevo.sandbox.judge.verdict import ended_how
+
+    def failed(n: int) -> Record:
+        record = Record(device="cuda")
+        record.harness_error, record.cuda_start_failed = f"the harness failed: CUDA did not start ({n})", True
+        return record
+
+    def worked() -> Record:
+        record = Record(device="cuda")
+        record.worker_isolation = Isolation()
+        return record
+
+    class Tries(ev.Evaluator):
+        def __init__(self, records: list) -> None:
+            self.records, self.calls = records, 0
+
+        def _one_session(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+            self.calls += 1
+            return self.records.pop(0)
+
+    again = Tries([failed(1), worked()])
+    record = again._session(task(), tmp_path / "c.py", "cache")
+    assert again.calls == 2 and record.harness_error is None
+    assert any("second process" in w and "CUDA did not start (1)" in w for w in record.worker_isolation.warnings)
+    twice = Tries([failed(1), failed(2)])
+    said = twice._session(task(), tmp_path / "c.py", "cache").harness_error or ""
+    assert twice.calls == 2 and "(2)" in said and "twice" in said and "(1)" in said
+    candidate_failed = Record(device="cuda")
+    candidate_failed.failure = "importing the candidate: boom"
+    once = Tries([candidate_failed, worked()])
+    assert once._session(task(), tmp_path / "c.py", "cache") is candidate_failed and once.calls == 1
+    killed = JobOutcome(returncode=None, wall_s=1.0, out_of_memory=True, isolation=Isolation(), phase="starting CUDA",
+                        log_tail="line one\nKilled\n")
+    assert ended_how(killed, "64g").startswith("ran out of memory during starting CUDA (limit 64g)")
+    assert ended_how(killed, "64g").endswith("line one | Killed")
+    crashed = JobOutcome(returncode=-11, signal="SIGSEGV", wall_s=1.0, isolation=Isolation())
+    assert ended_how(crashed, None) == "crashed with SIGSEGV" and ended_how(None, None) == "its end could not be read"
+
+
 def test_gpu_memory_of_sums_the_drivers_per_process_figures() -> None:
     class Proc:
         def __init__(self, pid: int, used: int | None) -> None:

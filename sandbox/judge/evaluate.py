@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -30,7 +31,7 @@ from kernelevo.sandbox.judge.processes import Oracle, Processes
 from kernelevo.sandbox.judge.record import HarnessFault, Record
 from kernelevo.sandbox.judge.session import Plan, Session, Stop, oracle_asker
 from kernelevo.sandbox.judge.static_checks import check_candidate
-from kernelevo.sandbox.judge.verdict import judge, process_failure
+from kernelevo.sandbox.judge.verdict import ended_how, judge, process_failure
 from kernelevo.sandbox.models import Ceilings, Check, ReferenceResult, TimingPolicy, Verdict
 from kernelevo.tasks.task import Task
 
@@ -421,7 +422,23 @@ class Evaluator:
         return ([*self.readable, oracle.outbox, *ncu.install_folders(binary)],
                 functools.partial(forensic_launcher, binary))
 
-    def _session(self, task: Task, candidate: Path, cache_name: str,  # noqa: ANN202 - Record
+    def _session(self, task: Task, candidate: Path, cache_name: str, **how: Any) -> Record:
+        """One session (:meth:`_one_session` says what ``how`` holds). Where CUDA did not start in the
+        candidate's process, no candidate code had run: the session is tried once more in a fresh
+        process (a machine's passing fault must not cost the candidate its verdict), and the verdict's
+        isolation says so."""
+        record = self._one_session(task, candidate, cache_name, **how)
+        if not record.cuda_start_failed:
+            return record
+        first = record.harness_error or ""
+        again = self._one_session(task, candidate, cache_name, **how)
+        if again.cuda_start_failed:
+            again.harness_error = f"{again.harness_error} (twice, in two fresh processes; the first: {first[:300]})"
+        elif again.worker_isolation is not None:
+            again.worker_isolation.warnings.append(f"judged in a second process: in the first, {first[:300]}")
+        return again
+
+    def _one_session(self, task: Task, candidate: Path, cache_name: str,  # noqa: ANN202 - Record
                  forensic: str | None = None, footprint: int | None = None, eager_ms: float | None = None,
                  forensic_calls: int = FORENSIC_CALLS):
         """One session (``cache_name``: the candidate's kept compile cache, ``caches.name_for``;
@@ -451,6 +468,8 @@ class Evaluator:
                 outcome = worker.job.wait(10)  # the process and all it started have ended
                 remove_tree(worker.outbox)  # the candidate's to fill: nothing it left outlives its session
         record.worker = outcome
+        if record.cuda_start_failed:
+            record.harness_error = f"{record.harness_error}; the process: {ended_how(outcome, self.memory_text())}"
         record.phases["ending the processes"] = round(time.monotonic() - ending, 4)
         record.worker_isolation = worker.job.isolation
         record.worker_folder, record.worker_outbox, record.worker_trace = worker.folder, worker.outbox, worker.trace

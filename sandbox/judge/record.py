@@ -88,6 +88,9 @@ class Record:
     harness_error: str | None = None
     """The candidate's process could not do its work before any candidate code ran (CUDA did not start
     in its sandbox): the judge's fault, never the candidate's."""
+    cuda_start_failed: bool = False
+    """The harness error is CUDA not starting (or the process ending while it started): no candidate code
+    had run, so the session may be tried again in a fresh process."""
     worker_modules: list[str] = field(default_factory=list)
     peak_bytes: dict[str, int] = field(default_factory=dict)
     """Peak device memory of the oracle and (as reported) the candidate's process."""

@@ -137,6 +137,7 @@ class Session(CorrectnessCalls, TimedCalls):
             self.record.reference_failed_beside = stop.broken and not stop.task_error
         elif stop.phase == DEVICE_PHASE:  # before the candidate was named: the judge's failure
             self.record.harness_error = cuda_unusable(stop.detail, self.worker.isolation)
+            self.record.cuda_start_failed = True
         else:
             self.record.failure = f"{stop.phase}: {stop.detail}"
 
@@ -274,6 +275,7 @@ class Session(CorrectnessCalls, TimedCalls):
             return True
         detail = reply.get("device_unusable") or reply.get("error") or "no reason given"
         self.record.harness_error = cuda_unusable(str(detail), self.worker.isolation)
+        self.record.cuda_start_failed = True
         return False
 
     def _peaks(self, candidate: Any) -> None:

@@ -49,6 +49,17 @@ def process_failure(outcome: JobOutcome | None, memory_text: str | None) -> str 
     return None
 
 
+def ended_how(outcome: JobOutcome | None, memory_text: str | None) -> str:
+    """How a process ended, in words, with the last lines of its log: why it ended early where the
+    kernel says, else its exit code."""
+    if outcome is None:
+        return "its end could not be read"
+    said = process_failure(outcome, memory_text) or (
+        "still running when the judge killed it" if outcome.killed_by_judge else f"exit code {outcome.returncode}")
+    tail = outcome.log_tail.strip().splitlines()[-3:] if outcome.log_tail else []
+    return said + (": " + " | ".join(line[:200] for line in tail) if tail else "")
+
+
 def _failure_reason(record: Record, memory_text: str | None) -> str:
     killed = process_failure(record.worker, memory_text)
     if killed:
