@@ -479,3 +479,62 @@ def test_eager_astray_past_an_overflow_is_not_a_rounding_scale() -> None:
     stats = compare_output(uniform, eager, exact, 1e-4, 1e-4, scale)
     assert "3 of 6" in stats.problem and stats.eager_error < 1e-6
     assert compare_output(uniform, eager, exact, 1e-4, 1e-4, 1e-7).problem is None  # a plain scale: eager's 0.1
+
+
+def test_output_rows_are_grouped_by_the_shift_levels_of_the_input_rows_they_come_from() -> None:
+    """An output whose leading dims are a shifted input's rows groups its rows by their level; an input of
+    fewer leading dims holds its level along the rest; two inputs group by the pair; an output the rows
+    do not lead, or all of one level, has no groups."""
+    from kernelevo.sandbox.judge.slack import row_groups
+
+    levels = [((6,), torch.tensor([2, 3, 4, 0, 1, 2]))]
+    sums = row_groups(torch.zeros(6), levels)
+    assert sums is not None and sums.count == 5 and sums.inner == 1
+    assert sums.ids[0] == sums.ids[5] and len(set(sums.ids.tolist())) == 5
+    rows = row_groups(torch.zeros(6, 10), levels)
+    assert rows is not None and rows.inner == 10 and torch.equal(rows.ids, sums.ids)
+    assert row_groups(torch.zeros(10, 6), levels) is None and row_groups(torch.zeros(()), levels) is None
+    assert row_groups(torch.zeros(3, 2), [((3,), torch.tensor([1, 1, 1]))]) is None
+    heads = row_groups(torch.zeros(2, 3, 4), [((2,), torch.tensor([0, 1])), ((2, 3), torch.tensor([[0, 1, 0], [1, 0, 1]]))])
+    assert heads is not None and heads.count == 4 and heads.inner == 4 and heads.ids.numel() == 6
+    assert row_groups(torch.zeros(6, dtype=torch.int64), levels) is None  # integers are compared exactly
+
+
+@pytest.mark.parametrize("positions", [False, True])
+def test_a_row_near_zero_has_its_own_rounding_scale_beside_rows_far_from_it(positions: bool) -> None:
+    """Row sums on the shifted set: the row 4096 standard deviations up sets a rounding scale of several
+    units for the whole output, within which the sums near zero could be rounded to a coarse grid. With
+    the rows grouped by level, each group's slack is at most ``GROUP_FACTOR`` times its own scale: the
+    coarse sums are rejected, an honest sum in another order passes, on the whole output and on a sample
+    of it."""
+    from kernelevo.sandbox.child.inputs import with_offset
+    from kernelevo.sandbox.judge.exact import ExactReference
+    from kernelevo.sandbox.judge.slack import row_groups, sensitivity
+
+    class RowSum(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x.sum(-1)
+
+    torch.manual_seed(5)
+    levels: list = []
+    x = with_offset(torch.randn(10, 4096), levels)
+    model = RowSum()
+    want = model(x)
+    exact = ExactReference().compute(model, [x], 1, working=None).outputs
+    one = sensitivity(model, [x], [want], 5, "cpu")[0]
+    grouped = sensitivity(model, [x], [want], 5, "cpu", [row_groups(want, levels)])[0]
+    assert isinstance(grouped, compare.Scale) and grouped.moved == one and grouped.groups.count == 5
+    honest = x.reshape(10, 16, 256).sum(-1).flip(-1).sum(-1)
+    grid = 2.0 ** (int(want.abs().max().log2()) - 24)
+    coarse = torch.round(honest / grid) * grid
+    where = torch.tensor([0, 3, 4, 7, 9]) if positions else None
+
+    def problem(out: torch.Tensor, scale: float | compare.Scale) -> str | None:
+        if where is None:
+            return compare_output(out, want, exact[0], 1e-4, 1e-4, scale, scaled_up=True).problem
+        return compare_output(out[where], want[where], exact[0][where], 1e-4, 1e-4, scale, scaled_up=True,
+                              whole=(want, exact[0]), positions=where).problem
+
+    assert problem(honest, one) is None and problem(coarse, one) is None  # the hole of one scale
+    assert problem(honest, grouped) is None
+    assert "the output's own rounding scale" in (problem(coarse, grouped) or "")

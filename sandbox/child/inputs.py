@@ -61,9 +61,12 @@ def variant_label(variant: int) -> str:
     return VARIANTS[variant % len(VARIANTS)][0]
 
 
-def generate(module: Any, seed: int, variant: int, device: str, dtype: str | None) -> list[Any]:
+def generate(module: Any, seed: int, variant: int, device: str, dtype: str | None,
+             row_levels: list[tuple[tuple[int, ...], Any]] | None = None) -> list[Any]:
     """Input set for ``seed``: floating inputs cast to the task's dtype, scaled or rounded to ties
-    by the variant (integer inputs, such as class targets, keep the task's generator). The global
+    by the variant (integer inputs, such as class targets, keep the task's generator); on the shifted
+    set, ``row_levels`` (where given) gets each shifted input's rows and the index of each row's level
+    (``with_offset``). The global
     random states (torch's, CUDA's, Python's, NumPy's) are put back afterwards: a seed that changed on
     every judged call would tell a candidate it is being judged (a user's process seeds once)."""
     numpy = sys.modules.get("numpy")
@@ -72,14 +75,15 @@ def generate(module: Any, seed: int, variant: int, device: str, dtype: str | Non
     devices = [torch.cuda.current_device()] if device == "cuda" else []
     try:
         with torch.random.fork_rng(devices=devices):
-            return _generate(module, seed, variant, device, dtype, numpy)
+            return _generate(module, seed, variant, device, dtype, numpy, row_levels)
     finally:
         random.setstate(python_state)
         if numpy is not None:
             numpy.random.set_state(numpy_state)
 
 
-def _generate(module: Any, seed: int, variant: int, device: str, dtype: str | None, numpy: Any) -> list[Any]:
+def _generate(module: Any, seed: int, variant: int, device: str, dtype: str | None, numpy: Any,
+              row_levels: list[tuple[tuple[int, ...], Any]] | None) -> list[Any]:
     torch.manual_seed(seed)
     random.seed(seed)
     if numpy is not None:
@@ -98,7 +102,7 @@ def _generate(module: Any, seed: int, variant: int, device: str, dtype: str | No
                 if ties:
                     x = with_ties(x)
                 elif shifted:
-                    x = with_offset(x)
+                    x = with_offset(x, row_levels)
                 elif scale != 1.0:
                     x = x * scale
             x = x.contiguous()
@@ -135,12 +139,13 @@ def with_ties(x: Any) -> Any:
     return (torch.round(x.clamp(-bound, bound) / grid) * grid).to(x.dtype)
 
 
-def with_offset(x: Any) -> Any:
+def with_offset(x: Any, row_levels: list[tuple[tuple[int, ...], Any]] | None = None) -> Any:
     """``x`` with each row (along its last dim) moved by one of ``SHIFT_LEVELS`` standard deviations of
     the whole input (estimated from a sample): upwards, or downwards where no value is positive, so
     inputs that must be positive (or negative, as log-probabilities) keep their sign, and a symmetric
     input always moves the same way. Drawn from torch's generator, which the set's seed has seeded. An
-    input with no spread, or with values that are not finite, is left as it is."""
+    input with no spread, or with values that are not finite, is left as it is. ``row_levels``, where
+    given, gets ``(x's rows, each row's level index)`` for an input of several rows moved."""
     flat = x.detach().reshape(-1)
     if flat.numel() < 2:
         return x
@@ -156,7 +161,10 @@ def with_offset(x: Any) -> Any:
     kept = levels_for(x.dtype, spread)
     start = int(torch.randint(0, len(kept), ()))
     levels = torch.tensor(kept, dtype=torch.float32, device=x.device)
-    picked = levels[(torch.arange(count, device=x.device) + start) % len(kept)]
+    index = (torch.arange(count, device=x.device) + start) % len(kept)
+    if row_levels is not None:
+        row_levels.append((tuple(rows), index))
+    picked = levels[index]
     return x + (picked * step).to(x.dtype).reshape(*rows, 1)  # offsets in x's dtype: no wider copy of x
 
 

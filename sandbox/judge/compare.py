@@ -8,7 +8,8 @@ times the larger of two measures of how far rounding alone moves this output on 
 eager's own largest error against a float64 run of the same model, and the largest change in eager's
 output when every input is moved by one unit in its last place (``sensitivity``); where a value is
 compared with float64's answer because eager overflowed, the larger of those and a third measured
-there alone (``Scale.past_overflow``). A correct kernel
+there alone (``Scale.past_overflow``); on the shifted set, where output rows come from input rows at
+different offsets, each group of rows of one offset also at most ``GROUP_FACTOR`` times its own. A correct kernel
 that sums in another order then passes where the answer is that sensitive (a sum whose terms cancel,
 say), whether or not eager happened to be lucky on these inputs; where the output is well
 conditioned, the slack is a few units in the last place and changes nothing. Where eager's value is a
@@ -25,7 +26,7 @@ than a few float64 copies of a chunk.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 import torch
@@ -38,6 +39,28 @@ SLACK_FACTOR = 8.0
 summation order's error is a draw of the same size as the scale, and over many elements one draw in a
 few lands beyond three times it; a lower-precision kernel is off by hundreds of times."""
 CHUNK = 1 << 24
+GROUP_FACTOR = 256.0
+"""On a set whose input rows sit at different offsets (the shifted set), an output row's slack is also
+at most this many times its own group's rounding scale (``RowGroups``). A group can be one row, whose
+error is a single draw (a norm's row mean, a row's sum), and an honest kernel's draw exceeds eager's by
+this factor about one row in 400, and eager's and the nudged run's together far more rarely; a kernel
+that rounds the rows near zero because far rows are there is off by thousands of times."""
+GROUP_SHARE = 0.1
+"""A group's own slack holds only where more than this share of its values are past it: a kernel whose
+precision falls where rows sit near zero moves most of their values, while an honest kernel's rare row
+of near-tied scores (attention's scores of 1e8 two units apart, whose rounding picks the row's value)
+moves one row, which eager's own rounding happened to escape."""
+
+
+class RowGroups(NamedTuple):
+    """Which group each row of an output belongs to: the shift levels of the input rows it comes from
+    (``slack.row_groups``)."""
+
+    ids: torch.Tensor
+    """One group index per output row (the output's leading dims, flattened), int64."""
+    count: int
+    inner: int
+    """Values per output row."""
 
 
 class Scale(NamedTuple):
@@ -49,6 +72,10 @@ class Scale(NamedTuple):
     """The slack of the values compared with float64's answer where eager overflowed (``past_overflow``):
     how far a second run is from float64 there (float64 on the inputs moved, or a half-precision task's
     model in float32); 0 where eager did not overflow."""
+    groups: RowGroups | None = None
+    """The output's rows in groups of one shift level, on the shifted set; None elsewhere."""
+    moved_by_group: torch.Tensor | None = None
+    """``moved`` in each of ``groups``: float64, one value per group."""
 
 
 def _chunks(*tensors: torch.Tensor | None) -> list[tuple[torch.Tensor | None, ...]]:
@@ -67,14 +94,17 @@ def largest_difference(a: torch.Tensor, b: torch.Tensor | None, past_overflow_of
     return _largest(a, b, lambda _, y, w: past_overflow(w, y), past_overflow_of)
 
 
-def _largest(a: torch.Tensor, b: torch.Tensor | None,
-             keep: Callable[[torch.Tensor, torch.Tensor, torch.Tensor | None], torch.Tensor] | None = None,
-             beside: torch.Tensor | None = None) -> float:
-    """max |a - b| in float64 where both are numbers and ``keep`` holds (given a piece of ``a`` and of
-    ``b`` in float64 and the same piece of ``beside``), piece by piece; 0 where nowhere."""
+Keep = Callable[[torch.Tensor, torch.Tensor, torch.Tensor | None], torch.Tensor]
+
+
+def _differences(a: torch.Tensor, b: torch.Tensor | None, keep: Keep | None = None,
+                 beside: torch.Tensor | None = None) -> Iterator[tuple[int, torch.Tensor]]:
+    """(flat offset, |a - b| in float64 where both are numbers and ``keep`` holds, 0 elsewhere), piece by
+    piece (``keep`` is given a piece of ``a`` and of ``b`` in float64 and the same piece of ``beside``);
+    nothing where ``b`` is missing or of another shape."""
     if b is None or not a.is_floating_point() or a.numel() == 0 or a.shape != b.shape:
-        return 0.0
-    worst = 0.0
+        return
+    offset = 0
     for x, y, w in _chunks(a, b, beside):
         x64 = x.double()
         y64 = y.to(x.device, torch.float64)  # ``b`` may live on another device (float64 made on the host)
@@ -82,7 +112,24 @@ def _largest(a: torch.Tensor, b: torch.Tensor | None,
         mask = torch.isfinite(difference)
         if keep is not None:
             mask &= keep(x64, y64, w.to(x.device) if w is not None else None)
-        worst = max(worst, float(torch.where(mask, difference, 0.0).max()))
+        yield offset, torch.where(mask, difference, 0.0)
+        offset += x.numel()
+
+
+def _largest(a: torch.Tensor, b: torch.Tensor | None, keep: Keep | None = None,
+             beside: torch.Tensor | None = None) -> float:
+    """max |a - b| in float64 where both are numbers and ``keep`` holds; 0 where nowhere."""
+    return max((float(d.max()) for _, d in _differences(a, b, keep, beside)), default=0.0)
+
+
+def largest_by_group(a: torch.Tensor, b: torch.Tensor | None, groups: RowGroups, keep: Keep | None = None
+                     ) -> torch.Tensor:
+    """``_largest`` in each group of rows: float64 on ``a``'s device, one value per group."""
+    worst = torch.zeros(groups.count, dtype=torch.float64, device=a.device)
+    ids = groups.ids.to(a.device)
+    for offset, difference in _differences(a, b, keep):
+        rows = torch.arange(offset, offset + difference.numel(), device=a.device) // groups.inner
+        worst.scatter_reduce_(0, ids[rows], difference, "amax")
     return worst
 
 
@@ -182,43 +229,129 @@ def compare_output(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | 
         if exact is not None and (scaled_up or isinstance(sensitivity, Scale)) else None
     stats.eager_error, stats.sensitivity = _eager_error(whole_want, whole_exact, astray), scale.moved
     slack = SLACK_FACTOR * max(stats.eager_error, scale.moved)
-    past = SLACK_FACTOR * max(stats.eager_error, scale.moved, scale.past_overflow)
+    rule = _Rule(atol, rtol, slack, SLACK_FACTOR * max(stats.eager_error, scale.moved, scale.past_overflow),
+                 scaled_up, astray, None, scale.groups, positions)
+    by_group = _slack_by_group(scale, whole_want, whole_exact, astray, slack)
+    if by_group is not None:
+        rule = rule._replace(by_group=_groups_held(got, want, exact, rule._replace(by_group=by_group)))
     bad = nan = 0
     largest = 0.0
     worst = (-1.0, 0, 0.0, 0.0, 0.0)  # (how far over, flat index, got, expected, slack there)
     err_c = err_e = magnitude = 0.0
-    offset = 0
-    for g, w, x in _chunks(got, want, exact):
-        g64, w64 = g.double(), w.double()
-        x64 = x.to(g.device, torch.float64) if x is not None else None
-        target, compared, rounded, free, from_exact = _targets(w, w64, x64, scaled_up, astray)
-        difference = torch.where(compared, (g64 - target).abs(), 0.0)
-        largest = max(largest, float(torch.nan_to_num(difference, nan=float("inf")).max()))
-        # float64's answer where eager overflowed: the slack measured there, only there
-        here = torch.full_like(difference, slack).masked_fill_(from_exact, past) if past > slack else slack
-        over = _over(g64, w64, rounded, compared, free, difference, target.abs() * rtol + atol + here)
-        if astray is not None:  # where eager's number is astray it is an answer too: as naive as eager passes
-            as_eager = from_exact & torch.isfinite(w64) & ((g64 - w64).abs() <= w64.abs() * rtol + atol + slack)
-            over = torch.where(as_eager, -1.0, over)
-        bad += int((over > 0).sum())
-        nan += int((torch.isnan(g64) & compared).sum())
+    for piece in _pieces(got, want, exact, rule):
+        largest = max(largest, float(torch.nan_to_num(piece.difference, nan=float("inf")).max()))
+        bad += int((piece.over > 0).sum())
+        nan += int((torch.isnan(piece.g64) & piece.compared).sum())
         if bad:
-            k = int(over.argmax())
-            if float(over[k]) > worst[0]:
-                worst = (float(over[k]), offset + k, float(g64[k]), float(target[k]),
+            k = int(piece.over.argmax())
+            if float(piece.over[k]) > worst[0]:
+                here = piece.here
+                worst = (float(piece.over[k]), piece.offset + k, float(piece.g64[k]), float(piece.target[k]),
                          float(here[k]) if isinstance(here, torch.Tensor) else here)
-        if x64 is not None:
-            both = torch.isfinite(w64) & torch.isfinite(x64) & ~from_exact  # where eager's number is an answer
-            err_c += float(torch.where(both, (g64 - x64).abs(), 0.0).sum())
-            err_e += float(torch.where(both, (w64 - x64).abs(), 0.0).sum())
-            magnitude += float(torch.where(both, x64.abs(), 0.0).sum())
-        offset += g.numel()
+        if piece.x64 is not None:  # where eager's number is an answer
+            both = torch.isfinite(piece.w64) & torch.isfinite(piece.x64) & ~piece.from_exact
+            err_c += float(torch.where(both, (piece.g64 - piece.x64).abs(), 0.0).sum())
+            err_e += float(torch.where(both, (piece.w64 - piece.x64).abs(), 0.0).sum())
+            magnitude += float(torch.where(both, piece.x64.abs(), 0.0).sum())
     stats.max_abs_error = largest
     if exact is not None:
         stats.err_candidate, stats.err_eager, stats.magnitude = err_c, err_e, magnitude
     if bad:
         stats.problem = _outside(bad, nan, worst, want.numel(), whole_want.shape, positions, atol_text, rtol)
     return stats
+
+
+class _Rule(NamedTuple):
+    """What one comparison allows (``compare_output`` says how each is found)."""
+
+    atol: float
+    rtol: float
+    slack: float
+    past: float
+    """The slack where a value is compared with float64's answer because eager overflowed there."""
+    scaled_up: bool
+    astray: tuple[float, float, float] | None
+    by_group: torch.Tensor | None
+    """The slack of each row group (``groups``); None: ``slack`` everywhere."""
+    groups: RowGroups | None
+    positions: torch.Tensor | None
+
+
+class _Piece(NamedTuple):
+    offset: int
+    g64: torch.Tensor
+    w64: torch.Tensor
+    x64: torch.Tensor | None
+    target: torch.Tensor
+    compared: torch.Tensor
+    from_exact: torch.Tensor
+    difference: torch.Tensor
+    here: torch.Tensor | float
+    over: torch.Tensor
+    """How far each value is past what is allowed (> 0: failing)."""
+
+
+def _pieces(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | None, rule: _Rule) -> Iterator[_Piece]:
+    """The comparison of ``got`` with ``want``, piece by piece."""
+    offset = 0
+    for g, w, x in _chunks(got, want, exact):
+        g64, w64 = g.double(), w.double()
+        x64 = x.to(g.device, torch.float64) if x is not None else None
+        target, compared, rounded, free, from_exact = _targets(w, w64, x64, rule.scaled_up, rule.astray)
+        difference = torch.where(compared, (g64 - target).abs(), 0.0)
+        here = _slack_here(difference, rule, from_exact, offset)
+        over = _over(g64, w64, rounded, compared, free, difference, target.abs() * rule.rtol + rule.atol + here)
+        if rule.astray is not None:  # where eager's number is astray it is an answer too: as naive as eager passes
+            as_eager = from_exact & torch.isfinite(w64) & (
+                (g64 - w64).abs() <= w64.abs() * rule.rtol + rule.atol + rule.slack)
+            over = torch.where(as_eager, -1.0, over)
+        yield _Piece(offset, g64, w64, x64, target, compared, from_exact, difference, here, over)
+        offset += g.numel()
+
+
+def _groups_held(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | None, rule: _Rule) -> torch.Tensor:
+    """Each row group's slack where more than ``GROUP_SHARE`` of its values compared are past it (a
+    kernel whose precision falls on the group's rows), the whole output's elsewhere (a row or two of
+    near-tied scores, whose rounding eager happened to escape)."""
+    assert rule.by_group is not None and rule.groups is not None
+    past = torch.zeros_like(rule.by_group)
+    total = torch.zeros_like(rule.by_group)
+    for piece in _pieces(got, want, exact, rule):
+        ids = _group_of(piece.difference, rule, piece.offset)
+        past.scatter_add_(0, ids, (piece.over > 0).double())
+        total.scatter_add_(0, ids, piece.compared.double())
+    return torch.where(past > GROUP_SHARE * total, rule.by_group, rule.slack)
+
+
+def _slack_by_group(scale: Scale, want: torch.Tensor, exact: torch.Tensor | None,
+                    astray: tuple[float, float, float] | None, slack: float) -> torch.Tensor | None:
+    """Each row group's slack: ``GROUP_FACTOR`` times its own rounding scale (eager's error and the nudged
+    run's move within the group), never above the whole output's ``slack``; None without groups."""
+    if scale.groups is None or exact is None:
+        return None
+    keep = None if astray is None else (lambda w64, x64, _: ~_astray(w64, x64, astray))
+    eager = largest_by_group(want, exact, scale.groups, keep)
+    moved = scale.moved_by_group.to(eager.device) if scale.moved_by_group is not None else torch.zeros_like(eager)
+    return (GROUP_FACTOR * torch.maximum(eager, moved)).clamp_(max=slack)
+
+
+def _group_of(like: torch.Tensor, rule: _Rule, offset: int) -> torch.Tensor:
+    """The row group of each value of a piece at flat ``offset`` (at ``rule.positions`` for a sample)."""
+    assert rule.groups is not None
+    flat = (rule.positions[offset:offset + like.numel()].to(like.device) if rule.positions is not None
+            else torch.arange(offset, offset + like.numel(), device=like.device))
+    return rule.groups.ids.to(like.device)[flat // rule.groups.inner]
+
+
+def _slack_here(like: torch.Tensor, rule: _Rule, from_exact: torch.Tensor, offset: int) -> torch.Tensor | float:
+    """The slack of each value of a piece: its row group's, where there are groups; where the value is
+    compared with float64's answer because eager overflowed or went astray, the slack measured there
+    (``past``) where larger, never a group's (eager's error there is not a rounding scale)."""
+    if rule.by_group is None:
+        return torch.full_like(like, rule.slack).masked_fill_(from_exact, rule.past) if rule.past > rule.slack \
+            else rule.slack
+    here = rule.by_group.to(like.device)[_group_of(like, rule, offset)]
+    return here.masked_fill_(from_exact, max(rule.past, rule.slack))
 
 
 def _outside(bad: int, nan: int, worst: tuple[float, int, float, float, float], count: int, shape: torch.Size,

@@ -109,14 +109,15 @@ class Oracle:
         self.exact, self.exact_before, self.changes = ExactReference(), None, trained_constants.Changes()
         return {"ok": True}
 
-    def _inputs(self, msg: dict[str, Any]) -> list[Any]:
+    def _inputs(self, msg: dict[str, Any], row_levels: list | None = None) -> list[Any]:
         return inputs.generate(self.task, int(msg["seed"]), int(msg.get("variant", 0)), self.job["device"],
-                               self.job.get("dtype"))
+                               self.job.get("dtype"), row_levels)
 
     def expect(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Eager's outputs (and float64's, if asked) on the input set of ``seed``, kept under ``key``."""
         assert self.model is not None
-        args = self._inputs(msg)
+        row_levels: list = []
+        args = self._inputs(msg, row_levels)
         before = self._peak_from_here()
         with torch.no_grad():
             want = flat_outputs(self.model(*args))
@@ -127,7 +128,8 @@ class Oracle:
             scale = 8.0 / min(w.element_size() for w in floating)  # a float64 value against the task's
             exact = self.exact.compute(self.model, args, len(want), working, scale,
                                        reserve=sum(w.numel() * w.element_size() for w in floating))
-            sensitivity = slack.sensitivity(self.model, args, want, int(msg["seed"]), self.job["device"])
+            groups = [slack.row_groups(w, row_levels) for w in want] if row_levels else None
+            sensitivity = slack.sensitivity(self.model, args, want, int(msg["seed"]), self.job["device"], groups)
             sensitivity = slack.past_eager_overflow(self.model, args, want, exact.outputs, sensitivity, working,
                                                     self.job.get("dtype"), seed=int(msg["seed"]),
                                                     device=self.job["device"], float64=self.exact, scale=scale)

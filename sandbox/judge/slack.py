@@ -7,6 +7,7 @@ from typing import Any
 
 import torch
 
+from kernelevo.sandbox.child.inputs import SHIFT_LEVELS
 from kernelevo.sandbox.child.timed import flat_outputs
 from kernelevo.sandbox.judge import compare
 from kernelevo.sandbox.judge.exact import ExactReference
@@ -27,21 +28,57 @@ def nudged(args: list[Any], seed: int, device: str) -> list[Any]:
     return moved
 
 
-def sensitivity(model: torch.nn.Module, args: list[Any], want: list[Any], seed: int, device: str) -> list[float]:
+def row_groups(output: Any, row_levels: list[tuple[tuple[int, ...], torch.Tensor]]) -> compare.RowGroups | None:
+    """The rows of ``output`` grouped by the shift levels of the input rows they come from (``row_levels``:
+    each shifted input's rows and each row's level index, ``inputs.with_offset``). Where a shifted input's
+    rows lead the output's shape (a norm's rows, a row's sum, a linear layer's rows, attention's queries),
+    output row r comes from input row r, and its rounding scale is that of its level, not the farthest
+    row's; several such inputs group by the combination of their levels. None where no input's rows
+    lead the output's shape, or every row falls in one group."""
+    if not isinstance(output, torch.Tensor) or not output.is_floating_point() or output.numel() == 0:
+        return None
+    leading = [(rows, index) for rows, index in row_levels if tuple(output.shape[:len(rows)]) == rows]
+    if not leading:
+        return None
+    depth = max(len(rows) for rows, _ in leading)
+    shape = tuple(output.shape[:depth])
+    key = torch.zeros(shape, dtype=torch.int64, device=output.device)
+    for rows, index in leading:  # an input of fewer leading dims is the same level along the rest
+        level = index.to(output.device, torch.int64).reshape(*rows, *([1] * (depth - len(rows))))
+        key = key * len(SHIFT_LEVELS) + level
+    kinds, ids = torch.unique(key.reshape(-1), return_inverse=True)
+    if kinds.numel() < 2:
+        return None
+    return compare.RowGroups(ids=ids, count=int(kinds.numel()), inner=output.numel() // max(ids.numel(), 1))
+
+
+def sensitivity(model: torch.nn.Module, args: list[Any], want: list[Any], seed: int, device: str,
+                groups: list[compare.RowGroups | None] | None = None) -> list[float | compare.Scale]:
     """How far each output moves when every floating input moves by one unit in its last place (up or
-    down at random): the rounding scale of the answer on these inputs."""
+    down at random): the rounding scale of the answer on these inputs; for an output whose rows are in
+    ``groups`` (the shifted set), a ``Scale`` with the same in each group as well."""
     try:
         with torch.no_grad():
             out = flat_outputs(model(*nudged(args, seed, device)))
     except Exception:  # the reference refuses the moved inputs: no sensitivity, eager's error stands
-        return [0.0] * len(want)
-    return [compare.largest_difference(o, w) if isinstance(w, torch.Tensor) and isinstance(o, torch.Tensor) else 0.0
-            for o, w in zip(out, want)]
+        out = [None] * len(want)
+    found: list[float | compare.Scale] = []
+    for k, w in enumerate(want):
+        o = out[k] if k < len(out) and isinstance(out[k], torch.Tensor) else None
+        moved = compare.largest_difference(o, w) if isinstance(w, torch.Tensor) and o is not None else 0.0
+        group = groups[k] if groups is not None and k < len(groups) else None
+        if group is None:
+            found.append(moved)
+            continue
+        by_group = (compare.largest_by_group(o, w, group) if o is not None
+                    else torch.zeros(group.count, dtype=torch.float64))
+        found.append(compare.Scale(moved, groups=group, moved_by_group=by_group))
+    return found
 
 
 def past_eager_overflow(model: torch.nn.Module, args: list[Any], want: list[Any], exact: list[Any] | None,
-                        sensitivities: list[float], working: int | None, dtype: str | None, *, seed: int = 0,
-                        device: str = "cpu", float64: ExactReference | None = None, scale: float = 2.0
+                        sensitivities: list[float | compare.Scale], working: int | None, dtype: str | None,
+                        *, seed: int = 0, device: str = "cpu", float64: ExactReference | None = None, scale: float = 2.0
                         ) -> list[float | compare.Scale]:
     """Where eager overflowed and float64 has a number (an exp past float32's range that a kernel
     subtracting the row's max never takes; fp16 products past 65504 whose difference is small), the
@@ -75,5 +112,12 @@ def past_eager_overflow(model: torch.nn.Module, args: list[Any], want: list[Any]
         wider = None
     if wider is None:
         return list(sensitivities)
-    return [compare.Scale(s, compare.largest_difference(o, x, past_overflow_of=w)) if over else s
+    return [_with_past(s, compare.largest_difference(o, x, past_overflow_of=w)) if over else s
             for s, over, w, o, x in zip(sensitivities, overflowed, want, wider, exact)]
+
+
+def _with_past(scale: float | compare.Scale, past: float) -> compare.Scale:
+    """``scale`` with the slack measured past eager's overflow, its row groups kept."""
+    if isinstance(scale, compare.Scale):
+        return scale._replace(past_overflow=past)
+    return compare.Scale(float(scale), past)
