@@ -130,10 +130,45 @@ class Linear(nn.Module):
         return self.fc(x)
 
 
-def linear_split_k(model: Linear, x: torch.Tensor) -> torch.Tensor:
-    w = model.fc.weight
-    parts = [x[:, i:i + 64] @ w[:, i:i + 64].T for i in range(0, x.shape[1], 64)]
-    return torch.stack(parts[::-1]).sum(0) + model.fc.bias
+class SelfAttention(nn.Module):
+    """One input: queries, keys and values are its projections, so every row of the output mixes rows of
+    every shift level."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.qkv = nn.Linear(dim, 3 * dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        q, k, v = self.qkv(x).chunk(3, -1)
+        return torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1]), -1) @ v
+
+
+def self_attention_flash(model: SelfAttention, x: torch.Tensor) -> torch.Tensor:
+    q, k, v = linear_split_k(model.qkv, x).chunk(3, -1)
+    return attention_flash(model, q, k, v)
+
+
+def blocked_cumsum(_: nn.Module, x: torch.Tensor, block: int = 128) -> torch.Tensor:
+    """A scan as a GPU kernel does it: each block's own prefix sums, plus the sum of the blocks before."""
+    parts = list(x.split(block, -1))
+    carry = torch.zeros(x.shape[:-1])
+    out = []
+    for part in parts:
+        scanned = part.cumsum(-1) + carry[..., None]
+        carry = carry + part.sum(-1)
+        out.append(scanned)
+    return torch.cat(out, -1)
+
+
+class Cumsum(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.cumsum(-1)
+
+
+def linear_split_k(model: Linear | nn.Linear, x: torch.Tensor) -> torch.Tensor:
+    fc = model.fc if isinstance(model, Linear) else model
+    parts = [x[..., i:i + 64] @ fc.weight[:, i:i + 64].T for i in range(0, x.shape[-1], 64)]
+    return torch.stack(parts[::-1]).sum(0) + fc.bias
 
 
 def rounded(keep: int) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -169,6 +204,14 @@ CASES = {  # name: (make model, make inputs, [(kernel name, honest?, kernel)])
     "attention 2x4x64x32": (Attention, lambda: [torch.randn(2, 4, 64, 32) for _ in range(3)],
                             [("flash, key blocks of 16", True, attention_flash),
                              ("9-bit mantissa", False, lambda m, *a: rounded(9)(attention_flash(m, *a)))]),
+    "attention 1x1x16x64": (Attention, lambda: [torch.randn(1, 1, 16, 64) for _ in range(3)],
+                            [("flash, key blocks of 4", True, lambda m, *a: attention_flash(m, *a, block=4))]),
+    "self-attention 2x64x128": (lambda: SelfAttention(128), lambda: [torch.randn(2, 64, 128)],
+                                [("split-K projections, flash", True, self_attention_flash),
+                                 ("9-bit mantissa", False, lambda m, x: rounded(9)(self_attention_flash(m, x)))]),
+    "cumsum 8x2048": (Cumsum, lambda: [torch.randn(8, 2048)],
+                      [("blocked scan", True, blocked_cumsum),
+                       ("9-bit mantissa", False, lambda m, x: rounded(9)(blocked_cumsum(m, x)))]),
     "linear 32x512->256": (lambda: Linear(512, 256), lambda: [torch.randn(32, 512)],
                            [("split-K", True, linear_split_k),
                             ("9-bit mantissa", False, lambda m, x: rounded(9)(linear_split_k(m, x)))]),

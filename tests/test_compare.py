@@ -538,3 +538,28 @@ def test_a_row_near_zero_has_its_own_rounding_scale_beside_rows_far_from_it(posi
     assert problem(honest, one) is None and problem(coarse, one) is None  # the hole of one scale
     assert problem(honest, grouped) is None
     assert "the output's own rounding scale" in (problem(coarse, grouped) or "")
+
+
+def test_a_groups_own_slack_holds_where_many_of_its_rows_are_past_it_not_one() -> None:
+    """Two groups of 20 rows, the second's rounding scale a thousand times the first's. One row of the first
+    group off by more than its own slack allows (a near tie whose rounding eager escaped) passes within
+    the whole output's; the same error in half its rows (a kernel whose precision falls there) fails;
+    beyond the whole output's slack any row fails."""
+    rows, cols = 40, 8
+    exact = torch.randn(rows, cols, dtype=torch.float64)
+    want = exact.float()
+    ids = torch.tensor([0] * 20 + [1] * 20)
+    groups = compare.RowGroups(ids=ids, count=2, inner=cols)
+    scale = compare.Scale(1e-3, groups=groups, moved_by_group=torch.tensor([1e-6, 1e-3], dtype=torch.float64))
+
+    def problem(out: torch.Tensor) -> str | None:
+        return compare_output(out, want, exact, 1e-6, 1e-6, scale, scaled_up=True).problem
+
+    one_row, half = want.clone(), want.clone()
+    one_row[3] += 2e-3  # past 256 * 1e-6, within 8 * 1e-3
+    half[:10] += 2e-3
+    assert problem(want) is None and problem(one_row) is None
+    assert "outside" in (problem(half) or "")
+    far = want.clone()
+    far[3, 0] += 1e-2
+    assert problem(far)

@@ -46,10 +46,11 @@ error is a single draw (a norm's row mean, a row's sum), and an honest kernel's 
 this factor about one row in 400, and eager's and the nudged run's together far more rarely; a kernel
 that rounds the rows near zero because far rows are there is off by thousands of times."""
 GROUP_SHARE = 0.1
-"""A group's own slack holds only where more than this share of its values are past it: a kernel whose
-precision falls where rows sit near zero moves most of their values, while an honest kernel's rare row
-of near-tied scores (attention's scores of 1e8 two units apart, whose rounding picks the row's value)
-moves one row, which eager's own rounding happened to escape."""
+"""A group's own slack holds only where more than this share of its rows have a value past it: a kernel
+whose precision falls where rows sit near zero moves values in most of their rows (a softmax's largest
+probabilities in every row), while an honest kernel's rare row of near-tied scores (attention's scores
+of 1e8 two units apart, whose rounding picks the row's value) is one row, whose rounding eager happened
+to escape."""
 
 
 class RowGroups(NamedTuple):
@@ -310,17 +311,22 @@ def _pieces(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | None, r
 
 
 def _groups_held(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | None, rule: _Rule) -> torch.Tensor:
-    """Each row group's slack where more than ``GROUP_SHARE`` of its values compared are past it (a
+    """Each row group's slack where more than ``GROUP_SHARE`` of its rows compared have a value past it (a
     kernel whose precision falls on the group's rows), the whole output's elsewhere (a row or two of
     near-tied scores, whose rounding eager happened to escape)."""
     assert rule.by_group is not None and rule.groups is not None
-    past = torch.zeros_like(rule.by_group)
-    total = torch.zeros_like(rule.by_group)
+    ids = rule.groups.ids.to(rule.by_group.device)
+    beyond = torch.zeros(ids.numel(), dtype=torch.float64, device=ids.device)
+    present = torch.zeros_like(beyond)
     for piece in _pieces(got, want, exact, rule):
-        ids = _group_of(piece.difference, rule, piece.offset)
-        past.scatter_add_(0, ids, (piece.over > 0).double())
-        total.scatter_add_(0, ids, piece.compared.double())
-    return torch.where(past > GROUP_SHARE * total, rule.by_group, rule.slack)
+        row = _row_of(piece.difference, rule, piece.offset).to(ids.device)
+        beyond.scatter_reduce_(0, row, (piece.over > 0).double().to(ids.device), "amax")
+        present.scatter_reduce_(0, row, piece.compared.double().to(ids.device), "amax")
+
+    def per_group(flags: torch.Tensor) -> torch.Tensor:
+        return torch.zeros_like(rule.by_group).scatter_add_(0, ids, flags)
+
+    return torch.where(per_group(beyond) > GROUP_SHARE * per_group(present), rule.by_group, rule.slack)
 
 
 def _slack_by_group(scale: Scale, want: torch.Tensor, exact: torch.Tensor | None,
@@ -335,12 +341,18 @@ def _slack_by_group(scale: Scale, want: torch.Tensor, exact: torch.Tensor | None
     return (GROUP_FACTOR * torch.maximum(eager, moved)).clamp_(max=slack)
 
 
-def _group_of(like: torch.Tensor, rule: _Rule, offset: int) -> torch.Tensor:
-    """The row group of each value of a piece at flat ``offset`` (at ``rule.positions`` for a sample)."""
+def _row_of(like: torch.Tensor, rule: _Rule, offset: int) -> torch.Tensor:
+    """The output row of each value of a piece at flat ``offset`` (at ``rule.positions`` for a sample)."""
     assert rule.groups is not None
     flat = (rule.positions[offset:offset + like.numel()].to(like.device) if rule.positions is not None
             else torch.arange(offset, offset + like.numel(), device=like.device))
-    return rule.groups.ids.to(like.device)[flat // rule.groups.inner]
+    return flat // rule.groups.inner
+
+
+def _group_of(like: torch.Tensor, rule: _Rule, offset: int) -> torch.Tensor:
+    """The row group of each value of a piece at flat ``offset``."""
+    assert rule.groups is not None
+    return rule.groups.ids.to(like.device)[_row_of(like, rule, offset)]
 
 
 def _slack_here(like: torch.Tensor, rule: _Rule, from_exact: torch.Tensor, offset: int) -> torch.Tensor | float:
