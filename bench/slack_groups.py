@@ -1,6 +1,6 @@
 """How often the judge's comparison rejects honest kernels, and accepts wrong ones, on the shifted set,
 with one rounding scale for the whole output and with a scale per group of rows of one shift level
-(``compare.RowGroups``). Runs the oracle's own comparison code in this process on the CPU: eager is
+(``level_groups.py``). Runs the oracle's own comparison code in this process on the CPU: eager is
 the task's torch model, "honest" kernels are the same function computed in another order (blocked
 sums, Welford, an online softmax over key blocks as flash attention does), "wrong" ones lower their
 precision where rows are shifted (a 9-bit mantissa, sums rounded to a coarse grid).
@@ -23,6 +23,7 @@ from kernelevo.sandbox.child.inputs import with_offset
 from kernelevo.sandbox.judge import slack
 from kernelevo.sandbox.judge.compare import compare_output
 from kernelevo.sandbox.judge.exact import ExactReference
+from kernelevo.sandbox.judge.level_groups import level_groups
 
 ATOL = RTOL = 1e-4
 
@@ -226,7 +227,7 @@ def one_draw(model: nn.Module, make: Callable[[], list[torch.Tensor]], kernels: 
     with torch.no_grad():
         want = model(*args)
         exact = ExactReference().compute(model, args, 1, working=None).outputs
-        groups = [slack.row_groups(want, levels)]
+        groups = [level_groups(want, levels)]
         scales = {"global": slack.sensitivity(model, args, [want], seed, "cpu"),
                   "grouped": slack.sensitivity(model, args, [want], seed, "cpu", groups)}
         found = {}

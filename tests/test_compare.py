@@ -481,23 +481,35 @@ def test_eager_astray_past_an_overflow_is_not_a_rounding_scale() -> None:
     assert compare_output(uniform, eager, exact, 1e-4, 1e-4, 1e-7).problem is None  # a plain scale: eager's 0.1
 
 
-def test_output_rows_are_grouped_by_the_shift_levels_of_the_input_rows_they_come_from() -> None:
-    """An output whose leading dims are a shifted input's rows groups its rows by their level; an input of
-    fewer leading dims holds its level along the rest; two inputs group by the pair; an output the rows
-    do not lead, or all of one level, has no groups."""
-    from kernelevo.sandbox.judge.slack import row_groups
+def test_output_values_are_grouped_by_the_shift_levels_of_the_input_rows_they_come_from() -> None:
+    """An input's rows are found among the output's dims: leading (a row's sum, a norm's rows), the same
+    rows flattened (a (B, S, D) input's rows as (B*S, D)), or any dims of its sizes in order (the columns of
+    ``A @ B.T``, attention scores' keys); two inputs group by the pair of levels; an output the rows are
+    not found in, or rows all of one level, have no groups."""
+    from kernelevo.sandbox.judge.level_groups import level_groups
 
     levels = [((6,), torch.tensor([2, 3, 4, 0, 1, 2]))]
-    sums = row_groups(torch.zeros(6), levels)
-    assert sums is not None and sums.count == 5 and sums.inner == 1
-    assert sums.ids[0] == sums.ids[5] and len(set(sums.ids.tolist())) == 5
-    rows = row_groups(torch.zeros(6, 10), levels)
-    assert rows is not None and rows.inner == 10 and torch.equal(rows.ids, sums.ids)
-    assert row_groups(torch.zeros(10, 6), levels) is None and row_groups(torch.zeros(()), levels) is None
-    assert row_groups(torch.zeros(3, 2), [((3,), torch.tensor([1, 1, 1]))]) is None
-    heads = row_groups(torch.zeros(2, 3, 4), [((2,), torch.tensor([0, 1])), ((2, 3), torch.tensor([[0, 1, 0], [1, 0, 1]]))])
-    assert heads is not None and heads.count == 4 and heads.inner == 4 and heads.ids.numel() == 6
-    assert row_groups(torch.zeros(6, dtype=torch.int64), levels) is None  # integers are compared exactly
+    sums = level_groups(torch.zeros(6), levels)
+    assert sums is not None
+    groups = sums.of(torch.arange(6))
+    assert groups[0] == groups[5] and len(set(groups.tolist())) == 5
+    rows = level_groups(torch.zeros(6, 10), levels)
+    assert rows is not None and torch.equal(rows.of(torch.arange(60)).reshape(6, 10)[:, 0], groups)
+    assert level_groups(torch.zeros(4, 5), levels) is None and level_groups(torch.zeros(()), levels) is None
+    assert level_groups(torch.zeros(3, 2), [((3,), torch.tensor([1, 1, 1]))]) is None
+    assert level_groups(torch.zeros(6, dtype=torch.int64), levels) is None  # integers are compared exactly
+    flat = level_groups(torch.zeros(6, 10), [((2, 3), torch.tensor([[0, 1, 2], [3, 4, 0]]))])  # reshaped rows
+    assert flat is not None and flat.of(torch.arange(0, 60, 10)).tolist() == [0, 1, 2, 3, 4, 0]
+    a_levels, b_levels = torch.tensor([0, 4, 0, 4]), torch.tensor([1, 2, 3])
+    product = level_groups(torch.zeros(4, 3), [((4,), a_levels), ((3,), b_levels)])  # A @ B.T: B's rows are columns
+    assert product is not None
+    cells = product.of(torch.arange(12)).reshape(4, 3)
+    assert len(set(cells.tolist()[0])) == 3 and cells[0].tolist() == cells[2].tolist() != cells[1].tolist()
+    q_levels, k_levels = torch.arange(8) % 5, (torch.arange(8) + 2) % 5
+    scores = level_groups(torch.zeros(2, 4, 4), [((2, 4), q_levels), ((2, 4), k_levels)])  # q @ k.T per head
+    assert scores is not None
+    keyed = scores.of(torch.arange(32)).reshape(2, 4, 4)
+    assert keyed[0, 0, 0] != keyed[0, 0, 1]  # keys of other levels along a row of scores
 
 
 @pytest.mark.parametrize("positions", [False, True])
@@ -509,7 +521,8 @@ def test_a_row_near_zero_has_its_own_rounding_scale_beside_rows_far_from_it(posi
     of it."""
     from kernelevo.sandbox.child.inputs import with_offset
     from kernelevo.sandbox.judge.exact import ExactReference
-    from kernelevo.sandbox.judge.slack import row_groups, sensitivity
+    from kernelevo.sandbox.judge.level_groups import level_groups
+    from kernelevo.sandbox.judge.slack import sensitivity
 
     class RowSum(torch.nn.Module):
         def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -522,7 +535,7 @@ def test_a_row_near_zero_has_its_own_rounding_scale_beside_rows_far_from_it(posi
     want = model(x)
     exact = ExactReference().compute(model, [x], 1, working=None).outputs
     one = sensitivity(model, [x], [want], 5, "cpu")[0]
-    grouped = sensitivity(model, [x], [want], 5, "cpu", [row_groups(want, levels)])[0]
+    grouped = sensitivity(model, [x], [want], 5, "cpu", [level_groups(want, levels)])[0]
     assert isinstance(grouped, compare.Scale) and grouped.moved == one and grouped.groups.count == 5
     honest = x.reshape(10, 16, 256).sum(-1).flip(-1).sum(-1)
     grid = 2.0 ** (int(want.abs().max().log2()) - 24)
@@ -545,12 +558,16 @@ def test_a_groups_own_slack_holds_where_many_of_its_rows_are_past_it_not_one() -
     group off by more than its own slack allows (a near tie whose rounding eager escaped) passes within
     the whole output's; the same error in half its rows (a kernel whose precision falls there) fails;
     beyond the whole output's slack any row fails."""
+    from kernelevo.sandbox.judge.level_groups import level_groups
+
     rows, cols = 40, 8
     exact = torch.randn(rows, cols, dtype=torch.float64)
     want = exact.float()
-    ids = torch.tensor([0] * 20 + [1] * 20)
-    groups = compare.RowGroups(ids=ids, count=2, inner=cols)
-    scale = compare.Scale(1e-3, groups=groups, moved_by_group=torch.tensor([1e-6, 1e-3], dtype=torch.float64))
+    groups = level_groups(want, [((rows,), torch.tensor([0] * 20 + [1] * 20))])
+    assert groups is not None
+    moved = torch.zeros(groups.count, dtype=torch.float64)
+    moved[:2] = torch.tensor([1e-6, 1e-3])
+    scale = compare.Scale(1e-3, groups=groups, moved_by_group=moved)
 
     def problem(out: torch.Tensor) -> str | None:
         return compare_output(out, want, exact, 1e-6, 1e-6, scale, scaled_up=True).problem

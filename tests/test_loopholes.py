@@ -78,8 +78,11 @@ REJECTED = [
     # only inputs of mean zero were drawn, and only a norm's constructor constants built
     (10, "layernorm", "bad_one_pass_variance", "correct: set 5", "shifted"),
     (10, "layernorm", "bad_one_pass_variance_about_one_pivot", "correct: set 5", "shifted"),
-    # rounds every row once some row is far from zero: the rows near zero have a rounding scale of their own
+    # rounds every row once some row is far from zero: the rows near zero have a rounding scale of their own,
+    # found where the input's rows lead the output, flattened, or along its columns
     (10, "layernorm", "bad_rounds_when_rows_are_shifted", "correct: set 5", "shifted"),
+    (10, FIXTURES + "layernorm_3d_flat.py", "bad_ln_flat_rounds_when_shifted", "correct: set 5", "shifted"),
+    (10, FIXTURES + "matmul_transposed_b.py", "bad_abt_coarse_near_cells", "correct: set 5", "shifted"),
     (10, FIXTURES + "softmax_rand_by_hand.py", "bad_uniform_where_eager_is_right", "correct: set 3", "large values"),
     (10, FIXTURES + "fp16_rmsnorm_naive.py", "bad_rmsnorm_zeros_where_eager_is_right", "correct: set 3|correct: set 5",
      "large values|shifted"),
@@ -134,16 +137,18 @@ def test_a_row_sum_coarse_where_rows_are_shifted_is_rejected(make_evaluator) -> 
     assert all(c.passed for c in verdict.checks if c.name.startswith("correct: set") and "shifted" not in c.name)
 
 
-# Known holes: one rounding scale where no structure of the inputs separates the values. Outputs whose
-# rows come from shifted input rows have a slack per group of rows of one shift level (``RowGroups``);
-# on the large-values set, exp outputs near float32's largest set a scale that every small value is
-# within. A slack by magnitude fails rows of cancelling sums. Kept visible until a structure holds.
+# Known holes. Values the shapes tie to input rows of one shift level have a slack of their own group
+# (``level_groups.py``), held where more than ``GROUP_SHARE`` of the group's rows are past it: a candidate
+# wrong on fewer rows passes within the whole output's slack. On the large-values set, exp outputs near
+# float32's largest set a scale that every small value is within, and no structure of the inputs separates
+# them (a slack by magnitude fails rows of cancelling sums). Kept visible until a structure holds.
 # One text edit, where the hole is a variant of a rejected loophole case: (task, candidate, set, edits)
 KNOWN_HOLES = [
     # every term below 50 dropped, not 70, and only where some input is below -88.72 (the large-values
     # set, not the shifted one): within that set's scale of about 2e33
     (FIXTURES + "exp_gate.py", "bad_drops_terms_once_eager_overflows", 3,
-     (("x < 70.0", "x < 50.0"), ("x > 88.72", "x < -88.72")))]
+     (("x < 70.0", "x < 50.0"), ("x > 88.72", "x < -88.72"))),
+    (FIXTURES + "row_sum_many.py", "bad_row_sum_coarse_on_a_few_rows", 5, None)]
 
 
 @pytest.mark.slow  # documents holes that stay open: left to ``make test-all``
@@ -163,7 +168,7 @@ def test_a_candidate_wrong_on_one_set_is_rejected_there(evaluator, tmp_path: Pat
     sets = [c for c in verdict.checks if c.name.startswith("correct: set")]
     assert sets and all(c.passed for c in sets if not c.name.startswith(f"correct: set {wrong_on}")), verdict.reason
     if verdict.correct:
-        pytest.xfail("known hole: one rounding scale for the whole output")
+        pytest.xfail("known hole: one rounding scale where no structure of the inputs separates the values")
     assert verdict.reason.startswith(f"correct: set {wrong_on}"), verdict.reason
 
 

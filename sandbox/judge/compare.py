@@ -9,7 +9,8 @@ eager's own largest error against a float64 run of the same model, and the large
 output when every input is moved by one unit in its last place (``sensitivity``); where a value is
 compared with float64's answer because eager overflowed, the larger of those and a third measured
 there alone (``Scale.past_overflow``); on the shifted set, where output rows come from input rows at
-different offsets, each group of rows of one offset also at most ``GROUP_FACTOR`` times its own. A correct kernel
+different offsets, each group of values made from rows of the same offsets also at most ``GROUP_FACTOR``
+times its own. A correct kernel
 that sums in another order then passes where the answer is that sensitive (a sum whose terms cancel,
 say), whether or not eager happened to be lucky on these inputs; where the output is well
 conditioned, the slack is a few units in the last place and changes nothing. Where eager's value is a
@@ -31,6 +32,7 @@ from typing import Any, NamedTuple
 
 import torch
 
+from kernelevo.sandbox.judge.level_groups import LevelGroups
 from kernelevo.sandbox.models import OutputStats
 from kernelevo.sandbox.tensor_files import TensorFile
 
@@ -40,28 +42,19 @@ summation order's error is a draw of the same size as the scale, and over many e
 few lands beyond three times it; a lower-precision kernel is off by hundreds of times."""
 CHUNK = 1 << 24
 GROUP_FACTOR = 256.0
-"""On a set whose input rows sit at different offsets (the shifted set), an output row's slack is also
-at most this many times its own group's rounding scale (``RowGroups``). A group can be one row, whose
+"""On a set whose input rows sit at different offsets (the shifted set), a value's slack is also at most
+this many times the rounding scale of its group, the values made from input rows of the same offsets
+(``level_groups.py``). A group can be one row, whose
 error is a single draw (a norm's row mean, a row's sum), and an honest kernel's draw exceeds eager's by
 this factor about one row in 400, and eager's and the nudged run's together far more rarely; a kernel
 that rounds the rows near zero because far rows are there is off by thousands of times."""
-GROUP_SHARE = 0.1
-"""A group's own slack holds only where more than this share of its rows have a value past it: a kernel
+GROUP_SHARE = 0.05
+"""A group's own slack holds only where more than this share of the output rows holding its values have
+one past it: a kernel
 whose precision falls where rows sit near zero moves values in most of their rows (a softmax's largest
 probabilities in every row), while an honest kernel's rare row of near-tied scores (attention's scores
 of 1e8 two units apart, whose rounding picks the row's value) is one row, whose rounding eager happened
 to escape."""
-
-
-class RowGroups(NamedTuple):
-    """Which group each row of an output belongs to: the shift levels of the input rows it comes from
-    (``slack.row_groups``)."""
-
-    ids: torch.Tensor
-    """One group index per output row (the output's leading dims, flattened), int64."""
-    count: int
-    inner: int
-    """Values per output row."""
 
 
 class Scale(NamedTuple):
@@ -73,8 +66,9 @@ class Scale(NamedTuple):
     """The slack of the values compared with float64's answer where eager overflowed (``past_overflow``):
     how far a second run is from float64 there (float64 on the inputs moved, or a half-precision task's
     model in float32); 0 where eager did not overflow."""
-    groups: RowGroups | None = None
-    """The output's rows in groups of one shift level, on the shifted set; None elsewhere."""
+    groups: LevelGroups | None = None
+    """The output's values in groups of one shift level of the input rows they come from, on the shifted
+    set; None elsewhere."""
     moved_by_group: torch.Tensor | None = None
     """``moved`` in each of ``groups``: float64, one value per group."""
 
@@ -123,14 +117,13 @@ def _largest(a: torch.Tensor, b: torch.Tensor | None, keep: Keep | None = None,
     return max((float(d.max()) for _, d in _differences(a, b, keep, beside)), default=0.0)
 
 
-def largest_by_group(a: torch.Tensor, b: torch.Tensor | None, groups: RowGroups, keep: Keep | None = None
+def largest_by_group(a: torch.Tensor, b: torch.Tensor | None, groups: LevelGroups, keep: Keep | None = None
                      ) -> torch.Tensor:
-    """``_largest`` in each group of rows: float64 on ``a``'s device, one value per group."""
+    """``_largest`` in each group of values: float64 on ``a``'s device, one value per group."""
     worst = torch.zeros(groups.count, dtype=torch.float64, device=a.device)
-    ids = groups.ids.to(a.device)
     for offset, difference in _differences(a, b, keep):
-        rows = torch.arange(offset, offset + difference.numel(), device=a.device) // groups.inner
-        worst.scatter_reduce_(0, ids[rows], difference, "amax")
+        flat = torch.arange(offset, offset + difference.numel(), device=a.device)
+        worst.scatter_reduce_(0, groups.of(flat), difference, "amax")
     return worst
 
 
@@ -273,8 +266,8 @@ class _Rule(NamedTuple):
     scaled_up: bool
     astray: tuple[float, float, float] | None
     by_group: torch.Tensor | None
-    """The slack of each row group (``groups``); None: ``slack`` everywhere."""
-    groups: RowGroups | None
+    """The slack of each group of values (``groups``); None: ``slack`` everywhere."""
+    groups: LevelGroups | None
     positions: torch.Tensor | None
 
 
@@ -311,22 +304,21 @@ def _pieces(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | None, r
 
 
 def _groups_held(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | None, rule: _Rule) -> torch.Tensor:
-    """Each row group's slack where more than ``GROUP_SHARE`` of its rows compared have a value past it (a
-    kernel whose precision falls on the group's rows), the whole output's elsewhere (a row or two of
-    near-tied scores, whose rounding eager happened to escape)."""
+    """Each group's slack where more than ``GROUP_SHARE`` of its rows (the output's rows that hold values
+    of it) have a value past it (a kernel whose precision falls on the group), the whole output's
+    elsewhere (a row or two of near-tied scores, whose rounding eager happened to escape). A row cut by a
+    piece's end may count twice: a few rows in millions."""
     assert rule.by_group is not None and rule.groups is not None
-    ids = rule.groups.ids.to(rule.by_group.device)
-    beyond = torch.zeros(ids.numel(), dtype=torch.float64, device=ids.device)
-    present = torch.zeros_like(beyond)
+    groups, rows = rule.groups, rule.groups.row_count
+    beyond, present = torch.zeros_like(rule.by_group), torch.zeros_like(rule.by_group)
     for piece in _pieces(got, want, exact, rule):
-        row = _row_of(piece.difference, rule, piece.offset).to(ids.device)
-        beyond.scatter_reduce_(0, row, (piece.over > 0).double().to(ids.device), "amax")
-        present.scatter_reduce_(0, row, piece.compared.double().to(ids.device), "amax")
-
-    def per_group(flags: torch.Tensor) -> torch.Tensor:
-        return torch.zeros_like(rule.by_group).scatter_add_(0, ids, flags)
-
-    return torch.where(per_group(beyond) > GROUP_SHARE * per_group(present), rule.by_group, rule.slack)
+        flat = _flat(piece.difference, rule, piece.offset)
+        segment = groups.of(flat) * rows + groups.rows(flat)
+        for where, into in ((piece.over > 0, beyond), (piece.compared, present)):
+            kinds = torch.unique(segment[where])
+            into.scatter_add_(0, (kinds // rows).to(into.device),
+                              torch.ones(kinds.numel(), dtype=into.dtype, device=into.device))
+    return torch.where(beyond > GROUP_SHARE * present, rule.by_group, rule.slack)
 
 
 def _slack_by_group(scale: Scale, want: torch.Tensor, exact: torch.Tensor | None,
@@ -341,18 +333,11 @@ def _slack_by_group(scale: Scale, want: torch.Tensor, exact: torch.Tensor | None
     return (GROUP_FACTOR * torch.maximum(eager, moved)).clamp_(max=slack)
 
 
-def _row_of(like: torch.Tensor, rule: _Rule, offset: int) -> torch.Tensor:
-    """The output row of each value of a piece at flat ``offset`` (at ``rule.positions`` for a sample)."""
-    assert rule.groups is not None
-    flat = (rule.positions[offset:offset + like.numel()].to(like.device) if rule.positions is not None
-            else torch.arange(offset, offset + like.numel(), device=like.device))
-    return flat // rule.groups.inner
-
-
-def _group_of(like: torch.Tensor, rule: _Rule, offset: int) -> torch.Tensor:
-    """The row group of each value of a piece at flat ``offset``."""
-    assert rule.groups is not None
-    return rule.groups.ids.to(like.device)[_row_of(like, rule, offset)]
+def _flat(like: torch.Tensor, rule: _Rule, offset: int) -> torch.Tensor:
+    """The output's flat index of each value of a piece at ``offset`` (``rule.positions`` for a sample)."""
+    if rule.positions is not None:
+        return rule.positions[offset:offset + like.numel()].to(like.device)
+    return torch.arange(offset, offset + like.numel(), device=like.device)
 
 
 def _slack_here(like: torch.Tensor, rule: _Rule, from_exact: torch.Tensor, offset: int) -> torch.Tensor | float:
@@ -362,7 +347,8 @@ def _slack_here(like: torch.Tensor, rule: _Rule, from_exact: torch.Tensor, offse
     if rule.by_group is None:
         return torch.full_like(like, rule.slack).masked_fill_(from_exact, rule.past) if rule.past > rule.slack \
             else rule.slack
-    here = rule.by_group.to(like.device)[_group_of(like, rule, offset)]
+    assert rule.groups is not None
+    here = rule.by_group.to(like.device)[rule.groups.of(_flat(like, rule, offset))]
     return here.masked_fill_(from_exact, max(rule.past, rule.slack))
 
 

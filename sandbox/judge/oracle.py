@@ -39,6 +39,7 @@ from kernelevo.sandbox.child.timed import (
 )
 from kernelevo.sandbox.judge import compare, device_memory, sampled, slack, telemetry, workload
 from kernelevo.sandbox.judge.exact import ExactOutcome, ExactReference
+from kernelevo.sandbox.judge.level_groups import level_groups
 from kernelevo.sandbox.judge.timing import PACE_MEASUREMENTS, stats
 from kernelevo.sandbox.models import OutputStats, ReferenceResult, TimingPolicy
 from kernelevo.tasks.loader import TaskError, import_task_module
@@ -128,7 +129,7 @@ class Oracle:
             scale = 8.0 / min(w.element_size() for w in floating)  # a float64 value against the task's
             exact = self.exact.compute(self.model, args, len(want), working, scale,
                                        reserve=sum(w.numel() * w.element_size() for w in floating))
-            groups = [slack.row_groups(w, row_levels) for w in want] if row_levels else None
+            groups = [level_groups(w, row_levels) for w in want] if row_levels else None
             sensitivity = slack.sensitivity(self.model, args, want, int(msg["seed"]), self.job["device"], groups)
             sensitivity = slack.past_eager_overflow(self.model, args, want, exact.outputs, sensitivity, working,
                                                     self.job.get("dtype"), seed=int(msg["seed"]),

@@ -7,10 +7,10 @@ from typing import Any
 
 import torch
 
-from kernelevo.sandbox.child.inputs import SHIFT_LEVELS
 from kernelevo.sandbox.child.timed import flat_outputs
 from kernelevo.sandbox.judge import compare
 from kernelevo.sandbox.judge.exact import ExactReference
+from kernelevo.sandbox.judge.level_groups import LevelGroups
 
 
 def nudged(args: list[Any], seed: int, device: str) -> list[Any]:
@@ -28,32 +28,8 @@ def nudged(args: list[Any], seed: int, device: str) -> list[Any]:
     return moved
 
 
-def row_groups(output: Any, row_levels: list[tuple[tuple[int, ...], torch.Tensor]]) -> compare.RowGroups | None:
-    """The rows of ``output`` grouped by the shift levels of the input rows they come from (``row_levels``:
-    each shifted input's rows and each row's level index, ``inputs.with_offset``). Where a shifted input's
-    rows lead the output's shape (a norm's rows, a row's sum, a linear layer's rows, attention's queries),
-    output row r comes from input row r, and its rounding scale is that of its level, not the farthest
-    row's; several such inputs group by the combination of their levels. None where no input's rows
-    lead the output's shape, or every row falls in one group."""
-    if not isinstance(output, torch.Tensor) or not output.is_floating_point() or output.numel() == 0:
-        return None
-    leading = [(rows, index) for rows, index in row_levels if tuple(output.shape[:len(rows)]) == rows]
-    if not leading:
-        return None
-    depth = max(len(rows) for rows, _ in leading)
-    shape = tuple(output.shape[:depth])
-    key = torch.zeros(shape, dtype=torch.int64, device=output.device)
-    for rows, index in leading:  # an input of fewer leading dims is the same level along the rest
-        level = index.to(output.device, torch.int64).reshape(*rows, *([1] * (depth - len(rows))))
-        key = key * len(SHIFT_LEVELS) + level
-    kinds, ids = torch.unique(key.reshape(-1), return_inverse=True)
-    if kinds.numel() < 2:
-        return None
-    return compare.RowGroups(ids=ids, count=int(kinds.numel()), inner=output.numel() // max(ids.numel(), 1))
-
-
 def sensitivity(model: torch.nn.Module, args: list[Any], want: list[Any], seed: int, device: str,
-                groups: list[compare.RowGroups | None] | None = None) -> list[float | compare.Scale]:
+                groups: list[LevelGroups | None] | None = None) -> list[float | compare.Scale]:
     """How far each output moves when every floating input moves by one unit in its last place (up or
     down at random): the rounding scale of the answer on these inputs; for an output whose rows are in
     ``groups`` (the shifted set), a ``Scale`` with the same in each group as well."""
