@@ -44,17 +44,16 @@ CHUNK = 1 << 24
 GROUP_FACTOR = 256.0
 """On a set whose input rows sit at different offsets (the shifted set), a value's slack is also at most
 this many times the rounding scale of its group, the values made from input rows of the same offsets
-(``level_groups.py``). A group can be one row, whose
-error is a single draw (a norm's row mean, a row's sum), and an honest kernel's draw exceeds eager's by
-this factor about one row in 400, and eager's and the nudged run's together far more rarely; a kernel
-that rounds the rows near zero because far rows are there is off by thousands of times."""
+(``level_groups.py``). A group can be one row, whose error is a single draw (a norm's row mean, a row's
+sum), and an honest kernel's draw exceeds eager's by this factor about one row in 400, and eager's and
+the nudged run's together far more rarely; a kernel that rounds the rows near zero because far rows are
+there is off by thousands of times."""
 GROUP_SHARE = 0.05
 """A group's own slack holds only where more than this share of the output rows holding its values have
-one past it: a kernel
-whose precision falls where rows sit near zero moves values in most of their rows (a softmax's largest
-probabilities in every row), while an honest kernel's rare row of near-tied scores (attention's scores
-of 1e8 two units apart, whose rounding picks the row's value) is one row, whose rounding eager happened
-to escape."""
+one past it: a kernel whose precision falls where rows sit near zero moves values in most of their rows
+(a softmax's largest probabilities in every row), while an honest kernel's rare row of near-tied scores
+(attention's scores of 1e8 two units apart, whose rounding picks the row's value) is one row, whose
+rounding eager happened to escape."""
 
 
 class Scale(NamedTuple):
@@ -323,7 +322,7 @@ def _groups_held(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | No
 
 def _slack_by_group(scale: Scale, want: torch.Tensor, exact: torch.Tensor | None,
                     astray: tuple[float, float, float] | None, slack: float) -> torch.Tensor | None:
-    """Each row group's slack: ``GROUP_FACTOR`` times its own rounding scale (eager's error and the nudged
+    """Each group's slack: ``GROUP_FACTOR`` times its own rounding scale (eager's error and the nudged
     run's move within the group), never above the whole output's ``slack``; None without groups."""
     if scale.groups is None or exact is None:
         return None
@@ -341,7 +340,7 @@ def _flat(like: torch.Tensor, rule: _Rule, offset: int) -> torch.Tensor:
 
 
 def _slack_here(like: torch.Tensor, rule: _Rule, from_exact: torch.Tensor, offset: int) -> torch.Tensor | float:
-    """The slack of each value of a piece: its row group's, where there are groups; where the value is
+    """The slack of each value of a piece: its group's, where there are groups; where the value is
     compared with float64's answer because eager overflowed or went astray, the slack measured there
     (``past``) where larger, never a group's (eager's error there is not a rounding scale)."""
     if rule.by_group is None:

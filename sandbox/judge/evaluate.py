@@ -439,8 +439,8 @@ class Evaluator:
         return again
 
     def _one_session(self, task: Task, candidate: Path, cache_name: str,  # noqa: ANN202 - Record
-                 forensic: str | None = None, footprint: int | None = None, eager_ms: float | None = None,
-                 forensic_calls: int = FORENSIC_CALLS):
+                     forensic: str | None = None, footprint: int | None = None, eager_ms: float | None = None,
+                     forensic_calls: int = FORENSIC_CALLS):
         """One session (``cache_name``: the candidate's kept compile cache, ``caches.name_for``;
         ``forensic``: ncu's path, for the forensic pass, of ``forensic_calls`` calls; ``footprint``: one
         eager call's peak device memory; ``eager_ms``: the reference's cached time): its Record."""
