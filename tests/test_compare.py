@@ -580,3 +580,35 @@ def test_a_groups_own_slack_holds_where_many_of_its_rows_are_past_it_not_one() -
     far = want.clone()
     far[3, 0] += 1e-2
     assert problem(far)
+
+
+def test_where_eager_is_astray_a_value_no_farther_from_the_answer_passes() -> None:
+    """On a set far from the task's own, where eager's value is farther from float64's than rounding
+    explains, float64's answer is the target: a value as naive as eager's passes, and so does one on the
+    other side of the answer no farther from it than eager's (a near tie rounded its own way); one
+    farther than eager's fails. (On the task's own sets eager's error is the rounding scale itself.)"""
+    exact = torch.linspace(1.0, 2.0, 64, dtype=torch.float64)
+    want = exact.float()
+    want[5] += 0.01  # astray: a hundred times the tolerance
+    honest, farther = want.clone(), want.clone()
+    honest[5] = float(exact[5]) - 0.008
+    farther[5] = float(exact[5]) - 0.02
+    assert compare_output(want, want, exact, 1e-4, 1e-4, 1e-7, scaled_up=True).problem is None
+    assert compare_output(honest, want, exact, 1e-4, 1e-4, 1e-7, scaled_up=True).problem is None
+    assert "outside" in (compare_output(farther, want, exact, 1e-4, 1e-4, 1e-7, scaled_up=True).problem or "")
+
+
+def test_sets_far_from_the_tasks_own_take_the_larger_of_two_nudged_runs() -> None:
+    """Rows shifted far up hold values of one size, so one unit up or down on each can cancel in a dot
+    product; the larger of two nudged runs is never below one."""
+    from kernelevo.sandbox.judge.slack import sensitivity
+
+    class Dot(torch.nn.Module):
+        def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+            return (x * y).sum(-1)
+
+    x, y = torch.full((64, 16), 4096.0) + torch.randn(64, 16), torch.full((64, 16), 4096.0) + torch.randn(64, 16)
+    want = [Dot()(x, y)]
+    one = sensitivity(Dot(), [x, y], want, 3, "cpu")[0]
+    two = sensitivity(Dot(), [x, y], want, 3, "cpu", draws=2)[0]
+    assert 0.0 < one <= two

@@ -130,7 +130,9 @@ class Oracle:
             exact = self.exact.compute(self.model, args, len(want), working, scale,
                                        reserve=sum(w.numel() * w.element_size() for w in floating))
             groups = [level_groups(w, row_levels) for w in want] if row_levels else None
-            sensitivity = slack.sensitivity(self.model, args, want, int(msg["seed"]), self.job["device"], groups)
+            far = inputs.far_from_generated(int(msg.get("variant", 0)))
+            sensitivity = slack.sensitivity(self.model, args, want, int(msg["seed"]), self.job["device"], groups,
+                                            draws=slack.FAR_NUDGES if far else 1)
             sensitivity = slack.past_eager_overflow(self.model, args, want, exact.outputs, sensitivity, working,
                                                     self.job.get("dtype"), seed=int(msg["seed"]),
                                                     device=self.job["device"], float64=self.exact, scale=scale)
