@@ -483,9 +483,10 @@ def test_eager_astray_past_an_overflow_is_not_a_rounding_scale() -> None:
 
 def test_output_values_are_grouped_by_the_shift_levels_of_the_input_rows_they_come_from() -> None:
     """An input's rows are found among the output's dims: leading (a row's sum, a norm's rows), the same
-    rows flattened (a (B, S, D) input's rows as (B*S, D)), or any dims of its sizes in order (the columns of
-    ``A @ B.T``, attention scores' keys); two inputs group by the pair of levels; an output the rows are
-    not found in, or rows all of one level, have no groups."""
+    rows flattened (a (B, S, D) input's rows as (B*S, D)), any dims of its sizes in order (the columns of
+    ``A @ B.T``, attention scores' keys) or in another order (rows returned sequence-first), or in a view
+    with one dim split (heads merged); two inputs group by the pair of levels; an output the rows are not
+    found in, or rows all of one level, have no groups."""
     from kernelevo.sandbox.judge.level_groups import level_groups
 
     levels = [((6,), torch.tensor([2, 3, 4, 0, 1, 2]))]
@@ -510,6 +511,17 @@ def test_output_values_are_grouped_by_the_shift_levels_of_the_input_rows_they_co
     assert scores is not None
     keyed = scores.of(torch.arange(32)).reshape(2, 4, 4)
     assert keyed[0, 0, 0] != keyed[0, 0, 1]  # keys of other levels along a row of scores
+    rows_bs = torch.arange(6).reshape(2, 3) % 5
+    first = level_groups(torch.zeros(3, 2, 4), [((2, 3), rows_bs)])  # (B, S) rows returned sequence-first
+    assert first is not None
+    by_row = first.of(torch.arange(24)).reshape(3, 2, 4)[:, :, 0]
+    assert torch.equal(first.rows(torch.arange(24)).reshape(3, 2, 4)[:, :, 0], torch.arange(6).reshape(2, 3).T)
+    assert len(set(by_row.flatten().tolist())) == 5 and by_row[0, 0] == by_row[2, 1]  # rows 0 and 5: level 0
+    heads = torch.arange(2 * 4 * 3).reshape(2, 4, 3) % 5  # q's (B, H, S) rows; output (B, S, H*D), D = 2
+    merged = level_groups(torch.zeros(2, 3, 8), [((2, 4, 3), heads)])
+    assert merged is not None
+    rows_of = merged.rows(torch.arange(48)).reshape(2, 3, 4, 2)[..., 0]  # (B, S, H)
+    assert torch.equal(rows_of, torch.arange(24).reshape(2, 4, 3).transpose(1, 2))
 
 
 @pytest.mark.parametrize("positions", [False, True])

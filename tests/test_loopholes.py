@@ -83,6 +83,7 @@ REJECTED = [
     (10, "layernorm", "bad_rounds_when_rows_are_shifted", "correct: set 5", "shifted"),
     (10, FIXTURES + "layernorm_3d_flat.py", "bad_ln_flat_rounds_when_shifted", "correct: set 5", "shifted"),
     (10, FIXTURES + "matmul_transposed_b.py", "bad_abt_coarse_near_cells", "correct: set 5", "shifted"),
+    (10, FIXTURES + "layernorm_seq_first.py", "bad_ln_seq_first_rounds_when_shifted", "correct: set 5", "shifted"),
     (10, FIXTURES + "softmax_rand_by_hand.py", "bad_uniform_where_eager_is_right", "correct: set 3", "large values"),
     (10, FIXTURES + "fp16_rmsnorm_naive.py", "bad_rmsnorm_zeros_where_eager_is_right", "correct: set 3|correct: set 5",
      "large values|shifted"),

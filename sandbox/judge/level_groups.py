@@ -5,8 +5,10 @@ and the comparison holds each group to its own (``compare.GROUP_FACTOR``).
 
 Which input rows a value comes from is read from the shapes alone. An input's rows (its dims but the
 last) are found in the output's dims: as its leading dims flattened (a norm's rows, a row's sum, a linear
-layer's rows, the same rows reshaped), or as any dims of equal sizes in the same order (the columns of
-``A @ B.T`` are ``B``'s rows; attention scores ``q @ k.T`` take ``q``'s rows and ``k``'s). Sizes that
+layer's rows, the same rows reshaped), or as any dims of equal sizes, in order first, then in any order
+(the columns of ``A @ B.T`` are ``B``'s rows; attention scores ``q @ k.T`` take ``q``'s rows and
+``k``'s; a (B, S, D) input's rows come out (S, B, D) when returned sequence-first), and where none is
+found, in a view of the output with one dim split in two (attention's heads merged, (B, S, H*D)). Sizes that
 match by coincidence only split groups further, which never loosens a check: a group's slack is capped
 at the whole output's. Runs in the oracle; nothing here comes from the candidate.
 """
@@ -24,16 +26,20 @@ from kernelevo.sandbox.child.inputs import SHIFT_LEVELS
 LEVELS = len(SHIFT_LEVELS)
 MAX_MAPS = 6
 """Alignments kept per output (groups: ``LEVELS`` to this power at most)."""
-ALIGNMENTS_PER_INPUT = 3
-"""Alignments of one input's rows tried beyond its leading one (dims of repeated sizes have several)."""
+ALIGNMENTS_PER_INPUT = 4
+"""Alignments of one input's rows kept beyond its leading one (dims of repeated sizes have several)."""
 
 
 class LevelMap(NamedTuple):
-    """One input's row levels laid over the output: the output dims (in order) that index its rows."""
+    """One input's row levels laid over the output: the dims of a view of the output that index its
+    rows, in the rows' order."""
 
     levels: torch.Tensor
     """The level index of each input row, flat (int64)."""
     dims: tuple[int, ...]
+    view: tuple[int, ...]
+    """The output's shape, or the same with one dim split in two (heads merged: (B, S, H*D) as
+    (B, S, H, D)), whose dims ``dims`` names."""
 
 
 class LevelGroups(NamedTuple):
@@ -46,21 +52,28 @@ class LevelGroups(NamedTuple):
     def of(self, flat: torch.Tensor) -> torch.Tensor:
         """The group of each value at the output's flat indices ``flat``."""
         key = torch.zeros_like(flat)
-        strides = _strides(self.shape)
         for level_map in self.maps:
-            index = torch.zeros_like(flat)
-            for d in level_map.dims:
-                index = index * self.shape[d] + (flat // strides[d]) % self.shape[d]
-            key = key * LEVELS + level_map.levels.to(flat.device)[index]
+            key = key * LEVELS + level_map.levels.to(flat.device)[self._row(level_map, flat)]
         return key
 
     def rows(self, flat: torch.Tensor) -> torch.Tensor:
-        """The output row (along its last dim) of each value at ``flat``; of a 1-D output, each value."""
-        return flat // self.shape[-1] if len(self.shape) > 1 else flat
+        """The row of the first input found that each value at ``flat`` comes from: the unit in which a
+        group's share is counted (a precision lost on every row near zero, whatever the output's layout;
+        a near tie, one row)."""
+        return self._row(self.maps[0], flat)
 
     @property
     def row_count(self) -> int:
-        return math.prod(self.shape[:-1]) if len(self.shape) > 1 else math.prod(self.shape)
+        return self.maps[0].levels.numel()
+
+    def _row(self, level_map: LevelMap, flat: torch.Tensor) -> torch.Tensor:
+        """The input row (flat, in the input's order) each value at ``flat`` comes from under ``level_map``."""
+        view = level_map.view
+        strides = _strides(view)
+        index = torch.zeros_like(flat)
+        for d in level_map.dims:
+            index = index * view[d] + (flat // strides[d]) % view[d]
+        return index
 
 
 def _strides(shape: tuple[int, ...]) -> list[int]:
@@ -79,33 +92,51 @@ def level_groups(output: Any, row_levels: list[tuple[tuple[int, ...], torch.Tens
     for rows, index in row_levels:
         if int(index.min()) == int(index.max()):
             continue  # every row at one level: nothing to tell apart
-        for dims in _alignments(rows, shape):
+        found = [(shape, dims) for dims in _alignments(rows, shape)]
+        if not found:  # heads merged into one dim, say: the output's dims split where a row size divides one
+            found = [(view, dims) for view in _splits(rows, shape) for dims in _alignments(rows, view)]
+        for view, dims in found[:1 + ALIGNMENTS_PER_INPUT]:
             if len(maps) < MAX_MAPS:
-                maps.append(LevelMap(index.reshape(-1).to(torch.int64), dims))
+                maps.append(LevelMap(index.reshape(-1).to(torch.int64), dims, view))
     if not maps:
         return None
     return LevelGroups(tuple(maps), shape, LEVELS ** len(maps))
 
 
+def _splits(rows: tuple[int, ...], shape: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """Views of ``shape`` with one dim split in two, the outer or the inner part a size of ``rows`` (a
+    merged (H*D) dim as (H, D)): the same values in the same order."""
+    views = []
+    missing = [r for r in rows if r not in shape]  # the size merged away first (H of H*D), as the outer part
+    for r in dict.fromkeys(missing + list(rows)):
+        for d, size in enumerate(shape):
+            if 1 < r < size and size % r == 0:
+                views += [shape[:d] + (r, size // r) + shape[d + 1:], shape[:d] + (size // r, r) + shape[d + 1:]]
+    return list(dict.fromkeys(views))
+
+
 def _alignments(rows: tuple[int, ...], shape: tuple[int, ...]) -> list[tuple[int, ...]]:
-    """Where an input's ``rows`` lie among the output's dims ``shape``: its leading dims, flattened (the
-    fewest whose sizes multiply to the rows' count), then up to ``ALIGNMENTS_PER_INPUT`` runs of output
-    dims in order whose sizes are the rows' own (dims of size 1 left out on both sides)."""
+    """Where an input's ``rows`` lie among the output's dims ``shape``, likeliest first: runs of output dims
+    whose sizes are the rows' own, in order (a norm's rows, a linear layer's, B's rows as A @ B.T's
+    columns), then in another order (a (B, S) norm's rows returned sequence-first), up to
+    ``ALIGNMENTS_PER_INPUT`` (dims of size 1 left out on both sides); then the fewest leading dims whose
+    sizes multiply to the rows' count (the rows flattened)."""
     found: list[tuple[int, ...]] = []
+    sizes = [r for r in rows if r != 1]
+    candidates = [d for d in range(len(shape)) if shape[d] != 1 and shape[d] in sizes]
+    ordered = list(itertools.combinations(candidates, len(sizes)))
+    permuted = [d for d in itertools.permutations(candidates, len(sizes)) if list(d) != sorted(d)]
+    for dims in ordered + permuted:  # each tuple: the output dim of each row dim
+        if len(found) >= ALIGNMENTS_PER_INPUT:
+            break
+        if sizes and [shape[d] for d in dims] == sizes:
+            found.append(dims)
     count = math.prod(rows)
     for j in range(1, len(shape) + 1):
         if math.prod(shape[:j]) == count:
-            found.append(tuple(range(j)))
+            if tuple(range(j)) not in found and [shape[d] for d in range(j) if shape[d] != 1] != sizes:
+                found.append(tuple(range(j)))
             break
         if math.prod(shape[:j]) > count:
             break
-    sizes = [r for r in rows if r != 1]
-    candidates = [d for d in range(len(shape)) if shape[d] != 1 and shape[d] in sizes]
-    extra = 0
-    for dims in itertools.combinations(candidates, len(sizes)):
-        if extra >= ALIGNMENTS_PER_INPUT:
-            break
-        if sizes and [shape[d] for d in dims] == sizes and dims not in found:
-            found.append(dims)
-            extra += 1
     return found
