@@ -1,11 +1,12 @@
 """How often the judge's comparison rejects honest kernels, and accepts wrong ones, on the shifted set,
-with one rounding scale for the whole output and with a scale per group of rows of one shift level
+with one rounding scale for the whole output and with a scale per group of values made from input rows
+of the same shift levels
 (``level_groups.py``). Runs the oracle's own comparison code in this process on the CPU: eager is
 the task's torch model, "honest" kernels are the same function computed in another order (blocked
 sums, Welford, an online softmax over key blocks as flash attention does), "wrong" ones lower their
 precision where rows are shifted (a 9-bit mantissa, sums rounded to a coarse grid).
 
-    python bench/slack_groups.py --draws 200 --out docs/bench/slack_groups.json
+    python bench/slack_groups.py --draws 300 --out docs/bench/slack_groups.json
 """
 
 from __future__ import annotations

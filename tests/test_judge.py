@@ -482,11 +482,14 @@ def test_a_session_where_cuda_did_not_start_is_tried_once_more_in_a_fresh_proces
     try that works is the verdict (its isolation says the first failed), two failures are the judge's,
     with both reasons; any other session is never repeated. How the process ended is in the words."""
     from kernelevo.sandbox.judge import evaluate as ev
+    from kernelevo.sandbox.judge.session import cuda_unusable
     from kernelevo.sandbox.judge.verdict import ended_how
 
     def failed(n: int) -> Record:
         record = Record(device="cuda")
-        record.harness_error, record.cuda_start_failed = f"the harness failed: CUDA did not start ({n})", True
+        record.worker_end = f"crashed with SIGSEGV: line {n}"
+        record.harness_error = f"{cuda_unusable('Error 304', _ConfinedWorker.isolation)}; the process: {record.worker_end}"
+        record.cuda_start_failed = True
         return record
 
     def worked() -> Record:
@@ -505,10 +508,10 @@ def test_a_session_where_cuda_did_not_start_is_tried_once_more_in_a_fresh_proces
     again = Tries([failed(1), worked()])
     record = again._session(task(), tmp_path / "c.py", "cache")
     assert again.calls == 2 and record.harness_error is None
-    assert any("second process" in w and "CUDA did not start (1)" in w for w in record.worker_isolation.warnings)
+    assert any("second process" in w and "SIGSEGV: line 1" in w for w in record.worker_isolation.warnings)
     twice = Tries([failed(1), failed(2)])
     said = twice._session(task(), tmp_path / "c.py", "cache").harness_error or ""
-    assert twice.calls == 2 and "(2)" in said and "twice" in said and "(1)" in said
+    assert twice.calls == 2 and "twice" in said and "SIGSEGV: line 2" in said and "SIGSEGV: line 1" in said
     candidate_failed = Record(device="cuda")
     candidate_failed.failure = "importing the candidate: boom"
     once = Tries([candidate_failed, worked()])

@@ -49,11 +49,11 @@ sum), and an honest kernel's draw exceeds eager's by this factor about one row i
 the nudged run's together far more rarely; a kernel that rounds the rows near zero because far rows are
 there is off by thousands of times."""
 GROUP_SHARE = 0.05
-"""A group's own slack holds only where more than this share of the output rows holding its values have
-one past it: a kernel whose precision falls where rows sit near zero moves values in most of their rows
-(a softmax's largest probabilities in every row), while an honest kernel's rare row of near-tied scores
-(attention's scores of 1e8 two units apart, whose rounding picks the row's value) is one row, whose
-rounding eager happened to escape."""
+"""A group's own slack holds only where more than this share of the input rows its values come from (of
+the first input found, ``LevelGroups.rows``) have a value past it: a kernel whose precision falls where
+rows sit near zero moves values in most of their rows (a softmax's largest probabilities in every row),
+while an honest kernel's rare row of near-tied scores (attention's scores of 1e8 two units apart, whose
+rounding picks the row's value) is one row, whose rounding eager happened to escape."""
 
 
 class Scale(NamedTuple):
@@ -303,9 +303,10 @@ def _pieces(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | None, r
 def _as_good_as_eager(g64: torch.Tensor, w64: torch.Tensor, target: torch.Tensor, from_exact: torch.Tensor,
                       rule: _Rule) -> torch.Tensor:
     """Where eager's number is astray (compared with float64's answer instead), a value passes that is as
-    naive as eager (within the tolerance of eager's), or no farther from the answer than eager's is: a
-    kernel at least as accurate as the reference it replaces, as an honest one that rounds a near tie
-    (attention scores of 1e6 three apart) its own way while eager rounded it another."""
+    naive as eager (within the tolerance of eager's), or no farther from the answer than eager's is, plus
+    the tolerance: a kernel at least as accurate as the reference it replaces, as an honest one that
+    rounds a near tie (attention scores of 1e6 three apart) its own way while eager rounded it another.
+    The band is as wide as eager's own error there, on either side of the answer."""
     tolerance = rule.rtol * w64.abs() + rule.atol + rule.slack
     as_naive = (g64 - w64).abs() <= tolerance
     no_farther = (g64 - target).abs() <= (w64 - target).abs() + tolerance
@@ -313,10 +314,12 @@ def _as_good_as_eager(g64: torch.Tensor, w64: torch.Tensor, target: torch.Tensor
 
 
 def _groups_held(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | None, rule: _Rule) -> torch.Tensor:
-    """Each group's slack where more than ``GROUP_SHARE`` of its rows (the output's rows that hold values
-    of it) have a value past it (a kernel whose precision falls on the group), the whole output's
-    elsewhere (a row or two of near-tied scores, whose rounding eager happened to escape). A row cut by a
-    piece's end may count twice: a few rows in millions."""
+    """Each group's slack where more than ``GROUP_SHARE`` of the input rows its values come from
+    (``LevelGroups.rows``) have a value past it (a kernel whose precision falls on the group), the whole
+    output's elsewhere (a row or two of near-tied scores, whose rounding eager happened to escape). A row
+    whose values span two pieces may count twice: a few rows in millions. Over a sample (``positions``)
+    the share is of the rows sampled; timed checks, the only sampled ones, use the task's own inputs,
+    where there are no groups."""
     assert rule.by_group is not None and rule.groups is not None
     groups, rows = rule.groups, rule.groups.row_count
     beyond, present = torch.zeros_like(rule.by_group), torch.zeros_like(rule.by_group)

@@ -430,12 +430,12 @@ class Evaluator:
         record = self._one_session(task, candidate, cache_name, **how)
         if not record.cuda_start_failed:
             return record
-        first = record.harness_error or ""
+        first = f"CUDA did not start; the process: {record.worker_end}"
         again = self._one_session(task, candidate, cache_name, **how)
         if again.cuda_start_failed:
-            again.harness_error = f"{again.harness_error} (twice, in two fresh processes; the first: {first[:300]})"
+            again.harness_error = f"{again.harness_error} (twice, in two fresh processes; in the first, {first})"
         elif again.worker_isolation is not None:
-            again.worker_isolation.warnings.append(f"judged in a second process: in the first, {first[:300]}")
+            again.worker_isolation.warnings.append(f"judged in a second process: in the first, {first}")
         return again
 
     def _one_session(self, task: Task, candidate: Path, cache_name: str,  # noqa: ANN202 - Record
@@ -469,7 +469,8 @@ class Evaluator:
                 remove_tree(worker.outbox)  # the candidate's to fill: nothing it left outlives its session
         record.worker = outcome
         if record.cuda_start_failed:
-            record.harness_error = f"{record.harness_error}; the process: {ended_how(outcome, self.memory_text())}"
+            record.worker_end = ended_how(outcome, self.memory_text())
+            record.harness_error = f"{record.harness_error}; the process: {record.worker_end}"
         record.phases["ending the processes"] = round(time.monotonic() - ending, 4)
         record.worker_isolation = worker.job.isolation
         record.worker_folder, record.worker_outbox, record.worker_trace = worker.folder, worker.outbox, worker.trace

@@ -4,19 +4,21 @@ from rows near zero has a rounding scale of its own, a thousand times finer than
 and the comparison holds each group to its own (``compare.GROUP_FACTOR``).
 
 Which input rows a value comes from is read from the shapes alone. An input's rows (its dims but the
-last) are found in the output's dims: as its leading dims flattened (a norm's rows, a row's sum, a linear
-layer's rows, the same rows reshaped), or as any dims of equal sizes, in order first, then in any order
-(the columns of ``A @ B.T`` are ``B``'s rows; attention scores ``q @ k.T`` take ``q``'s rows and
-``k``'s; a (B, S, D) input's rows come out (S, B, D) when returned sequence-first), and where none is
-found, in a view of the output with one dim split in two (attention's heads merged, (B, S, H*D)). Sizes that
-match by coincidence only split groups further, which never loosens a check: a group's slack is capped
-at the whole output's. Runs in the oracle; nothing here comes from the candidate.
+last) are found among the output's dims of their sizes, in order first (a norm's rows, a row's sum, a
+linear layer's rows; the columns of ``A @ B.T`` are ``B``'s rows; attention scores ``q @ k.T`` take
+``q``'s rows and ``k``'s), then in another order (a (B, S, D) input's rows come out (S, B, D) when
+returned sequence-first), then as the leading dims flattened (the same rows reshaped), and where none
+is found, in a view of the output with one dim split in two (attention's heads merged, (B, S, H*D)).
+Sizes that match by coincidence only split groups further, which never raises a value's slack past
+the whole output's (a finer split can spread a candidate's few bad rows thinner under
+``compare.GROUP_SHARE``). Runs in the oracle; nothing here comes from the candidate.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 import torch
@@ -27,7 +29,8 @@ LEVELS = len(SHIFT_LEVELS)
 MAX_MAPS = 6
 """Alignments kept per output (groups: ``LEVELS`` to this power at most)."""
 ALIGNMENTS_PER_INPUT = 4
-"""Alignments of one input's rows kept beyond its leading one (dims of repeated sizes have several)."""
+"""Alignments of one input's rows whose dims have the rows' sizes kept (dims of repeated sizes have
+several); the rows flattened into the leading dims may come on top."""
 
 
 class LevelMap(NamedTuple):
@@ -88,19 +91,21 @@ def level_groups(output: Any, row_levels: list[tuple[tuple[int, ...], torch.Tens
             or output.dim() == 0:
         return None
     shape = tuple(output.shape)
-    maps: list[LevelMap] = []
+    per_input: list[list[LevelMap]] = []
     for rows, index in row_levels:
         if int(index.min()) == int(index.max()):
             continue  # every row at one level: nothing to tell apart
         found = [(shape, dims) for dims in _alignments(rows, shape)]
         if not found:  # heads merged into one dim, say: the output's dims split where a row size divides one
             found = [(view, dims) for view in _splits(rows, shape) for dims in _alignments(rows, view)]
-        for view, dims in found[:1 + ALIGNMENTS_PER_INPUT]:
-            if len(maps) < MAX_MAPS:
-                maps.append(LevelMap(index.reshape(-1).to(torch.int64), dims, view))
-    if not maps:
-        return None
-    return LevelGroups(tuple(maps), shape, LEVELS ** len(maps))
+        levels = index.reshape(-1).to(torch.int64)
+        per_input.append([LevelMap(levels, dims, view) for view, dims in found[:1 + ALIGNMENTS_PER_INPUT]])
+    # every input's likeliest alignment before any input's others: one input's coincidences must not
+    # crowd out another's real one
+    ranked = [m for rank in range(1 + ALIGNMENTS_PER_INPUT) for found in per_input if rank < len(found)
+              for m in (found[rank],)]
+    maps = tuple(ranked[:MAX_MAPS])
+    return LevelGroups(maps, shape, LEVELS ** len(maps)) if maps else None
 
 
 def _splits(rows: tuple[int, ...], shape: tuple[int, ...]) -> list[tuple[int, ...]]:
@@ -116,21 +121,13 @@ def _splits(rows: tuple[int, ...], shape: tuple[int, ...]) -> list[tuple[int, ..
 
 
 def _alignments(rows: tuple[int, ...], shape: tuple[int, ...]) -> list[tuple[int, ...]]:
-    """Where an input's ``rows`` lie among the output's dims ``shape``, likeliest first: runs of output dims
-    whose sizes are the rows' own, in order (a norm's rows, a linear layer's, B's rows as A @ B.T's
-    columns), then in another order (a (B, S) norm's rows returned sequence-first), up to
-    ``ALIGNMENTS_PER_INPUT`` (dims of size 1 left out on both sides); then the fewest leading dims whose
-    sizes multiply to the rows' count (the rows flattened)."""
-    found: list[tuple[int, ...]] = []
+    """Where an input's ``rows`` lie among the output's dims ``shape``, likeliest first: up to
+    ``ALIGNMENTS_PER_INPUT`` runs of output dims whose sizes are the rows' own, in order (a norm's rows, a
+    linear layer's, B's rows as A @ B.T's columns), then in another order (a (B, S) norm's rows returned
+    sequence-first), dims of size 1 left out on both sides; then the fewest leading dims whose sizes
+    multiply to the rows' count (the rows flattened)."""
     sizes = [r for r in rows if r != 1]
-    candidates = [d for d in range(len(shape)) if shape[d] != 1 and shape[d] in sizes]
-    ordered = list(itertools.combinations(candidates, len(sizes)))
-    permuted = [d for d in itertools.permutations(candidates, len(sizes)) if list(d) != sorted(d)]
-    for dims in ordered + permuted:  # each tuple: the output dim of each row dim
-        if len(found) >= ALIGNMENTS_PER_INPUT:
-            break
-        if sizes and [shape[d] for d in dims] == sizes:
-            found.append(dims)
+    found = list(itertools.islice(_runs(sizes, shape), ALIGNMENTS_PER_INPUT)) if sizes else []
     count = math.prod(rows)
     for j in range(1, len(shape) + 1):
         if math.prod(shape[:j]) == count:
@@ -140,3 +137,22 @@ def _alignments(rows: tuple[int, ...], shape: tuple[int, ...]) -> list[tuple[int
         if math.prod(shape[:j]) > count:
             break
     return found
+
+
+def _runs(sizes: list[int], shape: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
+    """Distinct output dims of ``sizes``, one per row dim (each tuple: the output dim of each row dim), in
+    order first, then in other orders; made one at a time, so that many dims of one size cost nothing
+    past the first few taken."""
+    choices = [[d for d in range(len(shape)) if shape[d] == size] for size in sizes]
+
+    def picks(k: int, taken: tuple[int, ...], ordered: bool) -> Iterator[tuple[int, ...]]:
+        if k == len(choices):
+            if ordered or list(taken) != sorted(taken):
+                yield taken
+            return
+        for d in choices[k]:
+            if d not in taken and (not ordered or not taken or d > taken[-1]):
+                yield from picks(k + 1, (*taken, d), ordered)
+
+    yield from picks(0, (), True)
+    yield from picks(0, (), False)

@@ -88,6 +88,8 @@ class Record:
     harness_error: str | None = None
     """The candidate's process could not do its work before any candidate code ran (CUDA did not start
     in its sandbox): the judge's fault, never the candidate's."""
+    worker_end: str | None = None
+    """How the candidate's process ended, in words, where CUDA did not start in it."""
     cuda_start_failed: bool = False
     """The harness error is CUDA not starting (or the process ending while it started): no candidate code
     had run, so the session may be tried again in a fresh process."""

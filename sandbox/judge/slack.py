@@ -56,7 +56,7 @@ def sensitivity(model: torch.nn.Module, args: list[Any], want: list[Any], seed: 
             if not isinstance(w, torch.Tensor) or o is None:
                 continue
             moved[k] = max(moved[k], compare.largest_difference(o, w))
-            if k < len(by_group) and by_group[k] is not None and groups is not None and groups[k] is not None:
+            if groups is not None and by_group[k] is not None:
                 by_group[k] = torch.maximum(by_group[k].to(o.device), compare.largest_by_group(o, w, groups[k]))
         del out
     return [compare.Scale(m, groups=groups[k], moved_by_group=g) if g is not None and groups is not None
@@ -104,7 +104,7 @@ def past_eager_overflow(model: torch.nn.Module, args: list[Any], want: list[Any]
 
 
 def _with_past(scale: float | compare.Scale, past: float) -> compare.Scale:
-    """``scale`` with the slack measured past eager's overflow, its row groups kept."""
+    """``scale`` with the slack measured past eager's overflow, its groups kept."""
     if isinstance(scale, compare.Scale):
         return scale._replace(past_overflow=past)
     return compare.Scale(float(scale), past)
