@@ -474,6 +474,37 @@ CASES = [
     ("conv2d-strided-bias-relu", "        self.conv = nn.Conv2d(3, 20, 3, stride=2, padding=1)\n"
      "        self.s = nn.Parameter(torch.rand(20, 1, 1) + 0.5)", "        return torch.relu(self.conv(x)) * self.s",
      "torch.randn(2, 3, 9, 11)", ""),
+    ("conv2d-functional-weight-standardised", "        self.conv = nn.Conv2d(4, 6, 3, bias=False)",
+     "        w = self.conv.weight\n        w = (w - w.mean(dim=(1, 2, 3), keepdim=True)) / torch.sqrt(\n"
+     "            w.var(dim=(1, 2, 3), keepdim=True, unbiased=False) + 1e-5)\n        return F.conv2d(x, w, None, 1, 1)",
+     "torch.randn(2, 4, 7, 9)", ""),
+    ("conv1d-functional-weight-input-same-grouped", "", "        return F.relu(F.conv1d(x, y, padding='same', dilation=2, "
+     "groups=2)) * 2.0", "torch.randn(2, 4, 30), torch.randn(6, 2, 3)", ""),
+    ("convtranspose2d-functional-parameters", "        self.w = nn.Parameter(torch.randn(4, 3, 3, 3) * 0.2)\n"
+     "        self.b = nn.Parameter(torch.randn(6))", "        return torch.tanh(F.conv_transpose2d(x, self.w, self.b, "
+     "stride=2, padding=1, output_padding=1, groups=2))", "torch.randn(2, 4, 5, 6)", ""),
+    ("rearrange-stack-last-dim-relu", "", "        return torch.relu(torch.stack((x, y), dim=-1)) * 2.0",
+     "torch.randn(5, 33), torch.randn(5, 33)", ""),
+    ("stack-mixed-by-softmaxed-parameter", "        self.w = nn.Parameter(torch.tensor([0.2, 0.8]))",
+     "        weights = torch.softmax(self.w, dim=0)\n"
+     "        return (weights.view(2, 1, 1) * torch.stack([x, y], dim=0)).sum(dim=0)",
+     "torch.randn(5, 33), torch.randn(5, 33)", ""),
+    ("loss-bce-logits-pos-weight-module", "        self.loss = nn.BCEWithLogitsLoss(pos_weight=torch.linspace(0.5, 2.0, 33))",
+     "        return self.loss(x * 4.0, y)", "torch.randn(5, 33), torch.randn(5, 33).sigmoid()", ""),
+    ("loss-bce-logits-weighted-sum", "        self.register_buffer('w', torch.rand(33) + 0.5)",
+     "        return F.binary_cross_entropy_with_logits(x, y, weight=self.w, reduction='sum')",
+     "torch.randn(5, 33), torch.randn(5, 33).sigmoid()", ""),
+    ("lrn-module-after-relu", "        self.lrn = nn.LocalResponseNorm(3, alpha=1e-2, beta=0.75, k=2.0)",
+     "        return self.lrn(torch.relu(x) * 3.0)", "torch.randn(2, 7, 5, 6)", ""),
+    ("lrn-function-1d-even-size", "", "        return F.local_response_norm(x, 4, alpha=0.1)", "torch.randn(2, 6, 9)", ""),
+    ("sinusoidal-table-built-in-init-added", "        pe = torch.zeros(32, 8)\n"
+     "        position = torch.arange(0, 32).unsqueeze(1).float()\n"
+     "        div_term = torch.exp(torch.arange(0, 8, 2).float() * -(math.log(10000.0) / 8))\n"
+     "        pe[:, 0::2] = torch.sin(position * div_term)\n        pe[:, 1::2] = torch.cos(position * div_term)\n"
+     "        self.register_buffer('pe', pe.unsqueeze(0))", "        return x + self.pe[:, :x.size(1)]",
+     "torch.randn(3, 10, 8)", "import math"),
+    ("softmax2d-module-over-channels", "        self.sm = nn.Softmax2d()", "        return self.sm(x) * 2.0",
+     "torch.randn(2, 5, 6, 7)", ""),
     ("conv2d-reflect-padded-relu", "        self.conv = nn.Conv2d(3, 8, 3, padding=(2, 1), padding_mode='reflect')",
      "        return torch.relu(self.conv(x))", "torch.randn(2, 3, 9, 11)", ""),
     ("conv1d-circular-depthwise", "        self.conv = nn.Conv1d(6, 6, 5, padding=4, padding_mode='circular', groups=6)",
@@ -696,7 +727,8 @@ CASES = [
 ]
 
 
-SLOW_CASES = {"made-frequencies-then-cos-and-sin", "causal-mask-of-ones-made-in-forward",
+SLOW_CASES = {"made-frequencies-then-cos-and-sin", "loss-bce-logits-weighted-sum", "lrn-function-1d-even-size",
+              "convtranspose2d-functional-parameters", "conv1d-functional-weight-input-same-grouped", "causal-mask-of-ones-made-in-forward",
               "causal-mask-from-positions-bf16", "cdist-l1-of-batched-rows", "lower-triangle-mask-method-in-where", "convtranspose2d-phases-dilated-grouped", "topk-largest-middle-dim-fp16", "sort-along-dim0", "alibi-positions-softmax", "scan-logcumsumexp-dim0", "token-and-position-embeddings",
               "chunk-three-along-dim0-softmax-bf16", "flat-gelu-tanh", "cross-entropy-sum", "cross-entropy-module-smoothing-ignored-rows-bf16", "per-sample-and-channel-input", "chunk-glu-bf16", "layernorm-module-bf16", "var-unbiased", "max-values-and-argmin",
               "amax-of-squares-bf16", "attention-negative-scale-fp32", "linear-plus-residual-input-bf16",

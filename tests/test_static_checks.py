@@ -366,3 +366,40 @@ def test_honest_code_near_the_refused_names_passes() -> None:
     init = "        self.module = nn.Identity()\n        self.parse = 'x'\n        self.w = nn.Parameter(torch.ones(3, 4))"
     report = check_candidate(model(body, init), strict=False)
     assert report.passed, report.first_failure()
+
+
+TABLE_HELPER = """
+def positions(n, d):
+    angles = torch.arange(n).float()[:, None] * torch.exp(torch.arange(0, d, 2).float() * -0.1)
+    return torch.cat([torch.sin(angles), torch.cos(angles)], dim=-1)
+
+"""
+
+
+def test_a_constructor_may_compute_in_torch_before_any_input_exists() -> None:
+    """A reference's ``__init__`` (copied into the candidate) builds tables with torch, and so may a
+    module-level function only it calls: they run before any input exists, so a strict task allows
+    them. Work in ``forward`` is still refused, as is torch kept by the constructor to run later (a
+    lambda or a function it defines) and a helper ``forward`` calls too."""
+    init = ("        freq = torch.exp(torch.arange(0, 8, 2).float() * -0.5)\n"
+            "        self.register_buffer('table', torch.sin(freq) @ torch.ones(4, 4))\n"
+            "        self.register_buffer('pe', positions(16, 8))")
+    body = "        k[(1,)](x, 1, BLOCK=4)\n        return x"
+    source = model(body, init).replace("class ModelNew", TABLE_HELPER + "class ModelNew")
+    report = check_candidate(source)
+    assert report.passed, report.first_failure()
+    refused = {
+        "forward": (model("        k[(1,)](x, 1, BLOCK=4)\n        return torch.sin(x)", init)
+                    .replace("class ModelNew", TABLE_HELPER + "class ModelNew"), "torch.sin"),
+        "lambda": (model("        k[(1,)](x, 1, BLOCK=4)\n        return self.f(x)",
+                         init + "\n        self.f = lambda t: torch.softmax(t, -1)")
+                   .replace("class ModelNew", TABLE_HELPER + "class ModelNew"), "torch.softmax"),
+        "nested": (model("        k[(1,)](x, 1, BLOCK=4)\n        return self.f(x)",
+                         init + "\n        def f(t):\n            return torch.tanh(t)\n        self.f = f")
+                   .replace("class ModelNew", TABLE_HELPER + "class ModelNew"), "torch.tanh"),
+        "helper also in forward": (model("        k[(1,)](x, 1, BLOCK=4)\n        return x + positions(4, 2)", init)
+                                   .replace("class ModelNew", TABLE_HELPER + "class ModelNew"), "torch.exp"),
+    }
+    for what, (text, words) in refused.items():
+        report = check_candidate(text)
+        assert not report.passed and words in (report.first_failure() or ""), what

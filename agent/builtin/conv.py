@@ -27,7 +27,15 @@ import torch
 import torch.fx
 import torch.nn as nn
 
-from kernelevo.agent.builtin import codegen, conv_direct, conv_edges, conv_taps, conv_transposed, expressions
+from kernelevo.agent.builtin import (
+    codegen,
+    conv_direct,
+    conv_edges,
+    conv_functional,
+    conv_taps,
+    conv_transposed,
+    expressions,
+)
 from kernelevo.agent.builtin.lower import lower
 from kernelevo.agent.builtin.program import CannotCover, Node, Program
 from kernelevo.agent.builtin.vocabulary import graph_calls
@@ -58,6 +66,16 @@ class Conv:
     """A transposed convolution (the gradient of a convolution with respect to its input)."""
     padding_mode: str = "zeros"
     """Anything else pads the input first by a kernel of its own (:mod:`conv_edges`)."""
+    weight_source: str = ""
+    """A functional convolution's weight as ``forward`` names it (``self.<path>`` or an input); a
+    module's is ``self.<module>.weight``."""
+    bias_source: str = ""
+    options_call: str = ""
+    """A functional convolution's geometry (``ConvOptions(...)``, :mod:`conv_functional`)."""
+
+    @property
+    def functional(self) -> bool:
+        return bool(self.options_call)
 
     @property
     def per_group_in(self) -> int:
@@ -91,6 +109,8 @@ def _padding(sub: nn.Module) -> tuple[int, ...]:
 def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> Conv | None:
     """The convolution plan if the graph starts with a convolution of an input, else None."""
     calls, placeholders = graph_calls(gm)
+    if calls and conv_functional.is_functional(calls[0]):
+        return _functional(gm, inputs, calls[0], placeholders)
     if not calls or calls[0].op != "call_module":
         return None
     sub = gm.get_submodule(str(calls[0].target))
@@ -106,19 +126,52 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> Conv | None:
     x = inputs[placeholders.index(node.args[0])]
     if not isinstance(x, torch.Tensor) or x.dim() != dims + 2:
         raise CannotCover(f"a Conv{dims}d on an input without a batch dimension is not covered")
-    output = next(n for n in gm.graph.nodes if n.op == "output").args[0]
-    chain = chain_after(gm, node, output)
-    result = node.meta["tensor_meta"]
-    epilogue = epilogue_program(gm, node, chain, inputs, placeholders, "convolution")
-    last = chain[-1] if chain else node
-    out_dtype = str(last.meta["tensor_meta"].dtype).removeprefix("torch.")
-    if tuple(last.meta["tensor_meta"].shape) != tuple(result.shape):
-        raise CannotCover("the ops after the convolution change its shape (covered: pointwise ops)")
+    epilogue, out_dtype = _after(gm, node, inputs, placeholders)
     return Conv(module=str(node.target), dims=dims, in_channels=sub.in_channels, out_channels=sub.out_channels,
                 groups=sub.groups, kernel=_three(sub.kernel_size, dims, 1), stride=_three(sub.stride, dims, 1),
                 padding=_three(_padding(sub), dims, 0), dilation=_three(sub.dilation, dims, 1),
                 has_bias=sub.bias is not None, epilogue=epilogue, out_dtype=out_dtype, input=node.args[0].name,
                 inputs=[p.name for p in placeholders], transposed=transposed, padding_mode=sub.padding_mode)
+
+
+def _after(gm: torch.fx.GraphModule, node: torch.fx.Node, inputs: list[Any], placeholders: list[torch.fx.Node]
+           ) -> tuple[Program | None, str]:
+    """The epilogue after the convolution ``node`` and the dtype it ends in."""
+    output = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+    chain = chain_after(gm, node, output)
+    epilogue = epilogue_program(gm, node, chain, inputs, placeholders, "convolution")
+    last = chain[-1] if chain else node
+    if tuple(last.meta["tensor_meta"].shape) != tuple(node.meta["tensor_meta"].shape):
+        raise CannotCover("the ops after the convolution change its shape (covered: pointwise ops)")
+    return epilogue, str(last.meta["tensor_meta"].dtype).removeprefix("torch.")
+
+
+def _functional(gm: torch.fx.GraphModule, inputs: list[Any], node: torch.fx.Node,
+                placeholders: list[torch.fx.Node]) -> Conv:
+    """``F.conv2d(x, weight, bias, ...)`` and its kin, of an input, with a weight that is a parameter
+    or an input (a weight computed earlier)."""
+    found = conv_functional.options(node)
+    x, dims = node.args[0] if node.args else node.kwargs.get("input"), found["dims"]
+    if x not in placeholders:
+        raise CannotCover("a convolution whose input is computed (covered: a convolution of an input)")
+    value = inputs[placeholders.index(x)]
+    if not isinstance(value, torch.Tensor) or value.dim() != dims + 2:
+        raise CannotCover(f"a conv{dims}d on an input without a batch dimension is not covered")
+    weight, bias = found["weight"], found["bias"]
+    meta = weight.meta.get("tensor_meta") if isinstance(weight, torch.fx.Node) else None
+    if meta is None or len(meta.shape) != dims + 2:
+        raise CannotCover("a functional convolution whose weight's shape is not known")
+    kernel = tuple(int(k) for k in meta.shape[2:])
+    in_channels, out_channels = conv_functional.channels(found, tuple(meta.shape))
+    epilogue, out_dtype = _after(gm, node, inputs, placeholders)
+    return Conv(module="", dims=dims, in_channels=in_channels, out_channels=out_channels, groups=found["groups"],
+                kernel=_three(kernel, dims, 1), stride=_three(found["stride"], dims, 1),
+                padding=_three(conv_functional.padding_numbers(found, kernel), dims, 0),
+                dilation=_three(found["dilation"], dims, 1), has_bias=bias is not None, epilogue=epilogue,
+                out_dtype=out_dtype, input=x.name, inputs=[p.name for p in placeholders],
+                transposed=found["transposed"], weight_source=conv_functional.source(weight, "weight"),
+                bias_source=conv_functional.source(bias, "bias") if bias is not None else "",
+                options_call=conv_functional.options_call(found))
 
 
 def chain_after(gm: torch.fx.GraphModule, conv: torch.fx.Node, output: Any) -> list[torch.fx.Node]:
@@ -397,16 +450,19 @@ GEOMETRY = '''def conv_geometry(conv, x, weight):
 def forward(conv: Conv, strategy: str, params: dict[str, Any]) -> str:
     """``ModelNew.forward``: the geometry from the module and the tensors (not from the sizes the
     plan was made at), the output, one launch."""
-    x, module = conv.input, f"self.{conv.module}"
+    x = conv.input
+    # a module's options are read from it at run time; a function call's are written in place
+    module = conv.options_call if conv.functional else f"self.{conv.module}"
     # what the kernel reads: the input, or its copy padded by the edges' mode (the input itself stays
     # as it is for the epilogue, which may read it as a residual)
     data = x if conv.padding_mode == "zeros" else conv_edges.PADDED
     body = [f"{x} = {x}.contiguous()",
-            f"weight = {module}.weight.contiguous()",
+            f"weight = {conv.weight_source or module + '.weight'}.contiguous()",
+            *(["options = " + module] if conv.functional else []),
             "(d, h, w), (kt, kr, ks), (st, sr, ss), (pt, pr, ps), (dt, dr, ds), (od, oh, ow) = conv_geometry(",
-            f"    {module}, {x}, weight)",
+            f"    {'options' if conv.functional else module}, {x}, weight)",
             *(conv_edges.pad_lines(x, conv.dims, conv.padding_mode) if conv.padding_mode != "zeros" else []),
-            f"groups = {module}.groups",
+            f"groups = {conv.groups if conv.functional else module + '.groups'}",
             # a transposed convolution's weight is [in, out per group, taps]; a convolution's [out, in per group, taps]
             ("k_out, cg = weight.shape[1] * groups, weight.shape[0] // groups" if conv.transposed
              else "k_out, cg = weight.shape[0], weight.shape[1]"),
@@ -417,7 +473,7 @@ def forward(conv: Conv, strategy: str, params: dict[str, Any]) -> str:
         body += conv_taps.prepare_lines(data, conv.transposed, conv.dims, channels_last)
     lines, extra = epilogue_arguments(conv.epilogue)
     body += lines
-    bias = f"{module}.bias" if conv.has_bias else "weight"
+    bias = (conv.bias_source or f"{module}.bias") if conv.has_bias else "weight"
     constants = ("CG=cg, KG=k_out // groups, KT=kt, KR=kr, KS=ks, ST=st, SR=sr, SS=ss, PT=pt, PR=pr, PS=ps, "
                  f"DT=dt, DR=dr, DS=ds, HAS_BIAS={conv.has_bias}")
     if strategy != "direct":
@@ -451,9 +507,17 @@ def forward(conv: Conv, strategy: str, params: dict[str, Any]) -> str:
     return f"def forward(self, {', '.join(conv.inputs)}):\n" + "\n".join("    " + line for line in body) + "\n"
 
 
-def full_size(conv: Conv, model: nn.Module) -> None:
+def full_size(conv: Conv, model: nn.Module, shapes: dict[str, tuple[int, ...]] | None = None) -> None:
     """Channels and groups at the size being optimised (``model``: built at that size, on the meta
-    device); the plan was recognised at the small size, which only describes it."""
+    device; ``shapes``: nodes' shapes there); the plan was recognised at the small size, which only
+    describes it. A functional convolution's weight read there where it is known."""
+    if conv.functional:
+        path = conv.weight_source.removeprefix("self.")
+        shape = conv_functional.weight_shape(path, conv.weight_source != path, model, shapes)
+        if shape is not None and len(shape) == conv.dims + 2:
+            conv.in_channels, conv.out_channels = conv_functional.channels(
+                {"groups": conv.groups, "transposed": conv.transposed}, shape)
+        return
     sub = model.get_submodule(conv.module)
     conv.in_channels, conv.out_channels, conv.groups = sub.in_channels, sub.out_channels, sub.groups
 

@@ -1,4 +1,5 @@
-"""Rearranging values without computing them: ``torch.cat`` of inputs, constant ``F.pad``, ``flip``,
+"""Rearranging values without computing them: ``torch.cat`` and ``torch.stack`` of inputs (a stack is
+a cat of the inputs each given a new dim of size 1), constant ``F.pad``, ``flip``,
 ``roll``, ``repeat``, ``tril`` and ``triu``, and ``diff`` (a value less its neighbour), with the pointwise
 ops after them fused into the epilogue.
 
@@ -46,6 +47,8 @@ class Rearrange:
     """pad: (before, after) per dim from the first, as pairs flattened; roll: the shift per dim;
     repeat: the count per dim; flip: 1 for a flipped dim, else 0; tril and triu: the diagonal."""
     fill: float = 0.0
+    stacked: bool = False
+    """cat: the inputs are stacked (each seen with a new dim of size 1 at ``dim`` first)."""
     attributes: dict[str, str] = field(default_factory=dict)
     """cat: sources that are the module's tensors (a class token), by name: the attribute read
     (``self.cls_token``). Each is read broadcast along the dims where it has one value (a parameter
@@ -59,6 +62,8 @@ def _call_name(node: torch.fx.Node) -> str | None:
         return None
     if node.target in CATS:
         return "cat"
+    if node.target is torch.stack:
+        return "stack"
     return {F.pad: "pad", torch.flip: "flip", torch.roll: "roll", torch.tril: "tril", torch.triu: "triu",
             torch.diff: "diff"}.get(node.target)
 
@@ -150,7 +155,8 @@ def _sources(gm: torch.fx.GraphModule, node: torch.fx.Node, name: str, inputs: l
     """The op's sources: (names, values, the module's tensors among them by name -> attribute read, and
     by name the shape each has where the cat reads it, expanded or not)."""
     first = node.args[0] if node.args else node.kwargs.get("tensors", node.kwargs.get("input"))
-    sources = list(first) if name == "cat" and isinstance(first, (tuple, list)) else [first]
+    joins = name in ("cat", "stack")
+    sources = list(first) if joins and isinstance(first, (tuple, list)) else [first]
     names, values, attributes, read = [], [], {}, {}
     for s in sources:
         held = _module_tensor(gm, s) if name == "cat" else None
@@ -185,6 +191,13 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any], full: torch.nn.Module
         return None
     node = calls[0]
     sources, values, attributes, read = _sources(gm, node, name, inputs, placeholders)
+    stacked = name == "stack"
+    if stacked:  # a cat of the inputs each seen with a new dim of size 1 where the stack puts it
+        if not all(isinstance(v, torch.Tensor) for v in values):
+            raise CannotCover("`stack` of values that are not tensors")
+        dim = node.kwargs.get("dim", node.args[1] if len(node.args) > 1 else 0)
+        dim = _dims(dim, values[0].dim() + 1)[0]
+        values, name = [v.unsqueeze(dim) for v in values], "cat"
     rank = values[0].dim() if isinstance(values[0], torch.Tensor) else 0
     dtypes = {v.dtype for v in values if isinstance(v, torch.Tensor)}
     if not 1 <= rank <= MAX_RANK or len(dtypes) != 1 or not next(iter(dtypes)).is_floating_point or \
@@ -192,7 +205,7 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any], full: torch.nn.Module
         raise CannotCover(f"`{name}` of inputs of other ranks or dtypes (covered: floating inputs of 1-{MAX_RANK} "
                           "dims)")
     same_call_at_full_size(node, full, name)
-    settings = _settings(node, name, rank)
+    settings = {"dim": dim} if stacked else _settings(node, name, rank)
     if attributes and not _broadcast_fits(values, sources, attributes, read, settings["dim"]):
         raise CannotCover("a cat of a parameter whose sizes neither match the inputs' nor are one, or that is "
                           "expanded along the joined dim")
@@ -212,7 +225,7 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any], full: torch.nn.Module
         raise CannotCover(f"the ops after the {name} change its shape (covered: pointwise ops)")
     return Rearrange(op=name, rank=rank, sources=sources, inputs=[p.name for p in placeholders],
                      epilogue=epilogue, out_dtype=str(last.meta["tensor_meta"].dtype).removeprefix("torch."),
-                     attributes=attributes, **settings)
+                     attributes=attributes, stacked=stacked, **settings)
 
 
 def _broadcast_fits(values: list[Any], sources: list[str], attributes: dict[str, str], read: dict[str, Any],
@@ -329,7 +342,8 @@ def _output_shape(plan: Rearrange) -> str:
 def forward(plan: Rearrange, params: dict[str, Any]) -> str:
     """``ModelNew.forward``: the inputs contiguous, the output's shape, the sizes, one launch."""
     unique = list(dict.fromkeys(plan.sources))
-    body = [f"{s} = {plan.attributes.get(s, s)}.contiguous()" for s in unique]
+    new_dim = f".unsqueeze({plan.dim})" if plan.stacked else ""
+    body = [f"{s} = {plan.attributes.get(s, s)}{new_dim}.contiguous()" for s in unique]
     if plan.op == "cat" and len(plan.sources) > 1:
         other = [d for d in range(plan.rank) if d != plan.dim]
         first = next(s for s in plan.sources if s not in plan.attributes)
@@ -364,7 +378,8 @@ def describe(plan: Rearrange) -> str:
     epilogue = f" + {', '.join(plan.epilogue.ops)}" if plan.epilogue is not None else ""
     parts = f"{len(plan.sources)} inputs" if not plan.attributes else \
         f"{len(plan.sources) - len(plan.attributes)} inputs and {len(plan.attributes)} parameters"
-    what = {"cat": f"cat of {parts} along dim {plan.dim}", "pad": f"constant pad {plan.amounts}",
+    joined = "stack" if plan.stacked else "cat"
+    what = {"cat": f"{joined} of {parts} along dim {plan.dim}", "pad": f"constant pad {plan.amounts}",
             "flip": "flip", "roll": f"roll by {plan.amounts}", "repeat": f"repeat {plan.amounts}",
             "tril": f"tril (diagonal {plan.amounts[:1]})", "triu": f"triu (diagonal {plan.amounts[:1]})",
             "diff": f"diff along dim {plan.dim}"}[plan.op]

@@ -349,7 +349,7 @@ def plan_graph(model: torch.nn.Module, gm: torch.fx.GraphModule, inputs: list[An
             rows, cols = _rows_cols(shapes[0])
             return _covering(context, names, kind="view_copy", rows=rows, cols=cols, extra={"view_copy": moved},
                              ops=moved.views + (moved.epilogue.ops if moved.epilogue else []))
-        whole = _conv_plan(gm, inputs, _rows_cols(shapes[0])[0], context, names) if context.allow_partial else None
+        whole = _conv_plan(gm, inputs, shapes, context, names) if context.allow_partial else None
         if whole is None:
             raise
         return whole
@@ -389,7 +389,7 @@ def _whole_op_plan(model: torch.nn.Module, gm: torch.fx.GraphModule, inputs: lis
     if rotated is not None:
         return _covering(context, names, kind="rotary", rows=rows, cols=cols, ops=["rotary"], extra={"rotary": rotated})
     # a task that allows partial replacement keeps its convolution in torch (cuDNN), the rest fused
-    convolution = None if context.allow_partial else _conv_plan(gm, inputs, rows, context, names)
+    convolution = None if context.allow_partial else _conv_plan(gm, inputs, shapes, context, names)
     if convolution is not None:
         return convolution
     norm = groupnorm.recognise(gm, inputs)
@@ -406,14 +406,17 @@ def _whole_op_plan(model: torch.nn.Module, gm: torch.fx.GraphModule, inputs: lis
     return _covering(context, names, **gathered) if gathered is not None else None
 
 
-def _conv_plan(gm: torch.fx.GraphModule, inputs: list[Any], rows: int, context: Context,
+def _conv_plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ...]], context: Context,
                names: list[str]) -> Plan | None:
-    """The implicit-GEMM convolution with its epilogue fused; None when the graph is not one."""
+    """The implicit-GEMM convolution with its epilogue fused; None when the graph is not one.
+    ``shapes``: the tensor inputs' shapes at the size being optimised."""
     convolution = conv.recognise(gm, inputs)
     if convolution is None:
         return None
+    rows = _rows_cols(shapes[0])[0]
     if context.full is not None:
-        conv.full_size(convolution, context.full)
+        by_name = dict(zip(names, shapes, strict=False)) if len(shapes) == len(names) else {}
+        conv.full_size(convolution, context.full, {**context.node_shapes, **by_name})
     # rows: output pixels over the batch, cols: output channels (the implicit GEMM's M and N)
     return _covering(context, names, kind="conv", rows=rows, cols=convolution.out_channels,
                      ops=[f"conv{convolution.dims}d"] + (convolution.epilogue.ops if convolution.epilogue else []),

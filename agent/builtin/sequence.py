@@ -104,8 +104,8 @@ def _plain_index(index: Any) -> bool:
 
 
 def _view_of(node: torch.fx.Node, flow: torch.fx.Node | None, full: dict[str, tuple[int, ...]],
-             sizes: Collection[str] = (), spelled: Callable[[torch.fx.Node], str | None] = lambda n: None
-             ) -> str | None:
+             sizes: Collection[str] = (), spelled: Callable[[torch.fx.Node], str | None] = lambda n: None,
+             name: str = FLOW) -> str | None:
     """``node`` as the statement that takes a view of ``flow`` and nothing else (``.unsqueeze(1)``),
     when ``flow`` is used by it alone (and by reads of its sizes) and its arguments are plain numbers
     or sizes read in ``forward`` (``sizes``: their names); else None. Such a view between two segments (a pooling over
@@ -113,7 +113,8 @@ def _view_of(node: torch.fx.Node, flow: torch.fx.Node | None, full: dict[str, tu
     glue in ``forward``, not a kernel. A ``view`` or ``reshape`` that names sizes as numbers took them
     from the small model: it is kept only where they give the node's own shape at the size being
     optimised (``full``); sizes read in ``forward`` hold at every size, beside them only ``-1``, and so
-    does arithmetic on them (``spelled``: such a number's expression, or None)."""
+    does arithmetic on them (``spelled``: such a number's expression, or None). ``name``: what
+    ``forward`` calls ``flow`` (an earlier kernel's output kept for later is viewed the same way)."""
     if flow is None or not node.args or node.args[0] is not flow or \
             any(user is not node and user.name not in sizes for user in flow.users):
         return None
@@ -145,7 +146,20 @@ def _view_of(node: torch.fx.Node, flow: torch.fx.Node | None, full: dict[str, tu
         return repr(a)
 
     words = [word(a) for a in rest] + [f"{k}={word(v)}" for k, v in kwargs.items()]
-    return f"{FLOW} = {FLOW}.{method}({', '.join(words)})"
+    return f"{name} = {name}.{method}({', '.join(words)})"
+
+
+def _kept_view(node: torch.fx.Node, earlier: dict[torch.fx.Node, str], full: dict[str, tuple[int, ...]],
+               sizes: Collection[str], spelled: Callable[[torch.fx.Node], str | None]) -> str | None:
+    """A view of an earlier kernel's output (not the one flowing) as the statement that takes it, the
+    view then kept under the same name (``earlier`` gains ``node``); None where ``node`` is no such view."""
+    source = node.args[0] if node.args else None
+    if not isinstance(source, torch.fx.Node) or source not in earlier:
+        return None
+    view = _view_of(node, source, full, sizes, spelled, name=earlier[source])
+    if view is not None:
+        earlier[node] = earlier[source]
+    return view
 
 
 def _same_at_full_size(flow: torch.fx.Node, node: torch.fx.Node, args: list[Any], kwargs: dict[str, Any],
@@ -321,7 +335,15 @@ def plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ..
         view = _view_of(calls[start], flow, full_shapes, read_sizes, lambda n: glue.spelled(n, read_sizes))
         if view is not None:
             views.append(view)
+            if flow in earlier:  # kept viewed too: a later kernel may read the view after another one ran
+                views.append(f"{earlier[flow]} = {FLOW}")
+                earlier[calls[start]] = earlier[flow]
             flow, start = calls[start], start + 1
+            continue
+        kept = _kept_view(calls[start], earlier, full_shapes, read_sizes, lambda n: glue.spelled(n, read_sizes))
+        if kept is not None:  # a view of an earlier kernel's output, kept under its name
+            views.append(kept)
+            start += 1
             continue
         found, failure, end = _longest_segment(gm, calls, start, flow, earlier, read_sizes, capture.seen,
                                                (full_shapes, small), context, whole)
@@ -460,11 +482,13 @@ def render(plan: Any, strategy: str, params: dict[str, Any], why: str, render_on
             if key not in blocks:  # shared helpers and flags (INTERPRETED, CAST_ROUNDS) once
                 blocks[key] = rename(text)
         methods += [rename(m) for m in seg_methods]
-        calls += seg.views
+        # a kept value viewed again is stored again only where a later kernel reads it
+        calls += [v for v in seg.views if not re.fullmatch(rf"{KEPT}\d+ = {FLOW}", v) or
+                  any(v.split(" = ")[0] in later.inputs for later in plan.extra["segments"][k:])]
         calls.append(f"{FLOW} = self._kernelevo_segment{k}({', '.join(seg.passed or seg.inputs)})")
         if any(f"{KEPT}{k}" in later.inputs for later in plan.extra["segments"][k + 1:]):
             calls.append(f"{KEPT}{k} = {FLOW}")
-    calls += plan.extra.get("tail_views", [])
+    calls += [v for v in plan.extra.get("tail_views", []) if not re.fullmatch(rf"{KEPT}\d+ = {FLOW}", v)]
     if any(f"{made_from_sizes.HELPER}(self," in c for c in calls):
         blocks.setdefault(made_from_sizes.HELPER, made_from_sizes.HELPER_SOURCE)
     forward = [f"def forward(self, {', '.join(plan.inputs)}):", *[f"    {c}" for c in calls], f"    return {FLOW}"]

@@ -18,6 +18,7 @@ from kernelevo.agent.builtin import (
     codegen,
     conv,
     conv_edges,
+    conv_functional,
     cross_entropy,
     dimreduce,
     embedding,
@@ -253,7 +254,8 @@ def _render_conv(r: Rendering) -> str:
     head, body = _with_helpers(r.head(f"A fused Triton convolution: {r.plan.describe()}.",
                                        "the input about once (taps re-read from L1/L2), the weights once per "
                                        "block of output pixels, and the output written once."),
-                                conv.GEOMETRY + (conv_edges.KERNEL if convolution.padding_mode != "zeros" else "")
+                                conv.GEOMETRY + (conv_functional.OPTIONS if convolution.functional else "")
+                                + (conv_edges.KERNEL if convolution.padding_mode != "zeros" else "")
                                 + conv.kernel(convolution, r.strategy, r.params.get("precision")))
     return (_with_interpreter_import(head) + body + expressions.INTERPRETED.format(kernel="conv_kernel")
             + expressions.dot_precision(r.params.get("precision"))

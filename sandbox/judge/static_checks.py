@@ -98,6 +98,11 @@ class _Analyzer(ast.NodeVisitor):
         self.module_strings: dict[str, ast.AST] = {}
         self.scopes: list[set[str]] = [set()]
         self.in_kernel = 0
+        self.in_constructor = False
+        """In an ``__init__`` (or a function only it calls), not in a function or lambda it defines:
+        torch there builds parameters and tables before any input exists, so strict tasks allow it."""
+        self.constructor_helpers: set[int] = set()
+        """The ids of module-level functions only an ``__init__`` calls."""
         self.has_model_new = False
         self.model_new_forward = False
 
@@ -180,10 +185,18 @@ class _Analyzer(ast.NodeVisitor):
         }
         self.scopes.append(local)
         self.in_kernel += is_kernel
+        was = self.in_constructor
+        self.in_constructor = node.name == "__init__" or id(node) in self.constructor_helpers
         for stmt in node.body:
             self.visit(stmt)
+        self.in_constructor = was
         self.in_kernel -= is_kernel
         self.scopes.pop()
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        was, self.in_constructor = self.in_constructor, False  # a lambda kept by __init__ runs later
+        self.generic_visit(node)
+        self.in_constructor = was
 
     visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
 
@@ -288,7 +301,7 @@ class _Analyzer(ast.NodeVisitor):
         if rest in TORCH_FORBIDDEN:
             self.flag("no harness access", f"`{name}`: {TORCH_FORBIDDEN[rest]}", node)
             return
-        if not call or not self.strict or self.in_kernel:
+        if not call or not self.strict or self.in_kernel or self.in_constructor:
             return
         if rest.startswith("nn.functional.") or rest.startswith(("linalg.", "fft.", "special.", "ops.")):
             self.flag("no torch compute", f"`{name}` computes in torch; this task is strict", node)
@@ -346,7 +359,7 @@ class _Analyzer(ast.NodeVisitor):
             self._check_torch_name(f"{resolved}.{args[1].value}", node, call=True)
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
-        if isinstance(node.op, ast.MatMult) and self.strict and not self.in_kernel:
+        if isinstance(node.op, ast.MatMult) and self.strict and not self.in_kernel and not self.in_constructor:
             self.flag("no torch compute", "`@` multiplies tensors in torch; this task is strict", node)
         self.generic_visit(node)
 
@@ -422,6 +435,8 @@ def _check_candidate(source: str, strict: bool) -> StaticReport:
         report.checks.append(Check(name="syntax", passed=False, detail=f"the source is not readable text: {exc}"))
         return report
     analyzer = _Analyzer(strict)
+    helpers = static_names.constructor_only(tree)
+    analyzer.constructor_helpers = {id(n) for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in helpers}
     analyzer.visit(tree)
     for what, line in static_values.modules_as_values(tree, analyzer.resolve):
         analyzer.flag("no monkeypatching", what, ast.Constant(value=None, lineno=line))

@@ -122,3 +122,20 @@ def private(name: str) -> bool:
     """A single-underscore name no library defines is not private to one: the built-in strategist's
     generated methods are named ``_kernelevo_...``."""
     return name.startswith("_") and not name.startswith(("__", "_kernelevo")) and name not in PRIVATE_ALLOWED
+
+
+def constructor_only(tree: ast.Module) -> set[str]:
+    """Module-level functions that only a constructor calls: named in an ``__init__`` and nowhere else
+    in the file (a table of positions a reference's helper builds). Like ``__init__`` itself they run
+    before any input exists, so the work they do cannot be the task's."""
+    inside: set[int] = set()
+    called: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == "__init__":
+            for sub in ast.walk(node):
+                inside.add(id(sub))
+                if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name):
+                    called.add(sub.func.id)
+    elsewhere = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in inside}
+    defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and not n.decorator_list}
+    return (called & defined) - elsewhere
