@@ -727,7 +727,14 @@ CASES = [
 ]
 
 
-SLOW_CASES = {"made-frequencies-then-cos-and-sin", "loss-bce-logits-weighted-sum", "lrn-function-1d-even-size",
+SLOW_CASES = {"made-frequencies-then-cos-and-sin", "attention-by-hand-causal-positions-bf16", "attention-fewer-keys-causal-bf16", "attention-heads-repeated-for-query-groups", "attention-more-keys-head-of-8", "cosine-classifier-normalised-weight",
+              "conv2d-tap-major-grouped-strided", "embedding-bag-sum-module", "linear-lstm-cell-chunks", "matrix-vector-mv-relu", "matmul-batched-scores-softmax",
+              "grouped-sum-through-a-reshape-bf16", "per-row-input-indexed-with-none", "tanh-of-small-values", "conv-then-dropout-of-nothing-partial", "conv2d-reflect-residual",
+              "unfold-function-strided", "views-reshape-copies-then-transposed-again", "gather-method-dim0-smaller-index-bf16", "rotary-for-attention-chunked", "mean-then-scalar-tail",
+              "positions-per-row-before-softmax", "conv1d-circular-depthwise", "learned-positions-added", "chunk-before-rows-norm", "views-causal-conv-cropped-sequence",
+              "linear-keywords-bias-passed-fp32", "linear-sequential-layers-by-index", "matmul-parameter-column", "matmul-batched-matrix-times-vector", "matmul-gram-scaled-by-a-size",
+              "span-layernorm-three-dims", "convtranspose3d-phases-asymmetric", "softmax2d-module-over-channels", "rearrange-stack-last-dim-relu",
+              "loss-bce-logits-weighted-sum", "lrn-function-1d-even-size",
               "convtranspose2d-functional-parameters", "conv1d-functional-weight-input-same-grouped", "causal-mask-of-ones-made-in-forward",
               "causal-mask-from-positions-bf16", "cdist-l1-of-batched-rows", "lower-triangle-mask-method-in-where", "convtranspose2d-phases-dilated-grouped", "topk-largest-middle-dim-fp16", "sort-along-dim0", "alibi-positions-softmax", "scan-logcumsumexp-dim0", "token-and-position-embeddings",
               "chunk-three-along-dim0-softmax-bf16", "flat-gelu-tanh", "cross-entropy-sum", "cross-entropy-module-smoothing-ignored-rows-bf16", "per-sample-and-channel-input", "chunk-glu-bf16", "layernorm-module-bf16", "var-unbiased", "max-values-and-argmin",

@@ -458,9 +458,8 @@ def forward(conv: Conv, strategy: str, params: dict[str, Any]) -> str:
     data = x if conv.padding_mode == "zeros" else conv_edges.PADDED
     body = [f"{x} = {x}.contiguous()",
             f"weight = {conv.weight_source or module + '.weight'}.contiguous()",
-            *(["options = " + module] if conv.functional else []),
             "(d, h, w), (kt, kr, ks), (st, sr, ss), (pt, pr, ps), (dt, dr, ds), (od, oh, ow) = conv_geometry(",
-            f"    {'options' if conv.functional else module}, {x}, weight)",
+            f"    {module}, {x}, weight)",
             *(conv_edges.pad_lines(x, conv.dims, conv.padding_mode) if conv.padding_mode != "zeros" else []),
             f"groups = {conv.groups if conv.functional else module + '.groups'}",
             # a transposed convolution's weight is [in, out per group, taps]; a convolution's [out, in per group, taps]

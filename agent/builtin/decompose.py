@@ -18,8 +18,7 @@ Then the reduction: ``mean``, ``sum`` or none. And ``cosine_similarity(a, b, dim
 computes it: each input divided by its 2-norm over ``dim`` (at least ``eps``), the products summed.
 ``cdist(a, b, p)`` (p 1 or 2): the norm of ``a.unsqueeze(-2) - b.unsqueeze(-3)`` over the last dim.
 ``kron(a, b)``: the two interleaved by indexing, multiplied, and viewed as the products of their sizes.
-``binary_cross_entropy_with_logits(x, t, weight, pos_weight)``: torch's ``(1 - t) x - w log_sigmoid(x)``
-with ``w = 1 + (pos_weight - 1) t`` (1 without it), times the weight. ``local_response_norm(x, n, alpha,
+``local_response_norm(x, n, alpha,
 beta, k)``: torch's own steps, the squares padded and averaged over ``n`` channels by a pooling.
 ``nn.Softmax2d``: a softmax over dim -3.
 """
@@ -40,7 +39,7 @@ from kernelevo.agent.builtin.rewrite_reductions import rewrite_reductions
 
 LOSSES = (F.smooth_l1_loss, F.huber_loss, F.mse_loss, F.l1_loss, F.kl_div, F.triplet_margin_loss,
           F.cosine_similarity, F.binary_cross_entropy, F.margin_ranking_loss, F.pairwise_distance, torch.cdist,
-          torch.kron, F.binary_cross_entropy_with_logits, F.local_response_norm)
+          torch.kron, F.local_response_norm)
 
 
 LOSS_MODULES = {nn.SmoothL1Loss: (F.smooth_l1_loss, ("reduction", "beta")),
@@ -52,15 +51,12 @@ LOSS_MODULES = {nn.SmoothL1Loss: (F.smooth_l1_loss, ("reduction", "beta")),
                 nn.KLDivLoss: (F.kl_div, ("reduction", "log_target")),
                 nn.TripletMarginLoss: (F.triplet_margin_loss, ("margin", "p", "eps", "swap", "reduction")),
                 nn.CosineSimilarity: (F.cosine_similarity, ("dim", "eps")),
-                nn.BCEWithLogitsLoss: (F.binary_cross_entropy_with_logits, ("reduction",)),
                 nn.LocalResponseNorm: (F.local_response_norm, ("size", "alpha", "beta", "k"))}
 """Loss modules (and the similarity losses are made of), as the function each calls with its own options."""
 MODULE_OPTION_NAMES = {"norm": "p"}
 """A module's option the function names otherwise (``PairwiseDistance.norm`` is ``p``)."""
 FIXED_MODULES = {nn.Softmax2d: (F.softmax, {"dim": -3})}
 """Modules that are one function with fixed options (a softmax over the channels of each pixel)."""
-MODULE_TENSORS = {nn.BCEWithLogitsLoss: ("weight", "pos_weight")}
-"""A loss module's buffers the function takes, read from the module where they are set."""
 
 
 def decompose(gm: torch.fx.GraphModule) -> bool:
@@ -73,16 +69,11 @@ def decompose(gm: torch.fx.GraphModule) -> bool:
             node.op, node.target, node.kwargs = "call_function", function, {**node.kwargs, **fixed}
             changed = True
         if node.op == "call_module" and type(gm.get_submodule(str(node.target))) in LOSS_MODULES:
-            path = str(node.target)
-            sub = gm.get_submodule(path)
+            sub = gm.get_submodule(str(node.target))
             function, options = LOSS_MODULES[type(sub)]
             node.op, node.target = "call_function", function  # the module is its function with its options
             node.kwargs = {**node.kwargs,
                            **{MODULE_OPTION_NAMES.get(name, name): getattr(sub, name) for name in options}}
-            for name in MODULE_TENSORS.get(type(sub), ()):
-                if getattr(sub, name, None) is not None:
-                    with gm.graph.inserting_before(node):
-                        node.kwargs = {**node.kwargs, name: gm.graph.get_attr(f"{path}.{name}")}
             changed = True
     changed |= rewrite_functions(gm)
     changed |= rewrite_reductions(gm)
@@ -220,8 +211,6 @@ def _rewrite(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None
         return _margin_ranking(graph, node)
     if node.target is F.binary_cross_entropy:
         return _binary_cross_entropy(graph, node)
-    if node.target is F.binary_cross_entropy_with_logits:
-        return _binary_cross_entropy_with_logits(graph, node)
     if node.target is F.local_response_norm:
         return _local_response_norm(graph, node)
     a, b = option(node, "input", 0, None), option(node, "target", 1, None)
@@ -334,28 +323,6 @@ def _binary_cross_entropy(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.f
     pointwise = call(operator.sub, (call(operator.mul, (call(operator.sub, (t, 1.0)), log_miss)),
                                     call(operator.mul, (t, log_hit))))
     return _reduce(graph, pointwise, reduction, p)
-
-
-def _binary_cross_entropy_with_logits(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
-    """torch's: ``(1 - t) x - (1 + (pos_weight - 1) t) log_sigmoid(x)``, times ``weight``, then the
-    reduction."""
-    x, t = option(node, "input", 0, None), option(node, "target", 1, None)
-    weight, reduction = option(node, "weight", 2, None), option(node, "reduction", 5, "mean")
-    pos_weight = option(node, "pos_weight", 6, None)
-    tensors = all(isinstance(v, torch.fx.Node) for v in (x, t)) and \
-        all(v is None or isinstance(v, torch.fx.Node) for v in (weight, pos_weight))
-    if not tensors or not _reduction_known(reduction, x) or reduction == "batchmean" or \
-            node.kwargs.get("size_average") is not None or node.kwargs.get("reduce") is not None:
-        return None
-    call = graph.call_function
-    log_sigmoid = call(F.logsigmoid, (x,))
-    if pos_weight is not None:
-        log_sigmoid = call(operator.mul, (call(operator.add, (call(operator.mul, (
-            call(operator.sub, (pos_weight, 1.0)), t)), 1.0)), log_sigmoid))
-    loss = call(operator.sub, (call(operator.mul, (call(operator.sub, (1.0, t)), x)), log_sigmoid))
-    if weight is not None:
-        loss = call(operator.mul, (loss, weight))
-    return _reduce(graph, loss, reduction, x)
 
 
 def _local_response_norm(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:

@@ -5,7 +5,8 @@ runs as written); options a rewrite does not follow leave the call as it was.
 - ``normalize(x, p, dim, eps)``: ``x / max(||x||_p over dim, eps)``, the norm kept for broadcasting.
 - ``glu(x, dim)``: the first half of ``x`` along ``dim`` times the sigmoid of the second.
 - ``binary_cross_entropy_with_logits(x, y)``: ``max(x, 0) - x * y + log(1 + exp(-|x|))`` (no exp of a
-  large positive value), then the reduction (no weights).
+  large positive value); with ``pos_weight``, torch's ``(1 - y) x + (1 + (pos_weight - 1) y) (log(1 +
+  exp(-|x|)) + max(-x, 0))``; times ``weight``; then the reduction. A module's weights are read from it.
 - ``nll_loss(log_softmax(x, 1), t)``: the cross-entropy of ``x`` and ``t``, which one template computes
   without writing the log-probabilities out.
 - ``adaptive_avg_pool{1,2,3}d(x, 1)`` (a global average, module or function): the mean over the pooled
@@ -50,16 +51,21 @@ FUNCTION_MODULES = {nn.GLU: (F.glu, ("dim",)),
                     nn.AdaptiveMaxPool1d: (F.adaptive_max_pool1d, ("output_size", "return_indices")),
                     nn.AdaptiveMaxPool2d: (F.adaptive_max_pool2d, ("output_size", "return_indices")),
                     nn.AdaptiveMaxPool3d: (F.adaptive_max_pool3d, ("output_size", "return_indices"))}
-"""Modules, as the function each calls with its options; one holding weights is left as it is."""
+"""Modules, as the function each calls with its options; one holding weights the function does not
+take (:data:`WEIGHTS`) is left as it is."""
 WEIGHTS = ("weight", "pos_weight")
+WEIGHTED = {nn.BCEWithLogitsLoss: WEIGHTS}
+"""Modules whose weights the function takes, read from the module."""
 
 
-def module_as_function(sub: nn.Module) -> tuple[Any, dict[str, Any]] | None:
-    """The function ``sub`` calls and its options, if it is one of :data:`FUNCTION_MODULES` without weights."""
-    if type(sub) not in FUNCTION_MODULES or any(getattr(sub, w, None) is not None for w in WEIGHTS):
+def module_as_function(sub: nn.Module) -> tuple[Any, dict[str, Any], list[str]] | None:
+    """The function ``sub`` calls, its options and the names of the weights it holds (passed to the
+    function as the module's attributes), if it is one of :data:`FUNCTION_MODULES`."""
+    held = [w for w in WEIGHTS if getattr(sub, w, None) is not None]
+    if type(sub) not in FUNCTION_MODULES or not set(held) <= set(WEIGHTED.get(type(sub), ())):
         return None
     function, options = FUNCTION_MODULES[type(sub)]
-    return function, {name: getattr(sub, name) for name in options}
+    return function, {name: getattr(sub, name) for name in options}, held
 
 
 
@@ -127,12 +133,22 @@ def _bce_with_logits(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Nod
     reduction = option(node, "reduction", 5, "mean")
     if not isinstance(x, torch.fx.Node) or not isinstance(y, torch.fx.Node) or reduction not in ("none", "mean", "sum"):
         return None
-    if any(option(node, name, k, None) is not None for name, k in (("weight", 2), ("size_average", 3),
-                                                                    ("reduce", 4), ("pos_weight", 6))):
+    if any(option(node, name, k, None) is not None for name, k in (("size_average", 3), ("reduce", 4))):
+        return None
+    weight, pos_weight = option(node, "weight", 2, None), option(node, "pos_weight", 6, None)
+    if any(w is not None and not isinstance(w, torch.fx.Node) for w in (weight, pos_weight)):
         return None
     call = graph.call_function
     soft = call(torch.log, (call(operator.add, (call(torch.exp, (call(torch.neg, (call(torch.abs, (x,)),)),)), 1.0)),))
-    loss = call(operator.add, (call(operator.sub, (call(torch.relu, (x,)), call(operator.mul, (x, y)))), soft))
+    if pos_weight is None:
+        loss = call(operator.add, (call(operator.sub, (call(torch.relu, (x,)), call(operator.mul, (x, y)))), soft))
+    else:
+        scale = call(operator.add, (call(operator.mul, (call(operator.sub, (pos_weight, 1.0)), y)), 1.0))
+        below = call(torch.relu, (call(torch.neg, (x,)),))
+        weighted = call(operator.mul, (scale, call(operator.add, (soft, below))))
+        loss = call(operator.add, (call(operator.mul, (call(operator.sub, (1.0, y)), x)), weighted))
+    if weight is not None:
+        loss = call(operator.mul, (loss, weight))
     return loss if reduction == "none" else call(torch.sum if reduction == "sum" else torch.mean, (loss,))
 
 
@@ -441,8 +457,10 @@ def rewrite_functions(gm: torch.fx.GraphModule) -> bool:
         if node.op == "call_module":
             found = module_as_function(gm.get_submodule(str(node.target)))
             if found is not None:
+                with gm.graph.inserting_before(node):
+                    held = {w: gm.graph.get_attr(f"{node.target}.{w}") for w in found[2]}
                 node.op, node.target = "call_function", found[0]
-                node.kwargs = {**node.kwargs, **found[1]}
+                node.kwargs = {**node.kwargs, **found[1], **held}
                 changed = True
                 continue
             if attention_module.rewrite(gm, node):
