@@ -1044,6 +1044,7 @@ def test_bf16_rounding_is_the_hardware_conversion_except_under_the_interpreter(t
 KERNELBENCH_STYLE = '''import math
 import torch
 import torch.nn as nn
+from torch.nn.init import trunc_normal_ as init_truncated
 
 batch_size = 6
 features = 300
@@ -1064,6 +1065,7 @@ class Model(nn.Module):
     def __init__(self, features):
         super(Model, self).__init__()
         self.gain = Gain(features)
+        init_truncated(self.gain.g, mean=1.0, std=0.05)
         self.eps = 1e-5 * math.sqrt(4.0)
 
     def forward(self, x):
@@ -1081,13 +1083,15 @@ def get_init_inputs():
 
 
 def test_a_kernelbench_style_file_runs_unchanged(evaluator, tmp_path: Path) -> None:
-    """``super(Model, self)``, a helper class and function, module constants and an import used by
-    the constructor: the candidate carries them and builds the same parameters."""
+    """``super(Model, self)``, a helper class and function, module constants, an import and a torch
+    function imported by name (under another name) used by the constructor: the candidate carries them
+    and builds the same parameters."""
     path = tmp_path / "kb_style.py"
     path.write_text(KERNELBENCH_STYLE)
     task = load_task(str(path), "full")
     plan = recognise(task)
     assert "super()" in plan.init and "Model," not in plan.init
+    assert "from torch.nn.init import trunc_normal_ as init_truncated" in plan.imports
     strategy, params, why = seeds(plan)[0]
     candidate = tmp_path / "candidate.py"
     candidate.write_text(render(plan, strategy, params, why))

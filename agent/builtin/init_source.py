@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import dis
+import importlib
 import inspect
 import re
 import textwrap
@@ -15,6 +16,7 @@ from typing import Any
 import torch
 
 from kernelevo.agent.builtin.program import CannotCover
+from kernelevo.sandbox.judge.static_rules import ALLOWED_IMPORTS
 
 SIMPLE = (int, float, str, bool, type(None))
 """Module constants whose value is copied into a candidate as a literal."""
@@ -77,9 +79,27 @@ def _collect_needs(fn: Any, source: str, module: str, heads: list[str], bodies: 
             for member in members:
                 _collect_needs(member, helper, module, heads, bodies, seen)
             bodies.append(helper)
+        elif (where := _torch_import(value)) is not None:
+            heads.append(f"from {where} import {value.__name__}" + ("" if value.__name__ == name else f" as {name}"))
         else:
             raise CannotCover(f"the reference's __init__ uses `{name}` ({type(value).__name__}), which a generated "
                               "candidate cannot carry")
+
+
+def _torch_import(value: Any) -> str | None:
+    """The torch module a function or class imported by name comes from (``from torch.nn.init import
+    trunc_normal_``), where the judge lets a candidate import it and importing it from there by its own
+    name gives the same object; else None."""
+    where, name = getattr(value, "__module__", None), getattr(value, "__name__", None)
+    if not isinstance(where, str) or not isinstance(name, str) or where not in ALLOWED_IMPORTS or \
+            not where.startswith("torch"):
+        return None
+    if name.startswith("_") or any(part.startswith("_") for part in where.split(".")):
+        return None  # torch's internals: the judge refuses them
+    try:
+        return where if getattr(importlib.import_module(where), name, None) is value else None
+    except ImportError:
+        return None
 
 
 def _is_module(value: Any) -> bool:

@@ -19,6 +19,7 @@ ALLOWED_IMPORTS = {
     "torch",
     "torch.nn",
     "torch.nn.functional",
+    "torch.nn.init",
     "torch.utils.cpp_extension",
     "torch.cuda",
     "triton",
