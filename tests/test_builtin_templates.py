@@ -727,7 +727,12 @@ CASES = [
 ]
 
 
-SLOW_CASES = {"made-frequencies-then-cos-and-sin", "attention-by-hand-causal-positions-bf16", "attention-fewer-keys-causal-bf16", "attention-heads-repeated-for-query-groups", "attention-more-keys-head-of-8", "cosine-classifier-normalised-weight",
+SLOW_CASES = {"made-frequencies-then-cos-and-sin", "attention-by-hand-multi-query-causal", "attention-grouped-query-heads-bf16", "attention-head-of-40-fp32", "mha-by-hand-heads-viewed",
+              "matmul-attention-by-hand-scaled-by-a-size", "positions-along-rows-start-step", "distances-every-row-to-every-row", "spatial-mean-of-a-computed-value-subtracted",
+              "linear-viewed-as-one-channel-pooled", "cross-entropy-label-smoothing", "avgpool2d-ceil-mode", "linear-of-a-scaled-weight-plus-bias",
+              "bmm-batch-of-vectors-made-columns", "span-min-keep-plus-channel-bias", "lookup-rows-of-an-input", "rearrange-cat-three-dim0-sigmoid",
+              "conv3d-unpadded-strided-few-channels", "gather-take-along-buffer-then-scale", "views-crop-times-input", "elu-alpha-softplus-beta",
+              "attention-by-hand-causal-positions-bf16", "attention-fewer-keys-causal-bf16", "attention-heads-repeated-for-query-groups", "attention-more-keys-head-of-8", "cosine-classifier-normalised-weight",
               "conv2d-tap-major-grouped-strided", "embedding-bag-sum-module", "linear-lstm-cell-chunks", "matrix-vector-mv-relu", "matmul-batched-scores-softmax",
               "grouped-sum-through-a-reshape-bf16", "per-row-input-indexed-with-none", "tanh-of-small-values", "conv-then-dropout-of-nothing-partial", "conv2d-reflect-residual",
               "unfold-function-strided", "views-reshape-copies-then-transposed-again", "gather-method-dim0-smaller-index-bf16", "rotary-for-attention-chunked", "mean-then-scalar-tail",

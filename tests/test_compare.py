@@ -594,6 +594,29 @@ def test_a_groups_own_slack_holds_where_many_of_its_rows_are_past_it_not_one() -
     assert problem(far)
 
 
+@pytest.mark.parametrize(("group_rows", "off", "held"), [(19, 2, False), (19, 3, True), (3, 1, False), (3, 2, True),
+                                                         (1, 1, True)])
+def test_in_a_small_group_two_rows_past_its_slack_are_not_yet_its_precision(group_rows: int, off: int,
+                                                                             held: bool) -> None:
+    """In a group of 19 rows (24 queries of an attention over five shift levels) two rows of near-tied
+    scores are already past a 5% share; they pass within the whole output's slack, three fail. A group
+    of fewer than four rows is held where more than half its rows are past it: one row of one."""
+    from kernelevo.sandbox.judge.level_groups import level_groups
+
+    rows, cols = 40 + group_rows, 8
+    exact = torch.randn(rows, cols, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    want = exact.float()
+    groups = level_groups(want, [((rows,), torch.tensor([0] * group_rows + [1] * 40))])
+    assert groups is not None
+    moved = torch.zeros(groups.count, dtype=torch.float64)
+    moved[:2] = torch.tensor([1e-6, 1e-3])
+    out = want.clone()
+    out[:off] += 2e-3  # past 256 * 1e-6, within 8 * 1e-3
+    problem = compare_output(out, want, exact, 1e-6, 1e-6, compare.Scale(1e-3, groups=groups, moved_by_group=moved),
+                             scaled_up=True).problem
+    assert (problem is not None) == held, problem
+
+
 def test_where_eager_is_astray_a_value_no_farther_from_the_answer_passes() -> None:
     """On a set far from the task's own, where eager's value is farther from float64's than rounding
     explains, float64's answer is the target: a value as naive as eager's passes, and so does one on the
