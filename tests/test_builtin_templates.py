@@ -727,7 +727,10 @@ CASES = [
 ]
 
 
-SLOW_CASES = {"made-frequencies-then-cos-and-sin", "attention-by-hand-multi-query-causal", "attention-grouped-query-heads-bf16", "attention-head-of-40-fp32", "mha-by-hand-heads-viewed",
+SLOW_CASES = {"made-frequencies-then-cos-and-sin", "normalize-channels-and-glu", "span-rmsnorm-channels", "diag-matrix-times-matrix", "channel-parameter-viewed-to-broadcast",
+              "conv-min-made-tensor", "made-tril-of-ones-as-right-operand", "pointwise-one-value-parameter-exp", "resample-pixel-shuffle-function",
+              "where-leaky-and-masked-fill", "permuted-input-times-column-parameter", "rearrange-triangles-of-an-input",
+              "attention-by-hand-multi-query-causal", "attention-grouped-query-heads-bf16", "attention-head-of-40-fp32", "mha-by-hand-heads-viewed",
               "matmul-attention-by-hand-scaled-by-a-size", "positions-along-rows-start-step", "distances-every-row-to-every-row", "spatial-mean-of-a-computed-value-subtracted",
               "linear-viewed-as-one-channel-pooled", "cross-entropy-label-smoothing", "avgpool2d-ceil-mode", "linear-of-a-scaled-weight-plus-bias",
               "bmm-batch-of-vectors-made-columns", "span-min-keep-plus-channel-bias", "lookup-rows-of-an-input", "rearrange-cat-three-dim0-sigmoid",
