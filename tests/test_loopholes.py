@@ -60,6 +60,7 @@ REJECTED = [
     (1, "softmax", "bad_torch_only", "static: kernel defined", "no custom kernel"),
     (1, "softmax", "bad_never_launched", "static: kernel launched", "never launched"),
     (1, "softmax", "bad_method_compute", "no torch compute", "aten._softmax"),
+    (1, FIXTURES + "row_sum_many.py", "bad_torch_in_a_subclass_dispatch", "static: no harness access", "subclass"),
     (1, "mlp_block", "bad_nn_module", "static: no torch compute", "nn.Linear"),
     (2, "softmax", "bad_broad_except", "static: no fallback", "except Exception"),
     (2, "softmax", "bad_narrow_fallback", "custom kernel launched", "failed launches"),

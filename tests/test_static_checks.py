@@ -399,6 +399,15 @@ def test_a_constructor_may_compute_in_torch_before_any_input_exists() -> None:
                    .replace("class ModelNew", TABLE_HELPER + "class ModelNew"), "torch.tanh"),
         "helper also in forward": (model("        k[(1,)](x, 1, BLOCK=4)\n        return x + positions(4, 2)", init)
                                    .replace("class ModelNew", TABLE_HELPER + "class ModelNew"), "torch.exp"),
+        "an __init__ nested in forward": (model("        def __init__(t):\n            return torch.sum(t)\n"
+                                                "        k[(1,)](x, 1, BLOCK=4)\n        return __init__(x)", init)
+                                          .replace("class ModelNew", TABLE_HELPER + "class ModelNew"), "torch.sum"),
+        "a plain class built in forward": (model("        k[(1,)](x, 1, BLOCK=4)\n        return Box(x).out", init)
+                                           .replace("class ModelNew", TABLE_HELPER + "class Box:\n    def __init__(self, t):\n"
+                                                    "        self.out = torch.sum(t)\n\n\nclass ModelNew"), "torch.sum"),
+        "torch reached again through a module": (model("        k[(1,)](x, 1, BLOCK=4)\n"
+                                                       "        return torch.nn.init.torch.sum(x)", init)
+                                                 .replace("class ModelNew", TABLE_HELPER + "class ModelNew"), "torch.sum"),
     }
     for what, (text, words) in refused.items():
         report = check_candidate(text)

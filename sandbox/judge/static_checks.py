@@ -28,6 +28,8 @@ from kernelevo.sandbox.judge.static_rules import (
     NN_HOLDERS,
     PLACE_ATTRIBUTES,
     SOURCE_ATTRIBUTES,
+    SUBCLASS_ATTRIBUTES,
+    TENSOR_HOOKS,
     TORCH_FORBIDDEN,
     TORCH_FORBIDDEN_PREFIXES,
     TORCH_GLUE,
@@ -101,6 +103,9 @@ class _Analyzer(ast.NodeVisitor):
         self.in_constructor = False
         """In an ``__init__`` (or a function only it calls), not in a function or lambda it defines:
         torch there builds parameters and tables before any input exists, so strict tasks allow it."""
+        self.class_inits: set[int] = set()
+        """The ids of ``__init__`` methods defined directly in the body of a module class."""
+        self.module_classes: set[str] = set()
         self.constructor_helpers: set[int] = set()
         """The ids of module-level functions only an ``__init__`` calls."""
         self.has_model_new = False
@@ -120,7 +125,10 @@ class _Analyzer(ast.NodeVisitor):
         base = self.aliases.get(node.id)
         if base is None:
             return None
-        return ".".join([base, *reversed(parts)])
+        dotted = ".".join([base, *reversed(parts)]).split(".")
+        # torch's modules hold torch itself (``torch.nn.init.torch.load``): the name from its last entry
+        last = max((k for k, part in enumerate(dotted) if part == "torch"), default=0)
+        return ".".join(dotted[last:])
 
     # imports --------------------------------------------------------------------------------
     def _check_module(self, module: str, node: ast.AST) -> None:
@@ -186,7 +194,10 @@ class _Analyzer(ast.NodeVisitor):
         self.scopes.append(local)
         self.in_kernel += is_kernel
         was = self.in_constructor
-        self.in_constructor = node.name == "__init__" or id(node) in self.constructor_helpers
+        self.in_constructor = id(node) in self.class_inits or id(node) in self.constructor_helpers
+        if node.name in TENSOR_HOOKS:
+            self.flag("no harness access", f"defines `{node.name}`: a tensor subclass's hook runs torch where the "
+                      "op records see only the op it intercepts", node)
         for stmt in node.body:
             self.visit(stmt)
         self.in_constructor = was
@@ -201,6 +212,16 @@ class _Analyzer(ast.NodeVisitor):
     visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        # a module's constructor (a class of torch.nn, or of a module class of this file) builds
+        # parameters and tables; any other class may be built inside forward
+        bases = [self.resolve(b) or (b.id if isinstance(b, ast.Name) else "") for b in node.bases]
+        if any(b.startswith("torch.nn.") or b in self.module_classes for b in bases):
+            self.module_classes.add(node.name)
+            self.class_inits |= {id(f) for f in node.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"}
+        for base in node.bases:
+            if self.resolve(base) == "torch.Tensor":
+                self.flag("no harness access", f"`{node.name}` subclasses torch.Tensor: its dispatch can run torch "
+                          "where the op records see only glue", node)
         if node.name == "ModelNew":
             self.has_model_new = True
             self.model_new_forward = any(
@@ -257,6 +278,8 @@ class _Analyzer(ast.NodeVisitor):
         why = static_names.refused_attribute(node)
         if why is None and node.attr in static_names.FORMAT_METHODS and id(node) not in self.called_names:
             why = f"`.{node.attr}` taken as a value (its format fields could read any attribute)"
+        if why is None and node.attr in SUBCLASS_ATTRIBUTES:
+            why = f"`.{node.attr}` makes a tensor subclass, whose hooks run torch where the op records see only glue"
         if why is not None:
             self.flag("no harness access", why, node)
         name = self.resolve(node)

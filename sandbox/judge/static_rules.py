@@ -145,3 +145,8 @@ profiling tools the forensic pass relies on. A tripwire, not the defence (the tr
 
 # nn classes that only hold parameters; calling any other nn module computes the reference's work.
 NN_HOLDERS = {"Parameter", "ParameterList", "ParameterDict", "ModuleList", "ModuleDict", "Module", "Identity"}
+
+TENSOR_HOOKS = {"__torch_dispatch__", "__torch_function__"}
+"""A tensor subclass's hooks: torch run inside them hides under the op they intercept (a clone)."""
+SUBCLASS_ATTRIBUTES = {"as_subclass"}
+"""Views of a tensor as a subclass, whose hooks then run on its ops."""
