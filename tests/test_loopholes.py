@@ -68,7 +68,7 @@ REJECTED = [
     (4, "relu", "bad_stale_memory", "correct: set 0", "NaN"),
     (5, "relu", "bad_input_mutation", "inputs unchanged", "modified"),
     (6, "relu", "bad_result_cache", "correct: set 1", "outside"),
-    (7, "relu", "bad_subclass_output", "plain tensors", "plain torch.Tensor"),
+    (7, "relu", "bad_subclass_output", "static: no harness access", "subclasses torch.Tensor"),
     (7, "relu", "bad_thread", "static: imports", "threading"),
     (8, "relu", "bad_patch_allclose", "static: no monkeypatching", "torch.allclose"),
     (1, "relu", "bad_blinds_recorder_through_an_alias", "static: no monkeypatching", "torch.autograd"),
