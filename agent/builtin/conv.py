@@ -95,17 +95,6 @@ def _three(value: Any, dims: int, fill: int) -> tuple[int, int, int]:
     return (fill,) * (3 - dims) + tuple(int(v) for v in values)  # type: ignore[return-value]
 
 
-def _padding(sub: nn.Module) -> tuple[int, ...]:
-    if sub.padding == "valid":
-        return (0,) * len(sub.kernel_size)
-    if sub.padding == "same":
-        totals = [d * (k - 1) for d, k in zip(sub.dilation, sub.kernel_size, strict=True)]
-        if any(t % 2 for t in totals):
-            raise CannotCover("padding='same' with an even kernel extent (asymmetric padding) is not covered")
-        return tuple(t // 2 for t in totals)
-    return tuple(sub.padding)
-
-
 def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> Conv | None:
     """The convolution plan if the graph starts with a convolution of an input, else None."""
     calls, placeholders = graph_calls(gm)
@@ -127,9 +116,10 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> Conv | None:
     if not isinstance(x, torch.Tensor) or x.dim() != dims + 2:
         raise CannotCover(f"a Conv{dims}d on an input without a batch dimension is not covered")
     epilogue, out_dtype = _after(gm, node, inputs, placeholders)
+    padding = conv_functional.padding_numbers(sub.padding, sub.dilation, sub.kernel_size)
     return Conv(module=str(node.target), dims=dims, in_channels=sub.in_channels, out_channels=sub.out_channels,
                 groups=sub.groups, kernel=_three(sub.kernel_size, dims, 1), stride=_three(sub.stride, dims, 1),
-                padding=_three(_padding(sub), dims, 0), dilation=_three(sub.dilation, dims, 1),
+                padding=_three(padding, dims, 0), dilation=_three(sub.dilation, dims, 1),
                 has_bias=sub.bias is not None, epilogue=epilogue, out_dtype=out_dtype, input=node.args[0].name,
                 inputs=[p.name for p in placeholders], transposed=transposed, padding_mode=sub.padding_mode)
 
@@ -166,7 +156,7 @@ def _functional(gm: torch.fx.GraphModule, inputs: list[Any], node: torch.fx.Node
     epilogue, out_dtype = _after(gm, node, inputs, placeholders)
     return Conv(module="", dims=dims, in_channels=in_channels, out_channels=out_channels, groups=found["groups"],
                 kernel=_three(kernel, dims, 1), stride=_three(found["stride"], dims, 1),
-                padding=_three(conv_functional.padding_numbers(found, kernel), dims, 0),
+                padding=_three(conv_functional.padding_numbers(found["padding"], found["dilation"], kernel), dims, 0),
                 dilation=_three(found["dilation"], dims, 1), has_bias=bias is not None, epilogue=epilogue,
                 out_dtype=out_dtype, input=x.name, inputs=[p.name for p in placeholders],
                 transposed=found["transposed"], weight_source=conv_functional.source(weight, "weight"),

@@ -82,14 +82,14 @@ def options(node: torch.fx.Node) -> dict[str, Any]:
             "padding": padding, "dilation": dilation, "groups": groups, "output_padding": output_padding}
 
 
-def padding_numbers(found: dict[str, Any], kernel: tuple[int, ...]) -> tuple[int, ...]:
-    """The padding on each side: 'valid' is none, 'same' half the dilated kernel's extent (torch pads
-    an odd extent's extra row on one side only, which the kernels here do not)."""
-    padding = found["padding"]
+def padding_numbers(padding: Any, dilation: Any, kernel: Any) -> tuple[int, ...]:
+    """The padding on each side, for a module or a call: 'valid' is none, 'same' half the dilated
+    kernel's extent (torch pads an odd extent's extra row on one side only, which the kernels here do
+    not), numbers as they are."""
     if padding == "valid":
-        return (0,) * found["dims"]
+        return (0,) * len(kernel)
     if padding == "same":
-        totals = [d * (k - 1) for d, k in zip(found["dilation"], kernel, strict=True)]
+        totals = [d * (k - 1) for d, k in zip(dilation, kernel, strict=True)]
         if any(t % 2 for t in totals):
             raise CannotCover("padding='same' with an even kernel extent (asymmetric padding) is not covered")
         return tuple(t // 2 for t in totals)
