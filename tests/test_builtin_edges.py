@@ -1317,3 +1317,66 @@ def test_what_differs_at_the_size_being_optimised_is_refused_not_planned_wrong(t
         source = _first_seed(path)
         assert "_tensor_constant" not in source
         raise CannotCover("planned, but without the mistake")
+
+
+GROUPS_FROM_THE_CONSTRUCTOR = '''import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """A depthwise convolution written as a call: its groups is a constructor argument, which the
+    small size shrinks with the channels."""
+    def __init__(self, c):
+        super().__init__()
+        self.c = c
+        self.w = nn.Parameter(torch.randn(c, 1, 3, 3))
+
+    def forward(self, x):
+        WEIGHT
+        return F.conv2d(x, w, padding=self.c // 64, groups=self.c)
+
+
+def get_inputs():
+    return [torch.randn(8, 64, 96, 96)]
+
+
+def get_init_inputs():
+    return [64]
+'''
+
+RUN_AT_FULL_CHANNELS = """
+import importlib.util, json, sys
+import torch
+def load(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+ref, cand = load("reference", sys.argv[1]), load("candidate", sys.argv[2])
+torch.manual_seed(0)
+model = ref.Model(*ref.get_init_inputs())
+new = cand.ModelNew(*ref.get_init_inputs())
+new.load_state_dict(model.state_dict())
+x = torch.randn(1, 64, 4, 4)
+with torch.no_grad():
+    print(json.dumps((new(x) - model(x)).abs().max().item()))
+"""
+
+
+@pytest.mark.parametrize("weight", ["w = self.w", "w = self.w - self.w.mean(dim=(1, 2, 3), keepdim=True)"],
+                         ids=["parameter", "computed"])
+def test_a_functional_convolutions_numbers_are_the_full_sizes(tmp_path: Path, weight: str) -> None:
+    """The plan is recognised at the small size, where groups and padding (numbers written into the
+    candidate) come out smaller: the candidate must carry the full size's, not compute a grouped
+    convolution of the wrong groups. Run at the full channel count on a tiny image, directly."""
+    task_file = tmp_path / "depthwise.py"
+    task_file.write_text(GROUPS_FROM_THE_CONSTRUCTOR.replace("WEIGHT", weight))
+    plan = recognise(load_task(str(task_file), "full"))
+    assert "64->64" in plan.describe() and "64 groups" in plan.describe() and "padding (1, 1)" in plan.describe()
+    candidate = tmp_path / "candidate.py"
+    candidate.write_text(_first_seed(task_file))
+    done = subprocess.run([sys.executable, "-c", RUN_AT_FULL_CHANNELS, str(task_file), str(candidate)],
+                          capture_output=True, text=True, env={**os.environ, "TRITON_INTERPRET": "1"}, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) < 1e-4

@@ -1052,6 +1052,8 @@ def test_bf16_rounding_is_the_hardware_conversion_except_under_the_interpreter(t
 KERNELBENCH_STYLE = '''import math
 import torch
 import torch.nn as nn
+from math import sqrt as root
+from torch.nn import Parameter
 from torch.nn.init import trunc_normal_ as init_truncated
 
 batch_size = 6
@@ -1066,7 +1068,7 @@ def init_gain(n):
 class Gain(nn.Module):
     def __init__(self, n):
         super(Gain, self).__init__()
-        self.g = nn.Parameter(init_gain(n))
+        self.g = Parameter(init_gain(n))
 
 
 class Model(nn.Module):
@@ -1074,7 +1076,7 @@ class Model(nn.Module):
         super(Model, self).__init__()
         self.gain = Gain(features)
         init_truncated(self.gain.g, mean=1.0, std=0.05)
-        self.eps = 1e-5 * math.sqrt(4.0)
+        self.eps = 1e-5 * math.sqrt(4.0) * root(1.0)
 
     def forward(self, x):
         x = x * self.gain.g
@@ -1092,14 +1094,16 @@ def get_init_inputs():
 
 def test_a_kernelbench_style_file_runs_unchanged(evaluator, tmp_path: Path) -> None:
     """``super(Model, self)``, a helper class and function, module constants, an import and a torch
-    function imported by name (under another name) used by the constructor: the candidate carries them
-    and builds the same parameters."""
+    function imported by name (under another name) used by the constructor, and names imported from a
+    module other than their own (``Parameter`` lives in ``torch.nn.parameter``): the candidate carries
+    them, imported from where the judge allows, and builds the same parameters."""
     path = tmp_path / "kb_style.py"
     path.write_text(KERNELBENCH_STYLE)
     task = load_task(str(path), "full")
     plan = recognise(task)
     assert "super()" in plan.init and "Model," not in plan.init
     assert "from torch.nn.init import trunc_normal_ as init_truncated" in plan.imports
+    assert "from torch.nn import Parameter" in plan.imports and "from math import sqrt as root" in plan.imports
     strategy, params, why = seeds(plan)[0]
     candidate = tmp_path / "candidate.py"
     candidate.write_text(render(plan, strategy, params, why))
@@ -1404,9 +1408,9 @@ def test_numbers_the_constructor_makes_are_taken_at_the_size_being_optimised_and
 
 
 TAP_MAJOR_CONVS = {
-    "conv3d": ("nn.Conv3d(40, 20, (2, 3, 3), stride=(1, 2, 1), padding=(1, 1, 0))", "torch.randn(2, 40, 3, 6, 5)"),
     "convtranspose1d-grouped-dilated": ("nn.ConvTranspose1d(80, 16, 3, padding=2, dilation=2, groups=2)",
                                         "torch.randn(2, 80, 11)"),
+    "conv3d": ("nn.Conv3d(40, 20, (2, 3, 3), stride=(1, 2, 1), padding=(1, 1, 0))", "torch.randn(2, 40, 3, 6, 5)"),
     "convtranspose2d-phases-grouped": ("nn.ConvTranspose2d(36, 10, (3, 4), stride=(2, 3), padding=(1, 2), "
                                        "output_padding=(1, 0), groups=2)", "torch.randn(2, 36, 4, 5)"),
 }

@@ -501,14 +501,31 @@ def full_size(conv: Conv, model: nn.Module, shapes: dict[str, tuple[int, ...]] |
     device; ``shapes``: nodes' shapes there); the plan was recognised at the small size, which only
     describes it. A functional convolution's weight read there where it is known."""
     if conv.functional:
-        path = conv.weight_source.removeprefix("self.")
-        shape = conv_functional.weight_shape(path, conv.weight_source != path, model, shapes)
-        if shape is not None and len(shape) == conv.dims + 2:
-            conv.in_channels, conv.out_channels = conv_functional.channels(
-                {"groups": conv.groups, "transposed": conv.transposed}, shape)
+        _functional_full_size(conv, model, shapes)
         return
     sub = model.get_submodule(conv.module)
     conv.in_channels, conv.out_channels, conv.groups = sub.in_channels, sub.out_channels, sub.groups
+
+
+def _functional_full_size(conv: Conv, model: nn.Module, shapes: dict[str, tuple[int, ...]] | None) -> None:
+    """A functional convolution's numbers (stride, padding, dilation, groups) and weight as the call
+    makes them at the size being optimised."""
+    found = conv_functional.options_at_full_size(model)
+    path = conv.weight_source.removeprefix("self.")
+    shape = conv_functional.weight_shape(path, conv.weight_source != path, model, shapes)
+    known = shape is not None and len(shape) == conv.dims + 2
+    if found is not None:
+        if found["transposed"] != conv.transposed or found["dims"] != conv.dims:
+            raise CannotCover("the functional convolution differs between the small and the full size")
+        kernel = tuple(shape[2:]) if known else conv.kernel[3 - conv.dims:]
+        conv.groups, conv.kernel = found["groups"], _three(kernel, conv.dims, 1)
+        conv.stride, conv.dilation = _three(found["stride"], conv.dims, 1), _three(found["dilation"], conv.dims, 1)
+        conv.padding = _three(conv_functional.padding_numbers(found["padding"], found["dilation"], kernel),
+                              conv.dims, 0)
+        conv.options_call = conv_functional.options_call(found)
+    if known:
+        conv.in_channels, conv.out_channels = conv_functional.channels(
+            {"groups": conv.groups, "transposed": conv.transposed}, shape)
 
 
 def seeds(conv: Conv, dtype: str, shared_bytes: int) -> list[tuple[str, dict[str, Any], str]]:

@@ -122,3 +122,20 @@ def weight_shape(name: str, is_attribute: bool, model: torch.nn.Module | None,
         value = attribute_at(model, name) if model is not None else None
         return tuple(value.shape) if isinstance(value, torch.Tensor) else None
     return tuple(shapes[name]) if shapes and name in shapes else None
+
+
+def options_at_full_size(model: torch.nn.Module) -> dict[str, Any] | None:
+    """The first functional convolution's options in ``model`` (built at the size being optimised):
+    its numbers are written into the candidate, and a stride, padding or groups taken from a
+    constructor argument or a size differs from the small trace's. None where the model cannot be
+    traced (the judge at that size still decides); CannotCover where its trace holds no such call."""
+    from kernelevo.agent.builtin import size_tracing
+
+    try:
+        traced = size_tracing.traced(model)
+    except Exception:
+        return None
+    calls = [n for n in traced.graph.nodes if n.op == "call_function" and is_functional(n)]
+    if not calls:
+        raise CannotCover("the model at the size being optimised makes no functional convolution")
+    return options(calls[0])

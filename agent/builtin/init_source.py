@@ -86,20 +86,28 @@ def _collect_needs(fn: Any, source: str, module: str, heads: list[str], bodies: 
                               "candidate cannot carry")
 
 
+IMPORT_HOMES = ("torch", "torch.nn", "torch.nn.functional", "torch.nn.init", "math")
+"""Where a name imported into the reference (``from torch.nn import Linear``, ``from math import
+sqrt``) is looked for when its own module (``torch.nn.modules.linear``) is not one a candidate may import."""
+
+
 def _torch_import(value: Any) -> str | None:
-    """The torch module a function or class imported by name comes from (``from torch.nn.init import
-    trunc_normal_``), where the judge lets a candidate import it and importing it from there by its own
-    name gives the same object; else None."""
+    """A module the judge lets a candidate import that holds a function or class the reference
+    imported by name (``from torch.nn.init import trunc_normal_``, ``from torch.nn import Linear``),
+    as that very object; else None. The value's own module first, where it is allowed."""
     where, name = getattr(value, "__module__", None), getattr(value, "__name__", None)
-    if not isinstance(where, str) or not isinstance(name, str) or where not in ALLOWED_IMPORTS or \
-            not where.startswith("torch"):
-        return None
-    if name.startswith("_") or any(part.startswith("_") for part in where.split(".")):
+    if not isinstance(name, str) or name.startswith("_"):
         return None  # torch's internals: the judge refuses them
-    try:
-        return where if getattr(importlib.import_module(where), name, None) is value else None
-    except ImportError:
-        return None
+    homes = ([where] if isinstance(where, str) else []) + [h for h in IMPORT_HOMES if h != where]
+    for home in homes:
+        if home not in ALLOWED_IMPORTS or any(part.startswith("_") for part in home.split(".")):
+            continue
+        try:
+            if getattr(importlib.import_module(home), name, None) is value:
+                return home
+        except ImportError:
+            continue
+    return None
 
 
 def _is_module(value: Any) -> bool:
