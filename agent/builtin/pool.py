@@ -17,10 +17,11 @@ import torch.fx
 import torch.nn as nn
 import torch.nn.functional as F
 
-from kernelevo.agent.builtin.conv import FINISH, chain_after, epilogue_arguments, epilogue_lines, epilogue_program
+from kernelevo.agent.builtin.conv import FINISH
 from kernelevo.agent.builtin.conv_direct import PLANE_PIXELS, WINDOW_TAP
 from kernelevo.agent.builtin.program import CannotCover, Program
 from kernelevo.agent.builtin.shape_reads import same_call_at_full_size
+from kernelevo.agent.builtin.tile_epilogue import chain_after, epilogue_arguments, epilogue_lines, epilogue_program
 from kernelevo.agent.builtin.vocabulary import graph_calls
 
 MODULES = {nn.MaxPool1d: ("max", 1), nn.MaxPool2d: ("max", 2), nn.MaxPool3d: ("max", 3),

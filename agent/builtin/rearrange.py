@@ -21,9 +21,9 @@ import torch
 import torch.fx
 import torch.nn.functional as F
 
-from kernelevo.agent.builtin.conv import chain_after, epilogue_arguments, epilogue_lines, epilogue_program
 from kernelevo.agent.builtin.program import CannotCover, Program
 from kernelevo.agent.builtin.shape_reads import same_call_at_full_size
+from kernelevo.agent.builtin.tile_epilogue import chain_after, epilogue_arguments, epilogue_lines, epilogue_program
 from kernelevo.agent.builtin.vocabulary import attribute_at, graph_calls, reads_metadata
 
 CATS = (torch.cat, torch.concat, torch.concatenate)

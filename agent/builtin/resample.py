@@ -22,10 +22,11 @@ import torch.fx
 import torch.nn as nn
 import torch.nn.functional as F
 
-from kernelevo.agent.builtin.conv import FINISH, chain_after, epilogue_arguments, epilogue_lines, epilogue_program
+from kernelevo.agent.builtin.conv import FINISH
 from kernelevo.agent.builtin.conv_direct import PLANE_PIXELS
 from kernelevo.agent.builtin.program import CannotCover, Program
 from kernelevo.agent.builtin.shape_reads import same_call_at_full_size
+from kernelevo.agent.builtin.tile_epilogue import chain_after, epilogue_arguments, epilogue_lines, epilogue_program
 from kernelevo.agent.builtin.vocabulary import graph_calls
 
 MODES = {"nearest": 0, "nearest-exact": 1, "linear": 2, "bilinear": 2, "trilinear": 2, "shuffle": 3, "unshuffle": 4}

@@ -23,8 +23,8 @@ import torch
 import torch.fx
 from torch.fx.passes.shape_prop import TensorMetadata
 
-from kernelevo.agent.builtin.conv import chain_after, epilogue_arguments, epilogue_lines, epilogue_program
 from kernelevo.agent.builtin.program import CannotCover, Program
+from kernelevo.agent.builtin.tile_epilogue import chain_after, epilogue_arguments, epilogue_lines, epilogue_program
 from kernelevo.agent.builtin.vocabulary import graph_calls
 
 MAX_RANK = 8
