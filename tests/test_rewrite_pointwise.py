@@ -259,3 +259,25 @@ def test_reductions_that_do_not_nest_stay_as_written() -> None:
                        "torch.amax(x, dim=(0, 1))"):
         _, traced = _traced(expression, x, x)
         assert sum(n.op in ("call_function", "call_method") for n in traced.graph.nodes) == 1, traced.code
+
+
+@pytest.mark.parametrize(("body", "looked_up"), [
+    ("return F.one_hot(i, 40).float() @ self.w", True),
+    ("return torch.matmul(F.one_hot(i, num_classes=40).to(torch.float32), self.w)", True),
+    ("h = F.one_hot(i, 40).float()\n        return h @ self.w + h[..., :24]", False),  # the one-hot read again
+    ("return F.one_hot(i, 40).double() @ self.w.double()", True),  # rows of a computed table
+])
+def test_a_one_hot_matmul_is_a_lookup_of_the_rows_it_selects(body: str, looked_up: bool) -> None:
+    """Each row of ``one_hot(i) @ w`` has one term, ``1 * w[i]``: the lookup is the same value, exactly,
+    without the GEMM over rows of zeros; a one-hot read for anything else stays as it is."""
+    source = ("class OneHot(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+              "        self.w = nn.Parameter(torch.randn(40, 24))\n\n"
+              f"    def forward(self, i):\n        {body}\n")
+    space = {"nn": nn, "torch": torch, "F": F}
+    exec(source, space)
+    model = space["OneHot"]()
+    i = torch.randint(0, 40, (3, 50), generator=torch.Generator().manual_seed(3))
+    traced = trace(model, [i])
+    names = {getattr(n.target, "__name__", str(n.target)) for n in traced.graph.nodes}
+    assert ("embedding" in names and "one_hot" not in names) == looked_up, names
+    assert torch.equal(traced(i), model(i))

@@ -202,8 +202,9 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any], full: torch.nn.Module
     dtypes = {v.dtype for v in values if isinstance(v, torch.Tensor)}
     if not 1 <= rank <= MAX_RANK or len(dtypes) != 1 or not next(iter(dtypes)).is_floating_point or \
             any(not isinstance(v, torch.Tensor) or v.dim() != rank for v in values):
-        raise CannotCover(f"`{name}` of inputs of other ranks or dtypes (covered: floating inputs of 1-{MAX_RANK} "
-                          "dims)")
+        low, high = (0, MAX_RANK - 1) if stacked else (1, MAX_RANK)
+        raise CannotCover(f"`{'stack' if stacked else name}` of inputs of other ranks or dtypes (covered: inputs "
+                          f"of one floating dtype and {low}-{high} dims)")
     same_call_at_full_size(node, full, name)
     settings = {"dim": dim} if stacked else _settings(node, name, rank)
     if attributes and not _broadcast_fits(values, sources, attributes, read, settings["dim"]):
