@@ -494,6 +494,17 @@ CASES = [
     ("loss-bce-logits-weighted-sum", "        self.register_buffer('w', torch.rand(33) + 0.5)",
      "        return F.binary_cross_entropy_with_logits(x, y, weight=self.w, reduction='sum')",
      "torch.randn(5, 33), torch.randn(5, 33).sigmoid()", ""),
+    ("linear-weight-norm-gelu", "        self.fc = weight_norm(nn.Linear(n, 24))",
+     "        return F.gelu(self.fc(x))", "torch.randn(5, {cols})",
+     "from torch.nn.utils.parametrizations import weight_norm"),
+    ("conv1d-weight-norm-whole-dilated-leaky", "        self.conv = weight_norm(nn.Conv1d(6, 8, 3, padding=2, dilation=2), "
+     "dim=None)", "        return F.leaky_relu(self.conv(x), 0.1)", "torch.randn(2, 6, {cols})",
+     "from torch.nn.utils.parametrizations import weight_norm"),
+    ("convtranspose1d-weight-norm-upsample", "        self.up = weight_norm(nn.ConvTranspose1d(8, 4, 4, stride=2, padding=1))",
+     "        return self.up(F.leaky_relu(x, 0.1))", "torch.randn(2, 8, {cols})",
+     "from torch.nn.utils.parametrizations import weight_norm"),
+    ("one-hot-matmul-lookup", "        self.w = nn.Parameter(torch.randn(24, n))",
+     "        return F.one_hot(x, 24).float() @ self.w", "torch.randint(0, 24, (7, 5))", ""),
     ("lrn-module-after-relu", "        self.lrn = nn.LocalResponseNorm(3, alpha=1e-2, beta=0.75, k=2.0)",
      "        return self.lrn(torch.relu(x) * 3.0)", "torch.randn(2, 7, 5, 6)", ""),
     ("lrn-function-1d-even-size", "", "        return F.local_response_norm(x, 4, alpha=0.1)", "torch.randn(2, 6, 9)", ""),
@@ -727,7 +738,7 @@ CASES = [
 ]
 
 
-SLOW_CASES = {"made-frequencies-then-cos-and-sin", "normalize-channels-and-glu", "span-rmsnorm-channels", "diag-matrix-times-matrix", "channel-parameter-viewed-to-broadcast",
+SLOW_CASES = {"conv1d-weight-norm-whole-dilated-leaky", "convtranspose1d-weight-norm-upsample", "made-frequencies-then-cos-and-sin", "normalize-channels-and-glu", "span-rmsnorm-channels", "diag-matrix-times-matrix", "channel-parameter-viewed-to-broadcast",
               "conv-min-made-tensor", "made-tril-of-ones-as-right-operand", "pointwise-one-value-parameter-exp", "resample-pixel-shuffle-function",
               "where-leaky-and-masked-fill", "permuted-input-times-column-parameter", "rearrange-triangles-of-an-input",
               "attention-by-hand-multi-query-causal", "attention-grouped-query-heads-bf16", "attention-head-of-40-fp32", "mha-by-hand-heads-viewed",

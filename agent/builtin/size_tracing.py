@@ -22,6 +22,7 @@ import torch.nn as nn
 from torch.utils import _pytree
 
 from kernelevo.agent.builtin.keyword_arguments import leading_arguments_by_position
+from kernelevo.agent.builtin.parametrized import expand_weight_norm
 from kernelevo.agent.builtin.vocabulary import TRACED_CONSTANT
 
 FACTORIES = ("ones", "zeros", "full", "empty", "arange", "eye", "linspace")
@@ -56,7 +57,8 @@ def traced(model: nn.Module) -> torch.fx.GraphModule:
                 gm = symbolic_trace(model)  # a buffer's view recorded, not a copy of its values at trace time
     except TypeError:
         gm = symbolic_trace(model)
-    if leading_arguments_by_position(gm.graph):
+    expanded = expand_weight_norm(gm)
+    if leading_arguments_by_position(gm.graph) or expanded:
         gm.recompile()
     return gm
 
