@@ -62,6 +62,7 @@ REJECTED = [
     (1, "softmax", "bad_method_compute", "no torch compute", "aten._softmax"),
     (1, FIXTURES + "row_sum_many.py", "bad_torch_in_a_subclass_dispatch", "static: no harness access", "subclass"),
     (1, "mlp_block", "bad_nn_module", "static: no torch compute", "nn.Linear"),
+    (1, "softmax", "bad_weight_norm_in_forward", "no torch compute", "aten._weight_norm"),
     (2, "softmax", "bad_broad_except", "static: no fallback", "except Exception"),
     (2, "softmax", "bad_narrow_fallback", "custom kernel launched", "failed launches"),
     (3, "conv_relu_scale", "bad_dead_kernel", "ghost replay", "no-op"),
