@@ -1380,3 +1380,37 @@ def test_a_functional_convolutions_numbers_are_the_full_sizes(tmp_path: Path, we
                           capture_output=True, text=True, env={**os.environ, "TRITON_INTERPRET": "1"}, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) < 1e-4
+
+
+TWO_FUNCTIONAL_CONVOLUTIONS = '''import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self, c, o):
+        super().__init__()
+        self.w1 = nn.Parameter(torch.randn(o, c, 3, 3))
+        self.w2 = nn.Parameter(torch.randn(o, o, 1, 1))
+
+    def forward(self, x):
+        return F.conv2d(torch.relu(F.conv2d(x, self.w1, None, 2, 1)), self.w2)
+
+
+def get_inputs():
+    return [torch.randn(2, 64, 64, 64)]
+
+
+def get_init_inputs():
+    return [64, 64]
+'''
+
+
+def test_each_functional_convolution_keeps_its_own_numbers(tmp_path: Path) -> None:
+    """The full size's numbers are those of the same call (told by its weight), not of the model's
+    first convolution: the 1x1 convolution after a strided one keeps stride 1 and no padding."""
+    path = tmp_path / "two.py"
+    path.write_text(TWO_FUNCTIONAL_CONVOLUTIONS)
+    described = recognise(load_task(str(path), "full")).describe()
+    first, second = described.split("2. ")
+    assert "stride (2, 2), padding (1, 1)" in first and "stride (1, 1), padding (0, 0)" in second, described

@@ -281,3 +281,20 @@ def test_a_one_hot_matmul_is_a_lookup_of_the_rows_it_selects(body: str, looked_u
     names = {getattr(n.target, "__name__", str(n.target)) for n in traced.graph.nodes}
     assert ("embedding" in names and "one_hot" not in names) == looked_up, names
     assert torch.equal(traced(i), model(i))
+
+
+def test_a_call_that_writes_in_place_is_kept_where_a_rewrite_drops_its_result() -> None:
+    """``addmm`` with ``beta=0`` no longer reads ``c``; ``c = torch.relu_(h)`` still changed ``h``."""
+
+    class InPlace(nn.Module):
+        def forward(self, x, a, b):
+            h = x * 2
+            c = torch.relu_(h)
+            return torch.addmm(c, a, b, beta=0) + h
+
+    generator = torch.Generator().manual_seed(4)
+    x, a, b = (torch.randn(s, generator=generator) for s in ((8, 16), (8, 32), (32, 16)))
+    model = InPlace()
+    traced = trace(model, [x, a, b])
+    assert "relu_" in {getattr(n.target, "__name__", str(n.target)) for n in traced.graph.nodes}
+    torch.testing.assert_close(traced(x, a, b), model(x, a, b))

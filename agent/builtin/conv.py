@@ -407,8 +407,8 @@ def full_size(conv: Conv, model: nn.Module, shapes: dict[str, tuple[int, ...]] |
 def _functional_full_size(conv: Conv, model: nn.Module, shapes: dict[str, tuple[int, ...]] | None) -> None:
     """A functional convolution's numbers (stride, padding, dilation, groups) and weight as the call
     makes them at the size being optimised."""
-    found = conv_functional.options_at_full_size(model)
     path = conv.weight_source.removeprefix("self.")
+    found = conv_functional.options_at_full_size(model, path if conv.weight_source != path else None)
     shape = conv_functional.weight_shape(path, conv.weight_source != path, model, shapes)
     known = shape is not None and len(shape) == conv.dims + 2
     if found is not None:

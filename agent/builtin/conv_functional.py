@@ -124,11 +124,13 @@ def weight_shape(name: str, is_attribute: bool, model: torch.nn.Module | None,
     return tuple(shapes[name]) if shapes and name in shapes else None
 
 
-def options_at_full_size(model: torch.nn.Module) -> dict[str, Any] | None:
-    """The first functional convolution's options in ``model`` (built at the size being optimised):
+def options_at_full_size(model: torch.nn.Module, weight: str | None) -> dict[str, Any] | None:
+    """The options of the same functional convolution in ``model`` built at the size being optimised:
     its numbers are written into the candidate, and a stride, padding or groups taken from a
-    constructor argument or a size differs from the small trace's. None where the model cannot be
-    traced (the judge at that size still decides); CannotCover where its trace holds no such call."""
+    constructor argument or a size differs from the small trace's. The call is told by its weight
+    (``weight``: the parameter's path) or, where the weight is computed, by being the model's only one.
+    None where the model cannot be traced (the judge at that size still decides); CannotCover where the
+    call cannot be told apart."""
     from kernelevo.agent.builtin import size_tracing
 
     try:
@@ -136,6 +138,10 @@ def options_at_full_size(model: torch.nn.Module) -> dict[str, Any] | None:
     except Exception:
         return None
     calls = [n for n in traced.graph.nodes if n.op == "call_function" and is_functional(n)]
-    if not calls:
-        raise CannotCover("the model at the size being optimised makes no functional convolution")
+    if weight is not None:
+        calls = [n for n in calls if isinstance(w := option(n, "weight", 1, None), torch.fx.Node) and
+                 w.op == "get_attr" and w.target == weight]
+    if len(calls) != 1:
+        raise CannotCover("a functional convolution whose numbers at the size being optimised are not known (it "
+                          "cannot be told apart from the model's other convolutions there)")
     return options(calls[0])

@@ -157,6 +157,8 @@ def _linear(gm: torch.fx.GraphModule, node: torch.fx.Node) -> Linear | None:
     if node.op == "call_module":
         sub = gm.get_submodule(str(node.target))
         if isinstance(sub, nn.Linear):
+            if len(node.args) != 1 or node.kwargs:
+                raise CannotCover("a linear layer called with its input by keyword (covered: `self.fc(x)`)")
             bias = f"{node.target}.bias" if sub.bias is not None else None
             return Linear(node.args[0], f"self.{node.target}.weight", True, bias)
         return None

@@ -370,8 +370,14 @@ def _erase_unused(graph: torch.fx.Graph, nodes: list[torch.fx.Node]) -> None:
     while waiting:
         node = waiting.pop()
         if node.users or getattr(node, "_erased", False) or node.op not in ("call_function", "call_method") or \
-                (node.op == "call_method" and str(node.target).endswith("_")):
+                _in_place(node):
             continue
         inputs = node.all_input_nodes
         graph.erase_node(node)
         waiting += inputs
+
+
+def _in_place(node: torch.fx.Node) -> bool:
+    """Does the call write into a tensor (``x.relu_()``, ``torch.relu_(x)``, ``F.relu(x, inplace=True)``)?"""
+    name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
+    return name.endswith("_") or node.kwargs.get("inplace") is True or "out" in node.kwargs
