@@ -7,7 +7,8 @@ torch.fx sees such a layer as one module call and its weight as an attribute; th
 weight computed in ``forward`` (a segment of its own, recomputed each call as the reference does), so
 the layer is spelled out for them. The norm is over every dim but the parametrization's ``dim`` (over
 the whole tensor where it is -1), as ``torch._weight_norm`` takes it. Other parametrizations (spectral
-norm, orthogonal, a user's own) stay module calls, which the planners refuse with the reason.
+norm, orthogonal, a user's own) stay module calls: a plan reading such a weight runs the
+parametrization's torch in ``forward``, which a strict task's judge refuses.
 """
 
 from __future__ import annotations
