@@ -1414,3 +1414,39 @@ def test_each_functional_convolution_keeps_its_own_numbers(tmp_path: Path) -> No
     described = recognise(load_task(str(path), "full")).describe()
     first, second = described.split("2. ")
     assert "stride (2, 2), padding (1, 1)" in first and "stride (1, 1), padding (0, 0)" in second, described
+
+
+TWO_WEIGHT_NORMALISED = '''import torch
+import torch.nn as nn
+from torch.nn.utils.parametrizations import weight_norm
+
+
+class Model(nn.Module):
+    def __init__(self, c, o):
+        super().__init__()
+        self.a = weight_norm(nn.Conv2d(c, o, 3, stride=2, padding=1))
+        self.b = weight_norm(nn.Conv2d(o, o, 3, padding=1, groups=o))
+
+    def forward(self, x):
+        return self.b(torch.relu(self.a(x)))
+
+
+def get_inputs():
+    return [torch.randn(2, 64, 64, 64)]
+
+
+def get_init_inputs():
+    return [64, 64]
+'''
+
+
+def test_weight_normalised_convolutions_are_told_apart_by_their_biases(tmp_path: Path) -> None:
+    """Their weights are computed, so each call is found at the full size by its bias: the second keeps
+    its own stride, padding and groups (64, a constructor argument the small size shrinks)."""
+    path = tmp_path / "two_wn.py"
+    path.write_text(TWO_WEIGHT_NORMALISED)
+    described = recognise(load_task(str(path), "full")).describe()
+    convs = [part for part in described.split("; ") if "Conv2d" in part]
+    assert len(convs) == 2, described
+    assert "stride (2, 2), padding (1, 1)" in convs[0] and "groups" not in convs[0], described
+    assert "stride (1, 1), padding (1, 1)" in convs[1] and "64 groups" in convs[1], described

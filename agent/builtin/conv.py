@@ -408,7 +408,9 @@ def _functional_full_size(conv: Conv, model: nn.Module, shapes: dict[str, tuple[
     """A functional convolution's numbers (stride, padding, dilation, groups) and weight as the call
     makes them at the size being optimised."""
     path = conv.weight_source.removeprefix("self.")
-    found = conv_functional.options_at_full_size(model, path if conv.weight_source != path else None)
+    bias = conv.bias_source.removeprefix("self.")
+    found = conv_functional.options_at_full_size(model, path if conv.weight_source != path else None,
+                                                 bias if bias and conv.bias_source != bias else None)
     shape = conv_functional.weight_shape(path, conv.weight_source != path, model, shapes)
     known = shape is not None and len(shape) == conv.dims + 2
     if found is not None:

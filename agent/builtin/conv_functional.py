@@ -124,13 +124,14 @@ def weight_shape(name: str, is_attribute: bool, model: torch.nn.Module | None,
     return tuple(shapes[name]) if shapes and name in shapes else None
 
 
-def options_at_full_size(model: torch.nn.Module, weight: str | None) -> dict[str, Any] | None:
+def options_at_full_size(model: torch.nn.Module, weight: str | None, bias: str | None = None
+                         ) -> dict[str, Any] | None:
     """The options of the same functional convolution in ``model`` built at the size being optimised:
     its numbers are written into the candidate, and a stride, padding or groups taken from a
     constructor argument or a size differs from the small trace's. The call is told by its weight
-    (``weight``: the parameter's path) or, where the weight is computed, by being the model's only one.
-    None where the model cannot be traced (the judge at that size still decides); CannotCover where the
-    call cannot be told apart."""
+    (``weight``: the parameter's path), else by its bias (a weight-normalised layer's weight is
+    computed, its bias a parameter), else by being the model's only one. None where the model cannot
+    be traced (the judge at that size still decides); CannotCover where the call cannot be told apart."""
     from kernelevo.agent.builtin import size_tracing
 
     try:
@@ -138,9 +139,11 @@ def options_at_full_size(model: torch.nn.Module, weight: str | None) -> dict[str
     except Exception:
         return None
     calls = [n for n in traced.graph.nodes if n.op == "call_function" and is_functional(n)]
-    if weight is not None:
-        calls = [n for n in calls if isinstance(w := option(n, "weight", 1, None), torch.fx.Node) and
-                 w.op == "get_attr" and w.target == weight]
+    for what, place, path in (("weight", 1, weight), ("bias", 2, bias)):
+        if path is not None:
+            calls = [n for n in calls if isinstance(v := option(n, what, place, None), torch.fx.Node) and
+                     v.op == "get_attr" and v.target == path]
+            break
     if len(calls) != 1:
         raise CannotCover("a functional convolution whose numbers at the size being optimised are not known (it "
                           "cannot be told apart from the model's other convolutions there)")
