@@ -503,6 +503,9 @@ CASES = [
     ("convtranspose1d-weight-norm-upsample", "        self.up = weight_norm(nn.ConvTranspose1d(8, 4, 4, stride=2, padding=1))",
      "        return self.up(F.leaky_relu(x, 0.1))", "torch.randn(2, 8, {cols})",
      "from torch.nn.utils.parametrizations import weight_norm"),
+    ("conv1d-old-weight-norm-hook-tanh", "        self.conv = weight_norm(nn.Conv1d(6, 8, 5, padding=2))",
+     "        return torch.tanh(self.conv(x))", "torch.randn(2, 6, {cols})",
+     "from torch.nn.utils import weight_norm"),
     ("one-hot-matmul-lookup", "        self.w = nn.Parameter(torch.randn(24, n))",
      "        return F.one_hot(x, 24).float() @ self.w", "torch.randint(0, 24, (7, 5))", ""),
     ("lrn-module-after-relu", "        self.lrn = nn.LocalResponseNorm(3, alpha=1e-2, beta=0.75, k=2.0)",
@@ -738,7 +741,7 @@ CASES = [
 ]
 
 
-SLOW_CASES = {"conv1d-weight-norm-whole-dilated-leaky", "convtranspose1d-weight-norm-upsample", "made-frequencies-then-cos-and-sin", "normalize-channels-and-glu", "span-rmsnorm-channels", "diag-matrix-times-matrix", "channel-parameter-viewed-to-broadcast",
+SLOW_CASES = {"conv1d-old-weight-norm-hook-tanh", "conv1d-weight-norm-whole-dilated-leaky", "convtranspose1d-weight-norm-upsample", "made-frequencies-then-cos-and-sin", "normalize-channels-and-glu", "span-rmsnorm-channels", "diag-matrix-times-matrix", "channel-parameter-viewed-to-broadcast",
               "conv-min-made-tensor", "made-tril-of-ones-as-right-operand", "pointwise-one-value-parameter-exp", "resample-pixel-shuffle-function",
               "where-leaky-and-masked-fill", "permuted-input-times-column-parameter", "rearrange-triangles-of-an-input",
               "attention-by-hand-multi-query-causal", "attention-grouped-query-heads-bf16", "attention-head-of-40-fp32", "mha-by-hand-heads-viewed",

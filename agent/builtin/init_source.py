@@ -86,7 +86,8 @@ def _collect_needs(fn: Any, source: str, module: str, heads: list[str], bodies: 
                               "candidate cannot carry")
 
 
-IMPORT_HOMES = ("torch", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.nn.utils.parametrizations", "math")
+IMPORT_HOMES = ("torch", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.nn.utils.parametrizations",
+                "torch.nn.utils", "math")
 """Where a name imported into the reference (``from torch.nn import Linear``, ``from math import
 sqrt``) is looked for when its own module (``torch.nn.modules.linear``) is not one a candidate may import."""
 

@@ -1,7 +1,8 @@
-"""Layers under weight normalisation (``torch.nn.utils.parametrizations.weight_norm``) written as what
-they compute on every call, in the traced graph: the weight ``g * v / ||v||`` from the two parameters
-the parametrization holds (``original0`` is ``g``, ``original1`` is ``v``), then the layer as its
-function (``F.linear``, ``F.conv2d``, ...) of that computed weight.
+"""Layers under weight normalisation (``torch.nn.utils.parametrizations.weight_norm``, or the older
+``torch.nn.utils.weight_norm`` and its forward pre-hook) written as what they compute on every call, in
+the traced graph: the weight ``g * v / ||v||`` from the two parameters it holds (``original0`` and
+``original1``, or ``weight_g`` and ``weight_v``), then the layer as its function (``F.linear``,
+``F.conv2d``, ...) of that computed weight.
 
 torch.fx sees such a layer as one module call and its weight as an attribute; the planners cover a
 weight computed in ``forward`` (a segment of its own, recomputed each call as the reference does), so
@@ -27,14 +28,19 @@ TRANSPOSED = {nn.ConvTranspose1d: F.conv_transpose1d, nn.ConvTranspose2d: F.conv
               nn.ConvTranspose3d: F.conv_transpose3d}
 
 
-def _weight_norm_dim(module: nn.Module) -> int | None:
-    """The ``dim`` of a module whose only parametrization is weight normalisation of its weight."""
-    if not parametrize.is_parametrized(module) or set(module.parametrizations.keys()) != {"weight"}:
-        return None
-    chain = module.parametrizations["weight"]
-    if len(chain) != 1 or type(chain[0]).__name__ != "_WeightNorm":
-        return None
-    return chain[0].dim
+def _weight_norm(module: nn.Module) -> tuple[int, str, str] | None:
+    """(``dim``, path of ``g``, path of ``v``, under the module) of a module whose weight, and nothing
+    else, is weight-normalised: by a parametrization (``parametrizations.weight_norm``) or by the older
+    forward pre-hook (``torch.nn.utils.weight_norm``, parameters ``weight_g`` and ``weight_v``)."""
+    hooks = list(module._forward_pre_hooks.values())
+    if parametrize.is_parametrized(module):
+        chain = module.parametrizations["weight"] if set(module.parametrizations.keys()) == {"weight"} else []
+        if hooks or len(chain) != 1 or type(chain[0]).__name__ != "_WeightNorm":
+            return None
+        return chain[0].dim, "parametrizations.weight.original0", "parametrizations.weight.original1"
+    if len(hooks) == 1 and type(hooks[0]).__name__ == "WeightNorm" and hooks[0].name == "weight":
+        return hooks[0].dim, "weight_g", "weight_v"
+    return None
 
 
 def _layer_function(module: nn.Module) -> Any:
@@ -57,14 +63,14 @@ def _layer_arguments(module: nn.Module, x: torch.fx.Node, weight: torch.fx.Node,
     return x, weight, bias, module.stride, module.padding, module.dilation, module.groups
 
 
-def _normalised_weight(graph: torch.fx.Graph, path: str, dim: int, rank: int) -> torch.fx.Node:
+def _normalised_weight(graph: torch.fx.Graph, g: str, v: str, dim: int, rank: int) -> torch.fx.Node:
     """``v * (g / ||v||)``, the norm over every dim but ``dim`` (all of them where it is -1), kept."""
-    g = graph.get_attr(f"{path}.parametrizations.weight.original0")
-    v = graph.get_attr(f"{path}.parametrizations.weight.original1")
+    g_node, v_node = graph.get_attr(g), graph.get_attr(v)
     over = [d for d in range(rank) if d != dim]
-    squares = graph.call_function(torch.sum, (graph.call_function(operator.mul, (v, v)), over), {"keepdim": True})
+    squares = graph.call_function(torch.sum, (graph.call_function(operator.mul, (v_node, v_node)), over),
+                                  {"keepdim": True})
     norm = graph.call_function(torch.sqrt, (squares,))
-    return graph.call_function(operator.mul, (v, graph.call_function(operator.truediv, (g, norm))))
+    return graph.call_function(operator.mul, (v_node, graph.call_function(operator.truediv, (g_node, norm))))
 
 
 def expand_weight_norm(gm: torch.fx.GraphModule) -> bool:
@@ -75,12 +81,19 @@ def expand_weight_norm(gm: torch.fx.GraphModule) -> bool:
         if node.op != "call_module" or len(node.args) != 1 or node.kwargs:
             continue
         module = gm.get_submodule(str(node.target))
-        dim, function = _weight_norm_dim(module), _layer_function(module)
-        rank = module.parametrizations["weight"].original1.dim() if dim is not None else 0
-        if dim is None or function is None or not (dim == -1 or 0 <= dim < rank):
+        found, function = _weight_norm(module), _layer_function(module)
+        if found is None or function is None:
+            continue
+        dim, g, v = found
+        if g == "weight_g" and isinstance(module.weight, torch.Tensor) and module.weight.grad_fn is not None:
+            # the hook's last weight, computed from the parameters: a copy of the model (which the
+            # planners make) cannot hold a tensor with a history; the hook computes it again on each call
+            module.weight = module.weight.detach()
+        rank = module.get_parameter(v).dim()
+        if dim is None or not (dim == -1 or 0 <= dim < rank):
             continue
         with gm.graph.inserting_before(node):
-            weight = _normalised_weight(gm.graph, str(node.target), dim, rank)
+            weight = _normalised_weight(gm.graph, f"{node.target}.{g}", f"{node.target}.{v}", dim, rank)
             bias = gm.graph.get_attr(f"{node.target}.bias") if getattr(module, "bias", None) is not None else None
             replaced = gm.graph.call_function(function, _layer_arguments(module, node.args[0], weight, bias))
         node.replace_all_uses_with(replaced)
