@@ -1450,3 +1450,30 @@ def test_weight_normalised_convolutions_are_told_apart_by_their_biases(tmp_path:
     assert len(convs) == 2, described
     assert "stride (2, 2), padding (1, 1)" in convs[0] and "groups" not in convs[0], described
     assert "stride (1, 1), padding (1, 1)" in convs[1] and "64 groups" in convs[1], described
+
+
+def test_a_layer_under_another_parametrization_is_refused_with_the_reason(tmp_path: Path) -> None:
+    """Spectral norm computes the weight in torch on every read: no template does, so no plan reads it."""
+    path = tmp_path / "spectral.py"
+    path.write_text("import torch\nimport torch.nn as nn\nfrom torch.nn.utils.parametrizations import spectral_norm\n\n\n"
+                    "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                    "        self.fc = spectral_norm(nn.Linear(64, 32))\n\n    def forward(self, x):\n"
+                    "        return torch.relu(self.fc(x))\n\n\ndef get_inputs():\n    return [torch.randn(16, 64)]\n\n\n"
+                    "def get_init_inputs():\n    return []\n")
+    with pytest.raises(CannotCover, match=r"parametrization \(SpectralNorm\)"):
+        recognise(load_task(str(path), "full"))
+
+
+def test_a_weight_fed_to_a_convolution_is_not_read_as_a_broadcast(tmp_path: Path) -> None:
+    """A weight-normalised conv's computed weight [C, C, 3] and the activations [B, C, L] have the same
+    rank; at the small size C and L can meet where they differ at full size, which matters only to
+    inputs that broadcast, not to a convolution's weight."""
+    path = tmp_path / "resblock.py"
+    path.write_text("import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
+                    "from torch.nn.utils.parametrizations import weight_norm\n\n\n"
+                    "class Model(nn.Module):\n    def __init__(self, c):\n        super().__init__()\n"
+                    "        self.conv = weight_norm(nn.Conv1d(c, c, 3, padding=1))\n\n    def forward(self, x):\n"
+                    "        return x + self.conv(F.leaky_relu(x, 0.1))\n\n\n"
+                    "def get_inputs():\n    return [torch.randn(16, 256, 8192)]\n\n\n"
+                    "def get_init_inputs():\n    return [256]\n")
+    assert "Conv1d 256->256" in recognise(load_task(str(path), "full")).describe()

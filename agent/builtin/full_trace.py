@@ -12,11 +12,13 @@ broadcasting the small shapes would misread there are refused too (:func:`refuse
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable
 from typing import Any
 
 import torch
 import torch.fx
+import torch.nn.functional as F
 from torch.fx.passes.shape_prop import ShapeProp
 
 from kernelevo.agent.builtin import size_tracing
@@ -90,6 +92,18 @@ def replayed_there(gm: torch.fx.GraphModule, replayed: list[str], there: dict[st
         raise CannotCover(why)
 
 
+LAYER_FUNCTIONS = {F.conv1d, F.conv2d, F.conv3d, F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d,
+                   F.linear, F.embedding, torch.matmul, operator.matmul, torch.mm, torch.bmm}
+"""Calls that read their operands by their own shapes (an input, a weight), never broadcast."""
+
+
+def _fed_to_layers_alone(gm: torch.fx.GraphModule) -> set[str]:
+    """Inputs whose every use is an operand of a layer (a module call, a convolution, a matmul): they
+    do not broadcast against anything, whatever their shapes."""
+    return {n.name for n in gm.graph.nodes if n.op == "placeholder" and n.users and all(
+        u.op == "call_module" or (u.op == "call_function" and u.target in LAYER_FUNCTIONS) for u in n.users)}
+
+
 def refuse_hidden_broadcast(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ...]]) -> None:
     """CannotCover where the small inputs cannot tell how the tensor inputs broadcast at the size being
     optimised (``shapes``). The templates read the broadcasting from the small shapes: where a size
@@ -103,8 +117,9 @@ def refuse_hidden_broadcast(gm: torch.fx.GraphModule, inputs: list[Any], shapes:
         return
     largest = max(range(len(tensors)), key=lambda i: tensors[i][1].numel())
     (main, first), main_full = tensors[largest], tuple(full[largest])
+    layered = _fed_to_layers_alone(gm)
     for (name, value), size in zip(tensors, full, strict=True):
-        if name == main:
+        if name == main or name in layered:
             continue
         small, big = tuple(value.shape), tuple(size)
         if len(small) != len(big) or len(small) > first.dim():

@@ -21,7 +21,7 @@ import torch.fx
 import torch.nn as nn
 from torch.fx.passes.shape_prop import ShapeProp
 
-from kernelevo.agent.builtin import size_tracing
+from kernelevo.agent.builtin import parametrized, size_tracing
 from kernelevo.agent.builtin.decompose import decompose
 from kernelevo.agent.builtin.layout import Layout, SpanNeeded
 from kernelevo.agent.builtin.lower_calls import IGNORED, CallLowering, _Lowered, _number
@@ -44,6 +44,7 @@ def trace(model: nn.Module, inputs: list[Any]) -> torch.fx.GraphModule:
                 ShapeProp(gm).propagate(*inputs)
     except Exception as exc:
         raise CannotCover(f"the reference could not be traced with torch.fx ({type(exc).__name__}: {exc})") from None
+    parametrized.refuse_other_parametrizations(gm)
     if given_out is not None:  # a call whose value nothing reads: the passes would drop it, and its write
         raise CannotCover(f"`{given_out.name}` writes into `{given_out.kwargs['out'].name}` through `out=`; the "
                           "templates compute every op into a new tensor")

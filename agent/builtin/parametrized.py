@@ -23,6 +23,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.nn.utils import parametrize
 
+from kernelevo.agent.builtin.program import CannotCover
+
 CONVOLUTIONS = {nn.Conv1d: F.conv1d, nn.Conv2d: F.conv2d, nn.Conv3d: F.conv3d}
 TRANSPOSED = {nn.ConvTranspose1d: F.conv_transpose1d, nn.ConvTranspose2d: F.conv_transpose2d,
               nn.ConvTranspose3d: F.conv_transpose3d}
@@ -100,3 +102,14 @@ def expand_weight_norm(gm: torch.fx.GraphModule) -> bool:
         gm.graph.erase_node(node)
         changed = True
     return changed
+
+
+def refuse_other_parametrizations(gm: torch.fx.GraphModule) -> None:
+    """CannotCover where a module the graph calls is still parametrized (spectral norm, orthogonal, a
+    user's own): its weight is computed by torch on every read, which a candidate's kernels would have
+    to do themselves, and no template computes it."""
+    for node in gm.graph.nodes:
+        if node.op == "call_module" and parametrize.is_parametrized(module := gm.get_submodule(str(node.target))):
+            kinds = sorted({type(p).__name__.lstrip("_") for chain in module.parametrizations.values() for p in chain})
+            raise CannotCover(f"`{node.target}` is under a parametrization ({', '.join(kinds)}) that torch computes "
+                              "on every read of its weight (covered: weight norm)")
