@@ -87,7 +87,7 @@ def _collect_needs(fn: Any, source: str, module: str, heads: list[str], bodies: 
 
 
 IMPORT_HOMES = ("torch", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.nn.utils.parametrizations",
-                "torch.nn.utils", "math")
+                "math")
 """Where a name imported into the reference (``from torch.nn import Linear``, ``from math import
 sqrt``) is looked for when its own module (``torch.nn.modules.linear``) is not one a candidate may import."""
 

@@ -20,7 +20,7 @@ ALLOWED_IMPORTS = {
     "torch.nn",
     "torch.nn.functional",
     "torch.nn.init",
-    "torch.nn.utils",
+    "torch.nn.utils.weight_norm",
     "torch.nn.utils.parametrizations",
     "torch.utils.cpp_extension",
     "torch.cuda",
