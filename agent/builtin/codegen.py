@@ -86,6 +86,13 @@ class Emitter:
         """The per-row values ``name`` needs (reductions, inputs read per row, what follows from them)."""
         return {d for d in self.deps(name) if self.by_name[d].level == "row" and d != name}
 
+    def epilogue_statements(self) -> list[str]:
+        """The statements of an epilogue on a kernel's fp32 accumulator (``acc``, the program's first
+        operand, read as the accumulator), each node the output needs, in order."""
+        needed, accumulator = self.deps(self.p.output), self.p.operands[0].name
+        return [f"{n.name} = {rounded(n, 'acc')}" if n.op == "load" and n.args[0] == accumulator
+                else self.statement(n) for n in self.p.nodes if n.name in needed]
+
     def statement(self, node: Node) -> str:
         if node.op == "load":
             return f"{node.name} = {self.load(node)}"

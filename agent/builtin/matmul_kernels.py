@@ -241,14 +241,7 @@ def kernel(stage: Stage, index: int, precision: str | None, split_k: int = 1, tm
         extra = program.operands[1:]  # the first operand is the accumulator
         operands = "".join(f"{o.name}_ptr, {o.name}_stride, " if o.kind == "row" else f"{o.name}_ptr, "
                            for o in extra)
-        needed = em.deps(program.output)
-        for node in program.nodes:
-            if node.name not in needed:
-                continue
-            if node.op == "load" and node.args[0] == program.operands[0].name:
-                lines.append(f"{node.name} = {expressions.rounded(node, 'acc')}")
-            else:
-                lines.append(em.statement(node))
+        lines = em.epilogue_statements()
         result = program.output
     triangle, k_loop = "", K_LOOP
     if stage.triangle is not None:

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 import torch.fx
 
-from kernelevo.agent.builtin import codegen, expressions
+from kernelevo.agent.builtin import codegen
 from kernelevo.agent.builtin.lower import lower
 from kernelevo.agent.builtin.program import CannotCover, Node, Program
 
@@ -95,18 +95,8 @@ def epilogue_lines(program: Program | None, out_dtype: str) -> tuple[str, list[s
     """(extra kernel parameters, epilogue statements, the result's name)."""
     if program is None:
         return "", [], "round_to_bf16(acc)" if out_dtype == "bfloat16" else "acc"
-    em = _Emitter(program)
-    needed = em.deps(program.output)
-    lines = []
-    for node in program.nodes:
-        if node.name not in needed:
-            continue
-        if node.op == "load" and node.args[0] == program.operands[0].name:
-            lines.append(f"{node.name} = {expressions.rounded(node, 'acc')}")
-        else:
-            lines.append(em.statement(node))
     params = "".join(f"{o.name}_ptr, " for o in program.operands[1:])
-    return params, lines, program.output
+    return params, _Emitter(program).epilogue_statements(), program.output
 
 
 def epilogue_arguments(program: Program | None) -> tuple[list[str], str]:
