@@ -393,24 +393,27 @@ def forward(conv: Conv, strategy: str, params: dict[str, Any]) -> str:
     return f"def forward(self, {', '.join(conv.inputs)}):\n" + "\n".join("    " + line for line in body) + "\n"
 
 
-def full_size(conv: Conv, model: nn.Module, shapes: dict[str, tuple[int, ...]] | None = None) -> None:
+def full_size(conv: Conv, model: nn.Module, shapes: dict[str, tuple[int, ...]] | None = None,
+              traced: torch.fx.GraphModule | None = None) -> None:
     """Channels and groups at the size being optimised (``model``: built at that size, on the meta
-    device; ``shapes``: nodes' shapes there); the plan was recognised at the small size, which only
-    describes it. A functional convolution's weight read there where it is known."""
+    device; ``shapes``: nodes' shapes there; ``traced``: its trace, where known); the plan was
+    recognised at the small size, which only describes it. A functional convolution's weight and
+    numbers read there where they are known."""
     if conv.functional:
-        _functional_full_size(conv, model, shapes)
+        _functional_full_size(conv, model, shapes, traced)
         return
     sub = model.get_submodule(conv.module)
     conv.in_channels, conv.out_channels, conv.groups = sub.in_channels, sub.out_channels, sub.groups
 
 
-def _functional_full_size(conv: Conv, model: nn.Module, shapes: dict[str, tuple[int, ...]] | None) -> None:
+def _functional_full_size(conv: Conv, model: nn.Module, shapes: dict[str, tuple[int, ...]] | None,
+                          traced: torch.fx.GraphModule | None) -> None:
     """A functional convolution's numbers (stride, padding, dilation, groups) and weight as the call
     makes them at the size being optimised."""
     path = conv.weight_source.removeprefix("self.")
     bias = conv.bias_source.removeprefix("self.")
     found = conv_functional.options_at_full_size(model, path if conv.weight_source != path else None,
-                                                 bias if bias and conv.bias_source != bias else None)
+                                                 bias if bias and conv.bias_source != bias else None, traced)
     shape = conv_functional.weight_shape(path, conv.weight_source != path, model, shapes)
     known = shape is not None and len(shape) == conv.dims + 2
     if found is not None:

@@ -124,18 +124,19 @@ def weight_shape(name: str, is_attribute: bool, model: torch.nn.Module | None,
     return tuple(shapes[name]) if shapes and name in shapes else None
 
 
-def options_at_full_size(model: torch.nn.Module, weight: str | None, bias: str | None = None
-                         ) -> dict[str, Any] | None:
+def options_at_full_size(model: torch.nn.Module, weight: str | None, bias: str | None = None,
+                         traced: torch.fx.GraphModule | None = None) -> dict[str, Any] | None:
     """The options of the same functional convolution in ``model`` built at the size being optimised:
     its numbers are written into the candidate, and a stride, padding or groups taken from a
     constructor argument or a size differs from the small trace's. The call is told by its weight
     (``weight``: the parameter's path), else by its bias (a weight-normalised layer's weight is
     computed, its bias a parameter), else by being the model's only one. None where the model cannot
-    be traced (the judge at that size still decides); CannotCover where the call cannot be told apart."""
+    be traced (the judge at that size still decides); CannotCover where the call cannot be told apart.
+    ``traced``: the model's trace where the caller has it already."""
     from kernelevo.agent.builtin import size_tracing
 
     try:
-        traced = size_tracing.traced(model)
+        traced = traced if traced is not None else size_tracing.traced(model)
     except Exception:
         return None
     calls = [n for n in traced.graph.nodes if n.op == "call_function" and is_functional(n)]

@@ -21,7 +21,7 @@ import torch.fx
 import torch.nn.functional as F
 from torch.fx.passes.shape_prop import ShapeProp
 
-from kernelevo.agent.builtin import size_tracing
+from kernelevo.agent.builtin import conv_functional, size_tracing
 from kernelevo.agent.builtin.decompose import decompose
 from kernelevo.agent.builtin.program import CannotCover
 
@@ -92,8 +92,8 @@ def replayed_there(gm: torch.fx.GraphModule, replayed: list[str], there: dict[st
         raise CannotCover(why)
 
 
-LAYER_FUNCTIONS = {F.conv1d, F.conv2d, F.conv3d, F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d,
-                   F.linear, F.embedding, torch.matmul, operator.matmul, torch.mm, torch.bmm}
+LAYER_FUNCTIONS = {*conv_functional.FUNCTIONS, *conv_functional.TRANSPOSED, F.linear, F.embedding, torch.matmul,
+                   operator.matmul, torch.mm, torch.bmm}
 """Calls that read their operands by their own shapes (an input, a weight), never broadcast."""
 
 

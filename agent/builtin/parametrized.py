@@ -23,11 +23,13 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.nn.utils import parametrize
 
+from kernelevo.agent.builtin import conv_functional
 from kernelevo.agent.builtin.program import CannotCover
 
-CONVOLUTIONS = {nn.Conv1d: F.conv1d, nn.Conv2d: F.conv2d, nn.Conv3d: F.conv3d}
-TRANSPOSED = {nn.ConvTranspose1d: F.conv_transpose1d, nn.ConvTranspose2d: F.conv_transpose2d,
-              nn.ConvTranspose3d: F.conv_transpose3d}
+LAYERS = {nn.Linear: F.linear, nn.Conv1d: F.conv1d, nn.Conv2d: F.conv2d, nn.Conv3d: F.conv3d,
+          nn.ConvTranspose1d: F.conv_transpose1d, nn.ConvTranspose2d: F.conv_transpose2d,
+          nn.ConvTranspose3d: F.conv_transpose3d}
+"""The layers spelled out, and the function each computes."""
 
 
 def _weight_norm(module: nn.Module) -> tuple[int, str, str] | None:
@@ -47,19 +49,18 @@ def _weight_norm(module: nn.Module) -> tuple[int, str, str] | None:
 
 def _layer_function(module: nn.Module) -> Any:
     """The function a linear or zero-padded convolution layer computes, else None."""
-    if isinstance(module, nn.Linear):
-        return F.linear
-    kind = next((k for k in (*CONVOLUTIONS, *TRANSPOSED) if isinstance(module, k)), None)
-    if kind is None or module.padding_mode != "zeros":
+    kind = next((k for k in LAYERS if isinstance(module, k)), None)
+    if kind is None or getattr(module, "padding_mode", "zeros") != "zeros":
         return None
-    return {**CONVOLUTIONS, **TRANSPOSED}[kind]
+    return LAYERS[kind]
 
 
-def _layer_arguments(module: nn.Module, x: torch.fx.Node, weight: torch.fx.Node, bias: Any) -> tuple[Any, ...]:
+def _layer_arguments(module: nn.Module, function: Any, x: torch.fx.Node, weight: torch.fx.Node, bias: Any
+                     ) -> tuple[Any, ...]:
     """The function's arguments, in its order: the layer's own geometry after the weight and bias."""
-    if isinstance(module, nn.Linear):
+    if function is F.linear:
         return x, weight, bias
-    if isinstance(module, tuple(TRANSPOSED)):
+    if function in conv_functional.TRANSPOSED:
         return (x, weight, bias, module.stride, module.padding, module.output_padding, module.groups,
                 module.dilation)
     return x, weight, bias, module.stride, module.padding, module.dilation, module.groups
@@ -87,17 +88,17 @@ def expand_weight_norm(gm: torch.fx.GraphModule) -> bool:
         if found is None or function is None:
             continue
         dim, g, v = found
+        rank = module.get_parameter(v).dim()
+        if dim is None or not (dim == -1 or 0 <= dim < rank):
+            continue
         if g == "weight_g" and isinstance(module.weight, torch.Tensor) and module.weight.grad_fn is not None:
             # the hook's last weight, computed from the parameters: a copy of the model (which the
             # planners make) cannot hold a tensor with a history; the hook computes it again on each call
             module.weight = module.weight.detach()
-        rank = module.get_parameter(v).dim()
-        if dim is None or not (dim == -1 or 0 <= dim < rank):
-            continue
         with gm.graph.inserting_before(node):
             weight = _normalised_weight(gm.graph, f"{node.target}.{g}", f"{node.target}.{v}", dim, rank)
             bias = gm.graph.get_attr(f"{node.target}.bias") if getattr(module, "bias", None) is not None else None
-            replaced = gm.graph.call_function(function, _layer_arguments(module, node.args[0], weight, bias))
+            replaced = gm.graph.call_function(function, _layer_arguments(module, function, node.args[0], weight, bias))
         node.replace_all_uses_with(replaced)
         gm.graph.erase_node(node)
         changed = True

@@ -416,7 +416,7 @@ def _conv_plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[i
     rows = _rows_cols(shapes[0])[0]
     if context.full is not None:
         by_name = dict(zip(names, shapes, strict=False)) if len(shapes) == len(names) else {}
-        conv.full_size(convolution, context.full, {**context.node_shapes, **by_name})
+        conv.full_size(convolution, context.full, {**context.node_shapes, **by_name}, context.full_graph())
     # rows: output pixels over the batch, cols: output channels (the implicit GEMM's M and N)
     return _covering(context, names, kind="conv", rows=rows, cols=convolution.out_channels,
                      ops=[f"conv{convolution.dims}d"] + (convolution.epilogue.ops if convolution.epilogue else []),
