@@ -2,8 +2,9 @@
 
 For a copy-bound pointwise op (ReLU, fp32), a row reduction (sum over rows of 8192 fp32) and a GEMM
 (bf16, square), over sizes from a few microseconds to about 100 ms, for eager and for torch.compile:
-the median of the judge's own timed call (``sandbox/child/timed.py``, each call on fresh values in the
-same buffers, as the judge does) against do_bench's median on the same inputs (its L2 flush, its
+the judge's counted time (``sandbox/judge/timing.counted_ms``: the slower of its own timed calls'
+median, each call on fresh values in the same buffers, and the same calls queued back to back)
+against do_bench's median on the same inputs (its L2 flush, its
 back-to-back launches). Each point is measured ``--repeats`` times, the two methods alternating, with
 the SM clock and the power draw read after each, so a disagreement can be told from a disturbed
 sample or a GPU that heated up. Beside them: the judge's call on unchanged inputs (is it the refill?)
@@ -25,8 +26,8 @@ from typing import Any
 
 # (op, sizes): relu and rowsum sizes are element counts, gemm sizes are M = N = K.
 SWEEP = {
-    "relu": [2**20, 2**22, 2**24, 2**26, 2**28, 2**30],
-    "rowsum": [2**20, 2**22, 2**24, 2**26, 2**28, 2**30],
+    "relu": [2**20, 2**21, 2**22, 2**24, 2**26, 2**28, 2**30],
+    "rowsum": [2**20, 2**21, 2**22, 2**24, 2**26, 2**28, 2**30],
     "gemm": [1024, 2048, 4096, 8192, 16384, 32768],
 }
 
@@ -73,8 +74,16 @@ def judge_median(fn: Callable[..., Any], make_inputs: Callable[[int], list[Any]]
     import torch
 
     from kernelevo.sandbox.child.inputs import InputBuffers
-    from kernelevo.sandbox.child.timed import GraphTimedCall, TimedCall, call_ms, paced_ms, warm_host, warm_up
-    from kernelevo.sandbox.judge.timing import PACE_MEASUREMENTS
+    from kernelevo.sandbox.child.timed import (
+        GraphTimedCall,
+        TimedCall,
+        call_ms,
+        paced_ms,
+        queued_ms,
+        warm_host,
+        warm_up,
+    )
+    from kernelevo.sandbox.judge.timing import PACE_MEASUREMENTS, QUEUED_MEASUREMENTS, counted_ms
 
     buffers, timer = InputBuffers(), TimedCall("cuda")
     with torch.no_grad():
@@ -94,9 +103,14 @@ def judge_median(fn: Callable[..., Any], make_inputs: Callable[[int], list[Any]]
         # reported beside the time, as the judge does (sandbox/judge/timing.py, host_bound)
         paces = [paced_ms(fn, args, statistics.median(times))[0] for _ in range(PACE_MEASUREMENTS)] \
             if refill and not replay else []
-    timed = statistics.median(times)
+        # as the judge counts it: the slower of the fresh median and the queued calls (two blocks' worth)
+        queued = [queued_ms(fn, args, timer.cover.flush, statistics.median(times))[0]
+                  for _ in range(2 * QUEUED_MEASUREMENTS)] if refill and not replay else []
+    fresh = statistics.median(times)
     pace = min(paces) if paces else None
-    return {"median_ms": timed, "pace_ms": pace,
+    queued_median = statistics.median(queued) if queued else None
+    return {"median_ms": counted_ms(fresh, queued_median), "fresh_ms": fresh, "queued_ms": queued_median,
+            "pace_ms": pace,
             "host_ms": statistics.median(hosts), "runs": len(times), **gpu_state()}
 
 
@@ -137,14 +151,17 @@ def compare_point(callable_: Callable[..., Any], make_inputs: Callable[[int], li
         j = judge_median(callable_, make_inputs)
         judged.append(j["median_ms"])
         benched.append(do_bench_median(callable_, args))
-        states.append({**gpu_state(), "judge_sm_mhz": j["sm_mhz"], "host_ms": j["host_ms"], "pace_ms": j["pace_ms"]})
+        states.append({**gpu_state(), "judge_sm_mhz": j["sm_mhz"], "host_ms": j["host_ms"], "pace_ms": j["pace_ms"],
+                       "fresh_ms": j["fresh_ms"], "queued_ms": j["queued_ms"]})
     same = judge_median(callable_, make_inputs, refill=False)["median_ms"]
     try:
         graphed: float | str = judge_median(callable_, make_inputs, graph=True)["median_ms"]
     except Exception as exc:  # a capture failure is a finding of the sweep, not its end
         graphed = f"{type(exc).__name__}: {str(exc)[:120]}"
     ratios = [j / b for j, b in zip(judged, benched)]
-    return {"judge_ms": statistics.median(judged), "do_bench_ms": statistics.median(benched),
+    fresh = statistics.median(s["fresh_ms"] for s in states)
+    return {"judge_ms": statistics.median(judged), "do_bench_ms": statistics.median(benched), "fresh_ms": fresh,
+            "fresh_ratio": fresh / statistics.median(benched),
             "ratio": statistics.median(judged) / statistics.median(benched), "ratios": ratios,
             "judge_runs_ms": judged, "do_bench_runs_ms": benched, "same_inputs_ms": same, "graph_ms": graphed,
             "states": states, "host_ms": statistics.median(s["host_ms"] for s in states)}
@@ -172,6 +189,7 @@ def sweep(ops: list[str], compile_sizes: int, repeats: int) -> list[dict]:
                 graphed = point["graph_ms"]
                 print(f"{op:7s} {size:>12d} {label:8s} judge {point['judge_ms']:.4f} ms  do_bench "
                       f"{point['do_bench_ms']:.4f} ms  ratio {point['ratio']:.3f} "
+                      f"fresh-only {point['fresh_ratio']:.3f} "
                       f"({', '.join(f'{r:.3f}' for r in point['ratios'])})  same inputs {point['same_inputs_ms']:.4f}"
                       f"  graph {graphed if isinstance(graphed, str) else f'{graphed:.4f}'}  host "
                       f"{point['host_ms']:.4f} ms  MHz {[s['judge_sm_mhz'] for s in point['states']]}/"
@@ -186,19 +204,25 @@ def main() -> None:
     parser.add_argument("--ops", default="relu,rowsum,gemm")
     parser.add_argument("--compile-sizes", type=int, default=3, help="sizes per op also timed under torch.compile")
     parser.add_argument("--repeats", type=int, default=3, help="alternations of the judge and do_bench per point")
+    parser.add_argument("--sizes", type=int, default=0, help="only each op's first N sizes (0: all)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
+    if args.sizes:
+        for op in SWEEP:
+            SWEEP[op] = SWEEP[op][:args.sizes]
     rows = sweep(args.ops.split(","), args.compile_sizes, args.repeats)
     side = side_stream_row()
     print(f"side stream: plain {side['plain_ms']:.4f} ms, escaping {side['side_stream_ms']:.4f} ms")
     if args.out:
         args.out.write_text(json.dumps({"rows": rows, "side_stream": side}, indent=2))
-    print("| op | size | callable | judge ms | do_bench ms | ratio | ratio per repeat | same inputs ms | graph ms |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| op | size | callable | judge ms | do_bench ms | ratio | ratio per repeat | fresh only | same inputs ms "
+          "| graph ms |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         g = r["graph_ms"]
         print(f"| {r['op']} | {r['size']} | {r['callable']} | {r['judge_ms']:.4f} | {r['do_bench_ms']:.4f} | "
-              f"{r['ratio']:.3f} | {' '.join(f'{x:.3f}' for x in r['ratios'])} | {r['same_inputs_ms']:.4f} | "
+              f"{r['ratio']:.3f} | {' '.join(f'{x:.3f}' for x in r['ratios'])} | {r['fresh_ratio']:.3f} | "
+              f"{r['same_inputs_ms']:.4f} | "
               f"{'capture failed' if isinstance(g, str) else f'{g:.4f}'} |")
 
 

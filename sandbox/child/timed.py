@@ -19,6 +19,7 @@ back-to-back calls, for a ``forward`` whose own host work is slower than its ker
 from __future__ import annotations
 
 import math
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -195,6 +196,38 @@ def paced_ms(fn: Callable[..., Any], inputs: list[Any], estimate_ms: float) -> t
         fn(*inputs)
     _device_synchronize()
     return (_perf_counter() - began) * 1e3 / calls, calls
+
+
+QUEUED_WINDOW_MS = 20.0
+"""How long one queued measurement's calls run, about (from the call's timed length, its flush beside)."""
+QUEUED_CALLS = (5, 200)
+"""The fewest and the most calls in one queued measurement."""
+
+
+def queued_ms(fn: Callable[..., Any], inputs: list[Any], flush: torch.Tensor, estimate_ms: float) -> tuple[float, int]:
+    """``(median ms per call, calls)`` of calls queued back to back on the same inputs, each after an
+    L2 flush (``flush`` zeroed), each between two events on the current stream, synchronized once at
+    the end: ``triton.testing.do_bench``'s method, so that a figure means what the usual tool's does.
+
+    The queue is what makes it agree with ``do_bench``: the next call's launch cost and the flush's
+    tail overlap the work before it, as they do in a model's stream of kernels; a timed call on its
+    own (``TimedCall``) ends its cover early and reads up to a tenth lower at 10 us, and its refills
+    between calls let the SM clock rise where back-to-back GEMMs hold it down. The inputs repeat and
+    nothing is checked, so a cache or work left on a side stream makes this figure fast: the judge
+    counts the slower of it and the timed calls' median (``sandbox/judge/timing.py``), never it alone."""
+    low, high = QUEUED_CALLS
+    calls = max(low, min(high, math.ceil(QUEUED_WINDOW_MS / max(estimate_ms, 1e-3))))
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
+    fn(*inputs)
+    _device_synchronize()
+    for start, end in zip(starts, ends):
+        flush.zero_()
+        start.record()
+        fn(*inputs)
+        end.record()
+    _device_synchronize()
+    return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends)), calls
 
 
 def warm_up(fn: Callable[..., Any], inputs: list[Any], device: str, calls: int, seconds: float) -> int:
