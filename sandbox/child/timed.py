@@ -198,9 +198,9 @@ def paced_ms(fn: Callable[..., Any], inputs: list[Any], estimate_ms: float) -> t
     return (_perf_counter() - began) * 1e3 / calls, calls
 
 
-QUEUED_WINDOW_MS = 20.0
+QUEUED_WINDOW_MS = 100.0
 """How long one queued measurement's calls run, about (from the call's timed length, its flush beside)."""
-QUEUED_CALLS = (5, 200)
+QUEUED_CALLS = (5, 400)
 """The fewest and the most calls in one queued measurement."""
 
 

@@ -120,4 +120,4 @@ class ReferenceTiming:
             queued = [queued_ms(fn, buffers.tensors, timer.cover.flush, statistics.median(times))[0]
                       for _ in range(2 * QUEUED_MEASUREMENTS)] if device == "cuda" else []
         phases[phase] = time.perf_counter() - began
-        return stats(times, min(paces) if paces else None, statistics.median(queued) if queued else None)
+        return stats(times, min(paces) if paces else None, min(queued) if queued else None)

@@ -145,9 +145,10 @@ class Block:
 
 
 def queued_of(blocks: Sequence[Block]) -> float | None:
-    """The median of the queued measurements over ``blocks``, or None where none was made."""
+    """The fastest queued measurement over ``blocks`` (a hiccup only slows one), or None where none
+    was made."""
     queued = [q for block in blocks for q in block.queued_ms]
-    return statistics.median(queued) if queued else None
+    return min(queued) if queued else None
 
 
 def block_ms(block: Block) -> float:
