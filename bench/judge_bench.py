@@ -68,7 +68,6 @@ def judge(folder: Path, n: int, repeats: int, forensic: bool, cache: Path) -> li
             verdict, _ = ev.evaluate(task, ROOT / "tests" / "candidates" / "ok_relu_empty.py")
         os.environ.pop("KERNELEVO_TIMING_TRACE")
         rows.append({"correct": verdict.correct, "reason": verdict.reason, "runtime_ms": verdict.runtime_ms,
-                     "fresh_ms": verdict.fresh_ms, "queued_ms": verdict.queued_ms,
                      "eager_ms": verdict.reference_runtime_ms, "noise_pct": verdict.noise_pct,
                      "wall_s": verdict.wall_s, "phases": verdict.phases, "assurance": verdict.assurance,
                      "forensic": verdict.forensic, "calls": call_parts(trace)})

@@ -70,8 +70,7 @@ class OutputStats(BaseModel):
 
 class TimingStats(BaseModel):
     median_ms: float
-    """The time counted: the slower of the timed calls' median and the queued figure
-    (``sandbox/judge/timing.counted_ms``); mean, min and the percentiles are of the timed calls."""
+    """The median of the timed calls."""
     mean_ms: float
     min_ms: float
     p10_ms: float
@@ -80,11 +79,6 @@ class TimingStats(BaseModel):
     pace_ms: float | None = None
     """Per call in a loop of back-to-back calls (GPU only; ``sandbox/judge/timing.py``): reported,
     not counted."""
-    fresh_median_ms: float | None = None
-    """The median of the timed calls alone (each on fresh inputs)."""
-    queued_ms: float | None = None
-    """Per call, calls queued back to back on the same inputs after an L2 flush each, do_bench's way
-    (GPU only)."""
 
     @property
     def iqr_fraction(self) -> float:
@@ -227,11 +221,6 @@ class Verdict(BaseModel):
     """The reference's forward replayed as a CUDA graph, timed the same way."""
     graph_note: str | None = None
     """Why a CUDA-graph time asked for is missing or doubtful."""
-    fresh_ms: float | None = None
-    """The candidate's timed calls alone, each on fresh inputs (their median)."""
-    queued_ms: float | None = None
-    """The candidate's calls queued back to back like ``do_bench`` (GPU only); ``runtime_ms`` is the
-    slower of this and ``fresh_ms`` (``sandbox/judge/timing.counted_ms``)."""
     host_ms: float | None = None
     """Median host time of the candidate's ``forward`` in its timed calls (for information: the
     timed figure counts host time only where it kept the GPU waiting)."""

@@ -209,12 +209,12 @@ def queued_ms(fn: Callable[..., Any], inputs: list[Any], flush: torch.Tensor, es
     L2 flush (``flush`` zeroed), each between two events on the current stream, synchronized once at
     the end: ``triton.testing.do_bench``'s method, so that a figure means what the usual tool's does.
 
-    The queue is what makes it agree with ``do_bench``: the next call's launch cost and the flush's
-    tail overlap the work before it, as they do in a model's stream of kernels; a timed call on its
-    own (``TimedCall``) ends its cover early and reads up to a tenth lower at 10 us, and its refills
-    between calls let the SM clock rise where back-to-back GEMMs hold it down. The inputs repeat and
-    nothing is checked, so a cache or work left on a side stream makes this figure fast: the judge
-    counts the slower of it and the timed calls' median (``sandbox/judge/timing.py``), never it alone."""
+    For the timing benchmarks (``bench/timing_methods.py``), not the judge: the judge cannot count
+    it. In the candidate's process the inputs repeat, nothing is checked and the figure is the
+    process's own word, so a candidate can make its queued calls fast (a cache keyed on the inputs'
+    version counters, work skipped when the queue is deep) or report any figure; counting the slower
+    of this and the timed calls on both sides would then count the reference's queue cost and not
+    the candidate's, a gain from nothing (docs/EVALUATION.md, "Why queued calls are not counted")."""
     low, high = QUEUED_CALLS
     calls = max(low, min(high, math.ceil(QUEUED_WINDOW_MS / max(estimate_ms, 1e-3))))
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]

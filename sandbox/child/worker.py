@@ -48,7 +48,6 @@ from kernelevo.sandbox.child.timed import (  # noqa: E402
     flat_outputs,
     output_digest,
     paced_ms,
-    queued_ms,
     warm_host,
     warm_up,
 )
@@ -292,16 +291,6 @@ class Worker:
             pace, calls = paced_ms(self.model, self.buffers.tensors, float(msg.get("estimate_ms", 0.1)))
         return {"ok": True, "pace_ms": pace, "calls": calls}
 
-    def queued(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """Calls queued back to back on the last timed call's inputs, do_bench's way (:func:`queued_ms`)."""
-        assert self.model is not None
-        if self.job["device"] != "cuda" or not self.buffers.tensors or self.timer is None:
-            return {"ok": False, "error": "queued calls are timed on a GPU, after a timed call"}
-        with torch.no_grad():
-            median, calls = queued_ms(self.model, self.buffers.tensors, self.timer.cover.flush,
-                                      float(msg.get("estimate_ms", 0.1)))
-        return {"ok": True, "queued_ms": median, "calls": calls}
-
     def graph_timed(self, msg: dict[str, Any]) -> dict[str, Any]:
         """One replay of ``forward`` captured once as a CUDA graph (``--cuda-graph``), on fresh values
         refilled into the captured input tensors; digested and kept like a timed call's output."""
@@ -393,7 +382,7 @@ def _delta(now: dict[str, int], before: dict[str, int]) -> dict[str, int]:
 
 HANDLERS = {"device": Worker.device, "build": Worker.build, "call": Worker.call, "warmup": Worker.warmup,
             "parameters": Worker.parameters,
-            "timed": Worker.timed, "warm": Worker.warm, "paced": Worker.paced, "queued": Worker.queued,
+            "timed": Worker.timed, "warm": Worker.warm, "paced": Worker.paced,
             "graph_timed": Worker.graph_timed, "ship": Worker.ship, "ship_leaves": Worker.ship_leaves,
             "finish": Worker.finish}
 

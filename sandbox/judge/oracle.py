@@ -14,6 +14,7 @@ import errno
 import faulthandler
 import os
 import secrets
+import statistics
 import sys
 import time
 import warnings
@@ -28,14 +29,18 @@ from kernelevo.sandbox.child import inputs, trained_constants
 from kernelevo.sandbox.child.timed import (
     GraphTimedCall,
     TimedCall,
+    call_ms,
     flat_outputs,
     output_digest,
+    paced_ms,
     tensor_digest,
+    warm_host,
+    warm_up,
 )
 from kernelevo.sandbox.judge import compare, device_memory, sampled, slack, telemetry, workload
 from kernelevo.sandbox.judge.exact import ExactOutcome, ExactReference
 from kernelevo.sandbox.judge.level_groups import level_groups
-from kernelevo.sandbox.judge.oracle_timing import ReferenceTiming
+from kernelevo.sandbox.judge.timing import PACE_MEASUREMENTS, stats
 from kernelevo.sandbox.models import OutputStats, ReferenceResult, TimingPolicy
 from kernelevo.tasks.loader import TaskError, import_task_module
 
@@ -67,7 +72,7 @@ def _device_use() -> dict[str, int]:
     return {"total": total, "free": free, "own": torch.cuda.memory_reserved()}
 
 
-class Oracle(ReferenceTiming):
+class Oracle:
     """Serves one session: the reference's outputs on chosen inputs, and comparisons with them."""
 
     def __init__(self) -> None:
@@ -263,6 +268,34 @@ class Oracle(ReferenceTiming):
         _release_cache()
         return {"ok": True}
 
+    def warmup(self, msg: dict[str, Any]) -> dict[str, Any]:
+        self.timer = self.timer or TimedCall(self.job["device"])  # compiles the cover before any timed request
+        args = self.buffers.fill(self._inputs(msg))
+        with torch.no_grad():
+            calls = warm_up(self.model, args, self.job["device"], int(msg.get("calls", 3)),
+                            float(msg.get("seconds", 0.0)))
+        return {"ok": True, "calls": calls}
+
+    def timed(self, msg: dict[str, Any]) -> dict[str, Any]:
+        if self.timer is None:
+            self.timer = TimedCall(self.job["device"])
+        with torch.no_grad():
+            args = self.buffers.fill(self._inputs(msg))
+            out, gpu_ms, host_ms, lag_ms = self.timer(self.model, args)
+            began = time.perf_counter()
+            if "digest_seed" in msg:  # as the candidate's process does, so both walls hold the same work
+                output_digest(out, int(msg["digest_seed"]))
+            digest_ms = (time.perf_counter() - began) * 1e3
+        del out
+        return {"ok": True, "gpu_ms": gpu_ms, "host_ms": host_ms, "lag_ms": lag_ms, "parts": self.timer.last_parts,
+                "digest_ms": digest_ms}
+
+    def warm(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """The untimed call before each timed one, as the candidate's process makes it."""
+        with torch.no_grad():
+            warm_host(self.model, self.buffers.tensors, self.job["device"])
+        return {"ok": True}
+
     def memory(self, msg: dict[str, Any]) -> dict[str, Any]:
         """This process's peak device memory since the last ``memory`` request (None on the CPU)."""
         if self.job["device"] != "cuda":
@@ -271,6 +304,27 @@ class Oracle(ReferenceTiming):
         torch.cuda.reset_peak_memory_stats()
         self.peak = 0
         return {"ok": True, "peak_bytes": peak}
+
+    def paced(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Back-to-back calls of the reference, as the candidate's process makes them."""
+        if self.job["device"] != "cuda" or not self.buffers.tensors:
+            return {"ok": False, "error": "a pace is measured on a GPU, after a timed call"}
+        with torch.no_grad():
+            pace, calls = paced_ms(self.model, self.buffers.tensors, float(msg.get("estimate_ms", 0.1)))
+        return {"ok": True, "pace_ms": pace, "calls": calls}
+
+    def graph_timed(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """The reference replayed as a CUDA graph, timed as the candidate's replays are."""
+        if self.job["device"] != "cuda":
+            return {"ok": False, "error": "CUDA graphs need a GPU"}
+        self.timer = self.timer or TimedCall("cuda")
+        with torch.no_grad():
+            if self.graph is None:
+                self.graph = GraphTimedCall(self.timer, self.model, self.buffers.tensors or [])
+            out, gpu_ms, host_ms, lag_ms = self.graph(self.buffers.fill(self._inputs(msg)))
+            if "digest_seed" in msg:
+                output_digest(out, int(msg["digest_seed"]))
+        return {"ok": True, "gpu_ms": gpu_ms, "host_ms": host_ms, "lag_ms": lag_ms, "parts": self.timer.last_parts}
 
     def baseline(self, msg: dict[str, Any]) -> dict[str, Any]:
         """The cached baselines: work per call, eager and torch.compile times, the GPU's ceilings."""
@@ -325,6 +379,31 @@ class Oracle(ReferenceTiming):
         _release_cache()
         return {"ok": True, "result": result.model_dump(mode="json")}
 
+    def _time_locally(self, fn: Any, policy: TimingPolicy, seeds: list[int], phases: dict[str, float],
+                      phase: str) -> Any:
+        """Time ``fn`` with the same timed call the candidate gets, each call on a fresh input set."""
+        device = self.job["device"]
+        began = time.perf_counter()
+        buffers = inputs.InputBuffers()
+        timer = TimedCall(device)
+        with torch.no_grad():
+            warm_up(fn, buffers.fill(self._inputs({"seed": seeds[0]})), device,
+                    policy.warmup if device == "cuda" else 1, policy.warmup_s if device == "cuda" else 0.0)
+            times: list[float] = []
+            timed_began = time.perf_counter()
+            runs = policy.max_runs if device == "cuda" else 3
+            while len(times) < runs and (len(times) < (policy.min_runs if device == "cuda" else 3)
+                                         or time.perf_counter() - timed_began < policy.budget_s):
+                warm_host(fn, buffers.tensors, device)
+                args = buffers.fill(self._inputs({"seed": seeds[len(times) % len(seeds)] + 7919 * len(times)}))
+                out, gpu_ms, _, lag_ms = timer(fn, args)
+                del out
+                times.append(call_ms(gpu_ms, lag_ms))
+            paces = [paced_ms(fn, buffers.tensors, statistics.median(times))[0]
+                     for _ in range(PACE_MEASUREMENTS)] if device == "cuda" else []
+        phases[phase] = time.perf_counter() - began
+        return stats(times, min(paces) if paces else None)
+
 
 def describe_value(value: object) -> str:
     """An input as ``dtype[shape]`` (a tensor) or its Python type's name."""
@@ -372,8 +451,8 @@ def _all_pass(msg: dict[str, Any], outputs: list[Any], want: list[Any], exact: l
 
 HANDLERS = {"load": Oracle.load, "expect": Oracle.expect, "compare": Oracle.compare, "parameters": Oracle.parameters,
             "compare_leaves": Oracle.compare_leaves, "drop": Oracle.drop,
-            "reset": Oracle.reset, "memory": Oracle.memory,
-            "warmup": Oracle.warmup, "warm": Oracle.warm, "paced": Oracle.paced, "queued": Oracle.queued,
+            "reset": Oracle.reset,
+            "warmup": Oracle.warmup, "warm": Oracle.warm, "paced": Oracle.paced, "memory": Oracle.memory,
             "timed": Oracle.timed, "graph_timed": Oracle.graph_timed,
             "baseline": Oracle.baseline}
 

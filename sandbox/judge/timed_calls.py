@@ -17,7 +17,7 @@ from kernelevo.sandbox.judge import rules, sampled, telemetry
 from kernelevo.sandbox.judge.plan import SessionPart, Stop, fresh_seed, trace_line
 from kernelevo.sandbox.judge.record import PrecisionSums
 from kernelevo.sandbox.judge.reported import reported_ms
-from kernelevo.sandbox.judge.timing import PACE_MEASUREMENTS, QUEUED_MEASUREMENTS, Block, clock_problem
+from kernelevo.sandbox.judge.timing import PACE_MEASUREMENTS, Block, clock_problem
 
 CHECK_MS_PER_GB = 600.0
 """What a timed-output check costs per GB of the reference's output, charged against its block's
@@ -183,10 +183,8 @@ class TimedCalls(SessionPart):
                 if problem:
                     problems.append(problem)
                     break
-        if gpu and op == "timed" and not problems:
-            self._queued(job, who, phase, block)
-            if who == "worker":
-                self._pace(job, who, phase, block)
+        if gpu and op == "timed" and who == "worker" and not problems:
+            self._pace(job, who, phase, block)
         return block, (checked, problems)
 
     def _timed_call(self, job: Job, who: str, phase: str, op: str, seed: int, digest_seed: int,
@@ -228,19 +226,6 @@ class TimedCalls(SessionPart):
             except (KeyError, TypeError, ValueError):
                 raise Stop(who, phase, f"a malformed answer to a pace request: {str(reply)[:200]}") from None
             block.pace_ms.append(pace)
-
-    def _queued(self, job: Job, who: str, phase: str, block: Block) -> None:
-        """Calls queued back to back on the block's last inputs, do_bench's way
-        (``child/timed.queued_ms``): counted where slower than the block's median (``timing.counted_ms``)."""
-        estimate = statistics.median(block.times_ms)
-        for _ in range(QUEUED_MEASUREMENTS):
-            reply = self.ask(job, who, f"{phase}: queued calls", {"op": "queued", "estimate_ms": estimate})
-            if not reply.get("ok"):
-                raise Stop(who, phase, str(reply.get("error")))
-            try:
-                block.queued_ms.append(reported_ms(reply, "queued_ms"))
-            except (KeyError, TypeError, ValueError):
-                raise Stop(who, phase, f"a malformed answer to a queued request: {str(reply)[:200]}") from None
 
     def _check_timed(self, seed: int, run: int, digest_seed: int, digest: Any,
                      whole: bool = False) -> tuple[str | None, float]:

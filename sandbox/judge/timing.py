@@ -81,31 +81,12 @@ def host_bound(median_ms: float, pace_ms: float | None) -> bool:
     return pace_ms is not None and pace_ms > median_ms * (1 + PACE_MARGIN)
 
 
-QUEUED_MEASUREMENTS = 1
-"""Queued measurements (``child/timed.queued_ms``) after each block of timed calls: two blocks on the
-candidate's side, and as many in the reference's baseline."""
-
-
-def counted_ms(fresh_median_ms: float, queued_ms: float | None) -> float:
-    """The time a call counts: the slower of the timed calls' median (fresh inputs, every call held to
-    the probe and the judge's clock, outputs checked) and the same calls queued back to back like
-    ``do_bench`` (repeated inputs, nothing checked). Queued calls are what the usual tool and a model's
-    stream of kernels see: launch cost and the flush's tail overlap the work before, and back-to-back
-    GEMMs run at the clock their power allows. The fresh median keeps what only it can see: a cache
-    on repeated inputs and work left on a side stream make the queued figure fast, never the counted
-    one. A process can report any queued figure, but one below its fresh median changes nothing, and
-    one above only slows itself."""
-    return max(fresh_median_ms, queued_ms) if queued_ms else fresh_median_ms
-
-
-def stats(times_ms: Sequence[float], pace_ms: float | None = None, queued_ms: float | None = None) -> TimingStats:
+def stats(times_ms: Sequence[float], pace_ms: float | None = None) -> TimingStats:
     ordered = sorted(times_ms)
     n = len(ordered)
     median = statistics.median(ordered)
     return TimingStats(
-        median_ms=counted_ms(median, queued_ms),
-        fresh_median_ms=median,
-        queued_ms=queued_ms,
+        median_ms=median,
         mean_ms=statistics.fmean(ordered),
         min_ms=ordered[0],
         p10_ms=ordered[int(0.1 * (n - 1))],
@@ -126,8 +107,6 @@ class Block:
     """The session's own clock around each call's request and answer."""
     pace_ms: list[float] = field(default_factory=list)
     """Per call in loops of back-to-back calls after the block (GPU only)."""
-    queued_ms: list[float] = field(default_factory=list)
-    """Median per call of calls queued back to back after the block, do_bench's way (GPU only)."""
     digest_ms: list[float] = field(default_factory=list)
     """The reference's blocks only: how long the oracle took to digest each call's output (its own
     figure, trusted), part of its unexplained time but no harness work a candidate's calls may share."""
@@ -142,18 +121,6 @@ class Block:
         explains nothing: it is as unverified as the time itself (host work hidden behind the launch
         cover, at most its length, is within the allowance)."""
         return statistics.median(w - t for t, w in zip(self.times_ms, self.wall_ms))
-
-
-def queued_of(blocks: Sequence[Block]) -> float | None:
-    """The fastest queued measurement over ``blocks`` (a hiccup only slows one), or None where none
-    was made."""
-    queued = [q for block in blocks for q in block.queued_ms]
-    return min(queued) if queued else None
-
-
-def block_ms(block: Block) -> float:
-    """One block's counted time (:func:`counted_ms`)."""
-    return counted_ms(statistics.median(block.times_ms), queued_of([block]))
 
 
 def fastest_pace(blocks: Sequence[Block]) -> float | None:

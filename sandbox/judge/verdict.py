@@ -12,13 +12,11 @@ from kernelevo.sandbox.judge import rules
 from kernelevo.sandbox.judge.ceilings import speed_of_light_ms
 from kernelevo.sandbox.judge.record import Record
 from kernelevo.sandbox.judge.timing import (
-    block_ms,
     clock_problem,
     drift_allowance,
     fastest_pace,
     host_bound,
     impossible_calls,
-    queued_of,
     stats,
     unexplained_problem,
 )
@@ -110,12 +108,11 @@ def judge(task: Task, candidate: str, static_checks: list[Check], baseline: Refe
 def _judge_times(verdict: Verdict, task: Task, baseline: ReferenceResult, ceilings: Ceilings | None,
                  record: Record, checks: list[Check]) -> None:
     times = [t for block in record.blocks for t in block.times_ms]
-    counted = stats(times, queued_ms=queued_of(record.blocks))
-    verdict.runtime_ms, verdict.pace_ms = counted.median_ms, fastest_pace(record.blocks)
-    verdict.fresh_ms, verdict.queued_ms = counted.fresh_median_ms, counted.queued_ms
+    verdict.runtime_ms, verdict.pace_ms = stats(times).median_ms, fastest_pace(record.blocks)
     verdict.host_bound = host_bound(verdict.runtime_ms, verdict.pace_ms)
     verdict.host_ms = statistics.median(h for block in record.blocks for h in block.host_ms)
-    rerun = block_ms(record.reference_block) if record.reference_block and record.reference_block.times_ms else None
+    rerun = stats(record.reference_block.times_ms).median_ms if record.reference_block and \
+        record.reference_block.times_ms else None
     _cross_check(record, checks, baseline.eager.median_ms if baseline.eager else None)
     if record.device != "cuda":
         verdict.timing = "cpu-interpreter"
@@ -123,7 +120,7 @@ def _judge_times(verdict: Verdict, task: Task, baseline: ReferenceResult, ceilin
             verdict.reference_runtime_ms = stats(record.reference_block.times_ms).median_ms
         return
     verdict.timing = "cuda-events"
-    medians = [block_ms(b) for b in record.blocks if b.times_ms]
+    medians = [stats(b.times_ms).median_ms for b in record.blocks if b.times_ms]
     if len(medians) == 2 and min(medians) > 0:
         verdict.noise_pct = round(100 * abs(medians[0] - medians[1]) / min(medians), 2)
     if baseline.eager is not None:
