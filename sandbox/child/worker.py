@@ -40,6 +40,7 @@ import torch  # noqa: E402
 
 from kernelevo.sandbox import tensor_files, wire  # noqa: E402
 from kernelevo.sandbox.child import autotune, confine, digest, inputs, trained_constants  # noqa: E402
+from kernelevo.sandbox.child.cached_blocks import release_cached_blocks  # noqa: E402
 from kernelevo.sandbox.child.importing import import_candidate  # noqa: E402
 from kernelevo.sandbox.child.launches import LaunchRecorder, OpRecorder  # noqa: E402
 from kernelevo.sandbox.child.timed import (  # noqa: E402
@@ -204,6 +205,7 @@ class Worker:
         """A checked call: poisoned allocations, ops recorded, inputs compared, outputs shipped."""
         assert self.model is not None
         args = self._inputs(msg)
+        release_cached_blocks()  # the set's generated values, copied into the buffers: not held for the call
         recorded = bool(msg.get("record", True))
         # Each input's values as copies, and the memory it names as aliases taken before the call: the
         # aliases keep seeing that memory even if the candidate points the caller's tensor elsewhere.
@@ -247,6 +249,10 @@ class Worker:
                      failed=_delta(self.recorder.failed, failed_before),
                      compute_ops=self.ops.compute_ops() if recorded else {},
                      host_reads=self.ops.host_reads if recorded else 0)
+        # this call's copies and output are done with (unless kept as ``earlier``): the oracle computes
+        # the next set's reference while this process waits, and may need the room
+        del out, copies, args
+        release_cached_blocks()
         return reply
 
     def warmup(self, msg: dict[str, Any]) -> dict[str, Any]:

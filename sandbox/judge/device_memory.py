@@ -28,9 +28,6 @@ EXACT_SHARE = 2.0
 """A float64 value takes twice a float32 one: the float64 run's inputs, intermediates and outputs."""
 EXACT_MARGIN = 1.2
 """The float64 run is tried only with this much more free than it is expected to need."""
-RELEASE_ABOVE_BYTES = 1 << 30
-"""The oracle hands its cached free blocks back to the driver when they exceed this, so the
-candidate's process (a separate process, with its own allocator) can use them."""
 
 
 def gib(nbytes: float) -> str:

@@ -26,6 +26,7 @@ import torch
 
 from kernelevo.sandbox import tensor_files, wire
 from kernelevo.sandbox.child import inputs, trained_constants
+from kernelevo.sandbox.child.cached_blocks import release_cached_blocks
 from kernelevo.sandbox.child.timed import (
     GraphTimedCall,
     TimedCall,
@@ -37,7 +38,7 @@ from kernelevo.sandbox.child.timed import (
     warm_host,
     warm_up,
 )
-from kernelevo.sandbox.judge import compare, device_memory, sampled, slack, telemetry, workload
+from kernelevo.sandbox.judge import compare, sampled, slack, telemetry, workload
 from kernelevo.sandbox.judge.exact import ExactOutcome, ExactReference
 from kernelevo.sandbox.judge.level_groups import level_groups
 from kernelevo.sandbox.judge.timing import PACE_MEASUREMENTS, stats
@@ -52,14 +53,6 @@ def _not_finite(values: list[Any]) -> int:
 
 def _finite(values: list[Any]) -> bool:
     return all(bool(torch.isfinite(v).all()) for v in values if isinstance(v, torch.Tensor) and v.is_floating_point())
-
-
-def _release_cache() -> None:
-    """Hand cached free blocks back to the driver when they are large: the candidate's process, a
-    separate allocator, cannot use memory this process keeps cached."""
-    if torch.cuda.is_initialized() and (torch.cuda.memory_reserved() - torch.cuda.memory_allocated()
-                                        > device_memory.RELEASE_ABOVE_BYTES):
-        torch.cuda.empty_cache()
 
 
 def _device_use() -> dict[str, int]:
@@ -153,7 +146,7 @@ class Oracle:
             self.input_files[str(msg["key"])] = [outbox / f"in-{msg['key']}-{k}.bin" for k, a in enumerate(args)
                                                  if isinstance(a, torch.Tensor)]
         del args
-        _release_cache()
+        release_cached_blocks()
         return reply
 
     def parameters(self, msg: dict[str, Any]) -> dict[str, Any]:
@@ -192,7 +185,7 @@ class Oracle:
                     f"read: {wire.describe_exception(exc, 300)}", "stats": []}
         reply = how(msg, metas, want, exact, sensitivity)
         del want, exact
-        _release_cache()
+        release_cached_blocks()
         return reply
 
     def _compare(self, msg: dict[str, Any], metas: list[tensor_files.TensorFile], want: list[Any],
@@ -252,7 +245,7 @@ class Oracle:
     def drop(self, msg: dict[str, Any]) -> dict[str, Any]:
         self._forget_inputs(str(msg["key"]))
         self.expected.pop(str(msg["key"]), None)
-        _release_cache()
+        release_cached_blocks()
         return {"ok": True}
 
     def reset(self, msg: dict[str, Any]) -> dict[str, Any]:
@@ -265,7 +258,7 @@ class Oracle:
         self.graph = None
         self.buffers = inputs.InputBuffers()
         self.exact.drop_gpu_copy()
-        _release_cache()
+        release_cached_blocks()
         return {"ok": True}
 
     def warmup(self, msg: dict[str, Any]) -> dict[str, Any]:
@@ -376,7 +369,7 @@ class Oracle:
                 result.ceilings = measure_ceilings()
                 phases["measuring ceilings"] = time.perf_counter() - began
         result.phases = {k: round(v, 4) for k, v in phases.items()}
-        _release_cache()
+        release_cached_blocks()
         return {"ok": True, "result": result.model_dump(mode="json")}
 
     def _time_locally(self, fn: Any, policy: TimingPolicy, seeds: list[int], phases: dict[str, float],
