@@ -19,7 +19,6 @@ back-to-back calls, for a ``forward`` whose own host work is slower than its ker
 from __future__ import annotations
 
 import math
-import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -196,38 +195,6 @@ def paced_ms(fn: Callable[..., Any], inputs: list[Any], estimate_ms: float) -> t
         fn(*inputs)
     _device_synchronize()
     return (_perf_counter() - began) * 1e3 / calls, calls
-
-
-QUEUED_WINDOW_MS = 100.0
-"""How long one queued measurement's calls run, about (from the call's timed length, its flush beside)."""
-QUEUED_CALLS = (5, 400)
-"""The fewest and the most calls in one queued measurement."""
-
-
-def queued_ms(fn: Callable[..., Any], inputs: list[Any], flush: torch.Tensor, estimate_ms: float) -> tuple[float, int]:
-    """``(median ms per call, calls)`` of calls queued back to back on the same inputs, each after an
-    L2 flush (``flush`` zeroed), each between two events on the current stream, synchronized once at
-    the end: ``triton.testing.do_bench``'s method, so that a figure means what the usual tool's does.
-
-    For the timing benchmarks (``bench/timing_methods.py``), not the judge: the judge cannot count
-    it. In the candidate's process the inputs repeat, nothing is checked and the figure is the
-    process's own word, so a candidate can make its queued calls fast (a cache keyed on the inputs'
-    version counters, work skipped when the queue is deep) or report any figure; counting the slower
-    of this and the timed calls on both sides would then count the reference's queue cost and not
-    the candidate's, a gain from nothing (docs/EVALUATION.md, "Why queued calls are not counted")."""
-    low, high = QUEUED_CALLS
-    calls = max(low, min(high, math.ceil(QUEUED_WINDOW_MS / max(estimate_ms, 1e-3))))
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
-    fn(*inputs)
-    _device_synchronize()
-    for start, end in zip(starts, ends):
-        flush.zero_()
-        start.record()
-        fn(*inputs)
-        end.record()
-    _device_synchronize()
-    return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends)), calls
 
 
 def warm_up(fn: Callable[..., Any], inputs: list[Any], device: str, calls: int, seconds: float) -> int:

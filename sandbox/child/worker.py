@@ -205,7 +205,6 @@ class Worker:
         """A checked call: poisoned allocations, ops recorded, inputs compared, outputs shipped."""
         assert self.model is not None
         args = self._inputs(msg)
-        release_cached_blocks()  # the set's generated values, copied into the buffers: not held for the call
         recorded = bool(msg.get("record", True))
         # Each input's values as copies, and the memory it names as aliases taken before the call: the
         # aliases keep seeing that memory even if the candidate points the caller's tensor elsewhere.
@@ -213,7 +212,7 @@ class Worker:
                   for a in args] if recorded else []
         before, failed_before = dict(self.recorder.launches), dict(self.recorder.failed)
         ghost = msg.get("ghost")
-        began = time.perf_counter()
+        began, failed = time.perf_counter(), None
         try:
             with _poisoned(bool(msg.get("poison", True))), _grad_mode(msg.get("grad")):
                 if ghost:
@@ -227,7 +226,12 @@ class Worker:
         except Exception as exc:
             self.recorder.stop_ghost()
             failed = {"ok": False, "error": f"the call raised: {wire.describe_exception(exc)}"}
-            return {**failed, "ghost_fault": self.recorder.fault} if ghost else failed
+            if ghost:
+                failed["ghost_fault"] = self.recorder.fault
+        if failed is not None:  # the copies go back with the rest, as after a call that returned
+            del copies
+            release_cached_blocks()
+            return failed
         host_ms = (time.perf_counter() - began) * 1e3
         changed = _changed(args, copies) if recorded else []
         # The previous checked call's inputs too: a candidate may keep a caller's tensor and write it
