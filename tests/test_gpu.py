@@ -140,8 +140,13 @@ def test_the_cover_fills_every_sm_and_counts_a_delay() -> None:
         torch.cuda.current_stream().wait_event(done)
         return y
 
-    def median(fn) -> float:
-        return sorted(call_ms(*timer(fn, [])[1::2]) for _ in range(21))[10]
+    def median(fn) -> tuple[float, dict]:
+        """The median call's time, with its parts (events, the cover's and the probe's delays, the lag)."""
+        runs = []
+        for _ in range(21):
+            _, gpu_ms, host_ms, lag_ms = timer(fn, [])
+            runs.append((call_ms(gpu_ms, lag_ms), {**timer.last_parts, "lag_ms": lag_ms, "host_ms": host_ms}))
+        return sorted(runs, key=lambda run: run[0])[10]
 
     def unjoined():  # the work outlives the call on a stream the caller never waits for
         early.wait_stream(torch.cuda.current_stream())
@@ -149,9 +154,10 @@ def test_the_cover_fills_every_sm_and_counts_a_delay() -> None:
             torch.clamp_min(x, 0.0, out=y)
         return y
 
-    whole, hidden, late = median(lambda: torch.clamp_min(x, 0.0)), median(split), median(unjoined)
+    (whole, _), (hidden, hidden_parts), (late, late_parts) = (median(lambda: torch.clamp_min(x, 0.0)),
+                                                              median(split), median(unjoined))
     # Work left running is counted by the probe up to its last wave (the probe may finish first).
-    assert hidden > 0.8 * whole and late > 0.6 * whole, (hidden, late, whole)
+    assert hidden > 0.8 * whole and late > 0.6 * whole, (hidden, late, whole, hidden_parts, late_parts)
     assert 0 < timer.cover.uncontended_probe_ms < 0.05, timer.cover.uncontended_probe_ms
 
     a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
