@@ -129,6 +129,59 @@ def test_a_pooling_window_is_read_at_run_time(evaluator, tmp_path: Path) -> None
     assert code == 0, verdict.reason
 
 
+FILM_CONV = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """A feature-wise linear modulation: a condition's projection split in two, scaling and shifting
+    each channel of a convolution's output."""
+    def __init__(self, channels, cond_dim):
+        super().__init__()
+        self.conv = nn.Conv1d(channels, channels, 3, padding=1)
+        self.film = nn.Linear(cond_dim, 2 * channels)
+
+    def forward(self, x, z):
+        gamma, beta = self.film(z).unsqueeze(-1).chunk(2, dim=1)
+        return torch.relu(gamma * self.conv(x) + beta)
+
+
+def get_inputs():
+    return [torch.randn(8, 64, 256), torch.randn(8, 32)]
+
+
+def get_init_inputs():
+    return [64, 32]
+'''
+
+
+def test_the_parts_of_a_chunk_of_a_kernels_output_are_read_as_views(tmp_path: Path) -> None:
+    """``gamma, beta = self.film(z)...chunk(2, dim=1)``: each part is a view of the projection's output,
+    taken in ``forward`` and read by a later kernel through its strides; the output itself is kept for
+    them (every name ``forward`` reads is bound)."""
+    from kernelevo.sandbox.judge.static_checks import check_candidate
+
+    path = tmp_path / "film.py"
+    path.write_text(FILM_CONV)
+    plan = recognise(load_task(str(path), "full"))
+    assert plan.kind == "sequence", plan.describe()
+    source = _first_seed(path)
+    assert "_kernelevo_kept0_part0 = _kernelevo_kept0.chunk(2, dim=1)[0]" in source, source[-1500:]
+    report = check_candidate(source, strict=True)
+    assert report.passed, [c for c in report.checks if not c.passed]
+
+
+@pytest.mark.slow
+def test_a_film_modulated_convolution_is_judged_correct(evaluator, tmp_path: Path) -> None:
+    task_file = tmp_path / "film.py"
+    task_file.write_text(FILM_CONV)
+    candidate = tmp_path / "candidate.py"
+    candidate.write_text(_first_seed(task_file))
+    verdict, code = evaluator.evaluate(load_task(str(task_file), "small"), candidate)
+    assert code == 0, verdict.reason
+
+
 RUN_LOGSUMEXP = """
 import importlib.util, json, sys
 import torch

@@ -14,10 +14,8 @@ heaviest segment (a GEMM or a convolution if there is one); the others keep thei
 
 from __future__ import annotations
 
-import ast
 import copy
 import operator
-import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -30,7 +28,7 @@ from kernelevo.agent.builtin import attention, attention_by_hand, made_from_size
 from kernelevo.agent.builtin.lower import trace
 from kernelevo.agent.builtin.program import CannotCover
 from kernelevo.agent.builtin.shape_reads import INTEGER_ARITHMETIC, FullSizes, fold_numbers
-from kernelevo.agent.builtin.vocabulary import Capture, attribute_at, plain_int, reads_metadata, view_method
+from kernelevo.agent.builtin.vocabulary import Capture, attribute_at, is_call, plain_int, reads_metadata, view_method
 
 FLOW = "_kernelevo_flow"
 """The name a segment gives the previous segment's output."""
@@ -160,6 +158,29 @@ def _kept_view(node: torch.fx.Node, earlier: dict[torch.fx.Node, str], full: dic
     if view is not None:
         earlier[node] = earlier[source]
     return view
+
+
+def _chunk_parts(node: torch.fx.Node, earlier: dict[torch.fx.Node, str]) -> list[str] | None:
+    """``node`` a ``chunk`` of an earlier kernel's output (``gamma, beta = self.style(w).chunk(2, 1)``)
+    whose every use takes one part by a plain index, as the statements that take each part under a
+    name of its own (``earlier`` gains the parts); None where it is no such chunk. A part is a view:
+    the kernels after it read it through its strides, as they read any other view."""
+    source = node.args[0] if node.args else None
+    if not is_call(node, (torch.chunk,), ("chunk",)) or not isinstance(source, torch.fx.Node) or \
+            source not in earlier or not node.users:
+        return None
+    numbers = [*node.args[1:], *node.kwargs.values()]
+    parts = list(node.users)
+    if not all(plain_int(a) for a in numbers) or not all(
+            part.op == "call_function" and part.target is operator.getitem and plain_int(part.args[1])
+            and part.args[1] >= 0 for part in parts):
+        return None
+    how = ", ".join([repr(a) for a in node.args[1:]] + [f"{k}={v!r}" for k, v in node.kwargs.items()])
+    statements = []
+    for part in parts:
+        earlier[part] = f"{earlier[source]}_part{part.args[1]}"
+        statements.append(f"{earlier[part]} = {earlier[source]}.chunk({how})[{part.args[1]}]")
+    return statements
 
 
 def _same_at_full_size(flow: torch.fx.Node, node: torch.fx.Node, args: list[Any], kwargs: dict[str, Any],
@@ -345,8 +366,16 @@ def plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ..
             views.append(kept)
             start += 1
             continue
+        if calls[start] in earlier:  # a part of a chunk, taken with the chunk below
+            start += 1
+            continue
         found, failure, end = _longest_segment(gm, calls, start, flow, earlier, read_sizes, capture.seen,
                                                (full_shapes, small), context, whole)
+        parts = _chunk_parts(calls[start], earlier) if found is None else None
+        if parts is not None:  # no kernel reads the chunk whole: its parts, as views of a kept output
+            views += parts
+            start += 1
+            continue
         if found is None:
             taken = glue.take(calls[start], failure, read_sizes)  # no kernel starts here: forward's own work
             if taken is None:
@@ -426,78 +455,3 @@ def describe(plan: Any) -> str:
     if len(parts) == 1:
         return f"one kernel, with torch's views around it: {parts[0]}"
     return f"{len(parts)} kernels in sequence: " + "; ".join(parts)
-
-
-# rendering -----------------------------------------------------------------------------------
-def _blocks(source: str) -> tuple[list[str], list[tuple[str, str]], list[str]]:
-    """A rendered candidate split into (imports, top-level blocks as (name, text), ModelNew's methods
-    other than ``__init__``); the module docstring is dropped."""
-    tree = ast.parse(source)
-    lines = source.splitlines()
-
-    def text(node: ast.AST) -> str:
-        first = min([node.lineno, *[d.lineno for d in getattr(node, "decorator_list", [])]])
-        return "\n".join(lines[first - 1:node.end_lineno])
-
-    imports, blocks, methods = [], [], []
-    for i, node in enumerate(tree.body):
-        if i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
-            continue
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            imports.append(text(node))
-        elif isinstance(node, ast.ClassDef) and node.name == "ModelNew":
-            methods += [text(m) for m in node.body if isinstance(m, ast.FunctionDef) and m.name != "__init__"]
-        else:
-            name = node.name if isinstance(node, ast.FunctionDef) else (
-                node.targets[0].id if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
-                else ast.dump(node))
-            blocks.append((name, text(node)))
-    return imports, blocks, methods
-
-
-def render(plan: Any, strategy: str, params: dict[str, Any], why: str, render_one: Any, header: str) -> str:
-    """The candidate: each segment rendered by its template, kernels renamed per segment, one
-    ``ModelNew`` whose ``forward`` calls the segments in order."""
-    imports: list[str] = []
-    blocks: dict[str, str] = {}
-    methods: list[str] = []
-    calls = []
-    for k, seg in enumerate(plan.extra["segments"]):
-        choice = (strategy, params, why) if k == plan.extra["lead"] else (seg.strategy, seg.params, seg.why)
-        source = render_one(seg.plan, *choice)
-        seg_imports, seg_blocks, seg_methods = _blocks(source)
-        kernels = [name for name, _ in seg_blocks if name not in SHARED_HELPERS and re.fullmatch(r"\w+", name)
-                   and f"def {name}(" in source]
-        # methods get names no submodule of the reference has
-        renames = {name: f"s{k}_{name}" for name in kernels} | {"forward": f"_kernelevo_segment{k}",
-                                                                "_kernelevo_tail": f"_kernelevo_segment{k}_tail"}
-        pattern = re.compile(r"\b(" + "|".join(map(re.escape, renames)) + r")\b")
-
-        def rename(text: str, renames: dict[str, str] = renames, pattern: re.Pattern[str] = pattern) -> str:
-            return pattern.sub(lambda found: renames[found.group(1)], text)
-
-        imports += [i for i in seg_imports if i not in imports]
-        for name, text in seg_blocks:
-            key = renames.get(name, name)
-            if key not in blocks:  # shared helpers and flags (INTERPRETED, CAST_ROUNDS) once
-                blocks[key] = rename(text)
-        methods += [rename(m) for m in seg_methods]
-        # a kept value viewed again is stored again only where a later kernel reads it
-        calls += [v for v in seg.views if not re.fullmatch(rf"{KEPT}\d+ = {FLOW}", v) or
-                  any(v.split(" = ")[0] in later.inputs for later in plan.extra["segments"][k:])]
-        calls.append(f"{FLOW} = self._kernelevo_segment{k}({', '.join(seg.passed or seg.inputs)})")
-        if any(f"{KEPT}{k}" in later.inputs for later in plan.extra["segments"][k + 1:]):
-            calls.append(f"{KEPT}{k} = {FLOW}")
-    calls += [v for v in plan.extra.get("tail_views", []) if not re.fullmatch(rf"{KEPT}\d+ = {FLOW}", v)]
-    if any(f"{made_from_sizes.HELPER}(self," in c for c in calls):
-        blocks.setdefault(made_from_sizes.HELPER, made_from_sizes.HELPER_SOURCE)
-    forward = [f"def forward(self, {', '.join(plan.inputs)}):", *[f"    {c}" for c in calls], f"    return {FLOW}"]
-    body = "\n\n\n".join(blocks.values())
-    # methods keep the class indentation they were rendered with
-    model = ("class ModelNew(nn.Module):\n" + _indent(plan.init.rstrip()) + "\n\n"
-             + "\n\n".join([*methods, _indent("\n".join(forward))]) + "\n")
-    return header + "\n".join(imports) + "\n\n\n" + body + "\n\n\n" + model
-
-
-def _indent(text: str) -> str:
-    return "\n".join(("    " + line) if line.strip() else line for line in text.splitlines())

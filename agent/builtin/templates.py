@@ -32,6 +32,7 @@ from kernelevo.agent.builtin import (
     rotary,
     scan,
     sequence,
+    sequence_render,
     sort,
     take_along,
     unfold,
@@ -230,7 +231,7 @@ def _render_sequence(r: Rendering) -> str:
                   "each segment reads what the one before it wrote, once, and writes its own output once; the "
                   f"tuned segment is a {lead.kind} kernel.", imports="")
     head = head[:head.index('"""', 3) + 3] + "\n\n"
-    return sequence.render(r.plan, r.strategy, r.params, r.why, render, head)
+    return sequence_render.render(r.plan, r.strategy, r.params, r.why, render, head)
 
 
 def _render_group_norm(r: Rendering) -> str:
