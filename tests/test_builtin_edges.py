@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -95,6 +96,15 @@ def _first_seed(path: Path, size: str = "full") -> str:
     return render(plan, strategy, params, why)
 
 
+def _judge_first_seed(evaluator, task_file: Path, judged_at: Any, rendered_at: str = "full"):  # noqa: ANN001, ANN202
+    """The first seed rendered for ``task_file`` at ``rendered_at`` and judged on ``judged_at`` (a task,
+    or the size to load the file at): ``(verdict, exit code)``."""
+    candidate = task_file.parent / "candidate.py"
+    candidate.write_text(_first_seed(task_file, rendered_at))
+    task = load_task(str(task_file), judged_at) if isinstance(judged_at, str) else judged_at
+    return evaluator.evaluate(task, candidate)
+
+
 def test_inputs_named_like_generated_locals_are_renamed_and_no_method_hides_a_submodule(tmp_path: Path) -> None:
     """A residual input ``h`` used to be overwritten by the GEMM's own ``h`` (and ``w`` by the
     convolution's width), and a submodule ``tail`` was hidden by the GEMM's row-kernel method."""
@@ -111,9 +121,7 @@ def test_inputs_named_like_generated_locals_are_renamed_and_no_method_hides_a_su
 def test_clashing_names_are_judged_correct(evaluator, tmp_path: Path, text: str) -> None:
     task_file = tmp_path / "clash.py"
     task_file.write_text(text)
-    candidate = tmp_path / "candidate.py"
-    candidate.write_text(_first_seed(task_file))
-    verdict, code = evaluator.evaluate(load_task(str(task_file), "small"), candidate)
+    verdict, code = _judge_first_seed(evaluator, task_file, "small")
     assert code == 0, verdict.reason
 
 
@@ -123,9 +131,7 @@ def test_a_pooling_window_is_read_at_run_time(evaluator, tmp_path: Path) -> None
     still pool with the full size's window (4)."""
     task_file = tmp_path / "pool.py"
     task_file.write_text(WINDOW_FOLLOWS_SIZE)
-    candidate = tmp_path / "candidate.py"
-    candidate.write_text(_first_seed(task_file, "small"))
-    verdict, code = evaluator.evaluate(load_task(str(task_file), "full"), candidate)
+    verdict, code = _judge_first_seed(evaluator, task_file, "full", rendered_at="small")
     assert code == 0, verdict.reason
 
 
@@ -176,9 +182,7 @@ def test_the_parts_of_a_chunk_of_a_kernels_output_are_read_as_views(tmp_path: Pa
 def test_a_film_modulated_convolution_is_judged_correct(evaluator, tmp_path: Path) -> None:
     task_file = tmp_path / "film.py"
     task_file.write_text(FILM_CONV)
-    candidate = tmp_path / "candidate.py"
-    candidate.write_text(_first_seed(task_file))
-    verdict, code = evaluator.evaluate(load_task(str(task_file), "small"), candidate)
+    verdict, code = _judge_first_seed(evaluator, task_file, "small")
     assert code == 0, verdict.reason
 
 
@@ -303,9 +307,7 @@ def test_inputs_that_broadcast_like_parameters_are_read_like_them(evaluator, tmp
     task = load_task(str(task_file), "full")
     plan = recognise(task)
     assert plan.kind == "pointwise", plan.describe()
-    candidate = tmp_path / "candidate.py"
-    candidate.write_text(_first_seed(task_file))
-    verdict, code = evaluator.evaluate(task, candidate)
+    verdict, code = _judge_first_seed(evaluator, task_file, task)
     assert code == 0, verdict.reason
 
 
@@ -338,9 +340,7 @@ def test_a_reduction_without_keepdim_broadcasts_per_column_as_torch_does(evaluat
                                   "[torch.randn(37, 37)]"))
     task = load_task(str(task_file), "full")
     assert recognise(task).kind == "sequence"
-    candidate = tmp_path / "candidate.py"
-    candidate.write_text(_first_seed(task_file))
-    verdict, code = evaluator.evaluate(task, candidate)
+    verdict, code = _judge_first_seed(evaluator, task_file, task)
     assert code == 0, verdict.reason
 
 
@@ -645,9 +645,7 @@ def test_a_partial_task_whose_convolution_changes_the_shape_gets_the_convolution
     plan = recognise(load_task(str(task_file), "small"))
     assert plan.kind == "conv" and plan.ops == ["conv2d", "relu"]
     assert "conv (torch)" in recognise(load_task("conv_relu_scale", "small")).ops
-    candidate = tmp_path / "candidate.py"
-    candidate.write_text(_first_seed(task_file, "small"))
-    verdict, code = evaluator.evaluate(load_task(str(task_file), "small"), candidate)
+    verdict, code = _judge_first_seed(evaluator, task_file, "small", rendered_at="small")
     assert code == 0, verdict.reason
 
 
