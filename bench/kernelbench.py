@@ -231,8 +231,10 @@ def judge_seed(path: Path, timeout_s: float, timed: bool, gpu: str | None = None
 
 
 TIMED_FIELDS = ("runtime_ms", "reference_runtime_ms", "compile_runtime_ms", "speedup", "speedup_vs_compile",
-                "assurance", "phases", "wall_s")
-"""What a timed seed verdict keeps: its times against eager and torch.compile, and where its seconds went."""
+                "assurance", "forensic", "phases", "wall_s")
+"""What a timed seed verdict keeps: its times against eager and torch.compile, the forensic pass's
+figures (its kernels' traced time per call beside the timed median: the spread the pass's margin must
+clear), and where its seconds went."""
 
 
 def optimize(path: Path, max_evals: int, timeout_s: float, gpu: str | None = None) -> dict[str, Any]:
