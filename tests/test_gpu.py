@@ -114,6 +114,22 @@ def test_work_hidden_before_the_clock_starts_gains_nothing(evaluator, tmp_path: 
     assert code != 0 or hidden.runtime_ms > 0.85 * honest.runtime_ms, (hidden.runtime_ms, honest.runtime_ms)
 
 
+def test_work_moved_off_the_clock_gains_at_most_the_forensic_margin(evaluator, relu_task) -> None:
+    """A candidate that zeroes its next output in the untimed warm call (it can tell that call apart)
+    leaves the zeroing out of its time. Only the forensic pass sees work done off the clock: the
+    kernels it traces per call include the zeroing, and the timed median may be at most its margin
+    below them. So the candidate is rejected, or its time is within that margin of the honest twin's
+    kernels."""
+    from kernelevo.sandbox.judge.forensic import MARGIN
+
+    honest, code = evaluator.evaluate(relu_task, candidate("ok_relu_atomic"))
+    assert code == 0 and honest.forensic, honest.reason
+    moved, code = evaluator.evaluate(relu_task, candidate("bad_preps_in_the_warm_call"))
+    figures = (honest.runtime_ms, honest.forensic["per_call_ms"], moved.runtime_ms, moved.forensic, moved.reason)
+    print("honest ms, traced ms; moved ms, forensic, reason:", figures)
+    assert code != 0 or moved.runtime_ms >= 0.97 * MARGIN * honest.forensic["per_call_ms"], figures
+
+
 def test_the_cover_fills_every_sm_and_counts_a_delay() -> None:
     """In one process, no sandbox: a kernel launched on a free stream inside the call waits for the
     cover; a kernel that already held the SMs when the cover launched delays it, and the delay counts."""
