@@ -295,6 +295,12 @@ def summary(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
                 out[f"fast_{p:g}_{base}"] = fast / len(over) if over else None
             ups = [r[field] for r in over if r.get("correct") and r.get(field)]
             out[f"geomean_{base}"] = math.exp(sum(math.log(u) for u in ups) / len(ups)) if ups else None
+        ratios = sorted(r["runtime_ms"] / r["forensic"]["per_call_ms"] for r in timed
+                        if r.get("runtime_ms") and (r.get("forensic") or {}).get("per_call_ms"))
+        if ratios:  # how far below its traced kernels an honest timed median falls: the forensic margin's room
+            out["timed_over_traced"] = {"rows": len(ratios), "min": round(ratios[0], 3),
+                                        "p10": round(ratios[len(ratios) // 10], 3),
+                                        "median": round(ratios[len(ratios) // 2], 3)}
     return out
 
 
