@@ -295,9 +295,11 @@ def summary(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
                 out[f"fast_{p:g}_{base}"] = fast / len(over) if over else None
             ups = [r[field] for r in over if r.get("correct") and r.get(field)]
             out[f"geomean_{base}"] = math.exp(sum(math.log(u) for u in ups) / len(ups)) if ups else None
+        # Rows the pass rejected count too: every seed is the strategist's, honest, so how far below its
+        # traced kernels a timed median falls is the room the forensic margin must leave.
         ratios = sorted(r["runtime_ms"] / r["forensic"]["per_call_ms"] for r in timed
                         if r.get("runtime_ms") and (r.get("forensic") or {}).get("per_call_ms"))
-        if ratios:  # how far below its traced kernels an honest timed median falls: the forensic margin's room
+        if ratios:
             out["timed_over_traced"] = {"rows": len(ratios), "min": round(ratios[0], 3),
                                         "p10": round(ratios[len(ratios) // 10], 3),
                                         "median": round(ratios[len(ratios) // 2], 3)}
@@ -334,7 +336,10 @@ def _run_mode(args: argparse.Namespace, path: Path, limit: float, gpu: str | Non
     if args.mode == "coverage":
         return coverage(path, args.memory_gb, limit)
     if args.mode in ("cpu-judge", "gpu-seed"):
-        return judge_seed(path, limit, timed=args.mode == "gpu-seed", gpu=gpu, lean=args.lean)
+        row = judge_seed(path, limit, timed=args.mode == "gpu-seed", gpu=gpu, lean=args.lean)
+        if args.mode == "gpu-seed" and args.lean:  # a row cut short has no compile time either
+            row["lean"] = True
+        return row
     return optimize(path, 2 if args.quick else args.max_evals, limit, gpu)
 
 

@@ -3,8 +3,10 @@
 A call that launches its work on a side stream and returns at once must still be charged for that
 work: the cover ahead of the call holds every SM, and the probe after the end event waits for the
 whole GPU (``sandbox/child/cover.py``). This script times such calls with events of its own on the
-side stream (before and after its kernel) and prints, per call, where the kernel ran relative to the
-call's start and end events and the probe, beside the parts the timer counted.
+side stream, recorded before and after its kernel, and prints for a sample of the calls where those
+events fell relative to the call's start and end events and the probe, beside the parts the timer
+counted. The first event marks when the side stream reached the kernel, not when its blocks got the
+SMs (they may wait behind the hold and the cover): it is the earliest the kernel could have started.
 
 Usage: python bench/side_stream_probe.py [--floats N] [--calls 15]
 """
@@ -55,7 +57,7 @@ def probe(timer: TimedCall, floats: int, calls: int, joined_to_start: bool) -> l
         rows.append({"counted_ms": round(call_ms(gpu_ms, lag_ms), 4),
                      **{k: round(v, 4) for k, v in timer.last_parts.items()},
                      "lag_ms": round(lag_ms, 4), "host_ms": round(host_ms, 4),
-                     "side_began_after_start_ms": round(start.elapsed_time(before), 4),
+                     "side_reached_kernel_after_start_ms": round(start.elapsed_time(before), 4),
                      "side_ended_after_start_ms": round(start.elapsed_time(after), 4),
                      "probe_ended_after_start_ms": round(start.elapsed_time(probed), 4),
                      "end_after_start_ms": round(start.elapsed_time(end), 4)})

@@ -165,7 +165,8 @@ def test_a_seed_judged_on_a_gpu_keeps_its_times_and_on_the_cpu_only_its_verdict(
     commands = []
     verdict = {"correct": True, "reason": None, "runtime_ms": 1.0, "reference_runtime_ms": 2.0,
                "compile_runtime_ms": 1.5, "speedup": 2.0, "speedup_vs_compile": 1.5, "assurance": "forensic: ...",
-               "phases": {"timing": 1.0}, "wall_s": 9.0, "launches": {"k": 3}}
+               "phases": {"timing": 1.0}, "wall_s": 9.0, "launches": {"k": 3},
+               "forensic": {"per_call_ms": 1.25, "custom_share": 1.0}}
 
     def run_within(cmd, timeout_s, gpu=None):  # noqa: ANN001, ANN202 - the CLI processes, stood in
         commands.append(cmd)
@@ -181,6 +182,8 @@ def test_a_seed_judged_on_a_gpu_keeps_its_times_and_on_the_cpu_only_its_verdict(
         assert row["speedup"] == 2.0 and row["speedup_vs_compile"] == 1.5 and row["phases"] == {"timing": 1.0}
         assert "launches" not in row
         assert bench.summary({"a": row})["geomean_compile"] == pytest.approx(1.5)
+        # the forensic pass's traced time per call is kept beside the timed median, and summarised
+        assert bench.summary({"a": row})["timed_over_traced"] == {"rows": 1, "min": 0.8, "p10": 0.8, "median": 0.8}
     else:
         assert not {"speedup", "speedup_vs_compile", "runtime_ms"} & set(row)
 
@@ -360,6 +363,10 @@ def test_lean_rows_count_for_eager_and_stay_out_of_the_torch_compile_columns() -
     assert out["fast_1_eager"] == 2 / 3 and out["fast_1.5_compile"] == 1 / 2
     assert abs(out["geomean_compile"] - 1.6) < 1e-9
     assert bench.summary({"level1/b": rows["level1/b"]})["fast_1_compile"] is None
+    # a lean run cut short by its time limit has no compile time either: the row still says lean
+    args = bench.argparse.Namespace(mode="gpu-seed", lean=True)
+    bench.judge_seed = lambda *a, **k: {"correct": False, "harness": True, "reason": "judging took over 240 s"}
+    assert bench._run_mode(args, Path("x.py"), 1.0, None)["lean"] is True
 
 
 def test_an_error_in_place_of_a_verdict_is_a_harness_row_that_says_so(tmp_path: Path,

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ON_GPU, candidate, require_gpu
+from conftest import ON_GPU, ROOT, candidate, require_gpu
 from kernelevo.tasks import load_task
 
+FIXTURES = ROOT / "tests" / "fixtures" / "tasks"
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not ON_GPU, reason="needs a CUDA GPU")]
 DO_BENCH_TOLERANCE = 0.05
 """Agreement of the judge's eager time with do_bench at ReLU 64M: within 1.1% in a fresh process
@@ -114,20 +115,20 @@ def test_work_hidden_before_the_clock_starts_gains_nothing(evaluator, tmp_path: 
     assert code != 0 or hidden.runtime_ms > 0.85 * honest.runtime_ms, (hidden.runtime_ms, honest.runtime_ms)
 
 
-def test_work_moved_off_the_clock_gains_at_most_the_forensic_margin(evaluator, relu_task) -> None:
+def test_work_moved_off_the_clock_is_caught_by_the_forensic_pass(evaluator) -> None:
     """A candidate that zeroes its next output in the untimed warm call (it can tell that call apart)
     leaves the zeroing out of its time. Only the forensic pass sees work done off the clock: the
     kernels it traces per call include the zeroing, and the timed median may be at most its margin
-    below them. So the candidate is rejected, or its time is within that margin of the honest twin's
-    kernels."""
-    from kernelevo.sandbox.judge.forensic import MARGIN
-
-    honest, code = evaluator.evaluate(relu_task, candidate("ok_relu_atomic"))
+    below them. Here the zeroing writes the whole output and the kernel one value in eight, far beyond
+    the margin: the pass rejects it, and accepts the twin that zeroes inside each call."""
+    task = load_task(str(FIXTURES / "relu_padded.py"), "full")
+    honest, code = evaluator.evaluate(task, candidate("ok_relu_padded"))
     assert code == 0 and honest.forensic, honest.reason
-    moved, code = evaluator.evaluate(relu_task, candidate("bad_preps_in_the_warm_call"))
-    figures = (honest.runtime_ms, honest.forensic["per_call_ms"], moved.runtime_ms, moved.forensic, moved.reason)
-    print("honest ms, traced ms; moved ms, forensic, reason:", figures)
-    assert code != 0 or moved.runtime_ms >= 0.97 * MARGIN * honest.forensic["per_call_ms"], figures
+    moved, code = evaluator.evaluate(task, candidate("bad_preps_in_the_warm_call"))
+    failed = [c.name for c in moved.checks if not c.passed]
+    print("honest ms, traced ms; moved ms, forensic, failed:",
+          (honest.runtime_ms, honest.forensic["per_call_ms"], moved.runtime_ms, moved.forensic, failed))
+    assert code != 0 and "forensic kernel trace" in failed, (moved.reason, failed)
 
 
 def test_the_cover_fills_every_sm_and_counts_a_delay() -> None:

@@ -163,7 +163,9 @@ def warm_host(fn: Callable[..., Any], inputs: list[Any] | None, device: str) -> 
     tens of microseconds of host work) then takes several times longer than in a loop of calls, the
     way a model calls it or ``do_bench`` times it, and the excess outlasts the L2 flush that hides a
     launch. This call makes the timed one the next of a loop. It cannot help a cache: it sees only
-    values the last timed call already had, and the new ones arrive after it has finished."""
+    values the last timed call already had, and the new ones arrive after it has finished. A
+    candidate can still do the next call's input-independent work here, off the clock; the forensic
+    pass bounds that (docs/EVALUATION.md, "Work moved off the clock")."""
     if device != "cuda" or inputs is None:
         return
     fn(*inputs)
