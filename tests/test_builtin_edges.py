@@ -178,6 +178,20 @@ def test_the_parts_of_a_chunk_of_a_kernels_output_are_read_as_views(tmp_path: Pa
     assert report.passed, [c for c in report.checks if not c.passed]
 
 
+def test_a_kept_value_overwritten_before_any_read_is_not_stored() -> None:
+    """``forward`` keeps a kernel's output, views it and keeps the view: the first store is dead and
+    dropped; a store something reads before the next one, or one stored again some other way, stays."""
+    from kernelevo.agent.builtin.sequence_render import _without_dead_stores
+
+    flow, kept = "_kernelevo_flow", "_kernelevo_kept0"
+    calls = [f"{flow} = self._kernelevo_segment0(w)", f"{kept} = {flow}", f"{flow} = {flow}.unsqueeze(2)",
+             f"{kept} = {flow}", f"part = {kept}.chunk(2, 1)[0]", f"{kept} = {flow}",
+             f"{flow} = self._kernelevo_segment1(part, {kept})"]
+    assert _without_dead_stores(calls) == [calls[0], calls[2], calls[3], calls[4], calls[5], calls[6]]
+    read_in_a_tuple = [f"{kept} = {flow}", f"a, {kept} = {kept}, 1", f"{flow} = a"]
+    assert _without_dead_stores(read_in_a_tuple) == read_in_a_tuple
+
+
 @pytest.mark.slow
 def test_a_film_modulated_convolution_is_judged_correct(evaluator, tmp_path: Path) -> None:
     task_file = tmp_path / "film.py"

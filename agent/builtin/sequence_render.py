@@ -72,6 +72,7 @@ def render(plan: Any, strategy: str, params: dict[str, Any], why: str, render_on
         if _read_later(f"{KEPT}{k}", plan, k + 1):
             calls.append(f"{KEPT}{k} = {FLOW}")
     calls += [v for v in plan.extra.get("tail_views", []) if not re.fullmatch(rf"{KEPT}\d+ = {FLOW}", v)]
+    calls = _without_dead_stores(calls)
     if any(f"{made_from_sizes.HELPER}(self," in c for c in calls):
         blocks.setdefault(made_from_sizes.HELPER, made_from_sizes.HELPER_SOURCE)
     forward = [f"def forward(self, {', '.join(plan.inputs)}):", *[f"    {c}" for c in calls], f"    return {FLOW}"]
@@ -90,6 +91,32 @@ def _read_later(name: str, plan: Any, k: int) -> bool:
     word = re.compile(rf"\b{re.escape(name)}\b")
     return any(name in s.inputs for s in segments) or any(
         word.search(v.split(" = ", 1)[1]) for v in statements if " = " in v)
+
+
+def _without_dead_stores(calls: list[str]) -> list[str]:
+    """``forward``'s statements less each ``KEPT = FLOW`` that the next statement naming the kept value
+    overwrites before anything reads it (a value kept, then viewed and kept again): the code a person
+    reads says each value once."""
+    kept: list[str] = []
+    for k, statement in enumerate(calls):
+        stored = re.fullmatch(rf"({KEPT}\d+) = {FLOW}", statement)
+        if stored and _overwritten_unread(stored.group(1), calls[k + 1:]):
+            continue
+        kept.append(statement)
+    return kept
+
+
+def _overwritten_unread(name: str, later: list[str]) -> bool:
+    word = re.compile(rf"\b{re.escape(name)}\b")
+    for statement in later:
+        target, _, value = statement.rpartition(" = ")
+        if word.search(value):
+            return False
+        if target.strip() == name:
+            return True
+        if word.search(target):  # stored some other way (several names at once): keep it, to be safe
+            return False
+    return False
 
 
 def _indent(text: str) -> str:
