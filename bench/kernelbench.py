@@ -225,8 +225,6 @@ def judge_seed(path: Path, timeout_s: float, timed: bool, gpu: str | None = None
            "seconds": round(time.monotonic() - began, 1)}
     if timed:
         row.update({field: verdict.get(field) for field in TIMED_FIELDS})
-        if lean:
-            row["lean"] = True
     return row
 
 
@@ -337,7 +335,7 @@ def _run_mode(args: argparse.Namespace, path: Path, limit: float, gpu: str | Non
         return coverage(path, args.memory_gb, limit)
     if args.mode in ("cpu-judge", "gpu-seed"):
         row = judge_seed(path, limit, timed=args.mode == "gpu-seed", gpu=gpu, lean=args.lean)
-        if args.mode == "gpu-seed" and args.lean:  # a row cut short has no compile time either
+        if args.mode == "gpu-seed" and args.lean:  # every row of a lean sweep, one cut short included
             row["lean"] = True
         return row
     return optimize(path, 2 if args.quick else args.max_evals, limit, gpu)
