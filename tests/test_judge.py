@@ -688,23 +688,30 @@ def test_the_forensic_trace_counts_a_kernel_as_the_candidates_only_by_a_name_not
     assert not found.problems and found.custom_launches == 1
 
 
-def test_work_moved_off_the_clock_is_bounded_by_the_busiest_stream() -> None:
-    """Zeroing done outside a timed call of 1 ms shows in the trace wherever it ran. On the call's own
-    stream it adds to that stream's time: up to 0.25 ms passes the margin (1 >= 0.8 x 1.25), more is
-    caught, so the gain is at most 1/0.8. On a second stream the pass takes the busiest stream (honest
-    concurrent streams are not charged twice): moved work as long as the call passes, more than 1/0.8
-    of it is caught, so the gain there is at most 1 + 1/0.8 (docs/EVALUATION.md)."""
+def test_work_moved_off_the_clock_is_bounded_by_the_margin_on_any_stream() -> None:
+    """Zeroing done outside a timed call of 1 ms shows in the trace wherever it ran, and every stream's
+    kernels are summed (the trace runs one kernel at a time: it cannot show overlap). Up to 0.25 ms
+    passes the margin (1 >= 0.8 x 1.25), more is caught, on the call's own stream or another, so the
+    gain is at most 1/0.8 either way (docs/EVALUATION.md). Work split over four streams is charged for
+    all four, and the rejection says why."""
     from kernelevo.sandbox.judge import forensic
     from kernelevo.sandbox.judge.kernel_names import Owned
 
     owned = Owned.of(["relu_column_kernel"], [])
     fill = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(int, T2, T3)"
-    cases = [("7", 0.2, False), ("7", 0.3, True), ("9", 1.0, False), ("9", 1.0 / forensic.MARGIN + 0.05, True)]
+    cases = [("7", 0.2, False), ("7", 0.3, True), ("9", 0.2, False), ("9", 0.3, True), ("9", 1.0, True)]
     for stream, moved_ms, caught in cases:
         trace = _trace(("relu_column_kernel", 1.0)) + [
             {"name": fill, "metrics": {"gpu__time_duration.sum": moved_ms * 1e6}, "stream": stream}]
         found = forensic.analyse(trace, owned, 1, False, 1.0)
         assert bool(found.problems) is caught, (stream, moved_ms, found.problems)
+        assert found.per_call_ms == pytest.approx(1.0 + moved_ms)
+    split = _trace(("relu_column_kernel", 0.1)) + [
+        {"name": "relu_column_kernel", "metrics": {"gpu__time_duration.sum": 0.3e6}, "stream": s} for s in "abc"]
+    found = forensic.analyse(split, owned, 1, False, 0.4)
+    assert found.streams == 4 and found.per_call_ms == pytest.approx(1.0)
+    assert any("on 4 streams, summed" in p for p in found.problems), found.problems
+    assert not forensic.analyse(split, owned, 1, False, 0.8).problems
 
 
 def test_only_the_harness_first_spin_kernel_is_the_marker() -> None:

@@ -14,7 +14,10 @@ The rules (``analyse``, pure):
 - in a strict task, no library kernel (aten, cuBLAS, cuDNN, inductor: anything the candidate did not
   define, except copies and fills) may run after the marker beyond the constructor's allowance;
 - the kernels after the marker, per call, must not take longer than the candidate's timed calls did
-  (``MARGIN``): timed calls that ran something faster than the checked calls were not these calls.
+  (``MARGIN``): timed calls that ran something faster than the checked calls were not these calls. The
+  kernels of every stream are summed: ncu runs one kernel at a time and cannot say which would have
+  overlapped, and a per-stream count would let work split over streams, or moved off the clock onto
+  another one, claim up to the number of streams over the margin.
 
 Everything after the marker counts as the calls' work, the candidate's construction and the loading of
 its parameters included: a boundary between them launched from the candidate's own process could be
@@ -90,7 +93,9 @@ class Findings:
     kernels: int = 0
     custom_launches: int = 0
     per_call_ms: float = 0.0
-    """Kernel time per call after the marker, less the constructor's allowance (per stream, the longest)."""
+    """Kernel time per call after the marker, less the constructor's allowance, every stream summed."""
+    streams: int = 0
+    """The streams those kernels ran on."""
     custom_share: float = 0.0
     library_extra: dict[str, int] = field(default_factory=dict)
     """Library kernels after the marker beyond the constructor's allowance, by short name."""
@@ -173,7 +178,8 @@ def _tally(found: Findings, work: list[dict[str, Any]], owned: Owned, calls: int
             custom_ns += ns
         elif kind == "library":
             extra[ncu.short_name(name)] += 1
-    found.per_call_ms = max(per_stream.values(), default=0.0) / 1e6 / max(calls, 1)
+    found.per_call_ms = total_ns / 1e6 / max(calls, 1)
+    found.streams = sum(1 for ns in per_stream.values() if ns > 0)
     found.custom_share = custom_ns / total_ns if total_ns else 0.0
     found.library_extra = dict(extra)
     if found.custom_launches == 0:
@@ -185,8 +191,16 @@ def _tally(found: Findings, work: list[dict[str, Any]], owned: Owned, calls: int
     if timed_ms is not None and found.per_call_ms > 0 and timed_ms < MARGIN * found.per_call_ms:
         found.problems.append(f"the timed calls took {timed_ms:.4g} ms, yet the kernels of a checked call take "
                               f"{found.per_call_ms:.4g} ms on the GPU: the timed calls did not run these kernels "
-                              f"({basis})")
+                              f"({basis}{_streams_note(found.streams)})")
     return found
+
+
+def _streams_note(streams: int) -> str:
+    """Why a candidate on several streams is charged for all of them (the rule's words, where it applies)."""
+    if streams < 2:
+        return ""
+    return (f"; its kernels ran on {streams} streams, summed: the trace runs one kernel at a time and cannot "
+            "show that they overlap")
 
 
 def read_trace(path: Path) -> list[dict[str, Any]]:
@@ -259,7 +273,7 @@ def apply(verdict: Verdict, evaluator: Any, task: Task, candidate: Path, cache_n
         verdict.forensic = {"kernels": found.kernels, "custom_launches": found.custom_launches,
                             "per_call_ms": round(found.per_call_ms, 6), "custom_share": round(found.custom_share, 4),
                             "library_kernels": found.library_extra, "seconds": round(time.monotonic() - began, 2),
-                            "sessions": sessions}
+                            "sessions": sessions, "streams": found.streams}
         detail = "; ".join(found.problems) or (
             f"{found.kernels} kernels traced outside the candidate's Python; its own did "
             f"{100 * found.custom_share:.0f}% of the GPU time, {found.per_call_ms:.4g} ms per call{basis}")
