@@ -317,6 +317,8 @@ def table(results: dict[str, dict[str, Any]]) -> str:
 
 DEFAULT_TIMEOUT_S = {"coverage": 300.0, "cpu-judge": 900.0, "gpu-seed": 900.0, "optimize": 3600.0}
 MIN_PROBLEM_S = 30.0
+ALONE_LIMIT_FACTOR = 2.0
+"""A problem past its limit beside others is judged again alone with this many times the limit."""
 """With less than this left of ``--stop-after``, no problem is started."""
 
 
@@ -366,55 +368,94 @@ def worker_devices(gpus: int, jobs: int) -> list[str | None]:
 def sweep(args: argparse.Namespace, files: list[Path], store: dict[str, Any], section: dict[str, Any]) -> None:
     """The problems of ``files`` not yet in ``section``, ``args.jobs`` at a time, each row written to
     ``args.out`` as it finishes. No problem starts with less than ``MIN_PROBLEM_S`` left of
-    ``--stop-after``; one cut short by it is not recorded, and no other starts after it."""
+    ``--stop-after``; one cut short by it is not recorded, and no other starts after it. A problem that
+    ran past its limit while others shared the GPU (a large one waits for device memory the others hold)
+    is judged again at the end, alone, with ``ALONE_LIMIT_FACTOR`` times the limit."""
     began = time.monotonic()
     todo = iter([(n, p) for n, p in enumerate(files, 1) if _wanted(args, store, section, p)])
     guard, stopped = threading.Lock(), threading.Event()
+    jobs = max(args.jobs, args.gpus, 1)
+    crowded: list[tuple[int, Path]] = []
+
+    def left_s() -> float | None:
+        return None if args.stop_after is None else args.stop_after - (time.monotonic() - began)
 
     def next_problem() -> tuple[int, Path, float, bool] | None:
         with guard:
             item = None if stopped.is_set() else next(todo, None)
-            if item is None:
-                return None
-            number, path = item
-            limit = args.timeout or DEFAULT_TIMEOUT_S[args.mode]
-            left = None if args.stop_after is None else args.stop_after - (time.monotonic() - began)
-            if left is not None and left < MIN_PROBLEM_S:
-                print(f"stopping after {args.stop_after:.0f} s; run again to go on", flush=True)
-                stopped.set()
-                return None
-            cut = left is not None and left < limit
-            print(f"[{number}/{len(files)}] {key_of(path)}: started (at most {min(limit, left or limit):.0f} s)",
-                  flush=True)
-            return number, path, (min(limit, left) if cut else limit), cut
+            return None if item is None else _started(args, item, len(files), left_s(), stopped)
 
     def work(gpu: str | None) -> None:
         while (item := next_problem()) is not None:
             number, path, limit, cut = item
-            try:
-                row = run_one(args, path, limit, gpu)
-            except Exception as exc:  # one problem's harness fault is its row, never the sweep's end
-                row = {"correct": False, "harness": True, "reason": f"{type(exc).__name__}: {str(exc)[:300]}"}
-            if card:  # a row's times hold for the card that measured them
-                row["gpu"] = card
+            row = _row(args, path, limit, gpu, card)
             with guard:
-                if cut and row.get("harness") and "took over" in str(row.get("reason")):
-                    print(f"[{number}/{len(files)}] {key_of(path)}: cut short by --stop-after, not recorded; "
-                          "run again to go on", flush=True)
-                    stopped.set()
+                if jobs > 1 and not cut and _past_limit(row):
+                    print(f"[{number}/{len(files)}] {key_of(path)}: {row['reason']} beside other problems; "
+                          "judged again alone at the end", flush=True)
+                    crowded.append((number, path))
                     continue
-                section[key_of(path)] = row
-                args.out.parent.mkdir(parents=True, exist_ok=True)
-                args.out.write_text(json.dumps(store, indent=1, sort_keys=True))
-                print(f"[{number}/{len(files)}] {key_of(path)}: {json.dumps(row)[:240]}", flush=True)
+                _record(args, store, section, number, len(files), path, row, cut, stopped)
 
     card = device_name() if args.mode in ("gpu-seed", "optimize") else None
-    jobs = max(args.jobs, args.gpus, 1)
-    workers = [threading.Thread(target=work, args=(gpu,)) for gpu in worker_devices(args.gpus, jobs)]
+    devices = worker_devices(args.gpus, jobs)
+    workers = [threading.Thread(target=work, args=(gpu,)) for gpu in devices]
     for worker in workers:
         worker.start()
     for worker in workers:
         worker.join()
+    for number, path in sorted(crowded):
+        if stopped.is_set():
+            break
+        item = _started(args, (number, path), len(files), left_s(), stopped, ALONE_LIMIT_FACTOR)
+        if item is not None:
+            _, _, limit, cut = item
+            row = {**_row(args, path, limit, devices[0], card), "alone": True}
+            _record(args, store, section, number, len(files), path, row, cut, stopped)
+
+
+def _started(args: argparse.Namespace, item: tuple[int, Path], count: int, left: float | None,
+             stopped: threading.Event, factor: float = 1.0) -> tuple[int, Path, float, bool] | None:
+    """``(number, path, limit, cut by --stop-after)`` for a problem about to start, announced; None (and
+    the sweep stopped) where too little of ``--stop-after`` is left."""
+    number, path = item
+    limit = factor * (args.timeout or DEFAULT_TIMEOUT_S[args.mode])
+    if left is not None and left < MIN_PROBLEM_S:
+        print(f"stopping after {args.stop_after:.0f} s; run again to go on", flush=True)
+        stopped.set()
+        return None
+    cut = left is not None and left < limit
+    print(f"[{number}/{count}] {key_of(path)}: started (at most {min(limit, left or limit):.0f} s)", flush=True)
+    return number, path, (min(limit, left) if cut and left is not None else limit), cut
+
+
+def _row(args: argparse.Namespace, path: Path, limit: float, gpu: str | None, card: str | None) -> dict[str, Any]:
+    """One problem's row: its verdict, or its harness fault (one problem's, never the sweep's end)."""
+    try:
+        row = run_one(args, path, limit, gpu)
+    except Exception as exc:
+        row = {"correct": False, "harness": True, "reason": f"{type(exc).__name__}: {str(exc)[:300]}"}
+    if card:  # a row's times hold for the card that measured them
+        row["gpu"] = card
+    return row
+
+
+def _past_limit(row: dict[str, Any]) -> bool:
+    return bool(row.get("harness")) and "took over" in str(row.get("reason"))
+
+
+def _record(args: argparse.Namespace, store: dict[str, Any], section: dict[str, Any], number: int, count: int,
+            path: Path, row: dict[str, Any], cut: bool, stopped: threading.Event) -> None:
+    """Write ``row`` to ``args.out``, unless ``--stop-after`` cut it short (then nothing more starts)."""
+    if cut and _past_limit(row):
+        print(f"[{number}/{count}] {key_of(path)}: cut short by --stop-after, not recorded; run again to go on",
+              flush=True)
+        stopped.set()
+        return
+    section[key_of(path)] = row
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(store, indent=1, sort_keys=True))
+    print(f"[{number}/{count}] {key_of(path)}: {json.dumps(row)[:240]}", flush=True)
 
 
 def _wanted(args: argparse.Namespace, store: dict[str, Any], section: dict[str, Any], path: Path) -> bool:

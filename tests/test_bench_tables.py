@@ -221,6 +221,40 @@ def test_a_sweep_of_two_jobs_runs_two_problems_at_once_and_records_each(tmp_path
     assert sorted(json.loads(out.read_text())["gpu-seed"]) == [f"level1/{n}_P" for n in range(1, 5)]
 
 
+def test_a_problem_past_its_limit_beside_others_is_judged_again_alone_with_a_longer_limit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large problem waits for device memory that the others hold and runs out of time: it is judged
+    again after them, alone, with twice the limit, and its row says so; a problem past its limit when
+    it ran alone is not tried again."""
+    import json
+    import sys
+
+    bench = _bench("kernelbench")
+    suite = tmp_path / "suite" / "level1"
+    suite.mkdir(parents=True)
+    for name in ("1_Big.py", "2_Fine.py", "3_Slow.py"):
+        (suite / name).write_text("")
+    calls: list[tuple[str, float]] = []
+
+    def run_one(args, path, limit, gpu=None):  # noqa: ANN001, ANN202 - the sweep's problem runner, stood in
+        calls.append((path.stem, limit))
+        if path.stem == "3_Slow" or (path.stem == "1_Big" and len([c for c in calls if c[0] == "1_Big"]) == 1):
+            return {"correct": False, "harness": True, "reason": f"judging took over {limit:.0f} s"}
+        return {"correct": True, "speedup": 1.5}
+
+    monkeypatch.setattr(bench, "run_one", run_one)
+    out = tmp_path / "kb.json"
+    monkeypatch.setattr(sys, "argv", ["kernelbench.py", "--mode", "gpu-seed", "--suite", str(tmp_path / "suite"),
+                                      "--levels", "1", "--jobs", "2", "--timeout", "100", "--out", str(out)])
+    bench.main()
+    rows = json.loads(out.read_text())["gpu-seed"]
+    assert rows["level1/1_Big"] == {"correct": True, "speedup": 1.5, "alone": True}
+    assert rows["level1/2_Fine"]["correct"] and "alone" not in rows["level1/2_Fine"]
+    assert rows["level1/3_Slow"]["harness"] and rows["level1/3_Slow"]["alone"]
+    assert sorted(calls) == [("1_Big", 100.0), ("1_Big", 200.0), ("2_Fine", 100.0), ("3_Slow", 100.0),
+                             ("3_Slow", 200.0)]
+
+
 def test_a_sweep_over_two_gpus_keeps_each_worker_on_its_own_device(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """``--gpus 2``: two workers at least, each running its problems with one GPU visible (the k-th of
