@@ -440,6 +440,11 @@ def _row(args: argparse.Namespace, path: Path, limit: float, gpu: str | None, ca
     return row
 
 
+def _fills(args: argparse.Namespace, row: dict[str, Any] | None) -> bool:
+    """Does this sweep judge ``row``'s problem again to fill what a lean sweep left out (``--fill-lean``)?"""
+    return bool(args.fill_lean and not args.lean and row and row.get("lean") and row.get("correct"))
+
+
 def _past_limit(row: dict[str, Any]) -> bool:
     return bool(row.get("harness")) and "took over" in str(row.get("reason"))
 
@@ -452,6 +457,9 @@ def _record(args: argparse.Namespace, store: dict[str, Any], section: dict[str, 
               flush=True)
         stopped.set()
         return
+    if row.get("harness") and _fills(args, section.get(key_of(path))):
+        print(f"[{number}/{count}] {key_of(path)}: {row.get('reason')}; its lean row stays", flush=True)
+        return
     section[key_of(path)] = row
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(store, indent=1, sort_keys=True))
@@ -460,7 +468,8 @@ def _record(args: argparse.Namespace, store: dict[str, Any], section: dict[str, 
 
 def _wanted(args: argparse.Namespace, store: dict[str, Any], section: dict[str, Any], path: Path) -> bool:
     # a harness row (this bench's time limit, a broken runner) is no verdict: the next sweep tries again
-    if key_of(path) in section and not args.redo and not section[key_of(path)].get("harness"):
+    row = section.get(key_of(path))
+    if row is not None and not args.redo and not row.get("harness") and not _fills(args, row):
         return False
     # cpu-judge: only what the coverage sweep says the strategist covers
     return args.mode != "cpu-judge" or bool(store.get("coverage", {}).get(key_of(path), {}).get("covered"))
@@ -496,6 +505,10 @@ def main() -> None:
                         help="gpu-seed: skip the Nsight Compute pass and torch.compile's time (about half a "
                              "problem's seconds); correctness and the time against eager are judged the same, "
                              "and the row says lean")
+    parser.add_argument("--fill-lean", action="store_true",
+                        help="gpu-seed without --lean: judge again the problems a lean sweep verified, to add the "
+                             "forensic pass and torch.compile's time; where that run fails in the harness, the lean "
+                             "row stays")
     parser.add_argument("--stop-after", type=float, default=None,
                         help="seconds the sweep may take: no problem runs past them; one cut short is not "
                              "recorded (the next sweep starts it again), and the file keeps what finished")

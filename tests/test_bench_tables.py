@@ -255,6 +255,50 @@ def test_a_problem_past_its_limit_beside_others_is_judged_again_alone_with_a_lon
                              ("3_Slow", 200.0)]
 
 
+def test_fill_lean_judges_lean_rows_again_and_keeps_them_where_the_harness_fails(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--fill-lean`` (a full sweep): the problems a lean sweep verified are judged again for the
+    forensic pass and torch.compile's time; full rows and lean rejections are not, and a lean row stays
+    where the new run fails in the harness."""
+    import json
+    import sys
+
+    bench = _bench("kernelbench")
+    suite = tmp_path / "suite" / "level1"
+    suite.mkdir(parents=True)
+    for name in ("1_Lean.py", "2_Full.py", "3_LeanWrong.py", "4_LeanSlow.py"):
+        (suite / name).write_text("")
+    out = tmp_path / "kb.json"
+    lean = {"correct": True, "speedup": 1.2, "lean": True}
+    out.write_text(json.dumps({"gpu-seed": {
+        "level1/1_Lean": lean, "level1/2_Full": {"correct": True, "speedup": 2.0, "speedup_vs_compile": 1.5},
+        "level1/3_LeanWrong": {"correct": False, "lean": True}, "level1/4_LeanSlow": lean}}))
+    ran: list[str] = []
+
+    def run_one(args, path, limit, gpu=None):  # noqa: ANN001, ANN202 - the sweep's problem runner, stood in
+        ran.append(path.stem)
+        if path.stem == "4_LeanSlow":
+            return {"correct": False, "harness": True, "reason": f"judging took over {limit:.0f} s"}
+        return {"correct": True, "speedup": 1.25, "speedup_vs_compile": 1.1}
+
+    monkeypatch.setattr(bench, "run_one", run_one)
+    argv = ["kernelbench.py", "--mode", "gpu-seed", "--suite", str(tmp_path / "suite"), "--levels", "1",
+            "--out", str(out)]
+    monkeypatch.setattr(sys, "argv", argv)
+    bench.main()
+    assert ran == []  # without the flag, every row stands
+    monkeypatch.setattr(sys, "argv", argv + ["--fill-lean"])
+    bench.main()
+    rows = json.loads(out.read_text())["gpu-seed"]
+    assert ran == ["1_Lean", "4_LeanSlow"]
+    assert rows["level1/1_Lean"] == {"correct": True, "speedup": 1.25, "speedup_vs_compile": 1.1}
+    assert rows["level1/4_LeanSlow"] == lean and rows["level1/3_LeanWrong"] == {"correct": False, "lean": True}
+    ran.clear()
+    monkeypatch.setattr(sys, "argv", argv + ["--fill-lean", "--lean"])
+    bench.main()
+    assert ran == []  # a lean sweep has nothing to fill
+
+
 def test_a_sweep_over_two_gpus_keeps_each_worker_on_its_own_device(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """``--gpus 2``: two workers at least, each running its problems with one GPU visible (the k-th of
