@@ -1,8 +1,9 @@
 """KernelBench levels 1-3 as a benchmark of the built-in strategist (not a test).
 
-Two modes, results accumulated per problem in a JSON file (``--out``, default
+Four modes, results accumulated per problem in a JSON file (``--out``, default
 ``docs/bench/kernelbench.json``), so a sweep can stop and go on later; a problem already in the file
-is skipped unless ``--redo``:
+is skipped unless ``--redo`` (or, with ``--fill-lean``, a lean row judged again in full). A problem that
+runs past its limit while others share the GPU is judged again, alone, at the end of the sweep. The modes:
 
 - ``--mode coverage`` (any machine): does the built-in policy cover the file, unchanged (its plan, and
   the first generation the search would propose, every seed rendered), and if not,
@@ -32,6 +33,7 @@ Usage:
   python bench/kernelbench.py --mode gpu-seed --gpus 8 --jobs 16   # a machine of 8 GPUs, two problems each
   python bench/kernelbench.py --mode cpu-judge --odd --levels 1 --every 5   # at odd small sizes
   python bench/kernelbench.py --mode gpu-seed --lean --spread --jobs 4   # correctness and eager time only
+  python bench/kernelbench.py --mode gpu-seed --fill-lean --jobs 3   # later: what the lean rows left out
   python bench/kernelbench.py --summary            # the table of what the file holds
   python bench/kernelbench.py --mode optimize --quick --suite .gpu/kernelbench --every 5 --stop-after 500
                                                    # a GPU call: a sample of each level, stopping in time
