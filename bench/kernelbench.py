@@ -319,9 +319,9 @@ def table(results: dict[str, dict[str, Any]]) -> str:
 
 DEFAULT_TIMEOUT_S = {"coverage": 300.0, "cpu-judge": 900.0, "gpu-seed": 900.0, "optimize": 3600.0}
 MIN_PROBLEM_S = 30.0
+"""With less than this left of ``--stop-after``, no problem is started."""
 ALONE_LIMIT_FACTOR = 2.0
 """A problem past its limit beside others is judged again alone with this many times the limit."""
-"""With less than this left of ``--stop-after``, no problem is started."""
 
 
 def run_one(args: argparse.Namespace, path: Path, limit: float, gpu: str | None = None) -> dict[str, Any]:
@@ -377,6 +377,7 @@ def sweep(args: argparse.Namespace, files: list[Path], store: dict[str, Any], se
     todo = iter([(n, p) for n, p in enumerate(files, 1) if _wanted(args, store, section, p)])
     guard, stopped = threading.Lock(), threading.Event()
     jobs = max(args.jobs, args.gpus, 1)
+    shared = jobs > max(args.gpus, 1)  # workers take turns on a GPU (with --gpus N each may have its own)
     crowded: list[tuple[int, Path]] = []
 
     def left_s() -> float | None:
@@ -392,7 +393,7 @@ def sweep(args: argparse.Namespace, files: list[Path], store: dict[str, Any], se
             number, path, limit, cut = item
             row = _row(args, path, limit, gpu, card)
             with guard:
-                if jobs > 1 and not cut and _past_limit(row):
+                if shared and not cut and _past_limit(row):
                     print(f"[{number}/{len(files)}] {key_of(path)}: {row['reason']} beside other problems; "
                           "judged again alone at the end", flush=True)
                     crowded.append((number, path))

@@ -843,7 +843,9 @@ def test_a_reported_time_must_be_a_finite_number_of_milliseconds(value: object) 
     '"2","1","p","h","relu_kernel","1","7","(1, 1, 1)","(1, 1, 1)","0","9.0","s","gpu__time_duration.sum","ns","-1e12"\n',
     '"2","1","p","h","relu_kernel","1","7","(1, 1, 1)","(1, 1, 1)","0","9.0","s","gpu__time_duration.sum","ns","inf"\n',
     '"2","1","p","h","' + "A" * 200000 + '","1","7","(1, 1, 1)","(1, 1, 1)","0","9.0","s","gpu__time_duration.sum","ns","5"\n',
-], ids=["short-row", "negative", "infinite", "huge-field"])
+    '"2","1","p","h","relu_kernel","1","7","(1, 1, 1)","(1, 1, 1)","0","9.0","s","gpu__time_duration.sum","ns","n/a"\n',
+    '"2","1","p","h","relu_kernel","1","7","(1, 1, 1)","(1, 1, 1)","0","9.0","s","gpu__time_duration.sum","ns",""\n',
+], ids=["short-row", "negative", "infinite", "huge-field", "not-a-number", "empty"])
 def test_a_malformed_kernel_trace_is_the_candidates_failure_not_the_judges(tmp_path: Path, rows: str) -> None:
     """ncu's CSV lies in the candidate's outbox, where its process may rewrite it: whatever is wrong
     with it rejects the candidate in words, and never raises in the judge."""

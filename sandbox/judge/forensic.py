@@ -216,8 +216,8 @@ def read_trace(path: Path) -> list[dict[str, Any]]:
         streams = ncu.launch_streams(text)
     except (csv.Error, KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"{type(exc).__name__}: {str(exc)[:120]}") from None
-    for launch in launches:
-        duration = launch["metrics"].get("gpu__time_duration.sum", 0.0)
+    for launch in launches:  # a duration ncu did not write as a number ("n/a", empty) is no zero
+        duration = launch["metrics"].get("gpu__time_duration.sum", math.nan)
         if not isinstance(launch["name"], str) or not math.isfinite(duration) or duration < 0:
             raise ValueError(f"launch {launch['id']}: name {str(launch['name'])[:80]!r}, duration {duration!r}")
         launch["stream"] = streams.get(launch["id"], "")
