@@ -44,7 +44,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import math
 import os
 import signal
 import subprocess
@@ -57,11 +56,11 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from kernelbench_summary import FAST_P, summary, table  # noqa: E402,F401 - a sibling script, not a package
 from odd_sizes import write_odd_copy  # noqa: E402 - a sibling script, not a package
 
 SUITE = ROOT.parent / "shared" / "kernelbench"
 DEFAULT_OUT = ROOT / "docs" / "bench" / "kernelbench.json"
-FAST_P = (0.0, 1.0, 1.5, 2.0)
 
 COVERAGE_PROBE = r"""
 import json, resource, sys
@@ -231,10 +230,11 @@ def judge_seed(path: Path, timeout_s: float, timed: bool, gpu: str | None = None
 
 
 TIMED_FIELDS = ("runtime_ms", "reference_runtime_ms", "compile_runtime_ms", "speedup", "speedup_vs_compile",
-                "assurance", "forensic", "phases", "wall_s")
+                "assurance", "forensic", "clock", "phases", "wall_s")
 """What a timed seed verdict keeps: its times against eager and torch.compile, the forensic pass's
 figures (its kernels' traced time per call beside the timed median: the spread the pass's margin must
-clear), and where its seconds went."""
+clear), the clock check's (the wall time its calls left unexplained beside the allowance: the room a
+tighter allowance must leave), and where its seconds went."""
 
 
 def optimize(path: Path, max_evals: int, timeout_s: float, gpu: str | None = None) -> dict[str, Any]:
@@ -276,45 +276,6 @@ def _vs_compile(run_dir: Path, candidate: str | None) -> float | None:
         return verdict.speedup_vs_compile if verdict else None
     finally:
         store.close()
-
-
-def summary(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """KernelBench's fast_p and geometric means, over what the file holds."""
-    rows = list(results.values())
-    out: dict[str, Any] = {"problems": len(rows), "covered": sum(1 for r in rows if r.get("covered", r.get("correct")))}
-    timed = rows if rows and all("correct" in r for r in rows) else []  # a failed run counts as not fast
-    if timed:
-        out["correct"] = sum(1 for r in timed if r.get("correct"))
-        # a lean row has no torch.compile time: the compile columns are over the rows that have one
-        compiled = [r for r in timed if not r.get("lean")]
-        if len(compiled) < len(timed):
-            out["lean"] = len(timed) - len(compiled)
-        for base, field, over in (("eager", "speedup", timed), ("compile", "speedup_vs_compile", compiled)):
-            for p in FAST_P:
-                fast = sum(1 for r in over if r.get("correct") and (r.get(field) or 0) > p)
-                out[f"fast_{p:g}_{base}"] = fast / len(over) if over else None
-            ups = [r[field] for r in over if r.get("correct") and r.get(field)]
-            out[f"geomean_{base}"] = math.exp(sum(math.log(u) for u in ups) / len(ups)) if ups else None
-        # Rows the pass rejected count too: every seed is the strategist's, honest, so how far below its
-        # traced kernels a timed median falls is the room the forensic margin must leave.
-        ratios = sorted(r["runtime_ms"] / r["forensic"]["per_call_ms"] for r in timed
-                        if r.get("runtime_ms") and (r.get("forensic") or {}).get("per_call_ms"))
-        if ratios:
-            out["timed_over_traced"] = {"rows": len(ratios), "min": round(ratios[0], 3),
-                                        "p10": round(ratios[len(ratios) // 10], 3),
-                                        "median": round(ratios[len(ratios) // 2], 3)}
-    return out
-
-
-def table(results: dict[str, dict[str, Any]]) -> str:
-    lines = ["| problem | covered / correct | plan or reason | x eager | x compile |", "|---|---|---|---|---|"]
-    for name, r in results.items():
-        ok = r.get("correct", r.get("covered"))
-        what = r.get("plan") or r.get("reason") or ""
-        up = f"{r['speedup']:.2f}" if r.get("speedup") else ""
-        vc = f"{r['speedup_vs_compile']:.2f}" if r.get("speedup_vs_compile") else ""
-        lines.append(f"| {name} | {'yes' if ok else 'no'} | {str(what)[:120]} | {up} | {vc} |")
-    return "\n".join(lines)
 
 
 DEFAULT_TIMEOUT_S = {"coverage": 300.0, "cpu-judge": 900.0, "gpu-seed": 900.0, "optimize": 3600.0}

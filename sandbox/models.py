@@ -252,6 +252,9 @@ class Verdict(BaseModel):
     telemetry: dict | None = None
     forensic: dict | None = None
     """The forensic pass's findings (kernels seen, their time per call) where one ran."""
+    clock: dict | None = None
+    """What the judge's clock check decided from (``timing.clock_figures``): the wall time per timed call
+    left unexplained beyond the reference's, the allowance, the median call (ms)."""
     harness_overhead_s: float | None = None
     """Wall time of the evaluation minus the candidate's import, first call and timed calls."""
     phases: dict[str, float] = Field(default_factory=dict)

@@ -166,7 +166,8 @@ def test_a_seed_judged_on_a_gpu_keeps_its_times_and_on_the_cpu_only_its_verdict(
     verdict = {"correct": True, "reason": None, "runtime_ms": 1.0, "reference_runtime_ms": 2.0,
                "compile_runtime_ms": 1.5, "speedup": 2.0, "speedup_vs_compile": 1.5, "assurance": "forensic: ...",
                "phases": {"timing": 1.0}, "wall_s": 9.0, "launches": {"k": 3},
-               "forensic": {"per_call_ms": 1.25, "custom_share": 1.0}}
+               "forensic": {"per_call_ms": 1.25, "custom_share": 1.0},
+               "clock": {"unexplained_ms": 0.15, "allowed_ms": 0.6, "call_ms": 1.0}}
 
     def run_within(cmd, timeout_s, gpu=None):  # noqa: ANN001, ANN202 - the CLI processes, stood in
         commands.append(cmd)
@@ -184,6 +185,10 @@ def test_a_seed_judged_on_a_gpu_keeps_its_times_and_on_the_cpu_only_its_verdict(
         assert bench.summary({"a": row})["geomean_compile"] == pytest.approx(1.5)
         # the forensic pass's traced time per call is kept beside the timed median, and summarised
         assert bench.summary({"a": row})["timed_over_traced"] == {"rows": 1, "min": 0.8, "p10": 0.8, "median": 0.8}
+        # and the clock check's figures: the wall time left unexplained, beside its allowance
+        room = bench.summary({"a": row, "b": {**row, "clock": {**row["clock"], "unexplained_ms": -0.05}}})["clock_room"]
+        assert room["unexplained_ms"]["max"] == 0.15 and room["unexplained_ms"]["min"] == -0.05
+        assert room["share_of_allowance"]["max"] == 0.25 and room["share_of_allowance"]["rows"] == 2
     else:
         assert not {"speedup", "speedup_vs_compile", "runtime_ms"} & set(row)
 

@@ -135,11 +135,14 @@ def impossible_calls(block: Block) -> list[int]:
     return [i for i, (t, w) in enumerate(zip(block.times_ms, block.wall_ms)) if t > w + 0.05]
 
 
-def unexplained_problem(candidate: Block, reference: Block, device: str, reference_scale: float = 1.0) -> str | None:
-    """Did the candidate's calls take more wall time beyond their reported times than the reference's?
-    ``reference_scale`` (at most 1) shrinks the reference's own: where the re-timed reference ran slower
-    than its cached baseline, whatever slowed it (a candidate loading the GPU while the oracle works,
-    say) must not widen the room the candidate's reported times get."""
+def unexplained_figures(candidate: Block, reference: Block, device: str,
+                        reference_scale: float = 1.0) -> tuple[float, float, float] | None:
+    """``(extra, allowed, call)`` in ms: the median wall time per call the candidate's reported times
+    leave unexplained beyond the reference's own, what the rule allows, and the candidate's median call
+    (None without calls on both sides). ``reference_scale`` (at most 1) shrinks the reference's own:
+    where the re-timed reference ran slower than its cached baseline, whatever slowed it (a candidate
+    loading the GPU while the oracle works, say) must not widen the room the candidate's reported times
+    get."""
     if not candidate.times_ms or not reference.times_ms:
         return None
     harness = reference.unexplained_ms() * min(reference_scale, 1.0)
@@ -149,8 +152,16 @@ def unexplained_problem(candidate: Block, reference: Block, device: str, referen
     digest = statistics.median(reference.digest_ms) if reference.digest_ms else 0.0
     allowed = (UNEXPLAINED_FRACTION[kind] * call + UNEXPLAINED_MS[kind]
                + UNEXPLAINED_OF_HARNESS[kind] * max(harness - digest, 0.0))
-    if extra <= allowed:
+    return extra, allowed, call
+
+
+def unexplained_problem(candidate: Block, reference: Block, device: str, reference_scale: float = 1.0) -> str | None:
+    """Did the candidate's calls take more wall time beyond their reported times than the reference's
+    (:func:`unexplained_figures`)?"""
+    figures = unexplained_figures(candidate, reference, device, reference_scale)
+    if figures is None or figures[0] <= figures[1]:
         return None
+    extra, allowed, call = figures
     return (f"each timed call took {extra:.3g} ms more wall time beyond its reported {call:.3g} ms than the "
             f"reference's calls did (allowed {allowed:.3g} ms): work outside the timed window, or a time "
             "reported short")
@@ -172,9 +183,26 @@ def clock_problem(blocks: Sequence[Block], reference: Block | None, device: str,
     re-timed reference ran slower, its share shrinks by as much (``reference_scale``)."""
     if reference is None or not reference.times_ms:
         return None
+    return unexplained_problem(merged(blocks), reference, device, _reference_scale(reference, device, eager_ms))
+
+
+def clock_figures(blocks: Sequence[Block], reference: Block | None, device: str,
+                  eager_ms: float | None) -> dict[str, float] | None:
+    """What :func:`clock_problem` decided from, for the verdict: the wall time per call left unexplained
+    beyond the reference's, the allowance, the median call (ms). Honest candidates' figures are what an
+    allowance must clear, and what a tighter one would be set from."""
+    if reference is None or not reference.times_ms:
+        return None
+    figures = unexplained_figures(merged(blocks), reference, device, _reference_scale(reference, device, eager_ms))
+    if figures is None:
+        return None
+    return {name: round(value, 4) for name, value in zip(("unexplained_ms", "allowed_ms", "call_ms"), figures)}
+
+
+def _reference_scale(reference: Block, device: str, eager_ms: float | None) -> float:
     rerun = statistics.median(reference.times_ms)
     slower = rerun / eager_ms if eager_ms and device == "cuda" else 1.0
-    return unexplained_problem(merged(blocks), reference, device, 1.0 / max(slower, 1.0))
+    return 1.0 / max(slower, 1.0)
 
 
 def drift_allowance(eager: TimingStats, noise_pct: float | None) -> float:

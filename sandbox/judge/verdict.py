@@ -12,6 +12,7 @@ from kernelevo.sandbox.judge import rules
 from kernelevo.sandbox.judge.ceilings import speed_of_light_ms
 from kernelevo.sandbox.judge.record import Record
 from kernelevo.sandbox.judge.timing import (
+    clock_figures,
     clock_problem,
     drift_allowance,
     fastest_pace,
@@ -113,7 +114,9 @@ def _judge_times(verdict: Verdict, task: Task, baseline: ReferenceResult, ceilin
     verdict.host_ms = statistics.median(h for block in record.blocks for h in block.host_ms)
     rerun = stats(record.reference_block.times_ms).median_ms if record.reference_block and \
         record.reference_block.times_ms else None
-    _cross_check(record, checks, baseline.eager.median_ms if baseline.eager else None)
+    eager_ms = baseline.eager.median_ms if baseline.eager else None
+    _cross_check(record, checks, eager_ms)
+    verdict.clock = clock_figures(record.blocks, record.reference_block, record.device, eager_ms)
     if record.device != "cuda":
         verdict.timing = "cpu-interpreter"
         if record.reference_block and record.reference_block.times_ms:
