@@ -70,7 +70,7 @@ def judge(folder: Path, n: int, repeats: int, forensic: bool, cache: Path) -> li
         rows.append({"correct": verdict.correct, "reason": verdict.reason, "runtime_ms": verdict.runtime_ms,
                      "eager_ms": verdict.reference_runtime_ms, "noise_pct": verdict.noise_pct,
                      "wall_s": verdict.wall_s, "phases": verdict.phases, "assurance": verdict.assurance,
-                     "forensic": verdict.forensic, "calls": call_parts(trace)})
+                     "forensic": verdict.forensic, "clock": verdict.clock, "calls": call_parts(trace)})
         print(json.dumps({"n": n, "forensic": forensic, **rows[-1]}), flush=True)
     return rows
 
