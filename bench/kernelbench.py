@@ -56,7 +56,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kernelbench_summary import FAST_P, summary, table  # noqa: E402,F401 - a sibling script, not a package
+from kernelbench_summary import summary, table  # noqa: E402 - a sibling script, not a package
 from odd_sizes import write_odd_copy  # noqa: E402 - a sibling script, not a package
 
 SUITE = ROOT.parent / "shared" / "kernelbench"
@@ -331,18 +331,34 @@ def worker_devices(gpus: int, jobs: int) -> list[str | None]:
 def sweep(args: argparse.Namespace, files: list[Path], store: dict[str, Any], section: dict[str, Any]) -> None:
     """The problems of ``files`` not yet in ``section``, ``args.jobs`` at a time, each row written to
     ``args.out`` as it finishes. No problem starts with less than ``MIN_PROBLEM_S`` left of
-    ``--stop-after``; one cut short by it is not recorded, and no other starts after it. A problem that
-    ran past its limit while others shared the GPU (a large one waits for device memory the others hold)
-    is judged again at the end, alone, with ``ALONE_LIMIT_FACTOR`` times the limit."""
+    ``--stop-after``; one cut short by it is not recorded, and no other starts after it. On a GPU a
+    problem that ran past its limit while others shared it (a large one waits for device memory the
+    others hold) is recorded as ``crowded`` and judged alone, with ``ALONE_LIMIT_FACTOR`` times the
+    limit: at the end of this sweep if time is left, else first in the next one."""
     began = time.monotonic()
-    todo = iter([(n, p) for n, p in enumerate(files, 1) if _wanted(args, store, section, p)])
+    wanted = [(n, p) for n, p in enumerate(files, 1) if _wanted(args, store, section, p)]
+    alone = [(n, p) for n, p in wanted if section.get(key_of(p), {}).get("crowded")]
+    todo = iter([item for item in wanted if item not in alone])
     guard, stopped = threading.Lock(), threading.Event()
     jobs = max(args.jobs, args.gpus, 1)
-    shared = jobs > max(args.gpus, 1)  # workers take turns on a GPU (with --gpus N each may have its own)
-    crowded: list[tuple[int, Path]] = []
+    # workers take turns on a GPU (with --gpus N each may have its own); a CPU sweep's limits are its own
+    shared = jobs > max(args.gpus, 1) and args.mode in ("gpu-seed", "optimize")
+    card = device_name() if args.mode in ("gpu-seed", "optimize") else None
+    devices = worker_devices(args.gpus, jobs)
 
     def left_s() -> float | None:
         return None if args.stop_after is None else args.stop_after - (time.monotonic() - began)
+
+    def by_itself(items: list[tuple[int, Path]]) -> None:
+        for number, path in sorted(items):
+            item = None if stopped.is_set() else _started(args, (number, path), len(files), left_s(), stopped,
+                                                          ALONE_LIMIT_FACTOR)
+            if item is None:
+                return
+            row = {**_row(args, path, item[2], devices[0], card), "alone": True}
+            if _past_limit(row):  # past it even alone: the next sweep tries it alone first again
+                row["crowded"] = True
+            _record(args, store, section, number, len(files), path, row, item[3], stopped)
 
     def next_problem() -> tuple[int, Path, float, bool] | None:
         with guard:
@@ -355,27 +371,20 @@ def sweep(args: argparse.Namespace, files: list[Path], store: dict[str, Any], se
             row = _row(args, path, limit, gpu, card)
             with guard:
                 if shared and not cut and _past_limit(row):
-                    print(f"[{number}/{len(files)}] {key_of(path)}: {row['reason']} beside other problems; "
-                          "judged again alone at the end", flush=True)
-                    crowded.append((number, path))
-                    continue
+                    print(f"[{number}/{len(files)}] {key_of(path)}: beside other problems; judged alone later",
+                          flush=True)
+                    row["crowded"] = True
+                    alone.append((number, path))
                 _record(args, store, section, number, len(files), path, row, cut, stopped)
 
-    card = device_name() if args.mode in ("gpu-seed", "optimize") else None
-    devices = worker_devices(args.gpus, jobs)
+    by_itself(alone)  # those an earlier sweep found crowded, before the others take the GPU
+    alone.clear()
     workers = [threading.Thread(target=work, args=(gpu,)) for gpu in devices]
     for worker in workers:
         worker.start()
     for worker in workers:
         worker.join()
-    for number, path in sorted(crowded):
-        if stopped.is_set():
-            break
-        item = _started(args, (number, path), len(files), left_s(), stopped, ALONE_LIMIT_FACTOR)
-        if item is not None:
-            _, _, limit, cut = item
-            row = {**_row(args, path, limit, devices[0], card), "alone": True}
-            _record(args, store, section, number, len(files), path, row, cut, stopped)
+    by_itself(alone)
 
 
 def _started(args: argparse.Namespace, item: tuple[int, Path], count: int, left: float | None,
@@ -413,6 +422,11 @@ def _past_limit(row: dict[str, Any]) -> bool:
     return bool(row.get("harness")) and "took over" in str(row.get("reason"))
 
 
+def _timed_out(row: dict[str, Any]) -> bool:
+    """A rejection for the judge's own time limit, which a crowded GPU can cause as the bench's can."""
+    return not row.get("correct") and "timed out after" in str(row.get("reason"))
+
+
 def _record(args: argparse.Namespace, store: dict[str, Any], section: dict[str, Any], number: int, count: int,
             path: Path, row: dict[str, Any], cut: bool, stopped: threading.Event) -> None:
     """Write ``row`` to ``args.out``, unless ``--stop-after`` cut it short (then nothing more starts)."""
@@ -421,7 +435,7 @@ def _record(args: argparse.Namespace, store: dict[str, Any], section: dict[str, 
               flush=True)
         stopped.set()
         return
-    if row.get("harness") and _fills(args, section.get(key_of(path))):
+    if _fills(args, section.get(key_of(path))) and (row.get("harness") or _timed_out(row)):
         print(f"[{number}/{count}] {key_of(path)}: {row.get('reason')}; its lean row stays", flush=True)
         return
     section[key_of(path)] = row

@@ -61,8 +61,11 @@ def clock_room(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     """How much of the judge's clock allowance honest seeds used: the wall time per call each left
     unexplained beyond the reference's (ms), and as a share of its allowance. Every seed is the
     strategist's, honest, so the largest is the room a tighter allowance must leave."""
-    figures = [r["clock"] for r in rows if (r.get("clock") or {}).get("allowed_ms")]
+    kept = [r["clock"] for r in rows if (r.get("clock") or {}).get("allowed_ms")]
+    # a round the check doubted and timed again is an honest seed's outlier: the room must cover it too
+    figures = kept + [f["first_round"] for f in kept if (f.get("first_round") or {}).get("allowed_ms")]
     if not figures:
         return None
     return {"unexplained_ms": _quantiles([f["unexplained_ms"] for f in figures]),
-            "share_of_allowance": _quantiles([f["unexplained_ms"] / f["allowed_ms"] for f in figures])}
+            "share_of_allowance": _quantiles([f["unexplained_ms"] / f["allowed_ms"] for f in figures]),
+            "retried": len(figures) - len(kept)}

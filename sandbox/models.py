@@ -254,7 +254,8 @@ class Verdict(BaseModel):
     """The forensic pass's findings (kernels seen, their time per call) where one ran."""
     clock: dict | None = None
     """What the judge's clock check decided from (``timing.clock_figures``): the wall time per timed call
-    left unexplained beyond the reference's, the allowance, the median call (ms)."""
+    left unexplained beyond the reference's, the allowance, the median call (ms); where a first round
+    was doubted and timed again, its figures too (``first_round``)."""
     harness_overhead_s: float | None = None
     """Wall time of the evaluation minus the candidate's import, first call and timed calls."""
     phases: dict[str, float] = Field(default_factory=dict)

@@ -189,6 +189,9 @@ def test_a_seed_judged_on_a_gpu_keeps_its_times_and_on_the_cpu_only_its_verdict(
         room = bench.summary({"a": row, "b": {**row, "clock": {**row["clock"], "unexplained_ms": -0.05}}})["clock_room"]
         assert room["unexplained_ms"]["max"] == 0.15 and room["unexplained_ms"]["min"] == -0.05
         assert room["share_of_allowance"]["max"] == 0.25 and room["share_of_allowance"]["rows"] == 2
+        doubted = {**row, "clock": {**row["clock"], "first_round": {"unexplained_ms": 0.9, "allowed_ms": 0.6}}}
+        room = bench.summary({"a": doubted})["clock_room"]
+        assert room["retried"] == 1 and room["share_of_allowance"]["max"] == 1.5
     else:
         assert not {"speedup", "speedup_vs_compile", "runtime_ms"} & set(row)
 
@@ -248,6 +251,7 @@ def test_a_problem_past_its_limit_beside_others_is_judged_again_alone_with_a_lon
         return {"correct": True, "speedup": 1.5}
 
     monkeypatch.setattr(bench, "run_one", run_one)
+    monkeypatch.setattr(bench, "device_name", lambda: None)  # rows the same on a machine with a GPU
     out = tmp_path / "kb.json"
     monkeypatch.setattr(sys, "argv", ["kernelbench.py", "--mode", "gpu-seed", "--suite", str(tmp_path / "suite"),
                                       "--levels", "1", "--jobs", "2", "--timeout", "100", "--out", str(out)])
@@ -258,6 +262,15 @@ def test_a_problem_past_its_limit_beside_others_is_judged_again_alone_with_a_lon
     assert rows["level1/3_Slow"]["harness"] and rows["level1/3_Slow"]["alone"]
     assert sorted(calls) == [("1_Big", 100.0), ("1_Big", 200.0), ("2_Fine", 100.0), ("3_Slow", 100.0),
                              ("3_Slow", 200.0)]
+    # a sweep that stopped before the retry left the row marked: the next runs it first, alone
+    store = json.loads(out.read_text())
+    store["gpu-seed"]["level1/1_Big"] = {"correct": False, "harness": True, "crowded": True, "reason": "took over"}
+    store["gpu-seed"].pop("level1/2_Fine")
+    out.write_text(json.dumps(store))
+    calls.clear()
+    bench.main()
+    assert calls[0] == ("1_Big", 200.0) and ("2_Fine", 100.0) in calls
+    assert json.loads(out.read_text())["gpu-seed"]["level1/1_Big"]["alone"]
 
 
 def test_fill_lean_judges_lean_rows_again_and_keeps_them_where_the_harness_fails(
@@ -271,22 +284,26 @@ def test_fill_lean_judges_lean_rows_again_and_keeps_them_where_the_harness_fails
     bench = _bench("kernelbench")
     suite = tmp_path / "suite" / "level1"
     suite.mkdir(parents=True)
-    for name in ("1_Lean.py", "2_Full.py", "3_LeanWrong.py", "4_LeanSlow.py"):
+    for name in ("1_Lean.py", "2_Full.py", "3_LeanWrong.py", "4_LeanSlow.py", "5_LeanTimedOut.py"):
         (suite / name).write_text("")
     out = tmp_path / "kb.json"
     lean = {"correct": True, "speedup": 1.2, "lean": True}
     out.write_text(json.dumps({"gpu-seed": {
         "level1/1_Lean": lean, "level1/2_Full": {"correct": True, "speedup": 2.0, "speedup_vs_compile": 1.5},
-        "level1/3_LeanWrong": {"correct": False, "lean": True}, "level1/4_LeanSlow": lean}}))
+        "level1/3_LeanWrong": {"correct": False, "lean": True}, "level1/4_LeanSlow": lean,
+        "level1/5_LeanTimedOut": lean}}))
     ran: list[str] = []
 
     def run_one(args, path, limit, gpu=None):  # noqa: ANN001, ANN202 - the sweep's problem runner, stood in
         ran.append(path.stem)
         if path.stem == "4_LeanSlow":
             return {"correct": False, "harness": True, "reason": f"judging took over {limit:.0f} s"}
+        if path.stem == "5_LeanTimedOut":  # the judge's own limit, not the bench's
+            return {"correct": False, "reason": "sandboxed run: timed out after 223 s during timed block 1"}
         return {"correct": True, "speedup": 1.25, "speedup_vs_compile": 1.1}
 
     monkeypatch.setattr(bench, "run_one", run_one)
+    monkeypatch.setattr(bench, "device_name", lambda: None)  # rows the same on a machine with a GPU
     argv = ["kernelbench.py", "--mode", "gpu-seed", "--suite", str(tmp_path / "suite"), "--levels", "1",
             "--out", str(out)]
     monkeypatch.setattr(sys, "argv", argv)
@@ -295,9 +312,10 @@ def test_fill_lean_judges_lean_rows_again_and_keeps_them_where_the_harness_fails
     monkeypatch.setattr(sys, "argv", argv + ["--fill-lean"])
     bench.main()
     rows = json.loads(out.read_text())["gpu-seed"]
-    assert ran == ["1_Lean", "4_LeanSlow"]
+    assert ran == ["1_Lean", "4_LeanSlow", "5_LeanTimedOut"]
     assert rows["level1/1_Lean"] == {"correct": True, "speedup": 1.25, "speedup_vs_compile": 1.1}
     assert rows["level1/4_LeanSlow"] == lean and rows["level1/3_LeanWrong"] == {"correct": False, "lean": True}
+    assert rows["level1/5_LeanTimedOut"] == lean
     ran.clear()
     monkeypatch.setattr(sys, "argv", argv + ["--fill-lean", "--lean"])
     bench.main()

@@ -152,12 +152,14 @@ def test_a_reference_slowed_while_re_timed_does_not_widen_the_clock_check() -> N
     record.reference_block = block(4.0, overhead=3.3)  # twice its baseline, and 3.3 ms beyond its events
     verdict = judge(task(), "c.py", [], baseline, None, record, None)
     assert not verdict.correct and verdict.reason.startswith("times agree with the judge's clock")
-    # the verdict keeps what the check decided from: 3.3 - 0.3 (the reference's share, scaled by half)
+    # the verdict keeps what the check decided from: 3.3 beyond the calls, less the reference's 3.3 x 0.5
     assert verdict.clock == {"unexplained_ms": pytest.approx(1.65), "allowed_ms": pytest.approx(0.85 + 0.15 * 1.65),
                              "call_ms": 1.0}
     record.reference_block = block(2.0, overhead=3.3)  # the same wall time from a reference at its baseline
+    record.clock_first = {"unexplained_ms": 0.9, "allowed_ms": 0.85, "call_ms": 1.0}  # a doubted first round
     verdict = judge(task(), "c.py", [], baseline, None, record, None)
     assert verdict.correct and verdict.clock["unexplained_ms"] == pytest.approx(0.0)
+    assert verdict.clock["first_round"] == record.clock_first
 
 
 def test_times_longer_than_the_judges_clock_are_impossible() -> None:

@@ -66,6 +66,8 @@ class Record:
     """Why the first round of timed calls was timed again: its calls took more wall time beyond their
     reported times than the judge's clock allows (``timing.clock_problem``). Only the second round's
     blocks are kept."""
+    clock_first: dict | None = None
+    """The first round's clock figures (``timing.clock_figures``) where it was timed again."""
     graph_block: Block | None = None
     """``--cuda-graph``: the candidate's replays of its captured forward."""
     graph_reference_block: Block | None = None

@@ -17,7 +17,7 @@ from kernelevo.sandbox.judge import rules, sampled, telemetry
 from kernelevo.sandbox.judge.plan import SessionPart, Stop, fresh_seed, trace_line
 from kernelevo.sandbox.judge.record import PrecisionSums
 from kernelevo.sandbox.judge.reported import reported_ms
-from kernelevo.sandbox.judge.timing import PACE_MEASUREMENTS, Block, clock_problem
+from kernelevo.sandbox.judge.timing import PACE_MEASUREMENTS, Block, clock_figures, clock_problem
 
 CHECK_MS_PER_GB = 600.0
 """What a timed-output check costs per GB of the reference's output, charged against its block's
@@ -58,6 +58,8 @@ class TimedCalls(SessionPart):
             if self._imprecise():
                 return
             self.record.clock_retry = doubt
+            self.record.clock_first = clock_figures(self.record.blocks, self.record.reference_block,
+                                                    self.plan.device, self.plan.eager_ms)
             self.record.blocks, self.record.reference_block = [], None
             self.record.timed_precision = PrecisionSums()
             again = self._timed_round()

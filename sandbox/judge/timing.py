@@ -31,13 +31,15 @@ for the same work (measured on an H200 with honest Triton kernels of 20-30 us: 0
 more than the oracle). Host work that the launch cover hides adds no wall time (the GPU is busy with
 the cover meanwhile, on both sides), so this is the harness's own per-request work in that process;
 the cause is not found yet. Until it is, a call may report up to this much less than it took without
-this check noticing; on a GPU the forensic trace bounds the kernels' part from below."""
+this check noticing; on a GPU the forensic trace bounds the kernels' part from below, for a candidate
+that runs the same work when traced (docs/EVALUATION.md)."""
 UNEXPLAINED_OF_HARNESS = {"cuda": 0.15, "cpu": 0.0}
 """And this share of the reference's own unexplained time per call, on a GPU: the harness's work
 around a call (the input refill, the output's digest), which the candidate's process does too, runs a
 few percent slower there than in the oracle (measured on an H200: 0.25 ms of 4 ms per call at 9M
 values), and grows with the output's size. On a GPU the forensic kernel trace also bounds a time from
-below (by 0.8 of its kernels' traced time); without it, this allowance is what a time may be short by."""
+below (by 0.8 of its kernels' traced time) where the candidate runs the same work when traced; where it
+does not, this allowance is what a time may be short by."""
 
 
 TIE_BAND = 0.03

@@ -117,6 +117,8 @@ def _judge_times(verdict: Verdict, task: Task, baseline: ReferenceResult, ceilin
     eager_ms = baseline.eager.median_ms if baseline.eager else None
     _cross_check(record, checks, eager_ms)
     verdict.clock = clock_figures(record.blocks, record.reference_block, record.device, eager_ms)
+    if verdict.clock is not None and record.clock_first is not None:  # the doubted round, thrown away
+        verdict.clock["first_round"] = record.clock_first
     if record.device != "cuda":
         verdict.timing = "cpu-interpreter"
         if record.reference_block and record.reference_block.times_ms:
