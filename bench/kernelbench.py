@@ -56,7 +56,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kernelbench_summary import summary, table  # noqa: E402 - a sibling script, not a package
+from kernelbench_summary import past_limit, summary, table, timed_out  # noqa: E402 - a sibling script, not a package
 from odd_sizes import write_odd_copy  # noqa: E402 - a sibling script, not a package
 
 SUITE = ROOT.parent / "shared" / "kernelbench"
@@ -351,26 +351,28 @@ def sweep(args: argparse.Namespace, files: list[Path], store: dict[str, Any], se
 
     def by_itself(items: list[tuple[int, Path]]) -> None:
         for number, path in sorted(items):
-            item = None if stopped.is_set() else _started(args, (number, path), len(files), left_s(), stopped,
-                                                          ALONE_LIMIT_FACTOR)
-            if item is None:
+            started = None if stopped.is_set() else _started(args, number, path, len(files), left_s(), stopped,
+                                                             ALONE_LIMIT_FACTOR)
+            if started is None:
                 return
-            row = {**_row(args, path, item[2], devices[0], card), "alone": True}
-            if _past_limit(row):  # past it even alone: the next sweep tries it alone first again
+            limit, cut = started
+            row = {**_row(args, path, limit, devices[0], card), "alone": True}
+            if past_limit(row):  # past it even alone: the next sweep tries it alone first again
                 row["crowded"] = True
-            _record(args, store, section, number, len(files), path, row, item[3], stopped)
+            _record(args, store, section, number, len(files), path, row, cut, stopped)
 
     def next_problem() -> tuple[int, Path, float, bool] | None:
         with guard:
             item = None if stopped.is_set() else next(todo, None)
-            return None if item is None else _started(args, item, len(files), left_s(), stopped)
+            started = None if item is None else _started(args, *item, len(files), left_s(), stopped)
+            return None if item is None or started is None else (*item, *started)
 
     def work(gpu: str | None) -> None:
         while (item := next_problem()) is not None:
             number, path, limit, cut = item
             row = _row(args, path, limit, gpu, card)
             with guard:
-                if shared and not cut and _past_limit(row):
+                if shared and not cut and past_limit(row):
                     print(f"[{number}/{len(files)}] {key_of(path)}: beside other problems; judged alone later",
                           flush=True)
                     row["crowded"] = True
@@ -387,19 +389,17 @@ def sweep(args: argparse.Namespace, files: list[Path], store: dict[str, Any], se
     by_itself(alone)
 
 
-def _started(args: argparse.Namespace, item: tuple[int, Path], count: int, left: float | None,
-             stopped: threading.Event, factor: float = 1.0) -> tuple[int, Path, float, bool] | None:
-    """``(number, path, limit, cut by --stop-after)`` for a problem about to start, announced; None (and
-    the sweep stopped) where too little of ``--stop-after`` is left."""
-    number, path = item
+def _started(args: argparse.Namespace, number: int, path: Path, count: int, left: float | None,
+             stopped: threading.Event, factor: float = 1.0) -> tuple[float, bool] | None:
+    """``(limit, cut by --stop-after)`` for a problem about to start, announced; None (and the sweep
+    stopped) where too little of ``--stop-after`` is left."""
     limit = factor * (args.timeout or DEFAULT_TIMEOUT_S[args.mode])
     if left is not None and left < MIN_PROBLEM_S:
         print(f"stopping after {args.stop_after:.0f} s; run again to go on", flush=True)
         stopped.set()
         return None
-    cut = left is not None and left < limit
     print(f"[{number}/{count}] {key_of(path)}: started (at most {min(limit, left or limit):.0f} s)", flush=True)
-    return number, path, (min(limit, left) if cut and left is not None else limit), cut
+    return (limit, False) if left is None or left >= limit else (left, True)
 
 
 def _row(args: argparse.Namespace, path: Path, limit: float, gpu: str | None, card: str | None) -> dict[str, Any]:
@@ -418,24 +418,15 @@ def _fills(args: argparse.Namespace, row: dict[str, Any] | None) -> bool:
     return bool(args.fill_lean and not args.lean and row and row.get("lean") and row.get("correct"))
 
 
-def _past_limit(row: dict[str, Any]) -> bool:
-    return bool(row.get("harness")) and "took over" in str(row.get("reason"))
-
-
-def _timed_out(row: dict[str, Any]) -> bool:
-    """A rejection for the judge's own time limit, which a crowded GPU can cause as the bench's can."""
-    return not row.get("correct") and "timed out after" in str(row.get("reason"))
-
-
 def _record(args: argparse.Namespace, store: dict[str, Any], section: dict[str, Any], number: int, count: int,
             path: Path, row: dict[str, Any], cut: bool, stopped: threading.Event) -> None:
     """Write ``row`` to ``args.out``, unless ``--stop-after`` cut it short (then nothing more starts)."""
-    if cut and _past_limit(row):
+    if cut and past_limit(row):
         print(f"[{number}/{count}] {key_of(path)}: cut short by --stop-after, not recorded; run again to go on",
               flush=True)
         stopped.set()
         return
-    if _fills(args, section.get(key_of(path))) and (row.get("harness") or _timed_out(row)):
+    if _fills(args, section.get(key_of(path))) and (row.get("harness") or timed_out(row)):
         print(f"[{number}/{count}] {key_of(path)}: {row.get('reason')}; its lean row stays", flush=True)
         return
     section[key_of(path)] = row

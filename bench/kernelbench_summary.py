@@ -1,5 +1,5 @@
 """The summary and table of a KernelBench sweep's rows (``bench/kernelbench.py``): KernelBench's fast_p
-and geometric means, and the figures the judge's margins are set from."""
+and geometric means, the figures the judge's margins are set from, and what a row's failure says."""
 
 from __future__ import annotations
 
@@ -7,6 +7,16 @@ import math
 from typing import Any
 
 FAST_P = (0.0, 1.0, 1.5, 2.0)
+
+
+def past_limit(row: dict[str, Any]) -> bool:
+    """A harness row: the bench's own time limit ran out before a verdict."""
+    return bool(row.get("harness")) and "took over" in str(row.get("reason"))
+
+
+def timed_out(row: dict[str, Any]) -> bool:
+    """A rejection for the judge's own time limit, which a crowded GPU can cause as the bench's can."""
+    return not row.get("correct") and "timed out after" in str(row.get("reason"))
 
 
 def summary(results: dict[str, dict[str, Any]]) -> dict[str, Any]:

@@ -164,14 +164,14 @@ def analyse_difference(short: list[dict[str, Any]], long: list[dict[str, Any]], 
 def _tally(found: Findings, work: list[dict[str, Any]], owned: Owned, calls: int, strict: bool,
            timed_ms: float | None, basis: str) -> Findings:
     """The rules over ``work``, the launches counted as ``calls`` calls' work (``basis`` says which)."""
-    per_stream: dict[str, float] = {}
+    streams: set[str] = set()
     custom_ns = total_ns = 0.0
     extra: Counter[str] = Counter()
     for launch in work:
         kind, name = classify(launch["name"], owned), launch["name"]
         ns = float(launch["metrics"].get("gpu__time_duration.sum") or 0.0)
-        stream = str(launch.get("stream", ""))
-        per_stream[stream] = per_stream.get(stream, 0.0) + ns
+        if ns > 0:
+            streams.add(str(launch.get("stream", "")))
         total_ns += ns
         if kind == "custom":
             found.custom_launches += 1
@@ -179,7 +179,7 @@ def _tally(found: Findings, work: list[dict[str, Any]], owned: Owned, calls: int
         elif kind == "library":
             extra[ncu.short_name(name)] += 1
     found.per_call_ms = total_ns / 1e6 / max(calls, 1)
-    found.streams = sum(1 for ns in per_stream.values() if ns > 0)
+    found.streams = len(streams)
     found.custom_share = custom_ns / total_ns if total_ns else 0.0
     found.library_extra = dict(extra)
     if found.custom_launches == 0:
