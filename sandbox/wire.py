@@ -220,3 +220,13 @@ def describe_exception(exc: BaseException, limit: int = 1500) -> str:
     if len(text) > limit:
         text = text[: limit // 2] + "\n...\n" + text[-limit // 2:]
     return text + (f" (at {', '.join(frames[-3:])})" if frames else "")
+
+
+def innermost_frames(exc: BaseException, count: int = 3) -> str:
+    """Where ``exc`` was raised: its ``count`` innermost frames, innermost first, as ``file:line
+    (function)``; for the judge's own failures (running out of device memory), whose cause lies in
+    which allocation it was, not in the message."""
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)[-count:]
+    return " < ".join(f"{Path(f.filename).name}:{f.lineno} ({f.name})" for f in reversed(frames))

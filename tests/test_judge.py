@@ -380,6 +380,34 @@ def test_an_oracle_out_of_memory_is_blamed_on_whoever_held_more_than_its_share(o
         assert "the judge ran out of device memory" in (session.record.reference_error or "")
 
 
+def test_an_oracle_out_of_memory_says_which_allocation_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The allocation that failed is the cause to fix, and a GPU run is scarce: the oracle's reply names
+    the innermost frames, ahead of torch's message, so the one line a verdict keeps carries it."""
+    import torch
+
+    from kernelevo.sandbox.judge import oracle as oracle_module
+
+    def nudged_inputs(_oracle: object, _msg: object) -> dict:
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 14.00 GiB")
+
+    sent: list[dict] = []
+
+    class Channel:
+        requests = iter([{"op": "expect"}, {"op": "finish"}])
+
+        def recv(self) -> dict:
+            return next(self.requests)
+
+        def send(self, reply: dict) -> None:
+            sent.append(reply)
+
+    monkeypatch.setitem(oracle_module.HANDLERS, "expect", nudged_inputs)
+    oracle_module.serve(Channel())
+    error = sent[1]["error"]
+    assert error.startswith("at test_judge.py:") and "(nudged_inputs)" in error.split(":", 2)[1], error
+    assert "Tried to allocate 14.00 GiB" in error and sent[1]["out_of_memory"] == {}
+
+
 def test_the_drivers_count_of_the_candidates_own_memory_decides_where_it_has_one(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """With the driver's per-process figure, only the candidate's own processes count, against 2F + 1 GiB

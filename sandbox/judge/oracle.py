@@ -468,7 +468,8 @@ def serve(channel: wire.Channel) -> None:
         except TaskError as exc:
             reply = {"ok": False, "error": str(exc), "task_error": True}
         except torch.OutOfMemoryError as exc:  # whose fault it is depends on who holds the rest
-            reply = {"ok": False, "error": wire.describe_exception(exc, 600), "out_of_memory": _device_use()}
+            reply = {"ok": False, "error": f"at {wire.innermost_frames(exc)}: {wire.describe_exception(exc, 600)}",
+                     "out_of_memory": _device_use()}
         except OSError as exc:  # a full disk is the machine's or the candidate's doing, not the reference's
             reply = {"ok": False, "error": wire.describe_exception(exc, 600),
                      "disk_full": exc.errno in (errno.ENOSPC, errno.EDQUOT)}
