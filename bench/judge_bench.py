@@ -110,6 +110,14 @@ def call_parts(trace: Path) -> dict:
                 if values:
                     parts[who][key] = round(statistics.median(values), 4)
                     parts[who][key.replace("_ms", "_counted")] = sum(v > 0 for v in values)
+            for key in ("refill_ms", "digest_ms", "handler_ms"):  # the process's own harness work (timed.py)
+                values = [c["harness"][key] for c in mine if (c.get("harness") or {}).get(key) is not None]
+                if values:
+                    parts[who][key] = round(statistics.median(values), 4)
+            handled = [c["wall_ms"] - c["harness"]["handler_ms"] for c in mine
+                       if (c.get("harness") or {}).get("handler_ms")]
+            if handled:  # the session's wall time outside the process's handler: the messages
+                parts[who]["messages_ms"] = round(statistics.median(handled), 4)
             parts[who]["lag_counted"] = sum(c["lag_ms"] > 0.02 for c in mine)
             parts[who]["calls"] = len(mine)
     return parts

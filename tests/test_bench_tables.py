@@ -484,3 +484,35 @@ def test_an_error_in_place_of_a_verdict_is_a_harness_row_that_says_so(tmp_path: 
     row = bench.judge_seed(tmp_path / "task.py", 60.0, timed=True)
     assert row["harness"] and not row["correct"]
     assert "exit 5" in row["reason"] and "waited too long for the GPU" in row["reason"]
+
+
+def test_the_clock_bench_splits_each_processs_request_into_refill_digest_and_messages(tmp_path: Path) -> None:
+    """Which part of a timed request the candidate's process pays more for than the oracle (the clock's
+    fixed allowance exists for that gap): the medians of each part, and the wall time outside the
+    handler, per process."""
+    bench = _bench("judge_bench")
+    trace = tmp_path / "trace.jsonl"
+
+    def line(who: str, wall: float, refill: float, digest: float, handler: float) -> str:
+        return json.dumps({"who": who, "op": "timed", "gpu_ms": 0.02, "lag_ms": 0.0, "host_ms": 0.01,
+                           "wall_ms": wall, "parts": {}, "harness": {"refill_ms": refill, "digest_ms": digest,
+                                                                     "handler_ms": handler}})
+
+    rows = [line("worker", 1.5, 0.6, 0.3, 1.0), line("worker", 1.7, 0.8, 0.3, 1.2), line("oracle", 1.0, 0.5, 0.2, 0.8),
+            line("oracle", 1.0, 0.5, 0.2, 0.8), json.dumps({"who": "worker", "op": "timed", "gpu_ms": 0.02,
+                                                            "lag_ms": 0.0, "host_ms": 0.01, "wall_ms": 1.6})]
+    trace.write_text("\n".join(rows) + "\n")
+    parts = bench.call_parts(trace)
+    assert parts["worker"]["refill_ms"] == 0.7 and parts["worker"]["messages_ms"] == 0.5
+    assert parts["oracle"]["messages_ms"] == 0.2 and parts["oracle"]["digest_ms"] == 0.2
+    assert parts["worker"]["calls"] == 3  # a reply without the parts still counts as a call
+
+
+def test_the_harness_parts_of_a_timed_request_add_up() -> None:
+    from kernelevo.sandbox.child.timed import HarnessParts
+
+    harness = HarnessParts()
+    for _ in range(3):
+        harness.mark()
+    figures = harness.figures()
+    assert 0 <= figures["refill_ms"] <= figures["handler_ms"] and 0 <= figures["digest_ms"] <= figures["handler_ms"]

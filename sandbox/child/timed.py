@@ -140,6 +140,25 @@ class GraphTimedCall:
         return self.out
 
 
+class HarnessParts:
+    """Where a timed request's time goes in the process that serves it, beside the call: the refill of
+    its inputs, the output's digest, the whole handler (the rest of the session's wall time is the
+    messages). Read by the timing benchmarks to find which of them the candidate's process pays more
+    for than the oracle; a candidate's figures are its own word, so no verdict reads them."""
+
+    def __init__(self) -> None:
+        self.marks = [_perf_counter()]
+
+    def mark(self) -> None:
+        """The end of the next part: the refill, then the call, then the digest."""
+        self.marks.append(_perf_counter())
+
+    def figures(self) -> dict[str, float]:
+        begun, refilled, called, digested = (self.marks + [_perf_counter()] * 4)[:4]
+        return {"refill_ms": (refilled - begun) * 1e3, "digest_ms": (digested - called) * 1e3,
+                "handler_ms": (digested - begun) * 1e3}
+
+
 def flat_outputs(out: Any) -> list[Any]:
     """A model's outputs as a list: a tuple or list of outputs, or one."""
     return list(out) if isinstance(out, (tuple, list)) else [out]

@@ -45,6 +45,7 @@ from kernelevo.sandbox.child.importing import import_candidate  # noqa: E402
 from kernelevo.sandbox.child.launches import LaunchRecorder, OpRecorder  # noqa: E402
 from kernelevo.sandbox.child.timed import (  # noqa: E402
     GraphTimedCall,
+    HarnessParts,
     TimedCall,
     flat_outputs,
     output_digest,
@@ -277,13 +278,17 @@ class Worker:
         if self.timer is None:
             self.timer = TimedCall(self.job["device"])
         self.kept = self.earlier = None
+        harness = HarnessParts()
         with torch.no_grad():
             args = self._inputs(msg)
+            harness.mark()
             out, gpu_ms, host_ms, lag_ms = self.timer(self.model, args)
+            harness.mark()
             digest = output_digest(out, int(msg["digest_seed"])) if "digest_seed" in msg else None
+            harness.mark()
         self.kept = out
         return {"ok": True, "gpu_ms": gpu_ms, "host_ms": host_ms, "lag_ms": lag_ms, "parts": self.timer.last_parts,
-                "digest": digest}
+                "digest": digest, "harness": harness.figures()}
 
     def warm(self, msg: dict[str, Any]) -> dict[str, Any]:
         """The untimed call the session asks for right before each timed one (:func:`warm_host`)."""

@@ -29,6 +29,7 @@ from kernelevo.sandbox.child import inputs, trained_constants
 from kernelevo.sandbox.child.cached_blocks import release_cached_blocks
 from kernelevo.sandbox.child.timed import (
     GraphTimedCall,
+    HarnessParts,
     TimedCall,
     call_ms,
     flat_outputs,
@@ -272,16 +273,19 @@ class Oracle:
     def timed(self, msg: dict[str, Any]) -> dict[str, Any]:
         if self.timer is None:
             self.timer = TimedCall(self.job["device"])
+        harness = HarnessParts()
         with torch.no_grad():
             args = self.buffers.fill(self._inputs(msg))
+            harness.mark()
             out, gpu_ms, host_ms, lag_ms = self.timer(self.model, args)
-            began = time.perf_counter()
+            harness.mark()
             if "digest_seed" in msg:  # as the candidate's process does, so both walls hold the same work
                 output_digest(out, int(msg["digest_seed"]))
-            digest_ms = (time.perf_counter() - began) * 1e3
+            harness.mark()
         del out
+        figures = harness.figures()
         return {"ok": True, "gpu_ms": gpu_ms, "host_ms": host_ms, "lag_ms": lag_ms, "parts": self.timer.last_parts,
-                "digest_ms": digest_ms}
+                "digest_ms": figures["digest_ms"], "harness": figures}
 
     def warm(self, msg: dict[str, Any]) -> dict[str, Any]:
         """The untimed call before each timed one, as the candidate's process makes it."""

@@ -33,7 +33,7 @@ GRAPH_PHASE_S = 120.0
 
 def trace_call(who: str, op: str, reply: dict[str, Any], wall_ms: float) -> None:
     """Each timed call's reported parts and the session's wall time, for the timing benchmarks."""
-    fields = {k: reply.get(k) for k in ("gpu_ms", "lag_ms", "host_ms", "parts")}
+    fields = {k: reply.get(k) for k in ("gpu_ms", "lag_ms", "host_ms", "parts", "harness")}
     trace_line("KERNELEVO_TIMING_TRACE", {"who": who, "op": op, **fields, "wall_ms": wall_ms})
 
 

@@ -22,9 +22,13 @@ from kernelevo.sandbox.models import TimingStats
 MIN_DRIFT_TOLERANCE = 0.10
 MIN_DRIFT_MS = 0.05
 # Unexplained wall time per call beyond the reference's: this fraction of the call, plus this many ms.
-# On the CPU a few interpreter calls on a host busy with other processes (a spare importing torch, a
-# test suite) are all there is: the allowance only has to catch times reported far short.
-UNEXPLAINED_FRACTION = {"cuda": 0.25, "cpu": 1.0}
+# On a GPU honest calls leave no more unexplained at 10 ms than at 20 us (18 honest verdicts on an
+# H100, 0.02-10.2 ms calls: -0.50 to +0.57 ms, the largest at 3.5 ms, 0.09 ms at 10.2 ms): the
+# fraction only keeps room for what grows with the call and was not seen yet, and is what a long
+# call may be reported short by. On the CPU a few interpreter calls on a host busy with other
+# processes (a spare importing torch, a test suite) are all there is: the allowance only has to
+# catch times reported far short.
+UNEXPLAINED_FRACTION = {"cuda": 0.10, "cpu": 1.0}
 UNEXPLAINED_MS = {"cuda": 0.6, "cpu": 5.0}
 """On a GPU the candidate's process answers each timed request 0.3-0.7 ms later than the oracle does
 for the same work (measured on an H200 with honest Triton kernels of 20-30 us: 0.485 and 0.672 ms
