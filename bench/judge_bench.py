@@ -56,22 +56,25 @@ def relu_task(folder: Path, n: int):  # noqa: ANN201 - a Task
     return load_task(str(path), "full")
 
 
-def judge(folder: Path, n: int, repeats: int, forensic: bool, cache: Path) -> list[dict]:
+def judge(folder: Path, n: int, repeats: int, forensic: bool, cache: Path, per_request: int = 1) -> list[dict]:
     from kernelevo.sandbox.judge.evaluate import EvalConfig, Evaluator
+    from kernelevo.sandbox.models import TimingPolicy
 
     task = relu_task(folder, n)
     rows = []
     for k in range(repeats):  # a new Evaluator each time: fresh oracle and candidate processes
         trace = folder / f"trace-{n}-{forensic}-{k}.jsonl"
         os.environ["KERNELEVO_TIMING_TRACE"] = str(trace)
-        with Evaluator(EvalConfig(measure_compile=False, forensic=forensic, cache_dir=cache)) as ev:
+        config = EvalConfig(measure_compile=False, forensic=forensic, cache_dir=cache,
+                            timing=TimingPolicy(calls_per_request=per_request))
+        with Evaluator(config) as ev:
             verdict, _ = ev.evaluate(task, ROOT / "tests" / "candidates" / "ok_relu_empty.py")
         os.environ.pop("KERNELEVO_TIMING_TRACE")
         rows.append({"correct": verdict.correct, "reason": verdict.reason, "runtime_ms": verdict.runtime_ms,
                      "eager_ms": verdict.reference_runtime_ms, "noise_pct": verdict.noise_pct,
                      "wall_s": verdict.wall_s, "phases": verdict.phases, "assurance": verdict.assurance,
                      "forensic": verdict.forensic, "clock": verdict.clock, "calls": call_parts(trace)})
-        print(json.dumps({"n": n, "forensic": forensic, **rows[-1]}), flush=True)
+        print(json.dumps({"n": n, "forensic": forensic, "per_request": per_request, **rows[-1]}), flush=True)
     return rows
 
 
@@ -139,6 +142,9 @@ def main() -> None:
     parser.add_argument("--sizes", default=",".join(SIZES), help=f"which of {', '.join(SIZES)}")
     parser.add_argument("--search", type=int, default=0,
                         help="also judge N times on one Evaluator with the forensic pass, as a search does")
+    parser.add_argument("--calls-per-request", default="1",
+                        help="timed calls per request, a list to compare (e.g. 1,8): the clock's fixed "
+                             "allowance is shared by a request's calls, which holds if the gap is the request's")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     if args.repeats < 1 and not args.search:
@@ -156,6 +162,9 @@ def main() -> None:
             with_pass = judge(folder, n, 1, True, cache)
             result[label] = {"without_forensic": summary(without), "with_forensic": summary(with_pass),
                              "rows": without + with_pass}
+            for per_request in [int(k) for k in args.calls_per_request.split(",") if int(k) > 1]:
+                rows = judge(folder, n, args.repeats, False, cache, per_request)
+                result[f"{label} x{per_request}"] = {"without_forensic": summary(rows), "rows": rows}
     if args.out:
         args.out.write_text(json.dumps(result, indent=2))
     for label, r in result.items():
@@ -167,9 +176,15 @@ def main() -> None:
     for label, r in result.items():
         if "search" in label:
             continue
-        w, wo = r["with_forensic"], r["without_forensic"]
-        print(f"| {label} | {wo['median_ms']:.4g} | {wo['spread_pct'] or 0:.2f}% | {w['wall_s']:.2f} | "
-              f"{w['forensic_s']:.2f} | {wo['wall_s']:.2f} |")
+        wo = r["without_forensic"]
+        w = r.get("with_forensic")  # none for several calls per request: those compare the clock only
+        print(f"| {label} | {wo['median_ms']:.4g} | {wo['spread_pct'] or 0:.2f}% | "
+              f"{w['wall_s'] if w else wo['wall_s']:.2f} | {w['forensic_s'] if w else 0.0:.2f} | {wo['wall_s']:.2f} |")
+    print("clock per verdict (unexplained / allowed ms):")
+    for label, r in result.items():
+        clocks = [row.get("clock") or {} for row in r["rows"] if "clock" in row]
+        if clocks:
+            print(f"  {label}: " + ", ".join(f"{c.get('unexplained_ms')}/{c.get('allowed_ms')}" for c in clocks))
 
 
 if __name__ == "__main__":

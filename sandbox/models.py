@@ -34,6 +34,12 @@ class TimingPolicy(BaseModel):
     max_runs: int = 200
     budget_s: float = 1.0
     """Seconds of timed calls per block (candidate, reference, candidate)."""
+    calls_per_request: int = Field(default=1, ge=1, le=64)
+    """Timed calls made in one request, one after another, each on fresh inputs with its output
+    digested and kept, held together to the judge's clock: the request's own cost beyond its calls is
+    shared by them, and so is the clock's fixed allowance (``timing.UNEXPLAINED_MS``). Fewer where the
+    reference's output is large: the candidate's process keeps every output of a request until the
+    session has drawn which to check (``timed_calls.KEPT_OUTPUT_BYTES``)."""
     spot_checks: int = 3
     """Each timed call's output is shipped and checked by the oracle with chance ``spot_checks`` in
     ``min_runs``, drawn after the call and apart from every other draw (so the candidate cannot know in

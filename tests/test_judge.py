@@ -317,6 +317,36 @@ def test_the_judges_clock_catches_short_reports_and_spares_a_loaded_host() -> No
     assert unexplained_problem(block([8.0] * 5, [10.45] * 5), ref, "cuda") is not None
 
 
+def test_a_request_of_several_calls_shares_its_fixed_allowance_and_must_answer_each_call() -> None:
+    """Eight calls in one request share the request's own cost: each is allowed an eighth of the fixed
+    0.6 ms, so 0.3 ms hidden per call of a 0.05 ms kernel shows there and not in a request of one. A
+    reply that answers fewer calls than were asked for is the candidate's malformed answer."""
+    from kernelevo.sandbox.judge.timing import Block, unexplained_figures
+
+    def block(per_request: int, beyond: float) -> Block:
+        b = Block(calls_per_request=per_request)
+        for _ in range(8):
+            b.add(0.05, 0.01, 0.05 + beyond)
+        return b
+
+    single = unexplained_figures(block(1, 0.5), block(1, 0.2), "cuda")
+    assert single is not None and single[0] == pytest.approx(0.3) and single[1] == pytest.approx(0.605 + 0.03)
+    shared = unexplained_figures(block(8, 0.5), block(8, 0.2), "cuda")
+    assert shared is not None and shared[1] == pytest.approx(0.005 + 0.6 / 8 + 0.03) and shared[0] > shared[1]
+
+    class Short(_ScriptedBlock):
+        def ask(self, job, who, phase, message):  # noqa: ANN001, ANN201 - the Session's signature
+            reply = super().ask(job, who, phase, message)
+            if message["op"] == "timed":
+                reply["calls"] = reply["calls"][:-1]
+            return reply
+
+    part = Short(output_bytes=4 << 20)
+    part.plan.timing = part.plan.timing.model_copy(update={"calls_per_request": 4})
+    with pytest.raises(Stop, match="not one answer for each of the 4 calls"):
+        part._timed_block(None, "worker", "timed block 1")
+
+
 def test_cuda_graph_times_stand_beside_the_plain_time_and_are_held_to_the_clock() -> None:
     baseline, record = outcome(candidate_ms=1.0, rerun_ms=2.0)
     record.graph_block, record.graph_reference_block = block(0.8), block(1.7)
@@ -1140,11 +1170,12 @@ class _ScriptedBlock(TimedCalls):
 
     def ask(self, job, who, phase, message):  # noqa: ANN001, ANN201 - the Session's signature
         if message["op"] == "timed":
-            time.sleep(self.call_s)
-            return {"ok": True, "gpu_ms": 0.5, "lag_ms": 0.0, "host_ms": 0.01, "digest": 1}
+            time.sleep(self.call_s * len(message["calls"]))
+            return {"ok": True, "calls": [{"gpu_ms": 0.5, "lag_ms": 0.0, "host_ms": 0.01, "digest": 1}
+                                          for _ in message["calls"]]}
         return {"ok": True}
 
-    def _check_timed(self, seed, run, digest_seed, digest, whole=False):  # noqa: ANN001, ANN202
+    def _check_timed(self, seed, run, digest_seed, digest, whole=False, index=-1):  # noqa: ANN001, ANN202
         self.checked_runs.append(run)
         self.forced += [run] * whole
         return None, CHECK_MS_PER_GB * self.output_bytes / 1e9

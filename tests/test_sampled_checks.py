@@ -132,3 +132,22 @@ def test_an_honest_candidate_passes_sampled_checks(make_evaluator) -> None:
     assert verdict.correct and code == 0, verdict.reason
     timed = next(c for c in verdict.checks if c.name == "timed runs correct")
     assert timed.passed, timed.detail
+
+
+def test_several_timed_calls_in_one_request_keep_every_check_and_the_clock(make_evaluator) -> None:
+    """A request of three timed calls: each call's output is kept and shipped by its place in the
+    request (on the CPU every call is checked, so an honest candidate passes only if each shipped output
+    is its own call's, made from its own seed, sampled or whole); the request's wall time beyond its
+    calls is shared among them, and a time reported short still shows."""
+    three = _timing().model_copy(update={"calls_per_request": 3})
+    evaluator = make_evaluator(timing=three)
+    softmax = load_task("softmax", "small")
+    honest = evaluator.run_in_sandbox(softmax, candidate("ok_softmax_two_kernels"), [])
+    assert honest.correct, honest.reason
+    sampled_checks = make_evaluator(timing=_every_check_sampled().model_copy(update={"calls_per_request": 3}))
+    assert sampled_checks.run_in_sandbox(softmax, candidate("ok_softmax_two_kernels"), []).correct
+    lazy = sampled_checks.run_in_sandbox(softmax, candidate("bad_lazy_ship"), [])
+    # it makes the first call's output from the last call's inputs when asked: wrong values, or wrong bits
+    assert not lazy.correct and ("digest differs" in lazy.reason or "values outside" in lazy.reason), lazy.reason
+    forged = evaluator.run_in_sandbox(load_task("relu", "small"), candidate("bad_forged_times"), [])
+    assert not forged.correct and "more wall time" in forged.reason, forged.reason

@@ -140,6 +140,14 @@ class GraphTimedCall:
         return self.out
 
 
+def requested_calls(msg: dict[str, Any]) -> list[tuple[int, int]]:
+    """A timed request's calls: each one's input seed and the seed its output's digest is made under."""
+    calls = msg.get("calls")
+    if not isinstance(calls, list) or not calls:
+        raise ValueError("a timed request names no calls")
+    return [(int(call["seed"]), int(call["digest_seed"])) for call in calls]
+
+
 class HarnessParts:
     """Where a timed request's time goes in the process that serves it, beside the call: the refill of
     its inputs, the output's digest, the whole handler (the rest of the session's wall time is the

@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,7 @@ from kernelevo.sandbox.child.timed import (  # noqa: E402
     flat_outputs,
     output_digest,
     paced_ms,
+    requested_calls,
     warm_host,
     warm_up,
 )
@@ -140,7 +141,8 @@ class Worker:
         self.job: dict[str, Any] = {}
         self.timer: TimedCall | None = None
         self.graph: GraphTimedCall | None = None
-        self.kept: Any = None
+        self.kept: list[Any] = []
+        """The last timed request's outputs, in order, until the session asks for one."""
         self.earlier: tuple[list[Any], list[Any]] | None = None
         """The last checked call's inputs, with their copies and aliases (see :meth:`call`)."""
         self.threads_before = threading.active_count()
@@ -271,24 +273,32 @@ class Worker:
         return {"ok": True, "calls": calls}
 
     def timed(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """One timed call on fresh inputs, and a digest of its output under the request's seed; the
-        output is kept until the next call, in case the session asks for it (it decides only after
-        the call, and holds the output it ships to the digest given here)."""
+        """The request's timed calls, one after another, each on fresh inputs, with a digest of each
+        output under its own seed; the outputs are kept until the next request, in case the session
+        asks for one (it decides only after the request, and holds each output it ships to the digest
+        given here)."""
         assert self.model is not None
-        if self.timer is None:
-            self.timer = TimedCall(self.job["device"])
-        self.kept = self.earlier = None
-        harness = HarnessParts()
-        with torch.no_grad():
-            args = self._inputs(msg)
-            harness.mark()
-            out, gpu_ms, host_ms, lag_ms = self.timer(self.model, args)
-            harness.mark()
-            digest = output_digest(out, int(msg["digest_seed"])) if "digest_seed" in msg else None
-            harness.mark()
-        self.kept = out
-        return {"ok": True, "gpu_ms": gpu_ms, "host_ms": host_ms, "lag_ms": lag_ms, "parts": self.timer.last_parts,
-                "digest": digest, "harness": harness.figures()}
+        self.timer = self.timer or TimedCall(self.job["device"])
+        timer, model = self.timer, self.model
+        return self._timed_calls(msg, lambda args: timer(model, args))
+
+    def _timed_calls(self, msg: dict[str, Any], run: Callable[[list[Any]], Any]) -> dict[str, Any]:
+        self.kept, self.earlier = [], None
+        answers = []
+        for seed, digest_seed in requested_calls(msg):
+            harness = HarnessParts()
+            with torch.no_grad():
+                args = self._inputs({"seed": seed})
+                harness.mark()
+                out, gpu_ms, host_ms, lag_ms = run(args)
+                harness.mark()
+                digest = output_digest(out, digest_seed)
+                harness.mark()
+            self.kept.append(out)
+            answers.append({"gpu_ms": gpu_ms, "host_ms": host_ms, "lag_ms": lag_ms, "digest": digest,
+                            "parts": dict(self.timer.last_parts) if self.timer else {},
+                            "harness": harness.figures()})
+        return {"ok": True, "calls": answers}
 
     def warm(self, msg: dict[str, Any]) -> dict[str, Any]:
         """The untimed call the session asks for right before each timed one (:func:`warm_host`)."""
@@ -307,39 +317,44 @@ class Worker:
         return {"ok": True, "pace_ms": pace, "calls": calls}
 
     def graph_timed(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """One replay of ``forward`` captured once as a CUDA graph (``--cuda-graph``), on fresh values
-        refilled into the captured input tensors; digested and kept like a timed call's output."""
+        """Replays of ``forward`` captured once as a CUDA graph (``--cuda-graph``), on fresh values
+        refilled into the captured input tensors; digested and kept like timed calls' outputs."""
         assert self.model is not None
         if self.job["device"] != "cuda":
             return {"ok": False, "error": "CUDA graphs need a GPU"}
         self.timer = self.timer or TimedCall("cuda")
-        self.kept = None
-        with torch.no_grad():
-            if self.graph is None:
-                try:
+        self.kept = []
+        if self.graph is None:
+            try:
+                with torch.no_grad():
                     self.graph = GraphTimedCall(self.timer, self.model, self.buffers.tensors or [])
-                except Exception as exc:
-                    return {"ok": False, "error": f"capturing forward as a CUDA graph failed: "
-                            f"{wire.describe_exception(exc)}"}
-            out, gpu_ms, host_ms, lag_ms = self.graph(self._inputs(msg))  # the captured tensors, refilled
-            digest = output_digest(out, int(msg["digest_seed"])) if "digest_seed" in msg else None
-        self.kept = out
-        return {"ok": True, "gpu_ms": gpu_ms, "host_ms": host_ms, "lag_ms": lag_ms, "parts": self.timer.last_parts,
-                "digest": digest}
+            except Exception as exc:
+                return {"ok": False, "error": f"capturing forward as a CUDA graph failed: "
+                        f"{wire.describe_exception(exc)}"}
+        return self._timed_calls(msg, self.graph)  # the captured tensors, refilled
+
+    def _kept_output(self, msg: dict[str, Any]) -> tuple[Any, str | None]:
+        """The kept output the request names by its place in the last timed request (the last one
+        where it names none), handed over once; or why there is none."""
+        index = msg.get("index", -1)
+        if type(index) is not int or not -len(self.kept) <= index < len(self.kept) or self.kept[index] is None:
+            return None, "no output is kept"
+        out, self.kept[index] = self.kept[index], None
+        return out, None
 
     def ship(self, msg: dict[str, Any]) -> dict[str, Any]:
-        if self.kept is None:
-            return {"ok": False, "error": "no output is kept"}
-        reply = self._ship(self.kept, str(msg.get("name", "timed")))
-        self.kept = None
-        return reply
+        out, missing = self._kept_output(msg)
+        if missing:
+            return {"ok": False, "error": missing}
+        return self._ship(out, str(msg.get("name", "timed")))
 
     def ship_leaves(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """Leaves of the kept output, with the hashes tying them to its digest (``digest.leaf_proof``):
+        """Leaves of a kept output, with the hashes tying them to its digest (``digest.leaf_proof``):
         for each output, the leaves the request names, drawn by the session after the call."""
-        if self.kept is None:
-            return {"ok": False, "error": "no output is kept"}
-        outputs, asked = flat_outputs(self.kept), msg.get("leaves")
+        kept, missing = self._kept_output(msg)
+        if missing:
+            return {"ok": False, "error": missing}
+        outputs, asked = flat_outputs(kept), msg.get("leaves")
         if not isinstance(asked, list) or len(asked) != len(outputs):
             return {"ok": False, "error": f"leaves asked of {len(asked or [])} outputs; the call returned "
                     f"{len(outputs)}"}
@@ -356,7 +371,6 @@ class Worker:
             files.append({**proof.model_dump(), "dtype": str(value.dtype).removeprefix("torch."),
                           "shape": list(value.shape), "strides": list(value.stride()), "device": value.device.type,
                           "type_name": type(value).__name__})
-        self.kept = None
         return {"ok": True, "outputs": files}
 
     def finish(self, msg: dict[str, Any]) -> dict[str, Any]:

@@ -35,6 +35,7 @@ from kernelevo.sandbox.child.timed import (
     flat_outputs,
     output_digest,
     paced_ms,
+    requested_calls,
     tensor_digest,
     warm_host,
     warm_up,
@@ -271,21 +272,28 @@ class Oracle:
         return {"ok": True, "calls": calls}
 
     def timed(self, msg: dict[str, Any]) -> dict[str, Any]:
-        if self.timer is None:
-            self.timer = TimedCall(self.job["device"])
-        harness = HarnessParts()
-        with torch.no_grad():
-            args = self.buffers.fill(self._inputs(msg))
-            harness.mark()
-            out, gpu_ms, host_ms, lag_ms = self.timer(self.model, args)
-            harness.mark()
-            if "digest_seed" in msg:  # as the candidate's process does, so both walls hold the same work
-                output_digest(out, int(msg["digest_seed"]))
-            harness.mark()
-        del out
-        figures = harness.figures()
-        return {"ok": True, "gpu_ms": gpu_ms, "host_ms": host_ms, "lag_ms": lag_ms, "parts": self.timer.last_parts,
-                "digest_ms": figures["digest_ms"], "harness": figures}
+        """The request's timed calls of the reference, made as the candidate's process makes its own."""
+        self.timer = self.timer or TimedCall(self.job["device"])
+        timer, model = self.timer, self.model
+        return self._timed_calls(msg, lambda args: timer(model, args))
+
+    def _timed_calls(self, msg: dict[str, Any], run: Callable[[list[Any]], Any]) -> dict[str, Any]:
+        answers = []
+        for seed, digest_seed in requested_calls(msg):
+            harness = HarnessParts()
+            with torch.no_grad():
+                args = self.buffers.fill(self._inputs({"seed": seed}))
+                harness.mark()
+                out, gpu_ms, host_ms, lag_ms = run(args)
+                harness.mark()
+                output_digest(out, digest_seed)  # as the candidate's process does: both walls hold the same work
+                harness.mark()
+            del out
+            figures = harness.figures()
+            answers.append({"gpu_ms": gpu_ms, "host_ms": host_ms, "lag_ms": lag_ms,
+                            "parts": dict(self.timer.last_parts) if self.timer else {},
+                            "digest_ms": figures["digest_ms"], "harness": figures})
+        return {"ok": True, "calls": answers}
 
     def warm(self, msg: dict[str, Any]) -> dict[str, Any]:
         """The untimed call before each timed one, as the candidate's process makes it."""
@@ -315,13 +323,11 @@ class Oracle:
         if self.job["device"] != "cuda":
             return {"ok": False, "error": "CUDA graphs need a GPU"}
         self.timer = self.timer or TimedCall("cuda")
-        with torch.no_grad():
-            if self.graph is None:
+        if self.graph is None:
+            with torch.no_grad():
                 self.graph = GraphTimedCall(self.timer, self.model, self.buffers.tensors or [])
-            out, gpu_ms, host_ms, lag_ms = self.graph(self.buffers.fill(self._inputs(msg)))
-            if "digest_seed" in msg:
-                output_digest(out, int(msg["digest_seed"]))
-        return {"ok": True, "gpu_ms": gpu_ms, "host_ms": host_ms, "lag_ms": lag_ms, "parts": self.timer.last_parts}
+        graph = self.graph
+        return self._timed_calls(msg, lambda args: graph(args))
 
     def baseline(self, msg: dict[str, Any]) -> dict[str, Any]:
         """The cached baselines: work per call, eager and torch.compile times, the GPU's ceilings."""

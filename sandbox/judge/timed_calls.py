@@ -27,6 +27,9 @@ so a candidate cannot shorten its blocks (and so their checks) by slowing its ow
 SAMPLED_CHECK_MS_PER_GB = 45.0
 """What a check by sampled leaves costs per GB of the reference's output (the reference's run and the
 oracle's passes over its whole output remain): on an H200, 0.23-0.29 s a check at 6.4 GB."""
+KEPT_OUTPUT_BYTES = 256 << 20
+"""The most a request's kept outputs may hold together (the reference's output size times the calls
+per request): the candidate's process keeps them all until the session has drawn which to check."""
 GRAPH_PHASE_S = 120.0
 """Time added to the candidate's deadline for the optional CUDA-graph phase (capture and replays)."""
 
@@ -163,7 +166,7 @@ class TimedCalls(SessionPart):
         # Without a GPU every call is checked: its times mean nothing, and the block's three calls could
         # all miss their draws, leaving a candidate that skips its work in every timed call unseen.
         chance = (wanted / least if gpu else 1.0) if wanted else 0.0
-        block, checked, problems = Block(), 0, []
+        block, checked, problems = Block(calls_per_request=self._calls_per_request()), 0, []
         # The block runs its least calls, then on until it has its checks and has spent its budget, which
         # holds the checks too: where each check ships gigabytes, it stops soon after its least calls.
         budget_ms, checking_ms = 1e3 * policy.budget_s, 0.0
@@ -172,15 +175,18 @@ class TimedCalls(SessionPart):
         # move the median) meets it with chance above one half, in every block, whatever it counts.
         sampling = wanted and self.reference_bytes >= policy.sample_from_bytes
         whole_at = self.rng.randrange(least) if sampling else -1
-        while len(block.times_ms) < most and (len(block.times_ms) < least or checked < wanted
-                                              or sum(block.wall_ms) + checking_ms < budget_ms):
-            seed, digest_seed = fresh_seed(), fresh_seed()
-            reply = self._timed_call(job, who, phase, op, seed, digest_seed, block)
-            forced = len(block.times_ms) - 1 == whole_at
-            if forced or chance >= 1.0 or (chance and self.rng.random() < chance):
+        while not problems and len(block.times_ms) < most and (
+                len(block.times_ms) < least or checked < wanted or sum(block.wall_ms) + checking_ms < budget_ms):
+            calls = [(fresh_seed(), fresh_seed()) for _ in range(block.calls_per_request)]
+            answers = self._timed_request(job, who, phase, op, calls, block)
+            first = len(block.times_ms) - len(calls)
+            for index, ((seed, digest_seed), answer) in enumerate(zip(calls, answers)):
+                forced = first + index == whole_at
+                if not (forced or chance >= 1.0 or (chance and self.rng.random() < chance)):
+                    continue
                 checked += 1
-                problem, cost_ms = self._check_timed(seed, len(block.times_ms) - 1, digest_seed,
-                                                     reply.get("digest"), whole=forced)
+                problem, cost_ms = self._check_timed(seed, first + index, digest_seed, answer.get("digest"),
+                                                     whole=forced, index=index)
                 checking_ms += cost_ms
                 if problem:
                     problems.append(problem)
@@ -189,31 +195,44 @@ class TimedCalls(SessionPart):
             self._pace(job, who, phase, block)
         return block, (checked, problems)
 
-    def _timed_call(self, job: Job, who: str, phase: str, op: str, seed: int, digest_seed: int,
-                    block: Block) -> dict[str, Any]:
-        """One timed call (after its untimed warm call on a GPU), held to the session's clock and added
-        to ``block``; its reply."""
-        if self.plan.device == "cuda" and op == "timed":  # its own request: the clock below holds the call alone
+    def _calls_per_request(self) -> int:
+        """The policy's calls per request, fewer where their kept outputs would pass ``KEPT_OUTPUT_BYTES``."""
+        kept = KEPT_OUTPUT_BYTES // max(self.reference_bytes, 1)
+        return max(1, min(self.plan.timing.calls_per_request, kept))
+
+    def _timed_request(self, job: Job, who: str, phase: str, op: str, calls: list[tuple[int, int]],
+                       block: Block) -> list[dict[str, Any]]:
+        """Timed calls made in one request (after its untimed warm call on a GPU), each on the inputs of
+        its seed, held together to the session's clock: the request's wall time beyond what they report
+        is shared evenly among them. Added to ``block``; each call's answer, in order."""
+        if self.plan.device == "cuda" and op == "timed":  # its own request: the clock below holds the calls alone
             self.ask(job, who, f"{phase}: warm call", {"op": "warm"})
         sent = time.perf_counter()
-        reply = self.ask(job, who, phase, {"op": op, "seed": seed, "digest_seed": digest_seed})
+        reply = self.ask(job, who, phase, {"op": op, "calls": [{"seed": seed, "digest_seed": digest_seed}
+                                                               for seed, digest_seed in calls]})
         wall = (time.perf_counter() - sent) * 1e3
         if not reply.get("ok"):
             raise Stop(who, phase, str(reply.get("error")))
-        trace_call(who, op, reply, wall)
+        answers = reply.get("calls")
         try:
-            gpu_ms, lag_ms, host_ms = (reported_ms(reply, k) for k in ("gpu_ms", "lag_ms", "host_ms"))
-            if gpu_ms <= 0:  # no call takes no time; a zero would divide every ratio the verdict gives
+            if not isinstance(answers, list) or len(answers) != len(calls):
+                raise ValueError(f"not one answer for each of the {len(calls)} calls asked for")
+            figures = [[reported_ms(answer, k) for k in ("gpu_ms", "lag_ms", "host_ms")] for answer in answers]
+            if any(gpu_ms <= 0 for gpu_ms, _, _ in figures):  # a zero would divide every ratio the verdict gives
                 raise ValueError("gpu_ms is 0")
-        except (KeyError, TypeError, ValueError) as exc:
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
             raise Stop(who, phase, f"a malformed answer to a timed call ({exc}): {str(reply)[:200]}") from None
-        block.add(call_ms(gpu_ms, lag_ms), host_ms, wall)
-        if who == "oracle":  # the judge's own process: its figure for its digest is trusted
-            try:
-                block.digest_ms.append(reported_ms(reply, "digest_ms"))
-            except (KeyError, TypeError, ValueError):
-                pass
-        return reply
+        times = [call_ms(gpu_ms, lag_ms) for gpu_ms, lag_ms, _ in figures]
+        share = (wall - sum(times)) / len(times)
+        for answer, time_ms, (_, _, host_ms) in zip(answers, times, figures):
+            trace_call(who, op, answer, time_ms + share)
+            block.add(time_ms, host_ms, time_ms + share)
+            if who == "oracle":  # the judge's own process: its figure for its digest is trusted
+                try:
+                    block.digest_ms.append(reported_ms(answer, "digest_ms"))
+                except (KeyError, TypeError, ValueError):
+                    pass
+        return answers
 
     def _pace(self, job: Job, who: str, phase: str, block: Block) -> None:
         """Loops of back-to-back calls on the block's last inputs (``child/timed.paced_ms``): reported
@@ -230,12 +249,12 @@ class TimedCalls(SessionPart):
             block.pace_ms.append(pace)
 
     def _check_timed(self, seed: int, run: int, digest_seed: int, digest: Any,
-                     whole: bool = False) -> tuple[str | None, float]:
+                     whole: bool = False, index: int = -1) -> tuple[str | None, float]:
         """A timed call's output, shipped after the call: it must be the output the call committed to
         (its digest), agree with the reference, and keep the precision the checked calls showed. A large
         output ships leaves drawn now, tied to the digest (``sampled.py``), unless this check is drawn
-        to be whole (or ``whole``). Returns the problem (None if none) and the milliseconds the check
-        is charged against its block's budget."""
+        to be whole (or ``whole``); ``index``: the call's place in its request. Returns the problem (None
+        if none) and the milliseconds the check is charged against its block's budget."""
         key = self.key()
         expected = self.expect("reference outputs for a timed run",
                                {"key": key, "seed": seed, "variant": 0, "exact": True})
@@ -246,10 +265,11 @@ class TimedCalls(SessionPart):
         if leaves is not None:
             cost_ms = SAMPLED_CHECK_MS_PER_GB * sum(sizes) / 1e9
             reply = self.ask(self.worker, "worker", "shipping leaves of a timed output",
-                             {"op": "ship_leaves", "leaves": leaves, "name": f"timed{run}"})
+                             {"op": "ship_leaves", "leaves": leaves, "name": f"timed{run}", "index": index})
         else:
             cost_ms = CHECK_MS_PER_GB * sum(sizes) / 1e9
-            reply = self.ask(self.worker, "worker", "shipping a timed output", {"op": "ship", "name": f"timed{run}"})
+            reply = self.ask(self.worker, "worker", "shipping a timed output",
+                             {"op": "ship", "name": f"timed{run}", "index": index})
         if not reply.get("ok"):
             self.ask(self.oracle, "oracle", "dropping an expectation", {"op": "drop", "key": key})
             return f"timed run {run}: {reply.get('error')}", cost_ms

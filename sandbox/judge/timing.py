@@ -36,7 +36,9 @@ more than the oracle). Host work that the launch cover hides adds no wall time (
 the cover meanwhile, on both sides), so this is the harness's own per-request work in that process;
 the cause is not found yet. Until it is, a call may report up to this much less than it took without
 this check noticing; on a GPU the forensic trace bounds the kernels' part from below, for a candidate
-that runs the same work when traced (docs/EVALUATION.md)."""
+that runs the same work when traced (docs/EVALUATION.md). A request of several timed calls
+(``TimingPolicy.calls_per_request``) shares it among them: each call is allowed this over their number,
+which holds only as far as the gap is the request's and not each call's (not yet measured)."""
 UNEXPLAINED_OF_HARNESS = {"cuda": 0.15, "cpu": 0.0}
 """And this share of the reference's own unexplained time per call, on a GPU: the harness's work
 around a call (the input refill, the output's digest), which the candidate's process does too, runs a
@@ -111,7 +113,10 @@ class Block:
     """What the process reported per call (events, plus lag past the end event)."""
     host_ms: list[float] = field(default_factory=list)
     wall_ms: list[float] = field(default_factory=list)
-    """The session's own clock around each call's request and answer."""
+    """The session's own clock around each call's request and answer (a request of several calls: its
+    calls' reported times, and the rest of its wall time shared evenly among them)."""
+    calls_per_request: int = 1
+    """How many timed calls each request of the block made: the request's own cost is shared by them."""
     pace_ms: list[float] = field(default_factory=list)
     """Per call in loops of back-to-back calls after the block (GPU only)."""
     digest_ms: list[float] = field(default_factory=list)
@@ -156,7 +161,8 @@ def unexplained_figures(candidate: Block, reference: Block, device: str,
     call = statistics.median(candidate.times_ms)
     kind = "cuda" if device == "cuda" else "cpu"
     digest = statistics.median(reference.digest_ms) if reference.digest_ms else 0.0
-    allowed = (UNEXPLAINED_FRACTION[kind] * call + UNEXPLAINED_MS[kind]
+    per_request = max(min(candidate.calls_per_request, reference.calls_per_request), 1)
+    allowed = (UNEXPLAINED_FRACTION[kind] * call + UNEXPLAINED_MS[kind] / per_request
                + UNEXPLAINED_OF_HARNESS[kind] * max(harness - digest, 0.0))
     return extra, allowed, call
 
@@ -175,7 +181,7 @@ def unexplained_problem(candidate: Block, reference: Block, device: str, referen
 
 def merged(blocks: Sequence[Block]) -> Block:
     """The calls of ``blocks`` as one block (times, host and wall times; no pace or digest)."""
-    out = Block()
+    out = Block(calls_per_request=min((block.calls_per_request for block in blocks), default=1))
     for block in blocks:
         for t, h, w in zip(block.times_ms, block.host_ms, block.wall_ms):
             out.add(t, h, w)
