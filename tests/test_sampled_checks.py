@@ -137,17 +137,20 @@ def test_an_honest_candidate_passes_sampled_checks(make_evaluator) -> None:
 def test_several_timed_calls_in_one_request_keep_every_check_and_the_clock(make_evaluator) -> None:
     """A request of three timed calls: each call's output is kept and shipped by its place in the
     request (on the CPU every call is checked, so an honest candidate passes only if each shipped output
-    is its own call's, made from its own seed, sampled or whole); the request's wall time beyond its
-    calls is shared among them, and a time reported short still shows."""
+    is its own call's, made from its own seed, sampled or whole), kept apart from what later calls
+    write (one output buffer for every call); the request's total is held to the clock, and each call
+    counts as the request's mean, so time moved between its calls gains nothing."""
     three = _timing().model_copy(update={"calls_per_request": 3})
     evaluator = make_evaluator(timing=three)
-    softmax = load_task("softmax", "small")
-    honest = evaluator.run_in_sandbox(softmax, candidate("ok_softmax_two_kernels"), [])
-    assert honest.correct, honest.reason
+    relu, softmax = load_task("relu", "small"), load_task("softmax", "small")
+    for task, name in ((softmax, "ok_softmax_two_kernels"), (relu, "ok_relu_one_output_buffer")):
+        honest = evaluator.run_in_sandbox(task, candidate(name), [])
+        assert honest.correct, (name, honest.reason)
     sampled_checks = make_evaluator(timing=_every_check_sampled().model_copy(update={"calls_per_request": 3}))
-    assert sampled_checks.run_in_sandbox(softmax, candidate("ok_softmax_two_kernels"), []).correct
     lazy = sampled_checks.run_in_sandbox(softmax, candidate("bad_lazy_ship"), [])
     # it makes the first call's output from the last call's inputs when asked: wrong values, or wrong bits
     assert not lazy.correct and ("digest differs" in lazy.reason or "values outside" in lazy.reason), lazy.reason
-    forged = evaluator.run_in_sandbox(load_task("relu", "small"), candidate("bad_forged_times"), [])
+    forged = evaluator.run_in_sandbox(relu, candidate("bad_forged_times"), [])
     assert not forged.correct and "more wall time" in forged.reason, forged.reason
+    moved = evaluator.run_in_sandbox(relu, candidate("bad_moves_time_onto_one_call"), [])
+    assert moved.runtime_ms is not None and moved.runtime_ms > 15.0, (moved.runtime_ms, moved.reason)

@@ -172,6 +172,22 @@ def flat_outputs(out: Any) -> list[Any]:
     return list(out) if isinstance(out, (tuple, list)) else [out]
 
 
+def kept_copy(out: Any) -> list[Any]:
+    """A copy of each tensor of ``out`` (the rest as they are), in its own memory and with its strides:
+    an output kept while a request's later calls run. Both processes make it, so that both walls hold
+    the same work."""
+    return [_copy_with_strides(value) if isinstance(value, torch.Tensor) else value for value in flat_outputs(out)]
+
+
+def _copy_with_strides(value: torch.Tensor) -> torch.Tensor:
+    copy = value.clone()  # a dense tensor keeps its strides; a view with gaps or overlaps would not
+    if copy.stride() == value.stride() or value.numel() <= 1:
+        return copy
+    storage = value.untyped_storage().clone()
+    return torch.empty(0, dtype=value.dtype, device=value.device).set_(storage, value.storage_offset(), value.size(),
+                                                                        value.stride())
+
+
 def output_digest(out: Any, seed: int) -> list[list[int]]:
     """:func:`tensor_digest` of each output."""
     return [tensor_digest(v, seed, k) for k, v in enumerate(flat_outputs(out))]

@@ -33,6 +33,7 @@ from kernelevo.sandbox.child.timed import (
     TimedCall,
     call_ms,
     flat_outputs,
+    kept_copy,
     output_digest,
     paced_ms,
     requested_calls,
@@ -278,17 +279,19 @@ class Oracle:
         return self._timed_calls(msg, lambda args: timer(model, args))
 
     def _timed_calls(self, msg: dict[str, Any], run: Callable[[list[Any]], Any]) -> dict[str, Any]:
-        answers = []
-        for seed, digest_seed in requested_calls(msg):
+        answers, calls = [], requested_calls(msg)
+        for seed, digest_seed in calls:
             harness = HarnessParts()
             with torch.no_grad():
                 args = self.buffers.fill(self._inputs({"seed": seed}))
                 harness.mark()
                 out, gpu_ms, host_ms, lag_ms = run(args)
                 harness.mark()
-                output_digest(out, digest_seed)  # as the candidate's process does: both walls hold the same work
+                # as the candidate's process does, so that both walls hold the same work
+                output_digest(out, digest_seed)
+                kept = kept_copy(out) if len(calls) > 1 else None
                 harness.mark()
-            del out
+            del out, kept
             figures = harness.figures()
             answers.append({"gpu_ms": gpu_ms, "host_ms": host_ms, "lag_ms": lag_ms,
                             "parts": dict(self.timer.last_parts) if self.timer else {},

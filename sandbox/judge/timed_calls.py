@@ -203,8 +203,8 @@ class TimedCalls(SessionPart):
     def _timed_request(self, job: Job, who: str, phase: str, op: str, calls: list[tuple[int, int]],
                        block: Block) -> list[dict[str, Any]]:
         """Timed calls made in one request (after its untimed warm call on a GPU), each on the inputs of
-        its seed, held together to the session's clock: the request's wall time beyond what they report
-        is shared evenly among them. Added to ``block``; each call's answer, in order."""
+        its seed, held together to the session's clock: each counts as their mean, with an even share of
+        the request's wall time. Added to ``block``; each call's answer, in order."""
         if self.plan.device == "cuda" and op == "timed":  # its own request: the clock below holds the calls alone
             self.ask(job, who, f"{phase}: warm call", {"op": "warm"})
         sent = time.perf_counter()
@@ -222,11 +222,15 @@ class TimedCalls(SessionPart):
                 raise ValueError("gpu_ms is 0")
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
             raise Stop(who, phase, f"a malformed answer to a timed call ({exc}): {str(reply)[:200]}") from None
-        times = [call_ms(gpu_ms, lag_ms) for gpu_ms, lag_ms, _ in figures]
-        share = (wall - sum(times)) / len(times)
-        for answer, time_ms, (_, _, host_ms) in zip(answers, times, figures):
-            trace_call(who, op, answer, time_ms + share)
-            block.add(time_ms, host_ms, time_ms + share)
+        # Only the request's total is held to the clock, so each of its calls counts as the request's mean:
+        # a candidate that moved its time onto one call and reported the rest as nothing would otherwise
+        # set the median with figures no clock checked.
+        count = len(answers)
+        mean_ms = sum(call_ms(gpu_ms, lag_ms) for gpu_ms, lag_ms, _ in figures) / count
+        host_ms = sum(host for _, _, host in figures) / count
+        for answer in answers:
+            trace_call(who, op, answer, wall / count)
+            block.add(mean_ms, host_ms, wall / count)
             if who == "oracle":  # the judge's own process: its figure for its digest is trusted
                 try:
                     block.digest_ms.append(reported_ms(answer, "digest_ms"))

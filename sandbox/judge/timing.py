@@ -113,8 +113,9 @@ class Block:
     """What the process reported per call (events, plus lag past the end event)."""
     host_ms: list[float] = field(default_factory=list)
     wall_ms: list[float] = field(default_factory=list)
-    """The session's own clock around each call's request and answer (a request of several calls: its
-    calls' reported times, and the rest of its wall time shared evenly among them)."""
+    """The session's own clock around each call's request and answer. A request of several calls holds
+    only their total to the clock, so each of them counts as their mean (``times_ms``) with an even
+    share of the request's wall time here."""
     calls_per_request: int = 1
     """How many timed calls each request of the block made: the request's own cost is shared by them."""
     pace_ms: list[float] = field(default_factory=list)
