@@ -140,14 +140,11 @@ def test_several_timed_calls_in_one_request_keep_every_check_and_the_clock(make_
     is its own call's, made from its own seed, sampled or whole), kept apart from what later calls
     write (one output buffer for every call); the request's total is held to the clock, and each call
     counts as the request's mean, so time moved between its calls gains nothing."""
-    three = _timing().model_copy(update={"calls_per_request": 3})
-    evaluator = make_evaluator(timing=three)
+    evaluator = make_evaluator(timing=_every_check_sampled().model_copy(update={"calls_per_request": 3}))
     relu, softmax = load_task("relu", "small"), load_task("softmax", "small")
-    for task, name in ((softmax, "ok_softmax_two_kernels"), (relu, "ok_relu_one_output_buffer")):
-        honest = evaluator.run_in_sandbox(task, candidate(name), [])
-        assert honest.correct, (name, honest.reason)
-    sampled_checks = make_evaluator(timing=_every_check_sampled().model_copy(update={"calls_per_request": 3}))
-    lazy = sampled_checks.run_in_sandbox(softmax, candidate("bad_lazy_ship"), [])
+    honest = evaluator.run_in_sandbox(relu, candidate("ok_relu_one_output_buffer"), [])
+    assert honest.correct, honest.reason
+    lazy = evaluator.run_in_sandbox(softmax, candidate("bad_lazy_ship"), [])
     # it makes the first call's output from the last call's inputs when asked: wrong values, or wrong bits
     assert not lazy.correct and ("digest differs" in lazy.reason or "values outside" in lazy.reason), lazy.reason
     forged = evaluator.run_in_sandbox(relu, candidate("bad_forged_times"), [])
