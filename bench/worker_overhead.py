@@ -92,7 +92,7 @@ def _request_times(handler: Any, cold: bool, calls: int = 60) -> dict:
             go_cold()
         handler.__self__.warm({"op": "warm"})  # as the session does: a request of its own, off the clock
         began = time.perf_counter()
-        reply = handler({"op": "timed", "seed": 1000 + k, "digest_seed": 7 + k})
+        reply = handler({"op": "timed", "calls": [{"seed": 1000 + k, "digest_seed": 7 + k}]})["calls"][0]
         walls.append((time.perf_counter() - began) * 1e3)
         gpus.append(reply["gpu_ms"])
         hosts.append(reply["host_ms"])

@@ -229,4 +229,4 @@ def innermost_frames(exc: BaseException, count: int = 3) -> str:
     import traceback
 
     frames = traceback.extract_tb(exc.__traceback__)[-count:]
-    return " < ".join(f"{Path(f.filename).name}:{f.lineno} ({f.name})" for f in reversed(frames))
+    return " < ".join(f"{Path(f.filename).name}:{f.lineno} ({f.name})" for f in reversed(frames)) or "(no frames)"

@@ -508,11 +508,14 @@ def test_the_clock_bench_splits_each_processs_request_into_refill_digest_and_mes
     assert parts["worker"]["calls"] == 3  # a reply without the parts still counts as a call
 
 
-def test_the_harness_parts_of_a_timed_request_add_up() -> None:
-    from kernelevo.sandbox.child.timed import HarnessParts
+def test_the_harness_parts_of_a_timed_request_add_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The refill runs from the request's start to its inputs, the digest from the call's end to its
+    own, the handler over all of it, the copy kept for a request of several calls included."""
+    from kernelevo.sandbox.child import timed
 
-    harness = HarnessParts()
-    for _ in range(3):
+    clock = iter([10.0, 10.002, 10.005, 10.006, 10.009])  # begin, refilled, called, digested, copied
+    monkeypatch.setattr(timed, "_perf_counter", lambda: next(clock))
+    harness = timed.HarnessParts()
+    for _ in range(4):
         harness.mark()
-    figures = harness.figures()
-    assert 0 <= figures["refill_ms"] <= figures["handler_ms"] and 0 <= figures["digest_ms"] <= figures["handler_ms"]
+    assert harness.figures() == pytest.approx({"refill_ms": 2.0, "digest_ms": 1.0, "handler_ms": 9.0})

@@ -156,7 +156,7 @@ def test_a_reference_slowed_while_re_timed_does_not_widen_the_clock_check() -> N
     assert verdict.clock == {"unexplained_ms": pytest.approx(1.65), "allowed_ms": pytest.approx(0.70 + 0.15 * 1.65),
                              "call_ms": 1.0}
     record.reference_block = block(2.0, overhead=3.3)  # the same wall time from a reference at its baseline
-    record.clock_first = {"unexplained_ms": 0.9, "allowed_ms": 0.85, "call_ms": 1.0}  # a doubted first round
+    record.clock_first = {"unexplained_ms": 0.9, "allowed_ms": 0.70, "call_ms": 1.0}  # a doubted first round
     verdict = judge(task(), "c.py", [], baseline, None, record, None)
     assert verdict.correct and verdict.clock["unexplained_ms"] == pytest.approx(0.0)
     assert verdict.clock["first_round"] == record.clock_first
@@ -345,6 +345,26 @@ def test_a_request_of_several_calls_shares_its_fixed_allowance_and_must_answer_e
     part.plan.timing = part.plan.timing.model_copy(update={"calls_per_request": 4})
     with pytest.raises(Stop, match="not one answer for each of the 4 calls"):
         part._timed_block(None, "worker", "timed block 1")
+    # on the CPU the gap is each call's: the fixed allowance is not shared there
+    cpu = unexplained_figures(block(8, 0.5), block(8, 0.2), "cpu")
+    assert cpu is not None and cpu[1] == pytest.approx(0.05 + 5.0)
+
+
+def test_with_several_calls_a_request_every_request_has_a_check_and_the_least_counts_requests() -> None:
+    """Each call counts as its request's mean, so work skipped in one call of every request would move
+    every request's time: on a GPU one call of every request is checked (drawn after it ran), and the
+    block's least is counted in requests, not calls."""
+    for per_request in (1, 4):
+        part = _ScriptedBlock(output_bytes=4 << 20)
+        part.plan.timing = part.plan.timing.model_copy(update={"calls_per_request": per_request})
+        block, (checked, problems) = part._timed_block(None, "worker", "timed block 1")
+        requests = len(block.times_ms) // per_request
+        assert not problems and block.calls_per_request == per_request
+        if per_request == 1:  # a check per call drawn with chance 2 in 6: not one in every call
+            assert checked < requests
+            continue
+        assert requests >= part.plan.timing.min_runs and len(block.times_ms) % per_request == 0
+        assert {run // per_request for run in part.checked_runs} == set(range(requests))
 
 
 def test_cuda_graph_times_stand_beside_the_plain_time_and_are_held_to_the_clock() -> None:

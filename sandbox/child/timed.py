@@ -158,13 +158,44 @@ class HarnessParts:
         self.marks = [_perf_counter()]
 
     def mark(self) -> None:
-        """The end of the next part: the refill, then the call, then the digest."""
+        """The end of the next part: the refill, the call, the digest, then the copy kept."""
         self.marks.append(_perf_counter())
 
     def figures(self) -> dict[str, float]:
-        begun, refilled, called, digested = (self.marks + [_perf_counter()] * 4)[:4]
-        return {"refill_ms": (refilled - begun) * 1e3, "digest_ms": (digested - called) * 1e3,
-                "handler_ms": (digested - begun) * 1e3}
+        marks = self.marks + [self.marks[-1]] * max(0, 4 - len(self.marks))
+        return {"refill_ms": (marks[1] - marks[0]) * 1e3, "digest_ms": (marks[3] - marks[2]) * 1e3,
+                "handler_ms": (marks[-1] - marks[0]) * 1e3}
+
+
+def timed_calls(msg: dict[str, Any], fill: Callable[[int], list[Any]],
+                run: Callable[[list[Any]], tuple[Any, float, float, float]], timer: TimedCall | None,
+                kept: list[Any] | None) -> dict[str, Any]:
+    """A timed request's calls, one after another, in either process: each on the inputs of its seed
+    (``fill``), run, its output digested under its own seed and, where the request holds several,
+    copied apart from what later calls write (one buffer written by every call, a CUDA graph's static
+    output, an input refilled), into ``kept`` where given (the candidate's process keeps them for the
+    session's checks; the oracle makes the same copies and drops them, so both walls hold the same
+    work). The reply: each call's figures, in order."""
+    calls, answers = requested_calls(msg), []
+    for seed, digest_seed in calls:
+        harness = HarnessParts()
+        with torch.no_grad():
+            args = fill(seed)
+            harness.mark()
+            out, gpu_ms, host_ms, lag_ms = run(args)
+            harness.mark()
+            digest = output_digest(out, digest_seed)
+            harness.mark()
+            copy = kept_copy(out) if len(calls) > 1 else out
+            harness.mark()
+        if kept is not None:
+            kept.append(copy)
+        del out, copy
+        figures = harness.figures()
+        answers.append({"gpu_ms": gpu_ms, "host_ms": host_ms, "lag_ms": lag_ms, "digest": digest,
+                        "digest_ms": figures["digest_ms"], "parts": dict(timer.last_parts) if timer else {},
+                        "harness": figures})
+    return {"ok": True, "calls": answers}
 
 
 def flat_outputs(out: Any) -> list[Any]:

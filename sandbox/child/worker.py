@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,13 +45,10 @@ from kernelevo.sandbox.child.importing import import_candidate  # noqa: E402
 from kernelevo.sandbox.child.launches import LaunchRecorder, OpRecorder  # noqa: E402
 from kernelevo.sandbox.child.timed import (  # noqa: E402
     GraphTimedCall,
-    HarnessParts,
     TimedCall,
     flat_outputs,
-    kept_copy,
-    output_digest,
     paced_ms,
-    requested_calls,
+    timed_calls,
     warm_host,
     warm_up,
 )
@@ -281,30 +278,14 @@ class Worker:
         assert self.model is not None
         self.timer = self.timer or TimedCall(self.job["device"])
         timer, model = self.timer, self.model
-        return self._timed_calls(msg, lambda args: timer(model, args))
-
-    def _timed_calls(self, msg: dict[str, Any], run: Callable[[list[Any]], Any]) -> dict[str, Any]:
         self.kept, self.earlier = [], None
-        answers, calls = [], requested_calls(msg)
-        for seed, digest_seed in calls:
-            harness = HarnessParts()
-            with torch.no_grad():
-                args = self._inputs({"seed": seed})
-                harness.mark()
-                out, gpu_ms, host_ms, lag_ms = run(args)
-                harness.mark()
-                digest = output_digest(out, digest_seed)
-                # several calls: each output copied as it is now, apart from what later calls write (one
-                # buffer written by every call, a CUDA graph's static output, an input refilled)
-                self.kept.append(kept_copy(out) if len(calls) > 1 else out)
-                harness.mark()
-            answers.append({"gpu_ms": gpu_ms, "host_ms": host_ms, "lag_ms": lag_ms, "digest": digest,
-                            "parts": dict(self.timer.last_parts) if self.timer else {},
-                            "harness": harness.figures()})
-        return {"ok": True, "calls": answers}
+        return timed_calls(msg, self._fresh_inputs, lambda args: timer(model, args), self.timer, self.kept)
+
+    def _fresh_inputs(self, seed: int) -> list[Any]:
+        return self._inputs({"seed": seed})
 
     def warm(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """The untimed call the session asks for right before each timed one (:func:`warm_host`)."""
+        """The untimed call the session asks for right before each timed request (:func:`warm_host`)."""
         assert self.model is not None
         with torch.no_grad():
             warm_host(self.model, self.buffers.tensors, self.job["device"])
@@ -326,7 +307,6 @@ class Worker:
         if self.job["device"] != "cuda":
             return {"ok": False, "error": "CUDA graphs need a GPU"}
         self.timer = self.timer or TimedCall("cuda")
-        self.kept = []
         if self.graph is None:
             try:
                 with torch.no_grad():
@@ -334,7 +314,8 @@ class Worker:
             except Exception as exc:
                 return {"ok": False, "error": f"capturing forward as a CUDA graph failed: "
                         f"{wire.describe_exception(exc)}"}
-        return self._timed_calls(msg, self.graph)  # the captured tensors, refilled
+        self.kept = []
+        return timed_calls(msg, self._fresh_inputs, self.graph, self.timer, self.kept)  # the captured tensors, refilled
 
     def _kept_output(self, msg: dict[str, Any]) -> tuple[Any, str | None]:
         """The kept output the request names by its place in the last timed request (the last one

@@ -270,7 +270,8 @@ class Evaluator:
         import torch
 
         key = cache.key_of(task.sha256, task.size, self.device_label(), torch.__version__, task.dtype,
-                           self.config.measure_compile, self.config.timing.model_dump(), BASELINE_FORMAT)
+                           self.config.measure_compile, self.config.timing.model_dump(exclude={"calls_per_request"}),
+                           BASELINE_FORMAT)  # baselines are timed one call a request, whatever the policy
         path = self.config.cache_dir / "references" / f"{cache.slug(task.name)}-{key}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         # One baseline job per task at a time, across evaluators and processes.

@@ -29,15 +29,13 @@ from kernelevo.sandbox.child import inputs, trained_constants
 from kernelevo.sandbox.child.cached_blocks import release_cached_blocks
 from kernelevo.sandbox.child.timed import (
     GraphTimedCall,
-    HarnessParts,
     TimedCall,
     call_ms,
     flat_outputs,
-    kept_copy,
     output_digest,
     paced_ms,
-    requested_calls,
     tensor_digest,
+    timed_calls,
     warm_host,
     warm_up,
 )
@@ -276,27 +274,10 @@ class Oracle:
         """The request's timed calls of the reference, made as the candidate's process makes its own."""
         self.timer = self.timer or TimedCall(self.job["device"])
         timer, model = self.timer, self.model
-        return self._timed_calls(msg, lambda args: timer(model, args))
+        return timed_calls(msg, self._refilled, lambda args: timer(model, args), self.timer, None)
 
-    def _timed_calls(self, msg: dict[str, Any], run: Callable[[list[Any]], Any]) -> dict[str, Any]:
-        answers, calls = [], requested_calls(msg)
-        for seed, digest_seed in calls:
-            harness = HarnessParts()
-            with torch.no_grad():
-                args = self.buffers.fill(self._inputs({"seed": seed}))
-                harness.mark()
-                out, gpu_ms, host_ms, lag_ms = run(args)
-                harness.mark()
-                # as the candidate's process does, so that both walls hold the same work
-                output_digest(out, digest_seed)
-                kept = kept_copy(out) if len(calls) > 1 else None
-                harness.mark()
-            del out, kept
-            figures = harness.figures()
-            answers.append({"gpu_ms": gpu_ms, "host_ms": host_ms, "lag_ms": lag_ms,
-                            "parts": dict(self.timer.last_parts) if self.timer else {},
-                            "digest_ms": figures["digest_ms"], "harness": figures})
-        return {"ok": True, "calls": answers}
+    def _refilled(self, seed: int) -> list[Any]:
+        return self.buffers.fill(self._inputs({"seed": seed}))
 
     def warm(self, msg: dict[str, Any]) -> dict[str, Any]:
         """The untimed call before each timed one, as the candidate's process makes it."""
@@ -329,8 +310,7 @@ class Oracle:
         if self.graph is None:
             with torch.no_grad():
                 self.graph = GraphTimedCall(self.timer, self.model, self.buffers.tensors or [])
-        graph = self.graph
-        return self._timed_calls(msg, lambda args: graph(args))
+        return timed_calls(msg, self._refilled, self.graph, self.timer, None)
 
     def baseline(self, msg: dict[str, Any]) -> dict[str, Any]:
         """The cached baselines: work per call, eager and torch.compile times, the GPU's ceilings."""

@@ -167,26 +167,32 @@ class TimedCalls(SessionPart):
         # all miss their draws, leaving a candidate that skips its work in every timed call unseen.
         chance = (wanted / least if gpu else 1.0) if wanted else 0.0
         block, checked, problems = Block(calls_per_request=self._calls_per_request()), 0, []
+        # Several calls a request, on a GPU: each counts as the request's mean, so work skipped in one call
+        # of every request would move every request's time by a K-th, where a single call's skipped work
+        # moves no median. So one call of every request is checked, drawn after it ran, and the least is
+        # counted in requests: a candidate skipping one call in each of more than half the requests
+        # escapes every check with chance (1 - 1/K)^(least) at most over the two blocks.
+        by_requests = gpu and block.calls_per_request > 1
+        most = max(most, least * block.calls_per_request) if by_requests else most
         # The block runs its least calls, then on until it has its checks and has spent its budget, which
         # holds the checks too: where each check ships gigabytes, it stops soon after its least calls.
-        budget_ms, checking_ms = 1e3 * policy.budget_s, 0.0
+        budget_ms, checking_ms, requests = 1e3 * policy.budget_s, 0.0, 0
         # Where checks may be samples, one call among the block's least, drawn now and kept secret, is
         # checked whole: a candidate that skips work in more than half of the calls (as it must, to
         # move the median) meets it with chance above one half, in every block, whatever it counts.
         sampling = wanted and self.reference_bytes >= policy.sample_from_bytes
         whole_at = self.rng.randrange(least) if sampling else -1
         while not problems and len(block.times_ms) < most and (
-                len(block.times_ms) < least or checked < wanted or sum(block.wall_ms) + checking_ms < budget_ms):
+                (requests if by_requests else len(block.times_ms)) < least or checked < wanted
+                or sum(block.wall_ms) + checking_ms < budget_ms):
             calls = [(fresh_seed(), fresh_seed()) for _ in range(block.calls_per_request)]
             answers = self._timed_request(job, who, phase, op, calls, block)
+            requests += 1
             first = len(block.times_ms) - len(calls)
-            for index, ((seed, digest_seed), answer) in enumerate(zip(calls, answers)):
-                forced = first + index == whole_at
-                if not (forced or chance >= 1.0 or (chance and self.rng.random() < chance)):
-                    continue
+            for index, forced in self._drawn(len(calls), first, chance, whole_at, bool(wanted) and by_requests):
                 checked += 1
-                problem, cost_ms = self._check_timed(seed, first + index, digest_seed, answer.get("digest"),
-                                                     whole=forced, index=index)
+                (seed, digest_seed), digest = calls[index], answers[index].get("digest")
+                problem, cost_ms = self._check_timed(seed, first + index, digest_seed, digest, forced, index)
                 checking_ms += cost_ms
                 if problem:
                     problems.append(problem)
@@ -194,6 +200,18 @@ class TimedCalls(SessionPart):
         if gpu and op == "timed" and who == "worker" and not problems:
             self._pace(job, who, phase, block)
         return block, (checked, problems)
+
+    def _drawn(self, count: int, first: int, chance: float, whole_at: int, one_at_least: bool
+               ) -> list[tuple[int, bool]]:
+        """Which calls of a request of ``count`` (the block's calls ``first`` on) are checked, drawn after
+        it ran, each as ``(place in the request, whole)``: every call with ``chance``, apart from every
+        other draw; the block's secret whole check where it falls; and, with ``one_at_least``, one call
+        drawn among them where no other was."""
+        drawn = [(index, first + index == whole_at) for index in range(count)
+                 if first + index == whole_at or chance >= 1.0 or (chance and self.rng.random() < chance)]
+        if one_at_least and not drawn:
+            drawn = [(self.rng.randrange(count), False)]
+        return drawn
 
     def _calls_per_request(self) -> int:
         """The policy's calls per request, fewer where their kept outputs would pass ``KEPT_OUTPUT_BYTES``."""

