@@ -143,7 +143,7 @@ def test_several_timed_calls_in_one_request_keep_every_check_and_the_clock(make_
     evaluator = make_evaluator(timing=_every_check_sampled().model_copy(update={"calls_per_request": 3}))
     relu, softmax = load_task("relu", "small"), load_task("softmax", "small")
     honest = evaluator.run_in_sandbox(relu, candidate("ok_relu_one_output_buffer"), [])
-    assert honest.correct, honest.reason
+    assert honest.correct and (honest.clock or {}).get("calls_per_request") == 3, (honest.reason, honest.clock)
     lazy = evaluator.run_in_sandbox(softmax, candidate("bad_lazy_ship"), [])
     # it makes the first call's output from the last call's inputs when asked: wrong values, or wrong bits
     assert not lazy.correct and ("digest differs" in lazy.reason or "values outside" in lazy.reason), lazy.reason

@@ -204,12 +204,16 @@ def clock_problem(blocks: Sequence[Block], reference: Block | None, device: str,
 def clock_figures(blocks: Sequence[Block], reference: Block | None, device: str,
                   eager_ms: float | None) -> dict[str, float] | None:
     """What :func:`clock_problem` decides from, for the verdict: the wall time per call left unexplained
-    beyond the reference's, the allowance, the median call (ms). Honest candidates' figures are what an
-    allowance must clear, and what a tighter one would be set from."""
+    beyond the reference's, the allowance, the median call (ms), and the calls a request where more than
+    one. Honest candidates' figures are what an allowance must clear, and what a tighter one would be
+    set from."""
+    calls = merged(blocks)
     figures = None if reference is None or not reference.times_ms else unexplained_figures(
-        merged(blocks), reference, device, _reference_scale(reference, device, eager_ms))
-    return None if figures is None else dict(zip(("unexplained_ms", "allowed_ms", "call_ms"),
-                                                 (round(value, 4) for value in figures)))
+        calls, reference, device, _reference_scale(reference, device, eager_ms))
+    if figures is None:
+        return None
+    kept = dict(zip(("unexplained_ms", "allowed_ms", "call_ms"), (round(value, 4) for value in figures)))
+    return kept | ({"calls_per_request": calls.calls_per_request} if calls.calls_per_request > 1 else {})
 
 
 def _reference_scale(reference: Block, device: str, eager_ms: float | None) -> float:
