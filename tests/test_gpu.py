@@ -334,6 +334,22 @@ def test_cuda_graph_times_are_reported_beside_and_capture_failures_explained(mak
     assert verdict.graph_runtime_ms is None and "could not be timed as a CUDA graph" in verdict.graph_note
 
 
+def test_several_calls_a_request_on_a_gpu_plain_and_as_a_cuda_graph(make_evaluator) -> None:
+    """Four calls a request on a small task (its outputs all kept): one output buffer written by every
+    call is checked by each call's place, plain and replayed as a CUDA graph (whose output is one static
+    tensor); time moved onto one call of a request gains nothing."""
+    from conftest import _timing
+
+    evaluator = make_evaluator(cuda_graph=True, forensic=False,
+                               timing=_timing().model_copy(update={"calls_per_request": 4}))
+    relu = load_task("relu", "small")
+    verdict, code = evaluator.evaluate(relu, candidate("ok_relu_one_output_buffer"))
+    assert code == 0 and (verdict.clock or {}).get("calls_per_request") == 4, (verdict.reason, verdict.clock)
+    assert verdict.graph_runtime_ms, verdict.graph_note
+    moved, _ = evaluator.evaluate(relu, candidate("bad_moves_time_onto_one_call"))
+    assert moved.runtime_ms is None or moved.runtime_ms > 15.0, (moved.runtime_ms, moved.reason)
+
+
 def test_path_task_and_tmp_candidate_work(evaluator, tmp_path: Path, relu_task) -> None:
     copy = tmp_path / "mine.py"
     copy.write_text(candidate("ok_relu_empty").read_text())

@@ -263,6 +263,7 @@ class Worker:
     def warmup(self, msg: dict[str, Any]) -> dict[str, Any]:
         assert self.model is not None
         self.earlier = None  # the checked calls are over: their inputs and copies are not held through timing
+        self.kept = []  # a block's checks are drawn right after each request: none is asked for past them
         self.timer = self.timer or TimedCall(self.job["device"])  # compiles the cover before any timed request
         args = self._inputs(msg)
         with torch.no_grad():
@@ -296,6 +297,7 @@ class Worker:
         assert self.model is not None
         if self.job["device"] != "cuda" or not self.buffers.tensors:
             return {"ok": False, "error": "a pace is measured on a GPU, after a timed call"}
+        self.kept = []  # the block's checks are done: its kept outputs are not held through the pace
         with torch.no_grad():
             pace, calls = paced_ms(self.model, self.buffers.tensors, float(msg.get("estimate_ms", 0.1)))
         return {"ok": True, "pace_ms": pace, "calls": calls}
