@@ -162,7 +162,7 @@ class HarnessParts:
         self.marks.append(_perf_counter())
 
     def figures(self) -> dict[str, float]:
-        marks = self.marks + [self.marks[-1]] * max(0, 4 - len(self.marks))
+        marks = self.marks
         return {"refill_ms": (marks[1] - marks[0]) * 1e3, "digest_ms": (marks[3] - marks[2]) * 1e3,
                 "handler_ms": (marks[-1] - marks[0]) * 1e3}
 
@@ -211,9 +211,9 @@ def kept_copy(out: Any) -> list[Any]:
 
 
 def _copy_with_strides(value: torch.Tensor) -> torch.Tensor:
-    copy = value.clone()  # a dense tensor keeps its strides; a view with gaps or overlaps would not
+    copy = torch.empty_like(value)  # a dense tensor's strides; a view with gaps or overlaps gets others
     if copy.stride() == value.stride() or value.numel() <= 1:
-        return copy
+        return copy.copy_(value)
     storage = value.untyped_storage().clone()
     return torch.empty(0, dtype=value.dtype, device=value.device).set_(storage, value.storage_offset(), value.size(),
                                                                         value.stride())

@@ -18,6 +18,7 @@ import threading
 import time
 import warnings
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -278,9 +279,8 @@ class Worker:
         given here)."""
         assert self.model is not None
         self.timer = self.timer or TimedCall(self.job["device"])
-        timer, model = self.timer, self.model
         self.kept, self.earlier = [], None
-        return timed_calls(msg, self._fresh_inputs, lambda args: timer(model, args), self.timer, self.kept)
+        return timed_calls(msg, self._fresh_inputs, partial(self.timer, self.model), self.timer, self.kept)
 
     def _fresh_inputs(self, seed: int) -> list[Any]:
         return self._inputs({"seed": seed})

@@ -19,6 +19,7 @@ import sys
 import time
 import warnings
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -273,8 +274,7 @@ class Oracle:
     def timed(self, msg: dict[str, Any]) -> dict[str, Any]:
         """The request's timed calls of the reference, made as the candidate's process makes its own."""
         self.timer = self.timer or TimedCall(self.job["device"])
-        timer, model = self.timer, self.model
-        return timed_calls(msg, self._refilled, lambda args: timer(model, args), self.timer, None)
+        return timed_calls(msg, self._refilled, partial(self.timer, self.model), self.timer, None)
 
     def _refilled(self, seed: int) -> list[Any]:
         return self.buffers.fill(self._inputs({"seed": seed}))
