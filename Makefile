@@ -37,14 +37,19 @@ demo: $(STAMP)
 	echo "the reasoning trace: $(BIN)/kernelevo trace $$run"; \
 	echo "the run as a page (open it in a browser): $$run/report.html"; exit $$code
 
+# The tests run in TEST_WORKERS processes (pytest-xdist), each test module kept in one of them: much
+# of a test's time is spent waiting on the sandboxed processes it starts, so two workers keep both
+# cores of a small machine busy. TEST_WORKERS=0 runs them in this process (for a debugger).
+TEST_WORKERS ?= 2
+
 test: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q --durations=15
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope --durations=15
 
 # Everything, the tests marked slow included (about twice as long as `make test`).
 test-all: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q -m ""
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope -m ""
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -36,6 +36,15 @@ def test_the_worst_element_is_found_across_chunks(monkeypatch: pytest.MonkeyPatc
     assert "2 of 45" in problem and "(4, 8)" in problem
 
 
+def test_non_finite_values_are_counted_across_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(compare, "CHUNK", 7)
+    values = torch.zeros(5, 9)
+    values[0, 6], values[0, 7], values[4, 8] = float("nan"), float("inf"), -float("inf")
+    assert compare.count_not_finite(values) == 3
+    assert compare.count_not_finite(values.T) == 3  # a view with gaps counts the same
+    assert compare.count_not_finite(torch.arange(9)) == 0
+
+
 def test_nan_and_inf_match_only_where_eager_has_them() -> None:
     """Where eager's value is a number, NaN or an infinity fails however wide the tolerance; where eager
     itself overflowed (the large-values set), the output must hold the same there, and the rest of the

@@ -170,6 +170,14 @@ def problem_in_description(meta: TensorFile, want: Any) -> str | None:
     return None
 
 
+def count_not_finite(values: torch.Tensor) -> int:
+    """How many of a floating tensor's values are infinities or NaN, counted piece by piece (a sum over
+    the whole mask widens it to int64: eight bytes a value, twice a float32 output)."""
+    if not values.is_floating_point():
+        return 0
+    return sum(int(torch.count_nonzero(~torch.isfinite(v))) for (v,) in _chunks(values))
+
+
 def typical_magnitude(want: torch.Tensor) -> float:
     """The mean |value| of an output's numbers (0 where it is empty, all zero, or holds none)."""
     total, count = 0.0, 0

@@ -50,11 +50,11 @@ from kernelevo.tasks.loader import TaskError, import_task_module
 
 def _not_finite(values: list[Any]) -> int:
     """How many values of the floating outputs are infinities or NaN."""
-    return sum(int((~torch.isfinite(v)).sum()) for v in values if isinstance(v, torch.Tensor) and v.is_floating_point())
+    return sum(compare.count_not_finite(v) for v in values if isinstance(v, torch.Tensor))
 
 
 def _finite(values: list[Any]) -> bool:
-    return all(bool(torch.isfinite(v).all()) for v in values if isinstance(v, torch.Tensor) and v.is_floating_point())
+    return _not_finite(values) == 0
 
 
 def _device_use() -> dict[str, int]:
