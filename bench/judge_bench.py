@@ -143,8 +143,8 @@ def main() -> None:
     parser.add_argument("--search", type=int, default=0,
                         help="also judge N times on one Evaluator with the forensic pass, as a search does")
     parser.add_argument("--calls-per-request", default="1",
-                        help="timed calls per request, a list to compare (e.g. 1,8): the clock's fixed "
-                             "allowance is shared by a request's calls, which holds if the gap is the request's")
+                        help="timed calls per request, a list to compare (e.g. 1,8): whether the wall time the "
+                             "clock leaves unexplained per call shrinks with more calls a request")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     if args.repeats < 1 and not args.search:

@@ -36,8 +36,8 @@ class TimingPolicy(BaseModel):
     """Seconds of timed calls per block (candidate, reference, candidate)."""
     calls_per_request: int = Field(default=1, ge=1, le=8)
     """Timed calls made in one request, one after another, each on fresh inputs with its output
-    digested and kept, held together to the judge's clock: the request's own cost beyond its calls is
-    shared by them, and so is the clock's fixed allowance (``timing.UNEXPLAINED_MS``). Fewer where the
+    digested and kept, held together to the judge's clock (each call keeps the clock's whole fixed
+    allowance, ``timing.UNEXPLAINED_MS``: the gap it allows was measured per call). Fewer where the
     reference's output is large: the candidate's process keeps every output of a request until the
     session has drawn which to check (``timed_calls.KEPT_OUTPUT_BYTES``). On a GPU each call counts as
     its request's mean, one call of every request is checked and ``min_runs`` counts requests: work
