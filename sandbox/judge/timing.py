@@ -30,16 +30,16 @@ MIN_DRIFT_MS = 0.05
 # catch times reported far short.
 UNEXPLAINED_FRACTION = {"cuda": 0.10, "cpu": 1.0}
 UNEXPLAINED_MS = {"cuda": 0.6, "cpu": 5.0}
-"""On a GPU the candidate's process answers each timed request 0.3-0.7 ms later than the oracle does
-for the same work (measured on an H200 with honest Triton kernels of 20-30 us: 0.485 and 0.672 ms
-more than the oracle). Host work that the launch cover hides adds no wall time (the GPU is busy with
-the cover meanwhile, on both sides), so this is the harness's own per-request work in that process;
+"""On a GPU the candidate's process answers each timed call 0.07-0.7 ms later than the oracle does
+for the same work (honest Triton kernels of 20-30 us, over several rounds and machines:
+docs/BENCHMARKS.md). Host work that the launch cover hides adds no wall time (the GPU is busy with
+the cover meanwhile, on both sides), so this is the harness's own work around each call in that process;
 the cause is not found yet. Until it is, a call may report up to this much less than it took without
 this check noticing; on a GPU the forensic trace bounds the kernels' part from below, for a candidate
 that runs the same work when traced (docs/EVALUATION.md). It is each call's, not each request's: with
-several timed calls a request (``TimingPolicy.calls_per_request``) the gap per call did not shrink (an
-H100, 20 us calls: 0.07-0.11 ms with one call a request, 0.16-0.17 ms with seven), so every call keeps
-the whole allowance."""
+several timed calls a request (``TimingPolicy.calls_per_request``) the gap per call did not shrink
+(20 us calls: 0.07-0.11 ms with one call a request, 0.16-0.17 ms with seven; docs/BENCHMARKS.md), so
+every call keeps the whole allowance."""
 UNEXPLAINED_OF_HARNESS = {"cuda": 0.15, "cpu": 0.0}
 """And this share of the reference's own unexplained time per call, on a GPU: the harness's work
 around a call (the input refill, the output's digest), which the candidate's process does too, runs a
