@@ -45,6 +45,26 @@ def test_non_finite_values_are_counted_across_chunks(monkeypatch: pytest.MonkeyP
     assert compare.count_not_finite(torch.arange(9)) == 0
 
 
+def test_the_float64_reference_keeps_float64_where_the_model_casts_to_float32() -> None:
+    """A model that casts to fp32 inside forward (``.float()``, ``dtype=``, a new tensor of the default
+    dtype) is run in float64 throughout: followed, the casts would make the float64 run round as eager
+    does, and eager's error against it would read 0."""
+    from kernelevo.sandbox.judge.exact import ExactReference
+
+    class Upcast(torch.nn.Module):
+        def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+            scale = torch.ones(1) + torch.zeros(1, dtype=torch.float32)
+            return torch.matmul(a.float(), b.to(torch.float32)).softmax(-1, dtype=torch.float32) * scale
+
+    a, b = torch.randn(8, 4096), torch.randn(4096, 8)
+    eager = Upcast()(a, b)
+    exact = ExactReference().compute(Upcast(), [a, b], 1, None).outputs
+    assert exact is not None and exact[0].dtype == torch.float64
+    truth = torch.matmul(a.double(), b.double()).softmax(-1)
+    assert torch.equal(exact[0], truth) and not torch.equal(exact[0].float(), eager)
+    assert torch.get_default_dtype() == torch.float32  # put back
+
+
 def test_nan_and_inf_match_only_where_eager_has_them() -> None:
     """Where eager's value is a number, NaN or an infinity fails however wide the tolerance; where eager
     itself overflowed (the large-values set), the output must hold the same there, and the rest of the

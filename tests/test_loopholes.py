@@ -39,6 +39,7 @@ ACCEPTED = [
     # a 4 us call) as the calls' work, then takes a 1-call session's launches from a 3-call one's
     (FIXTURES + "batchnorm_eval.py", "ok_folds_norm_in_init_and_on_load"),
     ("layernorm", "ok_layernorm_own_parameters"),
+    (FIXTURES + "matmul_upcast.py", "ok_matmul_fp32_tiles"),
 ]
 
 
@@ -99,6 +100,7 @@ REJECTED = [
     (8, "softmax", "bad_honest_only_under_the_judges_cache", "static: no harness access", "get_default_build_root"),
     (1, "relu", "bad_runs_code_through_enum_builtins", "static: no harness access", "bltns"),
     (11, "matmul_bias_gelu", "bad_fp8_operands_in_a_bf16_task", "precision", "fp8 operands"),
+    (11, "relu", "bad_coarse_only_with_gradients", "precision", "with gradients on"),
     (8, "softmax", "bad_honest_only_in_its_job_folder", "static: no harness access", "where code came from"),
     (1, "softmax", "bad_evaluates_through_type_hints", "static: no harness access", "evaluates strings"),
     (1, "softmax", "bad_exec_through_dataclasses", "static: no harness access", "private attribute"),

@@ -8,10 +8,11 @@ import os
 import time
 from typing import Any
 
-from kernelevo.sandbox.child.inputs import VARIANTS, call_mode, variant_label
+from kernelevo.sandbox.child.inputs import VARIANTS, call_mode, far_from_generated, variant_label
 from kernelevo.sandbox.child.launches import GHOST_MODES, MAX_HOST_READ_ELEMENTS
 from kernelevo.sandbox.judge import rules
 from kernelevo.sandbox.judge.plan import SessionPart, fresh_seed
+from kernelevo.sandbox.judge.record import PrecisionSums
 from kernelevo.sandbox.judge.reported import reported_count
 
 GHOST_RAISED = "with its kernels turned off the candidate raised"
@@ -52,6 +53,9 @@ class CorrectnessCalls(SessionPart):
                 self.record.max_abs_error = max(self.record.max_abs_error, float(stats.get("max_abs_error") or 0.0))
                 if meta["dtype"] in rules.PRECISION_FLOOR:
                     self.record.precision.add(stats)
+                    if not far_from_generated(variant):
+                        mode = f"gradients {grad}" + (", inputs made anew" if fresh else "")
+                        self.record.precision_by_mode.setdefault(mode, PrecisionSums()).add(stats)
 
     def _parameters(self, change: int | None) -> bool:
         """Both models' parameters changed alike (``change``: the factors' seed), or put back (None).
@@ -154,7 +158,8 @@ class CorrectnessCalls(SessionPart):
                            f"torch computed {', '.join(f'aten.{k}' for k in sorted(compute))}; this task is strict: "
                            "the work must run in custom kernels")
             dtype = self.plan.task.dtype or "float32"
-            problem = rules.precision_problem(record.precision, dtype)
+            problem = rules.precision_problem(record.precision, dtype) or \
+                rules.precision_problem_by_mode(record.precision_by_mode, dtype)
             detail = problem or rules.precision_detail(record.precision)
             record.add("precision", problem is None, detail + (f"; {record.exact_note}" if record.exact_note else ""),
                        compared=True)

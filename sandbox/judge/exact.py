@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from kernelevo.sandbox.child.timed import flat_outputs
 from kernelevo.sandbox.judge import device_memory
@@ -31,6 +32,45 @@ class ExactOutcome:
 def _widened(args: list[Any], device: str, dtype: torch.dtype) -> list[Any]:
     return [a.to(device=device, dtype=dtype) if isinstance(a, torch.Tensor) and a.is_floating_point()
             else (a.to(device) if isinstance(a, torch.Tensor) else a) for a in args]
+
+
+_NARROWING = {torch.Tensor.float: torch.float32, torch.Tensor.half: torch.float16,
+              torch.Tensor.bfloat16: torch.bfloat16}
+
+
+class KeepsWide(TorchFunctionMode):
+    """While the wide run runs, a floating dtype narrower than ``dtype`` that the model asks for (``x.float()``,
+    ``x.to(torch.float32)``, ``dtype=torch.float32``, a new tensor of the default dtype) is ``dtype``
+    instead. Mixed-precision code writes such casts (an attention computed "in fp32"); followed, they
+    would make the float64 run round where eager does, bit for bit, eager's error against it would read
+    0, and the precision rule would demand eager's own order of sums from every honest kernel."""
+
+    def __init__(self, dtype: torch.dtype) -> None:
+        super().__init__()
+        self.dtype = dtype
+
+    def _wide(self, value: Any) -> Any:
+        if isinstance(value, torch.dtype) and value.is_floating_point and \
+                torch.finfo(value).bits < torch.finfo(self.dtype).bits:
+            return self.dtype
+        return value
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204 - torch's signature
+        kwargs = kwargs or {}
+        if func in _NARROWING and self._wide(_NARROWING[func]) is self.dtype:
+            return args[0].to(self.dtype)
+        args = tuple(self._wide(a) for a in args)
+        kwargs = {k: self._wide(v) for k, v in kwargs.items()}
+        return func(*args, **kwargs)
+
+    def __enter__(self):  # noqa: ANN204 - TorchFunctionMode's
+        self.default = torch.get_default_dtype()
+        torch.set_default_dtype(self.dtype)
+        return super().__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        torch.set_default_dtype(self.default)
+        super().__exit__(*exc)
 
 
 def _host_copy(model: torch.nn.Module, dtype: torch.dtype) -> torch.nn.Module:
@@ -70,7 +110,7 @@ class ExactReference:
         exact = self._copy(model, device)
         if exact is None:
             return None
-        with torch.no_grad():
+        with torch.no_grad(), KeepsWide(self.dtype):
             outputs = flat_outputs(exact(*_widened(args, device, self.dtype)))
         return outputs if len(outputs) == count else None
 

@@ -57,6 +57,10 @@ class Record:
     torch_ops: dict[str, int] = field(default_factory=dict)
     precision: PrecisionSums = field(default_factory=PrecisionSums)
     timed_precision: PrecisionSums = field(default_factory=PrecisionSums)
+    precision_by_mode: dict[str, PrecisionSums] = field(default_factory=dict)
+    """The checked sets of values as the task makes them (not scaled up, not shifted), summed apart by
+    how they were called (gradients on or off, inputs made anew or refilled): a kernel less precise in
+    one way of calling alone would hide in the sums of every set, which the far sets carry."""
     """The same sums over the timed calls that were checked (and the forensic pass's calls)."""
     blocks: list[Block] = field(default_factory=list)
     """The candidate's timed blocks (two on a GPU)."""

@@ -74,6 +74,15 @@ def precision_problem(sums: PrecisionSums, dtype: str) -> str | None:
             f"than the task's {dtype} ({how})")
 
 
+def precision_problem_by_mode(by_mode: dict[str, PrecisionSums], dtype: str) -> str | None:
+    """The precision rule held on each way of calling on its own (``Record.precision_by_mode``)."""
+    for mode, sums in by_mode.items():
+        problem = precision_problem(sums, dtype)
+        if problem is not None:
+            return f"in the calls with {mode}: {problem}"
+    return None
+
+
 def precision_ratio(sums: PrecisionSums, dtype: str) -> float | None:
     """The candidate's summed error against float64 over eager's, eager's taken as at least the floor
     the precision rule always allows (a ReLU or a max is exact in eager, and in an exact kernel);
