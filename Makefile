@@ -39,17 +39,20 @@ demo: $(STAMP)
 
 # The tests run in TEST_WORKERS processes (pytest-xdist), each test module kept in one of them: much
 # of a test's time is spent waiting on the sandboxed processes it starts, so two workers keep both
-# cores of a small machine busy. TEST_WORKERS=0 runs them in this process (for a debugger).
-TEST_WORKERS ?= 2
+# cores of a small machine busy. TEST_WORKERS=0 runs them in this process (for a debugger), as does a
+# venv without pytest-xdist (an offline machine whose install could not fetch it). On a machine with
+# a GPU they run in one: the GPU tests time kernels, and a second worker's load would be in the times.
+TEST_WORKERS ?= $(shell nvidia-smi -L >/dev/null 2>&1 && echo 0 || echo 2)
+WORKERS = $(shell $(BIN)/python -c 'import xdist' 2>/dev/null && echo "-n $(TEST_WORKERS) --dist loadscope")
 
 test: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope --durations=15
+	$(BIN)/python -m pytest -q $(WORKERS) --durations=15
 
 # Everything, the tests marked slow included (about twice as long as `make test`).
 test-all: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope -m ""
+	$(BIN)/python -m pytest -q $(WORKERS) -m ""
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

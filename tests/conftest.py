@@ -30,7 +30,8 @@ call's time limit) never prints pytest's summary: without this, a failure seen t
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if FAILURE_LOG and report.failed:
+    # under pytest-xdist the controller hears each worker's reports again: written once, by the worker
+    if FAILURE_LOG and report.failed and not hasattr(report, "node"):
         with open(FAILURE_LOG, "a") as log:
             log.write(f"=== {report.nodeid} ({report.when}, {report.duration:.1f} s)\n{report.longreprtext}\n\n")
 

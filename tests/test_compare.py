@@ -36,6 +36,19 @@ def test_the_worst_element_is_found_across_chunks(monkeypatch: pytest.MonkeyPatc
     assert "2 of 45" in problem and "(4, 8)" in problem
 
 
+VIEWS = {"transposed": ((6, 10), (1, 0)), "permuted": ((3, 4, 5), (2, 0, 1)), "one long row": ((1, 50), (1, 0))}
+
+
+@pytest.mark.parametrize("name", VIEWS)
+def test_a_view_is_cut_in_row_major_pieces_without_a_whole_copy(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    monkeypatch.setattr(compare, "CHUNK", 7)
+    shape, order = VIEWS[name]
+    view = torch.arange(torch.Size(shape).numel(), dtype=torch.float32).reshape(shape).permute(order)
+    pieces = list(compare._chunks(view, view.contiguous(), None))
+    assert torch.equal(torch.cat([p[0] for p in pieces]), view.reshape(-1))
+    assert all(p[0].numel() <= 7 and torch.equal(p[0], p[1]) and p[2] is None for p in pieces)
+
+
 def test_non_finite_values_are_counted_across_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(compare, "CHUNK", 7)
     values = torch.zeros(5, 9)

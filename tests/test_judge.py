@@ -319,7 +319,7 @@ def test_the_judges_clock_catches_short_reports_and_spares_a_loaded_host() -> No
 
 def test_a_request_of_several_calls_keeps_each_calls_allowance_and_must_answer_each_call() -> None:
     """Eight calls in one request are each allowed the fixed 0.6 ms, as one call alone is: the gap
-    between the processes was measured to be each call's on a GPU too (it grew per call with eight a
+    between the processes was measured to be each call's (it did not shrink with several calls a
     request), so sharing it would reject honest candidates. A reply that answers fewer calls than
     were asked for is the candidate's malformed answer."""
     from kernelevo.sandbox.judge.timing import Block, unexplained_figures
@@ -348,7 +348,7 @@ def test_a_request_of_several_calls_keeps_each_calls_allowance_and_must_answer_e
     part.plan.timing = part.plan.timing.model_copy(update={"calls_per_request": 4})
     with pytest.raises(Stop, match="not one answer for each of the 4 calls"):
         part._timed_block(None, "worker", "timed block 1")
-    # on the CPU the gap is each call's: the fixed allowance is not shared there
+    # on the CPU as on a GPU, each call keeps the whole fixed allowance
     cpu = unexplained_figures(block(8, 0.5), block(8, 0.2), "cpu")
     assert cpu is not None and cpu[1] == pytest.approx(0.05 + 5.0)
 

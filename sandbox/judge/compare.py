@@ -77,10 +77,25 @@ class Scale(NamedTuple):
     """``moved`` in each of ``groups``: float64, one value per group."""
 
 
-def _chunks(*tensors: torch.Tensor | None) -> list[tuple[torch.Tensor | None, ...]]:
-    flats = [t.reshape(-1) if t is not None else None for t in tensors]
-    numel = flats[0].numel() if flats[0] is not None else 0
-    return [tuple(f[i:i + CHUNK] if f is not None else None for f in flats) for i in range(0, numel, CHUNK)]
+def _chunks(*tensors: torch.Tensor | None) -> Iterator[tuple[torch.Tensor | None, ...]]:
+    """The same pieces of ``tensors`` (one shape; None stays None), at most ``CHUNK`` values each, in
+    row-major order, made one at a time. A tensor that is not contiguous is cut along its first
+    dimension before it is flattened, so a piece copies only its own values, never the whole tensor
+    (a transposed output, or float64's answer laid out as eager's)."""
+    first = next((t for t in tensors if t is not None), None)
+    if first is None or first.numel() == 0:
+        return
+    if first.dim() <= 1 or first.numel() <= CHUNK or all(t is None or t.is_contiguous() for t in tensors):
+        flats = [t.reshape(-1) if t is not None else None for t in tensors]  # a view where contiguous
+        for i in range(0, first.numel(), CHUNK):
+            yield tuple(f[i:i + CHUNK] if f is not None else None for f in flats)
+        return
+    rows = max(1, CHUNK // (first.numel() // first.shape[0]))
+    for i in range(0, first.shape[0], rows):
+        block = [t[i:i + rows] if t is not None else None for t in tensors]
+        if rows == 1:  # one row is more than a piece: cut it along its own first dimension
+            block = [b[0] if b is not None else None for b in block]
+        yield from _chunks(*block)
 
 
 def largest_difference(a: torch.Tensor, b: torch.Tensor | None, past_overflow_of: torch.Tensor | None = None
