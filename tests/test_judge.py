@@ -1231,6 +1231,14 @@ def test_where_checks_may_be_samples_one_secret_call_among_the_least_is_checked_
     small = _ScriptedBlock(output_bytes=4 << 20)
     small._timed_block(None, "worker", "timed block 1")
     assert small.forced == []  # whole checks anyway: nothing forced
+    places = []  # two calls a request (the kept outputs' cap at 128 MiB): the least is 6 requests, 12 calls
+    for seed in range(300):
+        paired = _ScriptedBlock(output_bytes=128 << 20)
+        paired.plan.timing = paired.plan.timing.model_copy(update={"calls_per_request": 2})
+        paired.rng = random.Random(seed)
+        paired._timed_block(None, "worker", "timed block 1")
+        places += paired.forced
+    assert set(places) == set(range(12))
 
 
 def test_the_checks_so_far_say_nothing_of_whether_the_next_call_is_checked() -> None:

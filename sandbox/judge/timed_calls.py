@@ -180,8 +180,9 @@ class TimedCalls(SessionPart):
         # Where checks may be samples, one call among the block's least, drawn now and kept secret, is
         # checked whole: a candidate that skips work in more than half of the calls (as it must, to
         # move the median) meets it with chance above one half, in every block, whatever it counts.
+        # Counted in requests, the least holds K calls each: the draw spans them all.
         sampling = wanted and self.reference_bytes >= policy.sample_from_bytes
-        whole_at = self.rng.randrange(least) if sampling else -1
+        whole_at = self.rng.randrange(least * (block.calls_per_request if by_requests else 1)) if sampling else -1
         while not problems and len(block.times_ms) < most and (
                 (requests if by_requests else len(block.times_ms)) < least or checked < wanted
                 or sum(block.wall_ms) + checking_ms < budget_ms):
