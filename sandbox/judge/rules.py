@@ -4,7 +4,9 @@ The precision rule: a task must be computed at its dtype's precision. Over every
 has a float64 reference, the candidate's summed absolute error against float64 may be at most
 ``PRECISION_FACTOR`` times eager's own, plus a floor of ``PRECISION_FLOOR`` relative to the outputs'
 magnitude (for outputs eager computes exactly). Sums over every value of every checked output: the
-rule does not depend on which inputs happened to be drawn, nor on one value's luck.
+rule does not depend on which inputs happened to be drawn, nor on one value's luck. It holds again on
+each way of calling alone (gradients on or off, inputs made anew or refilled), over the sets of the
+task's own values: a kernel less precise in one of them would hide in sums the far sets carry.
 
 - float32 (and float64): honest kernels that sum in another order, or use a faster exp, stay within
   a few times eager's error; fp16 or bf16 arithmetic, or TF32 products, are hundreds to thousands of
