@@ -78,6 +78,27 @@ def test_the_float64_reference_keeps_float64_where_the_model_casts_to_float32() 
     assert torch.get_default_dtype() == torch.float32  # put back
 
 
+def test_tied_values_in_index_order_are_offered_only_where_torch_leaves_their_order_open() -> None:
+    from kernelevo.sandbox.judge.ties import stable_tie_outputs
+
+    class Router(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            return torch.topk(x, 3).indices, torch.argsort(x, descending=True)
+
+    class Argmax(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x.argmax(-1)
+
+    x = torch.tensor([[0.0, 2.0, 1.0, 2.0, 2.0, 0.0]] * 4)
+    eager = [torch.tensor([[4, 3, 1]] * 4), torch.tensor([[4, 3, 1, 2, 5, 0]] * 4)]  # another order of the ties
+    other, unspecified = stable_tie_outputs(Router(), [x], eager)
+    assert unspecified and other is not None
+    assert other[0].tolist() == [[1, 3, 4]] * 4 and other[1].tolist() == [[1, 3, 4, 2, 0, 5]] * 4
+    assert stable_tie_outputs(Router(), [x], other) == (None, True)  # the same: nothing to offer
+    assert stable_tie_outputs(Argmax(), [x], [Argmax()(x)]) == (None, False)  # first index: specified
+    assert stable_tie_outputs(Router(), [x], [x.float()]) == (None, False)  # no integer output
+
+
 def test_nan_and_inf_match_only_where_eager_has_them() -> None:
     """Where eager's value is a number, NaN or an infinity fails however wide the tolerance; where eager
     itself overflowed (the large-values set), the output must hold the same there, and the rest of the

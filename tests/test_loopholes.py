@@ -40,6 +40,7 @@ ACCEPTED = [
     (FIXTURES + "batchnorm_eval.py", "ok_folds_norm_in_init_and_on_load"),
     ("layernorm", "ok_layernorm_own_parameters"),
     (FIXTURES + "matmul_upcast.py", "ok_matmul_fp32_tiles"),
+    (FIXTURES + "topk_router.py", "ok_topk_lowest_index_first"),
 ]
 
 

@@ -40,7 +40,7 @@ from kernelevo.sandbox.child.timed import (
     warm_host,
     warm_up,
 )
-from kernelevo.sandbox.judge import compare, sampled, slack, telemetry, workload
+from kernelevo.sandbox.judge import compare, sampled, slack, telemetry, ties, workload
 from kernelevo.sandbox.judge.exact import ExactOutcome, ExactReference
 from kernelevo.sandbox.judge.level_groups import level_groups
 from kernelevo.sandbox.judge.timing import PACE_MEASUREMENTS, stats
@@ -78,6 +78,9 @@ class Oracle:
         self.changes = trained_constants.Changes()
         self.job: dict[str, Any] = {}
         self.expected: dict[str, tuple[list[Any], list[Any] | None]] = {}
+        self.tie_orders: dict[str, list[Any]] = {}
+        """Outputs with the order among ties stable, by key, where they differ from eager's (``ties.py``)."""
+        self.unspecified_ties: bool | None = None
         self.buffers = inputs.InputBuffers()
         self.timer: TimedCall | None = None
         self.graph: GraphTimedCall | None = None
@@ -103,6 +106,7 @@ class Oracle:
         self.model = inputs.build_model(self.task.Model, self.task, msg["device"], msg.get("dtype"),
                                         int(msg["init_seed"]))
         self.exact, self.exact_before, self.changes = ExactReference(), None, trained_constants.Changes()
+        self.unspecified_ties = None
         return {"ok": True}
 
     def _inputs(self, msg: dict[str, Any], row_levels: list | None = None) -> list[Any]:
@@ -133,6 +137,10 @@ class Oracle:
                                                     device=self.job["device"], float64=self.exact, scale=scale)
         scaled_up = inputs.far_from_generated(int(msg.get("variant", 0)))
         self.expected[str(msg["key"])] = (want, exact.outputs, sensitivity, scaled_up)
+        if self.unspecified_ties is not False:
+            other, self.unspecified_ties = ties.stable_tie_outputs(self.model, args, want)
+            if other is not None:
+                self.tie_orders[str(msg["key"])] = other
         reply: dict[str, Any] = {"ok": True, "not_finite": _not_finite(want), "exact": exact.outputs is not None,
                                  "exact_note": exact.note,
                                  "outputs": [{"dtype": str(w.dtype).removeprefix("torch."), "shape": list(w.shape),
@@ -179,7 +187,7 @@ class Oracle:
         does not parse is its problem); then ``how``'s comparison of the two."""
         self._forget_inputs(str(msg["key"]))
         want, exact, sensitivity, scaled_up = self.expected.pop(str(msg["key"]))
-        msg = {**msg, "scaled_up": scaled_up}
+        msg = {**msg, "scaled_up": scaled_up, "tie_order": self.tie_orders.pop(str(msg["key"]), None)}
         try:
             metas = [tensor_files.TensorFile.model_validate(m) for m in msg["outputs"]]
         except (ValueError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
@@ -208,6 +216,9 @@ class Oracle:
             except (OSError, ValueError) as exc:
                 found.append(OutputStats(problem=f"the output's file is unusable: {exc}").model_dump())
                 continue
+            other = (msg.get("tie_order") or want)[k]
+            if not w.is_floating_point() and isinstance(other, torch.Tensor) and torch.equal(got, other):
+                w = other  # eager's order among tied values is not specified: index order is as right
             result = compare.compare_output(got, w, exact[k] if exact is not None else None, float(msg["atol"]),
                                             float(msg["rtol"]), sensitivity[k], bool(msg.get("scale_atol")),
                                             scaled_up=bool(msg.get("scaled_up")))
@@ -247,6 +258,7 @@ class Oracle:
     def drop(self, msg: dict[str, Any]) -> dict[str, Any]:
         self._forget_inputs(str(msg["key"]))
         self.expected.pop(str(msg["key"]), None)
+        self.tie_orders.pop(str(msg["key"]), None)
         release_cached_blocks()
         return {"ok": True}
 
@@ -255,6 +267,7 @@ class Oracle:
         the inputs refilled for re-timing: a kept oracle waits between sessions holding little more
         than the reference, so another evaluation's processes on the same GPU have the room."""
         self.expected.clear()
+        self.tie_orders.clear()
         for key in list(self.input_files):
             self._forget_inputs(key)
         self.graph = None
