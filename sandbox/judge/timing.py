@@ -117,7 +117,7 @@ class Block:
     only their total to the clock, so each of them counts as their mean (``times_ms``) with an even
     share of the request's wall time here."""
     calls_per_request: int = 1
-    """How many timed calls each request of the block made: the request's own cost is shared by them."""
+    """How many timed calls each request of the block made (the verdict's clock says so where above one)."""
     pace_ms: list[float] = field(default_factory=list)
     """Per call in loops of back-to-back calls after the block (GPU only)."""
     digest_ms: list[float] = field(default_factory=list)
