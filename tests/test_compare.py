@@ -235,14 +235,16 @@ def test_half_precision_tasks_have_a_precision_rule_that_fp8_operands_break() ->
 
 
 def test_a_timed_output_digest_commits_to_every_value() -> None:
-    """The digest a timed call commits to changes with any one bit, is the same whether the output
-    is a view or a copy, chunked or not, and cannot be met by a constant such as a row sum."""
+    """The digest a timed call commits to changes with any one bit and with the output's layout, is
+    the same for a copy in the same layout, and cannot be met by a constant such as a row sum."""
     from kernelevo.sandbox.child import timed
 
     out = torch.softmax(torch.randn(7, 33), dim=-1)
     digest = timed.output_digest(out, 1234)
     assert timed.same_digest(digest, timed.output_digest(out.clone(), 1234))
-    assert timed.same_digest(timed.output_digest(out.T, 5), timed.output_digest(out.T.contiguous(), 5))
+    # a view is hashed where it lies, and its layout is part of the commitment (the oracle passes it)
+    assert timed.tensor_digest(out.T, 5, 0) == timed.tensor_digest(out.T.contiguous(), 5, 0, (1, 0))
+    assert not timed.same_digest(timed.output_digest(out.T, 5), timed.output_digest(out.T.contiguous(), 5))
     moved = out.clone()
     moved[3, 4] += 1e-6
     assert not timed.same_digest(digest, timed.output_digest(moved, 1234))

@@ -421,3 +421,17 @@ def test_a_task_of_gigabytes_is_judged_within_its_memory_bound(make_evaluator, t
     assert verdict.memory["oracle"] <= (device_memory.ORACLE_SHARE + device_memory.EXACT_SHARE) * eager, \
         verdict.memory
     assert not list((evaluator.workspace / "outboxes").rglob("*.bin")), "compared outputs were left on disk"
+
+
+def test_a_large_output_returned_transposed_keeps_the_clocks_allowance(make_evaluator) -> None:
+    """2 GiB out, returned as ``buffer.T``: copied row-major for its digest, the output would cost each
+    timed call about a millisecond more wall time than the reference's calls, over the clock's fixed
+    allowance; hashed where it lies it costs what theirs do. Its sampled checks find the leaves' values
+    at their places in the column-major buffer."""
+    task = load_task(str(FIXTURES / "wide_scale.py"), "full")
+    evaluator = make_evaluator(timeout_s=900, reference_timeout_s=900)
+    verdict, code = evaluator.evaluate(task, candidate("ok_scale_into_columns"))
+    print(f"\n{verdict.runtime_ms} ms against eager {verdict.reference_runtime_ms} ms; clock {verdict.clock}")
+    assert code == 0 and verdict.correct, verdict.reason
+    timed = next(c for c in verdict.checks if c.name == "timed runs correct")
+    assert timed.passed, timed.detail

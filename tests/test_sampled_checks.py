@@ -76,6 +76,42 @@ def test_a_sample_of_another_shape_is_refused_before_reading(tmp_path: Path) -> 
     assert "output shape (3000, 64) != reference (64, 3000)" in found["problem"]
 
 
+@pytest.mark.parametrize(("shape", "dims"), [((300, 1000), (1, 0)), ((7, 40, 900), (2, 0, 1)),
+                                            ((5, 1, 30, 800), (3, 1, 0, 2))])
+def test_a_permuted_output_is_hashed_where_it_lies(shape: tuple[int, ...], dims: tuple[int, ...]) -> None:
+    """A kernel that writes a buffer and returns it with its dimensions permuted (``buffer.T``) is
+    hashed in storage order, without a copy in the timed call; the oracle, holding a row-major copy
+    and the strides the output's file names, finds the same digest; the layout is part of what the
+    digest binds."""
+    buffer = torch.randn(shape)
+    out = buffer.permute(dims)
+    order = digest.storage_order(out.shape, out.stride())
+    assert order is not None and digest.output_bytes(out, order).data_ptr() == buffer.data_ptr()  # no copy
+    shipped = out.contiguous()
+    assert digest.tensor_digest(out, 3, 0) == digest.tensor_digest(shipped, 3, 0, order)
+    assert digest.tensor_digest(out, 3, 0) != digest.tensor_digest(shipped, 3, 0)  # row-major: another layout
+    assert digest.storage_order(shipped.shape, shipped.stride()) is None
+
+
+def test_layouts_no_permutation_makes_dense_are_hashed_row_major() -> None:
+    base = torch.randn(64, 512)
+    for out in (base[:, ::2], base[:1].expand(64, 512), base.T[1:]):  # gaps, overlap, a transposed slice with gaps
+        assert digest.storage_order(out.shape, out.stride()) is None
+        assert digest.tensor_digest(out, 3, 0) == digest.tensor_digest(out.contiguous(), 3, 0)
+    assert digest.storage_order([4, 4], [1]) is None and digest.storage_order([2, 3], [1, 10**30]) is None
+
+
+def test_sampled_leaves_of_a_transposed_output_are_compared_at_their_places(tmp_path: Path) -> None:
+    want = torch.randn(64, 3000)
+    got = want.T.contiguous().T  # the right values, stored column-major: leaf k holds columns 16k..16k+15
+    assert digest.storage_order(got.shape, got.stride()) == (1, 0)
+    got[40, 2001] += 1.0  # storage index 2001 * 64 + 40: leaf 125
+    found = _compare(tmp_path, got, want, [0, 125, 187])
+    assert found["problem"] and "worst at (40, 2001)" in found["problem"], found
+    assert found["digests"] == [digest.tensor_digest(got, 5, 0)]
+    assert _compare(tmp_path, got, want, [0, 119, 187])["problem"] is None  # the row-major leaf 119 is right here
+
+
 def _every_check_sampled() -> object:
     return _timing().model_copy(update={"sample_from_bytes": 0, "sampled_leaves": 8, "whole_share": 0.0})
 

@@ -8,11 +8,15 @@ a candidate free to choose each of many elements among values within the toleran
 onto any target with a generalized-birthday (Wagner) search. A cryptographic hash does: finding
 another message with the same SHA-256 is out of reach.
 
-Definition, a tree of two levels: the output's bytes (contiguous, in memory order) are cut into
-leaves of :data:`LEAF_BYTES` (the last may be shorter) and each leaf's SHA-256 taken, in order; those
-hashes, concatenated, are cut and hashed the same way once more; the second level's hashes follow a
-header naming the digest, the request's seed, the output's index, dtype, shape and size, and the
-digest is the SHA-256 of the whole, as four 64-bit integers. The leaves are independent, so a GPU
+Definition, a tree of two levels: the output's bytes, in the order its storage holds them, are cut
+into leaves of :data:`LEAF_BYTES` (the last may be shorter) and each leaf's SHA-256 taken, in order;
+those hashes, concatenated, are cut and hashed the same way once more; the second level's hashes
+follow a header naming the digest, the request's seed, the output's index, dtype, shape and size (and,
+for an output laid out in another order than row-major, the order of its dimensions in memory), and
+the digest is the SHA-256 of the whole, as four 64-bit integers. Storage order, not the logical one:
+an output that is a transposed view of the buffer a kernel wrote (dense, its dimensions permuted) is
+hashed where it lies, as the reference's contiguous output is, with no copy of it in the timed call's
+wall time; any other layout (overlapping, with gaps) is copied row-major first. The leaves are independent, so a GPU
 hashes them all at once (``digest_kernel.py``: one read of the output, checked once per process
 against ``hashlib`` before it is used); on a CPU, and for small outputs, ``hashlib`` hashes each leaf.
 The second level is why a large output's digest is cheap: a 6 GB output has 50 MB of leaf hashes,
@@ -24,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import struct
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -39,10 +44,38 @@ would widen the share of the reference's unexplained time a candidate's calls ar
 HEADER = b"kernelevo output digest, SHA-256 tree, 4096-byte leaves\0"
 
 
-def output_bytes(value: torch.Tensor) -> torch.Tensor:
-    """The tensor's elements, contiguous in logical order, as a 1-D uint8 tensor on its device (a bool
-    as 0 or 1, whatever byte holds it: as a tensor file carries it)."""
-    flat = value.detach().reshape(-1)
+Order = tuple[int, ...] | None
+"""The dimensions of an output from outermost to innermost in memory, where that is not row-major
+(None: row-major, or a layout no permutation makes contiguous, which is hashed row-major)."""
+
+
+def storage_order(shape: Sequence[int], strides: Sequence[int]) -> Order:
+    """The order in which a tensor of ``shape`` and ``strides`` lies densely in memory, where it is
+    not row-major and a permutation of its dimensions makes it contiguous; otherwise None. A pure
+    function of the layout: the oracle finds the same order from the strides an output's file names."""
+    if len(shape) != len(strides) or len(shape) < 2:
+        return None
+    try:
+        layout = torch.empty_strided(tuple(int(d) for d in shape), tuple(int(s) for s in strides), device="meta")
+    except (RuntimeError, ValueError, OverflowError, TypeError):  # strides a file may name, not a tensor
+        return None
+    if layout.is_contiguous():
+        return None
+    order = tuple(sorted(range(len(shape)), key=lambda d: (-int(strides[d]), d)))
+    return order if layout.permute(order).is_contiguous() else None
+
+
+def own_order(value: torch.Tensor) -> Order:
+    """:func:`storage_order` of ``value``'s own layout."""
+    return storage_order(value.shape, value.stride())
+
+
+def output_bytes(value: torch.Tensor, order: Order = None) -> torch.Tensor:
+    """The tensor's elements as a 1-D uint8 tensor on its device, with its dimensions in ``order``
+    (row-major where None): a view where the tensor lies so in memory, else a copy (a bool as 0 or
+    1, whatever byte holds it: as a tensor file carries it)."""
+    value = value.detach()
+    flat = (value.permute(order) if order else value).reshape(-1)
     return flat.to(torch.uint8) if flat.dtype == torch.bool else flat.contiguous().view(torch.uint8)
 
 
@@ -100,22 +133,26 @@ def level_hashes(data: torch.Tensor) -> torch.Tensor:
     return torch.frombuffer(bytearray(hashed), dtype=torch.uint8) if hashed else torch.empty(0, dtype=torch.uint8)
 
 
-def _header(seed: int, index: int, size: int, dtype: Any, shape: Any) -> bytes:
-    return HEADER + struct.pack("<QqQ", seed % (1 << 64), index, size) + f"{dtype}{tuple(shape)}".encode()
+def _header(seed: int, index: int, size: int, dtype: Any, shape: Any, order: Order) -> bytes:
+    named = HEADER + struct.pack("<QqQ", seed % (1 << 64), index, size) + f"{dtype}{tuple(shape)}".encode()
+    return named + (f" in memory order {tuple(order)}".encode() if order else b"")
 
 
 def _lanes(root: bytes) -> list[int]:
     return [int.from_bytes(root[8 * k:8 * k + 8], "little") for k in range(DIGEST_LANES)]
 
 
-def tensor_digest(value: Any, seed: int, index: int) -> list[int]:
-    """The digest of output ``index`` of a call made with ``seed`` (see the module); zeros for
-    something that is not a tensor."""
+def tensor_digest(value: Any, seed: int, index: int, order: Order | str = "own") -> list[int]:
+    """The digest of output ``index`` of a call made with ``seed`` (see the module), its bytes taken
+    in ``order`` (``"own"``: the order ``value`` lies in; the oracle, holding a row-major copy, passes
+    the order the output's strides give); zeros for something that is not a tensor."""
     if not isinstance(value, torch.Tensor):
         return [0] * DIGEST_LANES
-    data = output_bytes(value)
+    order = own_order(value) if order == "own" else order
+    data = output_bytes(value, order)
     second = level_hashes(level_hashes(data)).cpu().numpy().tobytes()
-    return _lanes(hashlib.sha256(_header(seed, index, data.numel(), value.dtype, value.shape) + second).digest())
+    header = _header(seed, index, data.numel(), value.dtype, value.shape, order)
+    return _lanes(hashlib.sha256(header + second).digest())
 
 
 FANOUT = LEAF_BYTES // 32
@@ -147,7 +184,7 @@ def leaf_proof(value: torch.Tensor, leaves: list[int]) -> torch.Tensor:
     of the tree, then for each leaf asked for, the first-level leaf holding its hash and its own bytes
     (1-D uint8 on the host). The asker draws the leaves after the digest was given: a tree that was
     fixed then either holds the right bytes in them or does not."""
-    data = output_bytes(value)
+    data = output_bytes(value, own_order(value))
     first = level_hashes(data)
     parts = [level_hashes(first).cpu()]
     for k in leaves:
@@ -156,9 +193,9 @@ def leaf_proof(value: torch.Tensor, leaves: list[int]) -> torch.Tensor:
 
 
 def open_leaf_proof(proof: bytes, seed: int, index: int, size: int, dtype: Any, shape: Any,
-                    leaves: list[int]) -> tuple[list[int], list[bytes]] | str:
+                    leaves: list[int], order: Order = None) -> tuple[list[int], list[bytes]] | str:
     """Check a :func:`leaf_proof` against the tree it claims (an output of ``size`` bytes, ``dtype`` and
-    ``shape``): every leaf's bytes hash to the hash the first level holds for it, every first-level
+    ``shape``, laid out in ``order``): every leaf's bytes hash to the hash the first level holds for it, every first-level
     leaf to its hash in the second level. Returns the digest that second level gives (for the caller
     to hold against the one committed to) and each leaf's bytes; or, if the proof is inconsistent, why."""
     if len(proof) != proof_bytes(size, leaves):
@@ -180,4 +217,4 @@ def open_leaf_proof(proof: bytes, seed: int, index: int, size: int, dtype: Any, 
         if hashlib.sha256(leaf).digest() != hashes[slot:slot + 32]:
             return f"leaf {k}: its bytes are not the ones the tree holds"
         found.append(leaf)
-    return _lanes(hashlib.sha256(_header(seed, index, size, dtype, shape) + second).digest()), found
+    return _lanes(hashlib.sha256(_header(seed, index, size, dtype, shape, order) + second).digest()), found

@@ -23,6 +23,7 @@ ncu rejects). Every checked call of the correctness phase still compares whole o
 
 from __future__ import annotations
 
+import math
 import random
 from pathlib import Path
 from typing import Any
@@ -50,12 +51,20 @@ def draw_if_sampled(rng: random.Random, sizes: list[int], policy: TimingPolicy) 
     return draw_leaves(rng, sizes, policy.sampled_leaves)
 
 
-def positions(leaves: list[int], numel: int, element_bytes: int) -> torch.Tensor:
-    """The flat element indices the leaves hold, in order (a leaf holds whole elements: every element
-    size divides the leaf's)."""
+def positions(leaves: list[int], shape: list[int], element_bytes: int, order: digest.Order = None) -> torch.Tensor:
+    """The logical flat element indices the leaves hold, in order (a leaf holds whole elements: every
+    element size divides the leaf's), for an output whose bytes were hashed with its dimensions in
+    ``order`` (``digest.storage_order``; row-major where None)."""
+    numel = math.prod(int(d) for d in shape)
     per_leaf = digest.LEAF_BYTES // element_bytes
-    return torch.cat([torch.arange(k * per_leaf, min(numel, (k + 1) * per_leaf)) for k in leaves]) if leaves \
+    flat = torch.cat([torch.arange(k * per_leaf, min(numel, (k + 1) * per_leaf)) for k in leaves]) if leaves \
         else torch.empty(0, dtype=torch.long)
+    if not order or not flat.numel():
+        return flat
+    where = torch.unravel_index(flat, tuple(int(shape[d]) for d in order))
+    index = [where[order.index(d)] for d in range(len(shape))]  # each logical dimension's index
+    row_major = torch.empty(tuple(int(d) for d in shape), device="meta").stride()
+    return sum((i * step for i, step in zip(index, row_major)), torch.zeros_like(flat))
 
 
 def at(tensor: torch.Tensor | None, flat: torch.Tensor) -> torch.Tensor | None:
@@ -90,15 +99,16 @@ def compare_leaves(msg: dict[str, Any], metas: list[tensor_files.TensorFile], wa
         except (OSError, ValueError) as exc:
             found.append(OutputStats(problem=f"the output's leaves could not be read: {exc}").model_dump())
             continue
+        order = digest.storage_order(meta.shape, meta.strides)  # the layout the call hashed
         opened = digest.open_leaf_proof(proof.numpy().tobytes(), int(msg["digest_seed"]), k, size, w.dtype,
-                                        w.shape, asked)
+                                        w.shape, asked, order)
         if isinstance(opened, str):
             found.append(OutputStats(problem=f"the leaves shipped are not the output the call committed to "
                                              f"({opened})").model_dump())
             continue
         root, pieces = opened
         digests.append(root)
-        flat = positions(asked, w.numel(), w.element_size())
+        flat = positions(asked, list(w.shape), w.element_size(), order)
         raw = torch.frombuffer(bytearray(b"".join(pieces)), dtype=torch.uint8) if pieces \
             else torch.empty(0, dtype=torch.uint8)
         got = raw.view(w.dtype).to(w.device)
