@@ -48,13 +48,15 @@ def test_a_leaf_proof_does_not_open_for_other_bytes() -> None:
     assert isinstance(digest.open_leaf_proof(proof[:-1], 9, 0, data.numel(), data.dtype, data.shape, leaves), str)
 
 
-def _compare(tmp_path: Path, got: torch.Tensor, want: torch.Tensor, leaves: list[int]) -> dict:
+def _compare(tmp_path: Path, got: torch.Tensor, want: torch.Tensor, leaves: list[int],
+             tie_order: torch.Tensor | None = None) -> dict:
     meta = tensor_files.write_tensor(digest.leaf_proof(got, leaves), tmp_path, "out.proof").model_dump()
     meta.update(dtype=str(got.dtype).removeprefix("torch."), shape=list(got.shape), strides=list(got.stride()),
                 type_name="Tensor")
-    message = {"leaves": [leaves], "folder": str(tmp_path), "digest_seed": 5, "atol": 1e-5, "rtol": 1e-5}
-    return sampled.compare_leaves(message, [tensor_files.TensorFile.model_validate(meta)], [want],
-                                  [want.double()], [0.0])
+    message = {"leaves": [leaves], "folder": str(tmp_path), "digest_seed": 5, "atol": 1e-5, "rtol": 1e-5,
+               "tie_order": None if tie_order is None else [tie_order]}
+    exact = [want.double()] if want.is_floating_point() else None
+    return sampled.compare_leaves(message, [tensor_files.TensorFile.model_validate(meta)], [want], exact, [0.0])
 
 
 def test_sampled_leaves_are_compared_at_their_own_places(tmp_path: Path) -> None:
@@ -68,6 +70,20 @@ def test_sampled_leaves_are_compared_at_their_own_places(tmp_path: Path) -> None
     clean = _compare(tmp_path, got, want, [0, 118, 187])  # a draw that misses the wrong leaf
     assert clean["problem"] is None
     assert clean["stats"][0]["err_candidate"] == 0.0 and clean["stats"][0]["magnitude"] > 0
+
+
+def test_sampled_indices_in_the_stable_order_among_ties_pass(tmp_path: Path) -> None:
+    """An integer output whose order among ties torch leaves open (a topk's indices): leaves equal to
+    the stable-order run's pass as the whole output would; leaves equal to neither do not."""
+    eager = torch.arange(300000, dtype=torch.int64).flip(0).reshape(600, 500)  # 1.2 MB: 293 leaves
+    stable = eager.clone()
+    stable[:, [0, 1]] = stable[:, [1, 0]]  # another order among tied values in every row
+    assert _compare(tmp_path, stable, eager, [0, 100, 292], tie_order=stable)["problem"] is None
+    assert _compare(tmp_path, eager, eager, [0, 100, 292], tie_order=stable)["problem"] is None
+    wrong = stable.clone()
+    wrong[120, 1] = 7
+    found = _compare(tmp_path, wrong, eager, [0, 117, 292], tie_order=stable)  # flat 60001: leaf 117
+    assert found["problem"] and "sampled values differ" in found["problem"], found
 
 
 def test_a_sample_of_another_shape_is_refused_before_reading(tmp_path: Path) -> None:
