@@ -72,6 +72,18 @@ def _host_slices(raw: Any) -> Any:
         yield memoryview(piece.numpy()).cast("B")
 
 
+def byte_view(flat: Any) -> Any:
+    """A 1-D tensor's values as a 1-D uint8 tensor in their order (a bool as 0 or 1, whatever byte holds
+    it): a view where its elements lie one after another, else a copy. Not ``contiguous()``: it leaves
+    a tensor of one element as it is, whatever its stride, and a byte view needs a stride of one."""
+    import torch
+
+    if flat.dtype == torch.bool:
+        return flat.to(torch.uint8)
+    dense = flat if flat.stride(0) == 1 else flat.clone(memory_format=torch.contiguous_format)
+    return dense.view(torch.uint8)
+
+
 def write_tensor(t: Any, folder: Path, name: str) -> TensorFile:
     """Write tensor ``t``'s values (row-major) to ``folder/name``."""
     import torch
@@ -79,8 +91,7 @@ def write_tensor(t: Any, folder: Path, name: str) -> TensorFile:
     meta = TensorFile(file=name, dtype=str(t.dtype).removeprefix("torch."), shape=list(t.shape),
                       strides=list(t.stride()), storage_offset=int(t.storage_offset()), device=t.device.type,
                       type_name=type(t).__name__)
-    flat = torch.Tensor.contiguous(t.detach()).reshape(-1)
-    raw = flat.view(torch.uint8) if flat.dtype != torch.bool else flat.to(torch.uint8)
+    raw = byte_view(torch.Tensor.contiguous(t.detach()).reshape(-1))
     path = folder / name
     tmp = path.with_name(path.name + ".part")
     with open(tmp, "wb", buffering=0) as handle:

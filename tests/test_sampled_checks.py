@@ -117,6 +117,31 @@ def test_layouts_no_permutation_makes_dense_are_hashed_row_major() -> None:
     assert digest.storage_order([4, 4], [1]) is None and digest.storage_order([2, 3], [1, 10**30]) is None
 
 
+@pytest.mark.parametrize("make", [lambda: torch.randn(1, 2)[:, 0], lambda: torch.randn(3, 2)[:1, 1],
+                                  lambda: torch.randn(4, 3)[:1, :1]])
+def test_an_output_of_one_value_at_any_stride_is_hashed_and_shipped(tmp_path: Path, make) -> None:
+    """``stats[:, 0]`` of a one-row buffer: ``contiguous()`` leaves a single value's stride as it is, and a
+    byte view needs a stride of one."""
+    out = make()
+    meta = tensor_files.write_tensor(out, tmp_path, "one.bin")
+    back = tensor_files.read_tensor(meta, tmp_path, "cpu", 64)
+    assert torch.equal(back, out) and digest.tensor_digest(out, 1, 0) == digest.tensor_digest(back, 1, 0)
+
+
+@pytest.mark.parametrize("strides", [[3000, -(1 << 63)], [-1, 64], [1], [1 << 62, 1]])
+def test_strides_no_tensor_can_have_are_the_candidates_problem(tmp_path: Path, strides: list[int]) -> None:
+    """Strides come from the candidate's process: ones no tensor has are its fault, found before any
+    layout is derived from them, never an oracle's crash."""
+    want = torch.randn(64, 3000)
+    meta = tensor_files.write_tensor(digest.leaf_proof(want, [0]), tmp_path, "out.proof").model_dump()
+    meta.update(dtype="float32", shape=[64, 3000], strides=strides, type_name="Tensor")
+    message = {"leaves": [[0]], "folder": str(tmp_path), "digest_seed": 5, "atol": 1e-5, "rtol": 1e-5}
+    found = sampled.compare_leaves(message, [tensor_files.TensorFile.model_validate(meta)], [want], [want.double()],
+                                   [0.0])
+    assert "no layout a tensor" in found["problem"], found
+    assert digest.storage_order([64, 3000], strides) is None
+
+
 def test_sampled_leaves_of_a_transposed_output_are_compared_at_their_places(tmp_path: Path) -> None:
     want = torch.randn(64, 3000)
     got = want.T.contiguous().T  # the right values, stored column-major: leaf k holds columns 16k..16k+15

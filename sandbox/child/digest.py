@@ -33,6 +33,8 @@ from typing import Any
 
 import torch
 
+from kernelevo.sandbox import tensor_files
+
 LEAF_BYTES = 4096
 DIGEST_LANES = 4
 """The digest as four 64-bit integers (the 32 bytes of the root hash)."""
@@ -53,16 +55,16 @@ def storage_order(shape: Sequence[int], strides: Sequence[int]) -> Order:
     """The order in which a tensor of ``shape`` and ``strides`` lies densely in memory, where it is
     not row-major and a permutation of its dimensions makes it contiguous; otherwise None. A pure
     function of the layout: the oracle finds the same order from the strides an output's file names."""
-    if len(shape) != len(strides) or len(shape) < 2:
+    if len(shape) != len(strides) or len(shape) < 2 or any(int(s) < 0 for s in strides):
         return None
-    try:
+    try:  # strides a file names, which need not be a tensor's
         layout = torch.empty_strided(tuple(int(d) for d in shape), tuple(int(s) for s in strides), device="meta")
-    except (RuntimeError, ValueError, OverflowError, TypeError):  # strides a file may name, not a tensor
+        if layout.is_contiguous():
+            return None
+        order = tuple(sorted(range(len(shape)), key=lambda d: (-int(strides[d]), d)))
+        return order if layout.permute(order).is_contiguous() else None
+    except (RuntimeError, ValueError, OverflowError, TypeError):
         return None
-    if layout.is_contiguous():
-        return None
-    order = tuple(sorted(range(len(shape)), key=lambda d: (-int(strides[d]), d)))
-    return order if layout.permute(order).is_contiguous() else None
 
 
 def own_order(value: torch.Tensor) -> Order:
@@ -75,8 +77,7 @@ def output_bytes(value: torch.Tensor, order: Order = None) -> torch.Tensor:
     (row-major where None): a view where the tensor lies so in memory, else a copy (a bool as 0 or
     1, whatever byte holds it: as a tensor file carries it)."""
     value = value.detach()
-    flat = (value.permute(order) if order else value).reshape(-1)
-    return flat.to(torch.uint8) if flat.dtype == torch.bool else flat.contiguous().view(torch.uint8)
+    return tensor_files.byte_view((value.permute(order) if order else value).reshape(-1))
 
 
 def host_leaves(data: torch.Tensor) -> bytes:
