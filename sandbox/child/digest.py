@@ -196,9 +196,10 @@ def leaf_proof(value: torch.Tensor, leaves: list[int]) -> torch.Tensor:
 def open_leaf_proof(proof: bytes, seed: int, index: int, size: int, dtype: Any, shape: Any,
                     leaves: list[int], order: Order = None) -> tuple[list[int], list[bytes]] | str:
     """Check a :func:`leaf_proof` against the tree it claims (an output of ``size`` bytes, ``dtype`` and
-    ``shape``, laid out in ``order``): every leaf's bytes hash to the hash the first level holds for it, every first-level
-    leaf to its hash in the second level. Returns the digest that second level gives (for the caller
-    to hold against the one committed to) and each leaf's bytes; or, if the proof is inconsistent, why."""
+    ``shape``, laid out in ``order``): every leaf's bytes hash to the hash the first level holds for
+    it, every first-level leaf to its hash in the second level. Returns the digest that second level
+    gives (for the caller to hold against the one committed to) and each leaf's bytes; or, if the
+    proof is inconsistent, why."""
     if len(proof) != proof_bytes(size, leaves):
         return f"the proof holds {len(proof)} bytes, not {proof_bytes(size, leaves)}"
     first = 32 * leaf_count(size)
