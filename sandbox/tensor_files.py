@@ -1,5 +1,6 @@
-"""Tensors as files between processes: raw bytes in logical (row-major) order, with the dtype and
-shape a reader needs and the strides the producer's tensor had.
+"""Tensors as files between processes: raw bytes in row-major order, or in the order a permuted dense
+tensor lies in memory (``order``), with the dtype and shape a reader needs and the strides the
+producer's tensor had.
 
 Imported on both sides of the trust boundary; it decides nothing. The reader opens a file without
 following links and checks its kind and size before reading a byte.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +40,12 @@ class TensorFile(BaseModel):
     dtype: str
     shape: list[int]
     strides: list[int] = Field(default_factory=list)
-    """The producer tensor's strides in elements (its bytes in the file are always row-major)."""
+    """The producer tensor's strides in elements."""
+    order: list[int] | None = None
+    """The dimensions in the order the file's bytes hold them, outermost first, where that is not
+    row-major: a tensor lying densely in another order (``buffer.T``) is written as it lies, with no
+    copy on its device (a copy would be a kernel, and a forensic trace of the producer would count
+    it as the producer's work). The reader gives back a tensor with that layout."""
     storage_offset: int = 0
     device: str = "cpu"
     type_name: str = "Tensor"
@@ -84,14 +91,36 @@ def byte_view(flat: Any) -> Any:
     return dense.view(torch.uint8)
 
 
-def write_tensor(t: Any, folder: Path, name: str) -> TensorFile:
-    """Write tensor ``t``'s values (row-major) to ``folder/name``."""
+def storage_order(shape: Sequence[int], strides: Sequence[int]) -> tuple[int, ...] | None:
+    """The order, outermost first, in which a tensor of ``shape`` and ``strides`` lies densely in
+    memory, where it is not row-major and a permutation of its dimensions makes it contiguous; otherwise
+    None. A pure function of the layout: a reader finds the same order from the strides a file names,
+    which need not be any tensor's."""
     import torch
 
+    if len(shape) != len(strides) or len(shape) < 2 or any(int(s) < 0 for s in strides):
+        return None
+    try:
+        layout = torch.empty_strided(tuple(int(d) for d in shape), tuple(int(s) for s in strides), device="meta")
+        if layout.is_contiguous():
+            return None
+        order = tuple(sorted(range(len(shape)), key=lambda d: (-int(strides[d]), d)))
+        return order if layout.permute(order).is_contiguous() else None
+    except (RuntimeError, ValueError, OverflowError, TypeError):
+        return None
+
+
+def write_tensor(t: Any, folder: Path, name: str) -> TensorFile:
+    """Write tensor ``t``'s values to ``folder/name``: as they lie where ``t`` is a permuted dense
+    tensor, else row-major (a layout with gaps or overlaps is copied row-major first)."""
+    import torch
+
+    t = t.detach()
+    order = storage_order(t.shape, t.stride())
     meta = TensorFile(file=name, dtype=str(t.dtype).removeprefix("torch."), shape=list(t.shape),
-                      strides=list(t.stride()), storage_offset=int(t.storage_offset()), device=t.device.type,
-                      type_name=type(t).__name__)
-    raw = byte_view(torch.Tensor.contiguous(t.detach()).reshape(-1))
+                      strides=list(t.stride()), order=list(order) if order else None,
+                      storage_offset=int(t.storage_offset()), device=t.device.type, type_name=type(t).__name__)
+    raw = byte_view((t.permute(order) if order else torch.Tensor.contiguous(t)).reshape(-1))
     path = folder / name
     tmp = path.with_name(path.name + ".part")
     with open(tmp, "wb", buffering=0) as handle:
@@ -116,6 +145,8 @@ def _expected_bytes(meta: TensorFile, limit: int) -> tuple[int, int]:
         raise ValueError(f"dtype {meta.dtype!r} is not one a tensor file may carry")
     if "/" in meta.file or meta.file in {"", ".", ".."} or any(d < 0 for d in meta.shape):
         raise ValueError(f"a malformed tensor file entry ({meta.file!r}, shape {meta.shape})")
+    if meta.order is not None and sorted(meta.order) != list(range(len(meta.shape))):
+        raise ValueError(f"order {meta.order} is no order of the dimensions of shape {meta.shape}")
     expected = nbytes(meta.dtype, meta.shape)
     numel = expected // ITEM_BYTES[meta.dtype]
     if expected > limit:
@@ -166,4 +197,7 @@ def read_tensor(meta: TensorFile, folder: Path, device: str, limit: int) -> Any:
     else:
         flat = raw.view(getattr(torch, meta.dtype)) if numel else torch.empty(0, dtype=getattr(torch, meta.dtype),
                                                                                 device=device)
-    return flat.reshape(meta.shape)
+    if not meta.order:
+        return flat.reshape(meta.shape)
+    as_written = flat.reshape([meta.shape[d] for d in meta.order])
+    return as_written.permute(sorted(range(len(meta.order)), key=meta.order.__getitem__))

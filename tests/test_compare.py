@@ -166,6 +166,24 @@ def test_tensor_files_round_trip_every_dtype_and_views(tmp_path: Path, monkeypat
     assert tensor_files.read_tensor(empty, tmp_path, "cpu", 10).shape == (0, 3)
 
 
+@pytest.mark.parametrize("dims", [(1, 0, 2), (2, 0, 1), (0, 2, 1)])
+def test_a_permuted_tensor_is_written_as_it_lies_and_read_back_so(tmp_path: Path, dims: tuple[int, ...]) -> None:
+    """A permuted view of a dense buffer crosses as the buffer's bytes, with no copy made on the writer's
+    device (on a GPU, a copy is a kernel a forensic trace would count as the candidate's work); the
+    reader gives back the same values in the same layout. A layout with gaps is copied row-major."""
+    buffer = torch.randn(4, 5, 6)
+    view = buffer.permute(dims)
+    meta = tensor_files.write_tensor(view, tmp_path, "view.bin")
+    assert meta.order == sorted(range(3), key=lambda d: -view.stride(d))
+    assert (tmp_path / "view.bin").read_bytes() == buffer.numpy().tobytes()
+    back = tensor_files.read_tensor(meta, tmp_path, "cpu", 1 << 20)
+    assert torch.equal(back, view) and back.stride() == view.stride()
+    with pytest.raises(ValueError, match="no order of the dimensions"):
+        tensor_files.read_tensor(meta.model_copy(update={"order": [0, 0, 1]}), tmp_path, "cpu", 1 << 20)
+    gaps = tensor_files.write_tensor(buffer[:, ::2], tmp_path, "gaps.bin")
+    assert gaps.order is None and torch.equal(tensor_files.read_tensor(gaps, tmp_path, "cpu", 1 << 20), buffer[:, ::2])
+
+
 def test_a_tensor_file_must_be_a_plain_file_of_the_declared_size(tmp_path: Path) -> None:
     meta = tensor_files.write_tensor(torch.ones(4), tmp_path, "x.bin")
     with pytest.raises(ValueError, match="needs 8"):

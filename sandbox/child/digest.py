@@ -28,12 +28,12 @@ from __future__ import annotations
 import hashlib
 import struct
 import sys
-from collections.abc import Sequence
 from typing import Any
 
 import torch
 
 from kernelevo.sandbox import tensor_files
+from kernelevo.sandbox.tensor_files import storage_order
 
 LEAF_BYTES = 4096
 DIGEST_LANES = 4
@@ -49,22 +49,6 @@ HEADER = b"kernelevo output digest, SHA-256 tree, 4096-byte leaves\0"
 Order = tuple[int, ...] | None
 """The dimensions of an output from outermost to innermost in memory, where that is not row-major
 (None: row-major, or a layout no permutation makes contiguous, which is hashed row-major)."""
-
-
-def storage_order(shape: Sequence[int], strides: Sequence[int]) -> Order:
-    """The order in which a tensor of ``shape`` and ``strides`` lies densely in memory, where it is
-    not row-major and a permutation of its dimensions makes it contiguous; otherwise None. A pure
-    function of the layout: the oracle finds the same order from the strides an output's file names."""
-    if len(shape) != len(strides) or len(shape) < 2 or any(int(s) < 0 for s in strides):
-        return None
-    try:  # strides a file names, which need not be a tensor's
-        layout = torch.empty_strided(tuple(int(d) for d in shape), tuple(int(s) for s in strides), device="meta")
-        if layout.is_contiguous():
-            return None
-        order = tuple(sorted(range(len(shape)), key=lambda d: (-int(strides[d]), d)))
-        return order if layout.permute(order).is_contiguous() else None
-    except (RuntimeError, ValueError, OverflowError, TypeError):
-        return None
 
 
 def own_order(value: torch.Tensor) -> Order:
