@@ -110,17 +110,44 @@ def storage_order(shape: Sequence[int], strides: Sequence[int]) -> tuple[int, ..
         return None
 
 
+GATHER_ON_HOST_BYTES = 1 << 30
+"""A device tensor with gaps or overlaps whose storage spans up to this many bytes is made row-major
+on the host, from a copy of that span (a memory copy, no kernel); a larger one is copied by a kernel
+on its device, which a forensic trace of the writer counts as its work."""
+
+
+def _row_major(t: Any) -> Any:
+    """``t`` with row-major strides, made without a kernel on its device where its span allows."""
+    import torch
+
+    if t.is_contiguous() or t.device.type == "cpu" or not t.numel():
+        return torch.Tensor.contiguous(t)
+    span = 1 + sum((d - 1) * s for d, s in zip(t.shape, t.stride()))
+    if span * t.element_size() > GATHER_ON_HOST_BYTES:
+        return torch.Tensor.contiguous(t)
+    return gathered_on_host(t, span)
+
+
+def gathered_on_host(t: Any, span: int) -> Any:
+    """``t``'s values row-major on the host, gathered there from a copy of the ``span`` elements of
+    storage its layout reaches from its offset."""
+    import torch
+
+    spanned = torch.empty(span, dtype=t.dtype)
+    spanned.copy_(torch.as_strided(t, (span,), (1,), t.storage_offset()))
+    return torch.as_strided(spanned, t.shape, t.stride(), 0).contiguous()
+
+
 def write_tensor(t: Any, folder: Path, name: str) -> TensorFile:
     """Write tensor ``t``'s values to ``folder/name``: as they lie where ``t`` is a permuted dense
-    tensor, else row-major (a layout with gaps or overlaps is copied row-major first)."""
-    import torch
+    tensor, else row-major (a layout with gaps or overlaps gathered on the host: ``_row_major``)."""
 
     t = t.detach()
     order = storage_order(t.shape, t.stride())
     meta = TensorFile(file=name, dtype=str(t.dtype).removeprefix("torch."), shape=list(t.shape),
                       strides=list(t.stride()), order=list(order) if order else None,
                       storage_offset=int(t.storage_offset()), device=t.device.type, type_name=type(t).__name__)
-    raw = byte_view((t.permute(order) if order else torch.Tensor.contiguous(t)).reshape(-1))
+    raw = byte_view((t.permute(order) if order else _row_major(t)).reshape(-1))
     path = folder / name
     tmp = path.with_name(path.name + ".part")
     with open(tmp, "wb", buffering=0) as handle:

@@ -184,6 +184,16 @@ def test_a_permuted_tensor_is_written_as_it_lies_and_read_back_so(tmp_path: Path
     assert gaps.order is None and torch.equal(tensor_files.read_tensor(gaps, tmp_path, "cpu", 1 << 20), buffer[:, ::2])
 
 
+def test_a_layout_with_gaps_or_overlaps_is_gathered_from_the_storage_it_spans() -> None:
+    """On a GPU such an output is made row-major on the host from a memory copy of its span (a copy
+    kernel would count as the candidate's work in a forensic trace); the gather gives its values."""
+    padded = torch.randn(6, 8)
+    for view in (padded[:, :5], padded[1:, 2:7], padded[:1].expand(4, 8), padded.T[2:5], padded[2:3, 3:4].T):
+        span = 1 + sum((d - 1) * s for d, s in zip(view.shape, view.stride()))
+        gathered = tensor_files.gathered_on_host(view, span)
+        assert torch.equal(gathered, view) and gathered.is_contiguous(), view.stride()
+
+
 def test_a_tensor_file_must_be_a_plain_file_of_the_declared_size(tmp_path: Path) -> None:
     meta = tensor_files.write_tensor(torch.ones(4), tmp_path, "x.bin")
     with pytest.raises(ValueError, match="needs 8"):

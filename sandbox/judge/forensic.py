@@ -6,8 +6,8 @@ process from its start, on every thread and stream). Before it imports the candi
 task's own ``Model`` and launches a marker kernel: the kernels before the marker are what the
 reference's constructor launches, which ``ModelNew`` may launch again when it builds its parameters
 the same way. Then ``ModelNew`` is built and called on ``FORENSIC_CALLS`` input sets the oracle writes as
-files (so the harness itself launches no kernels), and the oracle checks the outputs (shipped as they lie
-where dense; only an output with gaps or overlaps is copied by a kernel first: docs/EVALUATION.md).
+files (so the harness itself launches no kernels), and the oracle checks the outputs (shipped with memory
+copies only, unless an output with gaps or overlaps spans more than ``tensor_files.GATHER_ON_HOST_BYTES``).
 
 The rules (``analyse``, pure):
 
