@@ -31,6 +31,7 @@ ACCEPTED = [
     ("softmax", "../../tasks/examples/softmax_triton"),
     ("relu", "ok_eps_tensor"),
     ("softmax", "ok_transposed_view"),
+    ("softmax", "ok_padded_rows"),
     ("softmax", "ok_autotune"),
     ("conv_relu_scale", "ok_conv_partial_kept_buffers"),
     (FIXTURES + "batchnorm_eval.py", "ok_batchnorm_reads_its_statistics"),
