@@ -1,6 +1,6 @@
 """Tensors as files between processes: raw bytes in row-major order, or in the order a permuted dense
-tensor lies in memory (``order``), with the dtype and shape a reader needs and the strides the
-producer's tensor had.
+tensor lies in memory (which its strides give), with the dtype and shape a reader needs and the
+strides the producer's tensor had.
 
 Imported on both sides of the trust boundary; it decides nothing. The reader opens a file without
 following links and checks its kind and size before reading a byte.
@@ -40,12 +40,10 @@ class TensorFile(BaseModel):
     dtype: str
     shape: list[int]
     strides: list[int] = Field(default_factory=list)
-    """The producer tensor's strides in elements."""
-    order: list[int] | None = None
-    """The dimensions in the order the file's bytes hold them, outermost first, where that is not
-    row-major: a tensor lying densely in another order (``buffer.T``) is written as it lies, with no
-    copy on its device (a copy would be a kernel, and a forensic trace of the producer would count
-    it as the producer's work). The reader gives back a tensor with that layout."""
+    """The producer tensor's strides in elements. Where they lay it out densely in another order than
+    row-major (``storage_order``: ``buffer.T``, ``permute``), the file holds its bytes as they lie, with
+    no copy on the producer's device (a copy is a kernel, which a forensic trace of the producer would
+    count as its work), and the reader gives back a tensor of that layout."""
     storage_offset: int = 0
     device: str = "cpu"
     type_name: str = "Tensor"
@@ -79,19 +77,25 @@ def _host_slices(raw: Any) -> Any:
         yield memoryview(piece.numpy()).cast("B")
 
 
-def byte_view(flat: Any) -> Any:
-    """A 1-D tensor's values as a 1-D uint8 tensor in their order (a bool as 0 or 1, whatever byte holds
-    it): a view where its elements lie one after another, else a copy. Not ``contiguous()``: it leaves
-    a tensor of one element as it is, whatever its stride, and a byte view needs a stride of one."""
+def byte_view(flat: Any, any_bool_byte: bool = False) -> Any:
+    """A 1-D tensor's values as a 1-D uint8 tensor in their order: a view where its elements lie one
+    after another, else a copy. Not ``contiguous()``: it leaves a tensor of one element as it is,
+    whatever its stride, and a byte view needs a stride of one. A bool is 0 or 1 (a copy), whatever
+    byte holds it, unless ``any_bool_byte`` (a file: its reader makes every nonzero byte True)."""
     import torch
 
-    if flat.dtype == torch.bool:
-        return flat.to(torch.uint8)
     dense = flat if flat.stride(0) == 1 else flat.clone(memory_format=torch.contiguous_format)
+    if dense.dtype == torch.bool and not any_bool_byte:
+        return dense.to(torch.uint8)
     return dense.view(torch.uint8)
 
 
-def storage_order(shape: Sequence[int], strides: Sequence[int]) -> tuple[int, ...] | None:
+Order = tuple[int, ...] | None
+"""The dimensions of a tensor from outermost to innermost in memory, where that is not row-major (None:
+row-major, or a layout no permutation makes dense)."""
+
+
+def storage_order(shape: Sequence[int], strides: Sequence[int]) -> Order:
     """The order, outermost first, in which a tensor of ``shape`` and ``strides`` lies densely in
     memory, where it is not row-major and a permutation of its dimensions makes it contiguous; otherwise
     None. A pure function of the layout: a reader finds the same order from the strides a file names,
@@ -111,26 +115,33 @@ def storage_order(shape: Sequence[int], strides: Sequence[int]) -> tuple[int, ..
 
 
 GATHER_ON_HOST_BYTES = 1 << 30
-"""A device tensor with gaps or overlaps whose storage spans up to this many bytes is made row-major
-on the host, from a copy of that span (a memory copy, no kernel); a larger one is copied by a kernel
-on its device, which a forensic trace of the writer counts as its work."""
+"""A device tensor with gaps or overlaps whose storage span and row-major copy each fit this many bytes
+is made row-major on the host, from a memory copy of that span (no kernel); a larger one is copied
+by a kernel on its device, which a forensic trace of the writer counts as its work. Both are held in
+the writer's memory at once."""
+
+
+def storage_span(shape: Sequence[int], strides: Sequence[int]) -> int:
+    """Elements of storage a non-empty tensor's layout reaches from its offset, the first to the last."""
+    return 1 + sum((int(d) - 1) * int(s) for d, s in zip(shape, strides))
 
 
 def _row_major(t: Any) -> Any:
-    """``t`` with row-major strides, made without a kernel on its device where its span allows."""
+    """``t`` laid out row-major with a stride of one, made on a device without a kernel where the span
+    and the copy fit ``GATHER_ON_HOST_BYTES`` (a single value too: its stride may be anything)."""
     import torch
 
-    if t.is_contiguous() or t.device.type == "cpu" or not t.numel():
+    if t.device.type == "cpu" or not t.numel() or (t.is_contiguous() and t.numel() > 1):
         return torch.Tensor.contiguous(t)
-    span = 1 + sum((d - 1) * s for d, s in zip(t.shape, t.stride()))
-    if span * t.element_size() > GATHER_ON_HOST_BYTES:
+    span = storage_span(t.shape, t.stride())
+    if max(span, t.numel()) * t.element_size() > GATHER_ON_HOST_BYTES:
         return torch.Tensor.contiguous(t)
     return gathered_on_host(t, span)
 
 
 def gathered_on_host(t: Any, span: int) -> Any:
     """``t``'s values row-major on the host, gathered there from a copy of the ``span`` elements of
-    storage its layout reaches from its offset."""
+    storage its layout reaches from its offset (a memory copy: no kernel on ``t``'s device)."""
     import torch
 
     spanned = torch.empty(span, dtype=t.dtype)
@@ -145,9 +156,9 @@ def write_tensor(t: Any, folder: Path, name: str) -> TensorFile:
     t = t.detach()
     order = storage_order(t.shape, t.stride())
     meta = TensorFile(file=name, dtype=str(t.dtype).removeprefix("torch."), shape=list(t.shape),
-                      strides=list(t.stride()), order=list(order) if order else None,
-                      storage_offset=int(t.storage_offset()), device=t.device.type, type_name=type(t).__name__)
-    raw = byte_view((t.permute(order) if order else _row_major(t)).reshape(-1))
+                      strides=list(t.stride()), storage_offset=int(t.storage_offset()), device=t.device.type,
+                      type_name=type(t).__name__)
+    raw = byte_view((t.permute(order) if order else _row_major(t)).reshape(-1), any_bool_byte=True)
     path = folder / name
     tmp = path.with_name(path.name + ".part")
     with open(tmp, "wb", buffering=0) as handle:
@@ -172,8 +183,6 @@ def _expected_bytes(meta: TensorFile, limit: int) -> tuple[int, int]:
         raise ValueError(f"dtype {meta.dtype!r} is not one a tensor file may carry")
     if "/" in meta.file or meta.file in {"", ".", ".."} or any(d < 0 for d in meta.shape):
         raise ValueError(f"a malformed tensor file entry ({meta.file!r}, shape {meta.shape})")
-    if meta.order is not None and sorted(meta.order) != list(range(len(meta.shape))):
-        raise ValueError(f"order {meta.order} is no order of the dimensions of shape {meta.shape}")
     expected = nbytes(meta.dtype, meta.shape)
     numel = expected // ITEM_BYTES[meta.dtype]
     if expected > limit:
@@ -224,7 +233,8 @@ def read_tensor(meta: TensorFile, folder: Path, device: str, limit: int) -> Any:
     else:
         flat = raw.view(getattr(torch, meta.dtype)) if numel else torch.empty(0, dtype=getattr(torch, meta.dtype),
                                                                                 device=device)
-    if not meta.order:
+    order = storage_order(meta.shape, meta.strides)
+    if not order:
         return flat.reshape(meta.shape)
-    as_written = flat.reshape([meta.shape[d] for d in meta.order])
-    return as_written.permute(sorted(range(len(meta.order)), key=meta.order.__getitem__))
+    as_written = flat.reshape([meta.shape[d] for d in order])
+    return as_written.permute(sorted(range(len(order)), key=order.__getitem__))

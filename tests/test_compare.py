@@ -170,28 +170,47 @@ def test_tensor_files_round_trip_every_dtype_and_views(tmp_path: Path, monkeypat
 def test_a_permuted_tensor_is_written_as_it_lies_and_read_back_so(tmp_path: Path, dims: tuple[int, ...]) -> None:
     """A permuted view of a dense buffer crosses as the buffer's bytes, with no copy made on the writer's
     device (on a GPU, a copy is a kernel a forensic trace would count as the candidate's work); the
-    reader gives back the same values in the same layout. A layout with gaps is copied row-major."""
+    reader, from the strides alone, gives back the same values in the same layout. A layout with gaps
+    is written row-major."""
     buffer = torch.randn(4, 5, 6)
     view = buffer.permute(dims)
     meta = tensor_files.write_tensor(view, tmp_path, "view.bin")
-    assert meta.order == sorted(range(3), key=lambda d: -view.stride(d))
     assert (tmp_path / "view.bin").read_bytes() == buffer.numpy().tobytes()
     back = tensor_files.read_tensor(meta, tmp_path, "cpu", 1 << 20)
     assert torch.equal(back, view) and back.stride() == view.stride()
-    with pytest.raises(ValueError, match="no order of the dimensions"):
-        tensor_files.read_tensor(meta.model_copy(update={"order": [0, 0, 1]}), tmp_path, "cpu", 1 << 20)
     gaps = tensor_files.write_tensor(buffer[:, ::2], tmp_path, "gaps.bin")
-    assert gaps.order is None and torch.equal(tensor_files.read_tensor(gaps, tmp_path, "cpu", 1 << 20), buffer[:, ::2])
+    assert (tmp_path / "gaps.bin").read_bytes() == buffer[:, ::2].contiguous().numpy().tobytes()
+    assert torch.equal(tensor_files.read_tensor(gaps, tmp_path, "cpu", 1 << 20), buffer[:, ::2])
 
 
 def test_a_layout_with_gaps_or_overlaps_is_gathered_from_the_storage_it_spans() -> None:
     """On a GPU such an output is made row-major on the host from a memory copy of its span (a copy
     kernel would count as the candidate's work in a forensic trace); the gather gives its values."""
     padded = torch.randn(6, 8)
-    for view in (padded[:, :5], padded[1:, 2:7], padded[:1].expand(4, 8), padded.T[2:5], padded[2:3, 3:4].T):
-        span = 1 + sum((d - 1) * s for d, s in zip(view.shape, view.stride()))
-        gathered = tensor_files.gathered_on_host(view, span)
+    for view in (padded[:, :5], padded[1:, 2:7], padded[:1].expand(4, 8), padded.T[2:5], padded[2:3, 3:4].T,
+                 padded[3, 4]):
+        gathered = tensor_files.gathered_on_host(view, tensor_files.storage_span(view.shape, view.stride()))
         assert torch.equal(gathered, view) and gathered.is_contiguous(), view.stride()
+
+
+def test_the_oracle_reads_a_transposed_output_and_recomputes_its_digest_in_the_order_it_lay(tmp_path: Path) -> None:
+    """The oracle's side of a shipped timed output: the file read in the layout its strides give, compared
+    with the reference, and the digest recomputed as the call hashed it; strides that lie about the
+    layout read other values, which fail, and would bind another digest."""
+    from kernelevo.sandbox.child import digest
+    from kernelevo.sandbox.judge.oracle import Oracle
+
+    want = torch.randn(48, 80)
+    out = want.T.contiguous().T  # the right values, column-major
+    meta = tensor_files.write_tensor(out, tmp_path, "out.bin").model_dump()
+    oracle = Oracle()
+    asks = {"folder": str(tmp_path), "digest_seed": 5, "atol": 1e-5, "rtol": 1e-5}
+    oracle.expected["k"] = ([want], [want.double()], [0.0], False)
+    found = oracle.compare({"key": "k", "outputs": [meta], **asks})
+    assert found["problem"] is None and found["digests"] == [digest.tensor_digest(out, 5, 0)], found
+    oracle.expected["k"] = ([want], [want.double()], [0.0], False)
+    lied = oracle.compare({"key": "k", "outputs": [meta | {"strides": [80, 1]}], **asks})
+    assert lied["problem"] and "values outside" in lied["problem"], lied
 
 
 def test_a_tensor_file_must_be_a_plain_file_of_the_declared_size(tmp_path: Path) -> None:

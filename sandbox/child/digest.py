@@ -33,7 +33,7 @@ from typing import Any
 import torch
 
 from kernelevo.sandbox import tensor_files
-from kernelevo.sandbox.tensor_files import storage_order
+from kernelevo.sandbox.tensor_files import Order, storage_order
 
 LEAF_BYTES = 4096
 DIGEST_LANES = 4
@@ -44,11 +44,6 @@ millisecond); smaller ones are copied to the host and hashed by ``hashlib`` (und
 too). A digest on the host for large outputs would take tens of milliseconds per call, wall time that
 would widen the share of the reference's unexplained time a candidate's calls are allowed."""
 HEADER = b"kernelevo output digest, SHA-256 tree, 4096-byte leaves\0"
-
-
-Order = tuple[int, ...] | None
-"""The dimensions of an output from outermost to innermost in memory, where that is not row-major
-(None: row-major, or a layout no permutation makes contiguous, which is hashed row-major)."""
 
 
 def own_order(value: torch.Tensor) -> Order:
@@ -129,8 +124,8 @@ def _lanes(root: bytes) -> list[int]:
 
 def tensor_digest(value: Any, seed: int, index: int, order: Order | str = "own") -> list[int]:
     """The digest of output ``index`` of a call made with ``seed`` (see the module), its bytes taken
-    in ``order`` (``"own"``: the order ``value`` lies in; the oracle, holding a row-major copy, passes
-    the order the output's strides give); zeros for something that is not a tensor."""
+    in ``order`` (``"own"``: the order ``value`` lies in; the oracle passes the order the strides of
+    the output's file give, which it was read back in); zeros for something that is not a tensor."""
     if not isinstance(value, torch.Tensor):
         return [0] * DIGEST_LANES
     order = own_order(value) if order == "own" else order

@@ -182,6 +182,9 @@ def problem_in_description(meta: TensorFile, want: Any) -> str | None:
     need = str(want.dtype).removeprefix("torch.")
     if meta.dtype != need:
         return f"output dtype {meta.dtype} != reference {need}"
+    # The layout a file's bytes are read in, and the order its digest is recomputed in, follow the
+    # strides: ones no tensor has (too many, negative, past any memory) are refused here, the
+    # candidate's fault, not read as row-major.
     if len(meta.strides) != len(meta.shape) or any(not 0 <= s < 1 << 62 for s in meta.strides):
         return f"output strides {tuple(meta.strides)} are no layout a tensor of shape {tuple(meta.shape)} can have"
     return None

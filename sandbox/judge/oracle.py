@@ -26,7 +26,7 @@ from typing import Any
 import torch
 
 from kernelevo.sandbox import tensor_files, wire
-from kernelevo.sandbox.child import digest, inputs, trained_constants
+from kernelevo.sandbox.child import inputs, trained_constants
 from kernelevo.sandbox.child.cached_blocks import release_cached_blocks
 from kernelevo.sandbox.child.timed import (
     GraphTimedCall,
@@ -225,7 +225,7 @@ class Oracle:
             if result.problem is None and msg.get("strict_layout"):
                 result.problem = compare.layout_problem(meta.strides, w)
             if msg.get("digest_seed") is not None:
-                order = digest.storage_order(meta.shape, meta.strides)  # the layout the call hashed
+                order = tensor_files.storage_order(meta.shape, meta.strides)  # the layout the call hashed
                 digests.append(tensor_digest(got, int(msg["digest_seed"]), k, order))
             del got
             found.append(result.model_dump())

@@ -51,10 +51,11 @@ def draw_if_sampled(rng: random.Random, sizes: list[int], policy: TimingPolicy) 
     return draw_leaves(rng, sizes, policy.sampled_leaves)
 
 
-def positions(leaves: list[int], shape: list[int], element_bytes: int, order: digest.Order = None) -> torch.Tensor:
+def positions(leaves: list[int], shape: list[int], element_bytes: int,
+              order: tensor_files.Order = None) -> torch.Tensor:
     """The logical flat element indices the leaves hold, in order (a leaf holds whole elements: every
     element size divides the leaf's), for an output whose bytes were hashed with its dimensions in
-    ``order`` (``digest.storage_order``; row-major where None)."""
+    ``order`` (``tensor_files.storage_order``; row-major where None)."""
     numel = math.prod(int(d) for d in shape)
     per_leaf = digest.LEAF_BYTES // element_bytes
     flat = torch.cat([torch.arange(k * per_leaf, min(numel, (k + 1) * per_leaf)) for k in leaves]) if leaves \
@@ -99,7 +100,7 @@ def compare_leaves(msg: dict[str, Any], metas: list[tensor_files.TensorFile], wa
         except (OSError, ValueError) as exc:
             found.append(OutputStats(problem=f"the output's leaves could not be read: {exc}").model_dump())
             continue
-        order = digest.storage_order(meta.shape, meta.strides)  # the layout the call hashed
+        order = tensor_files.storage_order(meta.shape, meta.strides)  # the layout the call hashed
         opened = digest.open_leaf_proof(proof.numpy().tobytes(), int(msg["digest_seed"]), k, size, w.dtype,
                                         w.shape, asked, order)
         if isinstance(opened, str):
