@@ -150,6 +150,9 @@ def test_strict_layout_compares_strides() -> None:
     want = torch.randn(3, 4)
     assert layout_problem([4, 1], want) is None
     assert "strides" in layout_problem([1, 3], want)
+    moved = torch.randn(4, 1, 5).transpose(1, 2)  # (4, 5, 1), strides (5, 1, 5): row-major all the same
+    assert layout_problem([5, 1, 1], moved) is None and "strides" in layout_problem([1, 4, 1], moved)
+    assert "strides" in layout_problem([5, 1], moved)  # a count that is not the shape's
 
 
 @pytest.mark.parametrize("slice_bytes", [7, 64 << 20])
