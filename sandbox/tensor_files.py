@@ -98,20 +98,30 @@ row-major, or a layout no permutation makes dense)."""
 def storage_order(shape: Sequence[int], strides: Sequence[int]) -> Order:
     """The order, outermost first, in which a tensor of ``shape`` and ``strides`` lies densely in
     memory, where it is not row-major and a permutation of its dimensions makes it contiguous; otherwise
-    None. A pure function of the layout: a reader finds the same order from the strides a file names,
-    which need not be any tensor's."""
-    import torch
+    None. A pure function of the layout (torch's contiguity, which passes over dimensions of one
+    value): a reader finds the same order from the strides a file names, which need not be any tensor's."""
+    if len(shape) != len(strides) or len(shape) < 2 or any(int(s) < 0 for s in strides) or 0 in shape:
+        return None
+    if _dense(shape, strides, range(len(shape))):
+        return None
+    order = tuple(sorted(range(len(shape)), key=lambda d: (-int(strides[d]), d)))
+    return order if _dense(shape, strides, order) else None
 
-    if len(shape) != len(strides) or len(shape) < 2 or any(int(s) < 0 for s in strides):
-        return None
-    try:
-        layout = torch.empty_strided(tuple(int(d) for d in shape), tuple(int(s) for s in strides), device="meta")
-        if layout.is_contiguous():
-            return None
-        order = tuple(sorted(range(len(shape)), key=lambda d: (-int(strides[d]), d)))
-        return order if layout.permute(order).is_contiguous() else None
-    except (RuntimeError, ValueError, OverflowError, TypeError):
-        return None
+
+def _dense(shape: Sequence[int], strides: Sequence[int], order: Sequence[int]) -> bool:
+    """Do the dimensions in ``order``, outermost first, lay the values out one after another?"""
+    step = 1
+    for d in reversed(order):
+        if int(shape[d]) != 1:
+            if int(strides[d]) != step:
+                return False
+            step *= int(shape[d])
+    return True
+
+
+def inverse(order: Sequence[int]) -> list[int]:
+    """The permutation that puts dimensions taken in ``order`` back in their own order."""
+    return sorted(range(len(order)), key=order.__getitem__)
 
 
 GATHER_ON_HOST_BYTES = 1 << 30
@@ -236,5 +246,4 @@ def read_tensor(meta: TensorFile, folder: Path, device: str, limit: int) -> Any:
     order = storage_order(meta.shape, meta.strides)
     if not order:
         return flat.reshape(meta.shape)
-    as_written = flat.reshape([meta.shape[d] for d in order])
-    return as_written.permute(sorted(range(len(order)), key=order.__getitem__))
+    return flat.reshape([meta.shape[d] for d in order]).permute(inverse(order))
