@@ -189,13 +189,13 @@ def run_within(cmd: list[str], timeout_s: float, gpu: str | None = None) -> subp
 
 
 def judge_seed(path: Path, timeout_s: float, timed: bool, gpu: str | None = None,
-               lean: bool = False) -> dict[str, Any]:
+               lean: bool = False, forensic: bool = True) -> dict[str, Any]:
     """The strategist's first seed rendered and judged once by ``kernelevo eval``: on this machine's
     CPU (``timed`` False: the Triton interpreter at the file's automatic small size, correctness only),
     or on a GPU at the file's own size, timed against eager and torch.compile in the oracle's process,
     the forensic pass included (``lean``: neither the forensic pass nor torch.compile's time, about half
-    the seconds; correctness and the time against eager are the same). One verdict a problem: a
-    sweep's cheapest honest measure."""
+    the seconds; correctness and the time against eager are the same; ``forensic`` False: no forensic
+    pass, torch.compile's time kept). One verdict a problem: a sweep's cheapest honest measure."""
     began = time.monotonic()
     with tempfile.TemporaryDirectory() as scratch:
         candidate = Path(scratch) / "candidate.py"
@@ -208,8 +208,10 @@ def judge_seed(path: Path, timeout_s: float, timed: bool, gpu: str | None = None
         cli = [sys.executable, "-m", "kernelevo.agent.cli"]
         left = timeout_s - (time.monotonic() - began)  # rendering and judging share the problem's limit
         where = [] if timed else ["--sandbox", "process"]
+        if timed and (lean or not forensic):
+            where += ["--no-forensic"]
         if timed and lean:
-            where += ["--no-forensic", "--no-compile-baseline"]
+            where += ["--no-compile-baseline"]
         try:
             done = run_within([*cli, "eval", str(path), str(candidate), "--json", *where,
                                "--timeout", str(max(10, int(0.75 * left)))], left, gpu)
@@ -299,9 +301,12 @@ def _run_mode(args: argparse.Namespace, path: Path, limit: float, gpu: str | Non
     if args.mode == "coverage":
         return coverage(path, args.memory_gb, limit)
     if args.mode in ("cpu-judge", "gpu-seed"):
-        row = judge_seed(path, limit, timed=args.mode == "gpu-seed", gpu=gpu, lean=args.lean)
+        row = judge_seed(path, limit, timed=args.mode == "gpu-seed", gpu=gpu, lean=args.lean,
+                         forensic=not args.no_forensic)
         if args.mode == "gpu-seed" and args.lean:  # every row of a lean sweep, one cut short included
             row["lean"] = True
+        elif args.mode == "gpu-seed" and args.no_forensic:
+            row["no_forensic"] = True
         return row
     return optimize(path, 2 if args.quick else args.max_evals, limit, gpu)
 
@@ -474,6 +479,9 @@ def main() -> None:
                         help="gpu-seed: skip the Nsight Compute pass and torch.compile's time (about half a "
                              "problem's seconds); correctness and the time against eager are judged the same, "
                              "and the row says lean")
+    parser.add_argument("--no-forensic", action="store_true",
+                        help="gpu-seed: skip the Nsight Compute pass alone (torch.compile's time kept; the row "
+                             "says no_forensic): with --fill-lean, the cheaper way to add torch.compile's time")
     parser.add_argument("--fill-lean", action="store_true",
                         help="gpu-seed without --lean: judge again the problems a lean sweep verified, to add the "
                              "forensic pass and torch.compile's time; where that run fails in the harness, the lean "

@@ -465,9 +465,35 @@ def test_lean_rows_count_for_eager_and_stay_out_of_the_torch_compile_columns() -
     assert abs(out["geomean_compile"] - 1.6) < 1e-9
     assert bench.summary({"level1/b": rows["level1/b"]})["fast_1_compile"] is None
     # a lean run cut short by its time limit has no compile time either: the row still says lean
-    args = bench.argparse.Namespace(mode="gpu-seed", lean=True)
+    args = bench.argparse.Namespace(mode="gpu-seed", lean=True, no_forensic=False)
     bench.judge_seed = lambda *a, **k: {"correct": False, "harness": True, "reason": "judging took over 240 s"}
     assert bench._run_mode(args, Path("x.py"), 1.0, None)["lean"] is True
+
+
+def test_a_sweep_without_the_forensic_pass_keeps_torch_compiles_time(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--no-forensic`` skips the Nsight Compute pass alone: the judge is asked for torch.compile's
+    time, and the row says which pass it lacks (it is no lean row: its compile columns count)."""
+    import subprocess
+
+    bench = _bench("kernelbench")
+    asked: list[list[str]] = []
+
+    def run_within(cmd, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202 - the CLI, stood in
+        asked.append(cmd)
+        return subprocess.CompletedProcess([], 0, "seed 0\n" if len(asked) == 1 else
+                                           '{"correct": true, "speedup_vs_compile": 1.2}', "")
+
+    monkeypatch.setattr(bench, "run_within", run_within)
+    args = bench.argparse.Namespace(mode="gpu-seed", lean=False, no_forensic=True, odd=False)
+    row = bench.run_one(args, tmp_path / "task.py", 60.0)
+    assert "--no-forensic" in asked[1] and "--no-compile-baseline" not in asked[1]
+    assert row["no_forensic"] is True and "lean" not in row and row["speedup_vs_compile"] == 1.2
+    assert bench.summary({"level1/a": row})["geomean_compile"] == pytest.approx(1.2)
+    asked.clear()
+    args.no_forensic, args.lean = False, True
+    bench.run_one(args, tmp_path / "task.py", 60.0)
+    assert "--no-forensic" in asked[1] and "--no-compile-baseline" in asked[1]
 
 
 def test_an_error_in_place_of_a_verdict_is_a_harness_row_that_says_so(tmp_path: Path,
