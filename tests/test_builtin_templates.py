@@ -664,6 +664,9 @@ CASES = [
      ""),
     ("norm-inf-over-dim0", "        pass", "        return torch.linalg.vector_norm(x, ord=float('inf'), dim=0)",
      "torch.randn(7, 3, {cols})", ""),
+    ("norm-orders-without-a-kernel", "        pass",
+     "        return torch.linalg.vector_norm(x, 3, dim=1) + x.norm(p=0, dim=1) * 0.01 "
+     "+ torch.linalg.vector_norm(x, float('-inf'), dim=1)", "torch.randn(7, 3, {cols})", ""),
     ("norm-1-keepdim-bf16", "        pass", "        return x.norm(p=1, dim=(0, 1), keepdim=True)",
      "torch.randn(4, 6, {cols})", "DTYPE = torch.bfloat16"),
     ("split-global-norm-then-divide", "        pass", "        return x / torch.norm(x)", "torch.randn(5, 8000)", ""),

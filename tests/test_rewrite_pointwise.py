@@ -228,7 +228,9 @@ APART = ["torch.amax(x, dim=(0, 2))", "x.amin((2, 0), keepdim=True)", "torch.sum
          "x.sum((0, 2, 3), keepdim=True)", "torch.mean(x, (0, 3))", "x.mean(dim=[1, 3], keepdim=True)",
          "torch.logsumexp(x, dim=(0, 2))", "torch.linalg.vector_norm(x, 2, dim=(0, 2))",
          "torch.norm(x, p=1, dim=(1, 3), keepdim=True)", "x.norm(float('inf'), (0, 3))",
-         "torch.linalg.vector_norm(x, ord=2, dim=(3, 1, 0))"]
+         "torch.linalg.vector_norm(x, ord=2, dim=(3, 1, 0))", "torch.linalg.vector_norm(x, ord=3, dim=(0, 2))",
+         "torch.linalg.vector_norm(x, 0, dim=(1, 3))", "torch.norm(x, p=float('-inf'), dim=(0, 3), keepdim=True)",
+         "x.norm(-1.5, (1, 2))", "torch.linalg.vector_norm(x, 0.5)"]
 
 
 @pytest.mark.parametrize("expression", APART)

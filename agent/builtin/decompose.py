@@ -59,6 +59,20 @@ FIXED_MODULES = {nn.Softmax2d: (F.softmax, {"dim": -3})}
 """Modules that are one function with fixed options (a softmax over the channels of each pixel)."""
 
 
+DECOMPOSE_ROUNDS = 4
+"""Rounds of :func:`decompose` a trace gets: a rewrite may write calls another rewrite takes (a norm of
+any order as powers and a sum over dims apart), and each round sees the shapes the last one left."""
+
+
+def decompose_fully(gm: torch.fx.GraphModule, propagate: Any) -> None:
+    """:func:`decompose` until nothing changes (at most ``DECOMPOSE_ROUNDS``), ``propagate()`` (shapes
+    through the graph again) after each round that changed something."""
+    for _ in range(DECOMPOSE_ROUNDS):
+        if not decompose(gm):
+            return
+        propagate()
+
+
 def decompose(gm: torch.fx.GraphModule) -> bool:
     """Rewrite every loss call of ``gm`` it knows in place (shapes must be propagated: ``batchmean``
     reads the input's rank); True when something changed (recompile and propagate again)."""

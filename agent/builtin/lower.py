@@ -22,7 +22,7 @@ import torch.nn as nn
 from torch.fx.passes.shape_prop import ShapeProp
 
 from kernelevo.agent.builtin import parametrized, size_tracing
-from kernelevo.agent.builtin.decompose import decompose
+from kernelevo.agent.builtin.decompose import decompose_fully
 from kernelevo.agent.builtin.layout import Layout, SpanNeeded
 from kernelevo.agent.builtin.lower_calls import IGNORED, CallLowering, _Lowered, _number
 from kernelevo.agent.builtin.lower_operands import OperandIntake
@@ -40,8 +40,7 @@ def trace(model: nn.Module, inputs: list[Any]) -> torch.fx.GraphModule:
         given_out = next((n for n in gm.graph.nodes if isinstance(n.kwargs.get("out"), torch.fx.Node)), None)
         if given_out is None:
             ShapeProp(gm).propagate(*inputs)
-            if decompose(gm):
-                ShapeProp(gm).propagate(*inputs)
+            decompose_fully(gm, lambda: ShapeProp(gm).propagate(*inputs))
     except Exception as exc:
         raise CannotCover(f"the reference could not be traced with torch.fx ({type(exc).__name__}: {exc})") from None
     parametrized.refuse_other_parametrizations(gm)

@@ -12,6 +12,8 @@ additions:
 - ``logsumexp``: ``log sum_a exp(log sum_c exp(x))`` is the log-sum-exp over both.
 - vector norms of order 1, 2 and infinity (``torch.norm``, ``Tensor.norm``, ``linalg.vector_norm``):
   the norm of the norms; for 2, ``sqrt(sum (sqrt(sum x^2))^2)`` is ``sqrt(sum x^2)``.
+Vector norms of any other order, over any dims, are written as what they are made of (``_any_order``),
+which the rewrites above and the pointwise ones then take.
 Variance and deviation are not nested (a variance of variances is not one) and stay as written, as does
 any call with a ``dtype`` or an ``out``.
 """
@@ -102,14 +104,33 @@ def _norm(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
     if found is None or node.kwargs.get("dtype") is not None or node.kwargs.get("out") is not None:
         return None
     x, order, dim, keepdim = found
-    if not isinstance(order, (int, float)) or isinstance(order, bool) or float(order) not in NORM_ORDERS or \
-            not isinstance(keepdim, bool):
+    if not isinstance(order, (int, float)) or isinstance(order, bool) or not isinstance(keepdim, bool):
         return None
+    if float(order) not in NORM_ORDERS:
+        return _any_order(graph, x, float(order), dim, keepdim)
     parts = _split_dims(dim, _rank(x))
     if parts is None:
         return None
     return _nest(x, parts, keepdim, lambda value, dims, keep: graph.call_function(
         torch.linalg.vector_norm, (value, float(order)), {"dim": dims, "keepdim": keep}))
+
+
+def _any_order(graph: torch.fx.Graph, x: Any, order: float, dim: Any, keepdim: bool) -> torch.fx.Node | None:
+    """A vector norm of an order the templates have no kernel for, as what it is made of: ``sum |x|^p``
+    to the power ``1 / p``; the count of nonzero values for 0; the least magnitude for -inf. A float
+    input only (the count of an integer tensor's nonzeros is another dtype's question)."""
+    meta = x.meta.get("tensor_meta") if isinstance(x, torch.fx.Node) else None
+    if meta is None or not getattr(meta, "dtype", torch.int64).is_floating_point or math.isnan(order):
+        return None
+    magnitude = graph.call_function(torch.abs, (x,))
+    if order == -math.inf:
+        return graph.call_function(torch.amin, (magnitude,), {"dim": dim, "keepdim": keepdim})
+    if order == 0:
+        nonzero = graph.call_method("to", (graph.call_function(torch.ne, (x, 0.0)), meta.dtype))
+        return graph.call_function(torch.sum, (nonzero,), {"dim": dim, "keepdim": keepdim})
+    powered = graph.call_function(torch.pow, (magnitude, order))
+    total = graph.call_function(torch.sum, (powered,), {"dim": dim, "keepdim": keepdim})
+    return graph.call_function(torch.pow, (total, 1.0 / order))
 
 
 def rewrite_reductions(gm: torch.fx.GraphModule) -> bool:
