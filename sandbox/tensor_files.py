@@ -1,6 +1,6 @@
-"""Tensors as files between processes: raw bytes in row-major order, or in the order a permuted dense
-tensor lies in memory (which its strides give), with the dtype and shape a reader needs and the
-strides the producer's tensor had.
+"""Tensors as files between processes: raw bytes in row-major order, in the order a permuted dense
+tensor lies in memory, or as the storage a padded tensor spans, gaps included (which of these, its
+strides alone say), with the dtype and shape a reader needs and the strides the producer's tensor had.
 
 Imported on both sides of the trust boundary; it decides nothing. The reader opens a file without
 following links and checks its kind and size before reading a byte.
@@ -43,7 +43,9 @@ class TensorFile(BaseModel):
     """The producer tensor's strides in elements. Where they lay it out densely in another order than
     row-major (``storage_order``: ``buffer.T``, ``permute``), the file holds its bytes as they lie, with
     no copy on the producer's device (a copy is a kernel, which a forensic trace of the producer would
-    count as its work), and the reader gives back a tensor of that layout."""
+    count as its work), and the reader gives back a tensor of that layout; so too where they leave gaps
+    and no overlaps in a span of at most ``SPAN_FACTOR`` times the values (``spanned``: the file holds
+    that span, gaps included)."""
     storage_offset: int = 0
     device: str = "cpu"
     type_name: str = "Tensor"
@@ -124,6 +126,50 @@ def inverse(order: Sequence[int]) -> list[int]:
     return sorted(range(len(order)), key=order.__getitem__)
 
 
+SPAN_FACTOR = 2
+"""A layout with gaps and no overlaps whose storage span is at most this many times its values (padded
+rows, a slice of a wider buffer) is carried as that span, gaps included, and read back at its strides."""
+
+
+def spanned(shape: Sequence[int], strides: Sequence[int]) -> int | None:
+    """The elements of storage a layout with gaps but no overlaps reaches, first to last, where that is
+    at most ``SPAN_FACTOR`` times its values; None for any other layout (dense in some order,
+    overlapping, too sparse, or not one a tensor can have). No overlaps: with its dimensions of more
+    than one value taken from the smallest stride up, each stride clears everything the dimensions
+    inside it reach, so every place in the span holds at most one value, found by division."""
+    if len(shape) != len(strides) or any(int(s) < 0 for s in strides) or any(int(d) < 1 for d in shape):
+        return None
+    values = 1
+    for d in shape:
+        values *= int(d)
+    if values < 2 or _dense(shape, strides, range(len(shape))) or storage_order(shape, strides):
+        return None
+    reach = 1
+    for d in sorted((d for d in range(len(shape)) if int(shape[d]) > 1), key=lambda d: int(strides[d])):
+        if int(strides[d]) < reach:
+            return None
+        reach += (int(shape[d]) - 1) * int(strides[d])
+    return reach if reach <= SPAN_FACTOR * values else None
+
+
+def file_elements(shape: Sequence[int], strides: Sequence[int]) -> int:
+    """The values a tensor file of this layout holds: its span where ``spanned``, else one a value."""
+    span = spanned(shape, strides)
+    if span is not None:
+        return span
+    count = 1
+    for d in shape:
+        count *= max(int(d), 0)
+    return count
+
+
+def span_view(t: Any) -> Any:
+    """The storage a ``spanned`` tensor reaches, as a 1-D view from its first value (no copy)."""
+    import torch
+
+    return torch.as_strided(t, (spanned(t.shape, t.stride()),), (1,), t.storage_offset())
+
+
 GATHER_ON_HOST_BYTES = 1 << 30
 """A device tensor with gaps or overlaps whose storage span and row-major copy each fit this many bytes
 is made row-major on the host, from a memory copy of that span (no kernel); a larger one is copied
@@ -161,14 +207,19 @@ def gathered_on_host(t: Any, span: int) -> Any:
 
 def write_tensor(t: Any, folder: Path, name: str) -> TensorFile:
     """Write tensor ``t``'s values to ``folder/name``: as they lie where ``t`` is a permuted dense
-    tensor, else row-major (a layout with gaps or overlaps gathered on the host: ``_row_major``)."""
+    tensor; its storage span, gaps included, where it is ``spanned``; else row-major (a layout that
+    overlaps or is sparser, gathered on the host: ``_row_major``)."""
 
     t = t.detach()
     order = storage_order(t.shape, t.stride())
     meta = TensorFile(file=name, dtype=str(t.dtype).removeprefix("torch."), shape=list(t.shape),
                       strides=list(t.stride()), storage_offset=int(t.storage_offset()), device=t.device.type,
                       type_name=type(t).__name__)
-    raw = byte_view((t.permute(order) if order else _row_major(t)).reshape(-1), any_bool_byte=True)
+    if order:
+        flat = t.permute(order).reshape(-1)
+    else:
+        flat = span_view(t) if spanned(t.shape, t.stride()) else _row_major(t).reshape(-1)
+    raw = byte_view(flat, any_bool_byte=True)
     path = folder / name
     tmp = path.with_name(path.name + ".part")
     with open(tmp, "wb", buffering=0) as handle:
@@ -188,16 +239,16 @@ def nbytes(dtype: str, shape: list[int]) -> int:
 
 
 def _expected_bytes(meta: TensorFile, limit: int) -> tuple[int, int]:
-    """``(elements, bytes)`` the file must hold, after refusing a malformed or oversized entry."""
+    """``(elements, bytes)`` the file must hold, after refusing a malformed or oversized entry (the
+    limit is on the tensor's values; a spanned file holds at most ``SPAN_FACTOR`` times their bytes)."""
     if meta.dtype not in DTYPES:
         raise ValueError(f"dtype {meta.dtype!r} is not one a tensor file may carry")
     if "/" in meta.file or meta.file in {"", ".", ".."} or any(d < 0 for d in meta.shape):
         raise ValueError(f"a malformed tensor file entry ({meta.file!r}, shape {meta.shape})")
-    expected = nbytes(meta.dtype, meta.shape)
-    numel = expected // ITEM_BYTES[meta.dtype]
-    if expected > limit:
-        raise ValueError(f"a tensor of {expected} bytes is over the limit of {limit}")
-    return numel, expected
+    if nbytes(meta.dtype, meta.shape) > limit:
+        raise ValueError(f"a tensor of {nbytes(meta.dtype, meta.shape)} bytes is over the limit of {limit}")
+    elements = file_elements(meta.shape, meta.strides)
+    return elements, elements * ITEM_BYTES[meta.dtype]
 
 
 def _fill(fd: int, raw: Any, name: str) -> None:
@@ -244,6 +295,8 @@ def read_tensor(meta: TensorFile, folder: Path, device: str, limit: int) -> Any:
         flat = raw.view(getattr(torch, meta.dtype)) if numel else torch.empty(0, dtype=getattr(torch, meta.dtype),
                                                                                 device=device)
     order = storage_order(meta.shape, meta.strides)
+    if spanned(meta.shape, meta.strides):
+        return torch.as_strided(flat, meta.shape, meta.strides, 0)
     if not order:
         return flat.reshape(meta.shape)
     return flat.reshape([meta.shape[d] for d in order]).permute(inverse(order))

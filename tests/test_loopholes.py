@@ -43,6 +43,7 @@ ACCEPTED = [
     (FIXTURES + "matmul_upcast.py", "ok_matmul_fp32_tiles"),
     (FIXTURES + "topk_router.py", "ok_topk_lowest_index_first"),
     (FIXTURES + "wide_scale.py", "ok_scale_into_columns"),
+    (FIXTURES + "wide_scale.py", "ok_scale_into_padded_rows"),
 ]
 
 

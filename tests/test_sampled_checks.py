@@ -5,6 +5,7 @@ work in timed calls are still rejected when every timed check is a sample."""
 
 from __future__ import annotations
 
+import math
 import random
 from pathlib import Path
 
@@ -25,7 +26,8 @@ def _proof(value: torch.Tensor, leaves: list[int]) -> bytes:
 @pytest.mark.parametrize("size", [1, 4096, 4096 * 128 + 17, 4096 * 128 * 129 + 5])
 def test_a_leaf_proof_opens_to_the_digest_and_the_leaves(size: int) -> None:
     data = torch.randint(0, 256, (size,), dtype=torch.uint8, generator=torch.Generator().manual_seed(size))
-    leaves = sampled.draw_leaves(random.Random(size), [size], 5)[0]
+    leaves = digest.leaves_within(sampled.draw_leaves(random.Random(size), [size], 5)[0], size)
+    assert len(leaves) == min(5, digest.leaf_count(size))  # a dense output: as many as asked, of its own
     opened = digest.open_leaf_proof(_proof(data, leaves), 9, 0, size, data.dtype, data.shape, leaves)
     assert not isinstance(opened, str), opened
     root, pieces = opened
@@ -101,18 +103,19 @@ def test_a_permuted_output_is_hashed_where_it_lies(shape: tuple[int, ...], dims:
     what the digest binds."""
     buffer = torch.randn(shape)
     out = buffer.permute(dims)
-    order = digest.storage_order(out.shape, out.stride())
-    assert order is not None and digest.output_bytes(out, order).data_ptr() == buffer.data_ptr()  # no copy
+    assert digest.storage_order(out.shape, out.stride()) is not None
+    assert digest.output_bytes(out, list(out.stride())).data_ptr() == buffer.data_ptr()  # no copy
     shipped = out.contiguous()
-    assert digest.tensor_digest(out, 3, 0) == digest.tensor_digest(shipped, 3, 0, order)
+    assert digest.tensor_digest(out, 3, 0) == digest.tensor_digest(shipped, 3, 0, list(out.stride()))
     assert digest.tensor_digest(out, 3, 0) != digest.tensor_digest(shipped, 3, 0)  # row-major: another layout
     assert digest.storage_order(shipped.shape, shipped.stride()) is None
 
 
-def test_layouts_no_permutation_makes_dense_are_hashed_row_major() -> None:
+def test_layouts_that_overlap_or_are_sparse_are_hashed_row_major() -> None:
     base = torch.randn(64, 512)
-    for out in (base[:, ::2], base[:1].expand(64, 512), base.T[1:]):  # gaps, overlap, a transposed slice with gaps
+    for out in (base[:, ::3], base[:1].expand(64, 512), base.T[::3]):  # wide gaps, overlap, a sparse transposed slice
         assert digest.storage_order(out.shape, out.stride()) is None
+        assert tensor_files.spanned(out.shape, out.stride()) is None
         assert digest.tensor_digest(out, 3, 0) == digest.tensor_digest(out.contiguous(), 3, 0)
     assert digest.storage_order([4, 4], [1]) is None and digest.storage_order([2, 3], [1, 10**30]) is None
 
@@ -163,7 +166,10 @@ def test_a_share_of_large_checks_ships_whole_outputs() -> None:
     draws = [sampled.draw_if_sampled(rng, [5000, 9000], policy) for _ in range(2000)]
     whole = sum(d is None for d in draws)
     assert 400 < whole < 600  # a quarter, drawn apart from the leaves
-    assert all(len(d) == 2 and len(d[0]) == 2 and len(d[1]) == 3 for d in draws if d is not None)
+    sizes = [5000, 9000]  # 2 and 3 leaves: all of each dense output's, and as many over a padded one's span
+    assert all(len(d) == 2 and d == [[0, 1, 2, 3], [0, 1, 2, 3, 4, 5]] for d in draws if d is not None)
+    assert all([digest.leaves_within(leaves, size) for leaves, size in zip(d, sizes)] == [[0, 1], [0, 1, 2]]
+               for d in draws if d is not None)
     assert sampled.draw_if_sampled(rng, [999], policy) is None  # below the size: always whole
 
 
@@ -203,9 +209,12 @@ def test_timed_calls_that_skip_work_are_rejected_by_sampled_checks(make_evaluato
         assert verdict.reason.startswith("timed runs correct: timed run 0:"), verdict.reason  # runs count from 0
 
 
-def test_an_honest_candidate_passes_sampled_checks(make_evaluator) -> None:
+@pytest.mark.parametrize("name", ["ok_softmax_two_kernels", "ok_padded_rows"])
+def test_an_honest_candidate_passes_sampled_checks(make_evaluator, name: str) -> None:
+    """Its leaves open to its digest and hold the right values, a padded output's (hashed and shipped
+    as the storage it spans) too."""
     evaluator = make_evaluator(timing=_every_check_sampled())
-    verdict, code = evaluator.evaluate(load_task("softmax", "small"), candidate("ok_softmax_two_kernels"))
+    verdict, code = evaluator.evaluate(load_task("softmax", "small"), candidate(name))
     assert verdict.correct and code == 0, verdict.reason
     timed = next(c for c in verdict.checks if c.name == "timed runs correct")
     assert timed.passed, timed.detail
@@ -228,3 +237,64 @@ def test_several_timed_calls_in_one_request_keep_every_check_and_the_clock(make_
     assert not forged.correct and "more wall time" in forged.reason, forged.reason
     moved = evaluator.run_in_sandbox(relu, candidate("bad_moves_time_onto_one_call"), [])
     assert moved.runtime_ms is not None and moved.runtime_ms > 15.0, (moved.runtime_ms, moved.reason)
+
+
+PADDED = [lambda b: b[:, :900], lambda b: b[1:, 3:1000], lambda b: b.T[2:700], lambda b: b[:, ::2],
+          lambda b: b.reshape(8, 32, 1024)[:, :30, :1000], lambda b: b.reshape(8, 32, 1024)[:, :, :600].permute(2, 0, 1)]
+
+
+@pytest.mark.parametrize("make", PADDED)
+def test_a_padded_output_is_hashed_and_shipped_as_the_storage_it_spans(tmp_path: Path, make) -> None:
+    """A kernel that writes a padded buffer and returns a slice of it (rows aligned, a wider buffer's
+    columns): the digest hashes the storage the output spans, gaps included, with no copy in the timed
+    call; its file holds that span and is read back at its strides; the oracle finds the same digest
+    from it. The layout is part of what the digest binds."""
+    out = make(torch.randn(256, 1024))
+    span = tensor_files.spanned(out.shape, out.stride())
+    assert span is not None and digest.storage_order(out.shape, out.stride()) is None
+    assert digest.output_bytes(out, list(out.stride())).data_ptr() == out.data_ptr()  # no copy
+    meta = tensor_files.write_tensor(out, tmp_path, "out.bin")
+    assert (tmp_path / "out.bin").stat().st_size == span * 4
+    back = tensor_files.read_tensor(meta, tmp_path, "cpu", out.numel() * 4)
+    assert torch.equal(back, out) and back.stride() == out.stride()
+    assert digest.tensor_digest(out, 3, 0) == digest.tensor_digest(back, 3, 0, meta.strides)
+    assert digest.tensor_digest(out, 3, 0) != digest.tensor_digest(out.contiguous(), 3, 0)
+    with pytest.raises(ValueError, match="over the limit"):
+        tensor_files.read_tensor(meta, tmp_path, "cpu", out.numel() * 4 - 1)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_leaves_of_a_padded_output_map_to_their_places_and_skip_the_gaps(seed: int) -> None:
+    """Every value of a spanned layout's storage sits at the logical place its strides give, and the
+    gaps between are dropped: over random padded layouts of two to four dims, in any order."""
+    rng = random.Random(seed)
+    dims = rng.randint(2, 4)
+    shape = [rng.randint(2, 9) for _ in range(dims)]
+    padded = [d + rng.randint(0, 2) for d in shape]
+    order = list(range(dims))
+    rng.shuffle(order)  # which dimension lies outermost in the buffer
+    buffer = torch.arange(math.prod(padded) + 5, dtype=torch.float64)[5:].reshape([padded[d] for d in order])
+    out = buffer[tuple(slice(0, shape[d]) for d in order)].permute([order.index(d) for d in range(dims)])
+    if tensor_files.spanned(out.shape, out.stride()) is None:
+        return  # dense, or sparser than the span is carried
+    raw = digest.output_bytes(out, list(out.stride())).view(torch.float64)
+    leaves = list(range(digest.leaf_count(raw.numel() * 8)))
+    flat, keep = sampled.positions(leaves, list(out.shape), 8, list(out.stride()))
+    assert int(keep.sum()) == out.numel() and sorted(flat.tolist()) == list(range(out.numel()))
+    assert torch.equal(out.reshape(-1)[flat], raw[keep])
+
+
+def test_a_wrong_value_of_a_padded_output_is_found_at_its_place_by_sampled_leaves(tmp_path: Path) -> None:
+    """Leaves are drawn over as many bytes as a padded layout may span: the oracle drops those past the
+    output's own, and a wrong value in the span's last stretch is found where it is."""
+    want = torch.randn(600, 1000)
+    got = torch.empty(600, 1536)[:, :1000]  # rows padded to 1536 values
+    got.copy_(want)
+    got[590, 7] += 1.0  # storage 590 * 1536 + 7: leaf 885 of 900, past the dense output's 586 leaves
+    size = tensor_files.file_elements(got.shape, got.stride()) * 4
+    drawn = sampled.draw_leaves(random.Random(0), [want.numel() * 4], 1000)[0]  # every leaf of both stretches
+    assert digest.leaves_within(drawn, size) == list(range(digest.leaf_count(size)))
+    found = _compare(tmp_path, got, want, [0, 885, 1170])
+    assert found["problem"] and "worst at (590, 7)" in found["problem"], found
+    assert found["digests"] == [digest.tensor_digest(got, 5, 0)]
+    assert _compare(tmp_path, got, want, [0, 883])["problem"] is None

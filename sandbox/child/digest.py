@@ -11,12 +11,13 @@ another message with the same SHA-256 is out of reach.
 Definition, a tree of two levels: the output's bytes, in the order its storage holds them, are cut
 into leaves of :data:`LEAF_BYTES` (the last may be shorter) and each leaf's SHA-256 taken, in order;
 those hashes, concatenated, are cut and hashed the same way once more; the second level's hashes
-follow a header naming the digest, the request's seed, the output's index, dtype, shape and size (and,
-for an output laid out in another order than row-major, the order of its dimensions in memory), and
-the digest is the SHA-256 of the whole, as four 64-bit integers. Storage order, not the logical one:
-an output that is a transposed view of the buffer a kernel wrote (dense, its dimensions permuted) is
-hashed where it lies, as the reference's contiguous output is, with no copy of it in the timed call's
-wall time; any other layout (overlapping, with gaps) is copied row-major first. The leaves are independent, so a GPU
+follow a header naming the digest, the request's seed, the output's index, dtype, shape and size (and
+its layout where the bytes are not taken row-major), and the digest is the SHA-256 of the whole, as
+four 64-bit integers. Storage order, not the logical one, as a tensor file carries the output
+(``tensor_files``): an output that is a transposed view of the buffer a kernel wrote (dense, its
+dimensions permuted) is hashed where it lies, as is the storage a padded output spans, gaps included;
+so neither is copied in the timed call's wall time. Only a layout that overlaps, or whose gaps are
+wider than its values, is copied row-major first. The leaves are independent, so a GPU
 hashes them all at once (``digest_kernel.py``: one read of the output, checked once per process
 against ``hashlib`` before it is used); on a CPU, and for small outputs, ``hashlib`` hashes each leaf.
 The second level is why a large output's digest is cheap: a 6 GB output has 50 MB of leaf hashes,
@@ -33,7 +34,7 @@ from typing import Any
 import torch
 
 from kernelevo.sandbox import tensor_files
-from kernelevo.sandbox.tensor_files import Order, storage_order
+from kernelevo.sandbox.tensor_files import storage_order
 
 LEAF_BYTES = 4096
 DIGEST_LANES = 4
@@ -46,18 +47,38 @@ would widen the share of the reference's unexplained time a candidate's calls ar
 HEADER = b"kernelevo output digest, SHA-256 tree, 4096-byte leaves\0"
 
 
-def own_order(value: torch.Tensor) -> Order:
-    """:func:`storage_order` of ``value``'s own layout (at once for a contiguous one: every timed
-    call's output is asked)."""
-    return None if value.is_contiguous() else storage_order(value.shape, value.stride())
+def own_strides(value: torch.Tensor) -> list[int] | None:
+    """The strides that say how ``value``'s bytes are hashed: None for a contiguous tensor (asked at
+    once: every timed call's output is), else its own."""
+    return None if value.is_contiguous() else list(value.stride())
 
 
-def output_bytes(value: torch.Tensor, order: Order = None) -> torch.Tensor:
-    """The tensor's elements as a 1-D uint8 tensor on its device, with its dimensions in ``order``
-    (row-major where None): a view where the tensor lies so in memory, else a copy (a bool as 0 or
-    1, whatever byte holds it: as a tensor file carries it)."""
+def output_bytes(value: torch.Tensor, strides: list[int] | None = None) -> torch.Tensor:
+    """The tensor's bytes, as a 1-D uint8 tensor on its device, in the order a tensor file of
+    ``strides`` holds them (row-major where None): with its dimensions in their order in memory where
+    a permutation makes it dense (``storage_order``); the storage it spans, gaps included, where it is
+    ``spanned`` (``value`` must then lie at those strides); else row-major. A view where the tensor lies
+    so, else a copy; a bool as 0 or 1, whatever byte holds it."""
     value = value.detach()
-    return tensor_files.byte_view((value.permute(order) if order else value).reshape(-1))
+    order = storage_order(value.shape, strides) if strides is not None else None
+    if order:
+        return tensor_files.byte_view(value.permute(order).reshape(-1))
+    if strides is not None and tensor_files.spanned(value.shape, strides):
+        if list(value.stride()) != list(strides):
+            raise ValueError(f"a tensor at strides {value.stride()} hashed as one at {strides}")
+        return tensor_files.byte_view(tensor_files.span_view(value))
+    return tensor_files.byte_view(value.reshape(-1))
+
+
+def layout_words(shape: Any, strides: list[int] | None) -> bytes:
+    """What the header says of the layout the bytes were taken in (nothing for row-major)."""
+    if strides is None:
+        return b""
+    order = storage_order(shape, strides)
+    if order:
+        return f" in memory order {tuple(order)}".encode()
+    span = tensor_files.spanned(shape, strides)
+    return f" spanning {span} at strides {tuple(int(s) for s in strides)}".encode() if span else b""
 
 
 def host_leaves(data: torch.Tensor) -> bytes:
@@ -114,25 +135,26 @@ def level_hashes(data: torch.Tensor) -> torch.Tensor:
     return torch.frombuffer(bytearray(hashed), dtype=torch.uint8) if hashed else torch.empty(0, dtype=torch.uint8)
 
 
-def _header(seed: int, index: int, size: int, dtype: Any, shape: Any, order: Order) -> bytes:
+def _header(seed: int, index: int, size: int, dtype: Any, shape: Any, strides: list[int] | None) -> bytes:
     named = HEADER + struct.pack("<QqQ", seed % (1 << 64), index, size) + f"{dtype}{tuple(shape)}".encode()
-    return named + (f" in memory order {tuple(order)}".encode() if order else b"")
+    return named + layout_words(shape, strides)
 
 
 def _lanes(root: bytes) -> list[int]:
     return [int.from_bytes(root[8 * k:8 * k + 8], "little") for k in range(DIGEST_LANES)]
 
 
-def tensor_digest(value: Any, seed: int, index: int, order: Order | str = "own") -> list[int]:
+def tensor_digest(value: Any, seed: int, index: int, strides: list[int] | None | str = "own") -> list[int]:
     """The digest of output ``index`` of a call made with ``seed`` (see the module), its bytes taken
-    in ``order`` (``"own"``: the order ``value`` lies in; the oracle passes the order the strides of
-    the output's file give, which it was read back in); zeros for something that is not a tensor."""
+    as a tensor file of ``strides`` holds them (``"own"``: ``value``'s own layout; the oracle passes
+    the strides the output's file names, which it was read back at); zeros for something that is not
+    a tensor."""
     if not isinstance(value, torch.Tensor):
         return [0] * DIGEST_LANES
-    order = own_order(value) if order == "own" else order
-    data = output_bytes(value, order)
+    strides = own_strides(value) if strides == "own" else strides
+    data = output_bytes(value, strides)
     second = level_hashes(level_hashes(data)).cpu().numpy().tobytes()
-    header = _header(seed, index, data.numel(), value.dtype, value.shape, order)
+    header = _header(seed, index, data.numel(), value.dtype, value.shape, strides)
     return _lanes(hashlib.sha256(header + second).digest())
 
 
@@ -143,6 +165,12 @@ FANOUT = LEAF_BYTES // 32
 def leaf_count(size: int) -> int:
     """Leaves of a level of ``size`` bytes (the last may be shorter)."""
     return -(-size // LEAF_BYTES)
+
+
+def leaves_within(leaves: list[int], size: int) -> list[int]:
+    """The asked leaves an output of ``size`` bytes, as hashed, has: leaves are drawn before its layout
+    is known, over as many bytes as a padded layout may span, and the rest are dropped on both sides."""
+    return [k for k in leaves if k < leaf_count(size)]
 
 
 def _piece(size: int, k: int) -> slice:
@@ -165,7 +193,7 @@ def leaf_proof(value: torch.Tensor, leaves: list[int]) -> torch.Tensor:
     of the tree, then for each leaf asked for, the first-level leaf holding its hash and its own bytes
     (1-D uint8 on the host). The asker draws the leaves after the digest was given: a tree that was
     fixed then either holds the right bytes in them or does not."""
-    data = output_bytes(value, own_order(value))
+    data = output_bytes(value, own_strides(value))
     first = level_hashes(data)
     parts = [level_hashes(first).cpu()]
     for k in leaves:
@@ -174,9 +202,9 @@ def leaf_proof(value: torch.Tensor, leaves: list[int]) -> torch.Tensor:
 
 
 def open_leaf_proof(proof: bytes, seed: int, index: int, size: int, dtype: Any, shape: Any,
-                    leaves: list[int], order: Order = None) -> tuple[list[int], list[bytes]] | str:
+                    leaves: list[int], strides: list[int] | None = None) -> tuple[list[int], list[bytes]] | str:
     """Check a :func:`leaf_proof` against the tree it claims (an output of ``size`` bytes, ``dtype`` and
-    ``shape``, laid out in ``order``): every leaf's bytes hash to the hash the first level holds for
+    ``shape``, hashed at ``strides``): every leaf's bytes hash to the hash the first level holds for
     it, every first-level leaf to its hash in the second level. Returns the digest that second level
     gives (for the caller to hold against the one committed to) and each leaf's bytes; or, if the
     proof is inconsistent, why."""
@@ -199,4 +227,4 @@ def open_leaf_proof(proof: bytes, seed: int, index: int, size: int, dtype: Any, 
         if hashlib.sha256(leaf).digest() != hashes[slot:slot + 32]:
             return f"leaf {k}: its bytes are not the ones the tree holds"
         found.append(leaf)
-    return _lanes(hashlib.sha256(_header(seed, index, size, dtype, shape, order) + second).digest()), found
+    return _lanes(hashlib.sha256(_header(seed, index, size, dtype, shape, strides) + second).digest()), found

@@ -223,8 +223,8 @@ class Oracle:
             if result.problem is None and msg.get("strict_layout"):
                 result.problem = compare.layout_problem(meta.strides, w)
             if msg.get("digest_seed") is not None:
-                order = tensor_files.storage_order(meta.shape, meta.strides)  # the layout the call hashed
-                digests.append(tensor_digest(got, int(msg["digest_seed"]), k, order))
+                # hashed at the layout the call hashed: the file's, which ``got`` was read back at
+                digests.append(tensor_digest(got, int(msg["digest_seed"]), k, list(meta.strides)))
             del got
             found.append(result.model_dump())
         problems = [f"output {k}: {s['problem']}" if len(found) > 1 else s["problem"]

@@ -39,9 +39,19 @@ from kernelevo.sandbox.models import OutputStats, TimingPolicy
 
 def draw_leaves(rng: random.Random, sizes: list[int], count: int) -> list[list[int]]:
     """For each output of ``sizes`` bytes, ``count`` distinct leaves (all of them if it has fewer), in
-    order; drawn by the trusted side after the call committed to its output."""
-    counts = [digest.leaf_count(size) for size in sizes]
-    return [sorted(rng.sample(range(n), min(count, n))) for n in counts]
+    order; drawn by the trusted side after the call committed to its output. The layout the candidate
+    chose is not known yet, and a padded one spans up to ``SPAN_FACTOR`` times the bytes
+    (``tensor_files.spanned``): so as many leaves again are drawn over each further stretch of that
+    many leaves, and those past the output's own are dropped where it is shipped (``digest.leaves_within``).
+    Every leaf of any layout is drawn with at least the chance a dense output's has."""
+    drawn = []
+    for n in (digest.leaf_count(size) for size in sizes):
+        leaves: list[int] = []
+        for stretch in range(tensor_files.SPAN_FACTOR):
+            leaves += [stretch * n + k for k in rng.sample(range(n), min(count, n))]
+        drawn.append(sorted(leaves))
+    return drawn
+
 
 
 def draw_if_sampled(rng: random.Random, sizes: list[int], policy: TimingPolicy) -> list[list[int]] | None:
@@ -53,20 +63,42 @@ def draw_if_sampled(rng: random.Random, sizes: list[int], policy: TimingPolicy) 
 
 
 def positions(leaves: list[int], shape: list[int], element_bytes: int,
-              order: tensor_files.Order = None) -> torch.Tensor:
-    """The logical flat element indices the leaves hold, in order (a leaf holds whole elements: every
-    element size divides the leaf's), for an output whose bytes were hashed with its dimensions in
-    ``order`` (``tensor_files.storage_order``; row-major where None)."""
-    numel = math.prod(int(d) for d in shape)
+              strides: list[int] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Where the values the leaves hold go: the logical flat index of each value, in order, and which
+    of the leaves' values those are (all, but the gaps of a spanned layout), for an output whose bytes
+    were hashed as a tensor file at ``strides`` holds them (``digest.output_bytes``; row-major where
+    None). A leaf holds whole values: every element size divides the leaf's."""
+    total = tensor_files.file_elements(shape, strides) if strides is not None else math.prod(shape)
     per_leaf = digest.LEAF_BYTES // element_bytes
-    flat = torch.cat([torch.arange(k * per_leaf, min(numel, (k + 1) * per_leaf)) for k in leaves]) if leaves \
+    flat = torch.cat([torch.arange(k * per_leaf, min(total, (k + 1) * per_leaf)) for k in leaves]) if leaves \
         else torch.empty(0, dtype=torch.long)
-    if not order or not flat.numel():
-        return flat
-    where = torch.unravel_index(flat, tuple(int(shape[d]) for d in order))
-    index = [where[j] for j in tensor_files.inverse(order)]  # each logical dimension's index
+    keep = torch.ones(flat.shape, dtype=torch.bool)
+    order = tensor_files.storage_order(shape, strides) if strides is not None else None
+    if order and flat.numel():
+        where = torch.unravel_index(flat, tuple(int(shape[d]) for d in order))
+        index = [where[j] for j in tensor_files.inverse(order)]  # each logical dimension's index
+    elif strides is not None and tensor_files.spanned(shape, strides) and flat.numel():
+        index, keep = _span_indices(flat, shape, strides)
+        flat = flat[keep]
+        index = [i[keep] for i in index]
+    else:
+        return flat, keep
     row_major = torch.empty(tuple(int(d) for d in shape), device="meta").stride()
-    return sum((i * step for i, step in zip(index, row_major)), torch.zeros_like(flat))
+    return sum((i * step for i, step in zip(index, row_major)), torch.zeros_like(flat)), keep
+
+
+def _span_indices(offsets: torch.Tensor, shape: list[int], strides: list[int]) -> tuple[list[torch.Tensor],
+                                                                                        torch.Tensor]:
+    """Each logical dimension's index of the values at ``offsets`` in a spanned layout's storage, and
+    which offsets hold a value at all (the rest are gaps): by division, the largest stride first."""
+    rest = offsets.clone()
+    index = [torch.zeros_like(offsets) for _ in shape]
+    keep = torch.ones(offsets.shape, dtype=torch.bool)
+    for d in sorted((d for d in range(len(shape)) if int(shape[d]) > 1), key=lambda d: -int(strides[d])):
+        index[d] = rest // int(strides[d])
+        keep &= index[d] < int(shape[d])
+        rest = rest - index[d] * int(strides[d])
+    return index, keep & (rest == 0)
 
 
 def at(tensor: torch.Tensor | None, flat: torch.Tensor) -> torch.Tensor | None:
@@ -92,8 +124,9 @@ def compare_leaves(msg: dict[str, Any], metas: list[tensor_files.TensorFile], wa
         if problem:
             found.append(OutputStats(problem=problem).model_dump())
             continue
-        size = w.numel() * w.element_size()
-        asked = [int(i) for i in leaves[k]]
+        strides = [int(s) for s in meta.strides]
+        size = tensor_files.file_elements(meta.shape, strides) * w.element_size()  # as the call hashed it
+        asked = digest.leaves_within([int(i) for i in leaves[k]], size)
         expected = digest.proof_bytes(size, asked)
         try:
             proof = tensor_files.read_tensor(tensor_files.TensorFile(file=meta.file, dtype="uint8", shape=[expected]),
@@ -101,19 +134,18 @@ def compare_leaves(msg: dict[str, Any], metas: list[tensor_files.TensorFile], wa
         except (OSError, ValueError) as exc:
             found.append(OutputStats(problem=f"the output's leaves could not be read: {exc}").model_dump())
             continue
-        order = tensor_files.storage_order(meta.shape, meta.strides)  # the layout the call hashed
         opened = digest.open_leaf_proof(proof.numpy().tobytes(), int(msg["digest_seed"]), k, size, w.dtype,
-                                        w.shape, asked, order)
+                                        w.shape, asked, strides)
         if isinstance(opened, str):
             found.append(OutputStats(problem=f"the leaves shipped are not the output the call committed to "
                                              f"({opened})").model_dump())
             continue
         root, pieces = opened
         digests.append(root)
-        flat = positions(asked, list(w.shape), w.element_size(), order)
+        flat, keep = positions(asked, list(w.shape), w.element_size(), strides)
         raw = torch.frombuffer(bytearray(b"".join(pieces)), dtype=torch.uint8) if pieces \
             else torch.empty(0, dtype=torch.uint8)
-        got = raw.view(w.dtype).to(w.device)
+        got = raw.view(w.dtype)[keep].to(w.device)
         w = ties.order_matched(got, w, (msg.get("tie_order") or want)[k], partial(at, flat=flat))
         x = exact[k] if exact is not None else None
         stats = compare.compare_output(got, at(w, flat), at(x, flat), float(msg["atol"]), float(msg["rtol"]),
