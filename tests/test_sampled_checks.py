@@ -52,7 +52,9 @@ def test_a_leaf_proof_does_not_open_for_other_bytes() -> None:
 
 def _compare(tmp_path: Path, got: torch.Tensor, want: torch.Tensor, leaves: list[int],
              tie_order: torch.Tensor | None = None) -> dict:
-    meta = tensor_files.write_tensor(digest.leaf_proof(got, leaves), tmp_path, "out.proof").model_dump()
+    size = tensor_files.file_elements(got.shape, got.stride()) * got.element_size()  # as the worker ships
+    meta = tensor_files.write_tensor(digest.leaf_proof(got, digest.leaves_within(leaves, size)), tmp_path,
+                                     "out.proof").model_dump()
     meta.update(dtype=str(got.dtype).removeprefix("torch."), shape=list(got.shape), strides=list(got.stride()),
                 type_name="Tensor")
     message = {"leaves": [leaves], "folder": str(tmp_path), "digest_seed": 5, "atol": 1e-5, "rtol": 1e-5,
@@ -113,7 +115,7 @@ def test_a_permuted_output_is_hashed_where_it_lies(shape: tuple[int, ...], dims:
 
 def test_layouts_that_overlap_or_are_sparse_are_hashed_row_major() -> None:
     base = torch.randn(64, 512)
-    for out in (base[:, ::3], base[:1].expand(64, 512), base.T[::3]):  # wide gaps, overlap, a sparse transposed slice
+    for out in (base[:, ::2], base[:1].expand(64, 512), base.T[:400]):  # wide gaps, overlap, a sparse transposed slice
         assert digest.storage_order(out.shape, out.stride()) is None
         assert tensor_files.spanned(out.shape, out.stride()) is None
         assert digest.tensor_digest(out, 3, 0) == digest.tensor_digest(out.contiguous(), 3, 0)
@@ -166,10 +168,7 @@ def test_a_share_of_large_checks_ships_whole_outputs() -> None:
     draws = [sampled.draw_if_sampled(rng, [5000, 9000], policy) for _ in range(2000)]
     whole = sum(d is None for d in draws)
     assert 400 < whole < 600  # a quarter, drawn apart from the leaves
-    sizes = [5000, 9000]  # 2 and 3 leaves: all of each dense output's, and as many over a padded one's span
-    assert all(len(d) == 2 and d == [[0, 1, 2, 3], [0, 1, 2, 3, 4, 5]] for d in draws if d is not None)
-    assert all([digest.leaves_within(leaves, size) for leaves, size in zip(d, sizes)] == [[0, 1], [0, 1, 2]]
-               for d in draws if d is not None)
+    assert all(d == [[0, 1], [0, 1, 2]] for d in draws if d is not None)  # a padded span has no more leaves
     assert sampled.draw_if_sampled(rng, [999], policy) is None  # below the size: always whole
 
 
@@ -239,8 +238,8 @@ def test_several_timed_calls_in_one_request_keep_every_check_and_the_clock(make_
     assert moved.runtime_ms is not None and moved.runtime_ms > 15.0, (moved.runtime_ms, moved.reason)
 
 
-PADDED = [lambda b: b[:, :900], lambda b: b[1:, 3:1000], lambda b: b.T[2:700], lambda b: b[:, ::2],
-          lambda b: b.reshape(8, 32, 1024)[:, :30, :1000], lambda b: b.reshape(8, 32, 1024)[:, :, :600].permute(2, 0, 1)]
+PADDED = [lambda b: b[:, :900], lambda b: b[1:, 3:1000], lambda b: b.T[2:900], lambda b: b.reshape(256, 2, 512)[:, :, :480],
+          lambda b: b.reshape(8, 32, 1024)[:, :30, :1000], lambda b: b.reshape(8, 32, 1024)[:, :, :900].permute(2, 0, 1)]
 
 
 @pytest.mark.parametrize("make", PADDED)
@@ -263,38 +262,42 @@ def test_a_padded_output_is_hashed_and_shipped_as_the_storage_it_spans(tmp_path:
         tensor_files.read_tensor(meta, tmp_path, "cpu", out.numel() * 4 - 1)
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_the_leaves_of_a_padded_output_map_to_their_places_and_skip_the_gaps(seed: int) -> None:
+def test_the_leaves_of_a_padded_output_map_to_their_places_and_skip_the_gaps() -> None:
     """Every value of a spanned layout's storage sits at the logical place its strides give, and the
     gaps between are dropped: over random padded layouts of two to four dims, in any order."""
-    rng = random.Random(seed)
-    dims = rng.randint(2, 4)
-    shape = [rng.randint(2, 9) for _ in range(dims)]
-    padded = [d + rng.randint(0, 2) for d in shape]
-    order = list(range(dims))
-    rng.shuffle(order)  # which dimension lies outermost in the buffer
-    buffer = torch.arange(math.prod(padded) + 5, dtype=torch.float64)[5:].reshape([padded[d] for d in order])
-    out = buffer[tuple(slice(0, shape[d]) for d in order)].permute([order.index(d) for d in range(dims)])
-    if tensor_files.spanned(out.shape, out.stride()) is None:
-        return  # dense, or sparser than the span is carried
-    raw = digest.output_bytes(out, list(out.stride())).view(torch.float64)
-    leaves = list(range(digest.leaf_count(raw.numel() * 8)))
-    flat, keep = sampled.positions(leaves, list(out.shape), 8, list(out.stride()))
-    assert int(keep.sum()) == out.numel() and sorted(flat.tolist()) == list(range(out.numel()))
-    assert torch.equal(out.reshape(-1)[flat], raw[keep])
+    rng, spanned = random.Random(0), 0
+    for _ in range(300):
+        dims = rng.randint(2, 4)
+        shape = [rng.randint(2, 40) for _ in range(dims)]
+        padded = [d + rng.choice([0, 0, 1, 3]) for d in shape]
+        order = list(range(dims))
+        rng.shuffle(order)  # which dimension lies outermost in the buffer
+        buffer = torch.arange(math.prod(padded) + 5, dtype=torch.float64)[5:].reshape([padded[d] for d in order])
+        out = buffer[tuple(slice(0, shape[d]) for d in order)].permute([order.index(d) for d in range(dims)])
+        if tensor_files.spanned(out.shape, out.stride()) is None:
+            continue  # dense, or sparser than the span is carried
+        spanned += 1
+        raw = digest.output_bytes(out, list(out.stride())).view(torch.float64)
+        leaves = list(range(digest.leaf_count(raw.numel() * 8)))
+        flat, keep = sampled.positions(leaves, list(out.shape), 8, list(out.stride()))
+        assert int(keep.sum()) == out.numel() and sorted(flat.tolist()) == list(range(out.numel()))
+        assert torch.equal(out.reshape(-1)[flat], raw[keep])
+    assert spanned > 30
 
 
 def test_a_wrong_value_of_a_padded_output_is_found_at_its_place_by_sampled_leaves(tmp_path: Path) -> None:
     """Leaves are drawn over as many bytes as a padded layout may span: the oracle drops those past the
     output's own, and a wrong value in the span's last stretch is found where it is."""
     want = torch.randn(600, 1000)
-    got = torch.empty(600, 1536)[:, :1000]  # rows padded to 1536 values
+    got = torch.empty(600, 1200)[:, :1000]  # rows padded to 1200 values
     got.copy_(want)
-    got[590, 7] += 1.0  # storage 590 * 1536 + 7: leaf 885 of 900, past the dense output's 586 leaves
+    got[590, 7] += 1.0  # storage 590 * 1200 + 7: leaf 691 of 703, past the dense output's 586 leaves
     size = tensor_files.file_elements(got.shape, got.stride()) * 4
-    drawn = sampled.draw_leaves(random.Random(0), [want.numel() * 4], 1000)[0]  # every leaf of both stretches
-    assert digest.leaves_within(drawn, size) == list(range(digest.leaf_count(size)))
-    found = _compare(tmp_path, got, want, [0, 885, 1170])
+    drawn = sampled.draw_leaves(random.Random(0), [want.numel() * 4], 1000)[0]  # every leaf a span may have
+    assert digest.leaves_within(drawn, size) == list(range(digest.leaf_count(size))) == list(range(703))
+    found = _compare(tmp_path, got, want, [0, 691, 720])
     assert found["problem"] and "worst at (590, 7)" in found["problem"], found
     assert found["digests"] == [digest.tensor_digest(got, 5, 0)]
-    assert _compare(tmp_path, got, want, [0, 883])["problem"] is None
+    assert _compare(tmp_path, got, want, [0, 690])["problem"] is None
+    few = sampled.draw_leaves(random.Random(1), [want.numel() * 4], 8)[0]
+    assert len([k for k in few if k < 586]) == 8 and len([k for k in few if k >= 586]) == 3  # 8 * 147 / 586

@@ -20,10 +20,14 @@ output file is deleted once compared, so none of this grows with the number of c
 
 from __future__ import annotations
 
+from kernelevo.sandbox.tensor_files import SPAN_FACTOR
+
 GIB = float(1 << 30)
 
 CANDIDATE_SHARE = 2.0
-ORACLE_SHARE = 2.0
+ORACLE_SHARE = 2.0 + (SPAN_FACTOR - 1.0)
+"""Its reference, refilled inputs, one set's expected outputs, and the candidate's output read back: a
+padded one as the storage it spans, up to ``SPAN_FACTOR`` of it (``tensor_files.spanned``)."""
 EXACT_SHARE = 2.0
 """A float64 value takes twice a float32 one: the float64 run's inputs, intermediates and outputs."""
 EXACT_MARGIN = 1.2

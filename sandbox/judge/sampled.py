@@ -41,14 +41,17 @@ def draw_leaves(rng: random.Random, sizes: list[int], count: int) -> list[list[i
     """For each output of ``sizes`` bytes, ``count`` distinct leaves (all of them if it has fewer), in
     order; drawn by the trusted side after the call committed to its output. The layout the candidate
     chose is not known yet, and a padded one spans up to ``SPAN_FACTOR`` times the bytes
-    (``tensor_files.spanned``): so as many leaves again are drawn over each further stretch of that
-    many leaves, and those past the output's own are dropped where it is shipped (``digest.leaves_within``).
-    Every leaf of any layout is drawn with at least the chance a dense output's has."""
+    (``tensor_files.spanned``): so the leaves a padded span may have past a dense output's are drawn
+    from too, each with the same chance, and those past the output's own are dropped where it is
+    shipped (``digest.leaves_within``). A dense output keeps exactly ``count`` (or all); every leaf of
+    any layout is drawn with at least that chance."""
     drawn = []
-    for n in (digest.leaf_count(size) for size in sizes):
-        leaves: list[int] = []
-        for stretch in range(tensor_files.SPAN_FACTOR):
-            leaves += [stretch * n + k for k in rng.sample(range(n), min(count, n))]
+    for size in sizes:
+        n = digest.leaf_count(size)
+        beyond = digest.leaf_count(math.floor(size * tensor_files.SPAN_FACTOR)) - n
+        leaves = rng.sample(range(n), min(count, n))
+        if beyond > 0:
+            leaves += rng.sample(range(n, n + beyond), min(beyond, math.ceil(count * beyond / n)))
         drawn.append(sorted(leaves))
     return drawn
 
