@@ -208,10 +208,21 @@ def gathered_on_host(t: Any, span: int) -> Any:
     return torch.as_strided(spanned, t.shape, t.stride(), 0).contiguous()
 
 
-def write_tensor(t: Any, folder: Path, name: str) -> TensorFile:
+def _gaps_zeroed(t: Any) -> Any:
+    """A ``spanned`` tensor's span, its values in place and zeros between them (a copy)."""
+    import torch
+
+    span = torch.zeros(spanned(t.shape, t.stride()), dtype=t.dtype, device=t.device)
+    torch.as_strided(span, t.shape, t.stride(), 0).copy_(t)
+    return span
+
+
+def write_tensor(t: Any, folder: Path, name: str, zero_gaps: bool = False) -> TensorFile:
     """Write tensor ``t``'s values to ``folder/name``: as they lie where ``t`` is a permuted dense
     tensor; its storage span, gaps included, where it is ``spanned``; else row-major (a layout that
-    overlaps or is sparser, gathered on the host: ``_row_major``)."""
+    overlaps or is sparser, gathered on the host: ``_row_major``). ``zero_gaps``: a span's gaps are
+    written as zeros, not as what the writer's memory held there (a trusted writer's, sent to a
+    candidate)."""
 
     t = t.detach()
     order = storage_order(t.shape, t.stride())
@@ -220,8 +231,10 @@ def write_tensor(t: Any, folder: Path, name: str) -> TensorFile:
                       type_name=type(t).__name__)
     if order:
         flat = t.permute(order).reshape(-1)
+    elif spanned(t.shape, t.stride()):
+        flat = _gaps_zeroed(t) if zero_gaps else span_view(t)
     else:
-        flat = span_view(t) if spanned(t.shape, t.stride()) else _row_major(t).reshape(-1)
+        flat = _row_major(t).reshape(-1)
     raw = byte_view(flat, any_bool_byte=True)
     path = folder / name
     tmp = path.with_name(path.name + ".part")

@@ -185,6 +185,12 @@ def test_a_permuted_tensor_is_written_as_it_lies_and_read_back_so(tmp_path: Path
     gaps = tensor_files.write_tensor(buffer[:, :4], tmp_path, "gaps.bin")  # a span of 114 for 96 values
     assert (tmp_path / "gaps.bin").read_bytes() == buffer.reshape(-1)[:114].numpy().tobytes()
     assert torch.equal(tensor_files.read_tensor(gaps, tmp_path, "cpu", 1 << 20), buffer[:, :4])
+    # the oracle sends inputs so: what its memory held between the values stays its own
+    hidden = tensor_files.write_tensor(buffer[:, :4], tmp_path, "hidden.bin", zero_gaps=True)
+    span = torch.zeros(114)
+    torch.as_strided(span, (4, 4, 6), (30, 6, 1)).copy_(buffer[:, :4])
+    assert (tmp_path / "hidden.bin").read_bytes() == span.numpy().tobytes() and hidden.strides == [30, 6, 1]
+    assert torch.equal(tensor_files.read_tensor(hidden, tmp_path, "cpu", 1 << 20), buffer[:, :4])
     sparse = tensor_files.write_tensor(buffer[:, ::2], tmp_path, "sparse.bin")
     assert (tmp_path / "sparse.bin").read_bytes() == buffer[:, ::2].contiguous().numpy().tobytes()
     assert torch.equal(tensor_files.read_tensor(sparse, tmp_path, "cpu", 1 << 20), buffer[:, ::2])

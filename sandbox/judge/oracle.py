@@ -151,7 +151,8 @@ class Oracle:
             reply["fingerprint"] = output_digest(want, 0)
         if msg.get("write_inputs"):
             outbox = Path(self.job["outbox"])
-            reply["inputs"] = [{"tensor": tensor_files.write_tensor(a, outbox, f"in-{msg['key']}-{k}.bin").model_dump()}
+            reply["inputs"] = [{"tensor": tensor_files.write_tensor(a, outbox, f"in-{msg['key']}-{k}.bin",
+                                                                      zero_gaps=True).model_dump()}
                                if isinstance(a, torch.Tensor) else {"value": a} for k, a in enumerate(args)]
             self.input_files[str(msg["key"])] = [outbox / f"in-{msg['key']}-{k}.bin" for k, a in enumerate(args)
                                                  if isinstance(a, torch.Tensor)]
