@@ -480,8 +480,8 @@ def main() -> None:
                              "problem's seconds); correctness and the time against eager are judged the same, "
                              "and the row says lean")
     parser.add_argument("--no-forensic", action="store_true",
-                        help="gpu-seed: skip the Nsight Compute pass alone (torch.compile's time kept; the row "
-                             "says no_forensic): with --fill-lean, the cheaper way to add torch.compile's time")
+                        help="gpu-seed only: skip the Nsight Compute pass alone (torch.compile's time kept; the "
+                             "row says no_forensic): with --fill-lean, the cheaper way to add torch.compile's time")
     parser.add_argument("--fill-lean", action="store_true",
                         help="gpu-seed without --lean: judge again the problems a lean sweep verified, to add the "
                              "forensic pass and torch.compile's time; where that run fails in the harness, the lean "

@@ -30,6 +30,9 @@ def summary(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
         compiled = [r for r in timed if not r.get("lean")]
         if len(compiled) < len(timed):
             out["lean"] = len(timed) - len(compiled)
+        unforensic = sum(1 for r in timed if r.get("lean") or r.get("no_forensic"))
+        if unforensic:  # verified, timed, but without the forensic pass's trace of their kernels
+            out["without_forensic_pass"] = unforensic
         for base, field, over in (("eager", "speedup", timed), ("compile", "speedup_vs_compile", compiled)):
             for p in FAST_P:
                 fast = sum(1 for r in over if r.get("correct") and (r.get(field) or 0) > p)

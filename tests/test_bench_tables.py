@@ -490,6 +490,7 @@ def test_a_sweep_without_the_forensic_pass_keeps_torch_compiles_time(tmp_path: P
     assert "--no-forensic" in asked[1] and "--no-compile-baseline" not in asked[1]
     assert row["no_forensic"] is True and "lean" not in row and row["speedup_vs_compile"] == 1.2
     assert bench.summary({"level1/a": row})["geomean_compile"] == pytest.approx(1.2)
+    assert bench.summary({"level1/a": row})["without_forensic_pass"] == 1
     asked.clear()
     args.no_forensic, args.lean = False, True
     bench.run_one(args, tmp_path / "task.py", 60.0)

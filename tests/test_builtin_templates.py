@@ -665,8 +665,14 @@ CASES = [
     ("norm-inf-over-dim0", "        pass", "        return torch.linalg.vector_norm(x, ord=float('inf'), dim=0)",
      "torch.randn(7, 3, {cols})", ""),
     ("norm-orders-without-a-kernel", "        pass",
-     "        return torch.linalg.vector_norm(x, 3, dim=1) + x.norm(p=0, dim=1) * 0.01 "
-     "+ torch.linalg.vector_norm(x, float('-inf'), dim=1)", "torch.randn(7, 3, {cols})", ""),
+     "        return torch.linalg.vector_norm(x, 3, dim=1) + F.relu(x).norm(p=0, dim=1) * 0.01 "
+     "+ torch.linalg.vector_norm(x, float('-inf'), dim=1)", "torch.randn(7, 40, {cols})", ""),
+    # torch sums a half-precision norm's powers in float32: in fp16 these sums pass 65504
+    ("norm-order-3-fp16-sums-past-its-range", "        pass", "        return torch.linalg.vector_norm(x, 3, dim=1)",
+     "torch.randn(3, 4 * {cols}) * 4.0", "DTYPE = torch.float16"),
+    ("norm-order-4-bf16-without-keepdim", "        pass",
+     "        return torch.norm(x, p=4, dim=-1)",
+     "torch.randn(5, {cols})", "DTYPE = torch.bfloat16"),
     ("norm-1-keepdim-bf16", "        pass", "        return x.norm(p=1, dim=(0, 1), keepdim=True)",
      "torch.randn(4, 6, {cols})", "DTYPE = torch.bfloat16"),
     ("split-global-norm-then-divide", "        pass", "        return x / torch.norm(x)", "torch.randn(5, 8000)", ""),

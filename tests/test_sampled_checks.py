@@ -238,8 +238,9 @@ def test_several_timed_calls_in_one_request_keep_every_check_and_the_clock(make_
     assert moved.runtime_ms is not None and moved.runtime_ms > 15.0, (moved.runtime_ms, moved.reason)
 
 
-PADDED = [lambda b: b[:, :900], lambda b: b[1:, 3:1000], lambda b: b.T[2:900], lambda b: b.reshape(256, 2, 512)[:, :, :480],
-          lambda b: b.reshape(8, 32, 1024)[:, :30, :1000], lambda b: b.reshape(8, 32, 1024)[:, :, :900].permute(2, 0, 1)]
+PADDED = [lambda b: b[:, :900], lambda b: b[1:, 3:1000], lambda b: b.T[2:900],
+          lambda b: b.reshape(256, 2, 512)[:, :, :480], lambda b: b.reshape(8, 32, 1024)[:, :30, :1000],
+          lambda b: b.reshape(8, 32, 1024)[:, :, :900].permute(2, 0, 1)]
 
 
 @pytest.mark.parametrize("make", PADDED)

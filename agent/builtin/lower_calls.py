@@ -259,6 +259,8 @@ class CallLowering:
             else:  # to a truth value: non-zero is true; to an integer: toward zero, as torch converts
                 op = "to_bool" if dtype == "bool" else "trunc" if dtype.startswith(("int", "uint")) else "cast"
                 self.values[node.name] = self.add(op, [src], self.level(src), dtype, low)
+                if src in self.rowflat:  # a value reduced without keepdim broadcasts as one after a cast
+                    self.rowflat.add(self.values[node.name])
                 self.cast_of_positions(src, self.values[node.name], dtype)
             return True
         return False
@@ -308,7 +310,7 @@ class CallLowering:
             order = 2  # the Frobenius norm of a vector is its 2-norm
         if order not in (1, 2, math.inf) or kwargs.get("dtype") is not None:
             raise CannotCover(f"norm with p={order!r}{' and a dtype' if kwargs.get('dtype') else ''} "
-                              "(covered: 1, 2, inf over one dimension)")
+                              "(covered: any order of a float input without a dtype option)")
         return self.reduce(node, "norm", args[0], dim, keepdim, {"p": float(order)})
 
     def _norm_params(self, node: torch.fx.Node, sub: nn.Module, names: tuple[str, ...]) -> dict[str, Any]:

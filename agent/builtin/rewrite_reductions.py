@@ -115,22 +115,32 @@ def _norm(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
         torch.linalg.vector_norm, (value, float(order)), {"dim": dims, "keepdim": keep}))
 
 
+HALF_DTYPES = (torch.float16, torch.bfloat16)
+"""Inputs whose norm torch accumulates in float32, rounding once at the end."""
+
+
 def _any_order(graph: torch.fx.Graph, x: Any, order: float, dim: Any, keepdim: bool) -> torch.fx.Node | None:
     """A vector norm of an order the templates have no kernel for, as what it is made of: ``sum |x|^p``
-    to the power ``1 / p``; the count of nonzero values for 0; the least magnitude for -inf. A float
-    input only (the count of an integer tensor's nonzeros is another dtype's question)."""
+    to the power ``1 / p``; the count of nonzero values for 0; the least magnitude for -inf. As torch
+    does, a half-precision input's powers and sum are taken in float32 (in fp16, ``|x|^3`` of a few
+    thousand values overflows) and the result rounded once."""
     meta = x.meta.get("tensor_meta") if isinstance(x, torch.fx.Node) else None
     if meta is None or not getattr(meta, "dtype", torch.int64).is_floating_point or math.isnan(order):
         return None
     magnitude = graph.call_function(torch.abs, (x,))
-    if order == -math.inf:
+    if order == -math.inf:  # a least magnitude is exact in any dtype
         return graph.call_function(torch.amin, (magnitude,), {"dim": dim, "keepdim": keepdim})
+    half = meta.dtype in HALF_DTYPES
+    wide = graph.call_method("to", (magnitude, torch.float32)) if half else magnitude
     if order == 0:
-        nonzero = graph.call_method("to", (graph.call_function(torch.ne, (x, 0.0)), meta.dtype))
-        return graph.call_function(torch.sum, (nonzero,), {"dim": dim, "keepdim": keepdim})
-    powered = graph.call_function(torch.pow, (magnitude, order))
-    total = graph.call_function(torch.sum, (powered,), {"dim": dim, "keepdim": keepdim})
-    return graph.call_function(torch.pow, (total, 1.0 / order))
+        nonzero = graph.call_function(torch.ne, (wide, 0.0))
+        counted = graph.call_method("to", (nonzero, torch.float32 if half else meta.dtype))
+        result = graph.call_function(torch.sum, (counted,), {"dim": dim, "keepdim": keepdim})
+    else:
+        powered = graph.call_function(torch.pow, (wide, order))
+        total = graph.call_function(torch.sum, (powered,), {"dim": dim, "keepdim": keepdim})
+        result = graph.call_function(torch.pow, (total, 1.0 / order))
+    return graph.call_method("to", (result, meta.dtype)) if half else result
 
 
 def rewrite_reductions(gm: torch.fx.GraphModule) -> bool:

@@ -16,10 +16,11 @@ its layout where the bytes are not taken row-major), and the digest is the SHA-2
 four 64-bit integers. Storage order, not the logical one, as a tensor file carries the output
 (``tensor_files``): an output that is a transposed view of the buffer a kernel wrote (dense, its
 dimensions permuted) is hashed where it lies, as is the storage a padded output spans, gaps included;
-so neither is copied in the timed call's wall time. Only a layout that overlaps, or whose gaps are
-wider than its values, is copied row-major first. The leaves are independent, so a GPU
-hashes them all at once (``digest_kernel.py``: one read of the output, checked once per process
-against ``hashlib`` before it is used); on a CPU, and for small outputs, ``hashlib`` hashes each leaf.
+so neither is copied in the timed call's wall time. Only a layout that overlaps, or whose span is
+more than a quarter larger than its values (``tensor_files.spanned``), is copied row-major first. The
+leaves are independent, so a GPU hashes them all at once (``digest_kernel.py``: one read of the
+output, checked once per process against ``hashlib`` before it is used); on a CPU, and for small
+outputs, ``hashlib`` hashes each leaf.
 The second level is why a large output's digest is cheap: a 6 GB output has 50 MB of leaf hashes,
 which the host would take a tenth of a second to copy and hash, and 400 KB of second-level ones.
 """

@@ -56,7 +56,6 @@ def draw_leaves(rng: random.Random, sizes: list[int], count: int) -> list[list[i
     return drawn
 
 
-
 def draw_if_sampled(rng: random.Random, sizes: list[int], policy: TimingPolicy) -> list[list[int]] | None:
     """The leaves a timed check ships, or None where it ships whole outputs: below the policy's size, and
     for a share of the checks above it, drawn apart from everything else."""
