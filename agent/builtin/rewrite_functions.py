@@ -23,6 +23,9 @@ runs as written); options a rewrite does not follow leave the call as it was.
   of column and row positions it is.
 - Products (``mv``, ``addmm``, a diagonal or one-hot matmul, ``linear`` of a computed weight): see
   :mod:`rewrite_products`.
+- ``lp_pool{1,2}d(x, p, k, stride, ceil_mode)`` (module or function), as torch computes it: the
+  average pool of ``x^p``, ``sign * relu(abs)`` of it times the window's size, to the power ``1 / p``;
+  for p infinite, the max pool of ``|x|`` (negated twice for minus infinity).
 """
 
 from __future__ import annotations
@@ -48,7 +51,9 @@ FUNCTION_MODULES = {nn.GLU: (F.glu, ("dim",)),
                     nn.AdaptiveAvgPool3d: (F.adaptive_avg_pool3d, ("output_size",)),
                     nn.AdaptiveMaxPool1d: (F.adaptive_max_pool1d, ("output_size", "return_indices")),
                     nn.AdaptiveMaxPool2d: (F.adaptive_max_pool2d, ("output_size", "return_indices")),
-                    nn.AdaptiveMaxPool3d: (F.adaptive_max_pool3d, ("output_size", "return_indices"))}
+                    nn.AdaptiveMaxPool3d: (F.adaptive_max_pool3d, ("output_size", "return_indices")),
+                    nn.LPPool1d: (F.lp_pool1d, ("norm_type", "kernel_size", "stride", "ceil_mode")),
+                    nn.LPPool2d: (F.lp_pool2d, ("norm_type", "kernel_size", "stride", "ceil_mode"))}
 """Modules, as the function each calls with its options; one holding weights the function does not
 take (:data:`WEIGHTS`) is left as it is."""
 WEIGHTS = ("weight", "pos_weight")
@@ -228,9 +233,35 @@ def _split_moments(gm: torch.fx.GraphModule) -> bool:
     return changed
 
 
+LP_POOLS = {F.lp_pool1d: (F.avg_pool1d, F.max_pool1d, 1), F.lp_pool2d: (F.avg_pool2d, F.max_pool2d, 2)}
+
+
+def _lp_pool(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
+    average, largest, dims = LP_POOLS[node.target]
+    x, p = option(node, "input", 0, None), option(node, "norm_type", 1, None)
+    kernel, stride = option(node, "kernel_size", 2, None), option(node, "stride", 3, None)
+    ceil_mode = option(node, "ceil_mode", 4, False)
+    window = [kernel] * dims if isinstance(kernel, int) else list(kernel) if isinstance(kernel, (tuple, list)) else []
+    if not isinstance(x, torch.fx.Node) or not isinstance(p, (int, float)) or isinstance(p, bool) or p == 0 or \
+            len(window) != dims or not all(isinstance(k, int) for k in window) or not isinstance(ceil_mode, bool):
+        return None
+    call = graph.call_function
+    if p in (float("inf"), float("-inf")):
+        sign = 1.0 if p > 0 else -1.0
+        pooled = call(largest, (call(operator.mul, (call(torch.abs, (x,)), sign)), kernel, stride, 0, 1, ceil_mode))
+        return pooled if p > 0 else call(operator.neg, (pooled,))
+    out = call(average, (call(torch.pow, (x, float(p))), kernel, stride, 0, ceil_mode))
+    kept = call(operator.mul, (call(torch.sign, (out,)), call(F.relu, (call(torch.abs, (out,)),))))
+    size = 1
+    for k in window:
+        size *= k
+    return call(torch.pow, (call(operator.mul, (kept, size)), 1.0 / float(p)))
+
+
 REWRITES = {F.normalize: _normalize, F.glu: _glu, F.binary_cross_entropy_with_logits: _bce_with_logits,
             F.nll_loss: _nll_of_log_softmax, torch.linalg.norm: _linalg_norm, F.instance_norm: _instance_norm,
-            **PRODUCT_REWRITES, **dict.fromkeys((*ADAPTIVE_AVG_FUNCTIONS, *ADAPTIVE_MAX_FUNCTIONS), _global_average)}
+            **PRODUCT_REWRITES, **dict.fromkeys((*ADAPTIVE_AVG_FUNCTIONS, *ADAPTIVE_MAX_FUNCTIONS), _global_average),
+            **dict.fromkeys(LP_POOLS, _lp_pool)}
 
 
 POOLS_WITH_INDICES = {F.max_pool1d_with_indices: F.max_pool1d, F.max_pool2d_with_indices: F.max_pool2d,
