@@ -419,6 +419,13 @@ CASES = [
      "torch.randn(30), torch.randn(30, {cols})", ""),
     ("matrix-times-diag-matrix", "        pass", "        return torch.matmul(y, torch.diag(x)) * 2.0",
      "torch.randn({cols}), torch.randn(30, {cols})", ""),
+    ("diag-embed-batch-times-matrices", "        pass", "        return torch.diag_embed(x) @ y",
+     "torch.randn(4, 30), torch.randn(4, 30, {cols})", ""),
+    ("matrices-times-diag-embed-batch-bf16", "        pass", "        return torch.matmul(y, torch.diag_embed(x))",
+     "torch.randn(4, {cols}), torch.randn(4, 30, {cols})", "DTYPE = torch.bfloat16"),
+    ("addbmm-scaled-plus-parameter", "        self.c = nn.Parameter(torch.randn(24, 40))",
+     "        return torch.addbmm(self.c, x, y, beta=0.5, alpha=2.0)",
+     "torch.randn(3, 24, 16), torch.randn(3, 16, 40)", ""),
     ("pointwise-accurate-near-zero", "        pass",
      "        y = F.tanhshrink(x) + torch.expm1(x * 1e-3) * 1e3 + torch.log1p(x.abs() * 1e-3) * 1e3\n"
      "        return y + torch.sign(torch.log(x)) + F.logsigmoid(x * 30.0) + torch.exp2(x) + torch.log2(x.abs())",

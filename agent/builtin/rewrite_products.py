@@ -5,7 +5,9 @@ lookup they have a template for. Each rewrite is plain torch (see :mod:`rewrite_
   ``addmv`` and ``baddbmm`` as ``beta * c + alpha * (a @ b)``; a matmul with a vector (fp32) as the
   product summed over the shared dim, a batch of vectors made columns by ``unsqueeze(-1)`` included.
 - ``diag(d) @ m`` and ``m @ diag(d)`` (``d`` a vector): ``d.unsqueeze(1) * m`` and ``m * d``, each row or
-  column scaled, without the N x N matrix or the GEMM over its zeros.
+  column scaled, without the N x N matrix or the GEMM over its zeros; the same for a batch of
+  diagonals, ``diag_embed(d)``.
+- ``addbmm(c, a, b)``: ``beta * c + alpha * bmm(a, b).sum(0)``.
 - ``one_hot(i, n).float() @ w`` (``w`` a matrix of n rows): ``embedding(i, w)``, the rows it selects.
 - ``linear(x, w, b)`` of a weight computed in ``forward``: ``x @ w.t() + b``.
 """
@@ -80,13 +82,19 @@ def _one_hot_rows(graph: torch.fx.Graph, left: Any, right: Any) -> torch.fx.Node
 
 
 def _diagonal(node: Any) -> torch.fx.Node | None:
-    """The vector ``d`` of a ``torch.diag(d)`` node used only once (its main diagonal, ``d`` 1-D), else None."""
-    if not (isinstance(node, torch.fx.Node) and node.op == "call_function" and node.target is torch.diag
-            and len(node.users) == 1 and option(node, "diagonal", 1, 0) == 0):
+    """The vector ``d`` of a ``torch.diag(d)`` node used only once (its main diagonal, ``d`` 1-D), or the
+    vectors ``d`` of a ``torch.diag_embed(d)`` (a batch of such matrices in the last two dims), else None."""
+    if not (isinstance(node, torch.fx.Node) and node.op == "call_function" and len(node.users) == 1):
         return None
-    vector = node.args[0]
+    if node.target is torch.diag and option(node, "diagonal", 1, 0) == 0:
+        vector, rank = node.args[0], 1
+    elif node.target is torch.diag_embed and (option(node, "offset", 1, 0), option(node, "dim1", 2, -2),
+                                              option(node, "dim2", 3, -1)) == (0, -2, -1):
+        vector, rank = node.args[0], None
+    else:
+        return None
     tm = vector.meta.get("tensor_meta") if isinstance(vector, torch.fx.Node) else None
-    return vector if tm is not None and len(tm.shape) == 1 else None
+    return vector if tm is not None and len(tm.shape) >= 1 and rank in (None, len(tm.shape)) else None
 
 
 def _vector_product(graph: torch.fx.Graph, left: Any, right: Any) -> torch.fx.Node | None:
@@ -148,14 +156,29 @@ def _diagonal_matmul(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Nod
     if (product := _vector_product(graph, left, right) or _one_hot_rows(graph, left, right)) is not None:
         return product
     tm = [a.meta.get("tensor_meta") if isinstance(a, torch.fx.Node) else None for a in (left, right)]
-    if any(t is None or len(t.shape) != 2 for t in tm):
+    if any(t is None or len(t.shape) < 2 for t in tm):
         return None
     call = graph.call_function
     if (d := _diagonal(left)) is not None:
-        return call(operator.mul, (call(torch.unsqueeze, (d, 1)), right))
+        return call(operator.mul, (call(torch.unsqueeze, (d, -1)), right))
     if (d := _diagonal(right)) is not None:
-        return call(operator.mul, (left, d))
+        return call(operator.mul, (left, call(torch.unsqueeze, (d, -2))))
     return None
+
+
+def _summed_batch_product(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
+    """``addbmm(c, a, b, beta, alpha)``: the batch's products summed, scaled, plus ``beta * c``."""
+    c, a, b = (option(node, name, k, None) for k, name in enumerate(("input", "batch1", "batch2")))
+    beta, alpha = node.kwargs.get("beta", 1), node.kwargs.get("alpha", 1)
+    if not all(isinstance(v, torch.fx.Node) for v in (c, a, b)) or len(node.args) > 3 or \
+            not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (beta, alpha)):
+        return None
+    call = graph.call_function
+    product = call(torch.sum, (call(torch.bmm, (a, b)), 0))
+    product = product if alpha == 1 else call(operator.mul, (product, float(alpha)))
+    if beta == 0:  # torch ignores c then, NaN included
+        return product
+    return call(operator.add, (c if beta == 1 else call(operator.mul, (c, float(beta))), product))
 
 
 def _linear_of_computed_weight(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
@@ -174,4 +197,5 @@ def _linear_of_computed_weight(graph: torch.fx.Graph, node: torch.fx.Node) -> to
 PRODUCT_REWRITES = {F.linear: _linear_of_computed_weight, operator.matmul: _diagonal_matmul,
                     torch.matmul: _diagonal_matmul, torch.mm: _diagonal_matmul, torch.bmm: _diagonal_matmul,
                     **dict.fromkeys((torch.mv, torch.dot, torch.outer, torch.ger, torch.addmm, torch.addmv,
-                                     torch.baddbmm), _products)}
+                                     torch.baddbmm), _products),
+                    torch.addbmm: _summed_batch_product}
