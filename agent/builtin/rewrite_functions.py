@@ -18,7 +18,8 @@ runs as written); options a rewrite does not follow leave the call as it was.
 - ``var_mean`` and ``std_mean``: the variance (or deviation) and the mean, each where it is used.
 - ``instance_norm(x)`` from the input's own statistics, without weights: ``(x - mean) / sqrt(var + eps)``
   over the spatial dims (the biased variance); the modules have a template of their own.
-- ``nn.MultiheadAttention`` (self-attention, no masks): see :mod:`attention_module`.
+- ``nn.MultiheadAttention`` (self-attention, no masks): see :mod:`attention_module`; ``nn.GRUCell`` and
+  ``nn.RNNCell``: see :mod:`rewrite_cells`.
 - ``triu`` or ``tril`` of a boolean matrix of ones made in ``forward`` (a causal mask): the comparison
   of column and row positions it is.
 - Products (``mv``, ``addmm``, a diagonal or one-hot matmul, ``linear`` of a computed weight): see
@@ -39,6 +40,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from kernelevo.agent.builtin import attention_module
+from kernelevo.agent.builtin.rewrite_cells import rewrite_cell
 from kernelevo.agent.builtin.rewrite_in_place import option
 from kernelevo.agent.builtin.rewrite_products import PRODUCT_REWRITES
 
@@ -374,7 +376,7 @@ def rewrite_functions(gm: torch.fx.GraphModule) -> bool:
                 changed = True
                 continue
             with gm.graph.inserting_before(node):
-                bagged = _embedding_bag(gm, node)
+                bagged = _embedding_bag(gm, node) or rewrite_cell(gm, node)
             if bagged is not None:
                 node.replace_all_uses_with(bagged)
                 gm.graph.erase_node(node)
