@@ -15,6 +15,7 @@ ways. Slices keep the host copy small: it counts against the candidate process's
 
 from __future__ import annotations
 
+import math
 import os
 import stat
 from collections.abc import Sequence
@@ -142,28 +143,20 @@ def spanned(shape: Sequence[int], strides: Sequence[int]) -> int | None:
     inside it reach, so every place in the span holds at most one value, found by division."""
     if len(shape) != len(strides) or any(int(s) < 0 for s in strides) or any(int(d) < 1 for d in shape):
         return None
-    values = 1
-    for d in shape:
-        values *= int(d)
-    if values < 2 or _dense(shape, strides, range(len(shape))) or storage_order(shape, strides):
-        return None
     reach = 1
     for d in sorted((d for d in range(len(shape)) if int(shape[d]) > 1), key=lambda d: int(strides[d])):
         if int(strides[d]) < reach:
             return None
         reach += (int(shape[d]) - 1) * int(strides[d])
-    return reach if reach <= SPAN_FACTOR * values else None  # exact: both below 2^53
+    values = math.prod(int(d) for d in shape)
+    # no gaps (reach == values) is a dense layout, in row-major or another order; exact: both below 2^53
+    return reach if values < reach <= SPAN_FACTOR * values else None
 
 
 def file_elements(shape: Sequence[int], strides: Sequence[int]) -> int:
     """The values a tensor file of this layout holds: its span where ``spanned``, else one a value."""
     span = spanned(shape, strides)
-    if span is not None:
-        return span
-    count = 1
-    for d in shape:
-        count *= max(int(d), 0)
-    return count
+    return span if span is not None else math.prod(max(int(d), 0) for d in shape)
 
 
 def span_view(t: Any) -> Any:
@@ -203,9 +196,9 @@ def gathered_on_host(t: Any, span: int) -> Any:
     storage its layout reaches from its offset (a memory copy: no kernel on ``t``'s device)."""
     import torch
 
-    spanned = torch.empty(span, dtype=t.dtype)
-    spanned.copy_(torch.as_strided(t, (span,), (1,), t.storage_offset()))
-    return torch.as_strided(spanned, t.shape, t.stride(), 0).contiguous()
+    storage = torch.empty(span, dtype=t.dtype)
+    storage.copy_(torch.as_strided(t, (span,), (1,), t.storage_offset()))
+    return torch.as_strided(storage, t.shape, t.stride(), 0).contiguous()
 
 
 def _gaps_zeroed(t: Any) -> Any:

@@ -31,6 +31,7 @@ runs as written); options a rewrite does not follow leave the call as it was.
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any
 
@@ -254,10 +255,7 @@ def _lp_pool(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None
         return pooled if p > 0 else call(operator.neg, (pooled,))
     out = call(average, (call(torch.pow, (x, float(p))), kernel, stride, 0, ceil_mode))
     kept = call(operator.mul, (call(torch.sign, (out,)), call(F.relu, (call(torch.abs, (out,)),))))
-    size = 1
-    for k in window:
-        size *= k
-    return call(torch.pow, (call(operator.mul, (kept, size)), 1.0 / float(p)))
+    return call(torch.pow, (call(operator.mul, (kept, math.prod(window))), 1.0 / float(p)))
 
 
 REWRITES = {F.normalize: _normalize, F.glu: _glu, F.binary_cross_entropy_with_logits: _bce_with_logits,
