@@ -36,6 +36,7 @@ from kernelevo.agent.builtin.rewrite_functions import rewrite_functions
 from kernelevo.agent.builtin.rewrite_in_place import option
 from kernelevo.agent.builtin.rewrite_pointwise import rewrite_pointwise
 from kernelevo.agent.builtin.rewrite_reductions import rewrite_reductions
+from kernelevo.agent.builtin.rewrite_tallies import rewrite_tallies
 
 LOSSES = (F.smooth_l1_loss, F.huber_loss, F.mse_loss, F.l1_loss, F.kl_div, F.triplet_margin_loss,
           F.cosine_similarity, F.binary_cross_entropy, F.margin_ranking_loss, F.pairwise_distance, torch.cdist,
@@ -90,6 +91,7 @@ def decompose(gm: torch.fx.GraphModule) -> bool:
                            **{MODULE_OPTION_NAMES.get(name, name): getattr(sub, name) for name in options}}
             changed = True
     changed |= rewrite_functions(gm)
+    changed |= rewrite_tallies(gm)
     changed |= rewrite_reductions(gm)
     changed |= _fold_constant_tensors(gm)
     mutates = _mutates_in_place(gm)

@@ -15,7 +15,7 @@ GENERATED_NAMES = frozenset({
     "k_out", "cg", "groups", "weight", "out", "grid", "ws", "sms", "tiles", "tiles_c", "n_tiles", "n_rows", "n_cols",
     "vec", "block_c", "chunk", "outer", "reduced", "inner", "positions", "batch", "heads", "seq", "head_dim", "scale",
     "even", "losses", "parts", "self", "torch", "triton", "tl", "nn", "F", "math", "aligned", "conv_geometry",
-    "pool_geometry", "src", "idx", "sizes", "strides", "n", "c", "padded", "block_i", "keep", "edge_index",
+    "pool_geometry", "src", "idx", "sizes", "strides", "n", "c", "padded", "block_i", "keep", "start", "edge_index",
     "a3", "w3", "block", "block_d", "c_out", "full", "given", "i", "k", "m", "t", "t0", "s", "mask", "length", "ratio",
     "run", "runs", "seq_k", "shares", "size", "out_size", "span", "table", "table_c", "table_s", "strides_c",
     "strides_s",

@@ -117,9 +117,12 @@ class Plan:
             return f"{kind}{masked} over dim {s.dim}: {self.rows} scans of {self.cols} values, {self.dtype}"
         if self.kind == "sort":
             s = self.extra["sort"]
+            along = "" if s.dim == -1 else f" along dim {s.dim}"
+            if s.median or s.pick is not None:
+                which = "the lower median" if s.median else f"the {s.pick + 1}-th smallest value"
+                return f"{s.op} ({which}){along} of {self.rows} rows of {self.cols} values, {self.dtype}"
             kept = "all values" if s.keep is None else f"the {s.keep} {'largest' if s.descending else 'smallest'}"
             order = "descending" if s.descending else "ascending"
-            along = "" if s.dim == -1 else f" along dim {s.dim}"
             return f"sort ({order}, {kept}){along} of {self.rows} rows of {self.cols} values, {self.dtype}"
         if self.kind == "matmul":
             parts = []
@@ -464,7 +467,7 @@ def _reduction_plan(gm: torch.fx.GraphModule, inputs: list[Any], main: tuple[int
     if ordered is not None:
         d = ordered.dim % len(main) if main else 0
         return _covering(context, names, kind="sort", rows=math.prod(main) // max(main[d], 1) if main else 1,
-                         cols=main[d] if main else 1, ops=["sort" if ordered.keep is None else "topk"],
+                         cols=main[d] if main else 1, ops=[ordered.op],
                          extra={"sort": ordered, "inner": math.prod(main[d + 1:])})
     return None
 
