@@ -6,9 +6,10 @@ A row is loaded into registers once, padded to a power of two with values that s
 ascending, -inf descending), sorted by Triton's bitonic network (``tl.sort``: log2(n)^2 / 2
 compare-exchange stages, all in registers and shuffles), and the kept positions stored (the first k,
 or the one an order statistic picks): the input is read once and only the kept values are written.
-Rows up to ``MAX_COLUMNS`` fit. Along the last dimension a program sorts one row; along another, a row's values lie ``inner`` apart, so a program
-takes BLOCK_I neighbouring rows as the columns of a tile: each load and store of the tile is then a
-run of BLOCK_I contiguous values, and the tile is sorted along its last axis.
+Rows up to ``MAX_COLUMNS`` fit. Along the last dimension a program sorts one row; along another, a
+row's values lie ``inner`` apart, so a program takes BLOCK_I neighbouring rows as the columns of a
+tile: each load and store of the tile is then a run of BLOCK_I contiguous values, and the tile is
+sorted along its last axis.
 """
 
 from __future__ import annotations
