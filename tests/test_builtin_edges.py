@@ -385,7 +385,59 @@ LOSS_CALLS = [
     ("triplet", lambda x, y: torch.nn.functional.triplet_margin_loss(x, y, x * 0.5 + 1, margin=0.3)),
     ("triplet p1 none", lambda x, y: torch.nn.functional.triplet_margin_loss(x, y, -y, p=1, reduction="none")),
     ("kl zeros in target", lambda x, y: torch.nn.functional.kl_div(x, torch.relu(y), reduction="sum")),
+    ("gaussian nll full", lambda x, y: torch.nn.functional.gaussian_nll_loss(
+        x, y, torch.nn.functional.softplus(y[..., :1]), full=True)),
+    ("gaussian nll var of one dim fewer sum", lambda x, y: torch.nn.functional.gaussian_nll_loss(
+        x, y, y[..., 0].abs(), reduction="sum", eps=1e-3)),  # values below eps: clamped
+    ("gaussian nll none", lambda x, y: torch.nn.functional.gaussian_nll_loss(x, y, y * y, reduction="none")),
 ]
+
+TALLY_CALLS = [
+    ("count_nonzero", lambda x: torch.count_nonzero(torch.relu(x), dim=1)),
+    ("count_nonzero of all", lambda x: torch.count_nonzero(torch.relu(x))),
+    ("all keepdim", lambda x: (x > -1.5).all(dim=-1, keepdim=True)),
+    ("any of all", lambda x: torch.any(x > 2.0)),
+    ("nansum", lambda x: torch.nansum(x.masked_fill(x > 0.5, float("nan")), dim=(0, 2))),
+    ("nanmean a row all NaN", lambda x: torch.nanmean(torch.where(x[:1] > -9.0, float("nan"), x), dim=-1)),
+    ("nanmean keepdim", lambda x: torch.nanmean(x.masked_fill(x < 0, float("nan")), 1, keepdim=True)),
+    ("aminmax parts", lambda x: torch.aminmax(x, dim=0).max - torch.aminmax(x, dim=0)[0]),
+    ("aminmax of all", lambda x: torch.aminmax(x)[1]),
+    ("var_mean", lambda x: torch.var_mean(x, dim=-1, correction=0)[0] * torch.var_mean(x, dim=-1)[1]),
+    ("std_mean keepdim and of all", lambda x: torch.std_mean(x, 1, keepdim=True)[0] + torch.std_mean(x)[1]),
+]
+
+
+@pytest.mark.parametrize("name", [c[0] for c in TALLY_CALLS])
+def test_a_tally_is_rewritten_as_reductions_the_templates_have(name: str) -> None:
+    """Counts, truth values, NaN-skipping means and two-part reductions: the rewritten graph computes
+    what the call computes (dtype included) and calls none of them any more."""
+    from kernelevo.agent.builtin.lower import trace
+
+    fn = dict(TALLY_CALLS)[name]
+
+    class Tally(torch.nn.Module):
+        def forward(self, x):
+            return fn(x)
+
+    x = torch.randn(3, 5, 7)
+    gm = trace(Tally(), [x])
+    left = {"count_nonzero", "all", "any", "nansum", "nanmean", "aminmax", "var_mean", "std_mean"}
+    assert not [n for n in gm.graph.nodes if getattr(n.target, "__name__", n.target) in left]
+    want = fn(x)
+    got = gm(x)
+    assert got.dtype == want.dtype
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6, equal_nan=True)
+
+
+def test_a_two_part_reduction_read_whole_is_left_as_written() -> None:
+    from kernelevo.agent.builtin.lower import trace
+
+    class Whole(torch.nn.Module):
+        def forward(self, x):
+            return torch.aminmax(x, dim=1)
+
+    gm = trace(Whole(), [torch.randn(4, 6)])
+    assert [n.target for n in gm.graph.nodes if n.op == "call_function"] == [torch.aminmax]
 
 
 @pytest.mark.parametrize("name", [c[0] for c in LOSS_CALLS])

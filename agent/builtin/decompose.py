@@ -25,6 +25,7 @@ beta, k)``: torch's own steps, the squares padded and averaged over ``n`` channe
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any
 
@@ -40,7 +41,7 @@ from kernelevo.agent.builtin.rewrite_tallies import rewrite_tallies
 
 LOSSES = (F.smooth_l1_loss, F.huber_loss, F.mse_loss, F.l1_loss, F.kl_div, F.triplet_margin_loss,
           F.cosine_similarity, F.binary_cross_entropy, F.margin_ranking_loss, F.pairwise_distance, torch.cdist,
-          torch.kron, F.local_response_norm)
+          torch.kron, F.local_response_norm, F.gaussian_nll_loss)
 
 
 LOSS_MODULES = {nn.SmoothL1Loss: (F.smooth_l1_loss, ("reduction", "beta")),
@@ -52,7 +53,8 @@ LOSS_MODULES = {nn.SmoothL1Loss: (F.smooth_l1_loss, ("reduction", "beta")),
                 nn.KLDivLoss: (F.kl_div, ("reduction", "log_target")),
                 nn.TripletMarginLoss: (F.triplet_margin_loss, ("margin", "p", "eps", "swap", "reduction")),
                 nn.CosineSimilarity: (F.cosine_similarity, ("dim", "eps")),
-                nn.LocalResponseNorm: (F.local_response_norm, ("size", "alpha", "beta", "k"))}
+                nn.LocalResponseNorm: (F.local_response_norm, ("size", "alpha", "beta", "k")),
+                nn.GaussianNLLLoss: (F.gaussian_nll_loss, ("full", "eps", "reduction"))}
 """Loss modules (and the similarity losses are made of), as the function each calls with its own options."""
 MODULE_OPTION_NAMES = {"norm": "p"}
 """A module's option the function names otherwise (``PairwiseDistance.norm`` is ``p``)."""
@@ -229,6 +231,8 @@ def _rewrite(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None
         return _binary_cross_entropy(graph, node)
     if node.target is F.local_response_norm:
         return _local_response_norm(graph, node)
+    if node.target is F.gaussian_nll_loss:
+        return _gaussian_nll(graph, node)
     a, b = option(node, "input", 0, None), option(node, "target", 1, None)
     if not isinstance(a, torch.fx.Node) or not isinstance(b, torch.fx.Node):
         return None
@@ -339,6 +343,29 @@ def _binary_cross_entropy(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.f
     pointwise = call(operator.sub, (call(operator.mul, (call(operator.sub, (t, 1.0)), log_miss)),
                                     call(operator.mul, (t, log_hit))))
     return _reduce(graph, pointwise, reduction, p)
+
+
+def _gaussian_nll(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
+    """torch's: ``0.5 (log v + (x - t)^2 / v)`` with ``v`` the variance clamped at ``eps`` from below
+    (plus ``0.5 log 2 pi`` when ``full``), then the reduction. A variance with one dim fewer than the
+    input gets a last dim of one, as torch gives it; other shapes broadcast as torch checks them."""
+    x, t, v = (option(node, name, k, None) for k, name in enumerate(("input", "target", "var")))
+    full, eps = option(node, "full", 3, False), option(node, "eps", 4, 1e-6)
+    reduction = option(node, "reduction", 5, "mean")
+    metas = [n.meta.get("tensor_meta") if isinstance(n, torch.fx.Node) else None for n in (x, t, v)]
+    ranks = [len(m.shape) if hasattr(m, "shape") else None for m in metas]
+    if None in ranks or not isinstance(full, bool) or not isinstance(eps, (int, float)) or \
+            not _reduction_known(reduction, x) or reduction == "batchmean":
+        return None
+    call = graph.call_function
+    if ranks[2] == ranks[0] - 1:
+        v = graph.call_method("unsqueeze", (v, -1))
+    v = call(torch.clamp, (v,), {"min": float(eps)})
+    error = call(operator.truediv, (call(torch.square, (call(operator.sub, (x, t)),)), v))
+    loss = call(operator.mul, (call(operator.add, (call(torch.log, (v,)), error)), 0.5))
+    if full:
+        loss = call(operator.add, (loss, 0.5 * math.log(2 * math.pi)))
+    return _reduce(graph, loss, reduction, x)
 
 
 def _local_response_norm(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:

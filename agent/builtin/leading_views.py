@@ -39,36 +39,40 @@ def _shape(node: torch.fx.Node) -> tuple[int, ...] | None:
     return tuple(meta.shape) if meta is not None and hasattr(meta, "shape") else None
 
 
-def _the_view(placeholder: torch.fx.Node) -> torch.fx.Node | None:
-    """``placeholder``'s only use where it is a view of it. Its sizes may be read too, but only for the
-    view's own arguments: a size read anywhere else would read the view's shape once the input is
-    planned as the view."""
-    reads = [u for u in placeholder.users if reads_metadata(u)]
-    uses = [u for u in placeholder.users if u not in reads]
-    if len(uses) != 1:
-        return None
-    use = uses[0]
+def _is_view_of(use: torch.fx.Node, placeholder: torch.fx.Node) -> bool:
+    """Is ``use`` a view of ``placeholder``'s memory in another shape, the same dtype?"""
     viewing = (use.op == "call_method" and use.target in VIEWS) or (use.op == "call_function" and
                                                                     use.target in VIEW_FUNCTIONS)
     if not (viewing and use.args and use.args[0] is placeholder):
-        return None
+        return False
     dtypes = [getattr(n.meta.get("tensor_meta"), "dtype", None) for n in (placeholder, use)]
     leaves: list[Any] = []
     torch.fx.node.map_aggregate((use.args[1:], use.kwargs), leaves.append)
-    if dtypes[0] is None or dtypes[0] != dtypes[1] or any(isinstance(v, torch.dtype) for v in leaves):
-        return None  # x.view(torch.int32) reads the bits as another dtype: no shape view
-    return use if all(_only_feeds(read, use) for read in reads) else None
+    # x.view(torch.int32) reads the bits as another dtype: no shape view
+    return dtypes[0] is not None and dtypes[0] == dtypes[1] and not any(isinstance(v, torch.dtype) for v in leaves)
 
 
-def _only_feeds(node: torch.fx.Node, view: torch.fx.Node) -> bool:
-    """Do the values computed from ``node`` (a size read) reach nothing but ``view``'s arguments?"""
+def _the_views(placeholder: torch.fx.Node) -> list[torch.fx.Node]:
+    """``placeholder``'s uses where each is a view of it in one shape (``f = x.reshape(b, c, -1)`` read
+    twice is often written as two equal views); none otherwise. Its sizes may be read too, but only
+    for the views' own arguments: a size read anywhere else would read the view's shape once the input
+    is planned as the view."""
+    reads = [u for u in placeholder.users if reads_metadata(u)]
+    uses = [u for u in placeholder.users if u not in reads]
+    if not uses or not all(_is_view_of(u, placeholder) for u in uses) or len({_shape(u) for u in uses}) != 1:
+        return []
+    return uses if all(_only_feeds(read, uses) for read in reads) else []
+
+
+def _only_feeds(node: torch.fx.Node, views: list[torch.fx.Node]) -> bool:
+    """Do the values computed from ``node`` (a size read) reach nothing but ``views``' arguments?"""
     for user in node.users:
-        if user is view:
+        if user in views:
             continue
         if user.op != "call_function" or any(isinstance(a, torch.fx.Node) and a.meta.get("tensor_meta") is not None
                                              for a in user.args):
             return False  # a size used by a tensor op, a method or another call
-        if not _only_feeds(user, view):
+        if not _only_feeds(user, views):
             return False
     return True
 
@@ -85,12 +89,15 @@ def take_views(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[i
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     taken = []
     for index, (node, value) in enumerate(zip(placeholders, inputs, strict=False)):
-        view = _the_view(node) if isinstance(value, torch.Tensor) and value.is_contiguous() else None
-        small, big = (_shape(view), full.get(view.name)) if view is not None else (None, None)
-        if view is None or small is None or big is None or index >= len(shapes):
+        views = _the_views(node) if isinstance(value, torch.Tensor) and value.is_contiguous() else []
+        small = _shape(views[0]) if views else None
+        there = {full.get(view.name) for view in views}
+        big = there.pop() if len(there) == 1 else None
+        if small is None or big is None or index >= len(shapes):
             continue
-        view.replace_all_uses_with(node)
-        gm.graph.erase_node(view)
+        for view in views:
+            view.replace_all_uses_with(node)
+            gm.graph.erase_node(view)
         inputs[index] = value.reshape(small)
         shapes[index] = big
         taken.append(LeadingView(node.name, big))

@@ -228,7 +228,8 @@ def _split_moments(gm: torch.fx.GraphModule) -> bool:
         for user in list(node.users):
             with gm.graph.inserting_before(user):
                 part = (gm.graph.call_function(spread, node.args, dict(node.kwargs)) if user.args[1] == 0 else
-                        gm.graph.call_function(torch.mean, (x,) if dim is None else (x, dim), {"keepdim": keepdim}))
+                        gm.graph.call_function(torch.mean, (x,)) if dim is None else  # over every value
+                        gm.graph.call_function(torch.mean, (x, dim), {"keepdim": keepdim}))
             user.replace_all_uses_with(part)
             gm.graph.erase_node(user)
         gm.graph.erase_node(node)

@@ -1,5 +1,5 @@
 """Reductions the templates have no kernel of their own for, written as ones they have, in the traced
-graph: counts and truth values, NaN-skipping sums and means, and calls that return two reductions.
+graph: counts and truth values, NaN-skipping sums and means, and the least and greatest at once.
 
 Each rewrite computes what the call computes:
 - ``count_nonzero(x, dim)``: ``sum(x != 0, dim)``, an int64 count as torch returns.
@@ -8,7 +8,7 @@ Each rewrite computes what the call computes:
 - ``nansum(x, dim)``: the sum with each NaN taken as 0; ``nanmean``: that sum over the count of the
   values that are not NaN (all NaN: 0 / 0, a NaN, as torch gives).
 - ``aminmax(x, dim=...)``: its ``min`` and ``max`` read as ``amin`` and ``amax``.
-- ``var_mean`` / ``std_mean``: its two parts as ``var`` (or ``std``) and ``mean`` with the same options.
+(``var_mean`` and ``std_mean`` are split in :mod:`rewrite_functions`.)
 A call with a ``dtype`` or an ``out``, or whose result is read otherwise than as written above, stays.
 """
 
@@ -79,15 +79,13 @@ def _nan_skipping(graph: torch.fx.Graph, node: Node) -> Node | None:
     return graph.call_function(operator.truediv, (total, _reduce(graph, torch.sum, present, dim, keepdim)))
 
 
-PAIRS = {"aminmax": (("min", torch.amin), ("max", torch.amax)),
-         "var_mean": (("var", torch.var), ("mean", torch.mean)),
-         "std_mean": (("std", torch.std), ("mean", torch.mean))}
+PAIRS = {"aminmax": (("min", torch.amin), ("max", torch.amax))}
 """Calls that return two reductions of one input: each part's name and the call computing it."""
 
 
 def _pair(graph: torch.fx.Graph, node: Node) -> bool:
-    """Each part of an ``aminmax``, ``var_mean`` or ``std_mean`` read (``[0]``, ``.min``, ...) as its own
-    reduction; False (nothing changed) where the pair is read whole or its options are not covered."""
+    """Each part of an ``aminmax`` read (``[0]``, ``.min``, ...) as its own reduction; False (nothing
+    changed) where the pair is read whole or its options are not covered."""
     parts = PAIRS[_name(node)]
     reads = {}
     for user in node.users:
@@ -103,19 +101,14 @@ def _pair(graph: torch.fx.Graph, node: Node) -> bool:
     if not isinstance(x, Node) or node.kwargs.get("out") is not None:
         return False
     options = {k: v for k, v in node.kwargs.items() if k != "input"}
-    extra = node.args[1:]
-    if len(extra) > (0 if _name(node) == "aminmax" else 1):
-        return False  # aminmax's options are keyword-only; var_mean(x, dim, unbiased) stays as written
+    if node.args[1:]:
+        return False  # aminmax's options are keyword-only
     for user, position in reads.items():
-        target = parts[position][1]
         kwargs = dict(options)
-        if target is not parts[0][1]:  # the mean or max takes no correction
-            kwargs.pop("correction", None), kwargs.pop("unbiased", None)
-        args = (x, *extra)
-        if target in (torch.amin, torch.amax) and "dim" not in kwargs:
+        if "dim" not in kwargs:  # over every value: no dims to keep
             kwargs.pop("keepdim", None)
         with graph.inserting_before(user):
-            replacement = graph.call_function(target, args, kwargs)
+            replacement = graph.call_function(parts[position][1], (x,), kwargs)
         user.replace_all_uses_with(replacement)
         graph.erase_node(user)
     graph.erase_node(node)
