@@ -1295,9 +1295,10 @@ def get_init_inputs():
 def test_an_input_read_through_one_view_is_planned_as_the_view_only_where_its_sizes_serve_that_view(
         tmp_path: Path) -> None:
     """``x.view(b, t, heads, c // heads).mean(2)``: the input is planned in the view's shape, and the
-    generated forward views it first (at the task's shapes alone). Where a size of the input is read
-    for anything else (here a second view of the result), that size would read the view's shape, so
-    the input stays as it is."""
+    generated forward views it first (at the task's shapes alone). A size read for arithmetic with a
+    tensor is a number by then, and one of the dims both shapes lead with reads the same of either;
+    where a size of another dim is read for anything else (here a second view of the result), that
+    size would read the view's shape, so the input stays as it is."""
     path = tmp_path / "grouped.py"
     path.write_text(GROUPED_VIEW.format(body="x.view(b, t, self.heads, c // self.heads).mean(2)"))
     plan = recognise(load_task(str(path), "full"))
@@ -1306,7 +1307,9 @@ def test_an_input_read_through_one_view_is_planned_as_the_view_only_where_its_si
     source = _first_seed(path)
     forward = source[source.index("    def forward(self, x):"):]
     assert forward.index("generated for inputs of shapes") < forward.index("x = x.reshape(16, 2048, 16, 64)")
-    path.write_text(GROUPED_VIEW.format(body="x.view(b, t, self.heads, -1).mean(2) / c"))
+    path.write_text(GROUPED_VIEW.format(body="x.view(b, t, self.heads, -1).mean(2) / c * b"))
+    assert [v.name for v in recognise(load_task(str(path), "full")).leading_views] == ["x"]
+    path.write_text(GROUPED_VIEW.format(body="x.view(b, t, self.heads, -1).mean(2).reshape(b, c // self.heads * t)"))
     with pytest.raises(CannotCover, match="no template for `view`"):
         recognise(load_task(str(path), "full"))
 
@@ -1594,3 +1597,38 @@ def test_a_weight_fed_to_a_convolution_is_not_read_as_a_broadcast(tmp_path: Path
                     "def get_inputs():\n    return [torch.randn(16, 256, 8192)]\n\n\n"
                     "def get_init_inputs():\n    return [256]\n")
     assert "Conv1d 256->256" in recognise(load_task(str(path), "full")).describe()
+
+
+GRAM_OF_A_VIEW = '''import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class Model(nn.Module):
+    def __init__(self):
+        super(Model, self).__init__()
+
+    def forward(self, x):
+        b, c, h, w = x.shape
+        f = x.reshape(b, c, h * w)
+        g = torch.bmm(f, f.transpose(1, 2)) / (h * w)
+        return F.normalize(g.reshape(b, c * c), dim=1)
+
+def get_inputs():
+    return [torch.randn(32, 512, 28, 28)]
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_an_input_read_through_a_view_whose_sizes_are_read_again_is_planned_as_the_view(tmp_path: Path) -> None:
+    """``b, c, h, w = x.shape`` then ``x.reshape(b, c, h * w)`` used twice: the view is the input, the
+    sizes read elsewhere (``b`` and ``c`` lead both shapes; ``h * w`` becomes a number), and the GEMM is
+    planned at the view's full shape (512 x 512 outputs of 784 products for each of 32), not the
+    input's."""
+    path = tmp_path / "gram.py"
+    path.write_text(GRAM_OF_A_VIEW)
+    plan = recognise(load_task(str(path), "full"))
+    assert plan.kind == "sequence" and plan.leading_views[0].shape == (32, 512, 784), plan.describe()
+    gemm = plan.extra["segments"][0].plan
+    assert gemm.kind == "matmul" and gemm.rows == 32 * 512, gemm.describe()

@@ -643,6 +643,11 @@ CASES = [
     ("matmul-gram-of-two-equal-views", "        pass",
      "        return torch.bmm(x.reshape(3, 20, -1), x.reshape(3, 20, -1).transpose(1, 2)) / 50.0",
      "torch.randn(3, 20, 4, {cols} // 4)", ""),
+    ("matmul-gram-of-a-view-its-sizes-read-then-normalised", "        pass",
+     "        b, c, h, w = x.shape\n        f = x.reshape(b, c, h * w)\n"
+     "        g = torch.bmm(f, f.transpose(1, 2)) / (h * w)\n"
+     "        return torch.nn.functional.normalize(g.reshape(b, c * c), dim=1)",
+     "torch.randn(3, 20, 4, {cols} // 4)", ""),
     ("matmul-gram-scaled-by-a-size", "        pass", "        return x @ x.transpose(-1, -2) / x.shape[-1]",
      "torch.randn(3, 20, {cols})", ""),
     ("matmul-attention-by-hand-scaled-by-a-size", "        pass",

@@ -10,6 +10,7 @@ at others (``Plan.sized_for``).
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,16 +53,37 @@ def _is_view_of(use: torch.fx.Node, placeholder: torch.fx.Node) -> bool:
     return dtypes[0] is not None and dtypes[0] == dtypes[1] and not any(isinstance(v, torch.dtype) for v in leaves)
 
 
-def _the_views(placeholder: torch.fx.Node) -> list[torch.fx.Node]:
+def _the_views(placeholder: torch.fx.Node, given: tuple[tuple[int, ...], tuple[int, ...]],
+               full: dict[str, tuple[int, ...] | None]) -> list[torch.fx.Node]:
     """``placeholder``'s uses where each is a view of it in one shape (``f = x.reshape(b, c, -1)`` read
-    twice is often written as two equal views); none otherwise. Its sizes may be read too, but only
-    for the views' own arguments: a size read anywhere else would read the view's shape once the input
-    is planned as the view."""
+    twice is often written as two equal views); none otherwise. Its metadata may be read too where the
+    view reads the same (its dtype, its device, a size among the leading dims both shapes share at both
+    sizes: ``given``, the input's small and full shapes; ``full``, each node's full shape), and
+    otherwise only for the views' own arguments: any other read would read the view's shape once the
+    input is planned as the view."""
     reads = [u for u in placeholder.users if reads_metadata(u)]
     uses = [u for u in placeholder.users if u not in reads]
     if not uses or not all(_is_view_of(u, placeholder) for u in uses) or len({_shape(u) for u in uses}) != 1:
         return []
-    return uses if all(_only_feeds(read, uses) for read in reads) else []
+    shared = min(_common_prefix(a, b) if b is not None else 0
+                 for a, b in zip(given, (_shape(uses[0]), full.get(uses[0].name)), strict=True))
+    return uses if all(_only_feeds(read, uses) or _reads_the_same(read, uses, shared) for read in reads) else []
+
+
+def _reads_the_same(read: torch.fx.Node, views: list[torch.fx.Node], shared: int) -> bool:
+    """Does ``read`` give the same values of the view as of the input: its dtype or device, a size
+    ``x.size(i)`` with ``i`` below ``shared``, or ``x.shape`` / ``x.size()`` whose every use is such an
+    index or feeds only the views?"""
+    if read.op == "call_function" and read.args[1] in ("dtype", "device"):
+        return True
+    index = read.args[1] if len(read.args) > 1 else read.kwargs.get("dim")
+    if read.op == "call_method" and read.target == "size" and index is not None:
+        return isinstance(index, int) and 0 <= index < shared
+    whole = (read.op == "call_function" and read.args[1] == "shape") or (read.op == "call_method" and
+                                                                         read.target == "size")
+    return whole and all(
+        (user.op == "call_function" and user.target is operator.getitem and isinstance(user.args[1], int)
+         and 0 <= user.args[1] < shared) or _only_feeds(user, views) for user in read.users)
 
 
 def _only_feeds(node: torch.fx.Node, views: list[torch.fx.Node]) -> bool:
@@ -77,6 +99,10 @@ def _only_feeds(node: torch.fx.Node, views: list[torch.fx.Node]) -> bool:
     return True
 
 
+def _common_prefix(a: tuple[int, ...], b: tuple[int, ...]) -> int:
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+
+
 def take_views(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ...]],
                there: torch.fx.GraphModule | None) -> list[LeadingView]:
     """Plan each tensor input that ``forward`` reads only through one view as that view: the view's
@@ -89,11 +115,12 @@ def take_views(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[i
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     taken = []
     for index, (node, value) in enumerate(zip(placeholders, inputs, strict=False)):
-        views = _the_views(node) if isinstance(value, torch.Tensor) and value.is_contiguous() else []
+        usable = isinstance(value, torch.Tensor) and value.is_contiguous() and index < len(shapes)
+        views = _the_views(node, (tuple(value.shape), tuple(shapes[index])), full) if usable else []
         small = _shape(views[0]) if views else None
-        there = {full.get(view.name) for view in views}
-        big = there.pop() if len(there) == 1 else None
-        if small is None or big is None or index >= len(shapes):
+        fulls = {full.get(view.name) for view in views}
+        big = fulls.pop() if len(fulls) == 1 else None
+        if small is None or big is None:
             continue
         for view in views:
             view.replace_all_uses_with(node)

@@ -319,8 +319,10 @@ def _full_node_shapes(inputs: list[Any], shapes: list[tuple[int, ...]], full_gra
             ShapeProp(traced).propagate(*metas)
     except Exception:
         return {}
-    return {n.name: tuple(n.meta["tensor_meta"].shape) for n in traced.graph.nodes
-            if isinstance(n.meta.get("tensor_meta"), torch.fx.passes.shape_prop.TensorMetadata)}
+    found = {n.name: tuple(n.meta["tensor_meta"].shape) for n in traced.graph.nodes
+             if isinstance(n.meta.get("tensor_meta"), torch.fx.passes.shape_prop.TensorMetadata)}
+    # an input planned as the view forward reads it through (``leading_views``) has the view's shape
+    return found | {name: tuple(shape) for name, shape in zip(names, shapes, strict=False)}
 
 
 def plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ...]], context: Any,
