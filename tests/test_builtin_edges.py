@@ -1632,3 +1632,22 @@ def test_an_input_read_through_a_view_whose_sizes_are_read_again_is_planned_as_t
     assert plan.kind == "sequence" and plan.leading_views[0].shape == (32, 512, 784), plan.describe()
     gemm = plan.extra["segments"][0].plan
     assert gemm.kind == "matmul" and gemm.rows == 32 * 512, gemm.describe()
+
+
+@pytest.mark.slow
+def test_a_size_read_from_a_computed_value_is_its_number_at_the_size_being_optimised(evaluator, tmp_path: Path
+                                                                                     ) -> None:
+    """``count_nonzero(h, 1) / h.shape[1]`` with ``h`` computed in ``forward``: the file shrinks for
+    tracing, so the small trace reads 320 there; the full trace gives ``h``'s shape at the size being
+    optimised, and the kernel divides by 640."""
+    path = tmp_path / "density.py"
+    path.write_text(BROADCAST_INPUTS.replace("def forward(self, x, t, s):", "def forward(self, x):")
+                    .replace("return torch.clamp(1 - x * t, min=0) * s + t",
+                             "h = torch.relu(x) * 2.0\n        return h, torch.count_nonzero(h, dim=1).to(h.dtype) / h.shape[1]")
+                    .replace("[torch.randn(6, 300), torch.randn(300, 2)[:, 0], torch.randn(())]  # t is strided",
+                             "[torch.randn(2048, 640)]"))
+    assert recognise(load_task(str(path), "small")).cols == 320
+    source = _first_seed(path)
+    assert "/ 640.0" in source and "/ 320.0" not in source
+    verdict, code = _judge_first_seed(evaluator, path, "full")
+    assert code == 0, verdict.reason

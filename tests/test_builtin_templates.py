@@ -689,6 +689,9 @@ CASES = [
      "        v, m = torch.var_mean(x, dim=-1, correction=0)\n"
      "        return v + m + torch.any(x > 2.5, dim=-1).to(x.dtype) + torch.nansum(x, -1)",
      "torch.randn(9, {cols})", ""),
+    ("sequence-returns-earlier-kernels-outputs", "        pass",
+     "        h = torch.relu(x) * 2.0\n        m = h.amax(dim=0)\n        return h, h.sum(dim=1), m, h - 1.0",
+     "torch.randn(9, {cols})", ""),
     ("median-middle-dim-keepdim", "        pass", "        return torch.median(x, 1, True).values - x",
      "torch.randn(4, 21, 6)", ""),
     ("kthvalue-last-dim-bf16", "        pass", "        return x.kthvalue(5, dim=-1)[0]",

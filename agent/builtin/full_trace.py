@@ -46,6 +46,24 @@ def traced_there(full: torch.nn.Module | None, inputs: list[Any], shapes: list[t
     return traced
 
 
+def matching_shapes(gm: torch.fx.GraphModule, there: torch.fx.GraphModule | None) -> dict[str, tuple[int, ...]]:
+    """The shapes at the size being optimised of ``gm``'s values that have a counterpart in ``there``:
+    the same name, the same call and the same rank (a node a rewrite of the small graph alone made
+    may share a name with another there, and is left out)."""
+    if there is None:
+        return {}
+    others = {n.name: n for n in there.graph.nodes}
+    found = {}
+    for node in gm.graph.nodes:
+        other = others.get(node.name)
+        small, big = (getattr(n.meta.get("tensor_meta"), "shape", None) if n is not None else None
+                      for n in (node, other))
+        if other is not None and small is not None and big is not None and (other.op, other.target) == (
+                node.op, node.target) and len(small) == len(big):
+            found[node.name] = tuple(int(d) for d in big)
+    return found
+
+
 def _leaves(value: Any) -> list[Any]:
     leaves: list[Any] = []
     torch.fx.node.map_aggregate(value, leaves.append)

@@ -9,6 +9,7 @@ search's heuristics).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import math
 from collections.abc import Callable
@@ -304,7 +305,8 @@ def _planned(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int
     attention.fold_repeated_heads(gm)
     if attention.decompose_wide(gm, shapes_there(gm, sizes)):
         ShapeProp(gm).propagate(*inputs)
-    sized = fold_numbers(gm, sizes)
+    there = full_trace.matching_shapes(gm, context.full_graph())
+    sized = fold_numbers(gm, dataclasses.replace(sizes, values=there) if sizes is not None else None)
     fold_dtypes(gm)
     if attention_by_hand.rewrite(gm, shapes_there(gm, sizes), inputs):  # its scale is a number now
         ShapeProp(gm).propagate(*inputs)

@@ -402,7 +402,30 @@ def plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ..
     names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
     return Plan(kind="sequence", program=None, init=context.init, imports=context.imports, rows=first.rows,
                 cols=first.cols, dtype=context.dtype, ops=[op for s in segments for op in s.plan.ops], inputs=names,
-                extra={"segments": segments, "lead": lead, "tail_views": views})
+                extra={"segments": segments, "lead": lead, "tail_views": views,
+                       "returns": _returned(gm, flow, earlier)})
+
+
+def _returned(gm: torch.fx.GraphModule, flow: torch.fx.Node | None, earlier: dict[torch.fx.Node, str]) -> str:
+    """What ``forward`` returns: the last value (``FLOW``), or a tuple of values kept under their names
+    where the reference returns several (``h, h.sum(1)``: the first kernel's output and the last's).
+    CannotCover where a returned value is one no kernel wrote whole, or one whose name a later view
+    takes over."""
+    out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+    values = list(out) if isinstance(out, (tuple, list)) else [out]
+    spelled = []
+    for value in values:
+        if value is flow:
+            spelled.append(FLOW)
+            continue
+        name = earlier.get(value) if isinstance(value, torch.fx.Node) else None
+        if name is None or sum(kept == name for kept in earlier.values()) > 1:
+            raise CannotCover(f"the reference returns `{getattr(value, 'name', value)}`, a value inside a kernel's "
+                              "work (covered: values the kernels write whole)")
+        spelled.append(name)
+    if not isinstance(out, (tuple, list)):
+        return spelled[0]
+    return "(" + ", ".join(spelled) + ("," if len(spelled) == 1 else "") + ")"
 
 
 def _longest_segment(gm: torch.fx.GraphModule, calls: list[torch.fx.Node], start: int, flow: torch.fx.Node | None,

@@ -75,7 +75,8 @@ def render(plan: Any, strategy: str, params: dict[str, Any], why: str, render_on
     calls = _without_dead_stores(calls)
     if any(f"{made_from_sizes.HELPER}(self," in c for c in calls):
         blocks.setdefault(made_from_sizes.HELPER, made_from_sizes.HELPER_SOURCE)
-    forward = [f"def forward(self, {', '.join(plan.inputs)}):", *[f"    {c}" for c in calls], f"    return {FLOW}"]
+    forward = [f"def forward(self, {', '.join(plan.inputs)}):", *[f"    {c}" for c in calls],
+               f"    return {plan.extra.get('returns', FLOW)}"]
     body = "\n\n\n".join(blocks.values())
     # methods keep the class indentation they were rendered with
     model = ("class ModelNew(nn.Module):\n" + _indent(plan.init.rstrip()) + "\n\n"
@@ -90,7 +91,8 @@ def _read_later(name: str, plan: Any, k: int) -> bool:
     statements = [v for s in segments for v in s.views] + list(plan.extra.get("tail_views", []))
     word = re.compile(rf"\b{re.escape(name)}\b")
     return any(name in s.inputs for s in segments) or any(
-        word.search(v.split(" = ", 1)[1]) for v in statements if " = " in v)
+        word.search(v.split(" = ", 1)[1]) for v in statements if " = " in v) or bool(
+        word.search(plan.extra.get("returns", "")))
 
 
 def _without_dead_stores(calls: list[str]) -> list[str]:

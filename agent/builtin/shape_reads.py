@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -46,6 +46,9 @@ class FullSizes:
 
     inputs: dict[str, tuple[int, ...]]
     all_same: bool = False
+    values: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    """Other values' shapes there, by node name, where a trace at that size gives them
+    (:func:`full_trace.matching_shapes`)."""
 
 
 def _shape_of(value: Any, full: FullSizes | None) -> tuple[int | Varying, ...] | None:
@@ -142,7 +145,7 @@ def shapes_there(gm: torch.fx.GraphModule, full: FullSizes | None) -> dict[str, 
     value's when each input has there the shape it was traced with."""
     if full is None:
         return {}
-    there = {name: tuple(shape) for name, shape in full.inputs.items()}
+    there = dict(full.values) | {name: tuple(shape) for name, shape in full.inputs.items()}
     if full.all_same:
         there.update({n.name: tuple(int(d) for d in n.meta["tensor_meta"].shape) for n in gm.graph.nodes
                       if hasattr(n.meta.get("tensor_meta"), "shape")})
