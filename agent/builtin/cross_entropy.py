@@ -1,7 +1,14 @@
 """Cross-entropy of ``[batch, classes]`` logits and integer targets as two Triton kernels: per row, the
 log-sum-exp in one pass over the logits (online) less the target's logit (with label smoothing, less
-the mean logit too, summed in the same pass); then the rows' losses reduced in a fixed order (sum or
-mean over the rows not ignored), or returned as they are.
+the mean logit too, summed in the same pass; with class weights, times the target's weight); then
+the rows' losses reduced in a fixed order (sum, or mean over the rows not ignored: their count, or the
+sum of their targets' weights), or returned as they are.
+
+Logits ``[batch, classes, d1, ...]`` (a segmentation map: one target per pixel) are rows too: row
+``r`` is position ``r % inner`` of sample ``r // inner``, its classes ``inner`` apart. A tile of
+BLOCK_R neighbouring positions then reads BLOCK_R contiguous values per class, so few classes and
+many pixels read as fast as the 2-D case. Bytes moved: the logits once, the targets twice (the loss,
+then its reduction), the per-row losses written and read once in fp32.
 """
 
 from __future__ import annotations
@@ -16,18 +23,20 @@ import torch.nn.functional as F
 from kernelevo.agent.builtin.program import CannotCover
 
 CROSS_ENTROPY_KERNELS = '''@triton.jit
-def row_loss_kernel(x_ptr, t_ptr, loss_ptr, n_rows, n_cols, ignore_index,
-                    BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr, ROW_TARGETS: tl.constexpr):
+def row_loss_kernel(x_ptr, t_ptr, w_ptr, loss_ptr, n_rows, n_cols, inner, ignore_index,
+                    BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr, ROW_TARGETS: tl.constexpr, WEIGHTED: tl.constexpr):
     # loss = logsumexp(x) - x[target]. Online log-sum-exp over column blocks: one read of the logits.
+    # Row r is position r % inner of sample r // inner; its classes lie inner apart (1 for 2-D logits).
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     row_ok = rows < n_rows
     rows64 = rows.to(tl.int64)
+    base = (rows64 // inner) * n_cols * inner + rows64 % inner
     m = tl.full([BLOCK_R, BLOCK_C], float("-inf"), dtype=tl.float32)
     s = tl.zeros([BLOCK_R, BLOCK_C], dtype=tl.float32)
     for start in range(0, n_cols, BLOCK_C):
         cols = start + tl.arange(0, BLOCK_C)
         mask = row_ok[:, None] & (cols < n_cols)[None, :]
-        x = tl.load(x_ptr + (rows64 * n_cols)[:, None] + cols[None, :], mask=mask, other=float("-inf"))
+        x = tl.load(x_ptr + base[:, None] + cols[None, :].to(tl.int64) * inner, mask=mask, other=float("-inf"))
         x = x.to(tl.float32)
         m_new = tl.maximum(m, x)
         s = s * tl.where(m_new == float("-inf"), 0.0, tl.exp(m - m_new)) + tl.where(mask, tl.exp(x - m_new), 0.0)
@@ -40,15 +49,18 @@ def row_loss_kernel(x_ptr, t_ptr, loss_ptr, n_rows, n_cols, ignore_index,
     else:
         t = tl.load(t_ptr + rows, mask=row_ok, other=ignore_index).to(tl.int64)
     valid = row_ok & (t != ignore_index)
-    picked = tl.load(x_ptr + rows64 * n_cols + t, mask=valid, other=0.0).to(tl.float32)
+    picked = tl.load(x_ptr + base + t * inner, mask=valid, other=0.0).to(tl.float32)
     loss = tl.where(valid, lse - picked, 0.0)
+    if WEIGHTED:  # each row's loss times its target's class weight
+        loss = loss * tl.load(w_ptr + t, mask=valid, other=0.0).to(tl.float32)
     tl.store(loss_ptr + rows, loss.to(loss_ptr.dtype.element_ty), mask=row_ok)
 
 
 @triton.jit
-def reduce_kernel(loss_ptr, t_ptr, out_ptr, n_rows, ignore_index, MEAN: tl.constexpr, BLOCK: tl.constexpr,
-                  ROW_TARGETS: tl.constexpr):
-    # One program sums the per-row losses in a fixed order (deterministic) and counts the valid rows.
+def reduce_kernel(loss_ptr, t_ptr, w_ptr, out_ptr, n_rows, ignore_index, MEAN: tl.constexpr, BLOCK: tl.constexpr,
+                  ROW_TARGETS: tl.constexpr, WEIGHTED: tl.constexpr):
+    # One program sums the per-row losses in a fixed order (deterministic) and counts the valid rows
+    # (with class weights: sums their targets' weights, the mean's divisor).
     acc = tl.zeros([BLOCK], dtype=tl.float32)
     count = tl.zeros([BLOCK], dtype=tl.float32)
     for start in range(0, n_rows, BLOCK):
@@ -59,7 +71,10 @@ def reduce_kernel(loss_ptr, t_ptr, out_ptr, n_rows, ignore_index, MEAN: tl.const
             count += tl.where(ok & (offs != ignore_index), 1.0, 0.0)
         else:
             t = tl.load(t_ptr + offs, mask=ok, other=ignore_index)
-            count += tl.where(ok & (t != ignore_index), 1.0, 0.0)
+            if WEIGHTED:
+                count += tl.load(w_ptr + t, mask=ok & (t != ignore_index), other=0.0).to(tl.float32)
+            else:
+                count += tl.where(ok & (t != ignore_index), 1.0, 0.0)
     total = tl.sum(acc, axis=0)
     if MEAN:
         total = total / tl.sum(count, axis=0)
@@ -68,17 +83,20 @@ def reduce_kernel(loss_ptr, t_ptr, out_ptr, n_rows, ignore_index, MEAN: tl.const
 
 CROSS_ENTROPY_FORWARD = '''def forward(self, {arguments}):
     {logits} = {logits}.contiguous()
-{targets_contiguous}    n_rows, n_cols = {logits}.shape
+{targets_contiguous}    weight = {weights}
+    n_cols = {logits}.shape[1]
+    n_rows = {logits}.numel() // n_cols
+    inner = n_rows // max({logits}.shape[0], 1)
     losses = torch.empty(n_rows, dtype={loss_dtype}, device={logits}.device)
     BLOCK_R, BLOCK_C = {BLOCK_R}, {BLOCK_C}
     row_loss_kernel[(triton.cdiv(n_rows, BLOCK_R),)](
-        {logits}, {targets}, losses, n_rows, n_cols, {ignore_index}, BLOCK_R=BLOCK_R, BLOCK_C=BLOCK_C,
-        ROW_TARGETS={row_targets}, num_warps={num_warps})
+        {logits}, {targets}, weight, losses, n_rows, n_cols, inner, {ignore_index}, BLOCK_R=BLOCK_R,
+        BLOCK_C=BLOCK_C, ROW_TARGETS={row_targets}, WEIGHTED={weighted}, num_warps={num_warps})
     if {none}:
-        return losses
+        return losses.view({logits}.shape[:1] + {logits}.shape[2:])
     out = torch.empty((), dtype={logits}.dtype, device={logits}.device)
-    reduce_kernel[(1,)](losses, {targets}, out, n_rows, {ignore_index}, MEAN={mean}, BLOCK=1024,
-                        ROW_TARGETS={row_targets}, num_warps=4)
+    reduce_kernel[(1,)](losses, {targets}, weight, out, n_rows, {ignore_index}, MEAN={mean}, BLOCK=1024,
+                        ROW_TARGETS={row_targets}, WEIGHTED={weighted}, num_warps=4)
     return out
 '''
 
@@ -116,6 +134,8 @@ def forward(plan: Any, params: dict[str, Any]) -> str:
     return CROSS_ENTROPY_FORWARD.format(
         arguments=", ".join(plan.inputs), logits=logits, targets=targets, row_targets=row_targets,
         targets_contiguous="" if row_targets else f"    {targets} = {targets}.contiguous()\n",
+        weights=f"{plan.extra['weight']}.contiguous()" if plan.extra.get("weight") else logits,
+        weighted=bool(plan.extra.get("weight")),
         ignore_index=plan.extra["ignore_index"], none=reduction == "none",
         mean=reduction == "mean", loss_dtype=f"{logits}.dtype" if reduction == "none" else "torch.float32",
         **params)
@@ -146,7 +166,7 @@ def _size_only(node: torch.fx.Node, target: torch.fx.Node) -> bool:
 def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> dict[str, Any] | None:
     """The cross-entropy plan's extras where ``gm`` is one ``F.cross_entropy`` of (logits, targets), the
     targets an input or each row's index (``torch.arange``); None where it calls something else."""
-    calls = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output")]
+    calls = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output", "get_attr")]
     node = calls[-1] if calls else None
     if node is None or node.op != "call_function" or node.target is not F.cross_entropy:
         return None
@@ -156,11 +176,14 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> dict[str, Any] | N
         return None
     names = ("weight", "size_average", "ignore_index", "reduce", "reduction", "label_smoothing")
     kw = dict(node.kwargs) | {name: node.args[2 + i] for i, name in enumerate(names) if len(node.args) > 2 + i}
-    if kw.get("weight") is not None or kw.get("size_average") is not None or kw.get("reduce") is not None:
-        raise CannotCover("cross_entropy with class weights or legacy reduction arguments is not covered")
+    if kw.get("size_average") is not None or kw.get("reduce") is not None:
+        raise CannotCover("cross_entropy with legacy reduction arguments is not covered")
     smoothing = kw.get("label_smoothing", 0.0)
     if not isinstance(smoothing, (int, float)) or isinstance(smoothing, bool) or not 0.0 <= smoothing <= 1.0:
         raise CannotCover(f"cross_entropy with label smoothing {smoothing!r} (covered: a number from 0 to 1)")
+    weight = _weight(kw.get("weight"), gm)
+    if weight and (smoothing or row_targets):
+        raise CannotCover("cross_entropy with class weights and label smoothing or targets made with arange")
     reduction = kw.get("reduction", "mean")
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     wanted = (placeholders[0],) if row_targets else tuple(placeholders)
@@ -170,8 +193,22 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> dict[str, Any] | N
         raise CannotCover("cross_entropy is covered for (logits, targets) inputs with mean, sum or no reduction")
     logits = inputs[0]
     targets = torch.arange(logits.shape[0]) if row_targets else inputs[1]
-    if logits.dim() != 2 or targets.dim() != 1 or targets.dtype not in (torch.int64, torch.int32) \
-            or not logits.is_floating_point():
-        raise CannotCover("cross_entropy is covered for [batch, classes] logits and [batch] integer targets")
+    if logits.dim() < 2 or (row_targets and logits.dim() != 2) or targets.shape != logits.shape[:1] + logits.shape[2:] \
+            or targets.dtype not in (torch.int64, torch.int32) or not logits.is_floating_point():
+        raise CannotCover("cross_entropy is covered for [batch, classes, ...] logits and [batch, ...] integer targets")
     return {"reduction": reduction, "ignore_index": int(kw.get("ignore_index", -100)), "smoothing": float(smoothing),
-            "row_targets": row_targets}
+            "row_targets": row_targets, "weight": weight}
+
+
+def _weight(node: Any, gm: torch.fx.GraphModule) -> str | None:
+    """How ``forward`` reads the class weights: a tensor the module holds (``self.weight``), as the
+    reference's own constructor makes it; None without weights. CannotCover for weights made otherwise."""
+    if node is None:
+        return None
+    held: Any = gm
+    for part in str(node.target).split(".") if isinstance(node, torch.fx.Node) and node.op == "get_attr" else ():
+        held = getattr(held, part, None)
+    if isinstance(held, torch.Tensor) and held.dim() == 1:
+        return f"self.{node.target}"
+    raise CannotCover("cross_entropy with class weights computed in forward or passed in (covered: weights the "
+                      "module holds)")

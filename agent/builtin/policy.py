@@ -60,6 +60,9 @@ KIND_STEPS: dict[str, dict[str, list[int]]] = {
     "dim_reduce": {"BLOCK_R": [1, 2, 4, 8, 16, 32, 64, 256, 1024, 2048, 4096, 8192],
                    "SPLIT": [2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]},
     "scan": {"BLOCK_R": [4, 8, 16, 32, 64, 256, 1024, 2048, 4096, 8192]},
+    # few classes: many rows a tile, the classes padded to a small power of two
+    "cross_entropy": {"BLOCK_R": [1, 2, 4, 8, 16, 32, 64, 128, 256],
+                      "BLOCK_C": [16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384]},
 }
 """Steps that differ for one kind of plan from :data:`STEPS`."""
 MUTATION_ORDER: dict[str, tuple[str, ...]] = {
@@ -273,7 +276,16 @@ def _attention_seeds(plan: Plan) -> Seeds:
 
 
 def _cross_entropy_seeds(plan: Plan) -> Seeds:
+    """Long rows: one a program, the log-sum-exp online over blocks of columns. Few classes (a row fits
+    in 2048 values): many rows a program, each tile a block of neighbouring rows by all the classes."""
     out: Seeds = []
+    if plan.cols <= 2048:
+        block_c = max(next_pow2(plan.cols), 16)
+        for values, warps in ((4096, 4), (8192, 8), (2048, 4)):
+            rows = min(max(1, values // block_c), 256)
+            out.append(("looped", {"BLOCK_R": rows, "BLOCK_C": block_c, "num_warps": warps},
+                        f"seed: {rows} rows of {block_c} columns a program"))
+        return out
     for block, warps in ((2048, 8), (4096, 8), (8192, 16)):
         out.append(("looped", {"BLOCK_R": 1, "BLOCK_C": block, "num_warps": warps},
                     f"seed: online log-sum-exp in blocks of {block} columns"))

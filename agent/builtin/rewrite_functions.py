@@ -7,8 +7,8 @@ runs as written); options a rewrite does not follow leave the call as it was.
 - ``binary_cross_entropy_with_logits(x, y)``: ``max(x, 0) - x * y + log(1 + exp(-|x|))`` (no exp of a
   large positive value); with ``pos_weight``, torch's ``(1 - y) x + (1 + (pos_weight - 1) y) (log(1 +
   exp(-|x|)) + max(-x, 0))``; times ``weight``; then the reduction. A module's weights are read from it.
-- ``nll_loss(log_softmax(x, 1), t)``: the cross-entropy of ``x`` and ``t``, which one template computes
-  without writing the log-probabilities out.
+- ``nll_loss(log_softmax(x, 1), t)``: the cross-entropy of ``x`` and ``t`` (the classes along dim 1 at
+  any rank, class weights kept), which one template computes without writing the log-probabilities out.
 - ``adaptive_avg_pool{1,2,3}d(x, 1)`` (a global average, module or function): the mean over the pooled
   trailing dimensions, kept as ones; ``adaptive_max_pool{1,2,3}d(x, 1)`` without indices: the amax;
   other output sizes are left as they are. ``max_pool{1,2,3}d`` with ``return_indices`` whose indices
@@ -60,7 +60,7 @@ FUNCTION_MODULES = {nn.GLU: (F.glu, ("dim",)),
 """Modules, as the function each calls with its options; one holding weights the function does not
 take (:data:`WEIGHTS`) is left as it is."""
 WEIGHTS = ("weight", "pos_weight")
-WEIGHTED = {nn.BCEWithLogitsLoss: WEIGHTS}
+WEIGHTED = {nn.BCEWithLogitsLoss: WEIGHTS, nn.NLLLoss: ("weight",), nn.CrossEntropyLoss: ("weight",)}
 """Modules whose weights the function takes, read from the module."""
 
 
@@ -166,13 +166,14 @@ def _nll_of_log_softmax(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.
         return None
     tm = logp.meta.get("tensor_meta")
     dim = option(logp, "dim", 1, None)
-    if tm is None or len(tm.shape) != 2 or dim not in (1, -1) or option(logp, "dtype", 3, None) is not None:
-        return None
-    if any(option(node, name, k, None) is not None for name, k in (("weight", 2), ("size_average", 3),
-                                                                    ("reduce", 5))):
+    rank = len(tm.shape) if tm is not None else 0
+    if rank < 2 or not isinstance(dim, int) or dim % rank != 1 or option(logp, "dtype", 3, None) is not None:
+        return None  # the classes are dim 1, at any rank
+    if any(option(node, name, k, None) is not None for name, k in (("size_average", 3), ("reduce", 5))):
         return None
     options = {"ignore_index": option(node, "ignore_index", 4, -100), "reduction": option(node, "reduction", 6,
-                                                                                              "mean")}
+                                                                                              "mean"),
+               "weight": option(node, "weight", 2, None)}
     return graph.call_function(F.cross_entropy, (logp.args[0], target), options)
 
 
