@@ -404,6 +404,13 @@ TALLY_CALLS = [
     ("aminmax of all", lambda x: torch.aminmax(x)[1]),
     ("var_mean", lambda x: torch.var_mean(x, dim=-1, correction=0)[0] * torch.var_mean(x, dim=-1)[1]),
     ("std_mean keepdim and of all", lambda x: torch.std_mean(x, 1, keepdim=True)[0] + torch.std_mean(x)[1]),
+    ("var_mean of all kept", lambda x: torch.var_mean(x, dim=None, keepdim=True)[1] + x.sum(0)),
+    ("nansum of all kept", lambda x: torch.nansum(x.masked_fill(x > 1.0, float("nan")), dim=None, keepdim=True)),
+    ("nanmean of all kept", lambda x: torch.nanmean(x.masked_fill(x > 1.0, float("nan")), keepdim=True, dim=None)),
+    ("aminmax of all kept", lambda x: torch.aminmax(x, keepdim=True)[0]),
+    ("nansum of integers", lambda x: torch.nansum((x * 1e6).long() * 1000, 1)),
+    ("all of uint8", lambda x: torch.all((x > 0).to(torch.uint8), dim=1)),
+    ("all and any over no values", lambda x: torch.all(x[:, :0], dim=1).float() + torch.any(x[:0]).float()),
 ]
 
 

@@ -22,6 +22,9 @@ import torch.nn.functional as F
 
 from kernelevo.agent.builtin.program import CannotCover
 
+MAX_TILE = 16384
+"""Logits a program holds at once (BLOCK_R x BLOCK_C, fp32 registers with the running max and sum)."""
+
 CROSS_ENTROPY_KERNELS = '''@triton.jit
 def row_loss_kernel(x_ptr, t_ptr, w_ptr, loss_ptr, n_rows, n_cols, inner, ignore_index,
                     BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr, ROW_TARGETS: tl.constexpr, WEIGHTED: tl.constexpr):

@@ -48,8 +48,10 @@ def traced_there(full: torch.nn.Module | None, inputs: list[Any], shapes: list[t
 
 def matching_shapes(gm: torch.fx.GraphModule, there: torch.fx.GraphModule | None) -> dict[str, tuple[int, ...]]:
     """The shapes at the size being optimised of ``gm``'s values that have a counterpart in ``there``:
-    the same name, the same call and the same rank (a node a rewrite of the small graph alone made
-    may share a name with another there, and is left out)."""
+    the same name, the same call and the same rank (a node a rewrite of the small graph alone made may
+    share a name with another there, and is left out where its call differs). Sound because its caller
+    runs after ``size_constants.adopt_numbers_there`` matched the two graphs node for node (or refused
+    the task): a rewrite of one graph alone keeping a same-named node's call and rank would fool it."""
     if there is None:
         return {}
     others = {n.name: n for n in there.graph.nodes}

@@ -26,7 +26,7 @@ VIEW_FUNCTIONS = {torch.reshape, torch.flatten}
 
 @dataclass
 class LeadingView:
-    """An input read only through one view: its name and the view's shape at the size being optimised."""
+    """An input read only through views of one shape: its name and the view's shape at the size being optimised."""
 
     name: str
     shape: tuple[int, ...]
@@ -105,7 +105,7 @@ def _common_prefix(a: tuple[int, ...], b: tuple[int, ...]) -> int:
 
 def take_views(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ...]],
                there: torch.fx.GraphModule | None) -> list[LeadingView]:
-    """Plan each tensor input that ``forward`` reads only through one view as that view: the view's
+    """Plan each tensor input that ``forward`` reads only through views of one shape as that view: the views'
     users read the input instead, ``inputs`` (the small tensors) and ``shapes`` (at the size being
     optimised) take the view's shapes, in place. Returns the views ModelNew must make first; none
     where the full trace is missing or the input is not contiguous."""

@@ -17,6 +17,7 @@ from kernelevo.agent.builtin import (
     attention,
     conv,
     conv_taps,
+    cross_entropy,
     dimreduce,
     embedding,
     groupnorm,
@@ -451,6 +452,8 @@ class BuiltinPolicy:
                     if name == "SPLIT_K" and values[j] > self._k_steps(params):
                         continue  # a share with no K step would only add zeros
                     changed = dict(params, **{name: values[j]})
+                    if kind == "cross_entropy" and changed["BLOCK_R"] * changed["BLOCK_C"] > cross_entropy.MAX_TILE:
+                        continue  # a tile past the registers a program holds
                     direction = "more" if j > i else "fewer" if name != "BLOCK_C" else "smaller"
                     if name == "BLOCK_C" and j > i:
                         direction = "larger"

@@ -283,7 +283,7 @@ def recognise(task: Task) -> Plan:
     try:
         return _planned(copy.deepcopy(gm), list(inputs), list(shapes), context, given, [])
     except CannotCover as first:
-        # Only where nothing else covers it, an input read through one view is planned as the view: the
+        # Only where nothing else covers it, an input read through views of one shape is planned as the view: the
         # code then holds at the task's shapes alone (``leading_views``).
         fold_numbers(gm, full_sizes(gm, inputs, shapes))  # sizes read for arithmetic are numbers, not reads
         views = leading_views.take_views(gm, inputs, shapes, context.full_graph())

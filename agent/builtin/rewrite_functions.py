@@ -225,12 +225,14 @@ def _split_moments(gm: torch.fx.GraphModule) -> bool:
         if isinstance(dim, bool):  # the old form var_mean(x, unbiased)
             dim = None
         keepdim = node.kwargs.get("keepdim", node.args[3] if len(node.args) > 3 else False)
+        rank = len(getattr(x.meta.get("tensor_meta"), "shape", ())) if isinstance(x, torch.fx.Node) else 0
         spread = torch.var if node.target is torch.var_mean else torch.std
         for user in list(node.users):
             with gm.graph.inserting_before(user):
                 part = (gm.graph.call_function(spread, node.args, dict(node.kwargs)) if user.args[1] == 0 else
-                        gm.graph.call_function(torch.mean, (x,)) if dim is None else  # over every value
-                        gm.graph.call_function(torch.mean, (x, dim), {"keepdim": keepdim}))
+                        gm.graph.call_function(torch.mean, (x,)) if dim is None and not keepdim else
+                        gm.graph.call_function(torch.mean, (x, dim if dim is not None else tuple(range(rank))),
+                                               {"keepdim": keepdim}))
             user.replace_all_uses_with(part)
             gm.graph.erase_node(user)
         gm.graph.erase_node(node)

@@ -3,10 +3,11 @@ graph: counts and truth values, NaN-skipping sums and means, and the least and g
 
 Each rewrite computes what the call computes:
 - ``count_nonzero(x, dim)``: ``sum(x != 0, dim)``, an int64 count as torch returns.
-- ``all(x, dim)`` / ``any(x, dim)``: the least / greatest of ``(x != 0)`` as 0.0 and 1.0, compared
-  with 0 again: a bool, as torch returns.
-- ``nansum(x, dim)``: the sum with each NaN taken as 0; ``nanmean``: that sum over the count of the
-  values that are not NaN (all NaN: 0 / 0, a NaN, as torch gives).
+- ``all(x, dim)`` / ``any(x, dim)``: no zero counted / some nonzero counted, a bool as torch returns
+  (uint8 for a uint8 input); over no values at all, True / False as torch gives.
+- ``nansum(x, dim)``: the sum with each NaN taken as 0 (of integers, the sum); ``nanmean``: that sum
+  over the count of the values that are not NaN (all NaN: 0 / 0, a NaN, as torch gives).
+Over every value (``dim`` None) with ``keepdim``, every dim is named, so each is kept as torch keeps it.
 - ``aminmax(x, dim=...)``: its ``min`` and ``max`` read as ``amin`` and ``amax``.
 (``var_mean`` and ``std_mean`` are split in :mod:`rewrite_functions`.)
 A call with a ``dtype`` or an ``out``, or whose result is read otherwise than as written above, stays.
@@ -41,16 +42,27 @@ def _reduced(node: Node) -> tuple[Any, Any, Any] | None:
     if node.kwargs.get("dtype") is not None or node.kwargs.get("out") is not None:
         return None
     x, dim, keepdim = option(node, "input", 0, None), option(node, "dim", 1, None), option(node, "keepdim", 2, False)
-    if not isinstance(x, Node) or not isinstance(keepdim, bool):
-        return None
+    if not isinstance(x, Node) or not isinstance(keepdim, bool) or (dim is None and keepdim and _rank(x) is None):
+        return None  # every dim kept: they must be named
     return x, dim, keepdim
 
 
-def _reduce(graph: torch.fx.Graph, target: Any, x: Node, dim: Any, keepdim: bool) -> Node:
-    """``target(x, dim, keepdim)``; over every value where ``dim`` is None."""
-    if dim is None:
+def _reduce(graph: torch.fx.Graph, target: Any, x: Node, dim: Any, keepdim: bool, rank: int | None) -> Node:
+    """``target(x, dim, keepdim)``; over every value where ``dim`` is None (each of the ``rank`` dims
+    named where they are kept)."""
+    if dim is None and not keepdim:
         return graph.call_function(target, (x,))
-    return graph.call_function(target, (x, dim), {"keepdim": keepdim})
+    dims = tuple(range(rank or 0)) if dim is None else dim
+    return graph.call_function(target, (x, dims), {"keepdim": keepdim})
+
+
+def _meta(x: Any) -> Any:
+    return x.meta.get("tensor_meta") if isinstance(x, Node) else None
+
+
+def _rank(x: Any) -> int | None:
+    shape = getattr(_meta(x), "shape", None)
+    return None if shape is None else len(shape)
 
 
 def _count_or_truth(graph: torch.fx.Graph, node: Node) -> Node | None:
@@ -58,12 +70,14 @@ def _count_or_truth(graph: torch.fx.Graph, node: Node) -> Node | None:
     if found is None:
         return None
     x, dim, keepdim = found
-    nonzero = graph.call_function(torch.ne, (x, 0))
-    if _name(node) == "count_nonzero":
-        return _reduce(graph, torch.sum, nonzero, dim, False)  # count_nonzero keeps no dims
-    ones = graph.call_method("to", (nonzero, torch.float32))
-    extreme = _reduce(graph, torch.amin if _name(node) == "all" else torch.amax, ones, dim, keepdim)
-    return graph.call_function(torch.ne, (extreme, 0.0))
+    if _name(node) == "count_nonzero":  # keeps no dims
+        return _reduce(graph, torch.sum, graph.call_function(torch.ne, (x, 0)), dim, False, _rank(x))
+    every = _name(node) == "all"
+    counted = _reduce(graph, torch.sum, graph.call_function(torch.eq if every else torch.ne, (x, 0)), dim, keepdim,
+                      _rank(x))
+    truth = graph.call_function(torch.eq if every else torch.gt, (counted, 0))
+    uint8 = getattr(_meta(x), "dtype", None) == torch.uint8  # torch answers a uint8 input in uint8
+    return graph.call_method("to", (truth, torch.uint8)) if uint8 else truth
 
 
 def _nan_skipping(graph: torch.fx.Graph, node: Node) -> Node | None:
@@ -71,12 +85,18 @@ def _nan_skipping(graph: torch.fx.Graph, node: Node) -> Node | None:
     if found is None:
         return None
     x, dim, keepdim = found
+    meta = _meta(x)
+    if meta is None or (not meta.dtype.is_floating_point and _name(node) == "nanmean"):
+        return None
+    if not meta.dtype.is_floating_point:  # integers hold no NaN: their sum, in their own dtype
+        return _reduce(graph, torch.sum, x, dim, keepdim, _rank(x))
     missing = graph.call_function(torch.isnan, (x,))
-    total = _reduce(graph, torch.sum, graph.call_function(torch.where, (missing, 0.0, x)), dim, keepdim)
+    total = _reduce(graph, torch.sum, graph.call_function(torch.where, (missing, 0.0, x)), dim, keepdim, _rank(x))
     if _name(node) == "nansum":
         return total
     present = graph.call_function(torch.logical_not, (missing,))
-    return graph.call_function(operator.truediv, (total, _reduce(graph, torch.sum, present, dim, keepdim)))
+    return graph.call_function(operator.truediv, (total, _reduce(graph, torch.sum, present, dim, keepdim,
+                                                                  _rank(x))))
 
 
 PAIRS = {"aminmax": (("min", torch.amin), ("max", torch.amax))}
@@ -103,10 +123,12 @@ def _pair(graph: torch.fx.Graph, node: Node) -> bool:
     options = {k: v for k, v in node.kwargs.items() if k != "input"}
     if node.args[1:]:
         return False  # aminmax's options are keyword-only
+    if "dim" not in options and options.get("keepdim") and _rank(x) is None:
+        return False
     for user, position in reads.items():
         kwargs = dict(options)
-        if "dim" not in kwargs:  # over every value: no dims to keep
-            kwargs.pop("keepdim", None)
+        if "dim" not in kwargs and kwargs.pop("keepdim", False):  # over every value, each dim kept
+            kwargs.update(dim=tuple(range(_rank(x) or 0)), keepdim=True)
         with graph.inserting_before(user):
             replacement = graph.call_function(parts[position][1], (x,), kwargs)
         user.replace_all_uses_with(replacement)

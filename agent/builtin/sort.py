@@ -74,8 +74,8 @@ def _dim(node: torch.fx.Node, rank: int) -> int:
 
 
 def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> Sort | None:
-    """The plan if the graph is the values of one ``sort`` or ``topk`` of its one input over one
-    dimension; None when the graph has no sort (other templates may take it)."""
+    """The plan if the graph is the values of one ``sort``, ``topk``, ``median`` or ``kthvalue`` of its
+    one input over one dimension; None when the graph has no such call (other templates may take it)."""
     calls = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output")]
     sorts = [n for n in calls if _sort_call(n)]
     if len(sorts) != 1:
@@ -129,21 +129,32 @@ def _order_statistic(node: torch.fx.Node, probe: torch.Tensor, want: torch.Tenso
 
 
 KERNEL = '''@triton.jit
-def sort_kernel(x_ptr, out_ptr, n_cols, start, keep, BLOCK_C: tl.constexpr, DESCENDING: tl.constexpr):
+def sort_kernel(x_ptr, out_ptr, n_cols, start, keep, BLOCK_C: tl.constexpr, DESCENDING: tl.constexpr,
+                MEDIAN: tl.constexpr):
     # Program r: row r, loaded once, padded with values that sort last, sorted in registers by a
     # bitonic network; its sorted positions start .. start + keep stored.
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK_C)
     pad = float("-inf") if DESCENDING else float("inf")
     x = tl.load(x_ptr + row * n_cols + cols, mask=cols < n_cols, other=pad).to(tl.float32)
-    y = tl.sort(x, 0, descending=DESCENDING)
+    # torch orders NaN above every value: sorted as +inf, then the row's NaN count written back as NaN
+    # at the top end (a median of a row with a NaN is NaN)
+    nan = x != x
+    n_nan = tl.sum(nan.to(tl.int32), 0)
+    y = tl.sort(tl.where(nan, float("inf"), x), 0, descending=DESCENDING)
+    if DESCENDING:
+        y = tl.where(cols < n_nan, float("nan"), y)
+    else:
+        y = tl.where((cols >= n_cols - n_nan) & (cols < n_cols), float("nan"), y)
+    if MEDIAN:
+        y = tl.where(n_nan > 0, float("nan"), y)
     kept = (cols >= start) & (cols < start + keep)
     tl.store(out_ptr + row * keep + cols - start, y.to(out_ptr.dtype.element_ty), mask=kept)
 '''
 
 STRIDED_KERNEL = '''@triton.jit
 def sort_strided_kernel(x_ptr, out_ptr, n_cols, start, keep, inner, BLOCK_C: tl.constexpr,
-                        BLOCK_I: tl.constexpr, DESCENDING: tl.constexpr):
+                        BLOCK_I: tl.constexpr, DESCENDING: tl.constexpr, MEDIAN: tl.constexpr):
     # Program (o, b): rows b * BLOCK_I .. + BLOCK_I of slab o, whose values lie `inner` apart, held as the
     # rows of a BLOCK_I x BLOCK_C tile: every load and store is a run of BLOCK_I neighbours in memory.
     # Each row padded with values that sort last, sorted in registers; positions start .. start + keep
@@ -156,7 +167,15 @@ def sort_strided_kernel(x_ptr, out_ptr, n_cols, start, keep, inner, BLOCK_C: tl.
     at = cols[None, :].to(tl.int64) * inner + lanes[:, None]
     x = tl.load(x_ptr + slab * n_cols * inner + at, mask=(cols[None, :] < n_cols) & (lanes[:, None] < inner),
                 other=pad).to(tl.float32)
-    y = tl.sort(x, 1, descending=DESCENDING)
+    nan = x != x  # NaN above every value, as in sort_kernel
+    n_nan = tl.sum(nan.to(tl.int32), 1)[:, None]
+    y = tl.sort(tl.where(nan, float("inf"), x), 1, descending=DESCENDING)
+    if DESCENDING:
+        y = tl.where(cols[None, :] < n_nan, float("nan"), y)
+    else:
+        y = tl.where((cols[None, :] >= n_cols - n_nan) & (cols[None, :] < n_cols), float("nan"), y)
+    if MEDIAN:
+        y = tl.where(n_nan > 0, float("nan"), y)
     kept = (cols[None, :] >= start) & (cols[None, :] < start + keep) & (lanes[:, None] < inner)
     tl.store(out_ptr + slab * keep * inner + at - start * inner, y.to(out_ptr.dtype.element_ty), mask=kept)
 '''
@@ -176,7 +195,7 @@ def forward(plan: Sort, names: list[str], params: dict[str, Any]) -> str:
             f"    raise ValueError(f'rows of {{n_cols}} do not fit in registers (at most {MAX_COLUMNS})')",
             "if out.numel():",
             f"    sort_kernel[(out.numel() // keep,)]({x}, out, n_cols, start, keep, BLOCK_C=block_c, "
-            f"DESCENDING={plan.descending}, num_warps={params['num_warps']})",
+            f"DESCENDING={plan.descending}, MEDIAN={plan.median}, num_warps={params['num_warps']})",
             "return out.squeeze(-1)" if plan.squeeze else "return out"]
     return f"def forward(self, {', '.join(names)}):\n" + "\n".join("    " + line for line in body) + "\n"
 
@@ -207,7 +226,7 @@ def _strided_forward(plan: Sort, names: list[str], params: dict[str, Any]) -> st
             "if out.numel():",
             "    sort_strided_kernel[(out.numel() // (keep * inner) * triton.cdiv(inner, block_i),)](",
             f"        {x}, out, n_cols, start, keep, inner, BLOCK_C=block_c, BLOCK_I=block_i, "
-            f"DESCENDING={plan.descending}, num_warps={params['num_warps']})",
+            f"DESCENDING={plan.descending}, MEDIAN={plan.median}, num_warps={params['num_warps']})",
             f"return out.squeeze({d})" if plan.squeeze else "return out"]
     return f"def forward(self, {', '.join(names)}):\n" + "\n".join("    " + line for line in body) + "\n"
 
