@@ -712,6 +712,10 @@ CASES = [
      "        y = x.masked_fill(x > 1.5, float('nan'))\n"
      "        return torch.topk(y, 30, dim=-1, largest=False)[0] + y.kthvalue(40, dim=-1, keepdim=True)[0]",
      "torch.randn(9, 50)", ""),
+    ("softplus-far-below-zero-then-log", "        pass",
+     "        y = torch.clamp(x, -3.0, 3.0)  # far below 0 yet above fp32's subnormals, at any input scale\n"
+     "        return torch.log(F.softplus(y * 5.0 - 30.0)) + torch.log(F.softplus(y - 25.0, beta=2.0))",
+     "torch.randn(9, {cols})", ""),
     ("median-middle-dim-keepdim", "        pass", "        return torch.median(x, 1, True).values - x",
      "torch.randn(4, 21, 6)", ""),
     ("kthvalue-last-dim-bf16", "        pass", "        return x.kthvalue(5, dim=-1)[0]",

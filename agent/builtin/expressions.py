@@ -40,9 +40,10 @@ def elementwise(op: str, args: list[Any]) -> str:
         return _fmod(args)
     if op in binary:
         return f"({a[0]} {binary[op]} {a[1]})"
-    softplus = f"tl.where({x} > 20.0, {x}, tl.log(1.0 + tl.exp({x})))"
+    # log1p, not log(1 + .): far below 0 softplus is exp(x) itself, which 1 + exp(x) rounds away
+    softplus = f"tl.where({x} > 20.0, {x}, {_log1p(f'tl.exp({x})')})"
     if op == "softplus" and len(a) == 3:  # 1/beta log(1 + exp(beta x)), linear past the threshold
-        return f"tl.where({x} * {a[1]} > {a[2]}, {x}, tl.log(1.0 + tl.exp({x} * {a[1]})) / {a[1]})"
+        return f"tl.where({x} * {a[1]} > {a[2]}, {x}, {_log1p(f'tl.exp({x} * {a[1]})')} / {a[1]})"
     if op == "elu" and len(a) == 2:
         return f"tl.where({x} > 0.0, {x}, {a[1]} * (tl.exp({x}) - 1.0))"
     compare = {"gt": ">", "lt": "<", "ge": ">=", "le": "<=", "eq": "==", "ne": "!="}
