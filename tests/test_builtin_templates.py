@@ -716,6 +716,9 @@ CASES = [
      "        y = torch.clamp(x, -3.0, 3.0)  # far below 0 yet above fp32's subnormals, at any input scale\n"
      "        return torch.log(F.softplus(y * 5.0 - 30.0)) + torch.log(F.softplus(y - 25.0, beta=2.0))",
      "torch.randn(9, {cols})", ""),
+    ("activation-modules-with-options",
+     "        self.acts = nn.Sequential(nn.Hardshrink(0.3), nn.CELU(0.5), nn.Threshold(0.1, -1.0), nn.RReLU(0.1, 0.3), "
+     "nn.Softshrink(0.2))", "        return self.acts(x)", "torch.randn(9, {cols})", ""),
     ("median-middle-dim-keepdim", "        pass", "        return torch.median(x, 1, True).values - x",
      "torch.randn(4, 21, 6)", ""),
     ("kthvalue-last-dim-bf16", "        pass", "        return x.kthvalue(5, dim=-1)[0]",

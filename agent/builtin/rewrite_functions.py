@@ -56,7 +56,10 @@ FUNCTION_MODULES = {nn.GLU: (F.glu, ("dim",)),
                     nn.AdaptiveMaxPool2d: (F.adaptive_max_pool2d, ("output_size", "return_indices")),
                     nn.AdaptiveMaxPool3d: (F.adaptive_max_pool3d, ("output_size", "return_indices")),
                     nn.LPPool1d: (F.lp_pool1d, ("norm_type", "kernel_size", "stride", "ceil_mode")),
-                    nn.LPPool2d: (F.lp_pool2d, ("norm_type", "kernel_size", "stride", "ceil_mode"))}
+                    nn.LPPool2d: (F.lp_pool2d, ("norm_type", "kernel_size", "stride", "ceil_mode")),
+                    nn.Hardshrink: (F.hardshrink, ("lambd",)), nn.Softshrink: (F.softshrink, ("lambd",)),
+                    nn.CELU: (F.celu, ("alpha",)), nn.Threshold: (F.threshold, ("threshold", "value")),
+                    nn.RReLU: (F.rrelu, ("lower", "upper", "training"))}
 """Modules, as the function each calls with its options; one holding weights the function does not
 take (:data:`WEIGHTS`) is left as it is."""
 WEIGHTS = ("weight", "pos_weight")
