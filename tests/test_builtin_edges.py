@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -1657,4 +1658,46 @@ def test_a_size_read_from_a_computed_value_is_its_number_at_the_size_being_optim
     source = _first_seed(path)
     assert "/ 640.0" in source and "/ 320.0" not in source
     verdict, code = _judge_first_seed(evaluator, path, "full")
+    assert code == 0, verdict.reason
+
+
+HEADS_OF_A_GEMM = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, in_features, heads, head_dim):
+        super(Model, self).__init__()
+        self.fc = nn.Linear(in_features, heads * head_dim)
+        self.heads, self.head_dim = heads, head_dim
+
+    def forward(self, x):
+        x = self.fc(x)
+        x = x.view(x.shape[0], self.heads, self.head_dim)
+        return torch.tanh(torch.logsumexp(x, dim=-1))
+
+
+batch_size, in_features, heads, head_dim = 1024, 1024, 8, 128
+
+
+def get_inputs():
+    return [torch.randn(batch_size, in_features)]
+
+
+def get_init_inputs():
+    return [in_features, heads, head_dim]
+'''
+
+
+@pytest.mark.slow  # a GEMM judged under the interpreter: about 40 s
+def test_a_view_mixing_a_size_read_with_a_constructor_size_infers_the_one_that_shrinks(evaluator, tmp_path: Path
+                                                                                       ) -> None:
+    """``x.view(x.shape[0], self.heads, self.head_dim)`` between a GEMM and a reduction: the automatic
+    small size halves ``head_dim`` (128 there, 32 here), so the view is written with ``-1`` in its place,
+    right at both sizes, and the candidate rendered for the full size is correct at the small one."""
+    path = tmp_path / "heads.py"
+    path.write_text(HEADS_OF_A_GEMM)
+    source = _first_seed(path)
+    assert re.search(r"\.view\(\w+, 8, -1\)", source), source[source.index("    def forward(self, x):"):]
+    verdict, code = _judge_first_seed(evaluator, path, "small")
     assert code == 0, verdict.reason

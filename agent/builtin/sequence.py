@@ -132,7 +132,9 @@ def _view_of(node: torch.fx.Node, flow: torch.fx.Node | None, full: dict[str, tu
     flat = [x for a in [*rest, *kwargs.values()] for x in (a if isinstance(a, (tuple, list)) else [a])]
     if any(read(x) for x in flat):
         if any(plain_int(x) and x != -1 for x in flat):
-            return None
+            rest = _inferred(node, rest, kwargs, full, read)
+            if rest is None:
+                return None
     elif method in ("view", "reshape") and not _same_at_full_size(flow, node, rest, kwargs, full):
         return None
 
@@ -145,6 +147,23 @@ def _view_of(node: torch.fx.Node, flow: torch.fx.Node | None, full: dict[str, tu
 
     words = [word(a) for a in rest] + [f"{k}={word(v)}" for k, v in kwargs.items()]
     return f"{name} = {name}.{method}({', '.join(words)})"
+
+
+def _inferred(node: torch.fx.Node, rest: list[Any], kwargs: dict[str, Any], full: dict[str, tuple[int, ...]],
+              read: Callable[[Any], bool]) -> list[Any] | None:
+    """A view's sizes beside sizes read in ``forward`` (``x.view(x.shape[0], heads, self.head_dim)``)
+    where each number is the view's size there at the size being optimised too, or one alone is not
+    (a constructor's size the small model holds smaller): that one written ``-1``, which torch infers
+    at both sizes. None where neither holds."""
+    sizes = rest[0] if len(rest) == 1 and isinstance(rest[0], (tuple, list)) else rest
+    there = full.get(node.name)
+    if kwargs or view_method(node) not in ("view", "reshape") or there is None or len(sizes) != len(there) or \
+            any(plain_int(x) and x == -1 for x in sizes):
+        return None
+    differ = [i for i, x in enumerate(sizes) if not read(x) and x != there[i]]
+    if len(differ) > 1:
+        return None
+    return [-1 if i in differ else x for i, x in enumerate(sizes)]
 
 
 def _kept_view(node: torch.fx.Node, earlier: dict[torch.fx.Node, str], full: dict[str, tuple[int, ...]],
