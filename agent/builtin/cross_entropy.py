@@ -21,6 +21,7 @@ import torch.fx
 import torch.nn.functional as F
 
 from kernelevo.agent.builtin.program import CannotCover
+from kernelevo.agent.builtin.vocabulary import attribute_at, graph_calls
 
 MAX_TILE = 16384
 """Logits a program holds at once (BLOCK_R x BLOCK_C, fp32 registers with the running max and sum)."""
@@ -169,7 +170,7 @@ def _size_only(node: torch.fx.Node, target: torch.fx.Node) -> bool:
 def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> dict[str, Any] | None:
     """The cross-entropy plan's extras where ``gm`` is one ``F.cross_entropy`` of (logits, targets), the
     targets an input or each row's index (``torch.arange``); None where it calls something else."""
-    calls = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output", "get_attr")]
+    calls = graph_calls(gm)[0]
     node = calls[-1] if calls else None
     if node is None or node.op != "call_function" or node.target is not F.cross_entropy:
         return None
@@ -208,9 +209,7 @@ def _weight(node: Any, gm: torch.fx.GraphModule) -> str | None:
     reference's own constructor makes it; None without weights. CannotCover for weights made otherwise."""
     if node is None:
         return None
-    held: Any = gm
-    for part in str(node.target).split(".") if isinstance(node, torch.fx.Node) and node.op == "get_attr" else ():
-        held = getattr(held, part, None)
+    held = attribute_at(gm, str(node.target)) if isinstance(node, torch.fx.Node) and node.op == "get_attr" else None
     if isinstance(held, torch.Tensor) and held.dim() == 1:
         return f"self.{node.target}"
     raise CannotCover("cross_entropy with class weights computed in forward or passed in (covered: weights the "

@@ -35,6 +35,7 @@ import torch.nn.functional as F
 
 from kernelevo.agent.builtin.rewrite_functions import rewrite_functions
 from kernelevo.agent.builtin.rewrite_in_place import option
+from kernelevo.agent.builtin.rewrite_ops import replace_each
 from kernelevo.agent.builtin.rewrite_pointwise import rewrite_pointwise
 from kernelevo.agent.builtin.rewrite_reductions import rewrite_reductions
 from kernelevo.agent.builtin.rewrite_tallies import rewrite_tallies
@@ -102,14 +103,8 @@ def decompose(gm: torch.fx.GraphModule) -> bool:
             node.replace_all_uses_with(node.args[0])
             gm.graph.erase_node(node)
             changed = True
-    for node in list(gm.graph.nodes):
-        if node.op == "call_function" and node.target in LOSSES:
-            with gm.graph.inserting_before(node):
-                result = _rewrite(gm.graph, node)
-            if result is not None:
-                node.replace_all_uses_with(result)
-                gm.graph.erase_node(node)
-                changed = True
+    changed |= replace_each(gm, lambda graph, node: _rewrite(graph, node) if node.op == "call_function" and
+                            node.target in LOSSES else None)
     if changed:
         gm.graph.lint()
         gm.recompile()

@@ -52,17 +52,12 @@ def matching_shapes(gm: torch.fx.GraphModule, there: torch.fx.GraphModule | None
     share a name with another there, and is left out where its call differs). Sound because its caller
     runs after ``size_constants.adopt_numbers_there`` matched the two graphs node for node (or refused
     the task): a rewrite of one graph alone keeping a same-named node's call and rank would fool it."""
-    if there is None:
-        return {}
-    others = {n.name: n for n in there.graph.nodes}
+    nodes = {n.name: n for n in gm.graph.nodes}
     found = {}
-    for node in gm.graph.nodes:
-        other = others.get(node.name)
-        small, big = (getattr(n.meta.get("tensor_meta"), "shape", None) if n is not None else None
-                      for n in (node, other))
-        if other is not None and small is not None and big is not None and (other.op, other.target) == (
-                node.op, node.target) and len(small) == len(big):
-            found[node.name] = tuple(int(d) for d in big)
+    for name, other in counterparts(gm, gm, there).items():
+        small, big = (getattr(n.meta.get("tensor_meta"), "shape", None) for n in (nodes[name], other))
+        if small is not None and big is not None and other.target == nodes[name].target and len(small) == len(big):
+            found[name] = tuple(int(d) for d in big)
     return found
 
 

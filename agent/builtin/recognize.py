@@ -305,8 +305,9 @@ def _planned(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int
     attention.fold_repeated_heads(gm)
     if attention.decompose_wide(gm, shapes_there(gm, sizes)):
         ShapeProp(gm).propagate(*inputs)
-    there = full_trace.matching_shapes(gm, context.full_graph())
-    sized = fold_numbers(gm, dataclasses.replace(sizes, values=there) if sizes is not None else None)
+    if sizes is not None and not sizes.all_same:  # else every value's shape there is the traced one
+        sizes = dataclasses.replace(sizes, values=full_trace.matching_shapes(gm, context.full_graph()))
+    sized = fold_numbers(gm, sizes)
     fold_dtypes(gm)
     if attention_by_hand.rewrite(gm, shapes_there(gm, sizes), inputs):  # its scale is a number now
         ShapeProp(gm).propagate(*inputs)

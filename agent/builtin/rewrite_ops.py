@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -54,6 +55,27 @@ def signed_negative(o: Ops, v: Node) -> Node:
     zero = o.call(operator.eq, v, 0.0)
     return o.call(torch.logical_or, o.call(operator.lt, v, 0.0),
                   o.both(zero, o.call(operator.lt, o.div(1.0, v), 0.0)))
+
+
+def rank(x: Any) -> int | None:
+    """The number of dims of ``x`` (a node with its shape propagated), None where it is not known."""
+    shape = getattr(x.meta.get("tensor_meta"), "shape", None) if isinstance(x, Node) else None
+    return None if shape is None else len(shape)
+
+
+def replace_each(gm: torch.fx.GraphModule, rewrite: Callable[[torch.fx.Graph, Node], Node | None]) -> bool:
+    """Each node of ``gm`` for which ``rewrite(graph, node)`` (building before the node) gives a value
+    replaced by it; True when one was."""
+    changed = False
+    for node in list(gm.graph.nodes):
+        with gm.graph.inserting_before(node):
+            result = rewrite(gm.graph, node)
+        if result is None:
+            continue
+        node.replace_all_uses_with(result)
+        gm.graph.erase_node(node)
+        changed = True
+    return changed
 
 
 def float_node(x: Any) -> bool:

@@ -27,6 +27,7 @@ import torch
 import torch.fx
 
 from kernelevo.agent.builtin.rewrite_in_place import option
+from kernelevo.agent.builtin.rewrite_ops import rank, replace_each
 
 NESTED = {torch.sum: "sum", torch.mean: "mean", torch.amax: "amax", torch.amin: "amin",
           torch.logsumexp: "logsumexp"}
@@ -60,11 +61,6 @@ def _split_dims(dim: Any, rank: int | None) -> list[tuple[int, int]] | None:
     return parts if len(parts) > 1 else None
 
 
-def _rank(x: Any) -> int | None:
-    tm = x.meta.get("tensor_meta") if isinstance(x, torch.fx.Node) else None
-    return len(tm.shape) if tm is not None and hasattr(tm, "shape") else None
-
-
 def _nest(x: torch.fx.Node, parts: list[tuple[int, int]], keepdim: bool, reduce: Any) -> torch.fx.Node:
     """``reduce(value, dims, keepdim)`` over each run, the last run first."""
     value = x
@@ -79,7 +75,7 @@ def _nested(graph: torch.fx.Graph, node: torch.fx.Node, target: Any) -> torch.fx
     keepdim = option(node, "keepdim", 2, False)
     if node.kwargs.get("dtype") is not None or node.kwargs.get("out") is not None or not isinstance(keepdim, bool):
         return None
-    parts = _split_dims(dim, _rank(x))
+    parts = _split_dims(dim, rank(x))
     if parts is None:
         return None
     return _nest(x, parts, keepdim,
@@ -108,7 +104,7 @@ def _norm(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
         return None
     if float(order) not in NORM_ORDERS:
         return _any_order(graph, x, float(order), dim, keepdim)
-    parts = _split_dims(dim, _rank(x))
+    parts = _split_dims(dim, rank(x))
     if parts is None:
         return None
     return _nest(x, parts, keepdim, lambda value, dims, keep: graph.call_function(
@@ -146,15 +142,9 @@ def _any_order(graph: torch.fx.Graph, x: Any, order: float, dim: Any, keepdim: b
 def rewrite_reductions(gm: torch.fx.GraphModule) -> bool:
     """Every reduction of ``gm`` over dims that are not one run, nested as above; True when something
     changed (the caller recompiles and propagates shapes again)."""
-    changed = False
-    for node in list(gm.graph.nodes):
+    def rewrite(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
         target = NESTED_METHODS.get(str(node.target)) if node.op == "call_method" else (
             node.target if node.op == "call_function" and node.target in NESTED else None)
-        with gm.graph.inserting_before(node):
-            result = _nested(gm.graph, node, target) if target is not None else _norm(gm.graph, node)
-        if result is None:
-            continue
-        node.replace_all_uses_with(result)
-        gm.graph.erase_node(node)
-        changed = True
-    return changed
+        return _nested(graph, node, target) if target is not None else _norm(graph, node)
+
+    return replace_each(gm, rewrite)

@@ -22,19 +22,17 @@ import torch
 import torch.fx
 
 from kernelevo.agent.builtin.rewrite_in_place import option
+from kernelevo.agent.builtin.rewrite_ops import rank, replace_each
 
 Node = torch.fx.Node
 
 
 def _name(node: Node) -> str:
+    """NAME of ``torch.NAME(x, ...)`` or ``x.NAME(...)``; "" for any other node."""
     if node.op == "call_method":
         return str(node.target)
-    return getattr(node.target, "__name__", "") if node.op == "call_function" else ""
-
-
-def _is_torch_call(node: Node, name: str) -> bool:
-    """``torch.NAME(x, ...)`` or ``x.NAME(...)``."""
-    return _name(node) == name and (node.op == "call_method" or getattr(torch, name, None) is node.target)
+    name = getattr(node.target, "__name__", "") if node.op == "call_function" else ""
+    return name if name and getattr(torch, name, None) is node.target else ""
 
 
 def _reduced(node: Node) -> tuple[Any, Any, Any] | None:
@@ -42,7 +40,7 @@ def _reduced(node: Node) -> tuple[Any, Any, Any] | None:
     if node.kwargs.get("dtype") is not None or node.kwargs.get("out") is not None:
         return None
     x, dim, keepdim = option(node, "input", 0, None), option(node, "dim", 1, None), option(node, "keepdim", 2, False)
-    if not isinstance(x, Node) or not isinstance(keepdim, bool) or (dim is None and keepdim and _rank(x) is None):
+    if not isinstance(x, Node) or not isinstance(keepdim, bool) or (dim is None and keepdim and rank(x) is None):
         return None  # every dim kept: they must be named
     return x, dim, keepdim
 
@@ -60,21 +58,16 @@ def _meta(x: Any) -> Any:
     return x.meta.get("tensor_meta") if isinstance(x, Node) else None
 
 
-def _rank(x: Any) -> int | None:
-    shape = getattr(_meta(x), "shape", None)
-    return None if shape is None else len(shape)
-
-
 def _count_or_truth(graph: torch.fx.Graph, node: Node) -> Node | None:
     found = _reduced(node)
     if found is None:
         return None
     x, dim, keepdim = found
     if _name(node) == "count_nonzero":  # keeps no dims
-        return _reduce(graph, torch.sum, graph.call_function(torch.ne, (x, 0)), dim, False, _rank(x))
+        return _reduce(graph, torch.sum, graph.call_function(torch.ne, (x, 0)), dim, False, rank(x))
     every = _name(node) == "all"
     counted = _reduce(graph, torch.sum, graph.call_function(torch.eq if every else torch.ne, (x, 0)), dim, keepdim,
-                      _rank(x))
+                      rank(x))
     truth = graph.call_function(torch.eq if every else torch.gt, (counted, 0))
     uint8 = getattr(_meta(x), "dtype", None) == torch.uint8  # torch answers a uint8 input in uint8
     return graph.call_method("to", (truth, torch.uint8)) if uint8 else truth
@@ -89,14 +82,14 @@ def _nan_skipping(graph: torch.fx.Graph, node: Node) -> Node | None:
     if meta is None or (not meta.dtype.is_floating_point and _name(node) == "nanmean"):
         return None
     if not meta.dtype.is_floating_point:  # integers hold no NaN: their sum, in their own dtype
-        return _reduce(graph, torch.sum, x, dim, keepdim, _rank(x))
+        return _reduce(graph, torch.sum, x, dim, keepdim, rank(x))
     missing = graph.call_function(torch.isnan, (x,))
-    total = _reduce(graph, torch.sum, graph.call_function(torch.where, (missing, 0.0, x)), dim, keepdim, _rank(x))
+    total = _reduce(graph, torch.sum, graph.call_function(torch.where, (missing, 0.0, x)), dim, keepdim, rank(x))
     if _name(node) == "nansum":
         return total
     present = graph.call_function(torch.logical_not, (missing,))
     return graph.call_function(operator.truediv, (total, _reduce(graph, torch.sum, present, dim, keepdim,
-                                                                  _rank(x))))
+                                                                  rank(x))))
 
 
 PAIRS = {"aminmax": (("min", torch.amin), ("max", torch.amax))}
@@ -123,12 +116,12 @@ def _pair(graph: torch.fx.Graph, node: Node) -> bool:
     options = {k: v for k, v in node.kwargs.items() if k != "input"}
     if node.args[1:]:
         return False  # aminmax's options are keyword-only
-    if "dim" not in options and options.get("keepdim") and _rank(x) is None:
+    if "dim" not in options and options.get("keepdim") and rank(x) is None:
         return False
     for user, position in reads.items():
         kwargs = dict(options)
         if "dim" not in kwargs and kwargs.pop("keepdim", False):  # over every value, each dim kept
-            kwargs.update(dim=tuple(range(_rank(x) or 0)), keepdim=True)
+            kwargs.update(dim=tuple(range(rank(x) or 0)), keepdim=True)
         with graph.inserting_before(user):
             replacement = graph.call_function(parts[position][1], (x,), kwargs)
         user.replace_all_uses_with(replacement)
@@ -137,25 +130,16 @@ def _pair(graph: torch.fx.Graph, node: Node) -> bool:
     return True
 
 
+REWRITES = {"count_nonzero": _count_or_truth, "all": _count_or_truth, "any": _count_or_truth,
+            "nansum": _nan_skipping, "nanmean": _nan_skipping}
+
+
 def rewrite_tallies(gm: torch.fx.GraphModule) -> bool:
     """Every call above in ``gm`` rewritten; True when something changed (the caller recompiles and
     propagates shapes again)."""
     changed = False
     for node in list(gm.graph.nodes):
-        if any(_is_torch_call(node, name) for name in PAIRS):
+        if _name(node) in PAIRS:
             changed |= _pair(gm.graph, node)
-            continue
-        if any(_is_torch_call(node, name) for name in ("count_nonzero", "all", "any")):
-            rewrite = _count_or_truth
-        elif any(_is_torch_call(node, name) for name in ("nansum", "nanmean")):
-            rewrite = _nan_skipping
-        else:
-            continue
-        with gm.graph.inserting_before(node):
-            result = rewrite(gm.graph, node)
-        if result is None:
-            continue
-        node.replace_all_uses_with(result)
-        gm.graph.erase_node(node)
-        changed = True
-    return changed
+    return replace_each(gm, lambda graph, node: REWRITES[_name(node)](graph, node) if _name(node) in REWRITES
+                        else None) or changed
