@@ -649,6 +649,31 @@ CASES = [
      "torch.randn(33, {cols}), torch.randn(1, {cols})", ""),
     ("matmul-bmm-inputs", "        pass", "        return torch.bmm(x, y)",
      "torch.randn(3, 20, {cols}), torch.randn(3, {cols}, 24)", ""),
+    # a dtype's limit read in forward; a dtype argument that casts first
+    ("masked-fill-finfo-min-softmax-in-fp32-bf16", "        pass",
+     "        s = x.masked_fill(y > 1.0, torch.finfo(x.dtype).min)\n"
+     "        return torch.softmax(s, dim=-1, dtype=torch.float32).to(x.dtype)",
+     "torch.randn(33, {cols}), torch.randn(33, {cols})", "DTYPE = torch.bfloat16"),
+    ("sum-with-dtype-argument-fp16", "        pass", "        return x.sum(dim=-1, dtype=torch.float32) * 0.5",
+     "torch.randn(33, {cols})", "DTYPE = torch.float16"),
+    # einsums that are broadcast products, summed or not
+    ("einsum-outer-products-then-sin", "        pass", '        return torch.sin(torch.einsum("bi,bj->bij", x, y))',
+     "torch.randn(3, 40), torch.randn(3, {cols} // 8)", ""),
+    ("einsum-gated-sum-of-expert-rows", "        pass",
+     '        return torch.einsum("ne,ned->nd", torch.softmax(x, dim=-1), y)',
+     "torch.randn(33, 4), torch.randn(33, 4, {cols})", ""),
+    # a linear's output split into parts that later kernels read as views
+    ("linear-split-into-three-parts", "        self.qkv = nn.Linear(n, 72)",
+     "        q, k, v = self.qkv(x).split(24, dim=-1)\n        return torch.softmax(q * k, dim=-1) + v",
+     "torch.randn(33, {cols})", ""),
+    # batches that broadcast: heads sharing one input, one key per group of heads, a matrix for every batch
+    ("matmul-broadcast-batch-of-heads", "        pass", "        return torch.matmul(x, y) + 1.0",
+     "torch.randn(2, 1, 20, {cols}), torch.randn(3, {cols}, 24)", ""),
+    ("matmul-broadcast-shared-keys-softmax", "        pass",
+     "        return torch.softmax(x @ y.transpose(-2, -1) * 0.125, dim=-1)",
+     "torch.randn(2, 3, 16, {cols}), torch.randn(2, 1, 40, {cols})", ""),
+    ("matmul-broadcast-matrix-times-batch-bf16", "        pass", "        return x @ y",
+     "torch.randn(20, {cols}), torch.randn(2, 3, {cols}, 24)", "DTYPE = torch.bfloat16"),
     ("matmul-gram-of-two-equal-views", "        pass",
      "        return torch.bmm(x.reshape(3, 20, -1), x.reshape(3, 20, -1).transpose(1, 2)) / 50.0",
      "torch.randn(3, 20, 4, {cols} // 4)", ""),

@@ -93,6 +93,7 @@ def decompose(gm: torch.fx.GraphModule) -> bool:
             node.kwargs = {**node.kwargs,
                            **{MODULE_OPTION_NAMES.get(name, name): getattr(sub, name) for name in options}}
             changed = True
+    changed |= _dtype_arguments_as_casts(gm)
     changed |= rewrite_functions(gm)
     changed |= rewrite_tallies(gm)
     changed |= rewrite_reductions(gm)
@@ -115,6 +116,29 @@ ARITHMETIC = {operator.add, operator.sub, operator.mul, operator.truediv, torch.
               torch.div}
 BOUNDS = {torch.min: "max", torch.minimum: "max", torch.max: "min", torch.maximum: "min"}
 """``torch.min(x, c)`` is ``x`` clamped from above at ``c``; ``torch.max(x, c)`` from below."""
+
+
+CAST_FIRST_METHODS = {"softmax", "log_softmax", "sum", "mean", "prod", "cumsum", "cumprod", "nansum", "nanmean"}
+CAST_FIRST_FUNCTIONS = {torch.softmax, F.softmax, torch.log_softmax, F.log_softmax, torch.sum, torch.mean,
+                        torch.prod, torch.cumsum, torch.cumprod, torch.nansum, torch.nanmean}
+"""Calls whose ``dtype=`` casts the input before the op (torch's definition): written as that cast."""
+
+
+def _dtype_arguments_as_casts(gm: torch.fx.GraphModule) -> bool:
+    """``softmax(x, dim, dtype=d)`` (and sums, means, products, scans) as ``softmax(x.to(d), dim)``,
+    what torch computes: the cast is one more pointwise op, and the call one the templates know."""
+    changed = False
+    for node in list(gm.graph.nodes):
+        takes = (node.op == "call_method" and node.target in CAST_FIRST_METHODS) or (
+            node.op == "call_function" and node.target in CAST_FIRST_FUNCTIONS)
+        if not takes or node.kwargs.get("dtype") is None or not node.args or not isinstance(node.args[0], torch.fx.Node):
+            continue
+        with gm.graph.inserting_before(node):
+            cast = gm.graph.call_method("to", (node.args[0], node.kwargs["dtype"]))
+        node.args = (cast, *node.args[1:])
+        node.kwargs = {k: v for k, v in node.kwargs.items() if k != "dtype"}
+        changed = True
+    return changed
 
 
 def _fold_constant_tensors(gm: torch.fx.GraphModule) -> bool:

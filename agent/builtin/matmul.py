@@ -276,15 +276,17 @@ def lower_chain(model: nn.Module, inputs: list[Any]) -> list[Stage]:
 
 def _check_batched(found: Linear, w: torch.Tensor, left: torch.Tensor, stages: int) -> None:
     """CannotCover unless a matmul with a right operand of more than 2 dims is one the batched kernel
-    takes: one stage, both operands of the same rank and batch dims (no broadcasting), the left read
-    as it is, the right read as it is or with its last two dims swapped."""
+    takes: one stage, batch dims that broadcast (either operand may hold fewer or ones, read in place),
+    the left read as it is, the right read as it is or with its last two dims swapped."""
     if stages != 1:
         raise CannotCover("a chain of batched matmuls is not covered (one batched matmul, with its epilogue)")
     if found.a_transposed or any(not _swaps_last_two(v, w.dim()) for v in found.views):
         raise CannotCover("a batched matmul's operands are covered as they are or with their last two dims swapped")
-    if left.dim() != w.dim() or left.shape[:-2] != w.shape[:-2]:
-        raise CannotCover(f"a batched matmul of {list(left.shape)} and {list(w.shape)}: covered when both have "
-                          "the same batch dims (no broadcasting)")
+    try:
+        torch.broadcast_shapes(left.shape[:-2], w.shape[:-2])
+    except RuntimeError:
+        raise CannotCover(f"a batched matmul of {list(left.shape)} and {list(w.shape)}: their batch dims do "
+                          "not broadcast") from None
 
 
 def _swaps_last_two(view: torch.fx.Node, ndim: int) -> bool:

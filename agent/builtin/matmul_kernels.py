@@ -83,17 +83,45 @@ K_MAJOR_HELPER = '''def k_major(x, kp):
     return out
 '''
 
-BATCH_ARGS = " stride_ab, stride_wb,"
+BATCH_ARGS = " stride_ab, stride_wb, INNER_B, stride_abi, stride_wbi,"
 BATCH_START = """
     # A batched matmul: the batch is folded into the grid's one axis (the others stop at 65535), one
-    # batch's output tiles after another; A, W and the output start at its matrices (64-bit offsets:
-    # a batch of matrices may pass 2**31 elements).
+    # batch's output tiles after another. The batch is two levels, outer and inner (INNER_B matrices
+    # each), so that an operand broadcast along either (stride 0) is read in place, never copied; A, W
+    # and the output start at their matrices (64-bit offsets: a batch may pass 2**31 elements).
     batch_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     batch = (pid // batch_tiles).to(tl.int64)
     pid = pid % batch_tiles
-    a_ptr += batch * stride_ab
-    w_ptr += batch * stride_wb
+    a_ptr += (batch // INNER_B) * stride_ab + (batch % INNER_B) * stride_abi
+    w_ptr += (batch // INNER_B) * stride_wb + (batch % INNER_B) * stride_wbi
     out_ptr += batch * M * N"""
+
+BATCH_HELPER = '''def batch_levels(a, w):
+    """The batch of ``a @ w`` (their leading dims, broadcast) as two levels, outer and inner, each
+    (count, a's stride, w's stride): an operand broadcast along a level has stride 0 there and is read
+    in place. Neighbouring dims merge where both operands' strides allow (a contiguous [B, H] batch is
+    one level); where more than two levels remain, the operands are reshaped into one (a copy).
+    Returns (batch shape, a, w, outer, inner), a and w viewed at the batch shape."""
+    batch = torch.broadcast_shapes(a.shape[:-2], w.shape[:-2])
+    a = a.expand(*batch, *a.shape[-2:])
+    w = w.expand(*batch, *w.shape[-2:])
+    levels = []
+    for d, size in enumerate(batch):
+        if size == 1:
+            continue
+        sa, sw = a.stride(d), w.stride(d)
+        if levels and levels[-1][1] == sa * size and levels[-1][2] == sw * size:
+            levels[-1] = (levels[-1][0] * size, sa, sw)
+        else:
+            levels.append((size, sa, sw))
+    if len(levels) > 2:
+        a = a.reshape(-1, *a.shape[-2:])
+        w = w.reshape(-1, *w.shape[-2:])
+        levels = [(a.shape[0], a.stride(0), w.stride(0))]
+    levels = [(1, 0, 0)] * (2 - len(levels)) + levels
+    return batch, a, w, levels[0], levels[1]
+'''
+"""Emitted beside a batched matmul's ``forward`` (:data:`BATCH_START` reads its two levels)."""
 
 TRIANGLE_K_LOOP = '''    # A tile the {kind} zeroes entirely stores zeros without reading A or W: about half the tiles.
     live = {live}
@@ -355,31 +383,31 @@ def _operands(w: str, transposed: bool, w_strides: str, k_major: bool) -> tuple[
 
 
 def batched_forward(stage: Stage, input_name: str, params: dict[str, Any], inputs: Sequence[str] = ()) -> str:
-    """``ModelNew.forward`` of one batched matmul: both operands viewed as [batch, rows, cols] (no
-    copy where their strides allow), one launch over every batch's output tiles, the leading dims
-    restored."""
+    """``ModelNew.forward`` of one batched matmul: the operands' batches broadcast and read through
+    their strides (:data:`BATCH_HELPER`), one launch over every batch's output tiles, the output shaped
+    as the broadcast batch."""
     w = stage.weight
     # W is [K, N] per batch, or [N, K] when read transposed: the kernel takes its strides along N and K
-    n_k = "w3.stride(1), w3.stride(2)" if stage.transposed else "w3.stride(2), w3.stride(1)"
-    n = "w3.shape[1]" if stage.transposed else "w3.shape[2]"
+    n_k = "wb.stride(-2), wb.stride(-1)" if stage.transposed else "wb.stride(-1), wb.stride(-2)"
+    n = "wb.shape[-2]" if stage.transposed else "wb.shape[-1]"
     cols = [o.source for o in stage.epilogue.operands[1:]] if stage.epilogue else []
-    body = [f"a3 = {input_name}.reshape(-1, {input_name}.shape[-2], {input_name}.shape[-1])",
-            f"w3 = {w}.reshape(-1, {w}.shape[-2], {w}.shape[-1])",
-            "batch, m, k = a3.shape",
+    body = [f"batch, ab, wb, outer, inner = batch_levels({input_name}, {w})",
+            "m, k = ab.shape[-2:]",
             f"n = {n}",
-            f"out = torch.empty((batch, m, n), dtype=torch.{stage.out_dtype}, device=a3.device)",
+            "count = outer[0] * inner[0]",
+            f"out = torch.empty((count, m, n), dtype=torch.{stage.out_dtype}, device=ab.device)",
             f"BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M = {params['BLOCK_M']}, {params['BLOCK_N']}, {params['BLOCK_K']}, "
             f"{params['GROUP_M']}",
-            "grid = (triton.cdiv(m, BLOCK_M) * triton.cdiv(n, BLOCK_N) * batch,)",
+            "grid = (triton.cdiv(m, BLOCK_M) * triton.cdiv(n, BLOCK_N) * count,)",
             "# 64-bit offsets when one matrix's farthest element (through its strides) or the output passes 2**31",
-            "span = max(sum((d - 1) * abs(s) for d, s in zip(t.shape[1:], t.stride()[1:])) for t in (a3, w3))",
+            "span = max((t.shape[-2] - 1) * abs(t.stride(-2)) + (t.shape[-1] - 1) * abs(t.stride(-1)) for t in (ab, wb))",
             "stage0_kernel[grid](",
-            f"    a3, w3, {''.join(c + ', ' for c in cols)}out, m, n, k, a3.stride(1), a3.stride(2), {n_k}, "
-            "a3.stride(0), w3.stride(0),",
+            f"    ab, wb, {''.join(c + ', ' for c in cols)}out, m, n, k, ab.stride(-2), ab.stride(-1), {n_k}, "
+            "outer[1], outer[2], inner[0], inner[1], inner[2],",
             "    BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M,",
             "    EVEN_K=k % BLOCK_K == 0, WIDE=max(span, m * n) >= 2**31, WIDEN=INTERPRETED,",
             f"    num_warps={params['num_warps']}, num_stages={params['num_stages']})",
-            f"h = out.reshape(*{input_name}.shape[:-1], n)"]
+            "h = out.reshape(*batch, m, n)"]
     body.append("return self._kernelevo_tail(h)" if stage.tail is not None else "return h")
     args = ", ".join(inputs or [input_name])
     return f"def forward(self, {args}):\n" + "\n".join("    " + line for line in body) + "\n"

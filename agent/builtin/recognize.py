@@ -441,6 +441,8 @@ def _matmul_plan(model: torch.nn.Module, inputs: list[Any], shapes: list[tuple[i
     _full_weight_shapes(context.full, stages, by_name)
     chain = by_name.get(stages[0].chain_input, shapes[0])
     rows = chain[-1] if stages[0].a_transposed else math.prod(chain[:-1])
+    if stages[0].batched and stages[0].weight in by_name:  # the output's rows, over the broadcast batch
+        rows = math.prod(torch.broadcast_shapes(chain[:-2], by_name[stages[0].weight][:-2])) * chain[-2]
     ops = [op for st in stages for op in (["linear"] + (st.epilogue.ops if st.epilogue else []))]
     extra: dict[str, Any] = {"stages": stages}
     tail = stages[-1].tail

@@ -10,6 +10,10 @@ lookup they have a template for. Each rewrite is plain torch (see :mod:`rewrite_
 - ``addbmm(c, a, b)``: ``beta * c + alpha * bmm(a, b).sum(0)``.
 - ``one_hot(i, n).float() @ w`` (``w`` a matrix of n rows): ``embedding(i, w)``, the rows it selects.
 - ``linear(x, w, b)`` of a weight computed in ``forward``: ``x @ w.t() + b``.
+- ``einsum`` that sums nothing (``"i,j->ij"``, ``"bi,bj->bij"``): each operand's dims put in the
+  output's order, ones where it lacks one, and the operands multiplied, broadcast; one that sums a
+  dim of two fp32 operands whose broadcast product is no larger than the larger of them
+  (``"ne,ned->nd"``, ``"bhd,bhd->bh"``): that product summed over the dims the output drops.
 """
 
 from __future__ import annotations
@@ -194,8 +198,51 @@ def _linear_of_computed_weight(graph: torch.fx.Graph, node: torch.fx.Node) -> to
     return out if bias is None else None
 
 
+def _einsum_products(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
+    """An ``einsum`` as the broadcast product of its operands, summed where it sums (module docstring);
+    None for any other (a contraction the matmul templates take, a diagonal, an ellipsis)."""
+    if len(node.args) < 2 or node.kwargs or not isinstance(node.args[0], str):
+        return None
+    operands = list(node.args[1]) if len(node.args) == 2 and isinstance(node.args[1], (list, tuple)) else \
+        list(node.args[1:])
+    equation = node.args[0].replace(" ", "")
+    inputs, arrow, output = equation.partition("->")
+    letters = inputs.split(",")
+    if not arrow or "." in equation or len(letters) != len(operands) or len(set(output)) != len(output) or \
+            any(len(set(t)) != len(t) for t in letters) or not all(isinstance(o, torch.fx.Node) for o in operands):
+        return None
+    metas = [o.meta.get("tensor_meta") for o in operands]
+    if any(m is None or len(m.shape) != len(t) for m, t in zip(metas, letters, strict=True)) or \
+            not set(output) <= set("".join(letters)):
+        return None
+    summed = sorted(set("".join(letters)) - set(output))
+    if summed:
+        sizes = {c: int(m.shape[i]) for m, t in zip(metas, letters, strict=True) for i, c in enumerate(t)}
+        product = 1
+        for c in sizes:
+            product *= sizes[c]
+        if len(operands) != 2 or any(m.dtype != torch.float32 for m in metas) or \
+                product > max(m.shape.numel() for m in metas):
+            return None  # a contraction (the GEMMs'), or rounding a low-precision product would add
+    order = output + "".join(summed)  # the summed dims last, then summed away
+    call = graph.call_function
+    result = None
+    for operand, mine in zip(operands, letters, strict=True):
+        ordered = sorted(mine, key=order.index)
+        value = operand
+        if ordered != list(mine):
+            value = call(torch.permute, (value, [mine.index(c) for c in ordered]))
+        for position, c in enumerate(order):
+            if c not in mine:
+                value = call(torch.unsqueeze, (value, position))
+        result = value if result is None else call(operator.mul, (result, value))
+    if summed:
+        result = call(torch.sum, (result, list(range(len(output), len(order)))))
+    return result
+
+
 PRODUCT_REWRITES = {F.linear: _linear_of_computed_weight, operator.matmul: _diagonal_matmul,
                     torch.matmul: _diagonal_matmul, torch.mm: _diagonal_matmul, torch.bmm: _diagonal_matmul,
                     **dict.fromkeys((torch.mv, torch.dot, torch.outer, torch.ger, torch.addmm, torch.addmv,
                                      torch.baddbmm), _products),
-                    torch.addbmm: _summed_batch_product}
+                    torch.addbmm: _summed_batch_product, torch.einsum: _einsum_products}

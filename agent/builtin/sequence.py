@@ -180,15 +180,18 @@ def _kept_view(node: torch.fx.Node, earlier: dict[torch.fx.Node, str], full: dic
 
 
 def _chunk_parts(node: torch.fx.Node, earlier: dict[torch.fx.Node, str]) -> list[str] | None:
-    """``node`` a ``chunk`` of an earlier kernel's output (``gamma, beta = self.style(w).chunk(2, 1)``)
-    whose every use takes one part by a plain index, as the statements that take each part under a
-    name of its own (``earlier`` gains the parts); None where it is no such chunk. A part is a view:
-    the kernels after it read it through its strides, as they read any other view."""
+    """``node`` a ``chunk`` or ``split`` of an earlier kernel's output (``gamma, beta =
+    self.style(w).chunk(2, 1)``, ``q, k, v = self.c_attn(x).split(self.n_embd, dim=2)``) whose every
+    use takes one part by a plain index, as the statements that take each part under a name of its own
+    (``earlier`` gains the parts); None where it is no such call. A part is a view: the kernels after
+    it read it through its strides, as they read any other view."""
     source = node.args[0] if node.args else None
-    if not is_call(node, (torch.chunk,), ("chunk",)) or not isinstance(source, torch.fx.Node) or \
-            source not in earlier or not node.users:
+    method = "split" if is_call(node, (torch.split,), ("split",)) else "chunk"
+    if not is_call(node, (torch.chunk, torch.split), ("chunk", "split")) or not isinstance(source, torch.fx.Node) \
+            or source not in earlier or not node.users:
         return None
     numbers = [*node.args[1:], *node.kwargs.values()]
+    numbers = [n for a in numbers for n in (a if isinstance(a, (list, tuple)) else [a])]  # split's sizes
     parts = list(node.users)
     if not all(plain_int(a) for a in numbers) or not all(
             part.op == "call_function" and part.target is operator.getitem and plain_int(part.args[1])
@@ -198,7 +201,7 @@ def _chunk_parts(node: torch.fx.Node, earlier: dict[torch.fx.Node, str]) -> list
     statements = []
     for part in parts:
         earlier[part] = f"{earlier[source]}_part{part.args[1]}"
-        statements.append(f"{earlier[part]} = {earlier[source]}.chunk({how})[{part.args[1]}]")
+        statements.append(f"{earlier[part]} = {earlier[source]}.{method}({how})[{part.args[1]}]")
     return statements
 
 

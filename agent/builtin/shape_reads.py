@@ -192,8 +192,8 @@ def _put(user: torch.fx.Node, node: torch.fx.Node, value: Any) -> None:
 
 
 def fold_dtypes(gm: torch.fx.GraphModule) -> bool:
-    """Put a tensor's dtype read in forward (``mask.to(x.dtype)``) into the calls that use it: the
-    dtypes are the task's, fixed, and a segment that casts to ``x.dtype`` then needs nothing of ``x``
+    """Put a tensor's dtype read in forward (``mask.to(x.dtype)``) into the calls that use it, and a
+    limit of it (``torch.finfo(x.dtype).min``) as its number: the dtypes are the task's, fixed, and a segment that casts to ``x.dtype`` then needs nothing of ``x``
     (which would otherwise be its largest input and set its extent). True if something changed."""
     changed = False
     for node in list(gm.graph.nodes):
@@ -209,6 +209,10 @@ def fold_dtypes(gm: torch.fx.GraphModule) -> bool:
                 continue  # a tensor made in forward cast to x's dtype is read as a number where it is used
             _put(user, node, dtype)
             changed = True
+            if user.target is size_tracing.type_info:  # a dtype's limit: the number itself
+                for reader in list(user.users):
+                    _put(reader, user, size_tracing.type_info(*user.args))
+                gm.graph.erase_node(user)
         if not node.users:
             gm.graph.erase_node(node)
     if changed:

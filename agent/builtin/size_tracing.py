@@ -27,7 +27,9 @@ from kernelevo.agent.builtin.vocabulary import TRACED_CONSTANT
 
 FACTORIES = ("ones", "zeros", "full", "empty", "arange", "eye", "linspace")
 """Deterministic factories: the random ones make nothing a candidate could reproduce."""
-_ORIGINALS = {name: getattr(torch, name) for name in FACTORIES}
+TYPE_INFOS = ("finfo", "iinfo")
+"""``torch.finfo(x.dtype).min``: a limit of a dtype read in forward, recorded as :func:`type_info`."""
+_ORIGINALS = {name: getattr(torch, name) for name in FACTORIES + TYPE_INFOS}
 _PATCHING = threading.Lock()
 
 
@@ -80,6 +82,33 @@ def symbolic_trace(model: nn.Module) -> torch.fx.GraphModule:
     return torch.fx.GraphModule(tracer.root, graph, model.__class__.__name__)
 
 
+def type_info(dtype: torch.dtype, kind: str, field: str) -> float | int:
+    """``torch.finfo(dtype).field`` (``kind`` "finfo") or ``torch.iinfo(dtype).field``: the graph's form
+    of a dtype's limit read in forward; :func:`shape_reads.fold_dtypes` folds it to its number."""
+    return getattr(_ORIGINALS[kind](dtype), field)
+
+
+class _TypeInfoRead:
+    """What ``torch.finfo(proxy)`` returns while tracing: each field read is a :func:`type_info` node."""
+
+    def __init__(self, tracer: torch.fx.Tracer, kind: str, dtype: torch.fx.Proxy) -> None:
+        self._tracer, self._kind, self._dtype = tracer, kind, dtype
+
+    def __getattr__(self, field: str) -> torch.fx.Proxy:
+        if field.startswith("_"):
+            raise AttributeError(field)
+        return self._tracer.create_proxy("call_function", type_info, (self._dtype, self._kind, field), {})
+
+
+def _type_info_recording(tracer: torch.fx.Tracer, kind: str) -> Callable[..., Any]:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if args and isinstance(args[0], torch.fx.Proxy):
+            return _TypeInfoRead(tracer, kind, args[0])
+        return _ORIGINALS[kind](*args, **kwargs)
+
+    return call
+
+
 def _recording(tracer: torch.fx.Tracer, factory: Callable[..., Any]) -> Callable[..., Any]:
     def call(*args: Any, **kwargs: Any) -> Any:
         if any(isinstance(leaf, torch.fx.Proxy) for leaf in _pytree.tree_leaves((args, kwargs))):
@@ -93,8 +122,10 @@ def _recording(tracer: torch.fx.Tracer, factory: Callable[..., Any]) -> Callable
 def _factories_recorded(tracer: torch.fx.Tracer) -> Iterator[None]:
     with _PATCHING:
         try:
-            for name, factory in _ORIGINALS.items():
-                setattr(torch, name, _recording(tracer, factory))
+            for name in FACTORIES:
+                setattr(torch, name, _recording(tracer, _ORIGINALS[name]))
+            for name in TYPE_INFOS:
+                setattr(torch, name, _type_info_recording(tracer, name))
             yield
         finally:
             for name, factory in _ORIGINALS.items():

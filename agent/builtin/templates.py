@@ -364,6 +364,8 @@ def _render_matmul(r: Rendering) -> str:
     helper = expressions.helpers_for(kernels)
     if params.get("K_MAJOR"):
         helper += matmul_kernels.K_MAJOR_HELPER + "\n\n"
+    if stages[0].batched:
+        helper += matmul_kernels.BATCH_HELPER + "\n\n"
     return (_with_interpreter_import(head) + scratch + helper + kernels
             + expressions.INTERPRETED.format(kernel="stage0_kernel")
             + expressions.dot_precision(params.get("precision")) + _model(plan.init, forward))
