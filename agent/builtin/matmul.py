@@ -282,11 +282,6 @@ def _check_batched(found: Linear, w: torch.Tensor, left: torch.Tensor, stages: i
         raise CannotCover("a chain of batched matmuls is not covered (one batched matmul, with its epilogue)")
     if found.a_transposed or any(not _swaps_last_two(v, w.dim()) for v in found.views):
         raise CannotCover("a batched matmul's operands are covered as they are or with their last two dims swapped")
-    try:
-        torch.broadcast_shapes(left.shape[:-2], w.shape[:-2])
-    except RuntimeError:
-        raise CannotCover(f"a batched matmul of {list(left.shape)} and {list(w.shape)}: their batch dims do "
-                          "not broadcast") from None
 
 
 def _swaps_last_two(view: torch.fx.Node, ndim: int) -> bool:
