@@ -1230,6 +1230,67 @@ def test_a_kernelbench_style_file_runs_unchanged(evaluator, tmp_path: Path) -> N
     assert code == 0, verdict.reason
 
 
+HELPER_WITH_COMPUTE = '''import torch
+import torch.nn as nn
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.empty(dim))
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        self.fill_values(self.weight)
+
+    @staticmethod
+    def fill_values(w):
+        with torch.no_grad():
+            w.copy_(1.0 + 0.1 * torch.arange(w.numel()) / w.numel())
+
+    def _norm(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+
+    def forward(self, x):
+        return self._norm(x) * self.weight
+
+
+class Model(nn.Module):
+    def __init__(self, dim):
+        super(Model, self).__init__()
+        self.norm = RMSNorm(dim)
+
+    def forward(self, x, r):
+        return self.norm(x + r)
+
+
+def get_inputs():
+    return [torch.randn(33, 200), torch.randn(33, 200)]
+
+
+def get_init_inputs():
+    return [200]
+'''
+
+
+def test_a_helper_module_keeps_only_what_builds_it(evaluator, tmp_path: Path) -> None:
+    """A helper module's methods that compute (``_norm``, ``forward``) are left out of the candidate, so
+    that the judge's static checks of a strict task see no torch compute; the ones its constructor
+    reaches (``reset_parameters``, a static method it calls) stay, and build the same parameters."""
+    path = tmp_path / "helper_compute.py"
+    path.write_text(HELPER_WITH_COMPUTE)
+    task = load_task(str(path), "full")
+    plan = recognise(task)
+    source = render(plan, *seeds(plan)[0])
+    assert "def reset_parameters" in source and "def fill_values" in source
+    assert "def _norm" not in source and "torch.rsqrt" not in source and "def forward(self, x):\n        return self._norm" not in source
+    candidate = tmp_path / "candidate.py"
+    candidate.write_text(source)
+    verdict, code = evaluator.evaluate(task, candidate)
+    assert code == 0, verdict.reason
+
+
 SHADOWED_CONSTANT = '''import torch
 import torch.nn as nn
 

@@ -74,8 +74,8 @@ def _collect_needs(fn: Any, source: str, module: str, heads: list[str], bodies: 
                 raise CannotCover(f"the reference's helper `{name}` has no readable source ({exc})") from None
             members = [value] if isinstance(value, types.FunctionType) else _methods(value)
             if _is_module(value):
-                helper = _without_forward(helper)
-                members = [m for m in members if m.__name__ != "forward"]
+                helper, kept = _construction_only(helper)
+                members = [m for m in members if m.__name__ in kept]
             for member in members:
                 _collect_needs(member, helper, module, heads, bodies, seen)
             bodies.append(helper)
@@ -115,23 +115,38 @@ def _is_module(value: Any) -> bool:
     return isinstance(value, type) and issubclass(value, torch.nn.Module)
 
 
-def _without_forward(source: str) -> str:
-    """A helper module's class source without its ``forward``: ModelNew computes the whole forward in
-    its kernels and never calls it, and torch code left in the file would read as torch compute to the
-    judge's static checks. Its constructor and other methods stay (``__init__`` builds the parameters)."""
+def _construction_only(source: str) -> tuple[str, set[str]]:
+    """A helper module's class source with only what builds it: ``__init__`` and the methods it reaches
+    (``self.reset_parameters()``, a hook it registers), with the names kept. ModelNew computes the whole
+    forward in its kernels and never calls the rest (``forward``, a ``_norm`` it calls), and torch code
+    left in the file would read as torch compute to the judge's static checks."""
     cls = ast.parse(source).body[0]
     if not isinstance(cls, ast.ClassDef):
-        return source
-    found = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "forward"), None)
-    if found is None:
-        return source
+        return source, set()
+    methods = {f.name: f for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    kept: set[str] = set()
+    todo = ["__init__"] if "__init__" in methods else []
+    while todo:
+        name = todo.pop()
+        if name in kept:
+            continue
+        kept.add(name)
+        todo += [node.attr for node in ast.walk(methods[name])
+                 if isinstance(node, ast.Attribute) and node.attr in methods and node.attr not in kept]
+    dropped = sorted((f for name, f in methods.items() if name not in kept), key=lambda f: f.lineno)
+    if not dropped:
+        return source, kept
     lines = source.splitlines()
-    first = min([found.lineno, *(d.lineno for d in found.decorator_list)]) - 1
-    indent = " " * found.col_offset
-    kept = [f"{indent}# forward left out: ModelNew computes it in its kernels"]
-    if len(cls.body) == 1:
-        kept.append(f"{indent}pass")
-    return "\n".join(lines[:first] + kept + lines[found.end_lineno:]) + "\n"
+    indent = " " * dropped[0].col_offset
+    for f in reversed(dropped):
+        first = min([f.lineno, *(d.lineno for d in f.decorator_list)]) - 1
+        del lines[first:f.end_lineno]
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if len(kept) + sum(1 for node in cls.body if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))) == 0:
+        lines.append(f"{indent}pass")
+    lines.append(f"{indent}# {', '.join(f.name for f in dropped)} left out: ModelNew computes the forward in its kernels")
+    return "\n".join(lines) + "\n", kept
 
 
 def _methods(cls: type) -> list[Any]:
