@@ -444,6 +444,11 @@ CASES = [
      "        return y + torch.sign(torch.log(x)) + F.logsigmoid(x * 30.0) + torch.exp2(x) + torch.log2(x.abs())",
      "torch.randn(6, {cols})", ""),
     ("tanhshrink-alone", "        pass", "        return F.tanhshrink(x)", "torch.randn(6, {cols})", ""),
+    # sums of bools and integers: int64 counts, exact, split across programs where the outputs are few
+    ("dim-count-of-a-mask-over-every-value", "        pass", "        return x.sum()",
+     "torch.rand(37, {cols}) > 0.5", ""),
+    ("dim-sum-of-int32-over-dim0", "        pass", "        return torch.sum(x, dim=0)",
+     "torch.randint(-50, 50, (300, 7, 5), dtype=torch.int32)", ""),
     ("dim-prod-over-dim1", "        pass", "        return torch.prod(x, dim=1)", "torch.rand(3, 70, 45) + 0.5", ""),
     ("dim-prod-last-keepdim-bf16", "        pass", "        return x.prod(-1, keepdim=True)",
      "torch.rand(5, 7, {cols}) * 0.2 + 0.9", "DTYPE = torch.bfloat16"),

@@ -99,8 +99,11 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> DimReduction | Non
             raise CannotCover(f"`{name}` over dim {dim} with its indices used; covered: the values")
     elif len(calls) != 1:
         return None
+    if name == "sum" and x.dtype in INTEGRAL:  # a count (of a mask) or a sum of integers: int64, exact
+        return DimReduction(op="count", first=found[0], count=found[1], keepdim=keepdim, out_dtype="int64")
     if x.dtype not in (torch.float32, torch.bfloat16, torch.float16):
-        raise CannotCover(f"`{name}` over dim {dim} of a {x.dtype} tensor (covered: fp32, bf16, fp16)")
+        raise CannotCover(f"`{name}` over dim {dim} of a {x.dtype} tensor (covered: fp32, bf16, fp16; a sum of "
+                          "bools or integers)")
     op = OPS[name]
     out_dtype = "int64" if op.startswith("arg") else str(x.dtype).removeprefix("torch.")
     if op in ELEMENTWISE:
@@ -193,17 +196,24 @@ def {name}(x_ptr, out_ptr, R, INNER, CHUNK, N_TOTAL, BLOCK_R: tl.constexpr, BLOC
     tl.store(out_ptr + at, result.to(out_ptr.dtype.element_ty), mask=inner_ok)
 '''
 
-SPLIT_PARTIAL = {"sum": "sum", "mean": "sum", "prod": "prod", "norm1": "norm1", "norm2": "sumsq", "max": "max",
+SPLIT_PARTIAL = {"count": "count", "sum": "sum", "mean": "sum", "prod": "prod", "norm1": "norm1", "norm2": "sumsq", "max": "max",
                  "min": "min", "normmax": "normmax"}
 """Split reductions: what each share computes (partials the combine can add or compare)."""
-SPLIT_COMBINE = {"sum": "sum", "mean": "mean", "prod": "prod", "norm1": "sum", "norm2": "sqrtsum", "max": "max",
+SPLIT_COMBINE = {"count": "count", "sum": "sum", "mean": "mean", "prod": "prod", "norm1": "sum", "norm2": "sqrtsum", "max": "max",
                  "min": "min", "normmax": "max"}
 """And how the combine kernel reduces the shares' partials into the result."""
 SPLIT_MIN_VALUES = 1 << 15
 """Reductions at least this long, with too few outputs to fill the GPU, are split across programs."""
 
 
+INTEGRAL = (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
+"""Inputs whose sum torch takes in int64 (:data:`PARTS` ``count``)."""
+
 PARTS = {
+    # a sum of bools or integers in int64, exact at any length, as torch gives it
+    "count": ("    acc = tl.zeros((BLOCK_R, BLOCK_I), dtype=tl.int64)", "0",
+              "        acc += tile",
+              "    result = tl.sum(acc, axis=0)"),
     "sum": ("    acc = tl.zeros((BLOCK_R, BLOCK_I), dtype=tl.float32)", "0.0",
             "        acc += tile",
             "    result = tl.sum(acc, axis=0)"),
@@ -326,7 +336,8 @@ def _reduce_kernel(op: str, name: str, bf16: bool) -> str:
     init, other, step, finish = _parts(op)
     if bf16 and op in ("sum", "mean", "prod", "norm2", "norm1", "sqrtsum"):
         finish += "\n    result = round_to_bf16(result)"
-    return KERNEL.format(name=name, program=STRIDED_PROGRAM, init=init, other=other, step=step, finish=finish)
+    text = KERNEL.format(name=name, program=STRIDED_PROGRAM, init=init, other=other, step=step, finish=finish)
+    return text.replace(".to(tl.float32)", ".to(tl.int64)") if op == "count" else text
 
 
 def split(reduction: DimReduction, params: dict[str, Any]) -> int:
@@ -366,10 +377,11 @@ def forward(reduction: DimReduction, name: str, params: dict[str, Any]) -> str:
                  f"        EVEN_I=inner % BLOCK_I == 0, WIDE={name}.numel() >= 2**31, num_warps={params['num_warps']})"]
     else:
         body += [f"    # Too few outputs to fill the GPU: each reduction split into {shares} shares, each share's",
-                 "    # partial written to a small fp32 workspace, then combined by a second kernel.",
+                 "    # partial written to a small workspace, then combined by a second kernel.",
                  f"    chunk = triton.cdiv(triton.cdiv(reduced, {shares}), BLOCK_R) * BLOCK_R",
                  "    shares = triton.cdiv(reduced, chunk)",
-                 f"    ws = torch.empty((outer, shares, inner), dtype=torch.float32, device={name}.device)",
+                 f"    ws = torch.empty((outer, shares, inner), dtype=torch.{'int64' if reduction.op == 'count' else 'float32'}, "
+                 f"device={name}.device)",
                  "    dim_reduce_kernel[(triton.cdiv(inner, BLOCK_I) * outer, shares)](",
                  f"        {name}, ws, reduced, inner, chunk, reduced, BLOCK_R=BLOCK_R, BLOCK_I=BLOCK_I,",
                  f"        EVEN_I=inner % BLOCK_I == 0, WIDE={name}.numel() >= 2**31, num_warps={params['num_warps']})",

@@ -304,12 +304,31 @@ def _not_as_numbers(node: torch.fx.Node, value: torch.Tensor) -> str | None:
     return _integer_arithmetic(node) if node.users else "not used"
 
 
+EXACT_INTEGER_FUNCTIONS = {torch.clamp, torch.clip, torch.clamp_min, torch.clamp_max, torch.abs, torch.neg,
+                           operator.neg, abs}
+EXACT_INTEGER_METHODS = {"clamp", "clip", "clamp_min", "clamp_max", "abs", "neg"}
+"""Integer ops whose result fp32 computes exactly when the input and the bounds are below 2^24 (a count
+clamped to at least 1 before it divides)."""
+
+
+def _exact_in_fp32(user: torch.fx.Node, node: torch.fx.Node) -> bool:
+    """Whether ``user`` is one of :data:`EXACT_INTEGER_FUNCTIONS` on ``node`` with integer bounds below
+    2^24 (its values then stay integers fp32 holds)."""
+    takes = (user.op == "call_function" and user.target in EXACT_INTEGER_FUNCTIONS) or (
+        user.op == "call_method" and user.target in EXACT_INTEGER_METHODS)
+    if not takes or not user.args or user.args[0] is not node:
+        return False
+    bounds = [*user.args[1:], *user.kwargs.values()]
+    return all(b is None or (plain_int(b) and abs(b) < INDEX_MAX) for b in bounds)
+
+
 def _integer_arithmetic(node: torch.fx.Node) -> str | None:
-    """Why a use of ``node`` (or of a view of it: ``mask.unsqueeze(-1).float()``) computes in integers."""
+    """Why a use of ``node`` (or of a view of it: ``mask.unsqueeze(-1).float()``, or of an integer op
+    fp32 computes exactly: ``count.clamp(min=1).float()``) computes in integers."""
     for user in node.users:
         if reads_metadata(user):
             continue
-        if view_method(user) is not None and user.args and user.args[0] is node:
+        if (view_method(user) is not None and user.args and user.args[0] is node) or _exact_in_fp32(user, node):
             why = _integer_arithmetic(user)
             if why is not None:
                 return why
