@@ -212,13 +212,32 @@ def read_after_written(gm: torch.fx.GraphModule) -> torch.fx.Node | None:
 
 
 def _passes_through(node: torch.fx.Node) -> bool:
-    """A copy of a value (``x.clone()``, ``x.detach()``, ``torch.clone(x)``): the value itself, in a
-    graph that writes nothing in place (:func:`_mutates_in_place`). A copy that is the output stays."""
+    """A copy of a value (``x.clone()``, ``x.detach()``, ``torch.clone(x)``) or a cast to the dtype it
+    has (``x.to(torch.float32)``, ``x.float()`` of an fp32 value): the value itself, in a graph that
+    writes nothing in place (:func:`_mutates_in_place`). One that is the output stays."""
     copy = (node.op == "call_method" and node.target in PASS_THROUGH) or (
         node.op == "call_function" and node.target in (torch.clone, torch.detach))
-    if not copy or not node.args or not isinstance(node.args[0], torch.fx.Node) or node.kwargs:
+    if not (copy or same_dtype_cast(node)) or not node.args or not isinstance(node.args[0], torch.fx.Node) or \
+            node.kwargs:
         return False
     return not any(user.op == "output" for user in node.users)
+
+
+CAST_METHODS = {"float": torch.float32, "half": torch.float16, "bfloat16": torch.bfloat16, "double": torch.float64}
+"""Methods that cast to one dtype."""
+
+
+def same_dtype_cast(node: torch.fx.Node) -> bool:
+    """Is ``node`` a cast of a tensor to the dtype it already has (``.to(d)``, ``.type(d)``, ``.float()``
+    and the like, nothing else asked), which torch answers with the tensor itself?"""
+    if node.op != "call_method" or not node.args or not isinstance(node.args[0], torch.fx.Node) or node.kwargs:
+        return False
+    have = getattr(node.args[0].meta.get("tensor_meta"), "dtype", None)
+    if node.target in CAST_METHODS:
+        wanted = CAST_METHODS[node.target] if len(node.args) == 1 else None
+    else:
+        wanted = node.args[1] if node.target in ("to", "type") and len(node.args) == 2 else None
+    return isinstance(wanted, torch.dtype) and wanted == have
 
 
 

@@ -215,6 +215,15 @@ def number_source(node: torch.fx.Node, there: dict[str, torch.fx.Node], named: d
         return None
 
 
+def _view_name(node: torch.fx.Node) -> str | None:
+    """The method of :data:`VIEWS` ``node`` calls, as a method (``x.unsqueeze(0)``) or as torch's function
+    of the same name (``torch.unsqueeze(x, 0)``); else None."""
+    if node.op == "call_method":
+        return str(node.target) if node.target in VIEWS else None
+    name = getattr(node.target, "__name__", None) if node.op == "call_function" else None
+    return name if name in VIEWS and getattr(torch, name, None) is node.target else None
+
+
 def attribute_view(node: torch.fx.Node, there: dict[str, torch.fx.Node], named: dict[str, str],
                    is_attribute: Any) -> str | None:
     """``node``, a view of a parameter or buffer indexed or shaped by sizes (``self.position_ids[:, :t]``,
@@ -231,10 +240,10 @@ def attribute_view(node: torch.fx.Node, there: dict[str, torch.fx.Node], named: 
     try:
         if counterpart.op == "call_function" and counterpart.target is operator.getitem and len(counterpart.args) == 2:
             text = f"self.{source.target}[{writer.arg(counterpart.args[1])}]"
-        elif counterpart.op == "call_method" and counterpart.target in VIEWS:
+        elif (method := _view_name(counterpart)) is not None:
             words = [writer.arg(a) for a in counterpart.args[1:]] + [f"{k}={writer.arg(v)}"
                                                                     for k, v in counterpart.kwargs.items()]
-            text = f"self.{source.target}.{counterpart.target}({', '.join(words)})"
+            text = f"self.{source.target}.{method}({', '.join(words)})"
         else:
             return None
     except CannotCover:

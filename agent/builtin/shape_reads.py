@@ -22,7 +22,7 @@ from typing import Any
 import torch
 import torch.fx
 
-from kernelevo.agent.builtin import size_tracing
+from kernelevo.agent.builtin import decompose, size_tracing
 from kernelevo.agent.builtin.program import CannotCover
 
 NOT_A_SHAPE_READ = object()
@@ -209,6 +209,10 @@ def fold_dtypes(gm: torch.fx.GraphModule) -> bool:
                 continue  # a tensor made in forward cast to x's dtype is read as a number where it is used
             _put(user, node, dtype)
             changed = True
+            if decompose.same_dtype_cast(user) and not any(u.op == "output" for u in user.users):
+                user.replace_all_uses_with(user.args[0])  # a cast to the dtype the value has: the value
+                gm.graph.erase_node(user)
+                continue
             if user.target is size_tracing.type_info:  # a dtype's limit: the number itself
                 for reader in list(user.users):
                     _put(reader, user, size_tracing.type_info(*user.args))
