@@ -661,6 +661,11 @@ CASES = [
      "torch.randn(33, {cols}), torch.randn(33, {cols})", "DTYPE = torch.bfloat16"),
     ("sum-with-dtype-argument-fp16", "        pass", "        return x.sum(dim=-1, dtype=torch.float32) * 0.5",
      "torch.randn(33, {cols})", "DTYPE = torch.float16"),
+    # item assignments of numbers to values made in forward (a mask's first column set, a tail zeroed)
+    ("item-assignment-of-a-mask-and-a-product", "        pass",
+     "        m = y > 0.5\n        m[:, 0] = True\n        z = x * 2.0\n        z[..., -3:] = 0.0\n"
+     "        return torch.where(m, z, -1.0)",
+     "torch.randn(33, {cols}), torch.randn(33, {cols})", ""),
     # einsums that are broadcast products, summed or not
     ("einsum-outer-products-then-sin", "        pass", '        return torch.sin(torch.einsum("bi,bj->bij", x, y))',
      "torch.randn(3, 40), torch.randn(3, {cols} // 8)", ""),

@@ -1,7 +1,8 @@
 """Rewrites of the traced graph that make values plain before the pointwise rewrites read it:
 in-place arithmetic on a value computed in ``forward`` that shares its storage with nothing (not an
 input, not a view, no view taken of it, not written by an in-place function) as the same arithmetic
-out of place, what reads the value after the write reading its result; and tensors of one value
+out of place, what reads the value after the write reading its result (an item assignment of a
+number through basic indexing, ``m[:, 0] = True``, as a ``where`` over the positions it writes); and tensors of one value
 shaped like another (``zeros_like``, ``ones_like``, ``full_like``) as that value beside a tensor of
 their shape. Each is plain torch, computing what the graph computed."""
 
@@ -82,6 +83,94 @@ def out_of_place(gm: torch.fx.GraphModule, node: Node, order: dict[Node, int]) -
             user.replace_input_with(written, node)
     node.target = plain
     return True
+
+
+def _fresh_and_unshared(gm: torch.fx.GraphModule, written: Any, node: Node, order: dict[Node, int]) -> bool:
+    """Is ``written`` a value computed in ``forward`` that shares storage with nothing before ``node``
+    writes it?"""
+    if not isinstance(written, Node) or written.op not in FRESH_VALUE or _aliases(gm, written):
+        return False
+    return not any(_aliases(gm, user) for user in written.users if user is not node and order[user] < order[node])
+
+
+def _whole(index: Any) -> bool:
+    """``:`` or ``0:``: every position of a dim."""
+    return isinstance(index, slice) and index.start in (None, 0) and index.stop is None and index.step in (None, 1)
+
+
+def _basic(index: Any) -> bool:
+    """An int, or a slice of ints (or Nones) with step 1: what :func:`_positions` takes."""
+    if isinstance(index, int):
+        return not isinstance(index, bool)
+    return isinstance(index, slice) and index.step in (None, 1) and all(
+        b is None or (isinstance(b, int) and not isinstance(b, bool)) for b in (index.start, index.stop))
+
+
+def _positions(graph: torch.fx.Graph, x: Node, dim: int, rank: int, index: Any) -> Node:
+    """A boolean tensor, shaped to broadcast along ``dim`` of ``x``, true where ``index`` (:func:`_basic`,
+    not the whole dim; negative ones counted from the end) picks a position."""
+    size = graph.call_method("size", (x, dim))
+
+    def at(i: int) -> Any:
+        return i if i >= 0 else graph.call_function(operator.add, (size, i))
+
+    positions = graph.call_method("view", (graph.call_function(torch.arange, (size,), {
+        "device": graph.call_function(getattr, (x, "device"))}), *[-1 if d == dim else 1 for d in range(rank)]))
+    if isinstance(index, int):
+        return graph.call_function(operator.eq, (positions, at(index)))
+    parts = ([graph.call_function(operator.ge, (positions, at(index.start)))] if index.start else []) + (
+        [graph.call_function(operator.lt, (positions, at(index.stop)))] if index.stop is not None else [])
+    return parts[0] if len(parts) == 1 else graph.call_function(operator.and_, tuple(parts))
+
+
+def item_assignment(gm: torch.fx.GraphModule, node: Node, order: dict[Node, int]) -> bool:
+    """``x[index] = v`` (``v`` a number of x's kind, ``index`` ints, slices of step 1 and an ellipsis) on a
+    value of ``forward`` that shares its storage with nothing: ``where(picked, v, x)``, ``picked`` true
+    at the positions the index writes (for a mask, ``x | picked`` or ``x & ~picked``), and what reads ``x``
+    after the write reading that."""
+    if not (node.op == "call_function" and node.target is operator.setitem and len(node.args) == 3):
+        return False
+    written, index, value = node.args
+    meta = written.meta.get("tensor_meta") if isinstance(written, Node) else None
+    if meta is None or not _fresh_and_unshared(gm, written, node, order) or not _number_fits(value, meta.dtype):
+        return False
+    index = index if isinstance(index, tuple) else (index,)
+    rank = len(meta.shape)
+    if sum(i is Ellipsis for i in index) > 1 or len([i for i in index if i is not Ellipsis]) > rank:
+        return False
+    if Ellipsis in index:
+        at = index.index(Ellipsis)
+        index = index[:at] + (slice(None),) * (rank - len(index) + 1) + index[at + 1:]
+    written_dims = [(dim, entry) for dim, entry in enumerate(index) if not _whole(entry)]
+    if not written_dims or not all(_basic(entry) for _, entry in written_dims):
+        return False
+    graph = gm.graph
+    with graph.inserting_before(node):
+        picked = [_positions(graph, written, dim, rank, entry) for dim, entry in written_dims]
+        mask = picked[0]
+        for other in picked[1:]:
+            mask = graph.call_function(operator.and_, (mask, other))
+        if meta.dtype == torch.bool:  # a mask's positions set or cleared: logic, no number of a bool
+            result = graph.call_function(operator.or_, (written, mask)) if value else \
+                graph.call_function(operator.and_, (written, graph.call_function(operator.invert, (mask,))))
+        else:
+            value = int(value) if isinstance(value, bool) else value
+            result = graph.call_function(torch.where, (mask, value, written))
+    for user in list(written.users):
+        if user is not node and user is not result and order.get(user, -1) > order[node]:
+            user.replace_input_with(written, result)
+    graph.erase_node(node)
+    return True
+
+
+def _number_fits(value: Any, dtype: torch.dtype) -> bool:
+    """Does assigning ``value`` to a tensor of ``dtype`` keep it, as ``where`` would (no rounding by the
+    assignment that ``where``'s promotion would not do)?"""
+    if isinstance(value, bool):
+        return True
+    if isinstance(value, int):
+        return dtype != torch.bool or value in (0, 1)
+    return isinstance(value, float) and dtype.is_floating_point
 
 
 FILLED_LIKE = {torch.zeros_like: 0.0, torch.ones_like: 1.0, torch.full_like: None}

@@ -32,6 +32,7 @@ from kernelevo.agent.builtin.rewrite_in_place import (
     fold_filled_like,
     is_number,
     option,
+    item_assignment,
     out_of_place,
     remove_dead_values,
     writes_in_place,
@@ -391,7 +392,7 @@ def rewrite_pointwise(gm: torch.fx.GraphModule) -> bool:
     order = {n: k for k, n in enumerate(gm.graph.nodes)}
     changed = fold_filled_like(gm)
     for node in list(gm.graph.nodes):
-        changed |= out_of_place(gm, node, order)
+        changed |= out_of_place(gm, node, order) or item_assignment(gm, node, order)
     for node in list(gm.graph.nodes):
         if node.op == "call_method" and node.target in METHOD_FUNCTIONS:
             target = METHOD_FUNCTIONS[str(node.target)]

@@ -12,6 +12,7 @@ and the factories found at import are put back however tracing ends.
 from __future__ import annotations
 
 import contextlib
+import operator
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -33,12 +34,23 @@ _ORIGINALS = {name: getattr(torch, name) for name in FACTORIES + TYPE_INFOS}
 _PATCHING = threading.Lock()
 
 
+class _AssignableProxy(torch.fx.Proxy):
+    """A proxy that records an item assignment (``mask[:, 0] = True``) as an ``operator.setitem`` node,
+    which :func:`rewrite_in_place.item_assignment` makes plain."""
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        self.tracer.create_proxy("call_function", operator.setitem, (self, index, value), {})
+
+
 class SizeTracer(torch.fx.Tracer):
     """A tracer that also records the :data:`FACTORIES` called with sizes read from proxies, and
     buffers as graph values, so that a buffer sliced by a size read in forward
     (``self.bias[:, :, :t, :t]``) is recorded rather than sliced in Python."""
 
     proxy_buffer_attributes = True
+
+    def proxy(self, node: torch.fx.Node) -> torch.fx.Proxy:
+        return _AssignableProxy(node, self)
 
     def trace(self, root: nn.Module | Callable[..., Any],
               concrete_args: dict[str, Any] | None = None) -> torch.fx.Graph:
