@@ -672,6 +672,8 @@ CASES = [
     ("einsum-gated-sum-of-expert-rows", "        pass",
      '        return torch.einsum("ne,ned->nd", torch.softmax(x, dim=-1), y)',
      "torch.randn(33, 4), torch.randn(33, 4, {cols})", ""),
+    ("einsum-contraction-with-expert-weights", "        self.w = nn.Parameter(torch.randn(3, n, 8) * 0.05)",
+     '        return torch.relu(torch.einsum("nd,edh->neh", x, self.w))', "torch.randn(33, {cols})", ""),
     # a linear's output split into parts that later kernels read as views
     ("linear-split-into-three-parts", "        self.qkv = nn.Linear(n, 72)",
      "        q, k, v = self.qkv(x).split(24, dim=-1)\n        return torch.softmax(q * k, dim=-1) + v",

@@ -13,11 +13,14 @@ lookup they have a template for. Each rewrite is plain torch (see :mod:`rewrite_
 - ``einsum`` that sums nothing (``"i,j->ij"``, ``"bi,bj->bij"``): each operand's dims put in the
   output's order, ones where it lacks one, and the operands multiplied, broadcast; one that sums a
   dim of two fp32 operands whose broadcast product is no larger than the larger of them
-  (``"ne,ned->nd"``, ``"bhd,bhd->bh"``): that product summed over the dims the output drops.
+  (``"ne,ned->nd"``, ``"bhd,bhd->bh"``): that product summed over the dims the output drops; any
+  other contraction of two operands the matmul planner does not take as written (``"nd,edh->neh"``):
+  one ``matmul`` of the operands permuted and grouped (:func:`_einsum_as_matmul_call`).
 """
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any
 
@@ -218,12 +221,15 @@ def _einsum_products(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Nod
     summed = sorted(set("".join(letters)) - set(output))
     if summed:
         sizes = {c: int(m.shape[i]) for m, t in zip(metas, letters, strict=True) for i, c in enumerate(t)}
-        product = 1
-        for c in sizes:
-            product *= sizes[c]
-        if len(operands) != 2 or any(m.dtype != torch.float32 for m in metas) or \
-                product > max(m.shape.numel() for m in metas):
-            return None  # a contraction (the GEMMs'), or rounding a low-precision product would add
+        product = math.prod(sizes.values())
+        small = product <= max(m.shape.numel() for m in metas) and all(m.dtype == torch.float32 for m in metas)
+        if len(operands) != 2:
+            return None
+        if not small:  # a contraction: the GEMMs', unless the matmul planner takes the einsum as it is
+            from kernelevo.agent.builtin.matmul import _einsum_as_matmul
+
+            takes = all(c in letters[0] and c in letters[1] for c in summed) and _einsum_as_matmul(node) is None
+            return _einsum_as_matmul_call(graph, operands, letters, output) if takes else None
     order = output + "".join(summed)  # the summed dims last, then summed away
     call = graph.call_function
     result = None
@@ -239,6 +245,50 @@ def _einsum_products(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Nod
     if summed:
         result = call(torch.sum, (result, list(range(len(output), len(order)))))
     return result
+
+
+def _einsum_as_matmul_call(graph: torch.fx.Graph, operands: list[torch.fx.Node], letters: list[str],
+                           output: str) -> torch.fx.Node:
+    """A two-operand einsum that contracts dims both operands hold as one ``matmul``: each operand's dims
+    put in the order [batch, free, contracted] (right: [batch, contracted, free]) and each group made
+    one dim, the product's free dims unmade and put in the output's order (``"nd,edh->neh"``: ``x @
+    w.permute(1, 0, 2).reshape(d, e * h)``, viewed [n, e, h]). Sizes are read from the operands, so
+    the graph holds at any size."""
+    (left, right), (lt, rt) = operands, letters
+    batch = [c for c in output if c in lt and c in rt]
+    summed = [c for c in lt if c not in output]
+    free_l = [c for c in output if c in lt and c not in rt]
+    free_r = [c for c in output if c in rt and c not in lt]
+    call, method = graph.call_function, graph.call_method
+
+    def size(c: str) -> Any:
+        node, t = (left, lt) if c in lt else (right, rt)
+        return method("size", (node, t.index(c)))
+
+    def group(cs: list[str]) -> Any:
+        if not cs:
+            return 1
+        value = size(cs[0])
+        for c in cs[1:]:
+            value = call(operator.mul, (value, size(c)))
+        return value
+
+    def arranged(x: torch.fx.Node, mine: str, order: list[str], groups: list[list[str]]) -> torch.fx.Node:
+        if list(mine) != order:
+            x = call(torch.permute, (x, [mine.index(c) for c in order]))
+        if any(len(g) != 1 for g in groups):
+            x = method("reshape", (x, *[group(g) for g in groups]))
+        return x
+
+    a = arranged(left, lt, batch + free_l + summed, [[c] for c in batch] + [free_l, summed])
+    b = arranged(right, rt, batch + summed + free_r, [[c] for c in batch] + [summed, free_r])
+    product = call(torch.matmul, (a, b))
+    made = batch + free_l + free_r
+    if len(free_l) != 1 or len(free_r) != 1:
+        product = method("reshape", (product, *[size(c) for c in made]))
+    if made != list(output):
+        product = call(torch.permute, (product, [made.index(c) for c in output]))
+    return product
 
 
 PRODUCT_REWRITES = {F.linear: _linear_of_computed_weight, operator.matmul: _diagonal_matmul,
