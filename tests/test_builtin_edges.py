@@ -1701,3 +1701,40 @@ def test_a_view_mixing_a_size_read_with_a_constructor_size_infers_the_one_that_s
     assert re.search(r"\.view\(\w+, 8, -1\)", source), source[source.index("    def forward(self, x):"):]
     verdict, code = _judge_first_seed(evaluator, path, "small")
     assert code == 0, verdict.reason
+
+
+@pytest.mark.parametrize(("body", "inputs", "why"), [
+    # a number written into a view of a value: the write would land in the value, which the rewrite cannot see
+    ("y = x * 2\n        z = y[:, 1:]\n        z[:, 0] = 0.0\n        return y", "torch.randn(8, 30)",
+     "assigns into"),
+    # a view taken before the write, through an op that may share storage, reads the written values
+    ("y = x * 2\n        z = y.swapdims(0, 1).swapdims(0, 1)\n        y[:, 0] = 0.0\n        return z + 1",
+     "torch.randn(8, 30)", "assigns into"),
+    ("return torch.matmul(x, y)", "torch.randn(24), torch.randn(3, 24, 20)", "vector times a batch"),
+])
+def test_writes_and_products_the_templates_cannot_follow_are_refused(tmp_path: Path, body: str, inputs: str,
+                                                                     why: str) -> None:
+    """An item assignment left in place (into a view, or with a view of its target taken before it) and
+    a vector times a batch of matrices are refused with their reason, never planned as if absent."""
+    args = "x, y" if inputs.count("torch.randn") == 2 else "x"
+    path = tmp_path / "refused.py"
+    path.write_text(f"import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, {args}):\n"
+                    f"        {body}\n\n\ndef get_inputs():\n    return [{inputs}]\n\n\ndef get_init_inputs():\n"
+                    "    return []\n")
+    with pytest.raises(CannotCover, match=why):
+        recognise(load_task(str(path), "full"))
+
+
+@pytest.mark.parametrize("body", [
+    # two writes into one mask: its or is no in-place write
+    "m = x > 0\n        m[:, 0] = True\n        m[:, 1] = True\n        return x.masked_fill(m, 0.0)",
+    # a dtype's limit in arithmetic, then a clamp's bounds
+    "v = torch.finfo(x.dtype).max - 1000\n        y = torch.clamp(x * 1e37, min=-v, max=v)\n"
+    "        fi = torch.finfo(x.dtype)\n        return y.clamp(fi.min / 2, fi.max / 2) * 1e-30",
+])
+def test_mask_writes_and_dtype_limits_in_bounds_are_planned(tmp_path: Path, body: str) -> None:
+    path = tmp_path / "planned.py"
+    path.write_text(f"import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
+                    f"        {body}\n\n\ndef get_inputs():\n    return [torch.randn(8, 30)]\n\n\n"
+                    "def get_init_inputs():\n    return []\n")
+    assert recognise(load_task(str(path), "full")).kind == "pointwise"

@@ -1303,6 +1303,78 @@ def test_a_helper_module_keeps_only_what_builds_it(evaluator, tmp_path: Path) ->
     assert code == 0, verdict.reason
 
 
+HELPERS_REACHED_FROM_OUTSIDE = '''import torch
+import torch.nn as nn
+
+
+class Table(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.n = n
+
+    def make(self):
+        return torch.full((self.n,), 1.25)
+
+    def forward(self, x):
+        return x * self.make()
+
+
+class Scale(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.t = Table(n)
+        self.w = nn.Parameter(torch.empty(n))
+        self.register_buffer("u", self.t.make(), persistent=False)
+
+    def reset(self):
+        nn.init.constant_(self.w, 0.75)
+
+    def count(self):
+        return self.w.numel()
+
+    width = property(count)
+
+    def forward(self, x):
+        return x * self.w * self.u
+
+
+class Model(nn.Module):
+    def __init__(self, n):
+        super(Model, self).__init__()
+        self.s = Scale(n)
+        self.s.reset()
+        self.b = nn.Parameter(torch.linspace(-1, 1, self.s.width))
+
+    def forward(self, x):
+        return torch.relu(self.s(x) + self.b)
+
+
+def get_inputs():
+    return [torch.randn(33, 200)]
+
+
+def get_init_inputs():
+    return [200]
+'''
+
+
+def test_helper_methods_named_outside_forward_stay(evaluator, tmp_path: Path) -> None:
+    """A method only a helper's ``forward`` calls goes, but one the parent's constructor calls
+    (``self.s.reset()``), one another helper's constructor calls (``self.t.make()``) and one a class
+    body names (``property(count)``) stay: the candidate's constructor runs them."""
+    path = tmp_path / "helpers_outside.py"
+    path.write_text(HELPERS_REACHED_FROM_OUTSIDE)
+    task = load_task(str(path), "full")
+    plan = recognise(task)
+    source = render(plan, *seeds(plan)[0])
+    assert all(f"def {name}(self)" in source for name in ("make", "reset", "count")), source
+    assert "def forward(self, x):\n        return x * self" not in source
+    candidate = tmp_path / "candidate.py"
+    candidate.write_text(source)
+    verdict, code = evaluator.evaluate(task, candidate)
+    assert code == 0, verdict.reason
+
+
 SHADOWED_CONSTANT = '''import torch
 import torch.nn as nn
 

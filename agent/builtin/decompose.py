@@ -194,9 +194,13 @@ def writes_in_place(gm: torch.fx.GraphModule, node: torch.fx.Node) -> bool:
         return bool(getattr(gm.get_submodule(str(node.target)), "inplace", False))
     if node.op in ("call_method", "call_function"):
         name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
-        return (name.endswith("_") and not name.endswith("__")) or bool(node.kwargs.get("inplace")) or \
-            node.target in IN_PLACE_OPERATORS
+        named = name.endswith("_") and not name.endswith("__") and node.target not in OPERATOR_NAMES
+        return named or bool(node.kwargs.get("inplace")) or node.target in IN_PLACE_OPERATORS
     return False
+
+
+OPERATOR_NAMES = {operator.and_, operator.or_, operator.not_, operator.is_, operator.is_not}
+"""Python's operators whose names end in an underscore and write nothing (``a & b``)."""
 
 
 def read_after_written(gm: torch.fx.GraphModule) -> torch.fx.Node | None:

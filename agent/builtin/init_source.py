@@ -74,7 +74,7 @@ def _collect_needs(fn: Any, source: str, module: str, heads: list[str], bodies: 
                 raise CannotCover(f"the reference's helper `{name}` has no readable source ({exc})") from None
             members = [value] if isinstance(value, types.FunctionType) else _methods(value)
             if _is_module(value):
-                helper, kept = _construction_only(helper)
+                helper, kept = _construction_only(helper, _module_text(value))
                 members = [m for m in members if m.__name__ in kept]
             for member in members:
                 _collect_needs(member, helper, module, heads, bodies, seen)
@@ -115,38 +115,56 @@ def _is_module(value: Any) -> bool:
     return isinstance(value, type) and issubclass(value, torch.nn.Module)
 
 
-def _construction_only(source: str) -> tuple[str, set[str]]:
-    """A helper module's class source with only what builds it: ``__init__`` and the methods it reaches
-    (``self.reset_parameters()``, a hook it registers), with the names kept. ModelNew computes the whole
-    forward in its kernels and never calls the rest (``forward``, a ``_norm`` it calls), and torch code
-    left in the file would read as torch compute to the judge's static checks."""
+def _module_text(value: Any) -> str | None:
+    """The source of the module that defines ``value``, or None where it cannot be read."""
+    try:
+        return inspect.getsource(inspect.getmodule(value))
+    except (OSError, TypeError):
+        return None
+
+
+def _construction_only(source: str, module_text: str | None) -> tuple[str, set[str]]:
+    """A helper module's class source without its ``forward`` and the methods only ``forward`` reaches
+    (a ``_norm`` it computes with), with the names of the methods kept. ModelNew computes the whole
+    forward in its kernels and never calls them, and torch code left in the file would read as torch
+    compute to the judge's static checks. A method named anywhere else in the module (the parent's
+    constructor calling ``self.s.reset()``, a ``property(_get)`` in the class body, a kept method) stays;
+    where the module's text cannot be read, only ``forward`` goes."""
     cls = ast.parse(source).body[0]
     if not isinstance(cls, ast.ClassDef):
         return source, set()
     methods = {f.name: f for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    kept: set[str] = set()
-    todo = ["__init__"] if "__init__" in methods else []
+    if "forward" not in methods:
+        return source, set(methods)
+    lines = source.splitlines()
+
+    def text(f: ast.AST) -> str:
+        first = min([f.lineno, *(d.lineno for d in f.decorator_list)]) - 1
+        return "\n".join(lines[first:f.end_lineno])
+
+    reached, todo = set(), ["forward"]
     while todo:
         name = todo.pop()
-        if name in kept:
-            continue
-        kept.add(name)
-        todo += [node.attr for node in ast.walk(methods[name])
-                 if isinstance(node, ast.Attribute) and node.attr in methods and node.attr not in kept]
-    dropped = sorted((f for name, f in methods.items() if name not in kept), key=lambda f: f.lineno)
-    if not dropped:
-        return source, kept
-    lines = source.splitlines()
-    indent = " " * dropped[0].col_offset
-    for f in reversed(dropped):
+        if name not in reached:
+            reached.add(name)
+            todo += [n.attr for n in ast.walk(methods[name]) if isinstance(n, ast.Attribute) and n.attr in methods]
+    dropped = {"forward"}
+    if module_text is not None:
+        outside = module_text.replace(source, "") + "\n".join(
+            text(f) if name not in reached else "" for name, f in methods.items()) + "\n".join(
+            ast.get_source_segment(source, node) or "" for node in cls.body if node not in methods.values())
+        dropped |= {name for name in reached if not re.search(rf"\b{re.escape(name)}\b", outside)}
+    gone = sorted((methods[name] for name in dropped), key=lambda f: f.lineno)
+    for f in reversed(gone):
         first = min([f.lineno, *(d.lineno for d in f.decorator_list)]) - 1
         del lines[first:f.end_lineno]
     while lines and not lines[-1].strip():
         lines.pop()
-    if len(kept) + sum(1 for node in cls.body if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))) == 0:
+    indent = " " * gone[0].col_offset
+    if len(methods) == len(dropped) and all(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) for n in cls.body):
         lines.append(f"{indent}pass")
-    lines.append(f"{indent}# {', '.join(f.name for f in dropped)} left out: ModelNew computes the forward in its kernels")
-    return "\n".join(lines) + "\n", kept
+    lines.append(f"{indent}# {', '.join(f.name for f in gone)} left out: ModelNew computes the forward in its kernels")
+    return "\n".join(lines) + "\n", set(methods) - dropped
 
 
 def _methods(cls: type) -> list[Any]:

@@ -14,6 +14,7 @@ again in that layout.
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any
 
 import torch
@@ -29,6 +30,7 @@ from kernelevo.agent.builtin.lower_operands import OperandIntake
 from kernelevo.agent.builtin.lower_positions import PositionLowering, Positions
 from kernelevo.agent.builtin.program import N_COLS, CannotCover, Node, Operand, Program
 from kernelevo.agent.builtin.rowshapes import ONE_VALUE_REDUCTIONS, over_one_value
+from kernelevo.agent.builtin import shape_reads
 from kernelevo.agent.builtin.shape_reads import FullSizes, Varying
 from kernelevo.agent.builtin.vocabulary import LOW_PRECISION
 
@@ -40,9 +42,16 @@ def trace(model: nn.Module, inputs: list[Any]) -> torch.fx.GraphModule:
         given_out = next((n for n in gm.graph.nodes if isinstance(n.kwargs.get("out"), torch.fx.Node)), None)
         if given_out is None:
             ShapeProp(gm).propagate(*inputs)
+            if shape_reads.fold_type_infos(gm):
+                ShapeProp(gm).propagate(*inputs)
             decompose_fully(gm, lambda: ShapeProp(gm).propagate(*inputs))
     except Exception as exc:
         raise CannotCover(f"the reference could not be traced with torch.fx ({type(exc).__name__}: {exc})") from None
+    assigned = next((n for n in gm.graph.nodes if n.op == "call_function" and n.target is operator.setitem), None)
+    if assigned is not None:  # what item_assignment could not make plain: a view's, an input's, a tensor's values
+        raise CannotCover(f"`{assigned.name}` assigns into `{getattr(assigned.args[0], 'name', '?')}`, a view, an input "
+                          "or a value read through another name (covered: a number through ints and slices into a "
+                          "value made in forward)")
     parametrized.refuse_other_parametrizations(gm)
     if given_out is not None:  # a call whose value nothing reads: the passes would drop it, and its write
         raise CannotCover(f"`{given_out.name}` writes into `{given_out.kwargs['out'].name}` through `out=`; the "

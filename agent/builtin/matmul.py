@@ -280,6 +280,9 @@ def _check_batched(found: Linear, w: torch.Tensor, left: torch.Tensor, stages: i
     the left read as it is, the right read as it is or with its last two dims swapped."""
     if stages != 1:
         raise CannotCover("a chain of batched matmuls is not covered (one batched matmul, with its epilogue)")
+    if left.dim() < 2:
+        raise CannotCover(f"a vector times a batch of matrices ({list(left.shape)} @ {list(w.shape)}) is not "
+                          "covered (a batched matmul takes matrices on both sides)")
     if found.a_transposed or any(not _swaps_last_two(v, w.dim()) for v in found.views):
         raise CannotCover("a batched matmul's operands are covered as they are or with their last two dims swapped")
 

@@ -30,8 +30,10 @@ def writes_in_place(node: Node) -> bool:
     """Does ``node`` write its first argument (a name ending in ``_``, ``inplace=True``, ``x += y``)?
     Its result is then that argument itself."""
     name = _name(node)
-    return (name.endswith("_") and not name.endswith("__")) or node.kwargs.get("inplace") is True or \
-        node.target in IN_PLACE_OPERATORS or node.target is operator.setitem
+    named = name.endswith("_") and not name.endswith("__") and node.target not in (
+        operator.and_, operator.or_, operator.not_, operator.is_, operator.is_not)
+    return named or node.kwargs.get("inplace") is True or node.target in IN_PLACE_OPERATORS or \
+        node.target is operator.setitem
 
 
 IN_PLACE_METHODS = {"add_": "add", "sub_": "sub", "mul_": "mul", "div_": "div", "pow_": "pow", "clamp_": "clamp",
@@ -44,8 +46,10 @@ IN_PLACE_OPERATORS = {operator.iadd: operator.add, operator.isub: operator.sub, 
                       operator.itruediv: operator.truediv}
 ALIASING = {"view", "reshape", "transpose", "permute", "squeeze", "unsqueeze", "expand", "flatten", "narrow",
             "select", "t", "T", "mT", "view_as", "expand_as", "unflatten", "chunk", "split", "unbind", "as_strided",
-            "diagonal", "movedim", "swapaxes", "contiguous", "detach", "to", "type_as", "float", "half", "bfloat16",
-            "real", "getitem", "getattr", "dropout", "alias"}
+            "diagonal", "movedim", "moveaxis", "swapaxes", "swapdims", "contiguous", "detach", "to", "type_as",
+            "float", "half", "bfloat16", "real", "getitem", "getattr", "dropout", "alias", "ravel", "reshape_as",
+            "broadcast_to", "atleast_1d", "atleast_2d", "atleast_3d", "positive", "conj", "cpu", "cuda",
+            "view_as_real", "view_as_complex", "resolve_conj", "resolve_neg", "adjoint", "as_tensor", "asarray"}
 """Ops whose result may share its storage with an argument: writing one writes the other."""
 
 

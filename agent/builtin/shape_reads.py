@@ -191,6 +191,48 @@ def _put(user: torch.fx.Node, node: torch.fx.Node, value: Any) -> None:
     user.kwargs = torch.fx.node.map_arg(user.kwargs, lambda n: value if n is node else n)
 
 
+CONSTANT_ARITHMETIC = {operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv, operator.pow,
+                       operator.neg, operator.abs, abs, float, int, min, max}
+
+
+def fold_type_infos(gm: torch.fx.GraphModule) -> bool:
+    """A dtype's limit read in forward (``torch.finfo(x.dtype).max``, ``x.dtype`` of a value whose dtype
+    the trace knows) as its number, and arithmetic on such numbers alone (``fi.max - 1000``, ``-fi.max /
+    2``) carried out, before any rewrite reads the calls they feed (a clamp's bound must be a number
+    there). True if something changed."""
+    changed = False
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or node.target is not size_tracing.type_info:
+            continue
+        dtype = node.args[0]
+        if isinstance(dtype, torch.fx.Node) and dtype.op == "call_function" and dtype.target is getattr and \
+                dtype.args[1] == "dtype" and isinstance(dtype.args[0], torch.fx.Node):
+            dtype = getattr(dtype.args[0].meta.get("tensor_meta"), "dtype", None)
+        if isinstance(dtype, torch.dtype):
+            _fold_constant(gm, node, size_tracing.type_info(dtype, *node.args[1:]))
+            changed = True
+    if changed:
+        gm.recompile()
+    return changed
+
+
+def _fold_constant(gm: torch.fx.GraphModule, node: torch.fx.Node, value: Any) -> None:
+    """``value`` in place of ``node`` in every use, and each use that is arithmetic on numbers alone
+    carried out in turn."""
+    for user in list(node.users):
+        _put(user, node, value)
+        numbers = [*user.args, *user.kwargs.values()]
+        if user.op == "call_function" and user.target in CONSTANT_ARITHMETIC and \
+                all(_number(a) is not None for a in numbers):
+            try:
+                result = user.target(*user.args, **user.kwargs)
+            except (ArithmeticError, ValueError, TypeError):
+                continue
+            _fold_constant(gm, user, result)
+    if not node.users:
+        gm.graph.erase_node(node)
+
+
 def fold_dtypes(gm: torch.fx.GraphModule) -> bool:
     """Put a tensor's dtype read in forward (``mask.to(x.dtype)``) into the calls that use it, and a
     limit of it (``torch.finfo(x.dtype).min``) as its number: the dtypes are the task's, fixed, and a segment that casts to ``x.dtype`` then needs nothing of ``x``
