@@ -131,7 +131,8 @@ def _dtype_arguments_as_casts(gm: torch.fx.GraphModule) -> bool:
     for node in list(gm.graph.nodes):
         takes = (node.op == "call_method" and node.target in CAST_FIRST_METHODS) or (
             node.op == "call_function" and node.target in CAST_FIRST_FUNCTIONS)
-        if not takes or node.kwargs.get("dtype") is None or not node.args or not isinstance(node.args[0], torch.fx.Node):
+        if not takes or node.kwargs.get("dtype") is None or not node.args or \
+                not isinstance(node.args[0], torch.fx.Node):
             continue
         with gm.graph.inserting_before(node):
             cast = gm.graph.call_method("to", (node.args[0], node.kwargs["dtype"]))

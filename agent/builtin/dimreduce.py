@@ -196,10 +196,12 @@ def {name}(x_ptr, out_ptr, R, INNER, CHUNK, N_TOTAL, BLOCK_R: tl.constexpr, BLOC
     tl.store(out_ptr + at, result.to(out_ptr.dtype.element_ty), mask=inner_ok)
 '''
 
-SPLIT_PARTIAL = {"count": "count", "sum": "sum", "mean": "sum", "prod": "prod", "norm1": "norm1", "norm2": "sumsq", "max": "max",
+SPLIT_PARTIAL = {"count": "count", "sum": "sum", "mean": "sum", "prod": "prod", "norm1": "norm1", "norm2": "sumsq",
+                 "max": "max",
                  "min": "min", "normmax": "normmax"}
 """Split reductions: what each share computes (partials the combine can add or compare)."""
-SPLIT_COMBINE = {"count": "count", "sum": "sum", "mean": "mean", "prod": "prod", "norm1": "sum", "norm2": "sqrtsum", "max": "max",
+SPLIT_COMBINE = {"count": "count", "sum": "sum", "mean": "mean", "prod": "prod", "norm1": "sum", "norm2": "sqrtsum",
+                 "max": "max",
                  "min": "min", "normmax": "max"}
 """And how the combine kernel reduces the shares' partials into the result."""
 SPLIT_MIN_VALUES = 1 << 15
@@ -356,6 +358,11 @@ def kernel(reduction: DimReduction, params: dict[str, Any] | None = None) -> str
             + _reduce_kernel(SPLIT_COMBINE[reduction.op], "dim_combine_kernel", bf16))
 
 
+def _partial_dtype(reduction: DimReduction) -> str:
+    """The dtype of a split reduction's partials: counts stay integers."""
+    return "int64" if reduction.op == "count" else "float32"
+
+
 def forward(reduction: DimReduction, name: str, params: dict[str, Any]) -> str:
     """``ModelNew.forward``: the [outer, reduced, inner] view, the output's shape, the launch."""
     first, last = reduction.first, reduction.first + reduction.count
@@ -380,7 +387,7 @@ def forward(reduction: DimReduction, name: str, params: dict[str, Any]) -> str:
                  "    # partial written to a small workspace, then combined by a second kernel.",
                  f"    chunk = triton.cdiv(triton.cdiv(reduced, {shares}), BLOCK_R) * BLOCK_R",
                  "    shares = triton.cdiv(reduced, chunk)",
-                 f"    ws = torch.empty((outer, shares, inner), dtype=torch.{'int64' if reduction.op == 'count' else 'float32'}, "
+                 f"    ws = torch.empty((outer, shares, inner), dtype=torch.{_partial_dtype(reduction)}, "
                  f"device={name}.device)",
                  "    dim_reduce_kernel[(triton.cdiv(inner, BLOCK_I) * outer, shares)](",
                  f"        {name}, ws, reduced, inner, chunk, reduced, BLOCK_R=BLOCK_R, BLOCK_I=BLOCK_I,",

@@ -22,7 +22,7 @@ import torch.fx
 import torch.nn as nn
 from torch.fx.passes.shape_prop import ShapeProp
 
-from kernelevo.agent.builtin import parametrized, size_tracing
+from kernelevo.agent.builtin import parametrized, shape_reads, size_tracing
 from kernelevo.agent.builtin.decompose import decompose_fully
 from kernelevo.agent.builtin.layout import Layout, SpanNeeded
 from kernelevo.agent.builtin.lower_calls import IGNORED, CallLowering, _Lowered, _number
@@ -30,7 +30,6 @@ from kernelevo.agent.builtin.lower_operands import OperandIntake
 from kernelevo.agent.builtin.lower_positions import PositionLowering, Positions
 from kernelevo.agent.builtin.program import N_COLS, CannotCover, Node, Operand, Program
 from kernelevo.agent.builtin.rowshapes import ONE_VALUE_REDUCTIONS, over_one_value
-from kernelevo.agent.builtin import shape_reads
 from kernelevo.agent.builtin.shape_reads import FullSizes, Varying
 from kernelevo.agent.builtin.vocabulary import LOW_PRECISION
 
@@ -49,9 +48,9 @@ def trace(model: nn.Module, inputs: list[Any]) -> torch.fx.GraphModule:
         raise CannotCover(f"the reference could not be traced with torch.fx ({type(exc).__name__}: {exc})") from None
     assigned = next((n for n in gm.graph.nodes if n.op == "call_function" and n.target is operator.setitem), None)
     if assigned is not None:  # what item_assignment could not make plain: a view's, an input's, a tensor's values
-        raise CannotCover(f"`{assigned.name}` assigns into `{getattr(assigned.args[0], 'name', '?')}`, a view, an input "
-                          "or a value read through another name (covered: a number through ints and slices into a "
-                          "value made in forward)")
+        target = getattr(assigned.args[0], "name", "?")
+        raise CannotCover(f"`{assigned.name}` assigns into `{target}`, a view, an input or a value read through "
+                          "another name (covered: a number through ints and slices into a value made in forward)")
     parametrized.refuse_other_parametrizations(gm)
     if given_out is not None:  # a call whose value nothing reads: the passes would drop it, and its write
         raise CannotCover(f"`{given_out.name}` writes into `{given_out.kwargs['out'].name}` through `out=`; the "

@@ -400,7 +400,8 @@ def batched_forward(stage: Stage, input_name: str, params: dict[str, Any], input
             f"{params['GROUP_M']}",
             "grid = (triton.cdiv(m, BLOCK_M) * triton.cdiv(n, BLOCK_N) * count,)",
             "# 64-bit offsets when one matrix's farthest element (through its strides) or the output passes 2**31",
-            "span = max((t.shape[-2] - 1) * abs(t.stride(-2)) + (t.shape[-1] - 1) * abs(t.stride(-1)) for t in (ab, wb))",
+            "span = max((t.shape[-2] - 1) * abs(t.stride(-2)) + (t.shape[-1] - 1) * abs(t.stride(-1))",
+            "           for t in (ab, wb))",
             "stage0_kernel[grid](",
             f"    ab, wb, {''.join(c + ', ' for c in cols)}out, m, n, k, ab.stride(-2), ab.stride(-1), {n_k}, "
             "outer[1], outer[2], inner[0], inner[1], inner[2],",

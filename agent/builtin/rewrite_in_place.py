@@ -2,9 +2,9 @@
 in-place arithmetic on a value computed in ``forward`` that shares its storage with nothing (not an
 input, not a view, no view taken of it, not written by an in-place function) as the same arithmetic
 out of place, what reads the value after the write reading its result (an item assignment of a
-number through basic indexing, ``m[:, 0] = True``, as a ``where`` over the positions it writes); and tensors of one value
-shaped like another (``zeros_like``, ``ones_like``, ``full_like``) as that value beside a tensor of
-their shape. Each is plain torch, computing what the graph computed."""
+number through basic indexing, ``m[:, 0] = True``, as a ``where`` over the positions it writes); and
+tensors of one value shaped like another (``zeros_like``, ``ones_like``, ``full_like``) as that value
+beside a tensor of their shape. Each is plain torch, computing what the graph computed."""
 
 from __future__ import annotations
 

@@ -31,8 +31,8 @@ import torch.nn.functional as F
 from kernelevo.agent.builtin.rewrite_in_place import (
     fold_filled_like,
     is_number,
-    option,
     item_assignment,
+    option,
     out_of_place,
     remove_dead_values,
     writes_in_place,

@@ -235,7 +235,8 @@ def _fold_constant(gm: torch.fx.GraphModule, node: torch.fx.Node, value: Any) ->
 
 def fold_dtypes(gm: torch.fx.GraphModule) -> bool:
     """Put a tensor's dtype read in forward (``mask.to(x.dtype)``) into the calls that use it, and a
-    limit of it (``torch.finfo(x.dtype).min``) as its number: the dtypes are the task's, fixed, and a segment that casts to ``x.dtype`` then needs nothing of ``x``
+    limit of it (``torch.finfo(x.dtype).min``) as its number: the dtypes are the task's, fixed, and a
+    segment that casts to ``x.dtype`` then needs nothing of ``x``
     (which would otherwise be its largest input and set its extent). True if something changed."""
     changed = False
     for node in list(gm.graph.nodes):
