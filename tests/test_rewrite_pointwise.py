@@ -255,12 +255,22 @@ def test_a_reduction_over_dims_apart_is_reductions_over_runs_of_neighbours(expre
 
 
 def test_reductions_that_do_not_nest_stay_as_written() -> None:
-    """A variance over dims apart is not a variance of variances; a dtype option is not followed."""
+    """A variance over dims apart is not a variance of variances; a max over adjacent dims is one call."""
     x = torch.randn(5, 6, 7)
-    for expression in ("torch.var(x, dim=(0, 2))", "torch.sum(x, dim=(0, 2), dtype=torch.float64)",
-                       "torch.amax(x, dim=(0, 1))"):
+    for expression in ("torch.var(x, dim=(0, 2))", "torch.amax(x, dim=(0, 1))"):
         _, traced = _traced(expression, x, x)
         assert sum(n.op in ("call_function", "call_method") for n in traced.graph.nodes) == 1, traced.code
+
+
+def test_a_dtype_option_is_the_cast_it_makes_first() -> None:
+    """``sum(x, dtype=float64)`` casts ``x`` before it sums (torch's definition): the cast, then sums
+    the templates know, computing the same values in float64."""
+    x = torch.randn(5, 6, 7)
+    model, traced = _traced("torch.sum(x, dim=(0, 2), dtype=torch.float64)", x, x)
+    assert "to(torch.float64)" in traced.code and "dtype" not in traced.code.replace("torch.float64", ""), traced.code
+    got, want = traced(x, x), model(x, x)
+    assert got.dtype == want.dtype == torch.float64
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize(("body", "looked_up"), [
