@@ -858,7 +858,8 @@ CASES = [
 ]
 
 
-SLOW_CASES = {"conv1d-old-weight-norm-hook-tanh", "conv1d-weight-norm-whole-dilated-leaky", "convtranspose1d-weight-norm-upsample", "made-frequencies-then-cos-and-sin", "normalize-channels-and-glu", "span-rmsnorm-channels", "diag-matrix-times-matrix", "channel-parameter-viewed-to-broadcast",
+SLOW_CASES = {"matmul-broadcast-matrix-times-batch-bf16", "einsum-gated-sum-of-expert-rows", "sum-with-dtype-argument-fp16",
+              "dim-sum-of-int32-over-dim0", "conv1d-old-weight-norm-hook-tanh", "conv1d-weight-norm-whole-dilated-leaky", "convtranspose1d-weight-norm-upsample", "made-frequencies-then-cos-and-sin", "normalize-channels-and-glu", "span-rmsnorm-channels", "diag-matrix-times-matrix", "channel-parameter-viewed-to-broadcast",
               "conv-min-made-tensor", "made-tril-of-ones-as-right-operand", "pointwise-one-value-parameter-exp", "resample-pixel-shuffle-function",
               "where-leaky-and-masked-fill", "permuted-input-times-column-parameter", "rearrange-triangles-of-an-input",
               "attention-by-hand-multi-query-causal", "attention-grouped-query-heads-bf16", "attention-head-of-40-fp32", "mha-by-hand-heads-viewed",
