@@ -674,6 +674,11 @@ CASES = [
      "torch.randn(33, 4), torch.randn(33, 4, {cols})", ""),
     ("einsum-contraction-with-expert-weights", "        self.w = nn.Parameter(torch.randn(3, n, 8) * 0.05)",
      '        return torch.relu(torch.einsum("nd,edh->neh", x, self.w))', "torch.randn(33, {cols})", ""),
+    # a GEMM's output chunked into gate and up: the pairs are a kernel of their own, not the GEMM's epilogue
+    ("linear-swiglu-chunks-then-linear-residual",
+     "        self.w_in = nn.Linear(n, 48, bias=False)\n        self.w_out = nn.Linear(24, n, bias=False)",
+     "        g, u = self.w_in(x).chunk(2, dim=-1)\n        return x + self.w_out(F.silu(g) * u)",
+     "torch.randn(33, {cols})", ""),
     # a linear's output split into parts that later kernels read as views
     ("linear-split-into-three-parts", "        self.qkv = nn.Linear(n, 72)",
      "        q, k, v = self.qkv(x).split(24, dim=-1)\n        return torch.softmax(q * k, dim=-1) + v",

@@ -431,6 +431,8 @@ def _epilogue(gm: torch.fx.GraphModule, linear: torch.fx.Node, bias: Any, nodes:
         raise CannotCover("positions made with arange after a linear (covered: in pointwise and row kernels)")
     if program.kind != "pointwise":
         raise CannotCover("a reduction after a linear is not covered in a matmul chain")
+    if program.main_chunks > 1:  # the tile holds columns of one part: the pairs are planned as their own kernel
+        raise CannotCover("a chunk of a linear's output is not covered in its epilogue")
     if any(o.kind in ("channel", "per_row", "view") for o in program.operands):
         raise CannotCover("a per-channel or per-row value (shaped [C, 1]) after a linear is not covered in a "
                           "matmul chain")
