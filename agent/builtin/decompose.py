@@ -34,7 +34,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from kernelevo.agent.builtin.rewrite_functions import rewrite_functions
-from kernelevo.agent.builtin.rewrite_in_place import option
+from kernelevo.agent.builtin.rewrite_in_place import OPERATORS_WRITING_NOTHING, option
 from kernelevo.agent.builtin.rewrite_ops import replace_each
 from kernelevo.agent.builtin.rewrite_pointwise import rewrite_pointwise
 from kernelevo.agent.builtin.rewrite_reductions import rewrite_reductions
@@ -70,7 +70,12 @@ any order as powers and a sum over dims apart), and each round sees the shapes t
 
 def decompose_fully(gm: torch.fx.GraphModule, propagate: Any) -> None:
     """:func:`decompose` until nothing changes (at most ``DECOMPOSE_ROUNDS``), ``propagate()`` (shapes
-    through the graph again) after each round that changed something."""
+    through the graph again) after each round that changed something. A dtype's limit read in forward
+    is its number first (:func:`shape_reads.fold_type_infos`): a rewrite may read it as a clamp's bound."""
+    from kernelevo.agent.builtin.shape_reads import fold_type_infos  # it reads this module's casts
+
+    if fold_type_infos(gm):
+        propagate()
     for _ in range(DECOMPOSE_ROUNDS):
         if not decompose(gm):
             return
@@ -195,13 +200,10 @@ def writes_in_place(gm: torch.fx.GraphModule, node: torch.fx.Node) -> bool:
         return bool(getattr(gm.get_submodule(str(node.target)), "inplace", False))
     if node.op in ("call_method", "call_function"):
         name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
-        named = name.endswith("_") and not name.endswith("__") and node.target not in OPERATOR_NAMES
+        named = name.endswith("_") and not name.endswith("__") and node.target not in OPERATORS_WRITING_NOTHING
         return named or bool(node.kwargs.get("inplace")) or node.target in IN_PLACE_OPERATORS
     return False
 
-
-OPERATOR_NAMES = {operator.and_, operator.or_, operator.not_, operator.is_, operator.is_not}
-"""Python's operators whose names end in an underscore and write nothing (``a & b``)."""
 
 
 def read_after_written(gm: torch.fx.GraphModule) -> torch.fx.Node | None:

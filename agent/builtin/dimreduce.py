@@ -189,7 +189,7 @@ def {name}(x_ptr, out_ptr, R, INNER, CHUNK, N_TOTAL, BLOCK_R: tl.constexpr, BLOC
             mask = (r < hi)[:, None]
         else:
             mask = (r < hi)[:, None] & inner_ok[None, :]
-        tile = tl.load(base + r[:, None] * INNER + inner[None, :], mask=mask, other={other}).to(tl.float32)
+        tile = tl.load(base + r[:, None] * INNER + inner[None, :], mask=mask, other={other}).to({computed_in})
 {step}
 {finish}
     at = (outer * tl.num_programs(1) + share) * INNER + inner
@@ -338,8 +338,8 @@ def _reduce_kernel(op: str, name: str, bf16: bool) -> str:
     init, other, step, finish = _parts(op)
     if bf16 and op in ("sum", "mean", "prod", "norm2", "norm1", "sqrtsum"):
         finish += "\n    result = round_to_bf16(result)"
-    text = KERNEL.format(name=name, program=STRIDED_PROGRAM, init=init, other=other, step=step, finish=finish)
-    return text.replace(".to(tl.float32)", ".to(tl.int64)") if op == "count" else text
+    return KERNEL.format(name=name, program=STRIDED_PROGRAM, init=init, other=other, step=step, finish=finish,
+                         computed_in="tl.int64" if op == "count" else "tl.float32")
 
 
 def split(reduction: DimReduction, params: dict[str, Any]) -> int:

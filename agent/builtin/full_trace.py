@@ -21,7 +21,7 @@ import torch.fx
 import torch.nn.functional as F
 from torch.fx.passes.shape_prop import ShapeProp
 
-from kernelevo.agent.builtin import conv_functional, shape_reads, size_tracing
+from kernelevo.agent.builtin import conv_functional, size_tracing
 from kernelevo.agent.builtin.decompose import decompose_fully
 from kernelevo.agent.builtin.program import CannotCover
 
@@ -40,8 +40,6 @@ def traced_there(full: torch.nn.Module | None, inputs: list[Any], shapes: list[t
         safe_input_names(traced)
         metas = [torch.empty(s, dtype=x.dtype, device="meta") for s, x in zip(shapes, inputs, strict=True)]
         ShapeProp(traced).propagate(*metas)
-        if shape_reads.fold_type_infos(traced):  # as the small graph's were (lower.trace)
-            ShapeProp(traced).propagate(*metas)
         decompose_fully(traced, lambda: ShapeProp(traced).propagate(*metas))
     except Exception:  # noqa: BLE001 (the caller refuses what it cannot check)
         return None

@@ -22,7 +22,7 @@ import torch.fx
 import torch.nn as nn
 from torch.fx.passes.shape_prop import ShapeProp
 
-from kernelevo.agent.builtin import parametrized, shape_reads, size_tracing
+from kernelevo.agent.builtin import parametrized, size_tracing
 from kernelevo.agent.builtin.decompose import decompose_fully
 from kernelevo.agent.builtin.layout import Layout, SpanNeeded
 from kernelevo.agent.builtin.lower_calls import IGNORED, CallLowering, _Lowered, _number
@@ -41,8 +41,6 @@ def trace(model: nn.Module, inputs: list[Any]) -> torch.fx.GraphModule:
         given_out = next((n for n in gm.graph.nodes if isinstance(n.kwargs.get("out"), torch.fx.Node)), None)
         if given_out is None:
             ShapeProp(gm).propagate(*inputs)
-            if shape_reads.fold_type_infos(gm):
-                ShapeProp(gm).propagate(*inputs)
             decompose_fully(gm, lambda: ShapeProp(gm).propagate(*inputs))
     except Exception as exc:
         raise CannotCover(f"the reference could not be traced with torch.fx ({type(exc).__name__}: {exc})") from None

@@ -26,12 +26,15 @@ def option(node: Node, name: str, position: int, default: Any) -> Any:
     return node.kwargs.get(name, node.args[position] if len(node.args) > position else default)
 
 
+OPERATORS_WRITING_NOTHING = {operator.and_, operator.or_, operator.not_, operator.is_, operator.is_not}
+"""Python's operators whose names end in an underscore and write nothing (``a & b``)."""
+
+
 def writes_in_place(node: Node) -> bool:
     """Does ``node`` write its first argument (a name ending in ``_``, ``inplace=True``, ``x += y``)?
     Its result is then that argument itself."""
     name = _name(node)
-    named = name.endswith("_") and not name.endswith("__") and node.target not in (
-        operator.and_, operator.or_, operator.not_, operator.is_, operator.is_not)
+    named = name.endswith("_") and not name.endswith("__") and node.target not in OPERATORS_WRITING_NOTHING
     return named or node.kwargs.get("inplace") is True or node.target in IN_PLACE_OPERATORS or \
         node.target is operator.setitem
 
@@ -77,13 +80,10 @@ def out_of_place(gm: torch.fx.GraphModule, node: Node, order: dict[Node, int]) -
     else:
         return False
     written = node.args[0] if node.args else None
-    if not isinstance(written, Node) or written.op not in FRESH_VALUE or _aliases(gm, written):
+    if not _fresh_and_unshared(gm, written, node, order):
         return False
-    others = [user for user in written.users if user is not node]
-    if any(_aliases(gm, user) for user in others if order[user] < order[node]):
-        return False  # a view or alias taken before the write reads the written values after it
-    for user in others:
-        if order[user] > order[node]:
+    for user in list(written.users):
+        if user is not node and order[user] > order[node]:
             user.replace_input_with(written, node)
     node.target = plain
     return True
@@ -91,7 +91,7 @@ def out_of_place(gm: torch.fx.GraphModule, node: Node, order: dict[Node, int]) -
 
 def _fresh_and_unshared(gm: torch.fx.GraphModule, written: Any, node: Node, order: dict[Node, int]) -> bool:
     """Is ``written`` a value computed in ``forward`` that shares storage with nothing before ``node``
-    writes it?"""
+    writes it (a view or alias taken before the write would read the written values after it)?"""
     if not isinstance(written, Node) or written.op not in FRESH_VALUE or _aliases(gm, written):
         return False
     return not any(_aliases(gm, user) for user in written.users if user is not node and order[user] < order[node])

@@ -234,9 +234,9 @@ def _fold_constant(gm: torch.fx.GraphModule, node: torch.fx.Node, value: Any) ->
 
 
 def fold_dtypes(gm: torch.fx.GraphModule) -> bool:
-    """Put a tensor's dtype read in forward (``mask.to(x.dtype)``) into the calls that use it, and a
-    limit of it (``torch.finfo(x.dtype).min``) as its number: the dtypes are the task's, fixed, and a
-    segment that casts to ``x.dtype`` then needs nothing of ``x``
+    """Put a tensor's dtype read in forward (``mask.to(x.dtype)``) into the calls that use it (a cast
+    to the dtype the value has is the value; a limit of a dtype is a number by now, :func:`fold_type_infos`):
+    the dtypes are the task's, fixed, and a segment that casts to ``x.dtype`` then needs nothing of ``x``
     (which would otherwise be its largest input and set its extent). True if something changed."""
     changed = False
     for node in list(gm.graph.nodes):
@@ -254,11 +254,6 @@ def fold_dtypes(gm: torch.fx.GraphModule) -> bool:
             changed = True
             if decompose.same_dtype_cast(user) and not any(u.op == "output" for u in user.users):
                 user.replace_all_uses_with(user.args[0])  # a cast to the dtype the value has: the value
-                gm.graph.erase_node(user)
-                continue
-            if user.target is size_tracing.type_info:  # a dtype's limit: the number itself
-                for reader in list(user.users):
-                    _put(reader, user, size_tracing.type_info(*user.args))
                 gm.graph.erase_node(user)
         if not node.users:
             gm.graph.erase_node(node)
