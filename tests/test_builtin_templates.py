@@ -151,6 +151,26 @@ CASES = [
      "        s = s.masked_fill(torch.tril(torch.ones(t, t)) == 0, float('-inf'))\n"
      "        return torch.softmax(s, dim=-1) @ v",
      "torch.randn(2, 4, 30, 16), torch.randn(2, 1, 30, 16), torch.randn(2, 1, 30, 16)", ""),
+    ("attention-sliding-window-from-positions", "        self.window = 12",
+     "        t = q.shape[2]\n        i = torch.arange(t, device=q.device).unsqueeze(1)\n"
+     "        j = torch.arange(t, device=q.device).unsqueeze(0)\n"
+     "        return F.scaled_dot_product_attention(q, k, v, attn_mask=(j <= i) & (i - j < self.window))",
+     "torch.randn(2, 2, 70, 16), torch.randn(2, 2, 70, 16), torch.randn(2, 2, 70, 16)", ""),
+    ("attention-causal-ones-tril-mask-bf16", "        pass",
+     "        m = torch.ones(q.size(2), k.size(2), dtype=torch.bool, device=q.device).tril(diagonal=2)\n"
+     "        return F.scaled_dot_product_attention(q, k, v, attn_mask=m)",
+     "torch.randn(1, 3, 40, 32), torch.randn(1, 3, 40, 32), torch.randn(1, 3, 40, 32)", "DTYPE = torch.bfloat16"),
+    ("attention-additive-minus-inf-triu-fp16", "        pass",
+     "        t = q.size(-2)\n        m = torch.full((t, t), float('-inf'), device=q.device).triu(1).half()\n"
+     "        return F.scaled_dot_product_attention(q, k, v, attn_mask=m[None, None], scale=0.25)",
+     "torch.randn(2, 2, 33, 16), torch.randn(2, 2, 33, 16), torch.randn(2, 2, 33, 16)", "DTYPE = torch.float16"),
+    ("attention-distance-penalty-and-prefix-keys", "        pass",
+     "        i = torch.arange(q.size(2), device=q.device)[:, None]\n"
+     "        j = torch.arange(k.size(2), device=q.device)[None, :]\n"
+     "        bias = -0.25 * (i - j).abs().float()\n"
+     "        seen = (j < 4) | (j <= i + 8)\n"
+     "        return F.scaled_dot_product_attention(q, k, v, attn_mask=bias.masked_fill(~seen, float('-inf')))",
+     "torch.randn(2, 1, 30, 24), torch.randn(2, 1, 45, 24), torch.randn(2, 1, 45, 24)", ""),
     ("attention-negative-scale-fp32", "        pass",
      "        return F.scaled_dot_product_attention(q, k, v, scale=-0.5)",
      "torch.randn(1, 2, 24, 16), torch.randn(1, 2, 24, 16), torch.randn(1, 2, 24, 16)", ""),

@@ -27,7 +27,8 @@ import torch
 import torch.fx
 import torch.nn.functional as F
 
-from kernelevo.agent.builtin import attention_views
+from kernelevo.agent.builtin import attention_positions, attention_views
+from kernelevo.agent.builtin.attention_positions import UNBOUNDED
 from kernelevo.agent.builtin.program import CannotCover
 from kernelevo.agent.builtin.vocabulary import TRACED_CONSTANT
 
@@ -38,13 +39,15 @@ KERNEL = '''@triton.jit
 def attention_keys(acc, l_i, m_i, q, k_ptr, v_ptr, k_desc, v_desc, k_base, k_row0, offs_m, seq_q, seq_k,
                    stride_ks, mask_ptr, mask_base, stride_mq, stride_mk, scale_log2e, lo, hi, BLOCK_N: tl.constexpr,
                    HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, EVEN: tl.constexpr, CAUSAL: tl.constexpr,
-                   MASK: tl.constexpr, TMA: tl.constexpr, SCALE_POSITIVE: tl.constexpr, WIDEN: tl.constexpr):
+                   MASK: tl.constexpr, TMA: tl.constexpr, SCALE_POSITIVE: tl.constexpr, WIDEN: tl.constexpr,
+                   PRECISION: tl.constexpr):
     # Keys lo..hi for one block of queries, BLOCK_N at a time; the running max m and sum l rescale the
     # output accumulator (online softmax, in log2). Not EVEN: keys may run past the sequence (masked
     # loads, -inf scores). CAUSAL: keys after a query score -inf (only the diagonal band needs it).
     # MASK 1: a boolean mask, False scores -inf; MASK 2: a mask added to the scaled scores (read as
-    # stored, broadcast dimensions with stride 0). A head padded to BLOCK_D loads zeros past
-    # HEAD_DIM: they add nothing to a score or to the output.
+    # stored, broadcast dimensions with stride 0); MASK 3 and 4: the same, made from the query's and
+    # the key's positions (attention_positions), so that nothing is read. A head padded to BLOCK_D
+    # loads zeros past HEAD_DIM: they add nothing to a score or to the output.
     offs_n = tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, BLOCK_D)
     for start_n in range(lo, hi, BLOCK_N):
@@ -65,10 +68,10 @@ def attention_keys(acc, l_i, m_i, q, k_ptr, v_ptr, k_desc, v_desc, k_base, k_row
         if WIDEN:
             k = k.to(tl.float32)
             v = v.to(tl.float32)
-        s = tl.dot(q, tl.trans(k))
+        s = tl.dot(q, tl.trans(k), input_precision=PRECISION)
         if not SCALE_POSITIVE:
             s = s * scale_log2e
-        if MASK != 0:
+        if MASK == 1 or MASK == 2:
             at = mask_base + offs_m[:, None] * stride_mq + cols[None, :] * stride_mk
             if EVEN:
                 kept = tl.load(mask_ptr + at)
@@ -78,6 +81,7 @@ def attention_keys(acc, l_i, m_i, q, k_ptr, v_ptr, k_desc, v_desc, k_base, k_row
                 s = tl.where(kept != 0, s, float("-inf"))
             else:
                 s = s + kept.to(tl.float32) * 1.4426950408889634
+POSITION_MASKS
         if not EVEN:
             s = tl.where(cols[None, :] < seq_k, s, float("-inf"))
         if CAUSAL:
@@ -99,7 +103,7 @@ def attention_keys(acc, l_i, m_i, q, k_ptr, v_ptr, k_desc, v_desc, k_base, k_row
             p = tl.exp2(s - m_sub[:, None])
         alpha = tl.exp2(m_i - m_sub)
         l_i = l_i * alpha + tl.sum(p, axis=1)
-        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PRECISION)
         m_i = m_new
     return acc, l_i, m_i
 
@@ -109,7 +113,8 @@ def attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, mask_ptr, seq_q, seq_k, scale_l
                      stride_qs, stride_kb, stride_kh, stride_ks, stride_mb, stride_mh, stride_mq, stride_mk, H,
                      GROUP: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr,
                      BLOCK_D: tl.constexpr, CAUSAL: tl.constexpr, MASK: tl.constexpr, EVEN: tl.constexpr,
-                     TMA: tl.constexpr, SCALE_POSITIVE: tl.constexpr, WIDEN: tl.constexpr):
+                     TMA: tl.constexpr, SCALE_POSITIVE: tl.constexpr, WIDEN: tl.constexpr, BAND_LO: tl.constexpr,
+                     BAND_HI: tl.constexpr, PRECISION: tl.constexpr):
     # One program: BLOCK_M queries of one (batch, head). EVEN (the queries divide into BLOCK_M and the
     # keys into BLOCK_N): no bounds masks and no -inf fill, which would otherwise cost a select per
     # score. TMA (Hopper; contiguous q, k, v, EVEN, a head of a power of two): the copy engine brings
@@ -154,16 +159,24 @@ def attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, mask_ptr, seq_q, seq_k, scale_l
         acc, l_i, m_i = attention_keys(acc, l_i, m_i, q, k_ptr, v_ptr, k_desc, v_desc, k_base, k_row0, offs_m,
                                        seq_q, seq_k, stride_ks, mask_ptr, mask_base, stride_mq, stride_mk,
                                        scale_log2e, 0, diag, BLOCK_N, HEAD_DIM, BLOCK_D, True, False, MASK, TMA,
-                                       SCALE_POSITIVE, WIDEN)
+                                       SCALE_POSITIVE, WIDEN, PRECISION)
         acc, l_i, m_i = attention_keys(acc, l_i, m_i, q, k_ptr, v_ptr, k_desc, v_desc, k_base, k_row0, offs_m,
                                        seq_q, seq_k, stride_ks, mask_ptr, mask_base, stride_mq, stride_mk,
                                        scale_log2e, diag, tl.minimum((start_m + 1) * BLOCK_M, seq_k), BLOCK_N,
-                                       HEAD_DIM, BLOCK_D, EVEN, True, MASK, TMA, SCALE_POSITIVE, WIDEN)
+                                       HEAD_DIM, BLOCK_D, EVEN, True, MASK, TMA, SCALE_POSITIVE, WIDEN, PRECISION)
     else:
+        # A mask made from positions that sees only keys at distances BAND_LO..BAND_HI from a query
+        # (j - i; a sliding window, a causal triangle): key blocks out of this block's reach are skipped.
+        # 2**30 marks a side without a bound.
+        lo, hi = 0, seq_k
+        if BAND_LO > -1073741824:
+            lo = tl.maximum(start_m * BLOCK_M + BAND_LO, 0) // BLOCK_N * BLOCK_N
+        if BAND_HI < 1073741824:
+            hi = tl.minimum((start_m + 1) * BLOCK_M + BAND_HI, seq_k)
         acc, l_i, m_i = attention_keys(acc, l_i, m_i, q, k_ptr, v_ptr, k_desc, v_desc, k_base, k_row0, offs_m,
                                        seq_q, seq_k, stride_ks, mask_ptr, mask_base, stride_mq, stride_mk,
-                                       scale_log2e, 0, seq_k, BLOCK_N, HEAD_DIM, BLOCK_D, EVEN, False, MASK, TMA,
-                                       SCALE_POSITIVE, WIDEN)
+                                       scale_log2e, lo, hi, BLOCK_N, HEAD_DIM, BLOCK_D, EVEN, False, MASK, TMA,
+                                       SCALE_POSITIVE, WIDEN, PRECISION)
     if MASK != 0:
         # A query that sees no key at all: torch answers zeros (acc is 0 there; 0 / 0 would be NaN).
         l_i = tl.where(l_i == 0.0, 1.0, l_i)
@@ -174,6 +187,21 @@ def attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, mask_ptr, seq_q, seq_k, scale_l
         tl.store(o_ptr + q_at, out, mask=q_inside)
 '''
 
+POSITION_MASKS = '''        if MASK == 3:
+            s = tl.where(attention_positions(offs_m[:, None], cols[None, :]), s, float("-inf"))
+        if MASK == 4:
+            s = s + attention_positions(offs_m[:, None], cols[None, :]).to(tl.float32) * 1.4426950408889634
+'''
+"""The kernel's lines for a mask made from positions: in its text only where the plan has one, since
+they name the function rendered for it."""
+
+
+def kernel(plan: Any) -> str:
+    """The kernel's text for ``plan``."""
+    mask = plan.extra.get("mask")
+    return KERNEL.replace("POSITION_MASKS\n", POSITION_MASKS if mask and mask.get("positions") else "")
+
+
 FORWARD = '''def forward(self, {args}):
     {prologue}
     batch, heads, seq, head_dim = {q}.shape
@@ -183,13 +211,16 @@ FORWARD = '''def forward(self, {args}):
     {mask_glue}BLOCK_M, BLOCK_N = {BLOCK_M}, {BLOCK_N}
     block_d = max(16, triton.next_power_of_2(head_dim))
     even = seq % BLOCK_M == 0 and seq_k % BLOCK_N == 0
+    # fp32 products as three tf32 ones (fp32's accuracy on the tensor cores); bf16 and fp16 as they are
+    precision = "ieee" if INTERPRETED else "tf32x3" if {q}.dtype == torch.float32 else "tf32"
     attention_kernel[(triton.cdiv(seq, BLOCK_M), batch * heads)](
         {q}, {k}, {v}, out, {mask}, seq, seq_k, scale * 1.4426950408889634, {q}.stride(0), {q}.stride(1),
         {q}.stride(2), {k}.stride(0), {k}.stride(1), {k}.stride(2), {mask_strides}, heads,
         GROUP=heads // {k}.shape[1], BLOCK_M=BLOCK_M,
         BLOCK_N=BLOCK_N, HEAD_DIM=head_dim, BLOCK_D=block_d, CAUSAL={causal}, MASK={mask_kind}, EVEN=even,
-        TMA={TMA} and even and block_d == head_dim, SCALE_POSITIVE=scale > 0 and {mask_kind} != 2,
-        WIDEN=INTERPRETED, num_warps={num_warps}, num_stages={num_stages})
+        TMA={TMA} and even and block_d == head_dim, SCALE_POSITIVE=scale > 0 and not {additive},
+        WIDEN=INTERPRETED, BAND_LO={band_lo}, BAND_HI={band_hi}, PRECISION=precision, num_warps={num_warps},
+        num_stages={num_stages})
     return out
 '''
 
@@ -208,7 +239,7 @@ def block_d(head_dim: int) -> int:
 def _call(gm: torch.fx.GraphModule) -> tuple[torch.fx.Node, dict[str, Any]] | None:
     """The graph's only op if it is scaled_dot_product_attention, with its options by name."""
     calls = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output", "get_attr")]
-    if len(calls) != 1 or calls[0].op != "call_function" or calls[0].target is not F.scaled_dot_product_attention:
+    if len(calls) != 1 or calls[0].op != "call_function" or calls[0].target not in attention_views.ATTENTION_CALLS:
         return None
     return calls[0], _options(calls[0])
 
@@ -248,7 +279,9 @@ def _mask(gm: torch.fx.GraphModule, node: Any, value: Any, q: tuple[int, ...], k
     ``bool`` (True: the key is seen) or ``additive`` (added to the scaled scores)."""
     if not isinstance(node, torch.fx.Node) or node.op not in ("placeholder", "get_attr") or \
             str(node.target).startswith(TRACED_CONSTANT):  # made in forward: not a tensor ModelNew holds
-        raise CannotCover("attention with a mask computed in forward (covered: a mask passed in, or a buffer)")
+        why = node.meta.get("positions_refused") if isinstance(node, torch.fx.Node) else None
+        raise CannotCover("attention with a mask computed in forward (covered: a mask passed in, a buffer, or one "
+                          "made from positions, sizes and numbers)" + (f": {why}" if why else ""))
     if node.op == "get_attr":
         value = getattr(gm, str(node.target), None) if "." not in str(node.target) else None
         if value is None:
@@ -298,13 +331,13 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[in
     elif mask is not None:
         found_mask = _mask(gm, mask, None, tuple(inputs[0].shape), tuple(inputs[1].shape))
     return {"causal": bool(options.get("is_causal", False)), "scale": options.get("scale"), "seq": q[2],
-            "seq_k": k[2], "head_dim": q[3], "mask": found_mask}
+            "seq_k": k[2], "head_dim": q[3], "mask": found_mask or attention_positions.planned(options)}
 
 
 def _viewed(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ...]],
             viewed: attention_views.AttentionViews) -> dict[str, Any]:
     """The plan's details where q, k and v are views taken in ``forward`` (see attention_views)."""
-    node = next(n for n in gm.graph.nodes if n.op == "call_function" and n.target is F.scaled_dot_product_attention)
+    node = next(n for n in gm.graph.nodes if n.op == "call_function" and n.target in attention_views.ATTENTION_CALLS)
     options = _options(node)
     _refuse_options(options)
     q, k, v = viewed.shapes
@@ -325,7 +358,8 @@ def _viewed(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int,
         else:
             found_mask = _mask(gm, mask, None, small_q, small_k)
     return {"causal": bool(options.get("is_causal", False)), "scale": options.get("scale"), "seq": q[2],
-            "seq_k": k[2], "head_dim": q[3], "mask": found_mask, "views": viewed}
+            "seq_k": k[2], "head_dim": q[3], "mask": found_mask or attention_positions.planned(options),
+            "views": viewed}
 
 
 def _repeated_heads(node: Any) -> tuple[torch.fx.Node, int] | None:
@@ -442,8 +476,11 @@ def forward(plan: Any, params: dict[str, Any]) -> str:
     scale = repr(float(plan.extra["scale"])) if plan.extra["scale"] is not None else "1.0 / math.sqrt(head_dim)"
     mask = plan.extra.get("mask")
     kind = {None: 0, "bool": 1, "additive": 2}[mask["kind"] if mask else None]
-    glue = MASK_GLUE.format(mask=mask["source"]) if mask else ""
-    strides = "mask.stride(0), mask.stride(1), mask.stride(2), mask.stride(3)" if mask else "0, 0, 0, 0"
+    read = bool(mask and mask["source"])  # a mask in memory; else none, or one made from positions
+    kind += 2 if mask and not read else 0
+    glue = MASK_GLUE.format(mask=mask["source"]) if read else ""
+    strides = "mask.stride(0), mask.stride(1), mask.stride(2), mask.stride(3)" if read else "0, 0, 0, 0"
+    band_lo, band_hi = mask["band"] if mask and not read else (-UNBOUNDED, UNBOUNDED)
     settings = {"TMA": False, **params}
     if viewed is None:
         prologue, allocate = f"{q} = {q}.contiguous()\n    {k} = {k}.contiguous()\n    {v} = {v}.contiguous()", \
@@ -453,5 +490,6 @@ def forward(plan: Any, params: dict[str, Any]) -> str:
         allocate = f"torch.empty_strided({q}.shape, {q}.stride(), dtype={q}.dtype, device={q}.device)"
         settings["TMA"] = f"{settings['TMA']} and {q}.is_contiguous() and {k}.is_contiguous() and {v}.is_contiguous()"
     return FORWARD.format(args=", ".join(plan.inputs), q=q, k=k, v=v, scale=scale, causal=plan.extra["causal"],
-                          mask="mask" if mask else q, mask_glue=glue, mask_strides=strides, mask_kind=kind,
+                          mask="mask" if read else q, mask_glue=glue, mask_strides=strides, mask_kind=kind,
+                          additive=kind in (2, 4), band_lo=band_lo, band_hi=band_hi,
                           prologue=prologue, allocate=allocate, **settings)

@@ -18,6 +18,7 @@ import torch
 import torch.fx
 import torch.nn.functional as F
 
+from kernelevo.agent.builtin.attention_positions import attention_with_positions
 from kernelevo.agent.builtin.program import CannotCover
 from kernelevo.agent.builtin.view_copy import (
     COPY_METHODS,
@@ -29,6 +30,9 @@ from kernelevo.agent.builtin.view_copy import (
     view_name,
 )
 from kernelevo.agent.builtin.vocabulary import Capture, graph_calls, returns_only
+
+ATTENTION_CALLS = {F.scaled_dot_product_attention, attention_with_positions}
+"""The calls the flash kernel computes: torch's, and the same with a mask made from positions."""
 
 
 @dataclass
@@ -72,7 +76,7 @@ def find(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ..
     (``known``: shapes at the size being optimised of nodes by name, where a larger graph gives them;
     ``there``: each node's counterpart there, whose numbers the statements take)."""
     calls, placeholders = graph_calls(gm)
-    if len(calls) < 2 or calls[-1].op != "call_function" or calls[-1].target is not F.scaled_dot_product_attention \
+    if len(calls) < 2 or calls[-1].op != "call_function" or calls[-1].target not in ATTENTION_CALLS \
             or not returns_only(gm, calls[-1]) or len(calls[-1].args) < 3:
         return None
     call, before = calls[-1], calls[:-1]

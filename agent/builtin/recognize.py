@@ -23,6 +23,7 @@ from torch.fx.passes.shape_prop import ShapeProp
 from kernelevo.agent.builtin import (
     attention,
     attention_by_hand,
+    attention_positions,
     conv,
     cross_entropy,
     dimreduce,
@@ -310,6 +311,8 @@ def _planned(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int
     sized = fold_numbers(gm, sizes)
     fold_dtypes(gm)
     if attention_by_hand.rewrite(gm, shapes_there(gm, sizes), inputs):  # its scale is a number now
+        ShapeProp(gm).propagate(*inputs)
+    if attention_positions.rewrite(gm):
         ShapeProp(gm).propagate(*inputs)
     written = read_after_written(gm)
     if written is not None:

@@ -24,7 +24,7 @@ import torch
 import torch.fx
 from torch.fx.passes.shape_prop import ShapeProp
 
-from kernelevo.agent.builtin import attention, attention_by_hand, made_from_sizes
+from kernelevo.agent.builtin import attention, attention_by_hand, attention_positions, made_from_sizes
 from kernelevo.agent.builtin.lower import trace
 from kernelevo.agent.builtin.program import CannotCover
 from kernelevo.agent.builtin.shape_reads import INTEGER_ARITHMETIC, FullSizes, fold_numbers
@@ -179,25 +179,32 @@ def _kept_view(node: torch.fx.Node, earlier: dict[torch.fx.Node, str], full: dic
     return view
 
 
-def _chunk_parts(node: torch.fx.Node, earlier: dict[torch.fx.Node, str]) -> list[str] | None:
+def _chunk_parts(node: torch.fx.Node, earlier: dict[torch.fx.Node, str],
+                 spelled: Callable[[torch.fx.Node], str | None]) -> list[str] | None:
     """``node`` a ``chunk`` or ``split`` of an earlier kernel's output (``gamma, beta =
     self.style(w).chunk(2, 1)``, ``q, k, v = self.c_attn(x).split(self.n_embd, dim=2)``) whose every
     use takes one part by a plain index, as the statements that take each part under a name of its own
     (``earlier`` gains the parts); None where it is no such call. A part is a view: the kernels after
-    it read it through its strides, as they read any other view."""
+    it read it through its strides, as they read any other view. A size read in ``forward`` is
+    spelled as ``forward`` reads it (``spelled``)."""
     source = node.args[0] if node.args else None
     method = "split" if is_call(node, (torch.split,), ("split",)) else "chunk"
     if not is_call(node, (torch.chunk, torch.split), ("chunk", "split")) or not isinstance(source, torch.fx.Node) \
             or source not in earlier or not node.users:
         return None
-    numbers = [*node.args[1:], *node.kwargs.values()]
-    numbers = [n for a in numbers for n in (a if isinstance(a, (list, tuple)) else [a])]  # split's sizes
+    def text(a: Any) -> str | None:
+        if isinstance(a, (list, tuple)):  # split's sizes
+            items = [text(x) for x in a]
+            return None if None in items else f"[{', '.join(items)}]"  # type: ignore[arg-type]
+        return repr(a) if plain_int(a) else spelled(a) if isinstance(a, torch.fx.Node) else None
+
     parts = list(node.users)
-    if not all(plain_int(a) for a in numbers) or not all(
+    texts = [text(a) for a in node.args[1:]] + [f"{k}={text(v)}" for k, v in node.kwargs.items()]
+    if any(t is None or t.endswith("=None") for t in texts) or not all(
             part.op == "call_function" and part.target is operator.getitem and plain_int(part.args[1])
             and part.args[1] >= 0 for part in parts):
         return None
-    how = ", ".join([repr(a) for a in node.args[1:]] + [f"{k}={v!r}" for k, v in node.kwargs.items()])
+    how = ", ".join(texts)  # type: ignore[arg-type]
     statements = []
     for part in parts:
         earlier[part] = f"{earlier[source]}_part{part.args[1]}"
@@ -339,6 +346,8 @@ def _full_node_shapes(inputs: list[Any], shapes: list[tuple[int, ...]], full_gra
             ShapeProp(traced).propagate(*metas)
         if attention.decompose_wide(traced, there):  # as recognise rewrote the small graph
             ShapeProp(traced).propagate(*metas)
+        if attention_positions.rewrite(traced):
+            ShapeProp(traced).propagate(*metas)
     except Exception:
         return {}
     found = {n.name: tuple(n.meta["tensor_meta"].shape) for n in traced.graph.nodes
@@ -395,7 +404,7 @@ def plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ..
             continue
         found, failure, end = _longest_segment(gm, calls, start, flow, earlier, read_sizes, capture.seen,
                                                (full_shapes, small), context, whole)
-        parts = _chunk_parts(calls[start], earlier) if found is None else None
+        parts = _chunk_parts(calls[start], earlier, lambda n: glue.spelled(n, read_sizes)) if found is None else None
         if parts is not None:  # no kernel reads the chunk whole: its parts, as views of a kept output
             views += parts
             start += 1

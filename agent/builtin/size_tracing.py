@@ -22,6 +22,7 @@ import torch.fx
 import torch.nn as nn
 from torch.utils import _pytree
 
+from kernelevo.agent.builtin.attention_positions import attention_with_positions
 from kernelevo.agent.builtin.keyword_arguments import leading_arguments_by_position
 from kernelevo.agent.builtin.parametrized import expand_weight_norm
 from kernelevo.agent.builtin.vocabulary import TRACED_CONSTANT
@@ -32,6 +33,8 @@ TYPE_INFOS = ("finfo", "iinfo")
 """``torch.finfo(x.dtype).min``: a limit of a dtype read in forward, recorded as :func:`type_info`."""
 _ORIGINALS = {name: getattr(torch, name) for name in FACTORIES + TYPE_INFOS}
 _PATCHING = threading.Lock()
+LEAVES = (attention_with_positions,)
+"""Calls the rewrites put in a graph, kept as calls when a part of it is traced again."""
 
 
 class _AssignableProxy(torch.fx.Proxy):
@@ -65,7 +68,9 @@ def traced(model: nn.Module) -> torch.fx.GraphModule:
     computed a tensor during the trace (``self.slopes[:, None, None]``: torch.fx reads buffers as
     values), the model is traced again with buffers recorded, so the graph reads the module's own."""
     try:
-        gm = torch.fx.symbolic_trace(model)
+        tracer = torch.fx.Tracer(autowrap_functions=LEAVES)
+        graph = tracer.trace(model)
+        gm = torch.fx.GraphModule(tracer.root, graph, model.__class__.__name__)
         if _holds_folded_tensors(gm):
             with contextlib.suppress(Exception):  # where it cannot be traced so, the plain graph serves
                 gm = symbolic_trace(model)  # a buffer's view recorded, not a copy of its values at trace time
@@ -89,7 +94,7 @@ def _holds_folded_tensors(gm: torch.fx.GraphModule) -> bool:
 
 def symbolic_trace(model: nn.Module) -> torch.fx.GraphModule:
     """``model`` traced, its factories of traced sizes recorded as nodes."""
-    tracer = SizeTracer()
+    tracer = SizeTracer(autowrap_functions=LEAVES)
     graph = tracer.trace(model)
     return torch.fx.GraphModule(tracer.root, graph, model.__class__.__name__)
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from kernelevo.agent.builtin import (
     attention,
+    attention_positions,
     attention_views,
     codegen,
     conv,
@@ -343,7 +344,9 @@ def _render_attention(r: Rendering) -> str:
     head = _with_interpreter_import(head.replace("import torch\n", "import math\n\nimport torch\n", 1))
     scratch = TMA_SCRATCH if r.params.get("TMA") else ""
     scratch += attention_views.HELPER + "\n\n" if r.plan.extra.get("views") else ""
-    return (head + scratch + attention.KERNEL + expressions.INTERPRETED.format(kernel="attention_kernel")
+    mask = r.plan.extra.get("mask")
+    scratch += attention_positions.kernel_function(mask) + "\n\n" if mask and mask.get("positions") else ""
+    return (head + scratch + attention.kernel(r.plan) + expressions.INTERPRETED.format(kernel="attention_kernel")
             + _model(r.plan.init, attention.forward(r.plan, r.params)))
 
 

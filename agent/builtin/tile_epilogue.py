@@ -41,7 +41,8 @@ def epilogue_program(gm: torch.fx.GraphModule, conv: torch.fx.Node, nodes: list[
             return env[n]
         if n.op == "get_attr":
             env[n] = graph.get_attr(str(n.target))
-        elif n in placeholders and tuple(inputs[placeholders.index(n)].shape) == shape:
+        elif n in placeholders and isinstance(inputs[placeholders.index(n)], torch.Tensor) and \
+                tuple(inputs[placeholders.index(n)].shape) == shape:
             env[n] = graph.placeholder(n.name)
             example.append(inputs[placeholders.index(n)])
         else:
