@@ -23,7 +23,6 @@ from torch.fx.passes.shape_prop import ShapeProp
 from kernelevo.agent.builtin import (
     attention,
     attention_by_hand,
-    attention_positions,
     conv,
     cross_entropy,
     dimreduce,
@@ -33,6 +32,7 @@ from kernelevo.agent.builtin import (
     leading_views,
     matmul,
     pool,
+    position_masks,
     rotary,
     scan,
     size_constants,
@@ -312,7 +312,7 @@ def _planned(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int
     fold_dtypes(gm)
     if attention_by_hand.rewrite(gm, shapes_there(gm, sizes), inputs):  # its scale is a number now
         ShapeProp(gm).propagate(*inputs)
-    if attention_positions.rewrite(gm):
+    if position_masks.rewrite(gm):
         ShapeProp(gm).propagate(*inputs)
     written = read_after_written(gm)
     if written is not None:

@@ -24,7 +24,7 @@ import torch
 import torch.fx
 from torch.fx.passes.shape_prop import ShapeProp
 
-from kernelevo.agent.builtin import attention, attention_by_hand, attention_positions, made_from_sizes
+from kernelevo.agent.builtin import attention, attention_by_hand, made_from_sizes, position_masks
 from kernelevo.agent.builtin.lower import trace
 from kernelevo.agent.builtin.program import CannotCover
 from kernelevo.agent.builtin.shape_reads import INTEGER_ARITHMETIC, FullSizes, fold_numbers
@@ -346,7 +346,7 @@ def _full_node_shapes(inputs: list[Any], shapes: list[tuple[int, ...]], full_gra
             ShapeProp(traced).propagate(*metas)
         if attention.decompose_wide(traced, there):  # as recognise rewrote the small graph
             ShapeProp(traced).propagate(*metas)
-        if attention_positions.rewrite(traced):
+        if position_masks.rewrite(traced):
             ShapeProp(traced).propagate(*metas)
     except Exception:
         return {}
