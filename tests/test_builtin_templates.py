@@ -171,6 +171,13 @@ CASES = [
      "        seen = (j < 4) | (j <= i + 8)\n"
      "        return F.scaled_dot_product_attention(q, k, v, attn_mask=bias.masked_fill(~seen, float('-inf')))",
      "torch.randn(2, 1, 30, 24), torch.randn(2, 1, 45, 24), torch.randn(2, 1, 45, 24)", ""),
+    ("one-hot-scattered-in-place-margin", "        pass",
+     "        one_hot = torch.zeros(x.size(), device=x.device)\n        one_hot.scatter_(1, y.view(-1, 1).long(), 1)\n"
+     "        return (one_hot * (x - 0.5)) + ((1.0 - one_hot) * x) * 3.0",
+     "torch.randn(6, {cols}), torch.randint(0, {cols}, (6,))", ""),
+    ("zeros-like-written-in-place-then-read", "        pass",
+     "        z = torch.zeros_like(x)\n        z += x * 2\n        return torch.where(x > 0, z, torch.zeros_like(x)) + x",
+     "torch.randn(4, {cols})", ""),
     ("attention-negative-scale-fp32", "        pass",
      "        return F.scaled_dot_product_attention(q, k, v, scale=-0.5)",
      "torch.randn(1, 2, 24, 16), torch.randn(1, 2, 24, 16), torch.randn(1, 2, 24, 16)", ""),

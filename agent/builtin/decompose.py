@@ -230,7 +230,8 @@ def _passes_through(node: torch.fx.Node) -> bool:
     return not any(user.op == "output" for user in node.users)
 
 
-CAST_METHODS = {"float": torch.float32, "half": torch.float16, "bfloat16": torch.bfloat16, "double": torch.float64}
+CAST_METHODS = {"float": torch.float32, "half": torch.float16, "bfloat16": torch.bfloat16, "double": torch.float64,
+                "long": torch.int64, "int": torch.int32, "bool": torch.bool}
 """Methods that cast to one dtype."""
 
 

@@ -67,7 +67,13 @@ def is_factory(node: torch.fx.Node) -> bool:
 
 
 def _metadata_of_input(node: torch.fx.Node) -> bool:
-    return reads_metadata(node) and isinstance(node.args[0], torch.fx.Node) and node.args[0].op == "placeholder"
+    """A read of an input's, a parameter's or a buffer's shape, dtype or device: never of their values."""
+    return reads_metadata(node) and isinstance(node.args[0], torch.fx.Node) and \
+        node.args[0].op in ("placeholder", "get_attr")
+
+
+def _tensor_text(node: torch.fx.Node) -> str:
+    return f"self.{node.target}" if node.op == "get_attr" else node.name
 
 
 def _pure(node: torch.fx.Node) -> bool:
@@ -153,7 +159,7 @@ class _Writer:
             return self.named[node.name]
         if _metadata_of_input(node):
             rest = [_literal(a) for a in node.args[1:]] + [f"{k}={_literal(v)}" for k, v in node.kwargs.items()]
-            tensor = node.args[0].name
+            tensor = _tensor_text(node.args[0])
             text = f"{tensor}.{node.args[1]}" if node.op == "call_function" else \
                 f"{tensor}.{node.target}({', '.join(rest)})"
             self.keys.append(text)

@@ -14,6 +14,8 @@ from typing import Any
 import torch
 import torch.fx
 
+from kernelevo.agent.builtin.vocabulary import reads_metadata
+
 Node = torch.fx.Node
 
 
@@ -167,6 +169,68 @@ def item_assignment(gm: torch.fx.GraphModule, node: Node, order: dict[Node, int]
     return True
 
 
+SCATTERS = {"scatter_": True, "scatter": False}
+"""``scatter`` methods, in place or not."""
+
+
+def scatter_numbers(gm: torch.fx.GraphModule, node: Node, order: dict[Node, int]) -> bool:
+    """``x.scatter_(dim, index, v)`` (or ``x.scatter``, ``torch.scatter``) with ``v`` a number and one
+    index per row along ``dim`` (an index of size 1 there and of x's size elsewhere: a one-hot written
+    into zeros, ``one_hot.scatter_(1, label.view(-1, 1), 1)``): ``where(positions along dim == index, v,
+    x)``, which the pointwise templates compute without a scatter; what reads x after an in-place write
+    reads that."""
+    if node.op == "call_method" and node.target in SCATTERS:
+        in_place, args = SCATTERS[str(node.target)], list(node.args)
+    elif node.op == "call_function" and node.target is torch.scatter:
+        in_place, args = False, list(node.args)
+    else:
+        return False
+    names = ("input", "dim", "index", "value")
+    args += [node.kwargs[n] for n in names[len(args):] if n in node.kwargs]
+    if len(args) != 4 or set(node.kwargs) - set(names) or not isinstance(args[1], int) or \
+            not all(isinstance(a, Node) for a in args[::2]):
+        return False
+    written, dim, index, value = args
+    meta, index_meta = written.meta.get("tensor_meta"), index.meta.get("tensor_meta")
+    if meta is None or index_meta is None or not _number_fits(value, meta.dtype) or meta.dtype == torch.bool:
+        return False
+    shape, rank = tuple(meta.shape), len(meta.shape)
+    dim %= max(rank, 1)
+    if tuple(index_meta.shape) != shape[:dim] + (1,) + shape[dim + 1:]:
+        return False
+    if in_place and not _fresh_and_unshared(gm, written, node, order):
+        return False
+    graph = gm.graph
+    with graph.inserting_before(node):
+        positions = graph.call_method("view", (graph.call_function(torch.arange, (graph.call_method(
+            "size", (_shaped_like(written), dim)),), {"device": graph.call_function(getattr, (index, "device"))}),
+            *[-1 if d == dim else 1 for d in range(rank)]))
+        hit = graph.call_function(operator.eq, (positions, index))
+        result = graph.call_function(torch.where, (hit, int(value) if isinstance(value, bool) else value, written))
+    node.replace_all_uses_with(result)
+    if in_place:
+        for user in list(written.users):
+            if user is not result and order.get(user, -1) > order[node]:
+                user.replace_input_with(written, result)
+    graph.erase_node(node)
+    return True
+
+
+def _shaped_like(node: Node) -> Node:
+    """The tensor whose sizes ``node`` takes where it is made in ``forward`` by a factory from them
+    (``torch.zeros(x.size())``, ``torch.zeros_like(x)``): sizes read from it leave the factory free to
+    become a number in each use (:func:`fold_filled_like`)."""
+    if node.op == "call_function" and node.target in FILLED_LIKE and node.args and isinstance(node.args[0], Node):
+        size = node.args[0]
+        if node.target in (torch.zeros_like, torch.ones_like, torch.full_like):
+            return size
+        if size.op == "call_method" and size.target == "size" and len(size.args) == 1 and not size.kwargs:
+            return size.args[0]
+        if size.op == "call_function" and size.target is getattr and size.args[1:] == ("shape",):
+            return size.args[0]
+    return node
+
+
 def _number_fits(value: Any, dtype: torch.dtype) -> bool:
     """Does assigning ``value`` to a tensor of ``dtype`` keep it, as ``where`` would (no rounding by the
     assignment that ``where``'s promotion would not do)?"""
@@ -177,47 +241,72 @@ def _number_fits(value: Any, dtype: torch.dtype) -> bool:
     return isinstance(value, float) and dtype.is_floating_point
 
 
-FILLED_LIKE = {torch.zeros_like: 0.0, torch.ones_like: 1.0, torch.full_like: None}
-"""Tensors of one value shaped like another: that value, where it meets a tensor of that shape."""
+FILLED_LIKE = {torch.zeros_like: 0.0, torch.ones_like: 1.0, torch.full_like: None, torch.zeros: 0.0, torch.ones: 1.0,
+               torch.full: None}
+"""Tensors of one value (shaped like another, or by sizes): that value, where it meets other tensors that
+give the result its shape and dtype without it."""
 MEETS = {operator.add, operator.sub, operator.mul, operator.truediv, torch.add, torch.sub, torch.mul, torch.div,
          torch.where}
 BOUNDS = {torch.maximum: "min", torch.minimum: "max"}
 """``maximum(x, c)`` takes no number: it is ``x`` clamped from below at ``c`` (``minimum``: from above)."""
 
 
+def _filled_value(node: Node) -> Any:
+    """The one value ``node`` fills a tensor with (None where it is not such a call, or takes options
+    beyond its value, size, dtype and device)."""
+    if node.op != "call_function" or node.target not in FILLED_LIKE:
+        return None
+    value = FILLED_LIKE[node.target]
+    if node.target in (torch.full_like, torch.full):
+        value = option(node, "fill_value", 1, None)
+    extra = set(node.kwargs) - {"input", "fill_value", "device", "size", "dtype"}
+    if node.target in (torch.zeros_like, torch.ones_like, torch.full_like) and "dtype" in node.kwargs:
+        return None
+    meta = node.meta.get("tensor_meta")
+    return value if is_number(value) and not extra and meta is not None and meta.dtype.is_floating_point else None
+
+
+def _same_without(user: Node, node: Node) -> bool:
+    """Does ``user`` keep its shape and dtype where ``node``, a filled tensor, is a Python number? Its
+    other tensors must give the result's shape, and a floating one the dtype (with none, torch's default
+    dtype, which the filled tensor must have)."""
+    out, meta = user.meta.get("tensor_meta"), node.meta["tensor_meta"]
+    peers = [a.meta.get("tensor_meta") for a in user.args if isinstance(a, Node) and a is not node]
+    if out is None or not peers or any(p is None for p in peers) or out.dtype != meta.dtype:
+        return False
+    try:
+        shape = torch.broadcast_shapes(*[tuple(p.shape) for p in peers])
+    except RuntimeError:
+        return False
+    floating = [p.dtype for p in peers if p.dtype.is_floating_point]
+    return tuple(shape) == tuple(out.shape) and (meta.dtype in floating if floating
+                                                 else meta.dtype == torch.get_default_dtype())
+
+
 def fold_filled_like(gm: torch.fx.GraphModule) -> bool:
-    """``zeros_like(x)``, ``ones_like(x)``, ``full_like(x, v)`` (no other options) as the number itself in
-    each use beside a tensor of the same shape and a floating dtype, where a Python number computes the
-    same (``where(c, x, zeros_like(x))`` is ``where(c, x, 0.0)``)."""
+    """``zeros_like(x)``, ``ones_like(x)``, ``full_like(x, v)``, ``torch.zeros(x.size())`` and the like (no
+    other options) as the number itself in each use where a Python number computes the same
+    (``where(c, x, zeros_like(x))`` is ``where(c, x, 0.0)``; a one-hot ``where(hit, 1, torch.zeros(n, c))``
+    is ``where(hit, 1, 0.0)``)."""
     changed = False
     for node in list(gm.graph.nodes):
-        if node.op != "call_function" or node.target not in FILLED_LIKE:
-            continue
-        value = FILLED_LIKE[node.target]
-        if node.target is torch.full_like:
-            value = option(node, "fill_value", 1, None)
-        extra = set(node.kwargs) - {"input", "fill_value", "device"}
-        meta = node.meta.get("tensor_meta")
-        if not is_number(value) or extra or meta is None or not meta.dtype.is_floating_point:
-            continue
+        value = _filled_value(node)
+        if value is None or any(_aliases(gm, user) and not reads_metadata(user) for user in node.users):
+            continue  # written in place (a one-hot's scatter_) or viewed: not one value for every reader
         for user in list(node.users):
-            peers = [a for a in user.args if isinstance(a, Node) and a is not node]
-            same = [a for a in peers if (m := a.meta.get("tensor_meta")) is not None and m.shape == meta.shape
-                    and m.dtype == meta.dtype]
-            if user.op != "call_function" or user.kwargs or not same:
+            if user.op != "call_function" or user.kwargs or not _same_without(user, node):
                 continue
             if user.target in MEETS:
                 user.args = tuple(float(value) if a is node else a for a in user.args)
             elif user.target in BOUNDS and len(user.args) == 2:
-                user.target, user.args, user.kwargs = torch.clamp, (same[0],), {BOUNDS[user.target]: float(value)}
+                same = next(a for a in user.args if a is not node)
+                user.target, user.args, user.kwargs = torch.clamp, (same,), {BOUNDS[user.target]: float(value)}
             else:
                 continue
             changed = True
         if not node.users:
             gm.graph.erase_node(node)
     return changed
-
-
 
 
 def is_impure(node: Node) -> bool:

@@ -35,6 +35,7 @@ from kernelevo.agent.builtin.rewrite_in_place import (
     option,
     out_of_place,
     remove_dead_values,
+    scatter_numbers,
     writes_in_place,
 )
 from kernelevo.agent.builtin.rewrite_ops import Node, Ops, Value, float_node, operand, signed_negative
@@ -392,7 +393,8 @@ def rewrite_pointwise(gm: torch.fx.GraphModule) -> bool:
     order = {n: k for k, n in enumerate(gm.graph.nodes)}
     changed = fold_filled_like(gm)
     for node in list(gm.graph.nodes):
-        changed |= out_of_place(gm, node, order) or item_assignment(gm, node, order)
+        changed |= out_of_place(gm, node, order) or item_assignment(gm, node, order) or \
+            scatter_numbers(gm, node, order)
     for node in list(gm.graph.nodes):
         if node.op == "call_method" and node.target in METHOD_FUNCTIONS:
             target = METHOD_FUNCTIONS[str(node.target)]

@@ -41,9 +41,10 @@ def unsqueezed_per_row(node: torch.fx.Node, value: torch.Tensor, rows: tuple[int
 
 def adds_a_last_dim(node: torch.fx.Node) -> bool:
     """Is ``node`` a view adding a dimension of 1 after the last: ``x.unsqueeze(-1)`` (or of ``dim``,
-    ``torch.unsqueeze``) or ``x[:, None]``, ``x[..., None]``? The caller checks the resulting shape."""
-    if (node.op == "call_method" and node.target == "unsqueeze") or (node.op == "call_function"
-                                                                      and node.target is torch.unsqueeze):
+    ``torch.unsqueeze``) or ``x[:, None]``, ``x[..., None]``, or a view or reshape to one more dimension
+    (``label.view(-1, 1)``)? The caller checks the resulting shape against the input's."""
+    if (node.op == "call_method" and node.target in ("unsqueeze", "view", "reshape")) or (
+            node.op == "call_function" and node.target in (torch.unsqueeze, torch.reshape)):
         return True
     if node.op != "call_function" or node.target is not operator.getitem or len(node.args) != 2:
         return False
