@@ -53,10 +53,25 @@ def _global_names(code: types.CodeType) -> set[str]:
     return names
 
 
+def _default_names(source: str) -> set[str]:
+    """The names the defaults of the first function in ``source`` read (``group_size=GROUP_SIZE``): the
+    class body evaluates them, so the function's own code never loads them."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    function = next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    if function is None:
+        return set()
+    defaults = [*function.args.defaults, *(d for d in function.args.kw_defaults if d is not None)]
+    return {n.id for d in defaults for n in ast.walk(d) if isinstance(n, ast.Name)}
+
+
 def _collect_needs(fn: Any, source: str, module: str, heads: list[str], bodies: list[str], seen: set[str]) -> None:
     """Append to ``heads`` the imports and constants ``fn`` (whose source is ``source``) uses, and to
     ``bodies`` the sources of the classes and functions of ``module`` it uses, recursively."""
-    loaded = {name: fn.__globals__[name] for name in _global_names(fn.__code__) if name in fn.__globals__}
+    names = _global_names(fn.__code__) | _default_names(source)
+    loaded = {name: fn.__globals__[name] for name in names if name in fn.__globals__}
     for name, value in sorted(loaded.items()):
         if name in seen or not re.search(rf"\b{re.escape(name)}\b", source):
             continue  # gone from the rewritten source (the class's own name in super(...)), or done
