@@ -178,6 +178,9 @@ CASES = [
     ("zeros-like-written-in-place-then-read", "        pass",
      "        z = torch.zeros_like(x)\n        z += x * 2\n        return torch.where(x > 0, z, torch.zeros_like(x)) + x",
      "torch.randn(4, {cols})", ""),
+    ("views-of-an-input-flattened-then-shaped-as-it", "        pass",
+     "        flat = x.flatten(1)\n        lo, hi = torch.aminmax(flat, dim=1, keepdim=True)\n"
+     "        return ((flat - lo) / (hi - lo + 1e-6)).view_as(x)", "torch.randn(3, 4, 5, 60)", ""),
     ("attention-negative-scale-fp32", "        pass",
      "        return F.scaled_dot_product_attention(q, k, v, scale=-0.5)",
      "torch.randn(1, 2, 24, 16), torch.randn(1, 2, 24, 16), torch.randn(1, 2, 24, 16)", ""),

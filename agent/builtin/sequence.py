@@ -101,9 +101,13 @@ def _plain_index(index: Any) -> bool:
     return plain_int(index)
 
 
+SHAPED_AS = {"view_as", "reshape_as"}
+"""Views to another tensor's shape."""
+
+
 def _view_of(node: torch.fx.Node, flow: torch.fx.Node | None, full: dict[str, tuple[int, ...]],
              sizes: Collection[str] = (), spelled: Callable[[torch.fx.Node], str | None] = lambda n: None,
-             name: str = FLOW) -> str | None:
+             name: str = FLOW, into: str | None = None) -> str | None:
     """``node`` as the statement that takes a view of ``flow`` and nothing else (``.unsqueeze(1)``),
     when ``flow`` is used by it alone (and by reads of its sizes) and its arguments are plain numbers
     or sizes read in ``forward`` (``sizes``: their names); else None. Such a view between two segments (a pooling over
@@ -112,13 +116,18 @@ def _view_of(node: torch.fx.Node, flow: torch.fx.Node | None, full: dict[str, tu
     from the small model: it is kept only where they give the node's own shape at the size being
     optimised (``full``); sizes read in ``forward`` hold at every size, beside them only ``-1``, and so
     does arithmetic on them (``spelled``: such a number's expression, or None). ``name``: what
-    ``forward`` calls ``flow`` (an earlier kernel's output kept for later is viewed the same way)."""
+    ``forward`` calls ``flow`` (an earlier kernel's output kept for later is viewed the same way);
+    ``into``: the name the view is kept under, where not ``name`` (``flow`` may then have other readers)."""
     if flow is None or not node.args or node.args[0] is not flow or \
-            any(user is not node and user.name not in sizes for user in flow.users):
+            (into is None and any(user is not node and user.name not in sizes for user in flow.users)):
         return None
-    method = view_method(node)
+    method = view_method(node) or (node.target if node.op == "call_method" and node.target in SHAPED_AS else None)
     if method is None:
         return None
+    if method in SHAPED_AS:  # the shape of an input: ``y.view_as(x)``
+        other = node.args[1] if len(node.args) == 2 and not node.kwargs else None
+        return f"{into or name} = {name}.{method}({other.name})" if isinstance(other, torch.fx.Node) and \
+            other.op == "placeholder" else None
 
     def read(a: Any) -> bool:
         return isinstance(a, torch.fx.Node) and (a.name in sizes or spelled(a) is not None)
@@ -146,7 +155,7 @@ def _view_of(node: torch.fx.Node, flow: torch.fx.Node | None, full: dict[str, tu
         return repr(a)
 
     words = [word(a) for a in rest] + [f"{k}={word(v)}" for k, v in kwargs.items()]
-    return f"{name} = {name}.{method}({', '.join(words)})"
+    return f"{into or name} = {name}.{method}({', '.join(words)})"
 
 
 def _inferred(node: torch.fx.Node, rest: list[Any], kwargs: dict[str, Any], full: dict[str, tuple[int, ...]],
@@ -176,6 +185,21 @@ def _kept_view(node: torch.fx.Node, earlier: dict[torch.fx.Node, str], full: dic
     view = _view_of(node, source, full, sizes, spelled, name=earlier[source])
     if view is not None:
         earlier[node] = earlier[source]
+    return view
+
+
+def _input_view(node: torch.fx.Node, earlier: dict[torch.fx.Node, str], full: dict[str, tuple[int, ...]],
+                sizes: Collection[str], spelled: Callable[[torch.fx.Node], str | None]) -> str | None:
+    """``node`` a view of an input (``x.flatten(1)`` before the first kernel) as the statement that takes
+    it under a name of its own (``earlier`` gains ``node``: later kernels read the view by that name);
+    None where it is no such view."""
+    source = node.args[0] if node.args else None
+    if not isinstance(source, torch.fx.Node) or source.op != "placeholder":
+        return None
+    into = f"_kernelevo_view_{node.name}"
+    view = _view_of(node, source, full, sizes, spelled, name=source.name, into=into)
+    if view is not None:
+        earlier[node] = into
     return view
 
 
@@ -407,6 +431,12 @@ def plan(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int, ..
         parts = _chunk_parts(calls[start], earlier, lambda n: glue.spelled(n, read_sizes)) if found is None else None
         if parts is not None:  # no kernel reads the chunk whole: its parts, as views of a kept output
             views += parts
+            start += 1
+            continue
+        viewed = _input_view(calls[start], earlier, full_shapes, read_sizes, lambda n: glue.spelled(n, read_sizes)) \
+            if found is None else None
+        if viewed is not None:  # an input read only through this view: the view taken in forward, then read
+            views.append(viewed)
             start += 1
             continue
         if found is None:
