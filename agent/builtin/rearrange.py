@@ -28,7 +28,8 @@ from kernelevo.agent.builtin.vocabulary import attribute_at, graph_calls, reads_
 
 CATS = (torch.cat, torch.concat, torch.concatenate)
 MAX_RANK = 6
-MAX_PARTS = 16
+MAX_PARTS = 32
+"""The most tensors one concatenation joins (each output position tests each part's range)."""
 
 
 @dataclass
@@ -172,7 +173,9 @@ def _sources(gm: torch.fx.GraphModule, node: torch.fx.Node, name: str, inputs: l
         else:
             names = []
             break
-    if not names or len(names) > MAX_PARTS or len(attributes) == len(names):
+    if len(names) > MAX_PARTS:
+        raise CannotCover(f"`{name}` of {len(names)} tensors (covered: up to {MAX_PARTS})")
+    if not names or len(attributes) == len(names):
         raise CannotCover(f"`{name}` of computed tensors (covered: of inputs passed to forward, and a cat's "
                           "parameters)")
     return names, values, attributes, read

@@ -197,10 +197,28 @@ def _input_view(node: torch.fx.Node, earlier: dict[torch.fx.Node, str], full: di
     if not isinstance(source, torch.fx.Node) or source.op != "placeholder":
         return None
     into = f"_kernelevo_view_{node.name}"
-    view = _view_of(node, source, full, sizes, spelled, name=source.name, into=into)
+    index = _index_text(node.args[1]) if node.op == "call_function" and node.target is operator.getitem else None
+    view = f"{into} = {source.name}[{index}]" if index is not None else \
+        _view_of(node, source, full, sizes, spelled, name=source.name, into=into)
     if view is not None:
         earlier[node] = into
     return view
+
+
+def _index_text(index: Any) -> str | None:
+    """A basic index (ints, slices of ints, None, ``...``) as Python source; None for any other."""
+    def part(p: Any) -> str | None:
+        if p is None or p is Ellipsis:
+            return repr(p)
+        if plain_int(p):
+            return repr(p)
+        if isinstance(p, slice) and all(b is None or plain_int(b) for b in (p.start, p.stop, p.step)):
+            return ":".join("" if b is None else repr(b) for b in (p.start, p.stop)) + (
+                f":{p.step!r}" if p.step is not None else "")
+        return None
+
+    parts = [part(p) for p in (index if isinstance(index, tuple) else (index,))]
+    return None if None in parts else ", ".join(parts)  # type: ignore[arg-type]
 
 
 def _chunk_parts(node: torch.fx.Node, earlier: dict[torch.fx.Node, str],
