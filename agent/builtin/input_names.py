@@ -17,7 +17,7 @@ GENERATED_NAMES = frozenset({
     "even", "losses", "parts", "self", "torch", "triton", "tl", "nn", "F", "math", "aligned", "conv_geometry",
     "pool_geometry", "src", "idx", "sizes", "strides", "n", "c", "padded", "block_i", "keep", "start", "edge_index",
     "ab", "wb", "count", "block", "block_d", "c_out", "full", "given", "i", "k", "m", "t", "t0", "s", "mask", "length",
-    "ratio",
+    "ratio", "precision",
     "run", "runs", "seq_k", "shares", "size", "out_size", "span", "table", "table_c", "table_s", "strides_c",
     "strides_s",
     "round_to_bf16", "fmod_exact", "phase_taps", "tma_scratch", "InterpretedFunction"})
