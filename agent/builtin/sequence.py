@@ -190,12 +190,13 @@ def _kept_view(node: torch.fx.Node, earlier: dict[torch.fx.Node, str], full: dic
 
 def _input_view(node: torch.fx.Node, earlier: dict[torch.fx.Node, str], full: dict[str, tuple[int, ...]],
                 sizes: Collection[str], spelled: Callable[[torch.fx.Node], str | None]) -> str | None:
-    """``node`` a view of an input (``x.flatten(1)`` before the first kernel) as the statement that takes
-    it under a name of its own (``earlier`` gains ``node``: later kernels read the view by that name);
-    None where it is no such view."""
+    """``node`` a view of an input that is read otherwise too (``x.flatten(1)`` before the first kernel,
+    ``view_as(x)`` after the last) as the statement that takes it under a name of its own (``earlier``
+    gains ``node``: later kernels read the view by that name); None where it is no such view."""
     source = node.args[0] if node.args else None
-    if not isinstance(source, torch.fx.Node) or source.op != "placeholder":
-        return None
+    if not isinstance(source, torch.fx.Node) or source.op != "placeholder" or \
+            all(user is node or reads_metadata(user) for user in source.users):
+        return None  # an input read through this view alone is planned as the view (``leading_views``)
     into = f"_kernelevo_view_{node.name}"
     index = _index_text(node.args[1]) if node.op == "call_function" and node.target is operator.getitem else None
     view = f"{into} = {source.name}[{index}]" if index is not None else \
