@@ -181,6 +181,15 @@ CASES = [
     ("views-of-an-input-flattened-then-shaped-as-it", "        pass",
      "        flat = x.flatten(1)\n        lo, hi = torch.aminmax(flat, dim=1, keepdim=True)\n"
      "        return ((flat - lo) / (hi - lo + 1e-6)).view_as(x)", "torch.randn(3, 4, 5, 60)", ""),
+    ("attention-rows-of-finfo-min-from-positions", "        pass",
+     "        t = q.size(2)\n        m = torch.full((t, t), torch.finfo(q.dtype).min, device=q.device).triu(0)\n"
+     "        return F.scaled_dot_product_attention(q, k, v, attn_mask=m)",
+     "torch.randn(1, 2, 20, 16), torch.randn(1, 2, 20, 16), torch.randn(1, 2, 20, 16)", ""),
+    ("attention-chunked-causal-through-an-integer-cast", "        pass",
+     "        i = torch.arange(q.size(2), device=q.device)[:, None]\n"
+     "        j = torch.arange(k.size(2), device=q.device)[None, :]\n"
+     "        return F.scaled_dot_product_attention(q, k, v, attn_mask=(j * 0.2).int() <= (i * 0.2).int())",
+     "torch.randn(1, 2, 150, 16), torch.randn(1, 2, 150, 16), torch.randn(1, 2, 150, 16)", ""),
     ("attention-negative-scale-fp32", "        pass",
      "        return F.scaled_dot_product_attention(q, k, v, scale=-0.5)",
      "torch.randn(1, 2, 24, 16), torch.randn(1, 2, 24, 16), torch.randn(1, 2, 24, 16)", ""),

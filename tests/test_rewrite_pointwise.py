@@ -310,3 +310,60 @@ def test_a_call_that_writes_in_place_is_kept_where_a_rewrite_drops_its_result() 
     traced = trace(model, [x, a, b])
     assert "relu_" in {getattr(n.target, "__name__", str(n.target)) for n in traced.graph.nodes}
     torch.testing.assert_close(traced(x, a, b), model(x, a, b))
+
+
+class _FilledTimes(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.full(x.shape, 1.003, dtype=x.dtype)
+
+
+def test_a_filled_tensor_becomes_the_number_its_dtype_holds() -> None:
+    """``torch.full(shape, 1.003, dtype=bfloat16)`` holds 1.0: the product takes 1.0, not 1.003."""
+    from torch.fx.passes.shape_prop import ShapeProp
+
+    from kernelevo.agent.builtin.rewrite_in_place import fold_filled_like
+
+    x = torch.randn(4, 8).to(torch.bfloat16)
+    gm = torch.fx.symbolic_trace(_FilledTimes())
+    ShapeProp(gm).propagate(x)
+    assert fold_filled_like(gm)
+    numbers = [a for n in gm.graph.nodes if n.op == "call_function" for a in n.args if isinstance(a, float)]
+    assert numbers == [1.0]
+
+
+HELPER_WITH_DEFAULT = '''import torch
+import torch.nn as nn
+
+EPS = 1e-3
+
+
+class Norm(nn.Module):
+    def extra_repr(self):
+        return "norm"
+
+    def __init__(self, dim, eps=EPS):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+
+class Model(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.norm = Norm(dim)
+
+    def forward(self, x):
+        return x * self.norm.weight + self.norm.eps
+'''
+
+
+def test_constants_read_by_any_methods_defaults_are_carried(tmp_path) -> None:  # noqa: ANN001
+    """A helper class whose ``__init__`` is not its first method still brings ``EPS`` along."""
+    from kernelevo.agent.builtin.init_source import init_source
+    from kernelevo.tasks.loader import import_task_module
+
+    path = tmp_path / "helper.py"
+    path.write_text(HELPER_WITH_DEFAULT + "\n\ndef get_inputs():\n    return [torch.randn(2, 8)]\n\n\n"
+                    "def get_init_inputs():\n    return []\n")
+    _, needs = init_source(import_task_module(path, "full").Model)
+    assert any(n.strip() == "EPS = 0.001" or n.strip().startswith("EPS =") for n in needs), needs

@@ -36,6 +36,14 @@ WIDEST_HEAD = 256
 """The widest head the flash kernel holds (a block of queries' fp32 accumulator is BLOCK_M x head)."""
 
 KERNEL = '''@triton.jit
+def log2_bias(bias):
+    # An additive mask in the scores' log2 units. A finite bias stays finite: torch's finfo(dtype).min
+    # times log2(e) would overflow to -inf, hiding keys that torch weighs evenly where every key of a
+    # row has it. -inf stays -inf.
+    return tl.where(bias == float("-inf"), bias, tl.maximum(bias * 1.4426950408889634, -3.4028234663852886e38))
+
+
+@triton.jit
 def attention_keys(acc, l_i, m_i, q, k_ptr, v_ptr, k_desc, v_desc, k_base, k_row0, offs_m, seq_q, seq_k,
                    stride_ks, mask_ptr, mask_base, stride_mq, stride_mk, scale_log2e, lo, hi, BLOCK_N: tl.constexpr,
                    HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, EVEN: tl.constexpr, CAUSAL: tl.constexpr,
@@ -80,7 +88,7 @@ def attention_keys(acc, l_i, m_i, q, k_ptr, v_ptr, k_desc, v_desc, k_base, k_row
             if MASK == 1:
                 s = tl.where(kept != 0, s, float("-inf"))
             else:
-                s = s + kept.to(tl.float32) * 1.4426950408889634
+                s = s + log2_bias(kept.to(tl.float32))
 POSITION_MASKS
         if not EVEN:
             s = tl.where(cols[None, :] < seq_k, s, float("-inf"))
@@ -190,7 +198,7 @@ def attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, mask_ptr, seq_q, seq_k, scale_l
 POSITION_MASKS = '''        if MASK == 3:
             s = tl.where(attention_positions(offs_m[:, None], cols[None, :]), s, float("-inf"))
         if MASK == 4:
-            s = s + attention_positions(offs_m[:, None], cols[None, :]).to(tl.float32) * 1.4426950408889634
+            s = s + log2_bias(attention_positions(offs_m[:, None], cols[None, :]).to(tl.float32))
 '''
 """The kernel's lines for a mask made from positions: in its text only where the plan has one, since
 they name the function rendered for it."""

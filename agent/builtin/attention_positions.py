@@ -30,6 +30,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from kernelevo.agent.builtin.program import CannotCover
+
 Spec = tuple
 """``("i", start, step)`` / ``("j", start, step)``: a query or key position, ``start + step * index``;
 ``("number", value)``; ``(op, *operands)`` for the ops of :data:`TORCH_OPS`; ``("cast", dtype, x)``."""
@@ -117,8 +119,8 @@ def _linear(spec: Spec) -> tuple[float, float, float] | None:
         return (spec[2], 0.0, spec[1]) if head == "i" else (0.0, spec[2], spec[1])
     if head == "number":
         return (0.0, 0.0, float(spec[1])) if not isinstance(spec[1], bool) else None
-    if head == "cast" and spec[1] in ("float32", "int64", "int32"):
-        return _linear(spec[2])
+    if head == "cast" and spec[1] == "float32":  # exact for the integers bands are read from; a cast to
+        return _linear(spec[2])                   # an integer truncates, which no linear form says
     forms = [_linear(s) for s in spec[1:]]
     if any(f is None for f in forms):
         return None
@@ -153,13 +155,15 @@ def _bounds(spec: Spec) -> tuple[float, float]:
     if left is None or right is None:
         return -math.inf, math.inf
     a, b, c = (x - y for x, y in zip(left, right, strict=True))  # a*i + b*j + c  (op)  0
-    if b == 0 or a != -b:
+    if b == 0 or a != -b or not all(float(x).is_integer() for x in (b, c)):
+        # only whole coefficients: the kernel compares in fp32 what this would bound in float64
         return -math.inf, math.inf
     edge = -c / b  # the comparison reads d (op') edge, d = j - i; its sense flips where b < 0
     above = (head in ("gt", "ge")) == (b > 0)
+    strict = head in ("lt", "gt") and edge.is_integer()  # d < 3 is d <= 2 for whole distances
     if head == "eq":
-        return edge, edge
-    return (edge, math.inf) if above else (-math.inf, edge)
+        return (edge, edge) if edge.is_integer() else (-math.inf, math.inf)
+    return (math.ceil(edge) + strict, math.inf) if above else (-math.inf, math.floor(edge) - strict)
 
 
 def band(spec: Spec, kind: str) -> tuple[int, int]:
@@ -184,7 +188,13 @@ def band(spec: Spec, kind: str) -> tuple[int, int]:
 
 
 def typed_number(value: Any, dtype: torch.dtype) -> Any:
-    return bool(value) if dtype == torch.bool else float(value) if dtype.is_floating_point else int(value)
+    """``value`` as a number of ``dtype``'s kind, rounded as that dtype holds it (CannotCover for an
+    infinity or NaN cast to an integer, which torch leaves undefined)."""
+    if dtype == torch.bool:
+        return bool(value)
+    if not dtype.is_floating_point and not math.isfinite(value):
+        raise CannotCover(f"{value} cast to {dtype}")
+    return torch.tensor(value, dtype=dtype).item() if dtype.is_floating_point else int(value)
 
 
 def simplified(spec: Spec) -> Spec:
@@ -240,12 +250,25 @@ KERNEL_FUNCTION = '''@triton.jit
 def attention_positions(i, j):
     # The attention mask forward made from positions alone ({kind}), at query index i
     # ([BLOCK_M, 1]) and key index j ([1, BLOCK_N]): computed per score, nothing of it is read.
-    return {expression}
+{widen}    return {expression}
 '''
+WIDE_INTEGERS = 1 << 20
+"""Integer products and constants past this could leave int32 (torch computes positions in int64)."""
 
 
 def kernel_function(mask: dict[str, Any]) -> str:
     """The Triton function the attention kernel calls for a mask made from positions (``mask``: the
     plan's, from :func:`planned`)."""
     kind = "True: the key is seen" if mask["kind"] == "bool" else "added to the scaled scores"
-    return KERNEL_FUNCTION.format(kind=kind, expression=triton_text(mask["positions"]))
+    widen = "    # products of positions computed in int64, as torch computes them: int32 could wrap\n" \
+        "    i = i.to(tl.int64)\n    j = j.to(tl.int64)\n" if _may_wrap(mask["positions"]) else ""
+    return KERNEL_FUNCTION.format(kind=kind, expression=triton_text(mask["positions"]), widen=widen)
+
+
+def _may_wrap(spec: Spec) -> bool:
+    """Does ``spec`` multiply, or hold an integer past :data:`WIDE_INTEGERS` (int32 might wrap)?"""
+    if spec[0] == "number":
+        return not isinstance(spec[1], bool) and isinstance(spec[1], int) and abs(spec[1]) > WIDE_INTEGERS
+    if spec[0] in ("i", "j"):
+        return any(abs(x) > WIDE_INTEGERS for x in spec[1:])
+    return spec[0] == "mul" or any(_may_wrap(s) for s in spec[1:] if isinstance(s, tuple))

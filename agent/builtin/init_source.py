@@ -54,16 +54,14 @@ def _global_names(code: types.CodeType) -> set[str]:
 
 
 def _default_names(source: str) -> set[str]:
-    """The names the defaults of the first function in ``source`` read (``group_size=GROUP_SIZE``): the
-    class body evaluates them, so the function's own code never loads them."""
+    """The names the defaults of the functions in ``source`` read (``group_size=GROUP_SIZE``, in any
+    method of a helper class): the enclosing body evaluates them, so no function's own code loads them."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return set()
-    function = next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
-    if function is None:
-        return set()
-    defaults = [*function.args.defaults, *(d for d in function.args.kw_defaults if d is not None)]
+    functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))]
+    defaults = [d for f in functions for d in (*f.args.defaults, *f.args.kw_defaults) if d is not None]
     return {n.id for d in defaults for n in ast.walk(d) if isinstance(n, ast.Name)}
 
 

@@ -34,10 +34,11 @@ from kernelevo.agent.builtin.vocabulary import (
     reads_metadata,
 )
 
-CASTS = {"float": torch.float32, "bool": torch.bool, "long": torch.int64, "int": torch.int32,
-         "half": torch.float16, "bfloat16": torch.bfloat16}
+CASTS = {"float", "bool", "long", "int", "half", "bfloat16"}
 FACTORIES = {torch.ones: 1, torch.zeros: 0, torch.full: None}
 VIEWS = {"unsqueeze", "view", "reshape", "expand", "contiguous", "clone", "detach", "squeeze"}
+
+
 class _Arange:
     """``torch.arange``'s values, ``start + step * k`` for k below ``length``, not yet placed along the
     queries or the keys (its views decide: the dimension it spans, counted from the end)."""
@@ -143,8 +144,10 @@ class _Reader:
         kwargs.pop("dtype", None)  # the node's own dtype says what it is
         given = [*args, *(kwargs.pop(k) for k in ("start", "end", "step") if k in kwargs)]
         start, step = (0, 1) if len(given) == 1 else (given[0], given[2] if len(given) > 2 else 1)
-        if kwargs or not all(isinstance(a, (int, float)) and not isinstance(a, bool) for a in (start, step)):
-            raise CannotCover(f"`{node.name}`: positions whose start or step is not a number")
+        if kwargs or not all(isinstance(a, (int, float)) and not isinstance(a, bool) and float(a).is_integer()
+                             for a in (start, step)):
+            # torch rounds start + k * step once from float64; the kernel would compute it in fp32
+            raise CannotCover(f"`{node.name}`: positions whose start or step is not a whole number")
         if _dtype(node).is_floating_point and _dtype(node) != torch.float32:
             raise CannotCover(f"`{node.name}`: positions in {_dtype(node)}")
         return _Arange(start, step, _shape(node)[0])
@@ -183,6 +186,10 @@ class _Reader:
             out = out if low is None else ("maximum", out, self.spec(low))
             return out if high is None else ("minimum", out, self.spec(high))
         operands = [self.spec(a) for a in args]
+        if _dtype(node) == torch.bool and op in ("add", "mul"):
+            op = "or" if op == "add" else "and"  # torch's arithmetic on bools is logic
+        elif _dtype(node) == torch.bool and op in ("sub", "div", "maximum", "minimum"):
+            raise CannotCover(f"`{node.name}`: arithmetic on booleans in a mask")
         if _dtype(node) in LOW_PRECISION:
             raise CannotCover(f"`{node.name}`: mask arithmetic in {_dtype(node)} (torch rounds every step)")
         if op in ("and", "or", "xor", "not") and _dtype(node) != torch.bool:
@@ -247,7 +254,8 @@ def rewrite(gm: torch.fx.GraphModule) -> bool:
             reader = _Reader(q[-2], k[-2])
             spec = simplified(reader.spec(mask))
             _check_casts(spec)
-        except CannotCover as exc:
+        except (CannotCover, ArithmeticError, ValueError, TypeError, KeyError, IndexError) as exc:
+            # a mask this reader cannot hold stays as it was, refused later with this reason
             mask.meta["positions_refused"] = str(exc)
             continue
         dtype = str(_dtype(mask)).removeprefix("torch.")

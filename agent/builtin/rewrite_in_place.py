@@ -296,11 +296,12 @@ def fold_filled_like(gm: torch.fx.GraphModule) -> bool:
         for user in list(node.users):
             if user.op != "call_function" or user.kwargs or not _same_without(user, node):
                 continue
+            held = torch.tensor(float(value), dtype=node.meta["tensor_meta"].dtype).item()  # as the tensor holds it
             if user.target in MEETS:
-                user.args = tuple(float(value) if a is node else a for a in user.args)
+                user.args = tuple(held if a is node else a for a in user.args)
             elif user.target in BOUNDS and len(user.args) == 2:
                 same = next(a for a in user.args if a is not node)
-                user.target, user.args, user.kwargs = torch.clamp, (same,), {BOUNDS[user.target]: float(value)}
+                user.target, user.args, user.kwargs = torch.clamp, (same,), {BOUNDS[user.target]: held}
             else:
                 continue
             changed = True
