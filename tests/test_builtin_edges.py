@@ -594,7 +594,7 @@ def test_a_tensor_made_from_one_number_is_that_number() -> None:
 def test_a_view_between_segments_is_kept_only_where_its_sizes_hold_at_full_size() -> None:
     """``view(-1, 1, n)`` is traced with the small model's ``n``: written into ``forward`` it must give
     the node's shape at the size being optimised, or the split does not take it as glue."""
-    from kernelevo.agent.builtin.sequence import _view_of
+    from kernelevo.agent.builtin.sequence_views import view_of as _view_of
 
     class Viewed(torch.nn.Module):
         def __init__(self) -> None:
