@@ -190,6 +190,11 @@ CASES = [
      "        j = torch.arange(k.size(2), device=q.device)[None, :]\n"
      "        return F.scaled_dot_product_attention(q, k, v, attn_mask=(j * 0.2).int() <= (i * 0.2).int())",
      "torch.randn(1, 2, 150, 16), torch.randn(1, 2, 150, 16), torch.randn(1, 2, 150, 16)", ""),
+    ("mha-viewed-with-a-sliding-window-from-positions", "        self.window = 9",
+     "        b, n, c = x.shape\n        q, k, v = x.reshape(b, n, 3, 4, c // 12).permute(2, 0, 3, 1, 4).unbind(0)\n"
+     "        i = torch.arange(n, device=x.device)\n"
+     "        m = (i[None, :] <= i[:, None]) & (i[:, None] - i[None, :] < self.window)\n"
+     "        return F.scaled_dot_product_attention(q, k, v, attn_mask=m)", "torch.randn(2, 70, 96)", ""),
     ("attention-negative-scale-fp32", "        pass",
      "        return F.scaled_dot_product_attention(q, k, v, scale=-0.5)",
      "torch.randn(1, 2, 24, 16), torch.randn(1, 2, 24, 16), torch.randn(1, 2, 24, 16)", ""),
