@@ -117,6 +117,18 @@ def test_nan_and_inf_match_only_where_eager_has_them() -> None:
     assert stats.problem is None and 0 < stats.max_abs_error < 1e-3  # measured where eager is a number
 
 
+def test_an_infinity_passes_only_where_the_answer_rounds_to_the_dtypes_edge() -> None:
+    """fp16: eager's -65504 and a kernel's -inf (its fp32 sum, -65519, rounded once) are the same answer
+    within the tolerance; an infinity of the other sign, or far from the edge, still fails."""
+    want = torch.tensor([-65504.0, 1.0], dtype=torch.float16)
+    exact = torch.tensor([-65519.0, 1.0], dtype=torch.float64)
+    got = torch.tensor([-float("inf"), 1.0], dtype=torch.float16)
+    assert compare_output(got, want, exact, 1e-2, 1e-2).problem is None
+    assert compare_output(-got, want, exact, 1e-2, 1e-2).problem
+    far = torch.tensor([-30000.0, 1.0], dtype=torch.float16)
+    assert compare_output(got, far, far.double(), 1e-2, 1e-2).problem
+
+
 def test_dtype_shape_and_type_must_match() -> None:
     ref = torch.ones(3)
     assert "dtype" in compare_output(ref.half(), ref, None, 1, 1).problem

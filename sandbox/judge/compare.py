@@ -14,12 +14,13 @@ times its own. A correct kernel
 that sums in another order then passes where the answer is that sensitive (a sum whose terms cancel,
 say), whether or not eager happened to be lucky on these inputs; where the output is well
 conditioned, the slack is a few units in the last place and changes nothing. Where eager's value is a
-number, a NaN or an infinity in the output fails. Where eager's own value is an infinity or NaN (an
-overflow on the large-values set), the output may hold the same; where float64's answer, rounded to
-the output's dtype, is a number there (eager overflowed on the way), the output may also be within the
-tolerance of it; where that answer is an infinity or NaN, the output must hold it or eager's value,
-except on inputs scaled up, where float64's own overflow (an exp of scores scaled twice) says nothing
-and any value passes. The rest of the set is compared as usual.
+number, a NaN or an infinity in the output fails, except an infinity of the answer's sign where the
+answer is within the tolerance of the dtype's largest number (it rounds there either way). Where eager's
+own value is an infinity or NaN (an overflow on the large-values set), the output may hold the same;
+where float64's answer, rounded to the output's dtype, is a number there (eager overflowed on the way),
+the output may also be within the tolerance of it; where that answer is an infinity or NaN, the output
+must hold it or eager's value, except on inputs scaled up, where float64's own overflow (an exp of
+scores scaled twice) says nothing and any value passes. The rest of the set is compared as usual.
 Alongside, the sums the precision rule needs (``rules.py``): how far the candidate and eager each
 are from float64. Work is done in chunks of ``CHUNK`` elements, so a comparison never holds more
 than a few float64 copies of a chunk.
@@ -326,7 +327,14 @@ def _pieces(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | None, r
         target, compared, rounded, free, from_exact = _targets(w, w64, x64, rule.scaled_up, rule.astray)
         difference = torch.where(compared, (g64 - target).abs(), 0.0)
         here = _slack_here(difference, rule, from_exact, offset)
-        over = _over(g64, w64, rounded, compared, free, difference, target.abs() * rule.rtol + rule.atol + here)
+        allowed = target.abs() * rule.rtol + rule.atol + here
+        over = _over(g64, w64, rounded, compared, free, difference, allowed)
+        # an infinity where the answer lies within the tolerance of the dtype's largest number: the same
+        # value rounded once more (a kernel summing in fp32 rounds 65519 to fp16's inf, eager to 65504)
+        edge = torch.finfo(g.dtype).max if g.is_floating_point() else float("inf")
+        rounded_over = compared & torch.isinf(g64) & torch.isfinite(target) & \
+            (torch.sign(g64) == torch.sign(target)) & (target.abs() + allowed >= edge)
+        over = torch.where(rounded_over, -1.0, over)
         if rule.astray is not None:
             over = torch.where(_as_good_as_eager(g64, w64, target, from_exact, rule), -1.0, over)
         yield _Piece(offset, g64, w64, x64, target, compared, from_exact, difference, here, over)
