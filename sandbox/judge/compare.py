@@ -15,7 +15,7 @@ that sums in another order then passes where the answer is that sensitive (a sum
 say), whether or not eager happened to be lucky on these inputs; where the output is well
 conditioned, the slack is a few units in the last place and changes nothing. Where eager's value is a
 number, a NaN or an infinity in the output fails, except an infinity of the answer's sign where the
-answer is within the tolerance of the dtype's largest number (it rounds there either way). Where eager's
+answer's tolerance reaches the dtype's largest number (read as that number, which would pass). Where eager's
 own value is an infinity or NaN (an overflow on the large-values set), the output may hold the same;
 where float64's answer, rounded to the output's dtype, is a number there (eager overflowed on the way),
 the output may also be within the tolerance of it; where that answer is an infinity or NaN, the output
@@ -328,13 +328,16 @@ def _pieces(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | None, r
         difference = torch.where(compared, (g64 - target).abs(), 0.0)
         here = _slack_here(difference, rule, from_exact, offset)
         allowed = target.abs() * rule.rtol + rule.atol + here
-        over = _over(g64, w64, rounded, compared, free, difference, allowed)
-        # an infinity where the answer lies within the tolerance of the dtype's largest number: the same
-        # value rounded once more (a kernel summing in fp32 rounds 65519 to fp16's inf, eager to 65504)
+        # an infinity of the answer's sign where the answer's tolerance reaches the dtype's largest number:
+        # that number would pass there, and a kernel rounding a wider sum once lands past it (fp32's -65530
+        # is fp16's -inf, where eager's fp16 steps give -65504). It is measured as that number, so the
+        # precision sums below see the error the largest number would have, not an infinite one.
         edge = torch.finfo(g.dtype).max if g.is_floating_point() else float("inf")
-        rounded_over = compared & torch.isinf(g64) & torch.isfinite(target) & \
+        past_edge = compared & torch.isinf(g64) & torch.isfinite(target) & \
             (torch.sign(g64) == torch.sign(target)) & (target.abs() + allowed >= edge)
-        over = torch.where(rounded_over, -1.0, over)
+        g64 = torch.where(past_edge, torch.sign(g64) * edge, g64)
+        difference = torch.where(compared, (g64 - target).abs(), 0.0)
+        over = _over(g64, w64, rounded, compared, free, difference, allowed)
         if rule.astray is not None:
             over = torch.where(_as_good_as_eager(g64, w64, target, from_exact, rule), -1.0, over)
         yield _Piece(offset, g64, w64, x64, target, compared, from_exact, difference, here, over)
