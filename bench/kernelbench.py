@@ -151,9 +151,9 @@ from kernelevo.agent.builtin.recognize import recognise
 from kernelevo.agent.builtin.templates import render
 from kernelevo.tasks import load_task
 plan = recognise(load_task(sys.argv[1], "full"))
-# the full size's code holds at that size alone (its sizes or its constructor's numbers): judged here,
-# the small size's plan
-if plan.sized_for or plan.numbers_there:
+# the full size's code holds at that size alone (its sizes or its constructor's numbers): judged at the
+# small size (the CPU), the small size's plan
+if sys.argv[3] == "small" and (plan.sized_for or plan.numbers_there):
     plan = recognise(load_task(sys.argv[1], "small"))
 strategy, params, why = seeds(plan)[0]
 open(sys.argv[2], "w").write(render(plan, strategy, params, why))
@@ -200,7 +200,8 @@ def judge_seed(path: Path, timeout_s: float, timed: bool, gpu: str | None = None
     with tempfile.TemporaryDirectory() as scratch:
         candidate = Path(scratch) / "candidate.py"
         try:
-            made = run_within([sys.executable, "-c", JUDGE_PROBE, str(path), str(candidate)], timeout_s)
+            made = run_within([sys.executable, "-c", JUDGE_PROBE, str(path), str(candidate),
+                               "full" if timed else "small"], timeout_s)
         except subprocess.TimeoutExpired:
             return {"correct": False, "reason": f"rendering took over {timeout_s:.0f} s", "harness": True}
         if made.returncode != 0:

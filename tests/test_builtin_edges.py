@@ -1738,3 +1738,15 @@ def test_mask_writes_and_dtype_limits_in_bounds_are_planned(tmp_path: Path, body
                     f"        {body}\n\n\ndef get_inputs():\n    return [torch.randn(8, 30)]\n\n\n"
                     "def get_init_inputs():\n    return []\n")
     assert recognise(load_task(str(path), "full")).kind == "pointwise"
+
+
+def test_a_view_of_a_parameter_made_with_the_files_constants_is_planned_for_its_size_alone() -> None:
+    """Group-wise fake quantisation views its weight in groups of ``GROUP_SIZE``, a module constant the
+    small size shrinks (128 there, 16 traced): the view is written with 128, so the plan says it holds
+    at that size alone, and a check at the small size plans the small size afresh (with 16)."""
+    path = ROOT / "bench/probes/level1/int4_groupwise_fake_quant_linear.py"
+    plan = recognise(load_task(str(path), "full"))
+    assert plan.numbers_there and "// (128)), 128)" in plan.numbers_there[0]
+    small = recognise(load_task(str(path), "small"))
+    source = render(small, *seeds(small)[0])
+    assert "// (16)), 16)" in source and "// (128)" not in source

@@ -268,6 +268,7 @@ class Glue:
         self.made, self.seen, self.context, self.whole = made_nodes(gm), seen, context, whole
         full = context.full_graph()
         self.there = {n.name: n for n in full.graph.nodes} if full is not None else {}
+        self.here = {n.name: n for n in gm.graph.nodes}
 
     def spelled(self, node: torch.fx.Node, sizes: Any) -> str | None:
         """A number made from sizes, as an expression of ``forward`` (``sizes``: the names it holds)."""
@@ -285,11 +286,26 @@ class Glue:
             if not (made_root(node, self.made, self.seen.get(node.name)) or is_factory(node)):
                 return "", ""
             try:
-                return statement(node, self.there, named, self.context.allow_partial), bound_name(node)
+                made = statement(node, self.there, named, self.context.allow_partial)
             except CannotCover as exc:
                 raise CannotCover(f"{failure or self.whole}; made in forward, {exc}") from None
+            self._note_numbers(node, made, lambda: statement(node, self.here, named, self.context.allow_partial))
+            return made, bound_name(node)
         view = attribute_view(node, self.there, named, self._tensor_of_model)
+        if view is not None:
+            self._note_numbers(node, view, lambda: attribute_view(node, self.here, named, self._tensor_of_model))
         return (view, bound_name(node)) if view is not None else None
+
+    def _note_numbers(self, node: torch.fx.Node, there: str, here: Any) -> None:
+        """Where the statement written at the size being optimised holds other numbers than the traced
+        size's (a group of 128 there, shrunk to 16 with the file's constants), the plan holds at that size
+        alone: noted with the numbers adopted there, so a check at the small size plans it afresh."""
+        try:
+            small = here()
+        except CannotCover:
+            small = None
+        if small != there:
+            self.context.numbers_there = [*self.context.numbers_there, f"`{node.name}`: {there}"]
 
     def _tensor_of_model(self, path: str) -> bool:
         return not path.startswith(TRACED_CONSTANT) and isinstance(attribute_at(self.context.full, path), torch.Tensor)
