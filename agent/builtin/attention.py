@@ -195,19 +195,11 @@ def attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, mask_ptr, seq_q, seq_k, scale_l
         tl.store(o_ptr + q_at, out, mask=q_inside)
 '''
 
-POSITION_MASKS = '''        if MASK == 3:
-            s = tl.where(attention_positions(offs_m[:, None], cols[None, :]), s, float("-inf"))
-        if MASK == 4:
-            s = s + log2_bias(attention_positions(offs_m[:, None], cols[None, :]).to(tl.float32))
-'''
-"""The kernel's lines for a mask made from positions: in its text only where the plan has one, since
-they name the function rendered for it."""
-
-
 def kernel(plan: Any) -> str:
     """The kernel's text for ``plan``."""
     mask = plan.extra.get("mask")
-    return KERNEL.replace("POSITION_MASKS\n", POSITION_MASKS if mask and mask.get("positions") else "")
+    lines = attention_positions.KERNEL_LINES if mask and mask.get("positions") else ""
+    return KERNEL.replace("POSITION_MASKS\n", lines)
 
 
 FORWARD = '''def forward(self, {args}):

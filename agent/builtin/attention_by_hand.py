@@ -25,7 +25,7 @@ import torch.nn.functional as F
 
 from kernelevo.agent.builtin.attention import WIDEST_HEAD
 from kernelevo.agent.builtin.rewrite_in_place import option
-from kernelevo.agent.builtin.vocabulary import Capture, is_call, reads_metadata
+from kernelevo.agent.builtin.vocabulary import Capture, drop_unused_ancestors, is_call, reads_metadata
 
 MATMULS = {operator.matmul, torch.matmul}
 SOFTMAXES = {torch.softmax, F.softmax}
@@ -262,7 +262,6 @@ def rewrite(gm: torch.fx.GraphModule, there: dict[str, tuple[int, ...]], inputs:
         q = found["q"]
         if there.get(q.name, tuple(q.meta["tensor_meta"].shape))[-1] > WIDEST_HEAD:
             continue  # as written: two batched GEMMs, the scores through memory
-        ancestors = _ancestors(node)
         with gm.graph.inserting_before(node):
             # unscaled scores are scaled by 1, not by attention's default of 1 / sqrt(head_dim)
             scale = {None: 1.0, HEAD_SCALE: None}.get(found["scale"], found["scale"])
@@ -273,21 +272,8 @@ def rewrite(gm: torch.fx.GraphModule, there: dict[str, tuple[int, ...]], inputs:
                                               kwargs)
         attended.meta = dict(node.meta)
         node.replace_all_uses_with(attended)
-        for dead in reversed([n for n in gm.graph.nodes if n in ancestors or n is node]):
-            if not dead.users and dead.op in ("call_function", "call_method", "call_module"):
-                gm.graph.erase_node(dead)  # the scores, the weights, the mask and the sizes it was built from
+        drop_unused_ancestors(gm, node)  # the scores, the weights, the mask and the sizes it was made of
         changed = True
     if changed:
         gm.recompile()
     return changed
-
-
-def _ancestors(node: torch.fx.Node) -> set[torch.fx.Node]:
-    seen: set[torch.fx.Node] = set()
-    pending = list(node.all_input_nodes)
-    while pending:
-        n = pending.pop()
-        if n not in seen:
-            seen.add(n)
-            pending.extend(n.all_input_nodes)
-    return seen

@@ -92,10 +92,8 @@ def triton_text(spec: Spec) -> str:
     if head == "cast":
         return f"({triton_text(spec[2])}).to(tl.{'int1' if spec[1] == 'bool' else spec[1]})"
     parts = [triton_text(s) for s in spec[1:]]
-    if head in COMPARISONS:
-        return f"({parts[0]} {COMPARISONS[head]} {parts[1]})"
-    if head in ARITHMETIC:
-        return f"({parts[0]} {ARITHMETIC[head]} {parts[1]})"
+    if head in COMPARISONS or head in ARITHMETIC:
+        return f"({parts[0]} {COMPARISONS.get(head) or ARITHMETIC[head]} {parts[1]})"
     if head in LOGICAL:
         return f"({_truth(spec[1])} {LOGICAL[head]} {_truth(spec[2])})"
     if head == "not":
@@ -272,3 +270,12 @@ def _may_wrap(spec: Spec) -> bool:
     if spec[0] in ("i", "j"):
         return any(abs(x) > WIDE_INTEGERS for x in spec[1:])
     return spec[0] == "mul" or any(_may_wrap(s) for s in spec[1:] if isinstance(s, tuple))
+
+
+KERNEL_LINES = '''        if MASK == 3:
+            s = tl.where(attention_positions(offs_m[:, None], cols[None, :]), s, float("-inf"))
+        if MASK == 4:
+            s = s + log2_bias(attention_positions(offs_m[:, None], cols[None, :]).to(tl.float32))
+'''
+"""The attention kernel's lines for a mask made from positions (at its ``POSITION_MASKS`` line): in its
+text only where the plan has one, since they call the function :func:`kernel_function` renders."""

@@ -31,6 +31,7 @@ from kernelevo.agent.builtin.vocabulary import (
     COMPARE_METHODS,
     COMPARE_TARGETS,
     LOW_PRECISION,
+    drop_unused_ancestors,
     reads_metadata,
 )
 
@@ -265,27 +266,13 @@ def rewrite(gm: torch.fx.GraphModule) -> bool:
         with gm.graph.inserting_before(node):
             made = gm.graph.call_function(attention_with_positions, tuple(node.args[:3]), kwargs)
         made.meta = dict(node.meta)
-        made_of = _ancestors(mask) | {mask}
         node.replace_all_uses_with(made)
         gm.graph.erase_node(node)
-        for dead in reversed([n for n in gm.graph.nodes if n in made_of]):
-            if not dead.users and dead.op in ("call_function", "call_method"):
-                gm.graph.erase_node(dead)  # the mask and the sizes it was made of, where nothing else reads them
+        drop_unused_ancestors(gm, mask)  # the mask and the sizes it was made of, where nothing else reads them
         changed = True
     if changed:
         gm.recompile()
     return changed
-
-
-def _ancestors(node: torch.fx.Node) -> set[torch.fx.Node]:
-    seen: set[torch.fx.Node] = set()
-    pending = list(node.all_input_nodes)
-    while pending:
-        n = pending.pop()
-        if n not in seen:
-            seen.add(n)
-            pending.extend(n.all_input_nodes)
-    return seen
 
 
 def _check_casts(spec: Spec, root: bool = True) -> None:

@@ -310,9 +310,7 @@ def _planned(gm: torch.fx.GraphModule, inputs: list[Any], shapes: list[tuple[int
         sizes = dataclasses.replace(sizes, values=full_trace.matching_shapes(gm, context.full_graph()))
     sized = fold_numbers(gm, sizes)
     fold_dtypes(gm)
-    if attention_by_hand.rewrite(gm, shapes_there(gm, sizes), inputs):  # its scale is a number now
-        ShapeProp(gm).propagate(*inputs)
-    if position_masks.rewrite(gm):
+    if attention_by_hand.rewrite(gm, shapes_there(gm, sizes), inputs) | position_masks.rewrite(gm):  # scale a number
         ShapeProp(gm).propagate(*inputs)
     written = read_after_written(gm)
     if written is not None:

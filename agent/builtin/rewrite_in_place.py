@@ -120,13 +120,19 @@ def _positions(graph: torch.fx.Graph, x: Node, dim: int, rank: int, index: Any) 
     def at(i: int) -> Any:
         return i if i >= 0 else graph.call_function(operator.add, (size, i))
 
-    positions = graph.call_method("view", (graph.call_function(torch.arange, (size,), {
-        "device": graph.call_function(getattr, (x, "device"))}), *[-1 if d == dim else 1 for d in range(rank)]))
+    positions = _along(graph, size, dim, rank, x)
     if isinstance(index, int):
         return graph.call_function(operator.eq, (positions, at(index)))
     parts = ([graph.call_function(operator.ge, (positions, at(index.start)))] if index.start else []) + (
         [graph.call_function(operator.lt, (positions, at(index.stop)))] if index.stop is not None else [])
     return parts[0] if len(parts) == 1 else graph.call_function(operator.and_, tuple(parts))
+
+
+def _along(graph: torch.fx.Graph, size: Node, dim: int, rank: int, device_of: Node) -> Node:
+    """``arange(size)`` on ``device_of``'s device, viewed to lie along ``dim`` of a tensor of ``rank``
+    dims (every other dim of size 1)."""
+    made = graph.call_function(torch.arange, (size,), {"device": graph.call_function(getattr, (device_of, "device"))})
+    return graph.call_method("view", (made, *[-1 if d == dim else 1 for d in range(rank)]))
 
 
 def item_assignment(gm: torch.fx.GraphModule, node: Node, order: dict[Node, int]) -> bool:
@@ -202,9 +208,7 @@ def scatter_numbers(gm: torch.fx.GraphModule, node: Node, order: dict[Node, int]
         return False
     graph = gm.graph
     with graph.inserting_before(node):
-        positions = graph.call_method("view", (graph.call_function(torch.arange, (graph.call_method(
-            "size", (_shaped_like(written), dim)),), {"device": graph.call_function(getattr, (index, "device"))}),
-            *[-1 if d == dim else 1 for d in range(rank)]))
+        positions = _along(graph, graph.call_method("size", (_shaped_like(written), dim)), dim, rank, index)
         hit = graph.call_function(operator.eq, (positions, index))
         result = graph.call_function(torch.where, (hit, int(value) if isinstance(value, bool) else value, written))
     node.replace_all_uses_with(result)

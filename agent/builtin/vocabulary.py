@@ -136,6 +136,21 @@ def returns_only(gm: torch.fx.GraphModule, node: torch.fx.Node) -> bool:
     return next(n for n in gm.graph.nodes if n.op == "output").args[0] is node
 
 
+def drop_unused_ancestors(gm: torch.fx.GraphModule, node: torch.fx.Node) -> None:
+    """Erase the calls ``node`` was computed from (and ``node``) that nothing reads any more, once a
+    rewrite has replaced it: the scores and weights of attention written by hand, a mask and the sizes
+    it was made of."""
+    made_of, pending = {node}, list(node.all_input_nodes)
+    while pending:
+        n = pending.pop()
+        if n not in made_of:
+            made_of.add(n)
+            pending.extend(n.all_input_nodes)
+    for dead in reversed([n for n in gm.graph.nodes if n in made_of]):
+        if not dead.users and dead.op in ("call_function", "call_method", "call_module"):
+            gm.graph.erase_node(dead)
+
+
 class _Reached(Exception):
     """The node a :class:`Capture` stops before was reached."""
 
