@@ -92,6 +92,14 @@ def triton_text(spec: Spec) -> str:
     if head == "cast":
         return f"({triton_text(spec[2])}).to(tl.{'int1' if spec[1] == 'bool' else spec[1]})"
     parts = [triton_text(s) for s in spec[1:]]
+    if head == "div" and not _double(spec):
+        # rounded once, as torch divides: Triton's fp32 "/" is the GPU's approximate division, which
+        # can put a quotient such as (j - i) / w on the wrong side of the comparison that reads it
+        if spec[1][0] == spec[2][0] == "number":
+            return repr(torch.tensor(float(spec[1][1]), dtype=torch.float32).div(float(spec[2][1])).item())
+        x, y = (f"{float(s[1])!r}" if s[0] == "number" else f"({p}).to(tl.float32)"
+                for p, s in zip(parts, spec[1:], strict=True))
+        return f"tl.math.div_rn({x}, {y})"
     if head in COMPARISONS or head in ARITHMETIC:
         return f"({parts[0]} {COMPARISONS.get(head) or ARITHMETIC[head]} {parts[1]})"
     if head in LOGICAL:
@@ -102,6 +110,17 @@ def triton_text(spec: Spec) -> str:
         return f"(-{parts[0]})"
     calls = {"abs": "tl.abs", "maximum": "tl.maximum", "minimum": "tl.minimum", "where": "tl.where"}
     return f"{calls[head]}({', '.join(parts)})"
+
+
+def _double(spec: Spec) -> bool:
+    """Whether ``spec`` is float64 (a cast to it, or arithmetic on such a value): Triton's "/" on
+    float64 is rounded once already."""
+    head = spec[0]
+    if head == "cast":
+        return spec[1] == "float64"
+    if head in ("i", "j", "number", "not", *COMPARISONS, *LOGICAL):
+        return False
+    return any(_double(s) for s in spec[1:] if isinstance(s, tuple))
 
 
 def _truth(spec: Spec) -> str:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import torch
+
 from kernelevo.agent.builtin.program import Node
 
 NEG_INF = 'float("-inf")'
@@ -35,9 +37,11 @@ def elementwise(op: str, args: list[Any]) -> str:
     """The Triton expression of primitive ``op`` on fp32 values ``args`` (names or numbers)."""
     a = [_a(x) for x in args]
     x = a[0]
-    binary = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+    binary = {"add": "+", "sub": "-", "mul": "*"}
     if op == "fmod":
         return _fmod(args)
+    if op == "div":
+        return _divide(args)
     if op in binary:
         return f"({a[0]} {binary[op]} {a[1]})"
     # log1p, not log(1 + .): far below 0 softplus is exp(x) itself, which 1 + exp(x) rounds away
@@ -118,6 +122,16 @@ def _atan(x: str) -> str:
     base = f"tl.where({big}, 1.5707963267948966, tl.where({mid}, 0.7853981633974483, 0.0))"
     magnitude = f"({base} + ({t}) + ({t}) * {z} * {p})"
     return f"tl.where({x} < 0.0, -{magnitude}, {magnitude})"
+
+
+def _divide(args: list[Any]) -> str:
+    """x / y rounded once, as torch divides. Triton's fp32 "/" is the GPU's approximate division (off by
+    up to 2 ulp), which moves a quotient across a rounding or comparison boundary now and then:
+    ``round(w / scale)`` of a quantiser then picks the neighbouring level."""
+    x, y = args
+    if not isinstance(x, str) and not isinstance(y, str):
+        return _c(float(torch.tensor(float(x), dtype=torch.float32) / float(y)))
+    return f"tl.math.div_rn({_a(x)}, {_a(y)})"
 
 
 def _fmod(args: list[Any]) -> str:
