@@ -30,6 +30,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from kernelevo.agent.builtin import expressions
 from kernelevo.agent.builtin.program import CannotCover
 
 Spec = tuple
@@ -93,13 +94,7 @@ def triton_text(spec: Spec) -> str:
         return f"({triton_text(spec[2])}).to(tl.{'int1' if spec[1] == 'bool' else spec[1]})"
     parts = [triton_text(s) for s in spec[1:]]
     if head == "div" and not _double(spec):
-        # rounded once, as torch divides: Triton's fp32 "/" is the GPU's approximate division, which
-        # can put a quotient such as (j - i) / w on the wrong side of the comparison that reads it
-        if spec[1][0] == spec[2][0] == "number":
-            return repr(torch.tensor(float(spec[1][1]), dtype=torch.float32).div(float(spec[2][1])).item())
-        x, y = (f"{float(s[1])!r}" if s[0] == "number" else f"({p}).to(tl.float32)"
-                for p, s in zip(parts, spec[1:], strict=True))
-        return f"tl.math.div_rn({x}, {y})"
+        return _divide(spec, parts)
     if head in COMPARISONS or head in ARITHMETIC:
         return f"({parts[0]} {COMPARISONS.get(head) or ARITHMETIC[head]} {parts[1]})"
     if head in LOGICAL:
@@ -110,6 +105,18 @@ def triton_text(spec: Spec) -> str:
         return f"(-{parts[0]})"
     calls = {"abs": "tl.abs", "maximum": "tl.maximum", "minimum": "tl.minimum", "where": "tl.where"}
     return f"{calls[head]}({', '.join(parts)})"
+
+
+def _divide(spec: Spec, parts: list[str]) -> str:
+    """A quotient in fp32 as torch computes it (see :func:`expressions.elementwise`'s division): Triton's
+    "/" would put a quotient such as (j - i) / w on the wrong side of the comparison that reads it now
+    and then."""
+    top, bottom = spec[1], spec[2]
+    if top[0] == bottom[0] == "number":
+        return expressions.elementwise("div", [float(top[1]), float(bottom[1])])
+    x = float(top[1]) if top[0] == "number" else f"({parts[0]}).to(tl.float32)"
+    y = float(bottom[1]) if bottom[0] == "number" else f"({parts[1]}).to(tl.float32)"
+    return expressions.elementwise("div", [x, y])
 
 
 def _double(spec: Spec) -> bool:
@@ -279,7 +286,8 @@ def kernel_function(mask: dict[str, Any]) -> str:
     kind = "True: the key is seen" if mask["kind"] == "bool" else "added to the scaled scores"
     widen = "    # products of positions computed in int64, as torch computes them: int32 could wrap\n" \
         "    i = i.to(tl.int64)\n    j = j.to(tl.int64)\n" if _may_wrap(mask["positions"]) else ""
-    return KERNEL_FUNCTION.format(kind=kind, expression=triton_text(mask["positions"]), widen=widen)
+    function = KERNEL_FUNCTION.format(kind=kind, expression=triton_text(mask["positions"]), widen=widen)
+    return expressions.helpers_for(function) + function
 
 
 def _may_wrap(spec: Spec) -> bool:

@@ -125,13 +125,45 @@ def _atan(x: str) -> str:
 
 
 def _divide(args: list[Any]) -> str:
-    """x / y rounded once, as torch divides. Triton's fp32 "/" is the GPU's approximate division (off by
-    up to 2 ulp), which moves a quotient across a rounding or comparison boundary now and then:
-    ``round(w / scale)`` of a quantiser then picks the neighbouring level."""
+    """x / y as eager divides. Triton's fp32 "/" is the GPU's approximate division (off by up to 2 ulp),
+    which now and then moves a quotient across a rounding or comparison boundary: a quantiser's
+    ``round(w / scale)`` then picks the neighbouring level. Two values: divided rounded once, as torch
+    divides them. By a number: see :data:`DIVIDE_BY_NUMBER`."""
     x, y = args
     if not isinstance(x, str) and not isinstance(y, str):
         return _c(float(torch.tensor(float(x), dtype=torch.float32) / float(y)))
-    return f"tl.math.div_rn({_a(x)}, {_a(y)})"
+    if not isinstance(y, str):
+        return f"divide_by_number({x}, {_c(y)}, {_c(reciprocal(y))})"
+    return f"true_divide({_a(x)}, {_a(y)})"
+
+
+def reciprocal(number: float) -> float:
+    """1 / ``number`` as torch computes it for a division by a number on a GPU: both in fp32."""
+    return torch.tensor(1.0, dtype=torch.float32).div(torch.tensor(float(number), dtype=torch.float32)).item()
+
+
+TRUE_DIVIDE = '''@triton.jit
+def true_divide(x, y):
+    # x / y rounded once, as torch divides two values (Triton's fp32 "/" is the GPU's approximate
+    # division); a count among them (an int32 argument) is a float first, as in torch
+    return tl.math.div_rn(tl.cast(x, tl.float32), tl.cast(y, tl.float32))
+'''
+
+
+DIVIDE_BY_NUMBER = '''@triton.jit
+def divide_by_number(x, number: tl.constexpr, inverse: tl.constexpr):
+    # x / number as eager computes it where x lives. On a GPU torch multiplies by the number's fp32
+    # reciprocal (``inverse``); on the CPU it divides. The two differ in the last place for most x, and
+    # a quotient that is then rounded (a quantiser's round(w / 15)) must land on eager's level.
+    if RECIPROCAL_DIVISION:
+        y = x * inverse
+    else:
+        y = tl.math.div_rn(tl.cast(x, tl.float32), number)
+    return y
+
+
+RECIPROCAL_DIVISION = tl.constexpr(not isinstance(divide_by_number, InterpretedFunction))  # see INTERPRETER_IMPORT
+'''
 
 
 def _fmod(args: list[Any]) -> str:
@@ -257,13 +289,20 @@ CAST_ROUNDS = tl.constexpr(not isinstance(round_to_bf16, InterpretedFunction))  
 '''
 
 
-HELPERS = {"round_to_bf16": ROUND_TO_BF16, "fmod_exact": FMOD_EXACT}
+HELPERS = {"round_to_bf16": ROUND_TO_BF16, "fmod_exact": FMOD_EXACT, "divide_by_number": DIVIDE_BY_NUMBER,
+           "true_divide": TRUE_DIVIDE}
 """The jitted helpers the expressions call, by name."""
 
 
 def helpers_for(body: str) -> str:
     """The helpers ``body`` calls, each followed by a blank line ("" for none)."""
     return "".join(text + "\n\n" for name, text in HELPERS.items() if f"{name}(" in body)
+
+
+def checks_interpreter(body: str) -> bool:
+    """Does ``body`` call a helper that behaves as eager does on the device it runs on (and so needs
+    :data:`INTERPRETER_IMPORT`)?"""
+    return "round_to_bf16(" in body or "divide_by_number(" in body
 
 
 INTERPRETER_IMPORT = "from triton.runtime.interpreter import InterpretedFunction\n"

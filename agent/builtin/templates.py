@@ -216,7 +216,7 @@ def _with_helpers(head: str, body: str) -> tuple[str, str]:
     helpers = expressions.helpers_for(body)
     if not helpers:
         return head, body
-    return (_with_interpreter_import(head) if "round_to_bf16(" in body else head), helpers + body
+    return (_with_interpreter_import(head) if expressions.checks_interpreter(body) else head), helpers + body
 
 
 def _render_cross_entropy(r: Rendering) -> str:
