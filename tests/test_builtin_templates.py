@@ -1191,7 +1191,7 @@ def test_split_rows_combine_every_chunk(evaluator, tmp_path: Path, name: str) ->
     task, plan = _case(tmp_path, name, 5000, "torch.randn(3, {cols})")
     assert splittable(plan.program) is not None
     _accepted(evaluator, task, plan, tmp_path, "split", {"BLOCK_C": 256, "SPLIT": 4, "num_warps": 4}, "test",
-              "finish_kernel[(triton.cdiv(n_rows, 16),)]")
+              "finish_kernel[(ceil_div(n_rows, 16),)]")
 
 
 def test_only_single_reductions_split(tmp_path: Path) -> None:

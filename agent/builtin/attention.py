@@ -209,11 +209,11 @@ FORWARD = '''def forward(self, {args}):
     out = {allocate}
     scale = {scale}
     {mask_glue}BLOCK_M, BLOCK_N = {BLOCK_M}, {BLOCK_N}
-    block_d = max(16, triton.next_power_of_2(head_dim))
+    block_d = max(16, next_power_of_2(head_dim))
     even = seq % BLOCK_M == 0 and seq_k % BLOCK_N == 0
     # fp32 products as three tf32 ones (fp32's accuracy on the tensor cores); bf16 and fp16 as they are
     precision = "ieee" if INTERPRETED else "tf32x3" if {q}.dtype == torch.float32 else "tf32"
-    attention_kernel[(triton.cdiv(seq, BLOCK_M), batch * heads)](
+    attention_kernel[(ceil_div(seq, BLOCK_M), batch * heads)](
         {q}, {k}, {v}, out, {mask}, seq, seq_k, scale * 1.4426950408889634, {q}.stride(0), {q}.stride(1),
         {q}.stride(2), {k}.stride(0), {k}.stride(1), {k}.stride(2), {mask_strides}, heads,
         GROUP=heads // {k}.shape[1], BLOCK_M=BLOCK_M,

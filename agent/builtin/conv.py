@@ -370,15 +370,15 @@ def forward(conv: Conv, strategy: str, params: dict[str, Any]) -> str:
                  "    raise ValueError(f'the direct kernel takes one input channel per group, not {cg}')"]
     body.append("if out.numel():")
     if strategy == "direct":
-        grid = f"({x}.shape[0] * k_out * triton.cdiv(od * oh * ow, {params['BLOCK_M']}),)"
+        grid = f"({x}.shape[0] * k_out * ceil_div(od * oh * ow, {params['BLOCK_M']}),)"
         body += [f"    conv_kernel[{grid}](",
                  f"        {data}, weight, {bias}, {extra}out, {sizes},",
                  f"        {constants},",
                  f"        BLOCK_M={params['BLOCK_M']}, num_warps={params['num_warps']})"]
     else:
         grid = (conv_transposed.grid(x, params) if _phased(conv)
-                else f"(triton.cdiv({x}.shape[0] * od * oh * ow, {params['BLOCK_M']}), "
-                f"triton.cdiv(k_out // groups, {params['BLOCK_N']}), groups)")
+                else f"(ceil_div({x}.shape[0] * od * oh * ow, {params['BLOCK_M']}), "
+                f"ceil_div(k_out // groups, {params['BLOCK_N']}), groups)")
         source, layout = data, ""
         if strategy == "tap_major":
             source = conv_taps.channels_last_name(data) if channels_last else data

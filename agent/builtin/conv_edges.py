@@ -59,7 +59,7 @@ def pad_lines(x: str, dims: int, mode: str) -> list[str]:
             f"    {PADDED} = torch.empty(({x}.shape[0], {x}.shape[1], {', '.join(grown[3 - dims:])}), "
             f"dtype={x}.dtype, device={x}.device)",
             f"    if {PADDED}.numel():",
-            f"        edge_pad_kernel[(triton.cdiv({PADDED}.numel(), 1024),)](",
+            f"        edge_pad_kernel[(ceil_div({PADDED}.numel(), 1024),)](",
             f"            {x}, {PADDED}, {PADDED}.numel(), d, h, w, {', '.join(grown)}, pt, pr, ps, "
             f"MODE={MODES[mode]}, BLOCK=1024)",
             f"    (d, h, w), (pt, pr, ps) = ({', '.join(grown)}), (0, 0, 0)"]

@@ -288,5 +288,5 @@ def phase_taps(kernel: tuple[int, int, int], stride: tuple[int, int, int], dilat
 
 def grid(x: str, params: dict) -> str:
     """The launch grid: row tiles of the largest phase, channel tiles, groups x phases."""
-    return (f"(triton.cdiv({x}.shape[0] * triton.cdiv(od, st) * triton.cdiv(oh, sr) * triton.cdiv(ow, ss), "
-            f"{params['BLOCK_M']}), triton.cdiv(k_out // groups, {params['BLOCK_N']}), groups * st * sr * ss)")
+    return (f"(ceil_div({x}.shape[0] * ceil_div(od, st) * ceil_div(oh, sr) * ceil_div(ow, ss), "
+            f"{params['BLOCK_M']}), ceil_div(k_out // groups, {params['BLOCK_N']}), groups * st * sr * ss)")

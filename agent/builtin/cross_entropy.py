@@ -93,7 +93,7 @@ CROSS_ENTROPY_FORWARD = '''def forward(self, {arguments}):
     inner = n_rows // max({logits}.shape[0], 1)
     losses = torch.empty(n_rows, dtype={loss_dtype}, device={logits}.device)
     BLOCK_R, BLOCK_C = {BLOCK_R}, {BLOCK_C}
-    row_loss_kernel[(triton.cdiv(n_rows, BLOCK_R),)](
+    row_loss_kernel[(ceil_div(n_rows, BLOCK_R),)](
         {logits}, {targets}, weight, losses, n_rows, n_cols, inner, {ignore_index}, BLOCK_R=BLOCK_R,
         BLOCK_C=BLOCK_C, ROW_TARGETS={row_targets}, WEIGHTED={weighted}, num_warps={num_warps})
     if {none}:

@@ -379,21 +379,21 @@ def forward(reduction: DimReduction, name: str, params: dict[str, Any]) -> str:
             "if out.numel() and reduced:"]
     shares = split(reduction, params)
     if shares == 1:
-        body += ["    dim_reduce_kernel[(triton.cdiv(inner, BLOCK_I) * outer,)](",
+        body += ["    dim_reduce_kernel[(ceil_div(inner, BLOCK_I) * outer,)](",
                  f"        {name}, out, reduced, inner, reduced, reduced, BLOCK_R=BLOCK_R, BLOCK_I=BLOCK_I,",
                  f"        EVEN_I=inner % BLOCK_I == 0, WIDE={name}.numel() >= 2**31, num_warps={params['num_warps']})"]
     else:
         body += [f"    # Too few outputs to fill the GPU: each reduction split into {shares} shares, each share's",
                  "    # partial written to a small workspace, then combined by a second kernel.",
-                 f"    chunk = triton.cdiv(triton.cdiv(reduced, {shares}), BLOCK_R) * BLOCK_R",
-                 "    shares = triton.cdiv(reduced, chunk)",
+                 f"    chunk = ceil_div(ceil_div(reduced, {shares}), BLOCK_R) * BLOCK_R",
+                 "    shares = ceil_div(reduced, chunk)",
                  f"    ws = torch.empty((outer, shares, inner), dtype=torch.{_partial_dtype(reduction)}, "
                  f"device={name}.device)",
-                 "    dim_reduce_kernel[(triton.cdiv(inner, BLOCK_I) * outer, shares)](",
+                 "    dim_reduce_kernel[(ceil_div(inner, BLOCK_I) * outer, shares)](",
                  f"        {name}, ws, reduced, inner, chunk, reduced, BLOCK_R=BLOCK_R, BLOCK_I=BLOCK_I,",
                  f"        EVEN_I=inner % BLOCK_I == 0, WIDE={name}.numel() >= 2**31, num_warps={params['num_warps']})",
-                 "    COMBINE_R = min(triton.next_power_of_2(shares), max(1, 4096 // BLOCK_I))",
-                 "    dim_combine_kernel[(triton.cdiv(inner, BLOCK_I) * outer,)](",
+                 "    COMBINE_R = min(next_power_of_2(shares), max(1, 4096 // BLOCK_I))",
+                 "    dim_combine_kernel[(ceil_div(inner, BLOCK_I) * outer,)](",
                  "        ws, out, shares, inner, shares, reduced, BLOCK_R=COMBINE_R, BLOCK_I=BLOCK_I,",
                  "        EVEN_I=inner % BLOCK_I == 0, WIDE=ws.numel() >= 2**31, num_warps=4)"]
     body.append("return out")

@@ -124,7 +124,7 @@ def forward(plan: Embedding, params: dict[str, Any]) -> str:
             "n, d = " + f"{x}.numel(), table.shape[1]",
             f"out = torch.empty((*{x}.shape, d), dtype=table.dtype, device=table.device)",
             "if out.numel():",
-            f"    embedding_kernel[(triton.cdiv(n, {params['BLOCK_N']}), triton.cdiv(d, {params['BLOCK_D']}))](",
+            f"    embedding_kernel[(ceil_div(n, {params['BLOCK_N']}), ceil_div(d, {params['BLOCK_D']}))](",
             f"        {x}, table, out, n, d, table.shape[0], BLOCK_N={params['BLOCK_N']}, "
             f"BLOCK_D={params['BLOCK_D']}, WRAPS={plan.wraps}, num_warps={params['num_warps']})",
             "return out"]

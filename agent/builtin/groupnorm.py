@@ -136,9 +136,9 @@ def forward(norm: GroupNorm, params: dict[str, Any]) -> str:
     body += [f"runs = {x}.shape[0] * groups",
              f"run = ({x}.shape[1] // groups) * positions",
              # a run's lanes: the whole tile for a long run, the run's own size (at least 16) for a short one
-             f"block = min({params['BLOCK']}, max(16, triton.next_power_of_2(run)))",
+             f"block = min({params['BLOCK']}, max(16, next_power_of_2(run)))",
              "if out.numel():",
-             f"    group_norm_kernel[(triton.cdiv(runs, {params['BLOCK']} // block),)](",
+             f"    group_norm_kernel[(ceil_div(runs, {params['BLOCK']} // block),)](",
              f"        {x}, {weights}, {extra}out, runs, groups, {x}.shape[1] // groups, positions, {norm.eps!r},",
              f"        AFFINE={norm.affine}, RUNS_PER={params['BLOCK']} // block, BLOCK=block, "
              f"num_warps={params['num_warps']})",

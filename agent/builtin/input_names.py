@@ -20,7 +20,8 @@ GENERATED_NAMES = frozenset({
     "ratio", "precision",
     "run", "runs", "seq_k", "shares", "size", "out_size", "span", "table", "table_c", "table_s", "strides_c",
     "strides_s",
-    "round_to_bf16", "fmod_exact", "divide_by_number", "true_divide", "phase_taps", "tma_scratch", "InterpretedFunction"})
+    "round_to_bf16", "fmod_exact", "divide_by_number", "true_divide", "phase_taps", "tma_scratch",
+    "InterpretedFunction", "ceil_div", "next_power_of_2"})
 """Names the generated ``forward`` methods and files define: an input of the reference with one of
 these names (or an upper-case name, a private one, one beginning ``attr_``, the local name of a module's
 tensor a cat reads, or one ending ``_rows``, ``_kernel`` or ``_view``) is renamed."""

@@ -30,14 +30,14 @@ def forward(program: Program, strategy: str, params: dict[str, Any], max_block: 
     vec = [] if program.strided else _vec_check(params, row_operands, args)  # a row's values are not adjacent
     body += vec
     if strategy == "registers":
-        body += ["block_c = max(triton.next_power_of_2(n_cols), 16)",
+        body += ["block_c = max(next_power_of_2(n_cols), 16)",
                  f"if block_c > {max_block}:",
                  f"    raise ValueError(f'rows of {{n_cols}} do not fit in registers (at most {max_block})')"]
         block_c = "block_c"
-        grid = "(triton.cdiv(n_rows, BLOCK_R),)"
+        grid = "(ceil_div(n_rows, BLOCK_R),)"
     elif strategy == "looped":
         block_c = str(params["BLOCK_C"])
-        grid = "(triton.cdiv(n_rows, BLOCK_R),)"
+        grid = "(ceil_div(n_rows, BLOCK_R),)"
     elif strategy == "split_passes":
         sizes = _counts(program)
         body += split_passes.launch_lines(program, args, main, params, sizes)
@@ -48,20 +48,20 @@ def forward(program: Program, strategy: str, params: dict[str, Any], max_block: 
         body += [f"BLOCK_C, SPLIT = {block_c}, {split}",
                  "# Few, long rows: SPLIT programs per row, each reducing a chunk of whole column blocks.",
                  f"ws = torch.empty((n_rows, SPLIT), dtype=torch.float32, device={main}.device)",
-                 "chunk = triton.cdiv(triton.cdiv(n_cols, BLOCK_C), SPLIT) * BLOCK_C",
+                 "chunk = ceil_div(ceil_div(n_cols, BLOCK_C), SPLIT) * BLOCK_C",
                  "fused_kernel[(n_rows, SPLIT)](",
                  f"    {', '.join(args)}, ws, n_rows, n_cols, chunk, {program.sizes_after(main)}"
                  "BLOCK_R=1, BLOCK_C=BLOCK_C,",
                  f"    EVEN_R=True, EVEN_C=n_cols % BLOCK_C == 0, WIDE=max({sizes}) >= 2**31, SPLIT=SPLIT,",
                  f"    VEC={'vec' if vec else 1},",
                  f"    num_warps={params['num_warps']})",
-                 "finish_kernel[(triton.cdiv(n_rows, 16),)](ws, out, n_rows, n_cols, BLOCK_R=16, SPLIT=SPLIT, "
+                 "finish_kernel[(ceil_div(n_rows, 16),)](ws, out, n_rows, n_cols, BLOCK_R=16, SPLIT=SPLIT, "
                  "num_warps=1)",
                  "return out"]
         return "\n".join(lines + indent(body, 1)) + "\n"
     else:
         block_c = str(params["BLOCK_C"])
-        grid = "(triton.cdiv(n_rows, BLOCK_R) * triton.cdiv(n_cols, BLOCK_C),)"
+        grid = "(ceil_div(n_rows, BLOCK_R) * ceil_div(n_cols, BLOCK_C),)"
     block_r = 1 if flat else params.get("BLOCK_R", 1)
     if params.get("PROGRAMS_PER_SM"):
         body += ["# Persistent: a few programs per SM loop over the tiles (4 'SMs' under the CPU interpreter).",

@@ -336,7 +336,7 @@ def forward(stages: list[Stage], input_name: str, params: dict[str, Any], inputs
         epilogue_args = "".join(c + ", " for c in cols)
         if tma:
             # as many programs as SMs (4 under the CPU interpreter), each looping over output tiles
-            body += [f"tiles = triton.cdiv(h.shape[0], BLOCK_M) * triton.cdiv({n}, BLOCK_N)",
+            body += [f"tiles = ceil_div(h.shape[0], BLOCK_M) * ceil_div({n}, BLOCK_N)",
                      f"stage{i}_kernel[(min(tiles, sms),)](",
                      f"    h, {w}, {epilogue_args}out, h.shape[0], {n}, h.shape[1], h.stride(0), {w}.stride(0), sms,",
                      "    BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M,",
@@ -344,7 +344,7 @@ def forward(stages: list[Stage], input_name: str, params: dict[str, Any], inputs
                      f"    num_warps={params['num_warps']}, num_stages={params['num_stages']})",
                      "h = out"]
             continue
-        tiles = f"triton.cdiv(h.shape[0], BLOCK_M) * triton.cdiv({n}, BLOCK_N)"
+        tiles = f"ceil_div(h.shape[0], BLOCK_M) * ceil_div({n}, BLOCK_N)"
         if split > 1:
             body += [f"ws = torch.empty(({split}, h.shape[0], {n}), dtype=torch.float32, device=h.device)",
                      f"grid = ({tiles}, {split})"]
@@ -361,7 +361,7 @@ def forward(stages: list[Stage], input_name: str, params: dict[str, Any], inputs
                  f"    num_warps={params['num_warps']}, num_stages={params['num_stages']})"]
         if split > 1:
             # 64 x 64 tiles for the reduction: 32 fp32 values per thread, whatever the GEMM's tiles
-            body += [f"stage{i}_kernel_reduce[(triton.cdiv(h.shape[0], 64), triton.cdiv({n}, 64))](",
+            body += [f"stage{i}_kernel_reduce[(ceil_div(h.shape[0], 64), ceil_div({n}, 64))](",
                      f"    ws, {epilogue_args}out, h.shape[0], {n}, BLOCK_M=64, BLOCK_N=64, SPLIT_K={split}, {wide},",
                      "    num_warps=4)"]
         body.append("h = out")
@@ -377,7 +377,7 @@ def _operands(w: str, transposed: bool, w_strides: str, k_major: bool) -> tuple[
     padded to whole steps."""
     if not k_major:
         return [], ("h", w, "h.shape[1]", f"h.stride(0), h.stride(1), {w_strides}")
-    lines = ["kp = h.shape[1] if h.shape[1] % 16 == 0 else triton.cdiv(h.shape[1], BLOCK_K) * BLOCK_K",
+    lines = ["kp = h.shape[1] if h.shape[1] % 16 == 0 else ceil_div(h.shape[1], BLOCK_K) * BLOCK_K",
              "a_k = k_major(h, kp)", f"w_k = k_major({w if transposed else w + '.t()'}, kp)"]
     return lines, ("a_k", "w_k", "kp", "a_k.stride(0), 1, w_k.stride(0), 1")
 
@@ -398,7 +398,7 @@ def batched_forward(stage: Stage, input_name: str, params: dict[str, Any], input
             f"out = torch.empty((count, m, n), dtype=torch.{stage.out_dtype}, device=ab.device)",
             f"BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M = {params['BLOCK_M']}, {params['BLOCK_N']}, {params['BLOCK_K']}, "
             f"{params['GROUP_M']}",
-            "grid = (triton.cdiv(m, BLOCK_M) * triton.cdiv(n, BLOCK_N) * count,)",
+            "grid = (ceil_div(m, BLOCK_M) * ceil_div(n, BLOCK_N) * count,)",
             "# 64-bit offsets when one matrix's farthest element (through its strides) or the output passes 2**31",
             "span = max((t.shape[-2] - 1) * abs(t.stride(-2)) + (t.shape[-1] - 1) * abs(t.stride(-1))",
             "           for t in (ab, wb))",

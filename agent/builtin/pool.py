@@ -199,7 +199,7 @@ def forward(pool: Pool, params: dict[str, Any]) -> str:
     lines, extra = epilogue_arguments(pool.epilogue)
     body += lines
     body += ["if out.numel():",
-             f"    pool_kernel[({x}.shape[0] * {x}.shape[1] * triton.cdiv(od * oh * ow, {params['BLOCK_M']}),)](",
+             f"    pool_kernel[({x}.shape[0] * {x}.shape[1] * ceil_div(od * oh * ow, {params['BLOCK_M']}),)](",
              f"        {x}, {x}, {extra}out, {x}.shape[0], {x}.shape[1], d, h, w, od, oh, ow,",
              "        KT=kt, KR=kr, KS=ks, ST=st, SR=sr, SS=ss, PT=pt, PR=pr, PS=ps, DT=dt, DR=dr, DS=ds,",
              f"        MAX={pool.op == 'max'}, COUNT_PAD={pool.count_include_pad},",

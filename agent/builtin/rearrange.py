@@ -366,7 +366,7 @@ def forward(plan: Rearrange, params: dict[str, Any]) -> str:
     sizes = ", ".join(f"*{s}.shape" for s in unique)
     pointers = ", ".join(unique)
     body += ["if out.numel():",
-             f"    rearrange_kernel[(triton.cdiv(out.numel(), {params['BLOCK']}),)](",
+             f"    rearrange_kernel[(ceil_div(out.numel(), {params['BLOCK']}),)](",
              f"        {pointers}, {extra}out, out.numel(), {sizes}, *out.shape,",
              f"        BLOCK={params['BLOCK']}, num_warps={params['num_warps']})",
              "return out"]

@@ -307,7 +307,7 @@ def forward(plan: Resample, params: dict[str, Any]) -> str:
     shuffled = plan.mode in ("shuffle", "unshuffle")
     given = "False" if shuffled else "scale is not None and not " + str(plan.recompute)
     body += ["if out.numel():",
-             f"    resample_kernel[({x}.shape[0] * c_out * triton.cdiv(od * oh * ow, {params['BLOCK_M']}),)](",
+             f"    resample_kernel[({x}.shape[0] * c_out * ceil_div(od * oh * ow, {params['BLOCK_M']}),)](",
              f"        {x}, {x}, {extra}out, {x}.shape[0], c_out, d, h, w, od, oh, ow, {x}.shape[1], *given,",
              f"        MODE={MODES[plan.mode]}, ALIGN={plan.align_corners}, GIVEN={given},",
              f"        TAPS_D={taps[0]}, TAPS_H={taps[1]}, TAPS_W={taps[2]}, RATIO={'ratio' if shuffled else 1},",

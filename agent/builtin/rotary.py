@@ -157,9 +157,9 @@ def forward(plan: Rotary, params: dict[str, Any]) -> str:
             f"out = torch.empty_like({x})",
             f"n_rows = {x}.numel() // {x}.shape[-1]",
             "if n_rows:",
-            f"    rotary_kernel[(triton.cdiv(n_rows, {params['BLOCK_R']}),)](",
+            f"    rotary_kernel[(ceil_div(n_rows, {params['BLOCK_R']}),)](",
             f"        {x}, table_c, table_s, out, n_rows, *sizes[1:], *strides_c, table_c.stride(-1), *strides_s,",
-            f"        table_s.stride(-1), HALF={x}.shape[-1] // 2, BLOCK_H=triton.next_power_of_2({x}.shape[-1] // 2),",
+            f"        table_s.stride(-1), HALF={x}.shape[-1] // 2, BLOCK_H=next_power_of_2({x}.shape[-1] // 2),",
             f"        BLOCK_R={params['BLOCK_R']}, num_warps={params['num_warps']})",
             "return out"]
     return f"def forward(self, {', '.join(plan.inputs)}):\n" + "".join(f"    {line}\n" for line in body)

@@ -256,7 +256,7 @@ def forward(scan: Scan, names: list[str], params: dict[str, Any]) -> str:
              f"out = torch.empty({x}.shape, dtype=torch.{scan.out_dtype}, device={x}.device)",
              f"BLOCK_R, BLOCK_I = {params['BLOCK_R']}, {params['BLOCK_I']}",
              "if out.numel():",
-             "    scan_kernel[(triton.cdiv(inner, BLOCK_I) * outer,)](",
+             "    scan_kernel[(ceil_div(inner, BLOCK_I) * outer,)](",
              f"        {x}, {mask}, out, length, inner, BLOCK_R=BLOCK_R, BLOCK_I=BLOCK_I,",
              f"        WIDE={x}.numel() >= 2**31, num_warps={params['num_warps']})",
              "return out"]

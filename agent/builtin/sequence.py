@@ -41,8 +41,9 @@ from kernelevo.agent.builtin.vocabulary import Capture, attribute_at, reads_meta
 KEPT = "_kernelevo_kept"
 """``KEPT`` + k: the name of segment k's output where a segment after the next one reads it too."""
 LEAD_KINDS = ("conv", "matmul", "attention")
-SHARED_HELPERS = {made_from_sizes.HELPER, "round_to_bf16", "fmod_exact", "divide_by_number", "true_divide", "phase_taps", "aligned",
-                  "conv_geometry", "pool_geometry", "tma_scratch"}
+SHARED_HELPERS = {made_from_sizes.HELPER, "round_to_bf16", "fmod_exact", "divide_by_number", "true_divide",
+                  "phase_taps", "aligned", "conv_geometry", "pool_geometry", "tma_scratch", "ceil_div",
+                  "next_power_of_2"}
 """Helpers every template writes identically: one copy in the file, never renamed."""
 
 

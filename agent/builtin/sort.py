@@ -190,7 +190,7 @@ def forward(plan: Sort, names: list[str], params: dict[str, Any]) -> str:
             f"n_cols = {x}.shape[-1]",
             *_kept_positions(plan),
             f"out = torch.empty((*{x}.shape[:-1], keep), dtype=torch.{plan.out_dtype}, device={x}.device)",
-            "block_c = triton.next_power_of_2(max(n_cols, 2))",
+            "block_c = next_power_of_2(max(n_cols, 2))",
             f"if block_c > {MAX_COLUMNS}:",
             f"    raise ValueError(f'rows of {{n_cols}} do not fit in registers (at most {MAX_COLUMNS})')",
             "if out.numel():",
@@ -219,12 +219,12 @@ def _strided_forward(plan: Sort, names: list[str], params: dict[str, Any]) -> st
             *_kept_positions(plan),
             f"out = torch.empty((*{x}.shape[:{d}], keep, *{x}.shape[{d + 1}:]), dtype=torch.{plan.out_dtype}, "
             f"device={x}.device)",
-            "block_c = triton.next_power_of_2(max(n_cols, 2))",
+            "block_c = next_power_of_2(max(n_cols, 2))",
             f"if block_c > {MAX_COLUMNS}:",
             f"    raise ValueError(f'rows of {{n_cols}} do not fit in registers (at most {MAX_COLUMNS})')",
-            f"block_i = min(triton.next_power_of_2(inner), max({MAX_COLUMNS} // block_c, 1), {params['BLOCK_I']})",
+            f"block_i = min(next_power_of_2(inner), max({MAX_COLUMNS} // block_c, 1), {params['BLOCK_I']})",
             "if out.numel():",
-            "    sort_strided_kernel[(out.numel() // (keep * inner) * triton.cdiv(inner, block_i),)](",
+            "    sort_strided_kernel[(out.numel() // (keep * inner) * ceil_div(inner, block_i),)](",
             f"        {x}, out, n_cols, start, keep, inner, BLOCK_C=block_c, BLOCK_I=block_i, "
             f"DESCENDING={plan.descending}, MEDIAN={plan.median}, num_warps={params['num_warps']})",
             f"return out.squeeze({d})" if plan.squeeze else "return out"]

@@ -126,7 +126,7 @@ def launch_lines(program: Program, args: list[str], main: str, params: dict, siz
     lines = [f"BLOCK_C, SPLIT = {params['BLOCK_C']}, {params['SPLIT']}",
              "# Few, long rows: every pass over a row is spread over SPLIT programs, each walking a chunk of",
              "# whole column blocks; a statistics pass leaves each chunk's partial result per row.",
-             "chunk = triton.cdiv(triton.cdiv(n_cols, BLOCK_C), SPLIT) * BLOCK_C"]
+             "chunk = ceil_div(ceil_div(n_cols, BLOCK_C), SPLIT) * BLOCK_C"]
     lines += [f"ws_{r.name} = torch.empty((n_rows, SPLIT), dtype=torch.float32, device={main}.device)"
               for r in reductions]
     lines += [f"pass{k}_kernel[(n_rows, SPLIT)]({call})" for k in range(len(found))]

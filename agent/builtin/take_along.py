@@ -133,7 +133,7 @@ def forward(plan: TakeAlong, params: dict[str, Any]) -> str:
             f"strides = (0,) * {pad} + tuple(src.stride())",
             "n = out.numel()",
             "if n:",
-            f"    take_along_kernel[(triton.cdiv(n, {params['BLOCK']}),)](",
+            f"    take_along_kernel[(ceil_div(n, {params['BLOCK']}),)](",
             "        src, idx, out, n, sizes[1], sizes[2], sizes[3], *strides, "
             f"src.shape[{plan.dim}], DIM={plan.dim + pad}, BLOCK={params['BLOCK']}, num_warps={params['num_warps']})",
             "return out"]

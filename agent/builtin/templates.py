@@ -142,6 +142,17 @@ import triton
 import triton.language as tl
 {imports}
 
+
+def ceil_div(a, b):
+    # Sizes in whole blocks, on the host at every launch: triton.cdiv and triton.next_power_of_2 are
+    # Triton constexpr functions, a few microseconds a call from Python against a tenth of one here.
+    return -(-a // b)
+
+
+def next_power_of_2(n):
+    return 1 << (n - 1).bit_length() if n > 0 else 0
+
+
 '''
 
 TMA_SCRATCH = '''def tma_scratch(size: int, alignment: int, stream):

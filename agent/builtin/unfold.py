@@ -111,7 +111,7 @@ def forward(plan: Unfold, params: dict[str, Any]) -> str:
             "    raise ValueError(f'an unfold of {h} x {w} images leaves no window')",
             f"out = torch.empty((n, c * {kh * kw}, oh * ow), dtype={x}.dtype, device={x}.device)",
             "if out.numel():",
-            f"    unfold_kernel[(triton.cdiv(out.numel(), {params['BLOCK']}),)](",
+            f"    unfold_kernel[(ceil_div(out.numel(), {params['BLOCK']}),)](",
             f"        {x}, out, out.numel(), c, h, w, ow, oh * ow, {sh}, {sw}, {ph}, {pw}, {dh}, {dw},",
             f"        KH={kh}, KW={kw}, BLOCK={params['BLOCK']}, num_warps={params['num_warps']})",
             "return out"]

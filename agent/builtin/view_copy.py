@@ -394,7 +394,7 @@ def _geometry(t, out):
     # offset can pass 2**31 (then the kernel counts in 64 bits).
     sizes, strides = _merged(t)
     last = sum((size - 1) * stride for size, stride in zip(sizes, strides))
-    return (triton.cdiv(out.numel(), {BLOCK}),), [out.numel(), *sizes[1:], *strides], \\
+    return (ceil_div(out.numel(), {BLOCK}),), [out.numel(), *sizes[1:], *strides], \\
         max(out.numel(), last + 1) >= 2 ** 31
 
 
