@@ -364,6 +364,15 @@ CASES = [
      "        return x + self.pos(self.position_ids[:, :x.size(1)])", "torch.randn(2, 17, {cols})", ""),
     ("rearrange-pad-last-two-bf16", "        pass", "        return F.pad(x, (2, 1, 0, 3), value=-2.0) * 1.5",
      "torch.randn(2, 5, 37)", "DTYPE = torch.bfloat16"),
+    # the edge repeated, as image models pad before a convolution or a pooling (modules and F.pad modes)
+    ("rearrange-reflection-pad-module", "        self.pad = nn.ReflectionPad2d((1, 2, 3, 1))",
+     "        return torch.relu(self.pad(x)) * 2.0", "torch.randn(2, 3, 9, 11)", ""),
+    ("rearrange-replicate-pad-function-bf16", "        pass", "        return F.pad(x, (3, 0), mode='replicate') - x.mean()",
+     "torch.randn(4, 6, 21)", "DTYPE = torch.bfloat16"),
+    ("rearrange-circular-pad-3d-module", "        self.pad = nn.CircularPad3d((0, 2, 1, 1, 2, 0))",
+     "        return self.pad(x) + 1.0", "torch.randn(2, 2, 3, 4, 5)", ""),
+    ("rearrange-constant-pad-module-value", "        self.pad = nn.ConstantPad1d((2, 5), -1.5)",
+     "        return self.pad(x)", "torch.randn(3, 4, 19)", ""),
     ("rearrange-flip-two-dims-plus-input", "        pass", "        return x.flip(0, 2) + y",
      "torch.randn(3, 4, 50), torch.randn(3, 4, 50)", ""),
     ("rearrange-roll-negative-two-dims", "        pass",
@@ -1795,3 +1804,34 @@ def test_a_rearrangement_whose_amounts_follow_the_size_is_refused(tmp_path: Path
     with pytest.raises(CannotCover, match="depend on the size"):
         recognise(load_task(str(path), "full"))
 
+
+
+def test_a_padding_module_whose_amounts_follow_the_size_is_refused(tmp_path: Path) -> None:
+    """A module built from the size (a pad of a quarter of the length) is the pad at the size it was made
+    for: read from the small model it would pad the full input by the small amount."""
+    path = tmp_path / "sized_pad.py"
+    path.write_text(SIZED_ROLL.replace("super().__init__()", "super().__init__()\n        self.pad = nn.ReflectionPad1d(SEQ // 4)")
+                    .replace("torch.roll(x, SEQ // 2, 1)", "self.pad(x)").replace("randn(4, SEQ)", "randn(2, 4, SEQ)"))
+    with pytest.raises(CannotCover, match="depend on the size"):
+        recognise(load_task(str(path), "full"))
+
+
+def test_a_reflection_past_the_input_is_refused_as_torch_refuses_it(tmp_path: Path) -> None:
+    """Reflect padding of 3 needs at least 4 values along the dim; the kernel would read outside the
+    input, so the forward raises first, as torch does."""
+    import importlib.util
+
+    import torch
+
+    task, plan = _case(tmp_path, "rearrange-reflection-pad-module", 64)
+    strategy, params, why = seeds(plan)[0]
+    path = tmp_path / "reflect_candidate.py"
+    path.write_text(render(plan, strategy, params, why))
+    spec = importlib.util.spec_from_file_location("reflect_candidate", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    small = torch.randn(2, 3, 3, 11)  # height 3: a reflection of 3 rows reaches past it
+    with pytest.raises(RuntimeError):
+        torch.nn.ReflectionPad2d((1, 2, 3, 1))(small)
+    with pytest.raises(ValueError, match="reaches past the input"):
+        module.ModelNew()(small)

@@ -48,6 +48,9 @@ class Rearrange:
     """pad: (before, after) per dim from the first, as pairs flattened; roll: the shift per dim;
     repeat: the count per dim; flip: 1 for a flipped dim, else 0; tril and triu: the diagonal."""
     fill: float = 0.0
+    mode: str = "constant"
+    """pad: ``constant`` (``fill`` outside the input), ``reflect`` (mirrored about the edge, the edge
+    once), ``replicate`` (the nearest edge) or ``circular`` (wrapped around)."""
     stacked: bool = False
     """cat: the inputs are stacked (each seen with a new dim of size 1 at ``dim`` first)."""
     attributes: dict[str, str] = field(default_factory=dict)
@@ -84,14 +87,15 @@ def _settings(node: torch.fx.Node, name: str, rank: int) -> dict[str, Any]:
         pad = kwargs.get("pad", args[1] if len(args) > 1 else None)
         mode = kwargs.get("mode", args[2] if len(args) > 2 else "constant")
         value = kwargs.get("value", args[3] if len(args) > 3 else None)
-        if mode != "constant" or not isinstance(pad, (tuple, list)) or len(pad) % 2 or len(pad) // 2 > rank or \
+        if mode not in PAD_MODES or not isinstance(pad, (tuple, list)) or len(pad) % 2 or len(pad) // 2 > rank or \
                 not all(isinstance(p, int) and p >= 0 for p in pad):
-            raise CannotCover(f"F.pad with mode {mode!r} and pad {pad!r} (covered: constant, amounts of 0 or more)")
+            raise CannotCover(f"F.pad with mode {mode!r} and pad {pad!r} (covered: {', '.join(PAD_MODES)}; "
+                              "amounts of 0 or more)")
         amounts = [0] * (2 * rank)
         for k in range(len(pad) // 2):  # pad lists the last dim first
             d = rank - 1 - k
             amounts[2 * d], amounts[2 * d + 1] = pad[2 * k], pad[2 * k + 1]
-        return {"amounts": amounts, "fill": float(value or 0.0)}
+        return {"amounts": amounts, "fill": float(value or 0.0), "mode": mode}
     if name == "flip":
         dims = _dims(kwargs.get("dims", args[1] if len(args) == 2 else list(args[1:])), rank)
         return {"amounts": [int(d in dims) for d in range(rank)]}
@@ -122,6 +126,9 @@ def _settings(node: torch.fx.Node, name: str, rank: int) -> dict[str, Any]:
     if len(counts) != rank or not all(isinstance(c, int) and c >= 1 for c in counts):
         raise CannotCover(f"repeat by {counts!r} (covered: one count of 1 or more per dim)")
     return {"amounts": counts}
+
+
+PAD_MODES = ("constant", "reflect", "replicate", "circular")
 
 
 def _module_tensor(gm: torch.fx.GraphModule, node: Any) -> tuple[str, torch.Tensor] | None:
@@ -274,6 +281,8 @@ def _gather(plan: Rearrange) -> list[str]:
                       "other=0.0).to(tl.float32), value)"]
             start = f"start{k} + {name}_s{plan.dim}"
         return lines
+    if plan.op == "pad" and plan.mode != "constant":
+        return _edge_pad_lines(plan, src)
     if plan.op == "pad":
         coords = [f"(o{d} - {plan.amounts[2 * d]})" for d in range(rank)]
         inside = " & ".join(f"({c} >= 0) & ({c} < {src}_s{d})" for d, c in enumerate(coords)
@@ -326,6 +335,28 @@ def kernel(plan: Rearrange) -> str:
     return "\n".join(head + ["    " + line for line in body]) + "\n"
 
 
+def _edge_pad_lines(plan: Rearrange, src: str) -> list[str]:
+    """Every output element is an input element: along a padded dim the position ``c`` past the edge is
+    mirrored (reflect: -c, then 2 (size - 1) - c), clamped (replicate) or wrapped (circular). Amounts
+    are within the sizes (the forward checks, as torch does), so one reflection or wrap suffices."""
+    lines, coords = [], []
+    for d in range(plan.rank):
+        if not (plan.amounts[2 * d] or plan.amounts[2 * d + 1]):
+            coords.append(f"o{d}")
+            continue
+        c, size = f"c{d}", f"{src}_s{d}"
+        lines.append(f"{c} = o{d} - {plan.amounts[2 * d]}")
+        if plan.mode == "reflect":
+            lines += [f"{c} = tl.where({c} < 0, -{c}, {c})",
+                      f"{c} = tl.where({c} >= {size}, 2 * ({size} - 1) - {c}, {c})"]
+        elif plan.mode == "replicate":
+            lines.append(f"{c} = tl.minimum(tl.maximum({c}, 0), {size} - 1)")
+        else:
+            lines.append(f"{c} = ({c} + {size}) % {size}")
+        coords.append(c)
+    return lines + [f"value = tl.load({src}_ptr + {_at(src, plan.rank, coords)}, mask=ok, other=0.0).to(tl.float32)"]
+
+
 def _output_shape(plan: Rearrange) -> str:
     src, rank = plan.sources[0], plan.rank
     if plan.op == "cat":
@@ -359,6 +390,8 @@ def forward(plan: Rearrange, params: dict[str, Any]) -> str:
         if held:  # a parameter is read broadcast where it has one value, as its expansion did
             body += [f"if any(t.shape[d] not in (1, {first}.shape[d]) for t in ({held},) for d in {other}):",
                      "    raise ValueError('cat: a parameter of other sizes outside the joined dim')"]
+    if plan.op == "pad" and plan.mode in ("reflect", "circular"):
+        body += _pad_within_sizes(plan)
     device = f"{next(s for s in plan.sources if s not in plan.attributes)}.device"
     body.append(f"out = torch.empty({_output_shape(plan)}, dtype=torch.{plan.out_dtype}, device={device})")
     lines, extra = epilogue_arguments(plan.epilogue)
@@ -373,6 +406,16 @@ def forward(plan: Rearrange, params: dict[str, Any]) -> str:
     return f"def forward(self, {', '.join(plan.inputs)}):\n" + "\n".join("    " + line for line in body) + "\n"
 
 
+def _pad_within_sizes(plan: Rearrange) -> list[str]:
+    """The forward's check that a reflection or a wrap stays inside the input (torch refuses the rest
+    too): a reflected amount below the dim's size, a wrapped one at most the size."""
+    src, reach = plan.sources[0], ">=" if plan.mode == "reflect" else ">"
+    past = " or ".join(f"{max(plan.amounts[2 * d:2 * d + 2])} {reach} {src}.shape[{d}]" for d in range(plan.rank)
+                       if plan.amounts[2 * d] or plan.amounts[2 * d + 1])
+    return [f"if {past}:", f"    raise ValueError('{plan.mode} padding {plan.amounts} reaches past the input "
+            "(torch refuses it too)')"]
+
+
 def seeds() -> list[tuple[dict[str, Any], str]]:
     return [({"BLOCK": block, "num_warps": warps}, f"seed: {block} output positions per program")
             for block, warps in ((1024, 4), (2048, 8), (512, 4))]
@@ -383,7 +426,7 @@ def describe(plan: Rearrange) -> str:
     parts = f"{len(plan.sources)} inputs" if not plan.attributes else \
         f"{len(plan.sources) - len(plan.attributes)} inputs and {len(plan.attributes)} parameters"
     joined = "stack" if plan.stacked else "cat"
-    what = {"cat": f"{joined} of {parts} along dim {plan.dim}", "pad": f"constant pad {plan.amounts}",
+    what = {"cat": f"{joined} of {parts} along dim {plan.dim}", "pad": f"{plan.mode} pad {plan.amounts}",
             "flip": "flip", "roll": f"roll by {plan.amounts}", "repeat": f"repeat {plan.amounts}",
             "tril": f"tril (diagonal {plan.amounts[:1]})", "triu": f"triu (diagonal {plan.amounts[:1]})",
             "diff": f"diff along dim {plan.dim}"}[plan.op]

@@ -67,9 +67,21 @@ WEIGHTED = {nn.BCEWithLogitsLoss: WEIGHTS, nn.NLLLoss: ("weight",), nn.CrossEntr
 """Modules whose weights the function takes, read from the module."""
 
 
+PAD_MODULES = {**dict.fromkeys((nn.ConstantPad1d, nn.ConstantPad2d, nn.ConstantPad3d, nn.ZeroPad1d, nn.ZeroPad2d,
+                                 nn.ZeroPad3d), "constant"),
+               **dict.fromkeys((nn.ReflectionPad1d, nn.ReflectionPad2d, nn.ReflectionPad3d), "reflect"),
+               **dict.fromkeys((nn.ReplicationPad1d, nn.ReplicationPad2d, nn.ReplicationPad3d), "replicate"),
+               **dict.fromkeys((nn.CircularPad1d, nn.CircularPad2d, nn.CircularPad3d), "circular")}
+"""Padding modules, each ``F.pad`` with its amounts in the mode of its kind."""
+
+
 def module_as_function(sub: nn.Module) -> tuple[Any, dict[str, Any], list[str]] | None:
     """The function ``sub`` calls, its options and the names of the weights it holds (passed to the
-    function as the module's attributes), if it is one of :data:`FUNCTION_MODULES`."""
+    function as the module's attributes), if it is one of :data:`FUNCTION_MODULES` or a padding."""
+    if type(sub) in PAD_MODULES:
+        mode = PAD_MODULES[type(sub)]
+        value = {"value": float(sub.value)} if mode == "constant" else {}
+        return F.pad, {"pad": tuple(sub.padding), "mode": mode, **value}, []
     held = [w for w in WEIGHTS if getattr(sub, w, None) is not None]
     if type(sub) not in FUNCTION_MODULES or not set(held) <= set(WEIGHTED.get(type(sub), ())):
         return None

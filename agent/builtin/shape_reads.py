@@ -320,6 +320,14 @@ def same_call_at_full_size(node: torch.fx.Node, full: torch.nn.Module | None, wh
         other = next(n for n in traced.graph.nodes if n.name == node.name)
     except Exception:  # the small plan stands where the full model cannot be traced
         return
+    if other.op == "call_module":  # a module the plan reads as its function (a padding): its options then
+        from kernelevo.agent.builtin.rewrite_functions import module_as_function
+
+        found = module_as_function(traced.get_submodule(str(other.target)))
+        if found is None or any(node.kwargs.get(k) != v for k, v in found[1].items()):
+            raise CannotCover(f"a {what} whose module's options depend on the size (they differ between the small "
+                              "and the full size)")
+        return
     if other.args[1:] != node.args[1:] or other.kwargs != node.kwargs:
         raise CannotCover(f"a {what} whose arguments depend on the size (they differ between the small and the "
                           "full size)")
