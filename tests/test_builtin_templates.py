@@ -364,6 +364,15 @@ CASES = [
      "        return x + self.pos(self.position_ids[:, :x.size(1)])", "torch.randn(2, 17, {cols})", ""),
     ("rearrange-pad-last-two-bf16", "        pass", "        return F.pad(x, (2, 1, 0, 3), value=-2.0) * 1.5",
      "torch.randn(2, 5, 37)", "DTYPE = torch.bfloat16"),
+    # quotients that meet a rounding boundary must be eager's to the last place: a number over a tensor
+    # is torch's reciprocal times the number, hardsigmoid is a clamp of x + 3 over 6, a mean is eager's
+    ("quantiser-number-over-amax", "        pass",
+     "        return torch.round(x * (127.0 / x.abs().amax(-1, keepdim=True)))",
+     "torch.randn(256, {cols})", ""),
+    ("floor-of-hardsigmoid-times-six", "        pass", "        return torch.floor(F.hardsigmoid(x) * 6.0)",
+     "torch.randint(-4, 4, (64, {cols})).float()", ""),
+    ("above-the-row-mean-of-integers", "        pass", "        return (x > x.mean(-1, keepdim=True)).float() * x",
+     "torch.randint(-9, 9, (256, 41)).float()", ""),
     # the edge repeated, as image models pad before a convolution or a pooling (modules and F.pad modes)
     ("rearrange-reflection-pad-module", "        self.pad = nn.ReflectionPad2d((1, 2, 3, 1))",
      "        return torch.relu(self.pad(x)) * 2.0", "torch.randn(2, 3, 9, 11)", ""),
@@ -1835,3 +1844,39 @@ def test_a_reflection_past_the_input_is_refused_as_torch_refuses_it(tmp_path: Pa
         torch.nn.ReflectionPad2d((1, 2, 3, 1))(small)
     with pytest.raises(ValueError, match="reaches past the input"):
         module.ModelNew()(small)
+
+
+NAMED_LIKE_A_HELPER = """import torch
+import torch.nn as nn
+
+
+def next_power_of_2(n):
+    # the reference's own: the power of two strictly above n
+    return 1 << n.bit_length()
+
+
+class Model(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.g = nn.Parameter(torch.randn(next_power_of_2(n)))
+
+    def forward(self, x):
+        return torch.softmax(x * self.g, dim=-1)
+
+
+def get_inputs():
+    return [torch.randn(8, 2048)]
+
+
+def get_init_inputs():
+    return [1024]
+"""
+
+
+def test_a_reference_helper_named_like_a_generated_one_is_refused(tmp_path: Path) -> None:
+    """Generated files define ``next_power_of_2`` for their launchers: a reference's own function of that
+    name, carried along for ``__init__``, would be replaced by it and size the parameter otherwise."""
+    path = tmp_path / "named_like_a_helper.py"
+    path.write_text(NAMED_LIKE_A_HELPER)
+    with pytest.raises(CannotCover, match="`next_power_of_2` has the name of a definition"):
+        recognise(load_task(str(path), "full"))

@@ -321,7 +321,7 @@ def _parts(op: str) -> tuple[str, str, str, str]:
             "tl.where((tl.abs(tile) > acc) | (tile != tile), tl.abs(tile), acc)"), finish
     if op == "mean":
         init, other, step, finish = PARTS["sum"]
-        return init, other, step, finish + " / N_TOTAL"
+        return init, other, step, finish.replace("result = ", "result = divide_by_count(") + ", N_TOTAL)"
     if op in ("min", "argmin"):
         # the mirror image of max: compare the other way, start from +inf
         init, other, step, finish = PARTS[op.replace("min", "max")]

@@ -42,6 +42,8 @@ def elementwise(op: str, args: list[Any]) -> str:
         return _fmod(args)
     if op == "div":
         return _divide(args)
+    if op == "mean_of":  # a sum over a count, as eager's mean takes it (see DIVIDE_BY_COUNT)
+        return f"divide_by_count({a[0]}, {a[1]})"
     if op in binary:
         return f"({a[0]} {binary[op]} {a[1]})"
     # log1p, not log(1 + .): far below 0 softplus is exp(x) itself, which 1 + exp(x) rounds away
@@ -66,15 +68,16 @@ def elementwise(op: str, args: list[Any]) -> str:
         "sigmoid": f"(1.0 / (1.0 + tl.exp(-{x})))", "silu": f"({x} / (1.0 + tl.exp(-{x})))",
         "tanh": _tanh(x), "exp": f"tl.exp({x})", "log": f"tl.log({x})",
         "abs": f"tl.abs({x})", "sqrt": f"tl.sqrt({x})", "rsqrt": f"tl.rsqrt({x})", "erf": f"tl.math.erf({x})",
-        "square": f"({x} * {x})", "cube": f"({x} * {x} * {x})", "reciprocal": f"(1.0 / {x})",
+        "square": f"({x} * {x})", "cube": f"({x} * {x} * {x})", "reciprocal": f"true_divide(1.0, {x})",
         "xlogx": f"tl.where({x} == 0.0, 0.0, {x} * tl.log({x}))",
         "gelu": f"(0.5 * {x} * (1.0 + tl.math.erf({x} * 0.7071067811865476)))",
         "gelu_tanh": f"(0.5 * {x} * (2.0 / (1.0 + tl.exp(-2.0 * (0.7978845608028654 * ({x} + 0.044715 * {x} * {x} "
                      f"* {x}))))))",
         "softplus": softplus,
         "mish": f"({x} * {_tanh(softplus)})",
-        "hardswish": f"({x} * tl.minimum(tl.maximum({x} + 3.0, 0.0), 6.0) / 6.0)",
-        "hardsigmoid": _nan_max(_nan_max(f"{x} / 6.0 + 0.5", "0.0"), "1.0", "minimum"),
+        # as eager computes them: the clamp of x + 3 over 6 (a product with fl(1/6) on a GPU)
+        "hardswish": _divide([f"({x} * {_nan_max(_nan_max(f'{x} + 3.0', '0.0'), '6.0', 'minimum')})", 6.0]),
+        "hardsigmoid": _divide([_nan_max(_nan_max(f"{x} + 3.0", "0.0"), "6.0", "minimum"), 6.0]),
         "relu6": _nan_max(_nan_max(x, "0.0"), "6.0", "minimum"),
         "inf_to_zero": f"tl.where(tl.abs({x}) == float(\"inf\"), 0.0, {x})",
         "elu": f"tl.where({x} > 0.0, {x}, tl.exp({x}) - 1.0)",
@@ -163,6 +166,21 @@ def divide_by_number(x, number: tl.constexpr, inverse: tl.constexpr):
 
 
 RECIPROCAL_DIVISION = tl.constexpr(not isinstance(divide_by_number, InterpretedFunction))  # see INTERPRETER_IMPORT
+'''
+
+
+DIVIDE_BY_COUNT = '''@triton.jit
+def divide_by_count(total, count):
+    # a mean as eager takes it where the values live: torch's reductions on a GPU multiply the sum by
+    # fl(1 / count); on the CPU the sum is divided by the count
+    if RECIPROCAL_DIVISION:
+        y = total * tl.math.div_rn(1.0, tl.cast(count, tl.float32))
+    else:
+        y = tl.math.div_rn(tl.cast(total, tl.float32), tl.cast(count, tl.float32))
+    return y
+
+
+RECIPROCAL_DIVISION = tl.constexpr(not isinstance(divide_by_count, InterpretedFunction))  # see INTERPRETER_IMPORT
 '''
 
 
@@ -290,7 +308,7 @@ CAST_ROUNDS = tl.constexpr(not isinstance(round_to_bf16, InterpretedFunction))  
 
 
 HELPERS = {"round_to_bf16": ROUND_TO_BF16, "fmod_exact": FMOD_EXACT, "divide_by_number": DIVIDE_BY_NUMBER,
-           "true_divide": TRUE_DIVIDE}
+           "true_divide": TRUE_DIVIDE, "divide_by_count": DIVIDE_BY_COUNT}
 """The jitted helpers the expressions call, by name."""
 
 
@@ -302,7 +320,7 @@ def helpers_for(body: str) -> str:
 def checks_interpreter(body: str) -> bool:
     """Does ``body`` call a helper that behaves as eager does on the device it runs on (and so needs
     :data:`INTERPRETER_IMPORT`)?"""
-    return "round_to_bf16(" in body or "divide_by_number(" in body
+    return any(f"{name}(" in body for name in ("round_to_bf16", "divide_by_number", "divide_by_count"))
 
 
 INTERPRETER_IMPORT = "from triton.runtime.interpreter import InterpretedFunction\n"

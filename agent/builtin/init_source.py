@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from kernelevo.agent.builtin.input_names import MODULE_NAMES
 from kernelevo.agent.builtin.program import CannotCover
 from kernelevo.sandbox.judge.static_rules import ALLOWED_IMPORTS
 
@@ -74,6 +75,8 @@ def _collect_needs(fn: Any, source: str, module: str, heads: list[str], bodies: 
         if name in seen or not re.search(rf"\b{re.escape(name)}\b", source):
             continue  # gone from the rewritten source (the class's own name in super(...)), or done
         seen.add(name)
+        if not isinstance(value, types.ModuleType) and (name in MODULE_NAMES or name.endswith("_kernel")):
+            raise CannotCover(f"the reference's `{name}` has the name of a definition every generated file holds")
         if isinstance(value, types.ModuleType):
             if name not in ("torch", "nn", "triton", "tl"):
                 heads.append(f"import {value.__name__}" if value.__name__ == name

@@ -27,6 +27,13 @@ these names (or an upper-case name, a private one, one beginning ``attr_``, the 
 tensor a cat reads, or one ending ``_rows``, ``_kernel`` or ``_view``) is renamed."""
 
 
+MODULE_NAMES = frozenset({"ceil_div", "next_power_of_2", "round_to_bf16", "fmod_exact", "divide_by_number",
+                          "divide_by_count", "true_divide", "phase_taps", "tma_scratch", "aligned", "conv_geometry",
+                          "pool_geometry", "InterpretedFunction", "INTERPRETED", "CAST_ROUNDS", "RECIPROCAL_DIVISION"})
+"""Module-level names a generated file defines besides its kernels (``*_kernel``): a helper or constant of
+the reference carried along under one of them would be replaced by the file's own."""
+
+
 def clashes(name: str) -> bool:
     """Could the generated code bind ``name`` (see ``GENERATED_NAMES``)?"""
     return (name in GENERATED_NAMES or name.isupper() or name.startswith(("_", "attr_"))

@@ -236,12 +236,12 @@ class _Lowering(OperandIntake, PositionLowering, CallLowering, Layout):
             result = self.add(op, [src], "row", out_dtype, low if op not in ("argmax", "argmin") else None)
         elif kind == "mean":
             total = self.add("sum", [src], "row")
-            result = self.add("div", [total, cols], "row", out_dtype, low)
+            result = self.add("mean_of", [total, cols], "row", out_dtype, low)
         elif kind in ("var", "std"):
             correction = extra.get("correction")
             if correction is None:
                 correction = 1.0 if extra.get("unbiased", True) else 0.0
-            mean = self.add("div", [self.add("sum", [src], "row"), cols], "row")
+            mean = self.add("mean_of", [self.add("sum", [src], "row"), cols], "row")
             centred = self.add("sub", [src, mean], "elem")
             squares = self.add("sum", [self.add("mul", [centred, centred], "elem")], "row")
             correction = _number(correction, "the correction")

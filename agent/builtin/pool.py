@@ -147,9 +147,9 @@ def pool_kernel(x_ptr, b_ptr, {params}out_ptr, BATCH, C, D, H, W, OD, OH, OW,
         d_end = tl.minimum(od * ST - PT + KT, D + PT) - (od * ST - PT)
         h_end = tl.minimum(oh * SR - PR + KR, H + PR) - (oh * SR - PR)
         w_end = tl.minimum(ow * SS - PS + KS, W + PS) - (ow * SS - PS)
-        acc = (total / (d_end * h_end * w_end).to(tl.float32))[:, None]
+        acc = tl.math.div_rn(total, (d_end * h_end * w_end).to(tl.float32))[:, None]
     else:
-        acc = (total / tl.maximum(count, 1.0))[:, None]
+        acc = tl.math.div_rn(total, tl.maximum(count, 1.0))[:, None]  # rounded once, as torch divides
 {finish}'''
 
 

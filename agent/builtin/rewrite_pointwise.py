@@ -386,6 +386,22 @@ def _dtype(node: Node) -> torch.dtype | None:
     return getattr(meta, "dtype", None)
 
 
+def _number_over_tensor(gm: torch.fx.GraphModule, node: Node) -> bool:
+    """``n / t`` as torch computes it: ``Tensor.__rtruediv__`` is ``t.reciprocal() * n``, rounded twice
+    (in ``t``'s dtype each time), where ``torch.div(n, t)`` rounds once. A quantiser's
+    ``round(w * (127 / amax))`` lands on eager's level only this way."""
+    if node.op != "call_function" or node.target is not operator.truediv or len(node.args) != 2 or \
+            not is_number(node.args[0]) or not isinstance(node.args[1], Node):
+        return False
+    with gm.graph.inserting_before(node):
+        inverse = gm.graph.call_function(torch.reciprocal, (node.args[1],))
+        product = gm.graph.call_function(operator.mul, (inverse, node.args[0]))
+    inverse.meta, product.meta = dict(node.meta), dict(node.meta)
+    node.replace_all_uses_with(product)
+    gm.graph.erase_node(node)
+    return True
+
+
 def rewrite_pointwise(gm: torch.fx.GraphModule) -> bool:
     """In-place arithmetic on values of ``forward`` alone as out of place, then each call of
     :data:`REWRITES` (or its method or alias) as the ops it is made of; True when something changed
@@ -394,7 +410,7 @@ def rewrite_pointwise(gm: torch.fx.GraphModule) -> bool:
     changed = fold_filled_like(gm)
     for node in list(gm.graph.nodes):
         changed |= out_of_place(gm, node, order) or item_assignment(gm, node, order) or \
-            scatter_numbers(gm, node, order)
+            scatter_numbers(gm, node, order) or _number_over_tensor(gm, node)
     for node in list(gm.graph.nodes):
         if node.op == "call_method" and node.target in METHOD_FUNCTIONS:
             target = METHOD_FUNCTIONS[str(node.target)]
