@@ -391,8 +391,9 @@ def _number_over_tensor(gm: torch.fx.GraphModule, node: Node) -> bool:
     (in ``t``'s dtype each time), where ``torch.div(n, t)`` rounds once. A quantiser's
     ``round(w * (127 / amax))`` lands on eager's level only this way."""
     if node.op != "call_function" or node.target is not operator.truediv or len(node.args) != 2 or \
-            not is_number(node.args[0]) or not isinstance(node.args[1], Node):
-        return False
+            not is_number(node.args[0]) or not isinstance(node.args[1], Node) or \
+            getattr(node.args[1].meta.get("tensor_meta"), "dtype", None) is None:
+        return False  # a number over a number (a scale from sizes) is Python's division
     with gm.graph.inserting_before(node):
         inverse = gm.graph.call_function(torch.reciprocal, (node.args[1],))
         product = gm.graph.call_function(operator.mul, (inverse, node.args[0]))
