@@ -112,8 +112,6 @@ def _divide(spec: Spec, parts: list[str]) -> str:
     "/" would put a quotient such as (j - i) / w on the wrong side of the comparison that reads it now
     and then."""
     top, bottom = spec[1], spec[2]
-    if top[0] == bottom[0] == "number":
-        return expressions.elementwise("div", [float(top[1]), float(bottom[1])])
     x = float(top[1]) if top[0] == "number" else f"({parts[0]}).to(tl.float32)"
     y = float(bottom[1]) if bottom[0] == "number" else f"({parts[1]}).to(tl.float32)"
     return expressions.elementwise("div", [x, y])

@@ -165,11 +165,7 @@ def divide_by_number(x, number: tl.constexpr, inverse: tl.constexpr):
     return y
 
 
-RECIPROCAL_DIVISION = tl.constexpr(not isinstance(divide_by_number, InterpretedFunction))  # see INTERPRETER_IMPORT
-'''
-
-
-DIVIDE_BY_COUNT = '''@triton.jit
+@triton.jit
 def divide_by_count(total, count):
     # a mean as eager takes it where the values live: torch's reductions on a GPU multiply the sum by
     # fl(1 / count); on the CPU the sum is divided by the count
@@ -180,7 +176,7 @@ def divide_by_count(total, count):
     return y
 
 
-RECIPROCAL_DIVISION = tl.constexpr(not isinstance(divide_by_count, InterpretedFunction))  # see INTERPRETER_IMPORT
+RECIPROCAL_DIVISION = tl.constexpr(not isinstance(divide_by_number, InterpretedFunction))  # see INTERPRETER_IMPORT
 '''
 
 
@@ -308,13 +304,15 @@ CAST_ROUNDS = tl.constexpr(not isinstance(round_to_bf16, InterpretedFunction))  
 
 
 HELPERS = {"round_to_bf16": ROUND_TO_BF16, "fmod_exact": FMOD_EXACT, "divide_by_number": DIVIDE_BY_NUMBER,
-           "true_divide": TRUE_DIVIDE, "divide_by_count": DIVIDE_BY_COUNT}
-"""The jitted helpers the expressions call, by name."""
+           "true_divide": TRUE_DIVIDE, "divide_by_count": DIVIDE_BY_NUMBER}
+"""The jitted helpers the expressions call, by name (the device-chosen divisions in one text)."""
 
 
 def helpers_for(body: str) -> str:
     """The helpers ``body`` calls, each followed by a blank line ("" for none)."""
-    return "".join(text + "\n\n" for name, text in HELPERS.items() if f"{name}(" in body)
+    # the two divisions chosen by device share one text (and its flag): written once
+    texts = dict.fromkeys(text for name, text in HELPERS.items() if f"{name}(" in body)
+    return "".join(text + "\n\n" for text in texts)
 
 
 def checks_interpreter(body: str) -> bool:
