@@ -379,9 +379,14 @@ def test_row_splitting_is_seeded_for_few_long_rows_only(tmp_path: Path) -> None:
     path.write_text("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n"
                     "    def forward(self, x):\n        return x.sum(dim=-1)\n\n"
                     "def get_inputs():\n    return [torch.randn(8, 1 << 20)]\n\ndef get_init_inputs():\n    return []\n")
-    few = seeds(recognise(load_task(str(path), "full")))  # 32 MiB: the split seed last
-    assert few[-1][0] == "split" and few[-1][1]["SPLIT"] == 64  # 4 x 132 programs over 8 rows, at most 64
+    # 8 rows of 4 MiB: a program a row would leave all but 8 SMs idle, the split seed first
+    few = seeds(recognise(load_task(str(path), "full")))
+    assert few[0][0] == "split" and few[0][1]["SPLIT"] == 128  # 4 x 132 programs over 8 rows: 66, a power of 2
     assert [s for s, _, _ in few].count("split") == 1
+    path.write_text(path.read_text().replace("torch.randn(8, 1 << 20)", "torch.randn(64, 1 << 18)"))
+    many = seeds(recognise(load_task(str(path), "full")))  # 64 MiB over 64 rows: half the SMs busy, split last
+    assert many[-1][0] == "split" and many[-1][1]["SPLIT"] == 16
+    path.write_text(path.read_text().replace("torch.randn(64, 1 << 18)", "torch.randn(8, 1 << 20)"))
     path.write_text(path.read_text().replace("torch.randn(8, 1 << 20)", "torch.randn(32, 1 << 23)"))
     big = seeds(recognise(load_task(str(path), "full")))  # 1 GiB: first
     assert big[0][0] == "split" and big[0][1]["SPLIT"] == 32 and [s for s, _, _ in big].count("split") == 1

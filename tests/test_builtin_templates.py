@@ -371,6 +371,32 @@ CASES = [
      "torch.randn(32, {cols})", ""),
     ("floor-of-hardsigmoid-times-six", "        pass", "        return torch.floor(F.hardsigmoid(x) * 6.0)",
      "torch.randint(-4, 4, (64, {cols})).float()", ""),
+    # losses: a whole tensor reduced to one value after pointwise work, in one kernel over all its values
+    # (few rows, split across programs), or, where a tensor broadcasts against it, per row and then over rows
+    ("loss-mean-of-squared-difference", "        pass", "        return ((x - y) ** 2).mean()",
+     "torch.randn(96, {cols}), torch.randn(96, {cols})", ""),
+    ("loss-huber-function-bf16", "        pass", "        return F.smooth_l1_loss(x, y, beta=0.5) * 2.0",
+     "torch.randn(3, 32, {cols}), torch.randn(3, 32, {cols})", "DTYPE = torch.bfloat16"),
+    ("loss-product-sum-all-dims-kept-then-scaled", "        pass",
+     "        return (x * y).sum(dim=(0, 1, 2), keepdim=True) * 0.5 + 1.0",
+     "torch.randn(2, 50, {cols}), torch.randn(2, 50, {cols})", ""),
+    ("loss-hinge-target-per-column", "        pass", "        return torch.clamp(1 - x * y, min=0).mean()",
+     "torch.randn(48, {cols}), torch.randn({cols})", ""),
+    ("loss-weighted-per-channel-sum-all-dims", "        self.w = nn.Parameter(torch.rand(6))",
+     "        return (self.w.view(1, -1, 1) * (x - y).abs()).sum(dim=(0, 1, 2), keepdim=True)",
+     "torch.randn(4, 6, {cols}), torch.randn(4, 6, {cols})", ""),
+    # views of an input that start past its first element, read through strides where they lie: finite
+    # differences (total variation), a shifted pair of sequences, a transpose reduced over its last dim
+    ("views-total-variation-slices-from-sizes", "        pass",
+     "        h, w = x.size(2), x.size(3)\n"
+     "        dh = (x[:, :, 1:, :] - x[:, :, :h - 1, :]).pow(2).sum()\n"
+     "        dw = (x[:, :, :, 1:] - x[:, :, :, :w - 1]).abs().mean()\n"
+     "        return dh / (h - 1) + dw", "torch.randn(2, 3, 17, 45)", ""),
+    ("views-shifted-pair-reduced-per-row-bf16", "        pass",
+     "        return (x[:, :-1] * y[:, 1:]).sum(-1)", "torch.randn(6, {cols}), torch.randn(6, {cols})",
+     "DTYPE = torch.bfloat16"),
+    ("views-transpose-softmax-rows", "        pass", "        return torch.softmax(x.transpose(1, 2) * 0.5, dim=-1)",
+     "torch.randn(3, 40, 24)", ""),
     # the edge repeated, as image models pad before a convolution or a pooling (modules and F.pad modes)
     ("rearrange-reflection-pad-module", "        self.pad = nn.ReflectionPad2d((1, 2, 3, 1))",
      "        return torch.relu(self.pad(x)) * 2.0", "torch.randn(2, 3, 9, 11)", ""),

@@ -367,3 +367,52 @@ def test_constants_read_by_any_methods_defaults_are_carried(tmp_path) -> None:  
                     "def get_init_inputs():\n    return []\n")
     _, needs = init_source(import_task_module(path, "full").Model)
     assert any(n.strip() == "EPS = 0.001" or n.strip().startswith("EPS =") for n in needs), needs
+
+
+WHOLE = {"broadcast-row": ("(x * y[0]).sum()", True), "per-row-target": ("torch.clamp(1 - x * y[:, :1], min=0).mean()", True),
+         "slices": ("(x[:, 1:] - x[:, :-1]).pow(2).sum()", True), "same-shapes": ("((x - y) ** 2).mean()", False),
+         "all-dims-listed": ("(x * y[0]).sum(dim=(0, 1), keepdim=True)", True), "an-input": ("x.sum()", False)}
+
+
+@pytest.mark.parametrize(("expression", "nested"), list(WHOLE.values()), ids=list(WHOLE))
+def test_a_whole_reduction_reading_a_broadcast_tensor_or_a_view_is_per_row_then_over_rows(expression: str,
+                                                                                           nested: bool) -> None:
+    """Over the whole tensor, only values laid out alike share one run: a tensor broadcast against them,
+    or a view, is read per row first. What the rewrite computes is what torch computes."""
+    x, y = _inputs()
+    model, traced = _traced(expression, x, y)
+    sums = [n for n in traced.graph.nodes if n.op in ("call_function", "call_method")
+            and str(getattr(n.target, "__name__", n.target)) in ("sum", "mean")]
+    assert len(sums) == (2 if nested else 1), traced.code
+    if nested:
+        assert sums[0].args[1] == 1, traced.code  # the last dimension first
+    want, got = model(x, y), traced(x, y)
+    assert got.shape == want.shape
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-3)
+
+
+SLICES = {"size-less-one-stop": ("x[:, :x.size(1) - 1] * 2", (slice(None), slice(None, -1))),
+          "shape-less-one-start": ("x[x.shape[0] - 1:, :] + 1", (slice(-1, None), slice(None))),
+          "size-less-two-stays": ("x[:, :x.size(1) - 2] * 2", None),
+          "another-tensors-size-stays": ("x[:, :y[:, :9].size(1) - 1] * 2", None),
+          "another-dims-size-stays": ("x[:, :x.size(0) - 1] * 2", None)}
+
+
+@pytest.mark.parametrize(("expression", "index"), list(SLICES.values()), ids=list(SLICES))
+def test_a_slice_to_the_size_less_one_is_a_slice_to_minus_one(expression: str, index: tuple | None) -> None:
+    """``:n - 1`` of the sliced dimension's own size is ``:-1`` at every size; any other bound stays."""
+    import operator
+
+    x, y = _inputs()
+    model, traced = _traced(expression, x, y)
+    taken = [n for n in traced.graph.nodes if n.op == "call_function" and n.target is operator.getitem
+             and n.args[0].name == "x"]
+    assert len(taken) == 1, traced.code
+    if index is not None:
+        assert taken[0].args[1] == index, traced.code
+    else:
+        assert any(isinstance(b, torch.fx.Node) for p in taken[0].args[1] if isinstance(p, slice)
+                   for b in (p.start, p.stop)), traced.code
+    for shape in ((64, 256), (1, 1), (3, 0)):
+        a, b = torch.randn(shape), torch.randn(shape[0], max(shape[1], 9))
+        assert torch.equal(traced(a, b), model(a, b)), (shape, traced.code)

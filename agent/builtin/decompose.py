@@ -38,6 +38,7 @@ from kernelevo.agent.builtin.rewrite_in_place import OPERATORS_WRITING_NOTHING, 
 from kernelevo.agent.builtin.rewrite_ops import replace_each
 from kernelevo.agent.builtin.rewrite_pointwise import rewrite_pointwise
 from kernelevo.agent.builtin.rewrite_reductions import rewrite_reductions
+from kernelevo.agent.builtin.rewrite_slices import rewrite_slices
 from kernelevo.agent.builtin.rewrite_tallies import rewrite_tallies
 
 LOSSES = (F.smooth_l1_loss, F.huber_loss, F.mse_loss, F.l1_loss, F.kl_div, F.triplet_margin_loss,
@@ -101,6 +102,7 @@ def decompose(gm: torch.fx.GraphModule) -> bool:
     changed |= _dtype_arguments_as_casts(gm)
     changed |= rewrite_functions(gm)
     changed |= rewrite_tallies(gm)
+    changed |= rewrite_slices(gm)
     changed |= rewrite_reductions(gm)
     changed |= _fold_constant_tensors(gm)
     mutates = _mutates_in_place(gm)

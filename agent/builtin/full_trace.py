@@ -12,6 +12,8 @@ broadcasting the small shapes would misread there are refused too (:func:`refuse
 
 from __future__ import annotations
 
+import copy
+import math
 import operator
 from collections.abc import Iterable
 from typing import Any
@@ -146,3 +148,37 @@ def refuse_hidden_broadcast(gm: torch.fx.GraphModule, inputs: list[Any], shapes:
             raise CannotCover(f"input `{name}` broadcasts against `{main}` differently at the small size "
                               f"({list(small)} on {list(first.shape)}) than at the size being optimised "
                               f"({list(big)} on {list(main_full)})")
+
+
+def output_shape(model: torch.nn.Module, inputs: list[Any], shapes: list[tuple[int, ...]]
+                 ) -> tuple[int, ...] | None:
+    """The output's shape with the tensor inputs at their full ``shapes``, run on the meta device (a
+    copy of the model moved there: nothing allocated, the model itself untouched), or None where that
+    cannot be run (a graph traced with the small sizes in it, say)."""
+    try:
+        full = iter(shapes)
+        meta = [torch.empty(next(full), dtype=x.dtype, device="meta") if isinstance(x, torch.Tensor) else x
+                for x in inputs]
+        with torch.no_grad():
+            out = copy.deepcopy(model).to("meta")(*meta)
+        return tuple(out.shape) if isinstance(out, torch.Tensor) else None
+    except Exception:
+        return None
+
+
+def largest_value(model: torch.nn.Module, inputs: list[Any], shapes: list[tuple[int, ...]]
+                  ) -> tuple[int, ...] | None:
+    """The shape of the largest value ``forward`` computes with the tensor inputs at their full ``shapes``
+    (traced on the meta device, as :func:`output_shape` runs), or None where that cannot be run."""
+    try:
+        full = iter(shapes)
+        meta = [torch.empty(next(full), dtype=x.dtype, device="meta") if isinstance(x, torch.Tensor) else x
+                for x in inputs]
+        from kernelevo.agent.builtin.lower import trace  # it builds on this module's neighbours
+
+        gm = trace(copy.deepcopy(model).to("meta"), meta)
+    except Exception:
+        return None
+    computed = [tuple(n.meta["tensor_meta"].shape) for n in gm.graph.nodes
+                if n.op in ("call_function", "call_method") and hasattr(n.meta.get("tensor_meta"), "shape")]
+    return max(computed, key=math.prod, default=None)

@@ -1,7 +1,8 @@
-"""Views of a forward input that change only its strides: ``x.transpose(1, 2)``, ``x.permute(...)``,
-``x.unsqueeze(1)``, ``x[:, None]``, ``x.T``. A kernel reads such a view through its strides as well as
-it reads the input itself, so an input used only through them becomes one operand per view, whose
-source in ``ModelNew.forward`` is the view's own expression (no copy is made). Views whose arguments
+"""Views of a forward input that change only its strides and where it starts: ``x.transpose(1, 2)``,
+``x.permute(...)``, ``x.unsqueeze(1)``, ``x[:, None]``, ``x.T``, ``x[:, 1:]``. A kernel reads such a view
+through its strides (from its own first element) as well as it reads the input itself, so an input used
+only through them becomes one operand per view, whose source in ``ModelNew.forward`` is the view's own
+expression (no copy is made). Views whose arguments
 are sizes (``view``, ``reshape``) are not among them: their numbers would hold for the traced shapes
 only."""
 
@@ -24,7 +25,8 @@ def _plain(value: Any) -> bool:
 
 
 def _index_text(index: Any) -> str | None:
-    """``index`` as Python text where it only adds dimensions or keeps whole ones (None, ``:``, ``...``)."""
+    """``index`` as Python text where it only adds dimensions, keeps whole ones (None, ``:``, ``...``) or
+    keeps a run of neighbouring positions given by numbers."""
     parts = index if isinstance(index, tuple) else (index,)
     words = []
     for part in parts:
@@ -32,8 +34,11 @@ def _index_text(index: Any) -> str | None:
             words.append("None")
         elif part is Ellipsis:
             words.append("...")
-        elif isinstance(part, slice) and part == slice(None, None, None):
-            words.append(":")
+        elif isinstance(part, slice) and part.step in (None, 1) and all(
+                bound is None or (isinstance(bound, int) and not isinstance(bound, bool))
+                for bound in (part.start, part.stop)):
+            # a run of positions counted from either end, whatever the size (``1:``, ``:-1``)
+            words.append(":".join("" if bound is None else str(bound) for bound in (part.start, part.stop)))
         else:
             return None
     return ", ".join(words)

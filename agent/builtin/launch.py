@@ -3,6 +3,7 @@ allocation and the launch, with the grid, block sizes and vector width a strateg
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from kernelevo.agent.builtin import split_passes
@@ -12,12 +13,13 @@ from kernelevo.agent.builtin.program import Program
 
 def forward(program: Program, strategy: str, params: dict[str, Any], max_block: int) -> str:
     """``ModelNew.forward``: views, allocation and the launch."""
+    program, taken = _views_taken_once(program)
     main = program.main
     row_operands = [o for o in program.operands if o.kind == "row"]
     flat = strategy == "tiled" and program.flat
     lines = [f"def forward(self, {', '.join(program.inputs)}):"]
     body = [f"{name} = {expression}  # left in torch (the task allows partial replacement)"
-            for name, expression in program.torch_prefix]
+            for name, expression in program.torch_prefix] + taken
     if program.broadcast_from:
         shapes = ", ".join(f"{source}.shape" for source in program.broadcast_from)
         first = program.broadcast_from[0]
@@ -26,7 +28,7 @@ def forward(program: Program, strategy: str, params: dict[str, Any], max_block: 
     body += [f"{o.source} = {o.source}.contiguous()" for o in program.operands
              if o.kind in ("row", "per_row") or (o.kind in ("col", "scalar", "channel") and o.source in program.inputs)]
     body += _sizes(program, main, flat)
-    args = _arguments(program, main, flat, body)
+    args = _arguments(program, main, flat, body, len(program.torch_prefix) + len(taken) + bool(program.broadcast_from))
     vec = [] if program.strided else _vec_check(params, row_operands, args)  # a row's values are not adjacent
     body += vec
     if strategy == "registers":
@@ -55,8 +57,7 @@ def forward(program: Program, strategy: str, params: dict[str, Any], max_block: 
                  f"    EVEN_R=True, EVEN_C=n_cols % BLOCK_C == 0, WIDE=max({sizes}) >= 2**31, SPLIT=SPLIT,",
                  f"    VEC={'vec' if vec else 1},",
                  f"    num_warps={params['num_warps']})",
-                 "finish_kernel[(ceil_div(n_rows, 16),)](ws, out, n_rows, n_cols, BLOCK_R=16, SPLIT=SPLIT, "
-                 "num_warps=1)",
+                 *_finish_launch(split),
                  "return out"]
         return "\n".join(lines + indent(body, 1)) + "\n"
     else:
@@ -116,9 +117,9 @@ def _sizes(program: Program, main: str, flat: bool) -> list[str]:
     return [*lines, f"out = torch.empty({out_shape}, dtype=torch.{program.out_dtype}, device={main}.device)"]
 
 
-def _arguments(program: Program, main: str, flat: bool, body: list[str]) -> list[str]:
+def _arguments(program: Program, main: str, flat: bool, body: list[str], views_at: int) -> list[str]:
     """The kernel's arguments for the operands (each with its strides or sizes); a view's line goes into
-    ``body`` before the lines that follow the torch prefix."""
+    ``body`` at ``views_at`` (after the torch prefix, the views taken and the broadcast shape)."""
     args = []
     for o in program.operands:
         args.append(f"float({o.source})" if o.kind == "value" else o.source)
@@ -128,7 +129,7 @@ def _arguments(program: Program, main: str, flat: bool, body: list[str]) -> list
             args[-1] = f"{o.name}_view"
             args.append(f"*{o.name}_view.stride()")
             line = f"{o.name}_view = {o.source}.expand({main}.shape)  # broadcast dims get stride 0: no copy"
-            body.insert(len(program.torch_prefix) + bool(program.broadcast_from), line)
+            body.insert(views_at, line)
         elif o.kind == "channel":
             d, d0 = o.channel_dim, o.channel_from
             across = f"{main}.shape[{d}]" if d0 is None else f"{main}.shape[{d0}:{d + 1}].numel()"
@@ -174,3 +175,22 @@ def bytes_note(program: Program) -> str:
     read = f"{rows} read{'s' if rows != 1 else ''} per element of the input rows"
     extra = f", {len(cols)} per-column parameter{'s' if len(cols) != 1 else ''} (cached)" if cols else ""
     return f"{read}{extra}, and {out} written."
+
+
+def _finish_launch(split: int) -> list[str]:
+    """The combine's launch: rows of SPLIT partials, about a thousand values a program (one warp for up to
+    64 partials a row, four beyond)."""
+    rows = max(1, min(16, 1024 // split))
+    return [f"finish_kernel[(ceil_div(n_rows, {rows}),)](ws, out, n_rows, n_cols, BLOCK_R={rows}, SPLIT=SPLIT, "
+            f"num_warps={1 if split <= 64 else 4})"]
+
+
+def _views_taken_once(program: Program) -> tuple[Program, list[str]]:
+    """``program`` with each view of an input read through strides (``x[:, 1:]``) named once, and the lines
+    that take them: the launch reads a view's shape, strides and size, and each indexing costs host time."""
+    named = {o.source: f"{o.name}_of" for o in program.operands if o.kind == "view" and not o.source.isidentifier()}
+    if not named:
+        return program, []
+    operands = [replace(o, source=named.get(o.source, o.source)) for o in program.operands]
+    return (replace(program, operands=operands, broadcast_from=[named.get(s, s) for s in program.broadcast_from]),
+            [f"{name} = {source}" for source, name in named.items()])

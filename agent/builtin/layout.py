@@ -94,7 +94,7 @@ class Layout:
         """A reduction of a per-element value over ``dim``: the program's span (the last dimension when
         none is set), else :class:`SpanNeeded` to lay the program out for ``dim``, else CannotCover."""
         rank = len(self.main_shape or ())
-        found = reduced_span(dim, rank) if dim is not None and rank else None
+        found = (0, rank) if dim is None and rank else reduced_span(dim, rank) if rank else None
         if found is None:
             raise CannotCover(f"{what}; the templates reduce over one run of adjacent dimensions")
         if self.span is None:
@@ -105,21 +105,28 @@ class Layout:
             raise CannotCover(f"{what} beside reductions over dims {first}-{first + count - 1}: a program "
                               "reduces one set of dimensions")
 
-    def _broadcast_output(self, largest: int, first: tuple[int, ...] | None) -> tuple[int, ...] | None:
+    def _broadcast_output(self, largest: int, first: tuple[int, ...] | None, viewed: bool = False
+                          ) -> tuple[int, ...] | None:
         """The output's shape where it holds more values than every input, or as many in another shape
         than the largest input's (a transposed view): the program then runs over it, every tensor read
-        as broadcast to it. Else None."""
+        as broadcast to it. The same where the largest input is ``viewed`` only (``x[:, 1:] - x[:, :-1]``):
+        the program runs over what its views compute, maybe reduced over the last dimension on the way
+        out. Else None."""
         output = next((n for n in self.gm.graph.nodes if n.op == "output"), None)
         result = output.args[0] if output is not None else None
         tm = result.meta.get("tensor_meta") if isinstance(result, torch.fx.Node) else None
-        if self.span is not None or tm is None or not hasattr(tm, "shape") or len(tm.shape) < 2:
+        if self.span is not None or tm is None or not hasattr(tm, "shape"):
             return None
         shape = tuple(tm.shape)
-        # a value larger than the output and every input, reduced over its last dimension on the way out
-        # (the distances of every row of one input to every row of another): the program runs over it
         inner = max((tuple(n.meta["tensor_meta"].shape) for n in self.gm.graph.nodes
                      if n.op in ("call_function", "call_method") and hasattr(n.meta.get("tensor_meta"), "shape")),
                     key=math.prod, default=())
+        if viewed and len(inner) >= 2 and inner != first and shape in (inner, inner[:-1], (*inner[:-1], 1)):
+            return inner
+        if len(shape) < 2:
+            return None
+        # a value larger than the output and every input, reduced over its last dimension on the way out
+        # (the distances of every row of one input to every row of another): the program runs over it
         if math.prod(inner) > max(largest, math.prod(shape)) and inner[:-1] == shape:
             return inner
         return shape if math.prod(shape) > largest or (math.prod(shape) == largest and shape != first) else None

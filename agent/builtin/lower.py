@@ -24,6 +24,7 @@ from torch.fx.passes.shape_prop import ShapeProp
 
 from kernelevo.agent.builtin import parametrized, size_tracing
 from kernelevo.agent.builtin.decompose import decompose_fully
+from kernelevo.agent.builtin.input_views import only_viewed
 from kernelevo.agent.builtin.layout import Layout, SpanNeeded
 from kernelevo.agent.builtin.lower_calls import IGNORED, CallLowering, _Lowered, _number
 from kernelevo.agent.builtin.lower_operands import OperandIntake
@@ -200,6 +201,8 @@ class _Lowering(OperandIntake, PositionLowering, CallLowering, Layout):
             raise CannotCover(f"`{node.name}` computes on constants only")
         if expect == "elem" and level == "row" and self.cols == 1:
             expect = "row"  # rows of one column: a value per row is one per element
+        if expect == "col" and level == "row" and self.rows_shape == ():
+            expect = "row"  # every dimension reduced: the one value is the one row's
         if {"row": "row", "rowflat": "row"}.get(expect, expect) != level:
             raise CannotCover(f"`{node.name}` broadcasts in a way the templates do not follow")
         flat = [v for v in values if isinstance(v, str) and v in self.rowflat]
@@ -276,7 +279,7 @@ class _Lowering(OperandIntake, PositionLowering, CallLowering, Layout):
         else:
             raise CannotCover(f"no template for the reduction `{kind}`")
         self.values[node.name] = result
-        if not keepdim:
+        if not keepdim and self.rows_shape:  # (over every dimension the result is one value: no broadcast)
             self.rowflat.add(result)
 
     def composite(self, node: torch.fx.Node, kind: str, x: Any, extra: dict[str, Any]) -> None:
@@ -398,7 +401,8 @@ class _Lowering(OperandIntake, PositionLowering, CallLowering, Layout):
         if given and sizes[0] < max(sizes):
             given.insert(0, given.pop(sizes.index(max(sizes))))
         self.virtual = self._broadcast_output(max(sizes, default=-1),
-                                              tuple(given[0][1].shape) if given and sizes[0] >= 0 else None)
+                                              tuple(given[0][1].shape) if given and sizes[0] >= 0 else None,
+                                              viewed=bool(given) and sizes[0] >= 0 and only_viewed(given[0][0]))
         for node, value in given:
             self.placeholder(node, value)
         output = None
@@ -435,8 +439,10 @@ class _Lowering(OperandIntake, PositionLowering, CallLowering, Layout):
             raise CannotCover(f"the output ({list(shape)}) is not of the shape the kernel walks "
                               f"({list(self.main_shape)}, its largest input's)")
         assert self.main is not None
+        # every dimension reduced: the one value keeps them as ones or none, as the reference's output does
+        keepdim = out not in self.rowflat if self.rows_shape or shape is None else len(shape) > 0
         return Program(operands=self.operands, nodes=self.nodes, output=out, out_level=out_node.level,
-                       out_dtype=out_node.dtype, out_keepdim=out not in self.rowflat, main=self.main,
+                       out_dtype=out_node.dtype, out_keepdim=keepdim, main=self.main,
                        main_chunks=self.main_chunks, chunk_dim=self.chunk_dim, one_value=self.main_shape == (),
                        inputs=[n.name for n in self.gm.graph.nodes if n.op == "placeholder"], ops=self.ops,
                        torch_prefix=self.torch_prefix, span=self.span,

@@ -52,7 +52,7 @@ STEPS: dict[str, list[int]] = {
     "num_stages": [2, 3, 4, 5],
     "PROGRAMS_PER_SM": [1, 2, 4, 8, 16],
     "SPLIT_K": [1, 2, 4, 8, 16, 32, 64],
-    "SPLIT": [2, 4, 8, 16, 32, 64],
+    "SPLIT": [2, 4, 8, 16, 32, 64, 128, 256, 512],
     "BLOCK_I": [1, 32, 64, 128, 256, 512, 1024],
     "BLOCK": [256, 512, 1024, 2048, 4096, 8192],
 }
@@ -97,6 +97,7 @@ def prev_pow2(n: int) -> int:
 # launch costs host time comparable to the GPU work (measured on the H200; see the seeds).
 SPLIT_FIRST_FLOPS = 16e9
 SPLIT_FIRST_BYTES = 256 << 20
+SPLIT_FIRST_ROW_BYTES = 256 << 10
 
 
 def _clamp(value: int, name: str) -> int:
@@ -310,8 +311,9 @@ def _row_seeds(plan: Plan) -> Seeds:
     strided = plan.program is not None and plan.program.strided
     if plan.program is not None and splittable(plan.program) and plan.rows < 2 * sms and plan.cols >= 4096 \
             and not strided:
-        # Fewer rows than programs the GPU can run at once: split each row across programs.
-        split = max(2, min(next_pow2(-(-4 * sms // max(plan.rows, 1))), 64, plan.cols // 2048))
+        # Fewer rows than programs the GPU can run at once: split each row across programs, about four
+        # programs an SM in all, each at least one block of columns.
+        split = max(2, min(next_pow2(-(-4 * sms // max(plan.rows, 1))), 512, plan.cols // 2048))
         split = _clamp(split, "SPLIT")
         split_seed = ("split", {"BLOCK_C": 2048, "SPLIT": split, "num_warps": 8},
                       f"seed: {plan.rows} rows for {sms} SMs: each row split {split} ways, "
@@ -319,7 +321,10 @@ def _row_seeds(plan: Plan) -> Seeds:
         # First only for large inputs. On the H200: 32 rows x 8M fp32 (1 GiB), 0.266 ms split against
         # 0.488 ms for the best unsplit seed; 64 x 262144 (64 MiB), 0.077 against 0.033 ms, presumably
         # the second launch's host cost.
-        split_first = plan.rows * plan.cols * plan.itemsize >= SPLIT_FIRST_BYTES
+        # And wherever a handful of rows would leave most SMs idle on long ones (a whole tensor reduced to one
+        # value is one row): a program per row reads at what one SM can pull, a small part of the GPU's bandwidth.
+        split_first = plan.rows * plan.cols * plan.itemsize >= SPLIT_FIRST_BYTES or (
+            4 * plan.rows <= sms and plan.cols * plan.itemsize >= SPLIT_FIRST_ROW_BYTES)
         if split_first:
             out.append(split_seed)
     fits = block_c <= MAX_REGISTER_BLOCK.get(plan.dtype, 16384)

@@ -185,22 +185,6 @@ def _full_weight_shapes(full: torch.nn.Module | None, stages: list[matmul.Stage]
         st.n, st.k = (int(shape[-2]), int(shape[-1])) if st.transposed else (int(shape[-1]), int(shape[-2]))
 
 
-def _full_output_shape(model: torch.nn.Module, inputs: list[Any], shapes: list[tuple[int, ...]]
-                       ) -> tuple[int, ...] | None:
-    """The output's shape with the tensor inputs at their full ``shapes``, run on the meta device (a
-    copy of the model moved there: nothing allocated, the model itself untouched), or None where that
-    cannot be run (a graph traced with the small sizes in it, say)."""
-    try:
-        full = iter(shapes)
-        meta = [torch.empty(next(full), dtype=x.dtype, device="meta") if isinstance(x, torch.Tensor) else x
-                for x in inputs]
-        with torch.no_grad():
-            out = copy.deepcopy(model).to("meta")(*meta)
-        return tuple(out.shape) if isinstance(out, torch.Tensor) else None
-    except Exception:
-        return None
-
-
 def _small(task: Task) -> tuple[torch.nn.Module, list[Any], Any]:
     module = import_task_module(task.path, "small")
     torch.manual_seed(0)
@@ -490,7 +474,9 @@ def _lowered_plan(model: torch.nn.Module, inputs: list[Any], shapes: list[tuple[
     main = largest if math.prod(largest) > math.prod(shapes[0]) else shapes[0]
     rows, cols = _rows_cols(main)
     if program.broadcast_from:  # rows and columns of the output, larger than every input
-        main = _full_output_shape(model, inputs, shapes) or main
+        reduced = program.out_level == "row"  # (or of what the views compute, reduced on the way out)
+        there = full_trace.largest_value if reduced else full_trace.output_shape
+        main = there(model, inputs, shapes) or main
         rows, cols = _rows_cols(main)
     if program.span is not None:  # rows across the reduced dimensions (at the full size's shape)
         first, count, _ = program.span

@@ -26,6 +26,7 @@ from typing import Any
 import torch
 import torch.fx
 
+from kernelevo.agent.builtin.input_views import view_text
 from kernelevo.agent.builtin.rewrite_in_place import option
 from kernelevo.agent.builtin.rewrite_ops import rank, replace_each
 
@@ -139,12 +140,70 @@ def _any_order(graph: torch.fx.Graph, x: Any, order: float, dim: Any, keepdim: b
     return graph.call_method("to", (result, meta.dtype)) if half else result
 
 
+def _shape(x: Any) -> tuple[int, ...] | None:
+    shape = getattr(x.meta.get("tensor_meta"), "shape", None) if isinstance(x, torch.fx.Node) else None
+    return None if shape is None else tuple(shape)
+
+
+def _broadcasts(shape: tuple[int, ...], to: tuple[int, ...]) -> bool:
+    """Does a tensor of ``shape`` broadcast to ``to`` (and not, say, hold more values, or a slice)?"""
+    try:
+        return torch.broadcast_shapes(shape, to) == to
+    except RuntimeError:
+        return False
+
+
+def reads_broadcast(x: torch.fx.Node) -> bool:
+    """Is ``x`` computed, through values of its own shape, from a tensor of another shape holding more
+    than one value (a target per sample, a weight per class, a mask per pixel), or from a view of one
+    (``x[:, 1:] - x[:, :-1]``)?"""
+    shape, seen, stack = _shape(x), set(), [x]
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        for arg in node.all_input_nodes:
+            there = _shape(arg)
+            if there == shape and arg.op in ("call_function", "call_method", "call_module"):
+                stack.append(arg)
+            elif there is not None and there != shape and math.prod(there) > 1 and (
+                    _broadcasts(there, shape) or view_text(node, arg.name) is not None):
+                return True
+    return False
+
+
+def _whole(graph: torch.fx.Graph, node: torch.fx.Node, target: Any) -> torch.fx.Node | None:
+    """A sum or mean of a whole computed tensor that reads a broadcast one or a view, as the reduction of
+    its last dimension and then of the rest. Over the whole tensor, only the reduced values themselves can
+    be laid out in one run (``Program.span``): a tensor broadcast against them, or a view, cannot. Over
+    the last dimension they are read as a row program reads them (per row, per column, per channel, through
+    strides), and the second reduction reads one value per row."""
+    x, dim = option(node, "input", 0, None), option(node, "dim", 1, None)
+    keepdim = option(node, "keepdim", 2, False)
+    shape = _shape(x)
+    if target not in (torch.sum, torch.mean) or node.kwargs.get("dtype") is not None or \
+            node.kwargs.get("out") is not None or not isinstance(keepdim, bool) or shape is None or len(shape) < 2:
+        return None
+    if dim is not None and not (isinstance(dim, (tuple, list)) and sorted(
+            d % len(shape) for d in dim if isinstance(d, int)) == list(range(len(shape)))):
+        return None
+    if x.op not in ("call_function", "call_method", "call_module") or not reads_broadcast(x):
+        return None
+    rows = tuple(range(len(shape) - 1))
+    return _nest(x, [(0, len(rows)), (len(rows), 1)], keepdim,
+                 lambda value, dims, keep: graph.call_function(target, (value, dims), {"keepdim": keep}))
+
+
 def rewrite_reductions(gm: torch.fx.GraphModule) -> bool:
-    """Every reduction of ``gm`` over dims that are not one run, nested as above; True when something
-    changed (the caller recompiles and propagates shapes again)."""
+    """Every reduction of ``gm`` over dims that are not one run, nested as above, and every whole sum or
+    mean that reads a broadcast tensor (``_whole``); True when something changed (the caller recompiles
+    and propagates shapes again)."""
     def rewrite(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
         target = NESTED_METHODS.get(str(node.target)) if node.op == "call_method" else (
             node.target if node.op == "call_function" and node.target in NESTED else None)
-        return _nested(graph, node, target) if target is not None else _norm(graph, node)
+        if target is None:
+            return _norm(graph, node)
+        return _nested(graph, node, target) or _whole(graph, node, target)
 
     return replace_each(gm, rewrite)
