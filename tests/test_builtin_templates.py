@@ -100,6 +100,11 @@ CASES = [
      "        return self.loss(x, t)", "torch.randn(9, {cols}), torch.randint(0, 4, (9,))", "DTYPE = torch.bfloat16"),
     ("cross-entropy-sum", "        pass", "        return F.cross_entropy(x, t, reduction='sum')",
      "torch.randn(6, {cols}), torch.randint(0, {cols}, (6,))", ""),
+    # a language model's loss: the logits of each position against the next token, both views copied first
+    ("cross-entropy-next-token-shifted-views", "        pass",
+     "        logits, labels = x[:, :-1, :].contiguous(), t[:, 1:].contiguous()\n"
+     "        return F.cross_entropy(logits.view(-1, logits.size(-1)), labels.view(-1), ignore_index=3)",
+     "torch.randn(3, 17, {cols}), torch.randint(0, 9, (3, 17))", ""),
     ("cross-entropy-segmentation-weighted-nll-ignored-pixels", "        self.register_buffer('w', torch.rand(21) + 0.5)",
      "        return F.nll_loss(F.log_softmax(x, dim=1), t, weight=self.w, ignore_index=255)",
      "torch.randn(3, 21, 5, 7), torch.where(torch.rand(3, 5, 7) < 0.2, 255, torch.randint(0, 21, (3, 5, 7)))", ""),

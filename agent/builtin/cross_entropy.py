@@ -134,7 +134,8 @@ def forward(plan: Any, params: dict[str, Any]) -> str:
     """``ModelNew.forward``: the row losses, then their reduction."""
     reduction, row_targets = plan.extra["reduction"], plan.extra.get("row_targets", False)
     # row targets: none is read (the logits stand in for the pointer); other inputs only gave sizes
-    logits, targets = plan.inputs[0], plan.inputs[0] if row_targets else plan.inputs[1]
+    logits = plan.extra.get("logits", plan.inputs[0])
+    targets = logits if row_targets else plan.extra.get("targets", plan.inputs[1])
     return CROSS_ENTROPY_FORWARD.format(
         arguments=", ".join(plan.inputs), logits=logits, targets=targets, row_targets=row_targets,
         targets_contiguous="" if row_targets else f"    {targets} = {targets}.contiguous()\n",
@@ -190,18 +191,21 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any]) -> dict[str, Any] | N
         raise CannotCover("cross_entropy with class weights and label smoothing or targets made with arange")
     reduction = kw.get("reduction", "mean")
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    # (the two inputs in either order: a segment of a longer forward takes its inputs as they were made)
     wanted = (placeholders[0],) if row_targets else tuple(placeholders)
-    if reduction not in ("mean", "sum", "none") or not placeholders or node.args[:len(wanted)] != wanted \
-            or (not row_targets and len(inputs) != 2) or \
+    given = tuple(node.args[:len(wanted)])
+    if reduction not in ("mean", "sum", "none") or not placeholders or sorted(map(str, given)) != sorted(
+            map(str, wanted)) or (row_targets and given != wanted) or (not row_targets and len(inputs) != 2) or \
             any(not _size_only(u, target) for p in placeholders[1:] if row_targets for u in p.users):
         raise CannotCover("cross_entropy is covered for (logits, targets) inputs with mean, sum or no reduction")
-    logits = inputs[0]
-    targets = torch.arange(logits.shape[0]) if row_targets else inputs[1]
+    logits = inputs[placeholders.index(given[0])]
+    targets = torch.arange(logits.shape[0]) if row_targets else inputs[placeholders.index(given[1])]
     if logits.dim() < 2 or (row_targets and logits.dim() != 2) or targets.shape != logits.shape[:1] + logits.shape[2:] \
             or targets.dtype not in (torch.int64, torch.int32) or not logits.is_floating_point():
         raise CannotCover("cross_entropy is covered for [batch, classes, ...] logits and [batch, ...] integer targets")
     return {"reduction": reduction, "ignore_index": int(kw.get("ignore_index", -100)), "smoothing": float(smoothing),
-            "row_targets": row_targets, "weight": weight}
+            "row_targets": row_targets, "weight": weight, "logits": given[0].name,
+            "targets": given[0].name if row_targets else given[1].name}
 
 
 def _weight(node: Any, gm: torch.fx.GraphModule) -> str | None:

@@ -367,8 +367,9 @@ def _whole_op_plan(model: torch.nn.Module, gm: torch.fx.GraphModule, inputs: lis
     rows, cols = _rows_cols(shapes[0])
     ce = cross_entropy.recognise(gm, inputs)
     if ce is not None:  # the classes are dim 1: rows are every sample's positions
-        classes = shapes[0][1]
-        return _covering(context, names, kind="cross_entropy", rows=math.prod(shapes[0]) // max(classes, 1),
+        logits = shapes[names.index(ce["logits"])]
+        classes = logits[1]
+        return _covering(context, names, kind="cross_entropy", rows=math.prod(logits) // max(classes, 1),
                          cols=classes, ops=["cross_entropy"] + ["weighted"] * bool(ce["weight"]), extra=ce)
     there = full_trace.counterparts(model, gm, context.full_graph())
     found = attention.recognise(gm, inputs, shapes, context.node_shapes, there)

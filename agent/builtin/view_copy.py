@@ -288,8 +288,8 @@ def _chain(gm: torch.fx.GraphModule, placeholders: list[torch.fx.Node]
 
 def recognise(gm: torch.fx.GraphModule, inputs: list[Any], there: dict[str, torch.fx.Node] | None = None
               ) -> ViewCopy | None:
-    """The plan if the graph is a chain of views of one floating input (copied where the reference
-    copies) with pointwise ops after it, else None (``there``: each node's counterpart at the size
+    """The plan if the graph is a chain of views of one input (copied where the reference copies), with
+    pointwise ops after it where the input is floating, else None (``there``: each node's counterpart at the size
     being optimised, whose numbers the generated code takes; see :meth:`Writer.args`)."""
     calls, placeholders = graph_calls(gm)
     found = _chain(gm, placeholders)
@@ -310,10 +310,12 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any], there: dict[str, torc
         if any(user in after for user in node.users):
             return None
     value = inputs[placeholders.index(source)]
-    if not value.is_floating_point() or any(n.meta["tensor_meta"].dtype != value.dtype for n, _ in chain) or \
+    if any(n.meta["tensor_meta"].dtype != value.dtype for n, _ in chain) or \
             any(len(n.meta["tensor_meta"].shape) > MAX_RANK for n, _ in chain):
-        raise CannotCover(f"views of a {value.dtype} tensor or of more than {MAX_RANK} dims (covered: floating "
-                          "tensors, the dtype kept)")
+        raise CannotCover(f"views that change the dtype, or of more than {MAX_RANK} dims (covered: the dtype kept)")
+    if not value.is_floating_point() and after:
+        # a copy moves any dtype as it is; the ops after the views compute in fp32
+        raise CannotCover(f"ops after views of a {value.dtype} tensor (covered: after views of floating tensors)")
     try:
         epilogue = epilogue_program(gm, last, after, inputs, placeholders, "views")
     except CannotCover:
