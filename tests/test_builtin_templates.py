@@ -385,6 +385,11 @@ CASES = [
     ("loss-product-sum-all-dims-kept-then-scaled", "        pass",
      "        return (x * y).sum(dim=(0, 1, 2), keepdim=True) * 0.5 + 1.0",
      "torch.randn(2, 50, {cols}), torch.randn(2, 50, {cols})", ""),
+    ("loss-largest-error-and-frobenius-norm", "        pass",
+     "        return (x - y).abs().max() + 0.5 * torch.norm(x - y) + x.var()",
+     "torch.randn(40, {cols}), torch.randn(40, {cols})", ""),
+    ("loss-mean-square-plus-largest-magnitude", "        pass", "        return (x * x).mean() + 0.1 * x.abs().amax()",
+     "torch.randn(30, {cols})", ""),
     ("loss-hinge-target-per-column", "        pass", "        return torch.clamp(1 - x * y, min=0).mean()",
      "torch.randn(48, {cols}), torch.randn({cols})", ""),
     ("loss-weighted-per-channel-sum-all-dims", "        self.w = nn.Parameter(torch.rand(6))",
@@ -1228,11 +1233,12 @@ def test_operands_are_copied_along_k_first_only_where_k_is_odd_and_offered_where
     assert [p["K_MAJOR"] for p, _ in moves] == [True] and "wide tile loads" in moves[0][1]
 
 
-@pytest.mark.parametrize("name", _first_runs(["mean-then-scale", "amax-of-squares-bf16"]))
+@pytest.mark.parametrize("name", _first_runs(["mean-then-scale", "amax-of-squares-bf16",
+                                              "loss-mean-square-plus-largest-magnitude"]))
 def test_split_rows_combine_every_chunk(evaluator, tmp_path: Path, name: str) -> None:
     """3 rows of 5000 split 4 ways in blocks of 256: chunks of 1280 columns, the last one ragged;
     finish_kernel combines them and applies what follows the reduction (the mean's division, the
-    scale, bf16 rounding)."""
+    scale, bf16 rounding); two reductions of a whole tensor (one row of 15000), each combined."""
     from kernelevo.agent.builtin.codegen import splittable
 
     task, plan = _case(tmp_path, name, 5000, "torch.randn(3, {cols})")
@@ -1241,12 +1247,14 @@ def test_split_rows_combine_every_chunk(evaluator, tmp_path: Path, name: str) ->
               "finish_kernel[(ceil_div(n_rows, 16),)]")
 
 
-def test_only_single_reductions_split(tmp_path: Path) -> None:
+def test_only_reductions_of_per_element_values_split(tmp_path: Path) -> None:
     from kernelevo.agent.builtin.codegen import splittable
 
-    for name in ("var-unbiased", "argmin", "softmax-module", "max-values-and-argmin", "chain-params"):
+    for name in ("var-unbiased", "argmin", "softmax-module", "chain-params"):
         _, plan = _case(tmp_path, name, 1000)
         assert plan.program is None or splittable(plan.program) is None, name
+    _, plan = _case(tmp_path, "max-values-and-argmin", 1000)  # a row's range: its maximum and minimum, apart
+    assert [r.op for r in splittable(plan.program) or []] == ["max", "min"]
 
 
 def test_bf16_rounding_is_the_hardware_conversion_except_under_the_interpreter(tmp_path: Path) -> None:

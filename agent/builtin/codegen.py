@@ -143,7 +143,7 @@ def kernel(program: Program, strategy: str, online: bool = False, persistent: bo
         body += _in_registers(program, em, strategy)
     elif strategy == "split":
         reduction = splittable(program)
-        assert reduction is not None, "split: one sum, max or min per row only"
+        assert reduction is not None, "split: sums, maxima and minima of per-element values per row only"
         body += _split_chunk(program, em, reduction)
     else:
         body += _looped(program, em, [n for n in program.nodes if n.level == "row"], online)
@@ -249,17 +249,18 @@ def _in_registers(program: Program, em: Emitter, strategy: str) -> list[str]:
     return lines + _store(program)
 
 
-def _split_chunk(program: Program, em: Emitter, reduction: Node) -> list[str]:
-    """``split``: program (row, s) reduces the s-th chunk of the row into the workspace;
-    ``finish_kernel`` combines the chunks."""
+def _split_chunk(program: Program, em: Emitter, reductions: list[Node]) -> list[str]:
+    """``split``: program (row, s) reduces the s-th chunk of the row into the workspace, each reduction's
+    partial at ``ws[row, k, s]``; ``finish_kernel`` combines the chunks."""
     em.evict = "evict_first"
-    partial = replace(reduction, round_to=None)  # rounded once, after the chunks are combined
-    em.by_name[partial.name] = partial
-    lines = _pass(program, em, [partial], {}, set(), lo="tl.program_id(1) * chunk",
+    partials = [replace(r, round_to=None) for r in reductions]  # rounded once, after the chunks are combined
+    em.by_name.update({p.name: p for p in partials})
+    lines = _pass(program, em, partials, {}, set(), lo="tl.program_id(1) * chunk",
                   hi="tl.minimum(tl.program_id(1) * chunk + chunk, n_cols)")
-    em.by_name[partial.name] = reduction
-    lines.append(f"tl.store(ws_ptr + rows[:, None] * SPLIT + tl.program_id(1), {partial.name}, "
-                 "mask=row_ok[:, None])")
+    em.by_name.update({r.name: r for r in reductions})
+    for k, p in enumerate(partials):
+        lines.append(f"tl.store(ws_ptr + (rows[:, None] * {len(partials)} + {k}) * SPLIT + tl.program_id(1), "
+                     f"{p.name}, mask=row_ok[:, None])")
     return lines
 
 
@@ -275,36 +276,37 @@ def _vector_hint(program: Program) -> list[str]:
         *[f"    {n} = {n} // VEC * VEC" for n in ["n_cols", *strides]]]
 
 
-def splittable(program: Program) -> Node | None:
-    """The one reduction of a program whose rows can be split across programs (None if it has
-    another shape): one value per row from a single sum, max or min of values that need no other
-    per-row value, and per-row ops after it."""
+def splittable(program: Program) -> list[Node] | None:
+    """The reductions of a program whose rows can be split across programs (None if it has another
+    shape): one value per row from sums, maxima and minima of values that need no per-row value (a
+    loss and a second loss added to it), and per-row ops after them."""
     em = Emitter(program)
     needed = em.deps(program.output)
     reductions = [n for n in program.reductions if n.name in needed]
-    if program.out_level != "row" or len(reductions) != 1 or reductions[0].op not in ("sum", "max", "min"):
+    if program.out_level != "row" or not reductions or any(r.op not in ("sum", "max", "min") for r in reductions):
         return None
-    r = reductions[0]
-    if not isinstance(r.args[0], str) or any(em.by_name[d].level == "row" for d in em.deps(r.args[0])):
-        return None
+    for r in reductions:
+        if not isinstance(r.args[0], str) or any(em.by_name[d].level == "row" for d in em.deps(r.args[0])):
+            return None
     if any(em.by_name[d].level == "row" and em.by_name[d].op in READ_ONCE for d in needed):
         return None  # the finish kernel reads only the partial results
-    return r
+    return reductions
 
 
-def _finish_kernel(program: Program, em: Emitter, r: Node) -> str:
-    combine = {"sum": "tl.sum", "max": "tl.max", "min": "tl.min"}[r.op]
-    fill = {"sum": "0.0", "max": NEG_INF, "min": POS_INF}[r.op]
-    needed = em.deps(program.output)
+def _finish_kernel(program: Program, em: Emitter, reductions: list[Node]) -> str:
+    needed, done = em.deps(program.output), {r.name for r in reductions}
     after = [em.statement(n) for n in program.nodes
-             if n.name in needed and n.name != r.name and n.level in ("row", "const")]
+             if n.name in needed and n.name not in done and n.level in ("row", "const")]
     body = ["# Combines each row's SPLIT partial results in a fixed order, then the per-row ops after them.",
             "rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)",
-            "row_ok = rows < n_rows",
-            "parts = tl.load(ws_ptr + rows[:, None] * SPLIT + tl.arange(0, SPLIT)[None, :], mask=row_ok[:, None], "
-            f"other={fill})",
-            f"{r.name} = {rounded(r, f'{combine}(parts, axis=1)[:, None]')}",
-            *after, *_store(program)]
+            "row_ok = rows < n_rows"]
+    for k, r in enumerate(reductions):
+        combine = {"sum": "tl.sum", "max": "tl.max", "min": "tl.min"}[r.op]
+        fill = {"sum": "0.0", "max": NEG_INF, "min": POS_INF}[r.op]
+        body += [f"parts = tl.load(ws_ptr + (rows[:, None] * {len(reductions)} + {k}) * SPLIT + "
+                 f"tl.arange(0, SPLIT)[None, :], mask=row_ok[:, None], other={fill})",
+                 f"{r.name} = {rounded(r, f'{combine}(parts, axis=1)[:, None]')}"]
+    body += [*after, *_store(program)]
     return "\n".join(["@triton.jit",
                       "def finish_kernel(ws_ptr, out_ptr, n_rows, n_cols, BLOCK_R: tl.constexpr, SPLIT: tl.constexpr):",
                       *indent(body, 1)]) + "\n"

@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from kernelevo.agent.builtin import split_passes
-from kernelevo.agent.builtin.codegen import indent
+from kernelevo.agent.builtin.codegen import indent, splittable
 from kernelevo.agent.builtin.program import Program
 
 
@@ -49,7 +49,8 @@ def forward(program: Program, strategy: str, params: dict[str, Any], max_block: 
         split, block_c = params["SPLIT"], params["BLOCK_C"]
         body += [f"BLOCK_C, SPLIT = {block_c}, {split}",
                  "# Few, long rows: SPLIT programs per row, each reducing a chunk of whole column blocks.",
-                 f"ws = torch.empty((n_rows, SPLIT), dtype=torch.float32, device={main}.device)",
+                 f"ws = torch.empty((n_rows, {len(splittable(program) or ())}, SPLIT), dtype=torch.float32, "
+                 f"device={main}.device)",
                  "chunk = ceil_div(ceil_div(n_cols, BLOCK_C), SPLIT) * BLOCK_C",
                  "fused_kernel[(n_rows, SPLIT)](",
                  f"    {', '.join(args)}, ws, n_rows, n_cols, chunk, {program.sizes_after(main)}"

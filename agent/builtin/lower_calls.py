@@ -277,8 +277,8 @@ class CallLowering:
             keepdim = bool(kwargs.get("keepdim", args[2] if len(args) > 2 else False))
             if kwargs.get("dtype") is not None:
                 raise CannotCover(f"`{kind}` with a dtype argument is not covered")
-            if kind in ("max", "min") and dim is None:
-                raise CannotCover(f"`{kind}` over the whole tensor is not covered")
+            if kind in ("max", "min") and dim is None:  # the largest (smallest) value, NaN if any is
+                kind = "amax" if kind == "max" else "amin"
             if kind in ("max", "min") and isinstance(dim, torch.fx.Node):  # torch.min(a, b): elementwise
                 self.elementwise(node, "maximum" if kind == "max" else "minimum", [args[0], dim])
                 return True
@@ -306,8 +306,8 @@ class CallLowering:
         order = kwargs.get("ord" if vector else "p", args[1] if len(args) > 1 else (2 if vector else "fro"))
         dim = kwargs.get("dim", args[2] if len(args) > 2 else None)
         keepdim = bool(kwargs.get("keepdim", args[3] if len(args) > 3 else False))
-        if order == "fro" and dim is not None and not isinstance(dim, (list, tuple)):
-            order = 2  # the Frobenius norm of a vector is its 2-norm
+        if order == "fro" and (dim is None or not isinstance(dim, (list, tuple)) or len(dim) <= 2):
+            order = 2  # the Frobenius norm of a vector, a matrix or a whole tensor is its values' 2-norm
         if order not in (1, 2, math.inf) or kwargs.get("dtype") is not None:
             raise CannotCover(f"norm with p={order!r}{' and a dtype' if kwargs.get('dtype') else ''} "
                               "(covered: any order of a float input without a dtype option)")
