@@ -416,3 +416,20 @@ def test_a_slice_to_the_size_less_one_is_a_slice_to_minus_one(expression: str, i
     for shape in ((64, 256), (1, 1), (3, 0)):
         a, b = torch.randn(shape), torch.randn(shape[0], max(shape[1], 9))
         assert torch.equal(traced(a, b), model(a, b)), (shape, traced.code)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("expression", ["(x * y[0]).sum()", "(x * 1.0).sum(dim=(0, 2))", "x.abs().mean(dim=(0, 2))",
+                                        "torch.linalg.vector_norm(x, 2, dim=(0, 2))"])
+def test_nested_reductions_in_half_precision_accumulate_in_fp32_and_round_once(expression: str,
+                                                                               dtype: torch.dtype) -> None:
+    """Rows that cancel, each past fp16's range: rounding the first reduction's values would give
+    NaN (inf - inf) or lose what the rows leave over; torch accumulates in fp32 and rounds once."""
+    generator = torch.Generator().manual_seed(3)
+    base = (torch.randn(4, 512, generator=generator) + 3) * 50  # rows of about 76800: past fp16's 65504
+    x = torch.stack([base, -base + 0.01 * torch.randn(4, 512, generator=generator)])
+    x, y = x.to(dtype), torch.ones(4, 512, dtype=dtype)
+    model, traced = _traced(expression, x, y)
+    want, got = model(x, y), traced(x, y)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    torch.testing.assert_close(got.float(), want.float(), rtol=1e-2, atol=1e-2)

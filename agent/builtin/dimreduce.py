@@ -396,8 +396,23 @@ def forward(reduction: DimReduction, name: str, params: dict[str, Any]) -> str:
                  "    dim_combine_kernel[(ceil_div(inner, BLOCK_I) * outer,)](",
                  "        ws, out, shares, inner, shares, reduced, BLOCK_R=COMBINE_R, BLOCK_I=BLOCK_I,",
                  "        EVEN_I=inner % BLOCK_I == 0, WIDE=ws.numel() >= 2**31, num_warps=4)"]
+    body += _nothing_reduced(reduction.op)
     body.append("return out")
     return f"def forward(self, {name}):\n" + "\n".join("    " + line for line in body) + "\n"
+
+
+EMPTY = {"count": "0", "sum": "0", "norm1": "0", "norm2": "0", "normmax": "0", "mean": "float('nan')", "prod": "1",
+         "logsumexp": "float('-inf')"}
+"""What a reduction over no values gives, as torch gives it; the others (max, argmax, ...) raise."""
+
+
+def _nothing_reduced(op: str) -> list[str]:
+    """Outputs over reduced dimensions of size 0: torch's value for an empty reduction, or its error."""
+    if op in ELEMENTWISE:
+        return []  # (no values in, none out)
+    if op in EMPTY:
+        return ["elif out.numel():", f"    out.fill_({EMPTY[op]})"]
+    return ["elif out.numel():", f"    raise RuntimeError('{op} of a dimension of size 0: no identity to give')"]
 
 
 def seeds(reduction: DimReduction, inner: int, outputs: int = 0, reduced: int = 0,

@@ -150,17 +150,55 @@ def refuse_hidden_broadcast(gm: torch.fx.GraphModule, inputs: list[Any], shapes:
                               f"({list(big)} on {list(main_full)})")
 
 
+def refuse_broadcast_that_changes(gm: torch.fx.GraphModule, there: dict[str, tuple[int, ...]]) -> None:
+    """CannotCover where a value broadcasts against another inside ``forward`` at one size and not at the
+    other (``there``: the values' shapes at the size being optimised, by name): ``x[:, 1:] - y`` with ``x``
+    two columns wide at the small size is one column, as wide as ``y`` there, and ``y`` is read along the
+    columns it does not have at full size. Only calls whose result has the broadcast shape of their
+    tensor arguments (pointwise ones) are compared."""
+    for node in gm.graph.nodes:
+        args = [a for a in node.all_input_nodes if hasattr(a.meta.get("tensor_meta"), "shape")]
+        small = [tuple(a.meta["tensor_meta"].shape) for a in args]
+        if node.op not in ("call_function", "call_method") or len(args) < 2 or node.name not in there or \
+                any(a.name not in there for a in args) or not _broadcast_of(small, node):
+            continue
+        out, big = tuple(there[node.name]), [tuple(there[a.name]) for a in args]
+        if not _broadcast_of(big, out):
+            continue  # (a same-named value of the full trace that is not this one's counterpart)
+        if _broadcast_pattern(small, tuple(node.meta["tensor_meta"].shape)) != _broadcast_pattern(big, out):
+            raise CannotCover(f"`{node.name}` broadcasts its arguments differently at the small size "
+                              f"({[list(s) for s in small]}) than at the size being optimised "
+                              f"({[list(b) for b in big]})")
+
+
+def _broadcast_of(shapes: list[tuple[int, ...]], out: Any) -> bool:
+    """Is ``out`` (a shape, or a node's) the broadcast of ``shapes``?"""
+    if isinstance(out, torch.fx.Node):
+        out = getattr(out.meta.get("tensor_meta"), "shape", None)
+    try:
+        return out is not None and tuple(torch.broadcast_shapes(*shapes)) == tuple(out)
+    except RuntimeError:
+        return False
+
+
+def _broadcast_pattern(shapes: list[tuple[int, ...]], out: tuple[int, ...]) -> list[tuple[bool, ...]]:
+    """For each argument, along each dimension of ``out`` (right-aligned): is it read there as one value
+    repeated (absent, or of size 1 where ``out`` is larger)?"""
+    pattern = []
+    for shape in shapes:
+        aligned = (1,) * (len(out) - len(shape)) + shape
+        pattern.append(tuple(a == 1 and o != 1 for a, o in zip(aligned, out, strict=False)))
+    return pattern
+
+
 def output_shape(model: torch.nn.Module, inputs: list[Any], shapes: list[tuple[int, ...]]
                  ) -> tuple[int, ...] | None:
     """The output's shape with the tensor inputs at their full ``shapes``, run on the meta device (a
     copy of the model moved there: nothing allocated, the model itself untouched), or None where that
     cannot be run (a graph traced with the small sizes in it, say)."""
     try:
-        full = iter(shapes)
-        meta = [torch.empty(next(full), dtype=x.dtype, device="meta") if isinstance(x, torch.Tensor) else x
-                for x in inputs]
         with torch.no_grad():
-            out = copy.deepcopy(model).to("meta")(*meta)
+            out = copy.deepcopy(model).to("meta")(*_meta_inputs(inputs, shapes))
         return tuple(out.shape) if isinstance(out, torch.Tensor) else None
     except Exception:
         return None
@@ -170,15 +208,19 @@ def largest_value(model: torch.nn.Module, inputs: list[Any], shapes: list[tuple[
                   ) -> tuple[int, ...] | None:
     """The shape of the largest value ``forward`` computes with the tensor inputs at their full ``shapes``
     (traced on the meta device, as :func:`output_shape` runs), or None where that cannot be run."""
-    try:
-        full = iter(shapes)
-        meta = [torch.empty(next(full), dtype=x.dtype, device="meta") if isinstance(x, torch.Tensor) else x
-                for x in inputs]
-        from kernelevo.agent.builtin.lower import trace  # it builds on this module's neighbours
+    from kernelevo.agent.builtin.lower import trace  # (lower imports the planners that import this module)
 
-        gm = trace(copy.deepcopy(model).to("meta"), meta)
+    try:
+        gm = trace(copy.deepcopy(model).to("meta"), _meta_inputs(inputs, shapes))
     except Exception:
         return None
     computed = [tuple(n.meta["tensor_meta"].shape) for n in gm.graph.nodes
                 if n.op in ("call_function", "call_method") and hasattr(n.meta.get("tensor_meta"), "shape")]
     return max(computed, key=math.prod, default=None)
+
+
+def _meta_inputs(inputs: list[Any], shapes: list[tuple[int, ...]]) -> list[Any]:
+    """The inputs with each tensor at its full shape on the meta device (nothing allocated)."""
+    full = iter(shapes)
+    return [torch.empty(next(full), dtype=x.dtype, device="meta") if isinstance(x, torch.Tensor) else x
+            for x in inputs]

@@ -23,8 +23,8 @@ GENERATED_NAMES = frozenset({
     "round_to_bf16", "fmod_exact", "divide_by_number", "true_divide", "phase_taps", "tma_scratch",
     "InterpretedFunction", "ceil_div", "next_power_of_2"})
 """Names the generated ``forward`` methods and files define: an input of the reference with one of
-these names (or an upper-case name, a private one, one beginning ``attr_``, the local name of a module's
-tensor a cat reads, or one ending ``_rows``, ``_kernel`` or ``_view``) is renamed."""
+these names (or an upper-case name, a private one, one beginning ``attr_`` or ``ws_``, the local name of a module's
+tensor a cat reads, or one ending ``_rows``, ``_kernel``, ``_view`` or ``_of``) is renamed."""
 
 
 MODULE_NAMES = frozenset({"ceil_div", "next_power_of_2", "round_to_bf16", "fmod_exact", "divide_by_number",
@@ -36,8 +36,8 @@ the reference carried along under one of them would be replaced by the file's ow
 
 def clashes(name: str) -> bool:
     """Could the generated code bind ``name`` (see ``GENERATED_NAMES``)?"""
-    return (name in GENERATED_NAMES or name.isupper() or name.startswith(("_", "attr_"))
-            or name.endswith(("_rows", "_kernel", "_view")))
+    return (name in GENERATED_NAMES or name.isupper() or name.startswith(("_", "attr_", "ws_"))
+            or name.endswith(("_rows", "_kernel", "_view", "_of")))
 
 
 def safe_input_names(gm: torch.fx.GraphModule) -> None:

@@ -2,9 +2,8 @@
 ``x.permute(...)``, ``x.unsqueeze(1)``, ``x[:, None]``, ``x.T``, ``x[:, 1:]``. A kernel reads such a view
 through its strides (from its own first element) as well as it reads the input itself, so an input used
 only through them becomes one operand per view, whose source in ``ModelNew.forward`` is the view's own
-expression (no copy is made). Views whose arguments
-are sizes (``view``, ``reshape``) are not among them: their numbers would hold for the traced shapes
-only."""
+expression (no copy is made). Views whose arguments are sizes (``view``, ``reshape``) are not among
+them: their numbers would hold for the traced shapes only."""
 
 from __future__ import annotations
 

@@ -75,7 +75,7 @@ def forward(program: Program, strategy: str, params: dict[str, Any], max_block: 
              f"fused_kernel[{grid}](",
              f"    {', '.join(args)}, out, n_rows, n_cols, {program.sizes_after(main)}"
              "BLOCK_R=BLOCK_R, BLOCK_C=BLOCK_C,",
-             "    EVEN_R=n_rows % BLOCK_R == 0, EVEN_C=n_cols % BLOCK_C == 0,",
+             "    EVEN_R=n_rows % BLOCK_R == 0, EVEN_C=n_cols > 0 and n_cols % BLOCK_C == 0,  # (no column: none read)",
              f"    WIDE=max({sizes}) >= 2**31, VEC={'vec' if vec else 1},",
              f"    num_warps={params['num_warps']}{_stages(params)})",
              "return out"]
@@ -91,14 +91,15 @@ def _sizes(program: Program, main: str, flat: bool) -> list[str]:
         first, count, _ = program.span
         lines = [f"# Rows: every position outside dims {first}-{first + count - 1}; columns: the positions in them.",
                  f"n_cols = {main}.shape[{first}:{first + count}].numel()",
-                 f"n_rows = {main}.numel() // max(n_cols, 1)"]
+                 f"n_rows = {main}.shape[:{first}].numel() * {main}.shape[{first + count}:].numel()"]
         if program.strided:
             lines.append(f"inner = {main}.shape[{first + count}:].numel()  # how far apart a row's values lie")
     else:
         d, n = program.chunk_dim, program.main_chunks
         cols = f"{main}.shape[-1] // {n}" if n > 1 and d is None else f"{main}.shape[-1]"
         per_chunk = f" // {n}" if d is not None else ""
-        lines = [f"n_cols = {cols}", f"n_rows = {main}.numel() // max({main}.shape[-1], 1){per_chunk}"]
+        # (rows of no columns are rows too: each reduced to what a reduction of nothing gives)
+        lines = [f"n_cols = {cols}", f"n_rows = {main}.shape[:-1].numel(){per_chunk}"]
         if d is not None:
             lines += [f"# chunk k of dim {d}: rows [k * chunk_rows, (k + 1) * chunk_rows) of each position before it",
                       f"chunk_rows = {main}.shape[{d}:-1].numel() // {n}"]

@@ -94,7 +94,9 @@ class Layout:
         """A reduction of a per-element value over ``dim``: the program's span (the last dimension when
         none is set), else :class:`SpanNeeded` to lay the program out for ``dim``, else CannotCover."""
         rank = len(self.main_shape or ())
-        found = (0, rank) if dim is None and rank else reduced_span(dim, rank) if rank else None
+        found = None
+        if rank:
+            found = (0, rank) if dim is None else reduced_span(dim, rank)  # (None: the whole tensor)
         if found is None:
             raise CannotCover(f"{what}; the templates reduce over one run of adjacent dimensions")
         if self.span is None:

@@ -439,8 +439,9 @@ class _Lowering(OperandIntake, PositionLowering, CallLowering, Layout):
             raise CannotCover(f"the output ({list(shape)}) is not of the shape the kernel walks "
                               f"({list(self.main_shape)}, its largest input's)")
         assert self.main is not None
-        # every dimension reduced: the one value keeps them as ones or none, as the reference's output does
-        keepdim = out not in self.rowflat if self.rows_shape or shape is None else len(shape) > 0
+        keepdim = out not in self.rowflat
+        if not self.rows_shape and shape is not None:
+            keepdim = len(shape) > 0  # every dimension reduced: kept as ones, or none, as the reference's output
         return Program(operands=self.operands, nodes=self.nodes, output=out, out_level=out_node.level,
                        out_dtype=out_node.dtype, out_keepdim=keepdim, main=self.main,
                        main_chunks=self.main_chunks, chunk_dim=self.chunk_dim, one_value=self.main_shape == (),

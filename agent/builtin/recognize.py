@@ -320,6 +320,10 @@ def plan_graph(model: torch.nn.Module, gm: torch.fx.GraphModule, inputs: list[An
         raise CannotCover("no tensor input")
     full_trace.refuse_hidden_broadcast(gm, inputs, shapes)
     names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+    given = dict(zip([n for n, x in zip(names, inputs, strict=False) if isinstance(x, torch.Tensor)], shapes,
+                     strict=False))
+    full_trace.refuse_broadcast_that_changes(
+        gm, {**full_trace.matching_shapes(gm, context.full_graph()), **context.node_shapes, **given})
     plan = _whole_op_plan(model, gm, inputs, shapes, context, names)
     if plan is None and any(matmul._linear(gm, n) is not None for n in gm.graph.nodes if n.op.startswith("call")):
         plan = _matmul_plan(model, inputs, shapes, context, names)
@@ -474,9 +478,10 @@ def _lowered_plan(model: torch.nn.Module, inputs: list[Any], shapes: list[tuple[
     largest = max(shapes, key=math.prod)  # the lowering reads the largest input as its main one
     main = largest if math.prod(largest) > math.prod(shapes[0]) else shapes[0]
     rows, cols = _rows_cols(main)
-    if program.broadcast_from:  # rows and columns of the output, larger than every input
-        reduced = program.out_level == "row"  # (or of what the views compute, reduced on the way out)
-        there = full_trace.largest_value if reduced else full_trace.output_shape
+    if program.broadcast_from:
+        # rows and columns of the output, larger than every input; or, where the output is one value per
+        # row (a reduction of what views compute), of the largest value computed
+        there = full_trace.largest_value if program.out_level == "row" else full_trace.output_shape
         main = there(model, inputs, shapes) or main
         rows, cols = _rows_cols(main)
     if program.span is not None:  # rows across the reduced dimensions (at the full size's shape)

@@ -29,6 +29,7 @@ import torch.fx
 from kernelevo.agent.builtin.input_views import view_text
 from kernelevo.agent.builtin.rewrite_in_place import option
 from kernelevo.agent.builtin.rewrite_ops import rank, replace_each
+from kernelevo.agent.builtin.vocabulary import plain_int
 
 NESTED = {torch.sum: "sum", torch.mean: "mean", torch.amax: "amax", torch.amin: "amin",
           torch.logsumexp: "logsumexp"}
@@ -36,6 +37,8 @@ NESTED = {torch.sum: "sum", torch.mean: "mean", torch.amax: "amax", torch.amin: 
 NESTED_METHODS = {"sum": torch.sum, "mean": torch.mean, "amax": torch.amax, "amin": torch.amin,
                   "logsumexp": torch.logsumexp}
 NORM_ORDERS = (1.0, 2.0, math.inf)
+HALF_DTYPES = (torch.float16, torch.bfloat16)
+"""Inputs whose reductions torch accumulates in float32, rounding once at the end."""
 
 
 def runs(dims: list[int]) -> list[tuple[int, int]]:
@@ -71,6 +74,16 @@ def _nest(x: torch.fx.Node, parts: list[tuple[int, int]], keepdim: bool, reduce:
     return value
 
 
+def _widened(graph: torch.fx.Graph, x: Any, nest: Any) -> torch.fx.Node:
+    """``nest(x)`` computed in fp32 where ``x`` is bf16 or fp16, rounded back once: torch accumulates a
+    half-precision reduction in fp32 and rounds its result once, where rounding the first reduction's
+    values would lose what the second adds up (rows that cancel, or a row's sum past fp16's range)."""
+    meta = x.meta.get("tensor_meta") if isinstance(x, torch.fx.Node) else None
+    if meta is None or meta.dtype not in HALF_DTYPES:
+        return nest(x)
+    return graph.call_method("to", (nest(graph.call_method("to", (x, torch.float32))), meta.dtype))
+
+
 def _nested(graph: torch.fx.Graph, node: torch.fx.Node, target: Any) -> torch.fx.Node | None:
     x, dim = option(node, "input", 0, None), option(node, "dim", 1, None)
     keepdim = option(node, "keepdim", 2, False)
@@ -79,8 +92,12 @@ def _nested(graph: torch.fx.Graph, node: torch.fx.Node, target: Any) -> torch.fx
     parts = _split_dims(dim, rank(x))
     if parts is None:
         return None
-    return _nest(x, parts, keepdim,
-                 lambda value, dims, keep: graph.call_function(target, (value, dims), {"keepdim": keep}))
+
+    def nest(value: Any) -> torch.fx.Node:
+        return _nest(value, parts, keepdim,
+                     lambda v, dims, keep: graph.call_function(target, (v, dims), {"keepdim": keep}))
+
+    return nest(x) if target in (torch.amax, torch.amin) else _widened(graph, x, nest)  # (extremes are exact)
 
 
 def _norm_call(node: torch.fx.Node) -> tuple[Any, Any, Any, Any] | None:
@@ -108,12 +125,10 @@ def _norm(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
     parts = _split_dims(dim, rank(x))
     if parts is None:
         return None
-    return _nest(x, parts, keepdim, lambda value, dims, keep: graph.call_function(
-        torch.linalg.vector_norm, (value, float(order)), {"dim": dims, "keepdim": keep}))
+    return _widened(graph, x, lambda wide: _nest(wide, parts, keepdim, lambda value, dims, keep: graph.call_function(
+        torch.linalg.vector_norm, (value, float(order)), {"dim": dims, "keepdim": keep})))
 
 
-HALF_DTYPES = (torch.float16, torch.bfloat16)
-"""Inputs whose norm torch accumulates in float32, rounding once at the end."""
 
 
 def _any_order(graph: torch.fx.Graph, x: Any, order: float, dim: Any, keepdim: bool) -> torch.fx.Node | None:
@@ -185,14 +200,14 @@ def _whole(graph: torch.fx.Graph, node: torch.fx.Node, target: Any) -> torch.fx.
     if target not in (torch.sum, torch.mean) or node.kwargs.get("dtype") is not None or \
             node.kwargs.get("out") is not None or not isinstance(keepdim, bool) or shape is None or len(shape) < 2:
         return None
-    if dim is not None and not (isinstance(dim, (tuple, list)) and sorted(
-            d % len(shape) for d in dim if isinstance(d, int)) == list(range(len(shape)))):
+    every = isinstance(dim, (tuple, list)) and all(plain_int(d) for d in dim) and sorted(
+        d % len(shape) for d in dim) == list(range(len(shape)))
+    if (dim is not None and not every) or x.op not in ("call_function", "call_method", "call_module") or \
+            not reads_broadcast(x):
         return None
-    if x.op not in ("call_function", "call_method", "call_module") or not reads_broadcast(x):
-        return None
-    rows = tuple(range(len(shape) - 1))
-    return _nest(x, [(0, len(rows)), (len(rows), 1)], keepdim,
-                 lambda value, dims, keep: graph.call_function(target, (value, dims), {"keepdim": keep}))
+    parts = [(0, len(shape) - 1), (len(shape) - 1, 1)]
+    return _widened(graph, x, lambda value: _nest(value, parts, keepdim, lambda v, dims, keep: graph.call_function(
+        target, (v, dims), {"keepdim": keep})))
 
 
 def rewrite_reductions(gm: torch.fx.GraphModule) -> bool:

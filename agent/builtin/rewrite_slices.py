@@ -52,8 +52,8 @@ def _rewritten(node: torch.fx.Node) -> tuple[Any, ...] | None:
     tensor, index = node.args
     meta = tensor.meta.get("tensor_meta") if isinstance(tensor, torch.fx.Node) else None
     parts = index if isinstance(index, tuple) else (index,)
-    if meta is None or not hasattr(meta, "shape") or any(p is None or p is Ellipsis for p in parts):
-        return None  # (positions in the index are the tensor's dimensions only without None and ...)
+    if meta is None or not hasattr(meta, "shape") or not all(isinstance(p, slice) or plain_int(p) for p in parts):
+        return None  # (positions in the index are the tensor's dimensions only where each takes one: ints, slices)
     rank, changed, out = len(meta.shape), False, []
     for dim, part in enumerate(parts):
         if isinstance(part, slice) and part.step in (None, 1):

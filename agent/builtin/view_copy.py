@@ -316,6 +316,8 @@ def recognise(gm: torch.fx.GraphModule, inputs: list[Any], there: dict[str, torc
     if not value.is_floating_point() and after:
         # a copy moves any dtype as it is; the ops after the views compute in fp32
         raise CannotCover(f"ops after views of a {value.dtype} tensor (covered: after views of floating tensors)")
+    if not value.is_floating_point() and _last_copy(chain) is None:
+        return None  # a view of ids or a mask the reference never copies: forward takes it, the reader reads it
     try:
         epilogue = epilogue_program(gm, last, after, inputs, placeholders, "views")
     except CannotCover:
