@@ -359,7 +359,7 @@ def _row_seeds(plan: Plan) -> Seeds:
             and split_passes.batches(plan.program):
         # Few rows too long for registers, normalised after their statistics: each pass over a row
         # spread across SPLIT programs, so that every SM has work (a LayerNorm over 16 images).
-        split = _clamp(max(2, min(next_pow2(-(-4 * sms // max(plan.rows, 1))), 64, plan.cols // 4096)), "SPLIT")
+        split = _clamp(max(2, min(next_pow2(-(-4 * sms // max(plan.rows, 1))), 512, plan.cols // 4096)), "SPLIT")
         out.insert(0, ("split_passes", {"BLOCK_C": 2048, "SPLIT": split, "num_warps": 8},
                        f"seed: {plan.rows} rows for {sms} SMs: every pass over a row split {split} ways, each "
                        "pass's partial statistics combined by the next"))
