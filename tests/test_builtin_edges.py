@@ -1752,3 +1752,44 @@ def test_a_view_of_a_parameter_made_with_the_files_constants_is_planned_for_its_
     small = recognise(load_task(str(path), "small"))
     source = render(small, *seeds(small)[0])
     assert "// (16)), 16)" in source and "// (128)" not in source
+
+
+SLICE_BROADCAST = '''import torch
+import torch.nn as nn
+
+D = 3000
+SMALL = {small}
+batch = 8
+
+
+class Model(nn.Module):
+    def forward(self, {args}):
+        return {body}
+
+
+def get_inputs():
+    return [{inputs}]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.parametrize(("small", "args", "body", "inputs", "refused"), [
+    # one column at the small size, as wide as y: a kernel planned there reads y along columns it lacks
+    ('{"D": 2}', "x, y", "(x[:, 1:] - y).pow(2).sum(-1)", "torch.randn(batch, D), torch.randn(batch, 1)", True),
+    # a size of 1 at the small size that is 1 or absent at full size too is read the same: planned
+    ('{"batch": 1}', "x, w", "torch.relu(x[:, 1:] * w)", "torch.randn(batch, D), torch.randn(D - 1)", False),
+    ('{"batch": 1}', "x", "x[:, 1:] * x[:, 1:].sum(0, keepdim=True)", "torch.randn(batch, D)", False),
+])
+def test_a_broadcast_inside_forward_that_changes_with_the_size_is_refused(tmp_path: Path, small: str, args: str,
+                                                                          body: str, inputs: str,
+                                                                          refused: bool) -> None:
+    path = tmp_path / "sliced.py"
+    path.write_text(SLICE_BROADCAST.format(small=small, args=args, body=body, inputs=inputs))
+    if refused:
+        with pytest.raises(CannotCover, match="reads `y` broadcast differently at the small size"):
+            recognise(load_task(str(path), "full"))
+    else:
+        assert recognise(load_task(str(path), "full")).kind in ("pointwise", "row", "sequence")

@@ -151,11 +151,11 @@ def refuse_hidden_broadcast(gm: torch.fx.GraphModule, inputs: list[Any], shapes:
 
 
 def refuse_broadcast_that_changes(gm: torch.fx.GraphModule, there: dict[str, tuple[int, ...]]) -> None:
-    """CannotCover where a value broadcasts against another inside ``forward`` at one size and not at the
-    other (``there``: the values' shapes at the size being optimised, by name): ``x[:, 1:] - y`` with ``x``
-    two columns wide at the small size is one column, as wide as ``y`` there, and ``y`` is read along the
-    columns it does not have at full size. Only calls whose result has the broadcast shape of their
-    tensor arguments (pointwise ones) are compared."""
+    """CannotCover where a value is read along a dimension of a pointwise call's result one way at the
+    small size and another at the size being optimised (``there``: the values' shapes there, by name):
+    ``x[:, 1:] - y`` with ``x`` two columns wide at the small size is one column, as wide as ``y``, and a
+    kernel planned there reads ``y`` along the columns it does not have at full size. Only calls whose
+    result has the broadcast shape of their tensor arguments (pointwise ones) are compared."""
     for node in gm.graph.nodes:
         args = [a for a in node.all_input_nodes if hasattr(a.meta.get("tensor_meta"), "shape")]
         small = [tuple(a.meta["tensor_meta"].shape) for a in args]
@@ -165,10 +165,12 @@ def refuse_broadcast_that_changes(gm: torch.fx.GraphModule, there: dict[str, tup
         out, big = tuple(there[node.name]), [tuple(there[a.name]) for a in args]
         if not _broadcast_of(big, out):
             continue  # (a same-named value of the full trace that is not this one's counterpart)
-        if _broadcast_pattern(small, tuple(node.meta["tensor_meta"].shape)) != _broadcast_pattern(big, out):
-            raise CannotCover(f"`{node.name}` broadcasts its arguments differently at the small size "
-                              f"({[list(s) for s in small]}) than at the size being optimised "
-                              f"({[list(b) for b in big]})")
+        shape = tuple(node.meta["tensor_meta"].shape)
+        for arg, a_small, a_big in zip(args, small, big, strict=True):
+            if _misread(a_small, shape, a_big, out, arg.op in ("placeholder", "get_attr")):
+                raise CannotCover(f"`{node.name}` reads `{arg.name}` broadcast differently at the small size "
+                                  f"({list(a_small)} into {list(shape)}) than at the size being optimised "
+                                  f"({list(a_big)} into {list(out)})")
 
 
 def _broadcast_of(shapes: list[tuple[int, ...]], out: Any) -> bool:
@@ -181,14 +183,25 @@ def _broadcast_of(shapes: list[tuple[int, ...]], out: Any) -> bool:
         return False
 
 
-def _broadcast_pattern(shapes: list[tuple[int, ...]], out: tuple[int, ...]) -> list[tuple[bool, ...]]:
-    """For each argument, along each dimension of ``out`` (right-aligned): is it read there as one value
-    repeated (absent, or of size 1 where ``out`` is larger)?"""
-    pattern = []
-    for shape in shapes:
-        aligned = (1,) * (len(out) - len(shape)) + shape
-        pattern.append(tuple(a == 1 and o != 1 for a, o in zip(aligned, out, strict=False)))
-    return pattern
+def _misread(small: tuple[int, ...], out: tuple[int, ...], big: tuple[int, ...], out_big: tuple[int, ...],
+             from_memory: bool) -> bool:
+    """Would a kernel planned at the small size read an argument of shape ``small`` (into ``out``) wrongly at
+    full size (``big`` into ``out_big``)? Along a dimension the argument is either one value repeated (its
+    size 1, the result's larger) or one per position (the result's size): a dimension read one way at one
+    size and the other way at the other is misread. Where both are 1 at the small size the planner cannot
+    tell; a tensor it reads from memory (an input, a parameter) is then read as one per position, wrong
+    where it is repeated at full size. A dimension the argument lacks is repeated at every size."""
+    lead = len(out) - len(small)
+    for d, (o_small, o_big) in enumerate(zip(out, out_big, strict=True)):
+        a_small = small[d - lead] if d >= lead else 1
+        a_big = big[d - lead] if d >= lead else 1
+        repeated_small, repeated_big = a_small == 1 != o_small, a_big == 1 != o_big
+        along_small, along_big = a_small == o_small != 1, a_big == o_big != 1
+        if (repeated_small and along_big) or (along_small and repeated_big):
+            return True
+        if from_memory and d >= lead and a_small == o_small == 1 and repeated_big:
+            return True
+    return False
 
 
 def output_shape(model: torch.nn.Module, inputs: list[Any], shapes: list[tuple[int, ...]]
