@@ -16,7 +16,7 @@ from typing import Any
 import torch
 import torch.fx
 
-from kernelevo.agent.builtin.vocabulary import plain_int
+from kernelevo.agent.builtin.vocabulary import drop_unused_ancestors, plain_int
 
 
 def _size_read(node: Any) -> tuple[torch.fx.Node, int] | None:
@@ -79,21 +79,8 @@ def rewrite_slices(gm: torch.fx.GraphModule) -> bool:
             replaced += [b for p in old if isinstance(p, slice) for b in (p.start, p.stop)
                          if isinstance(b, torch.fx.Node)]
             node.args = (node.args[0], index)
-    for bound in dict.fromkeys(replaced):  # the size arithmetic no one reads any more, back to the read
-        _drop_unread(gm.graph, bound)
+    for bound in dict.fromkeys(replaced):  # the size arithmetic no one reads any more, back to the reads
+        drop_unused_ancestors(gm, bound)
     if replaced:
         gm.recompile()
     return bool(replaced)
-
-
-def _drop_unread(graph: torch.fx.Graph, node: torch.fx.Node) -> None:
-    """``node`` and the size reads it was computed from, where nothing reads them."""
-    if node.users:
-        return
-    sources = list(node.all_input_nodes)
-    graph.erase_node(node)
-    for source in sources:
-        if source.op != "placeholder" and (_size_read(source) is not None or (
-                source.op == "call_method" and source.target == "size") or (
-                source.op == "call_function" and source.target is getattr)):
-            _drop_unread(graph, source)
